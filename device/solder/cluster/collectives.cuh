@@ -1,0 +1,275 @@
+// The cluster collectives. Semantics: see cluster.cuh (top comment) and docs/cluster-collectives.md.
+//
+// Every function here is called by every thread of every block of the cluster with the same arguments
+// (pointers at the same offsets), and contains block barriers at entry and exit. Tiles are passed as generic
+// pointers: they may live in the block's shared memory or in global memory (one region per block). Remote
+// writes only ever target the peers' mailbox slots; each block writes only its own tiles.
+#pragma once
+
+#include <cuda/std/cstdint>
+
+#include "limits.cuh"
+#include "mailbox.cuh"
+#include "packet.cuh"
+#include "ptx.cuh"
+
+namespace solder::cluster {
+
+namespace detail {
+
+__device__ inline uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+__device__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+// Start of part `part` when `packets` packets are split into `parts` nearly equal parts.
+__device__ inline uint32_t part_begin(uint32_t packets, uint32_t parts, uint32_t part) {
+  return static_cast<uint32_t>(static_cast<cuda::std::uint64_t>(packets) * part / parts);
+}
+
+// Whole block: destination[p] = source[p] for p < packets (generic pointers, no overlap).
+__device__ inline void copy_packets(const communicator& comm, uint4* destination, const uint4* source,
+                                    uint32_t packets) {
+#pragma unroll 4
+  for (uint32_t p = comm.thread(); p < packets; p += comm.threads()) store_packet(destination + p, load_packet(source + p));
+}
+
+// Whole block: pushes packets [source, source + packets) into a peer's slot with st.async.
+__device__ inline void push_packets(const communicator& comm, remote_slot slot, const uint4* source,
+                                    uint32_t packets) {
+#pragma unroll 4
+  for (uint32_t p = comm.thread(); p < packets; p += comm.threads())
+    ptx::store_async_16(slot.data + p, load_packet(source + p), slot.barrier);
+}
+
+// Group all-reduce in place: reduce-scatter then all-gather, chunked by the mailbox slot size, with the
+// all-gather of chunk c and the reduce-scatter of chunk c+1 in flight together. 2 rounds per chunk of
+// G * slot_packets packets. Accumulation in fp32 in group-rank order, one rounding to T.
+template <reduce_op Op, class T>
+__device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, uint32_t group_size) {
+  __syncthreads();
+  const group_view group = comm.group(group_size);
+  if (group.size == 1) return;
+  uint4* data = reinterpret_cast<uint4*>(tile);
+  const uint32_t packets = count / elements_per_packet<T>;
+  const uint32_t chunk_packets = group.size * comm.slot_packets();
+  const uint32_t chunks = ceil_div(packets, chunk_packets);
+
+  // Packets [begin, begin + length) of the tile that group rank `owner` reduces in chunk `chunk`.
+  auto slice_begin = [&](uint32_t chunk, uint32_t owner) {
+    uint32_t chunk_begin = chunk * chunk_packets;
+    uint32_t in_chunk = min_u32(chunk_packets, packets - chunk_begin);
+    return chunk_begin + part_begin(in_chunk, group.size, owner);
+  };
+  auto slice_length = [&](uint32_t chunk, uint32_t owner) {
+    return slice_begin(chunk, owner + 1) - slice_begin(chunk, owner);
+  };
+  auto send_reduce_scatter = [&](uint32_t chunk, uint32_t ahead) {
+    for (uint32_t i = 1; i < group.size; ++i) {
+      uint32_t owner = (group.local + i) % group.size;
+      remote_slot slot = comm.acquire_slot(ahead, group.rank_of(owner));
+      push_packets(comm, slot, data + slice_begin(chunk, owner), slice_length(chunk, owner));
+    }
+  };
+
+  send_reduce_scatter(0, 0);
+  for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+    // Reduce-scatter round: combine my slice from every group rank, in rank order; push the result.
+    const uint32_t mine = slice_begin(chunk, group.local);
+    const uint32_t mine_length = slice_length(chunk, group.local);
+    comm.wait_round((group.size - 1) * mine_length * packet_bytes);
+    for (uint32_t i = 1; i < group.size; ++i) comm.wait_for_slot(1, group.peer(i));
+    for (uint32_t p = comm.thread(); p < mine_length; p += comm.threads()) {
+      unpacked<T> accumulator;
+      for (uint32_t r = 0; r < group.size; ++r) {
+        uint32_t source = group.rank_of(r);
+        uint4 value = source == comm.rank() ? load_packet(data + mine + p) : comm.receive_slot(0, source)[p];
+        if (r == 0) accumulator = unpack<T>(value);
+        else combine_into<Op>(accumulator, unpack<T>(value));
+      }
+      uint4 result = pack<T>(accumulator);
+      store_packet(data + mine + p, result);
+      for (uint32_t i = 1; i < group.size; ++i) {
+        remote_slot slot = comm.peer_slot(1, group.peer(i));
+        ptx::store_async_16(slot.data + p, result, slot.barrier);
+      }
+    }
+    comm.release_round_to_group(group);
+
+    if (chunk + 1 < chunks) send_reduce_scatter(chunk + 1, 1);
+
+    // All-gather round: every other group rank's reduced slice lands in its slot; copy into the tile.
+    uint32_t chunk_length = min_u32(chunk_packets, packets - chunk * chunk_packets);
+    comm.wait_round((chunk_length - mine_length) * packet_bytes);
+    for (uint32_t i = 1; i < group.size; ++i) {
+      uint32_t owner = (group.local + i) % group.size;
+      copy_packets(comm, data + slice_begin(chunk, owner), comm.receive_slot(0, group.rank_of(owner)),
+                   slice_length(chunk, owner));
+    }
+    comm.release_round_to_group(group);
+  }
+}
+
+template <class T>
+__device__ void shuffle_send_round(communicator& comm, const T* src, uint32_t count, uint32_t group_size,
+                                   uint32_t round, uint32_t ahead) {
+  const group_view group = comm.group(group_size);
+  const uint32_t packets = count / elements_per_packet<T>;
+  const uint32_t begin = round * comm.slot_packets();
+  remote_slot slot = comm.acquire_slot(ahead, group.successor());
+  push_packets(comm, slot, reinterpret_cast<const uint4*>(src) + begin, min_u32(comm.slot_packets(), packets - begin));
+}
+
+}  // namespace detail
+
+// ---- all-reduce -------------------------------------------------------------------------------------------
+
+// cluster_reduce<op>(tile): in place, every block ends with op over all ranks, element-wise.
+// op in {sum, max, min}. Whole cluster.
+template <reduce_op Op, class T>
+__device__ void cluster_reduce(communicator& comm, T* tile, uint32_t count) {
+  static_assert(Op == reduce_op::sum || Op == reduce_op::max || Op == reduce_op::min,
+                "cluster_reduce takes sum, max or min");
+  detail::group_all_reduce<Op>(comm, tile, count, comm.size());
+}
+
+enum class exchange_op : uint32_t { add, mul };
+
+// all_exchange<add|mul>(tile, group_size): in place, every block of each group of `group_size` consecutive
+// ranks ends with the element-wise sum (add) or product (mul) over its group. Whole cluster.
+template <exchange_op Op, class T>
+__device__ void all_exchange(communicator& comm, T* tile, uint32_t count, uint32_t group_size) {
+  constexpr reduce_op op = Op == exchange_op::add ? reduce_op::sum : reduce_op::prod;
+  detail::group_all_reduce<op>(comm, tile, count, group_size);
+}
+
+// ---- all-gather -------------------------------------------------------------------------------------------
+
+// cluster_gather(src: count elements -> dst: size * count elements): dst[r * count + i] = src of rank r [i],
+// in every block. src may be dst + rank * count (in place); otherwise src and dst must not overlap.
+template <class T>
+__device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_t count) {
+  __syncthreads();
+  const group_view group = comm.group(comm.size());
+  const uint32_t packets = count / elements_per_packet<T>;
+  const uint4* source = reinterpret_cast<const uint4*>(src);
+  uint4* destination = reinterpret_cast<uint4*>(dst);
+  if (src != dst + comm.rank() * count) detail::copy_packets(comm, destination + comm.rank() * packets, source, packets);
+  if (group.size == 1) {
+    __syncthreads();
+    return;
+  }
+  const uint32_t slot = comm.slot_packets();
+  const uint32_t rounds = detail::ceil_div(packets, slot);
+  auto send = [&](uint32_t round, uint32_t ahead) {
+    uint32_t begin = round * slot;
+    for (uint32_t i = 1; i < group.size; ++i)
+      detail::push_packets(comm, comm.acquire_slot(ahead, group.peer(i)), source + begin,
+                           detail::min_u32(slot, packets - begin));
+  };
+  send(0, 0);
+  for (uint32_t round = 0; round < rounds; ++round) {
+    if (round + 1 < rounds) send(round + 1, 1);
+    const uint32_t begin = round * slot;
+    const uint32_t length = detail::min_u32(slot, packets - begin);
+    comm.wait_round((group.size - 1) * length * packet_bytes);
+    for (uint32_t i = 1; i < group.size; ++i) {
+      uint32_t peer = group.peer(i);
+      detail::copy_packets(comm, destination + peer * packets + begin, comm.receive_slot(0, peer), length);
+    }
+    comm.release_round_to_group(group);
+  }
+}
+
+// ---- reduce-scatter ---------------------------------------------------------------------------------------
+
+// reduce_scatter<op>(src: size * count elements -> dst: count elements): block r's dst[i] = op over ranks s
+// (in rank order, fp32) of src_s[r * count + i]. dst may be src + rank * count; otherwise no overlap.
+template <reduce_op Op, class T>
+__device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_t count) {
+  static_assert(Op == reduce_op::sum || Op == reduce_op::max || Op == reduce_op::min,
+                "reduce_scatter takes sum, max or min");
+  __syncthreads();
+  const group_view group = comm.group(comm.size());
+  const uint32_t packets = count / elements_per_packet<T>;
+  const uint4* source = reinterpret_cast<const uint4*>(src);
+  uint4* destination = reinterpret_cast<uint4*>(dst);
+  if (group.size == 1) {
+    if (src != dst) detail::copy_packets(comm, destination, source, packets);
+    __syncthreads();
+    return;
+  }
+  const uint32_t slot = comm.slot_packets();
+  const uint32_t rounds = detail::ceil_div(packets, slot);
+  auto send = [&](uint32_t round, uint32_t ahead) {
+    uint32_t begin = round * slot;
+    for (uint32_t i = 1; i < group.size; ++i) {
+      uint32_t peer = group.peer(i);
+      detail::push_packets(comm, comm.acquire_slot(ahead, peer), source + peer * packets + begin,
+                           detail::min_u32(slot, packets - begin));
+    }
+  };
+  send(0, 0);
+  for (uint32_t round = 0; round < rounds; ++round) {
+    if (round + 1 < rounds) send(round + 1, 1);
+    const uint32_t begin = round * slot;
+    const uint32_t length = detail::min_u32(slot, packets - begin);
+    comm.wait_round((group.size - 1) * length * packet_bytes);
+    for (uint32_t p = comm.thread(); p < length; p += comm.threads()) {
+      unpacked<T> accumulator;
+      for (uint32_t r = 0; r < group.size; ++r) {
+        uint4 value = r == comm.rank() ? load_packet(source + r * packets + begin + p) : comm.receive_slot(0, r)[p];
+        if (r == 0) accumulator = unpack<T>(value);
+        else combine_into<Op>(accumulator, unpack<T>(value));
+      }
+      store_packet(destination + begin + p, pack<T>(accumulator));
+    }
+    comm.release_round_to_group(group);
+  }
+}
+
+// ---- ring shuffle -----------------------------------------------------------------------------------------
+
+// dsm_shuffle_start / dsm_shuffle_wait (src -> dst, groups of `group_size` consecutive ranks): block of group
+// rank g ends with dst = src of group rank (g - 1 + G) mod G. start pushes the first two slots' worth of src
+// (all of it when count * sizeof(T) <= 2 * slot bytes) and returns, so compute can overlap the transfer;
+// wait receives (and pushes any remaining chunks). Between the two, no other collective on `comm`, and src
+// and dst are not written. dst may equal src (in place) or must not overlap it.
+template <class T>
+__device__ void dsm_shuffle_start(communicator& comm, const T* src, uint32_t count, uint32_t group_size) {
+  __syncthreads();
+  if (group_size == 1) return;
+  const uint32_t rounds = detail::ceil_div(count / elements_per_packet<T>, comm.slot_packets());
+  detail::shuffle_send_round(comm, src, count, group_size, 0, 0);
+  if (rounds > 1) detail::shuffle_send_round(comm, src, count, group_size, 1, 1);
+}
+
+template <class T>
+__device__ void dsm_shuffle_wait(communicator& comm, const T* src, T* dst, uint32_t count, uint32_t group_size) {
+  const uint32_t packets = count / elements_per_packet<T>;
+  if (group_size == 1) {
+    __syncthreads();
+    if (src != dst)
+      detail::copy_packets(comm, reinterpret_cast<uint4*>(dst), reinterpret_cast<const uint4*>(src), packets);
+    __syncthreads();
+    return;
+  }
+  const group_view group = comm.group(group_size);
+  const uint32_t slot = comm.slot_packets();
+  const uint32_t rounds = detail::ceil_div(packets, slot);
+  for (uint32_t round = 0; round < rounds; ++round) {
+    const uint32_t begin = round * slot;
+    const uint32_t length = detail::min_u32(slot, packets - begin);
+    comm.wait_round(length * packet_bytes);
+    detail::copy_packets(comm, reinterpret_cast<uint4*>(dst) + begin, comm.receive_slot(0, group.predecessor()),
+                         length);
+    comm.release_round_to(group.predecessor());
+    if (round + 2 < rounds) detail::shuffle_send_round(comm, src, count, group_size, round + 2, 1);
+  }
+}
+
+template <class T>
+__device__ void dsm_shuffle(communicator& comm, const T* src, T* dst, uint32_t count, uint32_t group_size) {
+  dsm_shuffle_start(comm, src, count, group_size);
+  dsm_shuffle_wait(comm, src, dst, count, group_size);
+}
+
+}  // namespace solder::cluster

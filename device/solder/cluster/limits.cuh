@@ -1,0 +1,73 @@
+// Sizes and argument checks for the cluster collectives.
+//
+// Include-free and usable from host C++ (the planner, the launch code), from nvcc and from NVRTC. Every
+// check returns nullptr when the arguments are valid and otherwise a sentence naming what was expected and
+// what was found, so the planner can reject a plan with a reason instead of failing a launch.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SOLDER_CLUSTER_HOST_DEVICE __host__ __device__
+#else
+#define SOLDER_CLUSTER_HOST_DEVICE
+#endif
+
+namespace solder::cluster {
+
+// Largest cluster on Hopper: 8 portable, 16 with cudaFuncAttributeNonPortableClusterSizeAllowed.
+inline constexpr unsigned max_cluster_size = 16;
+inline constexpr unsigned max_portable_cluster_size = 8;
+
+// Every transfer moves 16-byte packets (one st.async.v4.b32 per thread).
+inline constexpr unsigned packet_bytes = 16;
+
+// Barrier area at the start of a mailbox: full[2] + empty[2][max_cluster_size], 8 bytes each.
+inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size);
+
+// Shared-memory bytes of a mailbox for `cluster_size` blocks with receive slots of `slot_bytes`:
+// two stages (ping-pong) of one slot per peer, plus the barriers.
+SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned mailbox_bytes(unsigned cluster_size, unsigned slot_bytes) {
+  return mailbox_barrier_bytes + 2u * (cluster_size > 1 ? cluster_size - 1 : 0u) * slot_bytes;
+}
+
+// Largest slot that fits `budget_bytes` of shared memory, rounded down to whole packets (0 if none fits).
+SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned slot_bytes_for_budget(unsigned cluster_size, unsigned budget_bytes) {
+  if (cluster_size <= 1) return 0;
+  if (budget_bytes <= mailbox_barrier_bytes) return 0;
+  unsigned per_slot = (budget_bytes - mailbox_barrier_bytes) / (2u * (cluster_size - 1));
+  return per_slot / packet_bytes * packet_bytes;
+}
+
+SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_cluster_size(unsigned cluster_size) {
+  if (cluster_size == 0) return "cluster size must be at least 1, found 0";
+  if (cluster_size > max_cluster_size)
+    return "cluster size must be at most 16 blocks on Hopper (8 portable, 16 non-portable)";
+  return nullptr;  // any size 1..16 is supported, powers of two or not
+}
+
+SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_group(unsigned cluster_size, unsigned group_size) {
+  if (group_size == 0) return "group size must be at least 1, found 0";
+  if (group_size > cluster_size) return "group size must not exceed the cluster size";
+  if (cluster_size % group_size != 0) return "group size must divide the cluster size (groups are consecutive ranks)";
+  return nullptr;
+}
+
+SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_tile(unsigned count, unsigned element_bytes) {
+  if (element_bytes != 2 && element_bytes != 4) return "element type must be float, __nv_bfloat16 or __half";
+  if ((static_cast<unsigned long long>(count) * element_bytes) % packet_bytes != 0)
+    return "tile bytes (count * sizeof(T)) must be a multiple of 16 (4 floats or 8 16-bit elements)";
+  return nullptr;
+}
+
+SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_slot(unsigned cluster_size, unsigned slot_bytes) {
+  if (cluster_size > 1 && slot_bytes < packet_bytes) return "mailbox slot must hold at least one 16-byte packet";
+  if (slot_bytes % packet_bytes != 0) return "mailbox slot bytes must be a multiple of 16";
+  return nullptr;
+}
+
+SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_threads(unsigned threads_per_block) {
+  if (threads_per_block < 32 || threads_per_block % 32 != 0)
+    return "collectives need whole warps and at least 32 threads per block";
+  return nullptr;
+}
+
+}  // namespace solder::cluster

@@ -1,0 +1,163 @@
+// cluster::communicator: the per-block mailbox over distributed shared memory that every collective uses.
+//
+// Layout (in each block's shared memory, at the same offset in every block of the cluster):
+//   full[2]            one mbarrier per stage: 1 local arrival (expect_tx of the round's bytes) + the bytes
+//                      that peers' st.async stores complete on it
+//   empty[2][16]       per stage and per receiver: the receiver arrives here (remotely) once it has consumed
+//                      the slot this block wrote into it, so this block may write that slot again
+//   slots[2][C-1][S]   receive slots: per stage, one slot of S bytes per peer (slot index = distance from
+//                      the source rank), so two senders never share bytes and each (sender, receiver, stage)
+//                      has its own empty barrier
+//
+// Protocol of one round r (stage r & 1), every block of the cluster doing the same rounds:
+//   send      for each destination: wait empty[stage][dest] (parity tracked per destination and stage), then
+//             st.async the packets into the destination's slot, completing its full[stage]
+//   receive   one thread: arrive.expect_tx(full[stage], bytes of the round); all: wait full parity (r >> 1)
+//   release   block barrier, then one thread per source arrives on the source's empty[stage][me]
+// Two stages (ping-pong) let round r+1 be sent before round r is consumed, and a stage is rewritten only after
+// its receiver released it, so an in-flight slot is never overwritten. The barriers are initialised once and
+// published with one cluster barrier (setup); no collective calls a cluster-wide barrier; teardown is one
+// cluster barrier so that no block exits while a peer may still write into its shared memory or barriers.
+//
+// Every thread of the block keeps an identical copy of the communicator (round counter, parity bits) in
+// registers; this holds because all threads make the same sequence of collective calls.
+#pragma once
+
+#include <cuda/std/cstdint>
+
+#include "limits.cuh"
+#include "ptx.cuh"
+
+namespace solder::cluster {
+
+using cuda::std::uint32_t;
+using cuda::std::uint64_t;
+
+// A group of G consecutive cluster ranks containing this block (G divides the cluster size).
+struct group_view {
+  uint32_t first;  // cluster rank of group rank 0
+  uint32_t size;   // G
+  uint32_t local;  // this block's rank within the group
+
+  __device__ uint32_t rank_of(uint32_t group_rank) const { return first + group_rank; }
+  // The i-th peer after this block, i in 1 .. size-1; blocks start from different peers to spread traffic.
+  __device__ uint32_t peer(uint32_t i) const { return first + (local + i) % size; }
+  __device__ uint32_t successor() const { return peer(1); }
+  __device__ uint32_t predecessor() const { return first + (local + size - 1) % size; }
+};
+
+// Where this block writes in a peer during one round.
+struct remote_slot {
+  uint4* data;        // generic address of the slot in the peer's shared memory
+  uint64_t* barrier;  // the peer's full barrier for the round's stage
+};
+
+class communicator {
+ public:
+  // Whole cluster, once, before any collective. `mailbox` points to mailbox_bytes(cluster size, slot_bytes)
+  // bytes of shared memory, 16-byte aligned, at the same offset in every block; slot_bytes is a multiple of 16.
+  __device__ static communicator setup(void* mailbox, uint32_t slot_bytes) {
+    communicator self;
+    self.rank_ = ptx::block_rank();
+    self.size_ = ptx::cluster_size();
+    self.thread_ = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    self.threads_ = blockDim.x * blockDim.y * blockDim.z;
+    self.full_ = static_cast<uint64_t*>(mailbox);
+    self.empty_ = self.full_ + 2;
+    self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(mailbox) + mailbox_barrier_bytes);
+    self.slot_packets_ = slot_bytes / packet_bytes;
+    self.round_ = 0;
+    self.send_parity_ = 0xffffffffu;  // the first wait on each empty barrier passes (phase "-1" is complete)
+    if (self.thread_ == 0) {
+      ptx::barrier_init(&self.full_[0], 1);
+      ptx::barrier_init(&self.full_[1], 1);
+      for (uint32_t i = 0; i < 2 * max_cluster_size; ++i) ptx::barrier_init(&self.empty_[i], 1);
+      ptx::fence_barrier_init();
+    }
+    ptx::cluster_sync();  // entry protocol: no peer writes here before these barriers exist
+    return self;
+  }
+
+  // Whole cluster, once, after the last collective: no block leaves while a peer may still access its
+  // shared memory (the last rounds' releases are remote arrivals on the senders' barriers).
+  __device__ void teardown() const { ptx::cluster_sync(); }
+
+  __device__ uint32_t rank() const { return rank_; }
+  __device__ uint32_t size() const { return size_; }
+  __device__ uint32_t thread() const { return thread_; }
+  __device__ uint32_t threads() const { return threads_; }
+  __device__ uint32_t slot_packets() const { return slot_packets_; }
+  __device__ uint32_t rounds_done() const { return round_; }
+
+  __device__ group_view group(uint32_t group_size) const {
+    return group_view{rank_ / group_size * group_size, group_size, rank_ % group_size};
+  }
+
+  // ---- round machinery (for collectives.cuh) -------------------------------------------------------------
+
+  // The local slot that `source` writes in round (next + ahead).
+  __device__ uint4* receive_slot(uint32_t ahead, uint32_t source) const {
+    return slot_at((round_ + ahead) & 1u, (source + size_ - rank_ - 1) % size_);
+  }
+
+  // Whole block. Waits until `destination` has released the slot this block writes in round (next + ahead).
+  // Call once per destination and round, before the first store into that slot.
+  __device__ void wait_for_slot(uint32_t ahead, uint32_t destination) {
+    uint32_t bit = ((round_ + ahead) & 1u) * max_cluster_size + destination;
+    ptx::wait_parity(&empty_[bit], (send_parity_ >> bit) & 1u);
+    send_parity_ ^= 1u << bit;
+  }
+
+  // Any thread: the slot this block writes in `destination` in round (next + ahead), and the barrier there.
+  __device__ remote_slot peer_slot(uint32_t ahead, uint32_t destination) const {
+    uint32_t stage = (round_ + ahead) & 1u;
+    uint4* local_twin = slot_at(stage, (rank_ + size_ - destination - 1) % size_);
+    return remote_slot{ptx::map_to_rank(local_twin, destination), ptx::map_to_rank(&full_[stage], destination)};
+  }
+
+  // Whole block: wait_for_slot, then peer_slot.
+  __device__ remote_slot acquire_slot(uint32_t ahead, uint32_t destination) {
+    wait_for_slot(ahead, destination);
+    return peer_slot(ahead, destination);
+  }
+
+  // Whole block. Expects `bytes` for the next round and waits until they have all landed.
+  __device__ void wait_round(uint32_t bytes) {
+    uint32_t stage = round_ & 1u;
+    if (thread_ == 0) ptx::arrive_expect_bytes(&full_[stage], bytes);
+    ptx::wait_parity(&full_[stage], (round_ >> 1) & 1u);
+  }
+
+  // Whole block, after consuming the next round's slots: hands the slots back to every other block of
+  // `group` and advances to the following round.
+  __device__ void release_round_to_group(const group_view& group) {
+    __syncthreads();
+    if (thread_ + 1 < group.size) release_to(group.peer(thread_ + 1));
+    ++round_;
+  }
+
+  // Whole block: as above for a round whose only source was `source`.
+  __device__ void release_round_to(uint32_t source) {
+    __syncthreads();
+    if (thread_ == 0) release_to(source);
+    ++round_;
+  }
+
+ private:
+  __device__ uint4* slot_at(uint32_t stage, uint32_t index) const {
+    return slots_ + (stage * (size_ - 1) + index) * slot_packets_;
+  }
+  __device__ void release_to(uint32_t source) const {
+    uint32_t bit = (round_ & 1u) * max_cluster_size + rank_;
+    ptx::arrive_remote(ptx::map_to_rank(&empty_[bit], source));
+  }
+
+  uint64_t* full_;
+  uint64_t* empty_;
+  uint4* slots_;
+  uint32_t rank_, size_, thread_, threads_, slot_packets_;
+  uint32_t round_;        // next round to receive
+  uint32_t send_parity_;  // bit (stage * 16 + destination): parity to wait for on empty[stage][destination]
+};
+
+}  // namespace solder::cluster

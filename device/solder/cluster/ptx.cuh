@@ -1,0 +1,114 @@
+// Small named wrappers, one per PTX instruction family the cluster collectives use.
+//
+// Where CCCL's <cuda/ptx> wraps the instruction we call it; mapa and the cluster special registers come from
+// the CUDA cluster intrinsics (__cluster_map_shared_rank & co.), which are not in <cuda/ptx>. Each comment
+// says which threads must call the wrapper:
+//   one thread      exactly one thread of the block (per barrier / per message)
+//   any thread      any subset of threads, each call independent
+//   whole block     every thread of the block, convergent
+//   whole cluster   every thread of every block of the cluster
+#pragma once
+
+#include <cuda/ptx>
+#include <cuda/std/cstdint>
+
+namespace solder::cluster::ptx {
+
+using cuda::std::uint32_t;
+using cuda::std::uint64_t;
+
+// ---- cluster geometry (any thread) -------------------------------------------------------------------------
+
+// %cluster_ctarank: this block's rank in its cluster, 0 .. cluster_size() - 1.
+__device__ inline uint32_t block_rank() { return __clusterRelativeBlockRank(); }
+
+// %cluster_nctarank: number of blocks in this cluster (1 for a launch without clusters).
+__device__ inline uint32_t cluster_size() { return __clusterSizeInBlocks(); }
+
+// mapa: the generic address of the same shared-memory offset in block `rank` of this cluster. Any thread.
+template <class T>
+__device__ inline T* map_to_rank(T* local, uint32_t rank) {
+  return static_cast<T*>(__cluster_map_shared_rank(static_cast<void*>(local), rank));
+}
+
+// isspacep.shared: whether a generic pointer points into this block's shared memory. Any thread.
+__device__ inline bool is_shared(const void* pointer) { return __isShared(pointer) != 0; }
+
+// ---- barrier.cluster (whole cluster) -----------------------------------------------------------------------
+
+// barrier.cluster.arrive.release + barrier.cluster.wait.acquire. Whole cluster. Used only at setup and
+// teardown; collectives never call it.
+__device__ inline void cluster_sync() {
+  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+  cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+}
+
+// ---- mbarrier ----------------------------------------------------------------------------------------------
+
+// mbarrier.init. One thread, before the barrier is published with fence_barrier_init + cluster_sync.
+__device__ inline void barrier_init(uint64_t* barrier, uint32_t arrivals) {
+  cuda::ptx::mbarrier_init(barrier, arrivals);
+}
+
+// fence.mbarrier_init.release.cluster: makes this thread's barrier_init calls visible to the cluster.
+// One thread (the one that initialised), followed by cluster_sync.
+__device__ inline void fence_barrier_init() {
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+}
+
+// mbarrier.arrive.expect_tx on a barrier of this block: one arrival plus `bytes` of expected transactions.
+// One thread per arrival the barrier was initialised with.
+__device__ inline void arrive_expect_bytes(uint64_t* barrier, uint32_t bytes) {
+  (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cluster,
+                                             cuda::ptx::space_shared, barrier, bytes);
+}
+
+// mbarrier.try_wait.parity.acquire.cluster, looped: returns once the phase with parity `parity` has
+// completed. Any thread (every thread that will read what the barrier guards must wait itself).
+__device__ inline void wait_parity(uint64_t* barrier, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, barrier, parity)) {
+  }
+}
+
+// mbarrier.arrive.release.cluster.shared::cluster on a barrier in a peer block (address from map_to_rank).
+// One thread per arrival; release orders the block's earlier reads (after a block barrier) before it.
+__device__ inline void arrive_remote(uint64_t* remote_barrier) {
+  cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
+                             remote_barrier);
+}
+
+// ---- st.async (any thread) ---------------------------------------------------------------------------------
+
+// st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v4.b32: store 16 bytes into a peer block's
+// shared memory and complete 16 bytes of transactions on the peer's barrier. Any thread; the value is read
+// from registers at issue, so the source may be overwritten as soon as the call returns.
+__device__ inline void store_async_16(uint4* remote_destination, uint4 value, uint64_t* remote_barrier) {
+  const uint32_t words[4] = {value.x, value.y, value.z, value.w};
+  cuda::ptx::st_async(reinterpret_cast<uint32_t*>(remote_destination), words, remote_barrier);
+}
+
+// ---- proxies and bulk reductions to global memory ----------------------------------------------------------
+
+// fence.proxy.async.shared::cta: orders this thread's generic writes to shared memory before later
+// async-proxy (bulk copy) reads of it. Every thread that wrote the data, before the block barrier that
+// precedes the bulk operation.
+__device__ inline void fence_shared_to_async_proxy() {
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+}
+
+// cp.reduce.async.bulk.global.shared::cta.bulk_group.<op>.<type>: global[i] = global[i] op shared[i] for
+// `bytes` bytes, atomically per element. One thread; both addresses 16-byte aligned, bytes a multiple of 16.
+template <class Op, class T>
+__device__ inline void bulk_reduce_to_global(Op op, T* global_destination, const T* shared_source, uint32_t bytes) {
+  cuda::ptx::cp_reduce_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, op, global_destination,
+                                  shared_source, bytes);
+}
+
+// cp.async.bulk.commit_group + cp.async.bulk.wait_group 0: waits until this thread's bulk operations have
+// completed (their writes performed). The one thread that issued them.
+__device__ inline void bulk_commit_and_wait_all() {
+  cuda::ptx::cp_async_bulk_commit_group();
+  cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
+}
+
+}  // namespace solder::cluster::ptx

@@ -1,0 +1,79 @@
+#include "backend/cpu/inputs.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace solder {
+namespace {
+
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t next() {  // splitmix64
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double normal() {
+    double u1 = uniform(), u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+  int64_t integer(int64_t lo, int64_t hi) {  // [lo, hi)
+    return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo));
+  }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t hash_name(const std::string& name, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+TensorSet make_inputs(const BoundProgram& program, uint64_t seed) {
+  TensorSet result;
+  for (const TensorInfo* info : program.inputs()) {
+    HostTensor t;
+    t.name = info->name;
+    t.shape = info->shape;
+    t.dtype = info->dtype;
+    t.values.resize(static_cast<size_t>(info->elements()));
+    Random random(hash_name(info->name, seed));
+    using K = InputDistribution::Kind;
+    InputDistribution dist = info->input->distribution;
+    if (dist.kind == K::standard) {
+      if (info->dtype == DType::i32) dist = {K::randint, {0, 16}};
+      else if (info->dtype == DType::boolean) dist = {K::bernoulli, {0.5}};
+      else dist = {K::normal, {0, 1}};
+    }
+    for (double& v : t.values) {
+      switch (dist.kind) {
+        case K::normal: v = dist.params[0] + dist.params[1] * random.normal(); break;
+        case K::uniform: v = dist.params[0] + (dist.params[1] - dist.params[0]) * random.uniform(); break;
+        case K::randint:
+        case K::sorted_randint:
+          v = static_cast<double>(random.integer(static_cast<int64_t>(dist.params[0]), static_cast<int64_t>(dist.params[1])));
+          break;
+        case K::bernoulli: v = random.uniform() < dist.params[0] ? 1 : 0; break;
+        case K::standard: break;
+      }
+      v = round_to_dtype(v, info->dtype);
+    }
+    if (dist.kind == K::sorted_randint && !t.shape.empty()) {
+      auto row = static_cast<size_t>(t.shape.back());
+      for (size_t start = 0; start < t.values.size(); start += row)
+        std::sort(t.values.begin() + static_cast<std::ptrdiff_t>(start), t.values.begin() + static_cast<std::ptrdiff_t>(start + row));
+    }
+    result[t.name] = std::move(t);
+  }
+  return result;
+}
+
+}  // namespace solder

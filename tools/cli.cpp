@@ -1,0 +1,125 @@
+#include "cli.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "ir/parser.h"
+
+namespace solder::cli {
+
+std::string help_text(const Command& command) {
+  std::string text = "usage: " + command.synopsis + "\n\n" + command.description + "\n";
+  if (!command.options.empty()) {
+    text += "\noptions:\n";
+    for (auto& o : command.options) {
+      std::string left = "  " + o.name + (o.value_name.empty() ? "" : " " + o.value_name);
+      if (left.size() < 24) left.resize(24, ' ');
+      else left += "\n" + std::string(24, ' ');
+      text += left + o.help + "\n";
+    }
+  }
+  text += "  --help                print this help\n";
+  return text;
+}
+
+bool parse_arguments(const Command& command, const std::vector<std::string>& args, std::vector<std::string>& files) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << help_text(command);
+      return false;
+    }
+    if (a.size() > 1 && a[0] == '-' && a != "-") {
+      std::string name = a, value;
+      bool inline_value = false;
+      if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+        name = a.substr(0, eq);
+        value = a.substr(eq + 1);
+        inline_value = true;
+      }
+      const Option* option = nullptr;
+      for (auto& o : command.options) if (o.name == name) option = &o;
+      if (!option)
+        throw Error("unknown option '" + a + "' for 'solder " + command.name + "' (see 'solder " + command.name + " --help')");
+      if (option->value_name.empty()) {
+        if (inline_value) throw Error("option '" + name + "' takes no value, found '" + value + "'");
+      } else if (!inline_value) {
+        if (i + 1 >= args.size()) throw Error("option '" + name + "' expects " + option->value_name + ", found the end of the command line");
+        value = args[++i];
+      }
+      option->apply(value);
+      continue;
+    }
+    files.push_back(a);
+  }
+  if (static_cast<int>(files.size()) < command.min_files)
+    throw Error("'solder " + command.name + "' expects a program file (usage: " + command.synopsis + ")");
+  if (static_cast<int>(files.size()) > command.max_files)
+    throw Error("'solder " + command.name + "' takes " + std::to_string(command.max_files) + " file(s), found " +
+                std::to_string(files.size()) + ": " + files.back());
+  return true;
+}
+
+namespace {
+int64_t parse_integer(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty()) throw Error(what + ": expected an integer, found '" + text + "'");
+  return v;
+}
+}  // namespace
+
+void add_program_options(Command& command, ProgramOptions& options, bool with_seed) {
+  command.options.push_back({"--small", "", "use the program's small size set (tests, CPU runs)",
+                             [&options](const std::string&) { options.sizes.small = true; }});
+  command.options.push_back({"--dim", "NAME=VALUE", "override a dim's size (repeatable)", [&options](const std::string& v) {
+                               auto eq = v.find('=');
+                               if (eq == std::string::npos || eq == 0)
+                                 throw Error("--dim expects NAME=VALUE, found '" + v + "'");
+                               options.sizes.overrides.emplace_back(v.substr(0, eq), parse_integer(v.substr(eq + 1), "--dim " + v));
+                             }});
+  if (with_seed)
+    command.options.push_back({"--seed", "S", "seed of the random inputs (default 1)", [&options](const std::string& v) {
+                                 int64_t s = parse_integer(v, "--seed");
+                                 if (s < 0) throw Error("--seed expects a non-negative integer, found " + v);
+                                 options.seed = static_cast<uint64_t>(s);
+                               }});
+  command.options.push_back({"--json", "", "print one JSON object instead of text",
+                             [&options](const std::string&) { options.json = true; }});
+}
+
+BoundProgram load_program(const std::string& path, const SizeChoice& sizes) {
+  auto program = std::make_shared<Program>(parse_program_file(path));
+  return bind_program(program, sizes);
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path == "-" || path.empty()) {
+    std::cout << text;
+    return;
+  }
+  std::string temporary = path + ".tmp-solder";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot write '" + path + "' (cannot create " + temporary + ")");
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw Error("cannot write '" + path + "'");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error("cannot write '" + path + "' (rename failed)");
+  }
+}
+
+}  // namespace solder::cli

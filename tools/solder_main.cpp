@@ -1,0 +1,61 @@
+// The `solder` command-line program: dispatches to one command per subcommand (commands.h).
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "commands.h"
+#include "ir/diagnostics.h"
+
+namespace {
+
+struct Entry {
+  const char* name;
+  int (*run)(const std::vector<std::string>&);
+  const char* summary;
+};
+
+const Entry kCommands[] = {
+    {"check", solder::cli::command_check, "parse and verify a program; print its definitions"},
+    {"print", solder::cli::command_print, "print a program's canonical text"},
+    {"run", solder::cli::command_run, "run a program on random inputs and verify it against the reference"},
+};
+
+void print_usage(std::FILE* to) {
+  std::fprintf(to, "usage: solder COMMAND FILE [options]\n\nSolder compiles tensor programs (.sol) into fused GPU kernels.\n\ncommands:\n");
+  for (auto& c : kCommands) std::fprintf(to, "  %-8s %s\n", c.name, c.summary);
+  std::fprintf(to, "\n'solder COMMAND --help' describes a command's options. Exit status: 0 success,\n"
+                   "1 verification failure, 2 bad input or usage, 3 internal error.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    print_usage(stderr);
+    return solder::cli::kExitBadInput;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_usage(stdout);
+    return solder::cli::kExitOk;
+  }
+  for (auto& c : kCommands) {
+    if (args[0] != c.name) continue;
+    try {
+      return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+    } catch (const solder::Error& e) {
+      std::cout.flush();
+      std::fprintf(stderr, "%s\n", e.formatted().c_str());
+      return solder::cli::kExitBadInput;
+    } catch (const std::exception& e) {
+      std::cout.flush();
+      std::fprintf(stderr, "error: internal error in solder (please report it): %s\n", e.what());
+      return solder::cli::kExitInternal;
+    }
+  }
+  std::fprintf(stderr, "error: unknown command '%s'\n\n", args[0].c_str());
+  print_usage(stderr);
+  return solder::cli::kExitBadInput;
+}
