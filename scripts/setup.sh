@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building Solder needs (when it is missing) and builds it into build/.
+# Used by scripts/demo.sh and scripts/test.sh; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v ninja >/dev/null 2>&1 || need+=(ninja-build)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+if [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/local/include/gtest/gtest.h ]; then need+=(libgtest-dev); fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]} with apt-get"
+  sudo_cmd=""
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# CMake 3.25 or newer is required.
+version=$(cmake --version | head -n1 | awk '{print $3}')
+if [ "$(printf '%s\n3.25\n' "$version" | sort -V | head -n1)" != "3.25" ]; then
+  echo "setup: cmake $version is older than 3.25; installing a newer one from PyPI"
+  python3 -m pip install -q --user "cmake>=3.25"
+  export PATH="$HOME/.local/bin:$PATH"
+fi
+
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+echo "setup: building into build/ with $jobs jobs"
+cmake --build build -j "$jobs"
