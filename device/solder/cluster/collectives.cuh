@@ -47,7 +47,7 @@ template <reduce_op Op, class T>
 __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, uint32_t group_size) {
   __syncthreads();
   const group_view group = comm.group(group_size);
-  if (group.size == 1) return;
+  if (group.size == 1 || count == 0) return;
   uint4* data = reinterpret_cast<uint4*>(tile);
   const uint32_t packets = count / elements_per_packet<T>;
   const uint32_t chunk_packets = group.size * comm.slot_packets();
@@ -153,7 +153,7 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
   const uint4* source = reinterpret_cast<const uint4*>(src);
   uint4* destination = reinterpret_cast<uint4*>(dst);
   if (src != dst + comm.rank() * count) detail::copy_packets(comm, destination + comm.rank() * packets, source, packets);
-  if (group.size == 1) {
+  if (group.size == 1 || packets == 0) {
     __syncthreads();
     return;
   }
@@ -197,6 +197,7 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
     __syncthreads();
     return;
   }
+  if (packets == 0) return;
   const uint32_t slot = comm.slot_packets();
   const uint32_t rounds = detail::ceil_div(packets, slot);
   auto send = [&](uint32_t round, uint32_t ahead) {
@@ -236,7 +237,7 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
 template <class T>
 __device__ void dsm_shuffle_start(communicator& comm, const T* src, uint32_t count, uint32_t group_size) {
   __syncthreads();
-  if (group_size == 1) return;
+  if (group_size == 1 || count == 0) return;
   const uint32_t rounds = detail::ceil_div(count / elements_per_packet<T>, comm.slot_packets());
   detail::shuffle_send_round(comm, src, count, group_size, 0, 0);
   if (rounds > 1) detail::shuffle_send_round(comm, src, count, group_size, 1, 1);
@@ -252,6 +253,7 @@ __device__ void dsm_shuffle_wait(communicator& comm, const T* src, T* dst, uint3
     __syncthreads();
     return;
   }
+  if (packets == 0) return;
   const group_view group = comm.group(group_size);
   const uint32_t slot = comm.slot_packets();
   const uint32_t rounds = detail::ceil_div(packets, slot);
