@@ -152,7 +152,15 @@ Expr ExprMutator::mutate(const CastNode& n, const Expr& self) {
   return a.same_node(n.operand) ? self : make_cast(n.dtype, a, n.loc);
 }
 
-// ---- Structure ------------------------------------------------------------------------------
+// ---- Structure ----
+
+SourceLoc start_loc(const Expr& e) {
+  if (auto b = e.as<BinaryNode>(); b && !is_function_style(b->op)) {
+    SourceLoc left = start_loc(b->lhs);
+    return left.known() ? left : b->loc;
+  }
+  return e.loc();
+}
 
 bool structurally_equal(const Expr& a, const Expr& b) {
   if (a.same_node(b)) return true;

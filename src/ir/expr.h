@@ -176,6 +176,10 @@ bool is_logical(BinaryOp op);
 // Binding strength of infix operators: || 1, && 2, comparisons 3, + - 4, * / // % 5; unary 6.
 int binary_precedence(BinaryOp op);
 
+// Where the text of `e` begins: the position of its leftmost token (a binary node's own position
+// is its operator's).
+SourceLoc start_loc(const Expr& e);
+
 // ---- Structure ------------------------------------------------------------------------------
 // Structural equality (ignores source positions).
 bool structurally_equal(const Expr& a, const Expr& b);

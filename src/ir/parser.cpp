@@ -204,7 +204,10 @@ class Parser {
     def.target = parse_target();
     if (accept(",")) {
       const Token& second = peek();
+      std::vector<std::string> first_vars = index_vars_;
+      index_vars_.clear();  // the second target re-declares the same variables
       DefTarget t = parse_target();
+      index_vars_ = first_vars;
       if (t.name == def.target.name) error(second, "the two targets of a definition must have different names");
       def.index_target = std::move(t);
       // Both targets share the index variables; the second list re-declares them.
@@ -213,7 +216,6 @@ class Parser {
       bool same = a.size() == b.size();
       for (size_t i = 0; same && i < a.size(); ++i) same = a[i].name == b[i].name;
       if (!same) error(second, "the second target must use the same index variables as the first, in the same order");
-      index_vars_.resize(a.size());
     }
     expect("=", " after the target");
     std::vector<std::string> p_vars = index_vars_;

@@ -32,7 +32,7 @@ ValueType type_of(const Expr& e, const std::function<DType(const std::string&)>&
       for (auto& index : load->index) {
         ValueType t = recurse(index);
         if (t == ValueType::real)
-          fail(file, index.loc(), "index '" + print_expr(index) + "' of '" + load->tensor +
+          fail(file, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor +
                                       "' must be an integer, found a real number");
       }
       return value_type_of_dtype(tensor_dtype(load->tensor));

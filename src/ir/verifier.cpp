@@ -240,10 +240,8 @@ class Binder {
       std::optional<BareUse> first;
       for (auto& u : uses) {
         if (u.var != v->name) continue;
-        if (explicit_extent && u.extent != *explicit_extent)
-          fail(file_, u.loc, "index '" + v->name + "' is declared with extent " + print_expr(*v->extent) + " (" +
-                                 std::to_string(*explicit_extent) + ") at " + where(v->loc) + " but used with extent " +
-                                 u.label + " (" + std::to_string(u.extent) + ") here");
+        // An explicit extent wins; the range check below makes sure every use stays in bounds.
+        if (explicit_extent) break;
         if (first && u.extent != first->extent)
           fail(file_, u.loc, "index '" + v->name + "' is used with extent " + first->label + " (" +
                                  std::to_string(first->extent) + ") at " + where(first->loc) + " and with extent " +
@@ -347,11 +345,11 @@ class Binder {
       for (size_t i = 0; i < load->index.size(); ++i) {
         const Expr& index = load->index[i];
         if (!tensors_used(index).empty())
-          fail(file_, index.loc(), "index '" + print_expr(index) + "' of '" + load->tensor +
+          fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor +
                                        "' reads a tensor; index expressions may use index variables, dims and constants only");
         auto r = facts.bound(index);
         if (!r)
-          fail(file_, index.loc(), "cannot bound index '" + print_expr(index) + "' of '" + load->tensor +
+          fail(file_, start_loc(index), "cannot bound index '" + print_expr(index) + "' of '" + load->tensor +
                                        "' (expected affine arithmetic, // or % by a positive number, comparisons)");
         Interval valid{0, t.shape[i] - 1};
         if (!valid.contains(*r)) {
@@ -359,7 +357,7 @@ class Binder {
                             t.dim_labels[i] + " (" + std::to_string(t.shape[i]) + ")";
           if (index.as<ConstNode>())
             fail(file_, index.loc(), "constant index " + print_expr(index) + " is out of range: " + dim);
-          fail(file_, index.loc(), "index '" + print_expr(index) + "' of '" + load->tensor + "' may be out of range: it takes values in [" +
+          fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor + "' may be out of range: it takes values in [" +
                                        std::to_string(r->lo) + ", " + std::to_string(r->hi) + "] but " + dim +
                                        "; guard the load with select(condition, load, 0)");
         }
