@@ -18,6 +18,11 @@ namespace solder::cluster {
 namespace detail {
 
 __device__ inline uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// A ring mailbox has no slot per peer: only dsm_shuffle may use it.
+__device__ inline void require_all_peers_layout(const communicator& comm) {
+  if (comm.ring_layout()) __trap();
+}
 __device__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 // Start of part `part` when `packets` packets are split into `parts` nearly equal parts.
@@ -48,6 +53,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   __syncthreads();
   const group_view group = comm.group(group_size);
   if (group.size == 1 || count == 0) return;
+  require_all_peers_layout(comm);
   uint4* data = reinterpret_cast<uint4*>(tile);
   const uint32_t packets = count / elements_per_packet<T>;
   const uint32_t chunk_packets = group.size * comm.slot_packets();
@@ -157,6 +163,7 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
     __syncthreads();
     return;
   }
+  detail::require_all_peers_layout(comm);
   const uint32_t slot = comm.slot_packets();
   const uint32_t rounds = detail::ceil_div(packets, slot);
   auto send = [&](uint32_t round, uint32_t ahead) {
@@ -198,6 +205,7 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
     return;
   }
   if (packets == 0) return;
+  detail::require_all_peers_layout(comm);
   const uint32_t slot = comm.slot_packets();
   const uint32_t rounds = detail::ceil_div(packets, slot);
   auto send = [&](uint32_t round, uint32_t ahead) {

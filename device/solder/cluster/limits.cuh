@@ -23,17 +23,30 @@ inline constexpr unsigned packet_bytes = 16;
 // Barrier area at the start of a mailbox: full[2] + empty[2][max_cluster_size], 8 bytes each.
 inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size);
 
+// How a mailbox lays out its receive slots.
+//   all_peers  one slot per peer and stage: serves every collective.
+//   ring       one slot per stage, always written by the same predecessor: serves only dsm_shuffle, with one
+//              group size for the communicator's whole life (so slots can be C-1 times larger).
+enum class mailbox_layout : unsigned { all_peers, ring };
+
+SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned mailbox_peer_slots(unsigned cluster_size, mailbox_layout layout) {
+  if (cluster_size <= 1) return 0;
+  return layout == mailbox_layout::ring ? 1u : cluster_size - 1;
+}
+
 // Shared-memory bytes of a mailbox for `cluster_size` blocks with receive slots of `slot_bytes`:
-// two stages (ping-pong) of one slot per peer, plus the barriers.
-SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned mailbox_bytes(unsigned cluster_size, unsigned slot_bytes) {
-  return mailbox_barrier_bytes + 2u * (cluster_size > 1 ? cluster_size - 1 : 0u) * slot_bytes;
+// two stages (ping-pong) of one slot per peer (or one slot for a ring), plus the barriers.
+SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned mailbox_bytes(unsigned cluster_size, unsigned slot_bytes,
+                                                            mailbox_layout layout = mailbox_layout::all_peers) {
+  return mailbox_barrier_bytes + 2u * mailbox_peer_slots(cluster_size, layout) * slot_bytes;
 }
 
 // Largest slot that fits `budget_bytes` of shared memory, rounded down to whole packets (0 if none fits).
-SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned slot_bytes_for_budget(unsigned cluster_size, unsigned budget_bytes) {
-  if (cluster_size <= 1) return 0;
-  if (budget_bytes <= mailbox_barrier_bytes) return 0;
-  unsigned per_slot = (budget_bytes - mailbox_barrier_bytes) / (2u * (cluster_size - 1));
+SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned slot_bytes_for_budget(unsigned cluster_size, unsigned budget_bytes,
+                                                                    mailbox_layout layout = mailbox_layout::all_peers) {
+  unsigned slots = 2u * mailbox_peer_slots(cluster_size, layout);
+  if (slots == 0 || budget_bytes <= mailbox_barrier_bytes) return 0;
+  unsigned per_slot = (budget_bytes - mailbox_barrier_bytes) / slots;
   return per_slot / packet_bytes * packet_bytes;
 }
 

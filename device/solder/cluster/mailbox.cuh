@@ -7,7 +7,8 @@
 //                      the slot this block wrote into it, so this block may write that slot again
 //   slots[2][C-1][S]   receive slots: per stage, one slot of S bytes per peer (slot index = distance from
 //                      the source rank), so two senders never share bytes and each (sender, receiver, stage)
-//                      has its own empty barrier
+//                      has its own empty barrier. The ring layout has slots[2][1][S], always written by the
+//                      same predecessor, for dsm_shuffle alone.
 //
 // Protocol of one round r (stage r & 1), every block of the cluster doing the same rounds:
 //   send      for each destination: wait empty[stage][dest] (parity tracked per destination and stage), then
@@ -56,7 +57,9 @@ class communicator {
  public:
   // Whole cluster, once, before any collective. `mailbox` points to mailbox_bytes(cluster size, slot_bytes)
   // bytes of shared memory, 16-byte aligned, at the same offset in every block; slot_bytes is a multiple of 16.
-  __device__ static communicator setup(void* mailbox, uint32_t slot_bytes) {
+  // A ring layout (see limits.cuh) serves only dsm_shuffle with one group size.
+  __device__ static communicator setup(void* mailbox, uint32_t slot_bytes,
+                                       mailbox_layout layout = mailbox_layout::all_peers) {
     communicator self;
     self.rank_ = ptx::block_rank();
     self.size_ = ptx::cluster_size();
@@ -66,6 +69,7 @@ class communicator {
     self.empty_ = self.full_ + 2;
     self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(mailbox) + mailbox_barrier_bytes);
     self.slot_packets_ = slot_bytes / packet_bytes;
+    self.ring_ = layout == mailbox_layout::ring;
     self.round_ = 0;
     self.send_parity_ = 0xffffffffu;  // the first wait on each empty barrier passes (phase "-1" is complete)
     if (self.thread_ == 0) {
@@ -88,6 +92,7 @@ class communicator {
   __device__ uint32_t threads() const { return threads_; }
   __device__ uint32_t slot_packets() const { return slot_packets_; }
   __device__ uint32_t rounds_done() const { return round_; }
+  __device__ bool ring_layout() const { return ring_; }
 
   __device__ group_view group(uint32_t group_size) const {
     return group_view{rank_ / group_size * group_size, group_size, rank_ % group_size};
@@ -97,7 +102,7 @@ class communicator {
 
   // The local slot that `source` writes in round (next + ahead).
   __device__ uint4* receive_slot(uint32_t ahead, uint32_t source) const {
-    return slot_at((round_ + ahead) & 1u, (source + size_ - rank_ - 1) % size_);
+    return slot_at((round_ + ahead) & 1u, ring_ ? 0u : (source + size_ - rank_ - 1) % size_);
   }
 
   // Whole block. Waits until `destination` has released the slot this block writes in round (next + ahead).
@@ -111,7 +116,7 @@ class communicator {
   // Any thread: the slot this block writes in `destination` in round (next + ahead), and the barrier there.
   __device__ remote_slot peer_slot(uint32_t ahead, uint32_t destination) const {
     uint32_t stage = (round_ + ahead) & 1u;
-    uint4* local_twin = slot_at(stage, (rank_ + size_ - destination - 1) % size_);
+    uint4* local_twin = slot_at(stage, ring_ ? 0u : (rank_ + size_ - destination - 1) % size_);
     return remote_slot{ptx::map_to_rank(local_twin, destination), ptx::map_to_rank(&full_[stage], destination)};
   }
 
@@ -145,7 +150,7 @@ class communicator {
 
  private:
   __device__ uint4* slot_at(uint32_t stage, uint32_t index) const {
-    return slots_ + (stage * (size_ - 1) + index) * slot_packets_;
+    return slots_ + (stage * (ring_ ? 1u : size_ - 1) + index) * slot_packets_;
   }
   __device__ void release_to(uint32_t source) const {
     uint32_t bit = (round_ & 1u) * max_cluster_size + rank_;
@@ -156,6 +161,7 @@ class communicator {
   uint64_t* empty_;
   uint4* slots_;
   uint32_t rank_, size_, thread_, threads_, slot_packets_;
+  bool ring_;             // mailbox_layout::ring: one slot per stage
   uint32_t round_;        // next round to receive
   uint32_t send_parity_;  // bit (stage * 16 + destination): parity to wait for on empty[stage][destination]
 };

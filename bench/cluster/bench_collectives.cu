@@ -1,0 +1,487 @@
+// Microbenchmarks of the cluster collectives (issue 6).
+//
+//   1. ClusterFusion Table 1 comparison: cluster_reduce (sum) and cluster_gather over DSM vs the same
+//      collective through global memory, fp16, cluster size 4, data size D = 32/64/128/256 KB where D is the
+//      per-block buffer of ClusterFusion's Alg. 1/2 (reduce: the tile each block reduces; gather: the gathered
+//      buffer each block ends with, so each block contributes D/4). Grids of 1 cluster and of 32 clusters.
+//      Per launch: one kernel doing one collective (load input, collective, store output), CUDA events around
+//      CUDA-graph replays of 20 launches, median of 30 replays. In kernel: many back-to-back collectives in one
+//      kernel; ns per call from the difference of two iteration counts, cycles per call from clock64.
+//   2. Aggregate DSM bandwidth per cluster size: pull (16-byte loads of the neighbour's 64 KB through
+//      map_shared_rank) and push (dsm_shuffle of a 32 KB tile to the successor over a ring mailbox,
+//      st.async); every co-resident cluster (cudaOccupancyMaxActiveClusters), 64 KB smem per block.
+//   3. One-way SM-to-SM latency (remote mbarrier arrive ping-pong between ranks 0 and C-1).
+//   4. cudaOccupancyMaxActiveClusters for 32/64/128/192 KB of shared memory per block.
+// Prints markdown; --markdown FILE and --json FILE also write the results; --commit HASH is recorded.
+#include <solder/cluster/cluster.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "../../tests/gpu/cluster/launch.h"
+
+namespace sc = solder::cluster;
+using half = __half;
+
+constexpr unsigned threads = 256;
+
+struct bench_args {
+  const half* input;     // [blocks][in_count]
+  half* output;          // [blocks][out_count]
+  half* scratch;         // global-memory version: [2][blocks][in_count]
+  unsigned count;        // reduce: tile elements; gather: elements each block contributes
+  unsigned slot_bytes;
+  unsigned iterations;   // collectives per kernel (after one warm-up call when > 1)
+  int src_global, dst_global;  // where the tiles live
+  long long* cycles;     // per-call cycles measured by block 0
+};
+
+__device__ void copy_half(half* dst, const half* src, unsigned count) {
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  for (unsigned p = threadIdx.x; p < count / 8; p += blockDim.x) d[p] = s[p];
+}
+
+// Collectives over DSM. reduce: tile = count (in place). gather: src = count, dst = C * count.
+template <bool Gather>
+__global__ void dsm_kernel(bench_args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned C = sc::ptx::cluster_size();
+  auto comm = sc::communicator::setup(smem, a.slot_bytes);
+  const unsigned out_count = Gather ? C * a.count : a.count;
+  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
+  half* smem_tiles = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes));
+  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
+  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
+  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  const unsigned warmup = a.iterations > 1 ? 1 : 0;
+  long long start = 0;
+  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
+    if (i == warmup) start = clock64();
+    if constexpr (Gather) sc::cluster_gather(comm, src, dst, a.count);
+    else sc::cluster_reduce<sc::reduce_op::sum>(comm, src, a.count);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
+  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
+  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  comm.teardown();
+}
+
+// The same collectives through global memory: publish the tile to a double-buffered global scratch, one
+// cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.
+template <bool Gather>
+__global__ void global_kernel(bench_args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
+  const unsigned out_count = Gather ? C * a.count : a.count;
+  const size_t blocks = gridDim.x, base = blockIdx.x - rank;
+  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
+  half* smem_tiles = reinterpret_cast<half*>(smem);
+  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
+  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
+  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  sc::ptx::cluster_sync();
+  const unsigned warmup = a.iterations > 1 ? 1 : 0;
+  long long start = 0;
+  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
+    if (i == warmup) start = clock64();
+    half* buffer = a.scratch + (i % 2) * blocks * a.count;
+    __syncthreads();
+    copy_half(buffer + blockIdx.x * a.count, src, a.count);
+    sc::ptx::cluster_sync();  // publishes the tiles (release/acquire at cluster scope)
+    const uint4* peers = reinterpret_cast<const uint4*>(buffer + base * a.count);
+    const unsigned packets = a.count / 8;
+    if constexpr (Gather) {
+      uint4* d = reinterpret_cast<uint4*>(dst);
+      for (unsigned p = threadIdx.x; p < C * packets; p += blockDim.x) d[p] = peers[p];
+    } else {
+      uint4* d = reinterpret_cast<uint4*>(src);
+      for (unsigned p = threadIdx.x; p < packets; p += blockDim.x) {
+        sc::unpacked<half> acc = sc::unpack<half>(peers[p]);
+        for (unsigned r = 1; r < C; ++r) sc::combine_into<sc::reduce_op::sum>(acc, sc::unpack<half>(peers[r * packets + p]));
+        d[p] = sc::pack<half>(acc);
+      }
+    }
+  }
+  __syncthreads();
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
+  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
+  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  sc::ptx::cluster_sync();
+}
+
+// Pull: every block reads its successor's 64 KB with 16-byte loads, `rounds` times.
+__global__ void pull_kernel(unsigned rounds, unsigned* sink) {
+  extern __shared__ __align__(16) uint4 tile[];
+  const unsigned packets = 65536 / 16;
+  for (unsigned p = threadIdx.x; p < packets; p += blockDim.x) tile[p] = make_uint4(p, p + 1, p + 2, blockIdx.x);
+  sc::ptx::cluster_sync();
+  const uint4* peer = sc::ptx::map_to_rank(tile, (sc::ptx::block_rank() + 1) % sc::ptx::cluster_size());
+  unsigned x = 0;
+  for (unsigned r = 0; r < rounds; ++r)
+#pragma unroll 8
+    for (unsigned p = threadIdx.x; p < packets; p += blockDim.x) {
+      uint4 v = peer[(p + r * 32) & (packets - 1)];  // depends on r, so the loads are not hoisted
+      x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  sc::ptx::cluster_sync();
+  if (x == 0x12345678u) *sink = x;
+}
+
+// Push: dsm_shuffle of a 32 KB tile to the successor, in place, `rounds` times, over a ring mailbox.
+__global__ void push_kernel(unsigned rounds, unsigned slot_bytes) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned C = sc::ptx::cluster_size();
+  auto comm = sc::communicator::setup(smem, slot_bytes, sc::mailbox_layout::ring);
+  half* tile = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, slot_bytes, sc::mailbox_layout::ring));
+  const unsigned count = 32768 / sizeof(half);
+  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) tile[i] = __float2half(i * 0.001f);
+  for (unsigned r = 0; r < rounds; ++r) sc::dsm_shuffle(comm, tile, tile, count, C);
+  comm.teardown();
+}
+
+// One-way latency: ranks 0 and C-1 bounce a remote mbarrier arrival `rounds` times.
+__global__ void latency_kernel(unsigned rounds, long long* cycles) {
+  __shared__ uint64_t barrier;
+  const unsigned rank = sc::ptx::block_rank(), last = sc::ptx::cluster_size() - 1;
+  if (threadIdx.x == 0) {
+    sc::ptx::barrier_init(&barrier, 1);
+    sc::ptx::fence_barrier_init();
+  }
+  sc::ptx::cluster_sync();
+  if (threadIdx.x == 0 && (rank == 0 || rank == last)) {
+    uint64_t* peer = sc::ptx::map_to_rank(&barrier, rank == 0 ? last : 0);
+    long long start = clock64();
+    for (unsigned r = 0; r < rounds; ++r) {
+      if (rank == 0) {
+        sc::ptx::arrive_remote(peer);
+        sc::ptx::wait_parity(&barrier, r & 1);
+      } else {
+        sc::ptx::wait_parity(&barrier, r & 1);
+        sc::ptx::arrive_remote(peer);
+      }
+    }
+    if (rank == 0) *cycles = (clock64() - start) / (2 * rounds);
+  }
+  sc::ptx::cluster_sync();
+}
+
+// ---- host ---------------------------------------------------------------------------------------------------
+
+static float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median µs per launch: CUDA events around replays of a graph of `per_graph` launches.
+template <class Launch>
+static float per_launch_us(Launch launch, int per_graph = 20, int replays = 30) {
+  cudaStream_t stream;
+  CLUSTER_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CLUSTER_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  for (int i = 0; i < per_graph; ++i) CLUSTER_CHECK_CUDA(launch(stream));
+  CLUSTER_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  CLUSTER_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t begin, end;
+  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
+  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
+  for (int i = 0; i < 3; ++i) CLUSTER_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  std::vector<float> samples;
+  for (int i = 0; i < replays; ++i) {
+    CLUSTER_CHECK_CUDA(cudaEventRecord(begin, stream));
+    CLUSTER_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+    CLUSTER_CHECK_CUDA(cudaEventRecord(end, stream));
+    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
+    float ms;
+    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
+    samples.push_back(ms * 1000.f / per_graph);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(begin);
+  cudaEventDestroy(end);
+  cudaStreamDestroy(stream);
+  return median(samples);
+}
+
+// Median µs of one launch (events around it), after a warm-up.
+template <class Launch>
+static float single_launch_us(Launch launch, int repeats = 5) {
+  cudaEvent_t begin, end;
+  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
+  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
+  CLUSTER_CHECK_CUDA(launch(nullptr));
+  std::vector<float> samples;
+  for (int i = 0; i < repeats; ++i) {
+    CLUSTER_CHECK_CUDA(cudaEventRecord(begin));
+    CLUSTER_CHECK_CUDA(launch(nullptr));
+    CLUSTER_CHECK_CUDA(cudaEventRecord(end));
+    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
+    float ms;
+    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
+    samples.push_back(ms * 1000.f);
+  }
+  cudaEventDestroy(begin);
+  cudaEventDestroy(end);
+  return median(samples);
+}
+
+struct collective_setup {
+  unsigned count, slot_bytes;
+  int src_global, dst_global;
+  size_t dsm_smem, global_smem;
+};
+
+// Placement for data size D: tiles in shared memory when they fit beside the mailbox (220 KB in all),
+// else in global memory; the mailbox slot is as large as the rest of the budget allows (at most 32 KB).
+static collective_setup plan(bool gather, unsigned C, unsigned data_bytes) {
+  collective_setup s{};
+  const unsigned budget = 220 * 1024;
+  unsigned src_bytes = gather ? data_bytes / C : data_bytes, dst_bytes = gather ? data_bytes : 0;
+  s.count = src_bytes / 2;
+  unsigned tiles = src_bytes + dst_bytes;
+  if (tiles + 8 * 1024 > budget) {
+    s.dst_global = gather ? 1 : 0;
+    s.src_global = gather ? 0 : 1;
+    tiles = gather ? src_bytes : 0;
+  }
+  s.slot_bytes = std::min(32u * 1024, sc::slot_bytes_for_budget(C, budget - tiles));
+  s.dsm_smem = sc::mailbox_bytes(C, s.slot_bytes) + tiles;
+  s.global_smem = std::max(tiles, 16u);
+  return s;
+}
+
+int main(int argc, char** argv) {
+  std::string commit = "unknown", markdown_path, json_path;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--commit")) commit = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--markdown")) markdown_path = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
+  }
+  cudaDeviceProp prop;
+  CLUSTER_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  int clock_khz = 0;
+  CLUSTER_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::string md;
+  char line[512];
+  auto out = [&](const char* text) {
+    std::fputs(text, stdout);
+    md += text;
+  };
+  std::snprintf(line, sizeof line,
+                "# Cluster collectives on %s\n\n%s; commit %s; %d SMs; SM clock %d MHz (reported max); "
+                "nvcc -O3 sm_90a; 256 threads per block.\n\n",
+                prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000);
+  out(line);
+
+  // Buffers large enough for every configuration: 32 clusters x 4 blocks x 1 MB.
+  const size_t buffer_bytes = size_t(128) << 20;
+  half *input, *output, *scratch;
+  long long* cycles;
+  CLUSTER_CHECK_CUDA(cudaMalloc(&input, buffer_bytes));
+  CLUSTER_CHECK_CUDA(cudaMalloc(&output, buffer_bytes));
+  CLUSTER_CHECK_CUDA(cudaMalloc(&scratch, buffer_bytes));
+  CLUSTER_CHECK_CUDA(cudaMalloc(&cycles, sizeof(long long)));
+  {
+    std::vector<half> host(buffer_bytes / 2);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = __float2half(static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f);
+    CLUSTER_CHECK_CUDA(cudaMemcpy(input, host.data(), buffer_bytes, cudaMemcpyHostToDevice));
+  }
+
+  // ---- 1. ClusterFusion Table 1 comparison ----
+  const unsigned sizes_kb[] = {32, 64, 128, 256};
+  const float cf_reduce[] = {6.77f, 6.61f, 7.42f, 9.17f}, cf_gather[] = {3.90f, 4.12f, 4.39f, 4.15f};
+  const float cf_reduce_off[] = {8.03f, 9.01f, 14.95f, 22.44f}, cf_gather_off[] = {6.26f, 6.27f, 6.31f, 6.61f};
+  const unsigned C = 4;
+  struct row_result {
+    float dsm_launch[2], global_launch[2], dsm_ns, global_ns;
+    long long dsm_cycles, global_cycles;
+  };
+  row_result results[2][4];
+  for (int g = 0; g < 2; ++g)
+    for (int s = 0; s < 4; ++s) {
+      const bool gather = g == 1;
+      collective_setup p = plan(gather, C, sizes_kb[s] * 1024);
+      auto make = [&](bool dsm, unsigned clusters, unsigned iterations, long long* cyc) {
+        bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, cyc};
+        return [=](cudaStream_t stream) {
+          if (dsm)
+            return gather ? launch_clusters(dsm_kernel<true>, clusters, C, threads, p.dsm_smem, stream, a)
+                          : launch_clusters(dsm_kernel<false>, clusters, C, threads, p.dsm_smem, stream, a);
+          return gather ? launch_clusters(global_kernel<true>, clusters, C, threads, p.global_smem, stream, a)
+                        : launch_clusters(global_kernel<false>, clusters, C, threads, p.global_smem, stream, a);
+        };
+      };
+      row_result& r = results[g][s];
+      const unsigned grids[2] = {1, 32};
+      for (int k = 0; k < 2; ++k) {
+        r.dsm_launch[k] = per_launch_us(make(true, grids[k], 1, nullptr));
+        r.global_launch[k] = per_launch_us(make(false, grids[k], 1, nullptr));
+      }
+      // In kernel, one cluster: (t(72 calls) - t(8 calls)) / 64.
+      for (int dsm = 0; dsm < 2; ++dsm) {
+        float t_small = single_launch_us(make(dsm, 1, 8, nullptr));
+        float t_large = single_launch_us(make(dsm, 1, 72, cycles));
+        long long cyc;
+        CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
+        (dsm ? r.dsm_ns : r.global_ns) = (t_large - t_small) * 1000.f / 64;
+        (dsm ? r.dsm_cycles : r.global_cycles) = cyc;
+      }
+    }
+  out("## ClusterFusion Table 1 comparison (fp16, cluster size 4)\n\n"
+      "D = per-block buffer of ClusterFusion Alg. 1/2: reduce = tile each block all-reduces (sum); gather = "
+      "buffer each block ends with (each contributes D/4). Tiles in shared memory up to 128 KB, in global "
+      "memory at 256 KB (reduce tile; gather destination). Per launch = one kernel (load input, one collective, "
+      "store output), graph replays, median. ClusterFusion's numbers are their published per-operation "
+      "latencies (their grid is not stated).\n\n");
+  out("| op | D (KB) | CF on-chip µs | CF off-chip µs | DSM µs/launch, 1 cluster | global µs/launch, 1 cluster | "
+      "DSM µs/launch, 32 clusters | global µs/launch, 32 clusters | vs CF on-chip (1 cl. / 32 cl.) | "
+      "DSM in-kernel ns/call | DSM cycles/call | global in-kernel ns/call | global cycles/call | "
+      "global/DSM in-kernel |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int g = 0; g < 2; ++g)
+    for (int s = 0; s < 4; ++s) {
+      const row_result& r = results[g][s];
+      const float cf = g ? cf_gather[s] : cf_reduce[s], cf_off = g ? cf_gather_off[s] : cf_reduce_off[s];
+      std::snprintf(line, sizeof line,
+                    "| %s | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx / %.2fx | %.0f | %lld | %.0f | %lld | %.2fx |\n",
+                    g ? "gather" : "reduce", sizes_kb[s], cf, cf_off, r.dsm_launch[0], r.global_launch[0],
+                    r.dsm_launch[1], r.global_launch[1], cf / r.dsm_launch[0], cf / r.dsm_launch[1], r.dsm_ns,
+                    r.dsm_cycles, r.global_ns, r.global_cycles, r.global_ns / r.dsm_ns);
+      out(line);
+    }
+
+  // Launch floor: the same kernel with zero calls (setup, load, store, teardown).
+  {
+    collective_setup p = plan(false, C, 32 * 1024);
+    bench_args a{input, output, scratch, p.count, p.slot_bytes, 0, 0, 0, nullptr};
+    float floor_us = per_launch_us([=](cudaStream_t stream) {
+      return launch_clusters(dsm_kernel<false>, 1, C, threads, p.dsm_smem, stream, a);
+    });
+    std::snprintf(line, sizeof line, "\nLaunch floor (same reduce kernel, D = 32 KB, zero collective calls, 1 cluster): %.2f µs per launch.\n", floor_us);
+    out(line);
+  }
+
+  // In-kernel sweep over cluster sizes at D = 32 KB (reduce) and D = 32 KB * C / 4 (gather: 8 KB per block).
+  out("\n## In-kernel latency per cluster size (fp16, one cluster, 64 back-to-back calls)\n\n"
+      "| cluster size | reduce 32 KB ns/call | reduce cycles/call | gather 8 KB/block ns/call | gather cycles/call |\n|---|---|---|---|---|\n");
+  for (unsigned cs : {2u, 4u, 8u, 16u}) {
+    float ns[2] = {0, 0};
+    long long cyc[2] = {0, 0};
+    for (int g = 0; g < 2; ++g) {
+      collective_setup p = plan(g, cs, g ? 8 * 1024 * cs : 32 * 1024);
+      int fits = g ? max_active_clusters(dsm_kernel<true>, cs, threads, p.dsm_smem)
+                   : max_active_clusters(dsm_kernel<false>, cs, threads, p.dsm_smem);
+      if (fits == 0) continue;  // reported as 0: no cluster of this size fits with this footprint
+      auto make = [&](unsigned iterations, long long* c) {
+        bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, c};
+        return [=](cudaStream_t stream) {
+          return g ? launch_clusters(dsm_kernel<true>, 1, cs, threads, p.dsm_smem, stream, a)
+                   : launch_clusters(dsm_kernel<false>, 1, cs, threads, p.dsm_smem, stream, a);
+        };
+      };
+      float t_small = single_launch_us(make(8, nullptr)), t_large = single_launch_us(make(72, cycles));
+      CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc[g], cycles, sizeof(long long), cudaMemcpyDeviceToHost));
+      ns[g] = (t_large - t_small) * 1000.f / 64;
+    }
+    std::snprintf(line, sizeof line, "| %u | %.0f | %lld | %.0f | %lld |\n", cs, ns[0], cyc[0], ns[1], cyc[1]);
+    out(line);
+  }
+
+  // ---- 2-4. DSM table ----
+  const unsigned cluster_sizes[] = {1, 2, 4, 8, 16};
+  const unsigned smem_kb[] = {32, 64, 128, 192};
+  const float reference_pull[] = {30.3f, 4.09f, 2.83f, 3.18f, 2.91f};
+  float pull[5] = {}, push[5] = {}, latency_ns[5] = {};
+  long long latency_cycles[5] = {};
+  int active[5][4], active_bw[5];
+  unsigned* sink;
+  CLUSTER_CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
+  for (int i = 0; i < 5; ++i) {
+    const unsigned cs = cluster_sizes[i];
+    for (int j = 0; j < 4; ++j) active[i][j] = max_active_clusters(dsm_kernel<false>, cs, threads, smem_kb[j] * 1024);
+    const size_t smem = 64 * 1024;
+    active_bw[i] = max_active_clusters(pull_kernel, cs, threads, smem);
+    const unsigned rounds = 64;
+    pull[i] = 0;
+    if (active_bw[i] == 0) continue;
+    float t = single_launch_us([&](cudaStream_t s) {
+      return launch_clusters(pull_kernel, active_bw[i], cs, threads, smem, s, rounds, sink);
+    });
+    pull[i] = static_cast<float>(active_bw[i]) * cs * 65536.0 * rounds / (t * 1e-6) / 1e12;
+    push[i] = 0;
+    latency_cycles[i] = 0;
+    latency_ns[i] = 0;
+    if (cs > 1) {
+      const unsigned slot = 16 * 1024;  // ring mailbox 32 KB + tile 32 KB = 64 KB per block
+      const size_t push_smem = sc::mailbox_bytes(cs, slot, sc::mailbox_layout::ring) + 32768;
+      int clusters = max_active_clusters(push_kernel, cs, threads, push_smem);
+      if (clusters == 0) continue;
+      float tp = single_launch_us([&](cudaStream_t s) {
+        return launch_clusters(push_kernel, clusters, cs, threads, push_smem, s, 2 * rounds, slot);
+      });
+      push[i] = static_cast<float>(clusters) * cs * 32768.0 * 2 * rounds / (tp * 1e-6) / 1e12;
+      CLUSTER_CHECK_CUDA(launch_clusters(latency_kernel, 1, cs, 32, 0, nullptr, 1000u, cycles));
+      CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
+      CLUSTER_CHECK_CUDA(cudaMemcpy(&latency_cycles[i], cycles, sizeof(long long), cudaMemcpyDeviceToHost));
+      latency_ns[i] = latency_cycles[i] * 1e6f / clock_khz;
+    } else {
+      latency_cycles[i] = 0;
+      latency_ns[i] = 0;
+    }
+  }
+  out("\n## DSM bandwidth, latency and co-residency per cluster size\n\n"
+      "Aggregate over every co-resident cluster at 64 KB smem per block. Pull: 16-byte loads of the "
+      "successor's 64 KB through map_shared_rank (bytes read). Push: dsm_shuffle (st.async into a ring mailbox "
+      "with 16 KB ping-pong slots, flow control by mbarriers) of a 32 KB tile to the successor (bytes "
+      "delivered). Latency: one-way remote mbarrier arrive between ranks 0 and C-1 (ping-pong / 2); ns at the "
+      "reported max clock.\n\n"
+      "| cluster size | clusters | pull TB/s | reference pull TB/s | push TB/s | push / reference pull | "
+      "one-way latency cycles | ns | max active clusters 32 / 64 / 128 / 192 KB |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < 5; ++i) {
+    std::snprintf(line, sizeof line, "| %u | %d | %.2f | %.2f | %s | %s | %s | %s | %d / %d / %d / %d |\n",
+                  cluster_sizes[i], active_bw[i], pull[i], reference_pull[i],
+                  i ? (std::to_string(push[i]).substr(0, 4)).c_str() : "-",
+                  i ? (std::to_string(push[i] / reference_pull[i]).substr(0, 4) + "x").c_str() : "-",
+                  i ? std::to_string(latency_cycles[i]).c_str() : "-",
+                  i ? std::to_string(static_cast<int>(latency_ns[i])).c_str() : "-", active[i][0], active[i][1],
+                  active[i][2], active[i][3]);
+    out(line);
+  }
+
+  if (!markdown_path.empty()) {
+    FILE* f = std::fopen(markdown_path.c_str(), "w");
+    if (f) {
+      std::fputs(md.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  if (!json_path.empty()) {
+    FILE* f = std::fopen(json_path.c_str(), "w");
+    if (f) {
+      std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n  \"commit\": \"%s\",\n  \"sm_count\": %d,\n"
+                      "  \"sm_clock_mhz\": %d,\n  \"smem_per_block_bytes_for_bandwidth\": 65536,\n  \"cluster_sizes\": {\n",
+                   prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000);
+      for (int i = 0; i < 5; ++i) {
+        std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"one_way_latency_cycles\": %s, "
+                        "\"one_way_latency_ns\": %s, \"max_active_clusters\": {\"32768\": %d, \"65536\": %d, "
+                        "\"131072\": %d, \"196608\": %d}}%s\n",
+                     cluster_sizes[i], pull[i], i ? std::to_string(push[i]).c_str() : "null",
+                     i ? std::to_string(latency_cycles[i]).c_str() : "null",
+                     i ? std::to_string(latency_ns[i]).c_str() : "null", active[i][0], active[i][1], active[i][2],
+                     active[i][3], i < 4 ? "," : "");
+      }
+      std::fprintf(f, "  }\n}\n");
+      std::fclose(f);
+    }
+  }
+  return 0;
+}

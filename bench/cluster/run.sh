@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds and runs the cluster-collective microbenchmarks on a Hopper GPU. Writes the markdown tables and the
+# planner's DSM table (JSON) to RESULTS_DIR (default: the build directory).
+# Usage: bench/cluster/run.sh [commit]   (CUDA=/usr/local/cuda, BUILD=build-cluster, RESULTS_DIR=$BUILD)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CUDA=${CUDA:-/usr/local/cuda}
+BUILD=${BUILD:-$ROOT/build-cluster}
+RESULTS_DIR=${RESULTS_DIR:-$BUILD}
+COMMIT=${1:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+mkdir -p "$BUILD" "$RESULTS_DIR"
+cd "$ROOT"
+$CUDA/bin/nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I"$ROOT/device" -I"$CUDA/include/cccl" \
+  bench/cluster/bench_collectives.cu -o "$BUILD/bench_collectives"
+timeout 300 "$BUILD/bench_collectives" --commit "$COMMIT" --markdown "$RESULTS_DIR/cluster-collectives.md" \
+  --json "$RESULTS_DIR/dsm-table.json"

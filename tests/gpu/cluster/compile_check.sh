@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Compiles the cluster collectives, their tests and benchmarks for sm_90a with nvcc (no GPU needed, nothing
+# runs), and compiles the device headers with NVRTC the way the runtime will.
+# Usage: tests/gpu/cluster/compile_check.sh   (CUDA=/usr/local/cuda by default; BUILD=build-cluster)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+CUDA=${CUDA:-/usr/local/cuda}
+BUILD=${BUILD:-$ROOT/build-cluster}
+NVCC="$CUDA/bin/nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I$ROOT/device -I$CUDA/include/cccl"
+mkdir -p "$BUILD"
+cd "$ROOT"
+echo "nvcc: $($CUDA/bin/nvcc --version | tail -1)"
+$NVCC -Xptxas -warn-spills -c tests/gpu/cluster/test_collectives.cu -o "$BUILD/test_collectives.o"
+echo "ok: tests/gpu/cluster/test_collectives.cu"
+$NVCC -Xptxas -warn-spills -c bench/cluster/bench_collectives.cu -o "$BUILD/bench_collectives.o"
+echo "ok: bench/cluster/bench_collectives.cu"
+# Each header on its own (include-what-you-use).
+for header in device/solder/cluster/*.cuh; do
+  printf '#include <solder/cluster/%s>\n' "$(basename "$header")" > "$BUILD/header_check.cu"
+  $NVCC -c "$BUILD/header_check.cu" -o "$BUILD/header_check.o"
+done
+echo "ok: every header of device/solder/cluster compiles alone"
+# limits.cuh is plain C++ for the planner.
+printf '#include <solder/cluster/limits.cuh>\nstatic_assert(solder::cluster::check_group(16, 4) == nullptr);\n' > "$BUILD/limits_check.cpp"
+g++ -std=c++20 -fsyntax-only -I"$ROOT/device" "$BUILD/limits_check.cpp"
+echo "ok: limits.cuh compiles as host C++"
+g++ -std=c++20 -O1 -I"$CUDA/include" tests/gpu/cluster/nvrtc_check.cpp -L"$CUDA/lib64" -lnvrtc -o "$BUILD/nvrtc_check"
+LD_LIBRARY_PATH="$CUDA/lib64:${LD_LIBRARY_PATH:-}" "$BUILD/nvrtc_check" "$ROOT/device" "$CUDA"
+echo "compile_check: all passed"
