@@ -12,5 +12,5 @@ mkdir -p "$BUILD" "$RESULTS_DIR"
 cd "$ROOT"
 $CUDA/bin/nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I"$ROOT/device" -I"$CUDA/include/cccl" \
   bench/cluster/bench_collectives.cu -o "$BUILD/bench_collectives"
-timeout 300 "$BUILD/bench_collectives" --commit "$COMMIT" --markdown "$RESULTS_DIR/cluster-collectives.md" \
+timeout "${BENCH_TIMEOUT:-300}" "$BUILD/bench_collectives" --commit "$COMMIT" --markdown "$RESULTS_DIR/cluster-collectives.md" \
   --json "$RESULTS_DIR/dsm-table.json"
