@@ -4,7 +4,10 @@
 #include "cli.h"
 #include "commands.h"
 #include "ir/parser.h"
+#include "driver/compile.h"
 #include "ir/printer.h"
+#include "kernel/kernel_printer.h"
+#include "lower/lower_unfused.h"
 
 namespace solder::cli {
 
@@ -17,7 +20,8 @@ int command_print(const std::vector<std::string>& args) {
                   "at the chosen sizes."};
   add_program_options(command, options, false);
   command.options.pop_back();  // no --json for print
-  command.options.push_back({"--after", "STAGE", "the stage whose IR to print: parse (default)",
+  command.options.push_back({"--after", "STAGE", "the stage whose IR to print: parse (the canonical program text, default),\n"
+                             "                        lower (the unfused Kernel IR), fuse (the compiled Kernel IR)",
                              [&after](const std::string& v) { after = v; }});
   command.options.push_back({"-o", "OUT", "write to OUT instead of standard output",
                              [&output](const std::string& v) { output = v; }});
@@ -28,7 +32,15 @@ int command_print(const std::vector<std::string>& args) {
     write_output(output, print_program(*program.program));
     return kExitOk;
   }
-  throw Error("--after expects one of: parse; found '" + after + "'");
+  if (after == "lower") {
+    write_output(output, print_kernel_program(lower_unfused(program)));
+    return kExitOk;
+  }
+  if (after == "fuse") {
+    write_output(output, print_kernel_program(compile_program(program, CompileOptions{}).kernels));
+    return kExitOk;
+  }
+  throw Error("--after expects one of: parse, lower, fuse; found '" + after + "'");
 }
 
 }  // namespace solder::cli

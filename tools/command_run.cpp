@@ -1,5 +1,5 @@
-// solder run FILE — evaluate a program on random inputs; with an executing backend, verify every
-// output against the float64 reference.
+// solder run FILE — run a program on random inputs. With the cpu backend (and cuda, later) every
+// output is verified against the float64 reference; with ref the reference itself is reported.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,10 +8,12 @@
 #include <sstream>
 
 #include "backend/cpu/compare.h"
+#include "backend/cpu/executor.h"
 #include "backend/cpu/inputs.h"
 #include "backend/cpu/reference.h"
 #include "cli.h"
 #include "commands.h"
+#include "driver/compile.h"
 #include "support/json.h"
 
 namespace solder::cli {
@@ -21,6 +23,15 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string bytes_text(double bytes) {
+  char buffer[32];
+  if (bytes >= 1e9) std::snprintf(buffer, sizeof buffer, "%.2f GB", bytes / 1e9);
+  else if (bytes >= 1e6) std::snprintf(buffer, sizeof buffer, "%.2f MB", bytes / 1e6);
+  else if (bytes >= 1e3) std::snprintf(buffer, sizeof buffer, "%.1f KB", bytes / 1e3);
+  else std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
+  return buffer;
 }
 
 // Prints reference progress to stderr at most every two seconds, for runs long enough to need it.
@@ -42,21 +53,50 @@ class ProgressPrinter {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+struct OutputRow {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype;
+  double sum = 0, abs_sum = 0;
+  int64_t nans = 0;
+  bool verified = false;  // a backend output compared with the reference
+  OutputCheck check;
+};
+
+OutputRow summarize(const HostTensor& t) {
+  OutputRow row{t.name, t.shape, t.dtype};
+  for (double v : t.values) {
+    if (std::isnan(v)) { ++row.nans; continue; }
+    row.sum += v;
+    row.abs_sum += std::fabs(v);
+  }
+  return row;
+}
+
 }  // namespace
 
 int command_run(const std::vector<std::string>& args) {
   ProgramOptions options;
-  std::string backend = "ref";
-  Command command{"run", "solder run FILE [--backend ref] [--small] [--dim NAME=VALUE]... [--seed S] [--json]",
-                  "Evaluate a program on random inputs drawn from its declared distributions and report\n"
-                  "each output's shape and checksums.\n\n"
+  std::string backend = "default";
+  bool no_fuse = false;
+  Command command{"run", "solder run FILE [--backend ref|cpu] [--no-fuse] [--small] [--dim NAME=VALUE]... [--seed S] [--json]",
+                  "Run a program on random inputs drawn from its declared distributions. With an executing\n"
+                  "backend, compile it, run it, and verify every output against the float64 reference:\n"
+                  "per output the relative error and its tolerance, then 'verified' or 'MISMATCH'\n"
+                  "(exit status 1). Also prints the global-memory traffic of each kernel beside the floor\n"
+                  "(each input read once, each output written once).\n\n"
                   "backends:\n"
-                  "  ref   the float64 reference interpreter (the definition of the program's meaning)"};
+                  "  cpu   the CPU executor of the Kernel IR, in float32 (the default without a GPU)\n"
+                  "  ref   the float64 reference interpreter alone: checksums of the outputs"};
   add_program_options(command, options, true);
-  command.options.push_back({"--backend", "NAME", "ref (default)", [&backend](const std::string& v) { backend = v; }});
+  command.options.push_back({"--backend", "NAME", "cpu or ref (default: the best available: cpu)",
+                             [&backend](const std::string& v) { backend = v; }});
+  command.options.push_back({"--no-fuse", "", "run the unfused lowering (one kernel per definition)",
+                             [&no_fuse](const std::string&) { no_fuse = true; }});
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
-  if (backend != "ref") throw Error("--backend expects one of: ref; found '" + backend + "'");
+  if (backend == "default") backend = "cpu";
+  if (backend != "ref" && backend != "cpu") throw Error("--backend expects one of: cpu, ref; found '" + backend + "'");
 
   BoundProgram program = load_program(files[0], options.sizes);
   TensorSet inputs = make_inputs(program, options.seed);
@@ -67,25 +107,47 @@ int command_run(const std::vector<std::string>& args) {
     std::fprintf(stderr, "reference: %.3g scalar evaluations in float64; this may take a while (--small is faster)\n", work);
     reference_options.progress = [&progress](int d, double f) { progress(d, f); };
   }
-  TensorSet reference = run_reference(program, inputs, reference_options);
 
-  struct Row { std::string name; std::vector<int64_t> shape; std::string dtype; double sum, abs_sum; int64_t nans; };
-  std::vector<Row> rows;
-  for (const TensorInfo* out : program.outputs()) {
-    const HostTensor& t = reference.at(out->name);
-    Row row{out->name, t.shape, std::string(dtype_name(t.dtype)), 0, 0, 0};
-    for (double v : t.values) {
-      if (std::isnan(v)) { ++row.nans; continue; }
-      row.sum += v;
-      row.abs_sum += std::fabs(v);
+  std::vector<OutputRow> rows;
+  ExecutionResult execution;
+  KernelProgram kernels;
+  bool all_ok = true;
+  if (backend == "ref") {
+    TensorSet reference = run_reference(program, inputs, reference_options);
+    for (const TensorInfo* out : program.outputs()) rows.push_back(summarize(reference.at(out->name)));
+  } else {
+    CompileOptions compile_options;
+    compile_options.fuse = !no_fuse;
+    kernels = compile_program(program, compile_options).kernels;
+    execution = execute_kernel_program(kernels, inputs);
+    TensorSet reference = run_reference(program, inputs, reference_options);
+    double tolerance = tolerance_for(program);
+    for (const TensorInfo* out : program.outputs()) {
+      OutputRow row = summarize(execution.outputs.at(out->name));
+      row.verified = true;
+      row.check = compare_output(execution.outputs.at(out->name), reference.at(out->name), tolerance);
+      int64_t unwritten = execution.unwritten[out->name];
+      if (unwritten > 0) {
+        row.check.ok = false;
+        row.check.unwritten = unwritten;
+        row.check.reason = std::to_string(unwritten) + " element(s) never written";
+      }
+      all_ok &= row.check.ok;
+      rows.push_back(row);
     }
-    rows.push_back(row);
   }
+
+  int64_t floor_bytes = 0;
+  for (const TensorInfo* t : program.inputs()) floor_bytes += t->bytes();
+  for (const TensorInfo* t : program.outputs()) floor_bytes += t->bytes();
+  int64_t total_read = 0, total_written = 0;
+  for (auto& k : execution.traffic) { total_read += k.bytes_read; total_written += k.bytes_written; }
 
   if (options.json) {
     JsonWriter json;
     json.begin_object().key("program").value(program.program->name).key("file").value(files[0]);
-    json.key("backend").value(backend).key("seed").value(static_cast<int64_t>(options.seed));
+    json.key("backend").value(backend).key("fused").value(backend != "ref" && !no_fuse);
+    json.key("seed").value(static_cast<int64_t>(options.seed));
     json.key("sizes").value(options.sizes.small ? "small" : "default");
     json.key("dims").begin_object();
     for (auto& [name, value] : program.dims) json.key(name).value(value);
@@ -93,27 +155,65 @@ int command_run(const std::vector<std::string>& args) {
     for (auto& r : rows) {
       json.begin_object().key("name").value(r.name).key("shape").begin_array();
       for (int64_t s : r.shape) json.value(s);
-      json.end_array().key("dtype").value(r.dtype);
-      json.key("checksum").value(r.sum).key("abs_sum").value(r.abs_sum).key("nan_count").value(r.nans).end_object();
+      json.end_array().key("dtype").value(dtype_name(r.dtype));
+      json.key("checksum").value(r.sum).key("abs_sum").value(r.abs_sum).key("nan_count").value(r.nans);
+      if (r.verified) {
+        json.key("rel_error").value(r.check.error).key("tolerance").value(r.check.tolerance).key("ok").value(r.check.ok);
+        if (!r.check.ok) json.key("reason").value(r.check.reason);
+      }
+      json.end_object();
     }
-    json.end_array().end_object();
+    json.end_array();
+    if (backend != "ref") {
+      json.key("kernels").begin_array();
+      for (auto& k : execution.traffic)
+        json.begin_object().key("name").value(k.kernel).key("blocks").value(k.blocks).key("bytes_read").value(k.bytes_read)
+            .key("bytes_written").value(k.bytes_written).end_object();
+      json.end_array().key("floor_bytes").value(floor_bytes).key("bytes_moved").value(total_read + total_written);
+      json.key("verified").value(all_ok);
+    }
+    json.end_object();
     std::cout << json.str() << "\n";
-    return kExitOk;
+    return all_ok ? kExitOk : kExitMismatch;
   }
+
   std::ostringstream out;
-  out << "program " << program.program->name << "  backend " << backend << "  seed " << options.seed << "  sizes "
-      << (options.sizes.small ? "small" : "default") << "\n  dims:";
+  out << "program " << program.program->name << "  backend " << backend;
+  if (backend != "ref") out << " (" << (no_fuse ? "unfused" : "fused") << ", " << kernels.kernels.size() << " kernel" << (kernels.kernels.size() == 1 ? "" : "s") << ")";
+  out << "  seed " << options.seed << "  sizes " << (options.sizes.small ? "small" : "default") << "\n  dims:";
   for (auto& d : program.program->dims) out << " " << d.name << "=" << program.dims.at(d.name);
   out << "\n";
   char line[512];
   for (auto& r : rows) {
-    std::snprintf(line, sizeof line, "  output %-10s %-18s %-6s checksum %.9g  abs-sum %.9g%s\n", r.name.c_str(),
-                  shape_text(r.shape).c_str(), r.dtype.c_str(), r.sum, r.abs_sum,
-                  r.nans ? ("  NaN " + std::to_string(r.nans)).c_str() : "");
+    if (r.verified) {
+      std::snprintf(line, sizeof line, "  output %-10s %-18s %-6s error %.2e  tolerance %.0e  %s\n", r.name.c_str(),
+                    shape_text(r.shape).c_str(), std::string(dtype_name(r.dtype)).c_str(), r.check.error, r.check.tolerance,
+                    r.check.ok ? "ok" : ("MISMATCH: " + r.check.reason).c_str());
+    } else {
+      std::snprintf(line, sizeof line, "  output %-10s %-18s %-6s checksum %.9g  abs-sum %.9g%s\n", r.name.c_str(),
+                    shape_text(r.shape).c_str(), std::string(dtype_name(r.dtype)).c_str(), r.sum, r.abs_sum,
+                    r.nans ? ("  NaN " + std::to_string(r.nans)).c_str() : "");
+    }
     out << line;
   }
+  if (backend != "ref") {
+    out << "  global memory: " << bytes_text(static_cast<double>(total_read)) << " read, "
+        << bytes_text(static_cast<double>(total_written)) << " written; floor " << bytes_text(static_cast<double>(floor_bytes))
+        << " (inputs read once, outputs written once)";
+    if (floor_bytes > 0) {
+      std::snprintf(line, sizeof line, ": %.2fx the floor\n", static_cast<double>(total_read + total_written) / static_cast<double>(floor_bytes));
+      out << line;
+    }
+    for (auto& k : execution.traffic) {
+      std::snprintf(line, sizeof line, "    kernel %-16s %6lld blocks  read %-10s written %s\n", k.kernel.c_str(),
+                    static_cast<long long>(k.blocks), bytes_text(static_cast<double>(k.bytes_read)).c_str(),
+                    bytes_text(static_cast<double>(k.bytes_written)).c_str());
+      out << line;
+    }
+    out << (all_ok ? "verified" : "MISMATCH") << "\n";
+  }
   std::cout << out.str();
-  return kExitOk;
+  return all_ok ? kExitOk : kExitMismatch;
 }
 
 }  // namespace solder::cli

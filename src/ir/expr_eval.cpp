@@ -116,7 +116,7 @@ void CompiledExpr::compile(const Expr& e, const Bindings& b, const std::function
         throw Error("load of '" + load->tensor + "' has " + std::to_string(load->index.size()) +
                     " indices, its storage has rank " + std::to_string(s->shape.size()));
       for (auto& i : load->index) compile(i, b, dtype_of);
-      LoadTarget target{s, std::vector<int64_t>(s->shape.size())};
+      LoadTarget target{s, b.tensor_slot ? b.tensor_slot(load->tensor) : -1, std::vector<int64_t>(s->shape.size())};
       int64_t stride = 1;
       for (size_t d = s->shape.size(); d-- > 0;) {
         target.strides[d] = stride;
@@ -171,7 +171,7 @@ void CompiledExpr::compile(const Expr& e, const Bindings& b, const std::function
   }
 }
 
-double CompiledExpr::eval(const int64_t* vars) const {
+double CompiledExpr::eval(const int64_t* vars, const TensorStorage* const* storage, int64_t* load_counts) const {
   double stack[kMaxStack];
   int top = 0;
   const size_t n = code_.size();
@@ -182,19 +182,21 @@ double CompiledExpr::eval(const int64_t* vars) const {
       case Code::variable: stack[top++] = static_cast<double>(vars[in.a]); break;
       case Code::load: {
         const LoadTarget& t = loads_[in.a];
+        const TensorStorage* source = storage && t.slot >= 0 ? storage[t.slot] : t.storage;
+        if (load_counts && t.slot >= 0) ++load_counts[t.slot];
         top -= in.b;
         int64_t offset = 0;
         for (int d = 0; d < in.b; ++d) {
           auto index = static_cast<int64_t>(stack[top + d]);
           if (index < 0 || index >= t.storage->shape[d]) {
-            std::string where = t.storage->name + "[";
+            std::string where = source->name + "[";
             for (int k = 0; k < in.b; ++k) where += (k ? ", " : "") + std::to_string(static_cast<int64_t>(stack[top + k]));
             throw Error("load out of range: " + where + "] (dim " + std::to_string(d + 1) + " has extent " +
                         std::to_string(t.storage->shape[d]) + ")");
           }
           offset += index * t.strides[d];
         }
-        stack[top++] = t.storage->data64 ? t.storage->data64[offset] : static_cast<double>(t.storage->data32[offset]);
+        stack[top++] = source->data64 ? source->data64[offset] : static_cast<double>(source->data32[offset]);
         break;
       }
       case Code::unary: {

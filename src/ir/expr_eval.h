@@ -41,15 +41,23 @@ class CompiledExpr {
  public:
   struct Bindings {
     std::vector<std::string> vars;                          // a variable's slot is its position
-    std::function<const TensorStorage*(const std::string&)> tensor;  // storage of a loaded name
+    // Storage of a loaded name: its shape and dtype are fixed at compile time; its data is used
+    // unless eval is given a storage table.
+    std::function<const TensorStorage*(const std::string&)> tensor;
+    // Optional: the slot of a loaded name in the storage table that eval receives (lets one
+    // compiled expression read each block's own buffers).
+    std::function<int(const std::string&)> tensor_slot;
     std::map<std::string, int64_t> dims;
   };
 
   CompiledExpr() = default;
   CompiledExpr(const Expr& e, const Bindings& bindings, Arithmetic arithmetic);
 
+  bool defined() const { return !code_.empty(); }
   // Evaluates at the given variable values (one per slot of Bindings::vars). Thread-safe.
-  double eval(const int64_t* vars) const;
+  // `storage`, when given, is indexed by Bindings::tensor_slot; `load_counts`, when given, counts
+  // the elements loaded per storage slot.
+  double eval(const int64_t* vars, const TensorStorage* const* storage = nullptr, int64_t* load_counts = nullptr) const;
 
  private:
   enum class Code : uint8_t { constant, variable, load, unary, binary, cast, jump_if_false, jump };
@@ -62,7 +70,8 @@ class CompiledExpr {
     double value = 0;     // constant
   };
   struct LoadTarget {
-    const TensorStorage* storage;
+    const TensorStorage* storage;  // compile-time storage (shape, dtype, default data)
+    int slot;                      // index into eval's storage table (-1: none)
     std::vector<int64_t> strides;
   };
   std::vector<Instr> code_;

@@ -1,0 +1,219 @@
+#include "lower/lower_unfused.h"
+
+#include <limits>
+
+#include "ir/expr_visitor.h"
+
+namespace solder {
+namespace {
+
+// Replaces index variables by expressions.
+class Substitute : public ExprMutator {
+ public:
+  std::map<std::string, Expr> replacement;
+  using ExprMutator::mutate;
+
+ protected:
+  Expr mutate(const VarNode& v, const Expr& self) override {
+    auto it = replacement.find(v.name);
+    return it == replacement.end() ? self : it->second;
+  }
+};
+
+struct TiledVar {
+  std::string name;     // the program's index variable, also the tile axis variable
+  int64_t extent = 1;
+  int64_t tile = 1;
+  std::string tile_var;  // grid or loop variable counting tiles ("" when one tile covers it)
+  Expr base;             // first index of the current tile (tile_var * tile), 0 when untiled
+  bool ragged() const { return extent % tile != 0; }
+  int64_t tiles() const { return (extent + tile - 1) / tile; }
+};
+
+TiledVar tile_var(const std::string& name, int64_t extent, int64_t tile) {
+  TiledVar t{name, extent, std::min(tile, extent), "", make_int(0)};
+  if (t.tiles() > 1) {
+    t.tile_var = name + "_tile";
+    t.base = make_binary(BinaryOp::mul, make_var(t.tile_var), make_int(t.tile));
+  }
+  return t;
+}
+
+// `var + base` for a tiled variable (just `var` when there is one tile).
+Expr global_index(const TiledVar& t) {
+  if (t.tile_var.empty()) return make_var(t.name);
+  return make_binary(BinaryOp::add, t.base, make_var(t.name));
+}
+
+// Conjunction of `global index < extent` for the ragged variables (undefined when none is).
+Expr bounds_guard(const std::vector<TiledVar>& vars) {
+  Expr guard;
+  for (auto& t : vars) {
+    if (!t.ragged()) continue;
+    Expr c = make_binary(BinaryOp::lt, global_index(t), make_int(t.extent));
+    guard = guard ? make_binary(BinaryOp::logical_and, guard, c) : c;
+  }
+  return guard;
+}
+
+double identity_of(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return 0;
+    case ReduceOp::prod: return 1;
+    case ReduceOp::max: case ReduceOp::argmax: case ReduceOp::topk: return -std::numeric_limits<double>::infinity();
+    case ReduceOp::min: case ReduceOp::argmin: return std::numeric_limits<double>::infinity();
+    case ReduceOp::none: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<GlobalTensor> program_globals(const BoundProgram& program) {
+  std::vector<GlobalTensor> globals;
+  for (auto& t : program.tensors) {
+    GlobalRole role = t.role == TensorRole::input ? GlobalRole::input
+                      : t.role == TensorRole::output ? GlobalRole::output : GlobalRole::intermediate;
+    globals.push_back({t.name, t.shape, t.dtype, role});
+  }
+  return globals;
+}
+
+Kernel lower_definition(const BoundProgram& program, size_t index) {
+  const BoundDefinition& bd = program.defs[index];
+  const Definition& def = *bd.def;
+  Kernel kernel;
+  kernel.name = def.target.name;
+  kernel.definitions.push_back(def.target.name);
+  if (def.index_target) kernel.definitions.push_back(def.index_target->name);
+
+  // Tile the p-variables (topk's rank stays whole, in the tile).
+  std::vector<TiledVar> p_vars;
+  const size_t np = def.target.index.size();
+  int tiled_seen = 0;
+  for (size_t i = np; i-- > 0;) {
+    const std::string& name = def.target.index[i].name;
+    int64_t extent = bd.p_extents[i];
+    int64_t tile = 1;
+    if (static_cast<int>(i) == bd.topk_rank_position) {
+      tile = extent;
+    } else {
+      tile = tiled_seen == 0 ? 32 : tiled_seen == 1 ? 8 : 1;
+      ++tiled_seen;
+    }
+    p_vars.insert(p_vars.begin(), tile_var(name, extent, tile));
+  }
+  std::vector<TiledVar> r_vars;
+  for (size_t i = 0; i < def.reduce_vars.size(); ++i)
+    r_vars.push_back(tile_var(def.reduce_vars[i].name, bd.r_extents[i], i + 1 == def.reduce_vars.size() ? 32 : 1));
+
+  for (auto& t : p_vars)
+    if (!t.tile_var.empty()) kernel.grid.push_back({t.tile_var, t.tiles()});
+  if (kernel.grid.empty()) kernel.grid.push_back({"block", 1});
+
+  Substitute substitute;
+  for (auto& t : p_vars) substitute.replacement[t.name] = global_index(t);
+  for (auto& t : r_vars) substitute.replacement[t.name] = global_index(t);
+  Expr body = substitute.mutate(def.body);
+
+  // Domain of the output tile (without topk's rank), and the store's domain (with it).
+  Domain tile_domain, store_domain;
+  std::vector<TiledVar> domain_vars;
+  for (size_t i = 0; i < np; ++i) {
+    store_domain.axes.push_back({p_vars[i].name, p_vars[i].tile});
+    if (static_cast<int>(i) == bd.topk_rank_position) continue;
+    tile_domain.axes.push_back({p_vars[i].name, p_vars[i].tile});
+    domain_vars.push_back(p_vars[i]);
+  }
+  tile_domain.guard = bounds_guard(domain_vars);
+  Access out{def.target.name, {}};
+  for (auto& t : p_vars) out.index.push_back(global_index(t));
+
+  if (def.reduce == ReduceOp::none) {
+    MapNode map;
+    map.comment = def.target.name + ": pointwise";
+    map.domain = tile_domain;
+    map.dst = out;
+    map.value = body;
+    kernel.body.push_back(make_stmt(std::move(map)));
+    return kernel;
+  }
+
+  // Accumulate into a register tile over loops of r-tiles, then store.
+  Buffer acc{"acc", {}, DType::f32, Scope::register_file};
+  for (auto& a : store_domain.axes) acc.shape.push_back(a.extent);
+  Access acc_access{"acc", {}};
+  for (auto& a : store_domain.axes) acc_access.index.push_back(make_var(a.var));
+  kernel.buffers.push_back(acc);
+  FillNode fill;
+  fill.buffer = "acc";
+  fill.value = identity_of(def.reduce);
+  fill.comment = def.target.name + ": " + std::string(reduce_op_name(def.reduce)) + " over " +
+                 [&] { std::string s; for (auto& r : r_vars) s += (s.empty() ? "" : ", ") + r.name; return s; }();
+  kernel.body.push_back(make_stmt(std::move(fill)));
+
+  bool wants_index = def.reduce == ReduceOp::argmax || def.reduce == ReduceOp::argmin || def.index_target;
+  if (wants_index) {
+    Buffer index_acc{"acc_index", acc.shape, DType::f32, Scope::register_file};
+    kernel.buffers.push_back(index_acc);
+    FillNode fill_index;
+    fill_index.buffer = "acc_index";
+    fill_index.value = -1;
+    kernel.body.push_back(make_stmt(std::move(fill_index)));
+  }
+
+  ReduceNode reduce;
+  reduce.op = def.reduce;
+  reduce.domain = tile_domain;
+  for (auto& t : r_vars) reduce.reduce_axes.push_back({t.name, t.tile});
+  reduce.dst = acc_access;
+  reduce.value = body;
+  reduce.where = bounds_guard(r_vars);
+  reduce.accumulate = true;
+  if (wants_index) {
+    reduce.index_dst = Access{"acc_index", acc_access.index};
+    reduce.index_value = global_index(r_vars[0]);
+  }
+  if (def.reduce == ReduceOp::topk) {
+    reduce.k = bd.topk_k;
+    reduce.rank_var = def.target.index[static_cast<size_t>(bd.topk_rank_position)].name;
+  }
+  Block loop_body{make_stmt(std::move(reduce))};
+  for (size_t i = r_vars.size(); i-- > 0;) {
+    if (r_vars[i].tile_var.empty()) continue;
+    ForNode loop;
+    loop.var = r_vars[i].tile_var;
+    loop.begin = make_int(0);
+    loop.end = make_int(r_vars[i].tiles());
+    loop.body = std::move(loop_body);
+    loop_body = Block{make_stmt(std::move(loop))};
+  }
+  for (auto& s : loop_body) kernel.body.push_back(s);
+
+  // Store: argmax/argmin write the index; topk writes values and indices.
+  auto store = [&](const std::string& target, const std::string& from) {
+    CopyNode copy;
+    copy.domain = store_domain;
+    copy.dst = Access{target, out.index};
+    copy.src = Access{from, acc_access.index};
+    kernel.body.push_back(make_stmt(std::move(copy)));
+  };
+  if (def.reduce == ReduceOp::argmax || def.reduce == ReduceOp::argmin) {
+    store(def.target.name, "acc_index");
+  } else {
+    store(def.target.name, "acc");
+    if (def.index_target) store(def.index_target->name, "acc_index");
+  }
+  return kernel;
+}
+
+KernelProgram lower_unfused(const BoundProgram& program) {
+  KernelProgram result;
+  result.name = program.program->name;
+  result.dims = program.dims;
+  result.globals = program_globals(program);
+  for (size_t i = 0; i < program.defs.size(); ++i) result.kernels.push_back(lower_definition(program, i));
+  return result;
+}
+
+}  // namespace solder

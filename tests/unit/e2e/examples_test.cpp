@@ -1,0 +1,54 @@
+// Every example, end to end on the CPU: it checks at its default sizes, and at its small sizes the
+// compiled program (fused, and unfused) run by the CPU executor matches the float64 reference.
+#include <gtest/gtest.h>
+
+#include "backend/cpu/compare.h"
+#include "backend/cpu/executor.h"
+#include "backend/cpu/inputs.h"
+#include "backend/cpu/reference.h"
+#include "driver/compile.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+class Examples : public ::testing::TestWithParam<std::string> {};
+
+void run_and_verify(const std::string& file, bool fuse, uint64_t seed) {
+  auto program = std::make_shared<Program>(parse_program_file(file));
+  BoundProgram bound = bind_program(program, SizeChoice{true, {}});
+  TensorSet inputs = make_inputs(bound, seed);
+  CompileOptions options;
+  options.fuse = fuse;
+  KernelProgram kernels = compile_program(bound, options).kernels;
+  ExecutionResult result = execute_kernel_program(kernels, inputs);
+  TensorSet reference = run_reference(bound, inputs);
+  double tolerance = tolerance_for(bound);
+  for (const TensorInfo* out : bound.outputs()) {
+    SCOPED_TRACE(out->name);
+    EXPECT_EQ(result.unwritten.at(out->name), 0);
+    OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance);
+    EXPECT_TRUE(check.ok) << check.reason << " (error " << check.error << ", tolerance " << tolerance << ")";
+  }
+}
+
+TEST_P(Examples, ChecksAtDefaultSizes) {
+  auto program = std::make_shared<Program>(parse_program_file(GetParam()));
+  BoundProgram bound = bind_program(program, SizeChoice{});
+  EXPECT_FALSE(bound.outputs().empty());
+}
+
+TEST_P(Examples, UnfusedMatchesReference) { run_and_verify(GetParam(), false, 11); }
+TEST_P(Examples, CompiledMatchesReference) { run_and_verify(GetParam(), true, 12); }
+
+std::string example_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param.substr(info.param.find_last_of('/') + 1);
+  name = name.substr(0, name.size() - 4);
+  for (char& c : name) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Examples, ::testing::ValuesIn(testing::example_files()), example_name);
+
+}  // namespace
+}  // namespace solder
