@@ -144,9 +144,13 @@ __global__ void push_kernel(unsigned rounds, unsigned slot_bytes) {
   comm.teardown();
 }
 
-// One-way latency: ranks 0 and C-1 bounce a remote mbarrier arrival `rounds` times.
-__global__ void latency_kernel(unsigned rounds, long long* cycles) {
+// One-way latency: ranks 0 and C-1 bounce a signal `rounds` times. variant 0: remote mbarrier arrive
+// (release.cluster) + wait (acquire.cluster), the protocol's slot release; 1: relaxed arrive + default wait;
+// 2: st.async of a 16-byte token completing the peer's transaction count + default wait, the protocol's
+// round signal.
+__global__ void latency_kernel(unsigned rounds, int variant, long long* cycles) {
   __shared__ uint64_t barrier;
+  __shared__ uint4 token;
   const unsigned rank = sc::ptx::block_rank(), last = sc::ptx::cluster_size() - 1;
   if (threadIdx.x == 0) {
     sc::ptx::barrier_init(&barrier, 1);
@@ -154,15 +158,27 @@ __global__ void latency_kernel(unsigned rounds, long long* cycles) {
   }
   sc::ptx::cluster_sync();
   if (threadIdx.x == 0 && (rank == 0 || rank == last)) {
-    uint64_t* peer = sc::ptx::map_to_rank(&barrier, rank == 0 ? last : 0);
+    const unsigned peer_rank = rank == 0 ? last : 0;
+    uint64_t* peer = sc::ptx::map_to_rank(&barrier, peer_rank);
+    uint4* peer_token = sc::ptx::map_to_rank(&token, peer_rank);
+    auto signal = [&](unsigned r) {
+      if (variant == 0) sc::ptx::arrive_remote(peer);
+      else if (variant == 1) sc::ptx::arrive_remote_relaxed(peer);
+      else sc::ptx::store_async_16(peer_token, make_uint4(r, 0, 0, 0), peer);
+    };
+    auto wait = [&](unsigned r) {
+      if (variant == 2) sc::ptx::arrive_expect_bytes(&barrier, 16);
+      if (variant == 0) sc::ptx::wait_parity(&barrier, r & 1);
+      else sc::ptx::wait_parity_cta(&barrier, r & 1);
+    };
     long long start = clock64();
     for (unsigned r = 0; r < rounds; ++r) {
       if (rank == 0) {
-        sc::ptx::arrive_remote(peer);
-        sc::ptx::wait_parity(&barrier, r & 1);
+        signal(r);
+        wait(r);
       } else {
-        sc::ptx::wait_parity(&barrier, r & 1);
-        sc::ptx::arrive_remote(peer);
+        wait(r);
+        signal(r);
       }
     }
     if (rank == 0) *cycles = (clock64() - start) / (2 * rounds);
@@ -401,7 +417,7 @@ int main(int argc, char** argv) {
   const unsigned smem_kb[] = {32, 64, 128, 192};
   const float reference_pull[] = {30.3f, 4.09f, 2.83f, 3.18f, 2.91f};
   float pull[5] = {}, push[5] = {}, latency_ns[5] = {};
-  long long latency_cycles[5] = {};
+  long long latency_cycles[5] = {}, latency_variants[5][3] = {};
   int active[5][4], active_bw[5];
   unsigned* sink;
   CLUSTER_CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
@@ -424,14 +440,18 @@ int main(int argc, char** argv) {
       const unsigned slot = 16 * 1024;  // ring mailbox 32 KB + tile 32 KB = 64 KB per block
       const size_t push_smem = sc::mailbox_bytes(cs, slot, sc::mailbox_layout::ring) + 32768;
       int clusters = max_active_clusters(push_kernel, cs, threads, push_smem);
-      if (clusters == 0) continue;
-      float tp = single_launch_us([&](cudaStream_t s) {
-        return launch_clusters(push_kernel, clusters, cs, threads, push_smem, s, 2 * rounds, slot);
-      });
-      push[i] = static_cast<float>(clusters) * cs * 32768.0 * 2 * rounds / (tp * 1e-6) / 1e12;
-      CLUSTER_CHECK_CUDA(launch_clusters(latency_kernel, 1, cs, 32, 0, nullptr, 1000u, cycles));
-      CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
-      CLUSTER_CHECK_CUDA(cudaMemcpy(&latency_cycles[i], cycles, sizeof(long long), cudaMemcpyDeviceToHost));
+      if (clusters > 0) {
+        float tp = single_launch_us([&](cudaStream_t s) {
+          return launch_clusters(push_kernel, clusters, cs, threads, push_smem, s, 2 * rounds, slot);
+        });
+        push[i] = static_cast<float>(clusters) * cs * 32768.0 * 2 * rounds / (tp * 1e-6) / 1e12;
+      }
+      for (int variant = 0; variant < 3; ++variant) {
+        CLUSTER_CHECK_CUDA(launch_clusters(latency_kernel, 1, cs, 32, 0, nullptr, 1000u, variant, cycles));
+        CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
+        CLUSTER_CHECK_CUDA(cudaMemcpy(&latency_variants[i][variant], cycles, sizeof(long long), cudaMemcpyDeviceToHost));
+      }
+      latency_cycles[i] = latency_variants[i][2];
       latency_ns[i] = latency_cycles[i] * 1e6f / clock_khz;
     } else {
       latency_cycles[i] = 0;
@@ -442,18 +462,23 @@ int main(int argc, char** argv) {
       "Aggregate over every co-resident cluster at 64 KB smem per block. Pull: 16-byte loads of the "
       "successor's 64 KB through map_shared_rank (bytes read). Push: dsm_shuffle (st.async into a ring mailbox "
       "with 16 KB ping-pong slots, flow control by mbarriers) of a 32 KB tile to the successor (bytes "
-      "delivered). Latency: one-way remote mbarrier arrive between ranks 0 and C-1 (ping-pong / 2); ns at the "
-      "reported max clock.\n\n"
+      "delivered). Latency: one-way signal between ranks 0 and C-1 (ping-pong / 2), cycles: token = st.async "
+      "16 B completing the peer's transaction count (the round signal; ns at the reported max clock), "
+      "release = remote arrive .release.cluster + wait .acquire.cluster (the slot release), relaxed = relaxed "
+      "arrive + default wait.\n\n"
       "| cluster size | clusters | pull TB/s | reference pull TB/s | push TB/s | push / reference pull | "
-      "one-way latency cycles | ns | max active clusters 32 / 64 / 128 / 192 KB |\n|---|---|---|---|---|---|---|---|---|\n");
+      "latency token cycles | ns | release cycles | relaxed cycles | max active clusters 32 / 64 / 128 / 192 KB |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < 5; ++i) {
-    std::snprintf(line, sizeof line, "| %u | %d | %.2f | %.2f | %s | %s | %s | %s | %d / %d / %d / %d |\n",
-                  cluster_sizes[i], active_bw[i], pull[i], reference_pull[i],
-                  i ? (std::to_string(push[i]).substr(0, 4)).c_str() : "-",
-                  i ? (std::to_string(push[i] / reference_pull[i]).substr(0, 4) + "x").c_str() : "-",
-                  i ? std::to_string(latency_cycles[i]).c_str() : "-",
-                  i ? std::to_string(static_cast<int>(latency_ns[i])).c_str() : "-", active[i][0], active[i][1],
-                  active[i][2], active[i][3]);
+    if (i == 0)
+      std::snprintf(line, sizeof line, "| 1 | %d | %.2f | %.2f | - | - | - | - | - | - | %d / %d / %d / %d |\n",
+                    active_bw[i], pull[i], reference_pull[i], active[i][0], active[i][1], active[i][2], active[i][3]);
+    else
+      std::snprintf(line, sizeof line,
+                    "| %u | %d | %.2f | %.2f | %.2f | %.2fx | %lld | %.0f | %lld | %lld | %d / %d / %d / %d |\n",
+                    cluster_sizes[i], active_bw[i], pull[i], reference_pull[i], push[i], push[i] / reference_pull[i],
+                    latency_cycles[i], latency_ns[i], latency_variants[i][0], latency_variants[i][1], active[i][0],
+                    active[i][1], active[i][2], active[i][3]);
     out(line);
   }
 

@@ -30,19 +30,34 @@ __device__ inline uint32_t part_begin(uint32_t packets, uint32_t parts, uint32_t
   return static_cast<uint32_t>(static_cast<cuda::std::uint64_t>(packets) * part / parts);
 }
 
+// Whole block: for p < packets, store(p, source[p]). Loads are issued in batches of four before the
+// stores, so that tiles in global memory are read with four 16-byte loads in flight per thread (the compiler
+// cannot reorder loads across stores through possibly aliasing generic pointers).
+template <class Store>
+__device__ inline void batched_copy(const communicator& comm, const uint4* source, uint32_t packets, Store store) {
+  constexpr uint32_t batch = 4;
+  const uint32_t stride = comm.threads();
+  for (uint32_t base = comm.thread(); base < packets; base += batch * stride) {
+    uint4 value[batch];
+#pragma unroll
+    for (uint32_t j = 0; j < batch; ++j)
+      if (base + j * stride < packets) value[j] = load_packet(source + base + j * stride);
+#pragma unroll
+    for (uint32_t j = 0; j < batch; ++j)
+      if (base + j * stride < packets) store(base + j * stride, value[j]);
+  }
+}
+
 // Whole block: destination[p] = source[p] for p < packets (generic pointers, no overlap).
 __device__ inline void copy_packets(const communicator& comm, uint4* destination, const uint4* source,
                                     uint32_t packets) {
-#pragma unroll 4
-  for (uint32_t p = comm.thread(); p < packets; p += comm.threads()) store_packet(destination + p, load_packet(source + p));
+  batched_copy(comm, source, packets, [&](uint32_t p, uint4 value) { store_packet(destination + p, value); });
 }
 
-// Whole block: pushes packets [source, source + packets) into a peer's slot with st.async.
-__device__ inline void push_packets(const communicator& comm, remote_slot slot, const uint4* source,
-                                    uint32_t packets) {
-#pragma unroll 4
-  for (uint32_t p = comm.thread(); p < packets; p += comm.threads())
-    ptx::store_async_16(slot.data + p, load_packet(source + p), slot.barrier);
+// Whole block: stores packets [source, source + packets) into a peer's slot (published later by
+// communicator::publish_*).
+__device__ inline void push_packets(const communicator& comm, uint4* slot, const uint4* source, uint32_t packets) {
+  batched_copy(comm, source, packets, [&](uint32_t p, uint4 value) { ptx::store_remote_16(slot + p, value); });
 }
 
 // Group all-reduce in place: reduce-scatter then all-gather, chunked by the mailbox slot size, with the
@@ -71,9 +86,10 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   auto send_reduce_scatter = [&](uint32_t chunk, uint32_t ahead) {
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t owner = (group.local + i) % group.size;
-      remote_slot slot = comm.acquire_slot(ahead, group.rank_of(owner));
+      uint4* slot = comm.acquire_slot(ahead, group.rank_of(owner));
       push_packets(comm, slot, data + slice_begin(chunk, owner), slice_length(chunk, owner));
     }
+    comm.publish_to_group(ahead, group);
   };
 
   send_reduce_scatter(0, 0);
@@ -81,7 +97,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     // Reduce-scatter round: combine my slice from every group rank, in rank order; push the result.
     const uint32_t mine = slice_begin(chunk, group.local);
     const uint32_t mine_length = slice_length(chunk, group.local);
-    comm.wait_round((group.size - 1) * mine_length * packet_bytes);
+    comm.wait_round(group.size - 1);
     for (uint32_t i = 1; i < group.size; ++i) comm.wait_for_slot(1, group.peer(i));
     for (uint32_t p = comm.thread(); p < mine_length; p += comm.threads()) {
       unpacked<T> accumulator;
@@ -93,18 +109,20 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
       }
       uint4 result = pack<T>(accumulator);
       store_packet(data + mine + p, result);
-      for (uint32_t i = 1; i < group.size; ++i) {
-        remote_slot slot = comm.peer_slot(1, group.peer(i));
-        ptx::store_async_16(slot.data + p, result, slot.barrier);
-      }
+      for (uint32_t i = 1; i < group.size; ++i) ptx::store_remote_16(comm.peer_slot(1, group.peer(i)) + p, result);
     }
-    comm.release_round_to_group(group);
+    // Release the reduce-scatter slots and publish the all-gather stores, behind one block barrier.
+    __syncthreads();
+    if (comm.thread() + 1 < group.size) {
+      comm.release_to(group.peer(comm.thread() + 1));
+      comm.send_token(1, group.peer(comm.thread() + 1));
+    }
+    comm.advance();
 
     if (chunk + 1 < chunks) send_reduce_scatter(chunk + 1, 1);
 
     // All-gather round: every other group rank's reduced slice lands in its slot; copy into the tile.
-    uint32_t chunk_length = min_u32(chunk_packets, packets - chunk * chunk_packets);
-    comm.wait_round((chunk_length - mine_length) * packet_bytes);
+    comm.wait_round(group.size - 1);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t owner = (group.local + i) % group.size;
       copy_packets(comm, data + slice_begin(chunk, owner), comm.receive_slot(0, group.rank_of(owner)),
@@ -120,8 +138,9 @@ __device__ void shuffle_send_round(communicator& comm, const T* src, uint32_t co
   const group_view group = comm.group(group_size);
   const uint32_t packets = count / elements_per_packet<T>;
   const uint32_t begin = round * comm.slot_packets();
-  remote_slot slot = comm.acquire_slot(ahead, group.successor());
+  uint4* slot = comm.acquire_slot(ahead, group.successor());
   push_packets(comm, slot, reinterpret_cast<const uint4*>(src) + begin, min_u32(comm.slot_packets(), packets - begin));
+  comm.publish_to(ahead, group.successor());
 }
 
 }  // namespace detail
@@ -171,13 +190,14 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
     for (uint32_t i = 1; i < group.size; ++i)
       detail::push_packets(comm, comm.acquire_slot(ahead, group.peer(i)), source + begin,
                            detail::min_u32(slot, packets - begin));
+    comm.publish_to_group(ahead, group);
   };
   send(0, 0);
   for (uint32_t round = 0; round < rounds; ++round) {
     if (round + 1 < rounds) send(round + 1, 1);
     const uint32_t begin = round * slot;
     const uint32_t length = detail::min_u32(slot, packets - begin);
-    comm.wait_round((group.size - 1) * length * packet_bytes);
+    comm.wait_round(group.size - 1);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t peer = group.peer(i);
       detail::copy_packets(comm, destination + peer * packets + begin, comm.receive_slot(0, peer), length);
@@ -215,13 +235,14 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
       detail::push_packets(comm, comm.acquire_slot(ahead, peer), source + peer * packets + begin,
                            detail::min_u32(slot, packets - begin));
     }
+    comm.publish_to_group(ahead, group);
   };
   send(0, 0);
   for (uint32_t round = 0; round < rounds; ++round) {
     if (round + 1 < rounds) send(round + 1, 1);
     const uint32_t begin = round * slot;
     const uint32_t length = detail::min_u32(slot, packets - begin);
-    comm.wait_round((group.size - 1) * length * packet_bytes);
+    comm.wait_round(group.size - 1);
     for (uint32_t p = comm.thread(); p < length; p += comm.threads()) {
       unpacked<T> accumulator;
       for (uint32_t r = 0; r < group.size; ++r) {
@@ -268,7 +289,7 @@ __device__ void dsm_shuffle_wait(communicator& comm, const T* src, T* dst, uint3
   for (uint32_t round = 0; round < rounds; ++round) {
     const uint32_t begin = round * slot;
     const uint32_t length = detail::min_u32(slot, packets - begin);
-    comm.wait_round(length * packet_bytes);
+    comm.wait_round(1);
     detail::copy_packets(comm, reinterpret_cast<uint4*>(dst) + begin, comm.receive_slot(0, group.predecessor()),
                          length);
     comm.release_round_to(group.predecessor());

@@ -77,6 +77,34 @@ __device__ inline void arrive_remote(uint64_t* remote_barrier) {
                              remote_barrier);
 }
 
+// mbarrier.try_wait.parity (default semantics: acquire at CTA scope), looped. For barriers whose phase is
+// completed by transactions (st.async complete_tx has release semantics at cluster scope), as CUTLASS waits
+// for TMA data. Any thread.
+__device__ inline void wait_parity_cta(uint64_t* barrier, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+  }
+}
+
+// mbarrier.arrive.relaxed.cluster.shared::cluster on a peer's barrier: no ordering. Any thread; used only to
+// measure latency.
+__device__ inline void arrive_remote_relaxed(uint64_t* remote_barrier) {
+  cuda::ptx::mbarrier_arrive(cuda::ptx::sem_relaxed, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
+                             remote_barrier);
+}
+
+// ---- fences ------------------------------------------------------------------------------------------------
+
+// fence.acq_rel.cluster: orders this thread's earlier stores (to peers' shared memory too) before its later
+// ones as seen from the cluster. Every thread that stored into a peer, before the block barrier after which
+// one thread signals the peer.
+__device__ inline void fence_cluster() { cuda::ptx::fence(cuda::ptx::sem_acq_rel, cuda::ptx::scope_cluster); }
+
+// ---- stores into peers (any thread) ------------------------------------------------------------------------
+
+// st.shared::cluster.v4 through a generic address from map_to_rank: a plain 16-byte store into a peer block's
+// shared memory. Any thread; made visible to the peer by fence_cluster + a signal.
+__device__ inline void store_remote_16(uint4* remote_destination, uint4 value) { *remote_destination = value; }
+
 // ---- st.async (any thread) ---------------------------------------------------------------------------------
 
 // st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v4.b32: store 16 bytes into a peer block's
