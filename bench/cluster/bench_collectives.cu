@@ -144,6 +144,36 @@ __global__ void push_kernel(unsigned rounds, unsigned slot_bytes) {
   comm.teardown();
 }
 
+// Push through the copy engine (experiment for a later version): the same ring mailbox and flow control as
+// push_kernel, but each 16 KB chunk goes by one cp.async.bulk (one thread) instead of 16-byte st.async stores.
+// The received chunk is copied back into the tile like dsm_shuffle does.
+__global__ void push_bulk_kernel(unsigned rounds, unsigned slot_bytes) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned C = sc::ptx::cluster_size();
+  auto comm = sc::communicator::setup(smem, slot_bytes, sc::mailbox_layout::ring);
+  uint4* tile = reinterpret_cast<uint4*>(smem + sc::mailbox_bytes(C, slot_bytes, sc::mailbox_layout::ring));
+  const unsigned chunk_packets = slot_bytes / 16, total = 2 * rounds;
+  for (unsigned i = threadIdx.x; i < 2 * chunk_packets; i += blockDim.x) tile[i] = make_uint4(i, i, i, i);
+  const sc::group_view ring = comm.group(C);
+  auto send = [&](unsigned round, unsigned ahead) {
+    sc::ptx::fence_shared_to_async_proxy();  // the tile was written by generic stores
+    comm.wait_for_slot(ahead, ring.successor());
+    if (threadIdx.x == 0) {
+      sc::remote_slot slot = comm.peer_slot(ahead, ring.successor());
+      sc::ptx::bulk_copy_to_peer(slot.data, tile + (round % 2) * chunk_packets, slot_bytes, slot.barrier);
+    }
+  };
+  send(0, 0);
+  for (unsigned round = 0; round < total; ++round) {
+    if (round + 1 < total) send(round + 1, 1);
+    comm.wait_round(slot_bytes);
+    const uint4* slot = comm.receive_slot(0, ring.predecessor());
+    for (unsigned i = threadIdx.x; i < chunk_packets; i += blockDim.x) tile[(round % 2) * chunk_packets + i] = slot[i];
+    comm.release_round_to(ring.predecessor());
+  }
+  comm.teardown();
+}
+
 // One-way latency: ranks 0 and C-1 bounce a signal `rounds` times. variant 0: remote mbarrier arrive
 // (release.cluster) + wait (acquire.cluster), the protocol's slot release; 1: relaxed arrive + default wait;
 // 2: st.async of a 16-byte token completing the peer's transaction count + default wait, the protocol's
@@ -416,7 +446,7 @@ int main(int argc, char** argv) {
   const unsigned cluster_sizes[] = {1, 2, 4, 8, 16};
   const unsigned smem_kb[] = {32, 64, 128, 192};
   const float reference_pull[] = {30.3f, 4.09f, 2.83f, 3.18f, 2.91f};
-  float pull[5] = {}, push[5] = {}, latency_ns[5] = {};
+  float pull[5] = {}, push[5] = {}, push_bulk[5] = {}, latency_ns[5] = {};
   long long latency_cycles[5] = {}, latency_variants[5][3] = {};
   int active[5][4], active_bw[5];
   unsigned* sink;
@@ -445,6 +475,10 @@ int main(int argc, char** argv) {
           return launch_clusters(push_kernel, clusters, cs, threads, push_smem, s, 2 * rounds, slot);
         });
         push[i] = static_cast<float>(clusters) * cs * 32768.0 * 2 * rounds / (tp * 1e-6) / 1e12;
+        float tb = single_launch_us([&](cudaStream_t s) {
+          return launch_clusters(push_bulk_kernel, clusters, cs, threads, push_smem, s, 2 * rounds, slot);
+        });
+        push_bulk[i] = static_cast<float>(clusters) * cs * 32768.0 * 2 * rounds / (tb * 1e-6) / 1e12;
       }
       for (int variant = 0; variant < 3; ++variant) {
         CLUSTER_CHECK_CUDA(launch_clusters(latency_kernel, 1, cs, 32, 0, nullptr, 1000u, variant, cycles));
@@ -462,21 +496,23 @@ int main(int argc, char** argv) {
       "Aggregate over every co-resident cluster at 64 KB smem per block. Pull: 16-byte loads of the "
       "successor's 64 KB through map_shared_rank (bytes read). Push: dsm_shuffle (st.async into a ring mailbox "
       "with 16 KB ping-pong slots, flow control by mbarriers) of a 32 KB tile to the successor (bytes "
-      "delivered). Latency: one-way signal between ranks 0 and C-1 (ping-pong / 2), cycles: token = st.async "
+      "delivered). Push bulk: the same with one cp.async.bulk per 16 KB chunk (experiment, not used by the "
+      "collectives). Latency: one-way signal between ranks 0 and C-1 (ping-pong / 2), cycles: token = st.async "
       "16 B completing the peer's transaction count (the round signal; ns at the reported max clock), "
       "release = remote arrive .release.cluster + wait .acquire.cluster (the slot release), relaxed = relaxed "
       "arrive + default wait.\n\n"
-      "| cluster size | clusters | pull TB/s | reference pull TB/s | push TB/s | push / reference pull | "
+      "| cluster size | clusters | pull TB/s | reference pull TB/s | push TB/s | push / reference pull | push bulk TB/s | "
       "latency token cycles | ns | release cycles | relaxed cycles | max active clusters 32 / 64 / 128 / 192 KB |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < 5; ++i) {
     if (i == 0)
-      std::snprintf(line, sizeof line, "| 1 | %d | %.2f | %.2f | - | - | - | - | - | - | %d / %d / %d / %d |\n",
+      std::snprintf(line, sizeof line, "| 1 | %d | %.2f | %.2f | - | - | - | - | - | - | - | %d / %d / %d / %d |\n",
                     active_bw[i], pull[i], reference_pull[i], active[i][0], active[i][1], active[i][2], active[i][3]);
     else
       std::snprintf(line, sizeof line,
-                    "| %u | %d | %.2f | %.2f | %.2f | %.2fx | %lld | %.0f | %lld | %lld | %d / %d / %d / %d |\n",
+                    "| %u | %d | %.2f | %.2f | %.2f | %.2fx | %.2f | %lld | %.0f | %lld | %lld | %d / %d / %d / %d |\n",
                     cluster_sizes[i], active_bw[i], pull[i], reference_pull[i], push[i], push[i] / reference_pull[i],
+                    push_bulk[i],
                     latency_cycles[i], latency_ns[i], latency_variants[i][0], latency_variants[i][1], active[i][0],
                     active[i][1], active[i][2], active[i][3]);
     out(line);
@@ -496,10 +532,11 @@ int main(int argc, char** argv) {
                       "  \"sm_clock_mhz\": %d,\n  \"smem_per_block_bytes_for_bandwidth\": 65536,\n  \"cluster_sizes\": {\n",
                    prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000);
       for (int i = 0; i < 5; ++i) {
-        std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"one_way_latency_cycles\": %s, "
+        std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"push_bulk_tbps\": %s, \"one_way_latency_cycles\": %s, "
                         "\"one_way_latency_ns\": %s, \"max_active_clusters\": {\"32768\": %d, \"65536\": %d, "
                         "\"131072\": %d, \"196608\": %d}}%s\n",
                      cluster_sizes[i], pull[i], i ? std::to_string(push[i]).c_str() : "null",
+                     i ? std::to_string(push_bulk[i]).c_str() : "null",
                      i ? std::to_string(latency_cycles[i]).c_str() : "null",
                      i ? std::to_string(latency_ns[i]).c_str() : "null", active[i][0], active[i][1], active[i][2],
                      active[i][3], i < 4 ? "," : "");

@@ -18,12 +18,12 @@ namespace solder::cluster {
 namespace detail {
 
 __device__ inline uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+__device__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 // A ring mailbox has no slot per peer: only dsm_shuffle may use it.
 __device__ inline void require_all_peers_layout(const communicator& comm) {
   if (comm.ring_layout()) __trap();
 }
-__device__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 // Start of part `part` when `packets` packets are split into `parts` nearly equal parts.
 __device__ inline uint32_t part_begin(uint32_t packets, uint32_t parts, uint32_t part) {
@@ -54,10 +54,11 @@ __device__ inline void copy_packets(const communicator& comm, uint4* destination
   batched_copy(comm, source, packets, [&](uint32_t p, uint4 value) { store_packet(destination + p, value); });
 }
 
-// Whole block: stores packets [source, source + packets) into a peer's slot (published later by
-// communicator::publish_*).
-__device__ inline void push_packets(const communicator& comm, uint4* slot, const uint4* source, uint32_t packets) {
-  batched_copy(comm, source, packets, [&](uint32_t p, uint4 value) { ptx::store_remote_16(slot + p, value); });
+// Whole block: st.async of packets [source, source + packets) into a peer's slot (after wait_for_slot*).
+__device__ inline void push_packets(const communicator& comm, remote_slot slot, const uint4* source,
+                                    uint32_t packets) {
+  batched_copy(comm, source, packets,
+               [&](uint32_t p, uint4 value) { ptx::store_async_16(slot.data + p, value, slot.barrier); });
 }
 
 // Group all-reduce in place: reduce-scatter then all-gather, chunked by the mailbox slot size, with the
@@ -84,21 +85,22 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     return slice_begin(chunk, owner + 1) - slice_begin(chunk, owner);
   };
   auto send_reduce_scatter = [&](uint32_t chunk, uint32_t ahead) {
+    comm.wait_for_slots(ahead, group);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t owner = (group.local + i) % group.size;
-      uint4* slot = comm.acquire_slot(ahead, group.rank_of(owner));
-      push_packets(comm, slot, data + slice_begin(chunk, owner), slice_length(chunk, owner));
+      push_packets(comm, comm.peer_slot(ahead, group.rank_of(owner)), data + slice_begin(chunk, owner),
+                   slice_length(chunk, owner));
     }
-    comm.publish_to_group(ahead, group);
   };
 
   send_reduce_scatter(0, 0);
   for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
-    // Reduce-scatter round: combine my slice from every group rank, in rank order; push the result.
+    // Reduce-scatter round: combine my slice from every group rank, in rank order; st.async the result to
+    // every peer (the all-gather round) straight from registers.
     const uint32_t mine = slice_begin(chunk, group.local);
     const uint32_t mine_length = slice_length(chunk, group.local);
-    comm.wait_round(group.size - 1);
-    for (uint32_t i = 1; i < group.size; ++i) comm.wait_for_slot(1, group.peer(i));
+    comm.wait_round((group.size - 1) * mine_length * packet_bytes);
+    comm.wait_for_slots(1, group);
     for (uint32_t p = comm.thread(); p < mine_length; p += comm.threads()) {
       unpacked<T> accumulator;
       for (uint32_t r = 0; r < group.size; ++r) {
@@ -109,20 +111,18 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
       }
       uint4 result = pack<T>(accumulator);
       store_packet(data + mine + p, result);
-      for (uint32_t i = 1; i < group.size; ++i) ptx::store_remote_16(comm.peer_slot(1, group.peer(i)) + p, result);
+      for (uint32_t i = 1; i < group.size; ++i) {
+        remote_slot slot = comm.peer_slot(1, group.peer(i));
+        ptx::store_async_16(slot.data + p, result, slot.barrier);
+      }
     }
-    // Release the reduce-scatter slots and publish the all-gather stores, behind one block barrier.
-    __syncthreads();
-    if (comm.thread() + 1 < group.size) {
-      comm.release_to(group.peer(comm.thread() + 1));
-      comm.send_token(1, group.peer(comm.thread() + 1));
-    }
-    comm.advance();
+    comm.release_round_to_group(group);
 
     if (chunk + 1 < chunks) send_reduce_scatter(chunk + 1, 1);
 
     // All-gather round: every other group rank's reduced slice lands in its slot; copy into the tile.
-    comm.wait_round(group.size - 1);
+    uint32_t chunk_length = min_u32(chunk_packets, packets - chunk * chunk_packets);
+    comm.wait_round((chunk_length - mine_length) * packet_bytes);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t owner = (group.local + i) % group.size;
       copy_packets(comm, data + slice_begin(chunk, owner), comm.receive_slot(0, group.rank_of(owner)),
@@ -138,9 +138,9 @@ __device__ void shuffle_send_round(communicator& comm, const T* src, uint32_t co
   const group_view group = comm.group(group_size);
   const uint32_t packets = count / elements_per_packet<T>;
   const uint32_t begin = round * comm.slot_packets();
-  uint4* slot = comm.acquire_slot(ahead, group.successor());
-  push_packets(comm, slot, reinterpret_cast<const uint4*>(src) + begin, min_u32(comm.slot_packets(), packets - begin));
-  comm.publish_to(ahead, group.successor());
+  comm.wait_for_slot(ahead, group.successor());
+  push_packets(comm, comm.peer_slot(ahead, group.successor()), reinterpret_cast<const uint4*>(src) + begin,
+               min_u32(comm.slot_packets(), packets - begin));
 }
 
 }  // namespace detail
@@ -187,17 +187,17 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
   const uint32_t rounds = detail::ceil_div(packets, slot);
   auto send = [&](uint32_t round, uint32_t ahead) {
     uint32_t begin = round * slot;
+    comm.wait_for_slots(ahead, group);
     for (uint32_t i = 1; i < group.size; ++i)
-      detail::push_packets(comm, comm.acquire_slot(ahead, group.peer(i)), source + begin,
+      detail::push_packets(comm, comm.peer_slot(ahead, group.peer(i)), source + begin,
                            detail::min_u32(slot, packets - begin));
-    comm.publish_to_group(ahead, group);
   };
   send(0, 0);
   for (uint32_t round = 0; round < rounds; ++round) {
     if (round + 1 < rounds) send(round + 1, 1);
     const uint32_t begin = round * slot;
     const uint32_t length = detail::min_u32(slot, packets - begin);
-    comm.wait_round(group.size - 1);
+    comm.wait_round((group.size - 1) * length * packet_bytes);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t peer = group.peer(i);
       detail::copy_packets(comm, destination + peer * packets + begin, comm.receive_slot(0, peer), length);
@@ -230,19 +230,19 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
   const uint32_t rounds = detail::ceil_div(packets, slot);
   auto send = [&](uint32_t round, uint32_t ahead) {
     uint32_t begin = round * slot;
+    comm.wait_for_slots(ahead, group);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t peer = group.peer(i);
-      detail::push_packets(comm, comm.acquire_slot(ahead, peer), source + peer * packets + begin,
+      detail::push_packets(comm, comm.peer_slot(ahead, peer), source + peer * packets + begin,
                            detail::min_u32(slot, packets - begin));
     }
-    comm.publish_to_group(ahead, group);
   };
   send(0, 0);
   for (uint32_t round = 0; round < rounds; ++round) {
     if (round + 1 < rounds) send(round + 1, 1);
     const uint32_t begin = round * slot;
     const uint32_t length = detail::min_u32(slot, packets - begin);
-    comm.wait_round(group.size - 1);
+    comm.wait_round((group.size - 1) * length * packet_bytes);
     for (uint32_t p = comm.thread(); p < length; p += comm.threads()) {
       unpacked<T> accumulator;
       for (uint32_t r = 0; r < group.size; ++r) {
@@ -289,7 +289,7 @@ __device__ void dsm_shuffle_wait(communicator& comm, const T* src, T* dst, uint3
   for (uint32_t round = 0; round < rounds; ++round) {
     const uint32_t begin = round * slot;
     const uint32_t length = detail::min_u32(slot, packets - begin);
-    comm.wait_round(1);
+    comm.wait_round(length * packet_bytes);
     detail::copy_packets(comm, reinterpret_cast<uint4*>(dst) + begin, comm.receive_slot(0, group.predecessor()),
                          length);
     comm.release_round_to(group.predecessor());

@@ -20,9 +20,8 @@ inline constexpr unsigned max_portable_cluster_size = 8;
 // Every transfer moves 16-byte packets (one st.async.v4.b32 per thread).
 inline constexpr unsigned packet_bytes = 16;
 
-// Header at the start of a mailbox: barriers full[2] + empty[2][max_cluster_size] (8 bytes each), then the
-// round tokens tokens[2][max_cluster_size - 1] (16 bytes each).
-inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size) + 16 * 2 * (max_cluster_size - 1);
+// Barrier area at the start of a mailbox: full[2] + empty[2][max_cluster_size], 8 bytes each.
+inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size);
 
 // How a mailbox lays out its receive slots.
 //   all_peers  one slot per peer and stage: serves every collective.

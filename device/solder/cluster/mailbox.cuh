@@ -1,30 +1,30 @@
 // cluster::communicator: the per-block mailbox over distributed shared memory that every collective uses.
 //
 // Layout (in each block's shared memory, at the same offset in every block of the cluster):
-//   full[2]            one mbarrier per stage: 1 local arrival (expect_tx of the round's token bytes) plus the
-//                      16-byte tokens that the round's senders st.async into tokens[stage][...]
+//   full[2]            one mbarrier per stage: 1 local arrival (expect_tx of the round's bytes) plus the bytes
+//                      that the senders' st.async stores complete on it
 //   empty[2][16]       per stage and per receiver: the receiver arrives here (remotely) once it has consumed
 //                      the slot this block wrote into it, so this block may write that slot again
-//   tokens[2][15]      16-byte landing places of the senders' tokens
 //   slots[2][C-1][S]   receive slots: per stage, one slot of S bytes per peer (slot index = distance from
 //                      the source rank), so two senders never share bytes and each (sender, receiver, stage)
 //                      has its own empty barrier. The ring layout has slots[2][1][S], always written by the
 //                      same predecessor, for dsm_shuffle alone.
 //
 // Protocol of one round r (stage r & 1), every block of the cluster doing the same rounds:
-//   send      for each destination: wait empty[stage][dest] (parity tracked per destination and stage), then
-//             plain 16-byte stores into the destination's slot (st.shared::cluster through mapa addresses)
-//   publish   block barrier; one thread per destination: fence.acq_rel.cluster (cumulative over the block's
-//             stores ordered by the barrier, the pattern of cooperative_groups' grid sync), then st.async of a
-//             16-byte token into the destination, completing 16 bytes on its full[stage]
-//   receive   one thread: arrive.expect_tx(full[stage], 16 * number of senders); all: wait full parity (r >> 1)
-//   release   block barrier, then one thread per source arrives on the source's empty[stage][me]
-// Data moves by plain stores and each round costs one transaction per sender (v1 completed every 16-byte
-// st.async on the receiver's barrier, which serialised on the barrier: see bench/NOTES-cluster.md).
+//   send      one thread per destination waits empty[stage][dest] (acquire, cluster; parity tracked per
+//             destination and stage), block barrier; then every thread st.asyncs 16-byte packets into the
+//             destinations' slots, each completing 16 bytes on the destination's full[stage]
+//   receive   one thread: arrive.expect_tx(full[stage], bytes of the round) and wait for parity (r >> 1)
+//             (acquire, cluster); block barrier
+//   release   block barrier after the last read of the slots; one thread per source arrives (release,
+//             cluster) on the source's empty[stage][me]
 // Two stages (ping-pong) let round r+1 be sent before round r is consumed, and a stage is rewritten only after
-// its receiver released it, so an in-flight slot is never overwritten. The barriers are initialised once and
-// published with one cluster barrier (setup); no collective calls a cluster-wide barrier; teardown is one
-// cluster barrier so that no block exits while a peer may still write into its shared memory or barriers.
+// its receiver released it, so an in-flight slot is never overwritten. Since st.async reads its value from
+// registers, a sender's source may change as soon as the stores are issued. The barriers are initialised
+// once and published with one cluster barrier (setup); no collective calls a cluster-wide barrier; teardown is
+// one cluster barrier so that no block exits while a peer may still write into its shared memory or barriers.
+// Cluster-scope waits are done by one thread per barrier and handed to the block by a block barrier: a
+// cluster-scope acquire costs ~700 cycles (bench/NOTES-cluster.md), so 256 threads must not each pay it.
 //
 // Every thread of the block keeps an identical copy of the communicator (round counter, parity bits) in
 // registers; this holds because all threads make the same sequence of collective calls.
@@ -53,6 +53,12 @@ struct group_view {
   __device__ uint32_t predecessor() const { return first + (local + size - 1) % size; }
 };
 
+// Where this block writes in a peer during one round.
+struct remote_slot {
+  uint4* data;        // generic address of the slot in the peer's shared memory
+  uint64_t* barrier;  // the peer's full barrier for the round's stage
+};
+
 class communicator {
  public:
   // Whole cluster, once, before any collective. `mailbox` points to mailbox_bytes(cluster size, slot_bytes,
@@ -67,7 +73,6 @@ class communicator {
     self.threads_ = blockDim.x * blockDim.y * blockDim.z;
     self.full_ = static_cast<uint64_t*>(mailbox);
     self.empty_ = self.full_ + 2;
-    self.tokens_ = reinterpret_cast<uint4*>(self.empty_ + 2 * max_cluster_size);
     self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(mailbox) + mailbox_barrier_bytes);
     self.slot_packets_ = slot_bytes / packet_bytes;
     self.ring_ = layout == mailbox_layout::ring;
@@ -106,52 +111,36 @@ class communicator {
     return slot_at((round_ + ahead) & 1u, index_of(source, rank_));
   }
 
-  // Whole block. Waits until `destination` has released the slot this block writes in round (next + ahead).
-  // Call once per destination and round, before the first store into that slot.
-  __device__ void wait_for_slot(uint32_t ahead, uint32_t destination) {
-    uint32_t bit = ((round_ + ahead) & 1u) * max_cluster_size + destination;
-    ptx::wait_parity(&empty_[bit], (send_parity_ >> bit) & 1u);
-    send_parity_ ^= 1u << bit;
-  }
-
-  // Any thread: generic address of the slot this block writes in `destination` in round (next + ahead).
-  __device__ uint4* peer_slot(uint32_t ahead, uint32_t destination) const {
-    return ptx::map_to_rank(slot_at((round_ + ahead) & 1u, index_of(rank_, destination)), destination);
-  }
-
-  // Whole block: wait_for_slot, then peer_slot.
-  __device__ uint4* acquire_slot(uint32_t ahead, uint32_t destination) {
-    wait_for_slot(ahead, destination);
-    return peer_slot(ahead, destination);
-  }
-
-  // One thread per destination, after a block barrier that follows every store of the round: fences the
-  // block's stores at cluster scope, then completes this block's part of round (next + ahead) at
-  // `destination` (st.async of a 16-byte token onto its full barrier).
-  __device__ void send_token(uint32_t ahead, uint32_t destination) const {
-    ptx::fence_cluster();
-    uint32_t stage = (round_ + ahead) & 1u;
-    uint4* token = ptx::map_to_rank(&tokens_[stage * (max_cluster_size - 1) + index_of(rank_, destination)], destination);
-    ptx::store_async_16(token, make_uint4(round_ + ahead, rank_, 0, 0), ptx::map_to_rank(&full_[stage], destination));
-  }
-
-  // Whole block: makes this block's stores of round (next + ahead) visible to every other block of `group`.
-  __device__ void publish_to_group(uint32_t ahead, const group_view& group) const {
+  // Whole block. Waits until every other block of `group` has released the slot this block writes in it in
+  // round (next + ahead): one waiting thread per destination, then a block barrier.
+  __device__ void wait_for_slots(uint32_t ahead, const group_view& group) {
+    if (thread_ + 1 < group.size) wait_empty(ahead, group.peer(thread_ + 1));
+    for (uint32_t i = 1; i < group.size; ++i) flip(ahead, group.peer(i));
     __syncthreads();
-    if (thread_ + 1 < group.size) send_token(ahead, group.peer(thread_ + 1));
   }
 
   // Whole block: as above for a single destination.
-  __device__ void publish_to(uint32_t ahead, uint32_t destination) const {
+  __device__ void wait_for_slot(uint32_t ahead, uint32_t destination) {
+    if (thread_ == 0) wait_empty(ahead, destination);
+    flip(ahead, destination);
     __syncthreads();
-    if (thread_ == 0) send_token(ahead, destination);
   }
 
-  // Whole block. Waits until all `senders` of the next round have published their data.
-  __device__ void wait_round(uint32_t senders) {
+  // Any thread: the slot this block writes in `destination` in round (next + ahead), and the barrier there.
+  __device__ remote_slot peer_slot(uint32_t ahead, uint32_t destination) const {
+    uint32_t stage = (round_ + ahead) & 1u;
+    return remote_slot{ptx::map_to_rank(slot_at(stage, index_of(rank_, destination)), destination),
+                       ptx::map_to_rank(&full_[stage], destination)};
+  }
+
+  // Whole block. Expects `bytes` for the next round and returns once they have all landed.
+  __device__ void wait_round(uint32_t bytes) {
     uint32_t stage = round_ & 1u;
-    if (thread_ == 0) ptx::arrive_expect_bytes(&full_[stage], senders * packet_bytes);
-    ptx::wait_parity(&full_[stage], (round_ >> 1) & 1u);
+    if (thread_ == 0) {
+      ptx::arrive_expect_bytes(&full_[stage], bytes);
+      ptx::wait_parity(&full_[stage], (round_ >> 1) & 1u);
+    }
+    __syncthreads();
   }
 
   // One thread per source, after a block barrier that follows every read of the next round's slots: hands
@@ -179,6 +168,15 @@ class communicator {
   }
 
  private:
+  __device__ uint32_t empty_bit(uint32_t ahead, uint32_t destination) const {
+    return ((round_ + ahead) & 1u) * max_cluster_size + destination;
+  }
+  __device__ void wait_empty(uint32_t ahead, uint32_t destination) const {
+    uint32_t bit = empty_bit(ahead, destination);
+    ptx::wait_parity(&empty_[bit], (send_parity_ >> bit) & 1u);
+  }
+  __device__ void flip(uint32_t ahead, uint32_t destination) { send_parity_ ^= 1u << empty_bit(ahead, destination); }
+
   // Slot index at `receiver` of the data that `sender` writes (its distance, or 0 in a ring mailbox).
   __device__ uint32_t index_of(uint32_t sender, uint32_t receiver) const {
     return ring_ ? 0u : (sender + size_ - receiver - 1) % size_;
@@ -189,7 +187,6 @@ class communicator {
 
   uint64_t* full_;
   uint64_t* empty_;
-  uint4* tokens_;
   uint4* slots_;
   uint32_t rank_, size_, thread_, threads_, slot_packets_;
   bool ring_;             // mailbox_layout::ring: one slot per stage
