@@ -28,14 +28,15 @@
 // overwritten. Outputs must not overlap inputs except where a function says so.
 //
 // PROTOCOL: push style. Each block owns a mailbox (communicator::setup) with ping-pong receive slots; peers
-// write into it with st.async, completing the receiver's mbarrier transaction count; receivers hand slots
-// back with remote mbarrier arrivals. Barriers are initialised once and published with one cluster barrier
+// write into it with st.async (16-byte packets), completing the receiver's mbarrier transaction count;
+// receivers hand slots back with remote mbarrier arrivals. Barriers are initialised once and published with one cluster barrier
 // (entry); phases are tracked by parity so collectives never need a cluster-wide barrier; teardown() is the
 // one cluster barrier before exit. See mailbox.cuh.
 //
 // Usage (every thread of every block):
 //   extern __shared__ __align__(16) unsigned char smem[];
-//   auto comm = solder::cluster::communicator::setup(smem, slot_bytes);   // mailbox_bytes(C, slot_bytes)
+//   auto comm = solder::cluster::communicator::setup(smem, slot_bytes);   // mailbox_bytes(C, slot_bytes) bytes
+//   (a mailbox_layout::ring mailbox, 2 slots instead of 2 (C-1), serves dsm_shuffle alone)
 //   solder::cluster::cluster_reduce<solder::cluster::reduce_op::sum>(comm, tile, n);
 //   ...
 //   comm.teardown();
