@@ -1,0 +1,550 @@
+// The Kernel IR verifier (src/kernel/kernel_verifier.h): one test per illegal construct, each
+// checking that the Error names the kernel, the statement (where the rule is about a statement)
+// and the rule; and one legal program using every statement kind, which must be accepted.
+//
+// Each test starts from a small legal program and breaks one thing. Statements are numbered as the
+// verifier and the executor number them: in order, nested bodies included, from 1 per kernel.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_ir.h"
+#include "kernel/kernel_verifier.h"
+
+namespace solder {
+namespace {
+
+// ---- Building Kernel IR ------------------------------------------------------------------------
+
+Expr var(const std::string& name) { return make_var(name); }
+Expr num(int64_t value) { return make_int(value); }
+Expr real(double value) { return make_const(value); }
+Expr load(const std::string& tensor, std::vector<Expr> index) { return make_load(tensor, std::move(index)); }
+Expr equal(Expr a, Expr b) { return make_binary(BinaryOp::eq, std::move(a), std::move(b)); }
+Expr mod(Expr a, Expr b) { return make_binary(BinaryOp::mod, std::move(a), std::move(b)); }
+
+Access at(std::string name, std::vector<Expr> index = {}) { return Access{std::move(name), std::move(index)}; }
+Domain over(std::vector<Axis> axes, Expr guard = {}) { return Domain{std::move(axes), std::move(guard)}; }
+
+Stmt loop(std::string v, Expr begin, Expr end, Block body) {
+  ForNode n;
+  n.var = std::move(v);
+  n.begin = std::move(begin);
+  n.end = std::move(end);
+  n.body = std::move(body);
+  return make_stmt(std::move(n));
+}
+Stmt branch(Expr cond, Block then_body, Block else_body = {}) {
+  IfNode n;
+  n.cond = std::move(cond);
+  n.then_body = std::move(then_body);
+  n.else_body = std::move(else_body);
+  return make_stmt(std::move(n));
+}
+Stmt fill(std::string buffer, double value) {
+  FillNode n;
+  n.buffer = std::move(buffer);
+  n.value = value;
+  return make_stmt(std::move(n));
+}
+Stmt copy(Access dst, Access src, Domain domain = {}) {
+  CopyNode n;
+  n.dst = std::move(dst);
+  n.src = std::move(src);
+  n.domain = std::move(domain);
+  return make_stmt(std::move(n));
+}
+Stmt map(Access dst, Expr value, Domain domain = {}) {
+  MapNode n;
+  n.dst = std::move(dst);
+  n.value = std::move(value);
+  n.domain = std::move(domain);
+  return make_stmt(std::move(n));
+}
+Stmt reduce_sum(Access dst, Expr value, Domain domain, std::vector<Axis> reduce_axes, bool accumulate) {
+  ReduceNode n;
+  n.op = ReduceOp::sum;
+  n.dst = std::move(dst);
+  n.value = std::move(value);
+  n.domain = std::move(domain);
+  n.reduce_axes = std::move(reduce_axes);
+  n.accumulate = accumulate;
+  return make_stmt(std::move(n));
+}
+Stmt gemm(std::string c, std::string a, std::string b, bool trans_a = false, bool trans_b = false, bool accumulate = false) {
+  GemmNode n;
+  n.c = std::move(c);
+  n.a = std::move(a);
+  n.b = std::move(b);
+  n.trans_a = trans_a;
+  n.trans_b = trans_b;
+  n.accumulate = accumulate;
+  return make_stmt(std::move(n));
+}
+Stmt cluster_reduce(ReduceOp op, std::string buffer) {
+  ClusterReduceNode n;
+  n.op = op;
+  n.buffer = std::move(buffer);
+  return make_stmt(std::move(n));
+}
+Stmt cluster_gather(std::string src, std::string dst) {
+  ClusterGatherNode n;
+  n.src = std::move(src);
+  n.dst = std::move(dst);
+  return make_stmt(std::move(n));
+}
+Stmt reduce_scatter(ReduceOp op, std::string src, std::string dst) {
+  ReduceScatterNode n;
+  n.op = op;
+  n.src = std::move(src);
+  n.dst = std::move(dst);
+  return make_stmt(std::move(n));
+}
+Stmt dsm_shuffle(std::string src, std::string dst, int group) {
+  DsmShuffleNode n;
+  n.src = std::move(src);
+  n.dst = std::move(dst);
+  n.group = group;
+  return make_stmt(std::move(n));
+}
+Stmt all_exchange(bool multiply, std::string buffer, int group) {
+  AllExchangeNode n;
+  n.multiply = multiply;
+  n.buffer = std::move(buffer);
+  n.group = group;
+  return make_stmt(std::move(n));
+}
+Stmt inter_cluster_reduce(ReduceOp op, Access dst, Access src, Domain domain) {
+  InterClusterReduceNode n;
+  n.op = op;
+  n.dst = std::move(dst);
+  n.src = std::move(src);
+  n.domain = std::move(domain);
+  return make_stmt(std::move(n));
+}
+Stmt queue_push(std::string queue, std::string src, Expr tag) {
+  QueuePushNode n;
+  n.queue = std::move(queue);
+  n.src = std::move(src);
+  n.tag = std::move(tag);
+  return make_stmt(std::move(n));
+}
+Stmt queue_pop(std::string queue, std::string dst, std::string tag_var) {
+  QueuePopNode n;
+  n.queue = std::move(queue);
+  n.dst = std::move(dst);
+  n.tag_var = std::move(tag_var);
+  return make_stmt(std::move(n));
+}
+Stmt barrier(bool cluster) {
+  BarrierNode n;
+  n.cluster = cluster;
+  return make_stmt(std::move(n));
+}
+
+Buffer buffer(std::string name, std::vector<int64_t> shape, Scope scope, DType dtype = DType::f32, int depth = 0) {
+  Buffer b;
+  b.name = std::move(name);
+  b.shape = std::move(shape);
+  b.scope = scope;
+  b.dtype = dtype;
+  b.depth = depth;
+  return b;
+}
+Kernel kernel(std::string name, std::vector<GridDim> grid, int cluster, std::vector<Buffer> buffers, Block body) {
+  Kernel k;
+  k.name = std::move(name);
+  k.grid = std::move(grid);
+  k.cluster = cluster;
+  k.buffers = std::move(buffers);
+  k.body = std::move(body);
+  return k;
+}
+
+// The globals every test program has: x[8, 16] in, y[8, 16] out, t[8, 16] an intermediate.
+KernelProgram program(std::vector<Kernel> kernels) {
+  KernelProgram p;
+  p.name = "verifier_test";
+  p.globals = {GlobalTensor{"x", {8, 16}, DType::f32, GlobalRole::input},
+               GlobalTensor{"y", {8, 16}, DType::f32, GlobalRole::output},
+               GlobalTensor{"t", {8, 16}, DType::f32, GlobalRole::intermediate}};
+  p.kernels = std::move(kernels);
+  return p;
+}
+
+// A statement that writes the whole output y (so that "output never written" does not fire first).
+Stmt write_y() { return map(at("y", {var("r"), var("c")}), real(0), over({{"r", 8}, {"c", 16}})); }
+
+// ---- Checking ----------------------------------------------------------------------------------
+
+// The verifier's Error message for `p`; a test failure (and "") when the verifier accepts it.
+std::string rejection(const KernelProgram& p) {
+  try {
+    verify_kernel_program(p);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "the verifier accepted the program";
+  return "";
+}
+
+// Expects `p` rejected with a message containing every one of `parts`.
+void expect_rejected(const KernelProgram& p, const std::vector<std::string>& parts) {
+  std::string message = rejection(p);
+  for (auto& part : parts) EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' missing from: " << message;
+}
+
+void expect_accepted(const KernelProgram& p) {
+  try {
+    verify_kernel_program(p);
+  } catch (const Error& e) {
+    ADD_FAILURE() << "rejected: " << e.what();
+  }
+}
+
+// =================================================================================================
+// Clusters
+// =================================================================================================
+
+TEST(KernelVerifier, RejectsEveryCollectiveInAKernelWithoutACluster) {
+  // Statement 3 is the collective (after two fills); the kernel has no cluster.
+  struct Case {
+    Stmt collective;
+    std::string label;
+  };
+  std::vector<Case> cases = {
+      {cluster_reduce(ReduceOp::sum, "a"), "statement 3 (cluster_reduce)"},
+      {cluster_gather("a", "other"), "statement 3 (cluster_gather)"},
+      {reduce_scatter(ReduceOp::sum, "a", "other"), "statement 3 (reduce_scatter)"},
+      {dsm_shuffle("a", "other", 0), "statement 3 (dsm_shuffle)"},
+      {all_exchange(false, "a", 0), "statement 3 (all_exchange)"},
+      {barrier(true), "statement 3 (barrier)"},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.label);
+    auto p = program({kernel("lonely", {{"b", 4}}, 1, {buffer("a", {4}, Scope::shared), buffer("other", {4}, Scope::shared)},
+                             {fill("a", 1), fill("other", 1), c.collective, write_y()})});
+    expect_rejected(p, {"kernel 'lonely'", c.label, "collectives need a clustered kernel"});
+  }
+}
+
+TEST(KernelVerifier, RejectsAClusterBufferWithoutACluster) {
+  auto p = program({kernel("no_cluster", {{"b", 4}}, 1, {buffer("dsm", {4}, Scope::cluster)}, {write_y()})});
+  expect_rejected(p, {"kernel 'no_cluster'", "cluster buffer 'dsm' in a kernel without a cluster"});
+}
+
+TEST(KernelVerifier, RejectsAClusterOf17Blocks) {
+  auto p = program({kernel("huge_cluster", {{"b", 34}}, 17, {}, {write_y()})});
+  expect_rejected(p, {"kernel 'huge_cluster'", "cluster of 17 blocks", "1 to 16 blocks"});
+}
+
+TEST(KernelVerifier, RejectsAClusterOf0Blocks) {
+  auto p = program({kernel("empty_cluster", {{"b", 4}}, 0, {}, {write_y()})});
+  expect_rejected(p, {"kernel 'empty_cluster'", "cluster of 0 blocks", "1 to 16 blocks"});
+}
+
+TEST(KernelVerifier, AcceptsAClusterOf16Blocks) {
+  expect_accepted(program({kernel("widest_cluster", {{"a", 2}, {"b", 32}}, 16, {}, {write_y()})}));
+}
+
+TEST(KernelVerifier, RejectsAClusterThatDoesNotDivideTheLastGridDim) {
+  // 4 × 6 = 24 blocks is a multiple of 4, but a cluster must lie within the last dim (6).
+  auto p = program({kernel("ragged_cluster", {{"a", 4}, {"b", 6}}, 4, {}, {write_y()})});
+  expect_rejected(p, {"kernel 'ragged_cluster'", "cluster of 4 blocks does not divide the last grid dim 'b' (6)"});
+}
+
+// =================================================================================================
+// gemm
+// =================================================================================================
+
+// c = a · b with the given buffers; statements 1-2 fill a and b, statement 3 is the gemm.
+KernelProgram gemm_program(Buffer c, Buffer a, Buffer b, bool trans_a = false, bool trans_b = false) {
+  std::string cn = c.name, an = a.name, bn = b.name;
+  return program({kernel("matmul", {{"blk", 1}}, 1, {std::move(c), std::move(a), std::move(b)},
+                         {fill(an, 1), fill(bn, 1), gemm(cn, an, bn, trans_a, trans_b), write_y()})});
+}
+
+TEST(KernelVerifier, RejectsAGemmAccumulatorInSharedMemory) {
+  auto p = gemm_program(buffer("c", {8, 4}, Scope::shared), buffer("a", {8, 16}, Scope::shared), buffer("b", {16, 4}, Scope::shared));
+  expect_rejected(p, {"kernel 'matmul'", "statement 3 (gemm)", "gemm accumulator 'c' must be a register buffer, found shared"});
+}
+
+TEST(KernelVerifier, RejectsAGemmWhoseShapesDoNotAgree) {
+  // a[8, 16] · b[12, 4]: the inner dims differ.
+  auto p = gemm_program(buffer("c", {8, 4}, Scope::register_file), buffer("a", {8, 16}, Scope::shared),
+                        buffer("b", {12, 4}, Scope::shared));
+  expect_rejected(p, {"kernel 'matmul'", "statement 3 (gemm)", "gemm shapes do not agree", "c[8,4] from [8,16] · [12,4]"});
+}
+
+TEST(KernelVerifier, RejectsAGemmWhoseAccumulatorHasTheWrongShape) {
+  auto p = gemm_program(buffer("c", {4, 8}, Scope::register_file), buffer("a", {8, 16}, Scope::shared),
+                        buffer("b", {16, 4}, Scope::shared));
+  expect_rejected(p, {"statement 3 (gemm)", "gemm shapes do not agree"});
+}
+
+TEST(KernelVerifier, AcceptsAGemmWithTransposedOperands) {
+  // aᵀ with a[16, 8] and bᵀ with b[4, 16]: c[8, 4].
+  expect_accepted(gemm_program(buffer("c", {8, 4}, Scope::register_file), buffer("a", {16, 8}, Scope::shared),
+                               buffer("b", {4, 16}, Scope::register_file), true, true));
+}
+
+TEST(KernelVerifier, RejectsAGemmAccumulatorThatIsNotF32) {
+  auto p = gemm_program(buffer("c", {8, 4}, Scope::register_file, DType::bf16), buffer("a", {8, 16}, Scope::shared),
+                        buffer("b", {16, 4}, Scope::shared));
+  expect_rejected(p, {"kernel 'matmul'", "statement 3 (gemm)", "gemm accumulator 'c' must be f32"});
+}
+
+// =================================================================================================
+// Collective payload sizes and groups
+// =================================================================================================
+
+TEST(KernelVerifier, RejectsAClusterGatherDestinationOfTheWrongSize) {
+  // Cluster of 4, source of 3: the destination must hold 12.
+  auto p = program({kernel("gather", {{"b", 4}}, 4, {buffer("src", {3}, Scope::cluster), buffer("dst", {8}, Scope::shared)},
+                           {fill("src", 1), cluster_gather("src", "dst"), write_y()})});
+  expect_rejected(p, {"kernel 'gather'", "statement 2 (cluster_gather)",
+                      "cluster_gather destination holds 8 elements; expected cluster size × source = 12"});
+}
+
+TEST(KernelVerifier, RejectsAReduceScatterSourceOfTheWrongSize) {
+  // Cluster of 4, destination of 3: the source must hold 12.
+  auto p = program({kernel("scatter", {{"b", 4}}, 4, {buffer("src", {10}, Scope::cluster), buffer("dst", {3}, Scope::cluster)},
+                           {fill("src", 1), reduce_scatter(ReduceOp::sum, "src", "dst"), write_y()})});
+  expect_rejected(p, {"kernel 'scatter'", "statement 2 (reduce_scatter)",
+                      "reduce_scatter source holds 10 elements; expected cluster size × destination = 12"});
+}
+
+TEST(KernelVerifier, RejectsAShuffleGroupThatDoesNotDivideTheCluster) {
+  auto p = program({kernel("shuffle", {{"b", 4}}, 4, {buffer("src", {3}, Scope::cluster), buffer("dst", {3}, Scope::cluster)},
+                           {fill("src", 1), dsm_shuffle("src", "dst", 3), write_y()})});
+  expect_rejected(p, {"kernel 'shuffle'", "statement 2 (dsm_shuffle)", "group of 3 does not divide the cluster of 4"});
+}
+
+TEST(KernelVerifier, RejectsAnAllExchangeGroupThatDoesNotDivideTheCluster) {
+  auto p = program({kernel("exchange", {{"b", 8}}, 8, {buffer("buf", {3}, Scope::cluster)},
+                           {fill("buf", 1), all_exchange(true, "buf", 3), write_y()})});
+  expect_rejected(p, {"kernel 'exchange'", "statement 2 (all_exchange)", "group of 3 does not divide the cluster of 8"});
+}
+
+// =================================================================================================
+// Written before read
+// =================================================================================================
+
+TEST(KernelVerifier, RejectsABufferReadBeforeItIsWritten) {
+  auto p = program({kernel("uninitialised", {{"b", 8}}, 1, {buffer("tile", {16}, Scope::shared)},
+                           {copy(at("y", {var("b"), var("c")}), at("tile", {var("c")}), over({{"c", 16}}))})});
+  expect_rejected(p, {"kernel 'uninitialised'", "statement 1 (copy)", "buffer 'tile' is read before it is written"});
+}
+
+TEST(KernelVerifier, RejectsABufferWrittenInOnlyOneBranchThenRead) {
+  // 1 if, 2 fill (then branch only), 3 copy reads the tile.
+  auto p = program({kernel("one_branch", {{"b", 8}}, 1, {buffer("tile", {16}, Scope::shared)},
+                           {branch(equal(var("b"), num(0)), {fill("tile", 1)}),
+                            copy(at("y", {var("b"), var("c")}), at("tile", {var("c")}), over({{"c", 16}}))})});
+  expect_rejected(p, {"kernel 'one_branch'", "statement 3 (copy)", "buffer 'tile' is read before it is written"});
+}
+
+TEST(KernelVerifier, AcceptsABufferWrittenInBothBranches) {
+  expect_accepted(program({kernel("both_branches", {{"b", 8}}, 1, {buffer("tile", {16}, Scope::shared)},
+                                  {branch(equal(var("b"), num(0)), {fill("tile", 1)}, {fill("tile", 2)}),
+                                   copy(at("y", {var("b"), var("c")}), at("tile", {var("c")}), over({{"c", 16}}))})}));
+}
+
+TEST(KernelVerifier, RejectsAGlobalIntermediateReadBeforeAnyKernelWritesIt) {
+  // Kernel 'consume' reads t, which only the later kernel 'produce' writes.
+  Domain all = over({{"r", 8}, {"c", 16}});
+  auto p = program({kernel("consume", {{"b", 1}}, 1, {}, {copy(at("y", {var("r"), var("c")}), at("t", {var("r"), var("c")}), all)}),
+                    kernel("produce", {{"b", 1}}, 1, {}, {copy(at("t", {var("r"), var("c")}), at("x", {var("r"), var("c")}), all)})});
+  expect_rejected(p, {"kernel 'consume'", "statement 1 (copy)", "global 't' is read before any kernel writes it"});
+}
+
+TEST(KernelVerifier, RejectsWritingAnInput) {
+  auto p = program({kernel("clobber", {{"b", 1}}, 1, {}, {write_y(), map(at("x", {num(0), num(0)}), real(1))})});
+  expect_rejected(p, {"kernel 'clobber'", "statement 2 (map)", "writes the input 'x'"});
+}
+
+TEST(KernelVerifier, RejectsAnOutputThatIsNeverWritten) {
+  auto p = program({kernel("idle", {{"b", 1}}, 1, {buffer("tile", {4}, Scope::shared)}, {fill("tile", 0)})});
+  expect_rejected(p, {"output 'y' is never written"});
+}
+
+// =================================================================================================
+// Variables in scope
+// =================================================================================================
+
+TEST(KernelVerifier, RejectsALoopVariableUsedAfterItsLoop) {
+  // 1 fill, 2 for i, 3 map inside, 4 map outside the loop still uses i.
+  auto p = program({kernel("escaped_loop_var", {{"b", 8}}, 1, {buffer("tile", {16}, Scope::shared)},
+                           {fill("tile", 0), loop("i", num(0), num(16), {map(at("tile", {var("i")}), real(1))}),
+                            map(at("y", {var("b"), var("i")}), load("tile", {var("i")})), write_y()})});
+  expect_rejected(p, {"kernel 'escaped_loop_var'", "statement 4 (map)", "variable 'i' is not in scope"});
+}
+
+TEST(KernelVerifier, RejectsAQueueTagUsedBeforeThePop) {
+  // Statement 3 pushes with the tag `item`, which only the pop at statement 4 binds.
+  auto p = program({kernel("early_tag", {{"w", 2}}, 1,
+                           {buffer("tile", {16}, Scope::register_file), buffer("q", {16}, Scope::queue, DType::f32, 2)},
+                           {write_y(), fill("tile", 0), queue_push("q", "tile", var("item")), queue_pop("q", "tile", "item")})});
+  expect_rejected(p, {"kernel 'early_tag'", "statement 3 (queue_push)", "variable 'item' is not in scope"});
+}
+
+TEST(KernelVerifier, RejectsAQueueTagUsedAfterTheBodyThatPoppedIt) {
+  // The pop in the then branch (statement 3) binds `item` to the end of that branch only.
+  auto p = program({kernel("stale_tag", {{"w", 2}}, 1,
+                           {buffer("tile", {16}, Scope::register_file), buffer("q", {16}, Scope::queue, DType::f32, 2)},
+                           {write_y(), branch(equal(var("w"), num(0)), {queue_pop("q", "tile", "item")}, {fill("tile", 0)}),
+                            map(at("y", {var("item"), num(0)}), real(1))})});
+  expect_rejected(p, {"kernel 'stale_tag'", "statement 5 (map)", "variable 'item' is not in scope"});
+}
+
+TEST(KernelVerifier, AcceptsAQueueTagUsedAfterThePop) {
+  expect_accepted(program({kernel("tagged", {{"w", 2}}, 1,
+                                  {buffer("tile", {16}, Scope::register_file), buffer("q", {16}, Scope::queue, DType::f32, 2)},
+                                  {branch(equal(var("w"), num(0)), {fill("tile", 1), queue_push("q", "tile", num(3))},
+                                          {queue_pop("q", "tile", "item"),
+                                           copy(at("y", {var("item"), var("c")}), at("tile", {var("c")}), over({{"c", 16}}))}),
+                                   write_y()})}));
+}
+
+// =================================================================================================
+// Accesses, limits, queues, names
+// =================================================================================================
+
+TEST(KernelVerifier, RejectsAnAccessWithTheWrongRank) {
+  auto p = program({kernel("rank", {{"b", 8}}, 1, {}, {copy(at("y", {var("b"), var("c")}), at("x", {var("c")}), over({{"c", 16}}))})});
+  expect_rejected(p, {"kernel 'rank'", "statement 1 (copy)", "'x' has rank 2, accessed with 1 indices"});
+}
+
+TEST(KernelVerifier, RejectsALoadWithTheWrongRankInsideAnExpression) {
+  GTEST_SKIP() << "BUG: the verifier checks the rank of copy/map/reduce accesses (Access) but not of loads inside "
+                  "expressions; map y[b, c] = x[c] is accepted and the executor then fails with \"load of 'x' has 1 "
+                  "indices, its storage has rank 2\", which names neither the kernel nor the statement";
+  auto p = program({kernel("load_rank", {{"b", 8}}, 1, {}, {map(at("y", {var("b"), var("c")}), load("x", {var("c")}), over({{"c", 16}}))})});
+  expect_rejected(p, {"kernel 'load_rank'", "statement 1 (map)", "'x' has rank 2"});
+}
+
+TEST(KernelVerifier, RejectsMoreThan227KBOfSharedMemory) {
+  // 128 KB shared + 100 KB cluster (DSM lives in shared memory too) = 228 KB.
+  auto p = program({kernel("greedy", {{"b", 2}}, 2,
+                           {buffer("big", {32 * 1024}, Scope::shared), buffer("dsm", {25 * 1024}, Scope::cluster),
+                            buffer("regs", {64 * 1024}, Scope::register_file)},
+                           {write_y()})});
+  expect_rejected(p, {"kernel 'greedy'", "needs 228 KB of shared memory per block", "at most 227 KB"});
+}
+
+TEST(KernelVerifier, AcceptsExactly227KBOfSharedMemory) {
+  expect_accepted(program({kernel("full", {{"b", 2}}, 1, {buffer("big", {227 * 256}, Scope::shared)}, {write_y()})}));
+}
+
+TEST(KernelVerifier, SharedMemoryJustOverTheLimitSaysByHowMuch) {
+  GTEST_SKIP() << "BUG (message): 227 KB + 4 bytes is reported as \"needs 227 KB of shared memory per block; a block "
+                  "may use at most 227 KB\" — the KB count is truncated, so the message contradicts itself";
+  auto p = program({kernel("barely", {{"b", 2}}, 1, {buffer("big", {227 * 256 + 1}, Scope::shared)}, {write_y()})});
+  std::string message = rejection(p);
+  EXPECT_EQ(message.find("needs 227 KB"), std::string::npos) << message;
+}
+
+TEST(KernelVerifier, RejectsAQueueReadDirectlyInAMap) {
+  auto p = program({kernel("peek", {{"b", 8}}, 1, {buffer("q", {16}, Scope::queue, DType::f32, 2)},
+                           {map(at("y", {var("b"), var("c")}), load("q", {var("c")}), over({{"c", 16}}))})});
+  expect_rejected(p, {"kernel 'peek'", "statement 1 (map)", "queue 'q' is read directly; use queue_pop"});
+}
+
+TEST(KernelVerifier, RejectsAQueueWrittenDirectlyByACopy) {
+  auto p = program({kernel("poke", {{"b", 8}}, 1, {buffer("q", {16}, Scope::queue, DType::f32, 2)},
+                           {write_y(), copy(at("q", {var("c")}), at("x", {var("b"), var("c")}), over({{"c", 16}}))})});
+  expect_rejected(p, {"kernel 'poke'", "statement 2 (copy)", "queue 'q' is written directly; use queue_push"});
+}
+
+TEST(KernelVerifier, RejectsDuplicateBufferNames) {
+  auto p = program({kernel("twins", {{"b", 8}}, 1, {buffer("tile", {16}, Scope::shared), buffer("tile", {8}, Scope::register_file)},
+                           {write_y()})});
+  expect_rejected(p, {"kernel 'twins'", "buffer 'tile' reuses a name"});
+}
+
+TEST(KernelVerifier, RejectsABufferNamedLikeAGridVariable) {
+  auto p = program({kernel("clash", {{"b", 8}}, 1, {buffer("b", {16}, Scope::shared)}, {write_y()})});
+  expect_rejected(p, {"kernel 'clash'", "buffer 'b' reuses a name"});
+}
+
+TEST(KernelVerifier, RejectsABufferNamedLikeAGlobal) {
+  auto p = program({kernel("shadow", {{"b", 8}}, 1, {buffer("x", {16}, Scope::shared)}, {write_y()})});
+  expect_rejected(p, {"kernel 'shadow'", "buffer 'x' has the name of a global tensor"});
+}
+
+TEST(KernelVerifier, RejectsALoopVariableThatShadowsAGridVariable) {
+  GTEST_SKIP() << "BUG: a loop variable (or a domain axis) named like a grid variable is accepted, and the executor "
+                  "keeps one slot per name, so after `for b in 0 .. 2 {}` every block sees b = 1: map y[b, c] then "
+                  "writes row 1 from all 8 blocks and leaves the other rows poisoned. Either the verifier rejects "
+                  "shadowing or the executor restores the outer value; the header does not say which";
+  auto p = program({kernel("shadowed", {{"b", 8}}, 1, {},
+                           {write_y(), loop("b", num(0), num(2), {}), map(at("y", {var("b"), var("c")}), real(1), over({{"c", 16}}))})});
+  expect_rejected(p, {"kernel 'shadowed'", "statement 2 (for)", "'b'"});
+}
+
+// =================================================================================================
+// A legal program with every statement kind
+// =================================================================================================
+
+// Counts the statement kinds of a body, nested bodies included.
+class KindCounter : public StmtVisitor {
+ public:
+  std::set<StmtKind> kinds;
+  using StmtVisitor::visit;
+#define SOLDER_COUNT_KIND(name)                 \
+  void visit(const name##Node& node) override { \
+    kinds.insert(StmtKind::name);               \
+    StmtVisitor::visit(node);                   \
+  }
+  SOLDER_STMT_NODES(SOLDER_COUNT_KIND)
+#undef SOLDER_COUNT_KIND
+};
+
+TEST(KernelVerifier, AcceptsALegalProgramWithEveryStatementKind) {
+  // Kernel 'zero' initialises t for the atomic combine; kernel 'clustered' (grid 2 × 4, clusters of
+  // 4) uses every tile op and collective; kernel 'pipeline' hands a tile through a queue.
+  Domain row = over({{"j", 4}});
+  Domain tile = over({{"i", 4}, {"j", 4}});
+  Kernel zero = kernel("zero", {{"b", 1}}, 1, {}, {map(at("t", {var("r"), var("c")}), real(0), over({{"r", 8}, {"c", 16}}))});
+  Kernel clustered = kernel(
+      "clustered", {{"row", 2}, {"blk", 4}}, 4,
+      {buffer("a", {4}, Scope::cluster), buffer("gathered", {16}, Scope::cluster), buffer("scattered", {4}, Scope::shared),
+       buffer("ring", {4}, Scope::cluster), buffer("s", {4, 4}, Scope::shared), buffer("c", {4, 4}, Scope::register_file),
+       buffer("acc", {4}, Scope::register_file, DType::bf16)},
+      {fill("a", 0),
+       loop("k", num(0), var("row") + num(1), {map(at("a", {var("j")}), load("a", {var("j")}) + load("x", {var("row"), var("k") * num(4) + var("j")}), row)}),
+       branch(equal(mod(var("blk"), num(4)), num(0)), {fill("acc", 1)}, {fill("acc", 2)}),
+       copy(at("s", {var("i"), var("j")}), at("x", {var("row") * num(4) + var("i"), var("blk") * num(4) + var("j")}), tile),
+       gemm("c", "s", "s", false, true, false),
+       gemm("c", "s", "s", true, false, true),
+       reduce_sum(at("acc", {var("i")}), load("c", {var("i"), var("j")}), over({{"i", 4}}), {{"j", 4}}, true),
+       cluster_reduce(ReduceOp::max, "a"),
+       cluster_gather("a", "gathered"),
+       reduce_scatter(ReduceOp::sum, "gathered", "scattered"),
+       dsm_shuffle("a", "ring", 2),
+       all_exchange(true, "ring", 4),
+       barrier(true),
+       barrier(false),
+       inter_cluster_reduce(ReduceOp::sum, at("t", {var("row"), var("blk") * num(4) + var("j")}), at("ring", {var("j")}), row),
+       copy(at("y", {var("row"), var("blk") * num(4) + var("j")}), at("acc", {var("j")}), row)});
+  Kernel pipeline = kernel("pipeline", {{"w", 2}}, 1,
+                           {buffer("tile", {16}, Scope::register_file), buffer("q", {16}, Scope::queue, DType::f32, 2)},
+                           {branch(equal(var("w"), num(0)),
+                                   {copy(at("tile", {var("c")}), at("t", {num(0), var("c")}), over({{"c", 16}})),
+                                    queue_push("q", "tile", num(5))},
+                                   {queue_pop("q", "tile", "item"),
+                                    copy(at("y", {var("item"), var("c")}), at("tile", {var("c")}), over({{"c", 16}}))})});
+  KernelProgram p = program({zero, clustered, pipeline});
+  expect_accepted(p);
+
+  KindCounter counter;
+  for (auto& k : p.kernels) counter.visit(k.body);
+#define SOLDER_EXPECT_KIND(name) EXPECT_TRUE(counter.kinds.count(StmtKind::name)) << #name " is not exercised";
+  SOLDER_STMT_NODES(SOLDER_EXPECT_KIND)
+#undef SOLDER_EXPECT_KIND
+}
+
+}  // namespace
+}  // namespace solder
