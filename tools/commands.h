@@ -9,5 +9,6 @@ namespace solder::cli {
 int command_check(const std::vector<std::string>& args);
 int command_print(const std::vector<std::string>& args);
 int command_run(const std::vector<std::string>& args);
+int command_fuse(const std::vector<std::string>& args);
 
 }  // namespace solder::cli

@@ -1,13 +1,14 @@
 // The compile driver: one readable function from a bound Program to a KernelProgram.
 //
-//   Program ──verify/bind──► (BoundProgram) ──fuse──► groups ──lower──► KernelProgram ──verify──►
+//   Program ──verify/bind──► BoundProgram ──fuse (inline, group, decompose, lower)──► KernelProgram
+//           ──verify──► backend
 //
-// Each step is a named pass; `dump_after` names a pass whose output is kept in the result for
-// printing (`solder print --after STAGE`).
+// With fuse off, the unfused lowering gives one kernel per definition instead.
 #pragma once
 
 #include <string>
 
+#include "fusion/group_plan.h"
 #include "ir/verifier.h"
 #include "kernel/kernel_ir.h"
 
@@ -15,6 +16,7 @@ namespace solder {
 
 struct CompileOptions {
   bool fuse = true;        // false: the unfused lowering, one kernel per definition
+  FusionParams fusion;     // tile sizes and budgets of the fusion passes
 };
 
 struct CompileResult {

@@ -24,10 +24,20 @@ void SyncDomain::abort(const std::string& why) {
 }
 
 void SyncDomain::check_all_waiting() {
-  if (waiting_ < alive_) return;
+  if (static_cast<int>(waiters_.size()) < alive_) return;
+  for (auto& [block, w] : waiters_)
+    if (w.can_proceed()) return;  // woken, not yet running
   std::string who;
-  for (auto& [block, what] : where_) who += (who.empty() ? "" : "; ") + std::string("block ") + std::to_string(block) + " waits at " + what;
+  for (auto& [block, w] : waiters_) who += (who.empty() ? "" : "; ") + std::string("block ") + std::to_string(block) + " waits at " + w.what;
   fail_locked("every running block is waiting and none can proceed (" + who + ")");
+}
+
+void SyncDomain::wait_until(std::unique_lock<std::mutex>& lock, int block, const std::string& what, std::function<bool()> can_proceed) {
+  waiters_[block] = Waiter{what, can_proceed};
+  check_all_waiting();
+  changed_.wait(lock, [&] { return !failure_.empty() || can_proceed(); });
+  waiters_.erase(block);
+  throw_if_failed();
 }
 
 void SyncDomain::cluster_barrier(int block, int cluster, const std::string& statement) {
@@ -51,29 +61,16 @@ void SyncDomain::cluster_barrier(int block, int cluster, const std::string& stat
   }
   int64_t generation = b.generation;
   b.waiting[block] = statement;
-  where_[block] = statement;
-  ++waiting_;
-  check_all_waiting();
-  changed_.wait(lock, [&] { return !failure_.empty() || barriers_[cluster].generation != generation; });
-  --waiting_;
-  where_.erase(block);
-  throw_if_failed();
+  wait_until(lock, block, statement, [this, cluster, generation] { return barriers_[cluster].generation != generation; });
 }
 
 void SyncDomain::queue_push(int block, const std::string& queue, int depth, std::vector<float> tile, int64_t tag,
                             const std::string& statement) {
   std::unique_lock<std::mutex> lock(mutex_);
   throw_if_failed();
-  Queue& q = queues_[queue];
-  if (static_cast<int>(q.items.size()) >= depth) {
-    where_[block] = statement + " (queue '" + queue + "' full)";
-    ++waiting_;
-    check_all_waiting();
-    changed_.wait(lock, [&] { return !failure_.empty() || static_cast<int>(queues_[queue].items.size()) < depth; });
-    --waiting_;
-    where_.erase(block);
-    throw_if_failed();
-  }
+  if (static_cast<int>(queues_[queue].items.size()) >= depth)
+    wait_until(lock, block, statement + " (queue '" + queue + "' full)",
+               [this, queue, depth] { return static_cast<int>(queues_[queue].items.size()) < depth; });
   queues_[queue].items.emplace_back(std::move(tile), tag);
   changed_.notify_all();
 }
@@ -81,15 +78,8 @@ void SyncDomain::queue_push(int block, const std::string& queue, int depth, std:
 std::vector<float> SyncDomain::queue_pop(int block, const std::string& queue, int64_t* tag, const std::string& statement) {
   std::unique_lock<std::mutex> lock(mutex_);
   throw_if_failed();
-  if (queues_[queue].items.empty()) {
-    where_[block] = statement + " (queue '" + queue + "' empty)";
-    ++waiting_;
-    check_all_waiting();
-    changed_.wait(lock, [&] { return !failure_.empty() || !queues_[queue].items.empty(); });
-    --waiting_;
-    where_.erase(block);
-    throw_if_failed();
-  }
+  if (queues_[queue].items.empty())
+    wait_until(lock, block, statement + " (queue '" + queue + "' empty)", [this, queue] { return !queues_[queue].items.empty(); });
   auto item = std::move(queues_[queue].items.front());
   queues_[queue].items.pop_front();
   changed_.notify_all();
@@ -108,10 +98,14 @@ void SyncDomain::exit_block(int block, int cluster) {
     failure_ = "deadlock in kernel '" + kernel_ + "': block " + std::to_string(block) + " of cluster " + std::to_string(cluster) +
                " exited while its peers wait (block " + who + ")";
   }
-  if (failure_.empty() && waiting_ > 0 && waiting_ >= alive_) {
-    std::string who;
-    for (auto& [other, what] : where_) who += (who.empty() ? "" : "; ") + std::string("block ") + std::to_string(other) + " waits at " + what;
-    failure_ = "deadlock in kernel '" + kernel_ + "': every running block is waiting and none can proceed (" + who + ")";
+  if (failure_.empty() && !waiters_.empty() && static_cast<int>(waiters_.size()) >= alive_) {
+    bool any = false;
+    for (auto& [other, w] : waiters_) any |= w.can_proceed();
+    if (!any) {
+      std::string who;
+      for (auto& [other, w] : waiters_) who += (who.empty() ? "" : "; ") + std::string("block ") + std::to_string(other) + " waits at " + w.what;
+      failure_ = "deadlock in kernel '" + kernel_ + "': every running block is waiting and none can proceed (" + who + ")";
+    }
   }
   changed_.notify_all();
 }

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -49,15 +50,20 @@ class SyncDomain {
   std::string kernel_;
   int cluster_size_;
   int alive_;
-  int waiting_ = 0;
   std::string failure_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<int, BarrierState> barriers_;  // per cluster
   std::map<std::string, Queue> queues_;
-  std::map<int, std::string> where_;      // block → what it waits for
+  struct Waiter {
+    std::string what;                  // the statement it waits at
+    std::function<bool()> can_proceed; // its wake-up condition
+  };
+  std::map<int, Waiter> waiters_;      // blocks waiting now
 
-  // Called with the lock held before waiting; fails the domain if nobody could wake the waiter.
+  // Waits (lock held) until `can_proceed`, registered as `block` waiting at `what`; fails the domain
+  // if every live block waits and none of their conditions holds.
+  void wait_until(std::unique_lock<std::mutex>& lock, int block, const std::string& what, std::function<bool()> can_proceed);
   void check_all_waiting();
   [[noreturn]] void fail_locked(const std::string& why);
   void throw_if_failed() const;

@@ -1,0 +1,208 @@
+#include "fusion/fuse.h"
+
+#include <algorithm>
+#include <set>
+
+#include "fusion/inline_pointwise.h"
+#include "fusion/lower_fused.h"
+#include "kernel/kernel_verifier.h"
+
+namespace solder {
+namespace {
+
+std::vector<std::string> exported_members(const BoundProgram& program, const std::vector<Definition>& group,
+                                          const std::vector<Definition>& all) {
+  std::vector<std::string> exported;
+  auto in_group = [&](const std::string& name) {
+    return std::any_of(group.begin(), group.end(), [&](auto& d) { return d.target.name == name; });
+  };
+  for (auto& d : group) {
+    std::vector<std::string> names{d.target.name};
+    if (d.index_target) names.push_back(d.index_target->name);
+    for (auto& n : names) {
+      bool needed = program.tensor(n).role == TensorRole::output;
+      for (auto& other : all)
+        if (!in_group(other.target.name) && uses_tensor(other.body, n)) needed = true;
+      if (needed) exported.push_back(n);
+    }
+  }
+  return exported;
+}
+
+int64_t on_chip_bytes(const std::vector<Kernel>& kernels, std::string* largest) {
+  int64_t worst = 0;
+  for (auto& k : kernels) {
+    int64_t total = 0;
+    const Buffer* big = nullptr;
+    for (auto& b : k.buffers) {
+      if (b.scope == Scope::queue) continue;
+      int64_t bytes = b.elements() * std::max(4, dtype_bytes(b.dtype));  // tiles are held as words
+      total += bytes;
+      if (!big || b.elements() > big->elements()) big = &b;
+    }
+    if (total > worst) {
+      worst = total;
+      if (big && largest) *largest = big->name + " (" + std::to_string(big->bytes() / 1024) + " KB)";
+    }
+  }
+  return worst;
+}
+
+std::string names_of(const std::vector<Definition>& defs) {
+  std::string s;
+  for (auto& d : defs) s += (s.empty() ? "" : ", ") + d.target.name;
+  return s;
+}
+
+// The name of a grid dim of `before` that is no longer a grid dim in `after` (or "").
+std::string lost_grid_dim(const GroupPlan& before, const GroupPlan& after) {
+  for (auto& m : before.members) {
+    const GroupMember* same = after.member(m.def.target.name);
+    if (!same) continue;
+    for (size_t i = 0; i < m.p_dims.size(); ++i) {
+      const GroupDim& was = before.dims[static_cast<size_t>(m.p_dims[i])];
+      const GroupDim& now = after.dims[static_cast<size_t>(same->p_dims[i])];
+      if (was.role == DimRole::grid && now.role != DimRole::grid) return was.name;
+    }
+  }
+  return "";
+}
+
+// Members of a multi-segment plan that every segment would compute again: pre-phase reductions.
+std::vector<std::string> costly_pre_members(const GroupPlan& plan) {
+  std::vector<std::string> names;
+  if (plan.segments <= 1) return names;
+  for (auto& m : plan.members)
+    if (m.phase == Phase::pre && !m.r_dims.empty()) names.push_back(m.def.target.name);
+  return names;
+}
+
+}  // namespace
+
+FusionResult fuse_program(const BoundProgram& program, const FusionParams& params) {
+  FusionResult result;
+  InlinedProgram inlined = inline_pointwise(program);
+  result.inlined = inlined.inlined;
+  const std::vector<Definition>& all = inlined.defs;
+
+  // Structural grouping (capacity is checked when a group closes).
+  FusionParams structural = params;
+  structural.on_chip_budget = INT64_MAX / 4;
+  std::vector<std::vector<Definition>> groups;
+  std::vector<Definition> current;
+  for (auto& d : all) {
+    if (current.empty()) { current.push_back(d); continue; }
+    std::vector<Definition> candidate = current;
+    candidate.push_back(d);
+    PlanAttempt attempt = plan_group(program, candidate, exported_members(program, candidate, all), structural);
+    if (attempt.plan) {
+      // Do not serialise a streaming kernel's parallel dims: a definition that reduces over a grid dim
+      // of a kernel with a stream would put every block's stream in one block.
+      PlanAttempt before = plan_group(program, current, exported_members(program, current, all), structural);
+      if (before.plan && before.plan->stream >= 0) {
+        std::string lost = lost_grid_dim(*before.plan, *attempt.plan);
+        if (!lost.empty()) {
+          attempt.plan.reset();
+          attempt.refusal = "it reduces over " + lost + ", a grid dim of that streaming kernel (joining would run every " + lost +
+                            " of the stream in one block)";
+        }
+      }
+    }
+    if (attempt.plan) {
+      current = std::move(candidate);
+    } else {
+      result.refusals.push_back(d.target.name + " does not join the kernel of " + names_of(current) + ": " + attempt.refusal);
+      groups.push_back(current);
+      current = {d};
+    }
+  }
+  if (!current.empty()) groups.push_back(current);
+
+  // Lower each group within capacity, giving trailing definitions to the next group when needed.
+  KernelProgram& kp = result.kernels;
+  kp.name = program.program->name;
+  kp.dims = program.dims;
+  std::set<std::string> global_names;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    std::vector<Definition> group = groups[gi];
+    while (true) {
+      std::vector<std::string> exported = exported_members(program, group, all);
+      std::optional<GroupPlan> plan;
+      std::string refusal;
+      LoweredGroup lowered;
+      for (bool prefer_inner : {false, true}) {
+        PlanAttempt attempt = plan_group(program, group, exported, structural);
+        if (!attempt.plan) { refusal = attempt.refusal; break; }
+        if (prefer_inner) {
+          // Hold nothing whole that only reductions use: loop over it instead.
+          for (auto& dim : attempt.plan->dims)
+            if (dim.role == DimRole::resident && !dim.whole && dim.extent > params.inner_tile) {
+              bool p_dim = false;
+              for (auto& m : attempt.plan->members)
+                for (size_t i = 0; i < m.p_dims.size(); ++i) p_dim |= &attempt.plan->dims[static_cast<size_t>(m.p_dims[i])] == &dim;
+              if (!p_dim) { dim.role = DimRole::inner; dim.tile = params.inner_tile; }
+            }
+        }
+        std::string name = group.size() == 1 ? group[0].target.name : "fused_" + group.back().target.name;
+        LoweredGroup candidate = lower_group(program, *attempt.plan, name);
+        std::string largest;
+        int64_t bytes = on_chip_bytes(candidate.kernels, &largest);
+        if (bytes <= params.on_chip_budget) {
+          plan = attempt.plan;
+          lowered = std::move(candidate);
+          refusal.clear();
+          break;
+        }
+        refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes / 1024) + " KB of tiles per block (largest " +
+                  largest + "); the budget is " + std::to_string(params.on_chip_budget / 1024) + " KB";
+      }
+      if (plan && group.size() > 1) {
+        std::vector<std::string> hoisted = costly_pre_members(*plan);
+        if (!hoisted.empty() && hoisted.size() < group.size()) {
+          // Give them a kernel of their own before this one.
+          std::vector<Definition> first, rest;
+          for (auto& d : group)
+            (std::find(hoisted.begin(), hoisted.end(), d.target.name) != hoisted.end() ? first : rest).push_back(d);
+          std::string list;
+          for (auto& h : hoisted) list += (list.empty() ? "" : ", ") + h;
+          result.refusals.push_back(list + " run in a kernel of their own: the multi-segment kernel of " + names_of(rest) +
+                                    " would compute them again in each of its " + std::to_string(plan->segments) + " segments");
+          groups.insert(groups.begin() + static_cast<std::ptrdiff_t>(gi) + 1, rest);
+          group = first;
+          continue;
+        }
+      }
+      if (plan) {
+        FusedGroupInfo info;
+        info.name = lowered.kernels.front().name;
+        info.plan = *plan;
+        for (auto& k : lowered.kernels) info.kernels.push_back(k.name);
+        for (auto& k : lowered.kernels) kp.kernels.push_back(std::move(k));
+        for (auto& s : lowered.scratch) kp.globals.push_back(s);
+        for (auto& e : exported) global_names.insert(e);
+        result.groups.push_back(std::move(info));
+        break;
+      }
+      if (group.size() == 1)
+        throw Error("fusion: cannot fit definition '" + group[0].target.name + "' in one kernel: " + refusal);
+      Definition last = group.back();
+      group.pop_back();
+      result.refusals.push_back(last.target.name + " does not join the kernel of " + names_of(group) + ": " + refusal);
+      if (gi + 1 < groups.size()) groups[gi + 1].insert(groups[gi + 1].begin(), last);
+      else groups.push_back({last});
+    }
+  }
+
+  // Globals: inputs, outputs, and what crosses kernels.
+  std::vector<GlobalTensor> globals;
+  for (auto& t : program.tensors) {
+    if (t.role == TensorRole::input) globals.push_back({t.name, t.shape, t.dtype, GlobalRole::input});
+    else if (t.role == TensorRole::output) globals.push_back({t.name, t.shape, t.dtype, GlobalRole::output});
+    else if (global_names.count(t.name)) globals.push_back({t.name, t.shape, t.dtype, GlobalRole::intermediate});
+  }
+  for (auto& g : kp.globals) globals.push_back(g);
+  kp.globals = std::move(globals);
+  return result;
+}
+
+}  // namespace solder

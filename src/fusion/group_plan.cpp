@@ -1,0 +1,449 @@
+#include "fusion/group_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "ir/expr_visitor.h"
+#include "ir/printer.h"
+
+namespace solder {
+
+std::string_view dim_role_name(DimRole role) {
+  switch (role) {
+    case DimRole::grid: return "grid";
+    case DimRole::stream: return "stream";
+    case DimRole::resident: return "resident";
+    case DimRole::inner: return "inner";
+  }
+  return "?";
+}
+
+std::string_view phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::pre: return "pre";
+    case Phase::per_tile: return "per-tile";
+    case Phase::cascade: return "cascade";
+    case Phase::post: return "post";
+  }
+  return "?";
+}
+
+int GroupMember::dim_of(const std::string& var) const {
+  for (size_t i = 0; i < def.target.index.size(); ++i) if (def.target.index[i].name == var) return p_dims[i];
+  for (size_t i = 0; i < def.reduce_vars.size(); ++i) if (def.reduce_vars[i].name == var) return r_dims[i];
+  return -1;
+}
+
+const GroupMember* GroupPlan::member(const std::string& name) const {
+  for (auto& m : members)
+    if (m.def.target.name == name || (m.def.index_target && m.def.index_target->name == name)) return &m;
+  return nullptr;
+}
+
+std::vector<int> GroupPlan::grid_dims() const {
+  std::vector<int> g;
+  for (size_t i = 0; i < dims.size(); ++i) if (dims[i].role == DimRole::grid) g.push_back(static_cast<int>(i));
+  return g;
+}
+
+namespace {
+
+struct UnionFind {
+  std::vector<int> parent;
+  int add() { parent.push_back(static_cast<int>(parent.size())); return parent.back(); }
+  int find(int x) { while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])]; return x; }
+  void join(int a, int b) { parent[static_cast<size_t>(find(a))] = find(b); }
+};
+
+void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f) {
+  struct Walker : ExprVisitor {
+    const std::function<void(const LoadNode&)>* f;
+    using ExprVisitor::visit;
+    void visit(const LoadNode& n) override { (*f)(n); ExprVisitor::visit(n); }
+  } w;
+  w.f = &f;
+  w.visit(e);
+}
+
+class Planner {
+ public:
+  Planner(const BoundProgram& program, const std::vector<Definition>& defs, const std::vector<std::string>& exported,
+          const FusionParams& params)
+      : program_(program), params_(params) {
+    for (auto& d : defs) {
+      GroupMember m;
+      m.def = d;
+      m.dtype = d.value_dtype();
+      m.exported = std::find(exported.begin(), exported.end(), d.target.name) != exported.end() ||
+                   (d.index_target && std::find(exported.begin(), exported.end(), d.index_target->name) != exported.end());
+      plan_.members.push_back(std::move(m));
+    }
+  }
+
+  PlanAttempt run() {
+    try {
+      build_dims();
+      std::set<int> excluded;  // classes refused as stream
+      while (true) {
+        assign_roles(excluded);
+        std::string refusal = assign_phases();
+        if (refusal.empty()) break;
+        if (plan_.stream < 0) return {std::nullopt, refusal};
+        plan_.notes.push_back("not streaming " + plan_.dims[static_cast<size_t>(plan_.stream)].name + ": " + refusal);
+        excluded.insert(plan_.stream);
+      }
+      choose_segments();
+      std::string capacity = check_capacity();
+      if (!capacity.empty()) return {std::nullopt, capacity};
+      return {plan_, ""};
+    } catch (const std::string& refusal) {
+      return {std::nullopt, refusal};
+    }
+  }
+
+ private:
+  const BoundProgram& program_;
+  const FusionParams& params_;
+  GroupPlan plan_;
+  std::vector<std::set<int>> p_of_, r_of_;  // per dim: members using it as p-/r-dim
+
+  const BoundDefinition& bound(const Definition& d) const {
+    for (auto& bd : program_.defs) if (bd.def->target.name == d.target.name) return bd;
+    throw std::string("internal: no bound definition for " + d.target.name);
+  }
+
+  int member_index(const std::string& tensor) const {
+    for (size_t i = 0; i < plan_.members.size(); ++i) {
+      auto& d = plan_.members[i].def;
+      if (d.target.name == tensor || (d.index_target && d.index_target->name == tensor)) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // ---- 1. Dim classes -------------------------------------------------------------------------
+  void build_dims() {
+    UnionFind uf;
+    std::map<std::pair<int, std::string>, int> node;
+    std::map<int, int64_t> extent_of_node;
+    std::set<int> whole_nodes;
+    for (size_t i = 0; i < plan_.members.size(); ++i) {
+      const BoundDefinition& bd = bound(plan_.members[i].def);
+      for (auto& [var, extent] : bd.extent) {
+        int id = uf.add();
+        node[{static_cast<int>(i), var}] = id;
+        extent_of_node[id] = extent;
+      }
+    }
+    // Members of each class, to refuse joining two variables of one definition.
+    auto members_of = [&](int root) {
+      std::set<int> m;
+      for (auto& [key, id] : node) if (uf.find(id) == uf.find(root)) m.insert(key.first);
+      return m;
+    };
+    auto try_join = [&](int a, int b) {
+      if (uf.find(a) == uf.find(b)) return true;
+      if (extent_of_node[a] != extent_of_node[b]) return false;  // e.g. a concatenation's wider index
+      auto ma = members_of(a), mb = members_of(b);
+      for (int x : ma) if (mb.count(x)) return false;
+      uf.join(a, b);
+      return true;
+    };
+    std::map<std::pair<std::string, size_t>, int> input_position;  // first variable seen at (input, position)
+    for (size_t i = 0; i < plan_.members.size(); ++i) {
+      for_each_load(plan_.members[i].def.body, [&](const LoadNode& load) {
+        int producer = member_index(load.tensor);
+        for (size_t k = 0; k < load.index.size(); ++k) {
+          auto v = load.index[k].as<VarNode>();
+          if (producer >= 0) {
+            const Definition& pd = plan_.members[static_cast<size_t>(producer)].def;
+            int pnode = node.at({producer, pd.target.index[k].name});
+            if (!v || !try_join(pnode, node.at({static_cast<int>(i), v->name}))) whole_nodes.insert(pnode);
+          } else if (v && !program_.tensor(load.tensor).input) {
+            // a global intermediate computed by an earlier kernel: no alignment needed
+          } else if (v) {
+            auto key = std::make_pair(load.tensor, k);
+            int here = node.at({static_cast<int>(i), v->name});
+            auto it = input_position.find(key);
+            if (it == input_position.end()) input_position[key] = here;
+            else try_join(it->second, here);
+          }
+        }
+      });
+    }
+    // Number the classes.
+    std::map<int, int> dim_of_root;
+    for (size_t i = 0; i < plan_.members.size(); ++i) {
+      GroupMember& m = plan_.members[i];
+      auto dim_for = [&](const std::string& var) {
+        int id = node.at({static_cast<int>(i), var});
+        int root = uf.find(id);
+        auto it = dim_of_root.find(root);
+        if (it == dim_of_root.end()) {
+          GroupDim d;
+          d.name = var;
+          d.extent = extent_of_node[id];
+          it = dim_of_root.emplace(root, static_cast<int>(plan_.dims.size())).first;
+          plan_.dims.push_back(d);
+        }
+        GroupDim& d = plan_.dims[static_cast<size_t>(it->second)];
+        if (d.extent != extent_of_node[id])
+          throw std::string("dims do not align: '" + var + "' of " + m.def.target.name + " has extent " +
+                            std::to_string(extent_of_node[id]) + " but is joined with a dim of extent " + std::to_string(d.extent));
+        if (whole_nodes.count(id)) d.whole = true;
+        return it->second;
+      };
+      for (auto& v : m.def.target.index) m.p_dims.push_back(dim_for(v.name));
+      for (auto& v : m.def.reduce_vars) m.r_dims.push_back(dim_for(v.name));
+    }
+    for (auto& [key, id] : node) {
+      int root = uf.find(id);
+      if (whole_nodes.count(id)) plan_.dims[static_cast<size_t>(dim_of_root[root])].whole = true;
+    }
+    // Unique names.
+    std::map<std::string, int> seen;
+    for (auto& d : plan_.dims) {
+      int n = seen[d.name]++;
+      if (n > 0) d.name += std::to_string(n + 1);
+    }
+    p_of_.assign(plan_.dims.size(), {});
+    r_of_.assign(plan_.dims.size(), {});
+    for (size_t i = 0; i < plan_.members.size(); ++i) {
+      for (int d : plan_.members[i].p_dims) p_of_[static_cast<size_t>(d)].insert(static_cast<int>(i));
+      for (int d : plan_.members[i].r_dims) r_of_[static_cast<size_t>(d)].insert(static_cast<int>(i));
+    }
+  }
+
+  // ---- 2. Roles --------------------------------------------------------------------------------
+  // A dim is worth streaming when it carries a cascade: it is a producer's p-dim demoted into its
+  // consumers' reductions, or several reductions over it depend on one another. A dim that only
+  // independent reductions share is an ordinary (inner or held-whole) reduction dim.
+  bool carries_cascade(int d) const {
+    if (!p_of_[static_cast<size_t>(d)].empty()) return true;
+    const auto& reducers = r_of_[static_cast<size_t>(d)];
+    for (int a : reducers)
+      for (int b : reducers)
+        if (a != b && uses_tensor(plan_.members[static_cast<size_t>(a)].def.body, plan_.members[static_cast<size_t>(b)].def.target.name)) return true;
+    return false;
+  }
+
+  bool can_stream(int d, std::set<int>& excluded) const {
+    const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
+    if (excluded.count(d) || dim.whole || r_of_[static_cast<size_t>(d)].empty()) return false;
+    if (!carries_cascade(d)) return false;
+    if (dim.extent <= params_.stream_tile) return false;  // one tile: hold it whole
+    for (int m : p_of_[static_cast<size_t>(d)])
+      if (plan_.members[static_cast<size_t>(m)].exported) return false;  // an output needs every value
+    return true;
+  }
+
+  void assign_roles(std::set<int>& excluded) {
+    plan_.stream = -1;
+    // The stream: the longest streamable reduced dim; dims of the same extent that never meet in one
+    // definition share its loop (identical sketches fuse).
+    for (size_t d = 0; d < plan_.dims.size(); ++d) {
+      if (!can_stream(static_cast<int>(d), excluded)) continue;
+      if (plan_.stream < 0 || plan_.dims[d].extent > plan_.dims[static_cast<size_t>(plan_.stream)].extent) plan_.stream = static_cast<int>(d);
+    }
+    std::set<int> streamed;
+    if (plan_.stream >= 0) {
+      streamed.insert(plan_.stream);
+      for (size_t d = 0; d < plan_.dims.size(); ++d) {
+        if (static_cast<int>(d) == plan_.stream || !can_stream(static_cast<int>(d), excluded)) continue;
+        if (plan_.dims[d].extent != plan_.dims[static_cast<size_t>(plan_.stream)].extent) continue;
+        bool meets = false;
+        for (auto& m : plan_.members) {
+          int hits = 0;
+          for (int x : m.p_dims) hits += streamed.count(x) || x == static_cast<int>(d);
+          for (int x : m.r_dims) hits += streamed.count(x) || x == static_cast<int>(d);
+          meets |= hits > 1;
+        }
+        if (!meets) streamed.insert(static_cast<int>(d));
+      }
+    }
+    const GroupMember* anchor = nullptr;
+    for (auto& m : plan_.members) if (m.exported) anchor = &m;
+    if (!anchor) anchor = &plan_.members.back();
+    for (size_t d = 0; d < plan_.dims.size(); ++d) {
+      GroupDim& dim = plan_.dims[d];
+      bool reduced = !r_of_[d].empty();
+      if (streamed.count(static_cast<int>(d))) {
+        dim.role = DimRole::stream;
+        dim.tile = std::min(params_.stream_tile, dim.extent);
+      } else if (reduced) {
+        bool only_reduced = p_of_[d].empty() && !carries_cascade(static_cast<int>(d));
+        if (only_reduced && r_of_[d].size() == 1 && dim.extent > params_.inner_tile && !dim.whole) {
+          dim.role = DimRole::inner;
+          dim.tile = params_.inner_tile;
+        } else {
+          dim.role = DimRole::resident;
+          dim.tile = dim.extent;
+        }
+      } else if (p_of_[d].size() == plan_.members.size() && !dim.whole) {
+        dim.role = DimRole::grid;
+        dim.tile = 1;
+      } else {
+        dim.role = DimRole::resident;
+        dim.tile = dim.extent;
+      }
+    }
+    // The innermost grid dim of the anchor gets a real tile.
+    for (size_t k = anchor->p_dims.size(); k-- > 0;) {
+      GroupDim& dim = plan_.dims[static_cast<size_t>(anchor->p_dims[k])];
+      if (dim.role == DimRole::grid) {
+        dim.tile = std::min(params_.grid_tile, dim.extent);
+        break;
+      }
+    }
+    // Resident p-dims that would need too much room become grid dims when the members lacking them
+    // are cheap to recompute (no loops of their own).
+    for (size_t d = 0; d < plan_.dims.size(); ++d) {
+      GroupDim& dim = plan_.dims[d];
+      if (dim.role != DimRole::resident || !r_of_[d].empty() || dim.whole || dim.extent <= params_.resident_limit) continue;
+      bool cheap = true;
+      for (size_t m = 0; m < plan_.members.size(); ++m) {
+        if (p_of_[d].count(static_cast<int>(m))) continue;
+        for (int r : plan_.members[m].r_dims) cheap &= plan_.dims[static_cast<size_t>(r)].role == DimRole::resident;
+      }
+      if (!cheap) continue;
+      dim.role = DimRole::grid;
+      dim.tile = std::min(params_.grid_tile, dim.extent);
+    }
+    for (auto& m : plan_.members) {
+      m.recomputed = false;
+      for (int g : plan_.grid_dims())
+        if (std::find(m.p_dims.begin(), m.p_dims.end(), g) == m.p_dims.end()) m.recomputed = true;
+    }
+  }
+
+  // ---- 3. Phases and decompositions -----------------------------------------------------------
+  std::string assign_phases() {
+    std::vector<std::set<int>> reads(plan_.members.size());
+    for (size_t i = 0; i < plan_.members.size(); ++i)
+      for_each_load(plan_.members[i].def.body, [&](const LoadNode& load) {
+        int p = member_index(load.tensor);
+        if (p >= 0) reads[i].insert(p);
+      });
+    auto is_stream = [&](int d) { return plan_.dims[static_cast<size_t>(d)].role == DimRole::stream; };
+    for (size_t i = 0; i < plan_.members.size(); ++i) {
+      GroupMember& m = plan_.members[i];
+      bool p_stream = std::any_of(m.p_dims.begin(), m.p_dims.end(), is_stream);
+      bool r_stream = std::any_of(m.r_dims.begin(), m.r_dims.end(), is_stream);
+      if (p_stream && r_stream) return m.def.target.name + " both keeps and reduces the streamed dim";
+      if (p_stream) m.phase = Phase::per_tile;
+      else if (r_stream) m.phase = Phase::cascade;
+      else {
+        m.phase = Phase::pre;
+        for (int p : reads[i]) {
+          Phase q = plan_.members[static_cast<size_t>(p)].phase;
+          if (q != Phase::pre) m.phase = Phase::post;
+        }
+      }
+      for (int p : reads[i]) {
+        Phase q = plan_.members[static_cast<size_t>(p)].phase;
+        const std::string& pn = plan_.members[static_cast<size_t>(p)].def.target.name;
+        if (m.phase == Phase::per_tile && (q == Phase::cascade || q == Phase::post))
+          return m.def.target.name + " is computed per tile but reads " + pn + ", which is final only after the loop";
+        if (m.phase == Phase::post && q == Phase::per_tile)
+          return m.def.target.name + " needs every tile of " + pn + " after the loop";
+        if (m.phase == Phase::pre && q != Phase::pre)
+          return "internal: phase order";
+      }
+      if (m.phase == Phase::per_tile && m.exported) return m.def.target.name + " is an output with the streamed dim";
+    }
+    // Decompose cascade members: D are the earlier cascade members.
+    std::set<std::string> cascade_names;
+    for (auto& m : plan_.members) {
+      if (m.phase != Phase::cascade) continue;
+      auto is_d = [&](const std::string& t) { return cascade_names.count(t) > 0; };
+      m.decomposition = decompose_reduction(m.def.body, m.def.reduce, is_d, program_.dims);
+      if (!m.decomposition.decomposable())
+        return m.def.target.name + " over the streamed dim: " + m.decomposition.reason;
+      bool selects = m.def.reduce == ReduceOp::argmax || m.def.reduce == ReduceOp::argmin || m.def.reduce == ReduceOp::topk;
+      if (selects && m.decomposition.kind == Decomposition::Kind::multiplicative)
+        return m.def.target.name + ": " + std::string(reduce_op_name(m.def.reduce)) + " of a value scaled by running results needs a D-independent key";
+      if (m.decomposition.kind == Decomposition::Kind::polynomial) {
+        // Polynomial states are exact only at the end; no later member may read the running value.
+        for (auto& other : plan_.members)
+          if (&other != &m && other.phase == Phase::cascade && uses_tensor(other.def.body, m.def.target.name))
+            return m.def.target.name + " is a polynomial cascade member read by " + other.def.target.name + " inside the loop";
+        const GroupMember* d = plan_.member(m.decomposition.d_tensors[0]);
+        bool extensive = d && d->def.reduce == ReduceOp::sum && d->decomposition.kind == Decomposition::Kind::independent;
+        if (extensive) m.d_extensive = d->def.target.name;
+      }
+      cascade_names.insert(m.def.target.name);
+      if (m.def.index_target) cascade_names.insert(m.def.index_target->name);
+    }
+    return "";
+  }
+
+  // ---- 4. Multi-segment -------------------------------------------------------------------------
+  void choose_segments() {
+    plan_.segments = 1;
+    if (plan_.stream < 0) return;
+    const GroupDim& s = plan_.dims[static_cast<size_t>(plan_.stream)];
+    if (s.tiles() < 2) return;
+    // FlashDecoding's rule: split the stream across blocks when no grid dim reuses a streamed tile
+    // (each block reads its stream once anyway) and the grid alone leaves the GPU mostly idle.
+    std::set<int> streamed_input_dims;
+    for (auto& m : plan_.members)
+      if (m.phase == Phase::per_tile || m.phase == Phase::cascade)
+        for_each_load(m.def.body, [&](const LoadNode& load) {
+          if (member_index(load.tensor) >= 0) return;
+          bool streamed = false;
+          for (auto& i : load.index)
+            if (auto v = i.as<VarNode>(); v && m.dim_of(v->name) >= 0 && plan_.dims[static_cast<size_t>(m.dim_of(v->name))].role == DimRole::stream) streamed = true;
+          if (!streamed) return;
+          for (auto& i : load.index)
+            for (auto& v : vars_used(i)) if (m.dim_of(v) >= 0) streamed_input_dims.insert(m.dim_of(v));
+        });
+    int64_t blocks = 1;
+    for (int g : plan_.grid_dims()) {
+      blocks *= plan_.dims[static_cast<size_t>(g)].tiles();
+      if (!streamed_input_dims.count(g)) return;  // this grid dim reuses streamed tiles: one segment
+    }
+    if (blocks >= params_.min_blocks_for_single_segment) return;
+    int64_t want = (params_.min_blocks_for_single_segment + blocks - 1) / blocks;
+    plan_.segments = static_cast<int>(std::min<int64_t>(s.tiles(), want));
+    if (plan_.segments > 1)
+      plan_.notes.push_back("multi-segment: the stream " + s.name + " is split into " + std::to_string(plan_.segments) +
+                            " segments across blocks (the grid has " + std::to_string(blocks) +
+                            " block(s) and no grid dim reuses a streamed tile); partial states are merged across the blocks of a cluster (DSM) when the segments fit one cluster, else by a second kernel");
+  }
+
+  // ---- 5. Capacity -------------------------------------------------------------------------------
+  int64_t tile_elements(const std::vector<int>& dims) const {
+    int64_t n = 1;
+    for (int d : dims) n *= plan_.dims[static_cast<size_t>(d)].tile;
+    return n;
+  }
+
+  std::string check_capacity() {
+    int64_t bytes = 0;
+    std::string largest;
+    int64_t largest_bytes = 0;
+    for (auto& m : plan_.members) {
+      int64_t b = tile_elements(m.p_dims) * 4;
+      if (m.phase == Phase::cascade) b *= m.decomposition.kind == Decomposition::Kind::polynomial ? 1 + static_cast<int64_t>(m.decomposition.taylor.size()) : 2;
+      bytes += b;
+      if (b > largest_bytes) { largest_bytes = b; largest = m.def.target.name; }
+    }
+    plan_.on_chip_bytes = bytes;
+    if (bytes > params_.on_chip_budget)
+      return "on-chip capacity: the tiles and states need " + std::to_string(bytes / 1024) + " KB per block (largest: " + largest +
+             ", " + std::to_string(largest_bytes / 1024) + " KB) but the budget is " + std::to_string(params_.on_chip_budget / 1024) + " KB";
+    return "";
+  }
+};
+
+}  // namespace
+
+PlanAttempt plan_group(const BoundProgram& program, const std::vector<Definition>& defs,
+                       const std::vector<std::string>& exported, const FusionParams& params) {
+  Planner planner(program, defs, exported, params);
+  return planner.run();
+}
+
+}  // namespace solder

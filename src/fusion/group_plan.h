@@ -1,0 +1,92 @@
+// Planning one fused kernel: which dims become the grid, which one is streamed, which are held
+// whole on chip, and in which phase each definition runs.
+//
+// DIMS. The index variables of the group's definitions fall into classes that always take the same
+// value: a consumer that reads a producer (or an input another member also reads) with a plain
+// variable at some position shares that dim with it. Each class gets one role:
+//   grid      tiled across blocks (the logical grid, Flashlight §3.6);
+//   stream    the one dim walked tile by tile in a loop, with cascaded reductions over it updated
+//             online (demotion of the producers' p-dim into an r-dim, §3.2; RedFuser's incremental
+//             form);
+//   resident  held whole in one tile (tiling-aware dimension elimination, §3.5): every definition
+//             can use all of it, in any order;
+//   inner     a reduction dim of one definition only, looped over inside the kernel (a GEMM's k).
+// A dim read at computed indices (i − IN, h // G of a member) must be resident.
+//
+// PHASES. pre (before the stream loop, no stream dim), per_tile (has the stream dim as a p-dim:
+// computed for each tile), cascade (reduces over the stream dim: updated online), post (after the
+// loop). With no stream dim everything is pre, in program order.
+//
+// The plan refuses — with the rule that refused it — when the dims do not align, a cascade is not
+// decomposable and its dim cannot be held whole, or the on-chip buffers exceed the budget.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algebra/decompose.h"
+#include "ir/verifier.h"
+
+namespace solder {
+
+struct FusionParams {
+  int64_t grid_tile = 16;         // tile of the innermost grid dim (others: 1)
+  int64_t stream_tile = 16;       // tile of the streamed dim
+  int64_t inner_tile = 16;        // tile of inner reduction loops
+  int64_t resident_limit = 512;   // largest extent held whole when streaming is possible
+  int64_t on_chip_budget = 192 * 1024;  // bytes of tiles, states and staged inputs per block
+  int min_blocks_for_single_segment = 64;  // below this, split the stream across blocks
+};
+
+enum class DimRole { grid, stream, resident, inner };
+std::string_view dim_role_name(DimRole role);
+
+struct GroupDim {
+  std::string name;      // for messages and variable names (unique in the group)
+  int64_t extent = 1;
+  DimRole role = DimRole::resident;
+  int64_t tile = 1;      // grid/stream/inner: tile size; resident: extent
+  bool whole = false;    // read at computed indices: must be resident
+  int64_t tiles() const { return (extent + tile - 1) / tile; }
+  bool ragged() const { return extent % tile != 0; }
+};
+
+enum class Phase { pre, per_tile, cascade, post };
+std::string_view phase_name(Phase phase);
+
+struct GroupMember {
+  Definition def;                  // with pointwise producers inlined
+  Phase phase = Phase::pre;
+  std::vector<int> p_dims, r_dims; // dim of each p-/r-variable
+  bool exported = false;           // written to global memory
+  bool recomputed = false;         // lacks a grid dim: every block computes it again
+  Decomposition decomposition;     // cascade members
+  std::optional<std::string> d_extensive;  // polynomial: its D is a plain sum (centre extrapolated)
+  DType dtype = DType::f32;
+  int dim_of(const std::string& var) const;  // -1 when not a variable of this member
+};
+
+struct GroupPlan {
+  std::vector<GroupMember> members;
+  std::vector<GroupDim> dims;
+  int stream = -1;       // the streamed dim, or -1
+  int segments = 1;      // >1: the stream is split across blocks (multi-segment), merged after
+  std::vector<std::string> notes;  // decisions, for the fusion report
+  int64_t on_chip_bytes = 0;
+
+  const GroupMember* member(const std::string& name) const;
+  std::vector<int> grid_dims() const;
+};
+
+struct PlanAttempt {
+  std::optional<GroupPlan> plan;
+  std::string refusal;  // why not, when plan is empty
+};
+
+// Plans a kernel for `defs` (inlined definitions in program order). `exported` names the results
+// needed outside the group.
+PlanAttempt plan_group(const BoundProgram& program, const std::vector<Definition>& defs,
+                       const std::vector<std::string>& exported, const FusionParams& params);
+
+}  // namespace solder

@@ -1,0 +1,30 @@
+// Pass: inline pointwise definitions into their consumers (recompute instead of materialise).
+//
+// A definition without a reduction that is not a program output is substituted into every load of
+// it: its index variables are replaced by the load's index expressions. A declared dtype other than
+// f32 is a rounding point of the program, so the substituted body is wrapped in cast(…, dtype) and
+// rounds exactly where the reference rounds; f32 is the working precision of every backend, so f32
+// definitions inline as they are. Inlining never changes what the program computes; it removes
+// tensors from global memory.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/verifier.h"
+
+namespace solder {
+
+struct InlinedProgram {
+  // The definitions that remain (reductions and outputs), with inlined bodies, in program order.
+  std::vector<Definition> defs;
+  std::vector<std::string> inlined;  // names of the definitions substituted away
+};
+
+InlinedProgram inline_pointwise(const BoundProgram& program);
+
+// Substitutes index variables in `e` (`var → expression`).
+Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& replacement);
+
+}  // namespace solder

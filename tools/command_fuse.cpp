@@ -1,0 +1,27 @@
+// solder fuse FILE — the fusion report: the kernels, which definitions each holds, which reductions
+// became online (with G, H and the update), and every fusion refused with the rule that refused it.
+#include <iostream>
+
+#include "cli.h"
+#include "commands.h"
+#include "fusion/fuse.h"
+
+namespace solder::cli {
+
+int command_fuse(const std::vector<std::string>& args) {
+  ProgramOptions options;
+  Command command{"fuse", "solder fuse FILE [--small] [--dim NAME=VALUE]... [--json]",
+                  "Fuse a program and report what happened: for each kernel, the definitions it holds, its\n"
+                  "grid, streamed, held-whole and inner-loop dims, each reduction's phase, the online form of\n"
+                  "every cascaded reduction (G, H, the update formula and how it was confirmed), and every\n"
+                  "fusion that was refused with the rule that refused it."};
+  add_program_options(command, options, false);
+  std::vector<std::string> files;
+  if (!parse_arguments(command, args, files)) return kExitOk;
+  BoundProgram program = load_program(files[0], options.sizes);
+  FusionResult result = fuse_program(program);
+  std::cout << (options.json ? fusion_report_json(program, result) + "\n" : fusion_report_text(program, result));
+  return kExitOk;
+}
+
+}  // namespace solder::cli
