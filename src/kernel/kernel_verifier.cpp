@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/printer.h"
+#include "ir/expr_visitor.h"
 #include "kernel/kernel_printer.h"
 
 namespace solder {
@@ -40,8 +41,9 @@ class KernelVerifier {
       if (b.scope == Scope::shared || b.scope == Scope::cluster) shared_bytes += b.bytes();
     }
     if (shared_bytes > kMaxSharedBytesPerBlock)
-      fail("needs " + std::to_string(shared_bytes / 1024) + " KB of shared memory per block; a block may use at most " +
-           std::to_string(kMaxSharedBytesPerBlock / 1024) + " KB");
+      fail("needs " + std::to_string(shared_bytes) + " bytes (" + std::to_string((shared_bytes + 1023) / 1024) +
+           " KB) of shared memory per block; a block may use at most " + std::to_string(kMaxSharedBytesPerBlock) + " bytes (" +
+           std::to_string(kMaxSharedBytesPerBlock / 1024) + " KB)");
     scope_vars_.clear();
     for (auto& g : kernel.grid) scope_vars_.push_back(g.var);
     written_.clear();
@@ -72,8 +74,34 @@ class KernelVerifier {
     fail("'" + name + "' is neither a buffer of this kernel nor a global tensor");
   }
 
+  void check_load_ranks(const Expr& e) const {
+    struct Walker : ExprVisitor {
+      const KernelVerifier* self;
+      using ExprVisitor::visit;
+      void visit(const LoadNode& load) override {
+        auto shape = self->shape_of(load.tensor);
+        if (shape.size() != load.index.size())
+          self->fail("'" + load.tensor + "' has rank " + std::to_string(shape.size()) + ", loaded with " +
+                     std::to_string(load.index.size()) + " indices");
+        ExprVisitor::visit(load);
+      }
+    } walker;
+    walker.self = this;
+    walker.visit(e);
+  }
+
+  // A loop variable, queue tag or domain axis may not reuse the name of a variable in scope.
+  void check_fresh(const std::string& var) const {
+    if (std::find(scope_vars_.begin(), scope_vars_.end(), var) != scope_vars_.end())
+      fail("variable '" + var + "' is already in scope (a grid, loop or tag variable); use another name");
+  }
+  void check_fresh(const std::vector<Axis>& axes) const {
+    for (auto& a : axes) check_fresh(a.var);
+  }
+
   void check_vars(const Expr& e, const std::vector<std::string>& extra) const {
     if (!e) return;
+    check_load_ranks(e);
     for (auto& v : vars_used(e)) {
       bool known = std::find(scope_vars_.begin(), scope_vars_.end(), v) != scope_vars_.end() ||
                    std::find(extra.begin(), extra.end(), v) != extra.end();
@@ -154,6 +182,7 @@ class KernelVerifier {
         auto n = s.as<ForNode>();
         check_vars(n->begin, {});
         check_vars(n->end, {});
+        check_fresh(n->var);
         scope_vars_.push_back(n->var);
         check_block(n->body);
         scope_vars_.pop_back();
@@ -179,6 +208,7 @@ class KernelVerifier {
       }
       case StmtKind::Copy: {
         auto n = s.as<CopyNode>();
+        check_fresh(n->domain.axes);
         auto axes = axis_vars(n->domain.axes);
         check_vars(n->domain.guard, axes);
         check_access(n->src, axes);
@@ -189,6 +219,7 @@ class KernelVerifier {
       }
       case StmtKind::Map: {
         auto n = s.as<MapNode>();
+        check_fresh(n->domain.axes);
         auto axes = axis_vars(n->domain.axes);
         check_vars(n->domain.guard, axes);
         check_vars(n->value, axes);
@@ -198,6 +229,8 @@ class KernelVerifier {
       }
       case StmtKind::Reduce: {
         auto n = s.as<ReduceNode>();
+        check_fresh(n->domain.axes);
+        check_fresh(n->reduce_axes);
         auto axes = axis_vars(n->domain.axes);
         auto all = axes;
         for (auto& a : n->reduce_axes) all.push_back(a.var);
@@ -298,6 +331,7 @@ class KernelVerifier {
       }
       case StmtKind::InterClusterReduce: {
         auto n = s.as<InterClusterReduceNode>();
+        check_fresh(n->domain.axes);
         if (n->op != ReduceOp::sum && n->op != ReduceOp::max && n->op != ReduceOp::min) fail("inter_cluster_reduce supports sum, max and min");
         auto axes = axis_vars(n->domain.axes);
         check_vars(n->domain.guard, axes);
@@ -325,6 +359,7 @@ class KernelVerifier {
         const Buffer& dst = require_buffer(n->dst, {Scope::register_file, Scope::shared, Scope::cluster}, "queue_pop destination");
         if (dst.shape != q.shape) fail("queue_pop destination '" + n->dst + "' does not have the queue's tile shape");
         note_write(n->dst);
+        check_fresh(n->tag_var);
         scope_vars_.push_back(n->tag_var);  // visible to the rest of the enclosing body
         return;
       }

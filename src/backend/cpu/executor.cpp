@@ -427,7 +427,15 @@ class KernelRunner {
   }
 
   void execute(const std::vector<CompiledStmt>& block, BlockState& st) {
-    for (auto& c : block) execute_one(c, st);
+    for (auto& c : block) {
+      try {
+        execute_one(c, st);
+      } catch (const Error& e) {
+        // Name the kernel and statement (once: nested statements rethrow with context already).
+        if (e.message().rfind("CPU executor:", 0) == 0 || e.message().rfind("deadlock", 0) == 0) throw;
+        throw Error("CPU executor: kernel '" + kernel_.name + "', " + c.label + ": " + e.message());
+      }
+    }
   }
 
   void execute_one(const CompiledStmt& c, BlockState& st) {

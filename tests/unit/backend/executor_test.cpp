@@ -223,33 +223,9 @@ void expect_values(const HostTensor& got, const std::vector<double>& want, doubl
 
 // ---- Running ------------------------------------------------------------------------------------
 
-// BUG (executor_sync.cpp, SyncDomain): a block woken from a cluster barrier or a queue wait still
-// counts as waiting until it is rescheduled and decrements `waiting_` itself. A peer that runs on
-// first and reaches its next barrier (every collective is two barriers), its next queue wait, or
-// its exit, sees waiting_ >= alive_ and reports "every running block is waiting" — a deadlock that
-// is not there. It fails nearly every run of any kernel with a collective or a queue hand-off (see
-// ExecutorBug.* at the end). Tests of correct programs skip (not fail) when they hit exactly this
-// report, so the suite stays green and checks the values again as soon as the bug is fixed.
-constexpr const char* kSpuriousDeadlockBug =
-    "BUG: executor_sync.cpp counts a woken block as still waiting; a correct program was reported as a deadlock: ";
-
-// Runs `program`; returns "" on success, the skip reason when the executor reported a deadlock in
-// a program that has none (the bug above); any other Error propagates.
-std::string run_correct_program(const KernelProgram& program, const TensorSet& inputs, ExecutionResult* result) {
-  try {
-    *result = execute_kernel_program(program, inputs);
-  } catch (const Error& e) {
-    if (std::string(e.what()).find("deadlock in kernel") == std::string::npos) throw;
-    return kSpuriousDeadlockBug + std::string(e.what());
-  }
-  return "";
-}
-
-// Declares `result` and runs `program` into it, skipping the test on the spurious deadlock above.
-#define RUN_OR_SKIP(result, program, inputs)                                              \
-  ExecutionResult result;                                                                 \
-  if (std::string skip_reason = run_correct_program(program, inputs, &result); !skip_reason.empty()) \
-  GTEST_SKIP() << skip_reason
+// Declares `result` and runs `program` into it.
+#define RUN_OR_SKIP(result, program, inputs) \
+  ExecutionResult result = execute_kernel_program(program, inputs)
 
 // Runs a program that must deadlock on another thread and returns the message of the Error it
 // throws. Fails instead of hanging when the executor has not answered within 20 s.
@@ -481,9 +457,6 @@ TEST(ExecutorMap, SkipsOutOfBoundsGlobalWritesAtARaggedEdge) {
 }
 
 TEST(ExecutorMap, LoadOutOfBoundsNamesTheKernelAndStatement) {
-  GTEST_SKIP() << "BUG: a map whose load reads a global out of bounds fails with \"load out of range: x[0, 9] (dim 2 "
-                  "has extent 4)\" from the expression evaluator, without the kernel and statement that copy/store "
-                  "bounds errors carry (executor.cpp does not wrap errors thrown by CompiledExpr::eval)";
   auto p = program({input("x", {4, 4}), output("y", {4})},
                    {kernel("overread", {{"b", 4}}, 1, {}, {map(at("y", {var("b")}), load("x", {var("b"), num(9)}))})});
   try {
@@ -1239,22 +1212,16 @@ TEST(ExecutorDeadlock, QueuePushIntoAFullQueueThatNobodyPops) {
 }
 
 // =================================================================================================
-// Known executor bugs (skipped so the suite stays green; remove the GTEST_SKIP once fixed)
+// Former executor bugs, kept as regression tests
 // =================================================================================================
 
 TEST(ExecutorBug, OneClusterReduceIsNotReportedAsADeadlock) {
-  GTEST_SKIP() << "BUG: SyncDomain (executor_sync.cpp) counts a block woken from a cluster barrier as waiting until it "
-                  "runs again; a peer reaching the collective's second barrier sees waiting_ >= alive_ and reports "
-                  "'every running block is waiting' (fails ~20/20 runs for clusters of 2 and 4)";
   auto p = cluster_program(2, 4, 4, {buffer("buf", {4}, Scope::cluster)}, {cluster_reduce(ReduceOp::sum, "buf")}, "buf", "buf");
   HostTensor x = cluster_input(2, 4, 400);
   for (int run = 0; run < 20; ++run) EXPECT_NO_THROW(execute_kernel_program(p, tensors({x}))) << "run " << run;
 }
 
 TEST(ExecutorBug, QueueHandOffIsNotReportedAsADeadlock) {
-  GTEST_SKIP() << "BUG: SyncDomain (executor_sync.cpp) counts a block woken from a queue wait as waiting until it runs "
-                  "again; the other block's next queue wait, or its exit, then sees waiting_ >= alive_ and reports a "
-                  "deadlock (one producer, one consumer, depth 1, 16 items: fails most runs)";
   auto p = program({output("y", {16})},
                    {kernel("handoff", {{"w", 2}}, 1,
                            {buffer("t", {4}, Scope::register_file), buffer("q", {4}, Scope::queue, DType::f32, 1)},

@@ -418,9 +418,6 @@ TEST(KernelVerifier, RejectsAnAccessWithTheWrongRank) {
 }
 
 TEST(KernelVerifier, RejectsALoadWithTheWrongRankInsideAnExpression) {
-  GTEST_SKIP() << "BUG: the verifier checks the rank of copy/map/reduce accesses (Access) but not of loads inside "
-                  "expressions; map y[b, c] = x[c] is accepted and the executor then fails with \"load of 'x' has 1 "
-                  "indices, its storage has rank 2\", which names neither the kernel nor the statement";
   auto p = program({kernel("load_rank", {{"b", 8}}, 1, {}, {map(at("y", {var("b"), var("c")}), load("x", {var("c")}), over({{"c", 16}}))})});
   expect_rejected(p, {"kernel 'load_rank'", "statement 1 (map)", "'x' has rank 2"});
 }
@@ -431,7 +428,7 @@ TEST(KernelVerifier, RejectsMoreThan227KBOfSharedMemory) {
                            {buffer("big", {32 * 1024}, Scope::shared), buffer("dsm", {25 * 1024}, Scope::cluster),
                             buffer("regs", {64 * 1024}, Scope::register_file)},
                            {write_y()})});
-  expect_rejected(p, {"kernel 'greedy'", "needs 228 KB of shared memory per block", "at most 227 KB"});
+  expect_rejected(p, {"kernel 'greedy'", "(228 KB) of shared memory per block", "at most 232448 bytes (227 KB)"});
 }
 
 TEST(KernelVerifier, AcceptsExactly227KBOfSharedMemory) {
@@ -439,8 +436,6 @@ TEST(KernelVerifier, AcceptsExactly227KBOfSharedMemory) {
 }
 
 TEST(KernelVerifier, SharedMemoryJustOverTheLimitSaysByHowMuch) {
-  GTEST_SKIP() << "BUG (message): 227 KB + 4 bytes is reported as \"needs 227 KB of shared memory per block; a block "
-                  "may use at most 227 KB\" — the KB count is truncated, so the message contradicts itself";
   auto p = program({kernel("barely", {{"b", 2}}, 1, {buffer("big", {227 * 256 + 1}, Scope::shared)}, {write_y()})});
   std::string message = rejection(p);
   EXPECT_EQ(message.find("needs 227 KB"), std::string::npos) << message;
@@ -475,10 +470,6 @@ TEST(KernelVerifier, RejectsABufferNamedLikeAGlobal) {
 }
 
 TEST(KernelVerifier, RejectsALoopVariableThatShadowsAGridVariable) {
-  GTEST_SKIP() << "BUG: a loop variable (or a domain axis) named like a grid variable is accepted, and the executor "
-                  "keeps one slot per name, so after `for b in 0 .. 2 {}` every block sees b = 1: map y[b, c] then "
-                  "writes row 1 from all 8 blocks and leaves the other rows poisoned. Either the verifier rejects "
-                  "shadowing or the executor restores the outer value; the header does not say which";
   auto p = program({kernel("shadowed", {{"b", 8}}, 1, {},
                            {write_y(), loop("b", num(0), num(2), {}), map(at("y", {var("b"), var("c")}), real(1), over({{"c", 16}}))})});
   expect_rejected(p, {"kernel 'shadowed'", "statement 2 (for)", "'b'"});
