@@ -20,6 +20,7 @@ const Entry kCommands[] = {
     {"check", solder::cli::command_check, "parse and verify a program; print its definitions"},
     {"print", solder::cli::command_print, "print a program's canonical text"},
     {"fuse", solder::cli::command_fuse, "fuse a program and report the kernels, online forms and refusals"},
+    {"emit", solder::cli::command_emit, "write the generated CUDA C++ of a program"},
     {"run", solder::cli::command_run, "run a program on random inputs and verify it against the reference"},
 };
 

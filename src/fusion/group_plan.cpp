@@ -297,19 +297,25 @@ class Planner {
         break;
       }
     }
-    // Resident p-dims that would need too much room become grid dims when the members lacking them
-    // are cheap to recompute (no loops of their own).
+    // Resident p-dims that would need too much room become grid dims when recomputing the members
+    // that lack them in every block costs little next to the work of the members that have them
+    // (quant_gemm's amax per column tile: yes; a whole first GEMM per output tile: no).
+    auto work = [&](const GroupMember& m, int tiled, int64_t tile) {
+      double w = 1;
+      for (int p : m.p_dims) w *= static_cast<double>(p == tiled ? tile : plan_.dims[static_cast<size_t>(p)].role == DimRole::grid ? plan_.dims[static_cast<size_t>(p)].tile : plan_.dims[static_cast<size_t>(p)].extent);
+      for (int r : m.r_dims) w *= static_cast<double>(plan_.dims[static_cast<size_t>(r)].extent);
+      return w;
+    };
     for (size_t d = 0; d < plan_.dims.size(); ++d) {
       GroupDim& dim = plan_.dims[d];
       if (dim.role != DimRole::resident || !r_of_[d].empty() || dim.whole || dim.extent <= params_.resident_limit) continue;
-      bool cheap = true;
-      for (size_t m = 0; m < plan_.members.size(); ++m) {
-        if (p_of_[d].count(static_cast<int>(m))) continue;
-        for (int r : plan_.members[m].r_dims) cheap &= plan_.dims[static_cast<size_t>(r)].role == DimRole::resident;
-      }
-      if (!cheap) continue;
+      int64_t tile = std::min(params_.grid_tile, dim.extent);
+      double recomputed = 0, useful = 0;
+      for (size_t m = 0; m < plan_.members.size(); ++m)
+        (p_of_[d].count(static_cast<int>(m)) ? useful : recomputed) += work(plan_.members[m], static_cast<int>(d), tile);
+      if (recomputed * 4 > useful) continue;
       dim.role = DimRole::grid;
-      dim.tile = std::min(params_.grid_tile, dim.extent);
+      dim.tile = tile;
     }
     for (auto& m : plan_.members) {
       m.recomputed = false;

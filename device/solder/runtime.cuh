@@ -1,0 +1,96 @@
+// Scalar support for generated kernels: the element types, the rounding every write performs, and
+// math functions with the semantics the CPU executor implements (src/ir/expr_eval.h). Included by
+// every kernel the CUDA code generator emits; compiles with nvcc and NVRTC.
+//
+// Tiles live in shared memory as float (each value already rounded to its buffer's dtype); global
+// tensors keep their dtype. Scope: every function here is per thread.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+namespace solder {
+
+// ---- Rounding to a dtype, staying in float (round to nearest even; fp8 e4m3 saturates) ----------
+__device__ __forceinline__ float round_f32(float x) { return x; }
+__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float round_f8e4m3(float x) {
+  __nv_fp8_storage_t s = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(s, __NV_E4M3)));
+}
+__device__ __forceinline__ float round_f8e5m2(float x) {
+  __nv_fp8_storage_t s = __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2);
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(s, __NV_E5M2)));
+}
+__device__ __forceinline__ float round_i32(float x) {
+  if (x != x) return 0.0f;
+  float r = rintf(x);
+  return fminf(fmaxf(r, -2147483648.0f), 2147483647.0f);
+}
+__device__ __forceinline__ float round_bool(float x) { return x != 0.0f ? 1.0f : 0.0f; }
+
+// ---- Loads of global elements, as float --------------------------------------------------------
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__nv_fp8_e4m3 x) { return float(x); }
+__device__ __forceinline__ float to_float(__nv_fp8_e5m2 x) { return float(x); }
+__device__ __forceinline__ float to_float(int x) { return static_cast<float>(x); }
+__device__ __forceinline__ float to_float(unsigned char x) { return x ? 1.0f : 0.0f; }
+
+// ---- Stores of global elements, rounding -----------------------------------------------------------
+__device__ __forceinline__ void store(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store(__half* p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store(__nv_fp8_e4m3* p, float x) { p->__x = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3); }
+__device__ __forceinline__ void store(__nv_fp8_e5m2* p, float x) { p->__x = __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2); }
+__device__ __forceinline__ void store(int* p, float x) { *p = static_cast<int>(round_i32(x)); }
+__device__ __forceinline__ void store(unsigned char* p, float x) { *p = x != 0.0f ? 1 : 0; }
+
+// ---- Math with the executor's semantics --------------------------------------------------------
+__device__ __forceinline__ float max_nan(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b); }
+__device__ __forceinline__ float min_nan(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b); }
+__device__ __forceinline__ long long max_int(long long a, long long b) { return a > b ? a : b; }
+__device__ __forceinline__ long long min_int(long long a, long long b) { return a < b ? a : b; }
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float rsqrt_exact(float x) { return 1.0f / sqrtf(x); }
+// Floor division and modulo of integers (Python semantics).
+__device__ __forceinline__ long long floordiv(long long a, long long b) {
+  long long q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ long long floormod(long long a, long long b) { return a - b * floordiv(a, b); }
+
+// ---- Atomic combination into global memory (inter_cluster_reduce) -------------------------------
+__device__ __forceinline__ void atomic_max(float* p, float v) {
+  int* ip = reinterpret_cast<int*>(p);
+  int old = *ip;
+  while (true) {
+    float cur = __int_as_float(old);
+    float want = max_nan(cur, v);
+    if (want == cur || (want != want && cur != cur)) return;
+    int seen = atomicCAS(ip, old, __float_as_int(want));
+    if (seen == old) return;
+    old = seen;
+  }
+}
+__device__ __forceinline__ void atomic_min(float* p, float v) {
+  int* ip = reinterpret_cast<int*>(p);
+  int old = *ip;
+  while (true) {
+    float cur = __int_as_float(old);
+    float want = min_nan(cur, v);
+    if (want == cur || (want != want && cur != cur)) return;
+    int seen = atomicCAS(ip, old, __float_as_int(want));
+    if (seen == old) return;
+    old = seen;
+  }
+}
+
+}  // namespace solder

@@ -1,0 +1,44 @@
+// The CUDA code generator: Kernel IR → CUDA C++ against Solder's device library (device/solder).
+//
+// Every kernel of a KernelProgram becomes one `extern "C" __global__` function taking every global
+// tensor as a typed pointer, in KernelProgram::globals order. The logical grid is linearised onto
+// blockIdx.x (Flashlight §3.6) and decoded at the top; clusters are launched as (C,1,1) along x, so a
+// block's cluster rank is blockIdx.x % C, the same as the Kernel IR's (last grid variable) % C.
+//
+// v1 maps each statement to block-cooperative code that is correct for every statement kind: tiles
+// (register, shared and cluster buffers alike) live in dynamic shared memory as float, each
+// element-wise statement is a loop over its domain points strided by the block's threads, a reduce
+// gives each thread whole domain points, and every statement ends with a block barrier. Collectives
+// go through distributed shared memory (cooperative_groups cluster map_shared_rank, cluster.sync).
+// Queues are not supported yet (a clear Error). Output is readable: names from the program, one
+// comment per statement saying which definition it computes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct GeneratedKernel {
+  std::string name;
+  int64_t blocks = 1;
+  int cluster = 1;
+  int threads = 256;
+  int64_t shared_bytes = 0;  // dynamic shared memory per block
+};
+
+struct GeneratedModule {
+  std::string source;
+  std::vector<GeneratedKernel> kernels;
+  std::vector<std::string> parameters;  // global tensors, in parameter order
+};
+
+GeneratedModule generate_cuda(const KernelProgram& program);
+
+// The C++ element type of a global of this dtype ("float", "__nv_bfloat16", ...).
+std::string_view cuda_element_type(DType dtype);
+
+}  // namespace solder

@@ -1,0 +1,141 @@
+#include "backend/cuda/cuda_expr.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "ir/diagnostics.h"
+
+namespace solder {
+
+std::string cuda_identifier(const std::string& name) {
+  static const std::set<std::string> reserved = {
+      "auto", "bool", "break", "case", "char", "class", "const", "continue", "default", "delete", "do", "double", "else",
+      "enum", "extern", "float", "for", "goto", "if", "int", "long", "new", "register", "return", "short", "signed",
+      "sizeof", "static", "struct", "switch", "template", "this", "typedef", "union", "unsigned", "void", "volatile",
+      "while", "threadIdx", "blockIdx", "blockDim", "gridDim", "smem", "solder", "cluster", "namespace", "operator"};
+  return reserved.count(name) ? name + "_" : name;
+}
+
+std::string cuda_float_literal(double value) {
+  if (std::isnan(value)) return "__int_as_float(0x7fc00000)";
+  if (std::isinf(value)) return value > 0 ? "INFINITY" : "(-INFINITY)";
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.9g", static_cast<double>(static_cast<float>(value)));
+  std::string s = buffer;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string round_function(DType dtype) { return "solder::round_" + std::string(dtype_name(dtype)); }
+
+ValueType CudaExprPrinter::type(const Expr& e) {
+  return type_of(e, [this](const std::string& name) {
+    const CudaArray* a = array(name);
+    if (!a) throw Error("CUDA code generator: expression reads '" + name + "', which is not a tile or global");
+    return a->dtype;
+  }, "");
+}
+
+std::string CudaExprPrinter::convert(const std::string& text, ValueType from, ValueType to) {
+  if (from == to) return text;
+  switch (to) {
+    case ValueType::real: return from == ValueType::boolean ? "((" + text + ") ? 1.0f : 0.0f)" : "static_cast<float>(" + text + ")";
+    case ValueType::integer: return from == ValueType::boolean ? "((" + text + ") ? 1LL : 0LL)" : "static_cast<long long>(" + text + ")";
+    case ValueType::boolean: return "((" + text + ") != 0)";
+  }
+  return text;
+}
+
+std::string CudaExprPrinter::print(const Expr& e, ValueType as) {
+  ValueType t;
+  std::string text = emit(e, t);
+  return convert(text, t, as);
+}
+
+std::string CudaExprPrinter::offset(const CudaArray& a, const std::vector<std::string>& index) const {
+  if (index.empty()) return "0";
+  std::string s = "(" + index[0] + ")";
+  for (size_t d = 1; d < index.size(); ++d) s = "(" + s + " * " + std::to_string(a.shape[d]) + "LL + (" + index[d] + "))";
+  return s;
+}
+
+std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
+  t = type(e);
+  switch (e.kind()) {
+    case ExprKind::Const: {
+      auto c = e.as<ConstNode>();
+      if (c->is_integer) return std::to_string(static_cast<long long>(c->value)) + "LL";
+      return cuda_float_literal(c->value);
+    }
+    case ExprKind::Var: return cuda_identifier(e.as<VarNode>()->name);
+    case ExprKind::DimRef: return std::to_string(dims.at(e.as<DimRefNode>()->name)) + "LL";
+    case ExprKind::Load: {
+      auto l = e.as<LoadNode>();
+      const CudaArray* a = array(l->tensor);
+      std::vector<std::string> idx;
+      for (auto& i : l->index) idx.push_back(print_int(i));
+      std::string element = a->pointer + "[" + offset(*a, idx) + "]";
+      if (a->global) {
+        if (a->dtype == DType::i32) return "static_cast<long long>(" + element + ")";
+        if (a->dtype == DType::boolean) return "(" + element + " != 0)";
+        return "solder::to_float(" + element + ")";
+      }
+      if (t == ValueType::integer) return "static_cast<long long>(" + element + ")";
+      if (t == ValueType::boolean) return "(" + element + " != 0.0f)";
+      return element;
+    }
+    case ExprKind::Unary: {
+      auto u = e.as<UnaryNode>();
+      switch (u->op) {
+        case UnaryOp::neg: return "(-" + print(u->operand, t) + ")";
+        case UnaryOp::logical_not: return "(!" + print_bool(u->operand) + ")";
+        case UnaryOp::abs: return t == ValueType::integer ? "llabs(" + print_int(u->operand) + ")" : "fabsf(" + print_float(u->operand) + ")";
+        case UnaryOp::exp: return "expf(" + print_float(u->operand) + ")";
+        case UnaryOp::log: return "logf(" + print_float(u->operand) + ")";
+        case UnaryOp::tanh: return "tanhf(" + print_float(u->operand) + ")";
+        case UnaryOp::sqrt: return "sqrtf(" + print_float(u->operand) + ")";
+        case UnaryOp::rsqrt: return "solder::rsqrt_exact(" + print_float(u->operand) + ")";
+        case UnaryOp::sigmoid: return "solder::sigmoid(" + print_float(u->operand) + ")";
+        case UnaryOp::silu: return "solder::silu(" + print_float(u->operand) + ")";
+        case UnaryOp::gelu: return "solder::gelu(" + print_float(u->operand) + ")";
+      }
+      break;
+    }
+    case ExprKind::Binary: {
+      auto b = e.as<BinaryNode>();
+      if (is_logical(b->op))
+        return "(" + print_bool(b->lhs) + (b->op == BinaryOp::logical_and ? " && " : " || ") + print_bool(b->rhs) + ")";
+      if (is_comparison(b->op)) {
+        ValueType operands = type(b->lhs) == ValueType::real || type(b->rhs) == ValueType::real ? ValueType::real : ValueType::integer;
+        return "(" + print(b->lhs, operands) + " " + std::string(binary_op_symbol(b->op)) + " " + print(b->rhs, operands) + ")";
+      }
+      switch (b->op) {
+        case BinaryOp::floordiv: return "solder::floordiv(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")";
+        case BinaryOp::mod: return "solder::floormod(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")";
+        case BinaryOp::pow: return "powf(" + print_float(b->lhs) + ", " + print_float(b->rhs) + ")";
+        case BinaryOp::div: return "(" + print_float(b->lhs) + " / " + print_float(b->rhs) + ")";
+        case BinaryOp::max:
+          return t == ValueType::integer ? "solder::max_int(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")"
+                                         : "solder::max_nan(" + print_float(b->lhs) + ", " + print_float(b->rhs) + ")";
+        case BinaryOp::min:
+          return t == ValueType::integer ? "solder::min_int(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")"
+                                         : "solder::min_nan(" + print_float(b->lhs) + ", " + print_float(b->rhs) + ")";
+        default:
+          return "(" + print(b->lhs, t) + " " + std::string(binary_op_symbol(b->op)) + " " + print(b->rhs, t) + ")";
+      }
+    }
+    case ExprKind::Select: {
+      auto s = e.as<SelectNode>();
+      return "(" + print_bool(s->cond) + " ? " + print(s->if_true, t) + " : " + print(s->if_false, t) + ")";
+    }
+    case ExprKind::Cast: {
+      auto c = e.as<CastNode>();
+      std::string value = round_function(c->dtype) + "(" + print_float(c->operand) + ")";
+      return t == ValueType::real ? value : convert(value, ValueType::real, t);
+    }
+  }
+  throw Error("CUDA code generator: cannot print expression");
+}
+
+}  // namespace solder

@@ -1,0 +1,49 @@
+// Printing scalar expressions as CUDA C++ (part of the CUDA code generator).
+//
+// Integers are `long long`, reals `float`, conditions `bool`; mixed arithmetic converts integers to
+// float where the IR's typing (types.h) says the result is real. Loads of tiles read the float
+// shared-memory arrays; loads of globals convert their dtype to float (solder::to_float).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ir/types.h"
+
+namespace solder {
+
+struct CudaArray {
+  std::string pointer;          // C++ expression of the base pointer
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  bool global = false;          // a typed global (else a float tile)
+};
+
+class CudaExprPrinter {
+ public:
+  std::function<const CudaArray*(const std::string&)> array;  // tiles and globals by name
+  std::map<std::string, int64_t> dims;
+
+  // The expression as C++ of the requested type.
+  std::string print(const Expr& e, ValueType as);
+  std::string print_float(const Expr& e) { return print(e, ValueType::real); }
+  std::string print_int(const Expr& e) { return print(e, ValueType::integer); }
+  std::string print_bool(const Expr& e) { return print(e, ValueType::boolean); }
+  ValueType type(const Expr& e);
+
+  // Row-major element offset of `index` into `a`.
+  std::string offset(const CudaArray& a, const std::vector<std::string>& index) const;
+
+ private:
+  std::string emit(const Expr& e, ValueType& type);
+  static std::string convert(const std::string& text, ValueType from, ValueType to);
+};
+
+std::string cuda_identifier(const std::string& name);  // program names made safe for C++
+std::string cuda_float_literal(double value);
+std::string round_function(DType dtype);                 // "solder::round_bf16"
+
+}  // namespace solder
