@@ -12,6 +12,9 @@
 
 namespace solder {
 
+// +inf without <math.h> (NVRTC has no INFINITY macro).
+__device__ __forceinline__ float infinity() { return __int_as_float(0x7f800000); }
+
 // ---- Rounding to a dtype, staying in float (round to nearest even; fp8 e4m3 saturates) ----------
 __device__ __forceinline__ float round_f32(float x) { return x; }
 __device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }

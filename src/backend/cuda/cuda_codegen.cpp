@@ -258,7 +258,7 @@ class KernelWriter {
     const bool arg = n.op == ReduceOp::argmax || n.op == ReduceOp::argmin;
     const bool with_index = !n.index_dst.name.empty();
     std::string identity = n.op == ReduceOp::sum ? "0.0f" : n.op == ReduceOp::prod ? "1.0f"
-                           : (n.op == ReduceOp::min || n.op == ReduceOp::argmin) ? "INFINITY" : "(-INFINITY)";
+                           : (n.op == ReduceOp::min || n.op == ReduceOp::argmin) ? "solder::infinity()" : "(-solder::infinity())";
     auto rank_access = [&](const Access& a, const std::string& rank) {
       // The access with the rank variable bound to `rank`.
       out << pad(body) << "{ const long long " << cuda_identifier(n.rank_var) << " = " << rank << "; (void)"
@@ -272,7 +272,7 @@ class KernelWriter {
         rank_access(n.dst, "r_old");
         out << pad(body + 1) << "float v = " << read_access(n.dst) << ";\n";
         out << pad(body + 1) << "float i = " << (with_index ? read_access(n.index_dst) : std::string("0.0f")) << ";\n";
-        out << pad(body + 1) << "if (!(v == -INFINITY && i < 0.0f)) { best[count] = v; best_index[count] = i; ++count; }\n";
+        out << pad(body + 1) << "if (!(v == -solder::infinity() && i < 0.0f)) { best[count] = v; best_index[count] = i; ++count; }\n";
         out << pad(body) << "} }\n";
       }
     } else if (arg) {
@@ -324,7 +324,7 @@ class KernelWriter {
     if (topk) {
       out << pad(body) << "for (long long r_new = 0; r_new < " << n.k << "LL; ++r_new) {\n";
       out << pad(body + 1) << "const long long " << cuda_identifier(n.rank_var) << " = r_new;\n";
-      out << pad(body + 1) << "float v = r_new < count ? best[r_new] : -INFINITY;\n";
+      out << pad(body + 1) << "float v = r_new < count ? best[r_new] : -solder::infinity();\n";
       out << pad(body + 1) << "float vi = r_new < count ? best_index[r_new] : -1.0f;\n";
       write_access(out, n.dst, "v", body + 1);
       if (with_index) write_access(out, n.index_dst, "vi", body + 1);

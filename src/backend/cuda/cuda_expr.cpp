@@ -19,7 +19,7 @@ std::string cuda_identifier(const std::string& name) {
 
 std::string cuda_float_literal(double value) {
   if (std::isnan(value)) return "__int_as_float(0x7fc00000)";
-  if (std::isinf(value)) return value > 0 ? "INFINITY" : "(-INFINITY)";
+  if (std::isinf(value)) return value > 0 ? "solder::infinity()" : "(-solder::infinity())";
   char buffer[48];
   std::snprintf(buffer, sizeof buffer, "%.9g", static_cast<double>(static_cast<float>(value)));
   std::string s = buffer;

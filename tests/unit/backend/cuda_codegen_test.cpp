@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_codegen.h"
 #include "driver/compile.h"
+#include "runtime/runtime.h"
 #include "../test_util.h"
 
 namespace solder {
@@ -70,6 +71,26 @@ TEST(CudaCodegen, EveryExampleCompilesWithNvccForSm90a) {
     auto a = first.get();
     EXPECT_EQ(a.first, 0) << jobs[i].name << ":\n" << a.second;
     if (i + 1 < jobs.size()) EXPECT_EQ(second.first, 0) << jobs[i + 1].name << ":\n" << second.second;
+  }
+}
+
+}  // namespace
+}  // namespace solder
+
+namespace solder {
+namespace {
+
+// The runtime compiles generated code with NVRTC (with the embedded device headers); check a few
+// examples that way too, when NVRTC can be loaded (it needs no GPU).
+TEST(CudaCodegen, NvrtcCompilesGeneratedKernels) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  for (const char* name : {"vanilla", "llama_decode", "moe_routing", "variance"}) {
+    GeneratedModule m = generate(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol", true);
+    runtime::CompileFlags flags;
+    flags.use_cache = false;
+    runtime::CompiledModule compiled = runtime::compile_cuda(m.source, std::string(name) + ".cu", flags);
+    EXPECT_FALSE(compiled.cubin.empty()) << name;
   }
 }
 

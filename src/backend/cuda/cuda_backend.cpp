@@ -1,0 +1,132 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+
+#include "backend/cuda/host_encoding.h"
+#include "ir/diagnostics.h"
+#include "runtime/runtime.h"
+
+namespace solder {
+namespace {
+
+constexpr int kThreadsPerBlock = 256;
+
+struct LoadedProgram {
+  runtime::Module module;
+  std::vector<runtime::Function> functions;
+  GeneratedModule generated;
+  double compile_seconds = 0;
+  bool from_cache = false;
+};
+
+LoadedProgram load(const KernelProgram& program) {
+  GeneratedModule generated = generate_cuda(program);
+  runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu");
+  LoadedProgram loaded{runtime::Module(compiled), {}, generated, compiled.compile_seconds, compiled.from_cache};
+  for (auto& k : generated.kernels) loaded.functions.push_back(loaded.module.get_function(k.name));
+  return loaded;
+}
+
+size_t padded_bytes(const GlobalTensor& g) { return static_cast<size_t>((g.bytes() + 3) / 4 * 4); }
+
+// Device memory for every global, inputs uploaded and the rest poisoned.
+std::vector<runtime::DeviceBuffer> allocate(const KernelProgram& program, const TensorSet& inputs) {
+  std::vector<runtime::DeviceBuffer> buffers;
+  for (auto& g : program.globals) {
+    buffers.emplace_back(std::max<size_t>(4, padded_bytes(g)));
+    if (g.role == GlobalRole::input) {
+      auto it = inputs.find(g.name);
+      if (it == inputs.end()) throw Error("GPU run: input '" + g.name + "' was not provided");
+      std::vector<uint8_t> bytes = encode_values(it->second.values, g.dtype);
+      bytes.resize(buffers.back().bytes(), 0);
+      buffers.back().upload(bytes);
+    } else {
+      runtime::fill_u32(buffers.back().pointer(), poison_fill_word(g.dtype), buffers.back().bytes() / 4);
+    }
+  }
+  return buffers;
+}
+
+void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& pointers, CUstream_st* stream) {
+  std::vector<void*> args;
+  for (auto& p : pointers) args.push_back(&p);
+  for (size_t k = 0; k < loaded.functions.size(); ++k) {
+    const GeneratedKernel& info = loaded.generated.kernels[k];
+    runtime::LaunchConfig config;
+    config.grid.x = static_cast<unsigned>(info.blocks);
+    config.block.x = kThreadsPerBlock;
+    config.cluster.x = static_cast<unsigned>(info.cluster);
+    config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
+    config.stream = stream;
+    runtime::launch(loaded.functions[k], config, args.data());
+  }
+}
+
+}  // namespace
+
+bool gpu_available(std::string* why) {
+  runtime::DeviceInfo device = runtime::query_device();
+  if (!device.available) {
+    if (why) *why = device.why_unavailable;
+    return false;
+  }
+  if (!device.runs_sm90a()) {
+    if (why) *why = "the GPU (" + device.name + ", compute capability " + std::to_string(device.major) + "." +
+                    std::to_string(device.minor) + ") is not a Hopper sm_90 device, the only target Solder generates";
+    return false;
+  }
+  std::string nvrtc_why;
+  if (!runtime::nvrtc_available(&nvrtc_why)) {
+    if (why) *why = nvrtc_why;
+    return false;
+  }
+  return true;
+}
+
+GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs) {
+  GpuRunResult result;
+  result.device = runtime::query_device().name;
+  LoadedProgram loaded = load(program);
+  result.compile_seconds = loaded.compile_seconds;
+  result.from_cache = loaded.from_cache;
+  std::vector<runtime::DeviceBuffer> buffers = allocate(program, inputs);
+  std::vector<runtime::DevicePtr> pointers;
+  for (auto& b : buffers) pointers.push_back(b.pointer());
+  runtime::Stream stream;
+  launch_all(loaded, pointers, stream.handle());
+  stream.synchronize();
+  for (size_t i = 0; i < program.globals.size(); ++i) {
+    const GlobalTensor& g = program.globals[i];
+    if (g.role != GlobalRole::output) continue;
+    std::vector<uint8_t> bytes = buffers[i].download<uint8_t>(buffers[i].bytes());
+    result.unwritten[g.name] = count_poison(bytes, g.dtype, g.elements());
+    result.outputs[g.name] = HostTensor{g.name, g.shape, g.dtype, decode_values(bytes, g.dtype, g.elements())};
+  }
+  return result;
+}
+
+GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets, int replays) {
+  GpuTiming timing;
+  timing.device = runtime::query_device().name;
+  LoadedProgram loaded = load(program);
+  std::vector<std::vector<runtime::DeviceBuffer>> sets;
+  for (int s = 0; s < std::max(1, input_sets); ++s) sets.push_back(allocate(program, inputs));
+  runtime::Stream stream;
+  // One graph holds `sets` calls, each on its own copy of the inputs: a replay is `sets` calls.
+  runtime::Graph graph = runtime::capture_graph(stream, [&] {
+    for (auto& set : sets) {
+      std::vector<runtime::DevicePtr> pointers;
+      for (auto& b : set) pointers.push_back(b.pointer());
+      launch_all(loaded, pointers, stream.handle());
+    }
+  });
+  runtime::ReplayTiming t = runtime::time_replays(graph, stream, 5, replays);
+  double per_call = 1000.0 / static_cast<double>(sets.size());
+  timing.median_us = t.median_ms * per_call;
+  timing.min_us = t.min_ms * per_call;
+  timing.max_us = t.max_ms * per_call;
+  timing.replays = t.replays;
+  return timing;
+}
+
+}  // namespace solder

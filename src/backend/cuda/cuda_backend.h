@@ -1,0 +1,41 @@
+// Running a compiled program on the GPU: generate CUDA, compile it with NVRTC (cached), allocate the
+// globals, upload the inputs, poison everything else, launch the kernels in order, and read the
+// outputs back (counting elements that still hold the poison). Timing for benchmarks captures every
+// launch of one call into a CUDA graph and times its replays with events.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/host_tensor.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct GpuRunResult {
+  TensorSet outputs;
+  std::map<std::string, int64_t> unwritten;
+  std::string device;          // the GPU's name
+  double compile_seconds = 0;  // NVRTC time (0 when every module came from the cache)
+  bool from_cache = false;
+};
+
+// Whether the GPU backend can run here; *why says why not.
+bool gpu_available(std::string* why = nullptr);
+
+GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs);
+
+struct GpuTiming {
+  double median_us = 0, min_us = 0, max_us = 0;
+  int replays = 0;
+  std::string device;
+};
+
+// Times one call of the program (all its kernels) as a CUDA-graph replay; `input_sets` > 1 rotates
+// among that many copies of the inputs (each replay reads a different copy), so inputs larger than
+// L2 are read cold as they would be in a model.
+GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets = 1, int replays = 50);
+
+}  // namespace solder
