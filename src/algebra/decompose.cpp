@@ -140,6 +140,20 @@ Point mix(const Point& x, const Point& d, const std::function<bool(const std::st
   return p;
 }
 
+// Replaces loads (by canonical text) with constants.
+Expr replace_loads_with_constants(const Expr& e, const std::map<std::string, double>& values) {
+  struct Replacer : ExprMutator {
+    const std::map<std::string, double>* values;
+    using ExprMutator::mutate;
+    Expr mutate(const LoadNode& n, const Expr& self) override {
+      auto it = values->find(print_expr(self));
+      return it == values->end() ? ExprMutator::mutate(n, self) : make_const(it->second);
+    }
+  } r;
+  r.values = &values;
+  return r.mutate(e);
+}
+
 }  // namespace
 
 Expr derivative(const Expr& e, const Expr& wrt) {
@@ -250,9 +264,27 @@ Decomposition decompose_reduction(const Expr& body, ReduceOp op, const std::func
       result.h = fold_constants(from_product_form(product_of(h_online, h_deferred)));
       if (!h_online.exponent.empty()) result.h_online = from_product_form(h_online);
       if (!h_deferred.powers.empty()) result.h_deferred = from_product_form(h_deferred);
-      ProductForm online = g;
-      online.exponent = sum_of(g.exponent, h_online.exponent);
-      result.online_term = fold_constants(from_product_form(online));
+      // The online term is F without its deferred factors. Where the deferred factors' loads appear
+      // nowhere else in F, setting them to 1 in F itself keeps F's own structure (exp(sb - m) with sb
+      // as written): rebuilding it from the normal form would re-associate sums such as
+      // s + 1e9·(mask − 1) and lose the score's bits in float32.
+      std::map<std::string, double> deferred_loads;
+      bool substitutable = true;
+      for (auto& [atom, power] : h_deferred.powers) {
+        if (!atom.as<LoadNode>()) { substitutable = false; break; }
+        deferred_loads[print_expr(atom)] = 1.0;
+      }
+      for (auto& [atom, coefficient] : h_online.exponent.terms)
+        for (auto& [text, one] : deferred_loads) if (print_expr(atom).find(text) != std::string::npos) substitutable = false;
+      if (substitutable && !deferred_loads.empty()) {
+        result.online_term = fold_constants(replace_loads_with_constants(body, deferred_loads));
+      } else if (h_deferred.powers.empty()) {
+        result.online_term = body;
+      } else {
+        ProductForm online = g;
+        online.exponent = sum_of(g.exponent, h_online.exponent);
+        result.online_term = fold_constants(from_product_form(online));
+      }
       int tested = 0;
       std::string failure = confirm(body, is_d, [&](const Point& a, const Point& b, std::string& why) {
         double f = eval(body, a);

@@ -34,15 +34,16 @@ int64_t on_chip_bytes(const std::vector<Kernel>& kernels, std::string* largest) 
   for (auto& k : kernels) {
     int64_t total = 0;
     const Buffer* big = nullptr;
+    int64_t big_bytes = 0;
     for (auto& b : k.buffers) {
       if (b.scope == Scope::queue) continue;
       int64_t bytes = b.elements() * std::max(4, dtype_bytes(b.dtype));  // tiles are held as words
       total += bytes;
-      if (!big || b.elements() > big->elements()) big = &b;
+      if (!big || bytes > big_bytes) { big = &b; big_bytes = bytes; }
     }
     if (total > worst) {
       worst = total;
-      if (big && largest) *largest = big->name + " (" + std::to_string(big->bytes() / 1024) + " KB)";
+      if (big && largest) *largest = big->name + " (" + std::to_string(big_bytes) + " bytes)";
     }
   }
   return worst;
@@ -153,8 +154,9 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
           refusal.clear();
           break;
         }
-        refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes / 1024) + " KB of tiles per block (largest " +
-                  largest + "); the budget is " + std::to_string(params.on_chip_budget / 1024) + " KB";
+        refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes) + " bytes (" + std::to_string((bytes + 1023) / 1024) +
+                  " KB) of tiles per block (largest " + largest + "); the budget is " + std::to_string(params.on_chip_budget) +
+                  " bytes (" + std::to_string(params.on_chip_budget / 1024) + " KB)";
       }
       if (plan && group.size() > 1) {
         std::vector<std::string> hoisted = costly_pre_members(*plan);

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "algebra/normal_form.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
 
@@ -370,7 +371,24 @@ class Planner {
       bool selects = m.def.reduce == ReduceOp::argmax || m.def.reduce == ReduceOp::argmin || m.def.reduce == ReduceOp::topk;
       if (selects && m.decomposition.kind == Decomposition::Kind::multiplicative)
         return m.def.target.name + ": " + std::string(reduce_op_name(m.def.reduce)) + " of a value scaled by running results needs a D-independent key";
+      if (m.decomposition.kind == Decomposition::Kind::multiplicative && m.decomposition.h_online) {
+        std::string why = exact_reset_refusal(m);
+        if (!why.empty()) return why;
+      }
+      if (m.decomposition.h_deferred && m.decomposition.kind == Decomposition::Kind::multiplicative) {
+        // (Σ G)·H equals Σ G·H unless H is infinite: then the terms' signs decide between ±inf and NaN.
+        for (auto& t : tensors_used(m.decomposition.h_deferred)) {
+          const GroupMember* d = plan_.member(t);
+          if (d && (d->def.reduce == ReduceOp::max || d->def.reduce == ReduceOp::min))
+            return m.def.target.name + ": its factor depending on " + t + " (a " + std::string(reduce_op_name(d->def.reduce)) +
+                   ", which can be infinite) cannot be applied once to the sum: Σ G·inf is NaN when G has both signs";
+        }
+      }
       if (m.decomposition.kind == Decomposition::Kind::polynomial) {
+        const GroupMember* d_member = plan_.member(m.decomposition.d_tensors[0]);
+        if (d_member && d_member->def.reduce != ReduceOp::sum)
+          return m.def.target.name + " is a polynomial in " + d_member->def.target.name + ", a " +
+                 std::string(reduce_op_name(d_member->def.reduce)) + " whose running value can be infinite: the Taylor states need a finite centre";
         // Polynomial states are exact only at the end; no later member may read the running value.
         for (auto& other : plan_.members)
           if (&other != &m && other.phase == Phase::cascade && uses_tensor(other.def.body, m.def.target.name))
@@ -385,30 +403,79 @@ class Planner {
     return "";
   }
 
+  // The rescale resets an accumulator whose old running maximum is -inf (RedFuser appendix A.1). That
+  // is exact only when every term added meanwhile was zero: the exponent must be the maximised value
+  // minus the maximum, exp(V − m), so that m = −inf means every V seen was −inf.
+  std::string exact_reset_refusal(const GroupMember& m) const {
+    const Decomposition& dec = m.decomposition;
+    ProductForm online = to_product_form(dec.online_term);
+    for (auto& t : tensors_used(dec.h_online)) {
+      const GroupMember* d = plan_.member(t);
+      if (!d) continue;
+      if (d->def.reduce == ReduceOp::sum && d->decomposition.kind == Decomposition::Kind::independent) continue;
+      if (d->def.reduce != ReduceOp::max)
+        return m.def.target.name + ": rescaling by a running " + std::string(reduce_op_name(d->def.reduce)) + " of " + t +
+               " cannot be made exact where " + t + " is still infinite";
+      // exponent = V − t[...] with V the maximised value
+      SumForm rest;
+      bool minus_d = false;
+      for (auto& [atom, coefficient] : online.exponent.terms) {
+        auto load = atom.as<LoadNode>();
+        if (load && load->tensor == t && coefficient == -1) { minus_d = true; continue; }
+        rest.add(atom, coefficient);
+      }
+      rest.constant = online.exponent.constant;
+      SumForm v = to_sum_form(d->decomposition.online_term ? d->decomposition.online_term : d->def.body);
+      bool same = minus_d && rest.constant == v.constant && rest.terms.size() == v.terms.size();
+      for (size_t i = 0; same && i < v.terms.size(); ++i) {
+        bool found = false;
+        for (auto& [atom, coefficient] : rest.terms)
+          found |= structurally_equal(atom, v.terms[i].first) && coefficient == v.terms[i].second;
+        same = found;
+      }
+      if (!same)
+        return m.def.target.name + ": its terms are not exp(V − " + t + ") with V the value " + t +
+               " maximises, so while the running " + t + " is −inf they need not be zero and the online reset would drop them";
+    }
+    return "";
+  }
+
   // ---- 4. Multi-segment -------------------------------------------------------------------------
   void choose_segments() {
     plan_.segments = 1;
     if (plan_.stream < 0) return;
     const GroupDim& s = plan_.dims[static_cast<size_t>(plan_.stream)];
     if (s.tiles() < 2) return;
-    // FlashDecoding's rule: split the stream across blocks when no grid dim reuses a streamed tile
-    // (each block reads its stream once anyway) and the grid alone leaves the GPU mostly idle.
-    std::set<int> streamed_input_dims;
+    for (auto& m : plan_.members)
+      if (m.phase == Phase::cascade && m.def.reduce == ReduceOp::prod) {
+        plan_.notes.push_back("one segment: " + m.def.target.name + " is a product, which the segment merge does not combine");
+        return;
+      }
+    // FlashDecoding's rule: split the stream across blocks when the grid alone leaves the GPU mostly
+    // idle and no grid dim reuses streamed tiles (a grid dim of several tiles that some streamed input
+    // does not depend on: every block along it reads the same tiles, as the query tiles of prefill do).
+    std::vector<std::set<int>> streamed_loads;  // per streamed input load: the dims it is indexed by
     for (auto& m : plan_.members)
       if (m.phase == Phase::per_tile || m.phase == Phase::cascade)
         for_each_load(m.def.body, [&](const LoadNode& load) {
           if (member_index(load.tensor) >= 0) return;
+          std::set<int> dims;
           bool streamed = false;
           for (auto& i : load.index)
-            if (auto v = i.as<VarNode>(); v && m.dim_of(v->name) >= 0 && plan_.dims[static_cast<size_t>(m.dim_of(v->name))].role == DimRole::stream) streamed = true;
-          if (!streamed) return;
-          for (auto& i : load.index)
-            for (auto& v : vars_used(i)) if (m.dim_of(v) >= 0) streamed_input_dims.insert(m.dim_of(v));
+            for (auto& v : vars_used(i)) {
+              int d = m.dim_of(v);
+              if (d < 0) continue;
+              dims.insert(d);
+              streamed |= plan_.dims[static_cast<size_t>(d)].role == DimRole::stream;
+            }
+          if (streamed) streamed_loads.push_back(dims);
         });
     int64_t blocks = 1;
     for (int g : plan_.grid_dims()) {
       blocks *= plan_.dims[static_cast<size_t>(g)].tiles();
-      if (!streamed_input_dims.count(g)) return;  // this grid dim reuses streamed tiles: one segment
+      if (plan_.dims[static_cast<size_t>(g)].tiles() < 2) continue;
+      for (auto& dims : streamed_loads)
+        if (!dims.count(g)) return;  // blocks along g share this streamed input's tiles: keep one segment
     }
     if (blocks >= params_.min_blocks_for_single_segment) return;
     int64_t want = (params_.min_blocks_for_single_segment + blocks - 1) / blocks;

@@ -76,6 +76,7 @@ class GroupLowering {
     std::vector<Expr> source;        // per tensor position: nullptr for kept positions, else the fixed index
     int loop_dim = -1;               // the stream or inner dim it is restaged for (-1: once per block)
     bool emitted = false;
+    std::set<std::string> users;     // members that read it (inner loops restage for each user)
   };
   std::vector<Staged> staged_;
   bool merge_kernel_ = false;
@@ -215,7 +216,10 @@ class GroupLowering {
       bool same = true;
       for (size_t k = 0; k < source.size() && same; ++k)
         same = (!s.source[k] && !source[k]) || (s.source[k] && source[k] && structurally_equal(s.source[k], source[k]));
-      if (same) return make_load(s.buffer, local.empty() ? scalar_index() : local, load.loc);
+      if (same) {
+        s.users.insert(m.def.target.name);
+        return make_load(s.buffer, local.empty() ? scalar_index() : local, load.loc);
+      }
     }
     Staged s;
     s.buffer = load.tensor + "_tile" + (staged_count(load.tensor) ? std::to_string(staged_count(load.tensor) + 1) : "");
@@ -223,6 +227,7 @@ class GroupLowering {
     s.dims = dims;
     s.source = source;
     s.loop_dim = loop_dim;
+    s.users.insert(m.def.target.name);
     add_buffer(s.buffer, dims, program_.tensor(load.tensor).dtype, Scope::shared);
     staged_.push_back(s);
     return make_load(s.buffer, local.empty() ? scalar_index() : local, load.loc);
@@ -233,10 +238,13 @@ class GroupLowering {
     return n;
   }
 
-  // Copies of the staged inputs that belong at this loop level (-1: once per block).
-  void emit_staging(Block& into, int loop_dim) {
+  // Copies of the staged inputs that belong at this loop level (-1: once per block). An inner loop
+  // belongs to one member's computation: it restages what that member reads (`for_member`), even
+  // when another member's loop over the same dim staged it before.
+  void emit_staging(Block& into, int loop_dim, const std::string& for_member = "") {
     for (auto& s : staged_) {
-      if (s.emitted || s.loop_dim != loop_dim) continue;
+      if (s.loop_dim != loop_dim) continue;
+      if (for_member.empty() ? s.emitted : !s.users.count(for_member)) continue;
       s.emitted = true;
       CopyNode c;
       c.comment = "stage " + s.tensor;
@@ -346,7 +354,7 @@ class GroupLowering {
       int d = m.r_dims[i];
       if (dim(d).role != DimRole::inner) continue;
       Block loop_body;
-      emit_staging(loop_body, d);
+      emit_staging(loop_body, d, def.target.name);
       for (auto& s : body) loop_body.push_back(s);
       ForNode loop;
       loop.var = tile_var_.at(d);

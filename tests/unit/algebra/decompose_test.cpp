@@ -113,7 +113,8 @@ TEST(Decompose, AttentionOutputDefersOneOverZ) {
   EXPECT_EQ(text(r.d.h), "exp(-m[i]) / z[i]");
   EXPECT_EQ(text(r.d.h_online), "exp(-m[i])");        // rescaled as the max moves
   EXPECT_EQ(text(r.d.h_deferred), "1.0 / z[i]");      // applied once, at the end
-  EXPECT_EQ(text(r.d.online_term), "v[j, d] * exp(s[i, j] - m[i])");
+  // F with the deferred factor set to 1, as written (not re-associated through the normal form)
+  EXPECT_EQ(text(r.d.online_term), "exp(s[i, j] - m[i]) * v[j, d]");
   // The rescale factor depends only on m, not on z.
   Expr rescale = rescale_factor(r.d, {{"m", "m_old"}, {"z", "z_old"}});
   EXPECT_EQ(text(rescale), "exp(-m[i] + m_old[i])");

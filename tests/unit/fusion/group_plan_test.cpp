@@ -146,11 +146,7 @@ TEST(GroupPlan, AGridDimThatReusesStreamedTilesKeepsOneSegment) {
   PlanAttempt a = plan_example("evoformer", {}, {{"S2", 32}});
   ASSERT_TRUE(a.plan) << a.refusal;
   EXPECT_EQ(dims_summary(*a.plan), "b:grid/1 r:grid/1 h:grid/1 i:grid/16 j:stream/16 d:resident/8 d2:resident/8");
-  if (a.plan->segments != 1)
-    GTEST_SKIP() << "BUG (plan, not a wrong result): evoformer --small --dim S2=32 splits the key stream into "
-                 << a.plan->segments << " segments although the grid dim i reuses every streamed k and v tile "
-                    "(choose_segments takes the union of the dims of all streamed inputs, and pair_bias has i); "
-                    "note: " << notes(*a.plan);
+  EXPECT_EQ(a.plan->segments, 1) << notes(*a.plan);
 }
 
 TEST(GroupPlan, RaggedStreamTiles) {
