@@ -11,5 +11,6 @@ int command_print(const std::vector<std::string>& args);
 int command_run(const std::vector<std::string>& args);
 int command_fuse(const std::vector<std::string>& args);
 int command_emit(const std::vector<std::string>& args);
+int command_bench(const std::vector<std::string>& args);
 
 }  // namespace solder::cli

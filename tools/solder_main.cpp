@@ -21,6 +21,7 @@ const Entry kCommands[] = {
     {"print", solder::cli::command_print, "print a program's canonical text"},
     {"fuse", solder::cli::command_fuse, "fuse a program and report the kernels, online forms and refusals"},
     {"emit", solder::cli::command_emit, "write the generated CUDA C++ of a program"},
+    {"bench", solder::cli::command_bench, "time a compiled program on the GPU (CUDA-graph replays) against its floor"},
     {"run", solder::cli::command_run, "run a program on random inputs and verify it against the reference"},
 };
 

@@ -1,0 +1,89 @@
+// solder bench FILE — GPU time of one call of a compiled program, from CUDA events around CUDA-graph
+// replays (warm-up, median of many), with TFLOP/s, GB/s and the ratios to the floor.
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "backend/cpu/inputs.h"
+#include "backend/cuda/cuda_backend.h"
+#include "cli.h"
+#include "commands.h"
+#include "driver/compile.h"
+#include "support/json.h"
+
+namespace solder::cli {
+namespace {
+
+// Matrix-multiply FLOPs by the usual convention: 2·p·r for every sum reduction whose body multiplies
+// at least two loads (masking is not discounted).
+double nominal_flops(const BoundProgram& program) {
+  double flops = 0;
+  for (auto& bd : program.defs) {
+    if (bd.def->reduce != ReduceOp::sum) continue;
+    if (tensors_used(bd.def->body).size() < 2) continue;
+    double p = 1, r = 1;
+    for (int64_t e : bd.p_extents) p *= static_cast<double>(e);
+    for (int64_t e : bd.r_extents) r *= static_cast<double>(e);
+    flops += 2 * p * r;
+  }
+  return flops;
+}
+
+}  // namespace
+
+int command_bench(const std::vector<std::string>& args) {
+  ProgramOptions options;
+  int replays = 50;
+  double bandwidth_tbs = 3.0, tensor_tflops = 710;
+  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json]",
+                  "Time one call of the compiled program on the GPU: every kernel launch of a call is captured\n"
+                  "in a CUDA graph, replayed after a warm-up, and timed with CUDA events; the median of the\n"
+                  "replays is reported, with the minimum and maximum. Inputs are rotated among several copies\n"
+                  "when one copy fits in L2 (50 MB), so each call reads cold data. The floor is the larger of\n"
+                  "bytes / bandwidth (each input read once, each output written once) and FLOPs / tensor rate\n"
+                  "(matrix-multiply FLOPs of sum reductions of products); the defaults are the H100 ceilings\n"
+                  "measured in shared/reference (3.0 TB/s copy, 710 TFLOP/s bf16)."};
+  add_program_options(command, options, true);
+  command.options.push_back({"--replays", "N", "timed replays (default 50)", [&replays](const std::string& v) { replays = std::max(1, std::stoi(v)); }});
+  command.options.push_back({"--bandwidth", "TB/s", "memory bandwidth for the floor (default 3.0)", [&bandwidth_tbs](const std::string& v) { bandwidth_tbs = std::stod(v); }});
+  command.options.push_back({"--tensor-rate", "TFLOP/s", "tensor-core rate for the floor (default 710)", [&tensor_tflops](const std::string& v) { tensor_tflops = std::stod(v); }});
+  std::vector<std::string> files;
+  if (!parse_arguments(command, args, files)) return kExitOk;
+  std::string why;
+  if (!gpu_available(&why)) throw Error("solder bench needs a GPU: " + why);
+  BoundProgram program = load_program(files[0], options.sizes);
+  TensorSet inputs = make_inputs(program, options.seed);
+  KernelProgram kernels = compile_program(program, CompileOptions{}).kernels;
+  double bytes = 0;
+  for (const TensorInfo* t : program.inputs()) bytes += static_cast<double>(t->bytes());
+  for (const TensorInfo* t : program.outputs()) bytes += static_cast<double>(t->bytes());
+  int sets = bytes < 50e6 ? static_cast<int>(std::min(8.0, std::ceil(100e6 / std::max(bytes, 1.0)))) : 1;
+  GpuTiming t = time_on_gpu(kernels, inputs, sets, replays);
+  double flops = nominal_flops(program);
+  double floor_us = std::max(bytes / (bandwidth_tbs * 1e12), flops / (tensor_tflops * 1e12)) * 1e6;
+  double tflops = flops / (t.median_us * 1e-6) / 1e12, gbs = bytes / (t.median_us * 1e-6) / 1e9;
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  if (options.json) {
+    JsonWriter json;
+    json.begin_object().key("program").value(program.program->name).key("file").value(files[0]).key("dims").begin_object();
+    for (auto& [name, value] : program.dims) json.key(name).value(value);
+    json.end_object().key("kernels").value(static_cast<int64_t>(kernels.kernels.size()));
+    json.key("median_us").value(t.median_us).key("min_us").value(t.min_us).key("max_us").value(t.max_us).key("replays").value(t.replays);
+    json.key("input_sets").value(sets).key("flops").value(flops).key("bytes").value(bytes).key("floor_us").value(floor_us);
+    json.key("tflops").value(tflops).key("gbs").value(gbs).key("device").value(t.device).key("date").value(date).end_object();
+    std::cout << json.str() << "\n";
+    return kExitOk;
+  }
+  std::printf("program %s on %s (%s), %zu kernel(s), %d input set(s)\n", program.program->name.c_str(), t.device.c_str(), date,
+              kernels.kernels.size(), sets);
+  std::printf("  time    median %.2f us  (min %.2f, max %.2f, %d replays)\n", t.median_us, t.min_us, t.max_us, t.replays);
+  std::printf("  rate    %.1f TFLOP/s, %.0f GB/s\n", tflops, gbs);
+  std::printf("  floor   %.2f us (%.3g bytes at %.1f TB/s, %.3g FLOPs at %.0f TFLOP/s): %.2fx the floor\n", floor_us, bytes,
+              bandwidth_tbs, flops, tensor_tflops, t.median_us / std::max(floor_us, 1e-9));
+  return kExitOk;
+}
+
+}  // namespace solder::cli
