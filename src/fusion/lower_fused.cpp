@@ -637,28 +637,7 @@ class GroupLowering {
       return;
     }
     update_polynomial(into, y, /*final=*/true);
-    PolynomialState s = polynomial_state(y);
-    MemberDomain md = domain_of(y);
-    if (s.extra_axes.empty()) {
-      CopyNode c;
-      c.comment = y.def.target.name + " = its zeroth Taylor state at the final centre";
-      c.domain = md.domain;
-      c.dst = Access{tile_of(y.def.target.name), axis_index(md.p_vars)};
-      c.src = Access{taylor(y, 0), axis_index(s.vars)};
-      into.push_back(make_stmt(std::move(c)));
-      return;
-    }
-    ReduceNode r;
-    r.comment = y.def.target.name + " = the zeroth Taylor states at the final centres, summed";
-    r.op = ReduceOp::sum;
-    r.domain = md.domain;
-    r.reduce_axes = s.extra_axes;
-    for (size_t i = 0; i < y.def.reduce_vars.size(); ++i)
-      if (std::find_if(s.extra_axes.begin(), s.extra_axes.end(), [&](auto& a) { return a.var == y.def.reduce_vars[i].name; }) != s.extra_axes.end())
-        r.where = conj(r.where, ragged_guard(y.r_dims[i], y.def.reduce_vars[i].name));
-    r.dst = Access{tile_of(y.def.target.name), axis_index(md.p_vars)};
-    r.value = make_load(taylor(y, 0), axis_index(s.vars));
-    into.push_back(make_stmt(std::move(r)));
+    finalize_cascade_value_only(into, y);
   }
 
   // ---- Exports ----
@@ -1048,12 +1027,13 @@ class GroupLowering {
     body.push_back(make_stmt(std::move(r)));
   }
 
-  // The final value of a polynomial member from its (merged) zeroth Taylor state.
+  // The final value of a polynomial member from its zeroth Taylor state (already at the final centre).
   void finalize_cascade_value_only(Block& into, const GroupMember& y) {
     PolynomialState s = polynomial_state(y);
     MemberDomain md = domain_of(y);
     if (s.extra_axes.empty()) {
       CopyNode c;
+      c.comment = y.def.target.name + " = its zeroth Taylor state at the final centre";
       c.domain = md.domain;
       c.dst = Access{tile_of(y.def.target.name), axis_index(md.p_vars)};
       c.src = Access{taylor(y, 0), axis_index(s.vars)};
@@ -1061,9 +1041,13 @@ class GroupLowering {
       return;
     }
     ReduceNode r;
+    r.comment = y.def.target.name + " = the zeroth Taylor states at the final centres, summed";
     r.op = ReduceOp::sum;
     r.domain = md.domain;
     r.reduce_axes = s.extra_axes;
+    for (size_t i = 0; i < y.def.reduce_vars.size(); ++i)
+      if (std::find_if(s.extra_axes.begin(), s.extra_axes.end(), [&](auto& a) { return a.var == y.def.reduce_vars[i].name; }) != s.extra_axes.end())
+        r.where = conj(r.where, ragged_guard(y.r_dims[i], y.def.reduce_vars[i].name));
     r.dst = Access{tile_of(y.def.target.name), axis_index(md.p_vars)};
     r.value = make_load(taylor(y, 0), axis_index(s.vars));
     into.push_back(make_stmt(std::move(r)));
@@ -1101,21 +1085,7 @@ class GroupLowering {
         r.dst = Access{taylor(y, 0), axis_index(s.vars)};
         r.value = value;
         body.push_back(make_stmt(std::move(r)));
-        if (s.extra_axes.empty()) {
-          CopyNode c;
-          c.domain = md.domain;
-          c.dst = Access{tile_of(def.target.name), axis_index(md.p_vars)};
-          c.src = Access{taylor(y, 0), axis_index(s.vars)};
-          body.push_back(make_stmt(std::move(c)));
-        } else {
-          ReduceNode sum;
-          sum.op = ReduceOp::sum;
-          sum.domain = md.domain;
-          sum.reduce_axes = s.extra_axes;
-          sum.dst = Access{tile_of(def.target.name), axis_index(md.p_vars)};
-          sum.value = make_load(taylor(y, 0), axis_index(s.vars));
-          body.push_back(make_stmt(std::move(sum)));
-        }
+        finalize_cascade_value_only(body, y);
         export_member(body, y);
         continue;
       }
