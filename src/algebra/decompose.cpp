@@ -14,6 +14,7 @@ std::string_view decomposition_kind_name(Decomposition::Kind kind) {
     case Decomposition::Kind::independent: return "independent";
     case Decomposition::Kind::multiplicative: return "multiplicative";
     case Decomposition::Kind::additive: return "additive";
+    case Decomposition::Kind::monotone: return "monotone";
     case Decomposition::Kind::polynomial: return "polynomial";
     case Decomposition::Kind::refused: return "refused";
   }
@@ -154,6 +155,69 @@ Expr replace_loads_with_constants(const Expr& e, const std::map<std::string, dou
   return r.mutate(e);
 }
 
+bool positive_factor(const Expr& atom, const std::function<bool(const std::string&)>& is_positive) {
+  if (auto u = atom.as<UnaryNode>()) return u->op == UnaryOp::exp || u->op == UnaryOp::sigmoid;
+  if (auto l = atom.as<LoadNode>()) return is_positive && is_positive(l->tensor);
+  return false;
+}
+
+// F = c·exp(K(x) + E(D))·P(D) with c > 0 and every factor of P positive: F increases with K.
+Decomposition decompose_monotone(const Expr& body, Decomposition result, const std::function<bool(const std::string&)>& is_d,
+                                 const std::function<bool(const std::string&)>& is_positive, const std::map<std::string, int64_t>& dims) {
+  ProductForm form = to_product_form(body);
+  auto refuse = [&](const std::string& why) {
+    result.kind = Decomposition::Kind::refused;
+    result.reason = "not decomposable: " + why;
+    return result;
+  };
+  if (!(form.constant > 0)) return refuse("the selected value is not a positive multiple of exp(key)");
+  SumForm key, rest_exponent;
+  key.constant = form.exponent.constant;
+  for (auto& [atom, coefficient] : form.exponent.terms) {
+    Side s = side_of(atom, is_d);
+    if (s == Side::mixed) return refuse("exponent term '" + print_expr(atom) + "' mixes the reduced data with an earlier result");
+    (s == Side::d ? rest_exponent : key).add(atom, coefficient);
+  }
+  ProductForm scale;
+  scale.constant = form.constant;
+  for (auto& [atom, power] : form.powers) {
+    if (side_of(atom, is_d) != Side::d && side_of(atom, is_d) != Side::constant)
+      return refuse("factor '" + print_expr(atom) + "' of the reduced data is not inside the exponential, so no single key orders the values");
+    if (!positive_factor(atom, is_positive)) return refuse("factor '" + print_expr(atom) + "' is not known to be positive");
+    scale.multiply(atom, power);
+  }
+  if (key.terms.empty()) return refuse("the selected value does not depend on the reduced data");
+  ProductForm value = scale;
+  value.exponent = sum_of(rest_exponent, SumForm{0, {{make_load("@key", {}), 1.0}}});
+  result.kind = Decomposition::Kind::monotone;
+  result.g = fold_constants(from_sum_form(key));
+  ProductForm h = scale;
+  h.exponent = rest_exponent;
+  result.h = fold_constants(from_product_form(h));
+  result.online_term = result.g;
+  result.value_from_key = fold_constants(from_product_form(value));
+  auto eval = [&](const Expr& e, const Point& p) { return evaluate_with(e, p.loads, p.vars, dims); };
+  int tested = 0;
+  std::string failure = confirm(body, is_d, [&](const Point& a, const Point& b, std::string& why) {
+    Point with_key = a;
+    double k = eval(result.g, a);
+    with_key.loads["@key"] = k;
+    double f = eval(body, a), v = eval(result.value_from_key, with_key);
+    // Same D, two keys: F must be ordered like the keys.
+    Point other = a;
+    for (auto& [text, value_b] : b.loads)
+      if (!is_d(text.substr(0, text.find('[')))) other.loads[text] = value_b;
+    double f2 = eval(body, other), k2 = eval(result.g, other);
+    if (!std::isfinite(f) || !std::isfinite(v) || !std::isfinite(f2) || !std::isfinite(k2)) return false;
+    if (!close(f, v)) { why = "F differs from its value rebuilt from the key"; return false; }
+    if ((k < k2 && !(f <= f2)) || (k > k2 && !(f >= f2))) { why = "F is not ordered like its key"; return false; }
+    return true;
+  }, &tested);
+  if (!failure.empty()) return refuse(failure);
+  result.confirmation = "monotone in the key, confirmed at " + std::to_string(tested) + " random points";
+  return result;
+}
+
 }  // namespace
 
 Expr derivative(const Expr& e, const Expr& wrt) {
@@ -220,7 +284,8 @@ int polynomial_degree(const Expr& e, const Expr& wrt) {
 }
 
 Decomposition decompose_reduction(const Expr& body, ReduceOp op, const std::function<bool(const std::string&)>& is_d,
-                                  const std::map<std::string, int64_t>& dims) {
+                                  const std::map<std::string, int64_t>& dims,
+                                  const std::function<bool(const std::string&)>& is_positive) {
   Decomposition result;
   std::map<std::string, Expr> loads;
   std::set<std::string> vars;
@@ -356,6 +421,8 @@ Decomposition decompose_reduction(const Expr& body, ReduceOp op, const std::func
     for (auto& [atom, coefficient] : form.terms) {
       Side s = side_of(atom, is_d);
       if (s == Side::mixed) {
+        bool selects = op == ReduceOp::argmax || op == ReduceOp::argmin || op == ReduceOp::topk;
+        if (selects) return decompose_monotone(body, result, is_d, is_positive, dims);
         result.reason = "not decomposable: term '" + print_expr(atom) + "' mixes the reduced data with " + result.d_tensors[0];
         return result;
       }

@@ -15,6 +15,11 @@
 //                   is exact because every term it held was the identity.
 //   additive        ⊕ = max or min and F = G(x) + H(D) (⊗ = +): select on G, add H(D_final) at the
 //                   end. argmax/argmin/topk select on the D-independent key G the same way.
+//   monotone        argmax/argmin/topk of F = c·exp(K(x) + E(D))·P(D) with c > 0 and P(D) > 0:
+//                   F is strictly increasing in the key K(x) for every D, so selecting on K selects
+//                   on F (top-k of softmax = softmax of the top-k logits). Stream the selection on K;
+//                   the values are F at the selected keys with the final D (`value_from_key`, where
+//                   the load `@key` stands for the stored key).
 //   polynomial      ⊕ = + and F is a polynomial in one earlier result D (variance: (x − m)²,
 //                   moment of inertia). The state is the Taylor coefficients B_k = Σ_l F_k(x_l, C)
 //                   around a centre C; moving the centre by δ maps B'_j = Σ_{k≥j} C(k,j) δ^{k−j} B_k,
@@ -38,7 +43,7 @@
 namespace solder {
 
 struct Decomposition {
-  enum class Kind { independent, multiplicative, additive, polynomial, refused };
+  enum class Kind { independent, multiplicative, additive, monotone, polynomial, refused };
   Kind kind = Kind::refused;
   std::string reason;                   // why refused
   std::vector<std::string> d_tensors;   // the earlier results F reads
@@ -46,6 +51,7 @@ struct Decomposition {
   Expr h_online;                        // the part of H the accumulator carries (undefined: none)
   Expr h_deferred;                      // the part applied at the end (undefined: none)
   Expr online_term;                     // what one element adds: F without h_deferred, kept stable
+  Expr value_from_key;                  // monotone: F in terms of the load `@key` and D
   Expr d_load;                          // polynomial: the load of D that F is a polynomial in
   std::vector<Expr> taylor;             // polynomial: F_k = (1/k!) ∂^k F / ∂D^k, k = 0..degree
   std::string confirmation;             // how it was confirmed
@@ -56,8 +62,11 @@ struct Decomposition {
 std::string_view decomposition_kind_name(Decomposition::Kind kind);
 
 // `is_d(tensor)`: whether a load reads an earlier result of the cascade. `dims` binds dim sizes.
+// `is_positive(tensor)` tells which earlier results are known to be positive (a sum of exponentials),
+// for the monotone selections.
 Decomposition decompose_reduction(const Expr& body, ReduceOp op, const std::function<bool(const std::string&)>& is_d,
-                                  const std::map<std::string, int64_t>& dims);
+                                  const std::map<std::string, int64_t>& dims,
+                                  const std::function<bool(const std::string&)>& is_positive = {});
 
 // H_online(D_new) ⊗ H_online(D_old)^{-1}, simplified (exp factors merged: exp(m_old − m_new)); the
 // loads of D_old read the tensors `old_names[D]`.

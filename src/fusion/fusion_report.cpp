@@ -33,6 +33,9 @@ std::string update_text(const GroupMember& m) {
       if (d.h_deferred) s += "; at the end × " + print_expr(d.h_deferred);
       return s;
     }
+    case Decomposition::Kind::monotone:
+      return "select on the key " + print_expr(d.g) + " (F increases with it); at the end value = " + print_expr(d.value_from_key) +
+             " with @key the selected key";
     case Decomposition::Kind::additive:
       return acc + " ← " + std::string(monoid_of(m.def.reduce).oplus_name) + "(" + acc + ", " + print_expr(d.g) + ")" +
              (d.h_deferred ? "; at the end + " + print_expr(d.h_deferred) : "");
@@ -77,7 +80,7 @@ std::string fusion_report_text(const BoundProgram& program, const FusionResult& 
           for (auto& t : d.d_tensors) out << " " << t;
         }
         out << "\n";
-        if (d.kind == Decomposition::Kind::multiplicative || d.kind == Decomposition::Kind::additive)
+        if (d.kind == Decomposition::Kind::multiplicative || d.kind == Decomposition::Kind::additive || d.kind == Decomposition::Kind::monotone)
           out << "      G = " << print_expr(d.g) << ",  H = " << print_expr(d.h) << "  (" << d.confirmation << ")\n";
         if (d.kind == Decomposition::Kind::polynomial) out << "      polynomial of degree " << d.taylor.size() - 1 << " in " << print_expr(d.d_load) << "  (" << d.confirmation << ")\n";
         out << "      online: " << update_text(m) << "\n";

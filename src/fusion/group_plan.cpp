@@ -365,7 +365,19 @@ class Planner {
     for (auto& m : plan_.members) {
       if (m.phase != Phase::cascade) continue;
       auto is_d = [&](const std::string& t) { return cascade_names.count(t) > 0; };
-      m.decomposition = decompose_reduction(m.def.body, m.def.reduce, is_d, program_.dims);
+      // An earlier sum of positive terms (exponentials) is positive: monotone selections may scale by it.
+      auto is_positive = [&](const std::string& t) {
+        const GroupMember* d = plan_.member(t);
+        if (!d || d->def.reduce != ReduceOp::sum || !d->decomposition.online_term) return false;
+        ProductForm f = to_product_form(d->decomposition.online_term);
+        if (!(f.constant > 0)) return false;
+        for (auto& [atom, power] : f.powers) {
+          auto u = atom.as<UnaryNode>();
+          if (!u || (u->op != UnaryOp::exp && u->op != UnaryOp::sigmoid)) return false;
+        }
+        return true;
+      };
+      m.decomposition = decompose_reduction(m.def.body, m.def.reduce, is_d, program_.dims, is_positive);
       if (!m.decomposition.decomposable())
         return m.def.target.name + " over the streamed dim: " + m.decomposition.reason;
       bool selects = m.def.reduce == ReduceOp::argmax || m.def.reduce == ReduceOp::argmin || m.def.reduce == ReduceOp::topk;

@@ -478,7 +478,13 @@ class GroupLowering {
       v.domain = all;
       v.dst = Access{tile_of(def.target.name), axis_index(md.p_vars)};
       Expr a = make_load(acc(y), axis_index(md.p_vars));
-      v.value = dec.h_deferred ? add(a, translate(y, dec.h_deferred)) : a;
+      if (dec.kind == Decomposition::Kind::monotone) {
+        // The selected keys back to values, with the final earlier results.
+        v.value = translate(y, replace_key(dec.value_from_key, a));
+        v.comment = def.target.name + ": the values of the selected keys, " + print_expr(dec.value_from_key);
+      } else {
+        v.value = dec.h_deferred ? add(a, translate(y, dec.h_deferred)) : a;
+      }
       into.push_back(make_stmt(std::move(v)));
       if (def.index_target) {
         CopyNode c;
@@ -615,6 +621,17 @@ class GroupLowering {
       into.push_back(make_stmt(std::move(r)));
     }
     (void)d_tensor;
+  }
+
+  // `value_from_key` with its `@key` load replaced by `key`.
+  static Expr replace_key(const Expr& e, const Expr& key) {
+    struct Replacer : ExprMutator {
+      const Expr* key;
+      using ExprMutator::mutate;
+      Expr mutate(const LoadNode& n, const Expr& self) override { return n.tensor == "@key" ? *key : ExprMutator::mutate(n, self); }
+    } r;
+    r.key = &key;
+    return r.mutate(e);
   }
 
   static Expr replace_d_load(const Expr& e, const Expr& d_load, const Expr& with) {

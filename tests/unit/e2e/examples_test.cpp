@@ -52,3 +52,28 @@ INSTANTIATE_TEST_SUITE_P(All, Examples, ::testing::ValuesIn(testing::example_fil
 
 }  // namespace
 }  // namespace solder
+
+namespace solder {
+namespace {
+
+// MoE routing with more experts than one tile: the top-k of the softmax streams over the experts,
+// selecting on the logits (a monotone map), in one kernel, verified.
+TEST(MonotoneTopk, MoeRoutingStreamsTheExperts) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/moe_routing.sol"));
+  BoundProgram bound = bind_program(program, SizeChoice{true, {{"E", 64}}});
+  CompileResult compiled = compile_program(bound, CompileOptions{});
+  ASSERT_EQ(compiled.kernels.kernels.size(), 1u) << compiled.report;
+  EXPECT_NE(compiled.report.find("monotone"), std::string::npos) << compiled.report;
+  for (uint64_t seed : {3u, 4u}) {
+    TensorSet inputs = make_inputs(bound, seed);
+    ExecutionResult result = execute_kernel_program(compiled.kernels, inputs);
+    TensorSet reference = run_reference(bound, inputs);
+    for (const char* out : {"weight", "expert"}) {
+      OutputCheck check = compare_output(result.outputs.at(out), reference.at(out), tolerance_for(bound));
+      EXPECT_TRUE(check.ok) << out << ": " << check.reason;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace solder
