@@ -106,6 +106,7 @@ int command_run(const std::vector<std::string>& args) {
                              [&full_reference](const std::string&) { full_reference = true; }});
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
+  BoundProgram program = load_program(files[0], options.sizes);
   if (backend == "default") {
     std::string why;
     if (gpu_available(&why)) {
@@ -122,7 +123,6 @@ int command_run(const std::vector<std::string>& args) {
     if (!gpu_available(&why)) throw Error("--backend cuda: " + why);
   }
 
-  BoundProgram program = load_program(files[0], options.sizes);
   TensorSet inputs = make_inputs(program, options.seed);
   ReferenceOptions reference_options;
   ProgressPrinter progress(program);
