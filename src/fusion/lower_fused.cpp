@@ -386,6 +386,24 @@ class GroupLowering {
   std::string acc(const GroupMember& y) const { return "acc_" + y.def.target.name; }
   std::string acc_index(const GroupMember& y) const { return "acc_" + y.def.target.name + "_index"; }
   std::string center(const GroupMember& y) const { return "center_" + y.def.target.name; }
+  // Whether a selection keeps the winners' indices beside its values (argmax/argmin always; topk
+  // when it has an index target).
+  static bool keeps_index(const GroupMember& y) {
+    return selects(y.def.reduce) && (y.def.index_target || y.def.reduce != ReduceOp::topk);
+  }
+  // acc (and the index accumulator, if any) back to the monoid's identity.
+  void reset_accumulator(Block& into, const GroupMember& y, const std::string& comment) {
+    FillNode f;
+    f.comment = comment;
+    f.buffer = acc(y);
+    f.value = identity_of(y.def.reduce);
+    into.push_back(make_stmt(std::move(f)));
+    if (!keeps_index(y)) return;
+    FillNode fi;
+    fi.buffer = acc_index(y);
+    fi.value = -1;
+    into.push_back(make_stmt(std::move(fi)));
+  }
   std::string taylor(const GroupMember& y, size_t k) const { return "B" + std::to_string(k) + "_" + y.def.target.name; }
 
   // The dims and variables of a polynomial member's state: its p-dims plus the reduce variables
@@ -447,12 +465,9 @@ class GroupLowering {
       return;
     }
     add_buffer(acc(y), y.p_dims, DType::f32, Scope::register_file);
-    fill(acc(y), identity_of(def.reduce), comment);
+    if (keeps_index(y)) add_buffer(acc_index(y), y.p_dims, DType::f32, Scope::register_file);
+    reset_accumulator(into, y, comment);
     fill(tile_of(def.target.name), identity_of(def.reduce));
-    if (selects(def.reduce) && (def.index_target || def.reduce != ReduceOp::topk)) {
-      add_buffer(acc_index(y), y.p_dims, DType::f32, Scope::register_file);
-      fill(acc_index(y), -1);
-    }
     if (def.index_target) add_buffer(tile_of(def.index_target->name), y.p_dims, DType::i32, Scope::register_file);
   }
 
@@ -547,7 +562,7 @@ class GroupLowering {
     r.accumulate = true;
     r.dst = Access{acc(y), axis_index(md.p_vars)};
     r.value = translate(y, dec.online_term);
-    if (selects(def.reduce) && (def.index_target || def.reduce != ReduceOp::topk)) {
+    if (keeps_index(y)) {
       r.index_dst = Access{acc_index(y), axis_index(md.p_vars)};
       for (size_t i = 0; i < def.reduce_vars.size(); ++i)
         if (dim(y.r_dims[i]).role == DimRole::stream) r.index_value = global_index(y.r_dims[i], def.reduce_vars[i].name);
@@ -822,7 +837,7 @@ class GroupLowering {
         continue;
       }
       out.push_back({acc(m), m.p_dims, {}});
-      if (selects(m.def.reduce) && (m.def.index_target || m.def.reduce != ReduceOp::topk)) out.push_back({acc_index(m), m.p_dims, {}});
+      if (keeps_index(m)) out.push_back({acc_index(m), m.p_dims, {}});
       out.push_back({tile_of(m.def.target.name), m.p_dims, {}});  // the segment's value, for ratios
     }
     return out;
@@ -976,7 +991,7 @@ class GroupLowering {
     const Definition& def = y.def;
     MemberDomain md = domain_of(y);
     const int S = plan_.segments;
-    bool has_index = def.index_target || def.reduce != ReduceOp::topk;
+    bool has_index = keeps_index(y);
     std::vector<std::string> sources{acc(y)};
     if (has_index) sources.push_back(acc_index(y));
     for (auto& src : sources) {
@@ -1007,16 +1022,7 @@ class GroupLowering {
       g.dst = all.name;
       body.push_back(make_stmt(std::move(g)));
     }
-    FillNode f;
-    f.buffer = acc(y);
-    f.value = identity_of(def.reduce);
-    body.push_back(make_stmt(std::move(f)));
-    if (has_index) {
-      FillNode fi;
-      fi.buffer = acc_index(y);
-      fi.value = -1;
-      body.push_back(make_stmt(std::move(fi)));
-    }
+    reset_accumulator(body, y, "");
     ReduceNode r;
     r.op = def.reduce;
     r.domain = md.domain;
@@ -1107,20 +1113,10 @@ class GroupLowering {
         continue;
       }
       add_buffer(acc(y), y.p_dims, DType::f32, Scope::register_file);
-      bool has_index = selects(def.reduce) && (def.index_target || def.reduce != ReduceOp::topk);
+      bool has_index = keeps_index(y);
       if (has_index) add_buffer(acc_index(y), y.p_dims, DType::f32, Scope::register_file);
       if (def.index_target) add_buffer(tile_of(def.index_target->name), y.p_dims, DType::i32, Scope::register_file);
-      FillNode f;
-      f.comment = comment;
-      f.buffer = acc(y);
-      f.value = identity_of(def.reduce);
-      body.push_back(make_stmt(std::move(f)));
-      if (has_index) {
-        FillNode fi;
-        fi.buffer = acc_index(y);
-        fi.value = -1;
-        body.push_back(make_stmt(std::move(fi)));
-      }
+      reset_accumulator(body, y, comment);
       ReduceNode r;
       r.op = def.reduce;
       r.domain = md.domain;
