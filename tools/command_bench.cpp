@@ -54,7 +54,7 @@ int command_bench(const std::vector<std::string>& args) {
   if (!gpu_available(&why)) throw Error("solder bench needs a GPU: " + why);
   BoundProgram program = load_program(files[0], options.sizes);
   TensorSet inputs = make_inputs(program, options.seed);
-  KernelProgram kernels = compile_program(program, CompileOptions{}).kernels;
+  KernelProgram kernels = compile_program(program, CompileOptions::for_gpu()).kernels;
   double bytes = 0;
   for (const TensorInfo* t : program.inputs()) bytes += static_cast<double>(t->bytes());
   for (const TensorInfo* t : program.outputs()) bytes += static_cast<double>(t->bytes());

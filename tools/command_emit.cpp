@@ -25,8 +25,7 @@ int command_emit(const std::vector<std::string>& args) {
   if (!parse_arguments(command, args, files)) return kExitOk;
   if (!cuda) throw Error("solder emit needs a target: --cuda");
   BoundProgram program = load_program(files[0], options.sizes);
-  CompileOptions compile_options;
-  compile_options.fuse = !no_fuse;
+  CompileOptions compile_options = CompileOptions::for_gpu(!no_fuse);
   GeneratedModule module = generate_cuda(compile_program(program, compile_options).kernels);
   write_output(output, module.source);
   return kExitOk;

@@ -14,6 +14,7 @@ namespace solder::cli {
 int command_print(const std::vector<std::string>& args) {
   ProgramOptions options;
   std::string after = "parse";
+  bool gpu = false;
   std::string output = "-";
   Command command{"print", "solder print FILE [--after STAGE] [-o OUT] [--small] [--dim NAME=VALUE]...",
                   "Print a program in canonical form (docs/language.md). The program is verified first,\n"
@@ -23,6 +24,8 @@ int command_print(const std::vector<std::string>& args) {
   command.options.push_back({"--after", "STAGE", "the stage whose IR to print: parse (the canonical program text, default),\n"
                              "                        lower (the unfused Kernel IR), fuse (the compiled Kernel IR)",
                              [&after](const std::string& v) { after = v; }});
+  command.options.push_back({"--gpu", "", "with --after fuse: the tiles chosen for the CUDA backend (default: the CPU executor's)",
+                             [&gpu](const std::string&) { gpu = true; }});
   command.options.push_back({"-o", "OUT", "write to OUT instead of standard output",
                              [&output](const std::string& v) { output = v; }});
   std::vector<std::string> files;
@@ -37,7 +40,7 @@ int command_print(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (after == "fuse") {
-    write_output(output, print_kernel_program(compile_program(program, CompileOptions{}).kernels));
+    write_output(output, print_kernel_program(compile_program(program, gpu ? CompileOptions::for_gpu() : CompileOptions{}).kernels));
     return kExitOk;
   }
   throw Error("--after expects one of: parse, lower, fuse; found '" + after + "'");

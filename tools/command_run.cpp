@@ -142,7 +142,7 @@ int command_run(const std::vector<std::string>& args) {
     TensorSet reference = run_reference(program, inputs, reference_options);
     for (const TensorInfo* out : program.outputs()) rows.push_back(summarize(reference.at(out->name)));
   } else {
-    CompileOptions compile_options;
+    CompileOptions compile_options = backend == "cpu" ? CompileOptions{} : CompileOptions::for_gpu();
     compile_options.fuse = !no_fuse;
     kernels = compile_program(program, compile_options).kernels;
     TensorSet outputs;

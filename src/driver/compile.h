@@ -17,6 +17,14 @@ namespace solder {
 struct CompileOptions {
   bool fuse = true;        // false: the unfused lowering, one kernel per definition
   FusionParams fusion;     // tile sizes and budgets of the fusion passes
+
+  // The options for the CUDA backend (gpu_fusion_params); the defaults suit the CPU executor.
+  static CompileOptions for_gpu(bool fuse = true) {
+    CompileOptions options;
+    options.fuse = fuse;
+    options.fusion = gpu_fusion_params();
+    return options;
+  }
 };
 
 struct CompileResult {

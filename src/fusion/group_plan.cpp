@@ -12,6 +12,14 @@
 
 namespace solder {
 
+FusionParams gpu_fusion_params() {
+  FusionParams params;
+  params.grid_tile = 128;
+  params.stream_tile = 64;
+  params.inner_tile = 64;
+  return params;
+}
+
 std::string_view dim_role_name(DimRole role) {
   switch (role) {
     case DimRole::grid: return "grid";

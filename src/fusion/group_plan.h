@@ -39,6 +39,11 @@ struct FusionParams {
   int min_blocks_for_single_segment = 64;  // below this, split the stream across blocks
 };
 
+// The parameters for the CUDA backend: tiles that fill a block of 8 warps (128 rows of the innermost
+// grid dim, one 16-row tensor-core fragment per warp) and stream 64 elements per step. The CPU
+// defaults above stay small so that the executor's tests stay fast.
+FusionParams gpu_fusion_params();
+
 enum class DimRole { grid, stream, resident, inner };
 std::string_view dim_role_name(DimRole role);
 

@@ -27,7 +27,7 @@ std::string find_nvcc() {
 GeneratedModule generate(const std::string& file, bool small) {
   auto program = std::make_shared<Program>(parse_program_file(file));
   BoundProgram bound = bind_program(program, SizeChoice{small, {}});
-  return generate_cuda(compile_program(bound, CompileOptions{}).kernels);
+  return generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
 }
 
 TEST(CudaCodegen, GeneratedSourceNamesTheProgram) {

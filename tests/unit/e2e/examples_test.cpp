@@ -1,5 +1,5 @@
 // Every example, end to end on the CPU: it checks at its default sizes, and at its small sizes the
-// compiled program (fused, and unfused) run by the CPU executor matches the float64 reference.
+// compiled program (fused with the CPU's and the GPU's tiles, and unfused) run by the CPU executor matches the float64 reference.
 #include <gtest/gtest.h>
 
 #include "backend/cpu/compare.h"
@@ -14,11 +14,11 @@ namespace {
 
 class Examples : public ::testing::TestWithParam<std::string> {};
 
-void run_and_verify(const std::string& file, bool fuse, uint64_t seed) {
+void run_and_verify(const std::string& file, bool fuse, uint64_t seed, bool gpu_tiles = false) {
   auto program = std::make_shared<Program>(parse_program_file(file));
   BoundProgram bound = bind_program(program, SizeChoice{true, {}});
   TensorSet inputs = make_inputs(bound, seed);
-  CompileOptions options;
+  CompileOptions options = gpu_tiles ? CompileOptions::for_gpu() : CompileOptions{};
   options.fuse = fuse;
   KernelProgram kernels = compile_program(bound, options).kernels;
   ExecutionResult result = execute_kernel_program(kernels, inputs);
@@ -40,6 +40,8 @@ TEST_P(Examples, ChecksAtDefaultSizes) {
 
 TEST_P(Examples, UnfusedMatchesReference) { run_and_verify(GetParam(), false, 11); }
 TEST_P(Examples, CompiledMatchesReference) { run_and_verify(GetParam(), true, 12); }
+// The Kernel IR the CUDA backend gets (gpu_fusion_params' larger tiles), run by the CPU executor.
+TEST_P(Examples, CompiledWithGpuTilesMatchesReference) { run_and_verify(GetParam(), true, 13, true); }
 
 std::string example_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param.substr(info.param.find_last_of('/') + 1);
