@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -27,7 +28,8 @@
 namespace sc = solder::cluster;
 using half = __half;
 
-constexpr unsigned threads = 256;
+// Threads per block of the collective kernels; the CF comparison runs at 256 and 1024 (NOTES-cluster.md v4).
+static unsigned threads = 256;
 
 struct bench_args {
   const half* input;     // [blocks][in_count]
@@ -38,6 +40,7 @@ struct bench_args {
   unsigned iterations;   // collectives per kernel (after one warm-up call when > 1)
   int src_global, dst_global;  // where the tiles live
   long long* cycles;     // per-call cycles measured by block 0
+  int bulk;              // communicator transport: 0 store_async, 1 bulk_copy
 };
 
 __device__ void copy_half(half* dst, const half* src, unsigned count) {
@@ -48,10 +51,11 @@ __device__ void copy_half(half* dst, const half* src, unsigned count) {
 
 // Collectives over DSM. reduce: tile = count (in place). gather: src = count, dst = C * count.
 template <bool Gather>
-__global__ void dsm_kernel(bench_args a) {
+__global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned C = sc::ptx::cluster_size();
-  auto comm = sc::communicator::setup(smem, a.slot_bytes);
+  auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
+                                     a.bulk ? sc::transport::bulk_copy : sc::transport::store_async);
   const unsigned out_count = Gather ? C * a.count : a.count;
   half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
   half* smem_tiles = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes));
@@ -74,7 +78,7 @@ __global__ void dsm_kernel(bench_args a) {
 // The same collectives through global memory: publish the tile to a double-buffered global scratch, one
 // cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.
 template <bool Gather>
-__global__ void global_kernel(bench_args a) {
+__global__ void __launch_bounds__(1024) global_kernel(bench_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
   const unsigned out_count = Gather ? C * a.count : a.count;
@@ -172,6 +176,50 @@ __global__ void push_bulk_kernel(unsigned rounds, unsigned slot_bytes) {
     comm.release_round_to(ring.predecessor());
   }
   comm.teardown();
+}
+
+// Raw push (no copy-out): each block sends a 32 KB tile of its own shared memory to its successor's receive
+// buffer, chunk after chunk, by cp.async.bulk into `Stages` ping-pong receive chunks (32 KB / Stages each),
+// completing the receiver's full barrier; the receiver (another warp) releases a chunk as soon as it has
+// landed. Measures the push data path with the protocol's flow control but without the consumer's copy.
+// Shared memory: tile 32 KB + receive 32 KB + barriers.
+template <unsigned Stages>
+__global__ void push_raw_kernel(unsigned rounds) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr unsigned chunk = 32768 / Stages;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* empty = full + Stages;
+  unsigned char* tile = smem + 1024;
+  unsigned char* receive = tile + 32768;
+  for (unsigned i = threadIdx.x; i < 32768 / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(tile)[i] = make_uint4(i, i, i, blockIdx.x);
+  if (threadIdx.x == 0) {
+    for (unsigned s = 0; s < Stages; ++s) {
+      sc::ptx::barrier_init(&full[s], 1);
+      sc::ptx::barrier_init(&empty[s], 1);
+    }
+    sc::ptx::fence_barrier_init();
+  }
+  sc::ptx::fence_shared_to_async_proxy();
+  sc::ptx::cluster_sync();
+  const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
+  const unsigned successor = (rank + 1) % C, predecessor = (rank + C - 1) % C;
+  if (threadIdx.x == 0) {  // sender
+    for (unsigned r = 0; r < rounds; ++r) {
+      const unsigned s = r % Stages, use = r / Stages;
+      sc::ptx::wait_parity(&empty[s], (use & 1) ^ 1);
+      sc::ptx::bulk_copy_to_peer(sc::ptx::map_to_rank(receive + s * chunk, successor), tile + (r * chunk) % 32768, chunk,
+                                 sc::ptx::map_to_rank(&full[s], successor));
+    }
+  } else if (threadIdx.x == 32) {  // receiver
+    for (unsigned r = 0; r < rounds; ++r) {
+      const unsigned s = r % Stages, use = r / Stages;
+      sc::ptx::arrive_expect_bytes(&full[s], chunk);
+      sc::ptx::wait_parity_cta(&full[s], use & 1);
+      sc::ptx::arrive_remote(sc::ptx::map_to_rank(&empty[s], predecessor));
+    }
+  }
+  sc::ptx::cluster_sync();
 }
 
 // One-way latency: ranks 0 and C-1 bounce a signal `rounds` times. variant 0: remote mbarrier arrive
@@ -305,8 +353,12 @@ static collective_setup plan(bool gather, unsigned C, unsigned data_bytes) {
 
 int main(int argc, char** argv) {
   std::string commit = "unknown", markdown_path, json_path;
+  unsigned sweep_threads = 1024;  // the launch floor, the cluster-size sweep: --threads N --transport T
+  int sweep_bulk = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--commit")) commit = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--threads")) sweep_threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--transport")) sweep_bulk = !std::strcmp(argv[i + 1], "bulk");
     else if (!std::strcmp(argv[i], "--markdown")) markdown_path = argv[i + 1];
     else if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
   }
@@ -325,8 +377,9 @@ int main(int argc, char** argv) {
   };
   std::snprintf(line, sizeof line,
                 "# Cluster collectives on %s\n\n%s; commit %s; %d SMs; SM clock %d MHz (reported max); "
-                "nvcc -O3 sm_90a; 256 threads per block.\n\n",
-                prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000);
+                "nvcc -O3 sm_90a. Launch floor and cluster-size sweep: %u threads per block, transport %s.\n\n",
+                prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000, sweep_threads,
+                sweep_bulk ? "bulk_copy" : "store_async");
   out(line);
 
   // Buffers large enough for every configuration: 32 clusters x 4 blocks x 1 MB.
@@ -344,71 +397,88 @@ int main(int argc, char** argv) {
   }
 
   // ---- 1. ClusterFusion Table 1 comparison ----
-  const unsigned sizes_kb[] = {32, 64, 128, 256};
-  const float cf_reduce[] = {6.77f, 6.61f, 7.42f, 9.17f}, cf_gather[] = {3.90f, 4.12f, 4.39f, 4.15f};
-  const float cf_reduce_off[] = {8.03f, 9.01f, 14.95f, 22.44f}, cf_gather_off[] = {6.26f, 6.27f, 6.31f, 6.61f};
+  // Per-block data sizes 8-256 KB: ClusterFusion's "data size" read as the per-block buffer (32-256 KB, the
+  // targets of issue 6) or as the whole cluster's (then 8-64 KB per block at C = 4); NOTES-cluster.md v4.
+  const unsigned sizes_kb[] = {8, 16, 32, 64, 128, 256};
+  constexpr int size_count = 6;
+  const float cf_reduce[] = {0, 0, 6.77f, 6.61f, 7.42f, 9.17f}, cf_gather[] = {0, 0, 3.90f, 4.12f, 4.39f, 4.15f};
+  const float cf_reduce_off[] = {0, 0, 8.03f, 9.01f, 14.95f, 22.44f}, cf_gather_off[] = {0, 0, 6.26f, 6.27f, 6.31f, 6.61f};
   const unsigned C = 4;
   struct row_result {
     float dsm_launch[2], global_launch[2], dsm_ns, global_ns;
     long long dsm_cycles, global_cycles;
   };
-  row_result results[2][4];
-  for (int g = 0; g < 2; ++g)
-    for (int s = 0; s < 4; ++s) {
-      const bool gather = g == 1;
-      collective_setup p = plan(gather, C, sizes_kb[s] * 1024);
-      auto make = [&](bool dsm, unsigned clusters, unsigned iterations, long long* cyc) {
-        bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, cyc};
-        return [=](cudaStream_t stream) {
-          if (dsm)
-            return gather ? launch_clusters(dsm_kernel<true>, clusters, C, threads, p.dsm_smem, stream, a)
-                          : launch_clusters(dsm_kernel<false>, clusters, C, threads, p.dsm_smem, stream, a);
-          return gather ? launch_clusters(global_kernel<true>, clusters, C, threads, p.global_smem, stream, a)
-                        : launch_clusters(global_kernel<false>, clusters, C, threads, p.global_smem, stream, a);
+  struct config {
+    unsigned threads;
+    int bulk;
+  };
+  const config configs[] = {{256, 0}, {256, 1}, {1024, 0}, {1024, 1}};
+  for (const config& cfg : configs) {
+    threads = cfg.threads;
+    row_result results[2][size_count];
+    for (int g = 0; g < 2; ++g)
+      for (int s = 0; s < size_count; ++s) {
+        const bool gather = g == 1;
+        collective_setup p = plan(gather, C, sizes_kb[s] * 1024);
+        auto make = [&](bool dsm, unsigned clusters, unsigned iterations, long long* cyc) {
+          bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, cyc,
+                       cfg.bulk};
+          const unsigned t = threads;
+          return [=](cudaStream_t stream) {
+            if (dsm)
+              return gather ? launch_clusters(dsm_kernel<true>, clusters, C, t, p.dsm_smem, stream, a)
+                            : launch_clusters(dsm_kernel<false>, clusters, C, t, p.dsm_smem, stream, a);
+            return gather ? launch_clusters(global_kernel<true>, clusters, C, t, p.global_smem, stream, a)
+                          : launch_clusters(global_kernel<false>, clusters, C, t, p.global_smem, stream, a);
+          };
         };
-      };
-      row_result& r = results[g][s];
-      const unsigned grids[2] = {1, 32};
-      for (int k = 0; k < 2; ++k) {
-        r.dsm_launch[k] = per_launch_us(make(true, grids[k], 1, nullptr));
-        r.global_launch[k] = per_launch_us(make(false, grids[k], 1, nullptr));
+        row_result& r = results[g][s];
+        const unsigned grids[2] = {1, 32};
+        for (int k = 0; k < 2; ++k) {
+          r.dsm_launch[k] = per_launch_us(make(true, grids[k], 1, nullptr));
+          r.global_launch[k] = per_launch_us(make(false, grids[k], 1, nullptr));
+        }
+        // In kernel, one cluster: (t(72 calls) - t(8 calls)) / 64.
+        for (int dsm = 0; dsm < 2; ++dsm) {
+          float t_small = single_launch_us(make(dsm, 1, 8, nullptr));
+          float t_large = single_launch_us(make(dsm, 1, 72, cycles));
+          long long cyc;
+          CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
+          (dsm ? r.dsm_ns : r.global_ns) = (t_large - t_small) * 1000.f / 64;
+          (dsm ? r.dsm_cycles : r.global_cycles) = cyc;
+        }
       }
-      // In kernel, one cluster: (t(72 calls) - t(8 calls)) / 64.
-      for (int dsm = 0; dsm < 2; ++dsm) {
-        float t_small = single_launch_us(make(dsm, 1, 8, nullptr));
-        float t_large = single_launch_us(make(dsm, 1, 72, cycles));
-        long long cyc;
-        CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
-        (dsm ? r.dsm_ns : r.global_ns) = (t_large - t_small) * 1000.f / 64;
-        (dsm ? r.dsm_cycles : r.global_cycles) = cyc;
+    std::snprintf(line, sizeof line, "## ClusterFusion Table 1 comparison (fp16, cluster size 4, %u threads per block, "
+                  "transport %s)\n\n", cfg.threads, cfg.bulk ? "bulk_copy" : "store_async");
+    out(line);
+    out("D = per-block buffer of ClusterFusion Alg. 1/2: reduce = tile each block all-reduces (sum); gather = "
+        "buffer each block ends with (each contributes D/4). Tiles in shared memory up to 128 KB, in global "
+        "memory at 256 KB (reduce tile; gather destination). Per launch = one kernel (load input, one collective, "
+        "store output), graph replays, median. In kernel = (t(72 calls) - t(8 calls)) / 64, one cluster. CF ratios "
+        "> 1: Solder faster. The 8 and 16 KB rows have no CF number (they serve the cluster-total reading).\n\n");
+    out("| op | D (KB) | CF on-chip µs | CF off-chip µs | DSM µs/launch, 1 cluster | global µs/launch, 1 cluster | "
+        "DSM µs/launch, 32 clusters | global µs/launch, 32 clusters | CF / DSM per launch (1 cl.) | "
+        "DSM in-kernel ns/call | DSM cycles/call | CF / DSM in kernel | global in-kernel ns/call | global cycles/call | "
+        "global/DSM in-kernel |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int g = 0; g < 2; ++g)
+      for (int s = 0; s < size_count; ++s) {
+        const row_result& r = results[g][s];
+        const float cf = g ? cf_gather[s] : cf_reduce[s], cf_off = g ? cf_gather_off[s] : cf_reduce_off[s];
+        std::snprintf(line, sizeof line,
+                      "| %s | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.0f | %lld | %.2fx | %.0f | %lld | %.2fx |\n",
+                      g ? "gather" : "reduce", sizes_kb[s], cf, cf_off, r.dsm_launch[0], r.global_launch[0],
+                      r.dsm_launch[1], r.global_launch[1], cf / r.dsm_launch[0], r.dsm_ns, r.dsm_cycles,
+                      cf * 1000.f / r.dsm_ns, r.global_ns, r.global_cycles, r.global_ns / r.dsm_ns);
+        out(line);
       }
-    }
-  out("## ClusterFusion Table 1 comparison (fp16, cluster size 4)\n\n"
-      "D = per-block buffer of ClusterFusion Alg. 1/2: reduce = tile each block all-reduces (sum); gather = "
-      "buffer each block ends with (each contributes D/4). Tiles in shared memory up to 128 KB, in global "
-      "memory at 256 KB (reduce tile; gather destination). Per launch = one kernel (load input, one collective, "
-      "store output), graph replays, median. ClusterFusion's numbers are their published per-operation "
-      "latencies (their grid is not stated).\n\n");
-  out("| op | D (KB) | CF on-chip µs | CF off-chip µs | DSM µs/launch, 1 cluster | global µs/launch, 1 cluster | "
-      "DSM µs/launch, 32 clusters | global µs/launch, 32 clusters | vs CF on-chip (1 cl. / 32 cl.) | "
-      "DSM in-kernel ns/call | DSM cycles/call | global in-kernel ns/call | global cycles/call | "
-      "global/DSM in-kernel |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (int g = 0; g < 2; ++g)
-    for (int s = 0; s < 4; ++s) {
-      const row_result& r = results[g][s];
-      const float cf = g ? cf_gather[s] : cf_reduce[s], cf_off = g ? cf_gather_off[s] : cf_reduce_off[s];
-      std::snprintf(line, sizeof line,
-                    "| %s | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx / %.2fx | %.0f | %lld | %.0f | %lld | %.2fx |\n",
-                    g ? "gather" : "reduce", sizes_kb[s], cf, cf_off, r.dsm_launch[0], r.global_launch[0],
-                    r.dsm_launch[1], r.global_launch[1], cf / r.dsm_launch[0], cf / r.dsm_launch[1], r.dsm_ns,
-                    r.dsm_cycles, r.global_ns, r.global_cycles, r.global_ns / r.dsm_ns);
-      out(line);
-    }
+    out("\n");
+  }
+  threads = sweep_threads;
 
   // Launch floor: the same kernel with zero calls (setup, load, store, teardown).
   {
     collective_setup p = plan(false, C, 32 * 1024);
-    bench_args a{input, output, scratch, p.count, p.slot_bytes, 0, 0, 0, nullptr};
+    bench_args a{input, output, scratch, p.count, p.slot_bytes, 0, 0, 0, nullptr, sweep_bulk};
     float floor_us = per_launch_us([=](cudaStream_t stream) {
       return launch_clusters(dsm_kernel<false>, 1, C, threads, p.dsm_smem, stream, a);
     });
@@ -417,7 +487,8 @@ int main(int argc, char** argv) {
   }
 
   // In-kernel sweep over cluster sizes at D = 32 KB (reduce) and D = 32 KB * C / 4 (gather: 8 KB per block).
-  out("\n## In-kernel latency per cluster size (fp16, one cluster, 64 back-to-back calls)\n\n"
+  out("\n## In-kernel latency per cluster size (fp16, one cluster, 64 back-to-back calls; threads and transport "
+      "as in the header)\n\n"
       "| cluster size | reduce 32 KB ns/call | reduce cycles/call | gather 8 KB/block ns/call | gather cycles/call |\n|---|---|---|---|---|\n");
   for (unsigned cs : {2u, 4u, 8u, 16u}) {
     float ns[2] = {0, 0};
@@ -428,7 +499,8 @@ int main(int argc, char** argv) {
                    : max_active_clusters(dsm_kernel<false>, cs, threads, p.dsm_smem);
       if (fits == 0) continue;  // reported as 0: no cluster of this size fits with this footprint
       auto make = [&](unsigned iterations, long long* c) {
-        bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, c};
+        bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, c,
+                     sweep_bulk};
         return [=](cudaStream_t stream) {
           return g ? launch_clusters(dsm_kernel<true>, 1, cs, threads, p.dsm_smem, stream, a)
                    : launch_clusters(dsm_kernel<false>, 1, cs, threads, p.dsm_smem, stream, a);
@@ -442,11 +514,12 @@ int main(int argc, char** argv) {
     out(line);
   }
 
-  // ---- 2-4. DSM table ----
+  // ---- 2-4. DSM table (256 threads per block, 64 KB of shared memory: 3 blocks per SM, as the reference) ----
+  threads = 256;
   const unsigned cluster_sizes[] = {1, 2, 4, 8, 16};
   const unsigned smem_kb[] = {32, 64, 128, 192};
   const float reference_pull[] = {30.3f, 4.09f, 2.83f, 3.18f, 2.91f};
-  float pull[5] = {}, push[5] = {}, push_bulk[5] = {}, latency_ns[5] = {};
+  float pull[5] = {}, push[5] = {}, push_bulk[5] = {}, push_raw[5][2] = {}, latency_ns[5] = {};
   long long latency_cycles[5] = {}, latency_variants[5][3] = {};
   int active[5][4], active_bw[5];
   unsigned* sink;
@@ -480,6 +553,18 @@ int main(int argc, char** argv) {
         });
         push_bulk[i] = static_cast<float>(clusters) * cs * 32768.0 * 2 * rounds / (tb * 1e-6) / 1e12;
       }
+      const size_t raw_smem = 1024 + 65536;
+      for (int v = 0; v < 2; ++v) {
+        int raw_clusters = v == 0 ? max_active_clusters(push_raw_kernel<2>, cs, threads, raw_smem)
+                                  : max_active_clusters(push_raw_kernel<4>, cs, threads, raw_smem);
+        if (raw_clusters == 0) continue;
+        const unsigned chunks = v == 0 ? 4 * rounds : 8 * rounds;  // 128 x 32 KB per block either way
+        float tr = single_launch_us([&](cudaStream_t s) {
+          return v == 0 ? launch_clusters(push_raw_kernel<2>, raw_clusters, cs, threads, raw_smem, s, chunks)
+                        : launch_clusters(push_raw_kernel<4>, raw_clusters, cs, threads, raw_smem, s, chunks);
+        });
+        push_raw[i][v] = static_cast<float>(raw_clusters) * cs * 32768.0 * 2 * rounds / (tr * 1e-6) / 1e12;
+      }
       for (int variant = 0; variant < 3; ++variant) {
         CLUSTER_CHECK_CUDA(launch_clusters(latency_kernel, 1, cs, 32, 0, nullptr, 1000u, variant, cycles));
         CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
@@ -501,18 +586,22 @@ int main(int argc, char** argv) {
       "16 B completing the peer's transaction count (the round signal; ns at the reported max clock), "
       "release = remote arrive .release.cluster + wait .acquire.cluster (the slot release), relaxed = relaxed "
       "arrive + default wait.\n\n"
-      "| cluster size | clusters | pull TB/s | reference pull TB/s | push TB/s | push / reference pull | push bulk TB/s | "
+      "Push raw: cp.async.bulk of a 32 KB tile to the successor in 2 x 16 KB or 4 x 8 KB ping-pong chunks, "
+      "completing the receiver's mbarrier, released by the receiver on arrival (flow control, no copy-out). "
+      "Push (best) = the larger raw figure: the planner's push bandwidth.\n\n"
+      "| cluster size | clusters | pull TB/s | reference pull TB/s | push shuffle (st.async) TB/s | push shuffle bulk TB/s | "
+      "push raw 2x16 KB TB/s | push raw 4x8 KB TB/s | push (best) / reference pull | "
       "latency token cycles | ns | release cycles | relaxed cycles | max active clusters 32 / 64 / 128 / 192 KB |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < 5; ++i) {
     if (i == 0)
-      std::snprintf(line, sizeof line, "| 1 | %d | %.2f | %.2f | - | - | - | - | - | - | - | %d / %d / %d / %d |\n",
+      std::snprintf(line, sizeof line, "| 1 | %d | %.2f | %.2f | - | - | - | - | - | - | - | - | - | %d / %d / %d / %d |\n",
                     active_bw[i], pull[i], reference_pull[i], active[i][0], active[i][1], active[i][2], active[i][3]);
     else
       std::snprintf(line, sizeof line,
-                    "| %u | %d | %.2f | %.2f | %.2f | %.2fx | %.2f | %lld | %.0f | %lld | %lld | %d / %d / %d / %d |\n",
-                    cluster_sizes[i], active_bw[i], pull[i], reference_pull[i], push[i], push[i] / reference_pull[i],
-                    push_bulk[i],
+                    "| %u | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %lld | %.0f | %lld | %lld | %d / %d / %d / %d |\n",
+                    cluster_sizes[i], active_bw[i], pull[i], reference_pull[i], push[i], push_bulk[i], push_raw[i][0],
+                    push_raw[i][1], std::max(push_raw[i][0], push_raw[i][1]) / reference_pull[i],
                     latency_cycles[i], latency_ns[i], latency_variants[i][0], latency_variants[i][1], active[i][0],
                     active[i][1], active[i][2], active[i][3]);
     out(line);
@@ -532,10 +621,13 @@ int main(int argc, char** argv) {
                       "  \"sm_clock_mhz\": %d,\n  \"smem_per_block_bytes_for_bandwidth\": 65536,\n  \"cluster_sizes\": {\n",
                    prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000);
       for (int i = 0; i < 5; ++i) {
-        std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"push_bulk_tbps\": %s, \"one_way_latency_cycles\": %s, "
+        std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"push_shuffle_tbps\": %s, "
+                        "\"push_shuffle_bulk_tbps\": %s, \"one_way_latency_cycles\": %s, "
                         "\"one_way_latency_ns\": %s, \"max_active_clusters\": {\"32768\": %d, \"65536\": %d, "
                         "\"131072\": %d, \"196608\": %d}}%s\n",
-                     cluster_sizes[i], pull[i], i ? std::to_string(push[i]).c_str() : "null",
+                     cluster_sizes[i], pull[i],
+                     i ? std::to_string(std::max(push_raw[i][0], push_raw[i][1])).c_str() : "null",
+                     i ? std::to_string(push[i]).c_str() : "null",
                      i ? std::to_string(push_bulk[i]).c_str() : "null",
                      i ? std::to_string(latency_cycles[i]).c_str() : "null",
                      i ? std::to_string(latency_ns[i]).c_str() : "null", active[i][0], active[i][1], active[i][2],

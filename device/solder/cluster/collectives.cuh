@@ -35,7 +35,7 @@ __device__ inline uint32_t part_begin(uint32_t packets, uint32_t parts, uint32_t
 // cannot reorder loads across stores through possibly aliasing generic pointers).
 template <class Store>
 __device__ inline void batched_copy(const communicator& comm, const uint4* source, uint32_t packets, Store store) {
-  constexpr uint32_t batch = 4;
+  constexpr uint32_t batch = 4;  // 8 measured slower with st.async (NOTES-cluster.md, v4)
   const uint32_t stride = comm.threads();
   for (uint32_t base = comm.thread(); base < packets; base += batch * stride) {
     uint4 value[batch];
@@ -54,9 +54,30 @@ __device__ inline void copy_packets(const communicator& comm, uint4* destination
   batched_copy(comm, source, packets, [&](uint32_t p, uint4 value) { store_packet(destination + p, value); });
 }
 
-// Whole block: st.async of packets [source, source + packets) into a peer's slot (after wait_for_slot*).
+// Whether this call moves `tile` with bulk copies: the communicator asks for them and the tile is in this
+// block's shared memory. Uniform across the block.
+__device__ inline bool use_bulk(const communicator& comm, const void* tile) {
+  return comm.bulk_copy() && ptx::is_shared(tile);
+}
+
+// Whole block, at a collective's entry (replaces its first block barrier): with bulk copies, every thread
+// orders its earlier generic writes of shared memory before the copy engine's reads.
+__device__ inline void enter(bool bulk) {
+  if (bulk) ptx::fence_shared_to_async_proxy();
+  __syncthreads();
+}
+
+// Whole block: packets [source, source + packets) into a peer's slot (after wait_for_slot*). st.async by
+// every thread, or with `bulk` one cp.async.bulk issued by thread `issuer` (the source must be in shared
+// memory, written before a fence_shared_to_async_proxy + block barrier, and must stay unchanged until the
+// receiver releases the slot).
 __device__ inline void push_packets(const communicator& comm, remote_slot slot, const uint4* source,
-                                    uint32_t packets) {
+                                    uint32_t packets, bool bulk = false, uint32_t issuer = 0) {
+  if (bulk) {
+    if (comm.thread() == issuer % comm.threads() && packets > 0)
+      ptx::bulk_copy_to_peer(slot.data, source, packets * packet_bytes, slot.barrier);
+    return;
+  }
   batched_copy(comm, source, packets,
                [&](uint32_t p, uint4 value) { ptx::store_async_16(slot.data + p, value, slot.barrier); });
 }
@@ -64,9 +85,12 @@ __device__ inline void push_packets(const communicator& comm, remote_slot slot, 
 // Group all-reduce in place: reduce-scatter then all-gather, chunked by the mailbox slot size, with the
 // all-gather of chunk c and the reduce-scatter of chunk c+1 in flight together. 2 rounds per chunk of
 // G * slot_packets packets. Accumulation in fp32 in group-rank order, one rounding to T.
+// With bulk copies (shared-memory tiles): the reduce-scatter sources need no wait (a peer's all-gather data
+// implies it has received my slice), the all-gather source (my reduced slice) is waited for at the end.
 template <reduce_op Op, class T>
 __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, uint32_t group_size) {
-  __syncthreads();
+  const bool bulk = use_bulk(comm, tile);
+  enter(bulk);
   const group_view group = comm.group(group_size);
   if (group.size == 1 || count == 0) return;
   require_all_peers_layout(comm);
@@ -89,7 +113,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t owner = (group.local + i) % group.size;
       push_packets(comm, comm.peer_slot(ahead, group.rank_of(owner)), data + slice_begin(chunk, owner),
-                   slice_length(chunk, owner));
+                   slice_length(chunk, owner), bulk, 32 * i);
     }
   };
 
@@ -111,10 +135,16 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
       }
       uint4 result = pack<T>(accumulator);
       store_packet(data + mine + p, result);
+      if (bulk) continue;
       for (uint32_t i = 1; i < group.size; ++i) {
         remote_slot slot = comm.peer_slot(1, group.peer(i));
         ptx::store_async_16(slot.data + p, result, slot.barrier);
       }
+    }
+    if (bulk) {  // the reduced slice goes out by the copy engine once the whole block has written it
+      enter(true);
+      for (uint32_t i = 1; i < group.size; ++i)
+        push_packets(comm, comm.peer_slot(1, group.peer(i)), data + mine, mine_length, true, 32 * i);
     }
     comm.release_round_to_group(group);
 
@@ -130,6 +160,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     }
     comm.release_round_to_group(group);
   }
+  if (bulk) comm.wait_for_releases(group);
 }
 
 template <class T>
@@ -172,7 +203,8 @@ __device__ void all_exchange(communicator& comm, T* tile, uint32_t count, uint32
 // in every block. src may be dst + rank * count (in place); otherwise src and dst must not overlap.
 template <class T>
 __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_t count) {
-  __syncthreads();
+  const bool bulk = detail::use_bulk(comm, src);
+  detail::enter(bulk);
   const group_view group = comm.group(comm.size());
   const uint32_t packets = count / elements_per_packet<T>;
   const uint4* source = reinterpret_cast<const uint4*>(src);
@@ -190,7 +222,7 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
     comm.wait_for_slots(ahead, group);
     for (uint32_t i = 1; i < group.size; ++i)
       detail::push_packets(comm, comm.peer_slot(ahead, group.peer(i)), source + begin,
-                           detail::min_u32(slot, packets - begin));
+                           detail::min_u32(slot, packets - begin), bulk, 32 * i);
   };
   send(0, 0);
   for (uint32_t round = 0; round < rounds; ++round) {
@@ -204,6 +236,7 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
     }
     comm.release_round_to_group(group);
   }
+  if (bulk) comm.wait_for_releases(group);  // no bulk copy still reads src
 }
 
 // ---- reduce-scatter ---------------------------------------------------------------------------------------
@@ -214,7 +247,8 @@ template <reduce_op Op, class T>
 __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_t count) {
   static_assert(Op == reduce_op::sum || Op == reduce_op::max || Op == reduce_op::min,
                 "reduce_scatter takes sum, max or min");
-  __syncthreads();
+  const bool bulk = detail::use_bulk(comm, src);
+  detail::enter(bulk);
   const group_view group = comm.group(comm.size());
   const uint32_t packets = count / elements_per_packet<T>;
   const uint4* source = reinterpret_cast<const uint4*>(src);
@@ -234,7 +268,7 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t peer = group.peer(i);
       detail::push_packets(comm, comm.peer_slot(ahead, peer), source + peer * packets + begin,
-                           detail::min_u32(slot, packets - begin));
+                           detail::min_u32(slot, packets - begin), bulk, 32 * i);
     }
   };
   send(0, 0);
@@ -254,6 +288,7 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
     }
     comm.release_round_to_group(group);
   }
+  if (bulk) comm.wait_for_releases(group);  // no bulk copy still reads src
 }
 
 // ---- ring shuffle -----------------------------------------------------------------------------------------

@@ -29,6 +29,14 @@ inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size)
 //              group size for the communicator's whole life (so slots can be C-1 times larger).
 enum class mailbox_layout : unsigned { all_peers, ring };
 
+// How data moves into a peer's slot.
+//   store_async  every thread st.asyncs 16-byte packets from registers (the source may change at once).
+//   bulk_copy    for tiles in shared memory, one thread per destination issues one cp.async.bulk of the whole
+//                slice (the copy engine reads the source asynchronously; the collective waits for the
+//                receivers' releases of its last rounds before it returns, so inputs may still be
+//                overwritten after the call). Tiles in global memory fall back to store_async.
+enum class transport : unsigned { store_async, bulk_copy };
+
 SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned mailbox_peer_slots(unsigned cluster_size, mailbox_layout layout) {
   if (cluster_size <= 1) return 0;
   return layout == mailbox_layout::ring ? 1u : cluster_size - 1;

@@ -11,20 +11,22 @@
 //                      same predecessor, for dsm_shuffle alone.
 //
 // Protocol of one round r (stage r & 1), every block of the cluster doing the same rounds:
-//   send      one thread per destination waits empty[stage][dest] (acquire, cluster; parity tracked per
+//   send      one thread per destination waits empty[stage][dest] (parity tracked per
 //             destination and stage), block barrier; then every thread st.asyncs 16-byte packets into the
 //             destinations' slots, each completing 16 bytes on the destination's full[stage]
-//   receive   one thread: arrive.expect_tx(full[stage], bytes of the round) and wait for parity (r >> 1)
-//             (acquire, cluster); block barrier
-//   release   block barrier after the last read of the slots; one thread per source arrives (release,
-//             cluster) on the source's empty[stage][me]
+//   receive   one thread: arrive.expect_tx(full[stage], bytes of the round) and wait for parity (r >> 1);
+//             block barrier
+//   release   block barrier after the last read of the slots; one thread per source arrives remotely on the
+//             source's empty[stage][me]
+// Barrier semantics (v4): release/acquire at CTA scope, as CUTLASS's cluster pipelines; the data is ordered by
+// the transaction mechanism (ptx.cuh, SOLDER_CLUSTER_SCOPE_FENCES restores cluster scope, ~2x slower).
+// With transport::bulk_copy, one thread per destination sends a whole slice by cp.async.bulk instead.
 // Two stages (ping-pong) let round r+1 be sent before round r is consumed, and a stage is rewritten only after
 // its receiver released it, so an in-flight slot is never overwritten. Since st.async reads its value from
 // registers, a sender's source may change as soon as the stores are issued. The barriers are initialised
 // once and published with one cluster barrier (setup); no collective calls a cluster-wide barrier; teardown is
 // one cluster barrier so that no block exits while a peer may still write into its shared memory or barriers.
-// Cluster-scope waits are done by one thread per barrier and handed to the block by a block barrier: a
-// cluster-scope acquire costs ~700 cycles (bench/NOTES-cluster.md), so 256 threads must not each pay it.
+// Waits are done by one thread per barrier and handed to the block by a block barrier.
 //
 // Every thread of the block keeps an identical copy of the communicator (round counter, parity bits) in
 // registers; this holds because all threads make the same sequence of collective calls.
@@ -64,8 +66,10 @@ class communicator {
   // Whole cluster, once, before any collective. `mailbox` points to mailbox_bytes(cluster size, slot_bytes,
   // layout) bytes of shared memory, 16-byte aligned, at the same offset in every block; slot_bytes is a
   // multiple of 16. A ring layout (see limits.cuh) serves only dsm_shuffle with one group size.
+  // `how` picks the data path (limits.cuh, transport).
   __device__ static communicator setup(void* mailbox, uint32_t slot_bytes,
-                                       mailbox_layout layout = mailbox_layout::all_peers) {
+                                       mailbox_layout layout = mailbox_layout::all_peers,
+                                       transport how = transport::store_async) {
     communicator self;
     self.rank_ = ptx::block_rank();
     self.size_ = ptx::cluster_size();
@@ -76,6 +80,7 @@ class communicator {
     self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(mailbox) + mailbox_barrier_bytes);
     self.slot_packets_ = slot_bytes / packet_bytes;
     self.ring_ = layout == mailbox_layout::ring;
+    self.bulk_ = how == transport::bulk_copy;
     self.round_ = 0;
     self.send_parity_ = 0xffffffffu;  // the first wait on each empty barrier passes (phase "-1" is complete)
     if (self.thread_ == 0) {
@@ -99,6 +104,7 @@ class communicator {
   __device__ uint32_t slot_packets() const { return slot_packets_; }
   __device__ uint32_t rounds_done() const { return round_; }
   __device__ bool ring_layout() const { return ring_; }
+  __device__ bool bulk_copy() const { return bulk_; }
 
   __device__ group_view group(uint32_t group_size) const {
     return group_view{rank_ / group_size * group_size, group_size, rank_ % group_size};
@@ -123,6 +129,17 @@ class communicator {
   __device__ void wait_for_slot(uint32_t ahead, uint32_t destination) {
     if (thread_ == 0) wait_empty(ahead, destination);
     flip(ahead, destination);
+    __syncthreads();
+  }
+
+  // Whole block. Waits until every other block of `group` has released every slot this block wrote into it
+  // (both stages), without consuming the waits: a later wait_for_slot(s) on the same slot passes at once.
+  // After it, no bulk copy of this block still reads its sources. One waiting thread per destination.
+  __device__ void wait_for_releases(const group_view& group) const {
+    if (thread_ + 1 < group.size) {
+      wait_empty(0, group.peer(thread_ + 1));
+      wait_empty(1, group.peer(thread_ + 1));
+    }
     __syncthreads();
   }
 
@@ -190,6 +207,7 @@ class communicator {
   uint4* slots_;
   uint32_t rank_, size_, thread_, threads_, slot_packets_;
   bool ring_;             // mailbox_layout::ring: one slot per stage
+  bool bulk_;             // transport::bulk_copy
   uint32_t round_;        // next round to receive
   uint32_t send_parity_;  // bit (stage * 16 + destination): parity to wait for on empty[stage][destination]
 };

@@ -56,25 +56,53 @@ __device__ inline void fence_barrier_init() {
   cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
 }
 
+// Memory-model scope of the protocol's barrier operations. By default (v4) they use the semantics CUTLASS's
+// cluster pipelines use: arrive = release at CTA scope, wait = acquire at CTA scope; the data itself is ordered
+// by the transaction mechanism (st.async / cp.async.bulk complete_tx), and a slot release only has to order
+// the receiver's reads of its own shared memory. -DSOLDER_CLUSTER_SCOPE_FENCES=1 restores the v1-v3
+// cluster-scope release/acquire (measured ~2.5x slower per round: bench/NOTES-cluster.md, v4).
+#ifndef SOLDER_CLUSTER_SCOPE_FENCES
+#define SOLDER_CLUSTER_SCOPE_FENCES 0
+#endif
+
 // mbarrier.arrive.expect_tx on a barrier of this block: one arrival plus `bytes` of expected transactions.
 // One thread per arrival the barrier was initialised with.
 __device__ inline void arrive_expect_bytes(uint64_t* barrier, uint32_t bytes) {
+#if SOLDER_CLUSTER_SCOPE_FENCES
   (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cluster,
                                              cuda::ptx::space_shared, barrier, bytes);
+#else
+  (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                             cuda::ptx::space_shared, barrier, bytes);
+#endif
 }
 
-// mbarrier.try_wait.parity.acquire.cluster, looped: returns once the phase with parity `parity` has
-// completed. Any thread (every thread that will read what the barrier guards must wait itself).
+// mbarrier.try_wait.parity, looped: returns once the phase with parity `parity` has completed (acquire at CTA
+// scope; at cluster scope with SOLDER_CLUSTER_SCOPE_FENCES). Any thread (every thread that will read what the
+// barrier guards must wait itself, or be ordered after the waiter by a block barrier).
 __device__ inline void wait_parity(uint64_t* barrier, uint32_t parity) {
+#if SOLDER_CLUSTER_SCOPE_FENCES
   while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, barrier, parity)) {
   }
+#else
+  while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+  }
+#endif
 }
 
-// mbarrier.arrive.release.cluster.shared::cluster on a barrier in a peer block (address from map_to_rank).
-// One thread per arrival; release orders the block's earlier reads (after a block barrier) before it.
+// mbarrier.arrive.shared::cluster on a barrier in a peer block (address from map_to_rank), default semantics
+// (release, CTA scope: as CUTLASS's ClusterBarrier::arrive(cta_id); not wrapped by <cuda/ptx>, hence the raw
+// PTX). One thread per arrival; orders the block's earlier reads (after a block barrier) before it. With
+// SOLDER_CLUSTER_SCOPE_FENCES: mbarrier.arrive.release.cluster.
 __device__ inline void arrive_remote(uint64_t* remote_barrier) {
+#if SOLDER_CLUSTER_SCOPE_FENCES
   cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
                              remote_barrier);
+#else
+  // The shared-window offset of a mapa address is its shared::cluster address (what <cuda/ptx> passes too).
+  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(remote_barrier));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(address) : "memory");
+#endif
 }
 
 // mbarrier.try_wait.parity (default semantics: acquire at CTA scope), looped. For barriers whose phase is

@@ -5,7 +5,8 @@
 // before each run; each kernel makes `reps` back-to-back calls with fresh data (phase and parity reuse).
 // Tiles live in shared memory when they fit next to the mailbox, else in per-block global memory.
 // Flags: --subset (a few small cases, for compute-sanitizer), --filter=TEXT (case names containing TEXT),
-// --verbose (names each case on stderr before running it).
+// --verbose (names each case on stderr before running it), --transport=bulk (the communicator's bulk-copy
+// data path instead of st.async), --threads=N (threads per block, default 256).
 #include <solder/cluster/cluster.cuh>
 
 #include <array>
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -33,6 +35,7 @@ struct kernel_args {
   unsigned count;      // the collective's count argument
   unsigned in_count, out_count, group, reps, slot_bytes;
   int global_tiles;
+  int bulk;  // communicator transport: 0 store_async, 1 bulk_copy
 };
 
 template <class T>
@@ -43,10 +46,11 @@ __device__ void copy_tile(T* dst, const T* src, unsigned count) {
 }
 
 template <class T, kind K, reduce_op Op>
-__global__ void collective_kernel(kernel_args a) {
+__global__ void __launch_bounds__(1024) collective_kernel(kernel_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned cluster_size = sc::ptx::cluster_size();
-  auto comm = sc::communicator::setup(smem, a.slot_bytes);
+  auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
+                                     a.bulk ? sc::transport::bulk_copy : sc::transport::store_async);
   T* in_tile;
   T* out_tile;
   if (a.global_tiles) {
@@ -131,6 +135,9 @@ struct outcome {
   std::string detail;
 };
 
+static unsigned block_threads = 256;
+static int use_bulk = 0;
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float random_uniform(float lo, float hi) {
   rng_state ^= rng_state << 13;
@@ -143,9 +150,9 @@ template <class T>
 static cudaError_t launch_kind(const test_case& c, unsigned clusters, size_t smem, const kernel_args& a,
                                int* max_clusters) {
   auto pick = [&](auto kernel) -> cudaError_t {
-    *max_clusters = max_active_clusters(kernel, c.cluster_size, 256, smem);
+    *max_clusters = max_active_clusters(kernel, c.cluster_size, block_threads, smem);
     if (*max_clusters == 0) return cudaErrorNotSupported;
-    return launch_clusters(kernel, clusters, c.cluster_size, 256, smem, nullptr, a);
+    return launch_clusters(kernel, clusters, c.cluster_size, block_threads, smem, nullptr, a);
   };
   switch (c.k) {
     case kind::reduce:
@@ -205,7 +212,7 @@ static outcome run_case(const test_case& c) {
   }
   CLUSTER_CHECK_CUDA(cudaMemcpy(d_input, input.data(), input.size(), cudaMemcpyHostToDevice));
   CLUSTER_CHECK_CUDA(cudaMemcpy(d_output, initial.data(), initial.size(), cudaMemcpyHostToDevice));
-  kernel_args a{d_input, d_output, d_scratch, count, in_count, out_count, c.group, reps, c.slot_bytes, global_tiles};
+  kernel_args a{d_input, d_output, d_scratch, count, in_count, out_count, c.group, reps, c.slot_bytes, global_tiles, use_bulk};
   int max_clusters = 0;
   cudaError_t status = c.type == dtype::f32    ? launch_kind<float>(c, clusters, smem, a, &max_clusters)
                        : c.type == dtype::bf16 ? launch_kind<__nv_bfloat16>(c, clusters, smem, a, &max_clusters)
@@ -366,14 +373,17 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--subset")) subset = true;
     else if (!std::strcmp(argv[i], "--verbose")) verbose = true;
     else if (!std::strncmp(argv[i], "--filter=", 9)) filter = argv[i] + 9;
+    else if (!std::strcmp(argv[i], "--transport=bulk")) use_bulk = 1;
+    else if (!std::strncmp(argv[i], "--threads=", 10)) block_threads = static_cast<unsigned>(std::atoi(argv[i] + 10));
     else {
-      std::fprintf(stderr, "usage: test_collectives [--subset] [--verbose] [--filter=TEXT]\n");
+      std::fprintf(stderr, "usage: test_collectives [--subset] [--verbose] [--filter=TEXT] [--transport=bulk] [--threads=N]\n");
       return 2;
     }
   }
   cudaDeviceProp prop;
   CLUSTER_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  std::printf("device: %s (%d SMs); %u threads per block; transport %s\n", prop.name, prop.multiProcessorCount,
+              block_threads, use_bulk ? "bulk_copy" : "store_async");
 
   std::vector<test_case> cases = all_cases(subset);
   std::map<std::string, std::map<unsigned, std::array<int, 4>>> table;  // row -> C -> pass, tol, fail, skip
