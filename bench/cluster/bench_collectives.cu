@@ -618,8 +618,9 @@ int main(int argc, char** argv) {
     FILE* f = std::fopen(json_path.c_str(), "w");
     if (f) {
       std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n  \"commit\": \"%s\",\n  \"sm_count\": %d,\n"
-                      "  \"sm_clock_mhz\": %d,\n  \"smem_per_block_bytes_for_bandwidth\": 65536,\n  \"cluster_sizes\": {\n",
-                   prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000);
+                      "  \"sm_clock_mhz\": %d,\n  \"smem_per_block_bytes\": %zu,\n  \"max_cluster_size\": 16,\n"
+                      "  \"smem_per_block_bytes_for_bandwidth\": 65536,\n  \"cluster_sizes\": {\n",
+                   prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000, prop.sharedMemPerBlockOptin);
       for (int i = 0; i < 5; ++i) {
         std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"push_shuffle_tbps\": %s, "
                         "\"push_shuffle_bulk_tbps\": %s, \"one_way_latency_cycles\": %s, "

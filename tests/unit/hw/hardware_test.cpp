@@ -1,0 +1,98 @@
+// Hardware description: the compiled-in H100 table, the JSON reader's errors, and the writer round trip.
+#include "hw/hardware.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "ir/diagnostics.h"
+
+namespace solder {
+namespace {
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_hardware_description(text, "t.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Hardware, DefaultIsTheMeasuredH100Table) {
+  const HardwareDescription& hw = default_hardware();
+  EXPECT_EQ(hw.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(hw.sm_count, 132);
+  EXPECT_EQ(hw.max_cluster_size, 16);
+  EXPECT_GT(hw.smem_per_block_bytes, 200 * 1024);
+  ASSERT_EQ(hw.dsm.size(), 5u);
+  for (int c : {2, 4, 8, 16}) {
+    const DsmEntry* e = hw.dsm_at(c);
+    ASSERT_NE(e, nullptr) << c;
+    ASSERT_TRUE(e->push_tbps.has_value());
+    EXPECT_GT(*e->push_tbps, e->pull_tbps) << "push above pull at cluster size " << c;
+    EXPECT_GT(e->latency_cycles.value_or(0), 0);
+  }
+  EXPECT_FALSE(hw.dsm_at(1)->push_tbps.has_value());
+  EXPECT_EQ(hw.dsm_at(3), nullptr);
+}
+
+TEST(Hardware, CompiledInTableEqualsTheResultsFile) {
+  std::ifstream file(std::string(SOLDER_SOURCE_DIR) + "/bench/results/h100/dsm-table.json");
+  ASSERT_TRUE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::string on_disk = text.str();
+  while (!on_disk.empty() && (on_disk.back() == '\n' || on_disk.back() == ' ')) on_disk.pop_back();
+  std::string compiled_in(default_dsm_table_json());
+  while (!compiled_in.empty() && (compiled_in.back() == '\n' || compiled_in.back() == ' ')) compiled_in.pop_back();
+  EXPECT_EQ(compiled_in, on_disk) << "run src/hw/embed_dsm_table.sh";
+}
+
+TEST(Hardware, MaxActiveClustersRoundsTheFootprintUp) {
+  const HardwareDescription& hw = default_hardware();
+  EXPECT_EQ(hw.max_active_clusters(4, 65536), hw.dsm_at(4)->max_active_clusters.at(65536));
+  EXPECT_EQ(hw.max_active_clusters(4, 40000), hw.dsm_at(4)->max_active_clusters.at(65536));
+  EXPECT_EQ(hw.max_active_clusters(4, 1 << 20), 0);
+  EXPECT_EQ(hw.max_active_clusters(5, 1024), 0);
+}
+
+TEST(Hardware, WriterRoundTrips) {
+  const HardwareDescription& hw = default_hardware();
+  HardwareDescription again = parse_hardware_description(to_json(hw), "round-trip");
+  EXPECT_EQ(again.name, hw.name);
+  EXPECT_EQ(again.commit, hw.commit);
+  ASSERT_EQ(again.dsm.size(), hw.dsm.size());
+  for (size_t i = 0; i < hw.dsm.size(); ++i) {
+    EXPECT_EQ(again.dsm[i].cluster_size, hw.dsm[i].cluster_size);
+    EXPECT_NEAR(again.dsm[i].pull_tbps, hw.dsm[i].pull_tbps, 1e-4);
+    EXPECT_EQ(again.dsm[i].max_active_clusters, hw.dsm[i].max_active_clusters);
+  }
+}
+
+TEST(Hardware, ErrorsNamePlaceExpectedAndFound) {
+  EXPECT_EQ(error_of("{\"device\": 3}"), "t.json:1:12: expected \"device\" to be a string, found a number");
+  EXPECT_EQ(error_of("[1]"), "t.json:1:1: expected a JSON object (a hardware description), found an array");
+  EXPECT_EQ(error_of("{\"device\": \"x\",\n \"sm_count\": 1 2}"), "t.json:2:16: expected ',' or '}' in an object, found '2'");
+  EXPECT_EQ(error_of("{\"device\": \"x\""), "t.json:1:15: expected ',' or '}' in an object, found the end of the file");
+  const std::string missing = error_of(R"({"device": "x", "sm_count": 1, "sm_clock_mhz": 1, "smem_per_block_bytes": 1,
+    "max_cluster_size": 16, "cluster_sizes": {"2": {"push_tbps": 1, "max_active_clusters": {}}}})");
+  EXPECT_NE(missing.find("expected member \"pull_tbps\" (a number) in cluster size 2, found none"), std::string::npos) << missing;
+  const std::string bad_key = error_of(R"({"device": "x", "sm_count": 1, "sm_clock_mhz": 1, "smem_per_block_bytes": 1,
+    "max_cluster_size": 16, "cluster_sizes": {"two": {"pull_tbps": 1, "max_active_clusters": {}}}})");
+  EXPECT_NE(bad_key.find("expected a cluster size as a positive integer key, found \"two\""), std::string::npos) << bad_key;
+}
+
+TEST(Hardware, LoadNamesAMissingFile) {
+  try {
+    load_hardware_description("/nonexistent/dsm.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/nonexistent/dsm.json: expected a readable hardware description (JSON), found no such file or no permission");
+  }
+}
+
+}  // namespace
+}  // namespace solder
