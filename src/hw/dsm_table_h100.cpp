@@ -6,19 +6,19 @@ namespace solder {
 std::string_view default_dsm_table_json() {
   static constexpr char text[] = R"json({
   "device": "NVIDIA H100 80GB HBM3",
-  "date": "2026-11-22 06:55 UTC",
-  "commit": "28e04b6-v4b",
+  "date": "2026-11-22 06:59 UTC",
+  "commit": "8f0deef",
   "sm_count": 132,
   "sm_clock_mhz": 1980,
   "smem_per_block_bytes": 232448,
   "max_cluster_size": 16,
   "smem_per_block_bytes_for_bandwidth": 65536,
   "cluster_sizes": {
-    "1": {"pull_tbps": 25.759, "push_tbps": null, "push_shuffle_tbps": null, "push_shuffle_bulk_tbps": null, "one_way_latency_cycles": null, "one_way_latency_ns": null, "max_active_clusters": {"32768": 528, "65536": 396, "131072": 132, "196608": 132}},
-    "2": {"pull_tbps": 3.985, "push_tbps": 4.930608, "push_shuffle_tbps": 3.748971, "push_shuffle_bulk_tbps": 4.689601, "one_way_latency_cycles": 359, "one_way_latency_ns": 181.313126, "max_active_clusters": {"32768": 264, "65536": 198, "131072": 66, "196608": 66}},
-    "4": {"pull_tbps": 3.373, "push_tbps": 4.115571, "push_shuffle_tbps": 3.231359, "push_shuffle_bulk_tbps": 3.667186, "one_way_latency_cycles": 360, "one_way_latency_ns": 181.818176, "max_active_clusters": {"32768": 124, "65536": 92, "131072": 30, "196608": 30}},
-    "8": {"pull_tbps": 3.324, "push_tbps": 3.958218, "push_shuffle_tbps": 3.299484, "push_shuffle_bulk_tbps": 3.850026, "one_way_latency_cycles": 360, "one_way_latency_ns": 181.818176, "max_active_clusters": {"32768": 62, "65536": 45, "131072": 15, "196608": 15}},
-    "16": {"pull_tbps": 3.076, "push_tbps": 3.790034, "push_shuffle_tbps": 3.112161, "push_shuffle_bulk_tbps": 3.577014, "one_way_latency_cycles": 360, "one_way_latency_ns": 181.818176, "max_active_clusters": {"32768": 28, "65536": 21, "131072": 7, "196608": 7}}
+    "1": {"pull_tbps": 26.388, "push_tbps": null, "push_shuffle_tbps": null, "push_shuffle_bulk_tbps": null, "one_way_latency_cycles": null, "one_way_latency_ns": null, "max_active_clusters": {"32768": 528, "65536": 396, "131072": 132, "196608": 132}},
+    "2": {"pull_tbps": 4.004, "push_tbps": 4.955558, "push_shuffle_tbps": 3.763105, "push_shuffle_bulk_tbps": 4.705758, "one_way_latency_cycles": 359, "one_way_latency_ns": 181.313126, "max_active_clusters": {"32768": 264, "65536": 198, "131072": 66, "196608": 66}},
+    "4": {"pull_tbps": 3.387, "push_tbps": 4.133204, "push_shuffle_tbps": 3.232875, "push_shuffle_bulk_tbps": 3.676410, "one_way_latency_cycles": 360, "one_way_latency_ns": 181.818176, "max_active_clusters": {"32768": 124, "65536": 92, "131072": 30, "196608": 30}},
+    "8": {"pull_tbps": 3.347, "push_tbps": 3.989678, "push_shuffle_tbps": 3.309202, "push_shuffle_bulk_tbps": 3.899018, "one_way_latency_cycles": 360, "one_way_latency_ns": 181.818176, "max_active_clusters": {"32768": 62, "65536": 45, "131072": 15, "196608": 15}},
+    "16": {"pull_tbps": 3.109, "push_tbps": 3.837256, "push_shuffle_tbps": 3.139225, "push_shuffle_bulk_tbps": 3.617264, "one_way_latency_cycles": 360, "one_way_latency_ns": 181.818176, "max_active_clusters": {"32768": 28, "65536": 21, "131072": 7, "196608": 7}}
   }
 }
 )json";
