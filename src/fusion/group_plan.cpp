@@ -17,6 +17,7 @@ FusionParams gpu_fusion_params() {
   params.grid_tile = 128;
   params.stream_tile = 64;
   params.inner_tile = 64;
+  params.streaming_tiles = true;
   return params;
 }
 
@@ -104,7 +105,9 @@ class Planner {
         plan_.notes.push_back("not streaming " + plan_.dims[static_cast<size_t>(plan_.stream)].name + ": " + refusal);
         excluded.insert(plan_.stream);
       }
-      choose_segments();
+      bool streaming = params_.streaming_tiles && !has_contraction();
+      if (streaming) retile_for_streaming();
+      choose_segments(streaming ? params_.streaming_min_blocks : params_.min_blocks_for_single_segment);
       std::string capacity = check_capacity();
       if (!capacity.empty()) return {std::nullopt, capacity};
       return {plan_, ""};
@@ -333,6 +336,109 @@ class Planner {
     }
   }
 
+  // ---- 2b. Memory-bound tiles (FusionParams::streaming_tiles) ------------------------------------
+  // The dims a load's indices use, as dims of member `m`.
+  std::set<int> load_dims(const GroupMember& m, const LoadNode& load) const {
+    std::set<int> dims;
+    for (auto& i : load.index)
+      for (auto& v : vars_used(i))
+        if (int d = m.dim_of(v); d >= 0) dims.insert(d);
+    return dims;
+  }
+
+  // A contraction: a sum whose body reads two tensors over a reduced dim where one lacks a kept dim
+  // (of 8 or more) that the other has: a matrix product, QK^T, PV, a decode GEMV. Such groups keep
+  // the tensor-core tiles. (Inertia's mass[b, n] * pos[b, n, x] lacks only x < 3: no contraction.)
+  bool has_contraction() const {
+    for (auto& m : plan_.members) {
+      if (m.def.reduce != ReduceOp::sum || m.r_dims.empty()) continue;
+      std::vector<std::set<int>> kept;  // per load over a reduced dim: its kept dims
+      for_each_load(m.def.body, [&](const LoadNode& load) {
+        std::set<int> dims = load_dims(m, load), p;
+        bool reduced = false;
+        for (int d : dims) {
+          if (std::find(m.r_dims.begin(), m.r_dims.end(), d) != m.r_dims.end()) reduced = true;
+          if (std::find(m.p_dims.begin(), m.p_dims.end(), d) != m.p_dims.end()) p.insert(d);
+        }
+        if (reduced) kept.push_back(p);
+      });
+      auto lacks = [&](const std::set<int>& a, const std::set<int>& b) {  // b has a wide dim that a lacks
+        for (int d : b)
+          if (!a.count(d) && plan_.dims[static_cast<size_t>(d)].extent >= 8) return true;
+        return false;
+      };
+      for (size_t a = 0; a < kept.size(); ++a)
+        for (size_t b = 0; b < kept.size(); ++b)
+          if (a != b && lacks(kept[a], kept[b])) return true;
+    }
+    return false;
+  }
+
+  static int64_t floor_pow2(int64_t x) {
+    int64_t p = 1;
+    while (p * 2 <= x) p *= 2;
+    return p;
+  }
+
+  // Few rows per block and a long stream (or inner, or contiguous grid) tile: each block stages about
+  // streaming_tile_elements elements per step, in enough blocks to fill the GPU.
+  void retile_for_streaming() {
+    const int64_t elements = params_.streaming_tile_elements;
+    // Dims that are the last (contiguous) index of an input load, with the narrowest such dtype.
+    std::map<int, int64_t> contiguous_bytes;
+    std::map<std::string, std::set<int>> input_dims;  // streamed inputs: their dims
+    for (auto& m : plan_.members)
+      for_each_load(m.def.body, [&](const LoadNode& load) {
+        if (member_index(load.tensor) >= 0 || !program_.has_tensor(load.tensor) || load.index.empty()) return;
+        const TensorInfo& t = program_.tensor(load.tensor);
+        if (auto v = load.index.back().as<VarNode>(); v && m.dim_of(v->name) >= 0) {
+          int64_t bytes = dtype_bytes(t.dtype);
+          auto [it, fresh] = contiguous_bytes.emplace(m.dim_of(v->name), bytes);
+          if (!fresh) it->second = std::min(it->second, bytes);
+        }
+        auto dims = load_dims(m, load);
+        input_dims[load.tensor].insert(dims.begin(), dims.end());
+      });
+    // The innermost grid dim that got grid_tile (assign_roles), and the blocks of the other grid dims.
+    int inner_grid = -1;
+    int64_t other_blocks = 1;
+    for (int g : plan_.grid_dims())
+      if (plan_.dims[static_cast<size_t>(g)].tile > 1 && inner_grid < 0) inner_grid = g;
+      else other_blocks *= plan_.dims[static_cast<size_t>(g)].tiles();
+    int64_t grid_tile = 1;
+    if (inner_grid >= 0) {
+      GroupDim& dim = plan_.dims[static_cast<size_t>(inner_grid)];
+      auto c = contiguous_bytes.find(inner_grid);
+      int64_t sector = c == contiguous_bytes.end() ? 1 : std::max<int64_t>(1, 32 / c->second);
+      if (plan_.stream < 0 && other_blocks >= params_.streaming_min_blocks && c != contiguous_bytes.end())
+        grid_tile = elements;  // rows enough: a long contiguous tile per block
+      else  // as many blocks as wanted, down to one sector of the contiguous dim
+        grid_tile = std::max(sector, floor_pow2(std::max<int64_t>(1, dim.extent * other_blocks / params_.streaming_min_blocks)));
+      grid_tile = std::min({grid_tile, elements, dim.extent});
+      dim.tile = grid_tile;
+    }
+    int64_t blocks = other_blocks * (inner_grid >= 0 ? plan_.dims[static_cast<size_t>(inner_grid)].tiles() : 1);
+    // Few blocks: a longer step per block keeps more bytes in flight.
+    int64_t per_step = blocks < params_.streaming_min_blocks ? 4 * elements : elements;
+    if (plan_.stream >= 0) {
+      // Staged elements per stream position: each streamed input's dims other than grid and stream.
+      int64_t width = 0;
+      for (auto& [tensor, dims] : input_dims) {
+        if (!dims.count(plan_.stream)) continue;
+        int64_t w = 1;
+        for (int d : dims)
+          if (d != plan_.stream) w *= plan_.dims[static_cast<size_t>(d)].tile;
+        width += w;
+      }
+      GroupDim& s = plan_.dims[static_cast<size_t>(plan_.stream)];
+      s.tile = std::min(s.extent, std::clamp<int64_t>(floor_pow2(std::max<int64_t>(1, elements / std::max<int64_t>(1, width))), 64, elements));
+      return;
+    }
+    for (auto& dim : plan_.dims)
+      if (dim.role == DimRole::inner)
+        dim.tile = std::min(dim.extent, std::clamp<int64_t>(floor_pow2(std::max<int64_t>(1, per_step / grid_tile)), 64, 1024));
+  }
+
   // ---- 3. Phases and decompositions -----------------------------------------------------------
   std::string assign_phases() {
     std::vector<std::set<int>> reads(plan_.members.size());
@@ -461,7 +567,7 @@ class Planner {
   }
 
   // ---- 4. Multi-segment -------------------------------------------------------------------------
-  void choose_segments() {
+  void choose_segments(int64_t min_blocks) {
     plan_.segments = 1;
     if (plan_.stream < 0) return;
     const GroupDim& s = plan_.dims[static_cast<size_t>(plan_.stream)];
@@ -497,8 +603,8 @@ class Planner {
       for (auto& dims : streamed_loads)
         if (!dims.count(g)) return;  // blocks along g share this streamed input's tiles: keep one segment
     }
-    if (blocks >= params_.min_blocks_for_single_segment) return;
-    int64_t want = (params_.min_blocks_for_single_segment + blocks - 1) / blocks;
+    if (blocks >= min_blocks) return;
+    int64_t want = (min_blocks + blocks - 1) / blocks;
     plan_.segments = static_cast<int>(std::min<int64_t>(s.tiles(), want));
     if (plan_.segments > 1)
       plan_.notes.push_back("multi-segment: the stream " + s.name + " is split into " + std::to_string(plan_.segments) +

@@ -37,10 +37,21 @@ struct FusionParams {
   int64_t resident_limit = 512;   // largest extent held whole when streaming is possible
   int64_t on_chip_budget = 192 * 1024;  // bytes of tiles, states and staged inputs per block
   int min_blocks_for_single_segment = 64;  // below this, split the stream across blocks
+
+  // Memory-bound tiles for groups without a contraction (no sum over a product of two loads that
+  // each lack a kept dim of the other; those keep the tiles above, for the tensor-core emitter). When
+  // `streaming_tiles` is set, such a group gets few rows per block and a long stream tile: about
+  // `streaming_tile_elements` staged elements per block and step, the innermost grid dim tiled to at
+  // least one 32-byte sector where it is contiguous in an input, and the stream split into segments
+  // only when the grid has fewer than `streaming_min_blocks` blocks.
+  bool streaming_tiles = false;
+  int64_t streaming_tile_elements = 4096;
+  int64_t streaming_min_blocks = 264;  // two blocks per SM of an H100
 };
 
 // The parameters for the CUDA backend: tiles that fill a block of 8 warps (128 rows of the innermost
-// grid dim, one 16-row tensor-core fragment per warp) and stream 64 elements per step. The CPU
+// grid dim, one 16-row tensor-core fragment per warp) and stream 64 elements per step for groups with
+// a contraction; streaming tiles (few rows, ~4K elements per step) for the memory-bound rest. The CPU
 // defaults above stay small so that the executor's tests stay fast.
 FusionParams gpu_fusion_params();
 
