@@ -36,7 +36,8 @@ int command_bench(const std::vector<std::string>& args) {
   ProgramOptions options;
   int replays = 50;
   double bandwidth_tbs = 3.0, tensor_tflops = 710;
-  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json]",
+  CompileOptions compile_options = CompileOptions::for_gpu();
+  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json]",
                   "Time one call of the compiled program on the GPU: every kernel launch of a call is captured\n"
                   "in a CUDA graph, replayed after a warm-up, and timed with CUDA events; the median of the\n"
                   "replays is reported, with the minimum and maximum. Inputs are rotated among several copies\n"
@@ -45,6 +46,10 @@ int command_bench(const std::vector<std::string>& args) {
                   "(matrix-multiply FLOPs of sum reductions of products); the defaults are the H100 ceilings\n"
                   "measured in shared/reference (3.0 TB/s copy, 710 TFLOP/s bf16)."};
   add_program_options(command, options, true);
+  command.options.push_back({"--tile-rows", "N", "rows of the innermost grid dim per block (default 128)",
+                             [&compile_options](const std::string& v) { compile_options.fusion.grid_tile = std::max(1, std::stoi(v)); }});
+  command.options.push_back({"--tile-cols", "N", "elements of the streamed dim per step (default 64)",
+                             [&compile_options](const std::string& v) { compile_options.fusion.stream_tile = std::max(1, std::stoi(v)); }});
   command.options.push_back({"--replays", "N", "timed replays (default 50)", [&replays](const std::string& v) { replays = std::max(1, std::stoi(v)); }});
   command.options.push_back({"--bandwidth", "TB/s", "memory bandwidth for the floor (default 3.0)", [&bandwidth_tbs](const std::string& v) { bandwidth_tbs = std::stod(v); }});
   command.options.push_back({"--tensor-rate", "TFLOP/s", "tensor-core rate for the floor (default 710)", [&tensor_tflops](const std::string& v) { tensor_tflops = std::stod(v); }});
@@ -54,7 +59,7 @@ int command_bench(const std::vector<std::string>& args) {
   if (!gpu_available(&why)) throw Error("solder bench needs a GPU: " + why);
   BoundProgram program = load_program(files[0], options.sizes);
   TensorSet inputs = make_inputs(program, options.seed);
-  KernelProgram kernels = compile_program(program, CompileOptions::for_gpu()).kernels;
+  KernelProgram kernels = compile_program(program, compile_options).kernels;
   double bytes = 0;
   for (const TensorInfo* t : program.inputs()) bytes += static_cast<double>(t->bytes());
   for (const TensorInfo* t : program.outputs()) bytes += static_cast<double>(t->bytes());

@@ -53,8 +53,25 @@ __device__ __forceinline__ void store(int* p, float x) { *p = static_cast<int>(r
 __device__ __forceinline__ void store(unsigned char* p, float x) { *p = x != 0.0f ? 1 : 0; }
 
 // ---- Math with the executor's semantics --------------------------------------------------------
-__device__ __forceinline__ float max_nan(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b); }
-__device__ __forceinline__ float min_nan(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b); }
+// NaN in either operand gives NaN (one max.NaN / min.NaN instruction on sm_80+).
+__device__ __forceinline__ float max_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
+#endif
+}
+__device__ __forceinline__ float min_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
+#endif
+}
 __device__ __forceinline__ long long max_int(long long a, long long b) { return a > b ? a : b; }
 __device__ __forceinline__ long long min_int(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -131,32 +131,42 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       std::optional<GroupPlan> plan;
       std::string refusal;
       LoweredGroup lowered;
-      for (bool prefer_inner : {false, true}) {
-        PlanAttempt attempt = plan_group(program, group, exported, structural);
-        if (!attempt.plan) { refusal = attempt.refusal; break; }
-        if (prefer_inner) {
-          // Hold nothing whole that only reductions use: loop over it instead.
-          for (auto& dim : attempt.plan->dims)
-            if (dim.role == DimRole::resident && !dim.whole && dim.extent > params.inner_tile) {
-              bool p_dim = false;
-              for (auto& m : attempt.plan->members)
-                for (size_t i = 0; i < m.p_dims.size(); ++i) p_dim |= &attempt.plan->dims[static_cast<size_t>(m.p_dims[i])] == &dim;
-              if (!p_dim) { dim.role = DimRole::inner; dim.tile = params.inner_tile; }
-            }
+      // Within the budget: as requested, then holding less whole, then with smaller row and inner
+      // tiles (the GPU's 128-row tiles halve down to the CPU defaults before the group is split).
+      for (int64_t grid_tile = params.grid_tile, inner_tile = params.inner_tile; !plan; grid_tile /= 2, inner_tile /= 2) {
+        FusionParams tiled = structural;
+        tiled.grid_tile = std::max(grid_tile, std::min<int64_t>(params.grid_tile, FusionParams{}.grid_tile));
+        tiled.inner_tile = std::max(inner_tile, std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile));
+        for (bool prefer_inner : {false, true}) {
+          PlanAttempt attempt = plan_group(program, group, exported, tiled);
+          if (!attempt.plan) { refusal = attempt.refusal; break; }
+          if (prefer_inner) {
+            // Hold nothing whole that only reductions use: loop over it instead.
+            for (auto& dim : attempt.plan->dims)
+              if (dim.role == DimRole::resident && !dim.whole && dim.extent > tiled.inner_tile) {
+                bool p_dim = false;
+                for (auto& m : attempt.plan->members)
+                  for (size_t i = 0; i < m.p_dims.size(); ++i) p_dim |= &attempt.plan->dims[static_cast<size_t>(m.p_dims[i])] == &dim;
+                if (!p_dim) { dim.role = DimRole::inner; dim.tile = tiled.inner_tile; }
+              }
+          }
+          std::string name = group.size() == 1 ? group[0].target.name : "fused_" + group.back().target.name;
+          LoweredGroup candidate = lower_group(program, *attempt.plan, name);
+          std::string largest;
+          int64_t bytes = on_chip_bytes(candidate.kernels, &largest);
+          if (bytes <= params.on_chip_budget) {
+            plan = attempt.plan;
+            lowered = std::move(candidate);
+            refusal.clear();
+            break;
+          }
+          refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes) + " bytes (" + std::to_string((bytes + 1023) / 1024) +
+                    " KB) of tiles per block (largest " + largest + "); the budget is " + std::to_string(params.on_chip_budget) +
+                    " bytes (" + std::to_string(params.on_chip_budget / 1024) + " KB)";
         }
-        std::string name = group.size() == 1 ? group[0].target.name : "fused_" + group.back().target.name;
-        LoweredGroup candidate = lower_group(program, *attempt.plan, name);
-        std::string largest;
-        int64_t bytes = on_chip_bytes(candidate.kernels, &largest);
-        if (bytes <= params.on_chip_budget) {
-          plan = attempt.plan;
-          lowered = std::move(candidate);
-          refusal.clear();
-          break;
-        }
-        refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes) + " bytes (" + std::to_string((bytes + 1023) / 1024) +
-                  " KB) of tiles per block (largest " + largest + "); the budget is " + std::to_string(params.on_chip_budget) +
-                  " bytes (" + std::to_string(params.on_chip_budget / 1024) + " KB)";
+        bool smallest = tiled.grid_tile <= std::min<int64_t>(params.grid_tile, FusionParams{}.grid_tile) &&
+                        tiled.inner_tile <= std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile);
+        if (plan || smallest || refusal.find("on-chip capacity") == std::string::npos) break;
       }
       if (plan && group.size() > 1) {
         std::vector<std::string> hoisted = costly_pre_members(*plan);

@@ -16,7 +16,7 @@ FusionParams gpu_fusion_params() {
   FusionParams params;
   params.grid_tile = 128;
   params.stream_tile = 64;
-  params.inner_tile = 64;
+  params.inner_tile = 128;  // head dims up to 128 held whole
   params.streaming_tiles = true;
   return params;
 }

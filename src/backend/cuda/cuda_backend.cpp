@@ -9,7 +9,6 @@
 namespace solder {
 namespace {
 
-constexpr int kThreadsPerBlock = 256;
 
 struct LoadedProgram {
   runtime::Module module;
@@ -54,7 +53,7 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     const GeneratedKernel& info = loaded.generated.kernels[k];
     runtime::LaunchConfig config;
     config.grid.x = static_cast<unsigned>(info.blocks);
-    config.block.x = kThreadsPerBlock;
+    config.block.x = static_cast<unsigned>(info.threads);
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = stream;

@@ -1,0 +1,9 @@
+// Solder's tile primitives for tensor-core kernels: mma fragments, ldmatrix, cp.async, swizzled
+// shared-memory layouts, row reductions over fragments.
+#pragma once
+
+#include <solder/tile/cp_async.cuh>
+#include <solder/tile/fragment.cuh>
+#include <solder/tile/ldmatrix.cuh>
+#include <solder/tile/mma.cuh>
+#include <solder/tile/swizzle.cuh>

@@ -1,0 +1,52 @@
+// The tensor-core emitter: Kernel IR of a streamed two-contraction kernel → CUDA C++ on mma.sync.
+//
+// The fused lowering turns attention and its variants (causal, sliding window, soft-capping, ALiBi,
+// prefix and document masks, GQA) into one kernel of this shape:
+//
+//   stage A (a 16-bit tile [.., BM, D]) from global memory
+//   fill the row states (one value per row i of the block) and the wide accumulators [.., BM, DV]
+//   for j_t in begin .. end {
+//     stage B [.., BN, D] and V [.., BN, DV]
+//     S[.., i, j] = sum(d) A[.., i, d] * B[.., j, d] * scalars        (the scores)
+//     row statements: maps of row states, reductions over j of expressions of S and row states
+//     wide maps: O[.., i, d] = f(O[.., i, d], row states)               (online rescaling)
+//     O[.., i, dv] += sum(j) P(S[.., i, j], row states) * V[.., j, dv]  (the second contraction)
+//   }
+//   maps of row states and wide tiles; stores to global memory
+//
+// This emitter keeps S, P, the row states and the wide tiles in registers in the mma.sync m16n8k16
+// fragment layout (one warp per 16 rows, BM / 16 warps), loads A once into fragments, streams B and
+// V through swizzled shared memory with cp.async (B of the next tile in flight during P·V), and
+// evaluates every other statement of the kernel, as written, per fragment element. Two choices
+// differ from the Kernel IR's float32 arithmetic and are FlashAttention-2's: P is rounded to the
+// inputs' 16-bit type before the second contraction, and exp is the fast hardware exponential. The
+// end-to-end checks against the float64 reference cover both (bf16-level error).
+//
+// Tiles that a mask makes empty are skipped (the masked-identity rule, see the .cpp): the mask
+// condition is evaluated over the whole tile in interval arithmetic at run time, from the index
+// expressions, without building a mask tensor.
+//
+// Kernels of any other shape are refused with the rule that refused them; the generic writer of
+// cuda_codegen.cpp then handles them.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct MmaStreamKernel {
+  std::string source;   // one __global__ function
+  GeneratedKernel info;
+  std::string summary;  // one line: tiles, warps, tile skipping
+};
+
+// The kernel's CUDA source when it has the shape above; otherwise std::nullopt and *refusal names
+// the rule that refused it.
+std::optional<MmaStreamKernel> generate_mma_stream_kernel(const KernelProgram& program, const Kernel& kernel,
+                                                          std::string* refusal);
+
+}  // namespace solder

@@ -1,0 +1,82 @@
+// The tensor-core emitter: which kernels it takes, which rule refuses the others, and the shape of
+// what it writes. (Whether the kernels compute the right values is checked on the GPU by
+// tests/gpu/attention.sh and tests/gpu/run.sh; CudaCodegen.EveryExampleCompilesWithNvccForSm90a
+// compiles them.)
+#include <gtest/gtest.h>
+
+#include "backend/cuda/mma_stream_codegen.h"
+#include "driver/compile.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+KernelProgram compile_example(const std::string& name, std::vector<std::pair<std::string, int64_t>> dims, bool small = true) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));
+  BoundProgram bound = bind_program(program, SizeChoice{small, dims});
+  return compile_program(bound, CompileOptions::for_gpu()).kernels;
+}
+
+std::optional<MmaStreamKernel> emit(const KernelProgram& kp, std::string* refusal) {
+  return generate_mma_stream_kernel(kp, kp.kernels.front(), refusal);
+}
+
+TEST(MmaStreamCodegen, TakesVanillaAttention) {
+  KernelProgram kp = compile_example("vanilla", {{"S", 256}});
+  std::string refusal;
+  auto k = emit(kp, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_EQ(k->info.threads, 256);  // 128 rows, one warp per 16
+  EXPECT_EQ(k->info.cluster, 1);
+  EXPECT_NE(k->source.find("mma_16816"), std::string::npos);
+  EXPECT_NE(k->source.find("ldmatrix_x4_trans"), std::string::npos);
+  EXPECT_NE(k->source.find("cp_async_16"), std::string::npos);
+  EXPECT_NE(k->summary.find("no tile skipping (no mask"), std::string::npos) << k->summary;
+  // P reuses the exponentials of the row sum instead of computing them again.
+  EXPECT_NE(k->source.find("P: the values the reduction above computed"), std::string::npos);
+}
+
+TEST(MmaStreamCodegen, SkipsTilesACausalMaskEmpties) {
+  for (const char* name : {"causal", "sliding_window", "prefix_lm"}) {
+    KernelProgram kp = compile_example(name, {{"S", 512}});
+    std::string refusal;
+    auto k = emit(kp, &refusal);
+    ASSERT_TRUE(k) << name << ": " << refusal;
+    EXPECT_NE(k->summary.find("tiles the mask empties are skipped"), std::string::npos) << name << ": " << k->summary;
+    EXPECT_NE(k->source.find("auto tile_live = [&](long long j_t) -> bool { return ("), std::string::npos) << name;
+    EXPECT_NE(k->source.find("if (tile_full(j_t)) {"), std::string::npos) << name;  // full tiles skip the mask
+  }
+}
+
+TEST(MmaStreamCodegen, DataDependentMasksAreEvaluatedPerElement) {
+  KernelProgram kp = compile_example("document_mask", {{"S", 256}});
+  std::string refusal;
+  auto k = emit(kp, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->summary.find("has no interval bound"), std::string::npos) << k->summary;
+  EXPECT_NE(k->source.find("doc[("), std::string::npos);  // the key's document id read from the input
+}
+
+TEST(MmaStreamCodegen, RaggedTilesKeepTheirGuards) {
+  KernelProgram kp = compile_example("vanilla", {{"S", 200}, {"D", 32}});
+  std::string refusal;
+  auto k = emit(kp, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("< 200LL"), std::string::npos);
+}
+
+TEST(MmaStreamCodegen, RefusesOtherShapesWithTheRule) {
+  std::string refusal;
+  KernelProgram moe = compile_example("moe_routing", {}, false);
+  EXPECT_FALSE(emit(moe, &refusal));
+  EXPECT_FALSE(refusal.empty());
+  KernelProgram variance = compile_example("variance", {{"L", 4096}});
+  EXPECT_FALSE(emit(variance, &refusal));
+  EXPECT_FALSE(refusal.empty());
+  KernelProgram one_tile = compile_example("vanilla", {});  // 64 keys: held whole, no stream
+  EXPECT_FALSE(emit(one_tile, &refusal));
+  EXPECT_NE(refusal.find("loop"), std::string::npos) << refusal;
+}
+
+}  // namespace
+}  // namespace solder
