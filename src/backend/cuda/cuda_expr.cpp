@@ -55,8 +55,10 @@ std::string CudaExprPrinter::print(const Expr& e, ValueType as) {
 
 std::string CudaExprPrinter::offset(const CudaArray& a, const std::vector<std::string>& index) const {
   if (index.empty()) return "0";
+  // Tiles are at most 227 KB: their strides are int (32-bit arithmetic when the indices are int).
+  std::string suffix = a.global ? "LL" : "";
   std::string s = "(" + index[0] + ")";
-  for (size_t d = 1; d < index.size(); ++d) s = "(" + s + " * " + std::to_string(a.shape[d]) + "LL + (" + index[d] + "))";
+  for (size_t d = 1; d < index.size(); ++d) s = "(" + s + " * " + std::to_string(a.shape[d]) + suffix + " + (" + index[d] + "))";
   return s;
 }
 
@@ -113,7 +115,13 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
       switch (b->op) {
         case BinaryOp::floordiv: return "solder::floordiv(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")";
         case BinaryOp::mod: return "solder::floormod(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")";
-        case BinaryOp::pow: return "powf(" + print_float(b->lhs) + ", " + print_float(b->rhs) + ")";
+        case BinaryOp::pow: {
+          // x^2 as one correctly rounded product (what the executor's f32-rounded pow gives), not
+          // powf's log/exp sequence of ~100 instructions.
+          auto c = b->rhs.as<ConstNode>();
+          if (c && c->value == 2) return "[](float t) { return t * t; }(" + print_float(b->lhs) + ")";
+          return "powf(" + print_float(b->lhs) + ", " + print_float(b->rhs) + ")";
+        }
         case BinaryOp::div: return "(" + print_float(b->lhs) + " / " + print_float(b->rhs) + ")";
         case BinaryOp::max:
           return t == ValueType::integer ? "solder::max_int(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")"

@@ -1,0 +1,87 @@
+// 16-byte vector accesses for the code generator's staging copies (global <-> tile) and the warp
+// combine of its cooperative reductions. Tiles hold float (each value already rounded to its buffer's
+// dtype); globals keep their dtype. Every function here is per thread; the combines are called by
+// all 32 lanes of a warp.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace solder::reduce {
+
+// ---- Global loads: one 16-byte access, converted to float (p 16-byte aligned) ------------------
+__device__ __forceinline__ void load_vector(const float* p, float (&v)[4]) {
+  float4 x = *reinterpret_cast<const float4*>(p);
+  v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+}
+__device__ __forceinline__ void load_vector(const __half* p, float (&v)[8]) {
+  uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { float2 f = __half22float2(h[i]); v[2 * i] = f.x; v[2 * i + 1] = f.y; }
+}
+__device__ __forceinline__ void load_vector(const __nv_bfloat16* p, float (&v)[8]) {
+  uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { float2 f = __bfloat1622float2(h[i]); v[2 * i] = f.x; v[2 * i + 1] = f.y; }
+}
+
+// ---- Global stores: round to nearest even into the dtype, one 16-byte access ---------------------
+__device__ __forceinline__ void store_vector(float* p, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store_vector(__half* p, const float (&v)[8]) {
+  uint4 raw;
+  __half2* h = reinterpret_cast<__half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+  *reinterpret_cast<uint4*>(p) = raw;
+}
+__device__ __forceinline__ void store_vector(__nv_bfloat16* p, const float (&v)[8]) {
+  uint4 raw;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+  *reinterpret_cast<uint4*>(p) = raw;
+}
+
+// ---- Float tiles in shared memory: N floats (a multiple of 4) as float4 accesses ----------------
+template <int N>
+__device__ __forceinline__ void load_tile(const float* p, float (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i += 4) {
+    float4 x = *reinterpret_cast<const float4*>(p + i);
+    v[i] = x.x; v[i + 1] = x.y; v[i + 2] = x.z; v[i + 3] = x.w;
+  }
+}
+template <int N>
+__device__ __forceinline__ void store_tile(float* p, const float (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i += 4) *reinterpret_cast<float4*>(p + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+}
+
+// ---- Combining operators of cooperative reduces (f32 at each step; max/min propagate NaN) ------
+struct Sum { __device__ __forceinline__ float operator()(float a, float b) const { return a + b; } };
+struct Prod { __device__ __forceinline__ float operator()(float a, float b) const { return a * b; } };
+struct Max {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
+  }
+};
+struct Min {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
+  }
+};
+
+// Recursive doubling over the xor offsets first, 2 * first, ... below `last` (powers of two, last
+// <= 32): afterwards every lane holds the combination over the lanes that differ from it only in
+// those offset bits. All 32 lanes of the warp must call it.
+template <class Op>
+__device__ __forceinline__ float warp_combine(float value, int first, int last, Op op) {
+  for (int offset = first; offset < last; offset *= 2) value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
+}  // namespace solder::reduce
