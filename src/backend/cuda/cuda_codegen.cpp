@@ -9,6 +9,7 @@
 
 #include "backend/cuda/cuda_expr.h"
 #include "ir/expr_visitor.h"
+#include "backend/cuda/mma_stream_codegen.h"
 #include "ir/diagnostics.h"
 #include "ir/printer.h"
 #include "kernel/kernel_verifier.h"
