@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Compiles the tile-primitive device tests and each header of device/solder/tile on its own for sm_90a with
+# nvcc (no GPU needed, nothing runs); ptxas warns on register spills.
+# Usage: tests/gpu/tile/compile_check.sh   (CUDA=/usr/local/cuda by default; BUILD=build-tile)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+CUDA=${CUDA:-/usr/local/cuda}
+BUILD=${BUILD:-$ROOT/build-tile}
+NVCC="$CUDA/bin/nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -I$ROOT/device"
+mkdir -p "$BUILD"
+cd "$ROOT"
+echo "nvcc: $($CUDA/bin/nvcc --version | tail -1)"
+$NVCC -Xptxas -warn-spills -c tests/gpu/tile/test_tile.cu -o "$BUILD/test_tile.o"
+echo "ok: tests/gpu/tile/test_tile.cu"
+# Each header on its own (include-what-you-use).
+for header in device/solder/tile/*.cuh; do
+  printf '#include <solder/tile/%s>\n' "$(basename "$header")" > "$BUILD/tile_header_check.cu"
+  $NVCC -c "$BUILD/tile_header_check.cu" -o "$BUILD/tile_header_check.o"
+done
+echo "ok: every header of device/solder/tile compiles alone"
+echo "compile_check: all passed"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds and runs the tile-primitive device tests (test_tile.cu) on a Hopper GPU, then compute-sanitizer racecheck
+# and memcheck on a subset (test_tile --subset). Prints the result table and "N passed, M failed". Logs go to
+# LOG_DIR (default: the build directory). Exits non-zero on any failure.
+# Usage: tests/gpu/tile/run.sh [tests] [sanitizers]   (both when no stage is named)
+#   env: CUDA=/usr/local/cuda, BUILD=build-tile, LOG_DIR=$BUILD, TEST_TIMEOUT=300, SANITIZER_TIMEOUT=240
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+CUDA=${CUDA:-/usr/local/cuda}
+BUILD=${BUILD:-$ROOT/build-tile}
+LOG_DIR=${LOG_DIR:-$BUILD}
+NVCC="$CUDA/bin/nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -I$ROOT/device"
+SANITIZER=${SANITIZER:-$CUDA/bin/compute-sanitizer}
+STAGES="${*:-tests sanitizers}"
+mkdir -p "$BUILD" "$LOG_DIR"
+cd "$ROOT"
+if [ ! -x "$BUILD/test_tile" ] || [ -n "$(find device/solder/tile device/solder/runtime.cuh tests/gpu/tile -newer "$BUILD/test_tile" -type f)" ]; then
+  $NVCC tests/gpu/tile/test_tile.cu -o "$BUILD/test_tile" || exit 1
+fi
+status=0
+if [[ " $STAGES " == *" tests "* ]]; then
+  echo "== device tests"
+  timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_tile" --verbose 2>"$LOG_DIR/test-progress.log" | tee "$LOG_DIR/test.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "device tests FAILED (last case: $(tail -1 "$LOG_DIR/test-progress.log"))"; status=1; }
+fi
+for tool in racecheck memcheck; do
+  [[ " $STAGES " == *" sanitizers "* ]] || break
+  echo "== compute-sanitizer --tool $tool (subset)"
+  timeout "${SANITIZER_TIMEOUT:-240}" "$SANITIZER" --tool "$tool" --error-exitcode 3 "$BUILD/test_tile" --subset \
+    >"$LOG_DIR/sanitizer-$tool.log" 2>&1
+  rc=$?
+  tail -3 "$LOG_DIR/sanitizer-$tool.log"
+  [ $rc -eq 0 ] || { echo "compute-sanitizer $tool FAILED (exit $rc)"; status=1; }
+done
+exit $status
