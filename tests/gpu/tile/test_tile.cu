@@ -50,12 +50,14 @@ namespace st = solder::tile;
     if (status_ != cudaSuccess) {                                                                                \
       std::fprintf(stderr, "%s:%d: %s failed: %s (case %s)\n", __FILE__, __LINE__, #call,                        \
                    cudaGetErrorString(status_), current_case.c_str());                                           \
-      std::exit(2);                                                                                              \
+      print_table_and_exit(2);                                                                                   \
     }                                                                                                            \
   } while (0)
 
-static std::string current_case;
+static std::string current_case = "startup";
 static bool verbose = false;
+// Prints the table of the cases run so far and "N passed, M failed", then exits (a CUDA error ends the run).
+[[noreturn]] static void print_table_and_exit(int status);
 static bool subset = false;
 
 // ---- device side ----------------------------------------------------------------------------------------------
@@ -963,6 +965,28 @@ static void pack2_test() {
   table[row].note = std::to_string(in.size()) + " values, bit-exact";
 }
 
+[[noreturn]] static void print_table_and_exit(int status) {
+  std::printf("\n| test | passed / run | worst error / Σ abs(a b) | bound | note |\n|---|---|---|---|---|\n");
+  int passed = 0, run = 0;
+  for (const auto& name : row_order) {
+    const table_row& r = table[name];
+    passed += r.passed;
+    run += r.run;
+    char worst[32] = "-", bound[32] = "-";
+    if (r.has_metric) std::snprintf(worst, sizeof worst, "%.2e", r.worst);
+    if (r.has_metric) std::snprintf(bound, sizeof bound, r.bound > 0 ? "%.2e" : "exact", r.bound);
+    std::printf("| %s | %s%d/%d%s | %s | %s | %s |\n", name.c_str(), r.passed == r.run ? "" : "**", r.passed, r.run,
+                r.passed == r.run ? "" : "**", worst, bound, r.note.c_str());
+  }
+  if (status == 2) {  // the case a CUDA error stopped counts as failed
+    std::printf("| %s | **aborted** | | | CUDA error |\n", current_case.c_str());
+    run += 1;
+  }
+  std::printf("\n%d passed, %d failed\n", passed, run - passed);
+  std::fflush(stdout);
+  std::exit(status >= 0 ? status : (run == passed && run > 0 ? 0 : 1));
+}
+
 // ---- main ------------------------------------------------------------------------------------------------------
 
 int main(int argc, char** argv) {
@@ -1000,18 +1024,5 @@ int main(int argc, char** argv) {
   pack2_test<__half>();
   zero_fill_null_test();
 
-  std::printf("\n| test | passed / run | worst error / Σ|a||b| | bound | note |\n|---|---|---|---|---|\n");
-  int passed = 0, run = 0;
-  for (const auto& name : row_order) {
-    const table_row& r = table[name];
-    passed += r.passed;
-    run += r.run;
-    char worst[32] = "-", bound[32] = "-";
-    if (r.has_metric) std::snprintf(worst, sizeof worst, "%.2e", r.worst);
-    if (r.has_metric) std::snprintf(bound, sizeof bound, r.bound > 0 ? "%.2e" : "exact", r.bound);
-    std::printf("| %s | %s%d/%d%s | %s | %s | %s |\n", name.c_str(), r.passed == r.run ? "" : "**", r.passed, r.run,
-                r.passed == r.run ? "" : "**", worst, bound, r.note.c_str());
-  }
-  std::printf("\n%d passed, %d failed\n", passed, run - passed);
-  return run == passed && run > 0 ? 0 : 1;
+  print_table_and_exit(-1);
 }
