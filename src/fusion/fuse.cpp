@@ -80,6 +80,16 @@ std::vector<std::string> costly_pre_members(const GroupPlan& plan) {
 
 }  // namespace
 
+// A sum over a product of two program inputs (attention's q·k, a GEMM of two inputs).
+bool contracts_two_inputs(const BoundProgram& program, const Definition& d) {
+  if (d.reduce != ReduceOp::sum) return false;
+  std::set<std::string> inputs;
+  for (const TensorInfo* t : program.inputs()) inputs.insert(t->name);
+  int loaded = 0;
+  for (auto& t : tensors_used(d.body)) loaded += inputs.count(t) > 0;
+  return loaded >= 2;
+}
+
 FusionResult fuse_program(const BoundProgram& program, const FusionParams& params) {
   FusionResult result;
   InlinedProgram inlined = inline_pointwise(program);
@@ -132,11 +142,20 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       std::string refusal;
       LoweredGroup lowered;
       // Within the budget: as requested, then holding less whole, then with smaller row and inner
-      // tiles (the GPU's 128-row tiles halve down to the CPU defaults before the group is split).
+      // tiles. A group of several definitions keeps 64 rows and its inner tile (a tensor-core
+      // kernel's shape) and is split instead; a single definition halves down to the CPU defaults.
+      // (Two or more contractions of program inputs -- diff_attn's two score matrices -- keep the
+      // row tile too: at fewer rows their tiles and accumulators together outgrow the registers of
+      // one tensor-core kernel, while each half alone is one such kernel.)
+      int input_contractions = 0;
+      for (auto& d : group) input_contractions += contracts_two_inputs(program, d);
+      const int64_t smallest_grid_tile =
+          std::min<int64_t>(params.grid_tile, group.size() == 1 ? FusionParams{}.grid_tile : input_contractions > 1 ? params.grid_tile : 64);
+      const int64_t smallest_inner_tile = group.size() > 1 ? params.inner_tile : std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile);
       for (int64_t grid_tile = params.grid_tile, inner_tile = params.inner_tile; !plan; grid_tile /= 2, inner_tile /= 2) {
         FusionParams tiled = structural;
-        tiled.grid_tile = std::max(grid_tile, std::min<int64_t>(params.grid_tile, FusionParams{}.grid_tile));
-        tiled.inner_tile = std::max(inner_tile, std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile));
+        tiled.grid_tile = std::max(grid_tile, smallest_grid_tile);
+        tiled.inner_tile = std::max(inner_tile, smallest_inner_tile);
         for (bool prefer_inner : {false, true}) {
           PlanAttempt attempt = plan_group(program, group, exported, tiled);
           if (!attempt.plan) { refusal = attempt.refusal; break; }
@@ -164,8 +183,7 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
                     " KB) of tiles per block (largest " + largest + "); the budget is " + std::to_string(params.on_chip_budget) +
                     " bytes (" + std::to_string(params.on_chip_budget / 1024) + " KB)";
         }
-        bool smallest = tiled.grid_tile <= std::min<int64_t>(params.grid_tile, FusionParams{}.grid_tile) &&
-                        tiled.inner_tile <= std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile);
+        bool smallest = tiled.grid_tile <= smallest_grid_tile && tiled.inner_tile <= smallest_inner_tile;
         if (plan || smallest || refusal.find("on-chip capacity") == std::string::npos) break;
       }
       if (plan && group.size() > 1) {

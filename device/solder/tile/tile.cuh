@@ -3,6 +3,7 @@
 #pragma once
 
 #include <solder/tile/cp_async.cuh>
+#include <solder/tile/fast_math.cuh>
 #include <solder/tile/fragment.cuh>
 #include <solder/tile/ldmatrix.cuh>
 #include <solder/tile/mma.cuh>

@@ -202,7 +202,7 @@ class IntervalPrinter {
 
 // ---- The writer -----------------------------------------------------------------------------------
 
-enum class Role { row, wide, scores, tile_a, tile_b, tile_v, column };
+enum class Role { row, wide, scores, tile_a, tile_b, tile_v, column, scalar };
 
 // How the variables of one statement map onto a thread's fragment elements.
 struct Binding {
@@ -267,6 +267,7 @@ class MmaStreamWriter {
     for (auto& b : kernel_.buffers) {
       Role r = roles_.at(b.name);
       if (r == Role::row) out << "  float " << cuda_identifier(b.name) << "[2];  // row state, " << dtype_name(b.dtype) << "\n";
+      if (r == Role::scalar) out << "  float " << cuda_identifier(b.name) << "[1];  // scalar, " << dtype_name(b.dtype) << "\n";
       if (r == Role::wide) out << "  float " << cuda_identifier(b.name) << "[" << DV_ / 8 << "][4];  // fragments, " << dtype_name(b.dtype) << "\n";
       if (r == Role::scores) out << "  float " << cuda_identifier(b.name) << "[" << BN_ / 8 << "][4];  // score fragments\n";
     }
@@ -299,6 +300,66 @@ class MmaStreamWriter {
   std::string full_condition_;                 // C++ of "the tile j_t may hold a masked score"
   std::optional<Expr> mask_;                   // the mask C of select(C, S, -inf)
   bool mask_true_ = false;                     // emitting the full-tile version: select(C, S, -inf) is S
+
+  // The score modifier: when every read of S outside its contraction sits inside one subexpression
+  // G(S) (soft-capping's CAP * tanh(S / CAP), ALiBi's S + slope * (j - i); the mask select itself
+  // excluded), G is applied to S once, in place, after the contraction, and the statements read S.
+  // The values are the same float32 computations done once instead of once per statement.
+  std::optional<Expr> modifier_;
+  std::string modifier_refusal_;
+  bool modifier_in_place_ = false;  // while emitting G itself
+  void find_score_modifier() {
+    std::vector<const ReduceNode*> readers;
+    for (auto& s : loop_->body) {
+      if (s.kind() == StmtKind::Reduce && s.as<ReduceNode>() != scores_ && uses_tensor(s.as<ReduceNode>()->value, S_)) readers.push_back(s.as<ReduceNode>());
+      if (s.kind() == StmtKind::Map && uses_tensor(s.as<MapNode>()->value, S_)) return;
+    }
+    if (readers.size() < 2) return;
+    Expr g = readers[0] == pv_ ? p_value_ : readers[0]->value;
+    if (g.kind() == ExprKind::Select && mask_ && structurally_equal(g.as<SelectNode>()->cond, *mask_) && is_neg_infinity(g.as<SelectNode>()->if_false))
+      g = g.as<SelectNode>()->if_true;
+    if (g.kind() == ExprKind::Load || !uses_tensor(g, S_)) return;
+    for (auto& t : tensors_used(g))
+      if (t != S_ && roles_.count(t)) return;  // G reads S, constants, indices and inputs only
+    // every read of S must be inside G
+    std::function<bool(const Expr&)> covered = [&](const Expr& e) -> bool {
+      if (structurally_equal(e, g)) return true;
+      if (e.kind() == ExprKind::Load) return e.as<LoadNode>()->tensor != S_;
+      switch (e.kind()) {
+        case ExprKind::Unary: return covered(e.as<UnaryNode>()->operand);
+        case ExprKind::Binary: return covered(e.as<BinaryNode>()->lhs) && covered(e.as<BinaryNode>()->rhs);
+        case ExprKind::Select: return covered(e.as<SelectNode>()->cond) && covered(e.as<SelectNode>()->if_true) && covered(e.as<SelectNode>()->if_false);
+        case ExprKind::Cast: return covered(e.as<CastNode>()->operand);
+        default: return true;
+      }
+    };
+    for (auto* r : readers)
+      if (!covered(r == pv_ ? p_value_ : r->value) || (r->where.defined() && uses_tensor(r->where, S_))) return;
+    modifier_ = g;
+  }
+
+  Expr apply_modifier(const Expr& e) const {
+    if (!modifier_ || modifier_in_place_) return e;
+    if (structurally_equal(e, *modifier_)) {
+      Expr load;
+      std::function<void(const Expr&)> find = [&](const Expr& x) {
+        if (x.kind() == ExprKind::Load && x.as<LoadNode>()->tensor == S_) load = x;
+        else if (x.kind() == ExprKind::Unary) find(x.as<UnaryNode>()->operand);
+        else if (x.kind() == ExprKind::Binary) { find(x.as<BinaryNode>()->lhs); find(x.as<BinaryNode>()->rhs); }
+        else if (x.kind() == ExprKind::Select) { find(x.as<SelectNode>()->cond); find(x.as<SelectNode>()->if_true); find(x.as<SelectNode>()->if_false); }
+        else if (x.kind() == ExprKind::Cast) find(x.as<CastNode>()->operand);
+      };
+      find(e);
+      return load;
+    }
+    switch (e.kind()) {
+      case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, apply_modifier(e.as<UnaryNode>()->operand));
+      case ExprKind::Binary: return make_binary(e.as<BinaryNode>()->op, apply_modifier(e.as<BinaryNode>()->lhs), apply_modifier(e.as<BinaryNode>()->rhs));
+      case ExprKind::Select: return make_select(apply_modifier(e.as<SelectNode>()->cond), apply_modifier(e.as<SelectNode>()->if_true), apply_modifier(e.as<SelectNode>()->if_false));
+      case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, apply_modifier(e.as<CastNode>()->operand));
+      default: return e;
+    }
+  }
 
   Expr strip_mask(const Expr& e) const {
     switch (e.kind()) {
@@ -363,6 +424,7 @@ class MmaStreamWriter {
       else if (b.name == B_) roles_[b.name] = Role::tile_b;
       else if (b.name == V_) roles_[b.name] = Role::tile_v;
       else if (b.scope != Scope::shared && b.scope != Scope::register_file) refuse("buffer " + b.name + " is not a register or shared tile");
+      else if (b.elements() == 1) roles_[b.name] = Role::scalar;
       else if (leading_ones(b.shape, 1) && b.shape.back() == BM_) roles_[b.name] = Role::row;
       else if (leading_ones(b.shape, 1) && b.shape.back() == BN_ && column_source(b.name)) roles_[b.name] = Role::column;
       else if (leading_ones(b.shape, 2) && b.shape[b.shape.size() - 2] == BM_ && b.shape.back() == DV_) roles_[b.name] = Role::wide;
@@ -379,8 +441,10 @@ class MmaStreamWriter {
       if (!zeroed) refuse("the scores accumulate onto values other than zero");
     }
     find_live_condition();
+    find_score_modifier();
     summary_ = std::to_string(BM_) + " rows x " + std::to_string(BN_) + " columns per step, " + std::to_string(warps_) + " warps, mma.sync m16n8k16 " +
-               std::string(dtype_name(in_dtype_)) + "; " + (live_condition_ ? "tiles the mask empties are skipped" : "no tile skipping (" + skip_refusal_ + ")");
+               std::string(dtype_name(in_dtype_)) + "; " + (live_condition_ ? "tiles the mask empties are skipped" : "no tile skipping (" + skip_refusal_ + ")") +
+               (modifier_ ? "; score modifier applied once: " + print_expr(*modifier_) : "");
   }
 
   // The indices before the last two are 0 or variables of extent-1 axes.
@@ -614,7 +678,7 @@ class MmaStreamWriter {
   // The expression over registers: row states read slot rs, fragments element [nt][e] (loads of
   // pseudo arrays whose "pointer" is the register's address).
   Expr to_registers(const Expr& in, const Binding& b) {
-    Expr e = mask_true_ ? strip_mask(in) : in;
+    Expr e = apply_modifier(mask_true_ ? strip_mask(in) : in);
     return rewrite_loads(e, [&](const LoadNode& l, const Expr& self) -> Expr {
       if (pseudo_rows_.count(l.tensor)) {  // a hoisted row value
         std::string pseudo = "(&" + pseudo_rows_.at(l.tensor) + "[rs])";
@@ -633,6 +697,9 @@ class MmaStreamWriter {
       }
       std::string pseudo;
       switch (it->second) {
+        case Role::scalar:
+          pseudo = "(&" + cuda_identifier(l.tensor) + "[0])";
+          break;
         case Role::row:
           if (!index_matches(l.index, b, false)) refuse("a load of row state " + l.tensor + " is not indexed by the statement's row");
           pseudo = "(&" + cuda_identifier(l.tensor) + "[rs])";
@@ -659,7 +726,13 @@ class MmaStreamWriter {
     // the fast exponential (ex2.approx of x · log2 e), as FlashAttention
     std::string fast;
     for (size_t k = 0; k < text.size(); ++k) {
-      if (text.compare(k, 5, "expf(") == 0 && (k == 0 || (!isalnum(static_cast<unsigned char>(text[k - 1])) && text[k - 1] != '_'))) fast += "__";
+      bool word_start = k == 0 || (!isalnum(static_cast<unsigned char>(text[k - 1])) && text[k - 1] != '_' && text[k - 1] != ':');
+      if (word_start && text.compare(k, 5, "expf(") == 0) fast += "__";
+      if (word_start && text.compare(k, 6, "tanhf(") == 0) {
+        fast += "solder::tile::fast_tanh(";
+        k += 5;
+        continue;
+      }
       fast += text[k];
     }
     return fast;
@@ -784,6 +857,15 @@ class MmaStreamWriter {
 
   void emit_map(std::ostringstream& out, const Domain& domain, const Access& dst, const Expr& value, int ind) {
     auto it = roles_.find(dst.name);
+    if (it != roles_.end() && it->second == Role::scalar) {
+      if (domain.guard.defined()) refuse("a guarded write of scalar " + dst.name);
+      Binding none;
+      out << pad(ind) << "{ const int rs = 0; (void)rs; ";
+      for (auto& a : domain.axes) out << "const long long " << cuda_identifier(a.var) << " = 0; (void)" << cuda_identifier(a.var) << "; ";
+      out << cuda_identifier(dst.name) << "[0] = " << round_function(kernel_.find_buffer(dst.name)->dtype) << "(" << element_text(value, none) << "); }  // " << dst.name << "\n";
+      invalidate(dst.name);
+      return;
+    }
     if (it == roles_.end() || (it->second != Role::row && it->second != Role::wide)) refuse("a map into " + dst.name);
     bool wide = it->second == Role::wide;
     Binding b = binding_of(domain, {}, wide);
@@ -872,6 +954,22 @@ class MmaStreamWriter {
       out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = e >> 1; " << bind(b) << "\n";
       out << pad(ind + 2) << "if (!(" << guard_of(scores_->domain, b) << ")) " << s << "[nt][e] = 0.0f; }\n";
       out << pad(ind) << "}\n";
+    }
+    if (modifier_) {
+      // find the binding of the statement G came from: G's own variables name the row and column
+      Binding b;
+      for (auto& st : loop_->body) {
+        if (st.kind() != StmtKind::Reduce || st.as<ReduceNode>() == scores_ || !uses_tensor(st.as<ReduceNode>()->value, S_)) continue;
+        b = st.as<ReduceNode>() == pv_ ? p_binding() : binding_of(st.as<ReduceNode>()->domain, st.as<ReduceNode>()->reduce_axes, false);
+        break;
+      }
+      modifier_in_place_ = true;
+      out << pad(ind) << "// " << S_ << " = " << print_expr(*modifier_) << ", once for every statement that reads it\n";
+      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << BN_ / 8 << "; ++nt) {\n";
+      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = e >> 1; " << bind(b) << "\n";
+      out << pad(ind + 2) << s << "[nt][e] = " << element_text(*modifier_, b) << "; }\n";
+      out << pad(ind) << "}\n";
+      modifier_in_place_ = false;
     }
     invalidate(S_);
   }
