@@ -85,3 +85,19 @@ __device__ __forceinline__ float warp_combine(float value, int first, int last, 
 }
 
 }  // namespace solder::reduce
+
+namespace solder::reduce {
+
+// ---- Asynchronous staging (cp.async, sm_80+): 16 bytes global -> shared without registers -------
+// Per thread: each thread waits for its own groups; a block barrier after the wait makes every
+// thread's copies visible to the block. Out of bounds: 0 bytes read, the 16 bytes zero-filled.
+__device__ __forceinline__ void cp_async16(float* shared_dst, const float* global_src, bool in_bounds) {
+  unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global_src), "r"(in_bounds ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most `Pending` of this thread's committed groups are still in flight.
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory"); }
+
+}  // namespace solder::reduce

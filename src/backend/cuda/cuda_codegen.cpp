@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
@@ -35,6 +36,11 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kVectorBatch = 8;  // 16-byte vectors each thread has in flight in a staging copy
 constexpr int kMaxMergedReduces = 4;  // consecutive reduces computed in one cooperative pass
+constexpr int kAsyncStages = 3;       // buffers of a tile staged by cp.async: this one and two ahead
+// cp.async staging of stream tiles (async_staged) instead of the register prefetch: verified on the
+// H100 but slower on variance V8 (56.4 vs 50.7 us) and faster on inertia I8 (223 vs 236 us); off until
+// the occupancy it gets (3 x 16 KB tiles per block) is understood (bench/NOTES.md, reductions v2).
+constexpr bool kAsyncStaging = false;
 
 int64_t floor_pow2(int64_t x) {
   int64_t p = 1;
@@ -86,6 +92,14 @@ class KernelWriter {
       offset += (b.elements() * 4 + 15) / 16 * 16;
       max_tile_ = std::max(max_tile_, b.elements());
     }
+    // Tiles staged asynchronously (async_staged) get kAsyncStages - 1 more buffers.
+    for (auto& name : async_buffers()) {
+      const Buffer* b = kernel.find_buffer(name);
+      for (int stage = 1; stage < kAsyncStages; ++stage) {
+        stage_offsets_.emplace_back(name + "_stage" + std::to_string(stage), offset);
+        offset += (b->elements() * 4 + 15) / 16 * 16;
+      }
+    }
     reduce_scratch_offset_ = offset;
     if (has_reduce()) offset += kThreads * 4 * kMaxMergedReduces;
     scratch_offset_ = offset;
@@ -125,13 +139,20 @@ class KernelWriter {
       out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL;";
       out << " block_linear /= " << g.extent << "LL;\n";
     }
+    std::set<std::string> rotated = async_buffers();
     for (auto& [name, off] : tile_offsets_) {
       const Buffer* b = kernel_.find_buffer(name);
-      out << "  float* const " << cuda_identifier(name) << " = reinterpret_cast<float*>(smem + " << off << ");  // "
+      out << (rotated.count(name) ? "  float* " : "  float* const ") << cuda_identifier(name) << " = reinterpret_cast<float*>(smem + " << off << ");  // "
           << scope_name(b->scope) << " " << dtype_name(b->dtype) << " [";
       for (size_t i = 0; i < b->shape.size(); ++i) out << (i ? ", " : "") << b->shape[i];
       out << "]\n";
     }
+    for (auto& [name, off] : tile_offsets_)
+      if (rotated.count(name))
+        out << "  float* const " << cuda_identifier(name + "_stage0") << " = " << cuda_identifier(name) << ";  // its first staging buffer\n";
+    for (auto& [name, off] : stage_offsets_)
+      out << "  float* const " << cuda_identifier(name) << " = reinterpret_cast<float*>(smem + " << off << ");  // a staging buffer of "
+          << name.substr(0, name.rfind("_stage")) << " (cp.async)\n";
     if (needs_scratch()) out << "  float* const collective_scratch = reinterpret_cast<float*>(smem + " << scratch_offset_ << ");\n";
     if (has_reduce())
       out << "  float* const reduce_scratch = reinterpret_cast<float*>(smem + " << reduce_scratch_offset_ << ");  // partials of cooperative reduces\n";
@@ -148,6 +169,7 @@ class KernelWriter {
   std::map<std::string, CudaArray> arrays_;
   std::vector<std::pair<std::string, int64_t>> tile_offsets_;
   int64_t max_tile_ = 0, scratch_offset_ = 0, shared_bytes_ = 0, reduce_scratch_offset_ = 0;
+  std::vector<std::pair<std::string, int64_t>> stage_offsets_;  // extra buffers of asynchronously staged tiles
 
   // ---- Block barriers ----------------------------------------------------------------------------
   // Element-wise loops give domain point p to thread p % blockDim. An access is *owned* when the
@@ -359,6 +381,7 @@ class KernelWriter {
         // Prefetched staging copies: registers loaded for the first iteration before the loop, for
         // the next one right after this one's are stored.
         const size_t ahead = prefetchable(*n);
+        if (async_staged(*n)) return async_loop(out, *n, ahead, indent);
         auto prefetch = [&](const std::string& iteration, int in) {
           out << pad(in) << "{ const long long next_ = " << iteration << "; { const long long " << v << " = next_; if (" << v << " < " << end << ") {\n";
           for (size_t i = 0; i < ahead; ++i) {
@@ -619,6 +642,59 @@ class KernelWriter {
     out << p << "}\n";
   }
 
+  // A stream loop whose leading copies are staged by cp.async, kAsyncStages - 1 tiles ahead.
+  void async_loop(std::ostringstream& out, const ForNode& n, size_t ahead, int indent) {
+    const std::string v = cuda_identifier(n.var), begin = printer_.print_int(n.begin), end = printer_.print_int(n.end);
+    auto slot_pointer = [&](const std::string& tile, const std::string& slot) {
+      std::string e = cuda_identifier(tile + "_stage0");
+      for (int stage = kAsyncStages - 1; stage >= 1; --stage)
+        e = "(" + slot + " == " + std::to_string(stage) + " ? " + cuda_identifier(tile + "_stage" + std::to_string(stage)) + " : " + e + ")";
+      return e;
+    };
+    std::set<std::string> tiles;
+    for (size_t i = 0; i < ahead; ++i) tiles.insert(n.body[i].as<CopyNode>()->dst.name);
+    // No thread may still read a staging buffer that the copies below overwrite.
+    flush(out, indent);
+    out << pad(indent) << "{  // the loop with its tiles staged by cp.async, " << kAsyncStages - 1 << " ahead\n";
+    auto stage = [&](const std::string& iteration, const std::string& slot, int in) {
+      out << pad(in) << "{ const long long next_ = " << iteration << "; const long long slot_ = " << slot << "; (void)slot_;\n";
+      out << pad(in) << "  { const long long " << v << " = next_; if (" << v << " < " << end << ") {\n";
+      for (size_t i = 0; i < ahead; ++i) {
+        auto c = n.body[i].as<CopyNode>();
+        std::string buffer = slot_pointer(c->dst.name, "slot_");
+        async_phase(out, *c, *vector_plan(*c), buffer, in + 2);
+      }
+      out << pad(in) << "  } }\n";
+      out << pad(in) << "  solder::reduce::cp_async_commit();\n";
+      out << pad(in) << "}\n";
+    };
+    for (int s = 0; s < kAsyncStages - 1; ++s) stage(begin + " + " + std::to_string(s), std::to_string(s), indent);
+    out << pad(indent) << "for (long long " << v << " = " << begin << "; " << v << " < " << end << "; ++" << v << ") {\n";
+    auto before = touched_;
+    const int in = indent + 1;
+    out << pad(in) << "// the tiles of " << n.var << " + " << kAsyncStages - 1 << " into the buffers iteration " << n.var
+        << " - 1 used (free since its last barrier); then wait for this iteration's\n";
+    stage(v + " + " + std::to_string(kAsyncStages - 1), "(" + v + " - " + begin + " + " + std::to_string(kAsyncStages - 1) + ") % " + std::to_string(kAsyncStages), in);
+    out << pad(in) << "solder::reduce::cp_async_wait<" << kAsyncStages - 1 << ">();\n";
+    out << pad(in) << "{ const long long slot_ = (" << v << " - " << begin << ") % " << kAsyncStages << ";\n";
+    for (auto& t : tiles) {
+      std::string e = slot_pointer(t, "slot_");
+      out << pad(in) << "  " << cuda_identifier(t) << " = " << e << ";\n";
+    }
+    out << pad(in) << "}\n";
+    for (size_t i = 0; i < ahead; ++i) {
+      auto c = n.body[i].as<CopyNode>();
+      if (!c->comment.empty()) out << pad(in) << "// " << c->comment << " (staged by cp.async above)\n";
+      touch(out, in, vector_touches(*c));
+    }
+    statements(out, Block(n.body.begin() + static_cast<std::ptrdiff_t>(ahead), n.body.end()), in);
+    flush(out, in);
+    out << pad(indent) << "}\n";
+    out << pad(indent) << "solder::reduce::cp_async_wait<0>();  // nothing left in flight\n";
+    out << pad(indent) << "}\n";
+    touched_ = before;
+  }
+
   bool vector_copy(std::ostringstream& out, const CopyNode& n, int indent) {
     auto plan = vector_plan(n);
     if (!plan) return false;
@@ -653,6 +729,62 @@ class KernelWriter {
       ++count;
     }
     return count;
+  }
+
+  // Prefetched copies that cp.async can stage instead (f32 to an f32 tile, no guard): all of a
+  // loop's or none. They rotate through kAsyncStages buffers, two tiles in flight ahead of the one
+  // computed, in shared memory rather than registers.
+  bool async_staged(const ForNode& loop) const {
+    size_t ahead = prefetchable(loop);
+    if (!kAsyncStaging || !ahead) return false;
+    // The extra buffers must leave room: at most 160 KB of tiles (as float) in all.
+    int64_t bytes = 0;
+    for (auto& b : kernel_.buffers) bytes += b.elements() * 4;
+    for (size_t i = 0; i < ahead; ++i) bytes += (kAsyncStages - 1) * kernel_.find_buffer(loop.body[i].as<CopyNode>()->dst.name)->elements() * 4;
+    if (bytes > 160 * 1024) return false;
+    for (size_t i = 0; i < ahead; ++i) {
+      auto c = loop.body[i].as<CopyNode>();
+      const CudaArray& src = array(c->src.name);
+      const CudaArray& dst = array(c->dst.name);
+      if (!src.global || dst.global || src.dtype != DType::f32 || dst.dtype != DType::f32 || c->domain.guard) return false;
+    }
+    return true;
+  }
+  std::set<std::string> async_buffers() const {
+    struct Finder : StmtVisitor {
+      const KernelWriter* self;
+      std::set<std::string> names;
+      using StmtVisitor::visit;
+      void visit(const ForNode& loop) override {
+        if (self->async_staged(loop))
+          for (size_t i = 0; i < self->prefetchable(loop); ++i) names.insert(loop.body[i].as<CopyNode>()->dst.name);
+        StmtVisitor::visit(loop);
+      }
+    } f;
+    f.self = this;
+    f.visit(kernel_.body);
+    return f.names;
+  }
+  // The cp.async phase of a copy into the staging buffer `buffer` (an expression of a tile pointer).
+  void async_phase(std::ostringstream& out, const CopyNode& n, const VectorPlan& plan, const std::string& buffer, int indent) {
+    const auto& axes = n.domain.axes;
+    const std::string p = pad(indent);
+    const CudaArray& src = array(n.src.name);
+    const CudaArray& dst = array(n.dst.name);
+    out << p << "#pragma unroll\n";
+    out << p << "for (int u_ = 0; u_ < " << plan.batch << "; ++u_) {\n";
+    out << p << "  const int vec_ = threadIdx.x + u_ * " << kThreads << ";\n";
+    out << p << "  if (vec_ >= " << plan.vectors << ") continue;\n";
+    out << p << "  int rest_ = vec_ * " << plan.vector << ";\n";
+    for (size_t d = axes.size(); d-- > 0;) {
+      out << p << "  const long long " << cuda_identifier(axes[d].var) << " = rest_ % " << axes[d].extent << ";";
+      out << " rest_ /= " << axes[d].extent << ";\n";
+    }
+    out << p << "  (void)rest_;\n";
+    out << p << "  const bool inside_ = " << in_bounds(src, index_texts(n.src.index)) << ";\n";
+    out << p << "  solder::reduce::cp_async16(" << buffer << " + " << printer_.offset(dst, index_texts(n.dst.index)) << ", inside_ ? "
+        << src.pointer << " + " << printer_.offset(src, index_texts(n.src.index)) << " : " << src.pointer << ", inside_);\n";
+    out << p << "}\n";
   }
 
   // ---- Cooperative reduces --------------------------------------------------------------------------

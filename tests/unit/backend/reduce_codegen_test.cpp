@@ -80,7 +80,9 @@ TEST(ReduceTiles, FewRowsSplitTheStreamIntoSegments) {
 
 TEST(ReduceCodegen, VarianceIsVectorisedCooperativeAndMerged) {
   std::string source = generate_cuda(gpu_kernels("variance")).source;
+  // The stream's tiles of x: 16-byte vectors, the next tile prefetched into registers.
   EXPECT_NE(source.find("solder::reduce::load_vector(x + "), std::string::npos);
+  EXPECT_NE(source.find("prefetch0_"), std::string::npos);
   EXPECT_NE(source.find("reduce into B0_var, B1_var, B2_var"), std::string::npos) << "the three Taylor states in one pass";
   EXPECT_NE(source.find("solder::reduce::warp_combine"), std::string::npos);
   EXPECT_EQ(source.find("powf("), std::string::npos) << "pow(x, 2) is a product";
