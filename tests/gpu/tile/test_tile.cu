@@ -24,6 +24,7 @@
 //               PTX layout; mma_bf16_16816/mma_f16_16816 on hand-built fragments; ldmatrix_x4(.trans) layout.
 //   pack2       bf16 and f16, round to nearest even against the host conversion: ties, near-ties, overflow,
 //               subnormals, ±0, ±inf, NaN; low half = first argument.
+//   fast_tanh   against tanh in float64, relative error ≤ 2^-10 (documented: about 2^-11); ±inf, NaN.
 // Flags: --verbose (names each case on stderr before running it), --filter=TEXT (rows whose name contains TEXT),
 // --subset (GEMMs at M = N = 64 only, the smaller cp.async cases: for compute-sanitizer).
 #include <solder/tile/tile.cuh>
@@ -328,6 +329,11 @@ __global__ void ldmatrix_layout_kernel(const unsigned short* in, unsigned* out) 
     out[lane * 4 + m] = r[m];
     out[128 + lane * 4 + m] = rt[m];
   }
+}
+
+__global__ void fast_tanh_kernel(const float* in, float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = st::fast_tanh(in[i]);
 }
 
 template <class T>
@@ -965,6 +971,51 @@ static void pack2_test() {
   table[row].note = std::to_string(in.size()) + " values, bit-exact";
 }
 
+// ---- fast_tanh --------------------------------------------------------------------------------------------------
+
+// Against tanh in float64: |y - tanh x| ≤ 2^-10 |tanh x| + 2^-126 (tanh.approx.f32: relative error about 2^-11;
+// the absolute term lets subnormal inputs flush to zero); tanh(±inf) = ±1, NaN stays NaN.
+static void fast_tanh_test() {
+  const std::string row = "fast_tanh";
+  if (!wanted(row)) return;
+  begin_case(row);
+  std::vector<float> in = {0.0f, -0.0f, inf_value, -inf_value, nan_value, 1e-45f, -1e-45f, 1e-38f, 1e-20f, 1e-5f, 0.5f, 1.0f,
+                           -1.0f, 9.0f, 10.0f, 20.0f, -20.0f, 3e38f, -3e38f};
+  for (int i = 0; i < 16384; ++i) {
+    // Uniform on [-10, 10], and log-uniform magnitudes 2^-30 .. 2^5 with both signs.
+    if (i % 2) in.push_back(random_uniform(-10.0f, 10.0f));
+    else in.push_back((i % 4 ? 1.0f : -1.0f) * std::ldexp(1.0f, random_int(-30, 4)) * random_uniform(1.0f, 2.0f));
+  }
+  const int n = static_cast<int>(in.size());
+  device_buffer<float> in_dev(in), out_dev(n);
+  fast_tanh_kernel<<<(n + 255) / 256, 256>>>(in_dev.ptr, out_dev.ptr, n);
+  finish_launch();
+  const auto out = out_dev.download();
+  size_t bad = 0;
+  double worst = 0.0;
+  std::string detail;
+  for (int i = 0; i < n; ++i) {
+    const double want = std::tanh(static_cast<double>(in[i]));
+    bool ok;
+    if (std::isnan(in[i])) ok = std::isnan(out[i]);
+    else {
+      const double err = std::fabs(out[i] - want);
+      ok = !std::isnan(out[i]) && err <= std::ldexp(std::fabs(want), -10) + std::ldexp(1.0, -126);
+      if (std::fabs(want) >= std::ldexp(1.0, -126)) worst = std::max(worst, err / std::fabs(want));
+    }
+    if (!ok && bad++ == 0) {
+      char text[160];
+      std::snprintf(text, sizeof text, "fast_tanh(%.9g) = %.9g, tanh %.9g", in[i], out[i], want);
+      detail = text;
+    }
+  }
+  if (bad) detail = std::to_string(bad) + " of " + std::to_string(n) + " values out of bound; first " + detail;
+  record(row, row, bad == 0, detail);
+  char note[96];
+  std::snprintf(note, sizeof note, "%d values, worst relative error 2^%.2f (bound 2^-10)", n, std::log2(worst));
+  table[row].note = note;
+}
+
 [[noreturn]] static void print_table_and_exit(int status) {
   std::printf("\n| test | passed / run | worst error / Σ abs(a b) | bound | note |\n|---|---|---|---|---|\n");
   int passed = 0, run = 0;
@@ -1022,6 +1073,7 @@ int main(int argc, char** argv) {
   ldmatrix_layout_test();
   pack2_test<__nv_bfloat16>();
   pack2_test<__half>();
+  fast_tanh_test();
   zero_fill_null_test();
 
   print_table_and_exit(-1);
