@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
@@ -256,7 +257,7 @@ class MmaStreamWriter {
     }
     out << "  (void)block_linear;\n";
     out << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
-    out << "  const int row0 = warp * 16 + (lane >> 2);  // this thread's rows: row0 and row0 + 8\n";
+    out << "  const int row0 = warp * " << 16 * G_ << " + (lane >> 2);  // this thread's rows: row0 + 16 g + 8 h (row slot rs = 2 g + h)\n";
     out << "  // ldmatrix row addresses: row of this lane's matrix row, and its 16-byte chunk's swizzle (see tile/swizzle.cuh)\n";
     out << "  const int b_row = ((lane >> 4) << 3) + (lane & 7);\n";
     out << "  const int b_xor = (((lane >> 3) & 1) ^ (b_row & solder::tile::Swizzle<" << D_ << ">::mask)) << 3;\n";
@@ -266,13 +267,13 @@ class MmaStreamWriter {
           << ");  // shared, swizzled [" << (*name == A_ ? "" : "2][") << rows_of(*name) << "][" << cols_of(*name) << "]\n";
     for (auto& b : kernel_.buffers) {
       Role r = roles_.at(b.name);
-      if (r == Role::row) out << "  float " << cuda_identifier(b.name) << "[2];  // row state, " << dtype_name(b.dtype) << "\n";
+      if (r == Role::row) out << "  float " << cuda_identifier(b.name) << "[" << 2 * G_ << "];  // row state, " << dtype_name(b.dtype) << "\n";
       if (r == Role::scalar) out << "  float " << cuda_identifier(b.name) << "[1];  // scalar, " << dtype_name(b.dtype) << "\n";
-      if (r == Role::wide) out << "  float " << cuda_identifier(b.name) << "[" << DV_ / 8 << "][4];  // fragments, " << dtype_name(b.dtype) << "\n";
-      if (r == Role::scores) out << "  float " << cuda_identifier(b.name) << "[" << BN_ / 8 << "][4];  // score fragments\n";
+      if (r == Role::wide) out << "  float " << cuda_identifier(b.name) << "[" << G_ * DV_ / 8 << "][4];  // fragments (row group g: [g * " << DV_ / 8 << " + n]), " << dtype_name(b.dtype) << "\n";
+      if (r == Role::scores) out << "  float " << cuda_identifier(b.name) << "[" << G_ * BN_ / 8 << "][4];  // score fragments (row group g: [g * " << BN_ / 8 << " + n])\n";
     }
-    out << "  unsigned a_frag[" << D_ / 16 << "][4];  // " << A_ << " as mma A fragments\n";
-    out << "  float p_frag[" << BN_ / 8 << "][4];  // P of the second contraction\n";
+    out << "  unsigned a_frag[" << G_ << "][" << D_ / 16 << "][4];  // " << A_ << " as mma A fragments\n";
+    out << "  float p_frag[" << G_ * BN_ / 8 << "][4];  // P of the second contraction\n";
     out << body.str();
     out << "}\n";
     MmaStreamKernel result;
@@ -295,6 +296,7 @@ class MmaStreamWriter {
   std::string S_, A_, B_, V_;
   int64_t BM_ = 0, BN_ = 0, D_ = 0, DV_ = 0;
   int warps_ = 0;
+  int G_ = 1;  // 16-row groups per warp: each B and V fragment loaded from shared memory feeds G mma
   DType in_dtype_ = DType::bf16;
   std::optional<std::string> live_condition_;  // C++ of "the tile j_t may hold an unmasked score"
   std::string full_condition_;                 // C++ of "the tile j_t may hold a masked score"
@@ -361,6 +363,31 @@ class MmaStreamWriter {
     }
   }
 
+  // x / y as x * (1 / y) where y holds no fragment value (a constant or a row state): the reciprocal
+  // is computed once (folded at compile time for constants) and each element costs one multiply
+  // (within 1.5 ulp of the division, far below the 16-bit inputs' rounding).
+  Expr divisions_as_products(const Expr& e) const {
+    switch (e.kind()) {
+      case ExprKind::Binary: {
+        auto x = e.as<BinaryNode>();
+        Expr l = divisions_as_products(x->lhs), r = divisions_as_products(x->rhs);
+        if (x->op == BinaryOp::div) {
+          bool uniform = true;
+          for (auto& t : tensors_used(r)) uniform &= !roles_.count(t) || roles_.at(t) == Role::row || roles_.at(t) == Role::scalar;
+          if (uniform) return make_binary(BinaryOp::mul, l, make_binary(BinaryOp::div, make_const(1.0), r));
+        }
+        return make_binary(x->op, l, r);
+      }
+      case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, divisions_as_products(e.as<UnaryNode>()->operand));
+      case ExprKind::Select: {
+        auto x = e.as<SelectNode>();
+        return make_select(divisions_as_products(x->cond), divisions_as_products(x->if_true), divisions_as_products(x->if_false));
+      }
+      case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, divisions_as_products(e.as<CastNode>()->operand));
+      default: return e;
+    }
+  }
+
   Expr strip_mask(const Expr& e) const {
     switch (e.kind()) {
       case ExprKind::Select: {
@@ -413,10 +440,15 @@ class MmaStreamWriter {
     }
     if (!scores_) refuse("no contraction S = sum(d) A[i, d] * B[j, d] of two 16-bit tiles in the loop");
     if (!pv_) refuse("no second contraction O += sum(j) P[i, j] * V[j, dv] after the scores");
-    warps_ = static_cast<int>(BM_ / 16);
-    if (BM_ % 16 || warps_ < 1 || warps_ > 8) refuse("the row tile (" + std::to_string(BM_) + ") is not 16 to 128 rows in steps of 16");
+    if (BM_ % 16 || BM_ < 16 || BM_ > 128) refuse("the row tile (" + std::to_string(BM_) + ") is not 16 to 128 rows in steps of 16");
     if (BN_ % 16 || D_ % 16 || DV_ % 16) refuse("tiles of " + std::to_string(BN_) + " columns, depth " + std::to_string(D_) + ", width " + std::to_string(DV_) + " are not multiples of 16");
     if (D_ > 256 || DV_ > 256 || BN_ > 128) refuse("the fragments would not fit in registers (depth and width up to 256, 128 columns)");
+    // Two row groups per warp halve the shared-memory reads per mma (FlashAttention-2's layout)
+    // where the doubled score, accumulator and A fragments still fit in registers.
+    G_ = (BM_ % 32 == 0 && BM_ >= 64 && D_ <= 64 && DV_ <= 64 && BN_ <= 64) ? 2 : 1;
+    if (const char* forced = std::getenv("SOLDER_MMA_ROW_GROUPS"))  // tuning experiments (docs/runtime.md)
+      if ((forced[0] == '1' || forced[0] == '2') && BM_ % (16 * (forced[0] - '0')) == 0) G_ = forced[0] - '0';
+    warps_ = static_cast<int>(BM_ / (16 * G_));
     // Every buffer gets a role.
     for (auto& b : kernel_.buffers) {
       if (b.name == S_) roles_[b.name] = Role::scores;
@@ -442,7 +474,7 @@ class MmaStreamWriter {
     }
     find_live_condition();
     find_score_modifier();
-    summary_ = std::to_string(BM_) + " rows x " + std::to_string(BN_) + " columns per step, " + std::to_string(warps_) + " warps, mma.sync m16n8k16 " +
+    summary_ = std::to_string(BM_) + " rows x " + std::to_string(BN_) + " columns per step, " + std::to_string(warps_) + " warps of " + std::to_string(16 * G_) + " rows, mma.sync m16n8k16 " +
                std::string(dtype_name(in_dtype_)) + "; " + (live_condition_ ? "tiles the mask empties are skipped" : "no tile skipping (" + skip_refusal_ + ")") +
                (modifier_ ? "; score modifier applied once: " + print_expr(*modifier_) : "");
   }
@@ -645,8 +677,9 @@ class MmaStreamWriter {
   std::string bind(const Binding& b) const {
     std::string s;
     for (auto& v : b.lead) s += "const long long " + cuda_identifier(v) + " = 0; (void)" + cuda_identifier(v) + "; ";
-    s += "const long long " + cuda_identifier(b.row) + " = row0 + rs * 8; (void)" + cuda_identifier(b.row) + "; ";
-    if (!b.col.empty()) s += "const long long " + cuda_identifier(b.col) + " = nt * 8 + ((lane & 3) << 1) + (e & 1); (void)" + cuda_identifier(b.col) + "; ";
+    s += "const long long " + cuda_identifier(b.row) + " = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)" + cuda_identifier(b.row) + "; ";
+    int64_t tiles = (b.col_is_scores ? BN_ : DV_) / 8;
+    if (!b.col.empty()) s += "const long long " + cuda_identifier(b.col) + " = (nt % " + std::to_string(tiles) + ") * 8 + ((lane & 3) << 1) + (e & 1); (void)" + cuda_identifier(b.col) + "; ";
     return s;
   }
 
@@ -678,7 +711,7 @@ class MmaStreamWriter {
   // The expression over registers: row states read slot rs, fragments element [nt][e] (loads of
   // pseudo arrays whose "pointer" is the register's address).
   Expr to_registers(const Expr& in, const Binding& b) {
-    Expr e = apply_modifier(mask_true_ ? strip_mask(in) : in);
+    Expr e = divisions_as_products(apply_modifier(mask_true_ ? strip_mask(in) : in));
     return rewrite_loads(e, [&](const LoadNode& l, const Expr& self) -> Expr {
       if (pseudo_rows_.count(l.tensor)) {  // a hoisted row value
         std::string pseudo = "(&" + pseudo_rows_.at(l.tensor) + "[rs])";
@@ -788,8 +821,8 @@ class MmaStreamWriter {
         auto f = s.as<FillNode>();
         Role r = roles_.at(f->buffer);
         std::string v = cuda_float_literal(f->value), name = cuda_identifier(f->buffer);
-        if (r == Role::row) out << pad(ind) << "for (int rs = 0; rs < 2; ++rs) " << name << "[rs] = " << v << ";  // fill " << f->buffer << "\n";
-        else if (r == Role::wide) out << pad(ind) << "for (int nt = 0; nt < " << DV_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << name << "[nt][e] = " << v << ";  // fill " << f->buffer << "\n";
+        if (r == Role::row) out << pad(ind) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) " << name << "[rs] = " << v << ";  // fill " << f->buffer << "\n";
+        else if (r == Role::wide) out << pad(ind) << "for (int nt = 0; nt < " << G_ * DV_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << name << "[nt][e] = " << v << ";  // fill " << f->buffer << "\n";
         else if (r == Role::scores) return;  // the contraction starts from zero
         else refuse("a fill of shared tile " + f->buffer);
         invalidate(f->buffer);
@@ -831,7 +864,7 @@ class MmaStreamWriter {
       ValueType type = printer_.type(to_registers(e, rows));
       if (type == ValueType::integer) goto recurse;
       std::string name = "row_value" + std::to_string(hoisted_++);
-      out << pad(ind) << "float " << name << "[2];\n" << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < 2; ++rs) { " << bind(rows)
+      out << pad(ind) << "float " << name << "[" << 2 * G_ << "];\n" << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) { " << bind(rows)
           << name << "[rs] = " << (type == ValueType::boolean ? "(" + element_text_bool(e, rows) + ") ? 1.0f : 0.0f" : element_text(e, rows)) << "; }\n";
       std::string pseudo = "(&" + name + "[rs])";
       arrays_[pseudo] = CudaArray{pseudo, {}, type == ValueType::boolean ? DType::boolean : DType::f32, false};
@@ -874,12 +907,12 @@ class MmaStreamWriter {
     out << pad(ind) << "// " << dst.name << " = " << print_expr(value) << "\n";
     Expr element = wide ? hoist_row_invariants(out, value, b, ind) : value;
     if (wide) {
-      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << DV_ / 8 << "; ++nt) {\n";
-      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = e >> 1; " << bind(b) << "\n";
+      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * DV_ / 8 << "; ++nt) {\n";
+      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << DV_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
       out << pad(ind + 2) << when(guard_of(domain, b)) << name << "[nt][e] = " << round << "(" << element_text(element, b) << "); }\n";
       out << pad(ind) << "}\n";
     } else {
-      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < 2; ++rs) { " << bind(b) << "\n";
+      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) { " << bind(b) << "\n";
       out << pad(ind + 1) << when(guard_of(domain, b)) << name << "[rs] = " << round << "(" << element_text(value, b) << "); }\n";
     }
     invalidate(dst.name);
@@ -903,10 +936,10 @@ class MmaStreamWriter {
     bool keep = r.op == ReduceOp::sum && !r.where.defined() && !r.domain.guard.defined() && value == element_text(p_value_, p_binding());
     std::string name = cuda_identifier(r.dst.name), round = round_function(kernel_.find_buffer(r.dst.name)->dtype);
     out << pad(ind) << "// " << r.dst.name << " " << reduce_op_name(r.op) << "= over " << b.col << ": " << print_expr(r.value) << "\n";
-    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < 2; ++rs) {\n";
+    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) {\n";
     out << pad(ind + 1) << "float part = " << identity << ";\n";
-    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int nt = 0; nt < " << BN_ / 8 << "; ++nt) {\n";
-    out << pad(ind + 2) << "#pragma unroll\n" << pad(ind + 2) << "for (int e2 = 0; e2 < 2; ++e2) { const int e = rs * 2 + e2; " << bind(b) << "\n";
+    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int n = 0; n < " << BN_ / 8 << "; ++n) { const int nt = (rs >> 1) * " << BN_ / 8 << " + n;\n";
+    out << pad(ind + 2) << "#pragma unroll\n" << pad(ind + 2) << "for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; " << bind(b) << "\n";
     std::string where = r.where.defined() ? element_text(r.where, b) : "";
     out << pad(ind + 3) << "const float v = " << value << ";";
     if (keep) out << " p_frag[nt][e] = v;";
@@ -932,17 +965,19 @@ class MmaStreamWriter {
   void emit_scores(std::ostringstream& out, int ind) {
     std::string s = cuda_identifier(S_), b = cuda_identifier(B_);
     out << pad(ind) << "// " << S_ << " = " << A_ << " · " << B_ << "ᵀ on tensor cores\n";
-    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << BN_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << s << "[nt][e] = 0.0f;\n";
+    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << s << "[nt][e] = 0.0f;\n";
     out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int ks = 0; ks < " << D_ / 16 << "; ++ks) {\n";
     out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int np = 0; np < " << BN_ / 16 << "; ++np) {\n";
     out << pad(ind + 2) << "unsigned bf[4];\n";
     out << pad(ind + 2) << "solder::tile::ldmatrix_x4(bf, &" << b << "[(np * 16 + b_row) * " << D_ << " + ((ks * 16) ^ b_xor)]);\n";
-    out << pad(ind + 2) << "solder::tile::mma_16816<T>(" << s << "[2 * np], a_frag[ks], bf[0], bf[1]);\n";
-    out << pad(ind + 2) << "solder::tile::mma_16816<T>(" << s << "[2 * np + 1], a_frag[ks], bf[2], bf[3]);\n";
+    out << pad(ind + 2) << "#pragma unroll\n" << pad(ind + 2) << "for (int g = 0; g < " << G_ << "; ++g) {\n";
+    out << pad(ind + 3) << "solder::tile::mma_16816<T>(" << s << "[g * " << BN_ / 8 << " + 2 * np], a_frag[g][ks], bf[0], bf[1]);\n";
+    out << pad(ind + 3) << "solder::tile::mma_16816<T>(" << s << "[g * " << BN_ / 8 << " + 2 * np + 1], a_frag[g][ks], bf[2], bf[3]);\n";
+    out << pad(ind + 2) << "}\n";
     out << pad(ind + 1) << "}\n" << pad(ind) << "}\n";
     if (has_scale_)
       out << pad(ind) << "{ const float scale = " << printer_.print_float(score_scale_) << ";\n" << pad(ind) << "#pragma unroll\n" << pad(ind)
-          << "for (int nt = 0; nt < " << BN_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << s << "[nt][e] *= scale; }\n";
+          << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << s << "[nt][e] *= scale; }\n";
     if (scores_->domain.guard.defined()) {  // points outside the guard keep the fill (zero)
       Binding b;
       const auto& axes = scores_->domain.axes;
@@ -950,8 +985,8 @@ class MmaStreamWriter {
       b.row = axes[axes.size() - 2].var;
       b.col = axes.back().var;
       b.col_is_scores = true;
-      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << BN_ / 8 << "; ++nt) {\n";
-      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = e >> 1; " << bind(b) << "\n";
+      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) {\n";
+      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << BN_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
       out << pad(ind + 2) << "if (!(" << guard_of(scores_->domain, b) << ")) " << s << "[nt][e] = 0.0f; }\n";
       out << pad(ind) << "}\n";
     }
@@ -965,8 +1000,8 @@ class MmaStreamWriter {
       }
       modifier_in_place_ = true;
       out << pad(ind) << "// " << S_ << " = " << print_expr(*modifier_) << ", once for every statement that reads it\n";
-      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << BN_ / 8 << "; ++nt) {\n";
-      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = e >> 1; " << bind(b) << "\n";
+      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) {\n";
+      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << BN_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
       out << pad(ind + 2) << s << "[nt][e] = " << element_text(*modifier_, b) << "; }\n";
       out << pad(ind) << "}\n";
       modifier_in_place_ = false;
@@ -985,27 +1020,30 @@ class MmaStreamWriter {
     std::string value = element_text(p_value_, b);
     std::string o = cuda_identifier(pv_->dst.name), v = cuda_identifier(V_);
     out << pad(ind) << "// " << pv_->dst.name << " += sum over " << b.col << " of (" << print_expr(p_value_) << ") * " << V_ << " on tensor cores\n";
-    if (!pv_->accumulate) out << pad(ind) << "for (int nt = 0; nt < " << DV_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << o << "[nt][e] = 0.0f;\n";
+    if (!pv_->accumulate) out << pad(ind) << "for (int nt = 0; nt < " << G_ * DV_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << o << "[nt][e] = 0.0f;\n";
     if (pv_->domain.guard.defined() && uses_var(pv_->domain.guard, w.col)) refuse("the second contraction's guard depends on its output column");
     if (!cached_.count(value) || pv_->where.defined() || pv_->domain.guard.defined()) {
       std::string where = pv_->where.defined() ? element_text(pv_->where, b) : "";
       std::string rows = guard_of(pv_->domain, b);
       if (!rows.empty()) where = where.empty() ? rows : "(" + where + ") && (" + rows + ")";
-      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << BN_ / 8 << "; ++nt) {\n";
-      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = e >> 1; " << bind(b) << "\n";
+      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) {\n";
+      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << BN_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
       out << pad(ind + 2) << "p_frag[nt][e] = " << (where.empty() ? value : "(" + where + ") ? " + value + " : 0.0f") << "; }\n";
       out << pad(ind) << "}\n";
     } else {
       out << pad(ind) << "// P: the values the reduction above computed\n";
     }
     out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int kk = 0; kk < " << BN_ / 16 << "; ++kk) {\n";
-    out << pad(ind + 1) << "unsigned pa[4];\n";
-    out << pad(ind + 1) << "solder::tile::c_fragments_to_a<T>(pa, p_frag[2 * kk], p_frag[2 * kk + 1]);\n";
+    out << pad(ind + 1) << "unsigned pa[" << G_ << "][4];\n";
+    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int g = 0; g < " << G_ << "; ++g) solder::tile::c_fragments_to_a<T>(pa[g], p_frag[g * " << BN_ / 8
+        << " + 2 * kk], p_frag[g * " << BN_ / 8 << " + 2 * kk + 1]);\n";
     out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int np = 0; np < " << DV_ / 16 << "; ++np) {\n";
     out << pad(ind + 2) << "unsigned bf[4];\n";
     out << pad(ind + 2) << "solder::tile::ldmatrix_x4_trans(bf, &" << v << "[(kk * 16 + (lane & 15)) * " << DV_ << " + ((np * 16) ^ v_xor)]);\n";
-    out << pad(ind + 2) << "solder::tile::mma_16816<T>(" << o << "[2 * np], pa, bf[0], bf[1]);\n";
-    out << pad(ind + 2) << "solder::tile::mma_16816<T>(" << o << "[2 * np + 1], pa, bf[2], bf[3]);\n";
+    out << pad(ind + 2) << "#pragma unroll\n" << pad(ind + 2) << "for (int g = 0; g < " << G_ << "; ++g) {\n";
+    out << pad(ind + 3) << "solder::tile::mma_16816<T>(" << o << "[g * " << DV_ / 8 << " + 2 * np], pa[g], bf[0], bf[1]);\n";
+    out << pad(ind + 3) << "solder::tile::mma_16816<T>(" << o << "[g * " << DV_ / 8 << " + 2 * np + 1], pa[g], bf[2], bf[3]);\n";
+    out << pad(ind + 2) << "}\n";
     out << pad(ind + 1) << "}\n" << pad(ind) << "}\n";
     invalidate(pv_->dst.name);
   }
@@ -1028,12 +1066,12 @@ class MmaStreamWriter {
     std::string target = cuda_identifier(dst.name) + " + " + printer_.offset(arrays_.at(dst.name), idx);
     out << pad(ind) << "// store " << dst.name << "\n";
     if (wide) {
-      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << DV_ / 8 << "; ++nt) {\n";
-      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = e >> 1; " << bind(b) << "\n";
+      out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * DV_ / 8 << "; ++nt) {\n";
+      out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << DV_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
       out << pad(ind + 2) << "if (" << bounds << ") solder::store(" << target << ", " << element_text(value, b) << "); }\n";
       out << pad(ind) << "}\n";
     } else {
-      out << pad(ind) << "if ((lane & 3) == 0) {\n" << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int rs = 0; rs < 2; ++rs) { " << bind(b) << "\n";
+      out << pad(ind) << "if ((lane & 3) == 0) {\n" << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) { " << bind(b) << "\n";
       out << pad(ind + 2) << "if (" << bounds << ") solder::store(" << target << ", " << element_text(value, b) << "); }\n";
       out << pad(ind) << "}\n";
     }
@@ -1078,7 +1116,9 @@ class MmaStreamWriter {
   void emit_a_fragments(std::ostringstream& out, int ind) {
     out << pad(ind) << "solder::tile::cp_async_wait<0>();\n" << pad(ind) << "__syncthreads();\n";
     out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int ks = 0; ks < " << D_ / 16 << "; ++ks)  // " << A_ << " → A fragments, once\n";
-    out << pad(ind + 1) << "solder::tile::ldmatrix_x4(a_frag[ks], &" << cuda_identifier(A_) << "[solder::tile::Swizzle<" << D_ << ">::offset(warp * 16 + (lane & 15), ks * 16 + ((lane >> 4) << 3))]);\n";
+    out << pad(ind + 1) << "for (int g = 0; g < " << G_ << "; ++g)\n";
+    out << pad(ind + 2) << "solder::tile::ldmatrix_x4(a_frag[g][ks], &" << cuda_identifier(A_) << "[solder::tile::Swizzle<" << D_ << ">::offset(warp * " << 16 * G_
+        << " + g * 16 + (lane & 15), ks * 16 + ((lane >> 4) << 3))]);\n";
   }
 
   // The stream loop, software-pipelined: B of the next live tile loads during P·V; V of this tile

@@ -26,7 +26,8 @@ TEST(MmaStreamCodegen, TakesVanillaAttention) {
   std::string refusal;
   auto k = emit(kp, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_EQ(k->info.threads, 256);  // 128 rows, one warp per 16
+  EXPECT_EQ(k->info.threads, 128);  // 128 rows, one warp per 32 (two row groups of 16)
+  EXPECT_NE(k->summary.find("4 warps of 32 rows"), std::string::npos) << k->summary;
   EXPECT_EQ(k->info.cluster, 1);
   EXPECT_NE(k->source.find("mma_16816"), std::string::npos);
   EXPECT_NE(k->source.find("ldmatrix_x4_trans"), std::string::npos);
