@@ -18,6 +18,7 @@ FusionParams gpu_fusion_params() {
   params.stream_tile = 64;
   params.inner_tile = 128;  // head dims up to 128 held whole
   params.streaming_tiles = true;
+  params.min_grid_blocks = 264;  // two blocks per SM of an H100 (132 SMs)
   return params;
 }
 

@@ -37,6 +37,7 @@ struct FusionParams {
   int64_t resident_limit = 512;   // largest extent held whole when streaming is possible
   int64_t on_chip_budget = 192 * 1024;  // bytes of tiles, states and staged inputs per block
   int min_blocks_for_single_segment = 64;  // below this, split the stream across blocks
+  int64_t min_grid_blocks = 0;  // GPU: halve the row tile while a kernel has fewer blocks (0: off)
 
   // Memory-bound tiles for groups without a contraction (no sum over a product of two loads that
   // each lack a kept dim of the other; those keep the tiles above, for the tensor-core emitter). When

@@ -22,7 +22,7 @@ std::optional<MmaStreamKernel> emit(const KernelProgram& kp, std::string* refusa
 }
 
 TEST(MmaStreamCodegen, TakesVanillaAttention) {
-  KernelProgram kp = compile_example("vanilla", {{"S", 256}});
+  KernelProgram kp = compile_example("vanilla", {}, false);  // paper sizes: 2048 blocks of 128 rows
   std::string refusal;
   auto k = emit(kp, &refusal);
   ASSERT_TRUE(k) << refusal;
@@ -64,6 +64,15 @@ TEST(MmaStreamCodegen, RaggedTilesKeepTheirGuards) {
   auto k = emit(kp, &refusal);
   ASSERT_TRUE(k) << refusal;
   EXPECT_NE(k->source.find("< 200LL"), std::string::npos);
+}
+
+TEST(MmaStreamCodegen, SmallGridsGetSmallerRowTiles) {
+  KernelProgram kp = compile_example("vanilla", {{"S", 256}});  // 1 x 2 heads: 16-row tiles fill more SMs
+  std::string refusal;
+  auto k = emit(kp, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_EQ(k->info.threads, 32);
+  EXPECT_EQ(k->info.blocks, 32);
 }
 
 TEST(MmaStreamCodegen, RefusesOtherShapesWithTheRule) {
