@@ -100,6 +100,8 @@ class IntervalPrinter {
  public:
   std::map<std::string, IntervalText> vars;  // tile-local variables and their ranges
   std::map<std::string, int64_t> dims;
+  // The range of a load over the tile (data-dependent bounds computed at run time), if known.
+  std::function<std::optional<IntervalText>(const LoadNode&)> load_range;
 
   // C++ that is false only when `e` is false at every point of the ranges (nullopt: unknown).
   std::optional<std::string> may_be_true(const Expr& e) { return truth(e, true); }
@@ -119,6 +121,9 @@ class IntervalPrinter {
         std::string v = "(" + std::to_string(dims.at(e.as<DimRefNode>()->name)) + "LL)";
         return IntervalText{v, v};
       }
+      case ExprKind::Load:
+        if (load_range) return load_range(*e.as<LoadNode>());
+        return std::nullopt;
       case ExprKind::Var: {
         auto it = vars.find(e.as<VarNode>()->name);
         if (it != vars.end()) return it->second;
@@ -300,6 +305,8 @@ class MmaStreamWriter {
   DType in_dtype_ = DType::bf16;
   std::optional<std::string> live_condition_;  // C++ of "the tile j_t may hold an unmasked score"
   std::string full_condition_;                 // C++ of "the tile j_t may hold a masked score"
+  std::vector<std::string> row_ranges_;        // row states whose block-wide min/max bound the mask
+  std::vector<const LoadNode*> column_ranges_; // column tiles whose min/max per tile bound the mask
   std::optional<Expr> mask_;                   // the mask C of select(C, S, -inf)
   bool mask_true_ = false;                     // emitting the full-tile version: select(C, S, -inf) is S
 
@@ -511,6 +518,37 @@ class MmaStreamWriter {
     return true;
   }
 
+  // A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads).
+  Expr bounded(const LoadNode& l, const Expr& self) const {
+    const GlobalTensor* g = program_.find_global(l.tensor);
+    if (!g) return self;
+    Expr inside;
+    for (size_t d = 0; d < l.index.size(); ++d) {
+      if (l.index[d].kind() == ExprKind::Const) continue;  // constant indices were checked by the verifier
+      Expr ok = make_binary(BinaryOp::logical_and, make_binary(BinaryOp::ge, l.index[d], make_int(0)), make_binary(BinaryOp::lt, l.index[d], make_int(g->shape[d])));
+      inside = inside.defined() ? make_binary(BinaryOp::logical_and, inside, ok) : ok;
+    }
+    if (!inside.defined()) return self;
+    return make_select(inside, self, g->dtype == DType::i32 || g->dtype == DType::boolean ? make_int(0) : make_const(0.0));
+  }
+
+  // The input element a column tile holds at `at` (its copy's axes bound to expressions); 0 out of
+  // bounds, as the copy would have staged it.
+  Expr column_source_load(const CopyNode* c, const std::map<std::string, Expr>& at) const {
+    const GlobalTensor* g = program_.find_global(c->src.name);
+    std::vector<Expr> index;
+    Expr inside;
+    for (size_t d = 0; d < c->src.index.size(); ++d) {
+      index.push_back(substitute_vars(c->src.index[d], at));
+      Expr ok = make_binary(BinaryOp::logical_and, make_binary(BinaryOp::ge, index.back(), make_int(0)),
+                            make_binary(BinaryOp::lt, index.back(), make_int(g->shape[d])));
+      inside = inside.defined() ? make_binary(BinaryOp::logical_and, inside, ok) : ok;
+    }
+    Expr load = make_load(c->src.name, index);
+    if (!inside.defined()) return load;
+    return make_select(inside, load, g->dtype == DType::i32 || g->dtype == DType::boolean ? make_int(0) : make_const(0.0));
+  }
+
   // S[.., i, j] = sum(d) A[.., i, d] * B[.., j, d] * scalars
   bool is_scores_contraction(const ReduceNode& r) {
     if (r.op != ReduceOp::sum || r.reduce_axes.size() != 1 || r.domain.axes.size() < 2 || r.where.defined()) return false;
@@ -664,6 +702,34 @@ class MmaStreamWriter {
         }
       break;
     }
+    // Data-dependent bounds (document ids): an integer row state staged before the loop ranges over its
+    // block-wide min and max; a column tile read from an input ranges over its min and max on the tile.
+    intervals_.load_range = [&](const LoadNode& l) -> std::optional<IntervalText> {
+      auto role = roles_.find(l.tensor);
+      if (role == roles_.end()) return std::nullopt;
+      const Buffer* buf = kernel_.find_buffer(l.tensor);
+      if (!buf || buf->dtype != DType::i32) return std::nullopt;
+      if (role->second == Role::row) {
+        for (auto& st : loop_->body)
+          if ((st.kind() == StmtKind::Copy && st.as<CopyNode>()->dst.name == l.tensor) || (st.kind() == StmtKind::Map && st.as<MapNode>()->dst.name == l.tensor) ||
+              (st.kind() == StmtKind::Reduce && st.as<ReduceNode>()->dst.name == l.tensor))
+            return std::nullopt;  // changes during the stream
+        size_t k = std::find(row_ranges_.begin(), row_ranges_.end(), l.tensor) - row_ranges_.begin();
+        if (k == row_ranges_.size()) row_ranges_.push_back(l.tensor);
+        std::string n = std::to_string(k);
+        return IntervalText{"row_lo" + n, "row_hi" + n};
+      }
+      if (role->second == Role::column && l.index.size() >= 1 && l.index.back().kind() == ExprKind::Var && intervals_.vars.count(l.index.back().as<VarNode>()->name)) {
+        size_t k = 0;
+        while (k < column_ranges_.size() && !(column_ranges_[k]->tensor == l.tensor && column_ranges_[k]->index.size() == l.index.size() &&
+                                              std::equal(l.index.begin(), l.index.end(), column_ranges_[k]->index.begin(), structurally_equal)))
+          ++k;
+        if (k == column_ranges_.size()) column_ranges_.push_back(&l);
+        std::string n = std::to_string(k);
+        return IntervalText{"col_lo" + n, "col_hi" + n};
+      }
+      return std::nullopt;
+    };
     live_condition_ = intervals_.may_be_true(*cond);
     auto may_be_false = intervals_.may_be_false(*cond);
     full_condition_ = may_be_false.value_or("true");  // unknown: never assume the tile full
@@ -719,14 +785,12 @@ class MmaStreamWriter {
         return make_load(pseudo, {});
       }
       auto it = roles_.find(l.tensor);
-      if (it == roles_.end()) return self;  // a global
+      if (it == roles_.end()) return bounded(l, self);  // a global: 0 out of bounds
       if (it->second == Role::column) {  // the staged input, read where it is
         const CopyNode* c = column_copies_.at(l.tensor);
         std::map<std::string, Expr> at;
         for (size_t k = 0; k < c->domain.axes.size(); ++k) at[c->domain.axes[k].var] = l.index[k];
-        std::vector<Expr> index;
-        for (auto& e : c->src.index) index.push_back(substitute_vars(e, at));
-        return make_load(c->src.name, index);
+        return column_source_load(c, at);
       }
       std::string pseudo;
       switch (it->second) {
@@ -1113,6 +1177,46 @@ class MmaStreamWriter {
     out << pad(ind) << "}\n" << pad(ind) << "solder::tile::cp_async_commit();\n";
   }
 
+  // Run-time bounds of the data a mask reads: block-wide min/max of row states (once), and a function
+  // giving a column tile's min/max for tile j_t (each warp computes it alone: no barrier).
+  void emit_data_ranges(std::ostringstream& out, const std::string& jt) {
+    if (!row_ranges_.empty()) {
+      out << "  // block-wide bounds of the row states the mask reads\n";
+      out << "  __shared__ long long row_range_exchange[2][" << warps_ << "];\n";
+    }
+    for (size_t k = 0; k < row_ranges_.size(); ++k) {
+      std::string n = std::to_string(k), name = cuda_identifier(row_ranges_[k]);
+      out << "  long long row_lo" << n << " = 0x7fffffffffffffffLL, row_hi" << n << " = (-0x7fffffffffffffffLL - 1);\n  {\n";
+      out << "    for (int rs = 0; rs < " << 2 * G_ << "; ++rs) { const long long v = static_cast<long long>(" << name << "[rs]); row_lo" << n
+          << " = v < row_lo" << n << " ? v : row_lo" << n << "; row_hi" << n << " = v > row_hi" << n << " ? v : row_hi" << n << "; }\n";
+      out << "    for (int o = 16; o > 0; o >>= 1) { row_lo" << n << " = solder::min_int(row_lo" << n << ", __shfl_xor_sync(0xffffffffu, row_lo" << n
+          << ", o)); row_hi" << n << " = solder::max_int(row_hi" << n << ", __shfl_xor_sync(0xffffffffu, row_hi" << n << ", o)); }\n";
+      out << "    if (lane == 0) { row_range_exchange[0][warp] = row_lo" << n << "; row_range_exchange[1][warp] = row_hi" << n << "; }\n";
+      out << "    __syncthreads();\n";
+      out << "    for (int w = 0; w < " << warps_ << "; ++w) { row_lo" << n << " = solder::min_int(row_lo" << n << ", row_range_exchange[0][w]); row_hi" << n
+          << " = solder::max_int(row_hi" << n << ", row_range_exchange[1][w]); }\n";
+      out << "    __syncthreads();\n  }\n";
+    }
+    for (size_t k = 0; k < column_ranges_.size(); ++k) {
+      const LoadNode& l = *column_ranges_[k];
+      const CopyNode* c = column_copies_.at(l.tensor);
+      std::map<std::string, Expr> at;
+      for (size_t a = 0; a < c->domain.axes.size(); ++a) at[c->domain.axes[a].var] = l.index[a];
+      std::string col = l.index.back().as<VarNode>()->name;
+      std::string n = std::to_string(k);
+      out << "  // bounds of " << l.tensor << " over the columns of tile " << loop_->var << "\n";
+      out << "  auto column_range" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
+      out << "    lo = 0x7fffffffffffffffLL; hi = (-0x7fffffffffffffffLL - 1);\n";
+      out << "    for (int c = lane; c < " << BN_ << "; c += 32) { ";
+      for (size_t a = 0; a + 1 < l.index.size(); ++a)
+        if (l.index[a].kind() == ExprKind::Var) out << "const long long " << cuda_identifier(l.index[a].as<VarNode>()->name) << " = 0; ";
+      out << "const long long " << cuda_identifier(col) << " = c;\n";
+      out << "      const long long v = " << printer_.print_int(column_source_load(c, at)) << "; lo = v < lo ? v : lo; hi = v > hi ? v : hi; }\n";
+      out << "    for (int o = 16; o > 0; o >>= 1) { lo = solder::min_int(lo, __shfl_xor_sync(0xffffffffu, lo, o)); hi = solder::max_int(hi, __shfl_xor_sync(0xffffffffu, hi, o)); }\n";
+      out << "  };\n";
+    }
+  }
+
   void emit_a_fragments(std::ostringstream& out, int ind) {
     out << pad(ind) << "solder::tile::cp_async_wait<0>();\n" << pad(ind) << "__syncthreads();\n";
     out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int ks = 0; ks < " << D_ / 16 << "; ++ks)  // " << A_ << " → A fragments, once\n";
@@ -1144,11 +1248,16 @@ class MmaStreamWriter {
     out << "  // the stream: " << loop_->var << " in " << print_expr(loop_->begin) << " .. " << print_expr(loop_->end)
         << "; two stages of " << B_ << " and " << V_ << " (the next live tile loads while this one computes)\n";
     out << "  const long long stream_end = " << end << ";\n";
+    emit_data_ranges(out, jt);
+    std::string ranges;  // the column bounds of tile j_t, computed where a tile is classified
+    for (size_t k = 0; k < column_ranges_.size(); ++k)
+      ranges += "long long col_lo" + std::to_string(k) + ", col_hi" + std::to_string(k) + "; column_range" + std::to_string(k) + "(" + jt + ", col_lo" +
+                std::to_string(k) + ", col_hi" + std::to_string(k) + "); ";
     if (live_condition_) {
       out << "  // a tile lives when its mask may hold somewhere, and is full when it holds everywhere (interval bounds\n";
       out << "  // over the tile's rows and columns): dead tiles are skipped, full tiles skip the mask\n";
-      out << "  auto tile_live = [&](long long " << jt << ") -> bool { return " << *live_condition_ << "; };\n";
-      out << "  auto tile_full = [&](long long " << jt << ") -> bool { return !" << full_condition_ << "; };\n";
+      out << "  auto tile_live = [&](long long " << jt << ") -> bool { " << ranges << "return " << *live_condition_ << "; };\n";
+      out << "  auto tile_full = [&](long long " << jt << ") -> bool { " << ranges << "return !" << full_condition_ << "; };\n";
     } else {
       out << "  auto tile_live = [&](long long) -> bool { return true; };  // " << skip_refusal_ << "\n";
     }

@@ -49,13 +49,18 @@ TEST(MmaStreamCodegen, SkipsTilesACausalMaskEmpties) {
   }
 }
 
-TEST(MmaStreamCodegen, DataDependentMasksAreEvaluatedPerElement) {
+TEST(MmaStreamCodegen, DocumentMasksSkipTilesFromTheIdsBounds) {
   KernelProgram kp = compile_example("document_mask", {{"S", 256}});
   std::string refusal;
   auto k = emit(kp, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->summary.find("has no interval bound"), std::string::npos) << k->summary;
-  EXPECT_NE(k->source.find("doc[("), std::string::npos);  // the key's document id read from the input
+  EXPECT_NE(k->summary.find("tiles the mask empties are skipped"), std::string::npos) << k->summary;
+  // the rows' ids: block-wide min/max once; the keys' ids: min/max per tile, read from the input
+  EXPECT_NE(k->source.find("row_lo0"), std::string::npos);
+  EXPECT_NE(k->source.find("auto column_range0 = [&](long long j_t"), std::string::npos);
+  EXPECT_NE(k->source.find("return (row_lo0 <= col_hi0 && col_lo0 <= row_hi0); }"), std::string::npos);
+  // reads of the input are bounded (0 outside, as the Kernel IR's copies)
+  EXPECT_NE(k->source.find("< 256LL))) ? static_cast<long long>(doc["), std::string::npos);
 }
 
 TEST(MmaStreamCodegen, RaggedTilesKeepTheirGuards) {
