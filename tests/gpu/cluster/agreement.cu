@@ -227,7 +227,7 @@ static Outcome run_case(const std::string& dir, const Case& c) {
       for (unsigned k = 0; k < c.clusters(); ++k) magnitude += std::fabs(x[(k * c.cluster + r) * c.in_count() + e]);
       bound = 2.0 * (c.clusters() + 1) * eps * magnitude;
     }
-    if (std::isnan(got) || std::isnan(want) || !(err <= bound)) {
+    if (c.exact() || std::isnan(got) || std::isnan(want) || !(err <= bound)) {  // exact: +0 vs -0 differs too
       if (o.bad < (c.special ? 8u : 1u)) {
         char text[160];
         std::snprintf(text, sizeof text, "\n         element %zu: device %.9g (0x%08x) executor %.9g (0x%08x)%s", i, got,
