@@ -232,9 +232,6 @@ class MmaStreamWriter {
 
   MmaStreamKernel write() {
     analyze();
-    std::ostringstream body;
-    emit_body(body);
-    std::ostringstream out;
     const int threads = warps_ * 32;
     int64_t smem = 0;
     std::map<std::string, int64_t> offsets;
@@ -242,6 +239,11 @@ class MmaStreamWriter {
       offsets[*name] = smem;
       smem += (kernel_.find_buffer(*name)->elements() * 2 * (*name == A_ ? 1 : 2) + 127) / 128 * 128;  // B and V: two stages
     }
+    exchange_offset_ = smem;  // the block-wide min/max exchange of data-dependent mask bounds
+    if (!row_ranges_.empty()) smem += 2 * warps_ * 8;
+    std::ostringstream body;
+    emit_body(body);
+    std::ostringstream out;
     out << "// kernel " << kernel_.name << ": computes";
     for (auto& d : kernel_.definitions) out << " " << d;
     out << "\n// tensor-core emitter: " << summary_ << "\n";
@@ -306,6 +308,7 @@ class MmaStreamWriter {
   std::optional<std::string> live_condition_;  // C++ of "the tile j_t may hold an unmasked score"
   std::string full_condition_;                 // C++ of "the tile j_t may hold a masked score"
   std::vector<std::string> row_ranges_;        // row states whose block-wide min/max bound the mask
+  int64_t exchange_offset_ = 0;                // where in shared memory their warps meet
   std::vector<const LoadNode*> column_ranges_; // column tiles whose min/max per tile bound the mask
   std::optional<Expr> mask_;                   // the mask C of select(C, S, -inf)
   bool mask_true_ = false;                     // emitting the full-tile version: select(C, S, -inf) is S
@@ -1182,7 +1185,7 @@ class MmaStreamWriter {
   void emit_data_ranges(std::ostringstream& out, const std::string& jt) {
     if (!row_ranges_.empty()) {
       out << "  // block-wide bounds of the row states the mask reads\n";
-      out << "  __shared__ long long row_range_exchange[2][" << warps_ << "];\n";
+      out << "  long long* const row_range_exchange = reinterpret_cast<long long*>(smem + " << exchange_offset_ << ");  // [2][" << warps_ << "]\n";
     }
     for (size_t k = 0; k < row_ranges_.size(); ++k) {
       std::string n = std::to_string(k), name = cuda_identifier(row_ranges_[k]);
@@ -1191,10 +1194,10 @@ class MmaStreamWriter {
           << " = v < row_lo" << n << " ? v : row_lo" << n << "; row_hi" << n << " = v > row_hi" << n << " ? v : row_hi" << n << "; }\n";
       out << "    for (int o = 16; o > 0; o >>= 1) { row_lo" << n << " = solder::min_int(row_lo" << n << ", __shfl_xor_sync(0xffffffffu, row_lo" << n
           << ", o)); row_hi" << n << " = solder::max_int(row_hi" << n << ", __shfl_xor_sync(0xffffffffu, row_hi" << n << ", o)); }\n";
-      out << "    if (lane == 0) { row_range_exchange[0][warp] = row_lo" << n << "; row_range_exchange[1][warp] = row_hi" << n << "; }\n";
+      out << "    if (lane == 0) { row_range_exchange[warp] = row_lo" << n << "; row_range_exchange[" << warps_ << " + warp] = row_hi" << n << "; }\n";
       out << "    __syncthreads();\n";
-      out << "    for (int w = 0; w < " << warps_ << "; ++w) { row_lo" << n << " = solder::min_int(row_lo" << n << ", row_range_exchange[0][w]); row_hi" << n
-          << " = solder::max_int(row_hi" << n << ", row_range_exchange[1][w]); }\n";
+      out << "    for (int w = 0; w < " << warps_ << "; ++w) { row_lo" << n << " = solder::min_int(row_lo" << n << ", row_range_exchange[w]); row_hi" << n
+          << " = solder::max_int(row_hi" << n << ", row_range_exchange[" << warps_ << " + w]); }\n";
       out << "    __syncthreads();\n  }\n";
     }
     for (size_t k = 0; k < column_ranges_.size(); ++k) {

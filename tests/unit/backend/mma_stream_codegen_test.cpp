@@ -59,6 +59,9 @@ TEST(MmaStreamCodegen, DocumentMasksSkipTilesFromTheIdsBounds) {
   EXPECT_NE(k->source.find("row_lo0"), std::string::npos);
   EXPECT_NE(k->source.find("auto column_range0 = [&](long long j_t"), std::string::npos);
   EXPECT_NE(k->source.find("return (row_lo0 <= col_hi0 && col_lo0 <= row_hi0); }"), std::string::npos);
+  // no static shared memory: the launch declares all of it (static bytes would count against the
+  // 48 KB a kernel gets without opting in)
+  EXPECT_EQ(k->source.find("__shared__ long long"), std::string::npos);
   // reads of the input are bounded (0 outside, as the Kernel IR's copies)
   EXPECT_NE(k->source.find("< 256LL))) ? static_cast<long long>(doc["), std::string::npos);
 }
