@@ -9,202 +9,21 @@
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
+#include "backend/cuda/mma_stream_expr.h"
 #include "ir/diagnostics.h"
 #include "ir/printer.h"
 
 namespace solder {
 namespace {
 
+using namespace mma_stream;
+
 struct Refusal {
   std::string why;
 };
 [[noreturn]] void refuse(const std::string& why) { throw Refusal{why}; }
 
-// ---- Expression helpers ---------------------------------------------------------------------------
-
-void product_factors(const Expr& e, std::vector<Expr>& out) {
-  if (e.kind() == ExprKind::Binary && e.as<BinaryNode>()->op == BinaryOp::mul) {
-    product_factors(e.as<BinaryNode>()->lhs, out);
-    product_factors(e.as<BinaryNode>()->rhs, out);
-  } else {
-    out.push_back(e);
-  }
-}
-
-Expr product_of(const std::vector<Expr>& factors) {
-  if (factors.empty()) return make_const(1.0);
-  Expr e = factors[0];
-  for (size_t k = 1; k < factors.size(); ++k) e = make_binary(BinaryOp::mul, e, factors[k]);
-  return e;
-}
-
-// Rebuilds `e` with every load replaced by fn(load) (fn returns the load itself to keep it).
-Expr rewrite_loads(const Expr& e, const std::function<Expr(const LoadNode&, const Expr&)>& fn) {
-  switch (e.kind()) {
-    case ExprKind::Load: return fn(*e.as<LoadNode>(), e);
-    case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, rewrite_loads(e.as<UnaryNode>()->operand, fn));
-    case ExprKind::Binary: {
-      auto b = e.as<BinaryNode>();
-      return make_binary(b->op, rewrite_loads(b->lhs, fn), rewrite_loads(b->rhs, fn));
-    }
-    case ExprKind::Select: {
-      auto s = e.as<SelectNode>();
-      return make_select(rewrite_loads(s->cond, fn), rewrite_loads(s->if_true, fn), rewrite_loads(s->if_false, fn));
-    }
-    case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, rewrite_loads(e.as<CastNode>()->operand, fn));
-    default: return e;
-  }
-}
-
-Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& at) {
-  switch (e.kind()) {
-    case ExprKind::Var: {
-      auto it = at.find(e.as<VarNode>()->name);
-      return it == at.end() ? e : it->second;
-    }
-    case ExprKind::Load: {
-      std::vector<Expr> index;
-      for (auto& i : e.as<LoadNode>()->index) index.push_back(substitute_vars(i, at));
-      return make_load(e.as<LoadNode>()->tensor, index);
-    }
-    case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, substitute_vars(e.as<UnaryNode>()->operand, at));
-    case ExprKind::Binary: {
-      auto b = e.as<BinaryNode>();
-      return make_binary(b->op, substitute_vars(b->lhs, at), substitute_vars(b->rhs, at));
-    }
-    case ExprKind::Select: {
-      auto s = e.as<SelectNode>();
-      return make_select(substitute_vars(s->cond, at), substitute_vars(s->if_true, at), substitute_vars(s->if_false, at));
-    }
-    case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, substitute_vars(e.as<CastNode>()->operand, at));
-    default: return e;
-  }
-}
-
-bool is_var(const Expr& e, const std::string& name) { return e.kind() == ExprKind::Var && e.as<VarNode>()->name == name; }
-bool is_neg_infinity(const Expr& e) {
-  if (e.kind() == ExprKind::Const) return std::isinf(e.as<ConstNode>()->value) && e.as<ConstNode>()->value < 0;
-  if (e.kind() == ExprKind::Unary && e.as<UnaryNode>()->op == UnaryOp::neg && e.as<UnaryNode>()->operand.kind() == ExprKind::Const)
-    return std::isinf(e.as<UnaryNode>()->operand.as<ConstNode>()->value) && e.as<UnaryNode>()->operand.as<ConstNode>()->value > 0;
-  return false;
-}
 bool is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
-
-// ---- Interval arithmetic, printed as C++ (for the per-tile mask decision) -------------------------
-
-struct IntervalText {
-  std::string lo, hi;
-};
-
-class IntervalPrinter {
- public:
-  std::map<std::string, IntervalText> vars;  // tile-local variables and their ranges
-  std::map<std::string, int64_t> dims;
-  // The range of a load over the tile (data-dependent bounds computed at run time), if known.
-  std::function<std::optional<IntervalText>(const LoadNode&)> load_range;
-
-  // C++ that is false only when `e` is false at every point of the ranges (nullopt: unknown).
-  std::optional<std::string> may_be_true(const Expr& e) { return truth(e, true); }
-  // C++ that is false only when `e` is true at every point of the ranges (nullopt: unknown).
-  std::optional<std::string> may_be_false(const Expr& e) { return truth(e, false); }
-
- private:
-  std::optional<IntervalText> range(const Expr& e) {
-    switch (e.kind()) {
-      case ExprKind::Const: {
-        auto c = e.as<ConstNode>();
-        if (!c->is_integer) return std::nullopt;
-        std::string v = "(" + std::to_string(static_cast<long long>(c->value)) + "LL)";
-        return IntervalText{v, v};
-      }
-      case ExprKind::DimRef: {
-        std::string v = "(" + std::to_string(dims.at(e.as<DimRefNode>()->name)) + "LL)";
-        return IntervalText{v, v};
-      }
-      case ExprKind::Load:
-        if (load_range) return load_range(*e.as<LoadNode>());
-        return std::nullopt;
-      case ExprKind::Var: {
-        auto it = vars.find(e.as<VarNode>()->name);
-        if (it != vars.end()) return it->second;
-        std::string v = "(" + cuda_identifier(e.as<VarNode>()->name) + ")";
-        return IntervalText{v, v};
-      }
-      case ExprKind::Unary: {
-        if (e.as<UnaryNode>()->op != UnaryOp::neg) return std::nullopt;
-        auto a = range(e.as<UnaryNode>()->operand);
-        if (!a) return std::nullopt;
-        return IntervalText{"(-" + a->hi + ")", "(-" + a->lo + ")"};
-      }
-      case ExprKind::Binary: {
-        auto b = e.as<BinaryNode>();
-        auto x = range(b->lhs), y = range(b->rhs);
-        if (!x || !y) return std::nullopt;
-        switch (b->op) {
-          case BinaryOp::add: return IntervalText{"(" + x->lo + " + " + y->lo + ")", "(" + x->hi + " + " + y->hi + ")"};
-          case BinaryOp::sub: return IntervalText{"(" + x->lo + " - " + y->hi + ")", "(" + x->hi + " - " + y->lo + ")"};
-          case BinaryOp::mul: {
-            std::string p[4] = {x->lo + " * " + y->lo, x->lo + " * " + y->hi, x->hi + " * " + y->lo, x->hi + " * " + y->hi};
-            std::string lo = p[0], hi = p[0];
-            for (int k = 1; k < 4; ++k) {
-              lo = "solder::min_int(" + lo + ", " + p[k] + ")";
-              hi = "solder::max_int(" + hi + ", " + p[k] + ")";
-            }
-            return IntervalText{lo, hi};
-          }
-          case BinaryOp::floordiv:  // monotone in the dividend for a positive constant divisor
-            if (b->rhs.kind() != ExprKind::Const && b->rhs.kind() != ExprKind::DimRef) return std::nullopt;
-            return IntervalText{"solder::floordiv(" + x->lo + ", " + y->lo + ")", "solder::floordiv(" + x->hi + ", " + y->lo + ")"};
-          case BinaryOp::max: return IntervalText{"solder::max_int(" + x->lo + ", " + y->lo + ")", "solder::max_int(" + x->hi + ", " + y->hi + ")"};
-          case BinaryOp::min: return IntervalText{"solder::min_int(" + x->lo + ", " + y->lo + ")", "solder::min_int(" + x->hi + ", " + y->hi + ")"};
-          default: return std::nullopt;
-        }
-      }
-      default: return std::nullopt;
-    }
-  }
-
-  // want == true: C++ for "e may be true somewhere"; false: "e may be false somewhere".
-  std::optional<std::string> truth(const Expr& e, bool want) {
-    if (e.kind() == ExprKind::Unary && e.as<UnaryNode>()->op == UnaryOp::logical_not) return truth(e.as<UnaryNode>()->operand, !want);
-    if (e.kind() != ExprKind::Binary) return std::nullopt;
-    auto b = e.as<BinaryNode>();
-    if (is_logical(b->op)) {
-      auto x = truth(b->lhs, want), y = truth(b->rhs, want);
-      bool conjunctive = (b->op == BinaryOp::logical_and) == want;  // may-true of a && b needs both
-      if (conjunctive) {
-        if (!x && !y) return std::nullopt;
-        return "(" + x.value_or("true") + " && " + y.value_or("true") + ")";
-      }
-      if (!x || !y) return std::nullopt;
-      return "(" + *x + " || " + *y + ")";
-    }
-    if (!is_comparison(b->op)) return std::nullopt;
-    auto x = range(b->lhs), y = range(b->rhs);
-    if (!x || !y) return std::nullopt;
-    BinaryOp op = b->op;
-    if (!want) {  // "may be false" = "the negation may be true"
-      switch (op) {
-        case BinaryOp::lt: op = BinaryOp::ge; break;
-        case BinaryOp::le: op = BinaryOp::gt; break;
-        case BinaryOp::gt: op = BinaryOp::le; break;
-        case BinaryOp::ge: op = BinaryOp::lt; break;
-        case BinaryOp::eq: op = BinaryOp::ne; break;
-        case BinaryOp::ne: op = BinaryOp::eq; break;
-        default: break;
-      }
-    }
-    switch (op) {
-      case BinaryOp::lt: return "(" + x->lo + " < " + y->hi + ")";
-      case BinaryOp::le: return "(" + x->lo + " <= " + y->hi + ")";
-      case BinaryOp::gt: return "(" + x->hi + " > " + y->lo + ")";
-      case BinaryOp::ge: return "(" + x->hi + " >= " + y->lo + ")";
-      case BinaryOp::eq: return "(" + x->lo + " <= " + y->hi + " && " + y->lo + " <= " + x->hi + ")";
-      case BinaryOp::ne: return "!(" + x->lo + " == " + x->hi + " && " + y->lo + " == " + y->hi + " && " + x->lo + " == " + y->lo + ")";
-      default: return std::nullopt;
-    }
-  }
-};
 
 // ---- The writer -----------------------------------------------------------------------------------
 
@@ -364,56 +183,32 @@ class MmaStreamWriter {
       find(e);
       return load;
     }
-    switch (e.kind()) {
-      case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, apply_modifier(e.as<UnaryNode>()->operand));
-      case ExprKind::Binary: return make_binary(e.as<BinaryNode>()->op, apply_modifier(e.as<BinaryNode>()->lhs), apply_modifier(e.as<BinaryNode>()->rhs));
-      case ExprKind::Select: return make_select(apply_modifier(e.as<SelectNode>()->cond), apply_modifier(e.as<SelectNode>()->if_true), apply_modifier(e.as<SelectNode>()->if_false));
-      case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, apply_modifier(e.as<CastNode>()->operand));
-      default: return e;
-    }
+    if (e.kind() == ExprKind::Load) return e;
+    return map_children(e, [&](const Expr& c) { return apply_modifier(c); });
   }
 
   // x / y as x * (1 / y) where y holds no fragment value (a constant or a row state): the reciprocal
   // is computed once (folded at compile time for constants) and each element costs one multiply
   // (within 1.5 ulp of the division, far below the 16-bit inputs' rounding).
   Expr divisions_as_products(const Expr& e) const {
-    switch (e.kind()) {
-      case ExprKind::Binary: {
-        auto x = e.as<BinaryNode>();
-        Expr l = divisions_as_products(x->lhs), r = divisions_as_products(x->rhs);
-        if (x->op == BinaryOp::div) {
-          bool uniform = true;
-          for (auto& t : tensors_used(r)) uniform &= !roles_.count(t) || roles_.at(t) == Role::row || roles_.at(t) == Role::scalar;
-          if (uniform) return make_binary(BinaryOp::mul, l, make_binary(BinaryOp::div, make_const(1.0), r));
-        }
-        return make_binary(x->op, l, r);
-      }
-      case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, divisions_as_products(e.as<UnaryNode>()->operand));
-      case ExprKind::Select: {
-        auto x = e.as<SelectNode>();
-        return make_select(divisions_as_products(x->cond), divisions_as_products(x->if_true), divisions_as_products(x->if_false));
-      }
-      case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, divisions_as_products(e.as<CastNode>()->operand));
-      default: return e;
-    }
+    if (e.kind() == ExprKind::Load) return e;
+    Expr x = map_children(e, [&](const Expr& c) { return divisions_as_products(c); });
+    if (x.kind() != ExprKind::Binary || x.as<BinaryNode>()->op != BinaryOp::div) return x;
+    const Expr& r = x.as<BinaryNode>()->rhs;
+    for (auto& t : tensors_used(r))
+      if (roles_.count(t) && roles_.at(t) != Role::row && roles_.at(t) != Role::scalar) return x;
+    return make_binary(BinaryOp::mul, x.as<BinaryNode>()->lhs, make_binary(BinaryOp::div, make_const(1.0), r));
   }
 
   Expr strip_mask(const Expr& e) const {
-    switch (e.kind()) {
-      case ExprKind::Select: {
-        auto x = e.as<SelectNode>();
-        if (mask_ && structurally_equal(x->cond, *mask_) && is_neg_infinity(x->if_false)) return strip_mask(x->if_true);
-        return make_select(strip_mask(x->cond), strip_mask(x->if_true), strip_mask(x->if_false));
-      }
-      case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, strip_mask(e.as<UnaryNode>()->operand));
-      case ExprKind::Binary: {
-        auto x = e.as<BinaryNode>();
-        return make_binary(x->op, strip_mask(x->lhs), strip_mask(x->rhs));
-      }
-      case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, strip_mask(e.as<CastNode>()->operand));
-      default: return e;
+    if (e.kind() == ExprKind::Select) {
+      auto x = e.as<SelectNode>();
+      if (mask_ && structurally_equal(x->cond, *mask_) && is_neg_infinity(x->if_false)) return strip_mask(x->if_true);
     }
+    if (e.kind() == ExprKind::Load) return e;
+    return map_children(e, [&](const Expr& c) { return strip_mask(c); });
   }
+
   std::string summary_;
   std::map<std::string, std::set<std::string>> cached_;  // P values computed by a reduction: text → buffers it reads
 
@@ -939,19 +734,8 @@ class MmaStreamWriter {
       return make_load(pseudo, {});
     }
   recurse:
-    switch (e.kind()) {
-      case ExprKind::Unary: return make_unary(e.as<UnaryNode>()->op, hoist_row_invariants(out, e.as<UnaryNode>()->operand, b, ind));
-      case ExprKind::Binary: {
-        auto x = e.as<BinaryNode>();
-        return make_binary(x->op, hoist_row_invariants(out, x->lhs, b, ind), hoist_row_invariants(out, x->rhs, b, ind));
-      }
-      case ExprKind::Select: {
-        auto x = e.as<SelectNode>();
-        return make_select(hoist_row_invariants(out, x->cond, b, ind), hoist_row_invariants(out, x->if_true, b, ind), hoist_row_invariants(out, x->if_false, b, ind));
-      }
-      case ExprKind::Cast: return make_cast(e.as<CastNode>()->dtype, hoist_row_invariants(out, e.as<CastNode>()->operand, b, ind));
-      default: return e;
-    }
+    if (e.kind() == ExprKind::Load) return e;
+    return map_children(e, [&](const Expr& c) { return hoist_row_invariants(out, c, b, ind); });
   }
   std::map<std::string, std::string> pseudo_rows_;  // hoisted row values: pseudo array → C++ array
 
