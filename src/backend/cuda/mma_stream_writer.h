@@ -1,0 +1,208 @@
+// The tensor-core emitter's writer, shared by its three source files (internal to src/backend/cuda):
+//   mma_stream_analysis.cpp    does the kernel have the shape? roles of the buffers, the mask rule, the
+//                              score modifier (every refusal names its rule)
+//   mma_stream_statements.cpp  each Kernel IR statement over register fragments, and the two
+//                              contractions on tensor cores
+//   mma_stream_codegen.cpp     the kernel: prologue, the pipelined stream loop, staging, the entry point
+// The shape and the choices are described in mma_stream_codegen.h.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_expr.h"
+#include "backend/cuda/mma_stream_codegen.h"
+#include "backend/cuda/mma_stream_expr.h"
+
+namespace solder::mma_stream {
+
+struct Refusal {
+  std::string why;
+};
+[[noreturn]] inline void refuse(const std::string& why) { throw Refusal{why}; }
+
+inline bool is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
+
+enum class Role { row, wide, scores, tile_a, tile_b, tile_v, column, scalar };
+
+// How the variables of one statement map onto a thread's fragment elements.
+struct Binding {
+  std::vector<std::string> lead;  // extent-1 axes: 0
+  std::string row;                // the row axis i: this thread's row (slot rs)
+  std::string col;                // the column axis (j over S, or d over a wide tile); empty for rows
+  bool col_is_scores = false;     // col ranges over S's columns (BN) rather than a wide tile's (DV)
+};
+
+class MmaStreamWriter {
+ public:
+  MmaStreamWriter(const KernelProgram& program, const Kernel& kernel) : program_(program), kernel_(kernel) {
+    printer_.dims = program.dims;
+    intervals_.dims = program.dims;
+    printer_.array = [this](const std::string& name) -> const CudaArray* {
+      auto it = arrays_.find(name);
+      return it == arrays_.end() ? nullptr : &it->second;
+    };
+    for (auto& g : program.globals) arrays_[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true};
+  }
+
+  MmaStreamKernel write();
+
+ private:
+  const KernelProgram& program_;
+  const Kernel& kernel_;
+  CudaExprPrinter printer_;
+  IntervalPrinter intervals_;
+  std::map<std::string, CudaArray> arrays_;
+  std::map<std::string, Role> roles_;
+  const ForNode* loop_ = nullptr;
+  const ReduceNode* scores_ = nullptr;
+  const ReduceNode* pv_ = nullptr;
+  std::string S_, A_, B_, V_;
+  int64_t BM_ = 0, BN_ = 0, D_ = 0, DV_ = 0;
+  int warps_ = 0;
+  int G_ = 1;  // 16-row groups per warp: each B and V fragment loaded from shared memory feeds G mma
+  DType in_dtype_ = DType::bf16;
+  std::optional<std::string> live_condition_;  // C++ of "the tile j_t may hold an unmasked score"
+  std::string full_condition_;                 // C++ of "the tile j_t may hold a masked score"
+  std::vector<std::string> row_ranges_;        // row states whose block-wide min/max bound the mask
+  int64_t exchange_offset_ = 0;                // where in shared memory their warps meet
+  std::vector<const LoadNode*> column_ranges_; // column tiles whose min/max per tile bound the mask
+  std::optional<Expr> mask_;                   // the mask C of select(C, S, -inf)
+  bool mask_true_ = false;                     // emitting the full-tile version: select(C, S, -inf) is S
+
+  // The score modifier: when every read of S outside its contraction sits inside one subexpression
+  // G(S) (soft-capping's CAP * tanh(S / CAP), ALiBi's S + slope * (j - i); the mask select itself
+  // excluded), G is applied to S once, in place, after the contraction, and the statements read S.
+  // The values are the same float32 computations done once instead of once per statement.
+  std::optional<Expr> modifier_;
+  std::string modifier_refusal_;
+  bool modifier_in_place_ = false;  // while emitting G itself
+  void find_score_modifier();
+
+  Expr apply_modifier(const Expr& e) const;
+
+  // x / y as x * (1 / y) where y holds no fragment value (a constant or a row state): the reciprocal
+  // is computed once (folded at compile time for constants) and each element costs one multiply
+  // (within 1.5 ulp of the division, far below the 16-bit inputs' rounding).
+  Expr divisions_as_products(const Expr& e) const;
+
+  Expr strip_mask(const Expr& e) const;
+
+  std::string summary_;
+  std::map<std::string, std::set<std::string>> cached_;  // P values computed by a reduction: text → buffers it reads
+
+  static std::string pad(int n) { return std::string(static_cast<size_t>(n) * 2, ' '); }
+  static std::string when(const std::string& guard) { return guard.empty() ? "" : "if (" + guard + ") "; }
+  int64_t rows_of(const std::string& tile) const { auto& s = kernel_.find_buffer(tile)->shape; return s[s.size() - 2]; }
+  int64_t cols_of(const std::string& tile) const { return kernel_.find_buffer(tile)->shape.back(); }
+
+  static bool leading_ones(const std::vector<int64_t>& shape, size_t keep);
+
+  // ---- Analysis ---------------------------------------------------------------------------------
+  void analyze();
+
+  // The indices before the last two are 0 or variables of extent-1 axes.
+  static bool leading_indices_trivial(const std::vector<Expr>& index, const std::vector<Axis>& axes);
+
+  // A column tile [.., BN] staged once per step from an input: its loads read the input directly.
+  std::map<std::string, const CopyNode*> column_copies_;
+  bool column_source(const std::string& name);
+
+  // A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads).
+  Expr bounded(const LoadNode& l, const Expr& self) const;
+
+  // The input element a column tile holds at `at` (its copy's axes bound to expressions); 0 out of
+  // bounds, as the copy would have staged it.
+  Expr column_source_load(const CopyNode* c, const std::map<std::string, Expr>& at) const;
+
+  // S[.., i, j] = sum(d) A[.., i, d] * B[.., j, d] * scalars
+  bool is_scores_contraction(const ReduceNode& r);
+  Expr score_scale_;
+  bool has_scale_ = false;
+  Expr p_value_;  // P of the second contraction (its factors without the V load)
+
+  // O[.., i, dv] (+)= sum(j) P * V[.., j, dv]
+  bool is_second_contraction(const ReduceNode& r);
+
+  // The masked-identity rule. Every read of S outside its contraction is select(C, S, -inf) with one
+  // condition C, and sits either as the whole value of a `reduce max` or inside exp(· - R) (R reading
+  // row states only) as the value of a `reduce sum`, or that times the V load of the second
+  // contraction. On a tile where C is false everywhere each of these contributes its identity: max
+  // gets -inf; exp(-inf - R) is 0 for a finite R, and for R = -inf (every score of the row masked so
+  // far) the row's running values are reset by the online update's "not invertible" branch at the
+  // row's first unmasked tile, or stay NaN-producing (0 / 0) to the end, exactly as without skipping.
+  // The row maps of the loop (the online rescaling) see the same states with or without the tile.
+  std::string skip_refusal_;
+  void find_live_condition();
+
+  // ---- Printing expressions per fragment element ------------------------------------------------
+  // Binds a statement's axes: the lead axes are 0, the row is this thread's row of slot rs, the
+  // column is the fragment element's column.
+  std::string bind(const Binding& b) const;
+
+  bool index_matches(const std::vector<Expr>& index, const Binding& b, bool with_col) const;
+
+  // P of the second contraction ranges over the rows and the score columns (its reduce axis).
+  Binding p_binding() const;
+
+  // The expression over registers: row states read slot rs, fragments element [nt][e] (loads of
+  // pseudo arrays whose "pointer" is the register's address).
+  Expr to_registers(const Expr& in, const Binding& b);
+
+  std::string element_text_bool(const Expr& e, const Binding& b) { return fast_exp(printer_.print_bool(to_registers(e, b))); }
+  std::string element_text(const Expr& e, const Binding& b) { return fast_exp(printer_.print_float(to_registers(e, b))); }
+
+  static std::string fast_exp(const std::string& text);
+
+  Binding binding_of(const Domain& domain, const std::vector<Axis>& reduce_axes, bool wide_cols) const;
+
+  // The domain's guard as C++ under the binding ("" when there is none).
+  std::string guard_of(const Domain& domain, const Binding& b);
+
+  void invalidate(const std::string& written);
+
+  // ---- Statements -------------------------------------------------------------------------------
+  void emit_body(std::ostringstream& out);
+
+  void emit_statement(std::ostringstream& out, const Stmt& s, int ind);
+
+  // Subexpressions of an element-wise statement that depend on the row only (the online rescaling's
+  // exp(old_m - m) and its condition) are computed once per row, before the loop over the elements.
+  int hoisted_ = 0;
+  Expr hoist_row_invariants(std::ostringstream& out, const Expr& e, const Binding& b, int ind);
+  std::map<std::string, std::string> pseudo_rows_;  // hoisted row values: pseudo array → C++ array
+
+  void emit_map(std::ostringstream& out, const Domain& domain, const Access& dst, const Expr& value, int ind);
+
+  // A row state combined over the columns of the scores (or, for the scores, the contraction).
+  void emit_row_reduce(std::ostringstream& out, const ReduceNode& r, int ind);
+
+  // S = A · Bᵀ on tensor cores, then the scalar factors.
+  void emit_scores(std::ostringstream& out, int ind);
+
+  // O (+)= P · V on tensor cores, P evaluated per score element (or reused from a reduction).
+  void emit_second_contraction(std::ostringstream& out, int ind);
+
+  // A global ← register store: rows or wide fragments.
+  void emit_store(std::ostringstream& out, const Domain& domain, const Access& dst, const Expr& value, int ind);
+
+  // ---- Staging and the loop ---------------------------------------------------------------------
+  // copy tile[.., r, c] = global[...] → cp.async of 16-byte chunks into the swizzled layout.
+  void emit_stage(std::ostringstream& out, const CopyNode& c, const std::string& tile, int ind);
+
+  // Run-time bounds of the data a mask reads: block-wide min/max of row states (once), and a function
+  // giving a column tile's min/max for tile j_t (each warp computes it alone: no barrier).
+  void emit_data_ranges(std::ostringstream& out, const std::string& jt);
+
+  void emit_a_fragments(std::ostringstream& out, int ind);
+
+  // The stream loop, software-pipelined over two stages: B and V of the next live tile load while
+  // this tile computes.
+  void emit_loop(std::ostringstream& out);
+};
+
+}  // namespace solder::mma_stream
