@@ -69,15 +69,6 @@ struct UnionFind {
   void join(int a, int b) { parent[static_cast<size_t>(find(a))] = find(b); }
 };
 
-void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f) {
-  struct Walker : ExprVisitor {
-    const std::function<void(const LoadNode&)>* f;
-    using ExprVisitor::visit;
-    void visit(const LoadNode& n) override { (*f)(n); ExprVisitor::visit(n); }
-  } w;
-  w.f = &f;
-  w.visit(e);
-}
 
 class Planner {
  public:

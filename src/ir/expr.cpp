@@ -238,4 +238,18 @@ bool uses_tensor(const Expr& e, std::string_view name) {
   return std::find(t.begin(), t.end(), name) != t.end();
 }
 
+void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f) {
+  if (!e) return;
+  struct Walker : ExprVisitor {
+    const std::function<void(const LoadNode&)>* f = nullptr;
+    using ExprVisitor::visit;
+    void visit(const LoadNode& n) override {
+      (*f)(n);
+      ExprVisitor::visit(n);
+    }
+  } walker;
+  walker.f = &f;
+  walker.visit(e);
+}
+
 }  // namespace solder

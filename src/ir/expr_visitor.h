@@ -5,6 +5,8 @@
 // the mutated children and returns the original node when no child changed.
 #pragma once
 
+#include <functional>
+
 #include "ir/expr.h"
 
 namespace solder {
@@ -30,5 +32,8 @@ class ExprMutator {
   SOLDER_EXPR_NODES(SOLDER_MUTATE_DECL)
 #undef SOLDER_MUTATE_DECL
 };
+
+// Every load an expression performs, loads inside indices included, in visiting order.
+void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f);
 
 }  // namespace solder

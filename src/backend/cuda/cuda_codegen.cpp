@@ -48,17 +48,6 @@ int64_t floor_pow2(int64_t x) {
   return p;
 }
 
-// Every load an expression performs (loads inside indices included).
-void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f) {
-  if (!e) return;
-  struct Walker : ExprVisitor {
-    const std::function<void(const LoadNode&)>* f;
-    using ExprVisitor::visit;
-    void visit(const LoadNode& n) override { (*f)(n); ExprVisitor::visit(n); }
-  } w;
-  w.f = &f;
-  w.visit(e);
-}
 
 // `e` is a multiple of `v` whatever its variables' values (structurally: constants, products with a
 // multiple, sums of multiples).

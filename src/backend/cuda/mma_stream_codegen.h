@@ -22,7 +22,7 @@
 // inputs' 16-bit type before the second contraction, and exp is the fast hardware exponential. The
 // end-to-end checks against the float64 reference cover both (bf16-level error).
 //
-// Tiles that a mask makes empty are skipped (the masked-identity rule, see the .cpp): the mask
+// Tiles that a mask makes empty are skipped (the masked-identity rule, mma_stream_writer.h): the mask
 // condition is evaluated over the whole tile in interval arithmetic at run time, from the index
 // expressions, without building a mask tensor.
 //
