@@ -1,0 +1,433 @@
+// The generic writer (kernel_writer.h): the kernel, its statements, gemm and the cluster collectives.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "backend/cuda/kernel_writer.h"
+#include "ir/diagnostics.h"
+#include "ir/expr_visitor.h"
+#include "ir/printer.h"
+
+namespace solder::generic {
+
+std::string KernelWriter::write() {
+  std::ostringstream out;
+  out << "#include <solder/reduce/vector.cuh>\n";
+  out << "// kernel " << kernel_.name;
+  if (!kernel_.definitions.empty()) {
+    out << ": computes";
+    for (auto& d : kernel_.definitions) out << " " << d;
+  }
+  out << "\n// grid";
+  for (auto& g : kernel_.grid) out << " " << g.var << " < " << g.extent;
+  out << " (" << kernel_.blocks() << " blocks)";
+  if (kernel_.cluster > 1) out << ", clusters of " << kernel_.cluster;
+  out << ", " << shared_bytes_ << " bytes of shared memory\n";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << cuda_identifier(kernel_.name) << "(";
+  for (size_t i = 0; i < program_.globals.size(); ++i) {
+    const GlobalTensor& g = program_.globals[i];
+    out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
+        << cuda_identifier(g.name);
+  }
+  out << ") {\n";
+  out << "  extern __shared__ __align__(16) unsigned char smem[];\n";
+  if (kernel_.cluster > 1) out << "  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();\n";
+  // Logical grid coordinates from the linear block index.
+  out << "  long long block_linear = blockIdx.x;\n";
+  for (size_t d = kernel_.grid.size(); d-- > 0;) {
+    const GridDim& g = kernel_.grid[d];
+    out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL;";
+    out << " block_linear /= " << g.extent << "LL;\n";
+  }
+  std::set<std::string> rotated = async_buffers();
+  for (auto& [name, off] : tile_offsets_) {
+    const Buffer* b = kernel_.find_buffer(name);
+    out << (rotated.count(name) ? "  float* " : "  float* const ") << cuda_identifier(name) << " = reinterpret_cast<float*>(smem + " << off << ");  // "
+        << scope_name(b->scope) << " " << dtype_name(b->dtype) << " [";
+    for (size_t i = 0; i < b->shape.size(); ++i) out << (i ? ", " : "") << b->shape[i];
+    out << "]\n";
+  }
+  for (auto& [name, off] : tile_offsets_)
+    if (rotated.count(name))
+      out << "  float* const " << cuda_identifier(name + "_stage0") << " = " << cuda_identifier(name) << ";  // its first staging buffer\n";
+  for (auto& [name, off] : stage_offsets_)
+    out << "  float* const " << cuda_identifier(name) << " = reinterpret_cast<float*>(smem + " << off << ");  // a staging buffer of "
+        << name.substr(0, name.rfind("_stage")) << " (cp.async)\n";
+  if (needs_scratch()) out << "  float* const collective_scratch = reinterpret_cast<float*>(smem + " << scratch_offset_ << ");\n";
+  if (has_reduce())
+    out << "  float* const reduce_scratch = reinterpret_cast<float*>(smem + " << reduce_scratch_offset_ << ");  // partials of cooperative reduces\n";
+  out << "  (void)block_linear;\n";
+  statements(out, kernel_.body, 1);
+  out << "}\n";
+  return out.str();
+}
+
+bool KernelWriter::has_reduce() const {
+  struct Finder : StmtVisitor {
+    bool found = false;
+    using StmtVisitor::visit;
+    void visit(const ReduceNode&) override { found = true; }
+  } f;
+  f.visit(kernel_.body);
+  return f.found;
+}
+
+bool KernelWriter::needs_scratch() const {
+  struct Finder : StmtVisitor {
+    bool found = false;
+    using StmtVisitor::visit;
+    void visit(const ClusterReduceNode&) override { found = true; }
+    void visit(const ReduceScatterNode&) override { found = true; }
+    void visit(const DsmShuffleNode&) override { found = true; }
+    void visit(const AllExchangeNode&) override { found = true; }
+  } f;
+  f.visit(kernel_.body);
+  return f.found;
+}
+
+std::vector<std::string> KernelWriter::index_texts(const std::vector<Expr>& index) {
+  std::vector<std::string> out;
+  for (auto& i : index) out.push_back(printer_.print_int(i));
+  return out;
+}
+
+// `true` when every index of `a` is in bounds (for globals: the clipping rule).
+std::string KernelWriter::in_bounds(const CudaArray& a, const std::vector<std::string>& index) const {
+  std::string s;
+  for (size_t d = 0; d < index.size(); ++d)
+    s += (s.empty() ? "" : " && ") + std::string("(") + index[d] + ") >= 0 && (" + index[d] + ") < " + std::to_string(a.shape[d]) + "LL";
+  return s.empty() ? "true" : s;
+}
+
+// Opens a block-strided loop over the points of `axes` (declaring each axis variable), with
+// `guard` skipping points; returns the indentation of the loop body.
+int KernelWriter::open_domain(std::ostringstream& out, const std::vector<Axis>& axes, const Expr& guard, int indent, const std::string& label) {
+  int64_t points = 1;
+  for (auto& a : axes) points *= a.extent;
+  // Tile domains are far below 2^31 points: int counters (cheap division); long long otherwise.
+  const bool narrow = points < (int64_t{1} << 30);
+  const std::string type = narrow ? "int" : "long long", suffix = narrow ? "" : "LL";
+  out << pad(indent) << "for (" << type << " " << label << " = threadIdx.x; " << label << " < " << points << suffix << "; " << label
+      << " += blockDim.x) {\n";
+  if (!axes.empty()) {
+    out << pad(indent + 1) << type << " rest = " << label << ";\n";
+    for (size_t d = axes.size(); d-- > 0;) {
+      out << pad(indent + 1) << "const long long " << cuda_identifier(axes[d].var) << " = rest % " << axes[d].extent << suffix << ";";
+      out << " rest /= " << axes[d].extent << suffix << ";\n";
+    }
+    out << pad(indent + 1) << "(void)rest;\n";
+  }
+  if (guard) out << pad(indent + 1) << "if (!" << printer_.print_bool(guard) << ") continue;\n";
+  return indent + 1;
+}
+
+// Writes `value` (float text) to an access: globals are clipped and stored in their dtype, tiles
+// are rounded to theirs.
+void KernelWriter::write_access(std::ostringstream& out, const Access& a, const std::string& value, int indent) {
+  const CudaArray& arr = array(a.name);
+  auto idx = index_texts(a.index);
+  std::string element = arr.pointer + "[" + printer_.offset(arr, idx) + "]";
+  if (arr.global)
+    out << pad(indent) << "if (" << in_bounds(arr, idx) << ") solder::store(&" << element << ", " << value << ");\n";
+  else
+    out << pad(indent) << element << " = " << round_function(arr.dtype) << "(" << value << ");\n";
+}
+
+std::string KernelWriter::read_access(const Access& a) {
+  const CudaArray& arr = array(a.name);
+  auto idx = index_texts(a.index);
+  std::string element = arr.pointer + "[" + printer_.offset(arr, idx) + "]";
+  if (!arr.global) return element;
+  return "((" + in_bounds(arr, idx) + ") ? solder::to_float(" + element + ") : 0.0f)";
+}
+
+// A body: consecutive reduces over the same domain and reduce axes, none reading another's result,
+// become one cooperative pass (one read of their tiles, one combine); the rest one by one.
+void KernelWriter::statements(std::ostringstream& out, const Block& body, int indent) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    std::vector<const ReduceNode*> run;
+    for (size_t j = i; j < body.size() && run.size() < static_cast<size_t>(kMaxMergedReduces); ++j) {
+      auto r = body[j].as<ReduceNode>();
+      if (!r || (!run.empty() && !mergeable(*run.front(), *r, run))) break;
+      run.push_back(r);
+    }
+    if (run.size() > 1 && cooperative_layout(run)) {
+      for (auto r : run)
+        if (!r->comment.empty()) out << pad(indent) << "// " << r->comment << "\n";
+      cooperative_reduce(out, run, indent);
+      i += run.size() - 1;
+      continue;
+    }
+    statement(out, body[i], indent);
+  }
+}
+
+void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent) {
+  if (!s.get()->comment.empty()) out << pad(indent) << "// " << s.get()->comment << "\n";
+  switch (s.kind()) {
+    case StmtKind::For: {
+      auto n = s.as<ForNode>();
+      std::vector<Touch> bounds;
+      expr_touches(n->begin, {}, false, bounds);
+      expr_touches(n->end, {}, false, bounds);
+      touch(out, indent, bounds);
+      std::string v = cuda_identifier(n->var), end = printer_.print_int(n->end);
+      // Prefetched staging copies: registers loaded for the first iteration before the loop, for
+      // the next one right after this one's are stored.
+      const size_t ahead = prefetchable(*n);
+      if (async_staged(*n)) return async_loop(out, *n, ahead, indent);
+      auto prefetch = [&](const std::string& iteration, int in) {
+        out << pad(in) << "{ const long long next_ = " << iteration << "; { const long long " << v << " = next_; if (" << v << " < " << end << ") {\n";
+        for (size_t i = 0; i < ahead; ++i) {
+          auto c = n->body[i].as<CopyNode>();
+          vector_phase(out, *c, *vector_plan(*c), "prefetch" + std::to_string(i) + "_", "threadIdx.x", true, in + 1);
+        }
+        out << pad(in) << "} } }\n";
+      };
+      if (ahead) out << pad(indent) << "{  // the loop with its prefetch registers\n";
+      for (size_t i = 0; i < ahead; ++i) {
+        auto c = n->body[i].as<CopyNode>();
+        auto plan = *vector_plan(*c);
+        out << pad(indent) << "float prefetch" << i << "_[" << plan.batch << "][" << plan.vector << "];  // the next tile of " << c->src.name << "\n";
+      }
+      if (ahead) prefetch(printer_.print_int(n->begin), indent);
+      out << pad(indent) << "for (long long " << v << " = " << printer_.print_int(n->begin) << "; " << v << " < " << end << "; ++" << v << ") {\n";
+      // The first iteration starts from what was touched before the loop; every iteration ends
+      // with a barrier when it touched anything, so the next one starts clean. After the loop:
+      // what was touched before it (when it ran zero times).
+      auto before = touched_;
+      for (size_t i = 0; i < ahead; ++i) {
+        auto c = n->body[i].as<CopyNode>();
+        if (!c->comment.empty()) out << pad(indent + 1) << "// " << c->comment << " (prefetched)\n";
+        touch(out, indent + 1, vector_touches(*c));
+        vector_phase(out, *c, *vector_plan(*c), "prefetch" + std::to_string(i) + "_", "threadIdx.x", false, indent + 1);
+      }
+      if (ahead) prefetch(v + " + 1", indent + 1);
+      statements(out, Block(n->body.begin() + static_cast<std::ptrdiff_t>(ahead), n->body.end()), indent + 1);
+      flush(out, indent + 1);
+      out << pad(indent) << "}\n";
+      if (ahead) out << pad(indent) << "}\n";
+      touched_ = before;
+      return;
+    }
+    case StmtKind::If: {
+      auto n = s.as<IfNode>();
+      std::vector<Touch> cond;
+      expr_touches(n->cond, {}, false, cond);
+      touch(out, indent, cond);
+      auto before = touched_;
+      out << pad(indent) << "if (" << printer_.print_bool(n->cond) << ") {\n";
+      statements(out, n->then_body, indent + 1);
+      auto after_then = touched_;
+      touched_ = before;
+      if (!n->else_body.empty()) {
+        out << pad(indent) << "} else {\n";
+        statements(out, n->else_body, indent + 1);
+      }
+      out << pad(indent) << "}\n";
+      merge(touched_, after_then);
+      return;
+    }
+    case StmtKind::Fill: {
+      auto n = s.as<FillNode>();
+      const Buffer* b = kernel_.find_buffer(n->buffer);
+      touch(out, indent, {Touch{n->buffer, true, true}});
+      out << pad(indent) << "for (int e = threadIdx.x; e < " << b->elements() << "; e += blockDim.x) "
+          << cuda_identifier(n->buffer) << "[e] = " << round_function(b->dtype) << "(" << cuda_float_literal(n->value) << ");\n";
+      return;
+    }
+    case StmtKind::Copy: {
+      auto n = s.as<CopyNode>();
+      out << pad(indent) << "// copy " << n->dst.name << " = " << n->src.name << "\n";
+      if (vector_copy(out, *n, indent)) return;
+      std::vector<Touch> touches;
+      expr_touches(n->domain.guard, n->domain.axes, true, touches);
+      index_touches(n->src, n->domain.axes, touches);
+      index_touches(n->dst, n->domain.axes, touches);
+      touches.push_back(access_touch(n->src, false, n->domain.axes));
+      touches.push_back(access_touch(n->dst, true, n->domain.axes));
+      touch(out, indent, touches);
+      int body = open_domain(out, n->domain.axes, n->domain.guard, indent, "point");
+      write_access(out, n->dst, read_access(n->src), body);
+      out << pad(indent) << "}\n";
+      return;
+    }
+    case StmtKind::Map: {
+      auto n = s.as<MapNode>();
+      std::vector<Touch> touches;
+      expr_touches(n->domain.guard, n->domain.axes, true, touches);
+      expr_touches(n->value, n->domain.axes, true, touches);
+      index_touches(n->dst, n->domain.axes, touches);
+      touches.push_back(access_touch(n->dst, true, n->domain.axes));
+      touch(out, indent, touches);
+      int body = open_domain(out, n->domain.axes, n->domain.guard, indent, "point");
+      write_access(out, n->dst, printer_.print_float(n->value), body);
+      out << pad(indent) << "}\n";
+      return;
+    }
+    case StmtKind::Reduce: {
+      auto n = s.as<ReduceNode>();
+      if (cooperative_layout({n})) return cooperative_reduce(out, {n}, indent);
+      std::vector<Touch> touches;
+      expr_touches(n->domain.guard, n->domain.axes, true, touches);
+      expr_touches(n->value, n->domain.axes, true, touches);
+      expr_touches(n->where, n->domain.axes, true, touches);
+      expr_touches(n->index_value, n->domain.axes, true, touches);
+      for (const Access* a : {&n->dst, &n->index_dst}) {
+        if (a->name.empty()) continue;
+        // topk writes k ranks per point: not the point's own element
+        bool by_point = n->op != ReduceOp::topk;
+        index_touches(*a, n->domain.axes, touches);
+        touches.push_back(access_touch(*a, true, n->domain.axes, by_point));
+        touches.push_back(access_touch(*a, false, n->domain.axes, by_point));
+      }
+      touch(out, indent, touches);
+      return reduce(out, *n, indent);
+    }
+    case StmtKind::Gemm:
+      flush(out, indent);
+      gemm(out, *s.as<GemmNode>(), indent);
+      touched_.clear();  // gemm ends with a barrier
+      return;
+    case StmtKind::ClusterReduce:
+    case StmtKind::ClusterGather:
+    case StmtKind::ReduceScatter:
+    case StmtKind::DsmShuffle:
+    case StmtKind::AllExchange:
+      flush(out, indent);
+      collective(out, s, indent);
+      touched_.clear();  // collectives end with a block or cluster barrier
+      return;
+    case StmtKind::InterClusterReduce: {
+      flush(out, indent);
+      touched_.clear();
+      auto n = s.as<InterClusterReduceNode>();
+      const CudaArray& dst = array(n->dst.name);
+      if (dst.dtype != DType::f32)
+        throw Error("CUDA code generator: inter_cluster_reduce into '" + n->dst.name + "' needs an f32 global");
+      int body = open_domain(out, n->domain.axes, n->domain.guard, indent, "point");
+      auto idx = index_texts(n->dst.index);
+      std::string element = dst.pointer + "[" + printer_.offset(dst, idx) + "]";
+      std::string op = n->op == ReduceOp::sum ? "atomicAdd" : n->op == ReduceOp::max ? "solder::atomic_max" : "solder::atomic_min";
+      out << pad(body) << "if (" << in_bounds(dst, idx) << ") " << op << "(&" << element << ", " << read_access(n->src) << ");\n";
+      out << pad(indent) << "}\n";
+      sync(out, indent);
+      return;
+    }
+    case StmtKind::QueuePush:
+    case StmtKind::QueuePop: throw Error("CUDA code generator: queues are not supported yet");
+    case StmtKind::Barrier:
+      out << pad(indent) << (s.as<BarrierNode>()->cluster ? "cluster.sync();\n" : "__syncthreads();\n");
+      touched_.clear();
+      return;
+  }
+}
+
+void KernelWriter::gemm(std::ostringstream& out, const GemmNode& n, int indent) {
+  const Buffer* a = kernel_.find_buffer(n.a);
+  const Buffer* b = kernel_.find_buffer(n.b);
+  const Buffer* c = kernel_.find_buffer(n.c);
+  int64_t M = c->shape[0], N = c->shape[1], K = n.trans_a ? a->shape[0] : a->shape[1];
+  std::string A = cuda_identifier(n.a), B = cuda_identifier(n.b), C = cuda_identifier(n.c);
+  out << pad(indent) << "for (long long e = threadIdx.x; e < " << M * N << "LL; e += blockDim.x) {\n";
+  out << pad(indent + 1) << "const long long row = e / " << N << "LL, col = e % " << N << "LL;\n";
+  out << pad(indent + 1) << "float acc = " << (n.accumulate ? C + "[e]" : "0.0f") << ";\n";
+  std::string av = n.trans_a ? A + "[k * " + std::to_string(a->shape[1]) + "LL + row]" : A + "[row * " + std::to_string(a->shape[1]) + "LL + k]";
+  std::string bv = n.trans_b ? B + "[col * " + std::to_string(b->shape[1]) + "LL + k]" : B + "[k * " + std::to_string(b->shape[1]) + "LL + col]";
+  out << pad(indent + 1) << "for (long long k = 0; k < " << K << "LL; ++k) acc += " << av << " * " << bv << ";\n";
+  out << pad(indent + 1) << C << "[e] = acc;\n";
+  out << pad(indent) << "}\n";
+  sync(out, indent);
+}
+
+// Collectives over distributed shared memory: every block of the cluster takes part. The block
+// first waits for all peers (their buffers are complete), reads what it needs from its peers into
+// its own scratch, waits again (nobody overwrites a buffer a peer still reads), then writes.
+void KernelWriter::collective(std::ostringstream& out, const Stmt& s, int indent) {
+  const int C = kernel_.cluster;
+  out << pad(indent) << "cluster.sync();\n";
+  auto peer = [](const std::string& buffer, const std::string& rank) {
+    return "cluster.map_shared_rank(" + buffer + ", static_cast<unsigned int>(" + rank + "))";
+  };
+  auto combine = [](ReduceOp op, const std::string& a, const std::string& b) {
+    if (op == ReduceOp::sum) return a + " + " + b;
+    return std::string(op == ReduceOp::max ? "solder::max_nan(" : "solder::min_nan(") + a + ", " + b + ")";
+  };
+  std::string target;
+  int64_t n = 0;
+  switch (s.kind()) {
+    case StmtKind::ClusterReduce: {
+      auto c = s.as<ClusterReduceNode>();
+      std::string buf = cuda_identifier(c->buffer);
+      n = kernel_.find_buffer(c->buffer)->elements();
+      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) {\n";
+      out << pad(indent + 1) << "float acc = " << peer(buf, "0") << "[e];\n";
+      out << pad(indent + 1) << "for (int r = 1; r < " << C << "; ++r) acc = " << combine(c->op, "acc", peer(buf, "r") + "[e]") << ";\n";
+      out << pad(indent + 1) << "collective_scratch[e] = acc;\n";
+      out << pad(indent) << "}\n";
+      target = c->buffer;
+      break;
+    }
+    case StmtKind::AllExchange: {
+      auto c = s.as<AllExchangeNode>();
+      std::string buf = cuda_identifier(c->buffer);
+      int group = c->group ? c->group : C;
+      n = kernel_.find_buffer(c->buffer)->elements();
+      out << pad(indent) << "{ const int first = static_cast<int>(cluster.block_rank()) / " << group << " * " << group << ";\n";
+      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) {\n";
+      out << pad(indent + 1) << "float acc = " << peer(buf, "first") << "[e];\n";
+      out << pad(indent + 1) << "for (int r = first + 1; r < first + " << group << "; ++r) acc = acc " << (c->multiply ? "*" : "+") << " "
+          << peer(buf, "r") << "[e];\n";
+      out << pad(indent + 1) << "collective_scratch[e] = acc;\n";
+      out << pad(indent) << "} }\n";
+      target = c->buffer;
+      break;
+    }
+    case StmtKind::ClusterGather: {
+      auto c = s.as<ClusterGatherNode>();
+      n = kernel_.find_buffer(c->src)->elements();
+      const Buffer* dst = kernel_.find_buffer(c->dst);
+      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n * C << "LL; e += blockDim.x) "
+          << cuda_identifier(c->dst) << "[e] = " << round_function(dst->dtype) << "(" << peer(cuda_identifier(c->src), "e / " + std::to_string(n) + "LL")
+          << "[e % " << n << "LL]);\n";
+      out << pad(indent) << "cluster.sync();\n";
+      return;
+    }
+    case StmtKind::ReduceScatter: {
+      auto c = s.as<ReduceScatterNode>();
+      std::string src = cuda_identifier(c->src);
+      n = kernel_.find_buffer(c->dst)->elements();
+      out << pad(indent) << "{ const long long base = static_cast<long long>(cluster.block_rank()) * " << n << "LL;\n";
+      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) {\n";
+      out << pad(indent + 1) << "float acc = " << peer(src, "0") << "[base + e];\n";
+      out << pad(indent + 1) << "for (int r = 1; r < " << C << "; ++r) acc = " << combine(c->op, "acc", peer(src, "r") + "[base + e]") << ";\n";
+      out << pad(indent + 1) << "collective_scratch[e] = acc;\n";
+      out << pad(indent) << "} }\n";
+      target = c->dst;
+      break;
+    }
+    case StmtKind::DsmShuffle: {
+      auto c = s.as<DsmShuffleNode>();
+      int group = c->group ? c->group : C;
+      n = kernel_.find_buffer(c->src)->elements();
+      out << pad(indent) << "{ const int rank = static_cast<int>(cluster.block_rank()); const int first = rank / " << group << " * " << group
+          << "; const int from = first + (rank - first - 1 + " << group << ") % " << group << ";\n";
+      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) collective_scratch[e] = "
+          << peer(cuda_identifier(c->src), "from") << "[e]; }\n";
+      target = c->dst;
+      break;
+    }
+    default: break;
+  }
+  out << pad(indent) << "cluster.sync();\n";
+  const Buffer* t = kernel_.find_buffer(target);
+  out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) " << cuda_identifier(target) << "[e] = "
+      << round_function(t->dtype) << "(collective_scratch[e]);\n";
+  sync(out, indent);
+}
+
+}  // namespace solder::generic

@@ -1,0 +1,395 @@
+// The generic writer of the CUDA code generator (internal to src/backend/cuda): every Kernel IR
+// statement as block-cooperative CUDA, for every kernel the tensor-core emitter does not take.
+//   kernel_writer.cpp          the kernel: signature, grid, tiles, statements, gemm, collectives
+//   kernel_writer_memory.cpp   which threads touch what (block barriers only where needed), 16-byte
+//                              vector staging plans
+//   kernel_writer_reduce.cpp   reductions: cooperative (a thread group per point) and per point
+// cuda_codegen.h describes what the generated code looks like; generate_cuda picks the writer.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/cuda_expr.h"
+#include "ir/diagnostics.h"
+#include "ir/expr_visitor.h"
+#include "ir/printer.h"
+
+namespace solder::generic {
+
+inline constexpr int kThreads = 256;
+inline constexpr int kWarps = kThreads / 32;
+inline constexpr int kVectorBatch = 8;  // 16-byte vectors each thread has in flight in a staging copy
+inline constexpr int kMaxMergedReduces = 4;  // consecutive reduces computed in one cooperative pass
+inline constexpr int kAsyncStages = 3;       // buffers of a tile staged by cp.async: this one and two ahead
+// cp.async staging of stream tiles (async_staged) instead of the register prefetch: verified on the
+// H100 but slower on variance V8 (56.4 vs 50.7 us) and faster on inertia I8 (223 vs 236 us); off until
+// the occupancy it gets (3 x 16 KB tiles per block) is understood (bench/NOTES.md, reductions v2).
+inline constexpr bool kAsyncStaging = false;
+
+inline int64_t floor_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+
+// `e` is a multiple of `v` whatever its variables' values (structurally: constants, products with a
+// multiple, sums of multiples).
+inline bool multiple_of(const Expr& e, int64_t v, const std::map<std::string, int64_t>& dims) {
+  if (auto c = e.as<ConstNode>()) return c->is_integer && static_cast<int64_t>(c->value) % v == 0;
+  if (auto d = e.as<DimRefNode>()) return dims.count(d->name) && dims.at(d->name) % v == 0;
+  if (auto b = e.as<BinaryNode>()) {
+    if (b->op == BinaryOp::mul) return multiple_of(b->lhs, v, dims) || multiple_of(b->rhs, v, dims);
+    if (b->op == BinaryOp::add || b->op == BinaryOp::sub) return multiple_of(b->lhs, v, dims) && multiple_of(b->rhs, v, dims);
+  }
+  return false;
+}
+
+class KernelWriter {
+ public:
+  KernelWriter(const KernelProgram& program, const Kernel& kernel) : program_(program), kernel_(kernel) {
+    printer_.dims = program.dims;
+    printer_.array = [this](const std::string& name) -> const CudaArray* {
+      auto it = arrays_.find(name);
+      return it == arrays_.end() ? nullptr : &it->second;
+    };
+    for (auto& g : program.globals)
+      arrays_[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true};
+    int64_t offset = 0;
+    for (auto& b : kernel.buffers) {
+      if (b.scope == Scope::queue)
+        throw Error("CUDA code generator: kernel '" + kernel.name + "' uses queue '" + b.name +
+                    "'; queues are not supported by the CUDA backend yet (run it with --backend cpu)");
+      arrays_[b.name] = CudaArray{cuda_identifier(b.name), b.shape, b.dtype, false};
+      tile_offsets_.emplace_back(b.name, offset);
+      offset += (b.elements() * 4 + 15) / 16 * 16;
+      max_tile_ = std::max(max_tile_, b.elements());
+    }
+    // Tiles staged asynchronously (async_staged) get kAsyncStages - 1 more buffers.
+    for (auto& name : async_buffers()) {
+      const Buffer* b = kernel.find_buffer(name);
+      for (int stage = 1; stage < kAsyncStages; ++stage) {
+        stage_offsets_.emplace_back(name + "_stage" + std::to_string(stage), offset);
+        offset += (b->elements() * 4 + 15) / 16 * 16;
+      }
+    }
+    reduce_scratch_offset_ = offset;
+    if (has_reduce()) offset += kThreads * 4 * kMaxMergedReduces;
+    scratch_offset_ = offset;
+    shared_bytes_ = offset + (needs_scratch() ? (max_tile_ * 4 + 15) / 16 * 16 : 0);
+  }
+
+  GeneratedKernel info() const {
+    return GeneratedKernel{kernel_.name, kernel_.blocks(), kernel_.cluster, kThreads, shared_bytes_};
+  }
+
+  std::string write();
+
+ private:
+  const KernelProgram& program_;
+  const Kernel& kernel_;
+  CudaExprPrinter printer_;
+  std::map<std::string, CudaArray> arrays_;
+  std::vector<std::pair<std::string, int64_t>> tile_offsets_;
+  int64_t max_tile_ = 0, scratch_offset_ = 0, shared_bytes_ = 0, reduce_scratch_offset_ = 0;
+  std::vector<std::pair<std::string, int64_t>> stage_offsets_;  // extra buffers of asynchronously staged tiles
+
+  // ---- Block barriers ----------------------------------------------------------------------------
+  // Element-wise loops give domain point p to thread p % blockDim. An access is *owned* when the
+  // element it touches at point p has row-major offset p (the index is the domain's axes, in order,
+  // over a buffer of the domain's shape): then only the element's own thread touches it. A statement
+  // needs a barrier before it only when it touches something another thread touched since the last
+  // barrier, and one of the two writes it.
+  struct Touch {
+    std::string name;
+    bool write = false, owned = false;
+  };
+  struct Touched {
+    bool written = false, foreign = false;
+  };
+  std::map<std::string, Touched> touched_;  // since the last barrier
+
+  static bool owned_index(const std::vector<Expr>& index, const std::vector<int64_t>& shape, const std::vector<Axis>& axes);
+  Touch access_touch(const Access& a, bool write, const std::vector<Axis>& axes, bool by_point_thread = true) const {
+    return Touch{a.name, write, by_point_thread && owned_index(a.index, array(a.name).shape, axes)};
+  }
+  // The loads of an expression, as reads (owned when at the point's own element).
+  void expr_touches(const Expr& e, const std::vector<Axis>& axes, bool by_point_thread, std::vector<Touch>& touches) const;
+  void index_touches(const Access& a, const std::vector<Axis>& axes, std::vector<Touch>& touches) const {
+    for (auto& i : a.index) expr_touches(i, axes, true, touches);
+  }
+  void barrier(std::ostringstream& out, int indent);
+  // A barrier when anything was touched since the last one (before statements whose threads the
+  // ownership rule does not describe).
+  void flush(std::ostringstream& out, int indent) {
+    if (!touched_.empty()) barrier(out, indent);
+  }
+  // A barrier before `touches` when they conflict with what was touched since the last one; then
+  // records them.
+  void touch(std::ostringstream& out, int indent, const std::vector<Touch>& touches);
+  static void merge(std::map<std::string, Touched>& into, const std::map<std::string, Touched>& from);
+
+  bool has_reduce() const;
+
+  bool needs_scratch() const;
+
+  const CudaArray& array(const std::string& name) const { return arrays_.at(name); }
+  static std::string pad(int indent) { return std::string(static_cast<size_t>(indent) * 2, ' '); }
+
+  std::vector<std::string> index_texts(const std::vector<Expr>& index);
+  // `true` when every index of `a` is in bounds (for globals: the clipping rule).
+  std::string in_bounds(const CudaArray& a, const std::vector<std::string>& index) const;
+
+  // Opens a block-strided loop over the points of `axes` (declaring each axis variable), with
+  // `guard` skipping points; returns the indentation of the loop body.
+  int open_domain(std::ostringstream& out, const std::vector<Axis>& axes, const Expr& guard, int indent, const std::string& label);
+
+  // Writes `value` (float text) to an access: globals are clipped and stored in their dtype, tiles
+  // are rounded to theirs.
+  void write_access(std::ostringstream& out, const Access& a, const std::string& value, int indent);
+  std::string read_access(const Access& a);
+
+  void sync(std::ostringstream& out, int indent) { out << pad(indent) << "__syncthreads();\n"; }
+
+  // A body: consecutive reduces over the same domain and reduce axes, none reading another's result,
+  // become one cooperative pass (one read of their tiles, one combine); the rest one by one.
+  void statements(std::ostringstream& out, const Block& body, int indent);
+  static bool same_axes(const std::vector<Axis>& a, const std::vector<Axis>& b);
+  bool mergeable(const ReduceNode& first, const ReduceNode& r, const std::vector<const ReduceNode*>& run) const;
+
+  void statement(std::ostringstream& out, const Stmt& s, int indent);
+
+  // ---- Staging copies with 16-byte vectors ----------------------------------------------------------
+  // A copy between a global (f32, f16, bf16) and a tile whose last k domain axes walk both sides
+  // contiguously: the innermost k - 1 axes cover their dims whole, the k-th is `base + axis` (base a
+  // multiple of the vector), and the run they span, the global's row and the base are whole vectors.
+  // Each thread then moves whole vectors, kVectorBatch of them loaded before any is stored. Bounds:
+  // a global's vector is wholly in or out (its dims are whole vectors), checked at its first element.
+  bool contiguous_run(const Access& a, const std::vector<Axis>& axes, size_t k, int64_t vector) const;
+
+  struct VectorPlan {
+    int64_t vector = 4, vectors = 0, batch = 1;  // elements per vector, vectors, vectors per thread in flight
+  };
+  std::optional<VectorPlan> vector_plan(const CopyNode& n) const;
+  std::vector<Touch> vector_touches(const CopyNode& n) const;
+  // One phase of a vector copy: the batch of vectors first + u * 256 (u < batch) of this thread,
+  // loaded from the source into `regs`, or stored from `regs` into the destination.
+  void vector_phase(std::ostringstream& out, const CopyNode& n, const VectorPlan& plan, const std::string& regs,
+                    const std::string& first, bool load, int indent) {
+    const auto& axes = n.domain.axes;
+    const std::string v = std::to_string(plan.vector), p = pad(indent);
+    auto element = [&](const Access& a) {
+      const CudaArray& arr = array(a.name);
+      return arr.pointer + " + " + printer_.offset(arr, index_texts(a.index));
+    };
+    out << p << "#pragma unroll\n";
+    out << p << "for (int u_ = 0; u_ < " << plan.batch << "; ++u_) {\n";
+    out << p << "  const int vec_ = " << first << " + u_ * " << kThreads << ";\n";
+    out << p << "  if (vec_ >= " << plan.vectors << ") continue;\n";
+    out << p << "  int rest_ = vec_ * " << v << ";\n";
+    for (size_t d = axes.size(); d-- > 0;) {
+      out << p << "  const long long " << cuda_identifier(axes[d].var) << " = rest_ % " << axes[d].extent << ";";
+      out << " rest_ /= " << axes[d].extent << ";\n";
+    }
+    out << p << "  (void)rest_;\n";
+    if (n.domain.guard) out << p << "  if (!" << printer_.print_bool(n.domain.guard) << ") continue;\n";
+    const CudaArray& src = array(n.src.name);
+    const CudaArray& dst = array(n.dst.name);
+    if (load && src.global) {
+      out << p << "  if (" << in_bounds(src, index_texts(n.src.index)) << ") solder::reduce::load_vector(" << element(n.src) << ", " << regs << "[u_]);\n";
+      out << p << "  else for (int i_ = 0; i_ < " << v << "; ++i_) " << regs << "[u_][i_] = 0.0f;  // outside the global: 0\n";
+    } else if (load) {
+      out << p << "  solder::reduce::load_tile(" << element(n.src) << ", " << regs << "[u_]);\n";
+    } else if (dst.global) {
+      out << p << "  if (" << in_bounds(dst, index_texts(n.dst.index)) << ") solder::reduce::store_vector(" << element(n.dst) << ", " << regs << "[u_]);\n";
+    } else {
+      if (dst.dtype != DType::f32)
+        out << p << "  for (int i_ = 0; i_ < " << v << "; ++i_) " << regs << "[u_][i_] = " << round_function(dst.dtype) << "(" << regs << "[u_][i_]);\n";
+      out << p << "  solder::reduce::store_tile(" << element(n.dst) << ", " << regs << "[u_]);\n";
+    }
+    out << p << "}\n";
+  }
+
+  // A stream loop whose leading copies are staged by cp.async, kAsyncStages - 1 tiles ahead.
+  void async_loop(std::ostringstream& out, const ForNode& n, size_t ahead, int indent) {
+    const std::string v = cuda_identifier(n.var), begin = printer_.print_int(n.begin), end = printer_.print_int(n.end);
+    auto slot_pointer = [&](const std::string& tile, const std::string& slot) {
+      std::string e = cuda_identifier(tile + "_stage0");
+      for (int stage = kAsyncStages - 1; stage >= 1; --stage)
+        e = "(" + slot + " == " + std::to_string(stage) + " ? " + cuda_identifier(tile + "_stage" + std::to_string(stage)) + " : " + e + ")";
+      return e;
+    };
+    std::set<std::string> tiles;
+    for (size_t i = 0; i < ahead; ++i) tiles.insert(n.body[i].as<CopyNode>()->dst.name);
+    // No thread may still read a staging buffer that the copies below overwrite.
+    flush(out, indent);
+    out << pad(indent) << "{  // the loop with its tiles staged by cp.async, " << kAsyncStages - 1 << " ahead\n";
+    auto stage = [&](const std::string& iteration, const std::string& slot, int in) {
+      out << pad(in) << "{ const long long next_ = " << iteration << "; const long long slot_ = " << slot << "; (void)slot_;\n";
+      out << pad(in) << "  { const long long " << v << " = next_; if (" << v << " < " << end << ") {\n";
+      for (size_t i = 0; i < ahead; ++i) {
+        auto c = n.body[i].as<CopyNode>();
+        std::string buffer = slot_pointer(c->dst.name, "slot_");
+        async_phase(out, *c, *vector_plan(*c), buffer, in + 2);
+      }
+      out << pad(in) << "  } }\n";
+      out << pad(in) << "  solder::reduce::cp_async_commit();\n";
+      out << pad(in) << "}\n";
+    };
+    for (int s = 0; s < kAsyncStages - 1; ++s) stage(begin + " + " + std::to_string(s), std::to_string(s), indent);
+    out << pad(indent) << "for (long long " << v << " = " << begin << "; " << v << " < " << end << "; ++" << v << ") {\n";
+    auto before = touched_;
+    const int in = indent + 1;
+    out << pad(in) << "// the tiles of " << n.var << " + " << kAsyncStages - 1 << " into the buffers iteration " << n.var
+        << " - 1 used (free since its last barrier); then wait for this iteration's\n";
+    stage(v + " + " + std::to_string(kAsyncStages - 1), "(" + v + " - " + begin + " + " + std::to_string(kAsyncStages - 1) + ") % " + std::to_string(kAsyncStages), in);
+    out << pad(in) << "solder::reduce::cp_async_wait<" << kAsyncStages - 1 << ">();\n";
+    out << pad(in) << "{ const long long slot_ = (" << v << " - " << begin << ") % " << kAsyncStages << ";\n";
+    for (auto& t : tiles) {
+      std::string e = slot_pointer(t, "slot_");
+      out << pad(in) << "  " << cuda_identifier(t) << " = " << e << ";\n";
+    }
+    out << pad(in) << "}\n";
+    for (size_t i = 0; i < ahead; ++i) {
+      auto c = n.body[i].as<CopyNode>();
+      if (!c->comment.empty()) out << pad(in) << "// " << c->comment << " (staged by cp.async above)\n";
+      touch(out, in, vector_touches(*c));
+    }
+    statements(out, Block(n.body.begin() + static_cast<std::ptrdiff_t>(ahead), n.body.end()), in);
+    flush(out, in);
+    out << pad(indent) << "}\n";
+    out << pad(indent) << "solder::reduce::cp_async_wait<0>();  // nothing left in flight\n";
+    out << pad(indent) << "}\n";
+    touched_ = before;
+  }
+
+  bool vector_copy(std::ostringstream& out, const CopyNode& n, int indent) {
+    auto plan = vector_plan(n);
+    if (!plan) return false;
+    touch(out, indent, vector_touches(n));
+    const std::string p = pad(indent);
+    out << p << "// " << plan->vectors << " vectors of " << plan->vector << " elements (16 bytes of " << n.src.name << " / " << n.dst.name
+        << "), " << plan->batch << " in flight per thread\n";
+    out << p << "for (int first_ = threadIdx.x; first_ < " << plan->vectors << "; first_ += " << kThreads * plan->batch << ") {\n";
+    out << p << "  float staged_[" << plan->batch << "][" << plan->vector << "];\n";
+    vector_phase(out, n, *plan, "staged_", "first_", true, indent + 1);
+    vector_phase(out, n, *plan, "staged_", "first_", false, indent + 1);
+    out << p << "}\n";
+    return true;
+  }
+
+  // Staging copies at the top of a loop body that read an input at indices of the loop variable
+  // alone (no loads): prefetched one iteration ahead into registers, so that the next tile's loads
+  // are in flight while this one is computed. Returns how many leading statements qualify.
+  size_t prefetchable(const ForNode& loop) const {
+    size_t count = 0;
+    for (auto& stmt : loop.body) {
+      auto c = stmt.as<CopyNode>();
+      if (!c) break;
+      auto plan = vector_plan(*c);
+      const GlobalTensor* g = program_.find_global(c->src.name);
+      if (!plan || !g || g->role != GlobalRole::input || plan->vectors > kThreads * kVectorBatch) break;
+      bool loads = false;
+      for_each_load(c->domain.guard, [&](const LoadNode&) { loads = true; });
+      for (auto& i : c->src.index) for_each_load(i, [&](const LoadNode&) { loads = true; });
+      for (auto& i : c->dst.index) for_each_load(i, [&](const LoadNode&) { loads = true; });
+      if (loads) break;
+      ++count;
+    }
+    return count;
+  }
+
+  // Prefetched copies that cp.async can stage instead (f32 to an f32 tile, no guard): all of a
+  // loop's or none. They rotate through kAsyncStages buffers, two tiles in flight ahead of the one
+  // computed, in shared memory rather than registers.
+  bool async_staged(const ForNode& loop) const {
+    size_t ahead = prefetchable(loop);
+    if (!kAsyncStaging || !ahead) return false;
+    // The extra buffers must leave room: at most 160 KB of tiles (as float) in all.
+    int64_t bytes = 0;
+    for (auto& b : kernel_.buffers) bytes += b.elements() * 4;
+    for (size_t i = 0; i < ahead; ++i) bytes += (kAsyncStages - 1) * kernel_.find_buffer(loop.body[i].as<CopyNode>()->dst.name)->elements() * 4;
+    if (bytes > 160 * 1024) return false;
+    for (size_t i = 0; i < ahead; ++i) {
+      auto c = loop.body[i].as<CopyNode>();
+      const CudaArray& src = array(c->src.name);
+      const CudaArray& dst = array(c->dst.name);
+      if (!src.global || dst.global || src.dtype != DType::f32 || dst.dtype != DType::f32 || c->domain.guard) return false;
+    }
+    return true;
+  }
+  std::set<std::string> async_buffers() const {
+    struct Finder : StmtVisitor {
+      const KernelWriter* self;
+      std::set<std::string> names;
+      using StmtVisitor::visit;
+      void visit(const ForNode& loop) override {
+        if (self->async_staged(loop))
+          for (size_t i = 0; i < self->prefetchable(loop); ++i) names.insert(loop.body[i].as<CopyNode>()->dst.name);
+        StmtVisitor::visit(loop);
+      }
+    } f;
+    f.self = this;
+    f.visit(kernel_.body);
+    return f.names;
+  }
+  // The cp.async phase of a copy into the staging buffer `buffer` (an expression of a tile pointer).
+  void async_phase(std::ostringstream& out, const CopyNode& n, const VectorPlan& plan, const std::string& buffer, int indent) {
+    const auto& axes = n.domain.axes;
+    const std::string p = pad(indent);
+    const CudaArray& src = array(n.src.name);
+    const CudaArray& dst = array(n.dst.name);
+    out << p << "#pragma unroll\n";
+    out << p << "for (int u_ = 0; u_ < " << plan.batch << "; ++u_) {\n";
+    out << p << "  const int vec_ = threadIdx.x + u_ * " << kThreads << ";\n";
+    out << p << "  if (vec_ >= " << plan.vectors << ") continue;\n";
+    out << p << "  int rest_ = vec_ * " << plan.vector << ";\n";
+    for (size_t d = axes.size(); d-- > 0;) {
+      out << p << "  const long long " << cuda_identifier(axes[d].var) << " = rest_ % " << axes[d].extent << ";";
+      out << " rest_ /= " << axes[d].extent << ";\n";
+    }
+    out << p << "  (void)rest_;\n";
+    out << p << "  const bool inside_ = " << in_bounds(src, index_texts(n.src.index)) << ";\n";
+    out << p << "  solder::reduce::cp_async16(" << buffer << " + " << printer_.offset(dst, index_texts(n.dst.index)) << ", inside_ ? "
+        << src.pointer << " + " << printer_.offset(src, index_texts(n.src.index)) << " : " << src.pointer << ", inside_);\n";
+    out << p << "}\n";
+  }
+
+  // ---- Cooperative reduces --------------------------------------------------------------------------
+  // A sum / prod / max / min whose reduced extent is large gives each output point a group of threads
+  // that splits the reduce axes, then combines the partials (f32 at each step; the order differs from
+  // the executor's serial one). Two layouts:
+  //   reduce-major (the tiles are contiguous along the reduce axis): G consecutive threads per point,
+  //     combined by warp shuffles, then through shared memory when G spans several warps;
+  //   point-major (contiguous along the domain): consecutive threads take consecutive points and the
+  //     G = 256 / P' slices of each point are combined through shared memory.
+  // A run of reduces over the same axes (statements()) is computed in one pass, one partial each.
+  struct CooperativeLayout {
+    bool point_major = false;
+    int64_t points = 1, reduced = 1, group = 1, lanes_per_pass = 0;
+    bool through_shared() const { return point_major || group > 32; }
+  };
+
+  // The layout of a run of reduces, or nothing when the generic path should run them.
+  std::optional<CooperativeLayout> cooperative_layout(const std::vector<const ReduceNode*>& run) const;
+
+  void cooperative_reduce(std::ostringstream& out, const std::vector<const ReduceNode*>& run, int indent);
+
+  void reduce(std::ostringstream& out, const ReduceNode& n, int indent);
+
+  void gemm(std::ostringstream& out, const GemmNode& n, int indent);
+
+  // Collectives over distributed shared memory: every block of the cluster takes part. The block
+  // first waits for all peers (their buffers are complete), reads what it needs from its peers into
+  // its own scratch, waits again (nobody overwrites a buffer a peer still reads), then writes.
+  void collective(std::ostringstream& out, const Stmt& s, int indent);
+};
+
+}  // namespace solder::generic
