@@ -5,13 +5,18 @@
 // blockIdx.x (Flashlight §3.6) and decoded at the top; clusters are launched as (C,1,1) along x, so a
 // block's cluster rank is blockIdx.x % C, the same as the Kernel IR's (last grid variable) % C.
 //
-// v1 maps each statement to block-cooperative code that is correct for every statement kind: tiles
-// (register, shared and cluster buffers alike) live in dynamic shared memory as float, each
-// element-wise statement is a loop over its domain points strided by the block's threads, a reduce
-// gives each thread whole domain points, and every statement ends with a block barrier. Collectives
-// go through distributed shared memory (cooperative_groups cluster map_shared_rank, cluster.sync).
-// Queues are not supported yet (a clear Error). Output is readable: names from the program, one
-// comment per statement saying which definition it computes.
+// Each kernel goes to one of two writers:
+//   * the tensor-core emitter (mma_stream_codegen.h) for the streamed two-contraction shape of
+//     attention: register fragments, mma.sync, ldmatrix, cp.async, mask-aware tile skipping;
+//   * the generic writer (kernel_writer.h) for every other kernel, correct for every statement kind:
+//     tiles (register, shared and cluster buffers alike) live in dynamic shared memory as float,
+//     element-wise statements are block-strided loops, large reductions give each output point a
+//     group of threads, staging copies use 16-byte vectors, and block barriers go only where a
+//     statement reads what another thread wrote. Collectives go through distributed shared memory
+//     (cooperative_groups cluster map_shared_rank, cluster.sync).
+// The source says, per kernel, which writer took it and, for the generic one, which rule of the
+// tensor-core emitter refused it. Queues are not supported yet (a clear Error). Output is readable:
+// names from the program, one comment per statement saying which definition it computes.
 #pragma once
 
 #include <cstdint>
