@@ -1,0 +1,271 @@
+// The fused lowering's writer (internal to src/fusion): one fusion group's plan → Kernel IR.
+//   lower_fused.cpp           the kernels, buffers, index arithmetic, exports, the entry point
+//   lower_fused_members.cpp   members computed whole per tile (pre, per-tile, post), their domains and
+//                             expressions in the kernel
+//   lower_fused_cascade.cpp   cascade members: online updates of reductions over the stream
+//   lower_fused_segments.cpp  multi-segment streams: partial states merged by a second kernel or
+//                             through DSM within a cluster
+// lower_fused.h says what the lowering produces.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "algebra/normal_form.h"
+#include "fusion/inline_pointwise.h"
+#include "fusion/lower_fused.h"
+#include "ir/expr_visitor.h"
+#include "ir/printer.h"
+
+namespace solder::fused {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+inline double identity_of(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return 0;
+    case ReduceOp::prod: return 1;
+    case ReduceOp::min: case ReduceOp::argmin: return kInf;
+    default: return -kInf;
+  }
+}
+
+inline Expr add(Expr a, Expr b) {
+  if (auto c = a.as<ConstNode>(); c && c->value == 0) return b;
+  if (auto c = b.as<ConstNode>(); c && c->value == 0) return a;
+  return make_binary(BinaryOp::add, a, b);
+}
+inline Expr mul(Expr a, Expr b) { return make_binary(BinaryOp::mul, a, b); }
+inline Expr lt(Expr a, Expr b) { return make_binary(BinaryOp::lt, a, b); }
+inline Expr conj(Expr a, Expr b) { return !a ? b : !b ? a : make_binary(BinaryOp::logical_and, a, b); }
+inline Expr finite(Expr a) { return lt(make_unary(UnaryOp::abs, a), make_const(kInf)); }
+
+inline bool selects(ReduceOp op) { return op == ReduceOp::argmax || op == ReduceOp::argmin || op == ReduceOp::topk; }
+
+class GroupLowering {
+ public:
+  GroupLowering(const BoundProgram& program, const GroupPlan& plan, const std::string& name)
+      : program_(program), plan_(plan), name_(name) {
+    if (plan.stream >= 0) stream_var_ = plan.dims[static_cast<size_t>(plan.stream)].name + "_t";
+    for (size_t d = 0; d < plan.dims.size(); ++d) {
+      const GroupDim& dim = plan.dims[d];
+      if ((dim.role == DimRole::grid && dim.tiles() > 1) || dim.role == DimRole::inner) tile_var_[static_cast<int>(d)] = dim.name + "_t";
+    }
+  }
+
+  LoweredGroup run() {
+    bool segmented = plan_.segments > 1;
+    cluster_merge_ = segmented && plan_.segments <= kMaxClusterSegments;
+    build_main_kernel(segmented);
+    if (segmented && !cluster_merge_) build_merge_kernel();
+    LoweredGroup out;
+    out.kernels = std::move(kernels_);
+    out.scratch = std::move(scratch_);
+    return out;
+  }
+
+ private:
+  const BoundProgram& program_;
+  const GroupPlan& plan_;
+  std::string name_;
+  std::string stream_var_;
+  std::map<int, std::string> tile_var_;
+  std::vector<Kernel> kernels_;
+  std::vector<GlobalTensor> scratch_;
+
+  // ---- Per-kernel state ----
+  Kernel kernel_;
+  std::map<std::string, std::vector<int>> buffer_dims_;  // dims of every tile buffer (for indexing)
+  struct Staged {
+    std::string buffer, tensor;
+    std::vector<int> dims;           // dim per kept position
+    std::vector<Expr> source;        // per tensor position: nullptr for kept positions, else the fixed index
+    int loop_dim = -1;               // the stream or inner dim it is restaged for (-1: once per block)
+    bool emitted = false;
+    std::set<std::string> users;     // members that read it (inner loops restage for each user)
+  };
+  std::vector<Staged> staged_;
+  bool merge_kernel_ = false;
+  bool segmented_ = false;
+  bool cluster_merge_ = false;  // segments are the blocks of a cluster, merged through DSM
+  static constexpr int kMaxClusterSegments = 8;  // portable cluster size
+
+  const GroupDim& dim(int d) const { return plan_.dims[static_cast<size_t>(d)]; }
+  // The on-chip tile holding a member's value (globals keep the plain name).
+  static std::string tile_of(const std::string& tensor) { return tensor + "_tile"; }
+
+  // ---- Index arithmetic ----
+  Expr base(int d) const;
+  Expr global_index(int d, const std::string& var) const { return add(base(d), make_var(var)); }
+  Expr ragged_guard(int d, const std::string& var) const;
+
+  // ---- Buffers ----
+  void add_buffer(const std::string& name, const std::vector<int>& dims, DType dtype, Scope scope, std::vector<int64_t> extra = {});
+  // Index list for a buffer with no dims (a scalar tile of one element).
+  static std::vector<Expr> scalar_index() { return {make_int(0)}; }
+
+  std::vector<Expr> axis_index(const std::vector<std::string>& vars) const;
+
+  // ---- Translating a member's expressions into the kernel ----
+  // `renamed`: loads of a tensor read another tile buffer with the same dims instead (m → m_old),
+  // or, for names starting with "@part:", the segment partials in global scratch.
+  class Translator : public ExprMutator {
+   public:
+    GroupLowering* self;
+    const GroupMember* m;
+    const std::map<std::string, std::string>* renamed;
+    bool stage = true;
+    using ExprMutator::mutate;
+
+   protected:
+    Expr mutate(const VarNode& v, const Expr& e) override {
+      int d = m->dim_of(v.name);
+      return d < 0 ? e : self->global_index(d, v.name);
+    }
+    Expr mutate(const LoadNode& load, const Expr& e) override {
+      std::string name = load.tensor;
+      if (auto it = renamed->find(name); it != renamed->end()) name = it->second;
+      if (name.rfind("@part:", 0) == 0) return self->partial_load(*m, name.substr(6), load);
+      const GroupMember* producer = self->plan_.member(name);
+      if (producer) name = tile_of(name);
+      auto bd = self->buffer_dims_.find(name);
+      if (bd != self->buffer_dims_.end() || producer) {
+        const std::vector<int>& dims = bd != self->buffer_dims_.end() ? bd->second : producer->p_dims;
+        std::vector<Expr> idx;
+        for (size_t k = 0; k < load.index.size(); ++k) {
+          auto v = load.index[k].as<VarNode>();
+          if (v && m->dim_of(v->name) == dims[k]) idx.push_back(load.index[k]);
+          else idx.push_back(fold_constants(make_binary(BinaryOp::sub, mutate(load.index[k]), self->base(dims[k]))));
+        }
+        if (idx.empty()) idx = scalar_index();
+        return make_load(name, idx, load.loc);
+      }
+      if (stage) {
+        if (Expr staged = self->staged_load(*m, load); staged) return staged;
+      }
+      std::vector<Expr> idx;
+      for (auto& i : load.index) idx.push_back(mutate(i));
+      return make_load(load.tensor, idx, load.loc);
+    }
+  };
+
+  Expr translate(const GroupMember& m, const Expr& e, const std::map<std::string, std::string>& renamed = {});
+
+  // A load of a global that every point of the tile reads at plain variables (or at indices fixed
+  // for the block) reads a staged copy instead.
+  Expr staged_load(const GroupMember& m, const LoadNode& load);
+  int staged_count(const std::string& tensor) const;
+
+  // Copies of the staged inputs that belong at this loop level (-1: once per block). An inner loop
+  // belongs to one member's computation: it restages what that member reads (`for_member`), even
+  // when another member's loop over the same dim staged it before.
+  void emit_staging(Block& into, int loop_dim, const std::string& for_member = "");
+
+  // ---- Domains ----
+  struct MemberDomain {
+    Domain domain;                 // p-axes (without topk's rank), guarded at ragged edges
+    std::vector<std::string> p_vars;  // all p-variables, for buffer indices
+    std::vector<Axis> reduce_axes;
+    Expr where;
+  };
+  MemberDomain domain_of(const GroupMember& m) const;
+  std::string rank_var(const GroupMember& m) const;
+
+  // ---- Members computed whole for the tile (pre, per-tile, post) ----
+  void compute_member(Block& into, const GroupMember& m);
+
+  // ---- Cascade members (reductions over the stream) ----
+  bool is_d_of_later(const GroupMember& y) const;
+  std::set<std::string> old_copies_needed() const;
+  std::string acc(const GroupMember& y) const { return "acc_" + y.def.target.name; }
+  std::string acc_index(const GroupMember& y) const { return "acc_" + y.def.target.name + "_index"; }
+  std::string center(const GroupMember& y) const { return "center_" + y.def.target.name; }
+  // Whether a selection keeps the winners' indices beside its values (argmax/argmin always; topk
+  // when it has an index target).
+  static bool keeps_index(const GroupMember& y) {
+    return selects(y.def.reduce) && (y.def.index_target || y.def.reduce != ReduceOp::topk);
+  }
+  // acc (and the index accumulator, if any) back to the monoid's identity.
+  void reset_accumulator(Block& into, const GroupMember& y, const std::string& comment);
+  std::string taylor(const GroupMember& y, size_t k) const { return "B" + std::to_string(k) + "_" + y.def.target.name; }
+
+  // The dims and variables of a polynomial member's state: its p-dims plus the reduce variables
+  // that index its D (one centre per value of D).
+  struct PolynomialState {
+    std::vector<int> dims;
+    std::vector<std::string> vars;
+    std::vector<Axis> axes;           // all state axes
+    std::vector<Axis> reduced_axes;   // reduce axes not in the state
+    std::vector<Axis> extra_axes;     // state axes that are reduce variables (summed at the end)
+    Expr where, guard;
+  };
+  PolynomialState polynomial_state(const GroupMember& y) const;
+
+  void init_cascade(Block& into, const GroupMember& y);
+
+  // The running (or, after the loop, final) value of y from its state.
+  void refresh_value(Block& into, const GroupMember& y);
+
+  // Rescale-or-reset: acc ← valid ? acc ⊗ H(D_now)/H(D_before) : identity.
+  Expr rescaled(const GroupMember& y, const Expr& acc_value, const std::map<std::string, std::string>& before);
+
+  void update_cascade(Block& into, const GroupMember& y);
+
+  // Moves the polynomial state's centre to `target` (the running D in the loop, the final D after
+  // it) by shifting the Taylor states, then (in the loop) adds this tile's terms.
+  void update_polynomial(Block& into, const GroupMember& y, bool final);
+
+  // `value_from_key` with its `@key` load replaced by `key`.
+  static Expr replace_key(const Expr& e, const Expr& key);
+
+  static Expr replace_d_load(const Expr& e, const Expr& d_load, const Expr& with);
+
+  void finalize_cascade(Block& into, const GroupMember& y);
+
+  // ---- Exports ----
+  void export_member(Block& into, const GroupMember& m);
+
+  // ---- Kernels ----
+  void start_kernel(const std::string& name);
+  void finish_kernel();
+  int64_t segment_tiles() const;
+
+  // Translates every expression the kernel will emit once, so that staging is known up front.
+  void discover_staging(bool loop_part, bool post_part);
+
+  void build_main_kernel(bool segmented);
+
+  // ---- Multi-segment: partial states to scratch, merged by a second kernel ----
+  struct Partial { std::string buffer; std::vector<int> dims; std::vector<int64_t> extra; };
+  std::vector<Partial> partial_buffers() const;
+  std::string partial_name(const std::string& buffer) const { return name_ + "_part_" + buffer; }
+
+  void write_partials(Block& body);
+
+  // A load of the segment partial of `buffer` for member m, at segment `seg_part`.
+  Expr partial_load(const GroupMember& m, const std::string& buffer, const LoadNode& load);
+  Expr partial_at(const std::string& buffer, const std::vector<int>& dims, const std::vector<std::string>& vars);
+
+  // ---- Multi-segment within a cluster: merge the segments' states through DSM ----
+  // Every block holds its segment's state. In cascade order: combine the independent and additive
+  // states with a cluster reduction (or a gather and a local selection for arg- and top-k); rescale a
+  // multiplicative state from its segment's D to the merged D, then sum it across the cluster; shift
+  // a polynomial state's centre to the merged D, then sum its zeroth term. Afterwards every block
+  // holds the final values.
+  void cluster_reduce_buffer(Block& into, const std::string& buffer, const std::vector<int>& dims, ReduceOp op,
+                             const std::string& comment);
+
+  void merge_in_cluster(Block& body);
+
+  // argmax / argmin / topk across the cluster: gather every segment's candidates, select locally.
+  void merge_selection_in_cluster(Block& body, const GroupMember& y, const std::string& comment);
+
+  // The final value of a polynomial member from its zeroth Taylor state (already at the final centre).
+  void finalize_cascade_value_only(Block& into, const GroupMember& y);
+
+  void build_merge_kernel();
+};
+
+}  // namespace solder::fused
