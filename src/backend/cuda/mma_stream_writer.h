@@ -79,7 +79,6 @@ class MmaStreamWriter {
   // excluded), G is applied to S once, in place, after the contraction, and the statements read S.
   // The values are the same float32 computations done once instead of once per statement.
   std::optional<Expr> modifier_;
-  std::string modifier_refusal_;
   bool modifier_in_place_ = false;  // while emitting G itself
   void find_score_modifier();
 
