@@ -41,6 +41,17 @@ TEST(CudaCodegen, GeneratedSourceNamesTheProgram) {
   EXPECT_GT(m.kernels[0].shared_bytes, 0);
 }
 
+// The launch declares the dynamic shared memory a kernel uses and opts in above 48 KB; static shared
+// arrays would count against that limit unseen (a launch failure on the GPU), so there are none.
+TEST(CudaCodegen, NoStaticSharedMemory) {
+  for (auto& file : testing::example_files())
+    for (bool small : {true, false}) {
+      std::string source = generate(file, small).source;
+      for (size_t at = source.find("__shared__"); at != std::string::npos; at = source.find("__shared__", at + 1))
+        EXPECT_EQ(source.compare(at - 7, 7, "extern "), 0) << file << (small ? " (small)" : "") << ": " << source.substr(at - 7, 60);
+    }
+}
+
 TEST(CudaCodegen, KernelNamedLikeAGlobalIsRenamed) {
   GeneratedModule m = generate(std::string(SOLDER_SOURCE_DIR) + "/examples/conv_chain.sol", false);
   for (auto& k : m.kernels) EXPECT_EQ(std::count(m.parameters.begin(), m.parameters.end(), k.name), 0) << k.name;
