@@ -1,6 +1,7 @@
 // solder bench FILE — GPU time of one call of a compiled program, from CUDA events around CUDA-graph
 // replays (warm-up, median of many), with TFLOP/s, GB/s and the ratios to the floor.
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -44,7 +45,8 @@ int command_bench(const std::vector<std::string>& args) {
                   "when one copy fits in L2 (50 MB), so each call reads cold data. The floor is the larger of\n"
                   "bytes / bandwidth (each input read once, each output written once) and FLOPs / tensor rate\n"
                   "(matrix-multiply FLOPs of sum reductions of products); the defaults are the H100 ceilings\n"
-                  "measured in shared/reference (3.0 TB/s copy, 710 TFLOP/s bf16)."};
+                  "measured in shared/reference (3.0 TB/s copy, 710 TFLOP/s bf16). With --json, $SOLDER_COMMIT (when set)\n"
+                  "is recorded as the commit measured."};
   add_program_options(command, options, true);
   command.options.push_back({"--tile-rows", "N", "rows of the innermost grid dim per block (default 128)",
                              [&compile_options](const std::string& v) { compile_options.fusion.grid_tile = std::max(1, std::stoi(v)); }});
@@ -78,7 +80,10 @@ int command_bench(const std::vector<std::string>& args) {
     json.end_object().key("kernels").value(static_cast<int64_t>(kernels.kernels.size()));
     json.key("median_us").value(t.median_us).key("min_us").value(t.min_us).key("max_us").value(t.max_us).key("replays").value(t.replays);
     json.key("input_sets").value(sets).key("flops").value(flops).key("bytes").value(bytes).key("floor_us").value(floor_us);
-    json.key("tflops").value(tflops).key("gbs").value(gbs).key("device").value(t.device).key("date").value(date).end_object();
+    json.key("tflops").value(tflops).key("gbs").value(gbs).key("device").value(t.device).key("date").value(date);
+    // the commit measured, when the caller says (a device copy of the tree has no .git)
+    if (const char* commit = std::getenv("SOLDER_COMMIT"); commit && *commit) json.key("commit").value(std::string(commit));
+    json.end_object();
     std::cout << json.str() << "\n";
     return kExitOk;
   }
