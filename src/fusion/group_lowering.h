@@ -266,6 +266,9 @@ class GroupLowering {
   void finalize_cascade_value_only(Block& into, const GroupMember& y);
 
   void build_merge_kernel();
+
+  // The post members (computed from finished reductions) and their exports.
+  void post_members(Block& into);
 };
 
 }  // namespace solder::fused

@@ -180,11 +180,7 @@ void GroupLowering::build_main_kernel(bool segmented) {
       leader.comment = "the segments now agree; the first block of each cluster finishes";
       leader.cond = make_binary(BinaryOp::eq, make_var("seg"), make_int(0));
       for (auto& m : plan_.members) if (m.phase == Phase::cascade) export_member(leader.then_body, m);
-      for (auto& m : plan_.members) {
-        if (m.phase != Phase::post) continue;
-        compute_member(leader.then_body, m);
-        export_member(leader.then_body, m);
-      }
+      post_members(leader.then_body);
       body.push_back(make_stmt(std::move(leader)));
       finish_kernel();
       return;
@@ -200,12 +196,17 @@ void GroupLowering::build_main_kernel(bool segmented) {
       export_member(body, m);
     }
   }
+  post_members(body);
+  finish_kernel();
+}
+
+// The post members (computed from finished reductions) and their exports.
+void GroupLowering::post_members(Block& into) {
   for (auto& m : plan_.members) {
     if (m.phase != Phase::post) continue;
-    compute_member(body, m);
-    export_member(body, m);
+    compute_member(into, m);
+    export_member(into, m);
   }
-  finish_kernel();
 }
 
 }  // namespace solder::fused

@@ -343,11 +343,7 @@ void GroupLowering::build_merge_kernel() {
     refresh_value(body, y);
     export_member(body, y);
   }
-  for (auto& m : plan_.members) {
-    if (m.phase != Phase::post) continue;
-    compute_member(body, m);
-    export_member(body, m);
-  }
+  post_members(body);
   finish_kernel();
 }
 

@@ -268,6 +268,14 @@ std::string MmaStreamWriter::guard_of(const Domain& domain, const Binding& b) {
   }));
 }
 
+void MmaStreamWriter::for_each_element(std::ostringstream& out, int ind, bool scores, const Binding& b, const std::string& statement) {
+  int64_t tiles = (scores ? BN_ : DV_) / 8;
+  out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * tiles << "; ++nt) {\n";
+  out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << tiles << ") * 2 + (e >> 1); " << bind(b) << "\n";
+  out << pad(ind + 2) << statement << " }\n";
+  out << pad(ind) << "}\n";
+}
+
 void MmaStreamWriter::invalidate(const std::string& written) {
   for (auto it = cached_.begin(); it != cached_.end();)
     it = it->second.count(written) ? cached_.erase(it) : std::next(it);

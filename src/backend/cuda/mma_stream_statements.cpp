@@ -88,10 +88,7 @@ void MmaStreamWriter::emit_map(std::ostringstream& out, const Domain& domain, co
   out << pad(ind) << "// " << dst.name << " = " << print_expr(value) << "\n";
   Expr element = wide ? hoist_row_invariants(out, value, b, ind) : value;
   if (wide) {
-    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * DV_ / 8 << "; ++nt) {\n";
-    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << DV_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
-    out << pad(ind + 2) << when(guard_of(domain, b)) << name << "[nt][e] = " << round << "(" << element_text(element, b) << "); }\n";
-    out << pad(ind) << "}\n";
+    for_each_element(out, ind, false, b, when(guard_of(domain, b)) + name + "[nt][e] = " + round + "(" + element_text(element, b) + ");");
   } else {
     out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) { " << bind(b) << "\n";
     out << pad(ind + 1) << when(guard_of(domain, b)) << name << "[rs] = " << round << "(" << element_text(value, b) << "); }\n";
@@ -166,10 +163,7 @@ void MmaStreamWriter::emit_scores(std::ostringstream& out, int ind) {
     b.row = axes[axes.size() - 2].var;
     b.col = axes.back().var;
     b.col_is_scores = true;
-    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) {\n";
-    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << BN_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
-    out << pad(ind + 2) << "if (!(" << guard_of(scores_->domain, b) << ")) " << s << "[nt][e] = 0.0f; }\n";
-    out << pad(ind) << "}\n";
+    for_each_element(out, ind, true, b, "if (!(" + guard_of(scores_->domain, b) + ")) " + s + "[nt][e] = 0.0f;");
   }
   if (modifier_) {
     // find the binding of the statement G came from: G's own variables name the row and column
@@ -181,10 +175,7 @@ void MmaStreamWriter::emit_scores(std::ostringstream& out, int ind) {
     }
     modifier_in_place_ = true;
     out << pad(ind) << "// " << S_ << " = " << print_expr(*modifier_) << ", once for every statement that reads it\n";
-    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) {\n";
-    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << BN_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
-    out << pad(ind + 2) << s << "[nt][e] = " << element_text(*modifier_, b) << "; }\n";
-    out << pad(ind) << "}\n";
+    for_each_element(out, ind, true, b, s + "[nt][e] = " + element_text(*modifier_, b) + ";");
     modifier_in_place_ = false;
   }
   invalidate(S_);
@@ -207,10 +198,7 @@ void MmaStreamWriter::emit_second_contraction(std::ostringstream& out, int ind) 
     std::string where = pv_->where.defined() ? element_text(pv_->where, b) : "";
     std::string rows = guard_of(pv_->domain, b);
     if (!rows.empty()) where = where.empty() ? rows : "(" + where + ") && (" + rows + ")";
-    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) {\n";
-    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << BN_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
-    out << pad(ind + 2) << "p_frag[nt][e] = " << (where.empty() ? value : "(" + where + ") ? " + value + " : 0.0f") << "; }\n";
-    out << pad(ind) << "}\n";
+    for_each_element(out, ind, true, b, "p_frag[nt][e] = " + (where.empty() ? value : "(" + where + ") ? " + value + " : 0.0f") + ";");
   } else {
     out << pad(ind) << "// P: the values the reduction above computed\n";
   }
@@ -247,10 +235,7 @@ void MmaStreamWriter::emit_store(std::ostringstream& out, const Domain& domain, 
   std::string target = cuda_identifier(dst.name) + " + " + printer_.offset(arrays_.at(dst.name), idx);
   out << pad(ind) << "// store " << dst.name << "\n";
   if (wide) {
-    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * DV_ / 8 << "; ++nt) {\n";
-    out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int e = 0; e < 4; ++e) { const int rs = (nt / " << DV_ / 8 << ") * 2 + (e >> 1); " << bind(b) << "\n";
-    out << pad(ind + 2) << "if (" << bounds << ") solder::store(" << target << ", " << element_text(value, b) << "); }\n";
-    out << pad(ind) << "}\n";
+    for_each_element(out, ind, false, b, "if (" + bounds + ") solder::store(" + target + ", " + element_text(value, b) + ");");
   } else {
     out << pad(ind) << "if ((lane & 3) == 0) {\n" << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) { " << bind(b) << "\n";
     out << pad(ind + 2) << "if (" << bounds << ") solder::store(" << target << ", " << element_text(value, b) << "); }\n";

@@ -164,6 +164,10 @@ class MmaStreamWriter {
 
   void invalidate(const std::string& written);
 
+  // `statement` for each of this thread's elements of a score tile (scores) or a wide tile, with the
+  // binding's variables and the element's row slot rs declared.
+  void for_each_element(std::ostringstream& out, int ind, bool scores, const Binding& b, const std::string& statement);
+
   // ---- Statements -------------------------------------------------------------------------------
   void emit_body(std::ostringstream& out);
 
