@@ -11,4 +11,14 @@ __device__ __forceinline__ float fast_tanh(float x) {
   return y;
 }
 
+// exp(a - b) as FlashAttention computes it: one FFMA (a · log2 e − b · log2 e; the product b · log2 e
+// is common to a row and hoisted by the compiler) and ex2.approx. Special values as exp(a - b):
+// a = -inf with b finite gives 0; a - b undefined (inf - inf) gives NaN.
+__device__ __forceinline__ float fast_exp_diff(float a, float b) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(a, kLog2e, -b * kLog2e)));
+  return y;
+}
+
 }  // namespace solder::tile

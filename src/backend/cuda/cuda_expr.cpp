@@ -93,9 +93,14 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
         case UnaryOp::neg: return "(-" + print(u->operand, t) + ")";
         case UnaryOp::logical_not: return "(!" + print_bool(u->operand) + ")";
         case UnaryOp::abs: return t == ValueType::integer ? "llabs(" + print_int(u->operand) + ")" : "fabsf(" + print_float(u->operand) + ")";
-        case UnaryOp::exp: return "expf(" + print_float(u->operand) + ")";
+        case UnaryOp::exp:
+          if (!fast_math) return "expf(" + print_float(u->operand) + ")";
+          if (u->operand.kind() == ExprKind::Binary && u->operand.as<BinaryNode>()->op == BinaryOp::sub)
+            return "solder::tile::fast_exp_diff(" + print_float(u->operand.as<BinaryNode>()->lhs) + ", " +
+                   print_float(u->operand.as<BinaryNode>()->rhs) + ")";
+          return "__expf(" + print_float(u->operand) + ")";
         case UnaryOp::log: return "logf(" + print_float(u->operand) + ")";
-        case UnaryOp::tanh: return "tanhf(" + print_float(u->operand) + ")";
+        case UnaryOp::tanh: return (fast_math ? "solder::tile::fast_tanh(" : "tanhf(") + print_float(u->operand) + ")";
         case UnaryOp::sqrt: return "sqrtf(" + print_float(u->operand) + ")";
         case UnaryOp::rsqrt: return "solder::rsqrt_exact(" + print_float(u->operand) + ")";
         case UnaryOp::sigmoid: return "solder::sigmoid(" + print_float(u->operand) + ")";

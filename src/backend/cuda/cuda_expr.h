@@ -26,6 +26,11 @@ class CudaExprPrinter {
  public:
   std::function<const CudaArray*(const std::string&)> array;  // tiles and globals by name
   std::map<std::string, int64_t> dims;
+  // The tensor-core kernels' hardware approximations (off for the generic writer): exp(x) as
+  // __expf (ex2.approx of x · log2 e), exp(a - b) as one FFMA and ex2.approx (fast_exp_diff),
+  // tanh as tanh.approx. Relative errors about 2^-21 (exp) and 2^-11 (tanh); mma_stream_writer.h
+  // lists them among the choices that differ from the Kernel IR's float32 arithmetic.
+  bool fast_math = false;
 
   // The expression as C++ of the requested type.
   std::string print(const Expr& e, ValueType as);

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "backend/cuda/mma_stream_writer.h"
+#include "algebra/normal_form.h"
 #include "ir/diagnostics.h"
 #include "ir/printer.h"
 
@@ -175,6 +176,11 @@ bool MmaStreamWriter::is_scores_contraction(const ReduceNode& r) {
   in_dtype_ = kernel_.find_buffer(A_)->dtype;
   score_scale_ = product_of(rest);
   has_scale_ = !rest.empty();
+  if (has_scale_ && in_dtype_ == DType::bf16) {
+    double value = evaluate_with(score_scale_, {}, {}, program_.dims);
+    int exponent = 0;
+    scale_in_a_ = std::isfinite(value) && value > 0 && std::frexp(value, &exponent) == 0.5 && exponent > -100 && exponent < 100;
+  }
   if (kernel_.find_buffer(A_)->shape.back() != D_ || rows_of(A_) != BM_ || cols_of(B_) != D_ || rows_of(B_) != BN_) return false;
   return true;
 }

@@ -221,22 +221,6 @@ Expr MmaStreamWriter::to_registers(const Expr& in, const Binding& b) {
   });
 }
 
-std::string MmaStreamWriter::fast_exp(const std::string& text) {
-  // the fast exponential (ex2.approx of x · log2 e), as FlashAttention
-  std::string fast;
-  for (size_t k = 0; k < text.size(); ++k) {
-    bool word_start = k == 0 || (!isalnum(static_cast<unsigned char>(text[k - 1])) && text[k - 1] != '_' && text[k - 1] != ':');
-    if (word_start && text.compare(k, 5, "expf(") == 0) fast += "__";
-    if (word_start && text.compare(k, 6, "tanhf(") == 0) {
-      fast += "solder::tile::fast_tanh(";
-      k += 5;
-      continue;
-    }
-    fast += text[k];
-  }
-  return fast;
-}
-
 Binding MmaStreamWriter::binding_of(const Domain& domain, const std::vector<Axis>& reduce_axes, bool wide_cols) const {
   Binding b;
   const auto& axes = domain.axes;
@@ -371,6 +355,12 @@ void MmaStreamWriter::emit_a_fragments(std::ostringstream& out, int ind) {
   out << pad(ind + 1) << "for (int g = 0; g < " << G_ << "; ++g)\n";
   out << pad(ind + 2) << "solder::tile::ldmatrix_x4(a_frag[g][ks], &" << cuda_identifier(A_) << "[solder::tile::Swizzle<" << D_ << ">::offset(warp * " << 16 * G_
       << " + g * 16 + (lane & 15), ks * 16 + ((lane >> 4) << 3))]);\n";
+  if (scale_in_a_) {
+    out << pad(ind) << "{ const float scale = " << printer_.print_float(score_scale_) << ";  // a power of two: the scores' scale, applied to "
+        << A_ << " once (exact)\n";
+    out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int ks = 0; ks < " << D_ / 16 << "; ++ks) for (int g = 0; g < " << G_
+        << "; ++g) solder::tile::scale_bf16_fragment(a_frag[g][ks], scale); }\n";
+  }
 }
 
 // The stream loop, software-pipelined over two stages: B and V of the next live tile load while

@@ -17,10 +17,13 @@
 // This emitter keeps S, P, the row states and the wide tiles in registers in the mma.sync m16n8k16
 // fragment layout (one warp per 16 rows, BM / 16 warps), loads A once into fragments, streams B and
 // V through swizzled shared memory with cp.async (B of the next tile in flight during P·V), and
-// evaluates every other statement of the kernel, as written, per fragment element. Two choices
+// evaluates every other statement of the kernel, as written, per fragment element. These choices
 // differ from the Kernel IR's float32 arithmetic and are FlashAttention-2's: P is rounded to the
-// inputs' 16-bit type before the second contraction, and exp is the fast hardware exponential. The
-// end-to-end checks against the float64 reference cover both (bf16-level error).
+// inputs' 16-bit type before the second contraction; exp is the hardware ex2.approx, and exp(a - b)
+// one FFMA into it (CudaExprPrinter::fast_math; tanh is tanh.approx); a division by a row-uniform
+// value is a product with its reciprocal. The end-to-end checks against the float64 reference cover
+// them (bf16-level error). One rewrite is exact: a power-of-two scale of bf16 scores multiplies A's
+// fragments once instead of every score (MmaStreamWriter::scale_in_a_).
 //
 // Tiles that a mask makes empty are skipped (the masked-identity rule, mma_stream_writer.h): the mask
 // condition is evaluated over the whole tile in interval arithmetic at run time, from the index

@@ -153,7 +153,7 @@ void MmaStreamWriter::emit_scores(std::ostringstream& out, int ind) {
   out << pad(ind + 3) << "solder::tile::mma_16816<T>(" << s << "[g * " << BN_ / 8 << " + 2 * np + 1], a_frag[g][ks], bf[2], bf[3]);\n";
   out << pad(ind + 2) << "}\n";
   out << pad(ind + 1) << "}\n" << pad(ind) << "}\n";
-  if (has_scale_)
+  if (has_scale_ && !scale_in_a_)
     out << pad(ind) << "{ const float scale = " << printer_.print_float(score_scale_) << ";\n" << pad(ind) << "#pragma unroll\n" << pad(ind)
         << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << s << "[nt][e] *= scale; }\n";
   if (scores_->domain.guard.defined()) {  // points outside the guard keep the fill (zero)

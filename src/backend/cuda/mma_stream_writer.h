@@ -41,6 +41,7 @@ class MmaStreamWriter {
  public:
   MmaStreamWriter(const KernelProgram& program, const Kernel& kernel) : program_(program), kernel_(kernel) {
     printer_.dims = program.dims;
+    printer_.fast_math = true;
     intervals_.dims = program.dims;
     printer_.array = [this](const std::string& name) -> const CudaArray* {
       auto it = arrays_.find(name);
@@ -122,6 +123,10 @@ class MmaStreamWriter {
   bool is_scores_contraction(const ReduceNode& r);
   Expr score_scale_;
   bool has_scale_ = false;
+  // The scale is a power of two and the inputs bf16: it multiplies Q's A fragments once instead of
+  // every score (bit-identical: bf16 products are exact in f32 and scaling by 2^k commutes with
+  // every rounding of the f32 sum, barring subnormal results; see scale_bf16_fragment).
+  bool scale_in_a_ = false;
   Expr p_value_;  // P of the second contraction (its factors without the V load)
 
   // O[.., i, dv] (+)= sum(j) P * V[.., j, dv]
@@ -152,10 +157,9 @@ class MmaStreamWriter {
   // pseudo arrays whose "pointer" is the register's address).
   Expr to_registers(const Expr& in, const Binding& b);
 
-  std::string element_text_bool(const Expr& e, const Binding& b) { return fast_exp(printer_.print_bool(to_registers(e, b))); }
-  std::string element_text(const Expr& e, const Binding& b) { return fast_exp(printer_.print_float(to_registers(e, b))); }
+  std::string element_text_bool(const Expr& e, const Binding& b) { return printer_.print_bool(to_registers(e, b)); }
+  std::string element_text(const Expr& e, const Binding& b) { return printer_.print_float(to_registers(e, b)); }
 
-  static std::string fast_exp(const std::string& text);
 
   Binding binding_of(const Domain& domain, const std::vector<Axis>& reduce_axes, bool wide_cols) const;
 

@@ -37,6 +37,30 @@ TEST(MmaStreamCodegen, TakesVanillaAttention) {
   EXPECT_NE(k->source.find("P: the values the reduction above computed"), std::string::npos);
 }
 
+// exp(s - m) is one FFMA and ex2.approx; a power-of-two scale of bf16 scores multiplies Q's fragments
+// once (exact) instead of every score; any other scale stays a product per score.
+TEST(MmaStreamCodegen, FoldsThePowerOfTwoScaleIntoQAndExpIntoOneFfma) {
+  KernelProgram d64 = compile_example("vanilla", {{"D", 64}, {"S", 256}});
+  std::string refusal;
+  auto k = emit(d64, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("solder::tile::fast_exp_diff("), std::string::npos);
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(k->source, "expf("), count(k->source, "__expf("));  // no IEEE expf left
+  EXPECT_NE(k->source.find("scale_bf16_fragment(a_frag[g][ks], scale)"), std::string::npos);
+  EXPECT_EQ(k->source.find("[nt][e] *= scale"), std::string::npos);
+
+  KernelProgram d48 = compile_example("vanilla", {{"D", 48}, {"S", 256}});  // rsqrt(48): not a power of two
+  auto k48 = emit(d48, &refusal);
+  ASSERT_TRUE(k48) << refusal;
+  EXPECT_EQ(k48->source.find("scale_bf16_fragment"), std::string::npos);
+  EXPECT_NE(k48->source.find("[nt][e] *= scale"), std::string::npos);
+}
+
 TEST(MmaStreamCodegen, SkipsTilesACausalMaskEmpties) {
   for (const char* name : {"causal", "sliding_window", "prefix_lm"}) {
     KernelProgram kp = compile_example(name, {{"S", 512}});
