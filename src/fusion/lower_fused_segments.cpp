@@ -83,10 +83,11 @@ Expr GroupLowering::partial_at(const std::string& buffer, const std::vector<int>
 // holds the final values.
 void GroupLowering::cluster_reduce_buffer(Block& into, const std::string& buffer, const std::vector<int>& dims, ReduceOp op,
                            const std::string& comment) {
-  const Buffer* b = kernel_.find_buffer(buffer);
+  // A copy, not a pointer: the push_back below may move kernel_.buffers.
+  const Buffer b = *kernel_.find_buffer(buffer);
   std::string shared = "dsm_" + buffer;
   if (!kernel_.find_buffer(shared)) {
-    Buffer d = *b;
+    Buffer d = b;
     d.name = shared;
     d.scope = Scope::cluster;
     d.dtype = DType::f32;
@@ -94,8 +95,8 @@ void GroupLowering::cluster_reduce_buffer(Block& into, const std::string& buffer
   }
   Domain all;
   std::vector<std::string> vars;
-  for (size_t k = 0; k < b->shape.size(); ++k) {
-    all.axes.push_back({"e" + std::to_string(k), b->shape[k]});
+  for (size_t k = 0; k < b.shape.size(); ++k) {
+    all.axes.push_back({"e" + std::to_string(k), b.shape[k]});
     vars.push_back("e" + std::to_string(k));
   }
   CopyNode to;
@@ -182,8 +183,7 @@ void GroupLowering::merge_selection_in_cluster(Block& body, const GroupMember& y
   std::vector<std::string> sources{acc(y)};
   if (has_index) sources.push_back(acc_index(y));
   for (auto& src : sources) {
-    const Buffer* b = kernel_.find_buffer(src);
-    Buffer mine = *b;
+    Buffer mine = *kernel_.find_buffer(src);  // a copy: the push_backs below may move kernel_.buffers
     mine.name = "dsm_" + src;
     mine.scope = Scope::cluster;
     mine.dtype = DType::f32;
@@ -194,8 +194,8 @@ void GroupLowering::merge_selection_in_cluster(Block& body, const GroupMember& y
     if (!kernel_.find_buffer(all.name)) kernel_.buffers.push_back(all);
     Domain d;
     std::vector<std::string> vars;
-    for (size_t k = 0; k < b->shape.size(); ++k) {
-      d.axes.push_back({"e" + std::to_string(k), b->shape[k]});
+    for (size_t k = 0; k < mine.shape.size(); ++k) {
+      d.axes.push_back({"e" + std::to_string(k), mine.shape[k]});
       vars.push_back("e" + std::to_string(k));
     }
     CopyNode c;
