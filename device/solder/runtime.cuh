@@ -53,14 +53,18 @@ __device__ __forceinline__ void store(int* p, float x) { *p = static_cast<int>(r
 __device__ __forceinline__ void store(unsigned char* p, float x) { *p = x != 0.0f ? 1 : 0; }
 
 // ---- Math with the executor's semantics --------------------------------------------------------
-// NaN in either operand gives NaN (one max.NaN / min.NaN instruction on sm_80+).
+// NaN in either operand gives NaN, and -0 orders below +0 (max(+0, -0) = +0, min(+0, -0) = -0, in either
+// order): one max.NaN / min.NaN instruction on sm_80+ (PTX ISA: "+0.0 > -0.0"). The Kernel IR's max/min
+// (docs/kernel-ir.md); the CPU executor (src/ir/expr_eval.h) and the cluster collectives follow it too.
 __device__ __forceinline__ float max_nan(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 #else
-  return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
+  if (a != a || b != b) return __int_as_float(0x7fffffff);
+  if (a == b) return __float_as_int(a) < 0 ? b : a;  // of +0 and -0, +0
+  return a > b ? a : b;
 #endif
 }
 __device__ __forceinline__ float min_nan(float a, float b) {
@@ -69,7 +73,9 @@ __device__ __forceinline__ float min_nan(float a, float b) {
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 #else
-  return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
+  if (a != a || b != b) return __int_as_float(0x7fffffff);
+  if (a == b) return __float_as_int(a) < 0 ? a : b;  // of +0 and -0, -0
+  return a < b ? a : b;
 #endif
 }
 __device__ __forceinline__ long long max_int(long long a, long long b) { return a > b ? a : b; }
@@ -88,14 +94,15 @@ __device__ __forceinline__ long long floordiv(long long a, long long b) {
 __device__ __forceinline__ long long floormod(long long a, long long b) { return a - b * floordiv(a, b); }
 
 // ---- Atomic combination into global memory (inter_cluster_reduce) -------------------------------
+// *p = max_nan(*p, v) / min_nan(*p, v) atomically: the order of the combines does not change the result.
 __device__ __forceinline__ void atomic_max(float* p, float v) {
   int* ip = reinterpret_cast<int*>(p);
   int old = *ip;
   while (true) {
     float cur = __int_as_float(old);
-    float want = max_nan(cur, v);
-    if (want == cur || (want != want && cur != cur)) return;
-    int seen = atomicCAS(ip, old, __float_as_int(want));
+    int want = __float_as_int(max_nan(cur, v));
+    if (want == old) return;  // bits: +0 and -0 differ; a NaN there becomes the canonical NaN once
+    int seen = atomicCAS(ip, old, want);
     if (seen == old) return;
     old = seen;
   }
@@ -105,9 +112,9 @@ __device__ __forceinline__ void atomic_min(float* p, float v) {
   int old = *ip;
   while (true) {
     float cur = __int_as_float(old);
-    float want = min_nan(cur, v);
-    if (want == cur || (want != want && cur != cur)) return;
-    int seen = atomicCAS(ip, old, __float_as_int(want));
+    int want = __float_as_int(min_nan(cur, v));
+    if (want == old) return;  // bits: +0 and -0 differ; a NaN there becomes the canonical NaN once
+    int seen = atomicCAS(ip, old, want);
     if (seen == old) return;
     old = seen;
   }

@@ -33,6 +33,20 @@ double apply_unary(UnaryOp op, double x) {
   return x;
 }
 
+// PTX max.NaN / min.NaN (what the generated code and the device library compute): NaN in either operand
+// gives NaN; -0 orders below +0, so the result never depends on the operands' order.
+double max_nan(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? b : a;  // equal values; of +0 and -0, +0
+  return a > b ? a : b;
+}
+
+double min_nan(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? a : b;  // equal values; of +0 and -0, -0
+  return a < b ? a : b;
+}
+
 double apply_binary(BinaryOp op, double a, double b) {
   switch (op) {
     case BinaryOp::add: return a + b;
@@ -45,12 +59,8 @@ double apply_binary(BinaryOp op, double a, double b) {
     case BinaryOp::mod:
       if (b == 0) throw Error("integer modulo by zero ('%')");
       return a - b * std::floor(a / b);
-    case BinaryOp::max:
-      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-      return a > b ? a : b;
-    case BinaryOp::min:
-      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-      return a < b ? a : b;
+    case BinaryOp::max: return max_nan(a, b);
+    case BinaryOp::min: return min_nan(a, b);
     case BinaryOp::pow: return std::pow(a, b);
     case BinaryOp::lt: return a < b;
     case BinaryOp::le: return a <= b;

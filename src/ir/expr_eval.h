@@ -8,7 +8,9 @@
 //               function, each constant) is rounded to float32, as a GPU computing in f32 would.
 //               sigmoid(x) = 1 / (1 + exp(-x)); silu(x) = x * sigmoid(x);
 //               gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  rsqrt(x) = 1 / sqrt(x).
-//               max and min propagate NaN; comparisons with NaN are false.
+//               max and min propagate NaN and order -0 below +0 (max(+0, -0) = +0, min = -0, in
+//               either order: PTX max.NaN / min.NaN, which the generated code uses); comparisons with
+//               NaN are false.
 //   booleans    0 or 1.
 //   select      evaluates only the taken branch; && and || short-circuit.
 //   cast        rounds to the dtype (dtype.h).
@@ -85,5 +87,9 @@ class CompiledExpr {
 // The scalar functions, shared with code that evaluates outside CompiledExpr.
 double apply_unary(UnaryOp op, double x);
 double apply_binary(BinaryOp op, double a, double b);  // throws Error on integer division by zero
+// max and min as apply_binary computes them (NaN propagates; -0 < +0): every max/min of the executor and
+// the reference, collectives included.
+double max_nan(double a, double b);
+double min_nan(double a, double b);
 
 }  // namespace solder

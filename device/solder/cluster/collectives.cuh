@@ -82,6 +82,20 @@ __device__ inline void push_packets(const communicator& comm, remote_slot slot, 
                [&](uint32_t p, uint4 value) { ptx::store_async_16(slot.data + p, value, slot.barrier); });
 }
 
+// The packets a round puts on the wire for a slice of `packets` packets. A slice may be empty (a chunk with
+// fewer packets than group ranks: tiny tiles); its sender then pushes one placeholder packet (ignored by the
+// receiver) instead of nothing, so that every receiver's round still waits for every sender. Without it, a
+// receiver that needs nothing from a sender can hand the same slot back twice (its rounds of that stage
+// complete on their own) before the sender waits for it once; the sender's parity wait then misses a phase
+// and hangs (seen with three back-to-back 16-byte all-reduces over 3 blocks, 2026-11-22).
+__device__ inline uint32_t wire_packets(uint32_t packets) { return packets == 0 ? 1u : packets; }
+
+// Whole block: one placeholder packet into a peer's slot, st.async by thread `issuer`. Not inlined: the rare
+// path would otherwise cost the 16-bit all_exchange kernels 4 bytes of register spills.
+__device__ __noinline__ inline void push_placeholder(const communicator& comm, remote_slot slot, uint32_t issuer) {
+  if (comm.thread() == issuer % comm.threads()) ptx::store_async_16(slot.data, uint4{0, 0, 0, 0}, slot.barrier);
+}
+
 // Group all-reduce in place: reduce-scatter then all-gather, chunked by the mailbox slot size, with the
 // all-gather of chunk c and the reduce-scatter of chunk c+1 in flight together. 2 rounds per chunk of
 // G * slot_packets packets. Accumulation in fp32 in group-rank order, one rounding to T.
@@ -92,10 +106,10 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   const bool bulk = use_bulk(comm, tile);
   enter(bulk);
   const group_view group = comm.group(group_size);
-  if (group.size == 1 || count == 0) return;
+  const uint32_t packets = count / elements_per_packet<T>;
+  if (group.size == 1 || packets == 0) return;
   require_all_peers_layout(comm);
   uint4* data = reinterpret_cast<uint4*>(tile);
-  const uint32_t packets = count / elements_per_packet<T>;
   const uint32_t chunk_packets = group.size * comm.slot_packets();
   const uint32_t chunks = ceil_div(packets, chunk_packets);
 
@@ -112,8 +126,9 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     comm.wait_for_slots(ahead, group);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t owner = (group.local + i) % group.size;
-      push_packets(comm, comm.peer_slot(ahead, group.rank_of(owner)), data + slice_begin(chunk, owner),
-                   slice_length(chunk, owner), bulk, 32 * i);
+      remote_slot slot = comm.peer_slot(ahead, group.rank_of(owner));
+      if (slice_length(chunk, owner) == 0) push_placeholder(comm, slot, 32 * i);
+      else push_packets(comm, slot, data + slice_begin(chunk, owner), slice_length(chunk, owner), bulk, 32 * i);
     }
   };
 
@@ -123,7 +138,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     // every peer (the all-gather round) straight from registers.
     const uint32_t mine = slice_begin(chunk, group.local);
     const uint32_t mine_length = slice_length(chunk, group.local);
-    comm.wait_round((group.size - 1) * mine_length * packet_bytes);
+    comm.wait_round((group.size - 1) * wire_packets(mine_length) * packet_bytes);
     comm.wait_for_slots(1, group);
     for (uint32_t p = comm.thread(); p < mine_length; p += comm.threads()) {
       unpacked<T> accumulator;
@@ -141,7 +156,9 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
         ptx::store_async_16(slot.data + p, result, slot.barrier);
       }
     }
-    if (bulk) {  // the reduced slice goes out by the copy engine once the whole block has written it
+    if (mine_length == 0) {  // nothing reduced here in this chunk: a placeholder for every peer's all-gather
+      for (uint32_t i = 1; i < group.size; ++i) push_placeholder(comm, comm.peer_slot(1, group.peer(i)), 32 * i);
+    } else if (bulk) {  // the reduced slice goes out by the copy engine once the whole block has written it
       enter(true);
       for (uint32_t i = 1; i < group.size; ++i)
         push_packets(comm, comm.peer_slot(1, group.peer(i)), data + mine, mine_length, true, 32 * i);
@@ -151,8 +168,11 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     if (chunk + 1 < chunks) send_reduce_scatter(chunk + 1, 1);
 
     // All-gather round: every other group rank's reduced slice lands in its slot; copy into the tile.
-    uint32_t chunk_length = min_u32(chunk_packets, packets - chunk * chunk_packets);
-    comm.wait_round((chunk_length - mine_length) * packet_bytes);
+    // Packets on the wire from the other owners: their slices, plus a placeholder for each empty one (a chunk
+    // of n < G packets has G - n empty slices).
+    const uint32_t chunk_length = min_u32(chunk_packets, packets - chunk * chunk_packets);
+    const uint32_t empty = chunk_length < group.size ? group.size - chunk_length : 0;
+    comm.wait_round((chunk_length - mine_length + empty - (mine_length == 0 ? 1 : 0)) * packet_bytes);
     for (uint32_t i = 1; i < group.size; ++i) {
       uint32_t owner = (group.local + i) % group.size;
       copy_packets(comm, data + slice_begin(chunk, owner), comm.receive_slot(0, group.rank_of(owner)),

@@ -1,11 +1,14 @@
 // inter_cluster_reduce: combine each block's tile into a region of a global-memory tensor.
 //
 // global_dst[i] = global_dst[i] op tile[i] for i < count, atomically per element, for every calling block;
-// the order in which blocks (and clusters) combine is unspecified. For float sum/max/min the combine is
-// exact per step; for 16-bit T each combine rounds once to T (so the final value depends on the order).
+// the order in which blocks (and clusters) combine is unspecified. max/min follow the collectives' rule
+// (packet.cuh, combine: NaN propagates, also a NaN already in global_dst; -0 < +0), so their result does not
+// depend on that order. For float sum the combine is exact per step; for 16-bit T each combine rounds once
+// to T (so a 16-bit sum depends on the order).
 //
-// Tiles in shared memory use the bulk reduction (cp.reduce.async.bulk, one thread issues) where Hopper has it
-// (f32 add; f16/bf16 add, min, max); float max/min and tiles in global memory use per-element atomics.
+// Tiles in shared memory use the bulk reduction (cp.reduce.async.bulk, one thread issues) for sums (f32, f16,
+// bf16 add). max/min and tiles in global memory use per-element compare-and-swap loops: the bulk .max/.min
+// and the ordered-integer atomicMax/atomicMin tricks drop NaN (agreement test, 2026-11-22).
 // Whole block (every thread of the calling block); no communication inside the cluster, so it needs no
 // communicator. tile and global_dst are 16-byte aligned and count * sizeof(T) is a multiple of 16.
 #pragma once
@@ -21,15 +24,7 @@ namespace solder::cluster {
 namespace detail {
 
 template <reduce_op Op, class T>
-inline constexpr bool has_bulk_reduce =
-    (cuda::std::is_same_v<T, float> && Op == reduce_op::sum) || (sizeof(T) == 2 && Op != reduce_op::prod);
-
-template <reduce_op Op>
-__device__ inline auto bulk_op() {
-  if constexpr (Op == reduce_op::sum) return cuda::ptx::op_add;
-  else if constexpr (Op == reduce_op::max) return cuda::ptx::op_max;
-  else return cuda::ptx::op_min;
-}
+inline constexpr bool has_bulk_reduce = Op == reduce_op::sum;
 
 // Combines one 32-bit word (1 float or 2 16-bit values) of `value` into global memory, atomically.
 template <reduce_op Op, class T>
@@ -38,13 +33,17 @@ __device__ inline void atomic_combine_word(uint32_t* global_word, uint32_t value
     float v = __uint_as_float(value);
     if constexpr (Op == reduce_op::sum) {
       atomicAdd(reinterpret_cast<float*>(global_word), v);
-    } else if constexpr (Op == reduce_op::max) {
-      // Ordered-integer trick: non-negative floats order like signed ints, negative ones reversed as unsigned.
-      if ((value >> 31) == 0) atomicMax(reinterpret_cast<int*>(global_word), __float_as_int(v));
-      else atomicMin(global_word, value);
     } else {
-      if ((value >> 31) == 0) atomicMin(reinterpret_cast<int*>(global_word), __float_as_int(v));
-      else atomicMax(global_word, value);
+      // Compare-and-swap until the word holds old op v; bits compared, so +0 replaces -0 (max) and a NaN
+      // already there is replaced once by the canonical NaN, then stays.
+      uint32_t old = *global_word;
+      while (true) {
+        uint32_t want = __float_as_uint(combine<Op>(__uint_as_float(old), v));
+        if (want == old) return;
+        uint32_t seen = atomicCAS(global_word, old, want);
+        if (seen == old) return;
+        old = seen;
+      }
     }
   } else {
     // Compare-and-swap on the pair: combine in fp32, round once to T per element.
@@ -78,7 +77,7 @@ __device__ void inter_cluster_reduce(const T* tile, uint32_t count, T* global_ds
         constexpr uint32_t piece = 32768;
         for (uint32_t offset = 0; offset < bytes; offset += piece) {
           uint32_t length = bytes - offset < piece ? bytes - offset : piece;
-          ptx::bulk_reduce_to_global(detail::bulk_op<Op>(), global_dst + offset / sizeof(T),
+          ptx::bulk_reduce_to_global(cuda::ptx::op_add, global_dst + offset / sizeof(T),
                                      tile + offset / sizeof(T), length);
         }
         ptx::bulk_commit_and_wait_all();

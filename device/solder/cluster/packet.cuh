@@ -9,6 +9,8 @@
 #include <cuda/std/cstdint>
 #include <cuda/std/type_traits>
 
+#include "ptx.cuh"
+
 namespace solder::cluster {
 
 using cuda::std::uint32_t;
@@ -16,11 +18,14 @@ using cuda::std::uint32_t;
 // Element-wise combining operators. prod serves all_exchange(mul).
 enum class reduce_op : uint32_t { sum, max, min, prod };
 
+// max and min propagate NaN and order -0 below +0 (PTX max.NaN / min.NaN): the Kernel IR's rule, which the
+// CPU executor and the generated code follow too (docs/kernel-ir.md). Unlike fmaxf/fminf, a NaN is never
+// dropped, and max(+0, -0) = +0, min(+0, -0) = -0 in either order.
 template <reduce_op Op>
 __device__ inline float combine(float accumulator, float value) {
   if constexpr (Op == reduce_op::sum) return accumulator + value;
-  if constexpr (Op == reduce_op::max) return fmaxf(accumulator, value);
-  if constexpr (Op == reduce_op::min) return fminf(accumulator, value);
+  if constexpr (Op == reduce_op::max) return ptx::max_nan(accumulator, value);
+  if constexpr (Op == reduce_op::min) return ptx::min_nan(accumulator, value);
   if constexpr (Op == reduce_op::prod) return accumulator * value;
 }
 

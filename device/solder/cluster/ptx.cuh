@@ -143,6 +143,24 @@ __device__ inline void bulk_copy_to_peer(void* remote_destination, const void* l
                            bytes, remote_barrier);
 }
 
+// ---- max.NaN / min.NaN (any thread) --------------------------------------------------------------------------
+
+// max.NaN.f32: NaN if either operand is NaN (the canonical NaN 0x7fffffff), else the larger, with +0 > -0, so
+// the result does not depend on the operands' order. The same instruction as solder::max_nan
+// (device/solder/runtime.cuh), which generated code uses; the CPU executor implements the same rule. Any thread.
+__device__ inline float max_nan(float a, float b) {
+  float result;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+  return result;
+}
+
+// min.NaN.f32: NaN if either operand is NaN, else the smaller, with -0 < +0. Any thread.
+__device__ inline float min_nan(float a, float b) {
+  float result;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+  return result;
+}
+
 // ---- proxies and bulk reductions to global memory ----------------------------------------------------------
 
 // fence.proxy.async.shared::cta: orders this thread's generic writes to shared memory before later

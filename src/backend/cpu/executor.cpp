@@ -496,7 +496,7 @@ class KernelRunner {
           std::lock_guard<std::mutex> lock(atomic_mutex_);
           float* d = data_of(st, c.dst.slot);
           double old = d[to];
-          double r = op == ReduceOp::sum ? round32(old + v) : apply_binary(op == ReduceOp::max ? BinaryOp::max : BinaryOp::min, old, v);
+          double r = op == ReduceOp::sum ? round32(old + v) : op == ReduceOp::max ? max_nan(old, v) : min_nan(old, v);
           store(c.dst, st, to, r);
         });
         return;
@@ -551,8 +551,8 @@ class KernelRunner {
             switch (n->op) {
               case ReduceOp::sum: acc = round32(acc + v); break;
               case ReduceOp::prod: acc = round32(acc * v); break;
-              case ReduceOp::max: acc = apply_binary(BinaryOp::max, acc, v); break;
-              default: acc = apply_binary(BinaryOp::min, acc, v); break;
+              case ReduceOp::max: acc = max_nan(acc, v); break;
+              default: acc = min_nan(acc, v); break;
             }
           });
           if (to >= 0) store(c.dst, st, to, acc);
@@ -652,9 +652,11 @@ class KernelRunner {
     const int C = kernel_.cluster;
     auto& peers = *st.peers;
     auto peer_data = [&](int rank, int slot) -> const float* { return data_of(*peers[static_cast<size_t>(rank)], slot); };
+    // sum: f32 at every step, in rank order. max/min: NaN propagates and -0 < +0 (max_nan / min_nan, the
+    // PTX max.NaN / min.NaN rule), so their result does not depend on the rank order.
     auto combine = [](ReduceOp op, double acc, double v) {
       if (op == ReduceOp::sum) return round32(acc + v);
-      return apply_binary(op == ReduceOp::max ? BinaryOp::max : BinaryOp::min, acc, v);
+      return op == ReduceOp::max ? max_nan(acc, v) : min_nan(acc, v);
     };
     std::vector<double> result;
     int target = -1;

@@ -8,7 +8,8 @@
 //   cluster_gather                                                   count = in_count, output C * count
 //   reduce_scatter                                                   count = in_count / C
 // `special` cases overwrite a few input elements with +0, -0, +inf, -inf and NaN (agreement_reference.cpp,
-// special_values) to probe the edges of the two semantics; they are reported apart and do not gate.
+// special_values): the edges of the max/min rule (NaN propagates, -0 < +0). They are reported apart and gate
+// like the random cases (NaN agrees with NaN, whatever the payload).
 #pragma once
 
 #include <cstdio>

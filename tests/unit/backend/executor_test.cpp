@@ -903,8 +903,127 @@ TEST_P(ClusterCollectives, ClusterBarriersInALoopComplete) {
   expect_values(r.outputs.at("y"), x.values);
 }
 
+// ---- max and min on special values --------------------------------------------------------------
+//
+// The rule (docs/kernel-ir.md, "Arithmetic"; PTX max.NaN / min.NaN, which the generated code and the device
+// collectives use): a NaN operand gives NaN, and -0 orders below +0, so max(+0, -0) = +0 and
+// min(+0, -0) = -0 in either order. The executor's results therefore do not depend on the rank order.
+
+const double kSpecials[5] = {0.0, -0.0, kInf, -kInf, std::numeric_limits<double>::quiet_NaN()};
+
+double rule_max(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == 0 && b == 0) return std::signbit(a) && std::signbit(b) ? -0.0 : 0.0;
+  return a > b ? a : b;
+}
+double rule_min(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == 0 && b == 0) return std::signbit(a) || std::signbit(b) ? -0.0 : 0.0;
+  return a < b ? a : b;
+}
+
+// Same value, bit for bit where it matters: NaN matches NaN, and +0 does not match -0.
+void expect_same_values(const HostTensor& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.values.size(), want.size()) << got.name;
+  int reported = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double g = got.values[i], w = want[i];
+    bool ok = std::isnan(w) ? std::isnan(g) : g == w && std::signbit(g) == std::signbit(w);
+    if (!ok && reported++ < 5) ADD_FAILURE() << got.name << "[" << i << "] = " << g << ", expected " << w;
+  }
+}
+
+// x[row, blk, i] for 25 elements per block: in row 0, rank 0 holds kSpecials[i / 5] and rank 1
+// kSpecials[i % 5] (every ordered pair meets), ranks >= 2 kSpecials[(i + rank) % 5]; row 1 holds the same
+// values with the rank order reversed (rank r gets row 0's values of rank C - 1 - r).
+HostTensor special_input(int C, int64_t n_in) {
+  HostTensor x{"x", {2, 2 * C, n_in}, DType::f32, {}};
+  for (int row = 0; row < 2; ++row)
+    for (int blk = 0; blk < 2 * C; ++blk) {
+      int rank = row == 0 ? blk % C : C - 1 - blk % C;
+      for (int64_t j = 0; j < n_in; ++j) {
+        int i = static_cast<int>(j % 25);
+        x.values.push_back(kSpecials[rank == 0 ? i / 5 : rank == 1 ? i % 5 : (i + rank) % 5]);
+      }
+    }
+  return x;
+}
+
+TEST_P(ClusterCollectives, MaxAndMinPropagateNaNAndOrderSignedZerosWhateverTheRankOrder) {
+  const int C = GetParam();
+  HostTensor x = special_input(C, 25);
+  HostTensor scattered = special_input(C, 25 * C);
+  for (ReduceOp op : {ReduceOp::max, ReduceOp::min}) {
+    auto fold = [&](auto& x_of, int64_t i) {
+      double acc = x_of(0, i);
+      for (int r = 1; r < C; ++r) acc = op == ReduceOp::max ? rule_max(acc, x_of(r, i)) : rule_min(acc, x_of(r, i));
+      return acc;
+    };
+    auto want = [&](const HostTensor& input, int64_t n_out, auto element) {
+      std::vector<double> values;
+      for (int row = 0; row < 2; ++row)
+        for (int blk = 0; blk < 2 * C; ++blk) {
+          const int64_t n_in = input.shape[2], first = blk - blk % C;
+          auto x_of = [&](int r, int64_t j) { return input.values[(row * 2 * C + first + r) * n_in + j]; };
+          for (int64_t i = 0; i < n_out; ++i) values.push_back(fold(x_of, element(blk % C, i)));
+        }
+      return values;
+    };
+    SCOPED_TRACE(reduce_op_name(op));
+    auto all_reduce = cluster_program(C, 25, 25, {buffer("buf", {25}, Scope::cluster)}, {cluster_reduce(op, "buf")}, "buf", "buf");
+    RUN_OR_SKIP(r, all_reduce, tensors({x}));
+    std::vector<double> expected = want(x, 25, [](int, int64_t i) { return i; });
+    expect_same_values(r.outputs.at("y"), expected);
+    // Row 1 reverses the rank order: the same results.
+    for (size_t i = 0; i < expected.size() / 2; ++i)
+      ASSERT_EQ(std::signbit(expected[i]), std::signbit(expected[i + expected.size() / 2])) << i;
+
+    auto scatter = cluster_program(C, 25 * C, 25, {buffer("src", {25 * C}, Scope::cluster), buffer("dst", {25}, Scope::cluster)},
+                                   {reduce_scatter(op, "src", "dst")});
+    RUN_OR_SKIP(s, scatter, tensors({scattered}));
+    expect_same_values(s.outputs.at("y"), want(scattered, 25, [](int rank, int64_t i) { return rank * 25 + i; }));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, ClusterCollectives, ::testing::Values(2, 4, 8, 16),
                          [](const ::testing::TestParamInfo<int>& info) { return "cluster" + std::to_string(info.param); });
+
+TEST(ExecutorMaxMin, ReduceAndInterClusterReduceFollowTheRuleForSpecialValues) {
+  // reduce max/min over n < 2 of x[i, n] = (kSpecials[i / 5], kSpecials[i % 5]); inter_cluster_reduce from two
+  // blocks into z, which holds -inf / +inf (the identity) or, for i >= 25, a special value (a NaN in z stays).
+  HostTensor x{"x", {30, 2}, DType::f32, {}}, init{"init", {30}, DType::f32, {}};
+  for (int i = 0; i < 30; ++i) {
+    x.values.push_back(i < 25 ? kSpecials[i / 5] : 0.5);
+    x.values.push_back(i < 25 ? kSpecials[i % 5] : -0.5);
+  }
+  for (ReduceOp op : {ReduceOp::max, ReduceOp::min}) {
+    SCOPED_TRACE(reduce_op_name(op));
+    auto rule = [&](double a, double b) { return op == ReduceOp::max ? rule_max(a, b) : rule_min(a, b); };
+    init.values.clear();
+    for (int i = 0; i < 30; ++i) init.values.push_back(i < 25 ? (op == ReduceOp::max ? -kInf : kInf) : kSpecials[i - 25]);
+    ReduceNode reduce;
+    reduce.op = op;
+    reduce.domain = over({{"i", 30}});
+    reduce.reduce_axes = {{"n", 2}};
+    reduce.dst = at("acc", {var("i")});
+    reduce.value = load("x", {var("i"), var("n")});
+    auto p = program({input("x", {30, 2}), input("init", {30}), output("y", {30}), output("z", {30})},
+                     {kernel("reduce", {{"b", 1}}, 1, {buffer("acc", {30}, Scope::register_file)},
+                             {make_stmt(std::move(reduce)), copy(at("y", {var("i")}), at("acc", {var("i")}), over({{"i", 30}}))}),
+                      kernel("init", {{"b", 1}}, 1, {}, {copy(at("z", {var("i")}), at("init", {var("i")}), over({{"i", 30}}))}),
+                      kernel("combine", {{"b", 2}}, 1, {},
+                             {inter_cluster_reduce(op, at("z", {var("i")}), at("x", {var("i"), var("b")}), over({{"i", 30}}))})});
+    ExecutionResult r = execute_kernel_program(p, tensors({x, init}));
+    std::vector<double> want_y, want_z;
+    for (int i = 0; i < 30; ++i) {
+      double a = x.values[i * 2], b = x.values[i * 2 + 1];
+      want_y.push_back(rule(rule(op == ReduceOp::max ? -kInf : kInf, a), b));
+      want_z.push_back(rule(rule(init.values[i], a), b));
+    }
+    expect_same_values(r.outputs.at("y"), want_y);
+    expect_same_values(r.outputs.at("z"), want_z);
+  }
+}
 
 TEST(ExecutorInterClusterReduce, EveryBlockContributesWithoutACluster) {
   // inter_cluster_reduce needs no cluster: each of 6 blocks adds its row of x into z.
