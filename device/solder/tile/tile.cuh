@@ -8,3 +8,4 @@
 #include <solder/tile/ldmatrix.cuh>
 #include <solder/tile/mma.cuh>
 #include <solder/tile/swizzle.cuh>
+#include <solder/tile/block_gemm.cuh>

@@ -12,8 +12,8 @@
 //     tiles (register, shared and cluster buffers alike) live in dynamic shared memory as float,
 //     element-wise statements are block-strided loops, large reductions give each output point a
 //     group of threads, staging copies use 16-byte vectors, and block barriers go only where a
-//     statement reads what another thread wrote. Collectives go through distributed shared memory
-//     (cooperative_groups cluster map_shared_rank, cluster.sync).
+//     statement reads what another thread wrote. Collectives call the device library's DSM
+//     collectives (device/solder/cluster; kernel_writer_cluster.cpp).
 // The source says, per kernel, which writer took it and, for the generic one, which rule of the
 // tensor-core emitter refused it. Queues are not supported yet (a clear Error). Output is readable:
 // names from the program, one comment per statement saying which definition it computes.

@@ -1,4 +1,5 @@
-// The generic writer (kernel_writer.h): the kernel, its statements, gemm and the cluster collectives.
+// The generic writer (kernel_writer.h): the kernel and its statements (the cluster collectives are in
+// kernel_writer_cluster.cpp).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -17,6 +18,8 @@ namespace solder::generic {
 std::string KernelWriter::write() {
   std::ostringstream out;
   out << "#include <solder/reduce/vector.cuh>\n";
+  if (has_topk()) out << "#include <solder/reduce/topk.cuh>\n";
+  if (collectives_.used) out << "#include <solder/cluster/cluster.cuh>\n";
   out << "// kernel " << kernel_.name;
   if (!kernel_.definitions.empty()) {
     out << ": computes";
@@ -57,13 +60,24 @@ std::string KernelWriter::write() {
   for (auto& [name, off] : stage_offsets_)
     out << "  float* const " << cuda_identifier(name) << " = reinterpret_cast<float*>(smem + " << off << ");  // a staging buffer of "
         << name.substr(0, name.rfind("_stage")) << " (cp.async)\n";
-  if (needs_scratch()) out << "  float* const collective_scratch = reinterpret_cast<float*>(smem + " << scratch_offset_ << ");\n";
+  collective_setup(out);
   if (has_reduce())
     out << "  float* const reduce_scratch = reinterpret_cast<float*>(smem + " << reduce_scratch_offset_ << ");  // partials of cooperative reduces\n";
   out << "  (void)block_linear;\n";
   statements(out, kernel_.body, 1);
+  collective_teardown(out);
   out << "}\n";
   return out.str();
+}
+
+bool KernelWriter::has_topk() const {
+  struct Finder : StmtVisitor {
+    bool found = false;
+    using StmtVisitor::visit;
+    void visit(const ReduceNode& n) override { found |= n.op == ReduceOp::topk; }
+  } f;
+  f.visit(kernel_.body);
+  return f.found;
 }
 
 bool KernelWriter::has_reduce() const {
@@ -71,19 +85,6 @@ bool KernelWriter::has_reduce() const {
     bool found = false;
     using StmtVisitor::visit;
     void visit(const ReduceNode&) override { found = true; }
-  } f;
-  f.visit(kernel_.body);
-  return f.found;
-}
-
-bool KernelWriter::needs_scratch() const {
-  struct Finder : StmtVisitor {
-    bool found = false;
-    using StmtVisitor::visit;
-    void visit(const ClusterReduceNode&) override { found = true; }
-    void visit(const ReduceScatterNode&) override { found = true; }
-    void visit(const DsmShuffleNode&) override { found = true; }
-    void visit(const AllExchangeNode&) override { found = true; }
   } f;
   f.visit(kernel_.body);
   return f.found;
@@ -171,6 +172,7 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
   switch (s.kind()) {
     case StmtKind::For: {
       auto n = s.as<ForNode>();
+      if (contraction_loop(out, *n, indent)) return;
       std::vector<Touch> bounds;
       expr_touches(n->begin, {}, false, bounds);
       expr_touches(n->end, {}, false, bounds);
@@ -271,7 +273,9 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
     }
     case StmtKind::Reduce: {
       auto n = s.as<ReduceNode>();
+      if (contraction_reduce(out, *n, indent)) return;
       if (cooperative_layout({n})) return cooperative_reduce(out, {n}, indent);
+      if (cooperative_topk(out, *n, indent)) return;
       std::vector<Touch> touches;
       expr_touches(n->domain.guard, n->domain.axes, true, touches);
       expr_touches(n->value, n->domain.axes, true, touches);
@@ -325,109 +329,6 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
       touched_.clear();
       return;
   }
-}
-
-void KernelWriter::gemm(std::ostringstream& out, const GemmNode& n, int indent) {
-  const Buffer* a = kernel_.find_buffer(n.a);
-  const Buffer* b = kernel_.find_buffer(n.b);
-  const Buffer* c = kernel_.find_buffer(n.c);
-  int64_t M = c->shape[0], N = c->shape[1], K = n.trans_a ? a->shape[0] : a->shape[1];
-  std::string A = cuda_identifier(n.a), B = cuda_identifier(n.b), C = cuda_identifier(n.c);
-  out << pad(indent) << "for (long long e = threadIdx.x; e < " << M * N << "LL; e += blockDim.x) {\n";
-  out << pad(indent + 1) << "const long long row = e / " << N << "LL, col = e % " << N << "LL;\n";
-  out << pad(indent + 1) << "float acc = " << (n.accumulate ? C + "[e]" : "0.0f") << ";\n";
-  std::string av = n.trans_a ? A + "[k * " + std::to_string(a->shape[1]) + "LL + row]" : A + "[row * " + std::to_string(a->shape[1]) + "LL + k]";
-  std::string bv = n.trans_b ? B + "[col * " + std::to_string(b->shape[1]) + "LL + k]" : B + "[k * " + std::to_string(b->shape[1]) + "LL + col]";
-  out << pad(indent + 1) << "for (long long k = 0; k < " << K << "LL; ++k) acc += " << av << " * " << bv << ";\n";
-  out << pad(indent + 1) << C << "[e] = acc;\n";
-  out << pad(indent) << "}\n";
-  sync(out, indent);
-}
-
-// Collectives over distributed shared memory: every block of the cluster takes part. The block
-// first waits for all peers (their buffers are complete), reads what it needs from its peers into
-// its own scratch, waits again (nobody overwrites a buffer a peer still reads), then writes.
-void KernelWriter::collective(std::ostringstream& out, const Stmt& s, int indent) {
-  const int C = kernel_.cluster;
-  out << pad(indent) << "cluster.sync();\n";
-  auto peer = [](const std::string& buffer, const std::string& rank) {
-    return "cluster.map_shared_rank(" + buffer + ", static_cast<unsigned int>(" + rank + "))";
-  };
-  auto combine = [](ReduceOp op, const std::string& a, const std::string& b) {
-    if (op == ReduceOp::sum) return a + " + " + b;
-    return std::string(op == ReduceOp::max ? "solder::max_nan(" : "solder::min_nan(") + a + ", " + b + ")";
-  };
-  std::string target;
-  int64_t n = 0;
-  switch (s.kind()) {
-    case StmtKind::ClusterReduce: {
-      auto c = s.as<ClusterReduceNode>();
-      std::string buf = cuda_identifier(c->buffer);
-      n = kernel_.find_buffer(c->buffer)->elements();
-      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) {\n";
-      out << pad(indent + 1) << "float acc = " << peer(buf, "0") << "[e];\n";
-      out << pad(indent + 1) << "for (int r = 1; r < " << C << "; ++r) acc = " << combine(c->op, "acc", peer(buf, "r") + "[e]") << ";\n";
-      out << pad(indent + 1) << "collective_scratch[e] = acc;\n";
-      out << pad(indent) << "}\n";
-      target = c->buffer;
-      break;
-    }
-    case StmtKind::AllExchange: {
-      auto c = s.as<AllExchangeNode>();
-      std::string buf = cuda_identifier(c->buffer);
-      int group = c->group ? c->group : C;
-      n = kernel_.find_buffer(c->buffer)->elements();
-      out << pad(indent) << "{ const int first = static_cast<int>(cluster.block_rank()) / " << group << " * " << group << ";\n";
-      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) {\n";
-      out << pad(indent + 1) << "float acc = " << peer(buf, "first") << "[e];\n";
-      out << pad(indent + 1) << "for (int r = first + 1; r < first + " << group << "; ++r) acc = acc " << (c->multiply ? "*" : "+") << " "
-          << peer(buf, "r") << "[e];\n";
-      out << pad(indent + 1) << "collective_scratch[e] = acc;\n";
-      out << pad(indent) << "} }\n";
-      target = c->buffer;
-      break;
-    }
-    case StmtKind::ClusterGather: {
-      auto c = s.as<ClusterGatherNode>();
-      n = kernel_.find_buffer(c->src)->elements();
-      const Buffer* dst = kernel_.find_buffer(c->dst);
-      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n * C << "LL; e += blockDim.x) "
-          << cuda_identifier(c->dst) << "[e] = " << round_function(dst->dtype) << "(" << peer(cuda_identifier(c->src), "e / " + std::to_string(n) + "LL")
-          << "[e % " << n << "LL]);\n";
-      out << pad(indent) << "cluster.sync();\n";
-      return;
-    }
-    case StmtKind::ReduceScatter: {
-      auto c = s.as<ReduceScatterNode>();
-      std::string src = cuda_identifier(c->src);
-      n = kernel_.find_buffer(c->dst)->elements();
-      out << pad(indent) << "{ const long long base = static_cast<long long>(cluster.block_rank()) * " << n << "LL;\n";
-      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) {\n";
-      out << pad(indent + 1) << "float acc = " << peer(src, "0") << "[base + e];\n";
-      out << pad(indent + 1) << "for (int r = 1; r < " << C << "; ++r) acc = " << combine(c->op, "acc", peer(src, "r") + "[base + e]") << ";\n";
-      out << pad(indent + 1) << "collective_scratch[e] = acc;\n";
-      out << pad(indent) << "} }\n";
-      target = c->dst;
-      break;
-    }
-    case StmtKind::DsmShuffle: {
-      auto c = s.as<DsmShuffleNode>();
-      int group = c->group ? c->group : C;
-      n = kernel_.find_buffer(c->src)->elements();
-      out << pad(indent) << "{ const int rank = static_cast<int>(cluster.block_rank()); const int first = rank / " << group << " * " << group
-          << "; const int from = first + (rank - first - 1 + " << group << ") % " << group << ";\n";
-      out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) collective_scratch[e] = "
-          << peer(cuda_identifier(c->src), "from") << "[e]; }\n";
-      target = c->dst;
-      break;
-    }
-    default: break;
-  }
-  out << pad(indent) << "cluster.sync();\n";
-  const Buffer* t = kernel_.find_buffer(target);
-  out << pad(indent) << "for (long long e = threadIdx.x; e < " << n << "LL; e += blockDim.x) " << cuda_identifier(target) << "[e] = "
-      << round_function(t->dtype) << "(collective_scratch[e]);\n";
-  sync(out, indent);
 }
 
 }  // namespace solder::generic

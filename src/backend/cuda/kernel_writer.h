@@ -1,9 +1,12 @@
 // The generic writer of the CUDA code generator (internal to src/backend/cuda): every Kernel IR
 // statement as block-cooperative CUDA, for every kernel the tensor-core emitter does not take.
-//   kernel_writer.cpp          the kernel: signature, grid, tiles, statements, gemm, collectives
+//   kernel_writer.cpp          the kernel: signature, grid, tiles, statements, gemm
 //   kernel_writer_memory.cpp   which threads touch what (block barriers only where needed), 16-byte
 //                              vector staging plans
 //   kernel_writer_reduce.cpp   reductions: cooperative (a thread group per point) and per point
+//   kernel_writer_topk.cpp     top-k with a thread group per point
+//   kernel_writer_cluster.cpp  cluster collectives, through the device library (device/solder/cluster)
+//   gemm_codegen.cpp           contractions and gemm on tensor cores (gemm_codegen.h)
 // cuda_codegen.h describes what the generated code looks like; generate_cuda picks the writer.
 #pragma once
 
@@ -68,9 +71,13 @@ class KernelWriter {
         throw Error("CUDA code generator: kernel '" + kernel.name + "' uses queue '" + b.name +
                     "'; queues are not supported by the CUDA backend yet (run it with --backend cpu)");
       arrays_[b.name] = CudaArray{cuda_identifier(b.name), b.shape, b.dtype, false};
+    }
+    // Tiles that only a contraction loop stages and reads live in its 16-bit buffers instead.
+    const std::set<std::string> staged = contraction_staged_tiles();
+    for (auto& b : kernel.buffers) {
+      if (staged.count(b.name)) continue;
       tile_offsets_.emplace_back(b.name, offset);
       offset += (b.elements() * 4 + 15) / 16 * 16;
-      max_tile_ = std::max(max_tile_, b.elements());
     }
     // Tiles staged asynchronously (async_staged) get kAsyncStages - 1 more buffers.
     for (auto& name : async_buffers()) {
@@ -82,8 +89,10 @@ class KernelWriter {
     }
     reduce_scratch_offset_ = offset;
     if (has_reduce()) offset += kThreads * 4 * kMaxMergedReduces;
-    scratch_offset_ = offset;
-    shared_bytes_ = offset + (needs_scratch() ? (max_tile_ * 4 + 15) / 16 * 16 : 0);
+    shared_bytes_ = plan_collectives(offset);  // the collectives' mailbox and scratch (kernel_writer_cluster.cpp)
+    // The 16-bit staging buffers of contraction loops (gemm_codegen.cpp), last.
+    contraction_offset_ = (shared_bytes_ + 127) / 128 * 128;
+    if (int64_t bytes = contraction_staging_bytes()) shared_bytes_ = contraction_offset_ + bytes;
   }
 
   GeneratedKernel info() const {
@@ -98,7 +107,7 @@ class KernelWriter {
   CudaExprPrinter printer_;
   std::map<std::string, CudaArray> arrays_;
   std::vector<std::pair<std::string, int64_t>> tile_offsets_;
-  int64_t max_tile_ = 0, scratch_offset_ = 0, shared_bytes_ = 0, reduce_scratch_offset_ = 0;
+  int64_t shared_bytes_ = 0, reduce_scratch_offset_ = 0;
   std::vector<std::pair<std::string, int64_t>> stage_offsets_;  // extra buffers of asynchronously staged tiles
 
   // ---- Block barriers ----------------------------------------------------------------------------
@@ -137,8 +146,8 @@ class KernelWriter {
   static void merge(std::map<std::string, Touched>& into, const std::map<std::string, Touched>& from);
 
   bool has_reduce() const;
+  bool has_topk() const;
 
-  bool needs_scratch() const;
 
   const CudaArray& array(const std::string& name) const { return arrays_.at(name); }
   static std::string pad(int indent) { return std::string(static_cast<size_t>(indent) * 2, ' '); }
@@ -383,12 +392,39 @@ class KernelWriter {
   void cooperative_reduce(std::ostringstream& out, const std::vector<const ReduceNode*>& run, int indent);
 
   void reduce(std::ostringstream& out, const ReduceNode& n, int indent);
+  // A top-k with a group of threads per point (kernel_writer_topk.cpp); false where it does not apply.
+  bool cooperative_topk(std::ostringstream& out, const ReduceNode& n, int indent);
 
   void gemm(std::ostringstream& out, const GemmNode& n, int indent);
 
-  // Collectives over distributed shared memory: every block of the cluster takes part. The block
-  // first waits for all peers (their buffers are complete), reads what it needs from its peers into
-  // its own scratch, waits again (nobody overwrites a buffer a peer still reads), then writes.
+  // ---- Contractions on tensor cores (gemm_codegen.h; written in gemm_codegen.cpp) -----------------
+  struct ContractionLoop;
+  int64_t contraction_offset_ = 0;  // the 16-bit staging buffers of contraction loops
+  std::optional<ContractionLoop> contraction_loop_plan(const ForNode& loop, std::string& why) const;
+  int64_t contraction_staging_bytes() const;
+  std::set<std::string> contraction_staged_tiles() const;
+  // The staged loop form: written, true; or false (and, when the loop nearly qualified, a comment
+  // saying why not), and the loop is written as usual.
+  bool contraction_loop(std::ostringstream& out, const ForNode& loop, int indent);
+  // One reduce on the float tiles: written, true; or false (a comment with the refusal when the
+  // summand is a product), and the reduce is written as usual.
+  bool contraction_reduce(std::ostringstream& out, const ReduceNode& n, int indent);
+
+  // ---- Cluster collectives (kernel_writer_cluster.cpp) ---------------------------------------------
+  // Each collective is one call of the device library (device/solder/cluster) on the tiles in place,
+  // by every thread of every block of the cluster. The kernel sets up one communicator at its top
+  // (a mailbox in dynamic shared memory) and tears it down at its end; gathers and reduce-scatters
+  // whose segments are not whole 16-byte packets go through a scratch area.
+  struct CollectivePlan {
+    bool used = false;
+    int64_t mailbox_offset = 0, slot_bytes = 0, scratch_offset = 0, scratch_floats = 0;
+  };
+  CollectivePlan collectives_;
+  bool has_collectives() const;
+  // Lays out the mailbox and the scratch after `offset` (constructor); returns the new end.
+  int64_t plan_collectives(int64_t offset);
+  void collective_setup(std::ostringstream& out);     // top of the kernel: the communicator
+  void collective_teardown(std::ostringstream& out);  // end of the kernel
   void collective(std::ostringstream& out, const Stmt& s, int indent);
 };
 

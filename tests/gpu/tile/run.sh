@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the tile-primitive device tests (test_tile.cu) on a Hopper GPU, then compute-sanitizer racecheck
+# Builds and runs the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_topk.cu) on a Hopper GPU, then compute-sanitizer racecheck
 # and memcheck on a subset (test_tile --subset). Prints the result table and "N passed, M failed". Logs go to
 # LOG_DIR (default: the build directory). Exits non-zero on any failure.
 # Usage: tests/gpu/tile/run.sh [tests] [sanitizers]   (both when no stage is named)
@@ -17,11 +17,23 @@ cd "$ROOT"
 if [ ! -x "$BUILD/test_tile" ] || [ -n "$(find device/solder/tile device/solder/runtime.cuh tests/gpu/tile -newer "$BUILD/test_tile" -type f)" ]; then
   $NVCC tests/gpu/tile/test_tile.cu -o "$BUILD/test_tile" || exit 1
 fi
+if [ ! -x "$BUILD/test_block_gemm" ] || [ -n "$(find device/solder/tile tests/gpu/tile/test_block_gemm.cu -newer "$BUILD/test_block_gemm" -type f)" ]; then
+  $NVCC tests/gpu/tile/test_block_gemm.cu -o "$BUILD/test_block_gemm" || exit 1
+fi
+if [ ! -x "$BUILD/test_topk" ] || [ -n "$(find device/solder/reduce/topk.cuh tests/gpu/tile/test_topk.cu -newer "$BUILD/test_topk" -type f)" ]; then
+  $NVCC tests/gpu/tile/test_topk.cu -o "$BUILD/test_topk" || exit 1
+fi
 status=0
 if [[ " $STAGES " == *" tests "* ]]; then
   echo "== device tests"
   timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_tile" --verbose 2>"$LOG_DIR/test-progress.log" | tee "$LOG_DIR/test.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "device tests FAILED (last case: $(tail -1 "$LOG_DIR/test-progress.log"))"; status=1; }
+  echo "== block_gemm device tests"
+  timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_block_gemm" 2>"$LOG_DIR/block-gemm-progress.log" | tee "$LOG_DIR/block-gemm.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "block_gemm device tests FAILED"; status=1; }
+  echo "== top-k group step device tests"
+  timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_topk" | tee "$LOG_DIR/topk.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "top-k device tests FAILED"; status=1; }
 fi
 for tool in racecheck memcheck; do
   [[ " $STAGES " == *" sanitizers "* ]] || break

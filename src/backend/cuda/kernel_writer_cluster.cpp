@@ -1,0 +1,223 @@
+// The generic writer (kernel_writer.h): the cluster collectives, through the device library
+// (device/solder/cluster, docs/cluster-collectives.md).
+//
+// A kernel with collectives sets up one communicator at its top (a mailbox in dynamic shared memory,
+// published with one cluster barrier) and tears it down at its end (one cluster barrier, so that no
+// block exits while a peer may still write into its mailbox). Each collective statement is one call,
+// made by every thread of every block, on the float tiles in place:
+//
+//   cluster_reduce(op) buf        -> cluster_reduce<op>(comm, buf, n)
+//   all_exchange(add|mul) buf G   -> all_exchange<add|mul>(comm, buf, n, G)
+//   cluster_gather src -> dst     -> cluster_gather(comm, src, dst, n)
+//   reduce_scatter(op) src -> dst -> reduce_scatter<op>(comm, src, dst, n)
+//   dsm_shuffle src -> dst G      -> dsm_shuffle(comm, src, dst, n, G)
+//
+// The library moves whole 16-byte packets (4 floats). Every tile is padded to 16 bytes in shared
+// memory, so in-place collectives and shuffles run on the padded count (the padding is nobody's
+// data); a gather or reduce-scatter whose segments are not whole packets goes through a scratch area
+// laid out with padded segments. The library combines in fp32 in rank order and writes f32 results;
+// a destination of a 16-bit dtype is rounded to it afterwards, as the executor rounds its stores.
+// So the generated code computes what the executor computes: sums and products bit for bit, max and
+// min with the same rule (NaN propagates, -0 < +0).
+#include <algorithm>
+#include <sstream>
+
+#include "backend/cuda/kernel_writer.h"
+#include "ir/diagnostics.h"
+
+// The mailbox's size formula, shared with the device library (plain C++ there).
+#include "../../../device/solder/cluster/limits.cuh"
+
+namespace solder::generic {
+
+namespace {
+
+constexpr int64_t kPacketFloats = 4;             // one 16-byte packet of float tiles
+constexpr int64_t kMaxSlotBytes = 8 * 1024;      // larger slots gain little for the tiles fusion makes
+constexpr int64_t kMailboxBudget = 64 * 1024;    // at most this much shared memory for the mailbox
+constexpr int64_t kSharedLimit = 227 * 1024;     // dynamic shared memory per block on Hopper
+
+int64_t whole_packets(int64_t elements) { return (elements + kPacketFloats - 1) / kPacketFloats * kPacketFloats; }
+
+std::string op_name(ReduceOp op) {
+  return op == ReduceOp::sum ? "sum" : op == ReduceOp::max ? "max" : "min";
+}
+
+}  // namespace
+
+bool KernelWriter::has_collectives() const {
+  struct Finder : StmtVisitor {
+    bool found = false;
+    using StmtVisitor::visit;
+    void visit(const ClusterReduceNode&) override { found = true; }
+    void visit(const ClusterGatherNode&) override { found = true; }
+    void visit(const ReduceScatterNode&) override { found = true; }
+    void visit(const DsmShuffleNode&) override { found = true; }
+    void visit(const AllExchangeNode&) override { found = true; }
+  } f;
+  f.visit(kernel_.body);
+  return f.found;
+}
+
+// Lays out the mailbox (and the scratch of unaligned gathers / reduce-scatters) after `offset`;
+// returns the end of the kernel's shared memory. The slot holds one round of the largest collective
+// when that fits the mailbox budget; larger payloads take several rounds.
+int64_t KernelWriter::plan_collectives(int64_t offset) {
+  collectives_ = CollectivePlan{};
+  if (!has_collectives()) return offset;
+  const int C = kernel_.cluster;
+  int64_t round_bytes = 16, scratch_floats = 0;
+  struct Sizer : StmtVisitor {
+    const Kernel* kernel;
+    int C = 1;
+    int64_t *round_bytes, *scratch_floats;
+    int64_t elements(const std::string& name) const { return kernel->find_buffer(name)->elements(); }
+    void unit(int64_t bytes) { *round_bytes = std::max(*round_bytes, bytes); }
+    using StmtVisitor::visit;
+    // An all-reduce round moves 1/C of the tile to each peer.
+    void visit(const ClusterReduceNode& n) override { unit(whole_packets(elements(n.buffer)) * 4 / C); }
+    void visit(const AllExchangeNode& n) override { unit(whole_packets(elements(n.buffer)) * 4 / (n.group ? n.group : C)); }
+    void visit(const DsmShuffleNode& n) override { unit(whole_packets(elements(n.src)) * 4); }
+    void visit(const ClusterGatherNode& n) override {
+      int64_t segment = elements(n.src);
+      unit(whole_packets(segment) * 4);
+      if (segment % kPacketFloats) *scratch_floats = std::max(*scratch_floats, C * whole_packets(segment));
+    }
+    void visit(const ReduceScatterNode& n) override {
+      int64_t segment = elements(n.dst);
+      unit(whole_packets(segment) * 4);
+      if (segment % kPacketFloats) *scratch_floats = std::max(*scratch_floats, C * whole_packets(segment));
+    }
+  } sizer;
+  sizer.kernel = &kernel_;
+  sizer.C = C;
+  sizer.round_bytes = &round_bytes;
+  sizer.scratch_floats = &scratch_floats;
+  sizer.visit(kernel_.body);
+
+  auto mailbox = [&](int64_t slot) {
+    return static_cast<int64_t>(cluster::mailbox_bytes(static_cast<unsigned>(C), static_cast<unsigned>(slot)));
+  };
+  int64_t slot = std::min((round_bytes + 15) / 16 * 16, kMaxSlotBytes);
+  offset = (offset + 15) / 16 * 16;
+  const int64_t room = std::min(kMailboxBudget, kSharedLimit - offset - scratch_floats * 4);
+  while (slot > 16 && mailbox(slot) > room) slot = std::max<int64_t>(16, slot / 2 / 16 * 16);
+  if (const char* why = cluster::check_cluster_size(static_cast<unsigned>(C)))
+    throw Error("CUDA code generator: kernel '" + kernel_.name + "': " + why);
+  if (mailbox(slot) > room)
+    throw Error("CUDA code generator: kernel '" + kernel_.name + "' needs " + std::to_string(offset + scratch_floats * 4) +
+                " bytes of shared memory for its tiles, which leaves no room for the cluster collectives' mailbox (" +
+                std::to_string(mailbox(16)) + " bytes at least; 227 KB per block)");
+  collectives_.used = true;
+  collectives_.slot_bytes = slot;
+  collectives_.mailbox_offset = offset;
+  offset += mailbox(slot);
+  collectives_.scratch_offset = offset;
+  collectives_.scratch_floats = scratch_floats;
+  return offset + scratch_floats * 4;
+}
+
+void KernelWriter::collective_setup(std::ostringstream& out) {
+  if (!collectives_.used) return;
+  out << "  // cluster collectives (device/solder/cluster): a mailbox of 2 stages x " << kernel_.cluster - 1 << " peers x "
+      << collectives_.slot_bytes << "-byte slots, set up once by the whole cluster (one cluster barrier)\n";
+  out << "  solder::cluster::communicator comm = solder::cluster::communicator::setup(smem + " << collectives_.mailbox_offset << ", "
+      << collectives_.slot_bytes << ");\n";
+  if (collectives_.scratch_floats)
+    out << "  float* const collective_scratch = reinterpret_cast<float*>(smem + " << collectives_.scratch_offset
+        << ");  // segments padded to 16 bytes (gather, reduce_scatter)\n";
+}
+
+void KernelWriter::collective_teardown(std::ostringstream& out) {
+  if (!collectives_.used) return;
+  out << "  comm.teardown();  // no block exits while a peer may still write into its mailbox (one cluster barrier)\n";
+}
+
+// One call of the device library per collective (whole block, every block of the cluster). The
+// library starts and ends with a block barrier.
+void KernelWriter::collective(std::ostringstream& out, const Stmt& s, int indent) {
+  const int C = kernel_.cluster;
+  const std::string p = pad(indent);
+  auto tile = [](const std::string& buffer) { return cuda_identifier(buffer); };
+  auto elements = [&](const std::string& buffer) { return kernel_.find_buffer(buffer)->elements(); };
+  // A destination of a 16-bit (or narrower) dtype gets the f32 result rounded to it, as the executor stores.
+  auto round_to = [&](const std::string& buffer, int64_t n) {
+    const Buffer* b = kernel_.find_buffer(buffer);
+    if (b->dtype == DType::f32) return;
+    out << p << "for (int e = threadIdx.x; e < " << n << "; e += blockDim.x) " << tile(buffer) << "[e] = " << round_function(b->dtype)
+        << "(" << tile(buffer) << "[e]);\n";
+    sync(out, indent);
+  };
+  switch (s.kind()) {
+    case StmtKind::ClusterReduce: {
+      auto c = s.as<ClusterReduceNode>();
+      const int64_t n = elements(c->buffer);
+      out << p << "// cluster_reduce(" << op_name(c->op) << ") " << c->buffer << ": every block gets the " << op_name(c->op) << " over the "
+          << C << " blocks of its cluster\n";
+      out << p << "solder::cluster::cluster_reduce<solder::cluster::reduce_op::" << op_name(c->op) << ">(comm, " << tile(c->buffer) << ", "
+          << whole_packets(n) << ");\n";
+      if (c->op == ReduceOp::sum) round_to(c->buffer, n);  // max/min return one of the (already rounded) values
+      return;
+    }
+    case StmtKind::AllExchange: {
+      auto c = s.as<AllExchangeNode>();
+      const int64_t n = elements(c->buffer);
+      const int group = c->group ? c->group : C;
+      const std::string op = c->multiply ? "mul" : "add";
+      out << p << "// all_exchange(" << op << ") " << c->buffer << ": every block gets the " << (c->multiply ? "product" : "sum")
+          << " over its group of " << group << " consecutive ranks\n";
+      out << p << "solder::cluster::all_exchange<solder::cluster::exchange_op::" << op << ">(comm, " << tile(c->buffer) << ", "
+          << whole_packets(n) << ", " << group << ");\n";
+      round_to(c->buffer, n);
+      return;
+    }
+    case StmtKind::DsmShuffle: {
+      auto c = s.as<DsmShuffleNode>();
+      const int64_t n = elements(c->src);
+      const int group = c->group ? c->group : C;
+      out << p << "// dsm_shuffle " << c->src << " -> " << c->dst << ": group rank g receives the " << c->src << " of group rank g - 1 (groups of "
+          << group << ")\n";
+      out << p << "solder::cluster::dsm_shuffle(comm, " << tile(c->src) << ", " << tile(c->dst) << ", " << whole_packets(n) << ", " << group
+          << ");\n";
+      if (kernel_.find_buffer(c->src)->dtype != kernel_.find_buffer(c->dst)->dtype) round_to(c->dst, n);
+      return;
+    }
+    case StmtKind::ClusterGather: {
+      auto c = s.as<ClusterGatherNode>();
+      const int64_t n = elements(c->src), padded = whole_packets(n);
+      out << p << "// cluster_gather " << c->src << " -> " << c->dst << ": " << c->dst << "[r * " << n << " + i] = " << c->src
+          << " of rank r, in every block\n";
+      if (n == padded) {
+        out << p << "solder::cluster::cluster_gather(comm, " << tile(c->src) << ", " << tile(c->dst) << ", " << n << ");\n";
+      } else {
+        out << p << "solder::cluster::cluster_gather(comm, " << tile(c->src) << ", collective_scratch, " << padded
+            << ");  // segments padded to 16 bytes\n";
+        out << p << "for (int e = threadIdx.x; e < " << C * n << "; e += blockDim.x) " << tile(c->dst) << "[e] = collective_scratch[e / " << n
+            << " * " << padded << " + e % " << n << "];\n";
+        sync(out, indent);
+      }
+      if (kernel_.find_buffer(c->src)->dtype != kernel_.find_buffer(c->dst)->dtype) round_to(c->dst, C * n);
+      return;
+    }
+    case StmtKind::ReduceScatter: {
+      auto c = s.as<ReduceScatterNode>();
+      const int64_t n = elements(c->dst), padded = whole_packets(n);
+      out << p << "// reduce_scatter(" << op_name(c->op) << ") " << c->src << " -> " << c->dst << ": block r gets the " << op_name(c->op)
+          << " over the cluster of " << c->src << "[r * " << n << " ...]\n";
+      std::string source = tile(c->src);
+      if (n != padded) {
+        out << p << "for (int e = threadIdx.x; e < " << C * padded << "; e += blockDim.x) collective_scratch[e] = e % " << padded << " < " << n
+            << " ? " << source << "[e / " << padded << " * " << n << " + e % " << padded << "] : 0.0f;  // segments padded to 16 bytes\n";
+        source = "collective_scratch";  // the library's entry barrier orders these writes
+      }
+      out << p << "solder::cluster::reduce_scatter<solder::cluster::reduce_op::" << op_name(c->op) << ">(comm, " << source << ", " << tile(c->dst)
+          << ", " << padded << ");\n";
+      if (c->op == ReduceOp::sum || kernel_.find_buffer(c->src)->dtype != kernel_.find_buffer(c->dst)->dtype) round_to(c->dst, n);
+      return;
+    }
+    default:
+      throw Error("CUDA code generator: statement is not a cluster collective");
+  }
+}
+
+}  // namespace solder::generic

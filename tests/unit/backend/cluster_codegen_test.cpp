@@ -1,0 +1,151 @@
+// The CUDA code generator's cluster collectives (src/backend/cuda/kernel_writer_cluster.cpp): every
+// collective statement becomes one call of the device library (device/solder/cluster) on the tiles, the
+// kernel sets up one communicator over a mailbox in its dynamic shared memory and tears it down at its
+// end, segments that are not whole 16-byte packets go through a padded scratch area, and the source
+// compiles with nvcc for sm_90a (skipped without nvcc). That the results equal the executor's is checked
+// on a GPU: tests/gpu/cluster/agreement_reference --generated.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/compare.h"
+#include "backend/cpu/executor.h"
+#include "backend/cpu/inputs.h"
+#include "backend/cpu/reference.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "driver/compile.h"
+#include "../kernel_builders.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+using namespace kernel_builders;
+
+// Every collective on one cluster of C blocks (grid blk < 2C): tiles of 3 elements (not whole packets)
+// and of 8, f32 and bf16 (rounded after sums), groups of 2 where C allows.
+KernelProgram all_collectives(int C) {
+  const int G = C % 2 == 0 ? 2 : C;
+  std::vector<Buffer> buffers = {
+      buffer("sum3", {3}, Scope::cluster),          buffer("max8", {8}, Scope::cluster, DType::bf16),
+      buffer("gather_src", {3}, Scope::cluster),    buffer("gather_dst", {3 * C}, Scope::shared),
+      buffer("gather8_src", {8}, Scope::cluster),   buffer("gather8_dst", {8 * C}, Scope::shared),
+      buffer("scatter_src", {3 * C}, Scope::cluster), buffer("scatter_dst", {3}, Scope::cluster, DType::bf16),
+      buffer("shuffle_src", {5}, Scope::cluster),   buffer("shuffle_dst", {5}, Scope::cluster),
+      buffer("exchange", {4}, Scope::cluster, DType::bf16)};
+  Block body;
+  for (auto& b : buffers)
+    body.push_back(copy(at(b.name, {var("i")}), at("x", {var("blk"), var("i")}), over({{"i", b.elements()}})));
+  body.push_back(cluster_reduce(ReduceOp::sum, "sum3"));
+  body.push_back(cluster_reduce(ReduceOp::max, "max8"));
+  body.push_back(cluster_gather("gather_src", "gather_dst"));
+  body.push_back(cluster_gather("gather8_src", "gather8_dst"));
+  body.push_back(reduce_scatter(ReduceOp::min, "scatter_src", "scatter_dst"));
+  body.push_back(loop("step", num(0), num(3), {dsm_shuffle("shuffle_src", "shuffle_dst", G)}));
+  body.push_back(all_exchange(true, "exchange", G));
+  int64_t out = 0;
+  for (auto& b : buffers) {
+    body.push_back(copy(at("y", {var("blk"), num(out) + var("i")}), at(b.name, {var("i")}), over({{"i", b.elements()}})));
+    out += b.elements();
+  }
+  KernelProgram p;
+  p.name = "collectives";
+  p.globals = {input("x", {2 * C, 8 * C}), output("y", {2 * C, out})};
+  p.kernels = {kernel("collectives", {{"blk", 2 * C}}, C, buffers, body)};
+  return p;
+}
+
+TEST(ClusterCodegen, EveryCollectiveCallsTheDeviceLibrary) {
+  for (int C : {2, 3, 4, 16}) {
+    GeneratedModule m = generate_cuda(all_collectives(C));
+    const std::string& s = m.source;
+    SCOPED_TRACE("C = " + std::to_string(C));
+    EXPECT_NE(s.find("#include <solder/cluster/cluster.cuh>"), std::string::npos);
+    EXPECT_NE(s.find("solder::cluster::communicator::setup(smem + "), std::string::npos);
+    EXPECT_NE(s.find("comm.teardown();"), std::string::npos);
+    for (const char* call : {"solder::cluster::cluster_reduce<solder::cluster::reduce_op::sum>(comm, sum3, 4);",
+                             "solder::cluster::cluster_reduce<solder::cluster::reduce_op::max>(comm, max8, 8);",
+                             "solder::cluster::cluster_gather(comm, gather_src, collective_scratch, 4);",
+                             "solder::cluster::cluster_gather(comm, gather8_src, gather8_dst, 8);",
+                             "solder::cluster::reduce_scatter<solder::cluster::reduce_op::min>(comm, collective_scratch, scatter_dst, 4);",
+                             "solder::cluster::dsm_shuffle(comm, shuffle_src, shuffle_dst, 8, ",
+                             "solder::cluster::all_exchange<solder::cluster::exchange_op::mul>(comm, exchange, 4, "})
+      EXPECT_NE(s.find(call), std::string::npos) << call << "\n" << s;
+    // One comment per collective names it; the hand-written DSM loops are gone.
+    EXPECT_NE(s.find("// cluster_reduce(sum) sum3: "), std::string::npos);
+    EXPECT_NE(s.find("// reduce_scatter(min) scatter_src -> scatter_dst: "), std::string::npos);
+    EXPECT_EQ(s.find("map_shared_rank"), std::string::npos);
+    // A bf16 destination of a product is rounded to bf16 after the call; a max of bf16 values is not.
+    EXPECT_NE(s.find("exchange[e] = solder::round_bf16(exchange[e]);"), std::string::npos);
+    EXPECT_EQ(s.find("max8[e] = solder::round_bf16(max8[e]);"), std::string::npos);
+    // No static shared memory: the mailbox is part of the dynamic shared memory the launch declares.
+    for (size_t at = s.find("__shared__"); at != std::string::npos; at = s.find("__shared__", at + 1))
+      EXPECT_EQ(s.compare(at - 7, 7, "extern "), 0) << s.substr(at - 7, 60);
+    ASSERT_EQ(m.kernels.size(), 1u);
+    EXPECT_GE(m.kernels[0].shared_bytes, 272 + 2 * (C - 1) * 16);
+    EXPECT_LE(m.kernels[0].shared_bytes, 227 * 1024);
+  }
+}
+
+TEST(ClusterCodegen, KernelsWithoutCollectivesHaveNoMailbox) {
+  KernelProgram p = all_collectives(2);
+  Block body;
+  for (auto& s : p.kernels[0].body)
+    if (s.as<CopyNode>()) body.push_back(s);
+  p.kernels[0].body = body;
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(m.source.find("solder::cluster::"), std::string::npos);
+  EXPECT_EQ(m.source.find("comm.teardown"), std::string::npos);
+}
+
+// Examples whose GPU plan splits a stream across the blocks of a cluster and merges through DSM
+// (cluster_reduce max and sum, cluster_gather of top-k candidates; C = 2 and 3): the Kernel IR the CUDA
+// backend gets verifies, calls the library, and computes the reference's values on the executor.
+TEST(ClusterCodegen, ExamplesMergedThroughTheClusterVerifyOnTheExecutor) {
+  struct Case {
+    const char* example;
+    std::vector<std::pair<std::string, int64_t>> dims;
+  };
+  for (const Case& c : {Case{"moe_routing", {{"T", 8}}}, Case{"variance", {{"BS", 128}}}, Case{"inertia", {{"BS", 128}}}}) {
+    SCOPED_TRACE(c.example);
+    auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + c.example + ".sol"));
+    BoundProgram bound = bind_program(program, SizeChoice{false, c.dims});
+    KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu()).kernels;
+    EXPECT_NE(generate_cuda(kernels).source.find("solder::cluster::communicator::setup"), std::string::npos);
+    TensorSet inputs = make_inputs(bound, 21);
+    ExecutionResult result = execute_kernel_program(kernels, inputs);
+    TensorSet reference = run_reference(bound, inputs);
+    for (const TensorInfo* out : bound.outputs()) {
+      EXPECT_EQ(result.unwritten.at(out->name), 0) << out->name;
+      OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance_for(bound));
+      EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
+    }
+  }
+}
+
+TEST(ClusterCodegen, CompilesWithNvccForSm90a) {
+  std::string nvcc;
+  for (const char* candidate : std::initializer_list<const char*>{std::getenv("CUDACXX"), "/usr/local/cuda/bin/nvcc"})
+    if (candidate && std::filesystem::exists(candidate)) {
+      nvcc = candidate;
+      break;
+    }
+  if (nvcc.empty()) GTEST_SKIP() << "nvcc not found (set CUDACXX): the generated CUDA was not compiled";
+  const std::string cuda_root = std::filesystem::path(nvcc).parent_path().parent_path().string();
+  const std::string dir = ::testing::TempDir() + "/solder_cluster_codegen";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/collectives.cu";
+  std::ofstream(path) << generate_cuda(all_collectives(4)).source;  // C is a run-time value in the library
+  std::string output;
+  const std::string command = nvcc + " -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I" + std::string(SOLDER_SOURCE_DIR) +
+                              "/device -I" + cuda_root + "/include/cccl -c " + path + " -o " + path + ".o";
+  EXPECT_EQ(testing::run_command(command, &output), 0) << output;
+}
+
+}  // namespace
+}  // namespace solder
