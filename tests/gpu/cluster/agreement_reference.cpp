@@ -55,28 +55,30 @@ DType dtype_of(ElementType t) { return t == ElementType::f32 ? DType::f32 : t ==
 
 ReduceOp reduce_op_of(Op op) { return op == Op::sum ? ReduceOp::sum : op == Op::max ? ReduceOp::max : ReduceOp::min; }
 
+// Every collective and operator the tests cover, with the shuffle/exchange group (0: the whole cluster).
+struct CollectiveRow {
+  Collective collective;
+  Op op;
+  int group;
+};
+const CollectiveRow kCollectiveRows[] = {
+    {Collective::cluster_reduce, Op::sum, 0},       {Collective::cluster_reduce, Op::max, 0},
+    {Collective::cluster_reduce, Op::min, 0},       {Collective::cluster_gather, Op::none, 0},
+    {Collective::reduce_scatter, Op::sum, 0},       {Collective::reduce_scatter, Op::max, 0},
+    {Collective::reduce_scatter, Op::min, 0},       {Collective::dsm_shuffle, Op::none, 0},
+    {Collective::dsm_shuffle, Op::none, 2},         {Collective::all_exchange, Op::add, 0},
+    {Collective::all_exchange, Op::mul, 0},         {Collective::all_exchange, Op::add, 2},
+    {Collective::inter_cluster_reduce, Op::sum, 0}, {Collective::inter_cluster_reduce, Op::max, 0},
+    {Collective::inter_cluster_reduce, Op::min, 0},
+};
+
 // The case list: every collective x C in {2, 4, 8} x op x {f32, bf16, f16} x {1, 16} KB per block, then the
 // special-value cases (the same rows, types and cluster sizes at 1 KB; special_values). 16 KB: a
 // cluster_gather at C = 8 needs 16 + 128 KB of cluster buffers, under the Kernel IR's 227 KB per block; with
 // the device half's 2 KB slots it takes several rounds at every C.
 std::vector<Case> all_cases() {
-  struct Row {
-    Collective collective;
-    Op op;
-    int group;  // 0: the whole cluster
-  };
-  const Row rows[] = {
-      {Collective::cluster_reduce, Op::sum, 0},       {Collective::cluster_reduce, Op::max, 0},
-      {Collective::cluster_reduce, Op::min, 0},       {Collective::cluster_gather, Op::none, 0},
-      {Collective::reduce_scatter, Op::sum, 0},       {Collective::reduce_scatter, Op::max, 0},
-      {Collective::reduce_scatter, Op::min, 0},       {Collective::dsm_shuffle, Op::none, 0},
-      {Collective::dsm_shuffle, Op::none, 2},         {Collective::all_exchange, Op::add, 0},
-      {Collective::all_exchange, Op::mul, 0},         {Collective::all_exchange, Op::add, 2},
-      {Collective::inter_cluster_reduce, Op::sum, 0}, {Collective::inter_cluster_reduce, Op::max, 0},
-      {Collective::inter_cluster_reduce, Op::min, 0},
-  };
   std::vector<Case> cases;
-  auto add = [&](const Row& row, ElementType type, unsigned cluster, unsigned payload, bool special) {
+  auto add = [&](const CollectiveRow& row, ElementType type, unsigned cluster, unsigned payload, bool special) {
     unsigned group = row.group == 0 ? cluster : static_cast<unsigned>(row.group);
     if (row.group != 0 && group >= cluster) return;  // G = 2 at C = 2 is the G = C row
     Case c;
@@ -90,11 +92,11 @@ std::vector<Case> all_cases() {
     c.special = special;
     cases.push_back(c);
   };
-  for (const Row& row : rows)
+  for (const CollectiveRow& row : kCollectiveRows)
     for (ElementType type : {ElementType::f32, ElementType::bf16, ElementType::f16})
       for (unsigned cluster : {2u, 4u, 8u})
         for (unsigned kb : {1u, 16u}) add(row, type, cluster, kb * 1024, false);
-  for (const Row& row : rows)
+  for (const CollectiveRow& row : kCollectiveRows)
     for (ElementType type : {ElementType::f32, ElementType::bf16, ElementType::f16})
       for (unsigned cluster : {2u, 4u, 8u}) add(row, type, cluster, 1024, true);
   return cases;
@@ -214,23 +216,8 @@ void write_floats(const std::string& path, const std::vector<double>& values) {
 // +0 and -0 differ), except inter_cluster_reduce(sum), whose order is unspecified: within 2 (k + 1) eps_f32
 // sum|terms|. Cases share programs (a dozen per program) to keep NVRTC time down.
 std::vector<Case> generated_cases() {
-  struct Row {
-    Collective collective;
-    Op op;
-    int group;
-  };
-  const Row rows[] = {
-      {Collective::cluster_reduce, Op::sum, 0},       {Collective::cluster_reduce, Op::max, 0},
-      {Collective::cluster_reduce, Op::min, 0},       {Collective::cluster_gather, Op::none, 0},
-      {Collective::reduce_scatter, Op::sum, 0},       {Collective::reduce_scatter, Op::max, 0},
-      {Collective::reduce_scatter, Op::min, 0},       {Collective::dsm_shuffle, Op::none, 0},
-      {Collective::dsm_shuffle, Op::none, 2},         {Collective::all_exchange, Op::add, 0},
-      {Collective::all_exchange, Op::mul, 0},         {Collective::all_exchange, Op::add, 2},
-      {Collective::inter_cluster_reduce, Op::sum, 0}, {Collective::inter_cluster_reduce, Op::max, 0},
-      {Collective::inter_cluster_reduce, Op::min, 0},
-  };
   std::vector<Case> cases;
-  for (const Row& row : rows)
+  for (const CollectiveRow& row : kCollectiveRows)
     for (ElementType type : {ElementType::f32, ElementType::bf16})
       for (unsigned cluster : {2u, 3u, 4u}) {
         if (type == ElementType::bf16 && (cluster != 4 || row.collective == Collective::inter_cluster_reduce)) continue;
