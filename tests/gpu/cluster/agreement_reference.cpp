@@ -72,6 +72,19 @@ const CollectiveRow kCollectiveRows[] = {
     {Collective::inter_cluster_reduce, Op::min, 0},
 };
 
+Case make_case(int id, const CollectiveRow& row, ElementType type, unsigned cluster, unsigned group, unsigned payload_bytes, bool special) {
+  Case c;
+  c.id = id;
+  c.collective = row.collective;
+  c.op = row.op;
+  c.type = type;
+  c.cluster = cluster;
+  c.group = group;
+  c.payload_bytes = payload_bytes;
+  c.special = special;
+  return c;
+}
+
 // The case list: every collective x C in {2, 4, 8} x op x {f32, bf16, f16} x {1, 16} KB per block, then the
 // special-value cases (the same rows, types and cluster sizes at 1 KB; special_values). 16 KB: a
 // cluster_gather at C = 8 needs 16 + 128 KB of cluster buffers, under the Kernel IR's 227 KB per block; with
@@ -81,16 +94,7 @@ std::vector<Case> all_cases() {
   auto add = [&](const CollectiveRow& row, ElementType type, unsigned cluster, unsigned payload, bool special) {
     unsigned group = row.group == 0 ? cluster : static_cast<unsigned>(row.group);
     if (row.group != 0 && group >= cluster) return;  // G = 2 at C = 2 is the G = C row
-    Case c;
-    c.id = static_cast<int>(cases.size());
-    c.collective = row.collective;
-    c.op = row.op;
-    c.type = type;
-    c.cluster = cluster;
-    c.group = group;
-    c.payload_bytes = payload;
-    c.special = special;
-    cases.push_back(c);
+    cases.push_back(make_case(static_cast<int>(cases.size()), row, type, cluster, group, payload, special));
   };
   for (const CollectiveRow& row : kCollectiveRows)
     for (ElementType type : {ElementType::f32, ElementType::bf16, ElementType::f16})
@@ -224,17 +228,9 @@ std::vector<Case> generated_cases() {
         unsigned group = row.group == 0 ? cluster : static_cast<unsigned>(row.group);
         if (row.group != 0 && (group >= cluster || cluster % group != 0)) continue;
         for (unsigned segment : {3u, 1030u, 64u}) {
-          Case c;
-          c.id = static_cast<int>(cases.size());
-          c.collective = row.collective;
-          c.op = row.op;
-          c.type = type;
-          c.cluster = cluster;
-          c.group = group;
           unsigned in_count = row.collective == Collective::reduce_scatter ? segment * cluster : segment;
-          c.payload_bytes = in_count * agreement::type_bytes(type);
-          c.special = segment == 64;
-          cases.push_back(c);
+          cases.push_back(make_case(static_cast<int>(cases.size()), row, type, cluster, group, in_count * agreement::type_bytes(type),
+                                    segment == 64));
         }
       }
   return cases;
