@@ -24,6 +24,7 @@ This module needs only the Python standard library.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
@@ -449,6 +450,22 @@ def floor_us(case: Case, ceilings: dict | None = None, small: bool = False) -> f
     return max(t_bytes, t_flops) * 1e6
 
 
+def _recorded(case: Case, path: str) -> bool:
+    """Whether `solder bench --json` output in `path` already holds this case (same file and dims)."""
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            dims = r.get("dims", {})
+            if r.get("file") == case.example and all(dims.get(k) == v for k, v in case.overrides.items()):
+                return True
+    return False
+
+
 # --------------------------------------------------------------------------------------------------
 
 def _main(argv=None):
@@ -461,11 +478,22 @@ def _main(argv=None):
     ap.add_argument("--solder-commands", action="store_true", help="print `solder bench` command lines")
     ap.add_argument("--solder", default="build/solder", help="path of the solder binary (for --solder-commands)")
     ap.add_argument("--out", default="bench/results/solder.jsonl", help="JSON lines file for --solder-commands")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="with --solder-commands: `solder bench --compile-only` lines (fill the compile cache; "
+                         "no GPU; safe to run in parallel)")
+    ap.add_argument("--timeout", type=int, default=None,
+                    help="with --solder-commands: prefix each line with `timeout SECONDS`")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --solder-commands: leave out cases already recorded in --out")
     a = ap.parse_args(argv)
     sel = cases(a.suite, a.quick, a.cases)
+    if a.solder_commands and a.resume and not a.compile_only:
+        sel = [c for c in sel if not _recorded(c, a.out)]
     if a.solder_commands:
+        prefix = ["timeout", str(a.timeout)] if a.timeout else []
         for c in sel:
-            print(" ".join([a.solder, "bench"] + c.solder_args() + ["--json", ">>", a.out]))
+            tail = ["--compile-only"] if a.compile_only else ["--json", ">>", a.out]
+            print(" ".join(prefix + [a.solder, "bench"] + c.solder_args() + tail))
         return 0
     if a.check:
         seen = set()

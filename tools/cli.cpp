@@ -95,6 +95,27 @@ void add_program_options(Command& command, ProgramOptions& options, bool with_se
                              [&options](const std::string&) { options.json = true; }});
 }
 
+void TilingOptions::apply(FusionParams& params) const {
+  if (grid_tile > 0) params.grid_tile = grid_tile;
+  if (stream_tile > 0) params.stream_tile = stream_tile;
+  if (streaming_elements > 0) params.streaming_tile_elements = streaming_elements;
+}
+
+void add_tiling_options(Command& command, TilingOptions& tiling) {
+  auto positive = [](const std::string& v, const std::string& option) {
+    int64_t n = parse_integer(v, option);
+    if (n < 1) throw Error(option + " expects a positive integer, found " + v);
+    return n;
+  };
+  command.options.push_back({"--tile-rows", "N", "rows of the innermost grid dim per block (GPU default 128)",
+                             [&tiling, positive](const std::string& v) { tiling.grid_tile = positive(v, "--tile-rows"); }});
+  command.options.push_back({"--tile-cols", "N", "elements of the streamed dim per step, kernels with a contraction (GPU default 64)",
+                             [&tiling, positive](const std::string& v) { tiling.stream_tile = positive(v, "--tile-cols"); }});
+  command.options.push_back({"--streaming-elements", "N",
+                             "elements staged per block and step, kernels without a contraction (GPU default 4096)",
+                             [&tiling, positive](const std::string& v) { tiling.streaming_elements = positive(v, "--streaming-elements"); }});
+}
+
 BoundProgram load_program(const std::string& path, const SizeChoice& sizes) {
   auto program = std::make_shared<Program>(parse_program_file(path));
   return bind_program(program, sizes);

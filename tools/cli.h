@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/group_plan.h"
 #include "ir/program.h"
 #include "ir/verifier.h"
 
@@ -45,6 +46,16 @@ struct ProgramOptions {
   bool json = false;
 };
 void add_program_options(Command& command, ProgramOptions& options, bool with_seed);
+
+// Tile choices that override the planner's GPU defaults (bench and run, so a timed choice can be
+// verified with the same tiles). Unset fields keep the defaults.
+struct TilingOptions {
+  int64_t grid_tile = 0;           // --tile-rows
+  int64_t stream_tile = 0;         // --tile-cols
+  int64_t streaming_elements = 0;  // --streaming-elements
+  void apply(FusionParams& params) const;
+};
+void add_tiling_options(Command& command, TilingOptions& tiling);
 
 // Parses FILE and binds it to the chosen sizes.
 BoundProgram load_program(const std::string& path, const SizeChoice& sizes);

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "driver/compile.h"
+#include "runtime/runtime.h"
 #include "support/json.h"
 
 namespace solder::cli {
@@ -36,9 +37,10 @@ double nominal_flops(const BoundProgram& program) {
 int command_bench(const std::vector<std::string>& args) {
   ProgramOptions options;
   int replays = 50;
+  bool compile_only = false;
   double bandwidth_tbs = 3.0, tensor_tflops = 710;
   CompileOptions compile_options = CompileOptions::for_gpu();
-  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json]",
+  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json] [--compile-only]",
                   "Time one call of the compiled program on the GPU: every kernel launch of a call is captured\n"
                   "in a CUDA graph, replayed after a warm-up, and timed with CUDA events; the median of the\n"
                   "replays is reported, with the minimum and maximum. Inputs are rotated among several copies\n"
@@ -46,18 +48,31 @@ int command_bench(const std::vector<std::string>& args) {
                   "bytes / bandwidth (each input read once, each output written once) and FLOPs / tensor rate\n"
                   "(matrix-multiply FLOPs of sum reductions of products); the defaults are the H100 ceilings\n"
                   "measured in shared/reference (3.0 TB/s copy, 710 TFLOP/s bf16). With --json, $SOLDER_COMMIT (when set)\n"
-                  "is recorded as the commit measured."};
+                  "is recorded as the commit measured. A call over 2 ms runs on one input copy with replays\n"
+                  "capped at about 2 s. --compile-only needs no GPU: it fills the compile cache (NVRTC) for a\n"
+                  "later bench of the same program and options, so many benches can compile in parallel."};
   add_program_options(command, options, true);
-  command.options.push_back({"--tile-rows", "N", "rows of the innermost grid dim per block (default 128)",
-                             [&compile_options](const std::string& v) { compile_options.fusion.grid_tile = std::max(1, std::stoi(v)); }});
-  command.options.push_back({"--tile-cols", "N", "elements of the streamed dim per step (default 64)",
-                             [&compile_options](const std::string& v) { compile_options.fusion.stream_tile = std::max(1, std::stoi(v)); }});
+  TilingOptions tiling;
+  add_tiling_options(command, tiling);
   command.options.push_back({"--replays", "N", "timed replays (default 50)", [&replays](const std::string& v) { replays = std::max(1, std::stoi(v)); }});
   command.options.push_back({"--bandwidth", "TB/s", "memory bandwidth for the floor (default 3.0)", [&bandwidth_tbs](const std::string& v) { bandwidth_tbs = std::stod(v); }});
   command.options.push_back({"--tensor-rate", "TFLOP/s", "tensor-core rate for the floor (default 710)", [&tensor_tflops](const std::string& v) { tensor_tflops = std::stod(v); }});
+  command.options.push_back({"--compile-only", "", "compile through the cache and stop (no GPU needed)",
+                             [&compile_only](const std::string&) { compile_only = true; }});
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
+  tiling.apply(compile_options.fusion);
   std::string why;
+  if (compile_only) {
+    if (!runtime::nvrtc_available(&why)) throw Error("solder bench --compile-only needs NVRTC: " + why);
+    BoundProgram program = load_program(files[0], options.sizes);
+    GpuCompileReport report = compile_for_gpu(compile_program(program, compile_options).kernels);
+    if (report.from_cache)
+      std::printf("%s: %d kernel(s), already in the compile cache\n", files[0].c_str(), report.kernels);
+    else
+      std::printf("%s: %d kernel(s), compiled in %.1f s\n", files[0].c_str(), report.kernels, report.compile_seconds);
+    return kExitOk;
+  }
   if (!gpu_available(&why)) throw Error("solder bench needs a GPU: " + why);
   BoundProgram program = load_program(files[0], options.sizes);
   TensorSet inputs = make_inputs(program, options.seed);
@@ -67,6 +82,7 @@ int command_bench(const std::vector<std::string>& args) {
   for (const TensorInfo* t : program.outputs()) bytes += static_cast<double>(t->bytes());
   int sets = bytes < 50e6 ? static_cast<int>(std::min(8.0, std::ceil(100e6 / std::max(bytes, 1.0)))) : 1;
   GpuTiming t = time_on_gpu(kernels, inputs, sets, replays);
+  sets = t.input_sets;
   double flops = nominal_flops(program);
   double floor_us = std::max(bytes / (bandwidth_tbs * 1e12), flops / (tensor_tflops * 1e12)) * 1e6;
   double tflops = flops / (t.median_us * 1e-6) / 1e12, gbs = bytes / (t.median_us * 1e-6) / 1e9;

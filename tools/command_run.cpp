@@ -85,7 +85,7 @@ int command_run(const std::vector<std::string>& args) {
   ProgramOptions options;
   std::string backend = "default";
   bool no_fuse = false, full_reference = false;
-  Command command{"run", "solder run FILE [--backend cuda|cpu|ref] [--no-fuse] [--small] [--dim NAME=VALUE]... [--seed S] [--json]",
+  Command command{"run", "solder run FILE [--backend cuda|cpu|ref] [--no-fuse] [--small] [--dim NAME=VALUE]... [--seed S] [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--json]",
                   "Run a program on random inputs drawn from its declared distributions. With an executing\n"
                   "backend, compile it, run it, and verify every output against the float64 reference:\n"
                   "per output the relative error and its tolerance, then 'verified' or 'MISMATCH'\n"
@@ -104,6 +104,8 @@ int command_run(const std::vector<std::string>& args) {
                              [&no_fuse](const std::string&) { no_fuse = true; }});
   command.options.push_back({"--full-reference", "", "verify every output element, however long the reference takes",
                              [&full_reference](const std::string&) { full_reference = true; }});
+  TilingOptions tiling;
+  add_tiling_options(command, tiling);
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
   BoundProgram program = load_program(files[0], options.sizes);
@@ -144,6 +146,7 @@ int command_run(const std::vector<std::string>& args) {
   } else {
     CompileOptions compile_options = backend == "cpu" ? CompileOptions{} : CompileOptions::for_gpu();
     compile_options.fuse = !no_fuse;
+    tiling.apply(compile_options.fusion);
     kernels = compile_program(program, compile_options).kernels;
     TensorSet outputs;
     std::map<std::string, int64_t> unwritten;

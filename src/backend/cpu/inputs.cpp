@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <cmath>
 
+#include "support/parallel.h"
+
 namespace solder {
 namespace {
 
+// splitmix64 is a counter: the n-th draw depends only on the seed and n, so a chunk of a tensor can
+// start its own generator at its first element (skip) and the values do not depend on the chunking.
 class Random {
  public:
   explicit Random(uint64_t seed) : state_(seed) {}
+  void skip(uint64_t draws) { state_ += draws * 0x9E3779B97F4A7C15ull; }
   uint64_t next() {  // splitmix64
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -45,7 +50,6 @@ TensorSet make_inputs(const BoundProgram& program, uint64_t seed) {
     t.shape = info->shape;
     t.dtype = info->dtype;
     t.values.resize(static_cast<size_t>(info->elements()));
-    Random random(hash_name(info->name, seed));
     using K = InputDistribution::Kind;
     InputDistribution dist = info->input->distribution;
     if (dist.kind == K::standard) {
@@ -53,19 +57,27 @@ TensorSet make_inputs(const BoundProgram& program, uint64_t seed) {
       else if (info->dtype == DType::boolean) dist = {K::bernoulli, {0.5}};
       else dist = {K::normal, {0, 1}};
     }
-    for (double& v : t.values) {
-      switch (dist.kind) {
-        case K::normal: v = dist.params[0] + dist.params[1] * random.normal(); break;
-        case K::uniform: v = dist.params[0] + (dist.params[1] - dist.params[0]) * random.uniform(); break;
-        case K::randint:
-        case K::sorted_randint:
-          v = static_cast<double>(random.integer(static_cast<int64_t>(dist.params[0]), static_cast<int64_t>(dist.params[1])));
-          break;
-        case K::bernoulli: v = random.uniform() < dist.params[0] ? 1 : 0; break;
-        case K::standard: break;
+    // Every distribution takes a fixed number of draws per element (normal two, the others one).
+    const uint64_t draws = dist.kind == K::normal ? 2 : 1;
+    const uint64_t stream = hash_name(info->name, seed);
+    parallel_for(static_cast<int64_t>(t.values.size()), [&](int64_t begin, int64_t end) {
+      Random random(stream);
+      random.skip(draws * static_cast<uint64_t>(begin));
+      for (int64_t i = begin; i < end; ++i) {
+        double& v = t.values[static_cast<size_t>(i)];
+        switch (dist.kind) {
+          case K::normal: v = dist.params[0] + dist.params[1] * random.normal(); break;
+          case K::uniform: v = dist.params[0] + (dist.params[1] - dist.params[0]) * random.uniform(); break;
+          case K::randint:
+          case K::sorted_randint:
+            v = static_cast<double>(random.integer(static_cast<int64_t>(dist.params[0]), static_cast<int64_t>(dist.params[1])));
+            break;
+          case K::bernoulli: v = random.uniform() < dist.params[0] ? 1 : 0; break;
+          case K::standard: break;
+        }
+        v = round_to_dtype(v, info->dtype);
       }
-      v = round_to_dtype(v, info->dtype);
-    }
+    }, 1 << 16);
     if (dist.kind == K::sorted_randint && !t.shape.empty()) {
       auto row = static_cast<size_t>(t.shape.back());
       for (size_t start = 0; start < t.values.size(); start += row)

@@ -30,12 +30,24 @@ GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs);
 struct GpuTiming {
   double median_us = 0, min_us = 0, max_us = 0;
   int replays = 0;
+  int input_sets = 1;  // copies of the inputs rotated among (1 for a call over 2 ms)
   std::string device;
 };
 
+// Generates and compiles the program's CUDA (NVRTC, through the on-disk cache) without a GPU: what a
+// later run or bench of the same program loads from the cache.
+struct GpuCompileReport {
+  int kernels = 0;
+  double compile_seconds = 0;  // 0 for a cache hit
+  bool from_cache = false;
+  std::string cache_path;      // "" when the cache was not used
+};
+GpuCompileReport compile_for_gpu(const KernelProgram& program);
+
 // Times one call of the program (all its kernels) as a CUDA-graph replay; `input_sets` > 1 rotates
 // among that many copies of the inputs (each replay reads a different copy), so inputs larger than
-// L2 are read cold as they would be in a model.
+// L2 are read cold as they would be in a model. A program whose call takes over 2 ms runs on one copy
+// with replays capped at about 2 s of GPU time (timing.replays and timing.input_sets say what ran).
 GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets = 1, int replays = 50);
 
 }  // namespace solder

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ir/diagnostics.h"
+#include "support/parallel.h"
 
 namespace solder {
 namespace {
@@ -77,20 +78,22 @@ uint32_t poison_fill_word(DType dtype) {
 std::vector<uint8_t> encode_values(const std::vector<double>& values, DType dtype) {
   int size = dtype_bytes(dtype);
   std::vector<uint8_t> bytes(values.size() * static_cast<size_t>(size));
-  for (size_t i = 0; i < values.size(); ++i) {
-    double v = values[i];
-    uint32_t bits = 0;
-    switch (dtype) {
-      case DType::f32: { float f = static_cast<float>(v); std::memcpy(&bits, &f, 4); break; }
-      case DType::i32: { int32_t x = static_cast<int32_t>(v); std::memcpy(&bits, &x, 4); break; }
-      case DType::f16: bits = encode_binary(v, 5, 10, true); break;
-      case DType::bf16: bits = encode_binary(v, 8, 7, true); break;
-      case DType::f8e4m3: bits = encode_binary(v, 4, 3, false); break;
-      case DType::f8e5m2: bits = encode_binary(v, 5, 2, true); break;
-      case DType::boolean: bits = v != 0 ? 1u : 0u; break;
+  parallel_for(static_cast<int64_t>(values.size()), [&](int64_t begin, int64_t end) {
+    for (size_t i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+      double v = values[i];
+      uint32_t bits = 0;
+      switch (dtype) {
+        case DType::f32: { float f = static_cast<float>(v); std::memcpy(&bits, &f, 4); break; }
+        case DType::i32: { int32_t x = static_cast<int32_t>(v); std::memcpy(&bits, &x, 4); break; }
+        case DType::f16: bits = encode_binary(v, 5, 10, true); break;
+        case DType::bf16: bits = encode_binary(v, 8, 7, true); break;
+        case DType::f8e4m3: bits = encode_binary(v, 4, 3, false); break;
+        case DType::f8e5m2: bits = encode_binary(v, 5, 2, true); break;
+        case DType::boolean: bits = v != 0 ? 1u : 0u; break;
+      }
+      std::memcpy(&bytes[i * static_cast<size_t>(size)], &bits, static_cast<size_t>(size));  // little endian
     }
-    std::memcpy(&bytes[i * static_cast<size_t>(size)], &bits, static_cast<size_t>(size));  // little endian
-  }
+  }, 1 << 16);
   return bytes;
 }
 

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "backend/cpu/inputs.h"
 #include "backend/cpu/reference.h"
@@ -115,6 +117,22 @@ TEST(Reference, InputsAreReproducibleAndFollowTheirDistributions) {
   double ones = 0;
   for (double v : a.at("m").values) ones += v;
   EXPECT_NEAR(ones / 1000, 0.25, 0.05);
+}
+
+// Inputs are generated in parallel chunks; the values must not depend on how many threads ran.
+TEST(Reference, InputsDoNotDependOnTheThreadCount) {
+  auto p = testing::bind_text(
+      "program i\ndim N = 300001\nin x[N] : bf16\nin u[N] : f32 ~ uniform(-1, 1)\nin k[N] : i32\n"
+      "out y[n] = x[n] + u[n] + k[n]\n");
+  const char* saved = std::getenv("SOLDER_THREADS");
+  std::string restore = saved ? saved : "";
+  setenv("SOLDER_THREADS", "1", 1);
+  TensorSet one = make_inputs(p, 3);
+  setenv("SOLDER_THREADS", "7", 1);
+  TensorSet seven = make_inputs(p, 3);
+  if (saved) setenv("SOLDER_THREADS", restore.c_str(), 1);
+  else unsetenv("SOLDER_THREADS");
+  for (const char* name : {"x", "u", "k"}) EXPECT_EQ(one.at(name).values, seven.at(name).values) << name;
 }
 
 }  // namespace
