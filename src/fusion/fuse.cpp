@@ -99,17 +99,19 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
   // Structural grouping (capacity is checked when a group closes).
   FusionParams structural = params;
   structural.on_chip_budget = INT64_MAX / 4;
+  FusionParams grouping = structural;  // groups as if every cascade dim were streamed
+  grouping.hold_whole_up_to = 0;
   std::vector<std::vector<Definition>> groups;
   std::vector<Definition> current;
   for (auto& d : all) {
     if (current.empty()) { current.push_back(d); continue; }
     std::vector<Definition> candidate = current;
     candidate.push_back(d);
-    PlanAttempt attempt = plan_group(program, candidate, exported_members(program, candidate, all), structural);
+    PlanAttempt attempt = plan_group(program, candidate, exported_members(program, candidate, all), grouping);
     if (attempt.plan) {
       // Do not serialise a streaming kernel's parallel dims: a definition that reduces over a grid dim
       // of a kernel with a stream would put every block's stream in one block.
-      PlanAttempt before = plan_group(program, current, exported_members(program, current, all), structural);
+      PlanAttempt before = plan_group(program, current, exported_members(program, current, all), grouping);
       if (before.plan && before.plan->stream >= 0) {
         std::string lost = lost_grid_dim(*before.plan, *attempt.plan);
         if (!lost.empty()) {
@@ -153,56 +155,71 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       const int64_t smallest_grid_tile =
           std::min<int64_t>(params.grid_tile, group.size() == 1 ? FusionParams{}.grid_tile : input_contractions > 1 ? params.grid_tile : 64);
       const int64_t smallest_inner_tile = group.size() > 1 ? params.inner_tile : std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile);
-      for (int64_t grid_tile = params.grid_tile, inner_tile = params.inner_tile; !plan; grid_tile /= 2, inner_tile /= 2) {
-        FusionParams tiled = structural;
-        tiled.grid_tile = std::max(grid_tile, smallest_grid_tile);
-        tiled.inner_tile = std::max(inner_tile, smallest_inner_tile);
-        for (bool prefer_inner : {false, true}) {
-          PlanAttempt attempt = plan_group(program, group, exported, tiled);
-          if (!attempt.plan) { refusal = attempt.refusal; break; }
-          if (prefer_inner) {
-            // Hold nothing whole that only reductions use: loop over it instead.
-            for (auto& dim : attempt.plan->dims)
-              if (dim.role == DimRole::resident && !dim.whole && dim.extent > tiled.inner_tile) {
-                bool p_dim = false;
-                for (auto& m : attempt.plan->members)
-                  for (size_t i = 0; i < m.p_dims.size(); ++i) p_dim |= &attempt.plan->dims[static_cast<size_t>(m.p_dims[i])] == &dim;
-                if (!p_dim) { dim.role = DimRole::inner; dim.tile = tiled.inner_tile; }
-              }
+      // Short cascade dims held whole (hold_whole_up_to) at the largest row tile where that fits and
+      // the grid alone fills the GPU; otherwise they are streamed.
+      std::vector<int64_t> holds = {params.hold_whole_up_to};
+      if (params.hold_whole_up_to > 0) holds.push_back(0);
+      for (int64_t hold : holds) {
+        for (int64_t grid_tile = params.grid_tile, inner_tile = params.inner_tile; !plan; grid_tile /= 2, inner_tile /= 2) {
+          FusionParams tiled = structural;
+          tiled.hold_whole_up_to = hold;
+          tiled.grid_tile = std::max(grid_tile, smallest_grid_tile);
+          tiled.inner_tile = std::max(inner_tile, smallest_inner_tile);
+          for (bool prefer_inner : {false, true}) {
+            PlanAttempt attempt = plan_group(program, group, exported, tiled);
+            if (!attempt.plan) { refusal = attempt.refusal; break; }
+            if (prefer_inner) {
+              // Hold nothing whole that only reductions use: loop over it instead.
+              for (auto& dim : attempt.plan->dims)
+                if (dim.role == DimRole::resident && !dim.whole && dim.extent > tiled.inner_tile) {
+                  bool p_dim = false;
+                  for (auto& m : attempt.plan->members)
+                    for (size_t i = 0; i < m.p_dims.size(); ++i) p_dim |= &attempt.plan->dims[static_cast<size_t>(m.p_dims[i])] == &dim;
+                  if (!p_dim) { dim.role = DimRole::inner; dim.tile = tiled.inner_tile; }
+                }
+            }
+            std::string name = group.size() == 1 ? group[0].target.name : "fused_" + group.back().target.name;
+            LoweredGroup candidate = lower_group(program, *attempt.plan, name);
+            std::string largest;
+            int64_t bytes = on_chip_bytes(candidate.kernels, &largest);
+            if (bytes <= params.on_chip_budget) {
+              plan = attempt.plan;
+              lowered = std::move(candidate);
+              refusal.clear();
+              used = tiled;
+              break;
+            }
+            refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes) + " bytes (" + std::to_string((bytes + 1023) / 1024) +
+                      " KB) of tiles per block (largest " + largest + "); the budget is " + std::to_string(params.on_chip_budget) +
+                      " bytes (" + std::to_string(params.on_chip_budget / 1024) + " KB)";
           }
-          std::string name = group.size() == 1 ? group[0].target.name : "fused_" + group.back().target.name;
-          LoweredGroup candidate = lower_group(program, *attempt.plan, name);
-          std::string largest;
-          int64_t bytes = on_chip_bytes(candidate.kernels, &largest);
-          if (bytes <= params.on_chip_budget) {
-            plan = attempt.plan;
-            lowered = std::move(candidate);
-            refusal.clear();
-            used = tiled;
-            break;
-          }
-          refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes) + " bytes (" + std::to_string((bytes + 1023) / 1024) +
-                    " KB) of tiles per block (largest " + largest + "); the budget is " + std::to_string(params.on_chip_budget) +
-                    " bytes (" + std::to_string(params.on_chip_budget / 1024) + " KB)";
+          bool smallest = tiled.grid_tile <= smallest_grid_tile && tiled.inner_tile <= smallest_inner_tile;
+          if (plan || smallest || refusal.find("on-chip capacity") == std::string::npos) break;
         }
-        bool smallest = tiled.grid_tile <= smallest_grid_tile && tiled.inner_tile <= smallest_inner_tile;
-        if (plan || smallest || refusal.find("on-chip capacity") == std::string::npos) break;
-      }
-      // Enough blocks to fill the GPU (params.min_grid_blocks, 0 on the CPU): while the kernel has
-      // fewer, halve the row tile down to the CPU default, as long as the smaller tiles fit and give
-      // more blocks (moe_routing's 2048 tokens: 16 blocks of 128 rows -> 128 blocks of 16).
-      for (int64_t g = used.grid_tile / 2; plan && g >= FusionParams{}.grid_tile && lowered.kernels.front().blocks() < params.min_grid_blocks; g /= 2) {
-        FusionParams smaller = used;
-        smaller.grid_tile = g;
-        PlanAttempt attempt = plan_group(program, group, exported, smaller);
-        if (!attempt.plan) break;
-        LoweredGroup candidate = lower_group(program, *attempt.plan, lowered.kernels.front().name);
-        std::string largest;
-        if (on_chip_bytes(candidate.kernels, &largest) > params.on_chip_budget ||
-            candidate.kernels.front().blocks() <= lowered.kernels.front().blocks())
-          break;
-        plan = attempt.plan;
-        lowered = std::move(candidate);
+        // Enough blocks to fill the GPU (params.min_grid_blocks, 0 on the CPU): while the kernel has
+        // fewer, halve the row tile down to the CPU default, as long as the smaller tiles fit and give
+        // more blocks (moe_routing's 2048 tokens: 16 blocks of 128 rows -> 128 blocks of 16).
+        for (int64_t g = used.grid_tile / 2; plan && g >= FusionParams{}.grid_tile && lowered.kernels.front().blocks() < params.min_grid_blocks; g /= 2) {
+          FusionParams smaller = used;
+          smaller.grid_tile = g;
+          PlanAttempt attempt = plan_group(program, group, exported, smaller);
+          if (!attempt.plan) break;
+          LoweredGroup candidate = lower_group(program, *attempt.plan, lowered.kernels.front().name);
+          std::string largest;
+          if (on_chip_bytes(candidate.kernels, &largest) > params.on_chip_budget ||
+              candidate.kernels.front().blocks() <= lowered.kernels.front().blocks())
+            break;
+          plan = attempt.plan;
+          lowered = std::move(candidate);
+        }
+        // A short dim held whole gives no parallelism of its own: with fewer blocks than
+        // min_blocks_for_single_segment, stream it instead (split across the blocks of a cluster).
+        if (plan && hold > 0 && lowered.kernels.front().blocks() < params.min_blocks_for_single_segment) {
+          plan.reset();
+          refusal = "held whole, the kernel would have only " + std::to_string(lowered.kernels.front().blocks()) + " blocks";
+          continue;
+        }
+        if (plan) break;
       }
       if (plan && group.size() > 1) {
         std::vector<std::string> hoisted = costly_pre_members(*plan);

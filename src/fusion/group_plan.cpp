@@ -16,6 +16,7 @@ FusionParams gpu_fusion_params() {
   FusionParams params;
   params.grid_tile = 128;
   params.stream_tile = 64;
+  params.hold_whole_up_to = 128;
   params.inner_tile = 128;  // head dims up to 128 held whole
   params.streaming_tiles = true;
   params.min_grid_blocks = 264;  // two blocks per SM of an H100 (132 SMs)
@@ -237,7 +238,7 @@ class Planner {
     const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
     if (excluded.count(d) || dim.whole || r_of_[static_cast<size_t>(d)].empty()) return false;
     if (!carries_cascade(d)) return false;
-    if (dim.extent <= params_.stream_tile) return false;  // one tile: hold it whole
+    if (dim.extent <= std::max(params_.stream_tile, params_.hold_whole_up_to)) return false;  // short: hold it whole
     for (int m : p_of_[static_cast<size_t>(d)])
       if (plan_.members[static_cast<size_t>(m)].exported) return false;  // an output needs every value
     return true;

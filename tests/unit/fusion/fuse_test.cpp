@@ -185,6 +185,22 @@ TEST(Fuse, TileParametersReachTheKernel) {
   EXPECT_NE(text.find("shared s_tile[1, 1, 32, 8] : f32"), std::string::npos) << text;
 }
 
+// On the GPU a cascade dim of up to 128 is held whole rather than streamed in two steps (moe_routing's
+// experts at paper size), unless the grid alone has too few blocks (T = 8: the stream is split across
+// a cluster instead).
+TEST(Fuse, ShortCascadeDimsAreHeldWholeWhenTheGridFillsTheGpu) {
+  auto printed = [](const BoundProgram& bound) {
+    FusionResult r = fuse_program(bound, gpu_fusion_params());
+    std::string text;
+    for (auto& k : r.kernels.kernels) text += print_kernel(k);
+    return text;
+  };
+  std::string paper = printed(bind_example("moe_routing"));
+  EXPECT_EQ(paper.find("for e_t in"), std::string::npos) << paper;
+  std::string few_tokens = printed(bind_example("moe_routing", false, {{"T", 8}}));
+  EXPECT_NE(few_tokens.find("for e_t in"), std::string::npos) << few_tokens;
+}
+
 TEST(Fuse, RaggedTilesAreGuarded) {
   testing::FusedRun run = run_fused(bind_example("vanilla", true, {{"S", 50}}));
   std::string text = print_kernel(run.fused.kernels.kernels[0]);
