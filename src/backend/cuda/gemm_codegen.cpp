@@ -267,9 +267,9 @@ bool KernelWriter::contraction_reduce(std::ostringstream& out, const ReduceNode&
   const std::string T = type_name(g.type), p = pad(indent), q = pad(indent + 1);
   const int64_t depth = round_up(g.k, 16);
   flush(out, indent);
-  out << p << "{  // tensor cores (block_gemm): " << g.c << " " << (g.accumulate ? "+=" : "=") << " " << g.a << " · " << g.b;
+  out << p << "{  // tensor cores (block_gemm" << (g.a_computed || g.b_computed ? "" : " on the float tiles") << "): " << g.c << " "
+      << (g.accumulate ? "+=" : "=") << " " << g.a << " · " << g.b;
   if (g.a_computed || g.b_computed) out << "; computed operands evaluated once per element into " << dtype_name(g.type) << " tiles";
-  if (!g.a_computed || !g.b_computed) out << "; tile operands read as the float tiles";
   out << "\n";
   // A computed operand: element (row, d) of A, or (d, column) of B stored at row / column, depth d of
   // a [rows][depth] Swizzle<depth> tile (B so stored is k-major); depth past K is 0.
