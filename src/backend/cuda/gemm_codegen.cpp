@@ -1,5 +1,6 @@
-// Contractions on tensor cores in the generic writer (gemm_codegen.h): the recogniser, then the
-// writer's two forms (the staged loop, one reduce on float tiles) and gemm statements.
+// Contractions on tensor cores in the generic writer (gemm_codegen.h): the writer's two forms (the
+// staged loop, one reduce with its computed operands) and gemm statements. The recogniser is in
+// gemm_contraction_match.cpp.
 #include "backend/cuda/gemm_codegen.h"
 
 #include <algorithm>
@@ -16,142 +17,30 @@
 
 namespace solder::generic {
 
-namespace {
-
-bool sixteen_bit(DType t) { return t == DType::bf16 || t == DType::f16; }
-
-// The stride, in elements, of each axis variable in a tile access whose indices are each the
-// constant 0 or an axis variable covering its dimension whole (unit axes index nothing: stride 0).
-// Empty with `why` set otherwise.
-std::optional<std::map<std::string, int64_t>> axis_strides(const Access& access, const Buffer& tile,
-                                                          const std::map<std::string, int64_t>& extents, std::string& why) {
-  std::map<std::string, int64_t> strides;
-  int64_t stride = 1;
-  for (size_t d = access.index.size(); d-- > 0;) {
-    const Expr& index = access.index[d];
-    if (auto c = index.as<ConstNode>(); c && c->value == 0) {
-    } else if (auto v = index.as<VarNode>(); v && extents.count(v->name)) {
-      const int64_t extent = extents.at(v->name);
-      if (extent != 1) {
-        if (extent != tile.shape[d] || strides.count(v->name)) {
-          why = "tile " + tile.name + " is not indexed by whole axes";
-          return std::nullopt;
-        }
-        strides[v->name] = stride;
-      }
-    } else {
-      why = "index " + print_expr(index) + " of " + tile.name + " is not an axis of the statement";
-      return std::nullopt;
-    }
-    stride *= tile.shape[d];
-  }
-  return strides;
-}
-
-}  // namespace
-
-ContractionMatch match_contraction(const ReduceNode& n, const Kernel& kernel) {
-  auto refuse = [](std::string why) { return ContractionMatch{std::nullopt, std::move(why)}; };
-  if (n.op != ReduceOp::sum) return refuse("not a sum");
-  if (n.domain.guard) return refuse("a guarded domain");
-  if (n.where) return refuse("a where condition on the reduced points");
-  std::map<std::string, int64_t> extents;
-  std::vector<std::string> kept, reduced;
-  for (auto& a : n.domain.axes) {
-    extents[a.var] = a.extent;
-    if (a.extent != 1) kept.push_back(a.var);
-  }
-  for (auto& a : n.reduce_axes) {
-    extents[a.var] = a.extent;
-    if (a.extent != 1) reduced.push_back(a.var);
-  }
-  if (reduced.size() != 1) return refuse("reduces over " + std::to_string(reduced.size()) + " axes (one is a matrix product)");
-  auto product = n.value.as<BinaryNode>();
-  if (!product || product->op != BinaryOp::mul) return refuse("the summand is not a product");
-  const LoadNode* loads[2] = {product->lhs.as<LoadNode>(), product->rhs.as<LoadNode>()};
-  for (int i = 0; i < 2; ++i)
-    if (!loads[i]) return refuse("operand " + print_expr(i ? product->rhs : product->lhs) + " is not a staged tile (an expression)");
-  const Buffer* tiles[2] = {kernel.find_buffer(loads[0]->tensor), kernel.find_buffer(loads[1]->tensor)};
-  const Buffer* c = kernel.find_buffer(n.dst.name);
-  for (int i = 0; i < 2; ++i) {
-    if (!tiles[i]) return refuse("operand " + loads[i]->tensor + " is a global, not a staged tile");
-    if (!sixteen_bit(tiles[i]->dtype))
-      return refuse("operand " + loads[i]->tensor + " is " + std::string(dtype_name(tiles[i]->dtype)) + " (tensor cores only for bf16/f16 operands)");
-  }
-  if (tiles[0]->dtype != tiles[1]->dtype) return refuse("operands of two dtypes");
-  if (tiles[0] == tiles[1]) return refuse("both operands read tile " + tiles[0]->name);
-  if (!c || c->dtype != DType::f32) return refuse("the result is not an f32 tile");
-  std::string why;
-  std::optional<std::map<std::string, int64_t>> strides[2], c_strides = axis_strides(n.dst, *c, extents, why);
-  for (int i = 0; i < 2; ++i) strides[i] = axis_strides(Access{loads[i]->tensor, loads[i]->index}, *tiles[i], extents, why);
-  if (!strides[0] || !strides[1] || !c_strides) return refuse(why);
-  const std::string& k = reduced[0];
-  if (c_strides->count(k)) return refuse("the result is indexed by the reduced axis");
-  // Each operand holds the reduced axis and at most one kept axis; C holds every kept axis.
-  std::string axis_of[2];
-  for (int i = 0; i < 2; ++i) {
-    if (!strides[i]->count(k)) return refuse("operand " + tiles[i]->name + " does not run along the reduced axis");
-    for (auto& [var, stride] : *strides[i]) {
-      if (var == k) continue;
-      if (!axis_of[i].empty()) return refuse("operand " + tiles[i]->name + " spans two kept axes");
-      axis_of[i] = var;
-    }
-  }
-  if (axis_of[0] == axis_of[1] && !axis_of[0].empty()) return refuse("both operands run along axis " + axis_of[0]);
-  for (auto& var : kept) {
-    if (var != axis_of[0] && var != axis_of[1]) return refuse("kept axis " + var + " is in neither operand (a broadcast)");
-    if (!c_strides->count(var)) return refuse("the result is not indexed by kept axis " + var);
-  }
-  // Roles: B (n) needs whole 16-column pairs, A (m) at most 16 rows or whole m-tiles; prefer A with
-  // its depth contiguous (what the staged loop needs).
-  auto extent_of = [&](const std::string& var) { return var.empty() ? int64_t{1} : extents.at(var); };
-  auto build = [&](int ai) {
-    const int bi = 1 - ai;
-    Contraction r;
-    r.a = tiles[ai]->name;
-    r.b = tiles[bi]->name;
-    r.c = c->name;
-    r.type = tiles[ai]->dtype;
-    r.m = extent_of(axis_of[ai]);
-    r.n = extent_of(axis_of[bi]);
-    r.k = extents.at(k);
-    r.a_depth = strides[ai]->at(k);
-    r.a_row = axis_of[ai].empty() ? 0 : strides[ai]->at(axis_of[ai]);
-    r.b_depth = strides[bi]->at(k);
-    r.b_column = axis_of[bi].empty() ? 0 : strides[bi]->at(axis_of[bi]);
-    r.b_k_major = r.b_depth == 1;
-    r.c_row = axis_of[ai].empty() ? 0 : c_strides->at(axis_of[ai]);
-    r.c_column = axis_of[bi].empty() ? 0 : c_strides->at(axis_of[bi]);
-    r.accumulate = n.accumulate;
-    return r;
-  };
-  auto shape_rule = [](const Contraction& r) -> std::string {
-    if (r.n % 16) return "N = " + std::to_string(r.n) + " columns is not a multiple of 16";
-    if (r.m > 16 && r.m % 16) return "M = " + std::to_string(r.m) + " rows is neither at most 16 nor a multiple of 16";
-    return "";
-  };
-  std::optional<Contraction> chosen;
-  std::string refusal;
-  for (int ai : {0, 1}) {
-    Contraction r = build(ai);
-    std::string rule = shape_rule(r);
-    if (!rule.empty()) {
-      if (refusal.empty()) refusal = rule;
-      continue;
-    }
-    if (!chosen || (chosen->a_depth != 1 && r.a_depth == 1)) chosen = r;
-  }
-  if (!chosen) return refuse(refusal);
-  return ContractionMatch{chosen, ""};
-}
-
 // ---- The writer ---------------------------------------------------------------------------------
 
 namespace {
 
+bool sixteen_bit(DType t) { return t == DType::bf16 || t == DType::f16; }
+
 std::string type_name(DType t) { return t == DType::f16 ? "__half" : "__nv_bfloat16"; }
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// The 16-bit tiles of a one-reduce contraction's computed operands: A as [M][K'], B as [N][K'] (K'
+// = K rounded up to 16), each 128-byte aligned, A first.
+struct ComputedOperands {
+  int64_t a_elements = 0, b_elements = 0;
+  ComputedOperands() = default;
+  explicit ComputedOperands(const Contraction& g) {
+    if (g.a_computed) a_elements = round_up(g.m * round_up(g.k, 16), 64);
+    if (g.b_computed) b_elements = round_up(g.n * round_up(g.k, 16), 64);
+  }
+  int64_t a_bytes() const { return a_elements * 2; }
+  int64_t bytes() const { return (a_elements + b_elements) * 2; }
+};
+// Beyond this the reduce stays scalar (the kernel's other tiles need the room).
+constexpr int64_t kMaxComputedOperandBytes = 64 * 1024;
 
 // How many statements of `body` (nested bodies included) mention `name` as a whole word.
 int mentions(const Block& body, const std::string& name) {
@@ -192,6 +81,15 @@ std::optional<KernelWriter::ContractionLoop> KernelWriter::contraction_loop_plan
   if (!match.contraction) return std::nullopt;  // the reduce says why, where it is written
   ContractionLoop plan;
   const Contraction& g = plan.contraction = *match.contraction;
+  if (g.a_computed || g.b_computed) {
+    why = "operand " + (g.a_computed ? g.a : g.b) + " is computed (evaluated into a 16-bit tile at each reduce, not staged by cp.async)";
+    return std::nullopt;
+  }
+  if (g.result_type != DType::f32) {
+    why = "the result " + g.c + " is " + std::string(dtype_name(g.result_type)) +
+          ", rounded at every step of the loop (the accumulators cannot stay in f32 registers across it)";
+    return std::nullopt;
+  }
   for (auto c : {c0, c1}) {
     if (c->dst.name == g.a) plan.copy_a = c;
     if (c->dst.name == g.b) plan.copy_b = c;
@@ -262,7 +160,19 @@ int64_t KernelWriter::contraction_staging_bytes() const {
     std::string why;
     if (auto plan = contraction_loop_plan(loop, why)) bytes = std::max(bytes, plan->stages * plan->stage_bytes());
   });
-  return bytes;
+  // The computed operands of one-reduce contractions use the same space (never at the same time).
+  struct Reduces : StmtVisitor {
+    const Kernel* kernel;
+    int64_t bytes = 0;
+    using StmtVisitor::visit;
+    void visit(const ReduceNode& r) override {
+      ContractionMatch match = match_contraction(r, *kernel);
+      if (match.contraction) bytes = std::max(bytes, ComputedOperands(*match.contraction).bytes());
+    }
+  } reduces;
+  reduces.kernel = &kernel_;
+  reduces.visit(kernel_.body);
+  return std::max(bytes, reduces.bytes <= kMaxComputedOperandBytes ? reduces.bytes : 0);
 }
 
 std::set<std::string> KernelWriter::contraction_staged_tiles() const {
@@ -342,6 +252,10 @@ bool KernelWriter::contraction_loop(std::ostringstream& out, const ForNode& loop
 
 bool KernelWriter::contraction_reduce(std::ostringstream& out, const ReduceNode& n, int indent) {
   ContractionMatch match = match_contraction(n, kernel_);
+  const ComputedOperands computed = match.contraction ? ComputedOperands(*match.contraction) : ComputedOperands();
+  if (match.contraction && computed.bytes() > kMaxComputedOperandBytes)
+    match = ContractionMatch{std::nullopt, "the computed operand tiles need " + std::to_string(computed.bytes()) + " bytes (more than " +
+                                               std::to_string(kMaxComputedOperandBytes) + ")"};
   if (!match.contraction) {
     // Say why only for what looks like a contraction: a sum of a product.
     auto product = n.value.as<BinaryNode>();
@@ -350,13 +264,55 @@ bool KernelWriter::contraction_reduce(std::ostringstream& out, const ReduceNode&
     return false;
   }
   const Contraction& g = *match.contraction;
-  const std::string T = type_name(g.type), p = pad(indent);
+  const std::string T = type_name(g.type), p = pad(indent), q = pad(indent + 1);
+  const int64_t depth = round_up(g.k, 16);
   flush(out, indent);
-  out << p << "{  // tensor cores (block_gemm on the float tiles): " << g.c << " " << (g.accumulate ? "+=" : "=") << " " << g.a << " · " << g.b << "\n";
-  out << p << "  solder::tile::BlockGemm<" << T << ", " << g.m << ", " << g.n << ", " << round_up(g.k, 16) << ", " << kWarps << "> gemm_;\n";
-  out << p << "  gemm_.accumulate(solder::tile::FloatA<" << T << ">{" << cuda_identifier(g.a) << ", " << g.m << ", " << g.k << ", " << g.a_row << ", "
-      << g.a_depth << "}, solder::tile::FloatB<" << T << ">{" << cuda_identifier(g.b) << ", " << g.k << ", " << g.b_depth << ", " << g.b_column << "});\n";
-  out << p << "  gemm_.write(" << cuda_identifier(g.c) << ", " << g.c_row << ", " << g.c_column << ", " << (g.accumulate ? "true" : "false") << ");\n";
+  out << p << "{  // tensor cores (block_gemm" << (g.a_computed || g.b_computed ? "" : " on the float tiles") << "): " << g.c << " "
+      << (g.accumulate ? "+=" : "=") << " " << g.a << " · " << g.b;
+  if (g.a_computed || g.b_computed) out << "; computed operands evaluated once per element into " << dtype_name(g.type) << " tiles";
+  out << "\n";
+  // A computed operand: element (row, d) of A, or (d, column) of B stored at row / column, depth d of
+  // a [rows][depth] Swizzle<depth> tile (B so stored is k-major); depth past K is 0.
+  auto evaluate = [&](const std::string& pointer, int64_t offset, const Expr& value, const std::string& row_axis, int64_t rows) {
+    out << q << T << "* const " << pointer << " = reinterpret_cast<" << T << "*>(smem + " << contraction_offset_ + offset << ");  // "
+        << print_expr(value) << "\n";
+    out << q << "for (int e_ = threadIdx.x; e_ < " << rows * depth << "; e_ += " << kThreads << ") {\n";
+    out << q << "  const int row_ = e_ / " << depth << ", depth_ = e_ % " << depth << ";\n";
+    out << q << "  float value_ = 0.0f;\n";
+    out << q << "  if (depth_ < " << g.k << ") {\n";
+    for (auto* axes : {&n.domain.axes, &n.reduce_axes})
+      for (auto& axis : *axes) {
+        const std::string at = axis.var == row_axis ? "row_" : axis.var == g.depth_axis ? "depth_" : "0";
+        out << q << "    const long long " << cuda_identifier(axis.var) << " = " << at << "; (void)" << cuda_identifier(axis.var) << ";\n";
+      }
+    out << q << "    value_ = " << printer_.print_float(value) << ";\n";
+    out << q << "  }\n";
+    out << q << "  " << pointer << "[solder::tile::Swizzle<" << depth << ">::offset(row_, depth_)] = " << T << "(value_);  // exact\n";
+    out << q << "}\n";
+  };
+  if (g.a_computed) evaluate("gemm_a_", 0, g.a_value, g.row_axis, g.m);
+  if (g.b_computed) evaluate("gemm_b_", computed.a_bytes(), g.b_value, g.column_axis, g.n);
+  if (g.a_computed || g.b_computed) out << q << "__syncthreads();\n";
+  out << q << "solder::tile::BlockGemm<" << T << ", " << g.m << ", " << g.n << ", " << depth << ", " << kWarps << "> gemm_;\n";
+  std::string a_operand = "solder::tile::SwizzledA<" + T + ", " + std::to_string(g.m) + ", " + std::to_string(depth) + ">{gemm_a_}";
+  if (!g.a_computed)
+    a_operand = "solder::tile::FloatA<" + T + ">{" + cuda_identifier(g.a) + ", " + std::to_string(g.m) + ", " + std::to_string(g.k) + ", " +
+                std::to_string(g.a_row) + ", " + std::to_string(g.a_depth) + "}";
+  std::string b_operand = "solder::tile::SwizzledB<" + T + ", " + std::to_string(depth) + ", " + std::to_string(g.n) + ", true>{gemm_b_}";
+  if (!g.b_computed)
+    b_operand = "solder::tile::FloatB<" + T + ">{" + cuda_identifier(g.b) + ", " + std::to_string(g.k) + ", " + std::to_string(g.b_depth) + ", " +
+                std::to_string(g.b_column) + "}";
+  out << q << "gemm_.accumulate(" << a_operand << ", " << b_operand << ");\n";
+  out << q << "gemm_.write(" << cuda_identifier(g.c) << ", " << g.c_row << ", " << g.c_column << ", " << (g.accumulate ? "true" : "false") << ");\n";
+  if (g.result_type != DType::f32) {
+    out << q << "__syncthreads();\n";
+    out << q << "// " << g.c << " is " << dtype_name(g.result_type) << ": rounded once, after the sum (as the scalar loop rounds it)\n";
+    out << q << "for (int e_ = threadIdx.x; e_ < " << g.m * g.n << "; e_ += " << kThreads << ") {\n";
+    out << q << "  float* const element_ = " << cuda_identifier(g.c) << " + (e_ / " << g.n << ") * " << g.c_row << "LL + (e_ % " << g.n << ") * "
+        << g.c_column << "LL;\n";
+    out << q << "  *element_ = " << round_function(g.result_type) << "(*element_);\n";
+    out << q << "}\n";
+  }
   out << p << "}\n";
   barrier(out, indent);
   return true;

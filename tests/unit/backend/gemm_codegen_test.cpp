@@ -5,6 +5,8 @@
 // compiles the generated code.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/gemm_codegen.h"
 #include "driver/compile.h"
@@ -79,17 +81,135 @@ TEST(GemmCodegen, TakesAKMajorOperandAndASingleRow) {
   EXPECT_TRUE(m.contraction->b_k_major);
 }
 
-TEST(GemmCodegen, RefusesAnOperandThatIsAnExpression) {
+TEST(GemmCodegen, TakesAnOperandTheProgramRoundsTo16Bits) {
+  // ffn: e[m, l] += Σ_n cast(gelu(c[m, n]), f16) · d[n, l]: A computed (one f16 value per element),
+  // B the f16 tile; e is f16, rounded after each reduce.
   auto m = match_in("ffn", false, "e_tile");
-  EXPECT_FALSE(m.contraction);
-  EXPECT_NE(m.refusal.find("is not a staged tile (an expression)"), std::string::npos) << m.refusal;
+  ASSERT_TRUE(m.contraction) << m.refusal;
+  EXPECT_TRUE(m.contraction->a_computed);
+  EXPECT_FALSE(m.contraction->b_computed);
+  EXPECT_EQ(m.contraction->a, "cast(gelu(c_tile[m, n]), f16)");
+  EXPECT_EQ(m.contraction->b, "d_tile");
+  EXPECT_EQ(m.contraction->type, DType::f16);
+  EXPECT_EQ(m.contraction->result_type, DType::f16);
+  EXPECT_EQ(m.contraction->depth_axis, "n");
+  EXPECT_EQ(m.contraction->column_axis, "l");
+  // gated_ffn: the cast of a product of two activations.
+  auto gated = match_in("gated_ffn", false, "e_tile");
+  ASSERT_TRUE(gated.contraction) << gated.refusal;
+  EXPECT_EQ(gated.contraction->a, "cast(silu(gate_tile[m, n]) * up_tile[m, n], f16)");
+  // Both at their small sizes too.
+  EXPECT_TRUE(match_in("ffn", true, "e_tile").contraction);
+  EXPECT_TRUE(match_in("gated_ffn", true, "e_tile").contraction);
 }
 
-TEST(GemmCodegen, RefusesAProductOfThreeFactors) {
-  // rmsnorm_gemm: x_tile[t, c] * g_tile[c] * w_tile[c, n]: the left factor is itself a product.
+TEST(GemmCodegen, RefusesAScaleFactorOfEveryTerm) {
+  // quant_gemm: Σ_k (aq[m, k] · w[k, n]) · scale[m]. aq (an fp8 cast) and w (fp8) are exact in f16,
+  // but the scale rounds each term: Σ_k fl(p_k · s) is not s · Σ_k p_k. Refused, the rule named.
+  for (bool small : {false, true}) {
+    auto m = match_in("quant_gemm", small, "c_tile");
+    EXPECT_FALSE(m.contraction);
+    EXPECT_NE(m.refusal.find("rounds each term; taking it out of the sum would change the result"), std::string::npos) << m.refusal;
+  }
+}
+
+TEST(GemmCodegen, RefusesAnOperandThatIsAnUnroundedF32Value) {
+  // rmsnorm_gemm: x_tile[t, c] * g_tile[c] is f32 (the program leaves the normalised x unrounded).
   auto m = match_in("rmsnorm_gemm", false, "acc_y");
   EXPECT_FALSE(m.contraction);
-  EXPECT_NE(m.refusal.find("is not a staged tile"), std::string::npos) << m.refusal;
+  EXPECT_NE(m.refusal.find("operand x_tile[t, c] * g_tile[c] is an f32 value, not rounded to f16, bf16 or fp8"), std::string::npos) << m.refusal;
+  auto small = match_in("rmsnorm_gemm", true, "y_tile");
+  EXPECT_FALSE(small.contraction);
+  EXPECT_NE(small.refusal.find("is an f32 value"), std::string::npos) << small.refusal;
+}
+
+// A kernel with tiles x [16, 32] (dtype x_type), s [16] f32, w [32, 32] (w_type) and c [16, 32]
+// (c_type), and the reduce c[i, j] += Σ_k summand.
+struct Sandbox {
+  Kernel kernel;
+  ReduceNode reduce;
+  Sandbox(DType x_type, DType w_type, DType c_type, Expr summand) {
+    kernel.name = "k";
+    kernel.buffers = {Buffer{"x", {16, 32}, x_type}, Buffer{"s", {16}, DType::f32}, Buffer{"w", {32, 32}, w_type},
+                      Buffer{"c", {16, 32}, c_type}};
+    reduce.op = ReduceOp::sum;
+    reduce.domain = kb::over({Axis{"i", 16}, Axis{"j", 32}});
+    reduce.reduce_axes = {Axis{"k", 32}};
+    reduce.dst = kb::at("c", {kb::var("i"), kb::var("j")});
+    reduce.value = summand;
+    reduce.accumulate = true;
+  }
+  generic::ContractionMatch match() const { return match_contraction(reduce, kernel); }
+};
+
+Expr x_ik() { return kb::load("x", {kb::var("i"), kb::var("k")}); }
+Expr w_kj() { return kb::load("w", {kb::var("k"), kb::var("j")}); }
+Expr s_i() { return kb::load("s", {kb::var("i")}); }
+
+TEST(GemmCodegen, ExpressionOperandsExactIn16BitsOnly) {
+  using kb::binary;
+  // x · s[i] in f32: refused, the rule named.
+  auto uncast = Sandbox(DType::bf16, DType::bf16, DType::f32, binary(BinaryOp::mul, binary(BinaryOp::mul, x_ik(), s_i()), w_kj())).match();
+  EXPECT_FALSE(uncast.contraction);
+  EXPECT_EQ(uncast.refusal, "operand x[i, k] * s[i] is an f32 value, not rounded to f16, bf16 or fp8 by the program"
+                            " (the tensor cores would round it: another result)");
+  // cast(x / s[i], bf16) · w: taken, A computed, bf16.
+  auto cast = Sandbox(DType::bf16, DType::bf16, DType::f32,
+                      binary(BinaryOp::mul, make_cast(DType::bf16, binary(BinaryOp::div, x_ik(), s_i())), w_kj())).match();
+  ASSERT_TRUE(cast.contraction) << cast.refusal;
+  EXPECT_TRUE(cast.contraction->a_computed);
+  EXPECT_EQ(cast.contraction->type, DType::bf16);
+  // An fp8 cast times an fp8 tile: both computed, as f16.
+  auto fp8 = Sandbox(DType::bf16, DType::f8e5m2, DType::f32,
+                     binary(BinaryOp::mul, make_cast(DType::f8e4m3, binary(BinaryOp::div, x_ik(), s_i())), w_kj())).match();
+  ASSERT_TRUE(fp8.contraction) << fp8.refusal;
+  EXPECT_TRUE(fp8.contraction->a_computed && fp8.contraction->b_computed);
+  EXPECT_EQ(fp8.contraction->type, DType::f16);
+  // An fp8 operand beside a bf16 tile runs as bf16 (fp8 values are exact in bf16 too).
+  auto mixed = Sandbox(DType::bf16, DType::f8e4m3, DType::f32, binary(BinaryOp::mul, x_ik(), w_kj())).match();
+  ASSERT_TRUE(mixed.contraction) << mixed.refusal;
+  EXPECT_EQ(mixed.contraction->type, DType::bf16);
+  // cast to f16 beside a bf16 tile: two 16-bit types.
+  auto two = Sandbox(DType::bf16, DType::bf16, DType::f32, binary(BinaryOp::mul, make_cast(DType::f16, x_ik()), w_kj())).match();
+  EXPECT_EQ(two.refusal, "operands of two dtypes");
+  // A scale of every term: refused.
+  auto scaled = Sandbox(DType::f16, DType::f16, DType::f32, binary(BinaryOp::mul, binary(BinaryOp::mul, x_ik(), w_kj()), s_i())).match();
+  EXPECT_FALSE(scaled.contraction);
+  EXPECT_NE(scaled.refusal.find("the factor s[i] rounds each term"), std::string::npos) << scaled.refusal;
+  // An operand reading the result tile.
+  auto self = Sandbox(DType::f16, DType::f16, DType::f32,
+                      binary(BinaryOp::mul, make_cast(DType::f16, kb::load("c", {kb::var("i"), kb::var("k")})), w_kj())).match();
+  EXPECT_FALSE(self.contraction);
+}
+
+TEST(GemmCodegen, EveryFp8ValueIsExactInBothSixteenBitTypes) {
+  // The claim the computed operands rest on, for all 256 codes of each format (NaN codes skipped).
+  for (DType format : {DType::f8e4m3, DType::f8e5m2}) {
+    const bool e4m3 = format == DType::f8e4m3;
+    const int mantissa_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, max_exponent = e4m3 ? 15 : 31;
+    int checked = 0;
+    for (int code = 0; code < 256; ++code) {
+      const int sign = code >> 7, exponent = (code >> mantissa_bits) & ((1 << (7 - mantissa_bits)) - 1);
+      const int mantissa = code & ((1 << mantissa_bits) - 1);
+      if (e4m3 && exponent == max_exponent && mantissa == (1 << mantissa_bits) - 1) continue;  // NaN
+      if (!e4m3 && exponent == max_exponent) continue;  // inf, NaN
+      const double fraction = static_cast<double>(mantissa) / (1 << mantissa_bits);
+      double value = exponent == 0 ? std::ldexp(fraction, 1 - bias) : std::ldexp(1.0 + fraction, exponent - bias);
+      if (sign) value = -value;
+      ASSERT_EQ(round_to_dtype(value, format), value) << "code " << code;  // the decoding is right
+      EXPECT_EQ(round_to_dtype(value, DType::f16), value) << dtype_name(format) << " code " << code;
+      EXPECT_EQ(round_to_dtype(value, DType::bf16), value) << dtype_name(format) << " code " << code;
+      ++checked;
+    }
+    EXPECT_EQ(checked, e4m3 ? 254 : 248);
+  }
+  // The extremes the header names.
+  EXPECT_EQ(round_to_dtype(448.0, DType::f8e4m3), 448.0);
+  EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -9), DType::f8e4m3), std::ldexp(1.0, -9));
+  EXPECT_EQ(round_to_dtype(57344.0, DType::f8e5m2), 57344.0);
+  EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -16), DType::f8e5m2), std::ldexp(1.0, -16));
+  EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -24), DType::f16), std::ldexp(1.0, -24));
+  EXPECT_EQ(round_to_dtype(65504.0, DType::f16), 65504.0);
 }
 
 TEST(GemmCodegen, RefusesF32OperandsAndOtherShapes) {
@@ -152,15 +272,30 @@ TEST(GemmCodegen, MoeRouterRunsTheStagedLoop) {
 
 TEST(GemmCodegen, KeepsTheRoundingOfA16BitAccumulator) {
   // llama_decode's q_tile is f16 and accumulates over c_t: each step rounds to f16, so summing the
-  // whole loop in f32 would change the result. Refused.
+  // whole loop in f32 registers would change the result. The staged loop refuses it; each reduce
+  // runs on the tensor cores and rounds q_tile once after its sum, as the scalar loop does.
   auto m = match_in("llama_decode", false, "q_tile");
-  EXPECT_FALSE(m.contraction);
-  EXPECT_EQ(m.refusal, "the result is not an f32 tile");
+  ASSERT_TRUE(m.contraction) << m.refusal;
+  EXPECT_EQ(m.contraction->result_type, DType::f16);
+  std::string source = kernel_source("llama_decode", false);
+  EXPECT_NE(source.find("the staged loop not used for c_t: the result q_tile is f16, rounded at every step of the loop"), std::string::npos);
+  EXPECT_NE(source.find("// q_tile is f16: rounded once, after the sum"), std::string::npos);
+}
+
+TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
+  std::string source = kernel_source("ffn", false);
+  EXPECT_NE(source.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
+  EXPECT_NE(source.find("tensor cores (block_gemm): e_tile += cast(gelu(c_tile[m, n]), f16) · d_tile; computed operands evaluated once"),
+            std::string::npos);
+  EXPECT_NE(source.find("value_ = solder::round_f16(solder::gelu(c_tile[((m) * 128 + (n))]));"), std::string::npos);
+  EXPECT_NE(source.find("solder::tile::SwizzledA<__half, 1, 128>{gemm_a_}, solder::tile::FloatB<__half>{d_tile, 128, 128, 1}"), std::string::npos);
+  EXPECT_EQ(source.find("for (long long n = 0; n < 128LL; ++n)"), std::string::npos);
 }
 
 TEST(GemmCodegen, RefusalsAreWrittenIntoTheSource) {
-  std::string source = kernel_source("ffn", true);
-  EXPECT_NE(source.find("// tensor cores not used for e_tile: operand cast(gelu("), std::string::npos);
+  EXPECT_NE(kernel_source("rmsnorm_gemm", false).find("// tensor cores not used for acc_y: operand x_tile[t, c] * g_tile[c] is an f32 value"),
+            std::string::npos);
+  EXPECT_NE(kernel_source("quant_gemm", false).find("// tensor cores not used for c_tile: the summand is (cast(a_tile[m, k]"), std::string::npos);
 }
 
 TEST(GemmCodegen, OneReduceOnFloatTiles) {
