@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_topk.cu) and each header of device/solder/tile on its own for sm_90a with
+# Compiles the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_wgmma.cu, test_topk.cu) and each header of device/solder/tile on its own for sm_90a with
 # nvcc (no GPU needed, nothing runs); ptxas warns on register spills.
 # Usage: tests/gpu/tile/compile_check.sh   (CUDA=/usr/local/cuda by default; BUILD=build-tile)
 set -euo pipefail
@@ -14,6 +14,8 @@ $NVCC -Xptxas -warn-spills -c tests/gpu/tile/test_tile.cu -o "$BUILD/test_tile.o
 echo "ok: tests/gpu/tile/test_tile.cu"
 $NVCC -Xptxas -warn-spills -c tests/gpu/tile/test_block_gemm.cu -o "$BUILD/test_block_gemm.o"
 echo "ok: tests/gpu/tile/test_block_gemm.cu"
+$NVCC -Xptxas -warn-spills -c tests/gpu/tile/test_wgmma.cu -o "$BUILD/test_wgmma.o"
+echo "ok: tests/gpu/tile/test_wgmma.cu"
 $NVCC -Xptxas -warn-spills -c tests/gpu/tile/test_topk.cu -o "$BUILD/test_topk.o"
 echo "ok: tests/gpu/tile/test_topk.cu"
 # Each header on its own (include-what-you-use).
