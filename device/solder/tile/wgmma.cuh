@@ -39,7 +39,10 @@
 //   So columns 16s..16s+15 of an accumulator are registers 8s..8s+7 and become the A operand of k-step s
 //   by packing neighbours, a_i = (reg[8s + 2i], reg[8s + 2i + 1]), with no shuffles (to_a_registers).
 //
-// Ordering. Registers of D and A must not be touched between mma and the wait_group that retires it;
+// Ordering. Registers of D and A must not be touched between mma and the wait_group that retires it, and
+// the compiler must not reuse them either: it sees an asm that reads A once, not an asynchronous read, and may
+// give a value computed before the wait the registers of an A still in flight (ptxas then serializes the
+// wgmma, warning C7513). So after wait_group, fence_operand() the retired mma's A registers and accumulator;
 // fence() must precede the first mma of a batch whenever D or A registers were written by ordinary
 // instructions since the last wgmma. wgmma reads shared memory through the "async proxy": data written
 // by ordinary stores or by cp.async (both generic-proxy writes; TMA writes are not) needs, in each writing
