@@ -16,9 +16,13 @@
 // Softmax in base 2 with log2 e / √D folded into one FFMA per score: p = 2^(s·c − m·c).
 // The row max uses fmaxf (a NaN score is not propagated as Solder's max_nan would).
 //
-// Run: attention_wgmma_proto [--no-causal] [--small] (--small: only S=256, for compute-sanitizer). Checks S=256 fully and S=4096 on sampled rows against a float64
-// host reference, then times 50 launches (median, CUDA events) and prints µs and TFLOP/s (4·B·H·S²·D flops,
-// half of that for causal). Exit status non-zero when a check fails.
+// Variants (template arguments): the ring depth (3 or 4 stages) and the overlap (off: wait for both products
+// before the softmax), to measure what each part is worth; causal skips the tiles above the diagonal and masks it.
+//
+// Run: attention_wgmma_proto [--no-causal] [--small]. Checks every variant at S=256 fully and at B4 H16 S4096 on
+// 160 sampled rows (10240 elements, tile and warpgroup boundaries included) against a float64 host reference,
+// then times 50 launches each (median, CUDA events) and prints µs and TFLOP/s (4·B·H·S²·D flops, half of that
+// for causal). --small: only S=256 (for compute-sanitizer). Exit status non-zero when a check fails.
 #include <solder/tile/cp_async.cuh>
 #include <solder/tile/fast_math.cuh>
 #include <solder/tile/wgmma.cuh>
@@ -51,10 +55,10 @@ using bf16 = __nv_bfloat16;
 constexpr int kHeadDim = 64;
 constexpr int kBlockRows = 128;  // query rows per block (2 warpgroups × 64)
 constexpr int kBlockKeys = 128;  // keys per tile
-constexpr int kStages = 3;       // K/V tiles in flight
 constexpr int kThreads = 256;
 constexpr int kTileBytes = kBlockKeys * kHeadDim * 2;  // one K or V tile, = the Q tile (128 rows)
-constexpr int kSmemBytes = 1024 + kTileBytes + kStages * 2 * kTileBytes;
+// Dynamic shared memory: alignment slack, the Q tile, `stages` K and V tiles.
+constexpr int smem_bytes(int stages) { return 1024 + kTileBytes + stages * 2 * kTileBytes; }
 using Tile = st::Swizzle128<128>;
 
 // ---- device side ----------------------------------------------------------------------------------------------
@@ -155,7 +159,9 @@ __device__ __forceinline__ void issue_values(wg::Accumulator<kHeadDim>& o, const
   for (int step = 0; step < kBlockKeys / 16; ++step) wg::mma_rs<kHeadDim, true>(o, p[step], v.step[step], true);
 }
 
-template <bool causal>
+// kStages: K/V tiles in the ring (≥ 3: tile j + 1 is read while j's V is read and j + 2 loads).
+// overlap: softmax of S_{j+1} runs while P_j·V_j is in flight (false: waits for both first, for comparison).
+template <bool causal, int kStages, bool overlap>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k, const bf16* __restrict__ v, bf16* __restrict__ o, int seq,
                      float scale_log2) {
@@ -236,7 +242,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     issue_values(out, p, v_desc);
     wg::commit_group();
     if constexpr (!last) {
-      wg::wait_group<1>();
+      if constexpr (overlap) wg::wait_group<1>();
+      else wg::wait_group<0>();
       wg::fence_operand(s);
       wg::ARegisters p_next[kBlockKeys / 16];
       softmax_tile(s, state, p_next, correction, scale_log2, causal && tile + 1 == tiles - 1, query_row0, (tile + 1) * kBlockKeys);
@@ -330,8 +337,22 @@ static int check_rows(const Problem& pr, const std::vector<float>& q, const std:
   return bad;
 }
 
-// Runs one problem: checks it (all rows when `full_check`, else a sample), then times it when `timed`.
-static bool run(const Problem& pr, bool full_check, bool timed) {
+// One compiled variant of the kernel.
+struct Variant {
+  const char* name;
+  void (*kernel)(const bf16*, const bf16*, const bf16*, bf16*, int, float);
+  bool causal;
+  int smem;
+};
+
+template <bool causal, int stages, bool overlap>
+Variant make_variant(const char* name) {
+  return {name, attention_kernel<causal, stages, overlap>, causal, smem_bytes(stages)};
+}
+
+// Runs every variant of the problem's masking on one set of inputs: checks it (all rows when `full_check`,
+// else a sample), then times it when `timed`. Returns false when a check fails.
+static bool run(const Problem& pr, const std::vector<Variant>& variants, bool full_check, bool timed) {
   const size_t elements = static_cast<size_t>(pr.batch) * pr.heads * pr.seq * kHeadDim;
   std::printf("== %s B=%d H=%d S=%d D=%d\n", pr.causal ? "causal" : "vanilla", pr.batch, pr.heads, pr.seq, kHeadDim);
   if (pr.seq % kBlockKeys != 0) {
@@ -351,26 +372,6 @@ static bool run(const Problem& pr, bool full_check, bool timed) {
     kb[i] = __float2bfloat16(k[i]);
     vb[i] = __float2bfloat16(v[i]);
   }
-  bf16 *dq, *dk, *dv, *dout;
-  PROTO_CHECK_CUDA(cudaMalloc(&dq, elements * 2));
-  PROTO_CHECK_CUDA(cudaMalloc(&dk, elements * 2));
-  PROTO_CHECK_CUDA(cudaMalloc(&dv, elements * 2));
-  PROTO_CHECK_CUDA(cudaMalloc(&dout, elements * 2));
-  PROTO_CHECK_CUDA(cudaMemcpy(dq, qb.data(), elements * 2, cudaMemcpyHostToDevice));
-  PROTO_CHECK_CUDA(cudaMemcpy(dk, kb.data(), elements * 2, cudaMemcpyHostToDevice));
-  PROTO_CHECK_CUDA(cudaMemcpy(dv, vb.data(), elements * 2, cudaMemcpyHostToDevice));
-  PROTO_CHECK_CUDA(cudaMemset(dout, 0xFF, elements * 2));  // NaN: every element must be written
-
-  auto kernel = pr.causal ? attention_kernel<true> : attention_kernel<false>;
-  PROTO_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  const dim3 grid(pr.seq / kBlockRows, pr.batch * pr.heads);
-  const float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(kHeadDim)));
-  kernel<<<grid, kThreads, kSmemBytes>>>(dq, dk, dv, dout, pr.seq, scale_log2);
-  PROTO_CHECK_CUDA(cudaGetLastError());
-  PROTO_CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<bf16> out(elements);
-  PROTO_CHECK_CUDA(cudaMemcpy(out.data(), dout, elements * 2, cudaMemcpyDeviceToHost));
-
   std::vector<size_t> rows;
   const size_t total_rows = static_cast<size_t>(pr.batch) * pr.heads * pr.seq;
   if (full_check) {
@@ -384,21 +385,40 @@ static bool run(const Problem& pr, bool full_check, bool timed) {
     std::uniform_int_distribution<size_t> pick(0, total_rows - 1);
     while (rows.size() < 160) rows.push_back(pick(rng));
   }
-  double worst_ratio = 0, worst_abs = 0;
-  const int bad = check_rows(pr, q, k, v, out, rows, worst_ratio, worst_abs);
-  const bool ok = bad == 0;
-  std::printf("  check: %s, %zu elements (%zu rows%s), %d wrong, worst |error| %.3e, worst error/bound %.3f\n", ok ? "PASS" : "FAIL",
-              rows.size() * kHeadDim, rows.size(), full_check ? ", all" : ", sampled", bad, worst_abs, worst_ratio);
-
-  if (timed) {
+  bf16 *dq, *dk, *dv, *dout;
+  PROTO_CHECK_CUDA(cudaMalloc(&dq, elements * 2));
+  PROTO_CHECK_CUDA(cudaMalloc(&dk, elements * 2));
+  PROTO_CHECK_CUDA(cudaMalloc(&dv, elements * 2));
+  PROTO_CHECK_CUDA(cudaMalloc(&dout, elements * 2));
+  PROTO_CHECK_CUDA(cudaMemcpy(dq, qb.data(), elements * 2, cudaMemcpyHostToDevice));
+  PROTO_CHECK_CUDA(cudaMemcpy(dk, kb.data(), elements * 2, cudaMemcpyHostToDevice));
+  PROTO_CHECK_CUDA(cudaMemcpy(dv, vb.data(), elements * 2, cudaMemcpyHostToDevice));
+  const dim3 grid(pr.seq / kBlockRows, pr.batch * pr.heads);
+  const float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(kHeadDim)));
+  const double flops = 4.0 * pr.batch * pr.heads * static_cast<double>(pr.seq) * pr.seq * kHeadDim * (pr.causal ? 0.5 : 1.0);
+  bool ok = true;
+  for (const Variant& variant : variants) {
+    if (variant.causal != pr.causal) continue;
+    PROTO_CHECK_CUDA(cudaMemset(dout, 0xFF, elements * 2));  // NaN: every element must be written
+    variant.kernel<<<grid, kThreads, variant.smem>>>(dq, dk, dv, dout, pr.seq, scale_log2);
+    PROTO_CHECK_CUDA(cudaGetLastError());
+    PROTO_CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<bf16> out(elements);
+    PROTO_CHECK_CUDA(cudaMemcpy(out.data(), dout, elements * 2, cudaMemcpyDeviceToHost));
+    double worst_ratio = 0, worst_abs = 0;
+    const int bad = check_rows(pr, q, k, v, out, rows, worst_ratio, worst_abs);
+    ok &= bad == 0;
+    std::printf("  %-24s check %s: %zu elements (%zu rows%s), %d wrong, worst |error| %.3e, worst error/bound %.3f\n", variant.name,
+                bad ? "FAIL" : "PASS", rows.size() * kHeadDim, rows.size(), full_check ? ", all" : ", sampled", bad, worst_abs, worst_ratio);
+    if (!timed) continue;
     cudaEvent_t start, stop;
     PROTO_CHECK_CUDA(cudaEventCreate(&start));
     PROTO_CHECK_CUDA(cudaEventCreate(&stop));
-    for (int i = 0; i < 10; ++i) kernel<<<grid, kThreads, kSmemBytes>>>(dq, dk, dv, dout, pr.seq, scale_log2);
+    for (int i = 0; i < 10; ++i) variant.kernel<<<grid, kThreads, variant.smem>>>(dq, dk, dv, dout, pr.seq, scale_log2);
     std::vector<float> times;
     for (int i = 0; i < 50; ++i) {
       PROTO_CHECK_CUDA(cudaEventRecord(start));
-      kernel<<<grid, kThreads, kSmemBytes>>>(dq, dk, dv, dout, pr.seq, scale_log2);
+      variant.kernel<<<grid, kThreads, variant.smem>>>(dq, dk, dv, dout, pr.seq, scale_log2);
       PROTO_CHECK_CUDA(cudaEventRecord(stop));
       PROTO_CHECK_CUDA(cudaEventSynchronize(stop));
       float ms;
@@ -408,9 +428,8 @@ static bool run(const Problem& pr, bool full_check, bool timed) {
     PROTO_CHECK_CUDA(cudaGetLastError());
     std::sort(times.begin(), times.end());
     const double us = times[times.size() / 2] * 1e3;
-    const double flops = 4.0 * pr.batch * pr.heads * static_cast<double>(pr.seq) * pr.seq * kHeadDim * (pr.causal ? 0.5 : 1.0);
-    std::printf("  time: median %.1f us (min %.1f, max %.1f over 50), %.1f TFLOP/s%s\n", us, times.front() * 1e3, times.back() * 1e3,
-                flops / us * 1e-6, pr.causal ? " (causal: half the flops counted)" : "");
+    std::printf("  %-24s time: median %.1f us (min %.1f, max %.1f over 50), %.1f TFLOP/s%s\n", variant.name, us, times.front() * 1e3,
+                times.back() * 1e3, flops / us * 1e-6, pr.causal ? " (causal: half the flops counted)" : "");
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
   }
@@ -436,22 +455,28 @@ int main(int argc, char** argv) {
   int clock_khz = 0;
   PROTO_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
   std::printf("device: %s, %d SMs, clock %d MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1000);
-  for (bool c : {false, true}) {
+  // The first variant of each masking is the proposed schedule; the others measure what its parts are worth.
+  const std::vector<Variant> variants = {
+      make_variant<false, 3, true>("vanilla 3-stage overlap"),
+      make_variant<false, 4, true>("vanilla 4-stage overlap"),
+      make_variant<false, 3, false>("vanilla 3-stage serial"),
+      make_variant<true, 3, true>("causal 3-stage overlap"),
+  };
+  for (const Variant& variant : variants) {
     cudaFuncAttributes attributes;
-    PROTO_CHECK_CUDA(cudaFuncGetAttributes(&attributes, c ? attention_kernel<true> : attention_kernel<false>));
-    PROTO_CHECK_CUDA(cudaFuncSetAttribute(c ? attention_kernel<true> : attention_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          kSmemBytes));
+    PROTO_CHECK_CUDA(cudaFuncGetAttributes(&attributes, variant.kernel));
+    PROTO_CHECK_CUDA(cudaFuncSetAttribute(variant.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, variant.smem));
     int blocks = 0;
-    PROTO_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, c ? attention_kernel<true> : attention_kernel<false>, kThreads, kSmemBytes));
-    std::printf("kernel %s: %d registers/thread, %zu bytes local (spill), %d bytes dynamic smem, %d threads, %d block(s)/SM\n",
-                c ? "causal" : "vanilla", attributes.numRegs, attributes.localSizeBytes, kSmemBytes, kThreads, blocks);
+    PROTO_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, variant.kernel, kThreads, variant.smem));
+    std::printf("kernel %-24s: %d registers/thread, %zu bytes local (spill), %d bytes dynamic smem, %d threads, %d block(s)/SM\n",
+                variant.name, attributes.numRegs, attributes.localSizeBytes, variant.smem, kThreads, blocks);
   }
   bool ok = true;
-  ok &= run({1, 2, 256, false}, true, false);
-  if (!small_only) ok &= run({4, 16, 4096, false}, false, true);
+  ok &= run({1, 2, 256, false}, variants, true, false);
+  if (!small_only) ok &= run({4, 16, 4096, false}, variants, false, true);
   if (causal) {
-    ok &= run({1, 2, 256, true}, true, false);
-    if (!small_only) ok &= run({4, 16, 4096, true}, false, true);
+    ok &= run({1, 2, 256, true}, variants, true, false);
+    if (!small_only) ok &= run({4, 16, 4096, true}, variants, false, true);
   }
   std::printf("%s\n", ok ? "attention_wgmma_proto: all checks passed" : "attention_wgmma_proto: CHECK FAILED");
   return ok ? 0 : 1;
