@@ -13,7 +13,8 @@
 // Accumulators start as NaN when the first k-step does not accumulate (scale-d = 0 must ignore them);
 // outputs are poisoned with 0xFF bytes (NaN) before each kernel and shared memory inside it; NaN never passes.
 // Data: "exact" (integers in [-4, 4]: every sum exact in float, outputs must match bit for bit) and "real"
-// (uniform in [-1, 1] rounded to bf16; bound K · 2^-20 · Σ|a||b|, far below any misplaced element).
+// (uniform in [-1, 1] rounded to bf16; bound 2^-12 · Σ|a||b|: loose, as the tensor cores' float accumulation
+// order and rounding are not documented, yet far below a misplaced element's error, of order Σ|a||b| / √K).
 // On failure the case prints its first wrong elements, where in the reference each wrong value does occur
 // (a misplaced row/column shows up as a permutation), and a map of wrong elements by 8x8 block.
 #include <solder/tile/cp_async.cuh>
@@ -239,7 +240,7 @@ void run_case(bool exact, unsigned seed) {
     for (int n = 0; n < N; ++n) {
       if (form != CHAIN) {
         ref[m * N + n] = d[m * N + n];
-        bound[m * N + n] = exact ? 0.0 : K * std::ldexp(1.0, -20) * d_mag[m * N + n];
+        bound[m * N + n] = exact ? 0.0 : std::ldexp(1.0, -12) * d_mag[m * N + n];
         continue;
       }
       // P = bf16(S): the device rounds its float S, which may differ from S in the last bit and so round to
@@ -249,10 +250,10 @@ void run_case(bool exact, unsigned seed) {
         const double p = bf16_round(static_cast<float>(d[m * NS + k]));
         const double w = stored(v, NS, N, k, n, transpose_b);
         s += p * w;
-        mag += (std::ldexp(1.0, -7) * std::fabs(p) + K * std::ldexp(1.0, -20) * d_mag[m * NS + k]) * std::fabs(w);
+        mag += (std::ldexp(1.0, -7) * std::fabs(p) + std::ldexp(1.0, -12) * d_mag[m * NS + k]) * std::fabs(w);
       }
       ref[m * N + n] = s;
-      bound[m * N + n] = mag + NS * std::ldexp(1.0, -20) * mag;
+      bound[m * N + n] = mag + std::ldexp(1.0, -12) * mag;
     }
 
   auto to_device = [](const std::vector<float>& host) {
