@@ -6,18 +6,20 @@
 //   (causal: only j ≤ i.)
 //
 // Schedule. One block = 2 warpgroups (256 threads) = 128 query rows of one (b, h); warpgroup w owns rows
-// 64w..64w+63. Keys stream in tiles of 128 (K and V tiles [128][64], 128-byte swizzled, kStages-deep ring
-// filled by cp.async from all 256 threads; one __syncthreads per tile publishes tile j+1 and frees tile j-1's
-// stage). Per warpgroup and key tile j, with P_j (bf16, registers) from the previous step:
-//     issue S_{j+1} = Q·K_{j+1}ᵀ          4 × wgmma m64n128k16, A = Q and B = K from shared memory
-//     issue O += P_j·V_j                  8 × wgmma m64n64k16, A = P_j from registers, B = V (MN-major)
+// 64w..64w+63. Keys stream in tiles of N = 128 (or 64) keys (K and V tiles [N][64], 128-byte swizzled, in a
+// kStages-deep ring filled by cp.async from all 256 threads; one __syncthreads per tile publishes tile j+1 and
+// frees tile j-1's stage). Per warpgroup and key tile j, with P_j (bf16, registers) from the previous step:
+//     issue S_{j+1} = Q·K_{j+1}ᵀ          4 × wgmma m64nNk16, A = Q and B = K from shared memory
+//     issue O += P_j·V_j                  N/16 × wgmma m64n64k16, A = P_j from registers, B = V (MN-major)
 //     wait for S_{j+1}; softmax of S_{j+1} → P_{j+1}, row max/sum update (runs while P_j·V_j is on the tensor cores)
 //     wait for P_j·V_j; rescale O by exp2(m_old − m_new)
 // Softmax in base 2 with log2 e / √D folded into one FFMA per score: p = 2^(s·c − m·c).
 // The row max uses fmaxf (a NaN score is not propagated as Solder's max_nan would).
 //
-// Variants (template arguments): the ring depth (3 or 4 stages) and the overlap (off: wait for both products
-// before the softmax), to measure what each part is worth; causal skips the tiles above the diagonal and masks it.
+// Variants (template arguments), to measure what each part is worth: N = 128 with 3 or 4 stages, with the
+// overlap off (wait for both products before the softmax); N = 64 (108 registers) with 2 blocks per SM, whose
+// independent blocks overlap one block's softmax with the other's products. Causal skips the key tiles past
+// the block's last row and masks those past its first row.
 //
 // Run: attention_wgmma_proto [--no-causal] [--small]. Checks every variant at S=256 fully and at B4 H16 S4096 on
 // 160 sampled rows (10240 elements, tile and warpgroup boundaries included) against a float64 host reference,
@@ -54,21 +56,20 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kHeadDim = 64;
 constexpr int kBlockRows = 128;  // query rows per block (2 warpgroups × 64)
-constexpr int kBlockKeys = 128;  // keys per tile
 constexpr int kThreads = 256;
-constexpr int kTileBytes = kBlockKeys * kHeadDim * 2;  // one K or V tile, = the Q tile (128 rows)
-// Dynamic shared memory: alignment slack, the Q tile, `stages` K and V tiles.
-constexpr int smem_bytes(int stages) { return 1024 + kTileBytes + stages * 2 * kTileBytes; }
-using Tile = st::Swizzle128<128>;
+constexpr int kQTileBytes = kBlockRows * kHeadDim * 2;
+// Dynamic shared memory: alignment slack, the Q tile, `stages` K and V tiles of `keys` rows.
+constexpr int smem_bytes(int keys, int stages) { return 1024 + kQTileBytes + stages * 2 * keys * kHeadDim * 2; }
 
 // ---- device side ----------------------------------------------------------------------------------------------
 
-// Copies rows [0, 128) × 64 of a row-major [S][64] matrix into a Swizzle128<128> tile; all 256 threads.
+// Copies rows [0, ROWS) × 64 of a row-major [S][64] matrix into a Swizzle128<ROWS> tile; all 256 threads.
+template <int ROWS>
 __device__ __forceinline__ void load_tile(unsigned char* tile, const bf16* src) {
 #pragma unroll
-  for (int i = 0; i < kBlockKeys * kHeadDim / 8 / kThreads; ++i) {
+  for (int i = 0; i < ROWS * kHeadDim / 8 / kThreads; ++i) {
     const int chunk = threadIdx.x + i * kThreads, row = chunk / 8, col = chunk % 8 * 8;
-    st::cp_async_16(tile + Tile::byte_offset(row, col), src + row * kHeadDim + col);
+    st::cp_async_16(tile + st::Swizzle128<ROWS>::byte_offset(row, col), src + row * kHeadDim + col);
   }
 }
 
@@ -81,6 +82,7 @@ struct RowState {
 // Softmax of one S tile (Accumulator layout: reg i is row (i % 4) / 2, column 8(i / 4) + 2t + i % 2) into
 // the bf16 A registers of P·V. Updates `state`; returns through `correction` the factor 2^(old max − new max)
 // by which O and the sums must be scaled. `mask`: set scores with key > query to −inf first (diagonal tile).
+template <int kBlockKeys>
 __device__ __forceinline__ void softmax_tile(wg::Accumulator<kBlockKeys>& s, RowState& state, wg::ARegisters (&p)[kBlockKeys / 16],
                                              float (&correction)[2], float scale_log2, bool mask, int query_row0, int key0) {
   const int lane = threadIdx.x % 32;
@@ -131,6 +133,7 @@ __device__ __forceinline__ StepDescriptors<kHeadDim / 16> q_descriptors(const un
   for (int step = 0; step < kHeadDim / 16; ++step) d.step[step] = wg::k_major_descriptor<kBlockRows>(q_tile, step, q_row0);
   return d;
 }
+template <int kBlockKeys>
 __device__ __forceinline__ StepDescriptors<kHeadDim / 16> k_descriptors(const unsigned char* k_tile) {
   StepDescriptors<kHeadDim / 16> d;
 #pragma unroll
@@ -138,6 +141,7 @@ __device__ __forceinline__ StepDescriptors<kHeadDim / 16> k_descriptors(const un
   return d;
 }
 // One V tile [key][d] as the MN-major B of P·V, over the 8 k-steps of 128 keys.
+template <int kBlockKeys>
 __device__ __forceinline__ StepDescriptors<kBlockKeys / 16> v_descriptors(const unsigned char* v_tile) {
   StepDescriptors<kBlockKeys / 16> d;
 #pragma unroll
@@ -146,6 +150,7 @@ __device__ __forceinline__ StepDescriptors<kBlockKeys / 16> v_descriptors(const 
 }
 
 // Issues S = Q·Kᵀ for one key tile.
+template <int kBlockKeys>
 __device__ __forceinline__ void issue_scores(wg::Accumulator<kBlockKeys>& s, const StepDescriptors<kHeadDim / 16>& q,
                                              const StepDescriptors<kHeadDim / 16>& k) {
 #pragma unroll
@@ -153,39 +158,45 @@ __device__ __forceinline__ void issue_scores(wg::Accumulator<kBlockKeys>& s, con
 }
 
 // Issues O += P·V for one key tile.
+template <int kBlockKeys>
 __device__ __forceinline__ void issue_values(wg::Accumulator<kHeadDim>& o, const wg::ARegisters (&p)[kBlockKeys / 16],
                                              const StepDescriptors<kBlockKeys / 16>& v) {
 #pragma unroll
   for (int step = 0; step < kBlockKeys / 16; ++step) wg::mma_rs<kHeadDim, true>(o, p[step], v.step[step], true);
 }
 
+// kBlockKeys: keys per tile (128, or 64: half the registers and shared memory, for 2 blocks per SM).
 // kStages: K/V tiles in the ring (≥ 3: tile j + 1 is read while j's V is read and j + 2 loads).
 // overlap: softmax of S_{j+1} runs while P_j·V_j is in flight (false: waits for both first, for comparison).
-template <bool causal, int kStages, bool overlap>
-__global__ void __launch_bounds__(kThreads, 1)
+// kMinBlocks: blocks per SM asked of the compiler (__launch_bounds__; 2 caps registers at 128).
+template <bool causal, int kBlockKeys, int kStages, bool overlap, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k, const bf16* __restrict__ v, bf16* __restrict__ o, int seq,
                      float scale_log2) {
   extern __shared__ unsigned char raw_smem[];
   unsigned char* smem = raw_smem + ((1024 - static_cast<unsigned>(__cvta_generic_to_shared(raw_smem)) % 1024) % 1024);
   unsigned char* q_tile = smem;
-  auto k_tile = [&](int stage) { return smem + kTileBytes + stage * 2 * kTileBytes; };
-  auto v_tile = [&](int stage) { return smem + 2 * kTileBytes + stage * 2 * kTileBytes; };
+  constexpr int kTileBytes = kBlockKeys * kHeadDim * 2;  // one K or V tile
+  auto k_tile = [&](int stage) { return smem + kQTileBytes + stage * 2 * kTileBytes; };
+  auto v_tile = [&](int stage) { return smem + kQTileBytes + kTileBytes + stage * 2 * kTileBytes; };
 
   // Causal: the longest rows (last query tiles) start first.
   const int query_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const size_t head = static_cast<size_t>(blockIdx.y) * seq * kHeadDim;
   const bf16* k_head = k + head;
   const bf16* v_head = v + head;
-  const int tiles = causal ? query_tile + 1 : seq / kBlockKeys;  // kBlockRows == kBlockKeys: diagonal tile = query_tile
+  // Causal: key tiles up to the block's last row; those reaching past its first row are masked.
+  const int tiles = causal ? (query_tile + 1) * kBlockRows / kBlockKeys : seq / kBlockKeys;
+  auto masked = [&](int tile) { return causal && (tile + 1) * kBlockKeys - 1 > query_tile * kBlockRows; };
   auto load_keys = [&](int tile) {
     if (tile < tiles) {
-      load_tile(k_tile(tile % kStages), k_head + static_cast<size_t>(tile) * kBlockKeys * kHeadDim);
-      load_tile(v_tile(tile % kStages), v_head + static_cast<size_t>(tile) * kBlockKeys * kHeadDim);
+      load_tile<kBlockKeys>(k_tile(tile % kStages), k_head + static_cast<size_t>(tile) * kBlockKeys * kHeadDim);
+      load_tile<kBlockKeys>(v_tile(tile % kStages), v_head + static_cast<size_t>(tile) * kBlockKeys * kHeadDim);
     }
     st::cp_async_commit();  // always, so that group counts are uniform
   };
 
-  load_tile(q_tile, q + head + static_cast<size_t>(query_tile) * kBlockRows * kHeadDim);
+  load_tile<kBlockRows>(q_tile, q + head + static_cast<size_t>(query_tile) * kBlockRows * kHeadDim);
   for (int tile = 0; tile < kStages - 1; ++tile) load_keys(tile);
 
   // Through a shuffle from lane 0 the compiler knows the warpgroup index is warp-uniform, so descriptors derived
@@ -208,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   wg::fence_proxy_async();
   __syncthreads();
   {
-    StepDescriptors<kHeadDim / 16> k_desc = k_descriptors(k_tile(0));
+    StepDescriptors<kHeadDim / 16> k_desc = k_descriptors<kBlockKeys>(k_tile(0));
     q_desc.pin();
     k_desc.pin();
     wg::fence();
@@ -217,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   wg::commit_group();
   wg::wait_group<0>();
   wg::fence_operand(s);
-  softmax_tile(s, state, p, correction, scale_log2, causal && tiles == 1, query_row0, 0);
+  softmax_tile(s, state, p, correction, scale_log2, masked(0), query_row0, 0);
 
   // One key tile; the last one (no S_{tile+1}) is a separate instantiation so that no branch sits between
   // the wgmma.fence and the mma of a batch (ptxas serializes such batches, warning C7513).
@@ -228,8 +239,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wg::fence_proxy_async();
     __syncthreads();
     load_keys(tile + kStages - 1);
-    StepDescriptors<kHeadDim / 16> k_desc = k_descriptors(k_tile((tile + 1) % kStages));
-    StepDescriptors<kBlockKeys / 16> v_desc = v_descriptors(v_tile(tile % kStages));
+    StepDescriptors<kHeadDim / 16> k_desc = k_descriptors<kBlockKeys>(k_tile((tile + 1) % kStages));
+    StepDescriptors<kBlockKeys / 16> v_desc = v_descriptors<kBlockKeys>(v_tile(tile % kStages));
     q_desc.pin();
     k_desc.pin();
     v_desc.pin();
@@ -239,14 +250,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       issue_scores(s, q_desc, k_desc);
       wg::commit_group();
     }
-    issue_values(out, p, v_desc);
+    issue_values<kBlockKeys>(out, p, v_desc);
     wg::commit_group();
     if constexpr (!last) {
       if constexpr (overlap) wg::wait_group<1>();
       else wg::wait_group<0>();
       wg::fence_operand(s);
       wg::ARegisters p_next[kBlockKeys / 16];
-      softmax_tile(s, state, p_next, correction, scale_log2, causal && tile + 1 == tiles - 1, query_row0, (tile + 1) * kBlockKeys);
+      softmax_tile(s, state, p_next, correction, scale_log2, masked(tile + 1), query_row0, (tile + 1) * kBlockKeys);
       wg::wait_group<0>();
       wg::fence_operand(out);
       // P_tile stays live until its mma retired: otherwise the compiler, which does not know that wgmma reads
@@ -345,9 +356,9 @@ struct Variant {
   int smem;
 };
 
-template <bool causal, int stages, bool overlap>
+template <bool causal, int keys, int stages, bool overlap, int min_blocks>
 Variant make_variant(const char* name) {
-  return {name, attention_kernel<causal, stages, overlap>, causal, smem_bytes(stages)};
+  return {name, attention_kernel<causal, keys, stages, overlap, min_blocks>, causal, smem_bytes(keys, stages)};
 }
 
 // Runs every variant of the problem's masking on one set of inputs: checks it (all rows when `full_check`,
@@ -355,8 +366,8 @@ Variant make_variant(const char* name) {
 static bool run(const Problem& pr, const std::vector<Variant>& variants, bool full_check, bool timed) {
   const size_t elements = static_cast<size_t>(pr.batch) * pr.heads * pr.seq * kHeadDim;
   std::printf("== %s B=%d H=%d S=%d D=%d\n", pr.causal ? "causal" : "vanilla", pr.batch, pr.heads, pr.seq, kHeadDim);
-  if (pr.seq % kBlockKeys != 0) {
-    std::printf("  S must be a multiple of %d\n", kBlockKeys);
+  if (pr.seq % kBlockRows != 0) {
+    std::printf("  S must be a multiple of %d\n", kBlockRows);
     return false;
   }
   std::mt19937 rng(1234 + pr.seq + pr.causal);
@@ -457,10 +468,12 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, clock %d MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1000);
   // The first variant of each masking is the proposed schedule; the others measure what its parts are worth.
   const std::vector<Variant> variants = {
-      make_variant<false, 3, true>("vanilla 3-stage overlap"),
-      make_variant<false, 4, true>("vanilla 4-stage overlap"),
-      make_variant<false, 3, false>("vanilla 3-stage serial"),
-      make_variant<true, 3, true>("causal 3-stage overlap"),
+      make_variant<false, 128, 3, true, 1>("vanilla n128 s3 overlap"),
+      make_variant<false, 128, 4, true, 1>("vanilla n128 s4 overlap"),
+      make_variant<false, 128, 3, false, 1>("vanilla n128 s3 serial"),
+      make_variant<false, 64, 4, true, 2>("vanilla n64 s4 overlap 2/SM"),
+      make_variant<true, 128, 3, true, 1>("causal n128 s3 overlap"),
+      make_variant<true, 64, 4, true, 2>("causal n64 s4 overlap 2/SM"),
   };
   for (const Variant& variant : variants) {
     cudaFuncAttributes attributes;
