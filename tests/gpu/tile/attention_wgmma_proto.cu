@@ -45,11 +45,14 @@ namespace st = solder::tile;
 namespace wg = solder::tile::warpgroup;
 using bf16 = __nv_bfloat16;
 
+static const char* current_variant = "setup";
+
 #define PROTO_CHECK_CUDA(call)                                                                                \
   do {                                                                                                        \
     cudaError_t status_ = (call);                                                                             \
     if (status_ != cudaSuccess) {                                                                             \
-      std::printf("%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(status_));          \
+      std::printf("%s:%d: %s failed: %s (variant %s)\n", __FILE__, __LINE__, #call, cudaGetErrorString(status_), \
+                  current_variant);                                                                           \
       std::exit(2);                                                                                           \
     }                                                                                                         \
   } while (0)
@@ -410,6 +413,7 @@ static bool run(const Problem& pr, const std::vector<Variant>& variants, bool fu
   bool ok = true;
   for (const Variant& variant : variants) {
     if (variant.causal != pr.causal) continue;
+    current_variant = variant.name;
     PROTO_CHECK_CUDA(cudaMemset(dout, 0xFF, elements * 2));  // NaN: every element must be written
     variant.kernel<<<grid, kThreads, variant.smem>>>(dq, dk, dv, dout, pr.seq, scale_log2);
     PROTO_CHECK_CUDA(cudaGetLastError());

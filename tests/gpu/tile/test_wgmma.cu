@@ -35,14 +35,15 @@ namespace wg = solder::tile::warpgroup;
 using bf16 = __nv_bfloat16;
 
 static int passed = 0, failed = 0;
+static std::string current_case = "startup";
 static std::vector<std::string> failures;
 
 #define WGMMA_CHECK_CUDA(call)                                                                                   \
   do {                                                                                                           \
     cudaError_t status_ = (call);                                                                                \
     if (status_ != cudaSuccess) {                                                                                \
-      std::printf("%s:%d: %s failed: %s\n%d passed, %d failed (CUDA error)\n", __FILE__, __LINE__, #call,        \
-                  cudaGetErrorString(status_), passed, failed + 1);                                              \
+      std::printf("%s:%d: %s failed: %s (case %s)\n%d passed, %d failed (CUDA error)\n", __FILE__, __LINE__,     \
+                  #call, cudaGetErrorString(status_), current_case.c_str(), passed, failed + 1);                 \
       std::exit(2);                                                                                              \
     }                                                                                                            \
   } while (0)
@@ -207,6 +208,7 @@ void run_case(bool exact, unsigned seed) {
   char name[160];
   std::snprintf(name, sizeof name, "%-6s N=%-3d K=%-3d %s%s %s", form_name(form), N, K, transpose_b ? "B mn-major (transpose_b)" : "B k-major               ",
                 form == CHAIN ? (" NS=" + std::to_string(NS)).c_str() : "", exact ? "exact" : "real");
+  current_case = name;
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> small(-4, 4);
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);
