@@ -68,6 +68,9 @@ struct Swizzle128 {
 namespace warpgroup {
 
 // ---- shared-memory matrix descriptors (per thread; any thread may build one) ----------------------------
+// Build a batch's descriptors before its fence(), from values the compiler knows to be warp-uniform (a
+// warpgroup index read through __shfl_sync(…, 0)): ptxas injects an extra warpgroup.arrive (C7519) or
+// serializes the batch (C7513) when ordinary instructions define mma operands between fence and mma.
 
 __device__ __forceinline__ std::uint64_t descriptor(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(smem));
