@@ -29,6 +29,13 @@ echo "build: $((SECONDS - start)) s"
 [ $test_build -eq 0 ] || { echo "test_wgmma build FAILED"; cat "$BUILD/build-test.log"; status=1; }
 [ $proto_build -eq 0 ] || { echo "attention_wgmma_proto build FAILED"; cat "$BUILD/build-proto.log"; status=1; }
 
+if [ $proto_build -eq 0 ] && [ -x "$CUDA/bin/cuobjdump" ]; then
+  echo "== SASS of the prototype: HGMMA (wgmma) and HMMA (mma.sync) instructions per kernel"
+  "$CUDA/bin/cuobjdump" -sass "$BUILD/attention_wgmma_proto" | awk '
+    /Function :/ { if (name) printf "  %-70s HGMMA %d, HMMA %d, WARPGROUP.ARRIVE %d, WARPGROUP.DEPBAR %d\n", name, hg, hm, ar, dp; name = $3; hg = hm = ar = dp = 0 }
+    /HGMMA/ { hg++ } /HMMA/ { hm++ } /WARPGROUP.ARRIVE/ { ar++ } /WARPGROUP.DEPBAR/ { dp++ }
+    END { if (name) printf "  %-70s HGMMA %d, HMMA %d, WARPGROUP.ARRIVE %d, WARPGROUP.DEPBAR %d\n", name, hg, hm, ar, dp }'
+fi
 if [ $test_build -eq 0 ]; then
   echo "== test_wgmma"
   timeout 60 "$BUILD/test_wgmma"
