@@ -21,4 +21,12 @@ __device__ __forceinline__ float fast_exp_diff(float a, float b) {
   return y;
 }
 
+// 2^x in one ex2.approx (flush-to-zero): the softmax form with log2 e and the score scale folded into one
+// FFMA by the caller, exp(c·(s − m)) = fast_exp2(s · c log2 e − m · c log2 e). fast_exp2(-inf) = 0.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 }  // namespace solder::tile

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_topk.cu) on a Hopper GPU, then compute-sanitizer racecheck
+# Builds and runs the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_wgmma.cu, test_topk.cu) on a Hopper GPU, then compute-sanitizer racecheck
 # and memcheck on a subset (test_tile --subset). Prints the result table and "N passed, M failed". Logs go to
 # LOG_DIR (default: the build directory). Exits non-zero on any failure.
 # Usage: tests/gpu/tile/run.sh [tests] [sanitizers]   (both when no stage is named)
@@ -20,6 +20,9 @@ fi
 if [ ! -x "$BUILD/test_block_gemm" ] || [ -n "$(find device/solder/tile tests/gpu/tile/test_block_gemm.cu -newer "$BUILD/test_block_gemm" -type f)" ]; then
   $NVCC tests/gpu/tile/test_block_gemm.cu -o "$BUILD/test_block_gemm" || exit 1
 fi
+if [ ! -x "$BUILD/test_wgmma" ] || [ -n "$(find device/solder/tile tests/gpu/tile/test_wgmma.cu -newer "$BUILD/test_wgmma" -type f)" ]; then
+  $NVCC tests/gpu/tile/test_wgmma.cu -o "$BUILD/test_wgmma" || exit 1
+fi
 if [ ! -x "$BUILD/test_topk" ] || [ -n "$(find device/solder/reduce/topk.cuh tests/gpu/tile/test_topk.cu -newer "$BUILD/test_topk" -type f)" ]; then
   $NVCC tests/gpu/tile/test_topk.cu -o "$BUILD/test_topk" || exit 1
 fi
@@ -31,6 +34,9 @@ if [[ " $STAGES " == *" tests "* ]]; then
   echo "== block_gemm device tests"
   timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_block_gemm" 2>"$LOG_DIR/block-gemm-progress.log" | tee "$LOG_DIR/block-gemm.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "block_gemm device tests FAILED"; status=1; }
+  echo "== wgmma device tests"
+  timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_wgmma" | tee "$LOG_DIR/wgmma.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "wgmma device tests FAILED"; status=1; }
   echo "== top-k group step device tests"
   timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_topk" | tee "$LOG_DIR/topk.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "top-k device tests FAILED"; status=1; }
