@@ -16,10 +16,12 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../tests/gpu/cluster/launch.h"
@@ -95,8 +97,8 @@ int main(int argc, char** argv) {
       {"reduce 128 KB", false, 128 * 1024}, {"gather 128 KB", true, 128 * 1024},
   };
   const sc::transport transports[] = {sc::transport::store_async, sc::transport::direct};
-  for (const trace_case& c : cases)
-    for (sc::transport how : transports) {
+  for (sc::transport how : transports)  // store_async first: a hang with direct loses none of its tables
+    for (const trace_case& c : cases) {
       // The benchmark's placement (bench_collectives.cu, plan): tiles beside the mailbox in 220 KB, slot <= 32 KB.
       const unsigned src_bytes = c.gather ? c.data_bytes / cluster_blocks : c.data_bytes;
       const unsigned tiles = src_bytes + (c.gather ? c.data_bytes : 0);
@@ -109,6 +111,16 @@ int main(int argc, char** argv) {
                                      slot, calls, static_cast<unsigned>(how))
                    : launch_clusters(traced_kernel<false>, 1, cluster_blocks, block_threads, smem, nullptr, input,
                                      count, slot, calls, static_cast<unsigned>(how));
+      // Watchdog: a protocol bug shows up as a hang; report it instead of waiting for the step's time limit.
+      const auto started = std::chrono::steady_clock::now();
+      while (status == cudaSuccess && cudaStreamQuery(nullptr) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() - started > std::chrono::seconds(5)) {
+          std::printf("## %s, %s: HANG (kernel still running after 5 s)\n", c.name, transport_name(how));
+          std::fflush(stdout);
+          std::_Exit(2);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
       if (status == cudaSuccess) status = cudaDeviceSynchronize();
       if (status != cudaSuccess) {
         std::printf("## %s, %s: launch failed: %s\n\n", c.name, transport_name(how), cudaGetErrorString(status));
