@@ -40,7 +40,7 @@ struct bench_args {
   unsigned iterations;   // collectives per kernel (after one warm-up call when > 1)
   int src_global, dst_global;  // where the tiles live
   long long* cycles;     // per-call cycles measured by block 0
-  int bulk;              // communicator transport: 0 store_async, 1 bulk_copy
+  unsigned transport;    // sc::transport of the communicator
 };
 
 __device__ void copy_half(half* dst, const half* src, unsigned count) {
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned C = sc::ptx::cluster_size();
   auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
-                                     a.bulk ? sc::transport::bulk_copy : sc::transport::store_async);
+                                     static_cast<sc::transport>(a.transport));
   const unsigned out_count = Gather ? C * a.count : a.count;
   half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
   half* smem_tiles = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes));
@@ -326,6 +326,16 @@ static float single_launch_us(Launch launch, int repeats = 5) {
   return median(samples);
 }
 
+// sc::transport by name (store_async, bulk_copy or bulk, direct), as an integer for bench_args.
+static unsigned parse_transport(const char* name) {
+  if (!std::strcmp(name, "bulk") || !std::strcmp(name, "bulk_copy")) return static_cast<unsigned>(sc::transport::bulk_copy);
+  if (!std::strcmp(name, "direct")) return static_cast<unsigned>(sc::transport::direct);
+  return static_cast<unsigned>(sc::transport::store_async);
+}
+static const char* transport_name(unsigned transport) {
+  return transport == 1 ? "bulk_copy" : transport == 2 ? "direct" : "store_async";
+}
+
 struct collective_setup {
   unsigned count, slot_bytes;
   int src_global, dst_global;
@@ -354,11 +364,19 @@ static collective_setup plan(bool gather, unsigned C, unsigned data_bytes) {
 int main(int argc, char** argv) {
   std::string commit = "unknown", markdown_path, json_path;
   unsigned sweep_threads = 1024;  // the launch floor, the cluster-size sweep: --threads N --transport T
-  int sweep_bulk = 1;
+  unsigned sweep_transport = 1;  // sc::transport: 0 store_async, 1 bulk_copy, 2 direct
+  // The Table 1 comparison runs once per threads/transport pair (--table-configs 256/store_async,256/direct).
+  std::string table_configs = "256/store_async,256/bulk_copy,1024/store_async,1024/bulk_copy";
+  // Which parts run (--sections table,sweep,dsm): the Table 1 comparison; the launch floor and the cluster-size
+  // sweep; the DSM bandwidth/latency table (and the JSON).
+  std::string sections = ",table,sweep,dsm,";
+  auto has = [&](const char* section) { return sections.find(std::string(",") + section + ",") != std::string::npos; };
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--commit")) commit = argv[i + 1];
     else if (!std::strcmp(argv[i], "--threads")) sweep_threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--transport")) sweep_bulk = !std::strcmp(argv[i + 1], "bulk");
+    else if (!std::strcmp(argv[i], "--transport")) sweep_transport = parse_transport(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--table-configs")) table_configs = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--sections")) sections = std::string(",") + argv[i + 1] + ",";
     else if (!std::strcmp(argv[i], "--markdown")) markdown_path = argv[i + 1];
     else if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
   }
@@ -373,13 +391,14 @@ int main(int argc, char** argv) {
   char line[512];
   auto out = [&](const char* text) {
     std::fputs(text, stdout);
+    std::fflush(stdout);  // a run cut short by a time limit keeps what it printed
     md += text;
   };
   std::snprintf(line, sizeof line,
                 "# Cluster collectives on %s\n\n%s; commit %s; %d SMs; SM clock %d MHz (reported max); "
                 "nvcc -O3 sm_90a. Launch floor and cluster-size sweep: %u threads per block, transport %s.\n\n",
                 prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000, sweep_threads,
-                sweep_bulk ? "bulk_copy" : "store_async");
+                transport_name(sweep_transport));
   out(line);
 
   // Buffers large enough for every configuration: 32 clusters x 4 blocks x 1 MB.
@@ -410,9 +429,19 @@ int main(int argc, char** argv) {
   };
   struct config {
     unsigned threads;
-    int bulk;
+    unsigned transport;
   };
-  const config configs[] = {{256, 0}, {256, 1}, {1024, 0}, {1024, 1}};
+  std::vector<config> configs;
+  for (size_t begin = 0; begin < table_configs.size();) {
+    size_t end = table_configs.find(',', begin);
+    if (end == std::string::npos) end = table_configs.size();
+    const std::string item = table_configs.substr(begin, end - begin);
+    const size_t slash = item.find('/');
+    configs.push_back({static_cast<unsigned>(std::atoi(item.c_str())),
+                       slash == std::string::npos ? 0u : parse_transport(item.c_str() + slash + 1)});
+    begin = end + 1;
+  }
+  if (!has("table")) configs.clear();
   for (const config& cfg : configs) {
     threads = cfg.threads;
     row_result results[2][size_count];
@@ -422,7 +451,7 @@ int main(int argc, char** argv) {
         collective_setup p = plan(gather, C, sizes_kb[s] * 1024);
         auto make = [&](bool dsm, unsigned clusters, unsigned iterations, long long* cyc) {
           bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, cyc,
-                       cfg.bulk};
+                       cfg.transport};
           const unsigned t = threads;
           return [=](cudaStream_t stream) {
             if (dsm)
@@ -449,7 +478,7 @@ int main(int argc, char** argv) {
         }
       }
     std::snprintf(line, sizeof line, "## ClusterFusion Table 1 comparison (fp16, cluster size 4, %u threads per block, "
-                  "transport %s)\n\n", cfg.threads, cfg.bulk ? "bulk_copy" : "store_async");
+                  "transport %s)\n\n", cfg.threads, transport_name(cfg.transport));
     out(line);
     out("D = per-block buffer of ClusterFusion Alg. 1/2: reduce = tile each block all-reduces (sum); gather = "
         "buffer each block ends with (each contributes D/4). Tiles in shared memory up to 128 KB, in global "
@@ -475,10 +504,18 @@ int main(int argc, char** argv) {
   }
   threads = sweep_threads;
 
+  auto write_markdown = [&] {
+    if (markdown_path.empty()) return;
+    FILE* f = std::fopen(markdown_path.c_str(), "w");
+    if (f) {
+      std::fputs(md.c_str(), f);
+      std::fclose(f);
+    }
+  };
   // Launch floor: the same kernel with zero calls (setup, load, store, teardown).
-  {
+  if (has("sweep")) {
     collective_setup p = plan(false, C, 32 * 1024);
-    bench_args a{input, output, scratch, p.count, p.slot_bytes, 0, 0, 0, nullptr, sweep_bulk};
+    bench_args a{input, output, scratch, p.count, p.slot_bytes, 0, 0, 0, nullptr, sweep_transport};
     float floor_us = per_launch_us([=](cudaStream_t stream) {
       return launch_clusters(dsm_kernel<false>, 1, C, threads, p.dsm_smem, stream, a);
     });
@@ -487,10 +524,12 @@ int main(int argc, char** argv) {
   }
 
   // In-kernel sweep over cluster sizes at D = 32 KB (reduce) and D = 32 KB * C / 4 (gather: 8 KB per block).
-  out("\n## In-kernel latency per cluster size (fp16, one cluster, 64 back-to-back calls; threads and transport "
+  if (has("sweep"))
+    out("\n## In-kernel latency per cluster size (fp16, one cluster, 64 back-to-back calls; threads and transport "
       "as in the header)\n\n"
       "| cluster size | reduce 32 KB ns/call | reduce cycles/call | gather 8 KB/block ns/call | gather cycles/call |\n|---|---|---|---|---|\n");
   for (unsigned cs : {2u, 4u, 8u, 16u}) {
+    if (!has("sweep")) break;
     float ns[2] = {0, 0};
     long long cyc[2] = {0, 0};
     for (int g = 0; g < 2; ++g) {
@@ -500,7 +539,7 @@ int main(int argc, char** argv) {
       if (fits == 0) continue;  // reported as 0: no cluster of this size fits with this footprint
       auto make = [&](unsigned iterations, long long* c) {
         bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, c,
-                     sweep_bulk};
+                     sweep_transport};
         return [=](cudaStream_t stream) {
           return g ? launch_clusters(dsm_kernel<true>, 1, cs, threads, p.dsm_smem, stream, a)
                    : launch_clusters(dsm_kernel<false>, 1, cs, threads, p.dsm_smem, stream, a);
@@ -515,6 +554,10 @@ int main(int argc, char** argv) {
   }
 
   // ---- 2-4. DSM table (256 threads per block, 64 KB of shared memory: 3 blocks per SM, as the reference) ----
+  if (!has("dsm")) {
+    write_markdown();
+    return 0;
+  }
   threads = 256;
   const unsigned cluster_sizes[] = {1, 2, 4, 8, 16};
   const unsigned smem_kb[] = {32, 64, 128, 192};
@@ -607,13 +650,7 @@ int main(int argc, char** argv) {
     out(line);
   }
 
-  if (!markdown_path.empty()) {
-    FILE* f = std::fopen(markdown_path.c_str(), "w");
-    if (f) {
-      std::fputs(md.c_str(), f);
-      std::fclose(f);
-    }
-  }
+  write_markdown();
   if (!json_path.empty()) {
     FILE* f = std::fopen(json_path.c_str(), "w");
     if (f) {

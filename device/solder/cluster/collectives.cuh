@@ -62,9 +62,16 @@ __device__ inline bool use_bulk(const communicator& comm, const void* tile) {
 
 // Whole block, at a collective's entry (replaces its first block barrier): with bulk copies, every thread
 // orders its earlier generic writes of shared memory before the copy engine's reads.
-__device__ inline void enter(bool bulk) {
+__device__ inline void enter(const communicator& comm, bool bulk) {
   if (bulk) ptx::fence_shared_to_async_proxy();
   __syncthreads();
+  comm.stamp(trace::phase::call_begin);
+}
+
+// Whether this call writes the peers' `tile` directly (transport::direct, tile in shared memory). Uniform
+// across the block and the cluster (tiles are at the same offset in every block).
+__device__ inline bool use_direct(const communicator& comm, const void* tile) {
+  return comm.direct() && ptx::is_shared(tile);
 }
 
 // Whole block: packets [source, source + packets) into a peer's slot (after wait_for_slot*). st.async by
@@ -104,7 +111,12 @@ __device__ __noinline__ inline void push_placeholder(const communicator& comm, r
 template <reduce_op Op, class T>
 __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, uint32_t group_size) {
   const bool bulk = use_bulk(comm, tile);
-  enter(bulk);
+  // With transport::direct the all-gather half writes the reduced slices straight into the peers' tiles (no
+  // copy-out). Safe without a handshake: peer p read its slice of mine (to push it to me) before I could reduce
+  // it, and p reads or writes that slice again only after this call's last round; the slot protocol's waits and
+  // releases are unchanged (the all-gather slots still carry the placeholders of empty slices).
+  const bool direct = use_direct(comm, tile);
+  enter(comm, bulk);
   const group_view group = comm.group(group_size);
   const uint32_t packets = count / elements_per_packet<T>;
   if (group.size == 1 || packets == 0) return;
@@ -130,6 +142,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
       if (slice_length(chunk, owner) == 0) push_placeholder(comm, slot, 32 * i);
       else push_packets(comm, slot, data + slice_begin(chunk, owner), slice_length(chunk, owner), bulk, 32 * i);
     }
+    comm.stamp(trace::phase::pushed);
   };
 
   send_reduce_scatter(0, 0);
@@ -153,13 +166,16 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
       if (bulk) continue;
       for (uint32_t i = 1; i < group.size; ++i) {
         remote_slot slot = comm.peer_slot(1, group.peer(i));
+        if (direct) slot.data = ptx::map_to_rank(data + mine, group.peer(i));  // the peer's tile, not its slot
         ptx::store_async_16(slot.data + p, result, slot.barrier);
       }
     }
+    comm.stamp(trace::phase::pushed);
     if (mine_length == 0) {  // nothing reduced here in this chunk: a placeholder for every peer's all-gather
       for (uint32_t i = 1; i < group.size; ++i) push_placeholder(comm, comm.peer_slot(1, group.peer(i)), 32 * i);
     } else if (bulk) {  // the reduced slice goes out by the copy engine once the whole block has written it
-      enter(true);
+      ptx::fence_shared_to_async_proxy();
+      __syncthreads();
       for (uint32_t i = 1; i < group.size; ++i)
         push_packets(comm, comm.peer_slot(1, group.peer(i)), data + mine, mine_length, true, 32 * i);
     }
@@ -173,7 +189,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     const uint32_t chunk_length = min_u32(chunk_packets, packets - chunk * chunk_packets);
     const uint32_t empty = chunk_length < group.size ? group.size - chunk_length : 0;
     comm.wait_round((chunk_length - mine_length + empty - (mine_length == 0 ? 1 : 0)) * packet_bytes);
-    for (uint32_t i = 1; i < group.size; ++i) {
+    for (uint32_t i = 1; i < group.size && !direct; ++i) {
       uint32_t owner = (group.local + i) % group.size;
       copy_packets(comm, data + slice_begin(chunk, owner), comm.receive_slot(0, group.rank_of(owner)),
                    slice_length(chunk, owner));
@@ -181,6 +197,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     comm.release_round_to_group(group);
   }
   if (bulk) comm.wait_for_releases(group);
+  comm.stamp(trace::phase::call_end);
 }
 
 template <class T>
@@ -219,12 +236,35 @@ __device__ void all_exchange(communicator& comm, T* tile, uint32_t count, uint32
 
 // ---- all-gather -------------------------------------------------------------------------------------------
 
+namespace detail {
+
+// cluster_gather with transport::direct into a shared-memory dst: one round whatever the size. Entry
+// handshake (mailbox.cuh, direct gather): my dst may be written once I announce it; I write a peer's dst once
+// it has announced; then every thread st.asyncs src straight into dst + rank * count of every peer.
+__device__ inline void direct_gather(communicator& comm, const uint4* source, uint4* destination, uint32_t packets,
+                              const group_view& group) {
+  comm.announce_ready(group);
+  comm.wait_ready(group);
+  for (uint32_t i = 1; i < group.size; ++i) {
+    const uint32_t peer = group.peer(i);
+    uint4* target = ptx::map_to_rank(destination + comm.rank() * packets, peer);
+    uint64_t* barrier = comm.peer_direct_barrier(peer);
+    batched_copy(comm, source, packets,
+                 [&](uint32_t p, uint4 value) { ptx::store_async_16(target + p, value, barrier); });
+  }
+  comm.stamp(trace::phase::pushed);
+  comm.wait_direct((group.size - 1) * packets * packet_bytes);
+}
+
+}  // namespace detail
+
 // cluster_gather(src: count elements -> dst: size * count elements): dst[r * count + i] = src of rank r [i],
 // in every block. src may be dst + rank * count (in place); otherwise src and dst must not overlap.
 template <class T>
 __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_t count) {
   const bool bulk = detail::use_bulk(comm, src);
-  detail::enter(bulk);
+  const bool direct = detail::use_direct(comm, dst);
+  detail::enter(comm, bulk);
   const group_view group = comm.group(comm.size());
   const uint32_t packets = count / elements_per_packet<T>;
   const uint4* source = reinterpret_cast<const uint4*>(src);
@@ -232,6 +272,11 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
   if (src != dst + comm.rank() * count) detail::copy_packets(comm, destination + comm.rank() * packets, source, packets);
   if (group.size == 1 || packets == 0) {
     __syncthreads();
+    return;
+  }
+  if (direct) {
+    detail::direct_gather(comm, source, destination, packets, group);
+    comm.stamp(trace::phase::call_end);
     return;
   }
   detail::require_all_peers_layout(comm);
@@ -243,6 +288,7 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
     for (uint32_t i = 1; i < group.size; ++i)
       detail::push_packets(comm, comm.peer_slot(ahead, group.peer(i)), source + begin,
                            detail::min_u32(slot, packets - begin), bulk, 32 * i);
+    comm.stamp(trace::phase::pushed);
   };
   send(0, 0);
   for (uint32_t round = 0; round < rounds; ++round) {
@@ -257,6 +303,7 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
     comm.release_round_to_group(group);
   }
   if (bulk) comm.wait_for_releases(group);  // no bulk copy still reads src
+  comm.stamp(trace::phase::call_end);
 }
 
 // ---- reduce-scatter ---------------------------------------------------------------------------------------
@@ -268,7 +315,7 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
   static_assert(Op == reduce_op::sum || Op == reduce_op::max || Op == reduce_op::min,
                 "reduce_scatter takes sum, max or min");
   const bool bulk = detail::use_bulk(comm, src);
-  detail::enter(bulk);
+  detail::enter(comm, bulk);
   const group_view group = comm.group(comm.size());
   const uint32_t packets = count / elements_per_packet<T>;
   const uint4* source = reinterpret_cast<const uint4*>(src);

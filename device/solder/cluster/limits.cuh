@@ -20,8 +20,10 @@ inline constexpr unsigned max_portable_cluster_size = 8;
 // Every transfer moves 16-byte packets (one st.async.v4.b32 per thread).
 inline constexpr unsigned packet_bytes = 16;
 
-// Barrier area at the start of a mailbox: full[2] + empty[2][max_cluster_size], 8 bytes each.
-inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size);
+// Barrier area at the start of a mailbox, 8 bytes each: full[2] + empty[2][max_cluster_size] (the slot
+// protocol), then direct_full[2] + ready[max_cluster_size] (transport::direct; direct_full[1] is padding so that
+// the slots stay 16-byte aligned).
+inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size + 2 + max_cluster_size);
 
 // How a mailbox lays out its receive slots.
 //   all_peers  one slot per peer and stage: serves every collective.
@@ -35,7 +37,13 @@ enum class mailbox_layout : unsigned { all_peers, ring };
 //                slice (the copy engine reads the source asynchronously; the collective waits for the
 //                receivers' releases of its last rounds before it returns, so inputs may still be
 //                overwritten after the call). Tiles in global memory fall back to store_async.
-enum class transport : unsigned { store_async, bulk_copy };
+//   direct       store_async, but where the destination is a tile in shared memory the data goes straight into
+//                the peer's tile instead of a slot (no slot, no copy-out): cluster_gather pushes into every
+//                peer's dst after an entry handshake (each receiver signals that its dst may be written), in one
+//                round whatever the size; the all-gather half of cluster_reduce / all_exchange writes the
+//                reduced slices into the peers' tiles. Other collectives, and tiles in global memory, as
+//                store_async. Measured against store_async in bench/NOTES-cluster.md (session 4).
+enum class transport : unsigned { store_async, bulk_copy, direct };
 
 SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned mailbox_peer_slots(unsigned cluster_size, mailbox_layout layout) {
   if (cluster_size <= 1) return 0;

@@ -5,6 +5,10 @@
 //                      that the senders' st.async stores complete on it
 //   empty[2][16]       per stage and per receiver: the receiver arrives here (remotely) once it has consumed
 //                      the slot this block wrote into it, so this block may write that slot again
+//   direct_full[2]     transport::direct: one mbarrier (direct_full[1] is padding) completed by the pushes
+//                      straight into this block's destination tile (cluster_gather), one phase per call
+//   ready[16]          transport::direct: per receiver, who arrives here (remotely) on entering a direct
+//                      gather, so this block may write into that receiver's destination tile
 //   slots[2][C-1][S]   receive slots: per stage, one slot of S bytes per peer (slot index = distance from
 //                      the source rank), so two senders never share bytes and each (sender, receiver, stage)
 //                      has its own empty barrier. The ring layout has slots[2][1][S], always written by the
@@ -28,6 +32,14 @@
 // one cluster barrier so that no block exits while a peer may still write into its shared memory or barriers.
 // Waits are done by one thread per barrier and handed to the block by a block barrier.
 //
+// Direct gather (transport::direct, shared-memory destination), one phase per call on direct_full and on every
+// ready barrier: at entry, one thread per peer arrives on the peer's ready[me] (my destination may be written:
+// the block barrier before it ordered every earlier access of it); one thread per destination waits ready[dest]
+// and a block barrier hands the waits on; every thread st.asyncs into the destinations' tiles, completing
+// their direct_full; one thread expects (C-1) x the bytes on its own direct_full and waits. A receiver arrives
+// on ready at most once more than its sender has waited (its next entry follows the data of this call), and
+// pushes of call n+1 follow the receiver's entry of call n+1, which follows its phase n: no phase is lost.
+//
 // Every thread of the block keeps an identical copy of the communicator (round counter, parity bits) in
 // registers; this holds because all threads make the same sequence of collective calls.
 #pragma once
@@ -36,6 +48,7 @@
 
 #include "limits.cuh"
 #include "ptx.cuh"
+#include "trace.cuh"
 
 namespace solder::cluster {
 
@@ -77,16 +90,22 @@ class communicator {
     self.threads_ = blockDim.x * blockDim.y * blockDim.z;
     self.full_ = static_cast<uint64_t*>(mailbox);
     self.empty_ = self.full_ + 2;
+    self.direct_full_ = self.empty_ + 2 * max_cluster_size;
+    self.ready_ = self.direct_full_ + 2;
     self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(mailbox) + mailbox_barrier_bytes);
     self.slot_packets_ = slot_bytes / packet_bytes;
     self.ring_ = layout == mailbox_layout::ring;
     self.bulk_ = how == transport::bulk_copy;
+    self.direct_ = how == transport::direct;
     self.round_ = 0;
+    self.direct_calls_ = 0;
     self.send_parity_ = 0xffffffffu;  // the first wait on each empty barrier passes (phase "-1" is complete)
     if (self.thread_ == 0) {
       ptx::barrier_init(&self.full_[0], 1);
       ptx::barrier_init(&self.full_[1], 1);
       for (uint32_t i = 0; i < 2 * max_cluster_size; ++i) ptx::barrier_init(&self.empty_[i], 1);
+      ptx::barrier_init(&self.direct_full_[0], 1);
+      for (uint32_t i = 0; i < max_cluster_size; ++i) ptx::barrier_init(&self.ready_[i], 1);
       ptx::fence_barrier_init();
     }
     ptx::cluster_sync();  // entry protocol: no peer writes here before these barriers exist
@@ -105,6 +124,15 @@ class communicator {
   __device__ uint32_t rounds_done() const { return round_; }
   __device__ bool ring_layout() const { return ring_; }
   __device__ bool bulk_copy() const { return bulk_; }
+  __device__ bool direct() const { return direct_; }
+
+  // Thread 0 of the block (others return at once): a trace event (trace.cuh); nothing unless
+  // SOLDER_CLUSTER_TRACE.
+  __device__ void stamp([[maybe_unused]] trace::phase what) const {
+#if SOLDER_CLUSTER_TRACE
+    if (thread_ == 0) trace::record(trace_events_++, what, round_);
+#endif
+  }
 
   __device__ group_view group(uint32_t group_size) const {
     return group_view{rank_ / group_size * group_size, group_size, rank_ % group_size};
@@ -123,6 +151,7 @@ class communicator {
     if (thread_ + 1 < group.size) wait_empty(ahead, group.peer(thread_ + 1));
     for (uint32_t i = 1; i < group.size; ++i) flip(ahead, group.peer(i));
     __syncthreads();
+    stamp(trace::phase::slots_free);
   }
 
   // Whole block: as above for a single destination.
@@ -130,6 +159,7 @@ class communicator {
     if (thread_ == 0) wait_empty(ahead, destination);
     flip(ahead, destination);
     __syncthreads();
+    stamp(trace::phase::slots_free);
   }
 
   // Whole block. Waits until every other block of `group` has released every slot this block wrote into it
@@ -157,7 +187,9 @@ class communicator {
       ptx::arrive_expect_bytes(&full_[stage], bytes);
       ptx::wait_parity(&full_[stage], (round_ >> 1) & 1u);
     }
+    stamp(trace::phase::data_landed);
     __syncthreads();
+    stamp(trace::phase::data_visible);
   }
 
   // One thread per source, after a block barrier that follows every read of the next round's slots: hands
@@ -173,15 +205,54 @@ class communicator {
   // Whole block, after consuming the next round's slots: hands them back to every other block of `group`.
   __device__ void release_round_to_group(const group_view& group) {
     __syncthreads();
+    stamp(trace::phase::consumed);
     if (thread_ + 1 < group.size) release_to(group.peer(thread_ + 1));
+    stamp(trace::phase::released);
     advance();
   }
 
   // Whole block: as above for a round whose only source was `source`.
   __device__ void release_round_to(uint32_t source) {
     __syncthreads();
+    stamp(trace::phase::consumed);
     if (thread_ == 0) release_to(source);
+    stamp(trace::phase::released);
     advance();
+  }
+
+  // ---- direct gather (transport::direct; for collectives.cuh) ---------------------------------------------
+
+  // Whole block, after a block barrier that follows every earlier access of this block's destination tile:
+  // tells every other block of `group` that it may write into that tile (one arriving thread per peer).
+  __device__ void announce_ready(const group_view& group) const {
+    if (thread_ + 1 < group.size) ptx::arrive_remote(ptx::map_to_rank(&ready_[rank_], group.peer(thread_ + 1)));
+    stamp(trace::phase::ready_sent);
+  }
+
+  // Whole block: waits until every other block of `group` has announced this call's readiness (one waiting
+  // thread per destination), then a block barrier.
+  __device__ void wait_ready(const group_view& group) const {
+    if (thread_ + 1 < group.size) ptx::wait_parity(&ready_[group.peer(thread_ + 1)], direct_calls_ & 1u);
+    __syncthreads();
+    stamp(trace::phase::slots_free);
+  }
+
+  // Any thread: `destination`'s direct_full barrier (the one the pushes into its tile complete).
+  __device__ uint64_t* peer_direct_barrier(uint32_t destination) const {
+    return ptx::map_to_rank(&direct_full_[0], destination);
+  }
+
+  // Whole block: expects `bytes` on this block's direct_full and returns once they have all landed; ends the
+  // direct call.
+  __device__ void wait_direct(uint32_t bytes) {
+    if (thread_ == 0) {
+      ptx::arrive_expect_bytes(&direct_full_[0], bytes);
+      ptx::wait_parity(&direct_full_[0], direct_calls_ & 1u);
+    }
+    stamp(trace::phase::data_landed);
+    __syncthreads();
+    stamp(trace::phase::data_visible);
+    ++direct_calls_;
   }
 
  private:
@@ -204,12 +275,19 @@ class communicator {
 
   uint64_t* full_;
   uint64_t* empty_;
+  uint64_t* direct_full_;  // direct_full[2] (transport::direct)
+  uint64_t* ready_;        // ready[16] (transport::direct)
   uint4* slots_;
   uint32_t rank_, size_, thread_, threads_, slot_packets_;
   bool ring_;             // mailbox_layout::ring: one slot per stage
   bool bulk_;             // transport::bulk_copy
+  bool direct_;           // transport::direct
   uint32_t round_;        // next round to receive
+  uint32_t direct_calls_; // direct gathers completed (their parity is the phase parity of direct_full and ready)
   uint32_t send_parity_;  // bit (stage * 16 + destination): parity to wait for on empty[stage][destination]
+#if SOLDER_CLUSTER_TRACE
+  mutable uint32_t trace_events_ = 0;  // events this block's thread 0 has recorded
+#endif
 };
 
 }  // namespace solder::cluster

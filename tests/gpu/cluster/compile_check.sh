@@ -14,6 +14,8 @@ $NVCC -Xptxas -warn-spills -c tests/gpu/cluster/test_collectives.cu -o "$BUILD/t
 echo "ok: tests/gpu/cluster/test_collectives.cu"
 $NVCC -Xptxas -warn-spills -c bench/cluster/bench_collectives.cu -o "$BUILD/bench_collectives.o"
 echo "ok: bench/cluster/bench_collectives.cu"
+$NVCC -Xptxas -warn-spills -DSOLDER_CLUSTER_TRACE=1 -c bench/cluster/trace_round.cu -o "$BUILD/trace_round.o"
+echo "ok: bench/cluster/trace_round.cu (-DSOLDER_CLUSTER_TRACE=1)"
 # Each header on its own (include-what-you-use).
 for header in device/solder/cluster/*.cuh; do
   printf '#include <solder/cluster/%s>\n' "$(basename "$header")" > "$BUILD/header_check.cu"

@@ -5,8 +5,9 @@
 // before each run; each kernel makes `reps` back-to-back calls with fresh data (phase and parity reuse).
 // Tiles live in shared memory when they fit next to the mailbox, else in per-block global memory.
 // Flags: --subset (a few small cases, for compute-sanitizer), --filter=TEXT (case names containing TEXT),
-// --verbose (names each case on stderr before running it), --transport=bulk (the communicator's bulk-copy
-// data path instead of st.async), --threads=N (threads per block, default 256).
+// --verbose (names each case on stderr before running it), --transport=bulk|direct (the communicator's
+// bulk-copy data path, or direct writes into the peers' shared-memory tiles, instead of st.async into slots),
+// --threads=N (threads per block, default 256).
 #include <solder/cluster/cluster.cuh>
 
 #include <array>
@@ -35,7 +36,7 @@ struct kernel_args {
   unsigned count;      // the collective's count argument
   unsigned in_count, out_count, group, reps, slot_bytes;
   int global_tiles;
-  int bulk;  // communicator transport: 0 store_async, 1 bulk_copy
+  unsigned transport;  // sc::transport of the communicator
 };
 
 template <class T>
@@ -50,7 +51,7 @@ __global__ void __launch_bounds__(1024) collective_kernel(kernel_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned cluster_size = sc::ptx::cluster_size();
   auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
-                                     a.bulk ? sc::transport::bulk_copy : sc::transport::store_async);
+                                     static_cast<sc::transport>(a.transport));
   T* in_tile;
   T* out_tile;
   if (a.global_tiles) {
@@ -142,7 +143,10 @@ struct outcome {
 };
 
 static unsigned block_threads = 256;
-static int use_bulk = 0;
+static sc::transport transport = sc::transport::store_async;
+static const char* transport_name(sc::transport t) {
+  return t == sc::transport::bulk_copy ? "bulk_copy" : t == sc::transport::direct ? "direct" : "store_async";
+}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float random_uniform(float lo, float hi) {
@@ -218,7 +222,8 @@ static outcome run_case(const test_case& c) {
   }
   CLUSTER_CHECK_CUDA(cudaMemcpy(d_input, input.data(), input.size(), cudaMemcpyHostToDevice));
   CLUSTER_CHECK_CUDA(cudaMemcpy(d_output, initial.data(), initial.size(), cudaMemcpyHostToDevice));
-  kernel_args a{d_input, d_output, d_scratch, count, in_count, out_count, c.group, reps, c.slot_bytes, global_tiles, use_bulk};
+  kernel_args a{d_input, d_output, d_scratch, count, in_count, out_count, c.group, reps, c.slot_bytes, global_tiles,
+                static_cast<unsigned>(transport)};
   int max_clusters = 0;
   cudaError_t status = c.type == dtype::f32    ? launch_kind<float>(c, clusters, smem, a, &max_clusters)
                        : c.type == dtype::bf16 ? launch_kind<__nv_bfloat16>(c, clusters, smem, a, &max_clusters)
@@ -360,6 +365,12 @@ static std::vector<test_case> all_cases(bool subset) {
     add(collectives[0], dtype::f32, 4, 4096, 256, false);       // many rounds through small slots
     add(collectives[3], dtype::f16, 4, 1024, 64, true);         // tiles in global memory
     add(collectives[12], dtype::f32, 2, 4096, 1024, true);      // inter-cluster reduce through atomics
+    for (unsigned C : {2u, 8u}) {                               // all-reduce and gather at C = 2 and 8
+      add(collectives[0], dtype::bf16, C, 2048, default_slot(C), false);
+      add(collectives[3], dtype::bf16, C, 2048, default_slot(C), false);
+    }
+    add(collectives[0], dtype::f32, 3, 16, 16, false, 16);      // empty slices (placeholders), repeated calls
+    add(collectives[3], dtype::f32, 4, 64, 16, false, 16);      // repeated gathers (direct: entry handshakes)
     return cases;
   }
   for (const collective& col : collectives)
@@ -375,8 +386,9 @@ static std::vector<test_case> all_cases(bool subset) {
     }
   // Tiny tiles, many back-to-back calls: chunks with fewer packets than ranks give some ranks an empty slice
   // of an all-reduce (its sender pushes a placeholder: collectives.cuh, wire_packets); a lost phase hangs.
+  // Gathers too: 64 back-to-back direct gathers reuse the entry handshake's phases (transport::direct).
   for (const collective& col : collectives)
-    if (col.k == kind::reduce || col.k == kind::exchange_add || col.k == kind::exchange_mul)
+    if (col.k == kind::reduce || col.k == kind::exchange_add || col.k == kind::exchange_mul || col.k == kind::gather)
       for (unsigned C : {3u, 4u, 8u})
         for (unsigned bytes : {16u, 48u}) add(col, dtype::f32, C, bytes, 16, false, 64);
   return cases;
@@ -389,17 +401,18 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--subset")) subset = true;
     else if (!std::strcmp(argv[i], "--verbose")) verbose = true;
     else if (!std::strncmp(argv[i], "--filter=", 9)) filter = argv[i] + 9;
-    else if (!std::strcmp(argv[i], "--transport=bulk")) use_bulk = 1;
+    else if (!std::strcmp(argv[i], "--transport=bulk")) transport = sc::transport::bulk_copy;
+    else if (!std::strcmp(argv[i], "--transport=direct")) transport = sc::transport::direct;
     else if (!std::strncmp(argv[i], "--threads=", 10)) block_threads = static_cast<unsigned>(std::atoi(argv[i] + 10));
     else {
-      std::fprintf(stderr, "usage: test_collectives [--subset] [--verbose] [--filter=TEXT] [--transport=bulk] [--threads=N]\n");
+      std::fprintf(stderr, "usage: test_collectives [--subset] [--verbose] [--filter=TEXT] [--transport=bulk|direct] [--threads=N]\n");
       return 2;
     }
   }
   cudaDeviceProp prop;
   CLUSTER_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (%d SMs); %u threads per block; transport %s\n", prop.name, prop.multiProcessorCount,
-              block_threads, use_bulk ? "bulk_copy" : "store_async");
+              block_threads, transport_name(transport));
 
   std::vector<test_case> cases = all_cases(subset);
   std::map<std::string, std::map<unsigned, std::array<int, 4>>> table;  // row -> C -> pass, tol, fail, skip
