@@ -82,7 +82,7 @@ class communicator {
   // `how` picks the data path (limits.cuh, transport).
   __device__ static communicator setup(void* mailbox, uint32_t slot_bytes,
                                        mailbox_layout layout = mailbox_layout::all_peers,
-                                       transport how = transport::store_async) {
+                                       transport how = transport::direct) {
     communicator self;
     self.rank_ = ptx::block_rank();
     self.size_ = ptx::cluster_size();
