@@ -105,6 +105,14 @@ struct ARegisters {
   unsigned reg[4];
 };
 
+// An accumulator seen as the mma.sync m16n8 C fragments it equals register for register (fragment j =
+// columns 8j..8j+7, see the top of this file): code that indexes fragments [j][e] (Solder's tensor-core
+// emitter) hands them to the mma through this view. Per thread.
+template <int N>
+__device__ __forceinline__ Accumulator<N>& as_accumulator(float (&fragments)[N / 8][4]) {
+  return *reinterpret_cast<Accumulator<N>*>(&fragments[0][0]);
+}
+
 // Keeps the compiler from moving reads or writes of these registers across the asm statements around
 // it (use before fence/mma and after wait_group, as CUTLASS's warpgroup_fence_operand). Per thread.
 template <int N>
