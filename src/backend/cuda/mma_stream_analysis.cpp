@@ -79,7 +79,6 @@ void MmaStreamWriter::analyze() {
     // One warpgroup per 64 rows, each warp 16 of them (G = 1); A stays in shared memory, so a
     // power-of-two scale multiplies the scores instead of A's fragments (the same values).
     G_ = 1;
-    stages_ = 4;
     scale_in_a_ = false;
   } else {
     // Two row groups per warp halve the shared-memory reads per mma (FlashAttention-2's layout)
@@ -114,8 +113,14 @@ void MmaStreamWriter::analyze() {
   }
   find_live_condition();
   find_score_modifier();
+  if (wgmma_) {
+    // The deepest ring (4, 3 or 2 stages) that leaves room for two blocks per SM (2 x (bytes + 1 KB
+    // reserved) <= 228 KB): at head dim 128 a fourth stage would cost the second block.
+    auto bytes = [&](int stages) { return 2 * BM_ * D_ + stages * 2 * BN_ * (D_ + DV_) + 1024 + (row_ranges_.empty() ? 0 : 16 * warps_); };
+    stages_ = bytes(4) <= 115712 ? 4 : bytes(3) <= 115712 ? 3 : 2;
+  }
   const std::string path =
-      wgmma_ ? std::to_string(warps_ / 4) + " warpgroups of 64 rows, wgmma m64n" + std::to_string(BN_) + "k16 and m64n" + std::to_string(DV_) + "k16 " +
+      wgmma_ ? std::to_string(warps_ / 4) + (warps_ == 4 ? " warpgroup" : " warpgroups") + " of 64 rows, wgmma m64n" + std::to_string(BN_) + "k16 and m64n" + std::to_string(DV_) + "k16 " +
                    std::string(dtype_name(in_dtype_)) + ", " + std::to_string(stages_) + "-stage ring of " + B_ + " and " + V_
              : std::to_string(warps_) + " warps of " + std::to_string(16 * G_) + " rows, mma.sync m16n8k16 " + std::string(dtype_name(in_dtype_)) +
                    " (wgmma refused: " + wgmma_refused_ + ")";

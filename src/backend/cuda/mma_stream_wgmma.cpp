@@ -36,7 +36,7 @@ void MmaStreamWriter::emit_a_wgmma(std::ostringstream& out, int ind) {
   out << pad(ind) << "__syncthreads();\n";
   out << pad(ind) << "// this warpgroup's 64 rows of " << A_ << " as wgmma descriptors (k-major), one per k-step of 16, built once\n";
   out << pad(ind) << "const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x >> 7), 0);  // warp-uniform, as descriptors must be\n";
-  out << pad(ind) << "std::uint64_t a_desc[" << D_ / 16 << "];\n";
+  out << pad(ind) << "cuda::std::uint64_t a_desc[" << D_ / 16 << "];\n";
   out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int ks = 0; ks < " << D_ / 16 << "; ++ks) a_desc[ks] = " << wg << "k_major_descriptor<" << BM_ << ">(" << a
       << ", ks, warpgroup * 64);\n";
 }
@@ -47,7 +47,7 @@ void MmaStreamWriter::emit_scores_wgmma(std::ostringstream& out, int ind) {
   const int steps = static_cast<int>(D_ / 16);
   out << pad(ind) << "// " << S_ << " = " << A_ << " · " << B_ << "ᵀ on tensor cores: wgmma m64n" << BN_ << "k16, both operands from shared memory\n";
   out << pad(ind) << "{\n";
-  out << pad(ind + 1) << "std::uint64_t b_desc[" << steps << "];\n";
+  out << pad(ind + 1) << "cuda::std::uint64_t b_desc[" << steps << "];\n";
   out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int ks = 0; ks < " << steps << "; ++ks) b_desc[ks] = " << wg << "k_major_descriptor<" << BN_ << ">(" << b << ", ks);\n";
   out << pad(ind + 1) << "// operands defined before the fence (ptxas serializes a batch whose operands are defined after it, C7513)\n";
   out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int ks = 0; ks < " << steps << "; ++ks) asm volatile(\"\" : \"+l\"(a_desc[ks]), \"+l\"(b_desc[ks]));\n";
@@ -69,7 +69,7 @@ void MmaStreamWriter::emit_pv_wgmma(std::ostringstream& out, int ind) {
   out << pad(ind) << "{\n";
   out << pad(ind + 1) << wg << "ARegisters p_regs[" << steps << "];\n";
   out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int kk = 0; kk < " << steps << "; ++kk) solder::tile::c_fragments_to_a<T>(p_regs[kk].reg, p_frag[2 * kk], p_frag[2 * kk + 1]);\n";
-  out << pad(ind + 1) << "std::uint64_t v_desc[" << steps << "];\n";
+  out << pad(ind + 1) << "cuda::std::uint64_t v_desc[" << steps << "];\n";
   out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int kk = 0; kk < " << steps << "; ++kk) v_desc[kk] = " << wg << "mn_major_descriptor<" << BN_ << ">(" << v << ", kk);\n";
   out << pad(ind + 1) << "#pragma unroll\n" << pad(ind + 1) << "for (int kk = 0; kk < " << steps << "; ++kk) asm volatile(\"\" : \"+l\"(v_desc[kk]));\n";
   out << pad(ind + 1) << wg << "fence_operand(" << acc << ");\n";
