@@ -3,9 +3,11 @@
 # an H100: builds Solder, runs every attention example through the CUDA backend at sizes that make
 # the emitter stream several tiles (multi-tile, ragged, paper, head dim 128), each verified against
 # the float64 reference, then times the quick attention suite with `solder bench`. Every check and the
-# bench run once per tensor-core path, SOLDER_MMA_PATH=wgmma (the default: wgmma where the shape
-# allows it) and =sync (mma.sync everywhere); the `path` column says which path each kernel took.
-# Usage: tests/gpu/attention.sh [OUT_DIR] [--no-bench]
+# bench run once per tensor-core path of SOLDER_MMA_PATHS (default "wgmma wgmma-serial sync"):
+# SOLDER_MMA_PATH=wgmma (the default: wgmma where the shape allows it, the next tile's row statements
+# overlapping P·V), =wgmma-serial (wgmma without that overlap), =sync (mma.sync everywhere); the
+# `path` column says which path each kernel took.
+# Usage: [SOLDER_MMA_PATHS="wgmma sync"] tests/gpu/attention.sh [OUT_DIR] [--no-bench]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-build/gpu-attention}
@@ -23,10 +25,13 @@ check() {  # name label args...   (SOLDER_MMA_PATH from the caller)
   local rc=$?
   local emitted=$(build/solder emit --cuda "examples/$name.sol" "$@" 2>/dev/null)
   local kind=$(grep -c '^// tensor-core emitter:' <<< "$emitted")
-  local path=$(grep -q '^// tensor-core emitter:.*wgmma m64' <<< "$emitted" && echo wgmma || echo sync)
-  printf '%-16s %-16s rc=%s mma-kernels=%s path=%-5s %s\n' "$name" "$label" "$rc" "$kind" "$path" "$(grep -Eo 'verified|MISMATCH[^|]*' "$out/$name.$label.txt" | head -1)" | tee -a "$out/status.tsv"
+  local path=sync
+  grep -q '^// tensor-core emitter:.*wgmma m64' <<< "$emitted" && path=wgmma-serial
+  grep -q '^// tensor-core emitter:.*overlap P · V' <<< "$emitted" && path=wgmma
+  printf '%-16s %-16s rc=%s mma-kernels=%s path=%-12s %s\n' "$name" "$label" "$rc" "$kind" "$path" "$(grep -Eo 'verified|MISMATCH[^|]*' "$out/$name.$label.txt" | head -1)" | tee -a "$out/status.tsv"
 }
-for SOLDER_MMA_PATH in wgmma sync; do
+paths=${SOLDER_MMA_PATHS:-wgmma wgmma-serial sync}
+for SOLDER_MMA_PATH in $paths; do
   export SOLDER_MMA_PATH
   for n in $attention; do
     if [ $SOLDER_MMA_PATH = wgmma ]; then  # small tiles: mma.sync on either setting
@@ -45,7 +50,7 @@ echo "failures: $(grep -vc 'rc=0' "$out/status.tsv")"
 [ "${2:-}" = --no-bench ] && exit 0
 python3 bench/suites.py --solder-commands --suite attention --quick --solder build/solder > "$out/bench-commands.sh"
 sed -i "s#>> bench/results/solder.jsonl#>> $out/solder-bench.jsonl#" "$out/bench-commands.sh"
-for path in wgmma sync; do
+for path in $paths; do
   sed "s#$out/solder-bench.jsonl#$out/solder-bench.$path.jsonl#" "$out/bench-commands.sh" > "$out/bench-commands.$path.sh"
   echo "== SOLDER_MMA_PATH=$path"
   SOLDER_MMA_PATH=$path bash "$out/bench-commands.$path.sh" 2> "$out/bench.$path.err"

@@ -219,6 +219,12 @@ class MmaStreamWriter {
   void emit_pv_wgmma(std::ostringstream& out, int ind);
   // The stream loop over a ring of stages_ B and V tiles, one barrier per tile.
   void emit_loop_wgmma(std::ostringstream& out);
+  // The overlapped schedule (the prototype's): S of the next tile and P · V of this one are issued
+  // together, and the next tile's row statements run while P · V is on the tensor cores; those that
+  // touch the P · V accumulator run after it retired. Taken when overlap_refusal() is empty.
+  bool overlap_ = false;
+  bool scores_issued_ = false;  // emit_scores_wgmma: the loop issued and waited for S already
+  bool pv_pack_only_ = false;   // emit_pv_wgmma: pack P into p_next; the loop issues the mma later
   // The loop's statements split around the contractions (shared by both loops).
   struct LoopParts {
     const CopyNode* stage_b = nullptr;
@@ -226,6 +232,11 @@ class MmaStreamWriter {
     std::vector<const Stmt*> statements;  // in order, staging removed
   };
   LoopParts loop_parts() const;
+  std::string overlap_refusal(const LoopParts& parts) const;
+  void emit_loop_wgmma_overlapped(std::ostringstream& out, const LoopParts& parts);
+  void emit_tile_bodies(std::ostringstream& out, const std::vector<const Stmt*>& statements, int ind);
+  // "T* const B = B_stages + b_stage * ..; T* const V = V_stages + v_stage * ..;"
+  std::string stage_pointers(const std::string& b_stage, const std::string& v_stage) const;
   // The classification lambdas tile_live / tile_full / next_live (shared by both loops).
   void emit_tile_classes(std::ostringstream& out, const std::string& jt);
 

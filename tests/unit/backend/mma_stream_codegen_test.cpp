@@ -43,6 +43,8 @@ TEST(MmaStreamCodegen, PaperShapesTakeTheWgmmaPath) {
     EXPECT_NE(k->source.find("// tensor-core emitter: 128 rows x 64 columns per step, 2 warpgroups"), std::string::npos) << name;
     EXPECT_EQ(k->info.threads, 256) << name;
     EXPECT_NE(k->source.find("__launch_bounds__(256, 2)"), std::string::npos) << name;
+    EXPECT_NE(k->summary.find("the next tile's scores and row statements overlap P · V"), std::string::npos) << name << ": " << k->summary;
+    EXPECT_NE(k->source.find("wait_group<1>();  // the scores retired; P · V may still run"), std::string::npos) << name;
     EXPECT_NE(k->source.find("mma_ss<64, false>("), std::string::npos) << name;
     EXPECT_NE(k->source.find("mma_rs<64, true>("), std::string::npos) << name;
     EXPECT_NE(k->source.find("Swizzle128<64>::byte_offset("), std::string::npos) << name;
@@ -87,6 +89,15 @@ TEST(MmaStreamCodegen, OtherShapesKeepMmaSyncAndNameTheRule) {
   auto k32 = emit(d32, &refusal);
   ASSERT_TRUE(k32) << refusal;
   EXPECT_NE(k32->summary.find("wgmma refused: depth 32 and width 32"), std::string::npos) << k32->summary;
+  {
+    MmaPath serial("wgmma-serial");
+    KernelProgram paper = compile_example("vanilla", {}, false);
+    auto k_serial = emit(paper, &refusal);
+    ASSERT_TRUE(k_serial) << refusal;
+    EXPECT_NE(k_serial->summary.find("wgmma m64n64k16"), std::string::npos) << k_serial->summary;
+    EXPECT_NE(k_serial->summary.find("no overlap of the row statements with P · V (SOLDER_MMA_PATH=wgmma-serial)"), std::string::npos) << k_serial->summary;
+    EXPECT_EQ(k_serial->source.find("wait_group<1>"), std::string::npos);
+  }
   MmaPath sync("sync");
   KernelProgram paper = compile_example("vanilla", {}, false);
   auto forced = emit(paper, &refusal);
