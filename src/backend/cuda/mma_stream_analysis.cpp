@@ -76,10 +76,9 @@ void MmaStreamWriter::analyze() {
   wgmma_refused_ = wgmma_refusal();
   wgmma_ = wgmma_refused_.empty();
   if (wgmma_) {
-    // One warpgroup per 64 rows, each warp 16 of them (G = 1); A stays in shared memory, so a
-    // power-of-two scale multiplies the scores instead of A's fragments (the same values).
+    // One warpgroup per 64 rows, each warp 16 of them (G = 1); a power-of-two scale multiplies A
+    // in shared memory once (emit_a_wgmma).
     G_ = 1;
-    scale_in_a_ = false;
   } else {
     // Two row groups per warp halve the shared-memory reads per mma (FlashAttention-2's layout)
     // where the doubled score, accumulator and A fragments still fit in registers.

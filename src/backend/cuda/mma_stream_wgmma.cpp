@@ -36,7 +36,19 @@ void MmaStreamWriter::emit_a_wgmma(std::ostringstream& out, int ind) {
   const std::string wg = kWarpgroup, a = cuda_identifier(A_);
   out << pad(ind) << "solder::tile::cp_async_commit();\n";
   out << pad(ind) << "solder::tile::cp_async_wait<0>();\n";
-  out << pad(ind) << wg << "fence_proxy_async();  // cp.async wrote " << A_ << ": visible to wgmma (the async proxy) after the barrier\n";
+  if (scale_in_a_) {
+    const int64_t chunks = BM_ * D_ / 8;
+    out << pad(ind) << "__syncthreads();\n";
+    out << pad(ind) << "{ const float scale = " << printer_.print_float(score_scale_) << ";  // a power of two: the scores' scale, applied to " << A_
+        << " once, in shared memory (exact)\n";
+    out << pad(ind) << "  for (int chunk = threadIdx.x; chunk < " << chunks << "; chunk += " << warps_ * 32 << ") {\n";
+    out << pad(ind) << "    uint4* const at = reinterpret_cast<uint4*>(" << cuda_identifier(A_) << ") + chunk;\n";
+    out << pad(ind) << "    uint4 v = *at; unsigned eight[4] = {v.x, v.y, v.z, v.w};\n";
+    out << pad(ind) << "    solder::tile::scale_bf16_fragment(eight, scale);\n";
+    out << pad(ind) << "    *at = make_uint4(eight[0], eight[1], eight[2], eight[3]);\n";
+    out << pad(ind) << "  } }\n";
+  }
+  out << pad(ind) << wg << "fence_proxy_async();  // " << A_ << " was written through the generic proxy: visible to wgmma (the async proxy) after the barrier\n";
   out << pad(ind) << "__syncthreads();\n";
   out << pad(ind) << "// this warpgroup's 64 rows of " << A_ << " as wgmma descriptors (k-major), one per k-step of 16, built once\n";
   out << pad(ind) << "const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x >> 7), 0);  // warp-uniform, as descriptors must be\n";

@@ -55,6 +55,9 @@ TEST(MmaStreamCodegen, PaperShapesTakeTheWgmmaPath) {
     EXPECT_NE(k->source.find("const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8;"), std::string::npos) << name;
     EXPECT_NE(k->source.find("solder::max_nan("), std::string::npos) << name;
     EXPECT_NE(k->source.find("solder::tile::fast_exp_diff("), std::string::npos) << name;
+    // the power-of-two scale 1/8 multiplies Q once, in shared memory, instead of every score
+    EXPECT_NE(k->source.find("solder::tile::scale_bf16_fragment(eight, scale);"), std::string::npos) << name;
+    EXPECT_EQ(k->source.find("[nt][e] *= scale"), std::string::npos) << name;
     // 128 rows: Q 16 KB, 4 stages of K and V 64 KB, 1 KB of alignment slack
     EXPECT_GE(k->info.shared_bytes, 16384 + 65536 + 1024) << name;
   }
