@@ -9,3 +9,4 @@
 #include <solder/tile/mma.cuh>
 #include <solder/tile/swizzle.cuh>
 #include <solder/tile/block_gemm.cuh>
+#include <solder/tile/wgmma.cuh>

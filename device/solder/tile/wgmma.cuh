@@ -51,7 +51,7 @@
 
 #include <cuda_bf16.h>
 
-#include <cstdint>
+#include <cuda/std/cstdint>  // NVRTC has no <cstdint>
 
 namespace solder::tile {
 
@@ -72,16 +72,16 @@ namespace warpgroup {
 // warpgroup index read through __shfl_sync(…, 0)): ptxas injects an extra warpgroup.arrive (C7519) or
 // serializes the batch (C7513) when ordinary instructions define mma operands between fence and mma.
 
-__device__ __forceinline__ std::uint64_t descriptor(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes) {
+__device__ __forceinline__ cuda::std::uint64_t descriptor(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  return static_cast<std::uint64_t>((address >> 4) & 0x3FFF) | static_cast<std::uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16 |
-         static_cast<std::uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t{1} << 62;
+  return static_cast<cuda::std::uint64_t>((address >> 4) & 0x3FFF) | static_cast<cuda::std::uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16 |
+         static_cast<cuda::std::uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32 | cuda::std::uint64_t{1} << 62;
 }
 
 // K-major Swizzle128<ROWS> tile (row = m or n, column = k): the operand of k-step `step` (columns
 // 16·step .. 16·step + 15), rows starting at `row0` (a multiple of 8).
 template <int ROWS>
-__device__ __forceinline__ std::uint64_t k_major_descriptor(const void* tile, int step, int row0 = 0) {
+__device__ __forceinline__ cuda::std::uint64_t k_major_descriptor(const void* tile, int step, int row0 = 0) {
   const char* start = static_cast<const char*>(tile) + (step >> 2) * Swizzle128<ROWS>::block_bytes + row0 * 128 + (step & 3) * 32;
   return descriptor(start, 16, 1024);
 }
@@ -89,7 +89,7 @@ __device__ __forceinline__ std::uint64_t k_major_descriptor(const void* tile, in
 // MN-major Swizzle128<ROWS> tile (row = k, column = n, ROWS = the tile's k extent): the B operand of
 // k-step `step` (rows 16·step .. 16·step + 15), with transpose_b = true.
 template <int ROWS>
-__device__ __forceinline__ std::uint64_t mn_major_descriptor(const void* tile, int step) {
+__device__ __forceinline__ cuda::std::uint64_t mn_major_descriptor(const void* tile, int step) {
   return descriptor(static_cast<const char*>(tile) + step * 16 * 128, Swizzle128<ROWS>::block_bytes, 1024);
 }
 
@@ -104,6 +104,14 @@ struct Accumulator {
 struct ARegisters {
   unsigned reg[4];
 };
+
+// An accumulator seen as the mma.sync m16n8 C fragments it equals register for register (fragment j =
+// columns 8j..8j+7, see the top of this file): code that indexes fragments [j][e] (Solder's tensor-core
+// emitter) hands them to the mma through this view. Per thread.
+template <int N>
+__device__ __forceinline__ Accumulator<N>& as_accumulator(float (&fragments)[N / 8][4]) {
+  return *reinterpret_cast<Accumulator<N>*>(&fragments[0][0]);
+}
 
 // Keeps the compiler from moving reads or writes of these registers across the asm statements around
 // it (use before fence/mma and after wait_group, as CUTLASS's warpgroup_fence_operand). Per thread.
@@ -163,7 +171,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 
 // D = A·B + (accumulate ? D : 0), A and B from shared memory (descriptors). transpose_b: B is MN-major.
 template <int N, bool transpose_b>
-__device__ __forceinline__ void mma_ss(Accumulator<N>& d, std::uint64_t a_desc, std::uint64_t b_desc, bool accumulate) {
+__device__ __forceinline__ void mma_ss(Accumulator<N>& d, cuda::std::uint64_t a_desc, cuda::std::uint64_t b_desc, bool accumulate) {
   if constexpr (N == 64) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -181,7 +189,7 @@ __device__ __forceinline__ void mma_ss(Accumulator<N>& d, std::uint64_t a_desc, 
 
 // D = A·B + (accumulate ? D : 0), A from registers, B from shared memory. transpose_b: B is MN-major.
 template <int N, bool transpose_b>
-__device__ __forceinline__ void mma_rs(Accumulator<N>& d, const ARegisters& a, std::uint64_t b_desc, bool accumulate) {
+__device__ __forceinline__ void mma_rs(Accumulator<N>& d, const ARegisters& a, cuda::std::uint64_t b_desc, bool accumulate) {
   if constexpr (N == 64) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"

@@ -73,11 +73,19 @@ void MmaStreamWriter::analyze() {
   if (BM_ % 16 || BM_ < 16 || BM_ > 128) refuse("the row tile (" + std::to_string(BM_) + ") is not 16 to 128 rows in steps of 16");
   if (BN_ % 16 || D_ % 16 || DV_ % 16) refuse("tiles of " + std::to_string(BN_) + " columns, depth " + std::to_string(D_) + ", width " + std::to_string(DV_) + " are not multiples of 16");
   if (D_ > 256 || DV_ > 256 || BN_ > 128) refuse("the fragments would not fit in registers (depth and width up to 256, 128 columns)");
-  // Two row groups per warp halve the shared-memory reads per mma (FlashAttention-2's layout)
-  // where the doubled score, accumulator and A fragments still fit in registers.
-  G_ = (BM_ % 32 == 0 && BM_ >= 64 && D_ <= 64 && DV_ <= 64 && BN_ <= 64) ? 2 : 1;
-  if (const char* forced = std::getenv("SOLDER_MMA_ROW_GROUPS"))  // tuning experiments (docs/runtime.md)
-    if ((forced[0] == '1' || forced[0] == '2') && BM_ % (16 * (forced[0] - '0')) == 0) G_ = forced[0] - '0';
+  wgmma_refused_ = wgmma_refusal();
+  wgmma_ = wgmma_refused_.empty();
+  if (wgmma_) {
+    // One warpgroup per 64 rows, each warp 16 of them (G = 1); a power-of-two scale multiplies A
+    // in shared memory once (emit_a_wgmma).
+    G_ = 1;
+  } else {
+    // Two row groups per warp halve the shared-memory reads per mma (FlashAttention-2's layout)
+    // where the doubled score, accumulator and A fragments still fit in registers.
+    G_ = (BM_ % 32 == 0 && BM_ >= 64 && D_ <= 64 && DV_ <= 64 && BN_ <= 64) ? 2 : 1;
+    if (const char* forced = std::getenv("SOLDER_MMA_ROW_GROUPS"))  // tuning experiments (docs/runtime.md)
+      if ((forced[0] == '1' || forced[0] == '2') && BM_ % (16 * (forced[0] - '0')) == 0) G_ = forced[0] - '0';
+  }
   warps_ = static_cast<int>(BM_ / (16 * G_));
   // Every buffer gets a role.
   for (auto& b : kernel_.buffers) {
@@ -104,9 +112,33 @@ void MmaStreamWriter::analyze() {
   }
   find_live_condition();
   find_score_modifier();
-  summary_ = std::to_string(BM_) + " rows x " + std::to_string(BN_) + " columns per step, " + std::to_string(warps_) + " warps of " + std::to_string(16 * G_) + " rows, mma.sync m16n8k16 " +
-             std::string(dtype_name(in_dtype_)) + "; " + (live_condition_ ? "tiles the mask empties are skipped" : "no tile skipping (" + skip_refusal_ + ")") +
+  if (wgmma_) {
+    // The deepest ring (4, 3 or 2 stages) that leaves room for two blocks per SM (2 x (bytes + 1 KB
+    // reserved) <= 228 KB): at head dim 128 a fourth stage would cost the second block.
+    auto bytes = [&](int stages) { return 2 * BM_ * D_ + stages * 2 * BN_ * (D_ + DV_) + 1024 + (row_ranges_.empty() ? 0 : 16 * warps_); };
+    stages_ = bytes(4) <= 115712 ? 4 : bytes(3) <= 115712 ? 3 : 2;
+  }
+  const std::string path =
+      wgmma_ ? std::to_string(warps_ / 4) + (warps_ == 4 ? " warpgroup" : " warpgroups") + " of 64 rows, wgmma m64n" + std::to_string(BN_) + "k16 and m64n" + std::to_string(DV_) + "k16 " +
+                   std::string(dtype_name(in_dtype_)) + ", " + std::to_string(stages_) + "-stage ring of " + B_ + " and " + V_
+             : std::to_string(warps_) + " warps of " + std::to_string(16 * G_) + " rows, mma.sync m16n8k16 " + std::string(dtype_name(in_dtype_)) +
+                   " (wgmma refused: " + wgmma_refused_ + ")";
+  summary_ = std::to_string(BM_) + " rows x " + std::to_string(BN_) + " columns per step, " + path + "; " + (live_condition_ ? "tiles the mask empties are skipped" : "no tile skipping (" + skip_refusal_ + ")") +
              (modifier_ ? "; score modifier applied once: " + print_expr(*modifier_) : "");
+}
+
+// The rules of the wgmma path; "" when the kernel takes it. Its schedule (mma_stream_wgmma.cpp) is
+// the prototype tests/gpu/tile/attention_wgmma_proto.cu's "n64 s4 2/SM" without the overlap of one
+// warpgroup's softmax with its own P·V (other warpgroups on the SM fill the tensor cores meanwhile).
+std::string MmaStreamWriter::wgmma_refusal() const {
+  const char* forced = std::getenv("SOLDER_MMA_PATH");  // A/B runs (docs/runtime.md)
+  if (forced && std::string(forced) == "sync") return "SOLDER_MMA_PATH=sync";
+  if (in_dtype_ != DType::bf16) return std::string(dtype_name(in_dtype_)) + " inputs (tile/wgmma.cuh wraps the bf16 wgmma only)";
+  if (BM_ % 64) return "a row tile of " + std::to_string(BM_) + " rows (a warpgroup holds 64)";
+  if (BN_ != 64) return "stream tiles of " + std::to_string(BN_) + " columns (the schedule takes 64)";
+  if ((D_ != 64 && D_ != 128) || (DV_ != 64 && DV_ != 128))
+    return "depth " + std::to_string(D_) + " and width " + std::to_string(DV_) + " (the schedule takes 64 or 128)";
+  return "";
 }
 
 // The indices before the last two are 0 or variables of extent-1 axes.

@@ -16,19 +16,22 @@ MmaStreamKernel MmaStreamWriter::write() {
   const int threads = warps_ * 32;
   int64_t smem = 0;
   std::map<std::string, int64_t> offsets;
+  const int64_t align = wgmma_ ? 1024 : 128;  // wgmma: 128-byte-swizzled tiles start on 1024-byte atoms
   for (auto* name : {&A_, &B_, &V_}) {
     offsets[*name] = smem;
-    smem += (kernel_.find_buffer(*name)->elements() * 2 * (*name == A_ ? 1 : 2) + 127) / 128 * 128;  // B and V: two stages
+    smem += (kernel_.find_buffer(*name)->elements() * 2 * (*name == A_ ? 1 : stages_) + align - 1) / align * align;  // B and V: the stages
   }
   exchange_offset_ = smem;  // the block-wide min/max exchange of data-dependent mask bounds
   if (!row_ranges_.empty()) smem += 2 * warps_ * 8;
+  if (wgmma_) smem += 1024;  // slack to align the dynamic shared memory's start to 1024 bytes
   std::ostringstream body;
   emit_body(body);
   std::ostringstream out;
   out << "// kernel " << kernel_.name << ": computes";
   for (auto& d : kernel_.definitions) out << " " << d;
   out << "\n// tensor-core emitter: " << summary_ << "\n";
-  out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", " << (BN_ / 2 + DV_ / 2 + D_ / 4 <= 80 ? 2 : 1) << ") "
+  const int min_blocks = wgmma_ ? (D_ == 64 && DV_ == 64 && smem <= 113 * 1024 ? 2 : 1) : (BN_ / 2 + DV_ / 2 + D_ / 4 <= 80 ? 2 : 1);
+  out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", " << min_blocks << ") "
       << cuda_identifier(kernel_.name) << "(";
   for (size_t i = 0; i < program_.globals.size(); ++i) {
     const GlobalTensor& g = program_.globals[i];
@@ -36,7 +39,12 @@ MmaStreamKernel MmaStreamWriter::write() {
         << cuda_identifier(g.name);
   }
   out << ") {\n";
-  out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
+  if (wgmma_) {
+    out << "  extern __shared__ __align__(1024) unsigned char smem_unaligned[];\n";
+    out << "  unsigned char* const smem = smem_unaligned + (1024 - static_cast<unsigned>(__cvta_generic_to_shared(smem_unaligned)) % 1024) % 1024;\n";
+  } else {
+    out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
+  }
   out << "  using T = " << cuda_element_type(in_dtype_) << ";\n";
   out << "  long long block_linear = blockIdx.x;\n";
   for (size_t d = kernel_.grid.size(); d-- > 0;) {
@@ -46,13 +54,19 @@ MmaStreamKernel MmaStreamWriter::write() {
   out << "  (void)block_linear;\n";
   out << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   out << "  const int row0 = warp * " << 16 * G_ << " + (lane >> 2);  // this thread's rows: row0 + 16 g + 8 h (row slot rs = 2 g + h)\n";
-  out << "  // ldmatrix row addresses: row of this lane's matrix row, and its 16-byte chunk's swizzle (see tile/swizzle.cuh)\n";
-  out << "  const int b_row = ((lane >> 4) << 3) + (lane & 7);\n";
-  out << "  const int b_xor = (((lane >> 3) & 1) ^ (b_row & solder::tile::Swizzle<" << D_ << ">::mask)) << 3;\n";
-  out << "  const int v_xor = ((lane >> 4) ^ (lane & solder::tile::Swizzle<" << DV_ << ">::mask)) << 3;\n";
+  if (wgmma_) {
+    out << "  // warp w of warpgroup k holds rows 64 k + 16 w .. + 15: the wgmma accumulator's fragments are the mma.sync m16n8\n";
+    out << "  // C fragments (tile/wgmma.cuh), so row0 and the element indexing [nt][e] are those of the mma.sync path\n";
+  } else {
+    out << "  // ldmatrix row addresses: row of this lane's matrix row, and its 16-byte chunk's swizzle (see tile/swizzle.cuh)\n";
+    out << "  const int b_row = ((lane >> 4) << 3) + (lane & 7);\n";
+    out << "  const int b_xor = (((lane >> 3) & 1) ^ (b_row & solder::tile::Swizzle<" << D_ << ">::mask)) << 3;\n";
+    out << "  const int v_xor = ((lane >> 4) ^ (lane & solder::tile::Swizzle<" << DV_ << ">::mask)) << 3;\n";
+  }
+  const std::string layout = wgmma_ ? "128-byte-swizzled (Swizzle128)" : "swizzled";
   for (auto* name : {&A_, &B_, &V_})
     out << "  T* const " << cuda_identifier(*name) << (*name == A_ ? "" : "_stages") << " = reinterpret_cast<T*>(smem + " << offsets[*name]
-        << ");  // shared, swizzled [" << (*name == A_ ? "" : "2][") << rows_of(*name) << "][" << cols_of(*name) << "]\n";
+        << ");  // shared, " << layout << " [" << (*name == A_ ? "" : std::to_string(stages_) + "][") << rows_of(*name) << "][" << cols_of(*name) << "]\n";
   for (auto& b : kernel_.buffers) {
     Role r = roles_.at(b.name);
     if (r == Role::row) out << "  float " << cuda_identifier(b.name) << "[" << 2 * G_ << "];  // row state, " << dtype_name(b.dtype) << "\n";
@@ -60,7 +74,7 @@ MmaStreamKernel MmaStreamWriter::write() {
     if (r == Role::wide) out << "  float " << cuda_identifier(b.name) << "[" << G_ * DV_ / 8 << "][4];  // fragments (row group g: [g * " << DV_ / 8 << " + n]), " << dtype_name(b.dtype) << "\n";
     if (r == Role::scores) out << "  float " << cuda_identifier(b.name) << "[" << G_ * BN_ / 8 << "][4];  // score fragments (row group g: [g * " << BN_ / 8 << " + n])\n";
   }
-  out << "  unsigned a_frag[" << G_ << "][" << D_ / 16 << "][4];  // " << A_ << " as mma A fragments\n";
+  if (!wgmma_) out << "  unsigned a_frag[" << G_ << "][" << D_ / 16 << "][4];  // " << A_ << " as mma A fragments\n";
   out << "  float p_frag[" << G_ * BN_ / 8 << "][4];  // P of the second contraction\n";
   out << body.str();
   out << "}\n";
@@ -303,10 +317,13 @@ void MmaStreamWriter::emit_stage(std::ostringstream& out, const CopyNode& c, con
   for (size_t k = 0; k + 2 < n; ++k) out << "const long long " << cuda_identifier(axes[k].var) << " = 0; ";
   out << "const long long " << cuda_identifier(row) << " = chunk / " << chunks << "; const long long " << cuda_identifier(col) << " = (chunk % " << chunks << ") * 8;\n";
   out << pad(ind + 1) << "const bool inside = " << bounds << ";\n";
-  out << pad(ind + 1) << "solder::tile::cp_async_16(&" << cuda_identifier(tile) << "[solder::tile::Swizzle<" << C << ">::offset(static_cast<int>(" << cuda_identifier(row) << "), static_cast<int>("
-      << cuda_identifier(col) << "))], inside ? " << cuda_identifier(c.src.name) << " + " << printer_.offset(arrays_.at(c.src.name), idx) << " : " << cuda_identifier(c.src.name)
-      << ", inside);\n";
-  out << pad(ind) << "}\n" << pad(ind) << "solder::tile::cp_async_commit();\n";
+  std::string r = "static_cast<int>(" + cuda_identifier(row) + ")", k = "static_cast<int>(" + cuda_identifier(col) + ")";
+  std::string destination = wgmma_ ? "reinterpret_cast<unsigned char*>(" + cuda_identifier(tile) + ") + solder::tile::Swizzle128<" + std::to_string(R) + ">::byte_offset(" + r + ", " + k + ")"
+                                   : "&" + cuda_identifier(tile) + "[solder::tile::Swizzle<" + std::to_string(C) + ">::offset(" + r + ", " + k + ")]";
+  out << pad(ind + 1) << "solder::tile::cp_async_16(" << destination << ", inside ? " << cuda_identifier(c.src.name) << " + " << printer_.offset(arrays_.at(c.src.name), idx) << " : "
+      << cuda_identifier(c.src.name) << ", inside);\n";
+  out << pad(ind) << "}\n";
+  if (!wgmma_) out << pad(ind) << "solder::tile::cp_async_commit();\n";
 }
 
 // Run-time bounds of the data a mask reads: block-wide min/max of row states (once), and a function
@@ -363,29 +380,24 @@ void MmaStreamWriter::emit_a_fragments(std::ostringstream& out, int ind) {
   }
 }
 
-// The stream loop, software-pipelined over two stages: B and V of the next live tile load while
-// this tile computes.
-void MmaStreamWriter::emit_loop(std::ostringstream& out) {
-  std::vector<const CopyNode*> stage_b, stage_v;
-  std::vector<const Stmt*> head, middle, tail;
+MmaStreamWriter::LoopParts MmaStreamWriter::loop_parts() const {
+  LoopParts parts;
   bool after_scores = false, after_pv = false;
+  int b_copies = 0, v_copies = 0;
   for (auto& s : loop_->body) {
-    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == B_) { if (after_scores) refuse("B is staged after the scores"); stage_b.push_back(s.as<CopyNode>()); continue; }
-    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == V_) { if (after_pv) refuse("V is staged after its use"); stage_v.push_back(s.as<CopyNode>()); continue; }
+    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == B_) { if (after_scores) refuse("B is staged after the scores"); parts.stage_b = s.as<CopyNode>(); ++b_copies; continue; }
+    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == V_) { if (after_pv) refuse("V is staged after its use"); parts.stage_v = s.as<CopyNode>(); ++v_copies; continue; }
     if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == A_) refuse("A is staged inside the loop");
     if (s.kind() == StmtKind::Copy && roles_.count(s.as<CopyNode>()->dst.name) && roles_.at(s.as<CopyNode>()->dst.name) == Role::column) continue;  // read where it is
-    if (s.kind() == StmtKind::Reduce && s.as<ReduceNode>() == scores_) { after_scores = true; middle.push_back(&s); continue; }
-    if (s.kind() == StmtKind::Reduce && s.as<ReduceNode>() == pv_) { after_pv = true; tail.push_back(&s); continue; }
-    (after_pv ? tail : after_scores ? middle : head).push_back(&s);
+    if (s.kind() == StmtKind::Reduce && s.as<ReduceNode>() == scores_) after_scores = true;
+    if (s.kind() == StmtKind::Reduce && s.as<ReduceNode>() == pv_) after_pv = true;
+    parts.statements.push_back(&s);
   }
-  if (stage_b.size() != 1 || stage_v.size() != 1) refuse("B and V are not each staged once per step");
-  std::string jt = cuda_identifier(loop_->var);
-  std::string begin = printer_.print_int(loop_->begin), end = printer_.print_int(loop_->end);
-  std::string kb = cuda_identifier(B_), vb = cuda_identifier(V_);
-  int64_t k_elements = BN_ * D_, v_elements = BN_ * DV_;
-  out << "  // the stream: " << loop_->var << " in " << print_expr(loop_->begin) << " .. " << print_expr(loop_->end)
-      << "; two stages of " << B_ << " and " << V_ << " (the next live tile loads while this one computes)\n";
-  out << "  const long long stream_end = " << end << ";\n";
+  if (b_copies != 1 || v_copies != 1) refuse("B and V are not each staged once per step");
+  return parts;
+}
+
+void MmaStreamWriter::emit_tile_classes(std::ostringstream& out, const std::string& jt) {
   emit_data_ranges(out, jt);
   std::string ranges;  // the column bounds of tile j_t, computed where a tile is classified
   for (size_t k = 0; k < column_ranges_.size(); ++k)
@@ -400,29 +412,42 @@ void MmaStreamWriter::emit_loop(std::ostringstream& out) {
     out << "  auto tile_live = [&](long long) -> bool { return true; };  // " << skip_refusal_ << "\n";
   }
   out << "  auto next_live = [&](long long t) { while (t < stream_end && !tile_live(t)) ++t; return t; };\n";
+}
+
+// The stream loop, software-pipelined over two stages: B and V of the next live tile load while
+// this tile computes.
+void MmaStreamWriter::emit_loop(std::ostringstream& out) {
+  if (wgmma_) { emit_loop_wgmma(out); return; }
+  LoopParts parts = loop_parts();
+  std::string jt = cuda_identifier(loop_->var);
+  std::string begin = printer_.print_int(loop_->begin), end = printer_.print_int(loop_->end);
+  std::string kb = cuda_identifier(B_), vb = cuda_identifier(V_);
+  int64_t k_elements = BN_ * D_, v_elements = BN_ * DV_;
+  out << "  // the stream: " << loop_->var << " in " << print_expr(loop_->begin) << " .. " << print_expr(loop_->end)
+      << "; two stages of " << B_ << " and " << V_ << " (the next live tile loads while this one computes)\n";
+  out << "  const long long stream_end = " << end << ";\n";
+  emit_tile_classes(out, jt);
   out << "  long long " << jt << " = next_live(" << begin << ");\n";
   out << "  int stage = 0;\n";
   out << "  if (" << jt << " < stream_end) {\n";
   out << "    T* const " << kb << " = " << kb << "_stages; T* const " << vb << " = " << vb << "_stages;\n";
-  emit_stage(out, *stage_b[0], B_, 2);
-  emit_stage(out, *stage_v[0], V_, 2);
+  emit_stage(out, *parts.stage_b, B_, 2);
+  emit_stage(out, *parts.stage_v, V_, 2);
   out << "  }\n";
   out << "  while (" << jt << " < stream_end) {\n";
   out << "    const long long next_tile = next_live(" << jt << " + 1);\n";
   out << "    if (next_tile < stream_end) {\n";
   out << "      T* const " << kb << " = " << kb << "_stages + (stage ^ 1) * " << k_elements << "; T* const " << vb << " = " << vb << "_stages + (stage ^ 1) * " << v_elements << ";\n";
   out << "      const long long " << jt << " = next_tile;\n";
-  emit_stage(out, *stage_b[0], B_, 3);
-  emit_stage(out, *stage_v[0], V_, 3);
+  emit_stage(out, *parts.stage_b, B_, 3);
+  emit_stage(out, *parts.stage_v, V_, 3);
   out << "      solder::tile::cp_async_wait<2>();  // this tile's two groups are in; the next tile's are in flight\n";
   out << "    } else {\n      solder::tile::cp_async_wait<0>();\n    }\n";
   out << "    __syncthreads();\n";
   out << "    T* const " << kb << " = " << kb << "_stages + stage * " << k_elements << "; T* const " << vb << " = " << vb << "_stages + stage * " << v_elements << ";\n";
   auto body = [&](int ind) {
     cached_.clear();
-    for (auto* s : head) emit_statement(out, *s, ind);
-    for (auto* s : middle) emit_statement(out, *s, ind);
-    for (auto* s : tail) emit_statement(out, *s, ind);
+    for (auto* s : parts.statements) emit_statement(out, *s, ind);
   };
   if (live_condition_) {
     out << "    if (tile_full(" << jt << ")) {  // the mask holds on the whole tile\n";

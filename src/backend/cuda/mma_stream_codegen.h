@@ -25,6 +25,14 @@
 // them (bf16-level error). One rewrite is exact: a power-of-two scale of bf16 scores multiplies A's
 // fragments once instead of every score (MmaStreamWriter::scale_in_a_).
 //
+// On Hopper the same kernels take a wgmma path where the shape allows it (bf16, row tile a multiple
+// of 64, 64-key tiles, depth and width 64 or 128; mma_stream_wgmma.cpp): one warpgroup per 64 rows,
+// A, B and V in 128-byte-swizzled shared memory read through descriptors, a 4-stage ring (3 at width
+// 128), the next tile's scores and row statements overlapping P · V where that keeps the meaning. Its
+// accumulators are the mma.sync fragments register for register, so every other statement is printed
+// as above. SOLDER_MMA_PATH=sync|wgmma-serial forces mma.sync or wgmma without the overlap
+// (docs/runtime.md); the kernel's comment names the path and the rules that refused the others.
+//
 // Tiles that a mask makes empty are skipped (the masked-identity rule, mma_stream_writer.h): the mask
 // condition is evaluated over the whole tile in interval arithmetic at run time, from the index
 // expressions, without building a mask tensor.

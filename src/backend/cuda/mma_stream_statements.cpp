@@ -26,7 +26,12 @@ void MmaStreamWriter::emit_statement(std::ostringstream& out, const Stmt& s, int
     }
     case StmtKind::Copy: {
       auto c = s.as<CopyNode>();
-      if (c->dst.name == A_ && s.kind() == StmtKind::Copy) { emit_stage(out, *c, A_, ind); emit_a_fragments(out, ind); return; }
+      if (c->dst.name == A_ && s.kind() == StmtKind::Copy) {
+        emit_stage(out, *c, A_, ind);
+        if (wgmma_) emit_a_wgmma(out, ind);
+        else emit_a_fragments(out, ind);
+        return;
+      }
       if (!kernel_.find_buffer(c->dst.name)) { emit_store(out, c->domain, c->dst, make_load(c->src.name, c->src.index), ind); return; }
       emit_map(out, c->domain, c->dst, make_load(c->src.name, c->src.index), ind);
       return;
@@ -139,8 +144,8 @@ void MmaStreamWriter::emit_row_reduce(std::ostringstream& out, const ReduceNode&
   }
 }
 
-// S = A · Bᵀ on tensor cores, then the scalar factors.
-void MmaStreamWriter::emit_scores(std::ostringstream& out, int ind) {
+// S = A · Bᵀ with mma.sync: B fragments through ldmatrix, each feeding the warp's G row groups.
+void MmaStreamWriter::emit_scores_mma_sync(std::ostringstream& out, int ind) {
   std::string s = cuda_identifier(S_), b = cuda_identifier(B_);
   out << pad(ind) << "// " << S_ << " = " << A_ << " · " << B_ << "ᵀ on tensor cores\n";
   out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << s << "[nt][e] = 0.0f;\n";
@@ -153,6 +158,13 @@ void MmaStreamWriter::emit_scores(std::ostringstream& out, int ind) {
   out << pad(ind + 3) << "solder::tile::mma_16816<T>(" << s << "[g * " << BN_ / 8 << " + 2 * np + 1], a_frag[g][ks], bf[2], bf[3]);\n";
   out << pad(ind + 2) << "}\n";
   out << pad(ind + 1) << "}\n" << pad(ind) << "}\n";
+}
+
+// S = A · Bᵀ on tensor cores, then the scalar factors.
+void MmaStreamWriter::emit_scores(std::ostringstream& out, int ind) {
+  std::string s = cuda_identifier(S_);
+  if (wgmma_) emit_scores_wgmma(out, ind);
+  else emit_scores_mma_sync(out, ind);
   if (has_scale_ && !scale_in_a_)
     out << pad(ind) << "{ const float scale = " << printer_.print_float(score_scale_) << ";\n" << pad(ind) << "#pragma unroll\n" << pad(ind)
         << "for (int nt = 0; nt < " << G_ * BN_ / 8 << "; ++nt) for (int e = 0; e < 4; ++e) " << s << "[nt][e] *= scale; }\n";
@@ -201,6 +213,11 @@ void MmaStreamWriter::emit_second_contraction(std::ostringstream& out, int ind) 
     for_each_element(out, ind, true, b, "p_frag[nt][e] = " + (where.empty() ? value : "(" + where + ") ? " + value + " : 0.0f") + ";");
   } else {
     out << pad(ind) << "// P: the values the reduction above computed\n";
+  }
+  if (wgmma_) {
+    emit_pv_wgmma(out, ind);
+    invalidate(pv_->dst.name);
+    return;
   }
   out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int kk = 0; kk < " << BN_ / 16 << "; ++kk) {\n";
   out << pad(ind + 1) << "unsigned pa[" << G_ << "][4];\n";

@@ -4,6 +4,7 @@
 //   mma_stream_statements.cpp  each Kernel IR statement over register fragments, and the two
 //                              contractions on tensor cores
 //   mma_stream_codegen.cpp     the kernel: prologue, the pipelined stream loop, staging, the entry point
+//   mma_stream_wgmma.cpp       the Hopper path: the two contractions on wgmma and its stream loop
 // The shape and the choices are described in mma_stream_codegen.h.
 #pragma once
 
@@ -66,6 +67,13 @@ class MmaStreamWriter {
   int64_t BM_ = 0, BN_ = 0, D_ = 0, DV_ = 0;
   int warps_ = 0;
   int G_ = 1;  // 16-row groups per warp: each B and V fragment loaded from shared memory feeds G mma
+  // The Hopper path (mma_stream_wgmma.cpp): one warpgroup per 64 rows, both contractions on wgmma,
+  // A, B and V in 128-byte-swizzled shared memory, B and V in a ring of `stages_`. Chosen when
+  // wgmma_refusal() is empty; otherwise the mma.sync path, and the summary names the rule.
+  bool wgmma_ = false;
+  std::string wgmma_refused_;
+  int stages_ = 2;
+  std::string wgmma_refusal() const;
   DType in_dtype_ = DType::bf16;
   std::optional<std::string> live_condition_;  // C++ of "the tile j_t may hold an unmasked score"
   std::string full_condition_;                 // C++ of "the tile j_t may hold a masked score"
@@ -190,6 +198,7 @@ class MmaStreamWriter {
 
   // S = A · Bᵀ on tensor cores, then the scalar factors.
   void emit_scores(std::ostringstream& out, int ind);
+  void emit_scores_mma_sync(std::ostringstream& out, int ind);
 
   // O (+)= P · V on tensor cores, P evaluated per score element (or reused from a reduction).
   void emit_second_contraction(std::ostringstream& out, int ind);
@@ -199,7 +208,37 @@ class MmaStreamWriter {
 
   // ---- Staging and the loop ---------------------------------------------------------------------
   // copy tile[.., r, c] = global[...] → cp.async of 16-byte chunks into the swizzled layout.
+  // On the wgmma path the layout is Swizzle128 (byte offsets) and the commit is left to the caller.
   void emit_stage(std::ostringstream& out, const CopyNode& c, const std::string& tile, int ind);
+
+  // ---- The wgmma path (mma_stream_wgmma.cpp) ------------------------------------------------------
+  // A staged and published to the async proxy; the warpgroup's descriptors of A, once.
+  void emit_a_wgmma(std::ostringstream& out, int ind);
+  void emit_scores_wgmma(std::ostringstream& out, int ind);
+  // P (fragments p_frag) → A registers; O += P · V.
+  void emit_pv_wgmma(std::ostringstream& out, int ind);
+  // The stream loop over a ring of stages_ B and V tiles, one barrier per tile.
+  void emit_loop_wgmma(std::ostringstream& out);
+  // The overlapped schedule (the prototype's): S of the next tile and P · V of this one are issued
+  // together, and the next tile's row statements run while P · V is on the tensor cores; those that
+  // touch the P · V accumulator run after it retired. Taken when overlap_refusal() is empty.
+  bool overlap_ = false;
+  bool scores_issued_ = false;  // emit_scores_wgmma: the loop issued and waited for S already
+  bool pv_pack_only_ = false;   // emit_pv_wgmma: pack P into p_next; the loop issues the mma later
+  // The loop's statements split around the contractions (shared by both loops).
+  struct LoopParts {
+    const CopyNode* stage_b = nullptr;
+    const CopyNode* stage_v = nullptr;
+    std::vector<const Stmt*> statements;  // in order, staging removed
+  };
+  LoopParts loop_parts() const;
+  std::string overlap_refusal(const LoopParts& parts) const;
+  void emit_loop_wgmma_overlapped(std::ostringstream& out, const LoopParts& parts);
+  void emit_tile_bodies(std::ostringstream& out, const std::vector<const Stmt*>& statements, int ind);
+  // "T* const B = B_stages + b_stage * ..; T* const V = V_stages + v_stage * ..;"
+  std::string stage_pointers(const std::string& b_stage, const std::string& v_stage) const;
+  // The classification lambdas tile_live / tile_full / next_live (shared by both loops).
+  void emit_tile_classes(std::ostringstream& out, const std::string& jt);
 
   // Run-time bounds of the data a mask reads: block-wide min/max of row states (once), and a function
   // giving a column tile's min/max for tile j_t (each warp computes it alone: no barrier).

@@ -4,6 +4,8 @@
 // compiles them.)
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "backend/cuda/mma_stream_codegen.h"
 #include "driver/compile.h"
 #include "../test_util.h"
@@ -21,7 +23,93 @@ std::optional<MmaStreamKernel> emit(const KernelProgram& kp, std::string* refusa
   return generate_mma_stream_kernel(kp, kp.kernels.front(), refusal);
 }
 
+// SOLDER_MMA_PATH for the life of a scope (the tests of the mma.sync path ask for it where the shape
+// would take wgmma).
+struct MmaPath {
+  explicit MmaPath(const char* path) { setenv("SOLDER_MMA_PATH", path, 1); }
+  ~MmaPath() { unsetenv("SOLDER_MMA_PATH"); }
+};
+
+// At paper sizes (bf16, 128-row tiles, 64-key stream tiles, D = 64) the attention kernels take the
+// wgmma path: one warpgroup per 64 rows, descriptors, the 4-stage ring, the mma.sync fragment
+// indexing of the row statements.
+TEST(MmaStreamCodegen, PaperShapesTakeTheWgmmaPath) {
+  for (const char* name : {"vanilla", "causal", "softcap", "alibi", "sliding_window", "prefix_lm", "document_mask", "gqa"}) {
+    KernelProgram kp = compile_example(name, {}, false);
+    std::string refusal;
+    auto k = emit(kp, &refusal);
+    ASSERT_TRUE(k) << name << ": " << refusal;
+    EXPECT_NE(k->summary.find("2 warpgroups of 64 rows, wgmma m64n64k16"), std::string::npos) << name << ": " << k->summary;
+    EXPECT_NE(k->source.find("// tensor-core emitter: 128 rows x 64 columns per step, 2 warpgroups"), std::string::npos) << name;
+    EXPECT_EQ(k->info.threads, 256) << name;
+    EXPECT_NE(k->source.find("__launch_bounds__(256, 2)"), std::string::npos) << name;
+    EXPECT_NE(k->summary.find("the next tile's scores and row statements overlap P · V"), std::string::npos) << name << ": " << k->summary;
+    EXPECT_NE(k->source.find("wait_group<1>();  // the scores retired; P · V may still run"), std::string::npos) << name;
+    EXPECT_NE(k->source.find("mma_ss<64, false>("), std::string::npos) << name;
+    EXPECT_NE(k->source.find("mma_rs<64, true>("), std::string::npos) << name;
+    EXPECT_NE(k->source.find("Swizzle128<64>::byte_offset("), std::string::npos) << name;
+    EXPECT_NE(k->source.find("cp_async_wait<2>();"), std::string::npos) << name;
+    EXPECT_EQ(k->source.find("mma_16816"), std::string::npos) << name;
+    EXPECT_EQ(k->source.find("ldmatrix"), std::string::npos) << name;
+    // the same per-element statements: the row binding, NaN-propagating max, exp as one FFMA
+    EXPECT_NE(k->source.find("const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8;"), std::string::npos) << name;
+    EXPECT_NE(k->source.find("solder::max_nan("), std::string::npos) << name;
+    EXPECT_NE(k->source.find("solder::tile::fast_exp_diff("), std::string::npos) << name;
+    // the power-of-two scale 1/8 multiplies Q once, in shared memory, instead of every score
+    EXPECT_NE(k->source.find("solder::tile::scale_bf16_fragment(eight, scale);"), std::string::npos) << name;
+    EXPECT_EQ(k->source.find("[nt][e] *= scale"), std::string::npos) << name;
+    // 128 rows: Q 16 KB, 4 stages of K and V 64 KB, 1 KB of alignment slack
+    EXPECT_GE(k->info.shared_bytes, 16384 + 65536 + 1024) << name;
+  }
+}
+
+TEST(MmaStreamCodegen, WgmmaPathCoversHeadDim128AndRaggedTiles) {
+  KernelProgram d128 = compile_example("vanilla", {{"D", 128}, {"S", 2048}, {"B", 2}}, false);
+  std::string refusal;
+  auto k = emit(d128, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->summary.find("wgmma m64n64k16 and m64n128k16"), std::string::npos) << k->summary;
+  EXPECT_NE(k->source.find("mma_rs<128, true>("), std::string::npos);
+  // 64 rows (the planner halves the row tile for this grid): one warpgroup; three stages keep two blocks per SM
+  EXPECT_NE(k->summary.find("1 warpgroup of 64 rows"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("3-stage ring"), std::string::npos) << k->summary;
+  EXPECT_NE(k->source.find("__launch_bounds__(128, 1)"), std::string::npos);
+
+  KernelProgram ragged = compile_example("causal", {{"S", 1000}, {"B", 4}, {"H", 16}}, false);
+  auto r = emit(ragged, &refusal);
+  ASSERT_TRUE(r) << refusal;
+  EXPECT_NE(r->summary.find("wgmma"), std::string::npos) << r->summary;
+  EXPECT_NE(r->source.find("< 1000LL"), std::string::npos);  // out-of-bounds rows zero-filled, stores guarded
+}
+
+TEST(MmaStreamCodegen, OtherShapesKeepMmaSyncAndNameTheRule) {
+  std::string refusal;
+  KernelProgram small = compile_example("vanilla", {{"S", 256}});  // 16-row tiles for a small grid
+  auto k = emit(small, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->summary.find("mma.sync m16n8k16 bf16 (wgmma refused: a row tile of 16 rows (a warpgroup holds 64))"), std::string::npos) << k->summary;
+  KernelProgram d32 = compile_example("vanilla", {{"S", 4096}, {"D", 32}, {"B", 4}, {"H", 16}}, false);
+  auto k32 = emit(d32, &refusal);
+  ASSERT_TRUE(k32) << refusal;
+  EXPECT_NE(k32->summary.find("wgmma refused: depth 32 and width 32"), std::string::npos) << k32->summary;
+  {
+    MmaPath serial("wgmma-serial");
+    KernelProgram paper = compile_example("vanilla", {}, false);
+    auto k_serial = emit(paper, &refusal);
+    ASSERT_TRUE(k_serial) << refusal;
+    EXPECT_NE(k_serial->summary.find("wgmma m64n64k16"), std::string::npos) << k_serial->summary;
+    EXPECT_NE(k_serial->summary.find("no overlap of the row statements with P · V (SOLDER_MMA_PATH=wgmma-serial)"), std::string::npos) << k_serial->summary;
+    EXPECT_EQ(k_serial->source.find("wait_group<1>"), std::string::npos);
+  }
+  MmaPath sync("sync");
+  KernelProgram paper = compile_example("vanilla", {}, false);
+  auto forced = emit(paper, &refusal);
+  ASSERT_TRUE(forced) << refusal;
+  EXPECT_NE(forced->summary.find("mma.sync m16n8k16 bf16 (wgmma refused: SOLDER_MMA_PATH=sync)"), std::string::npos) << forced->summary;
+}
+
 TEST(MmaStreamCodegen, TakesVanillaAttention) {
+  MmaPath sync("sync");
   KernelProgram kp = compile_example("vanilla", {}, false);  // paper sizes: 2048 blocks of 128 rows
   std::string refusal;
   auto k = emit(kp, &refusal);
