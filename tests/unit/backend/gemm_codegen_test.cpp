@@ -60,13 +60,13 @@ TEST(GemmCodegen, TakesTheMoeRouterGemm) {
   EXPECT_EQ(g.b, "wg_tile");
   EXPECT_EQ(g.type, DType::bf16);
   EXPECT_EQ(g.m, 16);
-  EXPECT_EQ(g.n, 64);
+  EXPECT_EQ(g.n, 128);  // E = 128 held whole on the GPU (gpu_fusion_params().hold_whole_up_to)
   EXPECT_EQ(g.k, 128);
   EXPECT_FALSE(g.b_k_major);  // wg_tile[c, e]: columns contiguous (ldmatrix.trans)
   EXPECT_EQ(g.a_depth, 1);
   EXPECT_EQ(g.a_row, 128);
-  EXPECT_EQ(g.b_depth, 64);
-  EXPECT_EQ(g.c_row, 64);
+  EXPECT_EQ(g.b_depth, 128);
+  EXPECT_EQ(g.c_row, 128);
   EXPECT_EQ(g.c_column, 1);
   EXPECT_TRUE(g.accumulate);
 }
@@ -260,7 +260,7 @@ std::string kernel_source(const std::string& example, bool small) {
 TEST(GemmCodegen, MoeRouterRunsTheStagedLoop) {
   std::string source = kernel_source("moe_routing", false);
   EXPECT_NE(source.find("tensor cores (block_gemm): logits_tile += x_tile · wg_tile over c_t"), std::string::npos);
-  EXPECT_NE(source.find("solder::tile::SwizzledB<__nv_bfloat16, 128, 64, false>"), std::string::npos);
+  EXPECT_NE(source.find("solder::tile::SwizzledB<__nv_bfloat16, 128, 128, false>"), std::string::npos);
   EXPECT_NE(source.find("solder::tile::cp_async_16("), std::string::npos);
   // The staged tiles get no float storage, and the scalar loop is gone.
   EXPECT_EQ(source.find("float* const x_tile"), std::string::npos);

@@ -104,13 +104,14 @@ TEST(ReduceCodegen, ColumnSumsArePointMajor) {
 namespace solder {
 namespace {
 
-// The MoE router's top-8 over 16 rows per block: 16 threads per row, candidates in registers, 8 rounds
+// The MoE router's top-8 over 16 rows per block (E = 128 held whole: 8 old + 128 new candidates per row):
+// 16 threads per row, candidates in registers, 8 rounds
 // of the group's first (kernel_writer_topk.cpp) instead of one thread per row with a sorted list.
 TEST(ReduceCodegen, TopkIsCooperativeWhereTheRowsAreFew) {
   KernelProgram kp = gpu_kernels("moe_routing");
   std::string source = generate_cuda(kp).source;
   EXPECT_EQ(count(source, "#include <solder/reduce/topk.cuh>"), 1);
-  EXPECT_EQ(count(source, "16 threads per point, each with 5 candidates; 8 rounds of the group's first"), 1) << source;
+  EXPECT_EQ(count(source, "16 threads per point, each with 9 candidates; 8 rounds of the group's first"), 1) << source;
   EXPECT_EQ(count(source, "insert into the sorted list"), 0);
   EXPECT_EQ(count(source, "solder::reduce::topk_group_best<16>(mine_)"), 1);
 }
