@@ -3,9 +3,9 @@
 # an H100: builds Solder, runs every attention example through the CUDA backend at sizes that make
 # the emitter stream several tiles (multi-tile, ragged, paper, head dim 128), each verified against
 # the float64 reference, then times the quick attention suite with `solder bench`. Every check and the
-# bench run once per tensor-core path of SOLDER_MMA_PATHS (default "wgmma wgmma-serial sync"):
-# SOLDER_MMA_PATH=wgmma (the default: wgmma where the shape allows it, the next tile's row statements
-# overlapping P·V), =wgmma-serial (wgmma without that overlap), =sync (mma.sync everywhere); the
+# bench run once per tensor-core path of SOLDER_MMA_PATHS (default "wgmma wgmma-overlap sync"):
+# SOLDER_MMA_PATH=wgmma (the default: wgmma where the shape allows it), =wgmma-overlap (the next tile's
+# row statements overlapping P·V), =sync (mma.sync everywhere); the
 # `path` column says which path each kernel took.
 # Usage: [SOLDER_MMA_PATHS="wgmma sync"] tests/gpu/attention.sh [OUT_DIR] [--no-bench]
 set -uo pipefail
@@ -30,7 +30,7 @@ check() {  # name label args...   (SOLDER_MMA_PATH from the caller)
   grep -q '^// tensor-core emitter:.*overlap P · V' <<< "$emitted" && path=wgmma
   printf '%-16s %-16s rc=%s mma-kernels=%s path=%-12s %s\n' "$name" "$label" "$rc" "$kind" "$path" "$(grep -Eo 'verified|MISMATCH[^|]*' "$out/$name.$label.txt" | head -1)" | tee -a "$out/status.tsv"
 }
-paths=${SOLDER_MMA_PATHS:-wgmma wgmma-serial sync}
+paths=${SOLDER_MMA_PATHS:-wgmma wgmma-overlap sync}
 for SOLDER_MMA_PATH in $paths; do
   export SOLDER_MMA_PATH
   for n in $attention; do
