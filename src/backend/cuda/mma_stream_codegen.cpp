@@ -7,6 +7,7 @@
 
 #include "backend/cuda/mma_stream_writer.h"
 #include "ir/diagnostics.h"
+#include "ir/interval.h"
 #include "ir/printer.h"
 
 namespace solder::mma_stream {
@@ -46,7 +47,10 @@ MmaStreamKernel MmaStreamWriter::write() {
     out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
   }
   out << "  using T = " << cuda_element_type(in_dtype_) << ";\n";
-  out << "  long long block_linear = blockIdx.x;\n";
+  // With tile skipping, blocks differ in work (causal: the last row tiles read the most key tiles): the grid
+  // runs in reverse, so the longest blocks start first and the short ones fill the tail.
+  if (live_condition_) out << "  long long block_linear = (gridDim.x - 1) - blockIdx.x;  // longest blocks first\n";
+  else out << "  long long block_linear = blockIdx.x;\n";
   for (size_t d = kernel_.grid.size(); d-- > 0;) {
     const GridDim& g = kernel_.grid[d];
     out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL; block_linear /= " << g.extent << "LL;\n";
@@ -308,20 +312,46 @@ void MmaStreamWriter::emit_stage(std::ostringstream& out, const CopyNode& c, con
   int64_t R = buf->shape[n - 2], C = buf->shape[n - 1], chunks = C / 8;
   std::vector<std::string> idx;
   for (auto& e : src) idx.push_back(printer_.print_int(e));
+  // Index ranges over the whole launch: grid variables, the stream variable (any tile of the loop), the
+  // tile's rows and 16-byte columns. An index proven inside its global's extent needs no guard; when every
+  // index is, the copy has no `inside` at all (paper shapes: no per-copy compares or selects).
+  RangeFacts facts;
+  facts.dims = program_.dims;
+  for (const GridDim& gd : kernel_.grid) facts.vars[gd.var] = {0, gd.extent - 1};
+  if (loop_) {
+    auto begin = facts.bound(loop_->begin), end = facts.bound(loop_->end);
+    if (begin && end) facts.vars[loop_->var] = {begin->lo, end->hi - 1};
+  }
+  for (size_t k = 0; k + 2 < n; ++k) facts.vars[axes[k].var] = {0, 0};
+  facts.vars[row] = {0, R - 1};
+  facts.vars[col] = {0, C - 8};
   std::string bounds;
-  for (size_t d = 0; d < idx.size(); ++d)
-    bounds += (d ? " && " : "") + std::string("(") + idx[d] + ") >= 0 && (" + idx[d] + ") + " + (d + 1 == idx.size() ? "8" : "1") + " <= " + std::to_string(g->shape[d]) + "LL";
-  out << pad(ind) << "// stage " << tile << " = " << c.src.name << " (cp.async, 16 bytes per copy, out-of-bounds rows are zero)\n";
-  out << pad(ind) << "for (int chunk = threadIdx.x; chunk < " << R * chunks << "; chunk += " << warps_ * 32 << ") {\n";
+  for (size_t d = 0; d < idx.size(); ++d) {
+    const int64_t width = d + 1 == idx.size() ? 8 : 1;
+    auto range = facts.bound(src[d]);
+    if (range && range->lo >= 0 && range->hi + width <= g->shape[d]) continue;
+    bounds += (bounds.empty() ? "" : " && ") + std::string("(") + idx[d] + ") >= 0 && (" + idx[d] + ") + " + std::to_string(width) + " <= " + std::to_string(g->shape[d]) + "LL";
+  }
+  const bool guarded = !bounds.empty();
+  const int64_t copies = R * chunks, threads = warps_ * 32;
+  out << pad(ind) << "// stage " << tile << " = " << c.src.name << " (cp.async, 16 bytes per copy, "
+      << (guarded ? "out-of-bounds rows are zero" : "every index in bounds: no guard") << ")\n";
+  if (copies % threads == 0) {
+    out << pad(ind) << "#pragma unroll\n";
+    out << pad(ind) << "for (int copy = 0; copy < " << copies / threads << "; ++copy) { const int chunk = threadIdx.x + copy * " << threads << ";\n";
+  } else {
+    out << pad(ind) << "for (int chunk = threadIdx.x; chunk < " << copies << "; chunk += " << threads << ") {\n";
+  }
   out << pad(ind + 1);
   for (size_t k = 0; k + 2 < n; ++k) out << "const long long " << cuda_identifier(axes[k].var) << " = 0; ";
   out << "const long long " << cuda_identifier(row) << " = chunk / " << chunks << "; const long long " << cuda_identifier(col) << " = (chunk % " << chunks << ") * 8;\n";
-  out << pad(ind + 1) << "const bool inside = " << bounds << ";\n";
+  if (guarded) out << pad(ind + 1) << "const bool inside = " << bounds << ";\n";
   std::string r = "static_cast<int>(" + cuda_identifier(row) + ")", k = "static_cast<int>(" + cuda_identifier(col) + ")";
   std::string destination = wgmma_ ? "reinterpret_cast<unsigned char*>(" + cuda_identifier(tile) + ") + solder::tile::Swizzle128<" + std::to_string(R) + ">::byte_offset(" + r + ", " + k + ")"
                                    : "&" + cuda_identifier(tile) + "[solder::tile::Swizzle<" + std::to_string(C) + ">::offset(" + r + ", " + k + ")]";
-  out << pad(ind + 1) << "solder::tile::cp_async_16(" << destination << ", inside ? " << cuda_identifier(c.src.name) << " + " << printer_.offset(arrays_.at(c.src.name), idx) << " : "
-      << cuda_identifier(c.src.name) << ", inside);\n";
+  std::string source = cuda_identifier(c.src.name) + " + " + printer_.offset(arrays_.at(c.src.name), idx);
+  if (guarded) out << pad(ind + 1) << "solder::tile::cp_async_16(" << destination << ", inside ? " << source << " : " << cuda_identifier(c.src.name) << ", inside);\n";
+  else out << pad(ind + 1) << "solder::tile::cp_async_16(" << destination << ", " << source << ");\n";
   out << pad(ind) << "}\n";
   if (!wgmma_) out << pad(ind) << "solder::tile::cp_async_commit();\n";
 }

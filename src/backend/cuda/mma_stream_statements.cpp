@@ -93,7 +93,22 @@ void MmaStreamWriter::emit_map(std::ostringstream& out, const Domain& domain, co
   out << pad(ind) << "// " << dst.name << " = " << print_expr(value) << "\n";
   Expr element = wide ? hoist_row_invariants(out, value, b, ind) : value;
   if (wide) {
-    for_each_element(out, ind, false, b, when(guard_of(domain, b)) + name + "[nt][e] = " + round + "(" + element_text(element, b) + ");");
+    std::string guard = when(guard_of(domain, b));
+    // select(row condition, x, y): when the condition holds on every row of this thread (all tiles but the
+    // first, for the online softmax's rescale), the elements take x without a select each; the same values.
+    auto select = element.as<SelectNode>();
+    auto cond = select && select->cond.kind() == ExprKind::Load ? select->cond.as<LoadNode>() : nullptr;
+    if (cond && pseudo_rows_.count(cond->tensor)) {
+      std::string rows = pseudo_rows_.at(cond->tensor), all;
+      for (int rs = 0; rs < 2 * G_; ++rs) all += (rs ? " && " : "") + rows + "[" + std::to_string(rs) + "] != 0.0f";
+      out << pad(ind) << "if (" << all << ") {  // the condition holds on every row: no select per element\n";
+      for_each_element(out, ind + 1, false, b, guard + name + "[nt][e] = " + round + "(" + element_text(select->if_true, b) + ");");
+      out << pad(ind) << "} else {\n";
+      for_each_element(out, ind + 1, false, b, guard + name + "[nt][e] = " + round + "(" + element_text(element, b) + ");");
+      out << pad(ind) << "}\n";
+    } else {
+      for_each_element(out, ind, false, b, guard + name + "[nt][e] = " + round + "(" + element_text(element, b) + ");");
+    }
   } else {
     out << pad(ind) << "#pragma unroll\n" << pad(ind) << "for (int rs = 0; rs < " << 2 * G_ << "; ++rs) { " << bind(b) << "\n";
     out << pad(ind + 1) << when(guard_of(domain, b)) << name << "[rs] = " << round << "(" << element_text(value, b) << "); }\n";

@@ -83,6 +83,32 @@ TEST(MmaStreamCodegen, WgmmaPathCoversHeadDim128AndRaggedTiles) {
   EXPECT_NE(r->source.find("< 1000LL"), std::string::npos);  // out-of-bounds rows zero-filled, stores guarded
 }
 
+// The per-tile work of the wgmma loop: K/V copies unrolled and unguarded where every index is provably in
+// bounds (guards only on the ragged dim otherwise), the O rescale without a select per element when every
+// row's condition holds, and a reversed grid where tiles are skipped (causal: longest blocks first).
+TEST(MmaStreamCodegen, WgmmaLoopBodyCarriesOnlyTheGuardsItNeeds) {
+  std::string refusal;
+  KernelProgram paper = compile_example("vanilla", {}, false);
+  auto v = emit(paper, &refusal);
+  ASSERT_TRUE(v) << refusal;
+  EXPECT_EQ(v->source.find("const bool inside"), std::string::npos);
+  EXPECT_NE(v->source.find("(cp.async, 16 bytes per copy, every index in bounds: no guard)"), std::string::npos);
+  EXPECT_NE(v->source.find("for (int copy = 0; copy < 2; ++copy) { const int chunk = threadIdx.x + copy * 256;"), std::string::npos);
+  EXPECT_NE(v->source.find("if (row_value1[0] != 0.0f && row_value1[1] != 0.0f) {  // the condition holds on every row"), std::string::npos);
+  EXPECT_NE(v->source.find("long long block_linear = blockIdx.x;"), std::string::npos);
+
+  KernelProgram ragged = compile_example("vanilla", {{"S", 4000}}, false);
+  auto r = emit(ragged, &refusal);
+  ASSERT_TRUE(r) << refusal;
+  EXPECT_NE(r->source.find("const bool inside = (((j_t * 64LL) + j)) >= 0 && (((j_t * 64LL) + j)) + 1 <= 4000LL;"), std::string::npos);
+  EXPECT_EQ(r->source.find("((b_t + b)) >= 0 && ((b_t + b)) + 1 <= "), std::string::npos);  // batch and head: in bounds
+
+  KernelProgram causal = compile_example("causal", {}, false);
+  auto c = emit(causal, &refusal);
+  ASSERT_TRUE(c) << refusal;
+  EXPECT_NE(c->source.find("long long block_linear = (gridDim.x - 1) - blockIdx.x;  // longest blocks first"), std::string::npos);
+}
+
 TEST(MmaStreamCodegen, OtherShapesKeepMmaSyncAndNameTheRule) {
   std::string refusal;
   KernelProgram small = compile_example("vanilla", {{"S", 256}});  // 16-row tiles for a small grid
