@@ -47,10 +47,7 @@ MmaStreamKernel MmaStreamWriter::write() {
     out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
   }
   out << "  using T = " << cuda_element_type(in_dtype_) << ";\n";
-  // With tile skipping, blocks differ in work (causal: the last row tiles read the most key tiles): the grid
-  // runs in reverse, so the longest blocks start first and the short ones fill the tail.
-  if (live_condition_) out << "  long long block_linear = (gridDim.x - 1) - blockIdx.x;  // longest blocks first\n";
-  else out << "  long long block_linear = blockIdx.x;\n";
+  out << "  long long block_linear = blockIdx.x;\n";
   for (size_t d = kernel_.grid.size(); d-- > 0;) {
     const GridDim& g = kernel_.grid[d];
     out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL; block_linear /= " << g.extent << "LL;\n";
