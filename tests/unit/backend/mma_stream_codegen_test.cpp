@@ -85,7 +85,7 @@ TEST(MmaStreamCodegen, WgmmaPathCoversHeadDim128AndRaggedTiles) {
 
 // The per-tile work of the wgmma loop: K/V copies unrolled and unguarded where every index is provably in
 // bounds (guards only on the ragged dim otherwise), the O rescale without a select per element when every
-// row's condition holds, and a reversed grid where tiles are skipped (causal: longest blocks first).
+// row's condition holds.
 TEST(MmaStreamCodegen, WgmmaLoopBodyCarriesOnlyTheGuardsItNeeds) {
   std::string refusal;
   KernelProgram paper = compile_example("vanilla", {}, false);
