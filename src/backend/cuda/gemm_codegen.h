@@ -15,6 +15,9 @@
 //   * products of two values of T are exact in f32, and the sum is f32 (in another order than the
 //     scalar loop's, as for cooperative reduces);
 //   * C is an f32 tile, or a 16-bit tile rounded once after the reduce, as the scalar loop rounds it.
+//     A 16-bit C with fewer than 16 rows and no computed operand stays scalar (the rule "rounded
+//     few-row product"): the mma pads the rows, saves no evaluation, and adds a round trip of C
+//     through its float tile at each reduce (llama_decode's projections were slower so).
 // Every other summand stays scalar; the generated source then says which rule refused it.
 //
 // Operands (gemm_contraction_match.cpp decides, gemm_codegen.cpp writes):

@@ -123,17 +123,17 @@ TEST(GemmCodegen, RefusesAnOperandThatIsAnUnroundedF32Value) {
   EXPECT_NE(small.refusal.find("is an f32 value"), std::string::npos) << small.refusal;
 }
 
-// A kernel with tiles x [16, 32] (dtype x_type), s [16] f32, w [32, 32] (w_type) and c [16, 32]
+// A kernel with tiles x [rows, 32] (dtype x_type), s [rows] f32, w [32, 32] (w_type) and c [rows, 32]
 // (c_type), and the reduce c[i, j] += Σ_k summand.
 struct Sandbox {
   Kernel kernel;
   ReduceNode reduce;
-  Sandbox(DType x_type, DType w_type, DType c_type, Expr summand) {
+  Sandbox(DType x_type, DType w_type, DType c_type, Expr summand, int64_t rows = 16) {
     kernel.name = "k";
-    kernel.buffers = {Buffer{"x", {16, 32}, x_type}, Buffer{"s", {16}, DType::f32}, Buffer{"w", {32, 32}, w_type},
-                      Buffer{"c", {16, 32}, c_type}};
+    kernel.buffers = {Buffer{"x", {rows, 32}, x_type}, Buffer{"s", {rows}, DType::f32}, Buffer{"w", {32, 32}, w_type},
+                      Buffer{"c", {rows, 32}, c_type}};
     reduce.op = ReduceOp::sum;
-    reduce.domain = kb::over({Axis{"i", 16}, Axis{"j", 32}});
+    reduce.domain = kb::over({Axis{"i", rows}, Axis{"j", 32}});
     reduce.reduce_axes = {Axis{"k", 32}};
     reduce.dst = kb::at("c", {kb::var("i"), kb::var("j")});
     reduce.value = summand;
@@ -180,6 +180,39 @@ TEST(GemmCodegen, ExpressionOperandsExactIn16BitsOnly) {
   auto self = Sandbox(DType::f16, DType::f16, DType::f32,
                       binary(BinaryOp::mul, make_cast(DType::f16, kb::load("c", {kb::var("i"), kb::var("k")})), w_kj())).match();
   EXPECT_FALSE(self.contraction);
+}
+
+// The rule "rounded few-row product": a 16-bit result (rounded after each reduce) with fewer than 16
+// rows and no computed operand stays scalar; llama_decode's decode projections so return to the
+// scalar loop, while ffn's second GEMM (one row too, but a computed operand) keeps the tensor cores.
+TEST(GemmCodegen, RefusesARoundedResultOfFewRowsWithoutAComputedOperand) {
+  using kb::binary;
+  for (const char* dst : {"q_tile", "k_new_tile", "v_new_tile"}) {
+    auto m = match_in("llama_decode", false, dst);
+    EXPECT_FALSE(m.contraction) << dst;
+    EXPECT_NE(m.refusal.find("rounded few-row product: " + std::string(dst) + " is f16, rounded after each reduce, with M = 1 row"),
+              std::string::npos)
+        << m.refusal;
+  }
+  auto ffn = match_in("ffn", false, "e_tile");
+  ASSERT_TRUE(ffn.contraction) << ffn.refusal;
+  EXPECT_EQ(ffn.contraction->m, 1);
+  EXPECT_EQ(ffn.contraction->result_type, DType::f16);
+  EXPECT_TRUE(ffn.contraction->a_computed);
+  // The sandbox: one row, f16 result, two tiles: refused.
+  auto one_row = Sandbox(DType::f16, DType::f16, DType::f16, binary(BinaryOp::mul, x_ik(), w_kj()), 1).match();
+  EXPECT_FALSE(one_row.contraction);
+  EXPECT_EQ(one_row.refusal, "rounded few-row product: c is f16, rounded after each reduce, with M = 1 row (an mma pads 16) and no "
+                             "computed operand: the scalar loop reads each operand element once too, without the float tile round trip");
+  auto eight_rows = Sandbox(DType::bf16, DType::bf16, DType::bf16, binary(BinaryOp::mul, x_ik(), w_kj()), 8).match();
+  EXPECT_FALSE(eight_rows.contraction);
+  EXPECT_NE(eight_rows.refusal.find("M = 8 rows"), std::string::npos) << eight_rows.refusal;
+  // Taken: 16 rows; an f32 result; a computed operand.
+  EXPECT_TRUE(Sandbox(DType::f16, DType::f16, DType::f16, binary(BinaryOp::mul, x_ik(), w_kj()), 16).match().contraction);
+  EXPECT_TRUE(Sandbox(DType::f16, DType::f16, DType::f32, binary(BinaryOp::mul, x_ik(), w_kj()), 1).match().contraction);
+  EXPECT_TRUE(Sandbox(DType::f16, DType::f16, DType::f16, binary(BinaryOp::mul, make_cast(DType::f16, binary(BinaryOp::div, x_ik(), s_i())), w_kj()), 1)
+                  .match()
+                  .contraction);
 }
 
 TEST(GemmCodegen, EveryFp8ValueIsExactInBothSixteenBitTypes) {
@@ -271,15 +304,18 @@ TEST(GemmCodegen, MoeRouterRunsTheStagedLoop) {
 }
 
 TEST(GemmCodegen, KeepsTheRoundingOfA16BitAccumulator) {
-  // llama_decode's q_tile is f16 and accumulates over c_t: each step rounds to f16, so summing the
-  // whole loop in f32 registers would change the result. The staged loop refuses it; each reduce
-  // runs on the tensor cores and rounds q_tile once after its sum, as the scalar loop does.
-  auto m = match_in("llama_decode", false, "q_tile");
-  ASSERT_TRUE(m.contraction) << m.refusal;
-  EXPECT_EQ(m.contraction->result_type, DType::f16);
-  std::string source = kernel_source("llama_decode", false);
-  EXPECT_NE(source.find("the staged loop not used for c_t: the result q_tile is f16, rounded at every step of the loop"), std::string::npos);
-  EXPECT_NE(source.find("// q_tile is f16: rounded once, after the sum"), std::string::npos);
+  // A 16-bit result that accumulates over a loop is rounded at each step, so summing the whole loop in
+  // f32 registers would change the result: the staged loop refuses it. ffn's e_tile (f16, over n_t)
+  // runs each reduce on the tensor cores and rounds e_tile once after its sum, as the scalar loop
+  // does; llama_decode's q_tile (one row, no computed operand) stays the scalar loop, rounding as it
+  // writes ("rounded few-row product").
+  std::string ffn = kernel_source("ffn", false);
+  EXPECT_NE(ffn.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
+  EXPECT_NE(ffn.find("// e_tile is f16: rounded once, after the sum"), std::string::npos);
+  std::string llama = kernel_source("llama_decode", false);
+  EXPECT_NE(llama.find("// tensor cores not used for q_tile: rounded few-row product"), std::string::npos);
+  EXPECT_NE(llama.find("q_tile[(((b) * 1 + (h)) * 128 + (d))] = solder::round_f16(acc);"), std::string::npos);
+  EXPECT_EQ(llama.find("rounded once, after the sum"), std::string::npos);
 }
 
 TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
