@@ -89,27 +89,44 @@ class Planner {
   PlanAttempt run() {
     try {
       build_dims();
-      std::set<int> excluded;  // classes refused as stream
-      while (true) {
-        assign_roles(excluded);
-        std::string refusal = assign_phases();
-        if (refusal.empty()) break;
-        if (plan_.stream < 0) return {std::nullopt, refusal};
-        plan_.notes.push_back("not streaming " + plan_.dims[static_cast<size_t>(plan_.stream)].name + ": " + refusal);
-        excluded.insert(plan_.stream);
+      const GroupPlan dims_only = plan_;
+      PlanAttempt attempt = plan_roles();
+      if (!attempt.plan && product_rows_tiled_) {
+        // Refused with a product's row tile (its tiles do not fit on chip): one row per block, as before.
+        plan_ = dims_only;
+        tile_product_rows_ = false;
+        attempt = plan_roles();
       }
-      bool streaming = params_.streaming_tiles && !has_contraction();
-      if (streaming) retile_for_streaming();
-      choose_segments(streaming ? params_.streaming_min_blocks : params_.min_blocks_for_single_segment);
-      std::string capacity = check_capacity();
-      if (!capacity.empty()) return {std::nullopt, capacity};
-      return {plan_, ""};
+      return attempt;
     } catch (const std::string& refusal) {
       return {std::nullopt, refusal};
     }
   }
 
  private:
+  // Roles, phases, segments and the capacity check, on the dims of build_dims.
+  PlanAttempt plan_roles() {
+    std::set<int> excluded;  // classes refused as stream
+    while (true) {
+      assign_roles(excluded);
+      std::string refusal = assign_phases();
+      if (refusal.empty()) break;
+      if (plan_.stream < 0) return {std::nullopt, refusal};
+      plan_.notes.push_back("not streaming " + plan_.dims[static_cast<size_t>(plan_.stream)].name + ": " + refusal);
+      excluded.insert(plan_.stream);
+    }
+    bool streaming = params_.streaming_tiles && !has_contraction();
+    if (streaming) retile_for_streaming();
+    choose_segments(streaming ? params_.streaming_min_blocks : params_.min_blocks_for_single_segment);
+    std::string capacity = check_capacity();
+    if (!capacity.empty()) return {std::nullopt, capacity};
+    return {plan_, ""};
+  }
+
+  // The row tile of a tensor-core product (one mma fragment), and whether it is still tried.
+  static constexpr int64_t kProductRowTile = 16;
+  bool tile_product_rows_ = true;
+  bool product_rows_tiled_ = false;  // assign_roles gave a product's rows that tile
   const BoundProgram& program_;
   const FusionParams& params_;
   GroupPlan plan_;
@@ -294,11 +311,24 @@ class Planner {
         dim.tile = dim.extent;
       }
     }
-    // The innermost grid dim of the anchor gets a real tile.
+    // The innermost grid dim of the anchor gets a real tile; in a matrix product on tensor cores
+    // (tensor_core_product) the next one out gets one mma fragment of rows, so that a block's A tile
+    // has real rows and each weight tile it stages serves 16 of them, not one.
+    bool inner_tiled = false;
+    int inner = -1;
     for (size_t k = anchor->p_dims.size(); k-- > 0;) {
       GroupDim& dim = plan_.dims[static_cast<size_t>(anchor->p_dims[k])];
-      if (dim.role == DimRole::grid) {
+      if (dim.role != DimRole::grid) continue;
+      if (!inner_tiled) {
         dim.tile = std::min(params_.grid_tile, dim.extent);
+        inner_tiled = true;
+        inner = anchor->p_dims[k];
+        if (!tile_product_rows_) break;
+      } else {
+        if (tensor_core_product(inner, anchor->p_dims[k])) {
+          dim.tile = std::min(kProductRowTile, dim.extent);
+          product_rows_tiled_ = true;
+        }
         break;
       }
     }
@@ -337,6 +367,47 @@ class Planner {
       for (auto& v : vars_used(i))
         if (int d = m.dim_of(v); d >= 0) dims.insert(d);
     return dims;
+  }
+
+  // Whether the group is a matrix product C[row, column] = Σ_k A[row, k] · B[k, column] that the
+  // generic writer runs on tensor cores (gemm_codegen.h), with `column` the innermost grid dim and
+  // `row` the next one out: one member, no stream, a sum over one dim of a product of two factors, each
+  // exact in a 16-bit type (a load of a bf16/f16/fp8 tensor, or a cast to one of those types); A reads
+  // the row and not the column, B the column and not the row, both the reduced dim, and any other dim
+  // either reads is a grid dim (a batch, one per block). ffn's and gated_ffn's GEMMs, nerf_mlp's
+  // layers, mla_decode's q·ckv; not attention (a stream), not a decode projection whose weight holds
+  // both kept dims, not unrounded f32 operands.
+  bool tensor_core_product(int column, int row) const {
+    if (plan_.stream >= 0 || plan_.members.size() != 1 || column < 0) return false;
+    const GroupMember& m = plan_.members.front();
+    if (m.def.reduce != ReduceOp::sum || m.r_dims.size() != 1) return false;
+    auto product = m.def.body.as<BinaryNode>();
+    if (!product || product->op != BinaryOp::mul) return false;
+    auto sixteen_or_eight = [](DType t) {
+      return t == DType::bf16 || t == DType::f16 || t == DType::f8e4m3 || t == DType::f8e5m2;
+    };
+    std::set<int> dims_of[2];
+    for (int i = 0; i < 2; ++i) {
+      const Expr& factor = i ? product->rhs : product->lhs;
+      if (auto load = factor.as<LoadNode>()) {
+        if (!program_.has_tensor(load->tensor) || !sixteen_or_eight(program_.tensor(load->tensor).dtype)) return false;
+      } else if (auto cast = factor.as<CastNode>()) {
+        if (!sixteen_or_eight(cast->dtype)) return false;
+      } else {
+        return false;
+      }
+      for_each_load(factor, [&](const LoadNode& load) {
+        auto dims = load_dims(m, load);
+        dims_of[i].insert(dims.begin(), dims.end());
+      });
+      if (!dims_of[i].count(m.r_dims.front())) return false;
+      for (int d : dims_of[i])
+        if (d != m.r_dims.front() && d != row && d != column && plan_.dims[static_cast<size_t>(d)].role != DimRole::grid) return false;
+    }
+    auto reads = [&](int i, int d) { return dims_of[i].count(d) > 0; };
+    const bool a_first = reads(0, row) && !reads(0, column) && reads(1, column) && !reads(1, row);
+    const bool b_first = reads(1, row) && !reads(1, column) && reads(0, column) && !reads(0, row);
+    return a_first || b_first;
   }
 
   // A contraction: a sum whose body reads two tensors over a reduced dim where one lacks a kept dim

@@ -31,7 +31,7 @@
 namespace solder {
 
 struct FusionParams {
-  int64_t grid_tile = 16;         // tile of the innermost grid dim (others: 1)
+  int64_t grid_tile = 16;         // tile of the innermost grid dim (others: 1; a tensor-core product's rows: 16)
   int64_t stream_tile = 16;       // tile of the streamed dim
   int64_t hold_whole_up_to = 0;   // a cascade dim this short is held whole, not streamed (0: one stream tile)
   int64_t inner_tile = 16;        // tile of inner reduction loops

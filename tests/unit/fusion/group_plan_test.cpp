@@ -53,6 +53,24 @@ PlanAttempt plan_example(const std::string& name, const FusionParams& params = {
   return plan_bound(bind_program(program, SizeChoice{true, std::move(overrides)}), params);
 }
 
+// A matrix product on tensor cores (one sum of two 16-bit factors, A with the rows, B with the
+// columns, no stream) tiles its rows by one mma fragment (16) besides the columns, so that a block's
+// weight tile serves 16 rows; anything else keeps one row per block.
+TEST(GroupPlan, ATensorCoreProductTilesItsRows) {
+  auto plan_of = [](const std::string& a_type, const std::string& body) {
+    PlanAttempt a = plan_text("program p\ndim M = 64, N = 64, K = 32, H = 4\nin a[M, K] : " + a_type +
+                              "\nin b[K, N] : f16\nin w[K, H, N] : f16\n" + body + "\n");
+    EXPECT_TRUE(a.plan) << a.refusal;
+    return a.plan ? dims_summary(*a.plan) : std::string();
+  };
+  EXPECT_EQ(plan_of("f16", "out c[m, n] = sum(k) a[m, k] * b[k, n]"), "m:grid/16 n:grid/16 k:inner/16");
+  EXPECT_EQ(plan_of("f32", "out c[m, n] : f16 = sum(k) cast(a[m, k], f16) * b[k, n]"), "m:grid/16 n:grid/16 k:inner/16");
+  // Not a product the tensor cores take: an f32 factor; a weight that holds both kept dims (a decode
+  // projection: its rows are not A's).
+  EXPECT_EQ(plan_of("f32", "out c[m, n] = sum(k) a[m, k] * b[k, n]"), "m:grid/1 n:grid/16 k:inner/16");
+  EXPECT_EQ(plan_of("f16", "out c[m, h, n] = sum(k) a[m, k] * w[k, h, n]"), "m:grid/1 h:grid/1 n:grid/16 k:inner/16");
+}
+
 TEST(GroupPlan, AttentionStreamsKeysAndValues) {
   PlanAttempt a = plan_example("vanilla");
   ASSERT_TRUE(a.plan) << a.refusal;
