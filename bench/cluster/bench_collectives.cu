@@ -24,99 +24,11 @@
 #include <vector>
 
 #include "../../tests/gpu/cluster/launch.h"
-
-namespace sc = solder::cluster;
-using half = __half;
+#include "collective_kernels.cuh"
+#include "timing.h"
 
 // Threads per block of the collective kernels; the CF comparison runs at 256 and 1024 (NOTES-cluster.md v4).
 static unsigned threads = 256;
-
-struct bench_args {
-  const half* input;     // [blocks][in_count]
-  half* output;          // [blocks][out_count]
-  half* scratch;         // global-memory version: [2][blocks][in_count]
-  unsigned count;        // reduce: tile elements; gather: elements each block contributes
-  unsigned slot_bytes;
-  unsigned iterations;   // collectives per kernel (after one warm-up call when > 1)
-  int src_global, dst_global;  // where the tiles live
-  long long* cycles;     // per-call cycles measured by block 0
-  unsigned transport;    // sc::transport of the communicator
-};
-
-__device__ void copy_half(half* dst, const half* src, unsigned count) {
-  const uint4* s = reinterpret_cast<const uint4*>(src);
-  uint4* d = reinterpret_cast<uint4*>(dst);
-  for (unsigned p = threadIdx.x; p < count / 8; p += blockDim.x) d[p] = s[p];
-}
-
-// Collectives over DSM. reduce: tile = count (in place). gather: src = count, dst = C * count.
-template <bool Gather>
-__global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const unsigned C = sc::ptx::cluster_size();
-  auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
-                                     static_cast<sc::transport>(a.transport));
-  const unsigned out_count = Gather ? C * a.count : a.count;
-  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
-  half* smem_tiles = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes));
-  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
-  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
-  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
-  const unsigned warmup = a.iterations > 1 ? 1 : 0;
-  long long start = 0;
-  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
-    if (i == warmup) start = clock64();
-    if constexpr (Gather) sc::cluster_gather(comm, src, dst, a.count);
-    else sc::cluster_reduce<sc::reduce_op::sum>(comm, src, a.count);
-  }
-  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
-  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
-  comm.teardown();
-}
-
-// The same collectives through global memory: publish the tile to a double-buffered global scratch, one
-// cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.
-template <bool Gather>
-__global__ void __launch_bounds__(1024) global_kernel(bench_args a) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
-  const unsigned out_count = Gather ? C * a.count : a.count;
-  const size_t blocks = gridDim.x, base = blockIdx.x - rank;
-  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
-  half* smem_tiles = reinterpret_cast<half*>(smem);
-  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
-  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
-  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
-  sc::ptx::cluster_sync();
-  const unsigned warmup = a.iterations > 1 ? 1 : 0;
-  long long start = 0;
-  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
-    if (i == warmup) start = clock64();
-    half* buffer = a.scratch + (i % 2) * blocks * a.count;
-    __syncthreads();
-    copy_half(buffer + blockIdx.x * a.count, src, a.count);
-    sc::ptx::cluster_sync();  // publishes the tiles (release/acquire at cluster scope)
-    const uint4* peers = reinterpret_cast<const uint4*>(buffer + base * a.count);
-    const unsigned packets = a.count / 8;
-    if constexpr (Gather) {
-      uint4* d = reinterpret_cast<uint4*>(dst);
-      for (unsigned p = threadIdx.x; p < C * packets; p += blockDim.x) d[p] = peers[p];
-    } else {
-      uint4* d = reinterpret_cast<uint4*>(src);
-      for (unsigned p = threadIdx.x; p < packets; p += blockDim.x) {
-        sc::unpacked<half> acc = sc::unpack<half>(peers[p]);
-        for (unsigned r = 1; r < C; ++r) sc::combine_into<sc::reduce_op::sum>(acc, sc::unpack<half>(peers[r * packets + p]));
-        d[p] = sc::pack<half>(acc);
-      }
-    }
-  }
-  __syncthreads();
-  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
-  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
-  sc::ptx::cluster_sync();
-}
 
 // Pull: every block reads its successor's 64 KB with 16-byte loads, `rounds` times.
 __global__ void pull_kernel(unsigned rounds, unsigned* sink) {
@@ -265,66 +177,6 @@ __global__ void latency_kernel(unsigned rounds, int variant, long long* cycles) 
 }
 
 // ---- host ---------------------------------------------------------------------------------------------------
-
-static float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median µs per launch: CUDA events around replays of a graph of `per_graph` launches.
-template <class Launch>
-static float per_launch_us(Launch launch, int per_graph = 20, int replays = 30) {
-  cudaStream_t stream;
-  CLUSTER_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CLUSTER_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  for (int i = 0; i < per_graph; ++i) CLUSTER_CHECK_CUDA(launch(stream));
-  CLUSTER_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  CLUSTER_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t begin, end;
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
-  for (int i = 0; i < 3; ++i) CLUSTER_CHECK_CUDA(cudaGraphLaunch(exec, stream));
-  std::vector<float> samples;
-  for (int i = 0; i < replays; ++i) {
-    CLUSTER_CHECK_CUDA(cudaEventRecord(begin, stream));
-    CLUSTER_CHECK_CUDA(cudaGraphLaunch(exec, stream));
-    CLUSTER_CHECK_CUDA(cudaEventRecord(end, stream));
-    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
-    float ms;
-    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-    samples.push_back(ms * 1000.f / per_graph);
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
-  cudaStreamDestroy(stream);
-  return median(samples);
-}
-
-// Median µs of one launch (events around it), after a warm-up.
-template <class Launch>
-static float single_launch_us(Launch launch, int repeats = 5) {
-  cudaEvent_t begin, end;
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
-  CLUSTER_CHECK_CUDA(launch(nullptr));
-  std::vector<float> samples;
-  for (int i = 0; i < repeats; ++i) {
-    CLUSTER_CHECK_CUDA(cudaEventRecord(begin));
-    CLUSTER_CHECK_CUDA(launch(nullptr));
-    CLUSTER_CHECK_CUDA(cudaEventRecord(end));
-    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
-    float ms;
-    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-    samples.push_back(ms * 1000.f);
-  }
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
-  return median(samples);
-}
 
 // sc::transport by name (store_async, bulk_copy or bulk, direct), as an integer for bench_args.
 static unsigned parse_transport(const char* name) {

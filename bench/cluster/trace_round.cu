@@ -1,5 +1,5 @@
 // Per-phase trace of the collectives' rounds (bench/NOTES-cluster.md, session 4: where do ~5k cycles per round
-// go?). Build with -DSOLDER_CLUSTER_TRACE=1 (bench/cluster/session4_device.sh does): thread 0 of every block
+// go?). Build with -DSOLDER_CLUSTER_TRACE=1 (bench/cluster/device_session.sh does): thread 0 of every block
 // stamps each phase boundary of every round (device/solder/cluster/trace.cuh says what each phase means).
 //
 // One cluster of C = 4 blocks, 256 threads, fp16, tiles in shared memory, `calls` back-to-back collectives per

@@ -25,9 +25,29 @@ __device__ inline void require_all_peers_layout(const communicator& comm) {
   if (comm.ring_layout()) __trap();
 }
 
-// Start of part `part` when `packets` packets are split into `parts` nearly equal parts.
-__device__ inline uint32_t part_begin(uint32_t packets, uint32_t parts, uint32_t part) {
-  return static_cast<uint32_t>(static_cast<cuda::std::uint64_t>(packets) * part / parts);
+// How one chunk of an all-reduce is split among the G owners: owner o reduces packets
+// [begin(o), begin(o) + length(o)) of the tile, the first `extra` owners one packet more than the others.
+// One division per chunk; begin and length are a multiply and a min. (v6: the earlier split,
+// packets * o / G in 64-bit arithmetic, cost a 64-bit division per call of begin, about 15 per round on the
+// critical path, and the trace showed a fixed ~2.5k cycles per round; NOTES-cluster.md.) Which owner reduces
+// which packets does not change any result: every packet is combined in group-rank order by whoever owns it.
+struct chunk_split {
+  uint32_t first;  // first packet of the chunk in the tile
+  uint32_t base;   // packets every owner gets
+  uint32_t extra;  // owners 0 .. extra-1 get one more
+  __device__ chunk_split(uint32_t chunk_first, uint32_t chunk_length, uint32_t owners)
+      : first(chunk_first), base(chunk_length / owners), extra(chunk_length - base * owners) {}
+  __device__ uint32_t begin(uint32_t owner) const { return first + base * owner + min_u32(owner, extra); }
+  __device__ uint32_t length(uint32_t owner) const { return base + (owner < extra ? 1u : 0u); }
+};
+
+// The split of chunk `chunk` (chunks of `chunk_packets` packets of a `packets`-packet tile) among `owners`. Not
+// inlined: inlined, its few registers pushed the 16-bit all-reduce kernels at 1024 threads (64 registers) into
+// spilling (compile_check.sh -warn-spills).
+__device__ __noinline__ inline chunk_split split_chunk(uint32_t chunk, uint32_t chunk_packets, uint32_t packets,
+                                                       uint32_t owners) {
+  const uint32_t first = chunk * chunk_packets;
+  return chunk_split(first, min_u32(chunk_packets, packets - first), owners);
 }
 
 // Whole block: for p < packets, store(p, source[p]). Loads are issued in batches of four before the
@@ -125,22 +145,17 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   const uint32_t chunk_packets = group.size * comm.slot_packets();
   const uint32_t chunks = ceil_div(packets, chunk_packets);
 
-  // Packets [begin, begin + length) of the tile that group rank `owner` reduces in chunk `chunk`.
-  auto slice_begin = [&](uint32_t chunk, uint32_t owner) {
-    uint32_t chunk_begin = chunk * chunk_packets;
-    uint32_t in_chunk = min_u32(chunk_packets, packets - chunk_begin);
-    return chunk_begin + part_begin(in_chunk, group.size, owner);
-  };
-  auto slice_length = [&](uint32_t chunk, uint32_t owner) {
-    return slice_begin(chunk, owner + 1) - slice_begin(chunk, owner);
-  };
+  // Packets of the tile that each group rank reduces in chunk `chunk`.
+  auto split = [&](uint32_t chunk) { return split_chunk(chunk, chunk_packets, packets, group.size); };
   auto send_reduce_scatter = [&](uint32_t chunk, uint32_t ahead) {
+    const chunk_split slices = split(chunk);
     comm.wait_for_slots(ahead, group);
     for (uint32_t i = 1; i < group.size; ++i) {
-      uint32_t owner = (group.local + i) % group.size;
+      const uint32_t owner = group.wrap(group.local + i);
       remote_slot slot = comm.peer_slot(ahead, group.rank_of(owner));
-      if (slice_length(chunk, owner) == 0) push_placeholder(comm, slot, 32 * i);
-      else push_packets(comm, slot, data + slice_begin(chunk, owner), slice_length(chunk, owner), bulk, 32 * i);
+      const uint32_t length = slices.length(owner);
+      if (length == 0) push_placeholder(comm, slot, 32 * i);
+      else push_packets(comm, slot, data + slices.begin(owner), length, bulk, 32 * i);
     }
     comm.stamp(trace::phase::pushed);
   };
@@ -149,8 +164,8 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
     // Reduce-scatter round: combine my slice from every group rank, in rank order; st.async the result to
     // every peer (the all-gather round) straight from registers.
-    const uint32_t mine = slice_begin(chunk, group.local);
-    const uint32_t mine_length = slice_length(chunk, group.local);
+    const uint32_t mine = split(chunk).begin(group.local);
+    const uint32_t mine_length = split(chunk).length(group.local);
     comm.wait_round((group.size - 1) * wire_packets(mine_length) * packet_bytes);
     comm.wait_for_slots(1, group);
     for (uint32_t p = comm.thread(); p < mine_length; p += comm.threads()) {
@@ -190,9 +205,9 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
     const uint32_t empty = chunk_length < group.size ? group.size - chunk_length : 0;
     comm.wait_round((chunk_length - mine_length + empty - (mine_length == 0 ? 1 : 0)) * packet_bytes);
     for (uint32_t i = 1; i < group.size && !direct; ++i) {
-      uint32_t owner = (group.local + i) % group.size;
-      copy_packets(comm, data + slice_begin(chunk, owner), comm.receive_slot(0, group.rank_of(owner)),
-                   slice_length(chunk, owner));
+      const chunk_split slices = split(chunk);
+      const uint32_t owner = group.wrap(group.local + i);
+      copy_packets(comm, data + slices.begin(owner), comm.receive_slot(0, group.rank_of(owner)), slices.length(owner));
     }
     comm.release_round_to_group(group);
   }

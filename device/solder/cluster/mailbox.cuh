@@ -63,9 +63,13 @@ struct group_view {
 
   __device__ uint32_t rank_of(uint32_t group_rank) const { return first + group_rank; }
   // The i-th peer after this block, i in 1 .. size-1; blocks start from different peers to spread traffic.
-  __device__ uint32_t peer(uint32_t i) const { return first + (local + i) % size; }
+  // (No `%` here or in index_of: a modulo by a run-time value is a ~20-instruction sequence, and these run in
+  // every round's critical path; both operands are below 2 * size, so one conditional subtraction is exact.)
+  __device__ uint32_t peer(uint32_t i) const { return first + wrap(local + i); }
   __device__ uint32_t successor() const { return peer(1); }
-  __device__ uint32_t predecessor() const { return first + (local + size - 1) % size; }
+  __device__ uint32_t predecessor() const { return first + wrap(local + size - 1); }
+  // x mod size for x < 2 * size.
+  __device__ uint32_t wrap(uint32_t x) const { return x >= size ? x - size : x; }
 };
 
 // Where this block writes in a peer during one round.
@@ -267,7 +271,9 @@ class communicator {
 
   // Slot index at `receiver` of the data that `sender` writes (its distance, or 0 in a ring mailbox).
   __device__ uint32_t index_of(uint32_t sender, uint32_t receiver) const {
-    return ring_ ? 0u : (sender + size_ - receiver - 1) % size_;
+    if (ring_) return 0u;
+    const uint32_t distance = sender + size_ - receiver - 1;  // below 2 * size_
+    return distance >= size_ ? distance - size_ : distance;
   }
   __device__ uint4* slot_at(uint32_t stage, uint32_t index) const {
     return slots_ + (stage * (ring_ ? 1u : size_ - 1) + index) * slot_packets_;

@@ -14,6 +14,8 @@ $NVCC -Xptxas -warn-spills -c tests/gpu/cluster/test_collectives.cu -o "$BUILD/t
 echo "ok: tests/gpu/cluster/test_collectives.cu"
 $NVCC -Xptxas -warn-spills -c bench/cluster/bench_collectives.cu -o "$BUILD/bench_collectives.o"
 echo "ok: bench/cluster/bench_collectives.cu"
+$NVCC -Xptxas -warn-spills -c bench/cluster/bench_cf_config.cu -o "$BUILD/bench_cf_config.o"
+echo "ok: bench/cluster/bench_cf_config.cu"
 $NVCC -Xptxas -warn-spills -DSOLDER_CLUSTER_TRACE=1 -c bench/cluster/trace_round.cu -o "$BUILD/trace_round.o"
 echo "ok: bench/cluster/trace_round.cu (-DSOLDER_CLUSTER_TRACE=1)"
 # Each header on its own (include-what-you-use).

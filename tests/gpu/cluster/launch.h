@@ -53,6 +53,16 @@ cudaError_t launch_clusters(Kernel kernel, unsigned clusters, unsigned cluster_s
   return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
+// As launch_clusters, without setting the kernel's attributes (call prepare_cluster_kernel once first): what a
+// loop of back-to-back launches should time, with no host-side attribute calls between them.
+template <class Kernel, class... Args>
+cudaError_t launch_prepared_clusters(Kernel kernel, unsigned clusters, unsigned cluster_size, unsigned threads,
+                                     size_t shared_bytes, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attribute;
+  cudaLaunchConfig_t config = cluster_config(clusters, cluster_size, threads, shared_bytes, stream, &attribute);
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 // cudaOccupancyMaxActiveClusters for this kernel and configuration (0 when it cannot run).
 template <class Kernel>
 int max_active_clusters(Kernel kernel, unsigned cluster_size, unsigned threads, size_t shared_bytes) {

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Session 4 device run for the cluster collectives (issue #6), on one H100, in about 4 minutes of wall time.
+# One device run for the cluster collectives (issue #6), on one H100, in about 4 minutes of wall time (session 4
+# as session4_device.sh; session 5 added the cf step and the STEPS / TABLE_TRANSPORTS choices).
 # Everything goes under RESULTS (the first argument); stdout is a short summary printed as each step ends.
-#   0. build (nvcc, in parallel): test_collectives, bench_collectives, trace_round (-DSOLDER_CLUSTER_TRACE=1)
+#   0. build (nvcc, in parallel): test_collectives, bench_collectives, bench_cf_config, trace_round
+#      (-DSOLDER_CLUSTER_TRACE=1)
 #   1. trace      trace_round: per-phase cycles of one round, reduce 8/32/128 KB and gather 32/128 KB at C = 4,
 #                 transports store_async and direct (trace.md, trace.csv)
-#   2. table      bench_collectives, ClusterFusion Table 1 rows (reduce and gather 8-256 KB, in kernel and per
-#                 launch, DSM vs global memory), 256 threads, store_async then direct (table-*.md)
+#   cf            bench_cf_config: ClusterFusion Table 1 in ClusterFusion's own configuration (32 clusters x 4
+#                 blocks x 128 threads, 1-8 KB tiles), direct then store_async (cf-*.md)
+#   2. table      bench_collectives, ClusterFusion Table 1 rows (reduce and gather 8-256 KB per block, in kernel
+#                 and per launch, DSM vs global memory), 256 threads, for each of TABLE_TRANSPORTS (default
+#                 "store_async direct") (table-*.md)
 #   3. checks     in parallel: the device tests, all of them, with store_async and with direct; the subset with
 #                 bulk_copy; compute-sanitizer racecheck and memcheck on the subset (each collective at C = 4,
 #                 all-reduce and gather at C = 2 and 8, tiny slots, global tiles, repeated calls) with
@@ -14,13 +19,17 @@
 #                 bandwidth and latency table (dsm.md, dsm-table.json)
 # Each step runs under `timeout`, capped so that the whole run ends by BUDGET seconds (default 235); a step
 # with no time left is skipped and says so. Exit status: non-zero when a build, test or sanitizer step failed.
-# Usage: bash bench/cluster/session4_device.sh RESULTS   (env: CUDA=/usr/local/cuda, BIN=build-cluster/session4,
-#        COMMIT=<hash recorded in the tables>, BUDGET=235)
+# Usage: bash bench/cluster/device_session.sh RESULTS   (env: CUDA=/usr/local/cuda, BIN=build-cluster/session,
+#        COMMIT=<hash recorded in the tables>, BUDGET=235, STEPS="trace cf table checks dsm" to pick steps,
+#        TABLE_TRANSPORTS="store_async direct")
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CUDA=${CUDA:-/usr/local/cuda}
 RESULTS=${1:-$ROOT/build-cluster/session4-results}
-BIN=${BIN:-$ROOT/build-cluster/session4}
+BIN=${BIN:-$ROOT/build-cluster/session}
+STEPS=" ${STEPS:-trace cf table checks dsm} "
+TABLE_TRANSPORTS=${TABLE_TRANSPORTS:-store_async direct}
+wants() { [[ "$STEPS" == *" $1 "* ]]; }
 BUDGET=${BUDGET:-235}
 COMMIT=${COMMIT:-${SOLDER_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}}
 NVCC="$CUDA/bin/nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I$ROOT/device -I$CUDA/include/cccl"
@@ -42,11 +51,13 @@ step() {
   return $rc
 }
 
-echo "session4_device.sh: commit $COMMIT, results in $RESULTS"
+echo "device_session.sh: commit $COMMIT, steps$STEPS, results in $RESULTS"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader 2>&1 | tee "$RESULTS/gpu.txt"
 
 # ---- 0. build ----------------------------------------------------------------------------------------------
-echo "== build (3 nvcc in parallel)"
+echo "== build (4 nvcc in parallel)"
+timeout 150 $NVCC bench/cluster/bench_cf_config.cu -o "$BIN/bench_cf_config" >"$RESULTS/build-cf.log" 2>&1 &
+build_cf=$!
 timeout 150 $NVCC tests/gpu/cluster/test_collectives.cu -o "$BIN/test_collectives" >"$RESULTS/build-tests.log" 2>&1 &
 build_tests=$!
 timeout 150 $NVCC bench/cluster/bench_collectives.cu -o "$BIN/bench_collectives" >"$RESULTS/build-bench.log" 2>&1 &
@@ -60,10 +71,11 @@ built() {  # pid name log
 built $build_trace trace_round "$RESULTS/build-trace.log"; have_trace=$?
 built $build_bench bench_collectives "$RESULTS/build-bench.log"; have_bench=$?
 built $build_tests test_collectives "$RESULTS/build-tests.log"; have_tests=$?
+built $build_cf bench_cf_config "$RESULTS/build-cf.log"; have_cf=$?
 echo "build done at ${SECONDS} s"
 
 # ---- 1. trace ----------------------------------------------------------------------------------------------
-if [ $have_trace -eq 0 ]; then
+if [ $have_trace -eq 0 ] && wants trace; then
   step "1. trace (trace_round)" 40 "$RESULTS/trace.md" "$BIN/trace_round" --csv "$RESULTS/trace.csv"
   # Summary: per case, the cycles per call of each block.
   grep -E "^## |cycles per call|launch failed|unexpected" "$RESULTS/trace.md" | sed 's/^## /   /'
@@ -75,8 +87,20 @@ summarize_table() {  # the DSM in-kernel ns and ratios per row of a bench log
     printf "   %-6s %3s KB: in kernel %6s ns (CF/DSM %s, global/DSM %s); per launch 1 cl. %s us\n",
       $2, $3+0, $11+0, $13, $16, $6 }' "$1"
 }
-if [ $have_bench -eq 0 ]; then
-  for transport in store_async direct; do
+# ---- cf. ClusterFusion's own configuration --------------------------------------------------------------------
+if [ $have_cf -eq 0 ] && wants cf; then
+  for transport in direct store_async; do
+    step "cf. ClusterFusion configuration, $transport" 40 "$RESULTS/cf-$transport.log" \
+      "$BIN/bench_cf_config" --commit "$COMMIT" --transport $transport --markdown "$RESULTS/cf-$transport.md" \
+      || status=1
+    awk -F'|' '/^\| (reduce|gather) \|/ {
+      printf "   %-6s %3s KB: per launch %s us (CF/DSM %s, global/DSM %s); in kernel %s ns (CF/DSM %s, global/DSM %s)\n",
+        $2, $3+0, $7, $11, $12, $13, $16, $17 } /^Launch floor/ {print "   " $0}' "$RESULTS/cf-$transport.log"
+  done
+fi
+
+if [ $have_bench -eq 0 ] && wants table; then
+  for transport in $TABLE_TRANSPORTS; do
     step "2. Table 1, 256 threads, $transport" 50 "$RESULTS/table-$transport.log" \
       "$BIN/bench_collectives" --commit "$COMMIT" --sections table --table-configs "256/$transport" \
       --markdown "$RESULTS/table-$transport.md"
@@ -85,7 +109,7 @@ if [ $have_bench -eq 0 ]; then
 fi
 
 # ---- 3. correctness, in parallel -----------------------------------------------------------------------------
-if [ $have_tests -eq 0 ]; then
+if [ $have_tests -eq 0 ] && wants checks; then
   t=$(limit 130)
   echo "== 3. device tests and sanitizers, 7 processes in parallel, limit $t s (at ${SECONDS} s)"
   if [ "$t" -gt 0 ]; then
@@ -112,7 +136,7 @@ if [ $have_tests -eq 0 ]; then
 fi
 
 # ---- 4. launch floor, cluster-size sweep, DSM table ----------------------------------------------------------
-if [ $have_bench -eq 0 ]; then
+if [ $have_bench -eq 0 ] && wants dsm; then
   step "4a. sweep + DSM table, store_async" 45 "$RESULTS/dsm.log" "$BIN/bench_collectives" --commit "$COMMIT" \
     --sections sweep,dsm --threads 256 --transport store_async --markdown "$RESULTS/dsm.md" --json "$RESULTS/dsm-table.json"
   grep -E "^Launch floor|^\| [0-9]+ \|" "$RESULTS/dsm.log" | cut -c1-160 | sed 's/^/   /'

@@ -1,0 +1,223 @@
+// ClusterFusion Table 1 in ClusterFusion's own benchmark configuration (issue 6).
+//
+// What Table 1's "data size" means, from the microbenchmark in ClusterFusion's repository
+// (github.com/xinhao-luo/ClusterFusion, workspace/microkernel.cu and dsm_microkernel.cuh, commits 3485b9b
+// and 347b6d3, May-June 2025; removed in f5d7fd9): 32 clusters of 4 blocks of 128 threads, fp16, each block
+// holding a tile of REDUCE_NUM elements in *static* shared memory (so at most 48 KB per block: the gather
+// kernel holds 4 + 1 tiles, which caps REDUCE_NUM at 4096 = 8 KB per block), timed per launch over 100
+// back-to-back launches with CUDA events. Its off-chip reduce writes CLUSTER_NUM x REDUCE_NUM halves, 256 KB at
+// REDUCE_NUM = 4096. So D = 32 clusters x the per-block tile: D = 32 / 64 / 128 / 256 KB is a tile of
+// 1 / 2 / 4 / 8 KB per block. (bench_collectives.cu keeps the readings "D per block" and "D per cluster".)
+//
+// For each D, with the same grid, block size and data type, this program times:
+//   - cluster_reduce (sum, in place) and cluster_gather (each block contributes the tile, ends with 4 tiles)
+//     over DSM with the library (transport direct by default), and the same collectives through global memory
+//     (collective_kernels.cuh);
+//   - per launch as ClusterFusion did (100 back-to-back stream launches, events; kernel attributes set once),
+//     and per launch over CUDA-graph replays;
+//   - in kernel: (t(72 calls) - t(8 calls)) / 64 with all 32 clusters running, and cycles per call (block 0);
+//   - the launch floor: the DSM kernel with zero collective calls (setup, load, store, teardown).
+// Before timing, every configuration runs once on inputs of random values with the output poisoned (NaN) and
+// is compared with a host reference (fp32 accumulation in rank order, one rounding to fp16): a mismatch exits 1.
+// Usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../tests/gpu/cluster/launch.h"
+#include "collective_kernels.cuh"
+#include "timing.h"
+
+namespace {
+
+constexpr unsigned cluster_size = 4, clusters = 32, threads = 128;
+constexpr unsigned sizes_kb[] = {32, 64, 128, 256};
+constexpr float cf_on[2][4] = {{6.77f, 6.61f, 7.42f, 9.17f}, {3.90f, 4.12f, 4.39f, 4.15f}};
+constexpr float cf_off[2][4] = {{8.03f, 9.01f, 14.95f, 22.44f}, {6.26f, 6.27f, 6.31f, 6.61f}};
+
+unsigned parse_transport(const char* name) {
+  if (!std::strcmp(name, "bulk") || !std::strcmp(name, "bulk_copy")) return unsigned(sc::transport::bulk_copy);
+  if (!std::strcmp(name, "store_async")) return unsigned(sc::transport::store_async);
+  if (!std::strcmp(name, "direct")) return unsigned(sc::transport::direct);
+  std::fprintf(stderr, "bench_cf_config: --transport expects direct, store_async or bulk, found '%s'\n", name);
+  std::exit(2);
+}
+
+// Shared memory of one configuration: the tiles, and a mailbox whose slots hold a whole slice (one chunk).
+struct layout {
+  unsigned count;  // elements per block (reduce: the tile; gather: what each block contributes)
+  unsigned slot_bytes;
+  size_t dsm_smem, global_smem;
+};
+
+layout plan(bool gather, unsigned tile_bytes) {
+  layout l{};
+  l.count = tile_bytes / 2;
+  const unsigned tiles = gather ? (1 + cluster_size) * tile_bytes : tile_bytes;
+  const unsigned slice = gather ? tile_bytes : tile_bytes / cluster_size;
+  l.slot_bytes = (slice + 15) / 16 * 16;
+  l.dsm_smem = sc::mailbox_bytes(cluster_size, l.slot_bytes) + tiles;
+  l.global_smem = tiles;
+  return l;
+}
+
+// Host reference of one run (iterations = 1) on `input`; returns the number of mismatches.
+size_t check(bool gather, const layout& l, const std::vector<__half>& input, const std::vector<__half>& output) {
+  const unsigned out_count = gather ? cluster_size * l.count : l.count;
+  size_t bad = 0;
+  for (unsigned block = 0; block < clusters * cluster_size; ++block) {
+    const unsigned first = block / cluster_size * cluster_size;
+    for (unsigned i = 0; i < out_count; ++i) {
+      float expected;
+      if (gather) {
+        expected = __half2float(input[size_t(first + i / l.count) * l.count + i % l.count]);
+      } else {
+        float sum = 0.f;
+        for (unsigned r = 0; r < cluster_size; ++r) sum += __half2float(input[size_t(first + r) * l.count + i]);
+        expected = __half2float(__float2half(sum));
+      }
+      const float got = __half2float(output[size_t(block) * out_count + i]);
+      if (!(std::fabs(got - expected) <= 1e-3f * std::fabs(expected) + 1e-3f)) ++bad;  // NaN fails
+    }
+  }
+  return bad;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string commit = "unknown", markdown_path;
+  unsigned transport = unsigned(sc::transport::direct);
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--commit") && has_value) commit = argv[++i];
+    else if (!std::strcmp(argv[i], "--markdown") && has_value) markdown_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--transport") && has_value) transport = parse_transport(argv[++i]);
+    else {
+      std::fprintf(stderr, "bench_cf_config: unknown or incomplete option '%s'\n"
+                           "usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  cudaDeviceProp prop;
+  CLUSTER_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::string md;
+  char line[1024];
+  auto out = [&](const char* text) {
+    std::fputs(text, stdout);
+    std::fflush(stdout);
+    md += text;
+  };
+
+  const size_t elements = size_t(clusters) * cluster_size * 8192 * cluster_size;  // largest output, 8 KB tiles
+  std::vector<__half> host_input(elements);
+  std::mt19937 rng(20261122);
+  std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+  for (auto& x : host_input) x = __float2half(uniform(rng));
+  half *input, *output, *scratch;
+  long long* cycles;
+  CLUSTER_CHECK_CUDA(cudaMalloc(&input, elements * 2));
+  CLUSTER_CHECK_CUDA(cudaMalloc(&output, elements * 2));
+  CLUSTER_CHECK_CUDA(cudaMalloc(&scratch, elements * 2));
+  CLUSTER_CHECK_CUDA(cudaMalloc(&cycles, sizeof(long long)));
+  CLUSTER_CHECK_CUDA(cudaMemcpy(input, host_input.data(), elements * 2, cudaMemcpyHostToDevice));
+
+  std::snprintf(line, sizeof line,
+                "# ClusterFusion Table 1 in its own configuration, on %s\n\n%s; commit %s; nvcc -O3 sm_90a; "
+                "%u clusters of %u blocks of %u threads, fp16; D = %u clusters x the per-block tile (1-8 KB); DSM "
+                "transport %s. Per launch (stream) = ClusterFusion's method: 100 back-to-back launches, events, "
+                "median of 7. Per launch (graph) = replays of a graph of 20 launches, median of 30. In kernel = "
+                "(t(72 calls) - t(8 calls)) / 64, all %u clusters. Ratios > 1: Solder's DSM version faster. Every "
+                "configuration was first checked against a host reference (random inputs, output poisoned).\n\n",
+                prop.name, date, commit.c_str(), clusters, cluster_size, threads, clusters,
+                transport == 2 ? "direct" : transport == 1 ? "bulk_copy" : "store_async", clusters);
+  out(line);
+  out("| op | D (KB) | tile per block (KB) | CF on-chip µs | CF off-chip µs | DSM µs/launch (stream) | "
+      "global µs/launch (stream) | DSM µs/launch (graph) | global µs/launch (graph) | CF / DSM per launch | "
+      "global / DSM per launch | DSM in-kernel ns/call | DSM cycles/call | global in-kernel ns/call | "
+      "CF / DSM in kernel | global / DSM in kernel |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  float floor_stream = 0, floor_graph = 0;
+  for (int g = 0; g < 2; ++g) {
+    const bool gather = g == 1;
+    for (int s = 0; s < 4; ++s) {
+      const unsigned tile_bytes = sizes_kb[s] * 1024 / clusters;
+      const layout l = plan(gather, tile_bytes);
+      auto args = [&](unsigned iterations, long long* cyc) {
+        return bench_args{input, output, scratch, l.count, l.slot_bytes, iterations, 0, 0, cyc, transport};
+      };
+      auto make = [&](bool dsm, unsigned iterations, long long* cyc) {
+        const bench_args a = args(iterations, cyc);
+        const size_t smem = dsm ? l.dsm_smem : l.global_smem;
+        auto kernel = dsm ? (gather ? dsm_kernel<true> : dsm_kernel<false>)
+                          : (gather ? global_kernel<true> : global_kernel<false>);
+        CLUSTER_CHECK_CUDA(prepare_cluster_kernel(kernel, cluster_size, smem));
+        return [=](cudaStream_t stream) {
+          return launch_prepared_clusters(kernel, clusters, cluster_size, threads, smem, stream, a);
+        };
+      };
+      // Correctness first: one call each, output poisoned, against the host reference.
+      const unsigned out_count = gather ? cluster_size * l.count : l.count;
+      for (int dsm = 0; dsm < 2; ++dsm) {
+        CLUSTER_CHECK_CUDA(cudaMemset(output, 0xff, elements * 2));  // 0xffff is a NaN in fp16
+        CLUSTER_CHECK_CUDA(make(dsm, 1, nullptr)(nullptr));
+        CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
+        std::vector<__half> host_output(size_t(clusters) * cluster_size * out_count);
+        CLUSTER_CHECK_CUDA(cudaMemcpy(host_output.data(), output, host_output.size() * 2, cudaMemcpyDeviceToHost));
+        const size_t bad = check(gather, l, host_input, host_output);
+        if (bad) {
+          std::fprintf(stderr, "bench_cf_config: %s %s D = %u KB: %zu of %zu outputs differ from the host reference\n",
+                       dsm ? "DSM" : "global", gather ? "gather" : "reduce", sizes_kb[s], bad, host_output.size());
+          return 1;
+        }
+      }
+      const float dsm_stream = stream_launch_us(make(true, 1, nullptr));
+      const float global_stream = stream_launch_us(make(false, 1, nullptr));
+      const float dsm_graph = per_launch_us(make(true, 1, nullptr));
+      const float global_graph = per_launch_us(make(false, 1, nullptr));
+      if (!gather && s == 0) {
+        floor_stream = stream_launch_us(make(true, 0, nullptr));
+        floor_graph = per_launch_us(make(true, 0, nullptr));
+      }
+      float ns[2];
+      long long cyc = 0;
+      for (int dsm = 0; dsm < 2; ++dsm) {
+        const float small = single_launch_us(make(dsm, 8, nullptr));
+        const float large = single_launch_us(make(dsm, 72, cycles));
+        ns[dsm] = (large - small) * 1000.f / 64;
+        if (dsm) CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
+      }
+      std::snprintf(line, sizeof line,
+                    "| %s | %u | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.0f | %lld | %.0f | "
+                    "%.2fx | %.2fx |\n",
+                    gather ? "gather" : "reduce", sizes_kb[s], tile_bytes / 1024.0, cf_on[g][s], cf_off[g][s],
+                    dsm_stream, global_stream, dsm_graph, global_graph, cf_on[g][s] / dsm_stream,
+                    global_stream / dsm_stream, ns[1], cyc, ns[0], cf_on[g][s] * 1000.f / ns[1], ns[0] / ns[1]);
+      out(line);
+    }
+  }
+  std::snprintf(line, sizeof line,
+                "\nLaunch floor (the DSM reduce kernel with zero collective calls, 1 KB tiles, same grid): %.2f µs per "
+                "launch (stream), %.2f µs (graph).\n",
+                floor_stream, floor_graph);
+  out(line);
+  if (!markdown_path.empty()) {
+    FILE* f = std::fopen(markdown_path.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "bench_cf_config: cannot write %s\n", markdown_path.c_str());
+      return 1;
+    }
+    std::fputs(md.c_str(), f);
+    std::fclose(f);
+  }
+  return 0;
+}

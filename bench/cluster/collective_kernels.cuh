@@ -1,0 +1,96 @@
+// The collective kernels the cluster benchmarks time (bench_collectives.cu, bench_cf_config.cu): one
+// collective (cluster_reduce sum or cluster_gather) over DSM with the library, and the same collective through
+// global memory, fp16. Device code only; the host side is in the benchmarks.
+#pragma once
+
+#include <solder/cluster/cluster.cuh>
+
+namespace sc = solder::cluster;
+using half = __half;
+
+struct bench_args {
+  const half* input;     // [blocks][in_count]
+  half* output;          // [blocks][out_count]
+  half* scratch;         // global-memory version: [2][blocks][in_count]
+  unsigned count;        // reduce: tile elements; gather: elements each block contributes
+  unsigned slot_bytes;
+  unsigned iterations;   // collectives per kernel (after one warm-up call when > 1)
+  int src_global, dst_global;  // where the tiles live
+  long long* cycles;     // per-call cycles measured by block 0
+  unsigned transport;    // sc::transport of the communicator
+};
+
+__device__ void copy_half(half* dst, const half* src, unsigned count) {
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  for (unsigned p = threadIdx.x; p < count / 8; p += blockDim.x) d[p] = s[p];
+}
+
+// Collectives over DSM. reduce: tile = count (in place). gather: src = count, dst = C * count.
+template <bool Gather>
+__global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned C = sc::ptx::cluster_size();
+  auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
+                                     static_cast<sc::transport>(a.transport));
+  const unsigned out_count = Gather ? C * a.count : a.count;
+  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
+  half* smem_tiles = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes));
+  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
+  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
+  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  const unsigned warmup = a.iterations > 1 ? 1 : 0;
+  long long start = 0;
+  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
+    if (i == warmup) start = clock64();
+    if constexpr (Gather) sc::cluster_gather(comm, src, dst, a.count);
+    else sc::cluster_reduce<sc::reduce_op::sum>(comm, src, a.count);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
+  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
+  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  comm.teardown();
+}
+
+// The same collectives through global memory: publish the tile to a double-buffered global scratch, one
+// cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.
+template <bool Gather>
+__global__ void __launch_bounds__(1024) global_kernel(bench_args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
+  const unsigned out_count = Gather ? C * a.count : a.count;
+  const size_t blocks = gridDim.x, base = blockIdx.x - rank;
+  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
+  half* smem_tiles = reinterpret_cast<half*>(smem);
+  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
+  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
+  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  sc::ptx::cluster_sync();
+  const unsigned warmup = a.iterations > 1 ? 1 : 0;
+  long long start = 0;
+  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
+    if (i == warmup) start = clock64();
+    half* buffer = a.scratch + (i % 2) * blocks * a.count;
+    __syncthreads();
+    copy_half(buffer + blockIdx.x * a.count, src, a.count);
+    sc::ptx::cluster_sync();  // publishes the tiles (release/acquire at cluster scope)
+    const uint4* peers = reinterpret_cast<const uint4*>(buffer + base * a.count);
+    const unsigned packets = a.count / 8;
+    if constexpr (Gather) {
+      uint4* d = reinterpret_cast<uint4*>(dst);
+      for (unsigned p = threadIdx.x; p < C * packets; p += blockDim.x) d[p] = peers[p];
+    } else {
+      uint4* d = reinterpret_cast<uint4*>(src);
+      for (unsigned p = threadIdx.x; p < packets; p += blockDim.x) {
+        sc::unpacked<half> acc = sc::unpack<half>(peers[p]);
+        for (unsigned r = 1; r < C; ++r) sc::combine_into<sc::reduce_op::sum>(acc, sc::unpack<half>(peers[r * packets + p]));
+        d[p] = sc::pack<half>(acc);
+      }
+    }
+  }
+  __syncthreads();
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
+  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
+  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  sc::ptx::cluster_sync();
+}
