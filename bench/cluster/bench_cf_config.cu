@@ -13,12 +13,19 @@
 //   - cluster_reduce (sum, in place) and cluster_gather (each block contributes the tile, ends with 4 tiles)
 //     over DSM with the library (transport direct by default), and the same collectives through global memory
 //     (collective_kernels.cuh);
-//   - per launch as ClusterFusion did (100 back-to-back stream launches, events; kernel attributes set once),
-//     and per launch over CUDA-graph replays;
+//   - per launch in ClusterFusion's kernel shape and launch: cluster size compiled in (__cluster_dims__),
+//     <<<...>>> launches, the tile filled from registers instead of loaded, and only each cluster's rank 0
+//     storing its reduced tile (a gather stores nothing); timed as ClusterFusion did (100 back-to-back stream
+//     launches, events) and over CUDA-graph replays;
+//   - per launch in our usual shape (every block loads its input from and stores its result to global memory,
+//     cudaLaunchKernelEx with the cluster size as a launch attribute), graph replays;
 //   - in kernel: (t(72 calls) - t(8 calls)) / 64 with all 32 clusters running, and cycles per call (block 0);
-//   - the launch floor: the DSM kernel with zero collective calls (setup, load, store, teardown).
-// Before timing, every configuration runs once on inputs of random values with the output poisoned (NaN) and
-// is compared with a host reference (fp32 accumulation in rank order, one rounding to fp16): a mismatch exits 1.
+//   - the launch floor: the DSM kernel in ClusterFusion's shape with zero collective calls (the communicator's
+//     setup and teardown, the fill, rank 0's store).
+// Before timing, every configuration runs once in our usual shape on random inputs with the output poisoned
+// (NaN) and is compared with a host reference (fp32 accumulation in rank order, one rounding to fp16), and the
+// reduce once more in ClusterFusion's shape (rank 0's tile against the reference of the filled pattern): a
+// mismatch exits 1.
 // Usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]
 #include <cuda_fp16.h>
 
@@ -89,6 +96,21 @@ size_t check(bool gather, const layout& l, const std::vector<__half>& input, con
   return bad;
 }
 
+// Host reference of the reduce in ClusterFusion's shape: rank 0's tile of each cluster, from fill_half's pattern.
+size_t check_cf_reduce(const layout& l, const std::vector<__half>& output) {
+  size_t bad = 0;
+  for (unsigned cluster = 0; cluster < clusters; ++cluster)
+    for (unsigned i = 0; i < l.count; ++i) {
+      float sum = 0.f;
+      for (unsigned r = 0; r < cluster_size; ++r)
+        sum += __half2float(__float2half(static_cast<float>((i + cluster * cluster_size + r) % 64) / 64.f));
+      const float expected = __half2float(__float2half(sum));
+      const float got = __half2float(output[size_t(cluster) * cluster_size * l.count + i]);
+      if (!(std::fabs(got - expected) <= 1e-3f * std::fabs(expected) + 1e-3f)) ++bad;
+    }
+  return bad;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,28 +157,32 @@ int main(int argc, char** argv) {
   std::snprintf(line, sizeof line,
                 "# ClusterFusion Table 1 in its own configuration, on %s\n\n%s; commit %s; nvcc -O3 sm_90a; "
                 "%u clusters of %u blocks of %u threads, fp16; D = %u clusters x the per-block tile (1-8 KB); DSM "
-                "transport %s. Per launch (stream) = ClusterFusion's method: 100 back-to-back launches, events, "
-                "median of 7. Per launch (graph) = replays of a graph of 20 launches, median of 30. In kernel = "
+                "transport %s. CF shape = ClusterFusion's kernel shape and launch (tile filled from registers, only "
+                "rank 0 stores a reduced tile, __cluster_dims__ and <<<...>>>); load+store = every block loads and "
+                "stores its tiles (cudaLaunchKernelEx). Stream = ClusterFusion's timing: 100 back-to-back launches, "
+                "events, median of 7. Graph = replays of a graph of 20 launches, median of 30. In kernel = "
                 "(t(72 calls) - t(8 calls)) / 64, all %u clusters. Ratios > 1: Solder's DSM version faster. Every "
                 "configuration was first checked against a host reference (random inputs, output poisoned).\n\n",
                 prop.name, date, commit.c_str(), clusters, cluster_size, threads, clusters,
                 transport == 2 ? "direct" : transport == 1 ? "bulk_copy" : "store_async", clusters);
   out(line);
-  out("| op | D (KB) | tile per block (KB) | CF on-chip µs | CF off-chip µs | DSM µs/launch (stream) | "
-      "global µs/launch (stream) | DSM µs/launch (graph) | global µs/launch (graph) | CF / DSM per launch | "
-      "global / DSM per launch | DSM in-kernel ns/call | DSM cycles/call | global in-kernel ns/call | "
-      "CF / DSM in kernel | global / DSM in kernel |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  out("| op | D (KB) | tile per block (KB) | CF on-chip µs | CF off-chip µs | DSM µs/launch (CF shape, stream) | "
+      "global µs/launch (CF shape, stream) | DSM µs/launch (CF shape, graph) | DSM µs/launch (load+store, graph) | "
+      "CF / DSM per launch | global / DSM per launch | DSM in-kernel ns/call | DSM cycles/call | "
+      "global in-kernel ns/call | CF / DSM in kernel | global / DSM in kernel |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   float floor_stream = 0, floor_graph = 0;
   for (int g = 0; g < 2; ++g) {
     const bool gather = g == 1;
     for (int s = 0; s < 4; ++s) {
       const unsigned tile_bytes = sizes_kb[s] * 1024 / clusters;
       const layout l = plan(gather, tile_bytes);
-      auto args = [&](unsigned iterations, long long* cyc) {
-        return bench_args{input, output, scratch, l.count, l.slot_bytes, iterations, 0, 0, cyc, transport};
+      auto args = [&](unsigned iterations, long long* cyc, int cf_shape) {
+        return bench_args{input, output, scratch, l.count, l.slot_bytes, iterations, 0, 0, cyc, transport, cf_shape};
       };
+      // Our usual shape and launch (cudaLaunchKernelEx, cluster size as an attribute).
       auto make = [&](bool dsm, unsigned iterations, long long* cyc) {
-        const bench_args a = args(iterations, cyc);
+        const bench_args a = args(iterations, cyc, 0);
         const size_t smem = dsm ? l.dsm_smem : l.global_smem;
         auto kernel = dsm ? (gather ? dsm_kernel<true> : dsm_kernel<false>)
                           : (gather ? global_kernel<true> : global_kernel<false>);
@@ -165,34 +191,49 @@ int main(int argc, char** argv) {
           return launch_prepared_clusters(kernel, clusters, cluster_size, threads, smem, stream, a);
         };
       };
+      // ClusterFusion's shape and launch (__cluster_dims__, <<<...>>>).
+      auto make_cf = [&](bool dsm, unsigned iterations, long long* cyc) {
+        const bench_args a = args(iterations, cyc, 1);
+        const size_t smem = dsm ? l.dsm_smem : l.global_smem;
+        auto kernel = dsm ? (gather ? cf_dsm_kernel<true> : cf_dsm_kernel<false>)
+                          : (gather ? cf_global_kernel<true> : cf_global_kernel<false>);
+        CLUSTER_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        return [=](cudaStream_t stream) {
+          kernel<<<clusters * cluster_size, threads, smem, stream>>>(a);
+          return cudaGetLastError();
+        };
+      };
       // Correctness first: one call each, output poisoned, against the host reference.
       const unsigned out_count = gather ? cluster_size * l.count : l.count;
-      for (int dsm = 0; dsm < 2; ++dsm) {
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool dsm = variant != 1, cf = variant == 2;
+        if (cf && gather) continue;  // a gather in ClusterFusion's shape stores nothing to check
         CLUSTER_CHECK_CUDA(cudaMemset(output, 0xff, elements * 2));  // 0xffff is a NaN in fp16
-        CLUSTER_CHECK_CUDA(make(dsm, 1, nullptr)(nullptr));
+        CLUSTER_CHECK_CUDA(cf ? make_cf(true, 1, nullptr)(nullptr) : make(dsm, 1, nullptr)(nullptr));
         CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
         std::vector<__half> host_output(size_t(clusters) * cluster_size * out_count);
         CLUSTER_CHECK_CUDA(cudaMemcpy(host_output.data(), output, host_output.size() * 2, cudaMemcpyDeviceToHost));
-        const size_t bad = check(gather, l, host_input, host_output);
+        const size_t bad = cf ? check_cf_reduce(l, host_output) : check(gather, l, host_input, host_output);
         if (bad) {
-          std::fprintf(stderr, "bench_cf_config: %s %s D = %u KB: %zu of %zu outputs differ from the host reference\n",
-                       dsm ? "DSM" : "global", gather ? "gather" : "reduce", sizes_kb[s], bad, host_output.size());
+          std::fprintf(stderr, "bench_cf_config: %s %s%s D = %u KB: %zu outputs differ from the host reference\n",
+                       dsm ? "DSM" : "global", gather ? "gather" : "reduce", cf ? " (ClusterFusion shape)" : "",
+                       sizes_kb[s], bad);
           return 1;
         }
       }
-      const float dsm_stream = stream_launch_us(make(true, 1, nullptr));
-      const float global_stream = stream_launch_us(make(false, 1, nullptr));
-      const float dsm_graph = per_launch_us(make(true, 1, nullptr));
-      const float global_graph = per_launch_us(make(false, 1, nullptr));
+      const float dsm_stream = stream_launch_us(make_cf(true, 1, nullptr));
+      const float global_stream = stream_launch_us(make_cf(false, 1, nullptr));
+      const float dsm_graph = per_launch_us(make_cf(true, 1, nullptr));
+      const float dsm_full_graph = per_launch_us(make(true, 1, nullptr));
       if (!gather && s == 0) {
-        floor_stream = stream_launch_us(make(true, 0, nullptr));
-        floor_graph = per_launch_us(make(true, 0, nullptr));
+        floor_stream = stream_launch_us(make_cf(true, 0, nullptr));
+        floor_graph = per_launch_us(make_cf(true, 0, nullptr));
       }
       float ns[2];
       long long cyc = 0;
       for (int dsm = 0; dsm < 2; ++dsm) {
-        const float small = single_launch_us(make(dsm, 8, nullptr));
-        const float large = single_launch_us(make(dsm, 72, cycles));
+        const float small = single_launch_us(make_cf(dsm, 8, nullptr));
+        const float large = single_launch_us(make_cf(dsm, 72, cycles));
         ns[dsm] = (large - small) * 1000.f / 64;
         if (dsm) CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
       }
@@ -200,14 +241,14 @@ int main(int argc, char** argv) {
                     "| %s | %u | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.0f | %lld | %.0f | "
                     "%.2fx | %.2fx |\n",
                     gather ? "gather" : "reduce", sizes_kb[s], tile_bytes / 1024.0, cf_on[g][s], cf_off[g][s],
-                    dsm_stream, global_stream, dsm_graph, global_graph, cf_on[g][s] / dsm_stream,
+                    dsm_stream, global_stream, dsm_graph, dsm_full_graph, cf_on[g][s] / dsm_stream,
                     global_stream / dsm_stream, ns[1], cyc, ns[0], cf_on[g][s] * 1000.f / ns[1], ns[0] / ns[1]);
       out(line);
     }
   }
   std::snprintf(line, sizeof line,
-                "\nLaunch floor (the DSM reduce kernel with zero collective calls, 1 KB tiles, same grid): %.2f µs per "
-                "launch (stream), %.2f µs (graph).\n",
+                "\nLaunch floor (the DSM reduce kernel in ClusterFusion's shape with zero collective calls, 1 KB tiles, "
+                "same grid): %.2f µs per launch (stream), %.2f µs (graph).\n",
                 floor_stream, floor_graph);
   out(line);
   if (!markdown_path.empty()) {

@@ -18,6 +18,9 @@ struct bench_args {
   int src_global, dst_global;  // where the tiles live
   long long* cycles;     // per-call cycles measured by block 0
   unsigned transport;    // sc::transport of the communicator
+  // ClusterFusion's kernel shape (bench_cf_config.cu): no input load (the tile is filled from registers) and no
+  // output store except the reduced tile of each cluster's rank 0, as ClusterFusion's microbenchmark kernels.
+  int cf_shape;
 };
 
 __device__ void copy_half(half* dst, const half* src, unsigned count) {
@@ -26,9 +29,17 @@ __device__ void copy_half(half* dst, const half* src, unsigned count) {
   for (unsigned p = threadIdx.x; p < count / 8; p += blockDim.x) d[p] = s[p];
 }
 
+// The input tile in ClusterFusion's shape: a pattern from registers instead of a global load.
+__device__ void fill_half(half* dst, unsigned count, unsigned seed) {
+  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) dst[i] = __float2half(static_cast<float>((i + seed) % 64) / 64.f);
+}
+
+// The output in ClusterFusion's shape: rank 0 of each cluster stores the reduced tile; a gather stores nothing.
+__device__ bool cf_stores(bool gather) { return !gather && sc::ptx::block_rank() == 0; }
+
 // Collectives over DSM. reduce: tile = count (in place). gather: src = count, dst = C * count.
 template <bool Gather>
-__global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) {
+__device__ void dsm_body(const bench_args& a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned C = sc::ptx::cluster_size();
   auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
@@ -38,7 +49,8 @@ __global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) {
   half* smem_tiles = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes));
   half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
   half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
-  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  if (a.cf_shape) fill_half(src, a.count, blockIdx.x);
+  else if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
   const unsigned warmup = a.iterations > 1 ? 1 : 0;
   long long start = 0;
   for (unsigned i = 0; i < warmup + a.iterations; ++i) {
@@ -47,15 +59,27 @@ __global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) {
     else sc::cluster_reduce<sc::reduce_op::sum>(comm, src, a.count);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
-  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  if (a.cf_shape) {
+    if (cf_stores(Gather)) copy_half(my_output, src, a.count);
+  } else {
+    if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
+    if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  }
   comm.teardown();
 }
+
+template <bool Gather>
+__global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
+
+// ClusterFusion's launch: cluster size 4 compiled into the kernel, launched with <<<...>>> (128 threads in
+// bench_cf_config; the bound is the other kernels', under which the code compiles without spills).
+template <bool Gather>
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024) cf_dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
 
 // The same collectives through global memory: publish the tile to a double-buffered global scratch, one
 // cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.
 template <bool Gather>
-__global__ void __launch_bounds__(1024) global_kernel(bench_args a) {
+__device__ void global_body(const bench_args& a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
   const unsigned out_count = Gather ? C * a.count : a.count;
@@ -64,7 +88,8 @@ __global__ void __launch_bounds__(1024) global_kernel(bench_args a) {
   half* smem_tiles = reinterpret_cast<half*>(smem);
   half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
   half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
-  if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  if (a.cf_shape) fill_half(src, a.count, blockIdx.x);
+  else if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
   sc::ptx::cluster_sync();
   const unsigned warmup = a.iterations > 1 ? 1 : 0;
   long long start = 0;
@@ -90,7 +115,17 @@ __global__ void __launch_bounds__(1024) global_kernel(bench_args a) {
   }
   __syncthreads();
   if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
-  if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  if (a.cf_shape) {
+    if (cf_stores(Gather)) copy_half(my_output, src, a.count);
+  } else {
+    if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
+    if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
+  }
   sc::ptx::cluster_sync();
 }
+
+template <bool Gather>
+__global__ void __launch_bounds__(1024) global_kernel(bench_args a) { global_body<Gather>(a); }
+
+template <bool Gather>
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024) cf_global_kernel(bench_args a) { global_body<Gather>(a); }
