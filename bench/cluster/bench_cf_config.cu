@@ -60,7 +60,7 @@ unsigned parse_transport(const char* name) {
 struct layout {
   unsigned count;  // elements per block (reduce: the tile; gather: what each block contributes)
   unsigned slot_bytes;
-  size_t dsm_smem, global_smem;
+  size_t dsm_smem, global_smem, peer_smem;
 };
 
 layout plan(bool gather, unsigned tile_bytes) {
@@ -71,26 +71,33 @@ layout plan(bool gather, unsigned tile_bytes) {
   l.slot_bytes = (slice + 15) / 16 * 16;
   l.dsm_smem = sc::mailbox_bytes(cluster_size, l.slot_bytes) + tiles;
   l.global_smem = tiles;
+  l.peer_smem = 128 + (gather ? cluster_size : 2) * size_t(tile_bytes);  // cf_algorithm_body's layout
   return l;
 }
 
-// Host reference of one run (iterations = 1) on `input`; returns the number of mismatches.
-size_t check(bool gather, const layout& l, const std::vector<__half>& input, const std::vector<__half>& output) {
+// Host reference of one run (iterations = 1) on `input`; returns the number of mismatches. `peer`: the
+// ClusterFusion-algorithm kernel, whose gathered segments are rotated (segment j of block b is block b - j's)
+// and whose reduce adds in fp16 (3 roundings, so a looser bound).
+size_t check(bool gather, const layout& l, const std::vector<__half>& input, const std::vector<__half>& output,
+             bool peer = false) {
   const unsigned out_count = gather ? cluster_size * l.count : l.count;
+  const float bound = peer ? 4e-3f : 1e-3f;
   size_t bad = 0;
   for (unsigned block = 0; block < clusters * cluster_size; ++block) {
-    const unsigned first = block / cluster_size * cluster_size;
+    const unsigned first = block / cluster_size * cluster_size, local = block - first;
     for (unsigned i = 0; i < out_count; ++i) {
       float expected;
       if (gather) {
-        expected = __half2float(input[size_t(first + i / l.count) * l.count + i % l.count]);
+        const unsigned segment = i / l.count;
+        const unsigned source = peer ? (local + cluster_size - segment) % cluster_size : segment;
+        expected = __half2float(input[size_t(first + source) * l.count + i % l.count]);
       } else {
         float sum = 0.f;
         for (unsigned r = 0; r < cluster_size; ++r) sum += __half2float(input[size_t(first + r) * l.count + i]);
         expected = __half2float(__float2half(sum));
       }
       const float got = __half2float(output[size_t(block) * out_count + i]);
-      if (!(std::fabs(got - expected) <= 1e-3f * std::fabs(expected) + 1e-3f)) ++bad;  // NaN fails
+      if (!(std::fabs(got - expected) <= bound * std::fabs(expected) + bound)) ++bad;  // NaN fails
     }
   }
   return bad;
@@ -166,12 +173,17 @@ int main(int argc, char** argv) {
                 prop.name, date, commit.c_str(), clusters, cluster_size, threads, clusters,
                 transport == 2 ? "direct" : transport == 1 ? "bulk_copy" : "store_async", clusters);
   out(line);
-  out("| op | D (KB) | tile per block (KB) | CF on-chip µs | CF off-chip µs | DSM µs/launch (CF shape, stream) | "
-      "global µs/launch (CF shape, stream) | DSM µs/launch (CF shape, graph) | DSM µs/launch (load+store, graph) | "
-      "CF / DSM per launch | global / DSM per launch | DSM in-kernel ns/call | DSM cycles/call | "
-      "global in-kernel ns/call | CF / DSM in kernel | global / DSM in kernel |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  float floor_stream = 0, floor_graph = 0;
+  std::string launch_table =
+      "## Per launch (µs)\n\n"
+      "| op | D (KB) | tile per block (KB) | CF published on-chip | CF published off-chip | Solder DSM, CF shape, "
+      "stream | CF algorithm here, stream | global, CF shape, stream | Solder DSM, CF shape, graph | CF algorithm "
+      "here, graph | Solder DSM, load+store, graph | CF published / Solder | CF algorithm / Solder (stream) | "
+      "global / Solder (stream) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::string kernel_table =
+      "## In kernel (ns per call, all 32 clusters)\n\n"
+      "| op | D (KB) | Solder DSM | Solder cycles/call | CF algorithm here | global | CF published on-chip (per "
+      "launch) / Solder | CF algorithm / Solder | global / Solder |\n|---|---|---|---|---|---|---|---|---|\n";
+  float floor_stream = 0, floor_graph = 0, empty_stream = 0, empty_graph = 0;
   for (int g = 0; g < 2; ++g) {
     const bool gather = g == 1;
     for (int s = 0; s < 4; ++s) {
@@ -191,65 +203,82 @@ int main(int argc, char** argv) {
           return launch_prepared_clusters(kernel, clusters, cluster_size, threads, smem, stream, a);
         };
       };
-      // ClusterFusion's shape and launch (__cluster_dims__, <<<...>>>).
-      auto make_cf = [&](bool dsm, unsigned iterations, long long* cyc) {
-        const bench_args a = args(iterations, cyc, 1);
-        const size_t smem = dsm ? l.dsm_smem : l.global_smem;
-        auto kernel = dsm ? (gather ? cf_dsm_kernel<true> : cf_dsm_kernel<false>)
-                          : (gather ? cf_global_kernel<true> : cf_global_kernel<false>);
+      // ClusterFusion's launch (__cluster_dims__, <<<...>>>): 0 Solder DSM, 1 global, 2 the CF algorithm.
+      auto make_cf = [&](int which, unsigned iterations, long long* cyc, int cf_shape = 1) {
+        const bench_args a = args(iterations, cyc, cf_shape);
+        const size_t smem = which == 0 ? l.dsm_smem : which == 1 ? l.global_smem : l.peer_smem;
+        auto kernel = which == 0 ? (gather ? cf_dsm_kernel<true> : cf_dsm_kernel<false>)
+                      : which == 1 ? (gather ? cf_global_kernel<true> : cf_global_kernel<false>)
+                                   : (gather ? cf_algorithm_kernel<true> : cf_algorithm_kernel<false>);
         CLUSTER_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         return [=](cudaStream_t stream) {
           kernel<<<clusters * cluster_size, threads, smem, stream>>>(a);
           return cudaGetLastError();
         };
       };
-      // Correctness first: one call each, output poisoned, against the host reference.
+      // Correctness first: one call each, output poisoned, against the host reference. Variants: Solder DSM,
+      // global, the CF algorithm (load+store shape), Solder DSM in ClusterFusion's shape (reduce only: a gather in
+      // that shape stores nothing).
       const unsigned out_count = gather ? cluster_size * l.count : l.count;
-      for (int variant = 0; variant < 3; ++variant) {
-        const bool dsm = variant != 1, cf = variant == 2;
-        if (cf && gather) continue;  // a gather in ClusterFusion's shape stores nothing to check
+      const char* variant_names[] = {"Solder DSM", "global", "CF algorithm", "Solder DSM (ClusterFusion shape)"};
+      for (int variant = 0; variant < 4; ++variant) {
+        if (variant == 3 && gather) continue;
         CLUSTER_CHECK_CUDA(cudaMemset(output, 0xff, elements * 2));  // 0xffff is a NaN in fp16
-        CLUSTER_CHECK_CUDA(cf ? make_cf(true, 1, nullptr)(nullptr) : make(dsm, 1, nullptr)(nullptr));
+        if (variant < 2) CLUSTER_CHECK_CUDA(make(variant == 0, 1, nullptr)(nullptr));
+        else if (variant == 2) CLUSTER_CHECK_CUDA(make_cf(2, 1, nullptr, 0)(nullptr));
+        else CLUSTER_CHECK_CUDA(make_cf(0, 1, nullptr)(nullptr));
         CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
         std::vector<__half> host_output(size_t(clusters) * cluster_size * out_count);
         CLUSTER_CHECK_CUDA(cudaMemcpy(host_output.data(), output, host_output.size() * 2, cudaMemcpyDeviceToHost));
-        const size_t bad = cf ? check_cf_reduce(l, host_output) : check(gather, l, host_input, host_output);
+        const size_t bad = variant == 3 ? check_cf_reduce(l, host_output)
+                                        : check(gather, l, host_input, host_output, variant == 2);
         if (bad) {
-          std::fprintf(stderr, "bench_cf_config: %s %s%s D = %u KB: %zu outputs differ from the host reference\n",
-                       dsm ? "DSM" : "global", gather ? "gather" : "reduce", cf ? " (ClusterFusion shape)" : "",
-                       sizes_kb[s], bad);
+          std::fprintf(stderr, "bench_cf_config: %s %s D = %u KB: %zu outputs differ from the host reference\n",
+                       variant_names[variant], gather ? "gather" : "reduce", sizes_kb[s], bad);
           return 1;
         }
       }
-      const float dsm_stream = stream_launch_us(make_cf(true, 1, nullptr));
-      const float global_stream = stream_launch_us(make_cf(false, 1, nullptr));
-      const float dsm_graph = per_launch_us(make_cf(true, 1, nullptr));
+      const float dsm_stream = stream_launch_us(make_cf(0, 1, nullptr));
+      const float peer_stream = stream_launch_us(make_cf(2, 1, nullptr));
+      const float global_stream = stream_launch_us(make_cf(1, 1, nullptr));
+      const float dsm_graph = per_launch_us(make_cf(0, 1, nullptr));
+      const float peer_graph = per_launch_us(make_cf(2, 1, nullptr));
       const float dsm_full_graph = per_launch_us(make(true, 1, nullptr));
       if (!gather && s == 0) {
-        floor_stream = stream_launch_us(make_cf(true, 0, nullptr));
-        floor_graph = per_launch_us(make_cf(true, 0, nullptr));
+        floor_stream = stream_launch_us(make_cf(0, 0, nullptr));
+        floor_graph = per_launch_us(make_cf(0, 0, nullptr));
+        empty_stream = stream_launch_us(make_cf(2, 0, nullptr));
+        empty_graph = per_launch_us(make_cf(2, 0, nullptr));
       }
-      float ns[2];
+      float ns[3];
       long long cyc = 0;
-      for (int dsm = 0; dsm < 2; ++dsm) {
-        const float small = single_launch_us(make_cf(dsm, 8, nullptr));
-        const float large = single_launch_us(make_cf(dsm, 72, cycles));
-        ns[dsm] = (large - small) * 1000.f / 64;
-        if (dsm) CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
+      for (int which = 0; which < 3; ++which) {
+        const float small = single_launch_us(make_cf(which, 8, nullptr));
+        const float large = single_launch_us(make_cf(which, 72, which == 0 ? cycles : nullptr));
+        ns[which] = (large - small) * 1000.f / 64;
+        if (which == 0) CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
       }
+      const char* op = gather ? "gather" : "reduce";
       std::snprintf(line, sizeof line,
-                    "| %s | %u | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.0f | %lld | %.0f | "
-                    "%.2fx | %.2fx |\n",
-                    gather ? "gather" : "reduce", sizes_kb[s], tile_bytes / 1024.0, cf_on[g][s], cf_off[g][s],
-                    dsm_stream, global_stream, dsm_graph, dsm_full_graph, cf_on[g][s] / dsm_stream,
-                    global_stream / dsm_stream, ns[1], cyc, ns[0], cf_on[g][s] * 1000.f / ns[1], ns[0] / ns[1]);
-      out(line);
+                    "| %s | %u | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.2fx |\n",
+                    op, sizes_kb[s], tile_bytes / 1024.0, cf_on[g][s], cf_off[g][s], dsm_stream, peer_stream,
+                    global_stream, dsm_graph, peer_graph, dsm_full_graph, cf_on[g][s] / dsm_stream,
+                    peer_stream / dsm_stream, global_stream / dsm_stream);
+      std::printf("%s", line);
+      launch_table += line;
+      std::snprintf(line, sizeof line, "| %s | %u | %.0f | %lld | %.0f | %.0f | %.2fx | %.2fx | %.2fx |\n", op,
+                    sizes_kb[s], ns[0], cyc, ns[2], ns[1], cf_on[g][s] * 1000.f / ns[0], ns[2] / ns[0], ns[1] / ns[0]);
+      std::printf("%s", line);
+      std::fflush(stdout);
+      kernel_table += line;
     }
   }
+  out((launch_table + "\n" + kernel_table).c_str());
   std::snprintf(line, sizeof line,
-                "\nLaunch floor (the DSM reduce kernel in ClusterFusion's shape with zero collective calls, 1 KB tiles, "
-                "same grid): %.2f µs per launch (stream), %.2f µs (graph).\n",
-                floor_stream, floor_graph);
+                "\nLaunch floors (zero collective calls, 1 KB tiles, same grid, ClusterFusion's shape): Solder's DSM kernel "
+                "(communicator setup and teardown) %.2f µs per launch (stream), %.2f µs (graph); the CF-algorithm "
+                "kernel (one mbarrier, two cluster barriers) %.2f µs (stream), %.2f µs (graph).\n",
+                floor_stream, floor_graph, empty_stream, empty_graph);
   out(line);
   if (!markdown_path.empty()) {
     FILE* f = std::fopen(markdown_path.c_str(), "w");

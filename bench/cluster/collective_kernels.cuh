@@ -129,3 +129,67 @@ __global__ void __launch_bounds__(1024) global_kernel(bench_args a) { global_bod
 
 template <bool Gather>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024) cf_global_kernel(bench_args a) { global_body<Gather>(a); }
+
+// The peer: ClusterFusion's ClusterReduce and ClusterGather as its paper describes them (Alg. 1 and 2), written
+// here from that description: log2 C rounds with the stride doubling; in each, block b pushes its whole buffer
+// (reduce) or its gathered prefix D[0, stride x count) (gather) into block b + stride by one cp.async.bulk that
+// completes the receiver's mbarrier; the reduce then adds the received buffer into its own in fp16 (as
+// ClusterFusion's kernels do). Barriers: a cluster barrier at the top of each round (the receiver's buffer is
+// free and its mbarrier armed) and, for the reduce, one after the wait (every outgoing copy has landed before
+// the buffer it reads is overwritten). Power-of-two cluster sizes. The gathered segments end up rotated:
+// segment j of block b holds block (b - j) mod C's data. Shared memory: 128 bytes (the mbarrier), then the
+// buffer (count, or C x count for a gather), then the reduce's receive buffer (count).
+template <bool Gather>
+__device__ void cf_algorithm_body(const bench_args& a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint64_t* barrier = reinterpret_cast<uint64_t*>(smem);
+  half* buffer = reinterpret_cast<half*>(smem + 128);
+  half* received = buffer + a.count;
+  const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
+  const unsigned out_count = Gather ? C * a.count : a.count;
+  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
+  if (a.cf_shape) fill_half(buffer, a.count, blockIdx.x);
+  else copy_half(buffer, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  if (threadIdx.x == 0) {
+    sc::ptx::barrier_init(barrier, 1);
+    sc::ptx::fence_barrier_init();
+  }
+  sc::ptx::cluster_sync();
+  unsigned phase = 0;
+  const unsigned warmup = a.iterations > 1 ? 1 : 0;
+  long long start = 0;
+  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
+    if (i == warmup) start = clock64();
+    for (unsigned stride = 1; stride < C; stride *= 2) {
+      const unsigned send_to = (rank + stride) % C;
+      const unsigned bytes = (Gather ? stride * a.count : a.count) * sizeof(half);
+      if (threadIdx.x == 0) sc::ptx::arrive_expect_bytes(barrier, bytes);
+      sc::ptx::fence_shared_to_async_proxy();  // the buffer was written by generic stores
+      sc::ptx::cluster_sync();
+      if (threadIdx.x == 0)
+        sc::ptx::bulk_copy_to_peer(sc::ptx::map_to_rank(Gather ? buffer + stride * a.count : received, send_to), buffer,
+                                   bytes, sc::ptx::map_to_rank(barrier, send_to));
+      sc::ptx::wait_parity(barrier, phase);
+      phase ^= 1;
+      if constexpr (!Gather) {
+        sc::ptx::cluster_sync();
+        __half2* d = reinterpret_cast<__half2*>(buffer);
+        const __half2* r = reinterpret_cast<const __half2*>(received);
+        for (unsigned p = threadIdx.x; p < a.count / 2; p += blockDim.x) d[p] = __hadd2(d[p], r[p]);
+      }
+    }
+  }
+  __syncthreads();
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
+  if (a.cf_shape) {
+    if (cf_stores(Gather)) copy_half(my_output, buffer, a.count);
+  } else {
+    copy_half(my_output, buffer, out_count);
+  }
+  sc::ptx::cluster_sync();  // no block exits while a peer may still write into it
+}
+
+template <bool Gather>
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024) cf_algorithm_kernel(bench_args a) {
+  cf_algorithm_body<Gather>(a);
+}

@@ -104,12 +104,20 @@ class communicator {
     self.round_ = 0;
     self.direct_calls_ = 0;
     self.send_parity_ = 0xffffffffu;  // the first wait on each empty barrier passes (phase "-1" is complete)
-    // Every barrier of the area (full, empty, direct_full, ready: mailbox_barrier_bytes / 8 of them, each with
-    // one arrival) is initialised by its own thread, in parallel: one thread initialising all 52 in turn sat on
-    // every kernel's launch path (v6). Each initialising thread fences its own inits.
-    constexpr uint32_t barriers = mailbox_barrier_bytes / 8;
-    for (uint32_t i = self.thread_; i < barriers; i += self.threads_) ptx::barrier_init(&self.full_[i], 1);
-    if (self.thread_ < barriers) ptx::fence_barrier_init();
+    // Only the barriers this cluster size uses: full[2], empty[s][d] and ready[d] for d < C, direct_full[0]
+    // (15 at C = 4 instead of the area's 52). One thread and one fence: initialising by 52 threads, each with
+    // its own fence.mbarrier_init, measured 0.7 us slower per launch than one thread doing all 52 (v6).
+    if (self.thread_ == 0) {
+      ptx::barrier_init(&self.full_[0], 1);
+      ptx::barrier_init(&self.full_[1], 1);
+      for (uint32_t i = 0; i < self.size_; ++i) {
+        ptx::barrier_init(&self.empty_[i], 1);
+        ptx::barrier_init(&self.empty_[max_cluster_size + i], 1);
+        ptx::barrier_init(&self.ready_[i], 1);
+      }
+      ptx::barrier_init(&self.direct_full_[0], 1);
+      ptx::fence_barrier_init();
+    }
     ptx::cluster_sync();  // entry protocol: no peer writes here before these barriers exist
     return self;
   }
