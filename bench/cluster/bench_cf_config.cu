@@ -27,9 +27,12 @@
 // reduce once more in ClusterFusion's shape (rank 0's tile against the reference of the filled pattern): a
 // mismatch exits 1.
 // Usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]
+//        bench_cf_config --profile reduce|gather KB   (for ncu: runs Solder's DSM kernel and the CF-algorithm
+//        kernel once each, 72 calls per kernel, at data size KB, and exits)
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -123,14 +126,23 @@ size_t check_cf_reduce(const layout& l, const std::vector<__half>& output) {
 int main(int argc, char** argv) {
   std::string commit = "unknown", markdown_path;
   unsigned transport = unsigned(sc::transport::direct);
+  int profile_op = -1;
+  unsigned profile_kb = 0;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
+      profile_op = !std::strcmp(argv[i + 1], "gather");
+      profile_kb = static_cast<unsigned>(std::atoi(argv[i + 2]));
+      i += 2;
+      continue;
+    }
     if (!std::strcmp(argv[i], "--commit") && has_value) commit = argv[++i];
     else if (!std::strcmp(argv[i], "--markdown") && has_value) markdown_path = argv[++i];
     else if (!std::strcmp(argv[i], "--transport") && has_value) transport = parse_transport(argv[++i]);
     else {
       std::fprintf(stderr, "bench_cf_config: unknown or incomplete option '%s'\n"
-                           "usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]\n",
+                           "usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]\n"
+                           "       bench_cf_config --profile reduce|gather KB\n",
                    argv[i]);
       return 2;
     }
@@ -187,6 +199,7 @@ int main(int argc, char** argv) {
   for (int g = 0; g < 2; ++g) {
     const bool gather = g == 1;
     for (int s = 0; s < 4; ++s) {
+      if (profile_op >= 0 && (profile_op != g || profile_kb != sizes_kb[s])) continue;
       const unsigned tile_bytes = sizes_kb[s] * 1024 / clusters;
       const layout l = plan(gather, tile_bytes);
       auto args = [&](unsigned iterations, long long* cyc, int cf_shape) {
@@ -237,6 +250,13 @@ int main(int argc, char** argv) {
                        variant_names[variant], gather ? "gather" : "reduce", sizes_kb[s], bad);
           return 1;
         }
+      }
+      if (profile_op >= 0) {
+        CLUSTER_CHECK_CUDA(make_cf(0, 72, cycles)(nullptr));
+        CLUSTER_CHECK_CUDA(make_cf(2, 72, nullptr)(nullptr));
+        CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
+        std::printf("profiled %s %u KB\n", gather ? "gather" : "reduce", sizes_kb[s]);
+        return 0;
       }
       const float dsm_stream = stream_launch_us(make_cf(0, 1, nullptr));
       const float peer_stream = stream_launch_us(make_cf(2, 1, nullptr));

@@ -72,9 +72,10 @@ template <bool Gather>
 __global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
 
 // ClusterFusion's launch: cluster size 4 compiled into the kernel, launched with <<<...>>> (128 threads in
-// bench_cf_config; the bound is the other kernels', under which the code compiles without spills).
+// bench_cf_config; bound 256, so that the registers are not capped at 64 as under the 1024 bound of the kernels
+// above, where the all-reduce spills 16-32 bytes since v6).
 template <bool Gather>
-__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024) cf_dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
 
 // The same collectives through global memory: publish the tile to a double-buffered global scratch, one
 // cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.
@@ -128,7 +129,7 @@ template <bool Gather>
 __global__ void __launch_bounds__(1024) global_kernel(bench_args a) { global_body<Gather>(a); }
 
 template <bool Gather>
-__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024) cf_global_kernel(bench_args a) { global_body<Gather>(a); }
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_global_kernel(bench_args a) { global_body<Gather>(a); }
 
 // The peer: ClusterFusion's ClusterReduce and ClusterGather as its paper describes them (Alg. 1 and 2), written
 // here from that description: log2 C rounds with the stride doubling; in each, block b pushes its whole buffer
@@ -190,6 +191,6 @@ __device__ void cf_algorithm_body(const bench_args& a) {
 }
 
 template <bool Gather>
-__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024) cf_algorithm_kernel(bench_args a) {
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_algorithm_kernel(bench_args a) {
   cf_algorithm_body<Gather>(a);
 }

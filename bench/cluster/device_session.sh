@@ -93,9 +93,12 @@ if [ $have_cf -eq 0 ] && wants cf; then
     step "cf. ClusterFusion configuration, $transport" 40 "$RESULTS/cf-$transport.log" \
       "$BIN/bench_cf_config" --commit "$COMMIT" --transport $transport --markdown "$RESULTS/cf-$transport.md" \
       || status=1
-    awk -F'|' '/^\| (reduce|gather) \|/ {
-      printf "   %-6s %3s KB: per launch %s us (CF/DSM %s, global/DSM %s); in kernel %s ns (CF/DSM %s, global/DSM %s)\n",
-        $2, $3+0, $7, $11, $12, $13, $16, $17 } /^Launch floor/ {print "   " $0}' "$RESULTS/cf-$transport.log"
+    awk -F'|' '/^\| (reduce|gather) \|/ && NF == 16 {
+      printf "   %-6s %3s KB per launch (stream): Solder %s us, CF algorithm %s us; CF published / Solder %s\n",
+        $2, $3+0, $7, $8, $13 }
+      /^\| (reduce|gather) \|/ && NF == 11 {
+      printf "   %-6s %3s KB in kernel: Solder %s ns, CF algorithm %s ns, global %s ns; CF algorithm / Solder %s\n",
+        $2, $3+0, $4, $6, $7, $9 } /^Launch floor/ {print "   " $0}' "$RESULTS/cf-$transport.log"
   done
 fi
 

@@ -6,6 +6,7 @@
 // writes only ever target the peers' mailbox slots; each block writes only its own tiles.
 #pragma once
 
+#include <cuda/std/bit>
 #include <cuda/std/cstdint>
 
 #include "limits.cuh"
@@ -25,6 +26,13 @@ __device__ inline void require_all_peers_layout(const communicator& comm) {
   if (comm.ring_layout()) __trap();
 }
 
+// One thread: one placeholder packet (ignored by the receiver) into a peer's slot, so that a round with an empty
+// slice still completes the receiver's barrier (wire_packets, below). Not inlined: the rare path would otherwise
+// cost the 16-bit all_exchange kernels 4 bytes of register spills.
+__device__ __noinline__ inline void push_placeholder(uint4* target, uint64_t* barrier) {
+  ptx::store_async_16(target, uint4{0, 0, 0, 0}, barrier);
+}
+
 // How one chunk of an all-reduce is split among the G owners: owner o reduces packets
 // [begin(o), begin(o) + length(o)) of the tile, the first `extra` owners one packet more than the others.
 // One division per chunk; begin and length are a multiply and a min. (v6: the earlier split,
@@ -36,7 +44,9 @@ struct chunk_split {
   uint32_t base;   // packets every owner gets
   uint32_t extra;  // owners 0 .. extra-1 get one more
   __device__ chunk_split(uint32_t chunk_first, uint32_t chunk_length, uint32_t owners)
-      : first(chunk_first), base(chunk_length / owners), extra(chunk_length - base * owners) {}
+      : first(chunk_first),
+        base((owners & (owners - 1)) == 0 ? chunk_length >> cuda::std::countr_zero(owners) : chunk_length / owners),
+        extra(chunk_length - base * owners) {}
   __device__ uint32_t begin(uint32_t owner) const { return first + base * owner + min_u32(owner, extra); }
   __device__ uint32_t length(uint32_t owner) const { return base + (owner < extra ? 1u : 0u); }
 };
@@ -53,11 +63,11 @@ __device__ __noinline__ inline chunk_split split_chunk(uint32_t chunk, uint32_t 
 // Whole block: for p < packets, store(p, source[p]). Loads are issued in batches of four before the
 // stores, so that tiles in global memory are read with four 16-byte loads in flight per thread (the compiler
 // cannot reorder loads across stores through possibly aliasing generic pointers).
-template <class Store>
-__device__ inline void batched_copy(const communicator& comm, const uint4* source, uint32_t packets, Store store) {
-  constexpr uint32_t batch = 4;  // 8 measured slower with st.async (NOTES-cluster.md, v4)
-  const uint32_t stride = comm.threads();
-  for (uint32_t base = comm.thread(); base < packets; base += batch * stride) {
+// strided_copy: the same for the packets lane, lane + lanes, ... of one thread (a push_share).
+template <uint32_t batch = 4, class Store>  // 8 measured slower with st.async (NOTES-cluster.md, v4)
+__device__ inline void strided_copy(const uint4* source, uint32_t packets, uint32_t lane, uint32_t stride,
+                                    Store store) {
+  for (uint32_t base = lane; base < packets; base += batch * stride) {
     uint4 value[batch];
 #pragma unroll
     for (uint32_t j = 0; j < batch; ++j)
@@ -65,6 +75,41 @@ __device__ inline void batched_copy(const communicator& comm, const uint4* sourc
 #pragma unroll
     for (uint32_t j = 0; j < batch; ++j)
       if (base + j * stride < packets) store(base + j * stride, value[j]);
+  }
+}
+
+template <class Store>
+__device__ inline void batched_copy(const communicator& comm, const uint4* source, uint32_t packets, Store store) {
+  strided_copy(source, packets, comm.thread(), comm.threads(), store);
+}
+
+// Whole block: for each destination i = 1 .. G-1 of `group`, st.asyncs the packets [0, length) of source into
+// target, completing `barrier` (all three from route(i, &source, &target, &barrier), which returns length). An
+// empty slice puts one placeholder packet on the wire (wire_packets). `typical` (the round's packets per
+// destination) picks how the block shares the work (v6, measured on the H100 in bench/NOTES-cluster.md):
+//   - up to 8 packets per lane when whole warps serve one destination each (push_share): spread, so that the
+//     destinations are served in parallel (a 1 KB slice went out one destination after another, by the first
+//     warps only; reduce 1 KB per block 2360 -> 1844 ns, gather 1 KB segments 1122 -> 802 ns);
+//   - larger slices: every thread on every destination in turn (balanced when the warps do not divide evenly
+//     among the destinations: a gather of 8 KB segments at 4 warps and 3 destinations was 1601 ns this way and
+//     2030 ns spread).
+template <class Route>
+__device__ inline void push_to_peers(const communicator& comm, const group_view& group, uint32_t typical,
+                                     Route route) {
+  const push_share spread = comm.pushes(group);
+  const bool spreading = typical <= 8 * spread.lanes;
+  const push_share share = spreading ? spread : push_share{1, 1, comm.thread(), comm.threads()};
+  for (uint32_t i = share.first; i < group.size; i += share.step) {
+    const uint4* source;
+    uint4* target;
+    uint64_t* barrier;
+    const uint32_t length = route(i, source, target, barrier);
+    if (length == 0) {
+      if (share.lane == 0) ptx::store_async_16(target, uint4{0, 0, 0, 0}, barrier);
+      continue;
+    }
+    strided_copy(source, length, share.lane, share.lanes,
+                 [&](uint32_t p, uint4 value) { ptx::store_async_16(target + p, value, barrier); });
   }
 }
 
@@ -117,10 +162,9 @@ __device__ inline void push_packets(const communicator& comm, remote_slot slot, 
 // and hangs (seen with three back-to-back 16-byte all-reduces over 3 blocks, 2026-11-22).
 __device__ inline uint32_t wire_packets(uint32_t packets) { return packets == 0 ? 1u : packets; }
 
-// Whole block: one placeholder packet into a peer's slot, st.async by thread `issuer`. Not inlined: the rare
-// path would otherwise cost the 16-bit all_exchange kernels 4 bytes of register spills.
-__device__ __noinline__ inline void push_placeholder(const communicator& comm, remote_slot slot, uint32_t issuer) {
-  if (comm.thread() == issuer % comm.threads()) ptx::store_async_16(slot.data, uint4{0, 0, 0, 0}, slot.barrier);
+// Whole block: one placeholder packet into a peer's slot, st.async by thread `issuer`.
+__device__ inline void push_placeholder(const communicator& comm, remote_slot slot, uint32_t issuer) {
+  if (comm.thread() == issuer % comm.threads()) push_placeholder(slot.data, slot.barrier);
 }
 
 // Group all-reduce in place: reduce-scatter then all-gather, chunked by the mailbox slot size, with the
@@ -143,19 +187,31 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   require_all_peers_layout(comm);
   uint4* data = reinterpret_cast<uint4*>(tile);
   const uint32_t chunk_packets = group.size * comm.slot_packets();
-  const uint32_t chunks = ceil_div(packets, chunk_packets);
+  const uint32_t chunks = packets <= chunk_packets ? 1u : ceil_div(packets, chunk_packets);
 
   // Packets of the tile that each group rank reduces in chunk `chunk`.
   auto split = [&](uint32_t chunk) { return split_chunk(chunk, chunk_packets, packets, group.size); };
   auto send_reduce_scatter = [&](uint32_t chunk, uint32_t ahead) {
     const chunk_split slices = split(chunk);
     comm.wait_for_slots(ahead, group);
-    for (uint32_t i = 1; i < group.size; ++i) {
-      const uint32_t owner = group.wrap(group.local + i);
-      remote_slot slot = comm.peer_slot(ahead, group.rank_of(owner));
-      const uint32_t length = slices.length(owner);
-      if (length == 0) push_placeholder(comm, slot, 32 * i);
-      else push_packets(comm, slot, data + slices.begin(owner), length, bulk, 32 * i);
+    if (bulk) {
+      for (uint32_t i = 1; i < group.size; ++i) {
+        const uint32_t owner = group.wrap(group.local + i);
+        remote_slot slot = comm.peer_slot(ahead, group.rank_of(owner));
+        const uint32_t length = slices.length(owner);
+        if (length == 0) push_placeholder(comm, slot, 32 * i);
+        else push_packets(comm, slot, data + slices.begin(owner), length, true, 32 * i);
+      }
+    } else {
+      push_to_peers(comm, group, slices.base + 1, [&](uint32_t i, const uint4*& source, uint4*& target,
+                                                      uint64_t*& barrier) {
+        const uint32_t owner = group.wrap(group.local + i);
+        const remote_slot slot = comm.peer_slot(ahead, group.rank_of(owner));
+        source = data + slices.begin(owner);
+        target = slot.data;
+        barrier = slot.barrier;
+        return slices.length(owner);
+      });
     }
     comm.stamp(trace::phase::pushed);
   };
@@ -260,13 +316,13 @@ __device__ inline void direct_gather(communicator& comm, const uint4* source, ui
                               const group_view& group) {
   comm.announce_ready(group);
   comm.wait_ready(group);
-  for (uint32_t i = 1; i < group.size; ++i) {
+  push_to_peers(comm, group, packets, [&](uint32_t i, const uint4*& from, uint4*& target, uint64_t*& barrier) {
     const uint32_t peer = group.peer(i);
-    uint4* target = ptx::map_to_rank(destination + comm.rank() * packets, peer);
-    uint64_t* barrier = comm.peer_direct_barrier(peer);
-    batched_copy(comm, source, packets,
-                 [&](uint32_t p, uint4 value) { ptx::store_async_16(target + p, value, barrier); });
-  }
+    from = source;
+    target = ptx::map_to_rank(destination + comm.rank() * packets, peer);
+    barrier = comm.peer_direct_barrier(peer);
+    return packets;
+  });
   comm.stamp(trace::phase::pushed);
   comm.wait_direct((group.size - 1) * packets * packet_bytes);
 }
@@ -300,9 +356,20 @@ __device__ void cluster_gather(communicator& comm, const T* src, T* dst, uint32_
   auto send = [&](uint32_t round, uint32_t ahead) {
     uint32_t begin = round * slot;
     comm.wait_for_slots(ahead, group);
-    for (uint32_t i = 1; i < group.size; ++i)
-      detail::push_packets(comm, comm.peer_slot(ahead, group.peer(i)), source + begin,
-                           detail::min_u32(slot, packets - begin), bulk, 32 * i);
+    const uint32_t length = detail::min_u32(slot, packets - begin);
+    if (bulk) {
+      for (uint32_t i = 1; i < group.size; ++i)
+        detail::push_packets(comm, comm.peer_slot(ahead, group.peer(i)), source + begin, length, true, 32 * i);
+    } else {
+      detail::push_to_peers(comm, group, length, [&](uint32_t i, const uint4*& from, uint4*& target,
+                                                     uint64_t*& barrier) {
+        const remote_slot to = comm.peer_slot(ahead, group.peer(i));
+        from = source + begin;
+        target = to.data;
+        barrier = to.barrier;
+        return length;
+      });
+    }
     comm.stamp(trace::phase::pushed);
   };
   send(0, 0);
@@ -347,10 +414,22 @@ __device__ void reduce_scatter(communicator& comm, const T* src, T* dst, uint32_
   auto send = [&](uint32_t round, uint32_t ahead) {
     uint32_t begin = round * slot;
     comm.wait_for_slots(ahead, group);
-    for (uint32_t i = 1; i < group.size; ++i) {
-      uint32_t peer = group.peer(i);
-      detail::push_packets(comm, comm.peer_slot(ahead, peer), source + peer * packets + begin,
-                           detail::min_u32(slot, packets - begin), bulk, 32 * i);
+    const uint32_t length = detail::min_u32(slot, packets - begin);
+    if (bulk) {
+      for (uint32_t i = 1; i < group.size; ++i) {
+        const uint32_t peer = group.peer(i);
+        detail::push_packets(comm, comm.peer_slot(ahead, peer), source + peer * packets + begin, length, true, 32 * i);
+      }
+    } else {
+      detail::push_to_peers(comm, group, length, [&](uint32_t i, const uint4*& from, uint4*& target,
+                                                     uint64_t*& barrier) {
+        const uint32_t peer = group.peer(i);
+        const remote_slot to = comm.peer_slot(ahead, peer);
+        from = source + peer * packets + begin;
+        target = to.data;
+        barrier = to.barrier;
+        return length;
+      });
     }
   };
   send(0, 0);

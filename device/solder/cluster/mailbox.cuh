@@ -78,6 +78,30 @@ struct remote_slot {
   uint64_t* barrier;  // the peer's full barrier for the round's stage
 };
 
+// How one thread takes part in a round's pushes to the G-1 other blocks of a group (destination i is
+// group.peer(i), i = 1 .. G-1): it serves destinations first, first + step, ... < G, and in each the packets
+// lane, lane + lanes, ... . Whole warps serve one destination when the block has at least G-1 warps (so the
+// destinations' packets go out in parallel, not one destination after another; v6), else each warp serves
+// several destinations in turn.
+struct push_share {
+  uint32_t first, step, lane, lanes;
+
+  __device__ static push_share make(uint32_t threads, uint32_t thread, uint32_t destinations) {
+    const uint32_t warps = threads / 32, warp = thread / 32, lane = thread % 32;
+    if (destinations == 0) return push_share{1, 1, lane, 32};
+    if (warps >= destinations) {
+      const uint32_t per = warps / destinations;  // warps per destination; the last warps % G-1 stay idle
+      return push_share{1 + warp / per, destinations, (warp % per) * 32 + lane, per * 32};
+    }
+    return push_share{1 + warp, warps, lane, 32};
+  }
+  // 5 + 6 + 10 + 11 bits (first <= 16, step <= 32, lane < 1024, lanes <= 1024): one register in the communicator.
+  __device__ uint32_t pack() const { return first | step << 5 | lane << 11 | lanes << 21; }
+  __device__ static push_share unpack(uint32_t bits) {
+    return push_share{bits & 31u, (bits >> 5) & 63u, (bits >> 11) & 1023u, bits >> 21};
+  }
+};
+
 class communicator {
  public:
   // Whole cluster, once, before any collective. `mailbox` points to mailbox_bytes(cluster size, slot_bytes,
@@ -98,6 +122,7 @@ class communicator {
     self.ready_ = self.direct_full_ + 2;
     self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(mailbox) + mailbox_barrier_bytes);
     self.slot_packets_ = slot_bytes / packet_bytes;
+    self.cluster_share_ = push_share::make(self.threads_, self.thread_, self.size_ - 1).pack();
     self.ring_ = layout == mailbox_layout::ring;
     self.bulk_ = how == transport::bulk_copy;
     self.direct_ = how == transport::direct;
@@ -144,7 +169,16 @@ class communicator {
 #endif
   }
 
+  // This thread's part of a round's pushes to the other blocks of `group` (computed once at setup for the whole
+  // cluster; a smaller group costs two divisions).
+  __device__ push_share pushes(const group_view& group) const {
+    if (group.size == size_) return push_share::unpack(cluster_share_);
+    return push_share::make(threads_, thread_, group.size - 1);
+  }
+
+  // The group of `group_size` consecutive ranks containing this block (no division for the whole cluster).
   __device__ group_view group(uint32_t group_size) const {
+    if (group_size == size_) return group_view{0, size_, rank_};
     return group_view{rank_ / group_size * group_size, group_size, rank_ % group_size};
   }
 
@@ -291,6 +325,7 @@ class communicator {
   uint64_t* ready_;        // ready[16] (transport::direct)
   uint4* slots_;
   uint32_t rank_, size_, thread_, threads_, slot_packets_;
+  uint32_t cluster_share_;  // push_share::pack() of this thread's pushes to the rest of the cluster
   bool ring_;             // mailbox_layout::ring: one slot per stage
   bool bulk_;             // transport::bulk_copy
   bool direct_;           // transport::direct
