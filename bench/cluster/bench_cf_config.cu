@@ -59,7 +59,7 @@ unsigned parse_transport(const char* name) {
   std::exit(2);
 }
 
-// Shared memory of one configuration: the tiles, and a mailbox whose slots hold a whole slice (one chunk).
+// Shared memory of one configuration: the tiles, and a mailbox whose slots hold a whole tile.
 struct layout {
   unsigned count;  // elements per block (reduce: the tile; gather: what each block contributes)
   unsigned slot_bytes;
@@ -70,8 +70,9 @@ layout plan(bool gather, unsigned tile_bytes) {
   layout l{};
   l.count = tile_bytes / 2;
   const unsigned tiles = gather ? (1 + cluster_size) * tile_bytes : tile_bytes;
-  const unsigned slice = gather ? tile_bytes : tile_bytes / cluster_size;
-  l.slot_bytes = (slice + 15) / 16 * 16;
+  // A slot holds a gather's segment or a reduce's whole tile (so the library may reduce a tile of at most one
+  // packet per thread in one round; larger tiles then need a single two-round chunk).
+  l.slot_bytes = (tile_bytes + 15) / 16 * 16;
   l.dsm_smem = sc::mailbox_bytes(cluster_size, l.slot_bytes) + tiles;
   l.global_smem = tiles;
   l.peer_smem = 128 + (gather ? cluster_size : 2) * size_t(tile_bytes);  // cf_algorithm_body's layout
@@ -209,8 +210,8 @@ int main(int argc, char** argv) {
       auto make = [&](bool dsm, unsigned iterations, long long* cyc) {
         const bench_args a = args(iterations, cyc, 0);
         const size_t smem = dsm ? l.dsm_smem : l.global_smem;
-        auto kernel = dsm ? (gather ? dsm_kernel<true> : dsm_kernel<false>)
-                          : (gather ? global_kernel<true> : global_kernel<false>);
+        auto kernel = dsm ? (gather ? dsm_kernel<true, 256> : dsm_kernel<false, 256>)
+                          : (gather ? global_kernel<true, 256> : global_kernel<false, 256>);
         CLUSTER_CHECK_CUDA(prepare_cluster_kernel(kernel, cluster_size, smem));
         return [=](cudaStream_t stream) {
           return launch_prepared_clusters(kernel, clusters, cluster_size, threads, smem, stream, a);

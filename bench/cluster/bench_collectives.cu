@@ -307,10 +307,10 @@ int main(int argc, char** argv) {
           const unsigned t = threads;
           return [=](cudaStream_t stream) {
             if (dsm)
-              return gather ? launch_clusters(dsm_kernel<true>, clusters, C, t, p.dsm_smem, stream, a)
-                            : launch_clusters(dsm_kernel<false>, clusters, C, t, p.dsm_smem, stream, a);
-            return gather ? launch_clusters(global_kernel<true>, clusters, C, t, p.global_smem, stream, a)
-                          : launch_clusters(global_kernel<false>, clusters, C, t, p.global_smem, stream, a);
+              return gather ? launch_clusters(dsm_kernel_for<true>(t), clusters, C, t, p.dsm_smem, stream, a)
+                            : launch_clusters(dsm_kernel_for<false>(t), clusters, C, t, p.dsm_smem, stream, a);
+            return gather ? launch_clusters(global_kernel_for<true>(t), clusters, C, t, p.global_smem, stream, a)
+                          : launch_clusters(global_kernel_for<false>(t), clusters, C, t, p.global_smem, stream, a);
           };
         };
         row_result& r = results[g][s];
@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
     collective_setup p = plan(false, C, 32 * 1024);
     bench_args a{input, output, scratch, p.count, p.slot_bytes, 0, 0, 0, nullptr, sweep_transport};
     float floor_us = per_launch_us([=](cudaStream_t stream) {
-      return launch_clusters(dsm_kernel<false>, 1, C, threads, p.dsm_smem, stream, a);
+      return launch_clusters(dsm_kernel_for<false>(threads), 1, C, threads, p.dsm_smem, stream, a);
     });
     std::snprintf(line, sizeof line, "\nLaunch floor (same reduce kernel, D = 32 KB, zero collective calls, 1 cluster): %.2f µs per launch.\n", floor_us);
     out(line);
@@ -386,15 +386,15 @@ int main(int argc, char** argv) {
     long long cyc[2] = {0, 0};
     for (int g = 0; g < 2; ++g) {
       collective_setup p = plan(g, cs, g ? 8 * 1024 * cs : 32 * 1024);
-      int fits = g ? max_active_clusters(dsm_kernel<true>, cs, threads, p.dsm_smem)
-                   : max_active_clusters(dsm_kernel<false>, cs, threads, p.dsm_smem);
+      int fits = g ? max_active_clusters(dsm_kernel_for<true>(threads), cs, threads, p.dsm_smem)
+                   : max_active_clusters(dsm_kernel_for<false>(threads), cs, threads, p.dsm_smem);
       if (fits == 0) continue;  // reported as 0: no cluster of this size fits with this footprint
       auto make = [&](unsigned iterations, long long* c) {
         bench_args a{input, output, scratch, p.count, p.slot_bytes, iterations, p.src_global, p.dst_global, c,
                      sweep_transport};
         return [=](cudaStream_t stream) {
-          return g ? launch_clusters(dsm_kernel<true>, 1, cs, threads, p.dsm_smem, stream, a)
-                   : launch_clusters(dsm_kernel<false>, 1, cs, threads, p.dsm_smem, stream, a);
+          return g ? launch_clusters(dsm_kernel_for<true>(threads), 1, cs, threads, p.dsm_smem, stream, a)
+                   : launch_clusters(dsm_kernel_for<false>(threads), 1, cs, threads, p.dsm_smem, stream, a);
         };
       };
       float t_small = single_launch_us(make(8, nullptr)), t_large = single_launch_us(make(72, cycles));
@@ -421,7 +421,7 @@ int main(int argc, char** argv) {
   CLUSTER_CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
   for (int i = 0; i < 5; ++i) {
     const unsigned cs = cluster_sizes[i];
-    for (int j = 0; j < 4; ++j) active[i][j] = max_active_clusters(dsm_kernel<false>, cs, threads, smem_kb[j] * 1024);
+    for (int j = 0; j < 4; ++j) active[i][j] = max_active_clusters(dsm_kernel_for<false>(threads), cs, threads, smem_kb[j] * 1024);
     const size_t smem = 64 * 1024;
     active_bw[i] = max_active_clusters(pull_kernel, cs, threads, smem);
     const unsigned rounds = 64;

@@ -68,8 +68,10 @@ __device__ void dsm_body(const bench_args& a) {
   comm.teardown();
 }
 
-template <bool Gather>
-__global__ void __launch_bounds__(1024) dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
+// Bounded to 1024 threads (the registers are then capped at 64, and the all-reduce spills: compile_check.sh);
+// bench_collectives launches the 256-bounded instantiations at up to 256 threads (bounded_kernel below).
+template <bool Gather, int Bound = 1024>
+__global__ void __launch_bounds__(Bound) dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
 
 // ClusterFusion's launch: cluster size 4 compiled into the kernel, launched with <<<...>>> (128 threads in
 // bench_cf_config; bound 256, so that the registers are not capped at 64 as under the 1024 bound of the kernels
@@ -125,8 +127,16 @@ __device__ void global_body(const bench_args& a) {
   sc::ptx::cluster_sync();
 }
 
+template <bool Gather, int Bound = 1024>
+__global__ void __launch_bounds__(Bound) global_kernel(bench_args a) { global_body<Gather>(a); }
+
+// The instantiations for `threads` threads per block: bounded to 256 up to 256 threads, else to 1024.
 template <bool Gather>
-__global__ void __launch_bounds__(1024) global_kernel(bench_args a) { global_body<Gather>(a); }
+auto dsm_kernel_for(unsigned threads) { return threads <= 256 ? dsm_kernel<Gather, 256> : dsm_kernel<Gather, 1024>; }
+template <bool Gather>
+auto global_kernel_for(unsigned threads) {
+  return threads <= 256 ? global_kernel<Gather, 256> : global_kernel<Gather, 1024>;
+}
 
 template <bool Gather>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_global_kernel(bench_args a) { global_body<Gather>(a); }

@@ -35,7 +35,7 @@ constexpr unsigned block_threads = 256;
 
 // reduce: an in-place all-reduce of `count` elements; gather: `count` elements per block into C * count.
 template <bool Gather>
-__global__ void __launch_bounds__(1024) traced_kernel(const half* input, unsigned count, unsigned slot_bytes,
+__global__ void __launch_bounds__(256) traced_kernel(const half* input, unsigned count, unsigned slot_bytes,
                                                       unsigned calls, unsigned transport) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned C = sc::ptx::cluster_size();

@@ -167,6 +167,42 @@ __device__ inline void push_placeholder(const communicator& comm, remote_slot sl
   if (comm.thread() == issuer % comm.threads()) push_placeholder(slot.data, slot.barrier);
 }
 
+// Group all-reduce in place of a small tile in one round (v7): every block pushes its whole tile into a slot of
+// every peer, then combines all G copies itself, in group-rank order in fp32 with one rounding: the same
+// arithmetic as the two-round path's owner, so the same bits, in every block. Half the rounds (one wait, one
+// release) for (G-1) x the tile on the wire instead of 2 (G-1)/G x; used when the tile fits one slot and
+// each thread combines at most one packet (tiles up to 2 KB at 128 threads, 4 KB at 256: ClusterFusion's
+// configuration and every merge the code generator emits).
+template <reduce_op Op, class T>
+__device__ void one_round_all_reduce(communicator& comm, uint4* data, uint32_t packets, const group_view& group) {
+  comm.wait_for_slots(0, group);
+  push_to_peers(comm, group, packets, [&](uint32_t i, const uint4*& source, uint4*& target, uint64_t*& barrier) {
+    const remote_slot slot = comm.peer_slot(0, group.peer(i));
+    source = data;
+    target = slot.data;
+    barrier = slot.barrier;
+    return packets;
+  });
+  comm.stamp(trace::phase::pushed);
+  comm.wait_round((group.size - 1) * packets * packet_bytes);
+  const uint32_t p = comm.thread();
+  uint4 result;
+  if (p < packets) {
+    unpacked<T> accumulator;
+    for (uint32_t r = 0; r < group.size; ++r) {
+      const uint32_t source = group.rank_of(r);
+      const uint4 value = source == comm.rank() ? load_packet(data + p) : comm.receive_slot(0, source)[p];
+      if (r == 0) accumulator = unpack<T>(value);
+      else combine_into<Op>(accumulator, unpack<T>(value));
+    }
+    result = pack<T>(accumulator);
+  }
+  // Every thread has read its own packet of the tile before any overwrites it (one packet per thread).
+  if (p < packets) store_packet(data + p, result);
+  comm.release_round_to_group(group);
+  comm.stamp(trace::phase::call_end);
+}
+
 // Group all-reduce in place: reduce-scatter then all-gather, chunked by the mailbox slot size, with the
 // all-gather of chunk c and the reduce-scatter of chunk c+1 in flight together. 2 rounds per chunk of
 // G * slot_packets packets. Accumulation in fp32 in group-rank order, one rounding to T.
@@ -186,6 +222,10 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   if (group.size == 1 || packets == 0) return;
   require_all_peers_layout(comm);
   uint4* data = reinterpret_cast<uint4*>(tile);
+  if (!bulk && packets <= comm.slot_packets() && packets <= comm.threads()) {
+    one_round_all_reduce<Op, T>(comm, data, packets, group);
+    return;
+  }
   const uint32_t chunk_packets = group.size * comm.slot_packets();
   const uint32_t chunks = packets <= chunk_packets ? 1u : ceil_div(packets, chunk_packets);
 
