@@ -171,8 +171,7 @@ __device__ inline void push_placeholder(const communicator& comm, remote_slot sl
 // every peer, then combines all G copies itself, in group-rank order in fp32 with one rounding: the same
 // arithmetic as the two-round path's owner, so the same bits, in every block. Half the rounds (one wait, one
 // release) for (G-1) x the tile on the wire instead of 2 (G-1)/G x; used when the tile fits one slot and
-// each thread combines at most one packet (tiles up to 2 KB at 128 threads, 4 KB at 256: ClusterFusion's
-// configuration and every merge the code generator emits).
+// each thread combines at most one_round_packets_per_thread packets (limits.cuh).
 template <reduce_op Op, class T>
 __device__ void one_round_all_reduce(communicator& comm, uint4* data, uint32_t packets, const group_view& group) {
   comm.wait_for_slots(0, group);
@@ -185,9 +184,8 @@ __device__ void one_round_all_reduce(communicator& comm, uint4* data, uint32_t p
   });
   comm.stamp(trace::phase::pushed);
   comm.wait_round((group.size - 1) * packets * packet_bytes);
-  const uint32_t p = comm.thread();
-  uint4 result;
-  if (p < packets) {
+  // Each packet is read and written by one thread only, so the tile is combined in place.
+  for (uint32_t p = comm.thread(); p < packets; p += comm.threads()) {
     unpacked<T> accumulator;
     for (uint32_t r = 0; r < group.size; ++r) {
       const uint32_t source = group.rank_of(r);
@@ -195,10 +193,8 @@ __device__ void one_round_all_reduce(communicator& comm, uint4* data, uint32_t p
       if (r == 0) accumulator = unpack<T>(value);
       else combine_into<Op>(accumulator, unpack<T>(value));
     }
-    result = pack<T>(accumulator);
+    store_packet(data + p, pack<T>(accumulator));
   }
-  // Every thread has read its own packet of the tile before any overwrites it (one packet per thread).
-  if (p < packets) store_packet(data + p, result);
   comm.release_round_to_group(group);
   comm.stamp(trace::phase::call_end);
 }
@@ -222,7 +218,7 @@ __device__ void group_all_reduce(communicator& comm, T* tile, uint32_t count, ui
   if (group.size == 1 || packets == 0) return;
   require_all_peers_layout(comm);
   uint4* data = reinterpret_cast<uint4*>(tile);
-  if (!bulk && packets <= comm.slot_packets() && packets <= comm.threads()) {
+  if (!bulk && packets <= comm.slot_packets() && packets <= one_round_packets_per_thread * comm.threads()) {
     one_round_all_reduce<Op, T>(comm, data, packets, group);
     return;
   }

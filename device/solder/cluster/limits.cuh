@@ -25,6 +25,16 @@ inline constexpr unsigned packet_bytes = 16;
 // the slots stay 16-byte aligned).
 inline constexpr unsigned mailbox_barrier_bytes = 8 * (2 + 2 * max_cluster_size + 2 + max_cluster_size);
 
+// An all-reduce whose tile fits one mailbox slot and has at most this many packets per thread takes one round
+// instead of two (collectives.cuh, one_round_all_reduce). Measured on the H100 (bench/NOTES-cluster.md, session
+// 5; 4 blocks of 128 threads, fp16, in kernel): 1 packet per thread 1.76 -> 0.91 us, 2 per thread 1.78 ->
+// 1.52 us, 4 per thread 1.86 -> 2.50 us (slower: three times the tile on the wire). The code generator sizes
+// such all-reduces' slots to the whole tile.
+#ifndef SOLDER_CLUSTER_ONE_ROUND_PACKETS_PER_THREAD
+#define SOLDER_CLUSTER_ONE_ROUND_PACKETS_PER_THREAD 2
+#endif
+inline constexpr unsigned one_round_packets_per_thread = SOLDER_CLUSTER_ONE_ROUND_PACKETS_PER_THREAD;
+
 // How a mailbox lays out its receive slots.
 //   all_peers  one slot per peer and stage: serves every collective.
 //   ring       one slot per stage, always written by the same predecessor: serves only dsm_shuffle, with one

@@ -74,11 +74,12 @@ int64_t KernelWriter::plan_collectives(int64_t offset) {
     int64_t elements(const std::string& name) const { return kernel->find_buffer(name)->elements(); }
     void unit(int64_t bytes) { *round_bytes = std::max(*round_bytes, bytes); }
     using StmtVisitor::visit;
-    // An all-reduce of a tile of at most one packet per thread takes one round when a slot holds the whole
-    // tile (one_round_all_reduce in device/solder/cluster/collectives.cuh: half the rounds); a larger one
+    // An all-reduce of at most cluster::one_round_packets_per_thread packets per thread takes one round when a
+    // slot holds the whole tile (one_round_all_reduce in device/solder/cluster/collectives.cuh); a larger one
     // moves 1/C of the tile to each peer per round.
     void all_reduce(int64_t tile_bytes, int group) {
-      unit(tile_bytes <= 16 * kThreads ? tile_bytes : tile_bytes / group);
+      const int64_t one_round = int64_t{cluster::one_round_packets_per_thread} * cluster::packet_bytes * kThreads;
+      unit(tile_bytes <= one_round ? tile_bytes : tile_bytes / group);
     }
     void visit(const ClusterReduceNode& n) override { all_reduce(whole_packets(elements(n.buffer)) * 4, C); }
     void visit(const AllExchangeNode& n) override {
