@@ -93,11 +93,19 @@ __device__ inline void batched_copy(const communicator& comm, const uint4* sourc
 //   - larger slices: every thread on every destination in turn (balanced when the warps do not divide evenly
 //     among the destinations: a gather of 8 KB segments at 4 warps and 3 destinations was 1601 ns this way and
 //     2030 ns spread).
+// The limit (packets per lane when spread) was swept on the H100 in one call (bench_cf_config, 128 threads,
+// in kernel; cluster-session5/spread-threshold/): 2 and 4 made the 2-8 KB all-reduces 25-30% slower, 16 made
+// the 8 KB gather 25% slower; 8 was best or within noise everywhere.
+#ifndef SOLDER_CLUSTER_SPREAD_PACKETS_PER_LANE
+#define SOLDER_CLUSTER_SPREAD_PACKETS_PER_LANE 8
+#endif
+inline constexpr uint32_t spread_packets_per_lane = SOLDER_CLUSTER_SPREAD_PACKETS_PER_LANE;
+
 template <class Route>
 __device__ inline void push_to_peers(const communicator& comm, const group_view& group, uint32_t typical,
                                      Route route) {
   const push_share spread = comm.pushes(group);
-  const bool spreading = typical <= 8 * spread.lanes;
+  const bool spreading = typical <= spread_packets_per_lane * spread.lanes;
   const push_share share = spreading ? spread : push_share{1, 1, comm.thread(), comm.threads()};
   for (uint32_t i = share.first; i < group.size; i += share.step) {
     const uint4* source;
