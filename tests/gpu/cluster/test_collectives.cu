@@ -359,6 +359,18 @@ static std::vector<test_case> all_cases(bool subset) {
     cases.push_back({col.k, col.op, t, C, payload, group, slot, force_global, col.row, name, reps});
   };
   auto default_slot = [](unsigned C) { return sc::slot_bytes_for_budget(C, 48 * 1024); };
+  // The one-round all-reduce's limits (limits.cuh, one_round_packets_per_thread): a tile of exactly the limit
+  // in a slot that holds it (one round), one packet more (two rounds), and the limit in a slot one packet too
+  // small (two rounds); f32 and f16 sum, all_exchange mul; 3 calls per kernel.
+  auto add_one_round_limits = [&](unsigned C) {
+    const unsigned limit = sc::one_round_packets_per_thread * block_threads * sc::packet_bytes;
+    for (dtype t : {dtype::f32, dtype::f16}) {
+      add(collectives[0], t, C, limit, limit, false);
+      add(collectives[0], t, C, limit + sc::packet_bytes, limit + sc::packet_bytes, false);
+      add(collectives[0], t, C, limit, limit - sc::packet_bytes, false);
+    }
+    add(collectives[10], dtype::f32, C, limit, limit, false);
+  };
   if (subset) {
     for (const collective& col : collectives) add(col, dtype::bf16, 4, 4096, default_slot(4), false);
     add(collectives[0], dtype::f32, 2, 4096, default_slot(2), false);
@@ -371,6 +383,7 @@ static std::vector<test_case> all_cases(bool subset) {
     }
     add(collectives[0], dtype::f32, 3, 16, 16, false, 16);      // empty slices (placeholders), repeated calls
     add(collectives[3], dtype::f32, 4, 64, 16, false, 16);      // repeated gathers (direct: entry handshakes)
+    add_one_round_limits(4);
     return cases;
   }
   for (const collective& col : collectives)
@@ -384,6 +397,7 @@ static std::vector<test_case> all_cases(bool subset) {
       add(col, t, 8, 32768, 256, false);
       add(col, t, 4, 4096, default_slot(4), true);
     }
+  for (unsigned C : {2u, 3u, 4u, 8u}) add_one_round_limits(C);
   // Tiny tiles, many back-to-back calls: chunks with fewer packets than ranks give some ranks an empty slice
   // of an all-reduce (its sender pushes a placeholder: collectives.cuh, wire_packets); a lost phase hangs.
   // Gathers too: 64 back-to-back direct gathers reuse the entry handshake's phases (transport::direct).

@@ -92,6 +92,37 @@ TEST(ClusterCodegen, EveryCollectiveCallsTheDeviceLibrary) {
   }
 }
 
+// The mailbox slot of a kernel whose only collective is an all-reduce of `floats` f32 elements over C blocks,
+// as the emitted comment states it.
+int64_t all_reduce_slot_bytes(int64_t floats, int C) {
+  std::vector<Buffer> buffers = {buffer("t", {floats}, Scope::cluster)};
+  Block body;
+  body.push_back(copy(at("t", {var("i")}), at("x", {var("blk"), var("i")}), over({{"i", floats}})));
+  body.push_back(cluster_reduce(ReduceOp::sum, "t"));
+  body.push_back(copy(at("y", {var("blk"), var("i")}), at("t", {var("i")}), over({{"i", floats}})));
+  KernelProgram p;
+  p.name = "all_reduce";
+  p.globals = {input("x", {C, floats}), output("y", {C, floats})};
+  p.kernels = {kernel("all_reduce", {{"blk", C}}, C, buffers, body)};
+  const std::string s = generate_cuda(p).source;
+  const size_t end = s.find("-byte slots");
+  if (end == std::string::npos) return -1;
+  const size_t begin = s.rfind(' ', end) + 1;
+  return std::stoll(s.substr(begin, end - begin));
+}
+
+// An all-reduce of at most one_round_packets_per_thread 16-byte packets per thread (2 x 256 threads: 8 KB) gets
+// a slot that holds its whole tile, so that the device library reduces it in one round; a larger one gets a
+// slot of 1/C of its tile (two rounds).
+TEST(ClusterCodegen, SmallAllReducesGetASlotForTheWholeTile) {
+  EXPECT_EQ(all_reduce_slot_bytes(4, 4), 16);
+  EXPECT_EQ(all_reduce_slot_bytes(1024, 4), 4096);
+  EXPECT_EQ(all_reduce_slot_bytes(2048, 4), 8192);
+  EXPECT_EQ(all_reduce_slot_bytes(2052, 4), 2064);  // one packet over the limit: 1/4 of 8208 bytes, rounded up
+  EXPECT_EQ(all_reduce_slot_bytes(4096, 4), 4096);
+  EXPECT_EQ(all_reduce_slot_bytes(2048, 2), 8192);
+}
+
 TEST(ClusterCodegen, KernelsWithoutCollectivesHaveNoMailbox) {
   KernelProgram p = all_collectives(2);
   Block body;
