@@ -31,7 +31,7 @@ namespace trace = solder::cluster::trace;
 using half = __half;
 
 constexpr unsigned cluster_blocks = 4;
-constexpr unsigned block_threads = 256;
+constexpr unsigned block_threads = 256;  // unless a case says otherwise
 
 // reduce: an in-place all-reduce of `count` elements; gather: `count` elements per block into C * count.
 template <bool Gather>
@@ -56,6 +56,8 @@ struct trace_case {
   const char* name;
   bool gather;
   unsigned data_bytes;  // reduce: the tile; gather: the buffer each block ends with (ClusterFusion's D)
+  unsigned threads = block_threads;
+  unsigned slot = 0;    // mailbox slot bytes; 0: the benchmark's placement (220 KB budget, at most 32 KB)
 };
 
 static const char* transport_name(sc::transport t) {
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
 
   cudaDeviceProp prop;
   CLUSTER_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# Per-phase trace of one round (%s), C = %u, %u threads, fp16, tiles in shared memory, %u calls per "
+  std::printf("# Per-phase trace of one round (%s), C = %u, %u threads unless the case says otherwise, fp16, tiles in shared memory, %u calls per "
               "kernel, steady calls 2..%u averaged\n\n",
               prop.name, cluster_blocks, block_threads, calls, calls - 3);
 
@@ -95,6 +97,8 @@ int main(int argc, char** argv) {
   const trace_case cases[] = {
       {"reduce 8 KB", false, 8 * 1024},   {"reduce 32 KB", false, 32 * 1024}, {"gather 32 KB", true, 32 * 1024},
       {"reduce 128 KB", false, 128 * 1024}, {"gather 128 KB", true, 128 * 1024},
+      // ClusterFusion's configuration (bench_cf_config): 128 threads, slots of one tile; 1 KB takes one round.
+      {"reduce 1 KB, 128 threads", false, 1024, 128, 1024}, {"reduce 8 KB, 128 threads", false, 8 * 1024, 128, 8 * 1024},
   };
   const sc::transport transports[] = {sc::transport::store_async, sc::transport::direct};
   for (sc::transport how : transports)  // store_async first: a hang with direct loses none of its tables
@@ -102,14 +106,15 @@ int main(int argc, char** argv) {
       // The benchmark's placement (bench_collectives.cu, plan): tiles beside the mailbox in 220 KB, slot <= 32 KB.
       const unsigned src_bytes = c.gather ? c.data_bytes / cluster_blocks : c.data_bytes;
       const unsigned tiles = src_bytes + (c.gather ? c.data_bytes : 0);
-      const unsigned slot = std::min(32u * 1024, sc::slot_bytes_for_budget(cluster_blocks, 220 * 1024 - tiles));
+      const unsigned slot =
+          c.slot ? c.slot : std::min(32u * 1024, sc::slot_bytes_for_budget(cluster_blocks, 220 * 1024 - tiles));
       const size_t smem = sc::mailbox_bytes(cluster_blocks, slot) + tiles;
       const unsigned count = src_bytes / 2;
       CLUSTER_CHECK_CUDA(cudaMemset(events_address, 0, events_bytes));
       cudaError_t status =
-          c.gather ? launch_clusters(traced_kernel<true>, 1, cluster_blocks, block_threads, smem, nullptr, input, count,
+          c.gather ? launch_clusters(traced_kernel<true>, 1, cluster_blocks, c.threads, smem, nullptr, input, count,
                                      slot, calls, static_cast<unsigned>(how))
-                   : launch_clusters(traced_kernel<false>, 1, cluster_blocks, block_threads, smem, nullptr, input,
+                   : launch_clusters(traced_kernel<false>, 1, cluster_blocks, c.threads, smem, nullptr, input,
                                      count, slot, calls, static_cast<unsigned>(how));
       // Watchdog: a protocol bug shows up as a hang; report it instead of waiting for the step's time limit.
       const auto started = std::chrono::steady_clock::now();
