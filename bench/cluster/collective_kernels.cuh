@@ -37,6 +37,40 @@ __device__ void fill_half(half* dst, unsigned count, unsigned seed) {
 // The output in ClusterFusion's shape: rank 0 of each cluster stores the reduced tile; a gather stores nothing.
 __device__ bool cf_stores(bool gather) { return !gather && sc::ptx::block_rank() == 0; }
 
+// Where one block's tiles live: src and dst in shared memory from `smem_tiles`, or in global memory
+// (bench_args), and the block's part of the output.
+struct block_tiles {
+  half *src, *dst, *output;
+  unsigned out_count;
+};
+
+template <bool Gather>
+__device__ block_tiles place_tiles(const bench_args& a, half* smem_tiles) {
+  const unsigned out_count = Gather ? sc::ptx::cluster_size() * a.count : a.count;
+  half* output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
+  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : output) : smem_tiles;
+  half* dst = a.dst_global ? output : (a.src_global ? smem_tiles : smem_tiles + a.count);
+  return block_tiles{src, dst, output, out_count};
+}
+
+// Before the collectives: the input tile (a gather from global memory reads its input in place).
+template <bool Gather>
+__device__ void load_input(const bench_args& a, const block_tiles& t) {
+  if (a.cf_shape) fill_half(t.src, a.count, blockIdx.x);
+  else if (!(Gather && a.src_global)) copy_half(t.src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+}
+
+// After the collectives: the block's result to global memory.
+template <bool Gather>
+__device__ void store_output(const bench_args& a, const block_tiles& t) {
+  if (a.cf_shape) {
+    if (cf_stores(Gather)) copy_half(t.output, t.src, a.count);
+    return;
+  }
+  if (Gather && !a.dst_global) copy_half(t.output, t.dst, t.out_count);
+  if (!Gather && !a.src_global) copy_half(t.output, t.src, a.count);
+}
+
 // Collectives over DSM. reduce: tile = count (in place). gather: src = count, dst = C * count.
 template <bool Gather>
 __device__ void dsm_body(const bench_args& a) {
@@ -44,13 +78,9 @@ __device__ void dsm_body(const bench_args& a) {
   const unsigned C = sc::ptx::cluster_size();
   auto comm = sc::communicator::setup(smem, a.slot_bytes, sc::mailbox_layout::all_peers,
                                      static_cast<sc::transport>(a.transport));
-  const unsigned out_count = Gather ? C * a.count : a.count;
-  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
-  half* smem_tiles = reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes));
-  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
-  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
-  if (a.cf_shape) fill_half(src, a.count, blockIdx.x);
-  else if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  const block_tiles t = place_tiles<Gather>(a, reinterpret_cast<half*>(smem + sc::mailbox_bytes(C, a.slot_bytes)));
+  half *src = t.src, *dst = t.dst;
+  load_input<Gather>(a, t);
   const unsigned warmup = a.iterations > 1 ? 1 : 0;
   long long start = 0;
   for (unsigned i = 0; i < warmup + a.iterations; ++i) {
@@ -59,12 +89,7 @@ __device__ void dsm_body(const bench_args& a) {
     else sc::cluster_reduce<sc::reduce_op::sum>(comm, src, a.count);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  if (a.cf_shape) {
-    if (cf_stores(Gather)) copy_half(my_output, src, a.count);
-  } else {
-    if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
-    if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
-  }
+  store_output<Gather>(a, t);
   comm.teardown();
 }
 
@@ -85,14 +110,10 @@ template <bool Gather>
 __device__ void global_body(const bench_args& a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned C = sc::ptx::cluster_size(), rank = sc::ptx::block_rank();
-  const unsigned out_count = Gather ? C * a.count : a.count;
   const size_t blocks = gridDim.x, base = blockIdx.x - rank;
-  half* my_output = a.output + static_cast<size_t>(blockIdx.x) * out_count;
-  half* smem_tiles = reinterpret_cast<half*>(smem);
-  half* src = a.src_global ? (Gather ? const_cast<half*>(a.input) + blockIdx.x * a.count : my_output) : smem_tiles;
-  half* dst = a.dst_global ? my_output : (a.src_global ? smem_tiles : smem_tiles + a.count);
-  if (a.cf_shape) fill_half(src, a.count, blockIdx.x);
-  else if (!(Gather && a.src_global)) copy_half(src, a.input + static_cast<size_t>(blockIdx.x) * a.count, a.count);
+  const block_tiles t = place_tiles<Gather>(a, reinterpret_cast<half*>(smem));
+  half *src = t.src, *dst = t.dst;
+  load_input<Gather>(a, t);
   sc::ptx::cluster_sync();
   const unsigned warmup = a.iterations > 1 ? 1 : 0;
   long long start = 0;
@@ -118,12 +139,7 @@ __device__ void global_body(const bench_args& a) {
   }
   __syncthreads();
   if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  if (a.cf_shape) {
-    if (cf_stores(Gather)) copy_half(my_output, src, a.count);
-  } else {
-    if (Gather && !a.dst_global) copy_half(my_output, dst, out_count);
-    if (!Gather && !a.src_global) copy_half(my_output, src, a.count);
-  }
+  store_output<Gather>(a, t);
   sc::ptx::cluster_sync();
 }
 

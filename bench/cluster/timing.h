@@ -14,6 +14,27 @@ static float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+// Median over `samples` of the µs between CUDA events recorded on `stream` around body(), divided by `per`.
+template <class Body>
+static float median_event_us(cudaStream_t stream, int samples, int per, Body body) {
+  cudaEvent_t begin, end;
+  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
+  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
+  std::vector<float> values;
+  for (int s = 0; s < samples; ++s) {
+    CLUSTER_CHECK_CUDA(cudaEventRecord(begin, stream));
+    body();
+    CLUSTER_CHECK_CUDA(cudaEventRecord(end, stream));
+    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
+    float ms;
+    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
+    values.push_back(ms * 1000.f / per);
+  }
+  cudaEventDestroy(begin);
+  cudaEventDestroy(end);
+  return median(values);
+}
+
 // Median µs per launch: CUDA events around replays of a graph of `per_graph` launches.
 template <class Launch>
 static float per_launch_us(Launch launch, int per_graph = 20, int replays = 30) {
@@ -25,48 +46,19 @@ static float per_launch_us(Launch launch, int per_graph = 20, int replays = 30) 
   for (int i = 0; i < per_graph; ++i) CLUSTER_CHECK_CUDA(launch(stream));
   CLUSTER_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
   CLUSTER_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t begin, end;
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
   for (int i = 0; i < 3; ++i) CLUSTER_CHECK_CUDA(cudaGraphLaunch(exec, stream));
-  std::vector<float> samples;
-  for (int i = 0; i < replays; ++i) {
-    CLUSTER_CHECK_CUDA(cudaEventRecord(begin, stream));
-    CLUSTER_CHECK_CUDA(cudaGraphLaunch(exec, stream));
-    CLUSTER_CHECK_CUDA(cudaEventRecord(end, stream));
-    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
-    float ms;
-    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-    samples.push_back(ms * 1000.f / per_graph);
-  }
+  const float us = median_event_us(stream, replays, per_graph, [&] { CLUSTER_CHECK_CUDA(cudaGraphLaunch(exec, stream)); });
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
   cudaStreamDestroy(stream);
-  return median(samples);
+  return us;
 }
 
 // Median µs of one launch (events around it), after a warm-up.
 template <class Launch>
 static float single_launch_us(Launch launch, int repeats = 5) {
-  cudaEvent_t begin, end;
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
   CLUSTER_CHECK_CUDA(launch(nullptr));
-  std::vector<float> samples;
-  for (int i = 0; i < repeats; ++i) {
-    CLUSTER_CHECK_CUDA(cudaEventRecord(begin));
-    CLUSTER_CHECK_CUDA(launch(nullptr));
-    CLUSTER_CHECK_CUDA(cudaEventRecord(end));
-    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
-    float ms;
-    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-    samples.push_back(ms * 1000.f);
-  }
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
-  return median(samples);
+  return median_event_us(nullptr, repeats, 1, [&] { CLUSTER_CHECK_CUDA(launch(nullptr)); });
 }
 
 // Median µs per launch the way ClusterFusion's microbenchmark times Table 1: `launches` back-to-back launches
@@ -76,22 +68,10 @@ template <class Launch>
 static float stream_launch_us(Launch launch, int launches = 100, int samples = 7) {
   cudaStream_t stream;
   CLUSTER_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t begin, end;
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&begin));
-  CLUSTER_CHECK_CUDA(cudaEventCreate(&end));
   for (int i = 0; i < launches; ++i) CLUSTER_CHECK_CUDA(launch(stream));
-  std::vector<float> values;
-  for (int s = 0; s < samples; ++s) {
-    CLUSTER_CHECK_CUDA(cudaEventRecord(begin, stream));
+  const float us = median_event_us(stream, samples, launches, [&] {
     for (int i = 0; i < launches; ++i) CLUSTER_CHECK_CUDA(launch(stream));
-    CLUSTER_CHECK_CUDA(cudaEventRecord(end, stream));
-    CLUSTER_CHECK_CUDA(cudaEventSynchronize(end));
-    float ms;
-    CLUSTER_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-    values.push_back(ms * 1000.f / launches);
-  }
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
+  });
   cudaStreamDestroy(stream);
-  return median(values);
+  return us;
 }
