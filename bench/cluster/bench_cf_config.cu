@@ -27,10 +27,14 @@
 // reduce once more in ClusterFusion's shape (rank 0's tile against the reference of the filled pattern): a
 // mismatch exits 1.
 // Usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]
+//        [--in-kernel-only]   (skips the per-launch timings: for A/B runs of library changes)
+//        [--slot-divisor N]   (mailbox slots of tile / N bytes instead of a whole tile: N > 1 takes an all-reduce
+//                              of 1-2 KB tiles off the one-round path, and N > 4 splits it into chunks)
 //        bench_cf_config --profile reduce|gather KB   (for ncu: runs Solder's DSM kernel and the CF-algorithm
 //        kernel once each, 72 calls per kernel, at data size KB, and exits)
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -66,13 +70,13 @@ struct layout {
   size_t dsm_smem, global_smem, peer_smem;
 };
 
-layout plan(bool gather, unsigned tile_bytes) {
+layout plan(bool gather, unsigned tile_bytes, unsigned slot_divisor) {
   layout l{};
   l.count = tile_bytes / 2;
   const unsigned tiles = gather ? (1 + cluster_size) * tile_bytes : tile_bytes;
   // A slot holds a gather's segment or a reduce's whole tile (so the library may reduce a tile of at most one
   // packet per thread in one round; larger tiles then need a single two-round chunk).
-  l.slot_bytes = (tile_bytes + 15) / 16 * 16;
+  l.slot_bytes = (tile_bytes / slot_divisor + 15) / 16 * 16;
   l.dsm_smem = sc::mailbox_bytes(cluster_size, l.slot_bytes) + tiles;
   l.global_smem = tiles;
   l.peer_smem = 128 + (gather ? cluster_size : 2) * size_t(tile_bytes);  // cf_algorithm_body's layout
@@ -129,6 +133,8 @@ int main(int argc, char** argv) {
   unsigned transport = unsigned(sc::transport::direct);
   int profile_op = -1;
   unsigned profile_kb = 0;
+  bool in_kernel_only = false;
+  unsigned slot_divisor = 1;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
@@ -140,9 +146,12 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--commit") && has_value) commit = argv[++i];
     else if (!std::strcmp(argv[i], "--markdown") && has_value) markdown_path = argv[++i];
     else if (!std::strcmp(argv[i], "--transport") && has_value) transport = parse_transport(argv[++i]);
+    else if (!std::strcmp(argv[i], "--in-kernel-only")) in_kernel_only = true;
+    else if (!std::strcmp(argv[i], "--slot-divisor") && has_value) slot_divisor = std::max(1, std::atoi(argv[++i]));
     else {
       std::fprintf(stderr, "bench_cf_config: unknown or incomplete option '%s'\n"
-                           "usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]\n"
+                           "usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]"
+                           " [--in-kernel-only] [--slot-divisor N]\n"
                            "       bench_cf_config --profile reduce|gather KB\n",
                    argv[i]);
       return 2;
@@ -154,7 +163,7 @@ int main(int argc, char** argv) {
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::string md;
-  char line[1024];
+  char line[2048];
   auto out = [&](const char* text) {
     std::fputs(text, stdout);
     std::fflush(stdout);
@@ -202,7 +211,7 @@ int main(int argc, char** argv) {
     for (int s = 0; s < 4; ++s) {
       if (profile_op >= 0 && (profile_op != g || profile_kb != sizes_kb[s])) continue;
       const unsigned tile_bytes = sizes_kb[s] * 1024 / clusters;
-      const layout l = plan(gather, tile_bytes);
+      const layout l = plan(gather, tile_bytes, slot_divisor);
       auto args = [&](unsigned iterations, long long* cyc, int cf_shape) {
         return bench_args{input, output, scratch, l.count, l.slot_bytes, iterations, 0, 0, cyc, transport, cf_shape};
       };
@@ -259,13 +268,14 @@ int main(int argc, char** argv) {
         std::printf("profiled %s %u KB\n", gather ? "gather" : "reduce", sizes_kb[s]);
         return 0;
       }
-      const float dsm_stream = stream_launch_us(make_cf(0, 1, nullptr));
-      const float peer_stream = stream_launch_us(make_cf(2, 1, nullptr));
-      const float global_stream = stream_launch_us(make_cf(1, 1, nullptr));
-      const float dsm_graph = per_launch_us(make_cf(0, 1, nullptr));
-      const float peer_graph = per_launch_us(make_cf(2, 1, nullptr));
-      const float dsm_full_graph = per_launch_us(make(true, 1, nullptr));
-      if (!gather && s == 0) {
+      const bool timed = !in_kernel_only;  // per-launch figures (0 when skipped)
+      const float dsm_stream = timed ? stream_launch_us(make_cf(0, 1, nullptr)) : 0.f;
+      const float peer_stream = timed ? stream_launch_us(make_cf(2, 1, nullptr)) : 0.f;
+      const float global_stream = timed ? stream_launch_us(make_cf(1, 1, nullptr)) : 0.f;
+      const float dsm_graph = timed ? per_launch_us(make_cf(0, 1, nullptr)) : 0.f;
+      const float peer_graph = timed ? per_launch_us(make_cf(2, 1, nullptr)) : 0.f;
+      const float dsm_full_graph = timed ? per_launch_us(make(true, 1, nullptr)) : 0.f;
+      if (timed && !gather && s == 0) {
         floor_stream = stream_launch_us(make_cf(0, 0, nullptr));
         floor_graph = per_launch_us(make_cf(0, 0, nullptr));
         empty_stream = stream_launch_us(make_cf(2, 0, nullptr));
@@ -285,8 +295,10 @@ int main(int argc, char** argv) {
                     op, sizes_kb[s], tile_bytes / 1024.0, cf_on[g][s], cf_off[g][s], dsm_stream, peer_stream,
                     global_stream, dsm_graph, peer_graph, dsm_full_graph, cf_on[g][s] / dsm_stream,
                     peer_stream / dsm_stream, global_stream / dsm_stream);
-      std::printf("%s", line);
-      launch_table += line;
+      if (!in_kernel_only) {
+        std::printf("%s", line);
+        launch_table += line;
+      }
       std::snprintf(line, sizeof line, "| %s | %u | %.0f | %lld | %.0f | %.0f | %.2fx | %.2fx | %.2fx |\n", op,
                     sizes_kb[s], ns[0], cyc, ns[2], ns[1], cf_on[g][s] * 1000.f / ns[0], ns[2] / ns[0], ns[1] / ns[0]);
       std::printf("%s", line);
@@ -294,13 +306,15 @@ int main(int argc, char** argv) {
       kernel_table += line;
     }
   }
-  out((launch_table + "\n" + kernel_table).c_str());
-  std::snprintf(line, sizeof line,
-                "\nLaunch floors (zero collective calls, 1 KB tiles, same grid, ClusterFusion's shape): Solder's DSM kernel "
-                "(communicator setup and teardown) %.2f µs per launch (stream), %.2f µs (graph); the CF-algorithm "
-                "kernel (one mbarrier, two cluster barriers) %.2f µs (stream), %.2f µs (graph).\n",
-                floor_stream, floor_graph, empty_stream, empty_graph);
-  out(line);
+  out(((in_kernel_only ? std::string() : launch_table + "\n") + kernel_table).c_str());
+  if (!in_kernel_only) {
+    std::snprintf(line, sizeof line,
+                  "\nLaunch floors (zero collective calls, 1 KB tiles, same grid, ClusterFusion's shape): Solder's DSM "
+                  "kernel (communicator setup and teardown) %.2f µs per launch (stream), %.2f µs (graph); the "
+                  "CF-algorithm kernel (one mbarrier, two cluster barriers) %.2f µs (stream), %.2f µs (graph).\n",
+                  floor_stream, floor_graph, empty_stream, empty_graph);
+    out(line);
+  }
   if (!markdown_path.empty()) {
     FILE* f = std::fopen(markdown_path.c_str(), "w");
     if (!f) {
