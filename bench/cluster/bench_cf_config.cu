@@ -35,6 +35,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -138,6 +139,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--profile") && i + 2 < argc) {
+      if (std::strcmp(argv[i + 1], "reduce") && std::strcmp(argv[i + 1], "gather")) {
+        std::fprintf(stderr, "bench_cf_config: --profile expects reduce or gather, found '%s'\n", argv[i + 1]);
+        return 2;
+      }
       profile_op = !std::strcmp(argv[i + 1], "gather");
       profile_kb = static_cast<unsigned>(std::atoi(argv[i + 2]));
       i += 2;
@@ -147,7 +152,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--markdown") && has_value) markdown_path = argv[++i];
     else if (!std::strcmp(argv[i], "--transport") && has_value) transport = parse_transport(argv[++i]);
     else if (!std::strcmp(argv[i], "--in-kernel-only")) in_kernel_only = true;
-    else if (!std::strcmp(argv[i], "--slot-divisor") && has_value) slot_divisor = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--slot-divisor") && has_value) {
+      const int n = std::atoi(argv[++i]);
+      if (n < 1 || n > 64) {
+        std::fprintf(stderr, "bench_cf_config: --slot-divisor expects an integer from 1 to 64, found '%s'\n", argv[i]);
+        return 2;
+      }
+      slot_divisor = static_cast<unsigned>(n);
+    }
     else {
       std::fprintf(stderr, "bench_cf_config: unknown or incomplete option '%s'\n"
                            "usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]"
@@ -156,6 +168,11 @@ int main(int argc, char** argv) {
                    argv[i]);
       return 2;
     }
+  }
+  if (profile_op >= 0 && std::find(std::begin(sizes_kb), std::end(sizes_kb), profile_kb) == std::end(sizes_kb)) {
+    std::fprintf(stderr, "bench_cf_config: --profile expects a data size of 32, 64, 128 or 256 KB, found %u\n",
+                 profile_kb);
+    return 2;
   }
   cudaDeviceProp prop;
   CLUSTER_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));

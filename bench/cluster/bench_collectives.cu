@@ -182,7 +182,9 @@ __global__ void latency_kernel(unsigned rounds, int variant, long long* cycles) 
 static unsigned parse_transport(const char* name) {
   if (!std::strcmp(name, "bulk") || !std::strcmp(name, "bulk_copy")) return static_cast<unsigned>(sc::transport::bulk_copy);
   if (!std::strcmp(name, "direct")) return static_cast<unsigned>(sc::transport::direct);
-  return static_cast<unsigned>(sc::transport::store_async);
+  if (!std::strcmp(name, "store_async")) return static_cast<unsigned>(sc::transport::store_async);
+  std::fprintf(stderr, "bench_collectives: transport must be store_async, bulk_copy (bulk) or direct, found '%s'\n", name);
+  std::exit(2);
 }
 static const char* transport_name(unsigned transport) {
   return transport == 1 ? "bulk_copy" : transport == 2 ? "direct" : "store_async";
@@ -223,14 +225,32 @@ int main(int argc, char** argv) {
   // sweep; the DSM bandwidth/latency table (and the JSON).
   std::string sections = ",table,sweep,dsm,";
   auto has = [&](const char* section) { return sections.find(std::string(",") + section + ",") != std::string::npos; };
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--commit")) commit = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--threads")) sweep_threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--transport")) sweep_transport = parse_transport(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--table-configs")) table_configs = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--sections")) sections = std::string(",") + argv[i + 1] + ",";
-    else if (!std::strcmp(argv[i], "--markdown")) markdown_path = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (!value) {
+      std::fprintf(stderr, "bench_collectives: option '%s' needs a value\n", argv[i]);
+      return 2;
+    }
+    if (!std::strcmp(argv[i], "--commit")) commit = value;
+    else if (!std::strcmp(argv[i], "--threads")) sweep_threads = static_cast<unsigned>(std::atoi(value));
+    else if (!std::strcmp(argv[i], "--transport")) sweep_transport = parse_transport(value);
+    else if (!std::strcmp(argv[i], "--table-configs")) table_configs = value;
+    else if (!std::strcmp(argv[i], "--sections")) sections = std::string(",") + value + ",";
+    else if (!std::strcmp(argv[i], "--markdown")) markdown_path = value;
+    else if (!std::strcmp(argv[i], "--json")) json_path = value;
+    else {
+      std::fprintf(stderr,
+                   "bench_collectives: unknown option '%s'\nusage: bench_collectives [--commit HASH] [--threads N] "
+                   "[--transport store_async|bulk_copy|direct] [--table-configs THREADS/TRANSPORT,...] "
+                   "[--sections table,sweep,dsm] [--markdown FILE] [--json FILE]\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  if (sweep_threads < 32 || sweep_threads > 1024 || sweep_threads % 32 != 0) {
+    std::fprintf(stderr, "bench_collectives: --threads expects a multiple of 32 from 32 to 1024, found %u\n",
+                 sweep_threads);
+    return 2;
   }
   cudaDeviceProp prop;
   CLUSTER_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
@@ -291,6 +311,12 @@ int main(int argc, char** argv) {
     const size_t slash = item.find('/');
     configs.push_back({static_cast<unsigned>(std::atoi(item.c_str())),
                        slash == std::string::npos ? 0u : parse_transport(item.c_str() + slash + 1)});
+    const unsigned t = configs.back().threads;
+    if (t < 32 || t > 1024 || t % 32 != 0) {
+      std::fprintf(stderr, "bench_collectives: --table-configs expects THREADS/TRANSPORT items with THREADS a multiple "
+                           "of 32 from 32 to 1024, found '%s'\n", item.c_str());
+      return 2;
+    }
     begin = end + 1;
   }
   if (!has("table")) configs.clear();

@@ -21,6 +21,21 @@ $NVCC -Xptxas -warn-spills -c bench/cluster/bench_cf_config.cu -o "$BUILD/bench_
 echo "ok: bench/cluster/bench_cf_config.cu"
 $NVCC -Xptxas -warn-spills -DSOLDER_CLUSTER_TRACE=1 -c bench/cluster/trace_round.cu -o "$BUILD/trace_round.o"
 echo "ok: bench/cluster/trace_round.cu (-DSOLDER_CLUSTER_TRACE=1)"
+# The two benchmarks reject bad command lines before touching the GPU (exit 2 and a message), so this runs here.
+for bench in bench_collectives bench_cf_config; do
+  $NVCC "$BUILD/$bench.o" -o "$BUILD/$bench"
+  for args in "--no-such-option 1" "--transport nowhere"; do
+    set +e
+    message=$("$BUILD/$bench" $args 2>&1 >/dev/null)
+    rc=$?
+    set -e
+    if [ "$rc" -ne 2 ] || [ -z "$message" ]; then
+      echo "FAIL: $bench $args exited $rc (expected 2 with a message): $message"
+      exit 1
+    fi
+  done
+done
+echo "ok: bench_collectives and bench_cf_config reject bad options (exit 2)"
 # Each header on its own (include-what-you-use).
 for header in device/solder/cluster/*.cuh; do
   printf '#include <solder/cluster/%s>\n' "$(basename "$header")" > "$BUILD/header_check.cu"
