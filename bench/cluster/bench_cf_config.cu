@@ -25,7 +25,7 @@
 // Before timing, every configuration runs once in our usual shape on random inputs with the output poisoned
 // (NaN) and is compared with a host reference (fp32 accumulation in rank order, one rounding to fp16), and the
 // reduce once more in ClusterFusion's shape (rank 0's tile against the reference of the filled pattern): a
-// mismatch exits 1.
+// mismatch exits 1, a call still running after 10 s exits 3 (HANG).
 // Usage: bench_cf_config [--commit HASH] [--markdown FILE] [--transport direct|store_async|bulk]
 //        [--in-kernel-only]   (skips the per-launch timings: for A/B runs of library changes)
 //        [--slot-divisor N]   (mailbox slots of tile / N bytes instead of a whole tile: N > 1 takes an all-reduce
@@ -35,14 +35,16 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <iterator>
+#include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../tests/gpu/cluster/launch.h"
@@ -267,6 +269,16 @@ int main(int argc, char** argv) {
         if (variant < 2) CLUSTER_CHECK_CUDA(make(variant == 0, 1, nullptr)(nullptr));
         else if (variant == 2) CLUSTER_CHECK_CUDA(make_cf(2, 1, nullptr, 0)(nullptr));
         else CLUSTER_CHECK_CUDA(make_cf(0, 1, nullptr)(nullptr));
+        // Watchdog: one call takes microseconds; a protocol bug shows up as a hang, reported instead of waited on.
+        const auto started = std::chrono::steady_clock::now();
+        while (cudaStreamQuery(nullptr) == cudaErrorNotReady) {
+          if (std::chrono::steady_clock::now() - started > std::chrono::seconds(10)) {
+            std::fprintf(stderr, "bench_cf_config: %s %s D = %u KB: HANG (kernel still running after 10 s)\n",
+                         variant_names[variant], gather ? "gather" : "reduce", sizes_kb[s]);
+            std::_Exit(3);
+          }
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
         CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
         std::vector<__half> host_output(size_t(clusters) * cluster_size * out_count);
         CLUSTER_CHECK_CUDA(cudaMemcpy(host_output.data(), output, host_output.size() * 2, cudaMemcpyDeviceToHost));
