@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../../tests/gpu/cluster/launch.h"
@@ -117,14 +116,10 @@ int main(int argc, char** argv) {
                    : launch_clusters(traced_kernel<false>, 1, cluster_blocks, c.threads, smem, nullptr, input,
                                      count, slot, calls, static_cast<unsigned>(how));
       // Watchdog: a protocol bug shows up as a hang; report it instead of waiting for the step's time limit.
-      const auto started = std::chrono::steady_clock::now();
-      while (status == cudaSuccess && cudaStreamQuery(nullptr) == cudaErrorNotReady) {
-        if (std::chrono::steady_clock::now() - started > std::chrono::seconds(5)) {
-          std::printf("## %s, %s: HANG (kernel still running after 5 s)\n", c.name, transport_name(how));
-          std::fflush(stdout);
-          std::_Exit(2);
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (status == cudaSuccess && !finished_within(std::chrono::seconds(5))) {
+        std::printf("## %s, %s: HANG (kernel still running after 5 s)\n", c.name, transport_name(how));
+        std::fflush(stdout);
+        std::_Exit(2);
       }
       if (status == cudaSuccess) status = cudaDeviceSynchronize();
       if (status != cudaSuccess) {

@@ -3,8 +3,10 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #define CLUSTER_CHECK_CUDA(call)                                                                      \
   do {                                                                                                \
@@ -78,4 +80,16 @@ int max_active_clusters(Kernel kernel, unsigned cluster_size, unsigned threads, 
     return 0;
   }
   return clusters;
+}
+
+// Watchdog for a launch on the default stream: waits until its work has finished and returns true, or returns
+// false once it has run for `limit` (a protocol bug shows up as a hang; the caller reports it and exits instead
+// of waiting forever).
+inline bool finished_within(std::chrono::seconds limit) {
+  const auto started = std::chrono::steady_clock::now();
+  while (cudaStreamQuery(nullptr) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() - started > limit) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
 }
