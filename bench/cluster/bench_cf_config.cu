@@ -12,7 +12,8 @@
 // For each D, with the same grid, block size and data type, this program times:
 //   - cluster_reduce (sum, in place) and cluster_gather (each block contributes the tile, ends with 4 tiles)
 //     over DSM with the library (transport direct by default), and the same collectives through global memory
-//     (collective_kernels.cuh);
+//     (collective_kernels.cuh); and cluster_reduce over a reduce_channel<4, tile, 128> (reduce_channel.cuh: the
+//     all-reduce compiled for this shape), in ClusterFusion's kernel shape and launch;
 //   - per launch in ClusterFusion's kernel shape and launch: cluster size compiled in (__cluster_dims__),
 //     <<<...>>> launches, the tile filled from registers instead of loaded, and only each cluster's rank 0
 //     storing its reduced tile (a gather stores nothing); timed as ClusterFusion did (100 back-to-back stream
@@ -69,7 +70,7 @@ unsigned parse_transport(const char* name) {
 struct layout {
   unsigned count;  // elements per block (reduce: the tile; gather: what each block contributes)
   unsigned slot_bytes;
-  size_t dsm_smem, global_smem, peer_smem;
+  size_t dsm_smem, global_smem, peer_smem, channel_smem;
 };
 
 layout plan(bool gather, unsigned tile_bytes, unsigned slot_divisor) {
@@ -82,6 +83,7 @@ layout plan(bool gather, unsigned tile_bytes, unsigned slot_divisor) {
   l.dsm_smem = sc::mailbox_bytes(cluster_size, l.slot_bytes) + tiles;
   l.global_smem = tiles;
   l.peer_smem = 128 + (gather ? cluster_size : 2) * size_t(tile_bytes);  // cf_algorithm_body's layout
+  l.channel_smem = sc::reduce_channel_bytes(cluster_size, tile_bytes) + tile_bytes;  // channel_body's layout
   return l;
 }
 
@@ -224,6 +226,13 @@ int main(int argc, char** argv) {
       "| op | D (KB) | Solder DSM | Solder cycles/call | CF algorithm here | global | CF published on-chip (per "
       "launch) / Solder | CF algorithm / Solder | global / Solder |\n|---|---|---|---|---|---|---|---|---|\n";
   float floor_stream = 0, floor_graph = 0, empty_stream = 0, empty_graph = 0;
+  float channel_floor_stream = 0, channel_floor_graph = 0;
+  std::string channel_table =
+      "## cluster_reduce over a reduce_channel<4, tile, 128> (the shape compiled in)\n\n"
+      "| D (KB) | tile per block (KB) | channel in kernel (ns) | channel cycles/call | communicator in kernel (ns) | "
+      "global in kernel (ns) | global / channel | communicator / channel | channel per launch, stream (µs) | channel per "
+      "launch, graph (µs) | CF published on-chip / channel (stream) | CF published on-chip / channel (graph) "
+      "|\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (int g = 0; g < 2; ++g) {
     const bool gather = g == 1;
     for (int s = 0; s < 4; ++s) {
@@ -244,13 +253,15 @@ int main(int argc, char** argv) {
           return launch_prepared_clusters(kernel, clusters, cluster_size, threads, smem, stream, a);
         };
       };
-      // ClusterFusion's launch (__cluster_dims__, <<<...>>>): 0 Solder DSM, 1 global, 2 the CF algorithm.
+      // ClusterFusion's launch (__cluster_dims__, <<<...>>>): 0 Solder DSM (communicator), 1 global, 2 the CF
+      // algorithm, 3 Solder DSM through a reduce_channel (reduce only).
       auto make_cf = [&](int which, unsigned iterations, long long* cyc, int cf_shape = 1) {
         const bench_args a = args(iterations, cyc, cf_shape);
-        const size_t smem = which == 0 ? l.dsm_smem : which == 1 ? l.global_smem : l.peer_smem;
+        const size_t smem = which == 0 ? l.dsm_smem : which == 1 ? l.global_smem : which == 2 ? l.peer_smem : l.channel_smem;
         auto kernel = which == 0 ? (gather ? cf_dsm_kernel<true> : cf_dsm_kernel<false>)
                       : which == 1 ? (gather ? cf_global_kernel<true> : cf_global_kernel<false>)
-                                   : (gather ? cf_algorithm_kernel<true> : cf_algorithm_kernel<false>);
+                      : which == 2 ? (gather ? cf_algorithm_kernel<true> : cf_algorithm_kernel<false>)
+                                   : cf_channel_kernel_for(tile_bytes);
         CLUSTER_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         return [=](cudaStream_t stream) {
           kernel<<<clusters * cluster_size, threads, smem, stream>>>(a);
@@ -261,13 +272,19 @@ int main(int argc, char** argv) {
       // global, the CF algorithm (load+store shape), Solder DSM in ClusterFusion's shape (reduce only: a gather in
       // that shape stores nothing).
       const unsigned out_count = gather ? cluster_size * l.count : l.count;
-      const char* variant_names[] = {"Solder DSM", "global", "CF algorithm", "Solder DSM (ClusterFusion shape)"};
-      for (int variant = 0; variant < 4; ++variant) {
-        if (variant == 3 && gather) continue;
+      const char* variant_names[] = {"Solder DSM",
+                                     "global",
+                                     "CF algorithm",
+                                     "Solder DSM (ClusterFusion shape)",
+                                     "Solder reduce_channel",
+                                     "Solder reduce_channel (ClusterFusion shape)"};
+      for (int variant = 0; variant < 6; ++variant) {
+        if (variant >= 3 && gather) continue;
         CLUSTER_CHECK_CUDA(cudaMemset(output, 0xff, elements * 2));  // 0xffff is a NaN in fp16
         if (variant < 2) CLUSTER_CHECK_CUDA(make(variant == 0, 1, nullptr)(nullptr));
         else if (variant == 2) CLUSTER_CHECK_CUDA(make_cf(2, 1, nullptr, 0)(nullptr));
-        else CLUSTER_CHECK_CUDA(make_cf(0, 1, nullptr)(nullptr));
+        else if (variant == 3) CLUSTER_CHECK_CUDA(make_cf(0, 1, nullptr)(nullptr));
+        else CLUSTER_CHECK_CUDA(make_cf(3, 1, nullptr, variant == 5)(nullptr));
         // Watchdog: one call takes microseconds; a protocol bug shows up as a hang, reported instead of waited on.
         if (!finished_within(std::chrono::seconds(10))) {
           std::fprintf(stderr, "bench_cf_config: %s %s D = %u KB: HANG (kernel still running after 10 s)\n",
@@ -277,7 +294,7 @@ int main(int argc, char** argv) {
         CLUSTER_CHECK_CUDA(cudaDeviceSynchronize());
         std::vector<__half> host_output(size_t(clusters) * cluster_size * out_count);
         CLUSTER_CHECK_CUDA(cudaMemcpy(host_output.data(), output, host_output.size() * 2, cudaMemcpyDeviceToHost));
-        const size_t bad = variant == 3 ? check_cf_reduce(l, host_output)
+        const size_t bad = variant == 3 || variant == 5 ? check_cf_reduce(l, host_output)
                                         : check(gather, l, host_input, host_output, variant == 2);
         if (bad) {
           std::fprintf(stderr, "bench_cf_config: %s %s D = %u KB: %zu outputs differ from the host reference\n",
@@ -299,19 +316,33 @@ int main(int argc, char** argv) {
       const float dsm_graph = timed ? per_launch_us(make_cf(0, 1, nullptr)) : 0.f;
       const float peer_graph = timed ? per_launch_us(make_cf(2, 1, nullptr)) : 0.f;
       const float dsm_full_graph = timed ? per_launch_us(make(true, 1, nullptr)) : 0.f;
+      const float channel_stream = timed && !gather ? stream_launch_us(make_cf(3, 1, nullptr)) : 0.f;
+      const float channel_graph = timed && !gather ? per_launch_us(make_cf(3, 1, nullptr)) : 0.f;
       if (timed && !gather && s == 0) {
+        channel_floor_stream = stream_launch_us(make_cf(3, 0, nullptr));
+        channel_floor_graph = per_launch_us(make_cf(3, 0, nullptr));
         floor_stream = stream_launch_us(make_cf(0, 0, nullptr));
         floor_graph = per_launch_us(make_cf(0, 0, nullptr));
         empty_stream = stream_launch_us(make_cf(2, 0, nullptr));
         empty_graph = per_launch_us(make_cf(2, 0, nullptr));
       }
-      float ns[3];
-      long long cyc = 0;
-      for (int which = 0; which < 3; ++which) {
+      float ns[4] = {};
+      long long cyc = 0, channel_cyc = 0;
+      for (int which = 0; which < (gather ? 3 : 4); ++which) {
+        const bool solder = which == 0 || which == 3;
         const float small = single_launch_us(make_cf(which, 8, nullptr));
-        const float large = single_launch_us(make_cf(which, 72, which == 0 ? cycles : nullptr));
+        const float large = single_launch_us(make_cf(which, 72, solder ? cycles : nullptr));
         ns[which] = (large - small) * 1000.f / 64;
-        if (which == 0) CLUSTER_CHECK_CUDA(cudaMemcpy(&cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
+        if (solder) CLUSTER_CHECK_CUDA(cudaMemcpy(which == 0 ? &cyc : &channel_cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
+      }
+      if (!gather) {
+        std::snprintf(line, sizeof line,
+                      "| %u | %.0f | %.0f | %lld | %.0f | %.0f | %.2fx | %.2fx | %.2f | %.2f | %.2fx | %.2fx |\n",
+                      sizes_kb[s], tile_bytes / 1024.0, ns[3], channel_cyc, ns[0], ns[1], ns[1] / ns[3], ns[0] / ns[3],
+                      channel_stream, channel_graph, timed ? cf_on[g][s] / channel_stream : 0.f,
+                      timed ? cf_on[g][s] / channel_graph : 0.f);
+        std::printf("channel %s", line);
+        channel_table += line;
       }
       const char* op = gather ? "gather" : "reduce";
       std::snprintf(line, sizeof line,
@@ -330,13 +361,18 @@ int main(int argc, char** argv) {
       kernel_table += line;
     }
   }
-  out(((in_kernel_only ? std::string() : launch_table + "\n") + kernel_table).c_str());
+  out(((in_kernel_only ? std::string() : launch_table + "\n") + kernel_table + "\n" + channel_table).c_str());
   if (!in_kernel_only) {
     std::snprintf(line, sizeof line,
                   "\nLaunch floors (zero collective calls, 1 KB tiles, same grid, ClusterFusion's shape): Solder's DSM "
                   "kernel (communicator setup and teardown) %.2f µs per launch (stream), %.2f µs (graph); the "
                   "CF-algorithm kernel (one mbarrier, two cluster barriers) %.2f µs (stream), %.2f µs (graph).\n",
                   floor_stream, floor_graph, empty_stream, empty_graph);
+    out(line);
+    std::snprintf(line, sizeof line,
+                  "\nLaunch floor of the reduce_channel kernel (zero calls: channel setup and teardown, the fill, rank 0's "
+                  "store): %.2f µs per launch (stream), %.2f µs (graph).\n",
+                  channel_floor_stream, channel_floor_graph);
     out(line);
   }
   if (!markdown_path.empty()) {

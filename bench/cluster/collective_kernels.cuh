@@ -104,6 +104,45 @@ __global__ void __launch_bounds__(Bound) dsm_kernel(bench_args a) { dsm_body<Gat
 template <bool Gather>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
 
+// cluster_reduce over a reduce_channel (reduce_channel.cuh): the all-reduce compiled for one shape, here 4 blocks,
+// TileBytes per block and 128 threads (bench_cf_config's configuration). The tile is in shared memory after the
+// channel's area; input and output as dsm_body.
+template <unsigned TileBytes>
+__device__ void channel_body(const bench_args& a) {
+  using channel = sc::reduce_channel<4, TileBytes, 128>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto ch = channel::setup(smem);
+  const block_tiles t = place_tiles<false>(a, reinterpret_cast<half*>(smem + channel::area_bytes));
+  load_input<false>(a, t);
+  const unsigned warmup = a.iterations > 1 ? 1 : 0;
+  long long start = 0;
+  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
+    if (i == warmup) start = clock64();
+    sc::cluster_reduce<sc::reduce_op::sum>(ch, t.src);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
+  store_output<false>(a, t);
+  ch.teardown();
+}
+
+// ClusterFusion's launch (__cluster_dims__, <<<...>>>), as cf_dsm_kernel.
+template <unsigned TileBytes>
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128) cf_channel_kernel(bench_args a) {
+  channel_body<TileBytes>(a);
+}
+
+// The instantiation for a tile of `tile_bytes` (1, 2, 4 or 8 KB; nullptr otherwise).
+inline auto cf_channel_kernel_for(unsigned tile_bytes) {
+  using kernel_type = void (*)(bench_args);
+  switch (tile_bytes) {
+    case 1024: return static_cast<kernel_type>(cf_channel_kernel<1024>);
+    case 2048: return static_cast<kernel_type>(cf_channel_kernel<2048>);
+    case 4096: return static_cast<kernel_type>(cf_channel_kernel<4096>);
+    case 8192: return static_cast<kernel_type>(cf_channel_kernel<8192>);
+    default: return static_cast<kernel_type>(nullptr);
+  }
+}
+
 // The same collectives through global memory: publish the tile to a double-buffered global scratch, one
 // cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.
 template <bool Gather>

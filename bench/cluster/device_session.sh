@@ -3,7 +3,7 @@
 # as session4_device.sh; session 5 added the cf step and the STEPS / TABLE_TRANSPORTS choices).
 # Everything goes under RESULTS (the first argument); stdout is a short summary printed as each step ends.
 #   0. build (nvcc, in parallel): test_collectives, bench_collectives, bench_cf_config, trace_round
-#      (-DSOLDER_CLUSTER_TRACE=1)
+#      (-DSOLDER_CLUSTER_TRACE=1), test_reduce_channel
 #   1. trace      trace_round: per-phase cycles of one round, reduce 8/32/128 KB and gather 32/128 KB at C = 4,
 #                 transports store_async and direct (trace.md, trace.csv)
 #   cf            bench_cf_config: ClusterFusion Table 1 in ClusterFusion's own configuration (32 clusters x 4
@@ -15,19 +15,22 @@
 #                 bulk_copy; compute-sanitizer racecheck and memcheck on the subset (each collective at C = 4,
 #                 all-reduce and gather at C = 2 and 8, tiny slots, global tiles, repeated calls) with
 #                 store_async and with direct (tests-*.log, sanitizer-*.log)
+#   channel      the reduce_channel device tests (test_reduce_channel: every compiled shape, dtype, op and
+#                variant), then compute-sanitizer racecheck and memcheck on its subset, in parallel
+#                (channel-tests.log, channel-racecheck.log, channel-memcheck.log)
 #   4. dsm        bench_collectives: launch floor, cluster-size sweep (store_async and direct), DSM pull/push
 #                 bandwidth and latency table (dsm.md, dsm-table.json)
 # Each step runs under `timeout`, capped so that the whole run ends by BUDGET seconds (default 235); a step
 # with no time left is skipped and says so. Exit status: non-zero when a build, test or sanitizer step failed.
 # Usage: bash bench/cluster/device_session.sh RESULTS   (env: CUDA=/usr/local/cuda, BIN=build-cluster/session,
-#        COMMIT=<hash recorded in the tables>, BUDGET=235, STEPS="trace cf table checks dsm" to pick steps,
+#        COMMIT=<hash recorded in the tables>, BUDGET=235, STEPS="trace cf table checks channel dsm" to pick steps,
 #        TABLE_TRANSPORTS="store_async direct")
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CUDA=${CUDA:-/usr/local/cuda}
 RESULTS=${1:-$ROOT/build-cluster/session4-results}
 BIN=${BIN:-$ROOT/build-cluster/session}
-STEPS=" ${STEPS:-trace cf table checks dsm} "
+STEPS=" ${STEPS:-trace cf table checks channel dsm} "
 TABLE_TRANSPORTS=${TABLE_TRANSPORTS:-store_async direct}
 wants() { [[ "$STEPS" == *" $1 "* ]]; }
 BUDGET=${BUDGET:-235}
@@ -55,7 +58,7 @@ echo "device_session.sh: commit $COMMIT, steps$STEPS, results in $RESULTS"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader 2>&1 | tee "$RESULTS/gpu.txt"
 
 # ---- 0. build ----------------------------------------------------------------------------------------------
-echo "== build (4 nvcc in parallel)"
+echo "== build (5 nvcc in parallel)"
 timeout 150 $NVCC bench/cluster/bench_cf_config.cu -o "$BIN/bench_cf_config" >"$RESULTS/build-cf.log" 2>&1 &
 build_cf=$!
 timeout 150 $NVCC tests/gpu/cluster/test_collectives.cu -o "$BIN/test_collectives" >"$RESULTS/build-tests.log" 2>&1 &
@@ -64,6 +67,8 @@ timeout 150 $NVCC bench/cluster/bench_collectives.cu -o "$BIN/bench_collectives"
 build_bench=$!
 timeout 150 $NVCC -DSOLDER_CLUSTER_TRACE=1 bench/cluster/trace_round.cu -o "$BIN/trace_round" >"$RESULTS/build-trace.log" 2>&1 &
 build_trace=$!
+timeout 200 $NVCC tests/gpu/cluster/test_reduce_channel.cu -o "$BIN/test_reduce_channel" >"$RESULTS/build-channel.log" 2>&1 &
+build_channel=$!
 built() {  # pid name log
   if wait "$1"; then echo "built $2"; return 0; fi
   echo "BUILD FAILED: $2"; tail -15 "$3"; status=1; return 1
@@ -72,6 +77,7 @@ built $build_trace trace_round "$RESULTS/build-trace.log"; have_trace=$?
 built $build_bench bench_collectives "$RESULTS/build-bench.log"; have_bench=$?
 built $build_tests test_collectives "$RESULTS/build-tests.log"; have_tests=$?
 built $build_cf bench_cf_config "$RESULTS/build-cf.log"; have_cf=$?
+built $build_channel test_reduce_channel "$RESULTS/build-channel.log"; have_channel=$?
 echo "build done at ${SECONDS} s"
 
 # ---- 1. trace ----------------------------------------------------------------------------------------------
@@ -90,7 +96,7 @@ summarize_table() {  # the DSM in-kernel ns and ratios per row of a bench log
 # ---- cf. ClusterFusion's own configuration --------------------------------------------------------------------
 if [ $have_cf -eq 0 ] && wants cf; then
   for transport in direct store_async; do
-    step "cf. ClusterFusion configuration, $transport" 40 "$RESULTS/cf-$transport.log" \
+    step "cf. ClusterFusion configuration, $transport" 60 "$RESULTS/cf-$transport.log" \
       "$BIN/bench_cf_config" --commit "$COMMIT" --transport $transport --markdown "$RESULTS/cf-$transport.md" \
       || status=1
     awk -F'|' '/^\| (reduce|gather) \|/ && NF == 16 {
@@ -99,6 +105,7 @@ if [ $have_cf -eq 0 ] && wants cf; then
       /^\| (reduce|gather) \|/ && NF == 11 {
       printf "   %-6s %3s KB in kernel: Solder %s ns, CF algorithm %s ns, global %s ns; CF algorithm / Solder %s\n",
         $2, $3+0, $4, $6, $7, $9 } /^Launch floor/ {print "   " $0}' "$RESULTS/cf-$transport.log"
+    grep -E "^channel " "$RESULTS/cf-$transport.log" | sed 's/^/   /'
   done
 fi
 
@@ -135,6 +142,30 @@ if [ $have_tests -eq 0 ] && wants checks; then
       grep -E "passed, .* failed|ERROR SUMMARY|RACECHECK SUMMARY|Error|error" "$RESULTS/$name.log" | tail -3
       [ $rc -eq 0 ] || { status=1; echo "   last case: $(tail -1 "$RESULTS/$name.progress" 2>/dev/null)"; }
     done
+  fi
+fi
+
+# ---- channel. reduce_channel tests and sanitizers ---------------------------------------------------------------
+if [ $have_channel -eq 0 ] && wants channel; then
+  step "channel. reduce_channel device tests" 120 "$RESULTS/channel-tests.log" "$BIN/test_reduce_channel" --verbose \
+    || status=1
+  grep -E "^FAIL|HANG|passed, .* failed" "$RESULTS/channel-tests.log" | head -8 | sed 's/^/   /'
+  t=$(limit 120)
+  if [ "$t" -gt 0 ]; then
+    for tool in racecheck memcheck; do
+      timeout "$t" "$SANITIZER" --tool $tool --error-exitcode 3 "$BIN/test_reduce_channel" --subset \
+        >"$RESULTS/channel-$tool.log" 2>&1 &
+      eval "pid_$tool=\$!"
+    done
+    for tool in racecheck memcheck; do
+      eval "wait \$pid_$tool"
+      rc=$?
+      echo "-- channel $tool (subset): exit $rc$([ $rc -eq 124 ] && echo ' (TIMED OUT)') (at ${SECONDS} s)"
+      grep -E "passed, .* failed|ERROR SUMMARY|RACECHECK SUMMARY" "$RESULTS/channel-$tool.log" | tail -2 | sed 's/^/   /'
+      [ $rc -eq 0 ] || status=1
+    done
+  else
+    echo "== channel sanitizers: SKIPPED (time budget spent at ${SECONDS} s)"
   fi
 fi
 

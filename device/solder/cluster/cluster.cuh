@@ -48,3 +48,4 @@
 #include "mailbox.cuh"
 #include "packet.cuh"
 #include "ptx.cuh"
+#include "reduce_channel.cuh"

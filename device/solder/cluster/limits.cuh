@@ -103,6 +103,37 @@ SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_slot(unsigned cluster_siz
   return nullptr;
 }
 
+// ---- reduce_channel (reduce_channel.cuh): the all-reduce of one tile shape fixed at compile time ----------
+
+// Barrier area at the start of a reduce_channel's area: reduce_scatter_full[2] + all_gather_full[2], 8 bytes each,
+// padded to 64 bytes.
+inline constexpr unsigned reduce_channel_barrier_bytes = 64;
+
+// Shared-memory bytes of a reduce_channel for groups of `group_size` blocks and tiles of `tile_bytes`: the
+// barriers, then two stages of one receive slot per peer, each holding one slice (tile_bytes / group_size).
+SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned reduce_channel_bytes(unsigned group_size, unsigned tile_bytes) {
+  if (group_size <= 1) return reduce_channel_barrier_bytes;
+  return reduce_channel_barrier_bytes + 2u * (group_size - 1) * (tile_bytes / group_size);
+}
+
+// Whether a reduce_channel can serve this shape: nullptr, or what was expected and what was found. The channel
+// needs the whole tile in shared memory (at the same offset in every block), whole 16-byte packets in every
+// one of the group's slices, and the block size it was compiled for.
+SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_reduce_channel(unsigned cluster_size, unsigned group_size,
+                                                                      unsigned tile_bytes, unsigned threads) {
+  if (const char* why = check_cluster_size(cluster_size)) return why;
+  if (const char* why = check_group(cluster_size, group_size)) return why;
+  if (threads < 32 || threads % 32 != 0 || threads > 1024)
+    return "reduce_channel needs 32 to 1024 threads per block, in whole warps";
+  if (tile_bytes == 0) return "reduce_channel needs a tile of at least one 16-byte packet per group rank, found 0 bytes";
+  if (tile_bytes % (packet_bytes * group_size) != 0)
+    return "reduce_channel needs tile bytes divisible by 16 x the group size (whole 16-byte packets in every slice)";
+  if (static_cast<unsigned long long>(tile_bytes) + reduce_channel_bytes(group_size, tile_bytes) > 227u * 1024u)
+    return "reduce_channel needs the tile and its area in shared memory: tile + 2 (G-1)/G x tile + 64 bytes must "
+           "fit 227 KB";
+  return nullptr;
+}
+
 SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_threads(unsigned threads_per_block) {
   if (threads_per_block < 32 || threads_per_block % 32 != 0)
     return "collectives need whole warps and at least 32 threads per block";

@@ -143,6 +143,31 @@ __device__ inline void bulk_copy_to_peer(void* remote_destination, const void* l
                            bytes, remote_barrier);
 }
 
+// ---- this block's shared memory by 32-bit address (any thread) ----------------------------------------------
+
+// cvta.to.shared: the 32-bit shared-window address of a generic pointer into this block's shared memory.
+__device__ inline uint32_t shared_address(const void* local) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(local));
+}
+
+// ld.shared.v4.b32: one 16-byte packet of this block's shared memory. Any thread. (A generic load of a pointer the
+// compiler cannot prove to be shared is an LD through the generic path; this is an LDS.) Volatile, with a memory
+// clobber: never moved across the barrier waits around it.
+__device__ inline uint4 load_shared_16(uint32_t address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(address)
+               : "memory");
+  return v;
+}
+
+// st.shared.v4.b32: one 16-byte packet into this block's shared memory. Any thread.
+__device__ inline void store_shared_16(uint32_t address, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // ---- max.NaN / min.NaN (any thread) --------------------------------------------------------------------------
 
 // max.NaN.f32: NaN if either operand is NaN (the canonical NaN 0x7fffffff), else the larger, with +0 > -0, so
