@@ -77,6 +77,15 @@ class reduce_channel {
   // them with one cluster barrier. `area`: area_bytes of shared memory, 16-byte aligned, at the same offset in
   // every block. Traps unless the block has Threads threads and the cluster size is a multiple of Group.
   __device__ static reduce_channel setup(void* area) {
+    reduce_channel self = setup_unpublished(area);
+    ptx::cluster_sync();
+    return self;
+  }
+
+  // As setup, without the cluster barrier: for a kernel that sets up several channels (or a channel and a
+  // communicator) and publishes them all with one. The caller must make every thread of every block of the
+  // cluster pass one cluster barrier (ptx::cluster_sync, or communicator::setup) before the first call.
+  __device__ static reduce_channel setup_unpublished(void* area) {
     reduce_channel self;
     self.thread_ = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     if (blockDim.x * blockDim.y * blockDim.z != Threads || ptx::cluster_size() % Group != 0 || !ptx::is_shared(area))
@@ -92,7 +101,6 @@ class reduce_channel {
       for (uint32_t i = 0; i < 4; ++i) ptx::arrive_expect_bytes(&self.barriers_[i], round_bytes);
       ptx::fence_barrier_init();
     }
-    ptx::cluster_sync();
     return self;
   }
 

@@ -412,18 +412,30 @@ class KernelWriter {
 
   // ---- Cluster collectives (kernel_writer_cluster.cpp) ---------------------------------------------
   // Each collective is one call of the device library (device/solder/cluster) on the tiles in place,
-  // by every thread of every block of the cluster. The kernel sets up one communicator at its top
-  // (a mailbox in dynamic shared memory) and tears it down at its end; gathers and reduce-scatters
-  // whose segments are not whole 16-byte packets go through a scratch area.
+  // by every thread of every block of the cluster. All-reduces (cluster_reduce, all_exchange) whose tile
+  // splits into whole 16-byte packets per group rank go through a reduce_channel compiled for their
+  // shape; the other collectives through one communicator (a mailbox in dynamic shared memory). Both are
+  // set up at the kernel's top and torn down at its end; gathers and reduce-scatters whose segments are
+  // not whole packets go through a scratch area.
   struct CollectivePlan {
+    struct Channel {
+      int group = 0;
+      int64_t tile_bytes = 0, offset = 0;
+    };
     bool used = false;
+    bool communicator = false;      // some collective goes through the communicator
+    std::vector<Channel> channels;  // one per distinct (group, tile bytes) of the channel-served all-reduces
     int64_t mailbox_offset = 0, slot_bytes = 0, scratch_offset = 0, scratch_floats = 0;
+    // The channel of an all-reduce of `tile_bytes` over groups of `group`, or -1 (the communicator).
+    int channel_of(int group, int64_t tile_bytes) const;
   };
   CollectivePlan collectives_;
   bool has_collectives() const;
-  // Lays out the mailbox and the scratch after `offset` (constructor); returns the new end.
+  // Lays out the mailbox, the channels and the scratch after `offset` (constructor); returns the new end.
   int64_t plan_collectives(int64_t offset);
-  void collective_setup(std::ostringstream& out);     // top of the kernel: the communicator
+  // One layout attempt: the end offset, or -1 when it does not fit (with_channels) or an error (without).
+  int64_t lay_out_collectives(int64_t offset, bool with_channels);
+  void collective_setup(std::ostringstream& out);     // top of the kernel: the channels and the communicator
   void collective_teardown(std::ostringstream& out);  // end of the kernel
   void collective(std::ostringstream& out, const Stmt& s, int indent);
 };

@@ -3,11 +3,16 @@
 //
 // A kernel with collectives sets up one communicator at its top (a mailbox in dynamic shared memory,
 // published with one cluster barrier) and tears it down at its end (one cluster barrier, so that no
-// block exits while a peer may still write into its mailbox). Each collective statement is one call,
-// made by every thread of every block, on the float tiles in place:
+// block exits while a peer may still write into its mailbox). An all-reduce whose tile splits into whole
+// 16-byte packets per group rank goes through a reduce_channel compiled for its (group, tile bytes, 256
+// threads) instead: two rounds with no slot bookkeeping (2.5x faster than the communicator for 8 KB
+// tiles on the H100, bench/NOTES-cluster.md session 7); one channel per distinct shape, each with its
+// own area after the mailbox, all published by the same cluster barrier. When the channels do not fit in
+// shared memory, everything goes through the communicator. Each collective statement is one call, made
+// by every thread of every block, on the float tiles in place:
 //
-//   cluster_reduce(op) buf        -> cluster_reduce<op>(comm, buf, n)
-//   all_exchange(add|mul) buf G   -> all_exchange<add|mul>(comm, buf, n, G)
+//   cluster_reduce(op) buf        -> cluster_reduce<op>(channel_i, buf), or cluster_reduce<op>(comm, buf, n)
+//   all_exchange(add|mul) buf G   -> all_exchange<add|mul>(channel_i, buf), or all_exchange<add|mul>(comm, buf, n, G)
 //   cluster_gather src -> dst     -> cluster_gather(comm, src, dst, n)
 //   reduce_scatter(op) src -> dst -> reduce_scatter<op>(comm, src, dst, n)
 //   dsm_shuffle src -> dst G      -> dsm_shuffle(comm, src, dst, n, G)
@@ -43,6 +48,14 @@ std::string op_name(ReduceOp op) {
   return op == ReduceOp::sum ? "sum" : op == ReduceOp::max ? "max" : "min";
 }
 
+// Whether a reduce_channel (device/solder/cluster/reduce_channel.cuh) serves an all-reduce of a float tile of
+// `tile_bytes` (whole packets) over groups of `group` blocks: the tile splits into whole 16-byte packets per
+// group rank, and the tile and the channel's area fit in shared memory on their own.
+bool channel_serves(int cluster, int group, int64_t tile_bytes) {
+  return group > 1 && cluster::check_reduce_channel(static_cast<unsigned>(cluster), static_cast<unsigned>(group),
+                                                    static_cast<unsigned>(tile_bytes), kThreads) == nullptr;
+}
+
 }  // namespace
 
 bool KernelWriter::has_collectives() const {
@@ -59,25 +72,53 @@ bool KernelWriter::has_collectives() const {
   return f.found;
 }
 
-// Lays out the mailbox (and the scratch of unaligned gathers / reduce-scatters) after `offset`;
-// returns the end of the kernel's shared memory. The slot holds one round of the largest collective
-// when that fits the mailbox budget; larger payloads take several rounds.
+int KernelWriter::CollectivePlan::channel_of(int group, int64_t tile_bytes) const {
+  for (size_t i = 0; i < channels.size(); ++i)
+    if (channels[i].group == group && channels[i].tile_bytes == tile_bytes) return static_cast<int>(i);
+  return -1;
+}
+
+// Lays out the collectives' shared memory after `offset` and returns the end of the kernel's shared memory:
+// with reduce_channels for the all-reduces they serve when everything fits, else everything through the
+// communicator (as before the channels).
 int64_t KernelWriter::plan_collectives(int64_t offset) {
   collectives_ = CollectivePlan{};
   if (!has_collectives()) return offset;
+  const int64_t end = lay_out_collectives(offset, true);
+  if (end >= 0) return end;
+  collectives_ = CollectivePlan{};
+  return lay_out_collectives(offset, false);
+}
+
+// The mailbox (when some collective needs the communicator), then the channels, then the scratch of unaligned
+// gathers / reduce-scatters. The mailbox slot holds one round of the communicator's largest collective when
+// that fits the mailbox budget; larger payloads take several rounds.
+int64_t KernelWriter::lay_out_collectives(int64_t offset, bool with_channels) {
   const int C = kernel_.cluster;
+  if (const char* why = cluster::check_cluster_size(static_cast<unsigned>(C)))
+    throw Error("CUDA code generator: kernel '" + kernel_.name + "': " + why);
   int64_t round_bytes = 16, scratch_floats = 0;
   struct Sizer : StmtVisitor {
     const Kernel* kernel;
+    CollectivePlan* plan;
+    bool with_channels = false;
     int C = 1;
     int64_t *round_bytes, *scratch_floats;
     int64_t elements(const std::string& name) const { return kernel->find_buffer(name)->elements(); }
-    void unit(int64_t bytes) { *round_bytes = std::max(*round_bytes, bytes); }
+    void unit(int64_t bytes) {
+      plan->communicator = true;
+      *round_bytes = std::max(*round_bytes, bytes);
+    }
     using StmtVisitor::visit;
-    // An all-reduce of at most cluster::one_round_packets_per_thread packets per thread takes one round when a
-    // slot holds the whole tile (one_round_all_reduce in device/solder/cluster/collectives.cuh); a larger one
-    // moves 1/C of the tile to each peer per round.
+    // A channel when one serves the shape. Otherwise, through the communicator: an all-reduce of at most
+    // cluster::one_round_packets_per_thread packets per thread takes one round when a slot holds the whole tile
+    // (one_round_all_reduce in device/solder/cluster/collectives.cuh); a larger one moves 1/C of the tile to each
+    // peer per round.
     void all_reduce(int64_t tile_bytes, int group) {
+      if (with_channels && channel_serves(C, group, tile_bytes)) {
+        if (plan->channel_of(group, tile_bytes) < 0) plan->channels.push_back({group, tile_bytes, 0});
+        return;
+      }
       const int64_t one_round = int64_t{cluster::one_round_packets_per_thread} * cluster::packet_bytes * kThreads;
       unit(tile_bytes <= one_round ? tile_bytes : tile_bytes / group);
     }
@@ -98,39 +139,66 @@ int64_t KernelWriter::plan_collectives(int64_t offset) {
     }
   } sizer;
   sizer.kernel = &kernel_;
+  sizer.plan = &collectives_;
+  sizer.with_channels = with_channels;
   sizer.C = C;
   sizer.round_bytes = &round_bytes;
   sizer.scratch_floats = &scratch_floats;
   sizer.visit(kernel_.body);
 
+  int64_t channel_bytes = 0;
+  for (const auto& ch : collectives_.channels)
+    channel_bytes += cluster::reduce_channel_bytes(static_cast<unsigned>(ch.group), static_cast<unsigned>(ch.tile_bytes));
   auto mailbox = [&](int64_t slot) {
     return static_cast<int64_t>(cluster::mailbox_bytes(static_cast<unsigned>(C), static_cast<unsigned>(slot)));
   };
-  int64_t slot = std::min((round_bytes + 15) / 16 * 16, kMaxSlotBytes);
   offset = (offset + 15) / 16 * 16;
-  const int64_t room = std::min(kMailboxBudget, kSharedLimit - offset - scratch_floats * 4);
-  while (slot > 16 && mailbox(slot) > room) slot = std::max<int64_t>(16, slot / 2 / 16 * 16);
-  if (const char* why = cluster::check_cluster_size(static_cast<unsigned>(C)))
-    throw Error("CUDA code generator: kernel '" + kernel_.name + "': " + why);
-  if (mailbox(slot) > room)
-    throw Error("CUDA code generator: kernel '" + kernel_.name + "' needs " + std::to_string(offset + scratch_floats * 4) +
-                " bytes of shared memory for its tiles, which leaves no room for the cluster collectives' mailbox (" +
-                std::to_string(mailbox(16)) + " bytes at least; 227 KB per block)");
   collectives_.used = true;
-  collectives_.slot_bytes = slot;
   collectives_.mailbox_offset = offset;
-  offset += mailbox(slot);
+  if (collectives_.communicator) {
+    int64_t slot = std::min((round_bytes + 15) / 16 * 16, kMaxSlotBytes);
+    const int64_t room = std::min(kMailboxBudget, kSharedLimit - offset - channel_bytes - scratch_floats * 4);
+    while (slot > 16 && mailbox(slot) > room) slot = std::max<int64_t>(16, slot / 2 / 16 * 16);
+    if (mailbox(slot) > room) {
+      if (with_channels && !collectives_.channels.empty()) return -1;  // retry with the communicator alone
+      throw Error("CUDA code generator: kernel '" + kernel_.name + "' needs " + std::to_string(offset + scratch_floats * 4) +
+                  " bytes of shared memory for its tiles, which leaves no room for the cluster collectives' mailbox (" +
+                  std::to_string(mailbox(16)) + " bytes at least; 227 KB per block)");
+    }
+    collectives_.slot_bytes = slot;
+    offset += mailbox(slot);
+  }
+  for (auto& ch : collectives_.channels) {
+    ch.offset = offset;  // every area is a multiple of 16 bytes
+    offset += cluster::reduce_channel_bytes(static_cast<unsigned>(ch.group), static_cast<unsigned>(ch.tile_bytes));
+  }
   collectives_.scratch_offset = offset;
   collectives_.scratch_floats = scratch_floats;
-  return offset + scratch_floats * 4;
+  offset += scratch_floats * 4;
+  if (!collectives_.channels.empty() && offset > kSharedLimit) return -1;
+  return offset;
 }
 
+// The channels first (unpublished), then the communicator, whose setup is the one cluster barrier that
+// publishes every barrier; without a communicator, an explicit cluster barrier.
 void KernelWriter::collective_setup(std::ostringstream& out) {
   if (!collectives_.used) return;
-  out << "  // cluster collectives (device/solder/cluster): a mailbox of 2 stages x " << kernel_.cluster - 1 << " peers x "
-      << collectives_.slot_bytes << "-byte slots, set up once by the whole cluster (one cluster barrier)\n";
-  out << "  solder::cluster::communicator comm = solder::cluster::communicator::setup(smem + " << collectives_.mailbox_offset << ", "
-      << collectives_.slot_bytes << ");\n";
+  for (size_t i = 0; i < collectives_.channels.size(); ++i) {
+    const auto& ch = collectives_.channels[i];
+    out << "  // reduce_channel " << i << " (device/solder/cluster/reduce_channel.cuh): the all-reduces of " << ch.tile_bytes
+        << "-byte tiles over groups of " << ch.group << " blocks, compiled for that shape\n";
+    out << "  auto channel_" << i << " = solder::cluster::reduce_channel<" << ch.group << ", " << ch.tile_bytes << ", " << kThreads
+        << ">::setup_unpublished(smem + " << ch.offset << ");\n";
+  }
+  if (collectives_.communicator) {
+    out << "  // cluster collectives (device/solder/cluster): a mailbox of 2 stages x " << kernel_.cluster - 1 << " peers x "
+        << collectives_.slot_bytes << "-byte slots, set up once by the whole cluster (one cluster barrier"
+        << (collectives_.channels.empty() ? "" : ", which also publishes the channels") << ")\n";
+    out << "  solder::cluster::communicator comm = solder::cluster::communicator::setup(smem + " << collectives_.mailbox_offset
+        << ", " << collectives_.slot_bytes << ");\n";
+  } else {
+    out << "  solder::cluster::ptx::cluster_sync();  // publishes the channels' barriers (one cluster barrier)\n";
+  }
   if (collectives_.scratch_floats)
     out << "  float* const collective_scratch = reinterpret_cast<float*>(smem + " << collectives_.scratch_offset
         << ");  // segments padded to 16 bytes (gather, reduce_scatter)\n";
@@ -138,7 +206,10 @@ void KernelWriter::collective_setup(std::ostringstream& out) {
 
 void KernelWriter::collective_teardown(std::ostringstream& out) {
   if (!collectives_.used) return;
-  out << "  comm.teardown();  // no block exits while a peer may still write into its mailbox (one cluster barrier)\n";
+  if (collectives_.communicator)
+    out << "  comm.teardown();  // no block exits while a peer may still write into its mailbox (one cluster barrier)\n";
+  else
+    out << "  solder::cluster::ptx::cluster_sync();  // no block exits while a peer may still write into it (one cluster barrier)\n";
 }
 
 // One call of the device library per collective (whole block, every block of the cluster). The
@@ -162,8 +233,13 @@ void KernelWriter::collective(std::ostringstream& out, const Stmt& s, int indent
       const int64_t n = elements(c->buffer);
       out << p << "// cluster_reduce(" << op_name(c->op) << ") " << c->buffer << ": every block gets the " << op_name(c->op) << " over the "
           << C << " blocks of its cluster\n";
-      out << p << "solder::cluster::cluster_reduce<solder::cluster::reduce_op::" << op_name(c->op) << ">(comm, " << tile(c->buffer) << ", "
-          << whole_packets(n) << ");\n";
+      const int channel = collectives_.channel_of(C, whole_packets(n) * 4);
+      if (channel >= 0)
+        out << p << "solder::cluster::cluster_reduce<solder::cluster::reduce_op::" << op_name(c->op) << ">(channel_" << channel << ", "
+            << tile(c->buffer) << ");\n";
+      else
+        out << p << "solder::cluster::cluster_reduce<solder::cluster::reduce_op::" << op_name(c->op) << ">(comm, " << tile(c->buffer) << ", "
+            << whole_packets(n) << ");\n";
       if (c->op == ReduceOp::sum) round_to(c->buffer, n);  // max/min return one of the (already rounded) values
       return;
     }
@@ -174,8 +250,13 @@ void KernelWriter::collective(std::ostringstream& out, const Stmt& s, int indent
       const std::string op = c->multiply ? "mul" : "add";
       out << p << "// all_exchange(" << op << ") " << c->buffer << ": every block gets the " << (c->multiply ? "product" : "sum")
           << " over its group of " << group << " consecutive ranks\n";
-      out << p << "solder::cluster::all_exchange<solder::cluster::exchange_op::" << op << ">(comm, " << tile(c->buffer) << ", "
-          << whole_packets(n) << ", " << group << ");\n";
+      const int channel = collectives_.channel_of(group, whole_packets(n) * 4);
+      if (channel >= 0)
+        out << p << "solder::cluster::all_exchange<solder::cluster::exchange_op::" << op << ">(channel_" << channel << ", "
+            << tile(c->buffer) << ");\n";
+      else
+        out << p << "solder::cluster::all_exchange<solder::cluster::exchange_op::" << op << ">(comm, " << tile(c->buffer) << ", "
+            << whole_packets(n) << ", " << group << ");\n";
       round_to(c->buffer, n);
       return;
     }

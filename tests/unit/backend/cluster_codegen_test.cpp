@@ -68,8 +68,13 @@ TEST(ClusterCodegen, EveryCollectiveCallsTheDeviceLibrary) {
     EXPECT_NE(s.find("#include <solder/cluster/cluster.cuh>"), std::string::npos);
     EXPECT_NE(s.find("solder::cluster::communicator::setup(smem + "), std::string::npos);
     EXPECT_NE(s.find("comm.teardown();"), std::string::npos);
+    // max8 (32 bytes) splits into whole 16-byte packets per rank only at C = 2: a reduce_channel; elsewhere the
+    // communicator. sum3 (one packet) and exchange (one packet over groups of 2) never do.
+    const std::string max8 = C == 2 ? "solder::cluster::cluster_reduce<solder::cluster::reduce_op::max>(channel_0, max8);"
+                                    : "solder::cluster::cluster_reduce<solder::cluster::reduce_op::max>(comm, max8, 8);";
+    EXPECT_NE(s.find(max8), std::string::npos) << max8 << "\n" << s;
+    EXPECT_EQ(s.find("reduce_channel<2, 32, 256>::setup_unpublished(smem + ") != std::string::npos, C == 2);
     for (const char* call : {"solder::cluster::cluster_reduce<solder::cluster::reduce_op::sum>(comm, sum3, 4);",
-                             "solder::cluster::cluster_reduce<solder::cluster::reduce_op::max>(comm, max8, 8);",
                              "solder::cluster::cluster_gather(comm, gather_src, collective_scratch, 4);",
                              "solder::cluster::cluster_gather(comm, gather8_src, gather8_dst, 8);",
                              "solder::cluster::reduce_scatter<solder::cluster::reduce_op::min>(comm, collective_scratch, scatter_dst, 4);",
@@ -92,9 +97,8 @@ TEST(ClusterCodegen, EveryCollectiveCallsTheDeviceLibrary) {
   }
 }
 
-// The mailbox slot of a kernel whose only collective is an all-reduce of `floats` f32 elements over C blocks,
-// as the emitted comment states it.
-int64_t all_reduce_slot_bytes(int64_t floats, int C) {
+// The CUDA source of a kernel whose only collective is an all-reduce of `floats` f32 elements over C blocks.
+std::string all_reduce_source(int64_t floats, int C) {
   std::vector<Buffer> buffers = {buffer("t", {floats}, Scope::cluster)};
   Block body;
   body.push_back(copy(at("t", {var("i")}), at("x", {var("blk"), var("i")}), over({{"i", floats}})));
@@ -104,23 +108,46 @@ int64_t all_reduce_slot_bytes(int64_t floats, int C) {
   p.name = "all_reduce";
   p.globals = {input("x", {C, floats}), output("y", {C, floats})};
   p.kernels = {kernel("all_reduce", {{"blk", C}}, C, buffers, body)};
-  const std::string s = generate_cuda(p).source;
+  return generate_cuda(p).source;
+}
+
+// The mailbox slot of that kernel, as the emitted comment states it (-1: no mailbox).
+int64_t all_reduce_slot_bytes(int64_t floats, int C) {
+  const std::string s = all_reduce_source(floats, C);
   const size_t end = s.find("-byte slots");
   if (end == std::string::npos) return -1;
   const size_t begin = s.rfind(' ', end) + 1;
   return std::stoll(s.substr(begin, end - begin));
 }
 
-// An all-reduce of at most one_round_packets_per_thread 16-byte packets per thread (2 x 256 threads: 8 KB) gets
-// a slot that holds its whole tile, so that the device library reduces it in one round; a larger one gets a
-// slot of 1/C of its tile (two rounds).
+// An all-reduce that goes through the communicator (its tile does not split into whole 16-byte packets per rank)
+// of at most one_round_packets_per_thread packets per thread (2 x 256 threads: 8 KB) gets a slot that holds its
+// whole tile, so that the device library reduces it in one round; a larger one gets a slot of 1/C of its tile
+// (two rounds).
 TEST(ClusterCodegen, SmallAllReducesGetASlotForTheWholeTile) {
   EXPECT_EQ(all_reduce_slot_bytes(4, 4), 16);
-  EXPECT_EQ(all_reduce_slot_bytes(1024, 4), 4096);
-  EXPECT_EQ(all_reduce_slot_bytes(2048, 4), 8192);
+  EXPECT_EQ(all_reduce_slot_bytes(1028, 4), 4112);
+  EXPECT_EQ(all_reduce_slot_bytes(2044, 4), 8176);
   EXPECT_EQ(all_reduce_slot_bytes(2052, 4), 2064);  // one packet over the limit: 1/4 of 8208 bytes, rounded up
-  EXPECT_EQ(all_reduce_slot_bytes(4096, 4), 4096);
-  EXPECT_EQ(all_reduce_slot_bytes(2048, 2), 8192);
+  EXPECT_EQ(all_reduce_slot_bytes(4100, 4), 4112);  // 1/4 of 16400 bytes, rounded up to whole packets
+  EXPECT_EQ(all_reduce_slot_bytes(2050, 2), 4112);  // 1/2 of 8208 bytes, rounded up
+}
+
+// An all-reduce whose tile splits into whole packets per rank goes through a reduce_channel compiled for its shape:
+// no mailbox, one cluster barrier that publishes the channel and one at the end.
+TEST(ClusterCodegen, AllReducesOfWholeSlicesGoThroughAReduceChannel) {
+  for (auto [floats, C] : {std::pair<int64_t, int>{1024, 4}, {2048, 2}, {64, 16}, {12, 3}}) {
+    SCOPED_TRACE(std::to_string(floats) + " floats over " + std::to_string(C) + " blocks");
+    const std::string s = all_reduce_source(floats, C);
+    EXPECT_EQ(all_reduce_slot_bytes(floats, C), -1);
+    EXPECT_EQ(s.find("communicator::setup"), std::string::npos);
+    const std::string shape = "solder::cluster::reduce_channel<" + std::to_string(C) + ", " + std::to_string(floats * 4) + ", 256>";
+    EXPECT_NE(s.find("auto channel_0 = " + shape + "::setup_unpublished(smem + "), std::string::npos) << s;
+    EXPECT_NE(s.find("solder::cluster::cluster_reduce<solder::cluster::reduce_op::sum>(channel_0, t);"), std::string::npos) << s;
+    const size_t first = s.find("solder::cluster::ptx::cluster_sync();");
+    ASSERT_NE(first, std::string::npos);
+    EXPECT_NE(s.find("solder::cluster::ptx::cluster_sync();", first + 1), std::string::npos);  // the teardown
+  }
 }
 
 TEST(ClusterCodegen, KernelsWithoutCollectivesHaveNoMailbox) {
@@ -147,7 +174,9 @@ TEST(ClusterCodegen, ExamplesMergedThroughTheClusterVerifyOnTheExecutor) {
     auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + c.example + ".sol"));
     BoundProgram bound = bind_program(program, SizeChoice{false, c.dims});
     KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu()).kernels;
-    EXPECT_NE(generate_cuda(kernels).source.find("solder::cluster::communicator::setup"), std::string::npos);
+    const std::string source = generate_cuda(kernels).source;
+    EXPECT_TRUE(source.find("solder::cluster::communicator::setup") != std::string::npos ||
+                source.find("solder::cluster::reduce_channel<") != std::string::npos);
     TensorSet inputs = make_inputs(bound, 21);
     ExecutionResult result = execute_kernel_program(kernels, inputs);
     TensorSet reference = run_reference(bound, inputs);
@@ -170,12 +199,16 @@ TEST(ClusterCodegen, CompilesWithNvccForSm90a) {
   const std::string cuda_root = std::filesystem::path(nvcc).parent_path().parent_path().string();
   const std::string dir = ::testing::TempDir() + "/solder_cluster_codegen";
   std::filesystem::create_directories(dir);
-  const std::string path = dir + "/collectives.cu";
-  std::ofstream(path) << generate_cuda(all_collectives(4)).source;  // C is a run-time value in the library
-  std::string output;
-  const std::string command = nvcc + " -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I" + std::string(SOLDER_SOURCE_DIR) +
-                              "/device -I" + cuda_root + "/include/cccl -c " + path + " -o " + path + ".o";
-  EXPECT_EQ(testing::run_command(command, &output), 0) << output;
+  // C = 4: every collective through the communicator (C is a run-time value in the library); C = 2: max8 through a
+  // reduce_channel beside the communicator.
+  for (int C : {4, 2}) {
+    const std::string path = dir + "/collectives" + std::to_string(C) + ".cu";
+    std::ofstream(path) << generate_cuda(all_collectives(C)).source;
+    std::string output;
+    const std::string command = nvcc + " -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I" + std::string(SOLDER_SOURCE_DIR) +
+                                "/device -I" + cuda_root + "/include/cccl -c " + path + " -o " + path + ".o";
+    EXPECT_EQ(testing::run_command(command, &output), 0) << output;
+  }
 }
 
 }  // namespace
