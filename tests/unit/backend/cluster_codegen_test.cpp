@@ -19,6 +19,7 @@
 #include "backend/cpu/reference.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "driver/compile.h"
+#include "../../../device/solder/cluster/limits.cuh"
 #include "../kernel_builders.h"
 #include "../test_util.h"
 
@@ -148,6 +149,25 @@ TEST(ClusterCodegen, AllReducesOfWholeSlicesGoThroughAReduceChannel) {
     ASSERT_NE(first, std::string::npos);
     EXPECT_NE(s.find("solder::cluster::ptx::cluster_sync();", first + 1), std::string::npos);  // the teardown
   }
+}
+
+// The host-side check of a reduce_channel shape (device/solder/cluster/limits.cuh), which the code generator asks
+// before it emits a channel: nullptr for a shape it serves, else a sentence naming what is wrong.
+TEST(ClusterCodegen, ReduceChannelShapeCheckNamesWhatIsWrong) {
+  using cluster::check_reduce_channel;
+  EXPECT_EQ(check_reduce_channel(4, 4, 8192, 128), nullptr);
+  EXPECT_EQ(check_reduce_channel(6, 3, 3072, 96), nullptr);
+  EXPECT_EQ(check_reduce_channel(16, 2, 65536, 1024), nullptr);
+  auto says = [](const char* why, const char* words) { return why != nullptr && std::string(why).find(words) != std::string::npos; };
+  EXPECT_TRUE(says(check_reduce_channel(4, 4, 16, 256), "divisible by 16 x the group size"));
+  EXPECT_TRUE(says(check_reduce_channel(4, 3, 3072, 256), "group size must divide the cluster size"));
+  EXPECT_TRUE(says(check_reduce_channel(17, 1, 1024, 256), "at most 16"));
+  EXPECT_TRUE(says(check_reduce_channel(4, 4, 1024, 100), "whole warps"));
+  EXPECT_TRUE(says(check_reduce_channel(4, 4, 0, 256), "found 0 bytes"));
+  EXPECT_TRUE(says(check_reduce_channel(2, 2, 128 * 1024, 256), "227 KB"));
+  // The area: 64 bytes of barriers, then two stages of one slice per peer.
+  EXPECT_EQ(cluster::reduce_channel_bytes(4, 8192), 64u + 2u * 3u * 2048u);
+  EXPECT_EQ(cluster::reduce_channel_bytes(1, 8192), 64u);
 }
 
 TEST(ClusterCodegen, KernelsWithoutCollectivesHaveNoMailbox) {
