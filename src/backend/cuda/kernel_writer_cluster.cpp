@@ -56,6 +56,17 @@ bool channel_serves(int cluster, int group, int64_t tile_bytes) {
                                                     static_cast<unsigned>(tile_bytes), kThreads) == nullptr;
 }
 
+// Why an all-reduce of `tile_bytes` over groups of `group` goes through the communicator instead of a channel (the
+// comment the generated code carries), given that no channel was laid out for it.
+std::string why_not_channel(int cluster, int group, int64_t tile_bytes) {
+  if (group <= 1) return "a group of one block";
+  if (const char* why = cluster::check_reduce_channel(static_cast<unsigned>(cluster), static_cast<unsigned>(group),
+                                                      static_cast<unsigned>(tile_bytes), kThreads))
+    return std::string("no reduce_channel: ") + why + " (tile of " + std::to_string(tile_bytes) + " bytes, groups of " +
+           std::to_string(group) + ")";
+  return "no reduce_channel: the channels' areas do not fit in shared memory beside the kernel's tiles and mailbox (227 KB)";
+}
+
 }  // namespace
 
 bool KernelWriter::has_collectives() const {
@@ -238,7 +249,8 @@ void KernelWriter::collective(std::ostringstream& out, const Stmt& s, int indent
         out << p << "solder::cluster::cluster_reduce<solder::cluster::reduce_op::" << op_name(c->op) << ">(channel_" << channel << ", "
             << tile(c->buffer) << ");\n";
       else
-        out << p << "solder::cluster::cluster_reduce<solder::cluster::reduce_op::" << op_name(c->op) << ">(comm, " << tile(c->buffer) << ", "
+        out << p << "// through the communicator, " << why_not_channel(C, C, whole_packets(n) * 4) << "\n"
+            << p << "solder::cluster::cluster_reduce<solder::cluster::reduce_op::" << op_name(c->op) << ">(comm, " << tile(c->buffer) << ", "
             << whole_packets(n) << ");\n";
       if (c->op == ReduceOp::sum) round_to(c->buffer, n);  // max/min return one of the (already rounded) values
       return;
@@ -255,7 +267,8 @@ void KernelWriter::collective(std::ostringstream& out, const Stmt& s, int indent
         out << p << "solder::cluster::all_exchange<solder::cluster::exchange_op::" << op << ">(channel_" << channel << ", "
             << tile(c->buffer) << ");\n";
       else
-        out << p << "solder::cluster::all_exchange<solder::cluster::exchange_op::" << op << ">(comm, " << tile(c->buffer) << ", "
+        out << p << "// through the communicator, " << why_not_channel(C, group, whole_packets(n) * 4) << "\n"
+            << p << "solder::cluster::all_exchange<solder::cluster::exchange_op::" << op << ">(comm, " << tile(c->buffer) << ", "
             << whole_packets(n) << ", " << group << ");\n";
       round_to(c->buffer, n);
       return;

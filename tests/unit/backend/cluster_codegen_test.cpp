@@ -170,6 +170,40 @@ TEST(ClusterCodegen, ReduceChannelShapeCheckNamesWhatIsWrong) {
   EXPECT_EQ(cluster::reduce_channel_bytes(1, 8192), 64u);
 }
 
+// An all-reduce that a channel cannot serve says why in the generated code.
+TEST(ClusterCodegen, AnAllReduceWithoutAChannelSaysWhy) {
+  const std::string s = all_reduce_source(4, 4);  // one 16-byte packet over 4 ranks
+  EXPECT_NE(s.find("// through the communicator, no reduce_channel: reduce_channel needs tile bytes divisible by 16 x the group "
+                   "size (whole 16-byte packets in every slice) (tile of 16 bytes, groups of 4)"),
+            std::string::npos)
+      << s;
+}
+
+// Two all-reduces of 80 KB tiles over 2 blocks: each channel alone fits (80 + 80 KB), but both beside both tiles
+// (160 KB of tiles + 160 KB of areas) do not, so the kernel takes the communicator for both, and says so.
+TEST(ClusterCodegen, ChannelsThatDoNotFitFallBackToTheCommunicator) {
+  constexpr int64_t floats = 20480;  // 80 KB
+  std::vector<Buffer> buffers = {buffer("a", {floats}, Scope::cluster), buffer("b", {floats}, Scope::cluster)};
+  Block body;
+  for (const char* name : {"a", "b"})
+    body.push_back(copy(at(name, {var("i")}), at("x", {var("blk"), var("i")}), over({{"i", floats}})));
+  body.push_back(cluster_reduce(ReduceOp::sum, "a"));
+  body.push_back(cluster_reduce(ReduceOp::max, "b"));
+  for (const char* name : {"a", "b"})
+    body.push_back(copy(at("y", {var("blk"), var("i")}), at(name, {var("i")}), over({{"i", floats}})));
+  KernelProgram p;
+  p.name = "two_all_reduces";
+  p.globals = {input("x", {2, floats}), output("y", {2, floats})};
+  p.kernels = {kernel("two_all_reduces", {{"blk", 2}}, 2, buffers, body)};
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(m.source.find("reduce_channel<"), std::string::npos);
+  EXPECT_NE(m.source.find("solder::cluster::cluster_reduce<solder::cluster::reduce_op::sum>(comm, a, 20480);"), std::string::npos);
+  EXPECT_NE(m.source.find("solder::cluster::cluster_reduce<solder::cluster::reduce_op::max>(comm, b, 20480);"), std::string::npos);
+  EXPECT_NE(m.source.find("the channels' areas do not fit in shared memory"), std::string::npos);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_LE(m.kernels[0].shared_bytes, 227 * 1024);
+}
+
 TEST(ClusterCodegen, KernelsWithoutCollectivesHaveNoMailbox) {
   KernelProgram p = all_collectives(2);
   Block body;
