@@ -21,8 +21,8 @@
 //   - per launch in our usual shape (every block loads its input from and stores its result to global memory,
 //     cudaLaunchKernelEx with the cluster size as a launch attribute), graph replays;
 //   - in kernel: (t(72 calls) - t(8 calls)) / 64 with all 32 clusters running, and cycles per call (block 0);
-//   - the launch floor: the DSM kernel in ClusterFusion's shape with zero collective calls (the communicator's
-//     setup and teardown, the fill, rank 0's store).
+//   - the launch floors: the DSM kernel in ClusterFusion's shape with zero collective calls (the communicator's
+//     setup and teardown, the fill, rank 0's store), and an empty kernel of the same grid and launch (no code).
 // Before timing, every configuration runs once in our usual shape on random inputs with the output poisoned
 // (NaN) and is compared with a host reference (fp32 accumulation in rank order, one rounding to fp16), and the
 // reduce once more in ClusterFusion's shape (rank 0's tile against the reference of the filled pattern): a
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
       "| op | D (KB) | Solder DSM | Solder cycles/call | CF algorithm here | global | CF published on-chip (per "
       "launch) / Solder | CF algorithm / Solder | global / Solder |\n|---|---|---|---|---|---|---|---|---|\n";
   float floor_stream = 0, floor_graph = 0, empty_stream = 0, empty_graph = 0;
-  float channel_floor_stream = 0, channel_floor_graph = 0;
+  float channel_floor_stream = 0, channel_floor_graph = 0, no_code_stream = 0, no_code_graph = 0;
   std::string channel_table =
       "## cluster_reduce over a reduce_channel<4, tile, 128> (the shape compiled in)\n\n"
       "| D (KB) | tile per block (KB) | channel in kernel (ns) | channel cycles/call | communicator in kernel (ns) | "
@@ -325,6 +325,13 @@ int main(int argc, char** argv) {
         floor_graph = per_launch_us(make_cf(0, 0, nullptr));
         empty_stream = stream_launch_us(make_cf(2, 0, nullptr));
         empty_graph = per_launch_us(make_cf(2, 0, nullptr));
+        const bench_args none = args(0, nullptr, 1);
+        auto launch_empty = [=](cudaStream_t stream) {
+          cf_empty_kernel<<<clusters * cluster_size, threads, 0, stream>>>(none);
+          return cudaGetLastError();
+        };
+        no_code_stream = stream_launch_us(launch_empty);
+        no_code_graph = per_launch_us(launch_empty);
       }
       float ns[4] = {};
       long long cyc = 0, channel_cyc = 0;
@@ -373,6 +380,13 @@ int main(int argc, char** argv) {
                   "\nLaunch floor of the reduce_channel kernel (zero calls: channel setup and teardown, the fill, rank 0's "
                   "store): %.2f µs per launch (stream), %.2f µs (graph).\n",
                   channel_floor_stream, channel_floor_graph);
+    out(line);
+    std::snprintf(line, sizeof line,
+                  "\nLaunch floor of the grid itself (an empty kernel, no code, __cluster_dims__(4) and <<<...>>>): %.2f µs "
+                  "per launch (stream), %.2f µs (graph). 1.2x under ClusterFusion's published gathers is %.2f / %.2f / "
+                  "%.2f / %.2f µs.\n",
+                  no_code_stream, no_code_graph, cf_on[1][0] / 1.2f, cf_on[1][1] / 1.2f, cf_on[1][2] / 1.2f,
+                  cf_on[1][3] / 1.2f);
     out(line);
   }
   if (!markdown_path.empty()) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "host_combine.h"
 #include "launch.h"
 
 namespace sc = solder::cluster;
@@ -111,19 +112,6 @@ static void from_float(dtype d, void* p, size_t i, float v) {
   if (d == dtype::f32) static_cast<float*>(p)[i] = v;
   else if (d == dtype::bf16) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
   else static_cast<__half*>(p)[i] = __float2half_rn(v);
-}
-static float host_combine(reduce_op op, float a, float b) {
-  switch (op) {
-    case reduce_op::sum: return a + b;
-    // The collectives' max/min: NaN propagates, -0 < +0 (PTX max.NaN / min.NaN; packet.cuh, combine).
-    case reduce_op::max:
-      if (std::isnan(a) || std::isnan(b)) return NAN;
-      return a == b ? (std::signbit(a) ? b : a) : std::fmax(a, b);
-    case reduce_op::min:
-      if (std::isnan(a) || std::isnan(b)) return NAN;
-      return a == b ? (std::signbit(a) ? a : b) : std::fmin(a, b);
-    default: return a * b;
-  }
 }
 
 struct test_case {

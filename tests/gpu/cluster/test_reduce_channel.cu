@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "host_combine.h"
 #include "launch.h"
 
 namespace sc = solder::cluster;
@@ -116,19 +117,6 @@ uint32_t rounded_bits(dtype d, float v) {
 uint32_t stored_bits(dtype d, const std::vector<unsigned char>& bytes, size_t i) {
   if (d == dtype::f32) return reinterpret_cast<const uint32_t*>(bytes.data())[i];
   return reinterpret_cast<const uint16_t*>(bytes.data())[i];
-}
-// The collectives' operators in fp32: max / min propagate NaN and order -0 below +0 (packet.cuh, combine).
-float host_combine(reduce_op op, float a, float b) {
-  switch (op) {
-    case reduce_op::sum: return a + b;
-    case reduce_op::max:
-      if (std::isnan(a) || std::isnan(b)) return NAN;
-      return a == b ? (std::signbit(a) ? b : a) : std::fmax(a, b);
-    case reduce_op::min:
-      if (std::isnan(a) || std::isnan(b)) return NAN;
-      return a == b ? (std::signbit(a) ? a : b) : std::fmin(a, b);
-    default: return a * b;
-  }
 }
 
 uint64_t rng_state = 0x2545f4914f6cdd1dull;
