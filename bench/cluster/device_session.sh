@@ -3,7 +3,7 @@
 # as session4_device.sh; session 5 added the cf step and the STEPS / TABLE_TRANSPORTS choices).
 # Everything goes under RESULTS (the first argument); stdout is a short summary printed as each step ends.
 #   0. build (nvcc, in parallel): test_collectives, bench_collectives, bench_cf_config, trace_round
-#      (-DSOLDER_CLUSTER_TRACE=1), test_reduce_channel
+#      (-DSOLDER_CLUSTER_TRACE=1), test_reduce_channel, launch_floor
 #   1. trace      trace_round: per-phase cycles of one round, reduce 8/32/128 KB and gather 32/128 KB at C = 4,
 #                 transports store_async and direct (trace.md, trace.csv)
 #   cf            bench_cf_config: ClusterFusion Table 1 in ClusterFusion's own configuration (32 clusters x 4
@@ -18,19 +18,21 @@
 #   channel      the reduce_channel device tests (test_reduce_channel: every compiled shape, dtype, op and
 #                variant), then compute-sanitizer racecheck and memcheck on its subset, in parallel
 #                (channel-tests.log, channel-racecheck.log, channel-memcheck.log)
+#   floor        launch_floor: per-launch time of ClusterFusion's grid with one ingredient of a collective
+#                kernel's setup and teardown at a time (launch-floor.md)
 #   4. dsm        bench_collectives: launch floor, cluster-size sweep (store_async and direct), DSM pull/push
 #                 bandwidth and latency table (dsm.md, dsm-table.json)
 # Each step runs under `timeout`, capped so that the whole run ends by BUDGET seconds (default 235); a step
 # with no time left is skipped and says so. Exit status: non-zero when a build, test or sanitizer step failed.
 # Usage: bash bench/cluster/device_session.sh RESULTS   (env: CUDA=/usr/local/cuda, BIN=build-cluster/session,
-#        COMMIT=<hash recorded in the tables>, BUDGET=235, STEPS="trace cf table checks channel dsm" to pick steps,
+#        COMMIT=<hash recorded in the tables>, BUDGET=235, STEPS="trace cf table checks channel floor dsm" to pick steps,
 #        TABLE_TRANSPORTS="store_async direct")
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CUDA=${CUDA:-/usr/local/cuda}
 RESULTS=${1:-$ROOT/build-cluster/session4-results}
 BIN=${BIN:-$ROOT/build-cluster/session}
-STEPS=" ${STEPS:-trace cf table checks channel dsm} "
+STEPS=" ${STEPS:-trace cf table checks channel floor dsm} "
 TABLE_TRANSPORTS=${TABLE_TRANSPORTS:-store_async direct}
 wants() { [[ "$STEPS" == *" $1 "* ]]; }
 BUDGET=${BUDGET:-235}
@@ -58,7 +60,7 @@ echo "device_session.sh: commit $COMMIT, steps$STEPS, results in $RESULTS"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader 2>&1 | tee "$RESULTS/gpu.txt"
 
 # ---- 0. build ----------------------------------------------------------------------------------------------
-echo "== build (5 nvcc in parallel)"
+echo "== build (6 nvcc in parallel)"
 timeout 150 $NVCC bench/cluster/bench_cf_config.cu -o "$BIN/bench_cf_config" >"$RESULTS/build-cf.log" 2>&1 &
 build_cf=$!
 timeout 150 $NVCC tests/gpu/cluster/test_collectives.cu -o "$BIN/test_collectives" >"$RESULTS/build-tests.log" 2>&1 &
@@ -69,6 +71,8 @@ timeout 150 $NVCC -DSOLDER_CLUSTER_TRACE=1 bench/cluster/trace_round.cu -o "$BIN
 build_trace=$!
 timeout 200 $NVCC tests/gpu/cluster/test_reduce_channel.cu -o "$BIN/test_reduce_channel" >"$RESULTS/build-channel.log" 2>&1 &
 build_channel=$!
+timeout 150 $NVCC bench/cluster/launch_floor.cu -o "$BIN/launch_floor" >"$RESULTS/build-floor.log" 2>&1 &
+build_floor=$!
 built() {  # pid name log
   if wait "$1"; then echo "built $2"; return 0; fi
   echo "BUILD FAILED: $2"; tail -15 "$3"; status=1; return 1
@@ -78,6 +82,7 @@ built $build_bench bench_collectives "$RESULTS/build-bench.log"; have_bench=$?
 built $build_tests test_collectives "$RESULTS/build-tests.log"; have_tests=$?
 built $build_cf bench_cf_config "$RESULTS/build-cf.log"; have_cf=$?
 built $build_channel test_reduce_channel "$RESULTS/build-channel.log"; have_channel=$?
+built $build_floor launch_floor "$RESULTS/build-floor.log"; have_floor=$?
 echo "build done at ${SECONDS} s"
 
 # ---- 1. trace ----------------------------------------------------------------------------------------------
@@ -167,6 +172,13 @@ if [ $have_channel -eq 0 ] && wants channel; then
   else
     echo "== channel sanitizers: SKIPPED (time budget spent at ${SECONDS} s)"
   fi
+fi
+
+# ---- floor. where the per-launch floor of the grid goes ---------------------------------------------------------
+if [ $have_floor -eq 0 ] && wants floor; then
+  step "floor. launch_floor" 60 "$RESULTS/launch-floor.log" "$BIN/launch_floor" --markdown "$RESULTS/launch-floor.md" \
+    || status=1
+  grep -E "^\| [a-z]" "$RESULTS/launch-floor.log" | sed 's/^/   /'
 fi
 
 # ---- 4. launch floor, cluster-size sweep, DSM table ----------------------------------------------------------

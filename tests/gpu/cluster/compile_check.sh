@@ -22,10 +22,12 @@ $NVCC -Xptxas -warn-spills -c bench/cluster/bench_collectives.cu -o "$BUILD/benc
 echo "ok: bench/cluster/bench_collectives.cu"
 $NVCC -Xptxas -warn-spills -c bench/cluster/bench_cf_config.cu -o "$BUILD/bench_cf_config.o"
 echo "ok: bench/cluster/bench_cf_config.cu"
+$NVCC -c bench/cluster/launch_floor.cu -o "$BUILD/launch_floor.o"
+echo "ok: bench/cluster/launch_floor.cu"
 $NVCC -Xptxas -warn-spills -DSOLDER_CLUSTER_TRACE=1 -c bench/cluster/trace_round.cu -o "$BUILD/trace_round.o"
 echo "ok: bench/cluster/trace_round.cu (-DSOLDER_CLUSTER_TRACE=1)"
 # The two benchmarks reject bad command lines before touching the GPU (exit 2 and a message), so this runs here.
-for bench in bench_collectives bench_cf_config; do
+for bench in bench_collectives bench_cf_config launch_floor; do
   $NVCC "$BUILD/$bench.o" -o "$BUILD/$bench"
   for args in "--no-such-option 1" "--transport nowhere"; do
     set +e
@@ -38,7 +40,7 @@ for bench in bench_collectives bench_cf_config; do
     fi
   done
 done
-echo "ok: bench_collectives and bench_cf_config reject bad options (exit 2)"
+echo "ok: bench_collectives, bench_cf_config and launch_floor reject bad options (exit 2)"
 # Each header on its own (include-what-you-use).
 for header in device/solder/cluster/*.cuh; do
   printf '#include <solder/cluster/%s>\n' "$(basename "$header")" > "$BUILD/header_check.cu"
