@@ -83,7 +83,8 @@ layout plan(bool gather, unsigned tile_bytes, unsigned slot_divisor) {
   l.dsm_smem = sc::mailbox_bytes(cluster_size, l.slot_bytes) + tiles;
   l.global_smem = tiles;
   l.peer_smem = 128 + (gather ? cluster_size : 2) * size_t(tile_bytes);  // cf_algorithm_body's layout
-  l.channel_smem = sc::reduce_channel_bytes(cluster_size, tile_bytes) + tile_bytes;  // channel_body's layout
+  l.channel_smem = gather ? sc::gather_channel_bytes(cluster_size, tile_bytes) + tiles  // gather_channel_body's layout
+                         : sc::reduce_channel_bytes(cluster_size, tile_bytes) + tiles;  // channel_body's layout
   return l;
 }
 
@@ -228,11 +229,12 @@ int main(int argc, char** argv) {
   float floor_stream = 0, floor_graph = 0, empty_stream = 0, empty_graph = 0;
   float channel_floor_stream = 0, channel_floor_graph = 0, no_code_stream = 0, no_code_graph = 0;
   std::string channel_table =
-      "## cluster_reduce over a reduce_channel<4, tile, 128> (the shape compiled in)\n\n"
-      "| D (KB) | tile per block (KB) | channel in kernel (ns) | channel cycles/call | communicator in kernel (ns) | "
+      "## Channels: cluster_reduce over a reduce_channel<4, tile, 128>, cluster_gather over a gather_channel<4, "
+      "segment, 128> (the shape compiled in)\n\n"
+      "| op | D (KB) | tile per block (KB) | channel in kernel (ns) | channel cycles/call | communicator in kernel (ns) | "
       "global in kernel (ns) | global / channel | communicator / channel | channel per launch, stream (µs) | channel per "
       "launch, graph (µs) | CF published on-chip / channel (stream) | CF published on-chip / channel (graph) "
-      "|\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (int g = 0; g < 2; ++g) {
     const bool gather = g == 1;
     for (int s = 0; s < 4; ++s) {
@@ -254,14 +256,14 @@ int main(int argc, char** argv) {
         };
       };
       // ClusterFusion's launch (__cluster_dims__, <<<...>>>): 0 Solder DSM (communicator), 1 global, 2 the CF
-      // algorithm, 3 Solder DSM through a reduce_channel (reduce only).
+      // algorithm, 3 Solder DSM through a channel (reduce_channel or gather_channel).
       auto make_cf = [&](int which, unsigned iterations, long long* cyc, int cf_shape = 1) {
         const bench_args a = args(iterations, cyc, cf_shape);
         const size_t smem = which == 0 ? l.dsm_smem : which == 1 ? l.global_smem : which == 2 ? l.peer_smem : l.channel_smem;
         auto kernel = which == 0 ? (gather ? cf_dsm_kernel<true> : cf_dsm_kernel<false>)
                       : which == 1 ? (gather ? cf_global_kernel<true> : cf_global_kernel<false>)
                       : which == 2 ? (gather ? cf_algorithm_kernel<true> : cf_algorithm_kernel<false>)
-                                   : cf_channel_kernel_for(tile_bytes);
+                                   : gather ? cf_gather_channel_kernel_for(tile_bytes) : cf_channel_kernel_for(tile_bytes);
         CLUSTER_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         return [=](cudaStream_t stream) {
           kernel<<<clusters * cluster_size, threads, smem, stream>>>(a);
@@ -276,10 +278,10 @@ int main(int argc, char** argv) {
                                      "global",
                                      "CF algorithm",
                                      "Solder DSM (ClusterFusion shape)",
-                                     "Solder reduce_channel",
-                                     "Solder reduce_channel (ClusterFusion shape)"};
+                                     "Solder channel",
+                                     "Solder channel (ClusterFusion shape)"};
       for (int variant = 0; variant < 6; ++variant) {
-        if (variant >= 3 && gather) continue;
+        if ((variant == 3 || variant == 5) && gather) continue;  // a gather in ClusterFusion's shape stores nothing
         CLUSTER_CHECK_CUDA(cudaMemset(output, 0xff, elements * 2));  // 0xffff is a NaN in fp16
         if (variant < 2) CLUSTER_CHECK_CUDA(make(variant == 0, 1, nullptr)(nullptr));
         else if (variant == 2) CLUSTER_CHECK_CUDA(make_cf(2, 1, nullptr, 0)(nullptr));
@@ -316,8 +318,8 @@ int main(int argc, char** argv) {
       const float dsm_graph = timed ? per_launch_us(make_cf(0, 1, nullptr)) : 0.f;
       const float peer_graph = timed ? per_launch_us(make_cf(2, 1, nullptr)) : 0.f;
       const float dsm_full_graph = timed ? per_launch_us(make(true, 1, nullptr)) : 0.f;
-      const float channel_stream = timed && !gather ? stream_launch_us(make_cf(3, 1, nullptr)) : 0.f;
-      const float channel_graph = timed && !gather ? per_launch_us(make_cf(3, 1, nullptr)) : 0.f;
+      const float channel_stream = timed ? stream_launch_us(make_cf(3, 1, nullptr)) : 0.f;
+      const float channel_graph = timed ? per_launch_us(make_cf(3, 1, nullptr)) : 0.f;
       if (timed && !gather && s == 0) {
         channel_floor_stream = stream_launch_us(make_cf(3, 0, nullptr));
         channel_floor_graph = per_launch_us(make_cf(3, 0, nullptr));
@@ -335,17 +337,17 @@ int main(int argc, char** argv) {
       }
       float ns[4] = {};
       long long cyc = 0, channel_cyc = 0;
-      for (int which = 0; which < (gather ? 3 : 4); ++which) {
+      for (int which = 0; which < 4; ++which) {
         const bool solder = which == 0 || which == 3;
         const float small = single_launch_us(make_cf(which, 8, nullptr));
         const float large = single_launch_us(make_cf(which, 72, solder ? cycles : nullptr));
         ns[which] = (large - small) * 1000.f / 64;
         if (solder) CLUSTER_CHECK_CUDA(cudaMemcpy(which == 0 ? &cyc : &channel_cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
       }
-      if (!gather) {
+      {
         std::snprintf(line, sizeof line,
-                      "| %u | %.0f | %.0f | %lld | %.0f | %.0f | %.2fx | %.2fx | %.2f | %.2f | %.2fx | %.2fx |\n",
-                      sizes_kb[s], tile_bytes / 1024.0, ns[3], channel_cyc, ns[0], ns[1], ns[1] / ns[3], ns[0] / ns[3],
+                      "| %s | %u | %.0f | %.0f | %lld | %.0f | %.0f | %.2fx | %.2fx | %.2f | %.2f | %.2fx | %.2fx |\n",
+                      gather ? "gather" : "reduce", sizes_kb[s], tile_bytes / 1024.0, ns[3], channel_cyc, ns[0], ns[1], ns[1] / ns[3], ns[0] / ns[3],
                       channel_stream, channel_graph, timed ? cf_on[g][s] / channel_stream : 0.f,
                       timed ? cf_on[g][s] / channel_graph : 0.f);
         std::printf("channel %s", line);

@@ -131,6 +131,43 @@ __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128) cf_channel_kern
   channel_body<TileBytes>(a);
 }
 
+// cluster_gather over a gather_channel (gather_channel.cuh): the all-gather compiled for 4 blocks, segments of
+// SegmentBytes and 128 threads. src and dst in shared memory after the channel's area, as dsm_body places them.
+template <unsigned SegmentBytes>
+__device__ void gather_channel_body(const bench_args& a) {
+  using channel = sc::gather_channel<4, SegmentBytes, 128>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto ch = channel::setup(smem);
+  const block_tiles t = place_tiles<true>(a, reinterpret_cast<half*>(smem + channel::area_bytes));
+  load_input<true>(a, t);
+  const unsigned warmup = a.iterations > 1 ? 1 : 0;
+  long long start = 0;
+  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
+    if (i == warmup) start = clock64();
+    sc::cluster_gather(ch, t.src, t.dst);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
+  store_output<true>(a, t);
+  ch.teardown();
+}
+
+template <unsigned SegmentBytes>
+__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128) cf_gather_channel_kernel(bench_args a) {
+  gather_channel_body<SegmentBytes>(a);
+}
+
+// The instantiation for segments of `segment_bytes` (1, 2, 4 or 8 KB; nullptr otherwise).
+inline auto cf_gather_channel_kernel_for(unsigned segment_bytes) {
+  using kernel_type = void (*)(bench_args);
+  switch (segment_bytes) {
+    case 1024: return static_cast<kernel_type>(cf_gather_channel_kernel<1024>);
+    case 2048: return static_cast<kernel_type>(cf_gather_channel_kernel<2048>);
+    case 4096: return static_cast<kernel_type>(cf_gather_channel_kernel<4096>);
+    case 8192: return static_cast<kernel_type>(cf_gather_channel_kernel<8192>);
+    default: return static_cast<kernel_type>(nullptr);
+  }
+}
+
 // The machine's floor for this grid: a kernel with ClusterFusion's launch (__cluster_dims__(4), <<<...>>>) and no
 // code at all. No collective kernel of the same grid launches faster.
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_empty_kernel(bench_args) {}

@@ -3,7 +3,7 @@
 # as session4_device.sh; session 5 added the cf step and the STEPS / TABLE_TRANSPORTS choices).
 # Everything goes under RESULTS (the first argument); stdout is a short summary printed as each step ends.
 #   0. build (nvcc, in parallel): test_collectives, bench_collectives, bench_cf_config, trace_round
-#      (-DSOLDER_CLUSTER_TRACE=1), test_reduce_channel, launch_floor
+#      (-DSOLDER_CLUSTER_TRACE=1), test_channels, launch_floor
 #   1. trace      trace_round: per-phase cycles of one round, reduce 8/32/128 KB and gather 32/128 KB at C = 4,
 #                 transports store_async and direct (trace.md, trace.csv)
 #   cf            bench_cf_config: ClusterFusion Table 1 in ClusterFusion's own configuration (32 clusters x 4
@@ -15,7 +15,7 @@
 #                 bulk_copy; compute-sanitizer racecheck and memcheck on the subset (each collective at C = 4,
 #                 all-reduce and gather at C = 2 and 8, tiny slots, global tiles, repeated calls) with
 #                 store_async and with direct (tests-*.log, sanitizer-*.log)
-#   channel      the reduce_channel device tests (test_reduce_channel: every compiled shape, dtype, op and
+#   channel      the channel device tests (test_channels: reduce_channel and gather_channel, every compiled shape, dtype, op and
 #                variant), then compute-sanitizer racecheck and memcheck on its subset, in parallel
 #                (channel-tests.log, channel-racecheck.log, channel-memcheck.log)
 #   floor        launch_floor: per-launch time of ClusterFusion's grid with one ingredient of a collective
@@ -69,7 +69,7 @@ timeout 150 $NVCC bench/cluster/bench_collectives.cu -o "$BIN/bench_collectives"
 build_bench=$!
 timeout 150 $NVCC -DSOLDER_CLUSTER_TRACE=1 bench/cluster/trace_round.cu -o "$BIN/trace_round" >"$RESULTS/build-trace.log" 2>&1 &
 build_trace=$!
-timeout 200 $NVCC tests/gpu/cluster/test_reduce_channel.cu -o "$BIN/test_reduce_channel" >"$RESULTS/build-channel.log" 2>&1 &
+timeout 200 $NVCC tests/gpu/cluster/test_channels.cu -o "$BIN/test_channels" >"$RESULTS/build-channel.log" 2>&1 &
 build_channel=$!
 timeout 150 $NVCC bench/cluster/launch_floor.cu -o "$BIN/launch_floor" >"$RESULTS/build-floor.log" 2>&1 &
 build_floor=$!
@@ -81,7 +81,7 @@ built $build_trace trace_round "$RESULTS/build-trace.log"; have_trace=$?
 built $build_bench bench_collectives "$RESULTS/build-bench.log"; have_bench=$?
 built $build_tests test_collectives "$RESULTS/build-tests.log"; have_tests=$?
 built $build_cf bench_cf_config "$RESULTS/build-cf.log"; have_cf=$?
-built $build_channel test_reduce_channel "$RESULTS/build-channel.log"; have_channel=$?
+built $build_channel test_channels "$RESULTS/build-channel.log"; have_channel=$?
 built $build_floor launch_floor "$RESULTS/build-floor.log"; have_floor=$?
 echo "build done at ${SECONDS} s"
 
@@ -152,13 +152,13 @@ fi
 
 # ---- channel. reduce_channel tests and sanitizers ---------------------------------------------------------------
 if [ $have_channel -eq 0 ] && wants channel; then
-  step "channel. reduce_channel device tests" 120 "$RESULTS/channel-tests.log" "$BIN/test_reduce_channel" --verbose \
+  step "channel. channel device tests (reduce and gather)" 120 "$RESULTS/channel-tests.log" "$BIN/test_channels" --verbose \
     || status=1
   grep -E "^FAIL|HANG|passed, .* failed" "$RESULTS/channel-tests.log" | head -8 | sed 's/^/   /'
   t=$(limit 120)
   if [ "$t" -gt 0 ]; then
     for tool in racecheck memcheck; do
-      timeout "$t" "$SANITIZER" --tool $tool --error-exitcode 3 "$BIN/test_reduce_channel" --subset \
+      timeout "$t" "$SANITIZER" --tool $tool --error-exitcode 3 "$BIN/test_channels" --subset \
         >"$RESULTS/channel-$tool.log" 2>&1 &
       eval "pid_$tool=\$!"
     done

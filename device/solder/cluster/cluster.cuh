@@ -43,6 +43,7 @@
 #pragma once
 
 #include "collectives.cuh"
+#include "gather_channel.cuh"
 #include "inter_cluster.cuh"
 #include "limits.cuh"
 #include "mailbox.cuh"

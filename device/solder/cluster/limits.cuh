@@ -134,6 +134,33 @@ SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_reduce_channel(unsigned c
   return nullptr;
 }
 
+// ---- gather_channel (gather_channel.cuh): the all-gather of one segment size fixed at compile time ----------
+
+// Barrier area at the start of a gather_channel's area: full[2], 8 bytes each, padded to 64 bytes.
+inline constexpr unsigned gather_channel_barrier_bytes = 64;
+
+// Shared-memory bytes of a gather_channel for `cluster_size` blocks and segments of `segment_bytes`: the barriers,
+// then two stages of one receive slot per peer, each holding one segment.
+SOLDER_CLUSTER_HOST_DEVICE constexpr unsigned gather_channel_bytes(unsigned cluster_size, unsigned segment_bytes) {
+  if (cluster_size <= 1) return gather_channel_barrier_bytes;
+  return gather_channel_barrier_bytes + 2u * (cluster_size - 1) * segment_bytes;
+}
+
+// Whether a gather_channel can serve this shape: nullptr, or what was expected and what was found. Its area must
+// fit in shared memory beside `other_shared_bytes` (the kernel's tiles).
+SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_gather_channel(unsigned cluster_size, unsigned segment_bytes,
+                                                                      unsigned threads, unsigned other_shared_bytes = 0) {
+  if (const char* why = check_cluster_size(cluster_size)) return why;
+  if (threads < 32 || threads % 32 != 0 || threads > 1024)
+    return "gather_channel needs 32 to 1024 threads per block, in whole warps";
+  if (segment_bytes == 0 || segment_bytes % packet_bytes != 0)
+    return "gather_channel needs segments of whole 16-byte packets (4 floats or 8 16-bit elements)";
+  if (static_cast<unsigned long long>(other_shared_bytes) + gather_channel_bytes(cluster_size, segment_bytes) > 227u * 1024u)
+    return "gather_channel needs its area (64 bytes + 2 (C-1) x the segment) in shared memory beside the tiles: "
+           "more than 227 KB";
+  return nullptr;
+}
+
 SOLDER_CLUSTER_HOST_DEVICE constexpr const char* check_threads(unsigned threads_per_block) {
   if (threads_per_block < 32 || threads_per_block % 32 != 0)
     return "collectives need whole warps and at least 32 threads per block";

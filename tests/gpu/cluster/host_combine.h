@@ -1,5 +1,5 @@
 // The collectives' element-wise operators on the host, for the device tests' references (test_collectives.cu,
-// test_reduce_channel.cu). Host code in a .cu file; needs reduce_op from <solder/cluster/packet.cuh>.
+// test_channels.cu). Host code in a .cu file; needs reduce_op from <solder/cluster/packet.cuh>.
 #pragma once
 
 #include <solder/cluster/packet.cuh>
