@@ -171,6 +171,21 @@ TEST(ClusterCodegen, ReduceChannelShapeCheckNamesWhatIsWrong) {
 }
 
 // An all-reduce that a channel cannot serve says why in the generated code.
+// The same for a gather_channel (device/solder/cluster/gather_channel.cuh).
+TEST(ClusterCodegen, GatherChannelShapeCheckNamesWhatIsWrong) {
+  using cluster::check_gather_channel;
+  EXPECT_EQ(check_gather_channel(4, 1024, 128), nullptr);
+  EXPECT_EQ(check_gather_channel(3, 1008, 96), nullptr);
+  auto says = [](const char* why, const char* words) { return why != nullptr && std::string(why).find(words) != std::string::npos; };
+  EXPECT_TRUE(says(check_gather_channel(4, 1000, 128), "whole 16-byte packets"));
+  EXPECT_TRUE(says(check_gather_channel(4, 0, 128), "whole 16-byte packets"));
+  EXPECT_TRUE(says(check_gather_channel(4, 1024, 48), "whole warps"));
+  EXPECT_TRUE(says(check_gather_channel(0, 1024, 128), "at least 1"));
+  EXPECT_TRUE(says(check_gather_channel(16, 8192, 128), "227 KB"));            // 64 + 30 x 8 KB
+  EXPECT_TRUE(says(check_gather_channel(4, 16384, 128, 140 * 1024), "227 KB"));  // beside 140 KB of tiles
+  EXPECT_EQ(cluster::gather_channel_bytes(4, 1024), 64u + 2u * 3u * 1024u);
+}
+
 TEST(ClusterCodegen, AnAllReduceWithoutAChannelSaysWhy) {
   const std::string s = all_reduce_source(4, 4);  // one 16-byte packet over 4 ranks
   EXPECT_NE(s.find("// through the communicator, no reduce_channel: reduce_channel needs tile bytes divisible by 16 x the group "
