@@ -12,8 +12,9 @@
 // For each D, with the same grid, block size and data type, this program times:
 //   - cluster_reduce (sum, in place) and cluster_gather (each block contributes the tile, ends with 4 tiles)
 //     over DSM with the library (transport direct by default), and the same collectives through global memory
-//     (collective_kernels.cuh); and cluster_reduce over a reduce_channel<4, tile, 128> (reduce_channel.cuh: the
-//     all-reduce compiled for this shape), in ClusterFusion's kernel shape and launch;
+//     (collective_kernels.cuh); and the channels, compiled for this shape: cluster_reduce over a
+//     reduce_channel<4, tile, 128> and cluster_gather over a gather_channel<4, segment, 128> (reduce_channel.cuh,
+//     gather_channel.cuh), in ClusterFusion's kernel shape and launch;
 //   - per launch in ClusterFusion's kernel shape and launch: cluster size compiled in (__cluster_dims__),
 //     <<<...>>> launches, the tile filled from registers instead of loaded, and only each cluster's rank 0
 //     storing its reduced tile (a gather stores nothing); timed as ClusterFusion did (100 back-to-back stream
@@ -344,15 +345,13 @@ int main(int argc, char** argv) {
         ns[which] = (large - small) * 1000.f / 64;
         if (solder) CLUSTER_CHECK_CUDA(cudaMemcpy(which == 0 ? &cyc : &channel_cyc, cycles, sizeof cyc, cudaMemcpyDeviceToHost));
       }
-      {
-        std::snprintf(line, sizeof line,
-                      "| %s | %u | %.0f | %.0f | %lld | %.0f | %.0f | %.2fx | %.2fx | %.2f | %.2f | %.2fx | %.2fx |\n",
-                      gather ? "gather" : "reduce", sizes_kb[s], tile_bytes / 1024.0, ns[3], channel_cyc, ns[0], ns[1], ns[1] / ns[3], ns[0] / ns[3],
-                      channel_stream, channel_graph, timed ? cf_on[g][s] / channel_stream : 0.f,
-                      timed ? cf_on[g][s] / channel_graph : 0.f);
-        std::printf("channel %s", line);
-        channel_table += line;
-      }
+      std::snprintf(line, sizeof line,
+                    "| %s | %u | %.0f | %.0f | %lld | %.0f | %.0f | %.2fx | %.2fx | %.2f | %.2f | %.2fx | %.2fx |\n",
+                    gather ? "gather" : "reduce", sizes_kb[s], tile_bytes / 1024.0, ns[3], channel_cyc, ns[0], ns[1],
+                    ns[1] / ns[3], ns[0] / ns[3], channel_stream, channel_graph,
+                    timed ? cf_on[g][s] / channel_stream : 0.f, timed ? cf_on[g][s] / channel_graph : 0.f);
+      std::printf("channel %s", line);
+      channel_table += line;
       const char* op = gather ? "gather" : "reduce";
       std::snprintf(line, sizeof line,
                     "| %s | %u | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.2fx |\n",
