@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
         auto kernel = which == 0 ? (gather ? cf_dsm_kernel<true> : cf_dsm_kernel<false>)
                       : which == 1 ? (gather ? cf_global_kernel<true> : cf_global_kernel<false>)
                       : which == 2 ? (gather ? cf_algorithm_kernel<true> : cf_algorithm_kernel<false>)
-                                   : gather ? cf_gather_channel_kernel_for(tile_bytes) : cf_channel_kernel_for(tile_bytes);
+                                   : gather ? cf_channel_kernel_for<true>(tile_bytes) : cf_channel_kernel_for<false>(tile_bytes);
         CLUSTER_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         return [=](cudaStream_t stream) {
           kernel<<<clusters * cluster_size, threads, smem, stream>>>(a);

@@ -104,66 +104,44 @@ __global__ void __launch_bounds__(Bound) dsm_kernel(bench_args a) { dsm_body<Gat
 template <bool Gather>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_dsm_kernel(bench_args a) { dsm_body<Gather>(a); }
 
-// cluster_reduce over a reduce_channel (reduce_channel.cuh): the all-reduce compiled for one shape, here 4 blocks,
-// TileBytes per block and 128 threads (bench_cf_config's configuration). The tile is in shared memory after the
-// channel's area; input and output as dsm_body.
-template <unsigned TileBytes>
+// The channels, compiled for bench_cf_config's shape (4 blocks, 128 threads) and TileBytes per block: cluster_reduce
+// over a reduce_channel (reduce_channel.cuh) of the tile, or cluster_gather over a gather_channel
+// (gather_channel.cuh) of segments of TileBytes. The tiles are in shared memory after the channel's area, placed as
+// dsm_body places them; input and output as dsm_body.
+template <bool Gather, unsigned TileBytes>
 __device__ void channel_body(const bench_args& a) {
-  using channel = sc::reduce_channel<4, TileBytes, 128>;
+  using channel = cuda::std::conditional_t<Gather, sc::gather_channel<4, TileBytes, 128>, sc::reduce_channel<4, TileBytes, 128>>;
   extern __shared__ __align__(16) unsigned char smem[];
   auto ch = channel::setup(smem);
-  const block_tiles t = place_tiles<false>(a, reinterpret_cast<half*>(smem + channel::area_bytes));
-  load_input<false>(a, t);
+  const block_tiles t = place_tiles<Gather>(a, reinterpret_cast<half*>(smem + channel::area_bytes));
+  load_input<Gather>(a, t);
   const unsigned warmup = a.iterations > 1 ? 1 : 0;
   long long start = 0;
   for (unsigned i = 0; i < warmup + a.iterations; ++i) {
     if (i == warmup) start = clock64();
-    sc::cluster_reduce<sc::reduce_op::sum>(ch, t.src);
+    if constexpr (Gather) sc::cluster_gather(ch, t.src, t.dst);
+    else sc::cluster_reduce<sc::reduce_op::sum>(ch, t.src);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  store_output<false>(a, t);
+  store_output<Gather>(a, t);
   ch.teardown();
 }
 
 // ClusterFusion's launch (__cluster_dims__, <<<...>>>), as cf_dsm_kernel.
-template <unsigned TileBytes>
+template <bool Gather, unsigned TileBytes>
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128) cf_channel_kernel(bench_args a) {
-  channel_body<TileBytes>(a);
+  channel_body<Gather, TileBytes>(a);
 }
 
-// cluster_gather over a gather_channel (gather_channel.cuh): the all-gather compiled for 4 blocks, segments of
-// SegmentBytes and 128 threads. src and dst in shared memory after the channel's area, as dsm_body places them.
-template <unsigned SegmentBytes>
-__device__ void gather_channel_body(const bench_args& a) {
-  using channel = sc::gather_channel<4, SegmentBytes, 128>;
-  extern __shared__ __align__(16) unsigned char smem[];
-  auto ch = channel::setup(smem);
-  const block_tiles t = place_tiles<true>(a, reinterpret_cast<half*>(smem + channel::area_bytes));
-  load_input<true>(a, t);
-  const unsigned warmup = a.iterations > 1 ? 1 : 0;
-  long long start = 0;
-  for (unsigned i = 0; i < warmup + a.iterations; ++i) {
-    if (i == warmup) start = clock64();
-    sc::cluster_gather(ch, t.src, t.dst);
-  }
-  if (blockIdx.x == 0 && threadIdx.x == 0 && a.cycles) *a.cycles = (clock64() - start) / a.iterations;
-  store_output<true>(a, t);
-  ch.teardown();
-}
-
-template <unsigned SegmentBytes>
-__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128) cf_gather_channel_kernel(bench_args a) {
-  gather_channel_body<SegmentBytes>(a);
-}
-
-// The instantiation for segments of `segment_bytes` (1, 2, 4 or 8 KB; nullptr otherwise).
-inline auto cf_gather_channel_kernel_for(unsigned segment_bytes) {
+// The instantiation for a tile (gather: a segment) of `tile_bytes` = 1, 2, 4 or 8 KB; nullptr otherwise.
+template <bool Gather>
+auto cf_channel_kernel_for(unsigned tile_bytes) {
   using kernel_type = void (*)(bench_args);
-  switch (segment_bytes) {
-    case 1024: return static_cast<kernel_type>(cf_gather_channel_kernel<1024>);
-    case 2048: return static_cast<kernel_type>(cf_gather_channel_kernel<2048>);
-    case 4096: return static_cast<kernel_type>(cf_gather_channel_kernel<4096>);
-    case 8192: return static_cast<kernel_type>(cf_gather_channel_kernel<8192>);
+  switch (tile_bytes) {
+    case 1024: return static_cast<kernel_type>(cf_channel_kernel<Gather, 1024>);
+    case 2048: return static_cast<kernel_type>(cf_channel_kernel<Gather, 2048>);
+    case 4096: return static_cast<kernel_type>(cf_channel_kernel<Gather, 4096>);
+    case 8192: return static_cast<kernel_type>(cf_channel_kernel<Gather, 8192>);
     default: return static_cast<kernel_type>(nullptr);
   }
 }
@@ -171,18 +149,6 @@ inline auto cf_gather_channel_kernel_for(unsigned segment_bytes) {
 // The machine's floor for this grid: a kernel with ClusterFusion's launch (__cluster_dims__(4), <<<...>>>) and no
 // code at all. No collective kernel of the same grid launches faster.
 __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256) cf_empty_kernel(bench_args) {}
-
-// The instantiation for a tile of `tile_bytes` (1, 2, 4 or 8 KB; nullptr otherwise).
-inline auto cf_channel_kernel_for(unsigned tile_bytes) {
-  using kernel_type = void (*)(bench_args);
-  switch (tile_bytes) {
-    case 1024: return static_cast<kernel_type>(cf_channel_kernel<1024>);
-    case 2048: return static_cast<kernel_type>(cf_channel_kernel<2048>);
-    case 4096: return static_cast<kernel_type>(cf_channel_kernel<4096>);
-    case 8192: return static_cast<kernel_type>(cf_channel_kernel<8192>);
-    default: return static_cast<kernel_type>(nullptr);
-  }
-}
 
 // The same collectives through global memory: publish the tile to a double-buffered global scratch, one
 // cluster barrier (barrier.cluster), then read the cluster's tiles back and combine (fp32) or copy.

@@ -32,6 +32,7 @@
 
 #include <cuda/std/cstdint>
 
+#include "channel_common.cuh"
 #include "limits.cuh"
 #include "packet.cuh"
 #include "ptx.cuh"
@@ -41,8 +42,7 @@ namespace solder::cluster {
 template <uint32_t Cluster, uint32_t SegmentBytes, uint32_t Threads>
 class gather_channel {
   static_assert(Cluster >= 1 && Cluster <= max_cluster_size, "gather_channel: cluster size must be 1 to 16");
-  static_assert(Threads >= 32 && Threads <= 1024 && Threads % 32 == 0,
-                "gather_channel: 32 to 1024 threads per block, in whole warps");
+  static_assert(detail::channel_threads_ok(Threads), "gather_channel: 32 to 1024 threads per block, in whole warps");
   static_assert(SegmentBytes > 0 && SegmentBytes % packet_bytes == 0,
                 "gather_channel: segment bytes must be a positive multiple of 16");
 
@@ -64,18 +64,14 @@ class gather_channel {
   // As setup, without the cluster barrier (reduce_channel::setup_unpublished says what the caller must do).
   __device__ static gather_channel setup_unpublished(void* area) {
     gather_channel self;
-    self.thread_ = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    if (blockDim.x * blockDim.y * blockDim.z != Threads || ptx::cluster_size() != Cluster || !ptx::is_shared(area))
-      __trap();
+    self.thread_ = detail::thread_in_block();
+    detail::require_channel_block(Threads, area);
+    if (ptx::cluster_size() != Cluster) __trap();
     self.rank_ = ptx::block_rank();
     self.calls_ = 0;
     self.full_ = static_cast<uint64_t*>(area);
     self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(area) + gather_channel_barrier_bytes);
-    if (self.thread_ == 0 && Cluster > 1) {
-      for (uint32_t i = 0; i < 2; ++i) ptx::barrier_init(&self.full_[i], 1);
-      for (uint32_t i = 0; i < 2; ++i) ptx::arrive_expect_bytes(&self.full_[i], round_bytes);
-      ptx::fence_barrier_init();
-    }
+    if (self.thread_ == 0 && Cluster > 1) detail::init_armed_barriers(self.full_, 2, round_bytes);
     return self;
   }
 
@@ -106,8 +102,6 @@ class gather_channel {
  private:
   static constexpr uint32_t packets = (Cluster - 1) * segment_packets;            // pushed and received per call
   static constexpr uint32_t round_bytes = packets * packet_bytes;
-  static constexpr uint32_t per_thread = (packets + Threads - 1) / Threads;
-  static constexpr uint32_t batch = 4;  // 16-byte loads in flight per thread before their stores
 
   __device__ uint32_t wrap(uint32_t x) const { return x >= Cluster ? x - Cluster : x; }  // x < 2 Cluster
 
@@ -115,24 +109,13 @@ class gather_channel {
   // for the peer at distance x / S + 1, which keeps it in slot C - 2 - x / S (this block is at distance
   // C - 1 - x / S from it).
   __device__ void push(const uint4* source, uint32_t stage) const {
-#pragma unroll
-    for (uint32_t first = 0; first < per_thread; first += batch) {
-      uint4 value[batch];
-#pragma unroll
-      for (uint32_t j = 0; j < batch; ++j) {
-        const uint32_t x = thread_ + (first + j) * Threads;
-        if (first + j < per_thread && (packets % Threads == 0 || x < packets)) value[j] = load_packet(source + x % segment_packets);
-      }
-#pragma unroll
-      for (uint32_t j = 0; j < batch; ++j) {
-        const uint32_t x = thread_ + (first + j) * Threads;
-        if (first + j < per_thread && (packets % Threads == 0 || x < packets)) {
+    detail::for_each_packet<packets, Threads>(
+        thread_, [&](uint32_t x) { return load_packet(source + x % segment_packets); },
+        [&](uint32_t x, uint4 value) {
           const uint32_t distance = x / segment_packets + 1, peer = wrap(rank_ + distance);
           uint4* slot = slots_ + (stage * (Cluster - 1) + Cluster - 1 - distance) * segment_packets + x % segment_packets;
-          ptx::store_async_16(ptx::map_to_rank(slot, peer), value[j], ptx::map_to_rank(&full_[stage], peer));
-        }
-      }
-    }
+          ptx::store_async_16(ptx::map_to_rank(slot, peer), value, ptx::map_to_rank(&full_[stage], peer));
+        });
   }
 
   // Every thread: its packets of the own segment, src -> dst + rank x S.
@@ -145,22 +128,11 @@ class gather_channel {
   // the rank at distance x / S + 1, in slot x / S.
   __device__ void copy_out(uint4* destination, uint32_t stage) const {
     const uint32_t received = ptx::shared_address(slots_ + stage * (Cluster - 1) * segment_packets);
-#pragma unroll
-    for (uint32_t first = 0; first < per_thread; first += batch) {
-      uint4 value[batch];
-#pragma unroll
-      for (uint32_t j = 0; j < batch; ++j) {
-        const uint32_t x = thread_ + (first + j) * Threads;
-        if (first + j < per_thread && (packets % Threads == 0 || x < packets))
-          value[j] = ptx::load_shared_16(received + packet_bytes * x);
-      }
-#pragma unroll
-      for (uint32_t j = 0; j < batch; ++j) {
-        const uint32_t x = thread_ + (first + j) * Threads;
-        if (first + j < per_thread && (packets % Threads == 0 || x < packets))
-          store_packet(destination + wrap(rank_ + x / segment_packets + 1) * segment_packets + x % segment_packets, value[j]);
-      }
-    }
+    detail::for_each_packet<packets, Threads>(
+        thread_, [&](uint32_t x) { return ptx::load_shared_16(received + packet_bytes * x); },
+        [&](uint32_t x, uint4 value) {
+          store_packet(destination + wrap(rank_ + x / segment_packets + 1) * segment_packets + x % segment_packets, value);
+        });
   }
 
   uint64_t* full_;  // full[2]

@@ -51,6 +51,7 @@
 
 #include <cuda/std/cstdint>
 
+#include "channel_common.cuh"
 #include "collectives.cuh"
 #include "limits.cuh"
 #include "packet.cuh"
@@ -61,8 +62,7 @@ namespace solder::cluster {
 template <uint32_t Group, uint32_t TileBytes, uint32_t Threads>
 class reduce_channel {
   static_assert(Group >= 1 && Group <= max_cluster_size, "reduce_channel: group size must be 1 to 16");
-  static_assert(Threads >= 32 && Threads <= 1024 && Threads % 32 == 0,
-                "reduce_channel: 32 to 1024 threads per block, in whole warps");
+  static_assert(detail::channel_threads_ok(Threads), "reduce_channel: 32 to 1024 threads per block, in whole warps");
   static_assert(TileBytes > 0 && TileBytes % (packet_bytes * Group) == 0,
                 "reduce_channel: tile bytes must be divisible by 16 x the group size");
 
@@ -87,20 +87,16 @@ class reduce_channel {
   // cluster pass one cluster barrier (ptx::cluster_sync, or communicator::setup) before the first call.
   __device__ static reduce_channel setup_unpublished(void* area) {
     reduce_channel self;
-    self.thread_ = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    if (blockDim.x * blockDim.y * blockDim.z != Threads || ptx::cluster_size() % Group != 0 || !ptx::is_shared(area))
-      __trap();
+    self.thread_ = detail::thread_in_block();
+    detail::require_channel_block(Threads, area);
+    if (ptx::cluster_size() % Group != 0) __trap();
     const uint32_t rank = ptx::block_rank();
     self.local_ = rank % Group;
     self.first_ = rank - self.local_;
     self.calls_ = 0;
     self.barriers_ = static_cast<uint64_t*>(area);
     self.slots_ = reinterpret_cast<uint4*>(static_cast<char*>(area) + reduce_channel_barrier_bytes);
-    if (self.thread_ == 0 && Group > 1) {
-      for (uint32_t i = 0; i < 4; ++i) ptx::barrier_init(&self.barriers_[i], 1);
-      for (uint32_t i = 0; i < 4; ++i) ptx::arrive_expect_bytes(&self.barriers_[i], round_bytes);
-      ptx::fence_barrier_init();
-    }
+    if (self.thread_ == 0 && Group > 1) detail::init_armed_barriers(self.barriers_, 4, round_bytes);
     return self;
   }
 
@@ -131,7 +127,6 @@ class reduce_channel {
 
  private:
   static constexpr uint32_t round_bytes = (Group - 1) * slice_packets * packet_bytes;  // received per round
-  static constexpr uint32_t batch = 4;  // 16-byte loads in flight per thread before their st.asyncs
 
   __device__ uint32_t wrap(uint32_t x) const { return x >= Group ? x - Group : x; }  // x < 2 Group
 
@@ -139,28 +134,17 @@ class reduce_channel {
   // is packet x % S of the slice of the peer at distance x / S + 1, and goes into that peer's slot G - 2 - x / S
   // (this block is at distance G - 1 - x / S from it).
   __device__ void scatter(uint32_t data_address, uint32_t stage) const {
-    constexpr uint32_t packets = (Group - 1) * slice_packets;
-    constexpr uint32_t per_thread = (packets + Threads - 1) / Threads;
-#pragma unroll
-    for (uint32_t first = 0; first < per_thread; first += batch) {
-      uint4 value[batch];
-#pragma unroll
-      for (uint32_t j = 0; j < batch; ++j) {
-        const uint32_t x = thread_ + (first + j) * Threads;
-        if (first + j < per_thread && (packets % Threads == 0 || x < packets))
-          value[j] = ptx::load_shared_16(data_address + packet_bytes * (wrap(local_ + x / slice_packets + 1) * slice_packets +
-                                                                        x % slice_packets));
-      }
-#pragma unroll
-      for (uint32_t j = 0; j < batch; ++j) {
-        const uint32_t x = thread_ + (first + j) * Threads;
-        if (first + j < per_thread && (packets % Threads == 0 || x < packets)) {
+    detail::for_each_packet<(Group - 1) * slice_packets, Threads>(
+        thread_,
+        [&](uint32_t x) {
+          const uint32_t owner = wrap(local_ + x / slice_packets + 1);
+          return ptx::load_shared_16(data_address + packet_bytes * (owner * slice_packets + x % slice_packets));
+        },
+        [&](uint32_t x, uint4 value) {
           const uint32_t distance = x / slice_packets + 1, peer = first_ + wrap(local_ + distance);
           uint4* slot = slots_ + (stage * (Group - 1) + Group - 1 - distance) * slice_packets + x % slice_packets;
-          ptx::store_async_16(ptx::map_to_rank(slot, peer), value[j], ptx::map_to_rank(&barriers_[stage], peer));
-        }
-      }
-    }
+          ptx::store_async_16(ptx::map_to_rank(slot, peer), value, ptx::map_to_rank(&barriers_[stage], peer));
+        });
   }
 
   // Every thread (after its wait on scatter_full[stage]): packets p = thread, thread + Threads, ... < S of this
