@@ -13,7 +13,10 @@ using cuda::std::uint32_t;
 using cuda::std::uint64_t;
 
 // Whether a block of `threads` threads can run a channel: 32 to 1024, whole warps.
-constexpr bool channel_threads_ok(uint32_t threads) { return threads >= 32 && threads <= 1024 && threads % 32 == 0; }
+// (Annotated: NVRTC without -default-device rejects an unannotated function in device code.)
+SOLDER_CLUSTER_HOST_DEVICE constexpr bool channel_threads_ok(uint32_t threads) {
+  return threads >= 32 && threads <= 1024 && threads % 32 == 0;
+}
 
 // This thread's index in its block (x fastest). Any thread.
 __device__ inline uint32_t thread_in_block() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
