@@ -390,14 +390,5 @@ int main(int argc, char** argv) {
                   cf_on[1][3] / 1.2f);
     out(line);
   }
-  if (!markdown_path.empty()) {
-    FILE* f = std::fopen(markdown_path.c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "bench_cf_config: cannot write %s\n", markdown_path.c_str());
-      return 1;
-    }
-    std::fputs(md.c_str(), f);
-    std::fclose(f);
-  }
-  return 0;
+  return write_result_file("bench_cf_config", markdown_path, md) ? 0 : 1;
 }

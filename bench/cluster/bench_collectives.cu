@@ -382,14 +382,8 @@ int main(int argc, char** argv) {
   }
   threads = sweep_threads;
 
-  auto write_markdown = [&] {
-    if (markdown_path.empty()) return;
-    FILE* f = std::fopen(markdown_path.c_str(), "w");
-    if (f) {
-      std::fputs(md.c_str(), f);
-      std::fclose(f);
-    }
-  };
+  // The markdown file, when asked; a failure to write it is reported and exits 1.
+  auto write_markdown = [&] { return write_result_file("bench_collectives", markdown_path, md); };
   // Launch floor: the same kernel with zero calls (setup, load, store, teardown).
   if (has("sweep")) {
     collective_setup p = plan(false, C, 32 * 1024);
@@ -432,10 +426,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- 2-4. DSM table (256 threads per block, 64 KB of shared memory: 3 blocks per SM, as the reference) ----
-  if (!has("dsm")) {
-    write_markdown();
-    return 0;
-  }
+  if (!has("dsm")) return write_markdown() ? 0 : 1;
   threads = 256;
   const unsigned cluster_sizes[] = {1, 2, 4, 8, 16};
   const unsigned smem_kb[] = {32, 64, 128, 192};
@@ -530,30 +521,32 @@ int main(int argc, char** argv) {
     out(line);
   }
 
-  write_markdown();
+  if (!write_markdown()) return 1;
   if (!json_path.empty()) {
     FILE* f = std::fopen(json_path.c_str(), "w");
-    if (f) {
-      std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n  \"commit\": \"%s\",\n  \"sm_count\": %d,\n"
-                      "  \"sm_clock_mhz\": %d,\n  \"smem_per_block_bytes\": %zu,\n  \"max_cluster_size\": 16,\n"
-                      "  \"smem_per_block_bytes_for_bandwidth\": 65536,\n  \"cluster_sizes\": {\n",
-                   prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000, prop.sharedMemPerBlockOptin);
-      for (int i = 0; i < 5; ++i) {
-        std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"push_shuffle_tbps\": %s, "
-                        "\"push_shuffle_bulk_tbps\": %s, \"one_way_latency_cycles\": %s, "
-                        "\"one_way_latency_ns\": %s, \"max_active_clusters\": {\"32768\": %d, \"65536\": %d, "
-                        "\"131072\": %d, \"196608\": %d}}%s\n",
-                     cluster_sizes[i], pull[i],
-                     i ? std::to_string(std::max(push_raw[i][0], push_raw[i][1])).c_str() : "null",
-                     i ? std::to_string(push[i]).c_str() : "null",
-                     i ? std::to_string(push_bulk[i]).c_str() : "null",
-                     i ? std::to_string(latency_cycles[i]).c_str() : "null",
-                     i ? std::to_string(latency_ns[i]).c_str() : "null", active[i][0], active[i][1], active[i][2],
-                     active[i][3], i < 4 ? "," : "");
-      }
-      std::fprintf(f, "  }\n}\n");
-      std::fclose(f);
+    if (!f) {
+      std::fprintf(stderr, "bench_collectives: cannot write %s\n", json_path.c_str());
+      return 1;
     }
+    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n  \"commit\": \"%s\",\n  \"sm_count\": %d,\n"
+                    "  \"sm_clock_mhz\": %d,\n  \"smem_per_block_bytes\": %zu,\n  \"max_cluster_size\": 16,\n"
+                    "  \"smem_per_block_bytes_for_bandwidth\": 65536,\n  \"cluster_sizes\": {\n",
+                 prop.name, date, commit.c_str(), prop.multiProcessorCount, clock_khz / 1000, prop.sharedMemPerBlockOptin);
+    for (int i = 0; i < 5; ++i) {
+      std::fprintf(f, "    \"%u\": {\"pull_tbps\": %.3f, \"push_tbps\": %s, \"push_shuffle_tbps\": %s, "
+                      "\"push_shuffle_bulk_tbps\": %s, \"one_way_latency_cycles\": %s, "
+                      "\"one_way_latency_ns\": %s, \"max_active_clusters\": {\"32768\": %d, \"65536\": %d, "
+                      "\"131072\": %d, \"196608\": %d}}%s\n",
+                   cluster_sizes[i], pull[i],
+                   i ? std::to_string(std::max(push_raw[i][0], push_raw[i][1])).c_str() : "null",
+                   i ? std::to_string(push[i]).c_str() : "null",
+                   i ? std::to_string(push_bulk[i]).c_str() : "null",
+                   i ? std::to_string(latency_cycles[i]).c_str() : "null",
+                   i ? std::to_string(latency_ns[i]).c_str() : "null", active[i][0], active[i][1], active[i][2],
+                   active[i][3], i < 4 ? "," : "");
+    }
+    std::fprintf(f, "  }\n}\n");
+    std::fclose(f);
   }
   return 0;
 }

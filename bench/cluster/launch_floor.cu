@@ -110,14 +110,5 @@ int main(int argc, char** argv) {
     md += line;
   }
   std::fputs(md.c_str(), stdout);
-  if (!markdown_path.empty()) {
-    FILE* f = std::fopen(markdown_path.c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "launch_floor: cannot write %s\n", markdown_path.c_str());
-      return 1;
-    }
-    std::fputs(md.c_str(), f);
-    std::fclose(f);
-  }
-  return 0;
+  return write_result_file("launch_floor", markdown_path, md) ? 0 : 1;
 }

@@ -1,10 +1,12 @@
 // Host-side timing for the cluster benchmarks: CUDA events around CUDA-graph replays (per launch) or around
-// single launches (in-kernel differences), median of several samples.
+// single launches (in-kernel differences), median of several samples; and writing a result file.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "../../tests/gpu/cluster/launch.h"
@@ -74,4 +76,15 @@ static float stream_launch_us(Launch launch, int launches = 100, int samples = 7
   });
   cudaStreamDestroy(stream);
   return us;
+}
+
+// Writes `text` to `path` (nothing when the path is empty). On failure, says so on stderr, naming `program`, and
+// returns false.
+static bool write_result_file(const char* program, const std::string& path, const std::string& text) {
+  if (path.empty()) return true;
+  FILE* f = std::fopen(path.c_str(), "w");
+  bool ok = f && std::fputs(text.c_str(), f) >= 0;
+  if (f && std::fclose(f) != 0) ok = false;
+  if (!ok) std::fprintf(stderr, "%s: cannot write %s\n", program, path.c_str());
+  return ok;
 }
