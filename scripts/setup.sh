@@ -27,8 +27,11 @@ fi
 
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+# ccache, when installed, makes rebuilds of other checkouts (worktrees, fresh clones) cheap.
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S . -B build "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "setup: building into build/ with $jobs jobs"
