@@ -1,5 +1,8 @@
 #include "kernel/kernel_ir.h"
 
+#include <cmath>
+#include <limits>
+
 namespace solder {
 
 std::string_view scope_name(Scope scope) {
@@ -21,7 +24,7 @@ std::string_view stmt_kind_name(StmtKind kind) {
     case StmtKind::Copy: return "copy";
     case StmtKind::Map: return "map";
     case StmtKind::Reduce: return "reduce";
-    case StmtKind::Gemm: return "gemm";
+    case StmtKind::Contract: return "contract";
     case StmtKind::ClusterReduce: return "cluster_reduce";
     case StmtKind::ClusterGather: return "cluster_gather";
     case StmtKind::ReduceScatter: return "reduce_scatter";
@@ -33,6 +36,55 @@ std::string_view stmt_kind_name(StmtKind kind) {
     case StmtKind::Barrier: return "barrier";
   }
   return "?";
+}
+
+std::string_view mma_type_name(MmaType type) {
+  switch (type) {
+    case MmaType::f32: return "f32";
+    case MmaType::tf32: return "tf32";
+    case MmaType::bf16: return "bf16";
+    case MmaType::f16: return "f16";
+    case MmaType::f8e4m3: return "f8e4m3";
+    case MmaType::f8e5m2: return "f8e5m2";
+  }
+  return "?";
+}
+
+std::optional<MmaType> parse_mma_type(std::string_view name) {
+  for (MmaType t : {MmaType::f32, MmaType::tf32, MmaType::bf16, MmaType::f16, MmaType::f8e4m3, MmaType::f8e5m2})
+    if (mma_type_name(t) == name) return t;
+  return std::nullopt;
+}
+
+double round_to_mma_type(double value, MmaType type) {
+  switch (type) {
+    case MmaType::f32: return round_to_dtype(value, DType::f32);
+    case MmaType::bf16: return round_to_dtype(value, DType::bf16);
+    case MmaType::f16: return round_to_dtype(value, DType::f16);
+    case MmaType::f8e4m3: return round_to_dtype(value, DType::f8e4m3);
+    case MmaType::f8e5m2: return round_to_dtype(value, DType::f8e5m2);
+    case MmaType::tf32: {
+      // float32's exponent range with 10 fraction bits, nearest even (cvt.rn.tf32.f32).
+      double v = round_to_dtype(value, DType::f32);
+      if (!std::isfinite(v) || v == 0.0) return v;
+      int exponent = std::max(std::ilogb(std::fabs(v)), -126);
+      double quantum = std::ldexp(1.0, exponent - 10);
+      double r = std::nearbyint(std::fabs(v) / quantum) * quantum;
+      if (r > static_cast<double>(std::numeric_limits<float>::max())) r = std::numeric_limits<double>::infinity();
+      return std::copysign(r, v);
+    }
+  }
+  return value;
+}
+
+std::optional<MmaType> mma_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return MmaType::bf16;
+    case DType::f16: return MmaType::f16;
+    case DType::f8e4m3: return MmaType::f8e4m3;
+    case DType::f8e5m2: return MmaType::f8e5m2;
+    default: return std::nullopt;
+  }
 }
 
 int64_t Domain::points() const {
@@ -86,7 +138,7 @@ void StmtVisitor::visit(const FillNode&) {}
 void StmtVisitor::visit(const CopyNode&) {}
 void StmtVisitor::visit(const MapNode&) {}
 void StmtVisitor::visit(const ReduceNode&) {}
-void StmtVisitor::visit(const GemmNode&) {}
+void StmtVisitor::visit(const ContractNode&) {}
 void StmtVisitor::visit(const ClusterReduceNode&) {}
 void StmtVisitor::visit(const ClusterGatherNode&) {}
 void StmtVisitor::visit(const ReduceScatterNode&) {}

@@ -47,8 +47,25 @@
 //                                      (for topk: merges with the current sorted list) instead of
 //                                      starting from the identity. topk's dst is indexed by the
 //                                      domain plus a rank variable of extent k.
-//   gemm c (+)= a · b                  c[M,N] = sum_k a[M,K] b[K,N] over whole buffers (a or b given
-//                                      transposed when trans_a/trans_b); c is a register buffer.
+//   contract dst[...] (+)= scale · Σ_R Σ_terms round_T(a) · round_T(b) + bias  over D where W
+//                                      a matrix product (the canonical form of a contraction,
+//                                      src/contract/canonicalize.h). For each point of D (guard on
+//                                      D's axes only): acc = the sum, over the points of the reduce
+//                                      axes R (K, flattened in order) where W holds and over the
+//                                      terms, of round_T(a) · round_T(b), accumulated in float32 in
+//                                      any order (zero when no point contributes); then
+//                                      v = acc · scale + bias (float32; scale and bias are
+//                                      expressions of D's axes, 1 and 0 when undefined), plus dst's
+//                                      value when `accumulate`; dst = v rounded to its dtype.
+//                                      round_T is rounding to the MMA input type T, nearest even:
+//                                      bf16, f16, f8e4m3, f8e5m2 (saturating as the casts), tf32
+//                                      (10 significand bits), or f32 (no rounding beyond float32:
+//                                      CUDA cores). A product of two values of T is exact in float32
+//                                      for every T but f32. `a` uses D's row and batch axes and R,
+//                                      `b` D's column and batch axes and R; `row_axes` and
+//                                      `column_axes` name them (every other axis of D is a batch
+//                                      axis). T, scale and bias are part of the meaning: the
+//                                      canonicalizer chooses them and the fusion report states why.
 //   cluster_reduce(op) buf             all-reduce across the cluster, op ∈ {sum, max, min}: every
 //                                      block's buf becomes op over all ranks, element-wise.
 //   cluster_gather src -> dst          dst[r*n + i] = src_r[i] (n = size of src) in every block.
@@ -74,6 +91,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,7 +129,7 @@ struct Access {
   X(Copy)                    \
   X(Map)                     \
   X(Reduce)                  \
-  X(Gemm)                    \
+  X(Contract)                \
   X(ClusterReduce)           \
   X(ClusterGather)           \
   X(ReduceScatter)           \
@@ -199,11 +217,32 @@ struct ReduceNode final : StmtNode {
   int64_t k = 0;      // topk
   std::string rank_var;  // topk: the variable indexing the k ranks in dst and index_dst
 };
-struct GemmNode final : StmtNode {
-  SOLDER_STMT_NODE_HEADER(Gemm)
-  std::string c, a, b;
-  bool trans_a = false, trans_b = false;
+// The input type of a matrix unit: what a contract rounds its operands to.
+enum class MmaType { f32, tf32, bf16, f16, f8e4m3, f8e5m2 };
+std::string_view mma_type_name(MmaType type);  // "f32", "tf32", "bf16", ...
+std::optional<MmaType> parse_mma_type(std::string_view name);
+// Rounds a real value to `type` (nearest even; fp8 as the casts of ir/dtype.h; f32: to float32).
+double round_to_mma_type(double value, MmaType type);
+// The MMA type whose values are exactly the values of `dtype`, when there is one (f32 has none:
+// f32 operands are rounded to f32, i.e. not at all).
+std::optional<MmaType> mma_type_of(DType dtype);
+
+// One product term of a contract: a · b (each rounded to the contract's type first).
+struct ContractTerm {
+  Expr a, b;
+};
+struct ContractNode final : StmtNode {
+  SOLDER_STMT_NODE_HEADER(Contract)
+  Domain domain;                  // the kept axes: rows, columns and batch axes
+  std::vector<Axis> reduce_axes;  // K, flattened in order
+  Access dst;
+  std::vector<ContractTerm> terms;
+  MmaType type = MmaType::f32;    // T
+  Expr scale;                     // of D's axes; undefined: 1
+  Expr bias;                      // of D's axes; undefined: 0
+  Expr where;                     // points of R where it is false do not contribute
   bool accumulate = false;
+  std::vector<std::string> row_axes, column_axes;  // D's axes that a (rows) and b (columns) run along
 };
 struct ClusterReduceNode final : StmtNode {
   SOLDER_STMT_NODE_HEADER(ClusterReduce)

@@ -89,10 +89,22 @@ void print_one(std::ostringstream& out, const Stmt& stmt, int indent) {
       out << "\n";
       return;
     }
-    case StmtKind::Gemm: {
-      auto n = stmt.as<GemmNode>();
-      out << "gemm " << n->c << (n->accumulate ? " += " : " = ") << n->a << (n->trans_a ? "ᵀ" : "") << " · " << n->b
-          << (n->trans_b ? "ᵀ" : "") << "\n";
+    case StmtKind::Contract: {
+      auto n = stmt.as<ContractNode>();
+      out << "contract(" << mma_type_name(n->type) << ") " << access_text(n->dst) << (n->accumulate ? " += " : " = ");
+      if (n->scale) out << print_expr(n->scale) << " · ";
+      out << "Σ ";
+      for (size_t t = 0; t < n->terms.size(); ++t)
+        out << (t ? " + " : "") << "(" << print_expr(n->terms[t].a) << ") · (" << print_expr(n->terms[t].b) << ")";
+      if (n->bias) out << " + " << print_expr(n->bias);
+      out << domain_text(n->domain) << "  reducing " << axes_text(n->reduce_axes);
+      if (n->where) out << " where " << print_expr(n->where);
+      auto names = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+        return s.empty() ? std::string("none") : s;
+      };
+      out << "  rows " << names(n->row_axes) << "; columns " << names(n->column_axes) << "\n";
       return;
     }
     case StmtKind::ClusterReduce: {

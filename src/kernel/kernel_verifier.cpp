@@ -257,22 +257,38 @@ class KernelVerifier {
         }
         return;
       }
-      case StmtKind::Gemm: {
-        auto n = s.as<GemmNode>();
-        const Buffer& c = require_buffer(n->c, {Scope::register_file}, "gemm accumulator");
-        const Buffer& a = require_buffer(n->a, {Scope::register_file, Scope::shared, Scope::cluster}, "gemm operand");
-        const Buffer& b = require_buffer(n->b, {Scope::register_file, Scope::shared, Scope::cluster}, "gemm operand");
-        if (a.shape.size() != 2 || b.shape.size() != 2 || c.shape.size() != 2) fail("gemm operands must be 2-d tiles");
-        int64_t m = n->trans_a ? a.shape[1] : a.shape[0], ka = n->trans_a ? a.shape[0] : a.shape[1];
-        int64_t kb = n->trans_b ? b.shape[1] : b.shape[0], nn = n->trans_b ? b.shape[0] : b.shape[1];
-        if (ka != kb || c.shape[0] != m || c.shape[1] != nn)
-          fail("gemm shapes do not agree: " + n->c + "[" + std::to_string(c.shape[0]) + "," + std::to_string(c.shape[1]) +
-               "] from [" + std::to_string(m) + "," + std::to_string(ka) + "] · [" + std::to_string(kb) + "," + std::to_string(nn) + "]");
-        if (c.dtype != DType::f32) fail("gemm accumulator '" + n->c + "' must be f32");
-        note_read(n->a);
-        note_read(n->b);
-        if (n->accumulate) note_read(n->c);
-        note_write(n->c);
+      case StmtKind::Contract: {
+        auto n = s.as<ContractNode>();
+        check_fresh(n->domain.axes);
+        check_fresh(n->reduce_axes);
+        auto axes = axis_vars(n->domain.axes);
+        auto all = axes;
+        for (auto& a : n->reduce_axes) all.push_back(a.var);
+        if (n->reduce_axes.empty()) fail("contract has no reduce axes");
+        if (n->terms.empty()) fail("contract has no product terms");
+        check_vars(n->domain.guard, axes);
+        check_vars(n->where, all);
+        check_vars(n->scale, axes);
+        check_vars(n->bias, axes);
+        // Rows and columns are distinct axes of the domain; a reads no column axis, b no row axis.
+        std::set<std::string> rows(n->row_axes.begin(), n->row_axes.end()), columns(n->column_axes.begin(), n->column_axes.end());
+        for (auto& r : n->row_axes) {
+          if (std::find(axes.begin(), axes.end(), r) == axes.end()) fail("row axis '" + r + "' is not an axis of the domain");
+          if (columns.count(r)) fail("axis '" + r + "' is both a row and a column axis");
+        }
+        for (auto& c : n->column_axes)
+          if (std::find(axes.begin(), axes.end(), c) == axes.end()) fail("column axis '" + c + "' is not an axis of the domain");
+        for (auto& term : n->terms) {
+          check_vars(term.a, all);
+          check_vars(term.b, all);
+          for (auto& v : vars_used(term.a))
+            if (columns.count(v)) fail("operand a '" + print_expr(term.a) + "' uses the column axis '" + v + "'");
+          for (auto& v : vars_used(term.b))
+            if (rows.count(v)) fail("operand b '" + print_expr(term.b) + "' uses the row axis '" + v + "'");
+        }
+        if (n->accumulate) note_read(n->dst.name);
+        check_access(n->dst, axes);
+        note_write(n->dst.name);
         return;
       }
       case StmtKind::ClusterReduce: {

@@ -73,14 +73,21 @@ inline Stmt reduce_sum(Access dst, Expr value, Domain domain, std::vector<Axis> 
   n.accumulate = accumulate;
   return make_stmt(std::move(n));
 }
-inline Stmt gemm(std::string c, std::string a, std::string b, bool trans_a = false, bool trans_b = false, bool accumulate = false) {
-  GemmNode n;
-  n.c = std::move(c);
-  n.a = std::move(a);
-  n.b = std::move(b);
-  n.trans_a = trans_a;
-  n.trans_b = trans_b;
+// c[i, j] (+)= Σ_k a[i, k] · b[k, j] over whole M×N tiles with depth K (a stored [k, i] when trans_a,
+// b stored [j, k] when trans_b), operands rounded to `type`.
+inline Stmt contract_tiles(std::string c, int64_t M, int64_t N, int64_t K, std::string a, std::string b, bool trans_a = false,
+                           bool trans_b = false, bool accumulate = false, MmaType type = MmaType::f32) {
+  ContractNode n;
+  n.domain = Domain{{{"i", M}, {"j", N}}, Expr()};
+  n.reduce_axes = {{"k", K}};
+  n.dst = Access{std::move(c), {var("i"), var("j")}};
+  Expr x = trans_a ? load(a, {var("k"), var("i")}) : load(a, {var("i"), var("k")});
+  Expr y = trans_b ? load(b, {var("j"), var("k")}) : load(b, {var("k"), var("j")});
+  n.terms = {ContractTerm{x, y}};
+  n.type = type;
   n.accumulate = accumulate;
+  n.row_axes = {"i"};
+  n.column_axes = {"j"};
   return make_stmt(std::move(n));
 }
 inline Stmt cluster_reduce(ReduceOp op, std::string buffer) {

@@ -69,9 +69,12 @@ struct CompiledStmt {
   // Accesses and expressions.
   CompiledAccess dst, src, index_dst;
   CompiledExpr value, index_value, begin, end, cond, tag;
+  // Contract: its product terms, scale and bias.
+  std::vector<std::pair<CompiledExpr, CompiledExpr>> terms;
+  CompiledExpr scale, bias;
   int var_slot = -1;         // for-loop variable, queue tag variable
-  // Buffers by storage slot (fill, gemm, collectives, queues).
-  int buffer = -1, a = -1, b = -1, c = -1;
+  // Buffers by storage slot (fill, collectives, queues).
+  int buffer = -1, a = -1, b = -1;
   std::vector<CompiledStmt> body, else_body;
 };
 
@@ -256,11 +259,18 @@ class KernelRunner {
         }
         break;
       }
-      case StmtKind::Gemm: {
-        auto n = s.as<GemmNode>();
-        c.a = storage_slot(n->a);
-        c.b = storage_slot(n->b);
-        c.c = storage_slot(n->c);
+      case StmtKind::Contract: {
+        auto n = s.as<ContractNode>();
+        compile_domain(c, n->domain);
+        for (auto& a : n->reduce_axes) {
+          c.reduce_slots.push_back(var_slot(a.var));
+          c.reduce_extents.push_back(a.extent);
+        }
+        for (auto& t : n->terms) c.terms.emplace_back(compile(t.a), compile(t.b));
+        c.scale = compile(n->scale);
+        c.bias = compile(n->bias);
+        c.where = compile(n->where);
+        c.dst = compile_access(n->dst);
         break;
       }
       case StmtKind::ClusterReduce: c.buffer = storage_slot(s.as<ClusterReduceNode>()->buffer); break;
@@ -479,7 +489,7 @@ class KernelRunner {
         });
         return;
       case StmtKind::Reduce: return execute_reduce(c, st);
-      case StmtKind::Gemm: return execute_gemm(c, st);
+      case StmtKind::Contract: return execute_contract(c, st);
       case StmtKind::ClusterReduce:
       case StmtKind::ClusterGather:
       case StmtKind::ReduceScatter:
@@ -625,25 +635,30 @@ class KernelRunner {
     });
   }
 
-  void execute_gemm(const CompiledStmt& c, BlockState& st) {
-    auto n = static_cast<const GemmNode*>(c.node);
-    const Buffer& A = buffer_of(c.a);
-    const Buffer& B = buffer_of(c.b);
-    const Buffer& C = buffer_of(c.c);
-    const int64_t M = C.shape[0], N = C.shape[1], K = n->trans_a ? A.shape[0] : A.shape[1];
-    const float* a = data_of(st, c.a);
-    const float* b = data_of(st, c.b);
-    float* out = data_of(st, c.c);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        float acc = n->accumulate ? out[i * N + j] : 0.0f;
-        for (int64_t k = 0; k < K; ++k) {
-          float x = n->trans_a ? a[k * A.shape[1] + i] : a[i * A.shape[1] + k];
-          float y = n->trans_b ? b[j * B.shape[1] + k] : b[k * B.shape[1] + j];
-          acc += x * y;
+  // contract (kernel_ir.h): operands rounded to the MMA type, products and sums in float32, then
+  // scale and bias, then dst's rounding.
+  void execute_contract(const CompiledStmt& c, BlockState& st) {
+    auto n = static_cast<const ContractNode*>(c.node);
+    for_each_point(st, c.axis_slots, c.axis_extents, [&] {
+      if (c.guard.defined() && eval(c.guard, st) == 0) return;
+      int64_t to = offset(c.dst, st, c.label);
+      double acc = 0;
+      for_each_point(st, c.reduce_slots, c.reduce_extents, [&] {
+        if (c.where.defined() && eval(c.where, st) == 0) return;
+        for (auto& [a, b] : c.terms) {
+          double x = round_to_mma_type(eval(a, st), n->type), y = round_to_mma_type(eval(b, st), n->type);
+          acc = round32(acc + round32(x * y));
         }
-        out[i * N + j] = acc;
+      });
+      double v = acc;
+      if (c.scale.defined()) v = round32(v * eval(c.scale, st));
+      if (c.bias.defined()) v = round32(v + eval(c.bias, st));
+      if (n->accumulate && to >= 0) {
+        v = round32(data_of(st, c.dst.slot)[to] + v);
+        if (c.dst.global) ++st.reads[static_cast<size_t>(c.dst.slot)];
       }
+      if (to >= 0) store(c.dst, st, to, v);
+    });
   }
 
   // All collectives: every block arrives, computes its result from its peers' buffers, arrives

@@ -1,5 +1,5 @@
 // Contractions on tensor cores in the generic writer (gemm_codegen.h): the writer's two forms (the
-// staged loop, one reduce with its computed operands) and gemm statements. The recogniser is in
+// staged loop, one reduce with its computed operands). The recogniser is in
 // gemm_contraction_match.cpp.
 #include "backend/cuda/gemm_codegen.h"
 
@@ -21,7 +21,6 @@ namespace solder::generic {
 
 namespace {
 
-bool sixteen_bit(DType t) { return t == DType::bf16 || t == DType::f16; }
 
 std::string type_name(DType t) { return t == DType::f16 ? "__half" : "__nv_bfloat16"; }
 
@@ -320,39 +319,4 @@ bool KernelWriter::contraction_reduce(std::ostringstream& out, const ReduceNode&
 
 // c (+)= a · b over whole buffers: on tensor cores when a and b are 16-bit tiles of one dtype and c
 // is f32 (c[M,N], a[M,K] or [K,M], b[K,N] or [N,K]); a scalar loop otherwise.
-void KernelWriter::gemm(std::ostringstream& out, const GemmNode& n, int indent) {
-  const Buffer* a = kernel_.find_buffer(n.a);
-  const Buffer* b = kernel_.find_buffer(n.b);
-  const Buffer* c = kernel_.find_buffer(n.c);
-  int64_t M = c->shape[0], N = c->shape[1], K = n.trans_a ? a->shape[0] : a->shape[1];
-  std::string A = cuda_identifier(n.a), B = cuda_identifier(n.b), C = cuda_identifier(n.c);
-  std::string refusal;
-  if (!sixteen_bit(a->dtype) || a->dtype != b->dtype) refusal = "operands are not both bf16 or both f16";
-  else if (c->dtype != DType::f32) refusal = "the result is not f32";
-  else if (N % 16) refusal = "N = " + std::to_string(N) + " columns is not a multiple of 16";
-  else if (M > 16 && M % 16) refusal = "M = " + std::to_string(M) + " rows is neither at most 16 nor a multiple of 16";
-  if (refusal.empty()) {
-    const std::string T = type_name(a->dtype);
-    out << pad(indent) << "{  // tensor cores (block_gemm on the float tiles)\n";
-    out << pad(indent) << "  solder::tile::BlockGemm<" << T << ", " << M << ", " << N << ", " << round_up(K, 16) << ", " << kWarps << "> gemm_;\n";
-    out << pad(indent) << "  gemm_.accumulate(solder::tile::FloatA<" << T << ">{" << A << ", " << M << ", " << K << ", "
-        << (n.trans_a ? 1 : K) << ", " << (n.trans_a ? M : 1) << "}, solder::tile::FloatB<" << T << ">{" << B << ", " << K << ", "
-        << (n.trans_b ? 1 : N) << ", " << (n.trans_b ? K : 1) << "});\n";
-    out << pad(indent) << "  gemm_.write(" << C << ", " << N << ", 1, " << (n.accumulate ? "true" : "false") << ");\n";
-    out << pad(indent) << "}\n";
-    sync(out, indent);
-    return;
-  }
-  out << pad(indent) << "// tensor cores not used for gemm " << n.c << ": " << refusal << "\n";
-  out << pad(indent) << "for (long long e = threadIdx.x; e < " << M * N << "LL; e += blockDim.x) {\n";
-  out << pad(indent + 1) << "const long long row = e / " << N << "LL, col = e % " << N << "LL;\n";
-  out << pad(indent + 1) << "float acc = " << (n.accumulate ? C + "[e]" : "0.0f") << ";\n";
-  std::string av = n.trans_a ? A + "[k * " + std::to_string(a->shape[1]) + "LL + row]" : A + "[row * " + std::to_string(a->shape[1]) + "LL + k]";
-  std::string bv = n.trans_b ? B + "[col * " + std::to_string(b->shape[1]) + "LL + k]" : B + "[k * " + std::to_string(b->shape[1]) + "LL + col]";
-  out << pad(indent + 1) << "for (long long k = 0; k < " << K << "LL; ++k) acc += " << av << " * " << bv << ";\n";
-  out << pad(indent + 1) << C << "[e] = acc;\n";
-  out << pad(indent) << "}\n";
-  sync(out, indent);
-}
-
 }  // namespace solder::generic

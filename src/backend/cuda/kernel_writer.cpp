@@ -292,11 +292,8 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
       touch(out, indent, touches);
       return reduce(out, *n, indent);
     }
-    case StmtKind::Gemm:
-      flush(out, indent);
-      gemm(out, *s.as<GemmNode>(), indent);
-      touched_.clear();  // gemm ends with a barrier
-      return;
+    case StmtKind::Contract:  // generate_cuda runs contracts_as_reduces first (contract_view.h)
+      throw Error("CUDA code generator: a contract statement reached the generic writer");
     case StmtKind::ClusterReduce:
     case StmtKind::ClusterGather:
     case StmtKind::ReduceScatter:

@@ -395,7 +395,6 @@ class KernelWriter {
   // A top-k with a group of threads per point (kernel_writer_topk.cpp); false where it does not apply.
   bool cooperative_topk(std::ostringstream& out, const ReduceNode& n, int indent);
 
-  void gemm(std::ostringstream& out, const GemmNode& n, int indent);
 
   // ---- Contractions on tensor cores (gemm_codegen.h; written in gemm_codegen.cpp) -----------------
   struct ContractionLoop;

@@ -566,7 +566,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, ExecutorTopk,
                          });
 
 // =================================================================================================
-// gemm
+// contract
 // =================================================================================================
 
 struct GemmCase {
@@ -584,7 +584,7 @@ TEST_P(ExecutorGemm, MultipliesWholeTilesWithTransposes) {
   Block body{copy(at("sa", {var("i"), var("j")}), at("a", {var("i"), var("j")}), over({{"i", a_shape[0]}, {"j", a_shape[1]}})),
              copy(at("rb", {var("i"), var("j")}), at("b", {var("i"), var("j")}), over({{"i", b_shape[0]}, {"j", b_shape[1]}}))};
   if (g.accumulate) body.push_back(copy(at("c", {var("i"), var("j")}), at("c0", {var("i"), var("j")}), over({{"i", M}, {"j", N}})));
-  body.push_back(gemm("c", "sa", "rb", g.trans_a, g.trans_b, g.accumulate));
+  body.push_back(contract_tiles("c", M, N, K, "sa", "rb", g.trans_a, g.trans_b, g.accumulate));
   body.push_back(copy(at("y", {var("i"), var("j")}), at("c", {var("i"), var("j")}), over({{"i", M}, {"j", N}})));
   auto p = program({input("a", a_shape), input("b", b_shape), input("c0", {M, N}), output("y", {M, N})},
                    {kernel("gemm", {{"b", 1}}, 1,

@@ -112,44 +112,48 @@ TEST(KernelVerifier, RejectsAClusterThatDoesNotDivideTheLastGridDim) {
 }
 
 // =================================================================================================
-// gemm
+// contract
 // =================================================================================================
 
-// c = a · b with the given buffers; statements 1-2 fill a and b, statement 3 is the gemm.
-KernelProgram gemm_program(Buffer c, Buffer a, Buffer b, bool trans_a = false, bool trans_b = false) {
-  std::string cn = c.name, an = a.name, bn = b.name;
-  return program({kernel("matmul", {{"blk", 1}}, 1, {std::move(c), std::move(a), std::move(b)},
-                         {fill(an, 1), fill(bn, 1), gemm(cn, an, bn, trans_a, trans_b), write_y()})});
+// A contract c[i, j] = Σ_k a[i, k] · b[k, j] over 8×4 tiles with K = 16; statements 1-2 fill a and b,
+// statement 3 is the contract. `edit` changes the node before it is wrapped.
+template <class Edit>
+KernelProgram contract_program(Edit edit) {
+  ContractNode n = *contract_tiles("c", 8, 4, 16, "a", "b").as<ContractNode>();
+  edit(n);
+  return program({kernel("matmul", {{"blk", 1}}, 1,
+                         {buffer("c", {8, 4}, Scope::register_file), buffer("a", {8, 16}, Scope::shared),
+                          buffer("b", {16, 4}, Scope::shared)},
+                         {fill("a", 1), fill("b", 1), make_stmt(std::move(n)), write_y()})});
 }
 
-TEST(KernelVerifier, RejectsAGemmAccumulatorInSharedMemory) {
-  auto p = gemm_program(buffer("c", {8, 4}, Scope::shared), buffer("a", {8, 16}, Scope::shared), buffer("b", {16, 4}, Scope::shared));
-  expect_rejected(p, {"kernel 'matmul'", "statement 3 (gemm)", "gemm accumulator 'c' must be a register buffer, found shared"});
+TEST(KernelVerifier, AcceptsAContractWithScaleBiasAndTwoTerms) {
+  expect_accepted(contract_program([](ContractNode& n) {
+    n.terms.push_back(n.terms[0]);
+    n.scale = load("a", {var("i"), num(0)});
+    n.bias = var("j") * num(2);
+    n.type = MmaType::bf16;
+  }));
 }
 
-TEST(KernelVerifier, RejectsAGemmWhoseShapesDoNotAgree) {
-  // a[8, 16] · b[12, 4]: the inner dims differ.
-  auto p = gemm_program(buffer("c", {8, 4}, Scope::register_file), buffer("a", {8, 16}, Scope::shared),
-                        buffer("b", {12, 4}, Scope::shared));
-  expect_rejected(p, {"kernel 'matmul'", "statement 3 (gemm)", "gemm shapes do not agree", "c[8,4] from [8,16] · [12,4]"});
+TEST(KernelVerifier, RejectsAContractOperandThatUsesTheOtherSidesAxis) {
+  auto p = contract_program([](ContractNode& n) { n.terms[0].a = load("a", {var("j"), var("k")}); });
+  expect_rejected(p, {"kernel 'matmul'", "statement 3 (contract)", "operand a 'a[j, k]' uses the column axis 'j'"});
 }
 
-TEST(KernelVerifier, RejectsAGemmWhoseAccumulatorHasTheWrongShape) {
-  auto p = gemm_program(buffer("c", {4, 8}, Scope::register_file), buffer("a", {8, 16}, Scope::shared),
-                        buffer("b", {16, 4}, Scope::shared));
-  expect_rejected(p, {"statement 3 (gemm)", "gemm shapes do not agree"});
+TEST(KernelVerifier, RejectsAContractScaleThatUsesTheReducedAxis) {
+  auto p = contract_program([](ContractNode& n) { n.scale = var("k"); });
+  expect_rejected(p, {"statement 3 (contract)", "variable 'k' is not in scope"});
 }
 
-TEST(KernelVerifier, AcceptsAGemmWithTransposedOperands) {
-  // aᵀ with a[16, 8] and bᵀ with b[4, 16]: c[8, 4].
-  expect_accepted(gemm_program(buffer("c", {8, 4}, Scope::register_file), buffer("a", {16, 8}, Scope::shared),
-                               buffer("b", {4, 16}, Scope::register_file), true, true));
+TEST(KernelVerifier, RejectsAContractRowAxisOutsideItsDomain) {
+  auto p = contract_program([](ContractNode& n) { n.row_axes = {"r"}; });
+  expect_rejected(p, {"statement 3 (contract)", "row axis 'r' is not an axis of the domain"});
 }
 
-TEST(KernelVerifier, RejectsAGemmAccumulatorThatIsNotF32) {
-  auto p = gemm_program(buffer("c", {8, 4}, Scope::register_file, DType::bf16), buffer("a", {8, 16}, Scope::shared),
-                        buffer("b", {16, 4}, Scope::shared));
-  expect_rejected(p, {"kernel 'matmul'", "statement 3 (gemm)", "gemm accumulator 'c' must be f32"});
+TEST(KernelVerifier, RejectsAContractWithoutTerms) {
+  auto p = contract_program([](ContractNode& n) { n.terms.clear(); });
+  expect_rejected(p, {"statement 3 (contract)", "contract has no product terms"});
 }
 
 // =================================================================================================
@@ -364,8 +368,8 @@ TEST(KernelVerifier, AcceptsALegalProgramWithEveryStatementKind) {
        loop("k", num(0), var("row") + num(1), {map(at("a", {var("j")}), load("a", {var("j")}) + load("x", {var("row"), var("k") * num(4) + var("j")}), row)}),
        branch(equal(mod(var("blk"), num(4)), num(0)), {fill("acc", 1)}, {fill("acc", 2)}),
        copy(at("s", {var("i"), var("j")}), at("x", {var("row") * num(4) + var("i"), var("blk") * num(4) + var("j")}), tile),
-       gemm("c", "s", "s", false, true, false),
-       gemm("c", "s", "s", true, false, true),
+       contract_tiles("c", 4, 4, 4, "s", "s", false, true, false),
+       contract_tiles("c", 4, 4, 4, "s", "s", true, false, true, MmaType::bf16),
        reduce_sum(at("acc", {var("i")}), load("c", {var("i"), var("j")}), over({{"i", 4}}), {{"j", 4}}, true),
        cluster_reduce(ReduceOp::max, "a"),
        cluster_gather("a", "gathered"),
