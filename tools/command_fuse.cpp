@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "contract/contract_pass.h"
 #include "fusion/fuse.h"
 
 namespace solder::cli {
@@ -14,13 +15,15 @@ int command_fuse(const std::vector<std::string>& args) {
                   "Fuse a program and report what happened: for each kernel, the definitions it holds, its\n"
                   "grid, streamed, held-whole and inner-loop dims, each reduction's phase, the online form of\n"
                   "every cascaded reduction (G, H, the update formula and how it was confirmed), and every\n"
-                  "fusion that was refused with the rule that refused it."};
+                  "fusion that was refused with the rule that refused it; then every contraction in canonical\n"
+                  "form (operands, scale, bias, the MMA input type T and why) or the rule that kept it a reduce."};
   add_program_options(command, options, false);
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
   BoundProgram program = load_program(files[0], options.sizes);
   FusionResult result = fuse_program(program);
-  std::cout << (options.json ? fusion_report_json(program, result) + "\n" : fusion_report_text(program, result));
+  ContractPassResult contracts = canonicalize_contractions(result.kernels);
+  std::cout << (options.json ? fusion_report_json(program, result, &contracts) + "\n" : fusion_report_text(program, result, &contracts));
   return kExitOk;
 }
 

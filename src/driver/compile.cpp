@@ -4,6 +4,7 @@
 
 #include "ir/diagnostics.h"
 
+#include "contract/contract_pass.h"
 #include "fusion/fuse.h"
 #include "kernel/kernel_verifier.h"
 #include "lower/lower_unfused.h"
@@ -14,7 +15,7 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
   CompileResult result;
   if (!options.fuse) {
     // lower: one kernel per definition
-    result.kernels = lower_unfused(program);
+    result.kernels = lower_unfused(program, UnfusedOptions{options.gemm_skeleton});
   } else {
     // fuse: inline pointwise definitions, group, decompose cascades, lower each group. A definition
     // too large for the on-chip budget at the requested row tile is retried with half the tile, down
@@ -33,6 +34,13 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
     }
     result.kernels = std::move(fused.kernels);
     result.report = fusion_report_text(program, fused);
+  }
+  // canonicalize contractions: every `reduce sum` that is a matrix product becomes a `contract`
+  if (options.contractions) {
+    ContractPassResult contracts = canonicalize_contractions(result.kernels);
+    result.kernels = std::move(contracts.program);
+    std::string text = contract_report_text(contracts);
+    if (!text.empty()) result.report += (result.report.empty() ? "" : "\n") + text;
   }
   // verify the Kernel IR before anything runs it
   verify_kernel_program(result.kernels);

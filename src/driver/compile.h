@@ -1,7 +1,7 @@
 // The compile driver: one readable function from a bound Program to a KernelProgram.
 //
 //   Program ──verify/bind──► BoundProgram ──fuse (inline, group, decompose, lower)──► KernelProgram
-//           ──verify──► backend
+//           ──canonicalize contractions──► ──verify──► backend
 //
 // With fuse off, the unfused lowering gives one kernel per definition instead.
 #pragma once
@@ -17,12 +17,15 @@ namespace solder {
 struct CompileOptions {
   bool fuse = true;        // false: the unfused lowering, one kernel per definition
   FusionParams fusion;     // tile sizes and budgets of the fusion passes
+  bool contractions = true;  // canonicalize matrix products into `contract` statements
+  bool gemm_skeleton = false;  // unfused: contractions the sm_90a GEMM skeleton takes stay whole
 
   // The options for the CUDA backend (gpu_fusion_params); the defaults suit the CPU executor.
   static CompileOptions for_gpu(bool fuse = true) {
     CompileOptions options;
     options.fuse = fuse;
     options.fusion = gpu_fusion_params();
+    options.gemm_skeleton = true;
     return options;
   }
 };

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "contract/contract_pass.h"
 #include "fusion/group_plan.h"
 #include "ir/verifier.h"
 #include "kernel/kernel_ir.h"
@@ -36,8 +37,9 @@ struct FusionResult {
 
 FusionResult fuse_program(const BoundProgram& program, const FusionParams& params = {});
 
-// The fusion report (`solder fuse`): kernels, what each holds, the online forms, refusals.
-std::string fusion_report_text(const BoundProgram& program, const FusionResult& result);
-std::string fusion_report_json(const BoundProgram& program, const FusionResult& result);
+// The fusion report (`solder fuse`): kernels, what each holds, the online forms, refusals, and (when
+// given) the contractions the canonicalizer found in the fused kernels.
+std::string fusion_report_text(const BoundProgram& program, const FusionResult& result, const ContractPassResult* contracts = nullptr);
+std::string fusion_report_json(const BoundProgram& program, const FusionResult& result, const ContractPassResult* contracts = nullptr);
 
 }  // namespace solder

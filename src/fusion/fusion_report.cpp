@@ -51,7 +51,7 @@ std::string update_text(const GroupMember& m) {
 
 }  // namespace
 
-std::string fusion_report_text(const BoundProgram& program, const FusionResult& result) {
+std::string fusion_report_text(const BoundProgram& program, const FusionResult& result, const ContractPassResult* contracts) {
   std::ostringstream out;
   out << "program " << program.program->name << ": " << program.defs.size() << " definitions → " << result.kernels.kernels.size()
       << " kernel" << (result.kernels.kernels.size() == 1 ? "" : "s") << "\n";
@@ -94,10 +94,11 @@ std::string fusion_report_text(const BoundProgram& program, const FusionResult& 
     out << "\nrefused fusions:\n";
     for (auto& r : result.refusals) out << "  " << r << "\n";
   }
+  if (contracts && !contracts->entries.empty()) out << "\n" << contract_report_text(*contracts);
   return out.str();
 }
 
-std::string fusion_report_json(const BoundProgram& program, const FusionResult& result) {
+std::string fusion_report_json(const BoundProgram& program, const FusionResult& result, const ContractPassResult* contracts) {
   JsonWriter json;
   json.begin_object().key("program").value(program.program->name);
   json.key("kernel_count").value(static_cast<int64_t>(result.kernels.kernels.size()));
@@ -132,7 +133,20 @@ std::string fusion_report_json(const BoundProgram& program, const FusionResult& 
   }
   json.end_array().key("refused").begin_array();
   for (auto& r : result.refusals) json.value(r);
-  json.end_array().end_object();
+  json.end_array();
+  if (contracts) {
+    json.key("contraction_policy").value(contracts->policy.why).key("contractions").begin_array();
+    for (auto& e : contracts->entries) {
+      json.begin_object().key("kernel").value(e.kernel).key("destination").value(e.destination).key("canonical").value(e.canonical);
+      if (e.canonical) json.key("contract").value(e.text);
+      else json.key("refusal").value(e.refusal);
+      json.key("notes").begin_array();
+      for (auto& n : e.notes) json.value(n);
+      json.end_array().end_object();
+    }
+    json.end_array();
+  }
+  json.end_object();
   return json.str();
 }
 

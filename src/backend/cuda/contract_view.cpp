@@ -1,0 +1,155 @@
+#include "backend/cuda/contract_view.h"
+
+#include <set>
+
+#include "contract/canonicalize.h"
+
+namespace solder {
+namespace {
+
+bool constant(const Expr& e) { return !e || (vars_used(e).empty() && tensors_used(e).empty()); }
+
+std::optional<DType> rounding_dtype(MmaType t) {
+  switch (t) {
+    case MmaType::bf16: return DType::bf16;
+    case MmaType::f16: return DType::f16;
+    case MmaType::f8e4m3: return DType::f8e4m3;
+    case MmaType::f8e5m2: return DType::f8e5m2;
+    default: return std::nullopt;
+  }
+}
+
+class Viewer {
+ public:
+  Viewer(const KernelProgram& program, const Kernel& kernel) : program_(program), kernel_(kernel) {}
+
+  Block rewrite(const Block& block) {
+    Block out;
+    for (auto& s : block) {
+      if (auto f = s.as<ForNode>()) {
+        ForNode n = *f;
+        n.body = rewrite(f->body);
+        out.push_back(make_stmt(std::move(n)));
+      } else if (auto i = s.as<IfNode>()) {
+        IfNode n = *i;
+        n.then_body = rewrite(i->then_body);
+        n.else_body = rewrite(i->else_body);
+        out.push_back(make_stmt(std::move(n)));
+      } else if (auto c = s.as<ContractNode>()) {
+        view(*c, out);
+      } else {
+        out.push_back(s);
+      }
+    }
+    return out;
+  }
+
+ private:
+  const KernelProgram& program_;
+  const Kernel& kernel_;
+
+  std::optional<DType> dtype_of(const std::string& name) const {
+    if (auto b = kernel_.find_buffer(name)) return b->dtype;
+    if (auto g = program_.find_global(name)) return g->dtype;
+    return std::nullopt;
+  }
+
+  Expr rounded(const Expr& x, MmaType type) const {
+    auto to = rounding_dtype(type);
+    if (!to) return x;
+    auto exact = exact_mma_type(x, [this](const std::string& n) { return dtype_of(n); });
+    if (exact && (*exact == type || (*exact != MmaType::bf16 && *exact != MmaType::f16 && type != MmaType::f8e4m3 && type != MmaType::f8e5m2)))
+      return x;  // already a value of T (fp8 values are exact in the 16-bit types)
+    return make_cast(*to, x);
+  }
+
+  // A buffer name not yet used by the kernel or the program.
+  std::string fresh_name(const std::string& base) const {
+    std::string name = base;
+    for (int i = 2; kernel_.find_buffer(name) || program_.find_global(name) || added_names_.count(name); ++i)
+      name = base + std::to_string(i);
+    return name;
+  }
+
+  void view(const ContractNode& c, Block& out) {
+    Expr products;
+    for (auto& t : c.terms) {
+      Expr p = rounded(t.a, c.type) * rounded(t.b, c.type);
+      products = products ? products + p : p;
+    }
+    int64_t count = 1;
+    for (auto& a : c.reduce_axes) count *= a.extent;
+    const Buffer* dst = kernel_.find_buffer(c.dst.name);
+    std::string type = "contract with T = " + std::string(mma_type_name(c.type));
+    ReduceNode r;
+    r.op = ReduceOp::sum;
+    r.domain = c.domain;
+    r.reduce_axes = c.reduce_axes;
+    r.where = c.where;
+    r.comment = c.comment.empty() ? type : c.comment + "; " + type;
+    const bool epilogue = c.bias || (c.scale && !constant(c.scale));
+    if (!epilogue) {
+      // The scale (a constant) multiplies each term; the bias, if constant too, each point.
+      Expr value = products;
+      if (c.scale) value = value * c.scale;
+      if (c.bias) value = value + (count == 1 ? c.bias : c.bias / make_const(static_cast<double>(count)));
+      r.dst = c.dst;
+      r.accumulate = c.accumulate;
+      r.value = value;
+      out.push_back(make_stmt(std::move(r)));
+      return;
+    }
+    // The dot product into an f32 tile (dst itself when it is one and is not accumulated onto), then
+    // the epilogue: dst (+)= dot · scale + bias.
+    const bool in_place = !c.accumulate && dst && dst->dtype == DType::f32;
+    Access dot = c.dst;
+    if (!in_place) {
+      Buffer temp;
+      temp.name = fresh_name(c.dst.name + "_dot");
+      temp.dtype = DType::f32;
+      temp.scope = Scope::register_file;
+      for (auto& a : c.domain.axes) {
+        temp.shape.push_back(a.extent);
+      }
+      if (temp.shape.empty()) temp.shape.push_back(1);
+      std::vector<Expr> index;
+      for (auto& a : c.domain.axes) index.push_back(make_var(a.var));
+      if (index.empty()) index.push_back(make_int(0));
+      dot = Access{temp.name, index};
+      added_names_.insert(temp.name);
+      added_.push_back(std::move(temp));
+    }
+    r.dst = dot;
+    r.accumulate = false;
+    r.value = products;
+    out.push_back(make_stmt(std::move(r)));
+    MapNode m;
+    m.domain = c.domain;
+    m.dst = c.dst;
+    Expr v = make_load(dot.name, dot.index);
+    if (c.scale) v = v * c.scale;
+    if (c.bias) v = v + c.bias;
+    if (c.accumulate) v = make_load(c.dst.name, c.dst.index) + v;
+    m.value = v;
+    m.comment = "the contract's epilogue: scale and bias after the dot product";
+    out.push_back(make_stmt(std::move(m)));
+  }
+
+ public:
+  std::vector<Buffer> added_;  // temporaries of the dot products
+  std::set<std::string> added_names_;
+};
+
+}  // namespace
+
+KernelProgram contracts_as_reduces(const KernelProgram& program) {
+  KernelProgram out = program;
+  for (auto& kernel : out.kernels) {
+    Viewer viewer(program, kernel);
+    kernel.body = viewer.rewrite(kernel.body);
+    kernel.buffers.insert(kernel.buffers.end(), viewer.added_.begin(), viewer.added_.end());
+  }
+  return out;
+}
+
+}  // namespace solder

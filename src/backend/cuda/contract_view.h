@@ -1,0 +1,27 @@
+// How the CUDA backend runs `contract` statements today (internal to src/backend/cuda): each is
+// rewritten into the `reduce sum` the writers know, with the contract's operand rounding made
+// explicit, before the tensor-core emitter and the generic writer see the kernel.
+//
+//   contract(T) dst (+)= scale · Σ_R Σ_t round_T(a_t) · round_T(b_t) + bias
+//
+// becomes, with cast_T(x) = cast(x, T) where x is not already exact in T (T = bf16, f16 or fp8;
+// an operand of a tf32 or f32 contract is never rounded: tf32 is only chosen for operands exact in it):
+//   * without bias, and with no scale or a scale free of variables and loads (attention's rsqrt(D)):
+//       reduce sum dst (+)= (Σ_t cast_T(a_t) · cast_T(b_t)) · scale
+//     The constant scale multiplies each term (one more float32 rounding per term than the
+//     contract's single multiplication; exact for a power of two), and the tensor-core emitter
+//     moves it after the dot product itself;
+//   * otherwise (a row, column or per-element scale, or a bias) the dot product first, into dst when
+//     dst is an f32 buffer that is not accumulated onto, else into a new f32 register tile over the
+//     domain, then the epilogue:
+//       reduce sum dot = Σ_t cast_T(a_t) · cast_T(b_t);  map dst = (dst +) dot · scale + bias
+//     which is exactly the contract.
+#pragma once
+
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+KernelProgram contracts_as_reduces(const KernelProgram& program);
+
+}  // namespace solder

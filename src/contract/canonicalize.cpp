@@ -1,0 +1,353 @@
+#include "contract/canonicalize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "ir/expr_visitor.h"
+#include "ir/printer.h"
+
+namespace solder {
+namespace {
+
+struct Term {
+  Expr value;
+  double sign = 1;
+};
+
+// The summand as a sum of terms: + and - and negation flattened.
+void split_terms(const Expr& e, double sign, std::vector<Term>& out) {
+  if (auto b = e.as<BinaryNode>(); b && (b->op == BinaryOp::add || b->op == BinaryOp::sub)) {
+    split_terms(b->lhs, sign, out);
+    split_terms(b->rhs, b->op == BinaryOp::add ? sign : -sign, out);
+    return;
+  }
+  if (auto u = e.as<UnaryNode>(); u && u->op == UnaryOp::neg) return split_terms(u->operand, -sign, out);
+  out.push_back({e, sign});
+}
+
+// A term as coefficient × Π factors: × and / flattened, constants collected; a divisor that is not
+// a constant becomes the factor 1 / divisor.
+void split_factors(const Expr& e, double& coefficient, std::vector<Expr>& factors, bool inverse = false) {
+  if (auto b = e.as<BinaryNode>()) {
+    if (b->op == BinaryOp::mul) {
+      split_factors(b->lhs, coefficient, factors, inverse);
+      split_factors(b->rhs, coefficient, factors, inverse);
+      return;
+    }
+    if (b->op == BinaryOp::div) {
+      split_factors(b->lhs, coefficient, factors, inverse);
+      split_factors(b->rhs, coefficient, factors, !inverse);
+      return;
+    }
+  }
+  if (auto u = e.as<UnaryNode>(); u && u->op == UnaryOp::neg) {
+    coefficient = -coefficient;
+    return split_factors(u->operand, coefficient, factors, inverse);
+  }
+  if (auto c = e.as<ConstNode>(); c && c->value != 0 && std::isfinite(c->value)) {
+    coefficient = inverse ? coefficient / c->value : coefficient * c->value;
+    return;
+  }
+  factors.push_back(inverse ? make_binary(BinaryOp::div, make_const(1.0), e) : e);
+}
+
+Expr product_of(const std::vector<Expr>& factors) {
+  Expr p;
+  for (auto& f : factors) p = p ? p * f : f;
+  return p;
+}
+
+std::set<std::string> vars_of(const Expr& e) {
+  auto v = vars_used(e);
+  return {v.begin(), v.end()};
+}
+
+bool meets(const std::set<std::string>& a, const std::set<std::string>& b) {
+  return std::any_of(a.begin(), a.end(), [&](auto& x) { return b.count(x) > 0; });
+}
+
+bool is_fp8(MmaType t) { return t == MmaType::f8e4m3 || t == MmaType::f8e5m2; }
+
+}  // namespace
+
+std::optional<MmaType> exact_mma_type(const Expr& e, const DTypeOf& dtype_of) {
+  if (auto load = e.as<LoadNode>()) {
+    auto d = dtype_of(load->tensor);
+    return d ? mma_type_of(*d) : std::nullopt;
+  }
+  if (auto cast = e.as<CastNode>()) return mma_type_of(cast->dtype);
+  if (auto s = e.as<SelectNode>()) {
+    auto a = exact_mma_type(s->if_true, dtype_of), b = exact_mma_type(s->if_false, dtype_of);
+    if (a && b && *a == *b) return a;
+    return std::nullopt;
+  }
+  if (auto u = e.as<UnaryNode>(); u && u->op == UnaryOp::neg) return exact_mma_type(u->operand, dtype_of);
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<MmaType> exact_type(const Expr& e, const DTypeOf& dtype_of) { return exact_mma_type(e, dtype_of); }
+
+// The narrowest type holding the values of both narrow types.
+MmaType common_type(MmaType a, MmaType b) {
+  if (a == b) return a;
+  if (is_fp8(a) && !is_fp8(b)) return b;
+  if (is_fp8(b) && !is_fp8(a)) return a;
+  if (is_fp8(a) && is_fp8(b)) return MmaType::f16;
+  return MmaType::tf32;  // bf16 and f16: both exact in tf32
+}
+
+// The 16-bit type of the tensors `e` reads: bf16 or f16 when all its 16-bit loads agree.
+std::optional<MmaType> sixteen_bit_type_read(const Expr& e, const DTypeOf& dtype_of) {
+  std::set<DType> seen;
+  for_each_load(e, [&](const LoadNode& load) {
+    if (auto d = dtype_of(load.tensor); d && (*d == DType::bf16 || *d == DType::f16)) seen.insert(*d);
+  });
+  if (seen.size() != 1) return std::nullopt;
+  return mma_type_of(*seen.begin());
+}
+
+// Two sides of the operand factors: A (rows) and B (columns), batch axes used by both.
+struct Sides {
+  std::vector<Expr> a, b;
+  std::set<std::string> rows, columns, batch;
+};
+
+// The split of `factors` (each with its kept axes) into two sides with the fewest batch axes and
+// the most non-empty sides; A is the side holding the first axis of `order` that is not a batch axis.
+std::optional<Sides> split_sides(const std::vector<Expr>& factors, const std::vector<std::set<std::string>>& kept,
+                                 const std::vector<std::string>& order) {
+  const size_t n = factors.size();
+  if (n < 2 || n > 12) return std::nullopt;
+  std::optional<Sides> best;
+  auto score = [](const Sides& s) { return std::pair<int, int>(static_cast<int>(s.batch.size()), -(!s.rows.empty() + !s.columns.empty())); };
+  for (uint32_t mask = 1; mask + 1 < (1u << n); ++mask) {
+    if (mask & 1u) continue;  // each split once: factor 0 always on the second side
+    Sides s;
+    std::set<std::string> first, second;
+    for (size_t i = 0; i < n; ++i) {
+      bool on_first = mask & (1u << i);
+      (on_first ? s.a : s.b).push_back(factors[i]);
+      (on_first ? first : second).insert(kept[i].begin(), kept[i].end());
+    }
+    for (auto& v : first) (second.count(v) ? s.batch : s.rows).insert(v);
+    for (auto& v : second) if (!first.count(v)) s.columns.insert(v);
+    if (s.rows.empty() && s.columns.empty()) continue;
+    if (!best || score(s) < score(*best)) best = s;
+  }
+  if (!best) return std::nullopt;
+  // A is the side of the first non-batch axis of the destination's order.
+  Sides sides = std::move(*best);
+  for (auto& v : order) {
+    if (sides.batch.count(v)) continue;
+    if (sides.columns.count(v)) return Sides{sides.b, sides.a, sides.columns, sides.rows, sides.batch};
+    if (sides.rows.count(v)) break;
+  }
+  return sides;
+}
+
+std::string joined(const std::set<std::string>& names) {
+  std::string s;
+  for (auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+ContractPolicy contract_policy_for(const std::vector<std::pair<std::string, DType>>& outputs) {
+  ContractPolicy policy;
+  std::string wide;
+  for (auto& [name, dtype] : outputs)
+    if (dtype == DType::f32) wide += (wide.empty() ? "" : ", ") + name;
+  policy.sixteen_bit = !outputs.empty() && wide.empty();
+  if (policy.sixteen_bit) policy.why = "every output is 16-bit or narrower (tolerance class 1e-2)";
+  else policy.why = wide.empty() ? "the program has no output" : "output " + wide + " is f32 (tolerance class 1e-5)";
+  return policy;
+}
+
+ContractPolicy contract_policy_of(const KernelProgram& program) {
+  std::vector<std::pair<std::string, DType>> outputs;
+  for (auto& g : program.globals)
+    if (g.role == GlobalRole::output) outputs.emplace_back(g.name, g.dtype);
+  return contract_policy_for(outputs);
+}
+
+ContractPolicy contract_policy_of(const BoundProgram& program) {
+  std::vector<std::pair<std::string, DType>> outputs;
+  for (const TensorInfo* t : program.outputs()) outputs.emplace_back(t->name, t->dtype);
+  return contract_policy_for(outputs);
+}
+
+Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeOf& dtype_of, const ContractPolicy& policy) {
+  Canonicalization result;
+  auto refuse = [&](std::string why) {
+    result.refusal = std::move(why);
+    return result;
+  };
+  if (reduce.op != ReduceOp::sum) return refuse("not a sum");
+  std::set<std::string> reduced, kept_axes;
+  int64_t count = 1;
+  for (auto& a : reduce.reduce_axes) {
+    reduced.insert(a.var);
+    count *= a.extent;
+  }
+  for (auto& a : reduce.domain.axes) kept_axes.insert(a.var);
+  // The order of the kept axes in the destination (rows come first).
+  std::vector<std::string> order;
+  for (auto& i : reduce.dst.index)
+    for (auto& v : vars_used(i)) if (kept_axes.count(v)) order.push_back(v);
+  for (auto& a : reduce.domain.axes) order.push_back(a.var);
+
+  std::vector<Term> terms;
+  split_terms(reduce.value, 1, terms);
+  ContractNode node;
+  std::vector<Expr> biases;
+  std::optional<Expr> common_scale;
+  bool first_term = true;
+  std::vector<std::pair<Expr, Expr>> operands;  // per product term: A, B
+  struct TermScale {
+    std::vector<Expr> factors;  // the term's k-free factors (its coefficient first, as a constant)
+    Expr product;
+  };
+  std::vector<TermScale> scales;  // per product term
+  bool scales_agree = true;
+  std::vector<std::string> notes;
+  for (auto& term : terms) {
+    if (!meets(vars_of(term.value), reduced)) {
+      biases.push_back(term.sign < 0 ? -term.value : term.value);
+      continue;
+    }
+    double coefficient = term.sign;
+    std::vector<Expr> factors;
+    split_factors(term.value, coefficient, factors);
+    std::vector<Expr> scale, k_only, operand;
+    std::vector<std::set<std::string>> operand_kept;
+    for (auto& f : factors) {
+      auto vars = vars_of(f);
+      bool uses_k = meets(vars, reduced);
+      std::set<std::string> kept;
+      for (auto& v : vars) if (kept_axes.count(v)) kept.insert(v);
+      if (!uses_k) scale.push_back(f);
+      else if (kept.empty()) k_only.push_back(f);
+      else {
+        operand.push_back(f);
+        operand_kept.push_back(kept);
+      }
+    }
+    Sides sides;
+    if (operand.size() == 1 && !k_only.empty()) {
+      // x[m, k] · w[k]: a matrix-vector product, w the B operand with no columns.
+      sides.a = operand;
+      sides.rows = operand_kept[0];
+      sides.b = k_only;
+      k_only.clear();
+    } else if (operand.size() < 2) {
+      return refuse(operand.empty() ? "no factor uses both a reduced and a kept axis (a dot product without rows or columns)"
+                                    : "the term " + print_expr(term.value) + " has one operand (a row reduction, not a matrix product)");
+    } else {
+      auto split = split_sides(operand, operand_kept, order);
+      if (!split) return refuse("the factors of " + print_expr(term.value) + " do not split into two operands");
+      sides = *split;
+    }
+    if (!k_only.empty()) {
+      notes.push_back("k-only factor " + print_expr(product_of(k_only)) + " folded into operand A");
+      sides.a.insert(sides.a.end(), k_only.begin(), k_only.end());
+    }
+    if (coefficient != 1) scale.insert(scale.begin(), make_const(coefficient));
+    Expr term_scale = product_of(scale);
+    if (first_term) {
+      node.row_axes.assign(sides.rows.begin(), sides.rows.end());
+      node.column_axes.assign(sides.columns.begin(), sides.columns.end());
+      common_scale = term_scale;
+      first_term = false;
+    } else {
+      std::set<std::string> rows(node.row_axes.begin(), node.row_axes.end()), columns(node.column_axes.begin(), node.column_axes.end());
+      if (rows != sides.rows || columns != sides.columns)
+        return refuse("the product terms run along different rows or columns (" + joined(rows) + " / " + joined(columns) + " and " +
+                      joined(sides.rows) + " / " + joined(sides.columns) + ")");
+      bool same = (!term_scale && !*common_scale) || (term_scale && *common_scale && structurally_equal(term_scale, *common_scale));
+      if (!same) scales_agree = false;
+    }
+    operands.emplace_back(product_of(sides.a), product_of(sides.b));
+    scales.push_back({scale, term_scale});
+  }
+  if (operands.empty()) return refuse("no term uses the reduced axes");
+  if (!scales_agree) {
+    // Terms with different scales: each term's k-free factors go into its operands (a factor of the
+    // columns into B, any other into A), and the contract has no common scale.
+    std::set<std::string> columns(node.column_axes.begin(), node.column_axes.end()), rows(node.row_axes.begin(), node.row_axes.end());
+    for (size_t t = 0; t < operands.size(); ++t) {
+      for (auto& f : scales[t].factors) {
+        auto vars = vars_of(f);
+        bool column = meets(vars, columns), row = meets(vars, rows);
+        if (column && row) return refuse("the product terms have different scales, and " + print_expr(f) + " uses both rows and columns");
+        Expr& side = column ? operands[t].second : operands[t].first;
+        side = side * f;
+      }
+    }
+    notes.push_back("the product terms have different scales: each term's scale is folded into its operands");
+    common_scale = Expr();
+  }
+  if (!biases.empty() && reduce.where) return refuse("a term without the reduced axes under a where condition (its count varies)");
+
+  // The MMA type: exact operands keep their type; computed ones follow the policy.
+  std::optional<MmaType> type;
+  bool computed = false, unrounded = false;
+  for (auto& [a, b] : operands) {
+    for (int side = 0; side < 2; ++side) {
+      const Expr& x = side ? b : a;
+      const Expr& other = side ? a : b;
+      auto exact = exact_type(x, dtype_of);
+      MmaType t;
+      if (exact) {
+        t = *exact;
+      } else {
+        computed = true;
+        std::optional<MmaType> rounded;
+        if (policy.sixteen_bit) {
+          auto partner = exact_type(other, dtype_of);
+          rounded = partner && !is_fp8(*partner) ? partner : sixteen_bit_type_read(x, dtype_of);
+        }
+        if (!rounded) {
+          unrounded = true;
+          continue;
+        }
+        t = *rounded;
+        notes.push_back(std::string("operand ") + (side ? "B" : "A") + " = " + print_expr(x) + " is computed: rounded to " +
+                        std::string(mma_type_name(t)) + " (" + policy.why + ")");
+      }
+      type = type ? common_type(*type, t) : t;
+    }
+  }
+  if (unrounded || !type) {
+    node.type = MmaType::f32;
+    notes.push_back("T = f32, no operand rounding (" + std::string(computed ? "a computed operand, " : "an f32 operand, ") + policy.why + ")");
+  } else {
+    node.type = *type;
+    notes.push_back("T = " + std::string(mma_type_name(*type)) + (computed ? "" : " (every operand is exact in it)"));
+  }
+  for (auto& [a, b] : operands) node.terms.push_back({a, b});
+  if (common_scale && *common_scale) {
+    node.scale = *common_scale;
+    notes.push_back("scale " + print_expr(node.scale) + " applied after the dot product");
+  }
+  if (!biases.empty()) {
+    Expr sum;
+    for (auto& b : biases) sum = sum ? sum + b : b;
+    node.bias = count == 1 ? sum : make_const(static_cast<double>(count)) * sum;
+    notes.push_back("bias " + print_expr(node.bias) + " (the k-free terms, " + std::to_string(count) + " times)");
+  }
+  node.domain = reduce.domain;
+  node.reduce_axes = reduce.reduce_axes;
+  node.dst = reduce.dst;
+  node.where = reduce.where;
+  node.accumulate = reduce.accumulate;
+  node.comment = reduce.comment;
+  result.contract = std::move(node);
+  result.notes = std::move(notes);
+  return result;
+}
+
+}  // namespace solder

@@ -1,0 +1,67 @@
+// The canonicalizer of contractions: the one place that decides whether a `reduce sum` is a matrix
+// product, and in what form (kernel_ir.h, `contract`). The planner, the lowering and the backends
+// ask it; nobody else pattern-matches a `reduce sum`.
+//
+// A summand is read as a sum of terms, each a product of factors (src/algebra's sum and product
+// normal forms: + - × / and negation flattened, constants collected). For a reduce over the axes R
+// with kept axes D:
+//   * a term that uses no axis of R is k-free: it becomes the epilogue bias (|R| · term, which
+//     needs an unconditional reduce: no `where`);
+//   * every other term is split into its factors, each classified by the axes it uses:
+//       no axis of R            a scale, applied after the dot product (row, column or scalar);
+//       axes of R only           a k-only factor, folded into the A operand;
+//       axes of R and of D       an operand factor. The operand factors are split into two sides
+//                                A and B so that no axis of D is used by both sides except batch
+//                                axes (used by both); A's other axes are the rows, B's the columns.
+//     Several terms must agree on rows, columns and scale; they accumulate into one accumulator.
+//   * several reduced axes are one K, flattened in order.
+// The MMA input type T (the precision policy):
+//   * an operand that is exactly a value of a narrow type U — a load of a bf16, f16 or fp8 tensor,
+//     a cast to one, or a select between such values — is exact in U; two exact operands get the
+//     narrowest type holding both (bf16·bf16 → bf16, fp8·bf16 → bf16, e4m3·e5m2 → f16,
+//     bf16·f16 → tf32): rounding to T then changes nothing;
+//   * a computed operand (x · g in f32) is rounded to the 16-bit type of the tensors it reads when
+//     the program is in the 16-bit tolerance class (every output is 16-bit or narrower, or an
+//     integer), which the fusion report states; otherwise T is f32 (no rounding: CUDA cores), so an
+//     f32 program keeps f32 accuracy.
+// What it cannot put in this form stays a `reduce`, and the refusal says why.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/verifier.h"
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+// The program's tolerance class, which decides how computed operands are rounded.
+struct ContractPolicy {
+  bool sixteen_bit = false;  // every output is 16-bit or narrower (or an integer)
+  std::string why;           // the reason, for the report
+};
+
+// The policy of a program: from the dtypes of its outputs (name, dtype).
+ContractPolicy contract_policy_for(const std::vector<std::pair<std::string, DType>>& outputs);
+ContractPolicy contract_policy_of(const KernelProgram& program);
+ContractPolicy contract_policy_of(const BoundProgram& program);
+
+struct Canonicalization {
+  std::optional<ContractNode> contract;  // the canonical form, when there is one
+  std::vector<std::string> notes;        // what was factored out, and T with its reason
+  std::string refusal;                   // why not, when there is none
+};
+
+// The dtype of a tensor (buffer or global) the summand loads, when it is known.
+using DTypeOf = std::function<std::optional<DType>(const std::string& tensor)>;
+
+// The narrow type every value of `e` belongs to, when there is one: a load of a bf16, f16 or fp8
+// tensor, a cast to one, a select between two values of one such type, or a negation of one.
+std::optional<MmaType> exact_mma_type(const Expr& e, const DTypeOf& dtype_of);
+
+// The canonical form of `reduce` (any op; only sums are contractions).
+Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeOf& dtype_of, const ContractPolicy& policy);
+
+}  // namespace solder
