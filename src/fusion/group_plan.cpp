@@ -7,6 +7,7 @@
 #include <set>
 
 #include "algebra/normal_form.h"
+#include "contract/canonicalize.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
 
@@ -369,71 +370,77 @@ class Planner {
     return dims;
   }
 
+  // The canonical form of member `m`'s definition as a contraction (src/contract/canonicalize.h),
+  // its axes named by the member's variables.
+  Canonicalization member_contraction(const GroupMember& m) const {
+    ReduceNode r;
+    r.op = m.def.reduce;
+    auto extent = [&](const std::string& var) {
+      int d = m.dim_of(var);
+      return d >= 0 ? plan_.dims[static_cast<size_t>(d)].extent : int64_t{1};
+    };
+    for (auto& v : m.def.target.index) {
+      r.domain.axes.push_back({v.name, extent(v.name)});
+      r.dst.index.push_back(make_var(v.name));
+    }
+    for (auto& v : m.def.reduce_vars) r.reduce_axes.push_back({v.name, extent(v.name)});
+    r.dst.name = m.def.target.name;
+    r.value = m.def.body;
+    auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
+      if (program_.has_tensor(name)) return program_.tensor(name).dtype;
+      return std::nullopt;
+    };
+    return canonicalize_contraction(r, dtype_of, contract_policy_of(program_));
+  }
+
   // Whether the group is a matrix product C[row, column] = Σ_k A[row, k] · B[k, column] that the
   // generic writer runs on tensor cores (gemm_codegen.h), with `column` the innermost grid dim and
-  // `row` the next one out: one member, no stream, a sum over one dim of a product of two factors, each
-  // exact in a 16-bit type (a load of a bf16/f16/fp8 tensor, or a cast to one of those types); A reads
-  // the row and not the column, B the column and not the row, both the reduced dim, and any other dim
-  // either reads is a grid dim (a batch, one per block). ffn's and gated_ffn's GEMMs, nerf_mlp's
+  // `row` the next one out: one member, no stream, a canonical contraction of one term over one
+  // reduced dim whose operands are both exact in a narrow type (no rounding by the precision policy),
+  // the row a row axis and the column a column axis (or the other way round), and any other dim
+  // either operand reads a grid dim (a batch, one per block). ffn's and gated_ffn's GEMMs, nerf_mlp's
   // layers, mla_decode's q·ckv; not attention (a stream), not a decode projection whose weight holds
   // both kept dims, not unrounded f32 operands.
   bool tensor_core_product(int column, int row) const {
     if (plan_.stream >= 0 || plan_.members.size() != 1 || column < 0) return false;
     const GroupMember& m = plan_.members.front();
-    if (m.def.reduce != ReduceOp::sum || m.r_dims.size() != 1) return false;
-    auto product = m.def.body.as<BinaryNode>();
-    if (!product || product->op != BinaryOp::mul) return false;
-    auto sixteen_or_eight = [](DType t) {
-      return t == DType::bf16 || t == DType::f16 || t == DType::f8e4m3 || t == DType::f8e5m2;
+    if (m.r_dims.size() != 1) return false;
+    Canonicalization c = member_contraction(m);
+    if (!c.contract || c.contract->terms.size() != 1 || c.contract->type == MmaType::f32) return false;
+    auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
+      if (program_.has_tensor(name)) return program_.tensor(name).dtype;
+      return std::nullopt;
     };
-    std::set<int> dims_of[2];
-    for (int i = 0; i < 2; ++i) {
-      const Expr& factor = i ? product->rhs : product->lhs;
-      if (auto load = factor.as<LoadNode>()) {
-        if (!program_.has_tensor(load->tensor) || !sixteen_or_eight(program_.tensor(load->tensor).dtype)) return false;
-      } else if (auto cast = factor.as<CastNode>()) {
-        if (!sixteen_or_eight(cast->dtype)) return false;
-      } else {
-        return false;
+    const ContractTerm& term = c.contract->terms.front();
+    if (!exact_mma_type(term.a, dtype_of) || !exact_mma_type(term.b, dtype_of)) return false;
+    auto dims_of = [&](const std::vector<std::string>& vars) {
+      std::set<int> dims;
+      for (auto& v : vars) dims.insert(m.dim_of(v));
+      return dims;
+    };
+    std::set<int> rows = dims_of(c.contract->row_axes), columns = dims_of(c.contract->column_axes);
+    if (!((rows.count(row) && columns.count(column)) || (rows.count(column) && columns.count(row)))) return false;
+    for (const Expr* operand : {&term.a, &term.b})
+      for (auto& v : vars_used(*operand)) {
+        int d = m.dim_of(v);
+        if (d < 0 || d == m.r_dims.front() || d == row || d == column) continue;
+        if (plan_.dims[static_cast<size_t>(d)].role != DimRole::grid) return false;
       }
-      for_each_load(factor, [&](const LoadNode& load) {
-        auto dims = load_dims(m, load);
-        dims_of[i].insert(dims.begin(), dims.end());
-      });
-      if (!dims_of[i].count(m.r_dims.front())) return false;
-      for (int d : dims_of[i])
-        if (d != m.r_dims.front() && d != row && d != column && plan_.dims[static_cast<size_t>(d)].role != DimRole::grid) return false;
-    }
-    auto reads = [&](int i, int d) { return dims_of[i].count(d) > 0; };
-    const bool a_first = reads(0, row) && !reads(0, column) && reads(1, column) && !reads(1, row);
-    const bool b_first = reads(1, row) && !reads(1, column) && reads(0, column) && !reads(0, row);
-    return a_first || b_first;
+    return true;
   }
 
-  // A contraction: a sum whose body reads two tensors over a reduced dim where one lacks a kept dim
-  // (of 8 or more) that the other has: a matrix product, QK^T, PV, a decode GEMV. Such groups keep
-  // the tensor-core tiles. (Inertia's mass[b, n] * pos[b, n, x] lacks only x < 3: no contraction.)
+  // A contraction: a member whose definition the canonicalizer reads as a matrix product with a row
+  // or column dim of 8 or more (a matrix product, QK^T, PV, a decode GEMV). Such groups keep the
+  // tensor-core tiles. (Inertia's mass[b, n] * pos[b, n, x] has only the column x < 3: no contraction.)
   bool has_contraction() const {
     for (auto& m : plan_.members) {
       if (m.def.reduce != ReduceOp::sum || m.r_dims.empty()) continue;
-      std::vector<std::set<int>> kept;  // per load over a reduced dim: its kept dims
-      for_each_load(m.def.body, [&](const LoadNode& load) {
-        std::set<int> dims = load_dims(m, load), p;
-        bool reduced = false;
-        for (int d : dims) {
-          if (std::find(m.r_dims.begin(), m.r_dims.end(), d) != m.r_dims.end()) reduced = true;
-          if (std::find(m.p_dims.begin(), m.p_dims.end(), d) != m.p_dims.end()) p.insert(d);
-        }
-        if (reduced) kept.push_back(p);
-      });
-      auto lacks = [&](const std::set<int>& a, const std::set<int>& b) {  // b has a wide dim that a lacks
-        for (int d : b)
-          if (!a.count(d) && plan_.dims[static_cast<size_t>(d)].extent >= 8) return true;
-        return false;
-      };
-      for (size_t a = 0; a < kept.size(); ++a)
-        for (size_t b = 0; b < kept.size(); ++b)
-          if (a != b && lacks(kept[a], kept[b])) return true;
+      Canonicalization c = member_contraction(m);
+      if (!c.contract) continue;
+      std::vector<std::string> sides = c.contract->row_axes;
+      sides.insert(sides.end(), c.contract->column_axes.begin(), c.contract->column_axes.end());
+      for (auto& v : sides)
+        if (int d = m.dim_of(v); d >= 0 && plan_.dims[static_cast<size_t>(d)].extent >= 8) return true;
     }
     return false;
   }
