@@ -150,10 +150,14 @@ void GroupLowering::compute_member(Block& into, const GroupMember& m) {
     into.push_back(make_stmt(std::move(map)));
     return;
   }
-  // Accumulate over the reduce axes, looping over inner dims.
+  // Accumulate over the reduce axes, looping over inner dims. A sum or product of a narrow dtype
+  // that loops over inner dims accumulates in an f32 tile and is rounded once, after the loops, as
+  // the reference rounds it (an accumulator of the member's dtype would round at every step).
   bool by_index = def.reduce == ReduceOp::argmax || def.reduce == ReduceOp::argmin;
-  std::string value_buffer = by_index ? "val_" + def.target.name : tile_of(def.target.name);
-  if (by_index) add_buffer(value_buffer, m.p_dims, DType::f32, Scope::register_file);
+  bool looped = std::any_of(m.r_dims.begin(), m.r_dims.end(), [&](int d) { return dim(d).role == DimRole::inner; });
+  bool widened = !by_index && looped && m.dtype != DType::f32 && (def.reduce == ReduceOp::sum || def.reduce == ReduceOp::prod);
+  std::string value_buffer = by_index ? "val_" + def.target.name : widened ? tile_of(def.target.name) + "_f32" : tile_of(def.target.name);
+  if (by_index || widened) add_buffer(value_buffer, m.p_dims, DType::f32, Scope::register_file);
   std::string index_buffer = by_index ? tile_of(def.target.name) : def.index_target ? tile_of(def.index_target->name) : "";
   if (def.index_target) add_buffer(index_buffer, m.p_dims, DType::i32, scope);
   FillNode fill;
@@ -161,6 +165,12 @@ void GroupLowering::compute_member(Block& into, const GroupMember& m) {
   fill.buffer = value_buffer;
   fill.value = identity_of(def.reduce);
   into.push_back(make_stmt(std::move(fill)));
+  if (widened) {  // the tile's points outside the ragged guard hold the identity, as without widening
+    FillNode tile;
+    tile.buffer = tile_of(def.target.name);
+    tile.value = identity_of(def.reduce);
+    into.push_back(make_stmt(std::move(tile)));
+  }
   if (!index_buffer.empty()) {
     FillNode fi;
     fi.buffer = index_buffer;
@@ -199,6 +209,14 @@ void GroupLowering::compute_member(Block& into, const GroupMember& m) {
     body = Block{make_stmt(std::move(loop))};
   }
   for (auto& s : body) into.push_back(s);
+  if (widened) {
+    CopyNode round;
+    round.comment = def.target.name + " rounded once to " + std::string(dtype_name(m.dtype)) + " after the loop";
+    round.domain = md.domain;
+    round.dst = Access{tile_of(def.target.name), axis_index(md.p_vars)};
+    round.src = Access{value_buffer, axis_index(md.p_vars)};
+    into.push_back(make_stmt(std::move(round)));
+  }
 }
 
 }  // namespace solder::fused
