@@ -106,11 +106,6 @@ __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
   }
 }
 
-__device__ __forceinline__ void wait_parity_cluster(uint64_t* bar, uint32_t parity) {
-  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity)) {
-  }
-}
-
 __device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1, int c2, uint64_t* bar) {
   const int32_t coords[3] = {c0, c1, c2};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar);
@@ -124,13 +119,16 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap& m
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar, mask);
 }
 
-// Arrives on the mbarrier at `bar`'s offset in block `rank` of the cluster.
+// Arrives on the mbarrier at `bar`'s offset in block `rank` of the cluster. The default .release.cta
+// semantics on purpose: what the arrival publishes is that this warp's wgmma (async proxy) reads of the
+// stage are complete, and .release.cluster costs a MEMBAR.ALL.GPU per arrival (measured 2026-11-26:
+// the 2x1-cluster kernel ran at 0.63x of the cluster-less one with it).
 __device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
   const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
   asm volatile(
       "{\n\t.reg .b32 remote;\n\t"
       "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}" ::"r"(local),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(local),
       "r"(rank)
       : "memory");
 }
@@ -207,11 +205,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         const int batch_a = shape.broadcast_a ? 0 : batch;
         const int batch_b = shape.broadcast_b ? 0 : batch;
         for (int kt = 0; kt < k_tiles; ++kt) {
-          if constexpr (C::ClusterM > 1) {
-            detail::wait_parity_cluster(&empty[stage], phase ^ 1u);
-          } else {
-            detail::wait_parity(&empty[stage], phase ^ 1u);
-          }
+          detail::wait_parity(&empty[stage], phase ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &full[stage], static_cast<uint32_t>(C::StageBytes));
           const int k0 = kt * C::BK;
