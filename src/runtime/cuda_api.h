@@ -19,6 +19,7 @@
 // Opaque handle types, with cuda.h's tag names so that they are the same types as there.
 struct CUctx_st;
 struct _nvrtcProgram;
+struct CUtensorMap_st;  // CUtensorMap: 128 bytes, 128-byte aligned (tma.h TensorMapBytes)
 
 namespace solder::runtime::cuda {
 
@@ -132,7 +133,7 @@ struct DriverApi {
   CUresult (*event_elapsed_time)(float* milliseconds, CUevent start, CUevent end);  // cuEventElapsedTime_v2
   // cuTensorMapEncodeTiled (CUDA 12.0+): tensorMap, dataType, rank, globalAddress, globalDim,
   // globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill.
-  CUresult (*tensor_map_encode_tiled)(void* tensor_map, int data_type, unsigned rank, void* global_address,
+  CUresult (*tensor_map_encode_tiled)(CUtensorMap_st* tensor_map, int data_type, unsigned rank, void* global_address,
                                       const uint64_t* global_dim, const uint64_t* global_strides,
                                       const uint32_t* box_dim, const uint32_t* element_strides, int interleave,
                                       int swizzle, int l2_promotion, int oob_fill);

@@ -13,7 +13,7 @@ TensorMapBytes encode_gemm_operand(const GemmOperand& operand, const char* what)
   const cuda::DriverApi& api = cuda::ensure_context();
   TensorMapBytes map;
   cuda::CUresult result = api.tensor_map_encode_tiled(
-      &map, args.data_type, args.rank, reinterpret_cast<void*>(operand.base), args.dims, args.strides, args.box,
+      reinterpret_cast<CUtensorMap_st*>(&map), args.data_type, args.rank, reinterpret_cast<void*>(operand.base), args.dims, args.strides, args.box,
       args.element_strides, args.interleave, args.swizzle, args.l2_promotion, args.oob_fill);
   std::string context = std::string(what ? what : "operand") + " (dims " + std::to_string(args.dims[0]) + "x" +
                         std::to_string(args.dims[1]) + "x" + std::to_string(args.dims[2]) + ", strides " +

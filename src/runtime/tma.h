@@ -61,8 +61,8 @@ struct TmaEncodeArgs {
 // must be a multiple of 16 bytes"). `what` names the operand in the message ("A").
 std::string plan_gemm_operand(const GemmOperand& operand, const char* what, TmaEncodeArgs* args);
 
-// A CUtensorMap: 128 bytes, 64-byte aligned (the same layout as solder::gemm::TensorMap).
-struct alignas(64) TensorMapBytes {
+// A CUtensorMap: 128 bytes, 128-byte aligned like cuda.h's (solder::gemm::TensorMap has the same 128 bytes).
+struct alignas(128) TensorMapBytes {
   unsigned long long words[16] = {};
 };
 static_assert(sizeof(TensorMapBytes) == 128, "CUtensorMap is 128 bytes");
