@@ -3,6 +3,8 @@
 //   bench_gemm headline [JSON]   bf16 and fp8 e4m3 at 8192³ (A: M×K, B: N×K, both K-major; bf16 out;
 //                                fp8 with per-row and per-column f32 scales), a few tile configurations.
 //   bench_gemm sweep JSON        ≥ 50 (shape, configuration) pairs for the cost model (bench/gemm/README.md).
+//   bench_gemm diag [JSON]       epilogue and raster diagnostics (no-store and no-scale epilogues, GroupM 8/32).
+//   bench_gemm profile           bf16 128x256 s3 and e4m3 128x256 s4 at 8192³, a few launches each (for ncu).
 //
 // Timing: a CUDA graph of `per_graph` launches, replayed after a warm-up; CUDA events around each
 // replay; the median replay divided by per_graph. Inputs are random (never zeros). The peers (cuBLAS via
@@ -107,19 +109,33 @@ Operand device_operand(Dtype dtype, int rows, int k, unsigned seed) {
   return op;
 }
 
-// Times configuration C on A (M×K) and B (N×K) with a bf16 output (fp8: row and column scales too).
 int sm_count = 132;
 
-// persistent: at most sm_count blocks looping over the tiles (default), else one block per tile.
-template <class C>
-void bench(const Operand& A, const Operand& B, int replays, bool persistent = true) {
+// Diagnostics only: an epilogue that stores nothing (unless the dot product is exactly 1e30, which
+// random inputs never give; the test keeps the compiler from removing the main loop).
+struct NoStore {
+  __nv_bfloat16* out;
+  int ld;
+  long long batch_stride;
+  const float* row_scale;
+  const float* col_scale;
+  __device__ void operator()(int b, int row, int col, float acc) const {
+    if (acc == 1e30f) out[0] = __float2bfloat16_rn(acc);
+  }
+};
+
+// Times configuration C on A (M×K) and B (N×K) with a bf16 output (fp8: row and column scales too).
+// persistent: as many blocks as are resident at once, looping over the tiles; else one block per tile.
+template <class C, class E = StoreBf16>
+void bench(const Operand& A, const Operand& B, int replays, bool persistent = true, bool scales = true,
+           const char* note = "") {
   const int m = A.rows, n = B.rows, k = A.k;
   TensorMap ma = make_map(A, C::BM, C::BK, "A"), mb = make_map(B, C::BBoxRows, C::BK, "B");
   __nv_bfloat16* out = nullptr;
   float *rs = nullptr, *cs = nullptr;
   CUDA_CHECK(cudaMalloc(&out, size_t(m) * n * 2));
   const bool fp8 = solder::gemm::dtype_is_fp8(C::TA);
-  if (fp8) {
+  if (fp8 && scales) {
     std::vector<float> r(m, 0.5f), c(n, 0.25f);
     CUDA_CHECK(cudaMalloc(&rs, m * 4));
     CUDA_CHECK(cudaMalloc(&cs, n * 4));
@@ -130,14 +146,14 @@ void bench(const Operand& A, const Operand& B, int replays, bool persistent = tr
   shape.m = m;
   shape.n = n;
   shape.k = k;
-  StoreBf16 epi{out, n, (long long)m * n, rs, cs};
+  E epi{out, n, (long long)m * n, rs, cs};
   const double flops = 2.0 * m * n * double(k);
   const int per_graph = std::max(2, std::min(50, int(2e12 / flops)));
-  const int blocks = persistent ? sm_count : 0;
+  const int blocks = persistent ? resident_blocks<C, E>() : 0;
   const double ms = time_ms<C>(ma, mb, shape, epi, per_graph, replays, blocks);
   char name[96];
-  std::snprintf(name, sizeof name, "%dx%dx%d s%d%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "",
-                persistent ? " pers" : "");
+  std::snprintf(name, sizeof name, "%dx%dx%d s%d%s%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "",
+                persistent ? " pers" : "", note);
   Result r{dtype_name(C::TA), name, m, n, k, 1, C::BM, C::BN, C::BK, C::Stages, C::Consumers, C::ClusterM,
            int(solder::gemm::launch_config(C{}, shape, blocks).grid[0]), ms, flops / ms / 1e9};
   results.push_back(r);
@@ -184,6 +200,10 @@ using B_128x256_s3 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3>;
 using B_128x256_s4 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4>;
 using B_128x256_s4_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4, true, true, 2>;
 using B_128x128_s6_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 6, true, true, 2>;
+using B_128x256_s3_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2>;
+using B_128x256_s3_c2_g8 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2, 8>;
+using B_128x256_s3_c2_g32 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2, 32>;
+using F8_128x256_s4_c2_g8 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2, 8>;
 using F8_128x128_s6 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6>;
 using F8_128x256_s4_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2>;
 using F8_128x256_s4 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4>;
@@ -221,6 +241,7 @@ int main(int argc, char** argv) {
     bench<B_128x256_s4_c2>(A, B, 15);
     bench<B_128x256_s4_c2>(A, B, 15, false);
     bench<B_128x128_s6_c2>(A, B, 15);
+    bench<B_128x256_s3_c2>(A, B, 15);
     bench<B_128x256_s3>(A, B, 15);
     bench<B_128x128_s6>(A, B, 15);
     free_operand(A);
@@ -229,8 +250,40 @@ int main(int argc, char** argv) {
     bench<F8_128x256_s4>(A8, B8, 15);
     bench<F8_128x256_s4>(A8, B8, 15, false);
     bench<F8_128x256_s4_c2>(A8, B8, 15);
+    bench<F8_128x256_s4_c2>(A8, B8, 15, false);
     bench<F8_128x128_s6>(A8, B8, 15);
     bench<F8_64x256_s4>(A8, B8, 15);
+    free_operand(A8);
+    free_operand(B8);
+  } else if (mode == "diag") {  // what the epilogue and the raster cost (not part of the headline)
+    const int n = 8192;
+    Operand A = device_operand(Dtype::bf16, n, n, 1), B = device_operand(Dtype::bf16, n, n, 2);
+    for (int rep = 0; rep < 2; ++rep) {
+      bench<B_128x256_s3_c2>(A, B, 15);
+      bench<B_128x256_s3_c2, NoStore>(A, B, 15, true, true, " no-store");
+      bench<B_128x256_s3_c2_g8>(A, B, 15, true, true, " group8");
+      bench<B_128x256_s3_c2_g32>(A, B, 15, true, true, " group32");
+      bench<B_128x256_s4_c2>(A, B, 15);
+    }
+    free_operand(A);
+    free_operand(B);
+    Operand A8 = device_operand(Dtype::e4m3, n, n, 3), B8 = device_operand(Dtype::e4m3, n, n, 4);
+    for (int rep = 0; rep < 2; ++rep) {
+      bench<F8_128x256_s4_c2>(A8, B8, 15);
+      bench<F8_128x256_s4_c2>(A8, B8, 15, true, false, " no-scales");
+      bench<F8_128x256_s4_c2, NoStore>(A8, B8, 15, true, false, " no-store");
+      bench<F8_128x256_s4_c2_g8>(A8, B8, 15, true, true, " group8");
+    }
+    free_operand(A8);
+    free_operand(B8);
+  } else if (mode == "profile") {  // one launch each of the two headline kernels (for ncu)
+    const int n = 8192;
+    Operand A = device_operand(Dtype::bf16, n, n, 1), B = device_operand(Dtype::bf16, n, n, 2);
+    bench<B_128x256_s3>(A, B, 1);
+    free_operand(A);
+    free_operand(B);
+    Operand A8 = device_operand(Dtype::e4m3, n, n, 3), B8 = device_operand(Dtype::e4m3, n, n, 4);
+    bench<F8_128x256_s4>(A8, B8, 1);
     free_operand(A8);
     free_operand(B8);
   } else if (mode == "sweep") {
@@ -238,7 +291,7 @@ int main(int argc, char** argv) {
                              {128, 3072, 8192},  {512, 4096, 4096},  {4096, 1024, 4096}, {16384, 4096, 1024}};
     for (const auto& s : shapes) sweep_shape(s[0], s[1], s[2]);
   } else {
-    std::fprintf(stderr, "usage: bench_gemm headline|sweep [JSON]\n");
+    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile [JSON]\n");
     return 2;
   }
   write_json(json);

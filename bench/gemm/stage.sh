@@ -15,7 +15,7 @@ fi
 mkdir -p "$DEST/bin" "$DEST/bench/gemm"
 cp "$BUILD/test_sm90_gemm" "$BUILD/bench_gemm" "$BUILD/nvrtc_time" "$DEST/bin/"
 cp "$(g++ -print-file-name=libgomp.so.1)" "$DEST/bin/"  # the device machine may lack it
-rsync -a --delete "$ROOT/device/" "$DEST/device/"
+rm -rf "$DEST/device" && cp -r "$ROOT/device" "$DEST/device"
 cp "$ROOT/bench/gemm/peer.py" "$ROOT/bench/gemm/device_run.sh" "$DEST/bench/gemm/"
-rsync -a --delete --exclude 'cutlass/gemm' --exclude 'cutlass/epilogue' --exclude 'cutlass/conv' "$CUTLASS/" "$DEST/cutlass/"
+rm -rf "$DEST/cutlass" && cp -r "$CUTLASS" "$DEST/cutlass" && rm -rf "$DEST/cutlass/cutlass/gemm" "$DEST/cutlass/cutlass/epilogue" "$DEST/cutlass/cutlass/conv"
 du -sh "$DEST"

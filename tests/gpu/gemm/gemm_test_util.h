@@ -181,8 +181,38 @@ inline TensorMap make_map(const Operand& op, int tile_rows, int tile_k, const ch
   return map;
 }
 
+// How many blocks of gemm_kernel<C, E> are resident at once: the SM count, or for clusters the
+// clusters that fit at once (not every GPC holds an even number of free SMs) times the cluster size.
+template <class C, class E>
+int resident_blocks() {
+  static int blocks = [] {
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (C::ClusterM == 1) return sms;
+    auto kernel = solder::gemm::gemm_kernel<C, E>;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(sms / C::ClusterM * C::ClusterM);
+    config.blockDim = dim3(C::Threads);
+    config.dynamicSmemBytes = C::SmemBytes;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = C::ClusterM;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    std::printf("note: %d clusters of %d blocks fit at once (%d SMs)\n", clusters, C::ClusterM, sms);
+    return clusters > 0 ? clusters * C::ClusterM : sms;
+  }();
+  return blocks;
+}
+
 // Launches gemm_kernel<C, E> on `stream` (sets the dynamic shared-memory limit once per instantiation);
-// persistent_blocks > 0: at most that many blocks, each looping over tiles.
+// persistent_blocks > 0: at most that many blocks, each looping over tiles; < 0: resident_blocks().
 template <class C, class E>
 void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epilogue, cudaStream_t stream,
             int persistent_blocks = 0) {
@@ -192,6 +222,7 @@ void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, cons
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
     configured = true;
   }
+  if (persistent_blocks < 0) persistent_blocks = resident_blocks<C, E>();
   solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
@@ -220,8 +251,8 @@ struct StoreF32 {
   const float* col_scale;
   __device__ void operator()(int b, int row, int col, float acc) const {
     float v = acc;
-    if (row_scale) v *= row_scale[row];
-    if (col_scale) v *= col_scale[col];
+    if (row_scale) v *= __ldg(row_scale + row);
+    if (col_scale) v *= __ldg(col_scale + col);
     out[b * batch_stride + (long long)row * ld + col] = v;
   }
 };
@@ -234,8 +265,8 @@ struct StoreBf16 {
   const float* row_scale;
   const float* col_scale;
   __device__ float scaled(int row, int col, float acc) const {
-    if (row_scale) acc *= row_scale[row];
-    if (col_scale) acc *= col_scale[col];
+    if (row_scale) acc *= __ldg(row_scale + row);
+    if (col_scale) acc *= __ldg(col_scale + col);
     return acc;
   }
   __device__ void operator()(int b, int row, int col, float acc) const {
