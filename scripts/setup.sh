@@ -25,12 +25,21 @@ if [ "$(printf '%s\n3.25\n' "$version" | sort -V | head -n1)" != "3.25" ]; then
   export PATH="$HOME/.local/bin:$PATH"
 fi
 
+# CUTLASS/CuTe headers (PyPI nvidia-cutlass) for the sm_90a GEMM skeleton (device/solder/gemm): CMake
+# finds them through python3 and compiles their folder into the runtime (SOLDER_CUTLASS_INCLUDE overrides).
+cutlass_installed=0
+if ! python3 -c 'import cutlass_library' >/dev/null 2>&1; then
+  echo "setup: installing nvidia-cutlass==4.2.0.0 (CuTe headers) with pip"
+  python3 -m pip install -q --user nvidia-cutlass==4.2.0.0 || python3 -m pip install -q --user --break-system-packages nvidia-cutlass==4.2.0.0
+  cutlass_installed=1
+fi
+
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 # ccache, when installed, makes rebuilds of other checkouts (worktrees, fresh clones) cheap.
 launcher=()
 command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-if [ ! -f build/CMakeCache.txt ]; then
+if [ ! -f build/CMakeCache.txt ] || [ "$cutlass_installed" = 1 ]; then
   cmake -S . -B build "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -1,8 +1,12 @@
 // Compiling generated CUDA with NVRTC (through the on-disk cache), and finding the CUDA toolkit's
 // headers at run time.
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/diagnostics.h"
 #include "runtime/compile_log.h"
@@ -89,6 +93,27 @@ std::string compile_error_message(const std::string& name, const CompileFlags& f
 
 }  // namespace
 
+std::string cutlass_include_dir(std::string* why) {
+  std::vector<std::pair<std::string, std::string>> candidates;  // (folder, where it came from)
+  if (const char* path = std::getenv("SOLDER_CUTLASS_INCLUDE"); path && *path)
+    candidates.emplace_back(path, "$SOLDER_CUTLASS_INCLUDE");
+#ifdef SOLDER_CUTLASS_INCLUDE_DEFAULT
+  if (*SOLDER_CUTLASS_INCLUDE_DEFAULT) candidates.emplace_back(SOLDER_CUTLASS_INCLUDE_DEFAULT, "the build (CMake)");
+#endif
+  std::string looked;
+  for (const auto& [folder, origin] : candidates) {
+    std::error_code error;
+    if (fs::exists(fs::path(folder) / "cute" / "tensor.hpp", error)) return folder;
+    looked += " " + folder + " (" + origin + ")";
+  }
+  if (why) {
+    *why = looked.empty() ? "the CUTLASS/CuTe headers were not found: set SOLDER_CUTLASS_INCLUDE, or pip install "
+                            "nvidia-cutlass==4.2.0.0 and re-run cmake (scripts/setup.sh does both)"
+                          : "no cute/tensor.hpp in" + looked;
+  }
+  return "";
+}
+
 bool nvrtc_available(std::string* why) { return try_nvrtc(why) != nullptr; }
 
 std::string nvrtc_version() {
@@ -107,6 +132,7 @@ std::vector<std::string> nvrtc_options(const CompileFlags& flags) {
   if (flags.max_registers > 0) options.push_back("--maxrregcount=" + std::to_string(flags.max_registers));
   for (const std::string& define : flags.defines) options.push_back("-D" + define);
   for (const std::string& folder : toolkit().include_dirs) options.push_back("--include-path=" + folder);
+  if (std::string cutlass = cutlass_include_dir(); !cutlass.empty()) options.push_back("--include-path=" + cutlass);
   for (const std::string& option : flags.extra_options) options.push_back(option);
   return options;
 }

@@ -83,6 +83,7 @@ const DriverLibrary& driver_library() {
     bind(handle, a.event_synchronize, {"cuEventSynchronize"}, &missing);
     // _v2 from CUDA 12.8 on; the older symbol has the same signature.
     bind(handle, a.event_elapsed_time, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &missing);
+    bind(handle, a.tensor_map_encode_tiled, {"cuTensorMapEncodeTiled"}, &missing);
     if (!missing.empty())
       lib.error = "libcuda.so.1 has no " + missing + ": the driver is too old for Solder (it needs CUDA 12.0 or newer)";
     return lib;

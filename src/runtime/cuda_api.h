@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "runtime/runtime.h"
@@ -18,6 +19,7 @@
 // Opaque handle types, with cuda.h's tag names so that they are the same types as there.
 struct CUctx_st;
 struct _nvrtcProgram;
+struct CUtensorMap_st;  // CUtensorMap: 128 bytes, 128-byte aligned (tma.h TensorMapBytes)
 
 namespace solder::runtime::cuda {
 
@@ -129,6 +131,12 @@ struct DriverApi {
   CUresult (*event_record)(CUevent event, CUstream stream);                  // cuEventRecord
   CUresult (*event_synchronize)(CUevent event);                              // cuEventSynchronize
   CUresult (*event_elapsed_time)(float* milliseconds, CUevent start, CUevent end);  // cuEventElapsedTime_v2
+  // cuTensorMapEncodeTiled (CUDA 12.0+): tensorMap, dataType, rank, globalAddress, globalDim,
+  // globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill.
+  CUresult (*tensor_map_encode_tiled)(CUtensorMap_st* tensor_map, int data_type, unsigned rank, void* global_address,
+                                      const uint64_t* global_dim, const uint64_t* global_strides,
+                                      const uint32_t* box_dim, const uint32_t* element_strides, int interleave,
+                                      int swizzle, int l2_promotion, int oob_fill);
 };
 
 // The NVRTC entry points.

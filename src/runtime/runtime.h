@@ -129,8 +129,17 @@ CompiledModule compile_cuda(const std::string& source, const std::string& name, 
 bool nvrtc_available(std::string* why = nullptr);
 std::string nvrtc_version();
 
-// The NVRTC options compile_cuda() passes for these flags (for logs and tests).
+// The NVRTC options compile_cuda() passes for these flags (for logs and tests). When the CUTLASS/CuTe
+// headers are found (cutlass_include_dir), their folder is one of the include paths.
 std::vector<std::string> nvrtc_options(const CompileFlags& flags);
+
+// The folder holding cute/ and cutlass/ (CUTLASS 4.2 headers from PyPI nvidia-cutlass, which
+// scripts/setup.sh installs), for the sm_90a GEMM skeleton (device/solder/gemm). They are not embedded
+// (15 MB): NVRTC reads them from here. $SOLDER_CUTLASS_INCLUDE wins; else the folder CMake found at
+// configure time (python3 -c 'import cutlass_library'). "" when neither holds cute/tensor.hpp; *why
+// then says where it looked. Generated code that includes solder/gemm/sm90_gemm.cuh should also pass
+// the define NDEBUG (CuTe's device asserts).
+std::string cutlass_include_dir(std::string* why = nullptr);
 
 // ---- The compile cache -----------------------------------------------------------------------------
 //

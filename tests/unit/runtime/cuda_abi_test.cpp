@@ -14,6 +14,7 @@
 #endif
 
 #include "runtime/cuda_api.h"
+#include "runtime/tma.h"
 
 namespace solder::runtime {
 namespace {
@@ -116,6 +117,9 @@ SAME_SIGNATURE(DriverApi, memset_d32_async, cuMemsetD32Async);
 SAME_SIGNATURE(DriverApi, stream_create, cuStreamCreate);
 SAME_SIGNATURE(DriverApi, stream_destroy, cuStreamDestroy_v2);
 SAME_SIGNATURE(DriverApi, stream_synchronize, cuStreamSynchronize);
+SAME_SIGNATURE(DriverApi, tensor_map_encode_tiled, cuTensorMapEncodeTiled);
+static_assert(sizeof(solder::runtime::TensorMapBytes) == sizeof(::CUtensorMap));
+static_assert(alignof(solder::runtime::TensorMapBytes) == alignof(::CUtensorMap));
 SAME_SIGNATURE(DriverApi, stream_begin_capture, cuStreamBeginCapture_v2);
 SAME_SIGNATURE(DriverApi, stream_end_capture, cuStreamEndCapture);
 SAME_SIGNATURE(DriverApi, graph_instantiate, cuGraphInstantiateWithFlags);

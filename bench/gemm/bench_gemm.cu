@@ -1,0 +1,299 @@
+// Benchmark of the sm_90a GEMM skeleton (device/solder/gemm/sm90_gemm.cuh).
+//
+//   bench_gemm headline [JSON]   bf16 and fp8 e4m3 at 8192³ (A: M×K, B: N×K, both K-major; bf16 out;
+//                                fp8 with per-row and per-column f32 scales), a few tile configurations.
+//   bench_gemm sweep JSON        ≥ 50 (shape, configuration) pairs for the cost model (bench/gemm/README.md).
+//   bench_gemm diag [JSON]       epilogue and raster diagnostics (no-store and no-scale epilogues, GroupM 8/32).
+//   bench_gemm profile           bf16 128x256 s3 and e4m3 128x256 s4 at 8192³, a few launches each (for ncu).
+//
+// Timing: a CUDA graph of `per_graph` launches, replayed after a warm-up; CUDA events around each
+// replay; the median replay divided by per_graph. Inputs are random (never zeros). The peers (cuBLAS via
+// torch.matmul, torch._scaled_mm) are timed the same way by peer.py in the same run (run.sh).
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "../../tests/gpu/gemm/gemm_test_util.h"
+
+using namespace gemm_test;
+using solder::gemm::Config;
+
+namespace {
+
+struct Result {
+  std::string dtype, config;
+  int m, n, k, batch;
+  int bm, bn, bk, stages, consumers, cluster_m, blocks;
+  double ms, tflops;
+};
+
+std::vector<Result> results;
+
+template <class C, class E>
+double time_ms(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epi, int per_graph, int replays,
+               int persistent) {
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  launch<C>(a, b, shape, epi, stream, persistent);  // first launch outside the capture (sets attributes, loads)
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < per_graph; ++i) launch<C>(a, b, shape, epi, stream, persistent);
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 2; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  std::vector<float> times;
+  for (int i = 0; i < replays; ++i) {
+    CUDA_CHECK(cudaEventRecord(start, stream));
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaEventRecord(stop, stream));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms / per_graph);
+  }
+  std::sort(times.begin(), times.end());
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  return times[times.size() / 2];
+}
+
+const char* dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::bf16: return "bf16";
+    case Dtype::f16: return "f16";
+    case Dtype::e4m3: return "e4m3";
+    case Dtype::e5m2: return "e5m2";
+  }
+  return "?";
+}
+
+// Uniform values in [-1, 1) from a hash of the index, stored as `dtype` (padding included: ld = K).
+__global__ void fill_random(unsigned char* data, size_t count, int dtype, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    const float x = float(h & 0xFFFFFF) / float(1 << 23) - 1.0f;
+    if (dtype == int(Dtype::bf16)) reinterpret_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(x);
+    else if (dtype == int(Dtype::f16)) reinterpret_cast<__half*>(data)[i] = __float2half_rn(x);
+    else if (dtype == int(Dtype::e4m3)) data[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+    else data[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
+  }
+}
+
+// A K-major rows × k operand filled on the device (the benchmark needs no host copy).
+Operand device_operand(Dtype dtype, int rows, int k, unsigned seed) {
+  Operand op;
+  op.dtype = dtype;
+  op.k_major = true;
+  op.rows = rows;
+  op.k = k;
+  op.ld = k;
+  op.batch_stride = int64_t(rows) * k;
+  op.bytes = size_t(op.batch_stride) * solder::gemm::dtype_bytes(dtype);
+  CUDA_CHECK(cudaMalloc(&op.device, op.bytes));
+  fill_random<<<1024, 256>>>(static_cast<unsigned char*>(op.device), size_t(op.batch_stride), int(dtype), seed);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return op;
+}
+
+int sm_count = 132;
+
+// Diagnostics only: an epilogue that stores nothing (unless the dot product is exactly 1e30, which
+// random inputs never give; the test keeps the compiler from removing the main loop).
+struct NoStore {
+  __nv_bfloat16* out;
+  int ld;
+  long long batch_stride;
+  const float* row_scale;
+  const float* col_scale;
+  __device__ void operator()(int b, int row, int col, float acc) const {
+    if (acc == 1e30f) out[0] = __float2bfloat16_rn(acc);
+  }
+};
+
+// Times configuration C on A (M×K) and B (N×K) with a bf16 output (fp8: row and column scales too).
+// persistent: as many blocks as are resident at once, looping over the tiles; else one block per tile.
+template <class C, class E = StoreBf16>
+void bench(const Operand& A, const Operand& B, int replays, bool persistent = true, bool scales = true,
+           const char* note = "") {
+  const int m = A.rows, n = B.rows, k = A.k;
+  TensorMap ma = make_map(A, C::BM, C::BK, "A"), mb = make_map(B, C::BBoxRows, C::BK, "B");
+  __nv_bfloat16* out = nullptr;
+  float *rs = nullptr, *cs = nullptr;
+  CUDA_CHECK(cudaMalloc(&out, size_t(m) * n * 2));
+  const bool fp8 = solder::gemm::dtype_is_fp8(C::TA);
+  if (fp8 && scales) {
+    std::vector<float> r(m, 0.5f), c(n, 0.25f);
+    CUDA_CHECK(cudaMalloc(&rs, m * 4));
+    CUDA_CHECK(cudaMalloc(&cs, n * 4));
+    CUDA_CHECK(cudaMemcpy(rs, r.data(), m * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(cs, c.data(), n * 4, cudaMemcpyHostToDevice));
+  }
+  GemmShape shape;
+  shape.m = m;
+  shape.n = n;
+  shape.k = k;
+  E epi{out, n, (long long)m * n, rs, cs};
+  const double flops = 2.0 * m * n * double(k);
+  const int per_graph = std::max(2, std::min(50, int(2e12 / flops)));
+  const int blocks = persistent ? resident_blocks<C, E>() : 0;
+  const double ms = time_ms<C>(ma, mb, shape, epi, per_graph, replays, blocks);
+  char name[96];
+  std::snprintf(name, sizeof name, "%dx%dx%d s%d%s%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "",
+                persistent ? " pers" : "", note);
+  Result r{dtype_name(C::TA), name, m, n, k, 1, C::BM, C::BN, C::BK, C::Stages, C::Consumers, C::ClusterM,
+           int(solder::gemm::launch_config(C{}, shape, blocks).grid[0]), ms, flops / ms / 1e9};
+  results.push_back(r);
+  std::printf("solder %-5s %-18s M=%-6d N=%-6d K=%-6d %9.4f ms %7.1f TFLOP/s\n", r.dtype.c_str(), name, m, n, k, ms, r.tflops);
+  std::fflush(stdout);
+  CUDA_CHECK(cudaFree(out));
+  if (rs) CUDA_CHECK(cudaFree(rs));
+  if (cs) CUDA_CHECK(cudaFree(cs));
+}
+
+void write_json(const char* path) {
+  if (!path) return;
+  FILE* f = std::fopen(path, "w");
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path);
+    std::exit(1);
+  }
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n  \"kernel\": \"solder::gemm::gemm_kernel (sm90_gemm.cuh)\",\n  \"results\": [\n", prop.name, date);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    std::fprintf(f,
+                 "    {\"dtype\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"batch\": %d, \"config\": {\"bm\": %d, \"bn\": %d, "
+                 "\"bk\": %d, \"stages\": %d, \"consumers\": %d, \"a_k_major\": true, \"b_k_major\": true, \"split_k\": 1, "
+                 "\"cluster_m\": %d, \"cluster_n\": 1, \"blocks\": %d}, \"ms\": %.6f, \"tflops\": %.2f}%s\n",
+                 r.dtype.c_str(), r.m, r.n, r.k, r.batch, r.bm, r.bn, r.bk, r.stages, r.consumers, r.cluster_m, r.blocks, r.ms, r.tflops,
+                 i + 1 < results.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+// The catalogue the sweep times (bf16, K-major operands).
+using B_64x128_s6 = Config<Dtype::bf16, Dtype::bf16, 64, 128, 6>;
+using B_64x256_s4 = Config<Dtype::bf16, Dtype::bf16, 64, 256, 4>;
+using B_128x64_s8 = Config<Dtype::bf16, Dtype::bf16, 128, 64, 8>;
+using B_128x128_s4 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 4>;
+using B_128x128_s6 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 6>;
+using B_128x256_s3 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3>;
+using B_128x256_s4 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4>;
+using B_128x256_s4_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4, true, true, 2>;
+using B_128x128_s6_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 6, true, true, 2>;
+using B_128x256_s3_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2>;
+using B_128x256_s3_c2_g8 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2, 8>;
+using B_128x256_s3_c2_g32 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2, 32>;
+using F8_128x256_s4_c2_g8 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2, 8>;
+using F8_128x128_s6 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6>;
+using F8_128x256_s4_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2>;
+using F8_128x256_s4 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4>;
+using F8_64x256_s4 = Config<Dtype::e4m3, Dtype::e4m3, 64, 256, 4>;
+
+void sweep_shape(int m, int n, int k) {
+  const int replays = 5;
+  Operand A = device_operand(Dtype::bf16, m, k, 1), B = device_operand(Dtype::bf16, n, k, 2);
+  bench<B_64x128_s6>(A, B, replays);
+  bench<B_64x256_s4>(A, B, replays);
+  bench<B_128x64_s8>(A, B, replays);
+  bench<B_128x128_s4>(A, B, replays);
+  bench<B_128x128_s6>(A, B, replays);
+  bench<B_128x256_s3>(A, B, replays);
+  bench<B_128x256_s4>(A, B, replays);
+  bench<B_128x256_s4_c2>(A, B, replays);
+  free_operand(A);
+  free_operand(B);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "headline";
+  const char* json = argc > 2 ? argv[2] : nullptr;
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  sm_count = prop.multiProcessorCount;
+  if (mode == "headline") {
+    const int n = 8192;
+    Operand A = device_operand(Dtype::bf16, n, n, 1), B = device_operand(Dtype::bf16, n, n, 2);
+    bench<B_128x256_s4>(A, B, 15);
+    bench<B_128x256_s4>(A, B, 15, false);
+    bench<B_128x256_s4_c2>(A, B, 15);
+    bench<B_128x256_s4_c2>(A, B, 15, false);
+    bench<B_128x128_s6_c2>(A, B, 15);
+    bench<B_128x256_s3_c2>(A, B, 15);
+    bench<B_128x256_s3>(A, B, 15);
+    bench<B_128x128_s6>(A, B, 15);
+    free_operand(A);
+    free_operand(B);
+    Operand A8 = device_operand(Dtype::e4m3, n, n, 3), B8 = device_operand(Dtype::e4m3, n, n, 4);
+    bench<F8_128x256_s4>(A8, B8, 15);
+    bench<F8_128x256_s4>(A8, B8, 15, false);
+    bench<F8_128x256_s4_c2>(A8, B8, 15);
+    bench<F8_128x256_s4_c2>(A8, B8, 15, false);
+    bench<F8_128x128_s6>(A8, B8, 15);
+    bench<F8_64x256_s4>(A8, B8, 15);
+    free_operand(A8);
+    free_operand(B8);
+  } else if (mode == "diag") {  // what the epilogue and the raster cost (not part of the headline)
+    const int n = 8192;
+    Operand A = device_operand(Dtype::bf16, n, n, 1), B = device_operand(Dtype::bf16, n, n, 2);
+    for (int rep = 0; rep < 2; ++rep) {
+      bench<B_128x256_s3_c2>(A, B, 15);
+      bench<B_128x256_s3_c2, NoStore>(A, B, 15, true, true, " no-store");
+      bench<B_128x256_s3_c2_g8>(A, B, 15, true, true, " group8");
+      bench<B_128x256_s3_c2_g32>(A, B, 15, true, true, " group32");
+      bench<B_128x256_s4_c2>(A, B, 15);
+    }
+    free_operand(A);
+    free_operand(B);
+    Operand A8 = device_operand(Dtype::e4m3, n, n, 3), B8 = device_operand(Dtype::e4m3, n, n, 4);
+    for (int rep = 0; rep < 2; ++rep) {
+      bench<F8_128x256_s4_c2>(A8, B8, 15);
+      bench<F8_128x256_s4_c2>(A8, B8, 15, true, false, " no-scales");
+      bench<F8_128x256_s4_c2, NoStore>(A8, B8, 15, true, false, " no-store");
+      bench<F8_128x256_s4_c2_g8>(A8, B8, 15, true, true, " group8");
+    }
+    free_operand(A8);
+    free_operand(B8);
+  } else if (mode == "profile") {  // one launch each of the two headline kernels (for ncu)
+    const int n = 8192;
+    Operand A = device_operand(Dtype::bf16, n, n, 1), B = device_operand(Dtype::bf16, n, n, 2);
+    bench<B_128x256_s3>(A, B, 1);
+    free_operand(A);
+    free_operand(B);
+    Operand A8 = device_operand(Dtype::e4m3, n, n, 3), B8 = device_operand(Dtype::e4m3, n, n, 4);
+    bench<F8_128x256_s4>(A8, B8, 1);
+    free_operand(A8);
+    free_operand(B8);
+  } else if (mode == "sweep") {
+    const int shapes[][3] = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 2048, 2048}, {1024, 1024, 1024},
+                             {128, 3072, 8192},  {512, 4096, 4096},  {4096, 1024, 4096}, {16384, 4096, 1024}};
+    for (const auto& s : shapes) sweep_shape(s[0], s[1], s[2]);
+  } else {
+    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile [JSON]\n");
+    return 2;
+  }
+  write_json(json);
+  return 0;
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The peers of bench_gemm headline, timed the same way: CUDA events around CUDA-graph replays, median.
+
+bf16 8192^3: torch.matmul (cuBLAS) of A (M x K) and B (N x K) transposed, bf16 out.
+fp8 e4m3 8192^3: torch._scaled_mm with per-row (M x 1) and per-column (1 x N) f32 scales, bf16 out.
+Prints one line per peer and writes JSON (argv[1]) with {"peers": [{"name", "m", "n", "k", "ms", "tflops"}]}.
+"""
+import json
+import sys
+
+import torch
+
+
+def time_graph(fn, flops, replays=15):
+    per_graph = max(2, min(50, int(2e12 / flops)))
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        fn()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(per_graph):
+                fn()
+        for _ in range(2):
+            graph.replay()
+        times = []
+        for _ in range(replays):
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+            graph.replay()
+            stop.record(stream)
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) / per_graph)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else None
+    m = n = k = 8192
+    flops = 2.0 * m * n * k
+    peers = []
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    ms = time_graph(lambda: torch.matmul(a, b.t()), flops)
+    peers.append({"name": "cublas_bf16 (torch.matmul)", "dtype": "bf16", "m": m, "n": n, "k": k, "ms": ms,
+                  "tflops": flops / ms / 1e9})
+    a8 = (torch.rand(m, k, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
+    b8 = (torch.rand(n, k, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
+    sa = torch.full((m, 1), 0.5, device="cuda", dtype=torch.float32)
+    sb = torch.full((1, n), 0.25, device="cuda", dtype=torch.float32)
+    try:
+        ms = time_graph(lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16), flops)
+        peers.append({"name": "scaled_mm_e4m3 rowwise (torch._scaled_mm)", "dtype": "e4m3", "m": m, "n": n, "k": k,
+                      "ms": ms, "tflops": flops / ms / 1e9})
+    except RuntimeError as error:  # rowwise scaling unsupported: fall back to tensor-wise scales
+        print("rowwise _scaled_mm failed:", error)
+    one = torch.tensor(1.0, device="cuda")
+    ms = time_graph(lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16), flops)
+    peers.append({"name": "scaled_mm_e4m3 tensorwise (torch._scaled_mm)", "dtype": "e4m3", "m": m, "n": n, "k": k,
+                  "ms": ms, "tflops": flops / ms / 1e9})
+    for p in peers:
+        print(f"peer   {p['name']:<45} M={m} N={n} K={k} {p['ms']:9.4f} ms {p['tflops']:7.1f} TFLOP/s")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "peers": peers}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+// The sm_90a GEMM skeleton's compile-time configuration, problem shape and launch geometry.
+//
+// This header has no CuTe and no CUDA dependency: it compiles with nvcc, NVRTC and a plain host C++
+// compiler (g++), so that the code generator, the cost model and the runtime can compute launch
+// geometry and shared-memory sizes without instantiating the kernel. The kernel is in sm90_gemm.cuh.
+//
+// Meaning of one launch, for every batch b < shape.batch, row m < shape.m, column n < shape.n:
+//     acc = Σ_{k < shape.k} A_b(m, k) · B_b(k, n)        (f32 accumulation, wgmma)
+//     epilogue(b, m, n, acc)                              (exactly once per in-bounds element)
+// A is read through a TMA tensor map as an (M × K) matrix, B as a (K × N) matrix; see
+// src/runtime/tma.h for how the host encodes the maps for a Config (box sizes, swizzle).
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SOLDER_GEMM_HD __host__ __device__
+#else
+#define SOLDER_GEMM_HD
+#endif
+
+namespace solder::gemm {
+
+// The MMA input types the skeleton takes. tf32 is not implemented yet (Config refuses it).
+enum class Dtype : int { bf16 = 0, f16 = 1, e4m3 = 2, e5m2 = 3 };
+
+SOLDER_GEMM_HD constexpr int dtype_bytes(Dtype t) { return (t == Dtype::bf16 || t == Dtype::f16) ? 2 : 1; }
+SOLDER_GEMM_HD constexpr bool dtype_is_fp8(Dtype t) { return t == Dtype::e4m3 || t == Dtype::e5m2; }
+
+// A CUtensorMap (cuda.h), 128 bytes aligned to 64, as the kernel receives it: encoded on the host by
+// solder::runtime::encode_gemm_operand (src/runtime/tma.h) and passed as a __grid_constant__ parameter.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// The problem. Rows of A and columns of B past m / n and the K tail past k are zero-filled by TMA; the
+// epilogue is only called for in-bounds elements. broadcast_a / broadcast_b: that operand has one
+// batch (its tensor map's batch extent is 1) shared by every batch of the launch.
+struct GemmShape {
+  int m = 0, n = 0, k = 0;
+  int batch = 1;
+  int broadcast_a = 0, broadcast_b = 0;
+};
+
+// One tile configuration.
+//   TA, TB     MMA input types: both 16-bit and equal (bf16 or f16), or both fp8 (e4m3/e5m2, mixed ok).
+//   BM         64 (one consumer warpgroup) or 128 (two consumer warpgroups, 64 rows each).
+//   BN         a multiple of 16 in [16, 256] (the wgmma N; 64 ≤ BN when an operand is MN-major).
+//   BK         128 bytes of K: 64 for 16-bit types, 128 for fp8 (one 128-byte swizzle atom).
+//   Stages     depth of the TMA → wgmma shared-memory ring (2 … 8).
+//   AKMajor    A stored (M, K) with K contiguous; false: (K, M) with M contiguous (16-bit only).
+//   BKMajor    B stored (N, K) with K contiguous; false: (K, N) with N contiguous (16-bit only).
+//   ClusterM   1, or 2: clusters of 2 blocks on adjacent tile-rows that share the B tile, each loading
+//              half of it with TMA multicast into both blocks (half the B traffic through L2).
+//   GroupM     rasterization: tiles are visited in groups of GroupM tile-rows (L2 reuse).
+template <Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool AKMajor_ = true, bool BKMajor_ = true,
+          int ClusterM_ = 1, int GroupM_ = 16>
+struct Config {
+  static constexpr Dtype TA = TA_;
+  static constexpr Dtype TB = TB_;
+  static constexpr int BM = BM_;
+  static constexpr int BN = BN_;
+  static constexpr int BK = 128 / dtype_bytes(TA_);
+  static constexpr int Stages = Stages_;
+  static constexpr bool AKMajor = AKMajor_;
+  static constexpr bool BKMajor = BKMajor_;
+  static constexpr int ClusterM = ClusterM_;
+  static constexpr int GroupM = GroupM_;
+  // The TMA box rows of each operand's tensor map (tile_rows for runtime::encode_gemm_operand): a
+  // K-major B is loaded in ClusterM slices of BN/ClusterM rows; MN-major boxes are 64 wide anyway.
+  static constexpr int ABoxRows = BM_;
+  static constexpr int BBoxRows = BKMajor_ ? BN_ / ClusterM_ : BN_;
+  static constexpr int Consumers = BM_ / 64;           // consumer warpgroups, 64 rows each
+  static constexpr int Threads = 128 * (Consumers + 1);  // + one producer warpgroup
+  static constexpr int ABytesPerStage = BM_ * BK * dtype_bytes(TA_);
+  static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);
+  static constexpr int StageBytes = ABytesPerStage + BBytesPerStage;
+  // The ring, 2 mbarriers per stage, and 1 KB of slack to align the ring to 1024 bytes (128B swizzle).
+  static constexpr int SmemBytes = Stages_ * StageBytes + 16 * Stages_ + 1024;
+
+  static_assert(dtype_bytes(TA_) == dtype_bytes(TB_) && (TA_ == TB_ || dtype_is_fp8(TA_)),
+                "A and B: the same 16-bit type, or two fp8 types");
+  static_assert(BM_ == 64 || BM_ == 128, "BM must be 64 or 128");
+  static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
+  static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
+  static_assert(!dtype_is_fp8(TA_) || (AKMajor_ && BKMajor_), "fp8 wgmma needs K-major A and B");
+  static_assert(AKMajor_ || BM_ % 64 == 0, "an M-major A needs BM a multiple of 64");
+  static_assert(BKMajor_ || BN_ % 64 == 0, "an N-major B needs BN a multiple of 64");
+  static_assert(SmemBytes <= 232448, "the ring does not fit in 227 KB of shared memory");
+  static_assert(ClusterM_ == 1 || ClusterM_ == 2, "ClusterM must be 1 or 2");
+  static_assert(ClusterM_ == 1 || (BKMajor_ ? (BN_ / 2) % 8 == 0 : (BN_ / 64) % 2 == 0),
+                "a 2-block cluster splits B in halves: BN/2 a multiple of 8 (K-major) or BN/64 even (N-major)");
+};
+
+// Launch geometry: a 1-D grid over the work units of every batch (batch-major; inside a batch, groups
+// of GroupM tile-rows). A unit is ClusterM vertically adjacent tiles, one per block of a cluster of
+// ClusterM × 1 × 1 blocks. With persistent_blocks > 0 (e.g. the SM count: one block per SM fits), the
+// grid has at most that many blocks and each cluster loops over units u = cluster id, + clusters, ...;
+// the TMA ring then runs on across tiles, so the next tile's loads overlap the current tile's
+// epilogue. With 0, one cluster per unit.
+struct LaunchGeometry {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned cluster[3] = {1, 1, 1};
+  unsigned smem_bytes = 0;  // dynamic shared memory per block (needs the >48 KB opt-in attribute)
+};
+
+SOLDER_GEMM_HD constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Work units of one launch (all batches): ClusterM tile-rows × one tile-column each.
+template <class C>
+SOLDER_GEMM_HD constexpr long long total_units(C, const GemmShape& shape) {
+  return (long long)ceil_div(ceil_div(shape.m, C::BM), C::ClusterM) * ceil_div(shape.n, C::BN) *
+         (shape.batch > 0 ? shape.batch : 1);
+}
+
+template <class C>
+SOLDER_GEMM_HD constexpr LaunchGeometry launch_config(C, const GemmShape& shape, int persistent_blocks = 0) {
+  LaunchGeometry g{};
+  long long units = total_units(C{}, shape);
+  if (units < 1) units = 1;
+  const long long clusters = persistent_blocks / C::ClusterM;
+  if (persistent_blocks > 0 && units > clusters) units = clusters > 0 ? clusters : 1;
+  g.grid[0] = static_cast<unsigned>(units * C::ClusterM);
+  g.cluster[0] = C::ClusterM;
+  g.block[0] = C::Threads;
+  g.smem_bytes = C::SmemBytes;
+  return g;
+}
+
+// Which (tile-row, tile-column) a linear tile index visits: column-major inside groups of GroupM
+// tile-rows, so that the blocks of one wave share A row-panels and B column-panels in L2.
+SOLDER_GEMM_HD inline void tile_of(int linear, int tiles_m, int tiles_n, int group_m, int* tile_m, int* tile_n) {
+  const int per_group = group_m * tiles_n;
+  const int group = linear / per_group;
+  const int first_m = group * group_m;
+  const int rows = (tiles_m - first_m) < group_m ? (tiles_m - first_m) : group_m;
+  const int within = linear - group * per_group;
+  *tile_m = first_m + within % rows;
+  *tile_n = within / rows;
+}
+
+}  // namespace solder::gemm

@@ -1,0 +1,347 @@
+// The sm_90a GEMM skeleton: a TMA producer warpgroup, an mbarrier ring of Config::Stages shared-memory
+// stages, and 1 or 2 consumer warpgroups running wgmma (both operands from shared memory) into f32
+// register accumulators, with setmaxnreg moving registers from the producer to the consumers.
+// Compiles with NVRTC (-default-device --gpu-architecture=sm_90a, the CUTLASS include dir, -DNDEBUG)
+// and with nvcc -gencode=arch=compute_90a,code=sm_90a.
+//
+// ---- The epilogue interface (what the code generator writes) ------------------------------------
+//
+//   struct Epilogue {
+//     // Required. Called exactly once per in-bounds output element (row < shape.m, col < shape.n)
+//     // with the f32 dot product; applies scales, bias, activation, rounding and the store itself.
+//     __device__ void operator()(int batch, int row, int col, float acc) const;
+//
+//     // Optional, faster: two horizontally adjacent elements, (row, col) and (row, col + 1), with col
+//     // even and col + 1 < shape.n. When present the skeleton calls it for every such pair and
+//     // operator() only for a last odd column. It must mean the same as two operator() calls.
+//     __device__ void pair(int batch, int row, int col, float acc0, float acc1) const;
+//   };
+//
+// The functor is passed by value as a kernel parameter (keep it small: pointers and scalars).
+//
+// ---- The kernel -------------------------------------------------------------------------------
+//
+//   template <class Config, class Epilogue>
+//   __global__ void gemm_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b,
+//                               GemmShape shape, Epilogue epilogue);
+//
+// launched with launch_config(Config{}, shape[, persistent_blocks]) (config.cuh): grid, block, dynamic
+// shared memory (more than 48 KB: set cudaFuncAttributeMaxDynamicSharedMemorySize / CU_FUNC_ATTRIBUTE_
+// MAX_DYNAMIC_SHARED_SIZE_BYTES first) and the cluster shape (ClusterM × 1 × 1; launch with the cluster
+// attribute when ClusterM is 2). B's tensor map uses Config::BBoxRows rows per box. The tensor maps come from
+// solder::runtime::encode_gemm_operand (src/runtime/tma.h) for the same Config. NVRTC needs an
+// unmangled name: SOLDER_GEMM_KERNEL(name, Config, Epilogue) defines extern "C" __global__ `name`
+// with the same parameters and the right __launch_bounds__.
+//
+// ---- Schedule ---------------------------------------------------------------------------------
+//
+// Each block computes BM×BN output tiles t = blockIdx.x, + gridDim.x, ... (one tile per block, or
+// persistent blocks: launch_config; tile order: config.cuh tile_of). Warpgroup 0 is the producer: one
+// thread waits for a free stage (empty barrier), arms the stage's full barrier with the stage's byte
+// count, and issues the TMA loads of the A and B tiles (out-of-bounds boxes are zero-filled, so ragged
+// M, N and K need nothing else). With ClusterM = 2 the two blocks of a cluster work on vertically
+// adjacent tiles of one tile-column: each loads its A tile and one half of the shared B tile, multicast
+// into both blocks, and a stage is free only when the consumers of both blocks released it.
+// Warpgroups 1..Consumers each own 64 rows of the tile: they wait on the full barrier, issue BK/k_atom
+// wgmma into their accumulators, commit, and release the previous stage (one arrival per warp, on every
+// block of the cluster) once at most one wgmma batch is in flight. Then each thread hands its accumulators to the epilogue
+// by plain index arithmetic (wgmma's accumulator layout: no CuTe partitioning, which is slow to compile).
+#pragma once
+
+#include <cuda/ptx>
+
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/reg_reconfig.h>
+
+#include "config.cuh"
+
+namespace solder::gemm {
+
+namespace detail {
+
+template <Dtype T> struct cute_type;
+template <> struct cute_type<Dtype::bf16> { using type = cute::bfloat16_t; };
+template <> struct cute_type<Dtype::f16> { using type = cute::half_t; };
+template <> struct cute_type<Dtype::e4m3> { using type = cute::float_e4m3_t; };
+template <> struct cute_type<Dtype::e5m2> { using type = cute::float_e5m2_t; };
+
+// Whether the epilogue has the optional pair() hook.
+template <class E, class = void>
+struct has_pair : cuda::std::false_type {};
+template <class E>
+struct has_pair<E, decltype((void)cuda::std::declval<const E&>().pair(0, 0, 0, 0.0f, 0.0f))>
+    : cuda::std::true_type {};
+
+// The CuTe types of one Config: element types, the GMMA atom, the swizzled shared-memory layouts.
+template <class C>
+struct Types {
+  using TA = typename cute_type<C::TA>::type;
+  using TB = typename cute_type<C::TB>::type;
+  static constexpr cute::GMMA::Major MajorA = C::AKMajor ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
+  static constexpr cute::GMMA::Major MajorB = C::BKMajor ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
+  // One consumer warpgroup computes 64 × BN.
+  using WarpgroupTile = cute::Shape<cute::_64, cute::Int<C::BN>, cute::Int<C::BK>>;
+  using MmaOp = decltype(cute::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, MajorA, MajorB>());
+  using TiledMma = decltype(cute::make_tiled_mma(MmaOp{}));
+
+  using AtomA = cute::conditional_t<C::AKMajor, cute::GMMA::Layout_K_SW128_Atom<TA>, cute::GMMA::Layout_MN_SW128_Atom<TA>>;
+  using AtomB = cute::conditional_t<C::BKMajor, cute::GMMA::Layout_K_SW128_Atom<TB>, cute::GMMA::Layout_MN_SW128_Atom<TB>>;
+  // A: (64 rows, BK, Stages × Consumers) — block s*Consumers + c is consumer c's rows of stage s; each
+  // (64, BK) block is contiguous, which is what the TMA boxes write (tma.h). MN-major tiles put the
+  // 64-wide MN atoms outermost (Step<_2,_1,_3>), so one 64 × BK box fills one of them.
+  using StepA = cute::conditional_t<C::AKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
+  using StepB = cute::conditional_t<C::BKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
+  using SmemLayoutA = decltype(cute::tile_to_shape(
+      AtomA{}, cute::make_shape(cute::_64{}, cute::Int<C::BK>{}, cute::Int<C::Stages * C::Consumers>{}), StepA{}));
+  using SmemLayoutB = decltype(cute::tile_to_shape(
+      AtomB{}, cute::make_shape(cute::Int<C::BN>{}, cute::Int<C::BK>{}, cute::Int<C::Stages>{}), StepB{}));
+  static constexpr int KBlocks = C::BK / int(cute::size<2>(typename TiledMma::AtomShape_MNK{}));
+};
+
+__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1, int c2, uint64_t* bar) {
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar);
+}
+
+// The same box written at the same shared-memory offset of every block in `mask`, completing bytes on
+// each block's barrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap& map, int c0, int c1, int c2, uint64_t* bar,
+                                                   uint16_t mask) {
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar, mask);
+}
+
+// Arrives on the mbarrier at `bar`'s offset in block `rank` of the cluster. The default .release.cta
+// semantics on purpose: what the arrival publishes is that this warp's wgmma (async proxy) reads of the
+// stage are complete, and .release.cluster costs a MEMBAR.ALL.GPU per arrival (measured 2026-11-26:
+// the 2x1-cluster kernel ran at 0.63x of the cluster-less one with it).
+__device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
+  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\t"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(local),
+      "r"(rank)
+      : "memory");
+}
+
+}  // namespace detail
+
+// The kernel's body; gemm_kernel and SOLDER_GEMM_KERNEL wrap it (they carry the __launch_bounds__).
+template <class C, class Epilogue>
+__device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
+                                          const Epilogue& epilogue) {
+  using T = detail::Types<C>;
+  using TA = typename T::TA;
+  using TB = typename T::TB;
+  if (shape.m <= 0 || shape.n <= 0) return;
+
+  extern __shared__ unsigned char solder_gemm_smem[];
+  // The 128-byte swizzle repeats every 1024 bytes: the ring starts on a 1024-byte boundary.
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(solder_gemm_smem) + 1023) & ~uintptr_t(1023));
+  TA* ring_a = reinterpret_cast<TA*>(base);
+  TB* ring_b = reinterpret_cast<TB*>(base + C::Stages * C::ABytesPerStage);
+  uint64_t* full = reinterpret_cast<uint64_t*>(base + C::Stages * C::StageBytes);
+  uint64_t* empty = full + C::Stages;
+
+  // Work units: ClusterM vertically adjacent tiles, one per block of the cluster (config.cuh).
+  const int tiles_m = ceil_div(ceil_div(shape.m, C::BM), C::ClusterM);  // unit rows
+  const int tiles_n = ceil_div(shape.n, C::BN);
+  const int tiles_per_batch = tiles_m * tiles_n;
+  const int total_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1);
+  const int k_tiles = ceil_div(shape.k, C::BK);
+  const int rank = C::ClusterM > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
+  const int first_unit = static_cast<int>(blockIdx.x) / C::ClusterM;
+  const int unit_step = static_cast<int>(gridDim.x) / C::ClusterM;
+  // Where this block's tile of unit `t` (linear over batch × unit-rows × tile-columns) is. With a
+  // cluster, the second block's tile may lie below M: its loads are zero-filled, its stores skipped.
+  auto locate = [&](int t, int* batch, int* m0, int* n0) {
+    *batch = t / tiles_per_batch;
+    int tile_m = 0, tile_n = 0;
+    tile_of(t - *batch * tiles_per_batch, tiles_m, tiles_n, C::GroupM / C::ClusterM > 0 ? C::GroupM / C::ClusterM : 1,
+            &tile_m, &tile_n);
+    *m0 = (tile_m * C::ClusterM + rank) * C::BM;
+    *n0 = tile_n * C::BN;
+  };
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::Stages; ++s) {
+      cuda::ptx::mbarrier_init(&full[s], 1);
+      cuda::ptx::mbarrier_init(&empty[s], C::ClusterM * C::Consumers * 4);  // one arrival per consumer warp
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  if constexpr (C::ClusterM > 1) {
+    cute::cluster_sync();  // the peer's barriers are initialised before anyone multicasts or arrives
+  } else {
+    __syncthreads();
+  }
+
+  if (warpgroup == 0) {
+    // ---- Producer ----
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    if (thread == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&a) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&b) : "memory");
+      // The ring's position carries over from tile to tile: the next tile's loads start while the
+      // consumers are still in the previous tile's epilogue.
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int t = first_unit; t < total_units; t += unit_step) {
+        int batch, m0, n0;
+        locate(t, &batch, &m0, &n0);
+        const int batch_a = shape.broadcast_a ? 0 : batch;
+        const int batch_b = shape.broadcast_b ? 0 : batch;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          detail::wait_parity(&empty[stage], phase ^ 1u);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               &full[stage], static_cast<uint32_t>(C::StageBytes));
+          const int k0 = kt * C::BK;
+          TA* sa = ring_a + stage * (C::BM * C::BK);
+          TB* sb = ring_b + stage * (C::BN * C::BK);
+          if constexpr (C::AKMajor) {
+            detail::tma_load(sa, a, k0, m0, batch_a, &full[stage]);  // box {BK, BM}
+          } else {
+#pragma unroll
+            for (int i = 0; i < C::BM / 64; ++i)  // boxes {64, BK}
+              detail::tma_load(sa + i * 64 * C::BK, a, m0 + 64 * i, k0, batch_a, &full[stage]);
+          }
+          if constexpr (C::ClusterM == 1) {
+            if constexpr (C::BKMajor) {
+              detail::tma_load(sb, b, k0, n0, batch_b, &full[stage]);  // box {BK, BN}
+            } else {
+#pragma unroll
+              for (int i = 0; i < C::BN / 64; ++i)
+                detail::tma_load(sb + i * 64 * C::BK, b, n0 + 64 * i, k0, batch_b, &full[stage]);
+            }
+          } else {
+            // This block's half of the shared B tile, into both blocks.
+            const uint16_t both = static_cast<uint16_t>((1u << C::ClusterM) - 1u);
+            if constexpr (C::BKMajor) {
+              constexpr int half = C::BN / C::ClusterM;  // box {BK, BN/2}
+              detail::tma_load_multicast(sb + rank * half * C::BK, b, k0, n0 + rank * half, batch_b, &full[stage], both);
+            } else {
+#pragma unroll
+              for (int i = 0; i < C::BN / 64; ++i)
+                if (i % C::ClusterM == rank)
+                  detail::tma_load_multicast(sb + i * 64 * C::BK, b, n0 + 64 * i, k0, batch_b, &full[stage], both);
+            }
+          }
+          if (++stage == C::Stages) {
+            stage = 0;
+            phase ^= 1u;
+          }
+        }
+      }
+    }
+  } else {
+    // ---- Consumers ----
+    cutlass::arch::warpgroup_reg_alloc<232>();
+    const int consumer = warpgroup - 1;
+    typename T::TiledMma mma;
+    mma.accumulate_ = cute::GMMA::ScaleOut::One;
+    cute::Tensor sA = cute::make_tensor(cute::make_smem_ptr(ring_a), typename T::SmemLayoutA{});  // (64, BK, S*C)
+    cute::Tensor sB = cute::make_tensor(cute::make_smem_ptr(ring_b), typename T::SmemLayoutB{});  // (BN, BK, S)
+    auto thr = mma.get_thread_slice(thread);
+    cute::Tensor tCsA = thr.partition_A(sA);
+    cute::Tensor tCsB = thr.partition_B(sB);
+    cute::Tensor tCrA = thr.make_fragment_A(tCsA);  // smem descriptors
+    cute::Tensor tCrB = thr.make_fragment_B(tCsB);
+    cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
+    const int warp = thread / 32, lane = thread % 32;
+
+    int stage = 0;
+    uint32_t phase = 0;
+    // A stage is released once per consumer warp, on every block of the cluster.
+    auto release = [&](int s) {
+      __syncwarp();
+      if constexpr (C::ClusterM == 1) {
+        if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
+      } else {
+        if (lane < C::ClusterM) detail::arrive_remote(&empty[s], static_cast<uint32_t>(lane));
+      }
+    };
+
+    for (int t = first_unit; t < total_units; t += unit_step) {
+      int batch, m0, n0;
+      locate(t, &batch, &m0, &n0);
+      cute::clear(acc);
+      int previous = 0;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        detail::wait_parity(&full[stage], phase);
+        cute::warpgroup_fence_operand(acc);
+        cute::warpgroup_arrive();
+#pragma unroll
+        for (int kb = 0; kb < T::KBlocks; ++kb)
+          cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * C::Consumers + consumer),
+                     tCrB(cute::_, cute::_, kb, stage), acc);
+        cute::warpgroup_commit_batch();
+        cute::warpgroup_wait<1>();  // the previous batch is done: its stage can be refilled
+        cute::warpgroup_fence_operand(acc);
+        if (kt > 0) release(previous);
+        previous = stage;
+        if (++stage == C::Stages) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      }
+      cute::warpgroup_wait<0>();
+      cute::warpgroup_fence_operand(acc);
+      if (k_tiles > 0) release(previous);
+
+      // ---- Epilogue: the m64nBNk accumulator layout ----
+      // Register i of thread t (warp w = t/32, lane l): row 16w + l/4 + 8·((i/2)%2),
+      // column 8·(i/4) + 2·(l%4) + i%2.
+      const int row_base = m0 + consumer * 64 + warp * 16 + lane / 4;
+      const int col_base = n0 + 2 * (lane % 4);
+#pragma unroll
+      for (int i = 0; i < C::BN / 2; i += 2) {
+        const int row = row_base + 8 * ((i / 2) % 2);
+        const int col = col_base + 8 * (i / 4);
+        if (row < shape.m) {
+          if constexpr (detail::has_pair<Epilogue>::value) {
+            if (col + 1 < shape.n) {
+              epilogue.pair(batch, row, col, acc(i), acc(i + 1));
+            } else if (col < shape.n) {
+              epilogue(batch, row, col, acc(i));
+            }
+          } else {
+            if (col < shape.n) epilogue(batch, row, col, acc(i));
+            if (col + 1 < shape.n) epilogue(batch, row, col + 1, acc(i + 1));
+          }
+        }
+      }
+    }
+  }
+  // No block leaves while its peer may still multicast into it or arrive on its barriers.
+  if constexpr (C::ClusterM > 1) cute::cluster_sync();
+}
+
+template <class C, class Epilogue>
+__global__ void __launch_bounds__(C::Threads, 1)
+    gemm_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b, GemmShape shape,
+                Epilogue epilogue) {
+  gemm_body<C>(a, b, shape, epilogue);
+}
+
+}  // namespace solder::gemm
+
+// An unmangled kernel for NVRTC (the runtime looks kernels up by their extern "C" names).
+#define SOLDER_GEMM_KERNEL(name, ConfigType, EpilogueType)                                                  \
+  extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                     \
+      name(const __grid_constant__ ::solder::gemm::TensorMap a, const __grid_constant__ ::solder::gemm::TensorMap b, \
+           ::solder::gemm::GemmShape shape, EpilogueType epilogue) {                                        \
+    ::solder::gemm::gemm_body<ConfigType>(a, b, shape, epilogue);                                           \
+  }

@@ -1,0 +1,281 @@
+// Host helpers shared by the GEMM skeleton's device test and benchmark (tests/gpu/gemm, bench/gemm):
+// checked CUDA calls, operands in device memory with their TMA maps (through the runtime's
+// plan_gemm_operand, src/runtime/tma.h), element conversions, and launching.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <solder/gemm/sm90_gemm.cuh>
+
+#include "runtime/tma.h"
+
+#define CUDA_CHECK(call)                                                                              \
+  do {                                                                                                \
+    cudaError_t err_ = (call);                                                                        \
+    if (err_ != cudaSuccess) {                                                                        \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
+      std::exit(3);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+
+namespace gemm_test {
+
+using solder::gemm::Dtype;
+using solder::gemm::GemmShape;
+using solder::gemm::TensorMap;
+namespace rt = solder::runtime;
+
+inline rt::GemmDtype to_rt(Dtype d) { return static_cast<rt::GemmDtype>(static_cast<int>(d)); }
+
+// Float → storage bits (round to nearest even; e4m3 saturates) and back.
+inline uint16_t encode16(Dtype d, float x) {
+  if (d == Dtype::bf16) {
+    __nv_bfloat16 v = __float2bfloat16_rn(x);
+    uint16_t bits;
+    std::memcpy(&bits, &v, 2);
+    return bits;
+  }
+  __half v = __float2half_rn(x);
+  uint16_t bits;
+  std::memcpy(&bits, &v, 2);
+  return bits;
+}
+inline float decode16(Dtype d, uint16_t bits) {
+  if (d == Dtype::bf16) {
+    __nv_bfloat16 v;
+    std::memcpy(&v, &bits, 2);
+    return __bfloat162float(v);
+  }
+  __half v;
+  std::memcpy(&v, &bits, 2);
+  return __half2float(v);
+}
+inline uint8_t encode8(Dtype d, float x) {
+  return d == Dtype::e4m3 ? __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) : __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
+}
+inline float decode8(Dtype d, uint8_t bits) {
+  __half_raw h = __nv_cvt_fp8_to_halfraw(bits, d == Dtype::e4m3 ? __NV_E4M3 : __NV_E5M2);
+  return __half2float(__half(h));
+}
+
+// cuTensorMapEncodeTiled through the runtime API's driver entry point (no -lcuda needed).
+using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+inline EncodeFn encode_fn() {
+  static EncodeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !p) {
+      std::fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
+      std::exit(3);
+    }
+    return reinterpret_cast<EncodeFn>(p);
+  }();
+  return fn;
+}
+
+// One operand: host values (decoded, as the MMA sees them), device storage with padded rows (the
+// padding holds NaN: a kernel that reads past the extent gets NaN into its results).
+struct Operand {
+  Dtype dtype = Dtype::bf16;
+  bool k_major = true;
+  int rows = 0, k = 0, batch = 1;
+  int64_t ld = 0, batch_stride = 0;
+  std::vector<float> values;  // [b][row][k], decoded
+  void* device = nullptr;
+  size_t bytes = 0;
+
+  float at(int b, int r, int kk) const { return values[(size_t(b) * rows + r) * k + kk]; }
+};
+
+inline Operand make_operand(Dtype dtype, bool k_major, int rows, int k, int batch, std::mt19937& rng, float range = 1.0f) {
+  Operand op;
+  op.dtype = dtype;
+  op.k_major = k_major;
+  op.rows = rows;
+  op.k = k;
+  op.batch = batch;
+  const int esize = solder::gemm::dtype_bytes(dtype);
+  const int align = 16 / esize;
+  const int64_t inner = k_major ? k : rows, outer = k_major ? rows : k;
+  op.ld = (std::max<int64_t>(inner, 1) + align - 1) / align * align;
+  if (op.ld == inner && inner % (2 * align) == 0) op.ld += align;  // some padding even for round sizes
+  op.batch_stride = op.ld * std::max<int64_t>(outer, 1);
+  op.bytes = size_t(op.batch_stride) * batch * esize;
+  std::vector<uint8_t> storage(op.bytes, 0xFF);  // NaN in every format
+  op.values.assign(size_t(batch) * rows * k, 0.0f);
+  std::uniform_real_distribution<float> dist(-range, range);
+  for (int b = 0; b < batch; ++b)
+    for (int r = 0; r < rows; ++r)
+      for (int kk = 0; kk < k; ++kk) {
+        const float x = dist(rng);
+        const int64_t index = b * op.batch_stride + (k_major ? int64_t(r) * op.ld + kk : int64_t(kk) * op.ld + r);
+        float decoded;
+        if (esize == 2) {
+          uint16_t bits = encode16(dtype, x);
+          std::memcpy(&storage[index * 2], &bits, 2);
+          decoded = decode16(dtype, bits);
+        } else {
+          uint8_t bits = encode8(dtype, x);
+          storage[index] = bits;
+          decoded = decode8(dtype, bits);
+        }
+        op.values[(size_t(b) * rows + r) * k + kk] = decoded;
+      }
+  CUDA_CHECK(cudaMalloc(&op.device, op.bytes));
+  CUDA_CHECK(cudaMemcpy(op.device, storage.data(), op.bytes, cudaMemcpyHostToDevice));
+  return op;
+}
+
+inline void free_operand(Operand& op) {
+  if (op.device) CUDA_CHECK(cudaFree(op.device));
+  op.device = nullptr;
+}
+
+// The tensor map for an operand read in tiles of tile_rows × tile_k (the runtime's plan, then the driver).
+inline TensorMap make_map(const Operand& op, int tile_rows, int tile_k, const char* what) {
+  rt::GemmOperand g;
+  g.dtype = to_rt(op.dtype);
+  g.k_major = op.k_major;
+  g.rows = op.rows;
+  g.k = op.k;
+  g.ld = op.ld;
+  g.batch = op.batch;
+  g.batch_stride = op.batch_stride;
+  g.tile_rows = tile_rows;
+  g.tile_k = tile_k;
+  g.base = reinterpret_cast<uintptr_t>(op.device);
+  rt::TmaEncodeArgs args;
+  std::string problem = rt::plan_gemm_operand(g, what, &args);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "plan_gemm_operand: %s\n", problem.c_str());
+    std::exit(3);
+  }
+  TensorMap map;
+  static_assert(sizeof(TensorMap) == sizeof(CUtensorMap), "TensorMap must match CUtensorMap");
+  CUresult r = encode_fn()(reinterpret_cast<CUtensorMap*>(&map), CUtensorMapDataType(args.data_type), args.rank, op.device,
+                           reinterpret_cast<const cuuint64_t*>(args.dims), reinterpret_cast<const cuuint64_t*>(args.strides),
+                           args.box, args.element_strides, CUtensorMapInterleave(args.interleave),
+                           CUtensorMapSwizzle(args.swizzle), CUtensorMapL2promotion(args.l2_promotion),
+                           CUtensorMapFloatOOBfill(args.oob_fill));
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuTensorMapEncodeTiled failed (%d) for %s: dims %llu %llu %llu strides %llu %llu box %u %u\n", int(r),
+                 what, (unsigned long long)args.dims[0], (unsigned long long)args.dims[1], (unsigned long long)args.dims[2],
+                 (unsigned long long)args.strides[0], (unsigned long long)args.strides[1], args.box[0], args.box[1]);
+    std::exit(3);
+  }
+  return map;
+}
+
+// How many blocks of gemm_kernel<C, E> are resident at once: the SM count, or for clusters the
+// clusters that fit at once (not every GPC holds an even number of free SMs) times the cluster size.
+template <class C, class E>
+int resident_blocks() {
+  static int blocks = [] {
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (C::ClusterM == 1) return sms;
+    auto kernel = solder::gemm::gemm_kernel<C, E>;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(sms / C::ClusterM * C::ClusterM);
+    config.blockDim = dim3(C::Threads);
+    config.dynamicSmemBytes = C::SmemBytes;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = C::ClusterM;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    std::printf("note: %d clusters of %d blocks fit at once (%d SMs)\n", clusters, C::ClusterM, sms);
+    return clusters > 0 ? clusters * C::ClusterM : sms;
+  }();
+  return blocks;
+}
+
+// Launches gemm_kernel<C, E> on `stream` (sets the dynamic shared-memory limit once per instantiation);
+// persistent_blocks > 0: at most that many blocks, each looping over tiles; < 0: resident_blocks().
+template <class C, class E>
+void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epilogue, cudaStream_t stream,
+            int persistent_blocks = 0) {
+  static bool configured = false;
+  auto kernel = solder::gemm::gemm_kernel<C, E>;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
+    configured = true;
+  }
+  if (persistent_blocks < 0) persistent_blocks = resident_blocks<C, E>();
+  solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
+  config.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
+  config.dynamicSmemBytes = g.smem_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = g.cluster[0];
+  attribute[0].val.clusterDim.y = g.cluster[1];
+  attribute[0].val.clusterDim.z = g.cluster[2];
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, shape, epilogue));
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// ---- Epilogues used by the test and the benchmark -------------------------------------------------
+
+// out[b][row][col] = acc · row_scale[row] · col_scale[col] as f32 (scales optional).
+struct StoreF32 {
+  float* out;
+  int ld;
+  long long batch_stride;
+  const float* row_scale;
+  const float* col_scale;
+  __device__ void operator()(int b, int row, int col, float acc) const {
+    float v = acc;
+    if (row_scale) v *= __ldg(row_scale + row);
+    if (col_scale) v *= __ldg(col_scale + col);
+    out[b * batch_stride + (long long)row * ld + col] = v;
+  }
+};
+
+// The same, rounded to bf16, with the pair() hook (ld even: 4-byte stores).
+struct StoreBf16 {
+  __nv_bfloat16* out;
+  int ld;
+  long long batch_stride;
+  const float* row_scale;
+  const float* col_scale;
+  __device__ float scaled(int row, int col, float acc) const {
+    if (row_scale) acc *= __ldg(row_scale + row);
+    if (col_scale) acc *= __ldg(col_scale + col);
+    return acc;
+  }
+  __device__ void operator()(int b, int row, int col, float acc) const {
+    out[b * batch_stride + (long long)row * ld + col] = __float2bfloat16_rn(scaled(row, col, acc));
+  }
+  __device__ void pair(int b, int row, int col, float a0, float a1) const {
+    __nv_bfloat162 v = __floats2bfloat162_rn(scaled(row, col, a0), scaled(row, col + 1, a1));
+    *reinterpret_cast<__nv_bfloat162*>(out + b * batch_stride + (long long)row * ld + col) = v;
+  }
+};
+
+}  // namespace gemm_test

@@ -1,0 +1,222 @@
+// Device test of the sm_90a GEMM skeleton (device/solder/gemm/sm90_gemm.cuh) against a float64 host
+// reference of the rounded operands: every dtype (bf16, f16, e4m3, e5m2, e4m3×e5m2), every operand
+// layout of the 16-bit types (A K- or M-major, B K- or N-major), the three tile families (64×N, 128×128,
+// 128×256), ragged M/N/K (1, 17, 100, 129, 1000, K < BK, K = 0), batches and a broadcast operand, row
+// and column scales after the dot product, f32 and bf16 (pair hook) outputs.
+//
+// Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
+// read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
+// Build and run: tests/gpu/gemm/run.sh (nvcc -gencode=arch=compute_90a,code=sm_90a).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "gemm_test_util.h"
+
+using namespace gemm_test;
+using solder::gemm::Config;
+
+namespace {
+
+int failures = 0, cases = 0;
+
+struct Case {
+  int m, n, k, batch;
+  bool broadcast_b = false;
+  bool scales = false;
+};
+
+// Tolerance per element, relative to Σ|a·b| (summation-order differences of an f32 accumulator; fp8
+// wgmma accumulates with fewer bits) plus the output rounding.
+template <class C, class E>
+void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt19937& rng) {
+  const bool fp8 = solder::gemm::dtype_is_fp8(C::TA);
+  Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
+  Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
+  TensorMap map_a = make_map(A, C::BM, C::BK, "A");
+  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
+
+  std::vector<float> row_scale(c.m), col_scale(c.n);
+  std::uniform_real_distribution<float> sd(0.5f, 2.0f);
+  for (float& s : row_scale) s = sd(rng);
+  for (float& s : col_scale) s = sd(rng);
+  float *d_row = nullptr, *d_col = nullptr;
+  if (c.scales) {
+    CUDA_CHECK(cudaMalloc(&d_row, c.m * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_col, c.n * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(d_row, row_scale.data(), c.m * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_col, col_scale.data(), c.n * sizeof(float), cudaMemcpyHostToDevice));
+  }
+
+  const int ld = (c.n + 1) / 2 * 2;
+  const long long batch_stride = (long long)ld * c.m;
+  const size_t count = size_t(batch_stride) * c.batch;
+  const size_t out_bytes = count * (bf16_out ? 2 : 4);
+  void* out = nullptr;
+  CUDA_CHECK(cudaMalloc(&out, out_bytes));
+
+  // The float64 reference and the per-element tolerance, once for both launch modes.
+  const double rel_acc = fp8 ? 2e-3 : 1e-4;
+  const double rel_out = bf16_out ? 1.0 / 128 : 0.0;
+  std::vector<double> ref(size_t(c.batch) * c.m * c.n), tol(ref.size()), mag(ref.size());
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < c.batch; ++b)
+    for (int r = 0; r < c.m; ++r) {
+      const int bb = c.broadcast_b ? 0 : b;
+      for (int col = 0; col < c.n; ++col) {
+        double dot = 0, sum_abs = 0;
+        for (int kk = 0; kk < c.k; ++kk) {
+          const double p = double(A.at(b, r, kk)) * double(B.at(bb, col, kk));
+          dot += p;
+          sum_abs += std::fabs(p);
+        }
+        const double scale = c.scales ? double(row_scale[r]) * double(col_scale[col]) : 1.0;
+        const size_t i = (size_t(b) * c.m + r) * c.n + col;
+        ref[i] = dot * scale;
+        mag[i] = sum_abs * scale;
+        tol[i] = (rel_acc * sum_abs + 1e-6) * scale + rel_out * std::fabs(ref[i]);
+      }
+    }
+
+  GemmShape shape;
+  shape.m = c.m;
+  shape.n = c.n;
+  shape.k = c.k;
+  shape.batch = c.batch;
+  shape.broadcast_b = c.broadcast_b ? 1 : 0;
+  E epilogue{static_cast<decltype(E::out)>(out), ld, batch_stride, d_row, d_col};
+  std::vector<float> got(count);
+  // One block (cluster) per tile, then 3 persistent blocks (2 clusters of 2) looping over the tiles.
+  for (int persistent : {0, C::ClusterM == 1 ? 3 : 4}) {
+    ++cases;
+    CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));  // NaN
+    launch<C>(map_a, map_b, shape, epilogue, 0, persistent);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (bf16_out) {
+      std::vector<uint16_t> raw(count);
+      CUDA_CHECK(cudaMemcpy(raw.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; ++i) got[i] = decode16(Dtype::bf16, raw[i]);
+    } else {
+      CUDA_CHECK(cudaMemcpy(got.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+    }
+    long long bad = 0, nan = 0;
+    double worst = 0, err2 = 0, ref2 = 0;
+    size_t first = size_t(-1);
+    for (int b = 0; b < c.batch; ++b)
+      for (int r = 0; r < c.m; ++r)
+        for (int col = 0; col < c.n; ++col) {
+          const size_t i = (size_t(b) * c.m + r) * c.n + col;
+          const double g = got[size_t(b) * batch_stride + size_t(r) * ld + col];
+          const double err = std::fabs(g - ref[i]);
+          err2 += (g - ref[i]) * (g - ref[i]);
+          ref2 += ref[i] * ref[i];
+          if (std::isnan(g)) ++nan;
+          if (!(err <= tol[i])) {
+            ++bad;
+            if (first == size_t(-1)) first = i;
+          }
+          worst = std::max(worst, err / (mag[i] + 1e-30));
+        }
+    const bool ok = bad == 0 && nan == 0;
+    if (!ok) ++failures;
+    std::printf("%s %-32s %-13s M=%-5d N=%-5d K=%-5d batch=%d%s%s%s  rel_l2=%.2e worst=%.2e", ok ? "PASS" : "FAIL",
+                config_name, persistent ? (C::ClusterM == 1 ? "persistent:3" : "persistent:2x2") : "block/tile", c.m, c.n, c.k, c.batch,
+                c.broadcast_b ? " bcastB" : "", c.scales ? " scales" : "", bf16_out ? " ->bf16" : " ->f32",
+                ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), worst);
+    if (!ok) {
+      const int fb = int(first / (size_t(c.m) * c.n)), fr = int(first / c.n % c.m), fc = int(first % c.n);
+      std::printf("  bad=%lld nan=%lld first at b=%d r=%d c=%d got %.6g want %.6g", bad, nan, fb, fr, fc,
+                  got[size_t(fb) * batch_stride + size_t(fr) * ld + fc], ref[first]);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  CUDA_CHECK(cudaFree(out));
+  if (d_row) CUDA_CHECK(cudaFree(d_row));
+  if (d_col) CUDA_CHECK(cudaFree(d_col));
+  free_operand(A);
+  free_operand(B);
+}
+
+template <class C, class E = StoreF32>
+void run_config(const char* name, const std::vector<Case>& list, std::mt19937& rng, bool bf16_out = false) {
+  for (const Case& c : list) run_case<C, E>(name, c, bf16_out, rng);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int device = 0;
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  if (prop.major != 9 || prop.minor != 0) {
+    std::printf("SKIP: %s is sm_%d%d, the skeleton needs sm_90a\n", prop.name, prop.major, prop.minor);
+    return 0;
+  }
+  std::printf("device: %s\n", prop.name);
+  std::mt19937 rng(argc > 1 ? std::atoi(argv[1]) : 2026);
+
+  // Ragged shapes, exact tiles, K below one K tile, K = 0, M = 1.
+  const std::vector<Case> ragged = {
+      {1, 17, 100, 1},  {17, 100, 129, 1}, {100, 129, 17, 1}, {129, 1000, 1, 1},   {256, 256, 256, 1},
+      {1000, 1000, 1000, 1}, {300, 260, 8, 1}, {64, 64, 0, 1}, {129, 257, 513, 1},
+  };
+  const std::vector<Case> batched = {{100, 130, 70, 3}, {129, 65, 200, 2, true}};
+  const std::vector<Case> small = {{17, 100, 129, 1}, {129, 257, 513, 1}, {64, 200, 40, 2}};
+  const std::vector<Case> scaled = {{129, 257, 513, 1, false, true}, {1000, 1000, 1000, 1, false, true}, {37, 300, 100, 2, false, true}};
+
+  std::vector<Case> all = ragged;
+  all.insert(all.end(), batched.begin(), batched.end());
+
+  // bf16, every layout and the three tile families.
+  using Bf_128x128_KK = Config<Dtype::bf16, Dtype::bf16, 128, 128, 6>;
+  using Bf_128x256_KK = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4>;
+  using Bf_64x128_KK = Config<Dtype::bf16, Dtype::bf16, 64, 128, 6>;
+  using Bf_128x128_MK = Config<Dtype::bf16, Dtype::bf16, 128, 128, 5, false, true>;
+  using Bf_128x128_KN = Config<Dtype::bf16, Dtype::bf16, 128, 128, 5, true, false>;
+  using Bf_64x64_MN = Config<Dtype::bf16, Dtype::bf16, 64, 64, 4, false, false>;
+  using Bf_128x256_MN = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, false, false>;
+  run_config<Bf_128x128_KK>("bf16 128x128x64 s6 A:K B:K", all, rng);
+  run_config<Bf_128x256_KK>("bf16 128x256x64 s4 A:K B:K", all, rng);
+  run_config<Bf_64x128_KK>("bf16 64x128x64 s6 A:K B:K", all, rng);
+  run_config<Bf_128x128_MK>("bf16 128x128x64 s5 A:M B:K", all, rng);
+  run_config<Bf_128x128_KN>("bf16 128x128x64 s5 A:K B:N", all, rng);
+  run_config<Bf_64x64_MN>("bf16 64x64x64 s4 A:M B:N", all, rng);
+  run_config<Bf_128x256_MN>("bf16 128x256x64 s3 A:M B:N", small, rng);
+  // 2x1 clusters: B multicast into both blocks (K-major halves; N-major 64-wide boxes split).
+  using Bf_128x256_KK_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4, true, true, 2>;
+  using Bf_128x128_MN_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 5, false, false, 2>;
+  using Bf_64x128_KK_c2 = Config<Dtype::bf16, Dtype::bf16, 64, 128, 6, true, true, 2>;
+  run_config<Bf_128x256_KK_c2>("bf16 128x256x64 s4 A:K B:K c2", all, rng);
+  run_config<Bf_128x128_MN_c2>("bf16 128x128x64 s5 A:M B:N c2", all, rng);
+  run_config<Bf_64x128_KK_c2, StoreBf16>("bf16 64x128x64 s6 A:K B:K c2", small, rng, true);
+  run_config<Bf_128x256_KK, StoreBf16>("bf16 128x256x64 s4 A:K B:K", small, rng, true);
+  run_config<Bf_64x64_MN, StoreBf16>("bf16 64x64x64 s4 A:M B:N", scaled, rng, true);
+
+  // f16.
+  using H_128x128_KK = Config<Dtype::f16, Dtype::f16, 128, 128, 6>;
+  using H_64x256_MN = Config<Dtype::f16, Dtype::f16, 64, 256, 4, false, false>;
+  run_config<H_128x128_KK>("f16 128x128x64 s6 A:K B:K", all, rng);
+  run_config<H_64x256_MN>("f16 64x256x64 s4 A:M B:N", small, rng);
+
+  // fp8 (K-major only), with row and column scales after the dot product.
+  using E4_128x128 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6>;
+  using E4_128x256 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4>;
+  using E4_64x128 = Config<Dtype::e4m3, Dtype::e4m3, 64, 128, 6>;
+  using E5_128x128 = Config<Dtype::e5m2, Dtype::e5m2, 128, 128, 6>;
+  using E4E5_128x128 = Config<Dtype::e4m3, Dtype::e5m2, 128, 128, 6>;
+  run_config<E4_128x128>("e4m3 128x128x128 s6", all, rng);
+  run_config<E4_128x128>("e4m3 128x128x128 s6", scaled, rng);
+  run_config<E4_128x256, StoreBf16>("e4m3 128x256x128 s4", scaled, rng, true);
+  using E4_128x256_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2>;
+  run_config<E4_128x256_c2, StoreBf16>("e4m3 128x256x128 s4 c2", scaled, rng, true);
+  run_config<E4_128x256_c2>("e4m3 128x256x128 s4 c2", ragged, rng);
+  run_config<E4_64x128>("e4m3 64x128x128 s6", all, rng);
+  run_config<E5_128x128>("e5m2 128x128x128 s6", small, rng);
+  run_config<E4E5_128x128>("e4m3xe5m2 128x128x128 s6", small, rng);
+
+  std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
+  return failures ? 1 : 0;
+}
