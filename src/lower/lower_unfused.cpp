@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "contract/canonicalize.h"
+#include "contract/gemm_skeleton_fit.h"
 #include "ir/expr_visitor.h"
 
 namespace solder {
@@ -207,12 +209,54 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
   return kernel;
 }
 
-KernelProgram lower_unfused(const BoundProgram& program) {
+std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why) {
+  const BoundDefinition& bd = program.defs[index];
+  const Definition& def = *bd.def;
+  ReduceNode r;
+  r.op = def.reduce;
+  for (size_t i = 0; i < def.target.index.size(); ++i) {
+    r.domain.axes.push_back({def.target.index[i].name, bd.p_extents[i]});
+    r.dst.index.push_back(make_var(def.target.index[i].name));
+  }
+  for (size_t i = 0; i < def.reduce_vars.size(); ++i) r.reduce_axes.push_back({def.reduce_vars[i].name, bd.r_extents[i]});
+  r.dst.name = def.target.name;
+  r.value = def.body;
+  r.comment = def.target.name + " (the whole contraction, one launch of the GEMM skeleton)";
+  auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
+    if (program.has_tensor(name)) return program.tensor(name).dtype;
+    return std::nullopt;
+  };
+  Canonicalization c = canonicalize_contraction(r, dtype_of, contract_policy_of(program));
+  if (!c.contract) {
+    if (why) *why = c.refusal;
+    return std::nullopt;
+  }
+  GemmSkeletonFit fit = fit_gemm_skeleton(*c.contract, program_globals(program));
+  if (!fit.problem) {
+    if (why) *why = fit.refusal;
+    return std::nullopt;
+  }
+  Kernel kernel;
+  kernel.name = def.target.name;
+  kernel.definitions.push_back(def.target.name);
+  kernel.grid.push_back({"block", 1});
+  kernel.body.push_back(make_stmt(std::move(*c.contract)));
+  return kernel;
+}
+
+KernelProgram lower_unfused(const BoundProgram& program, const UnfusedOptions& options) {
   KernelProgram result;
   result.name = program.program->name;
   result.dims = program.dims;
   result.globals = program_globals(program);
-  for (size_t i = 0; i < program.defs.size(); ++i) result.kernels.push_back(lower_definition(program, i));
+  for (size_t i = 0; i < program.defs.size(); ++i) {
+    if (options.gemm_skeleton)
+      if (auto whole = lower_whole_contraction(program, i, nullptr)) {
+        result.kernels.push_back(std::move(*whole));
+        continue;
+      }
+    result.kernels.push_back(lower_definition(program, i));
+  }
   return result;
 }
 

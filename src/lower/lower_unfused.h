@@ -8,6 +8,9 @@
 // program.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "ir/verifier.h"
 #include "kernel/kernel_ir.h"
 
@@ -19,6 +22,17 @@ std::vector<GlobalTensor> program_globals(const BoundProgram& program);
 // The kernel computing definition `index` of `program` on its own (reads and writes globals).
 Kernel lower_definition(const BoundProgram& program, size_t index);
 
-KernelProgram lower_unfused(const BoundProgram& program);
+struct UnfusedOptions {
+  // A definition that is a contraction the sm_90a GEMM skeleton runs (src/contract/gemm_skeleton_fit.h)
+  // becomes a kernel of one whole `contract` over globals, which the CUDA backend gives to the
+  // skeleton (for_gpu); otherwise, and without this option, it is tiled as above.
+  bool gemm_skeleton = false;
+};
+
+// A kernel of one `contract` covering definition `index` whole (grid of one block in the IR; the
+// skeleton tiles it), when the definition is a contraction the GEMM skeleton takes; why not otherwise.
+std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why);
+
+KernelProgram lower_unfused(const BoundProgram& program, const UnfusedOptions& options = {});
 
 }  // namespace solder

@@ -21,7 +21,8 @@ std::optional<DType> rounding_dtype(MmaType t) {
 
 class Viewer {
  public:
-  Viewer(const KernelProgram& program, const Kernel& kernel) : program_(program), kernel_(kernel) {}
+  Viewer(const KernelProgram& program, const Kernel& kernel, bool cast_computed)
+      : program_(program), kernel_(kernel), cast_computed_(cast_computed) {}
 
   Block rewrite(const Block& block) {
     Block out;
@@ -47,6 +48,7 @@ class Viewer {
  private:
   const KernelProgram& program_;
   const Kernel& kernel_;
+  bool cast_computed_;
 
   std::optional<DType> dtype_of(const std::string& name) const {
     if (auto b = kernel_.find_buffer(name)) return b->dtype;
@@ -58,6 +60,7 @@ class Viewer {
     auto to = rounding_dtype(type);
     if (!to) return x;
     auto exact = exact_mma_type(x, [this](const std::string& n) { return dtype_of(n); });
+    if (!exact && !cast_computed_ && !x.as<LoadNode>()) return x;
     if (exact && (*exact == type || (*exact != MmaType::bf16 && *exact != MmaType::f16 && type != MmaType::f8e4m3 && type != MmaType::f8e5m2)))
       return x;  // already a value of T (fp8 values are exact in the 16-bit types)
     return make_cast(*to, x);
@@ -142,10 +145,10 @@ class Viewer {
 
 }  // namespace
 
-KernelProgram contracts_as_reduces(const KernelProgram& program) {
+KernelProgram contracts_as_reduces(const KernelProgram& program, bool cast_computed) {
   KernelProgram out = program;
   for (auto& kernel : out.kernels) {
-    Viewer viewer(program, kernel);
+    Viewer viewer(program, kernel, cast_computed);
     kernel.body = viewer.rewrite(kernel.body);
     kernel.buffers.insert(kernel.buffers.end(), viewer.added_.begin(), viewer.added_.end());
   }

@@ -22,6 +22,9 @@
 
 namespace solder {
 
-KernelProgram contracts_as_reduces(const KernelProgram& program);
+// With `cast_computed` false, an operand that is computed (neither a load nor a cast) is left
+// unrounded: the view for the tensor-core attention emitter, which rounds its P operand to the input
+// type itself (the contract's T), and recognises P by its expression.
+KernelProgram contracts_as_reduces(const KernelProgram& program, bool cast_computed = true);
 
 }  // namespace solder

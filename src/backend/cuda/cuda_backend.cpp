@@ -6,6 +6,7 @@
 #include "backend/cuda/host_encoding.h"
 #include "ir/diagnostics.h"
 #include "runtime/runtime.h"
+#include "runtime/tma.h"
 
 namespace solder {
 namespace {
@@ -19,9 +20,21 @@ struct LoadedProgram {
   bool from_cache = false;
 };
 
+// NVRTC flags for a generated module: the GEMM skeleton's CuTe code is built with NDEBUG (no device
+// asserts, no pipeline role checks: docs/gemm-skeleton.md).
+runtime::CompileFlags compile_flags(const GeneratedModule& generated) {
+  runtime::CompileFlags flags;
+  for (auto& k : generated.kernels)
+    if (k.gemm) {
+      flags.defines.push_back("NDEBUG");
+      break;
+    }
+  return flags;
+}
+
 LoadedProgram load(const KernelProgram& program) {
   GeneratedModule generated = generate_cuda(program);
-  runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu");
+  runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu", compile_flags(generated));
   LoadedProgram loaded{runtime::Module(compiled), {}, generated, compiled.compile_seconds, compiled.from_cache};
   for (auto& k : generated.kernels) loaded.functions.push_back(loaded.module.get_function(k.name));
   return loaded;
@@ -59,6 +72,32 @@ std::vector<runtime::DeviceBuffer> allocate(const KernelProgram& program, const 
   return buffers;
 }
 
+// A kernel on the GEMM skeleton (GemmSkeletonLaunch): the operands' tensor maps, encoded for this
+// call's pointers, the shape, and the epilogue functor, whose members are every global's pointer.
+void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonLaunch& g, const runtime::LaunchConfig& config,
+                          std::vector<runtime::DevicePtr>& pointers) {
+  auto map = [&](const GemmSkeletonLaunch::Operand& o, const char* what) {
+    runtime::GemmOperand op;
+    op.dtype = static_cast<runtime::GemmDtype>(o.dtype);
+    op.k_major = o.k_major;
+    op.rows = o.rows;
+    op.k = o.k;
+    op.ld = o.ld;
+    op.batch = o.batch;
+    op.batch_stride = o.batch_stride;
+    op.tile_rows = o.tile_rows;
+    op.tile_k = o.tile_k;
+    op.base = pointers.at(o.global);
+    return runtime::encode_gemm_operand(op, what);
+  };
+  runtime::TensorMapBytes a = map(g.a, "A"), b = map(g.b, "B");
+  struct {  // solder::gemm::GemmShape
+    int m, n, k, batch, broadcast_a, broadcast_b;
+  } shape{g.m, g.n, g.k, g.batch, g.broadcast_a ? 1 : 0, g.broadcast_b ? 1 : 0};
+  void* args[] = {&a, &b, &shape, pointers.data()};
+  runtime::launch(function, config, args);
+}
+
 void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& pointers, CUstream_st* stream) {
   std::vector<void*> args;
   for (auto& p : pointers) args.push_back(&p);
@@ -70,7 +109,8 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = stream;
-    runtime::launch(loaded.functions[k], config, args.data());
+    if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers);
+    else runtime::launch(loaded.functions[k], config, args.data());
   }
 }
 
@@ -119,7 +159,7 @@ GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs) {
 
 GpuCompileReport compile_for_gpu(const KernelProgram& program) {
   GeneratedModule generated = generate_cuda(program);
-  runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu");
+  runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu", compile_flags(generated));
   GpuCompileReport report;
   report.kernels = static_cast<int>(generated.kernels.size());
   report.compile_seconds = compiled.compile_seconds;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,12 +28,30 @@
 
 namespace solder {
 
+// A kernel that runs on the sm_90a GEMM skeleton (gemm_skeleton_writer.h) takes, instead of the
+// globals, (TensorMap a, TensorMap b, GemmShape, epilogue) where the epilogue is a struct of every
+// global's pointer in KernelProgram::globals order; the launcher encodes the two tensor maps.
+struct GemmSkeletonLaunch {
+  struct Operand {
+    size_t global = 0;      // index into KernelProgram::globals
+    int dtype = 0;          // solder::gemm::Dtype / runtime::GemmDtype
+    bool k_major = true;
+    int64_t rows = 1, k = 1, ld = 1, batch = 1, batch_stride = 0;
+    int tile_rows = 64, tile_k = 64;
+  };
+  Operand a, b;
+  int m = 1, n = 1, k = 1, batch = 1;
+  bool broadcast_a = false, broadcast_b = false;
+  std::string config;       // the Config<...> instantiated, for reports
+};
+
 struct GeneratedKernel {
   std::string name;
   int64_t blocks = 1;
   int cluster = 1;
   int threads = 256;
   int64_t shared_bytes = 0;  // dynamic shared memory per block
+  std::optional<GemmSkeletonLaunch> gemm;  // runs on the GEMM skeleton
 };
 
 struct GeneratedModule {

@@ -134,18 +134,16 @@ std::string extra_factor_rule(const BinaryNode& product, const Kernel& kernel) {
   return "";
 }
 
-// The rule that keeps a contraction the tensor cores cannot win scalar, or "". A 16-bit result is
-// rounded after each reduce: written from the accumulators into its float tile, a barrier, a rounding
-// pass. With fewer than 16 rows (decode: one row of x against a weight panel) the mma pads its
-// 16-row fragment, and with both operands tiles (none computed) it saves no evaluation either: the
-// scalar loop reads each operand element once too and rounds as it writes, so it is kept (llama_decode's
-// q, k_new, v_new: the mma form measured 8-18% slower on the H100). A computed operand is still taken
-// (ffn, gated_ffn: evaluated once per element instead of once per term).
+// The rule that keeps a contraction the tensor cores cannot win scalar, or "". With fewer than 16
+// rows (decode: one row of x against a weight panel) the mma pads its 16-row fragment, and with both
+// operands tiles (none computed) it saves no evaluation either: the scalar loop reads each operand
+// element once too (llama_decode's q, k_new, v_new: the mma form measured 8-18% slower on the H100).
+// A computed operand is still taken (ffn, gated_ffn: evaluated once per element instead of once per
+// term).
 std::string rounded_row_rule(const Contraction& r) {
-  if (r.result_type == DType::f32 || r.m >= 16 || r.a_computed || r.b_computed) return "";
-  return "rounded few-row product: " + r.c + " is " + std::string(dtype_name(r.result_type)) + ", rounded after each reduce, with M = " +
-         std::to_string(r.m) + " row" + (r.m == 1 ? "" : "s") + " (an mma pads 16) and no computed operand: the scalar loop reads each "
-         "operand element once too, without the float tile round trip";
+  if (r.m >= 16 || r.a_computed || r.b_computed) return "";
+  return "few-row product: M = " + std::to_string(r.m) + " row" + (r.m == 1 ? "" : "s") + " (an mma pads 16) and no computed operand: "
+         "the scalar loop reads each operand element once too";
 }
 
 }  // namespace

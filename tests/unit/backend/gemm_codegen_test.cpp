@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "backend/cuda/contract_view.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/gemm_codegen.h"
 #include "driver/compile.h"
@@ -22,7 +23,7 @@ namespace kb = kernel_builders;
 KernelProgram gpu_kernels(const std::string& example, bool small) {
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + example + ".sol"));
   BoundProgram bound = bind_program(program, SizeChoice{small, {}});
-  return compile_program(bound, CompileOptions::for_gpu()).kernels;
+  return contracts_as_reduces(compile_program(bound, CompileOptions::for_gpu()).kernels);  // what the writers see
 }
 
 // The first reduce into `dst` in the kernel that has one.
@@ -51,6 +52,8 @@ generic::ContractionMatch match_in(const std::string& example, bool small, const
   if (!reduce) return {};
   return match_contraction(*reduce, *kernel);
 }
+
+std::string kernel_source(const std::string& example, bool small);  // below
 
 TEST(GemmCodegen, TakesTheMoeRouterGemm) {
   auto m = match_in("moe_routing", false, "logits_tile");
@@ -85,18 +88,19 @@ TEST(GemmCodegen, TakesAKMajorOperandAndARowTile) {
 TEST(GemmCodegen, TakesAnOperandTheProgramRoundsTo16Bits) {
   // ffn: e[m, l] += Σ_n cast(gelu(c[m, n]), f16) · d[n, l]: A computed (one f16 value per element),
   // B the f16 tile; e is f16, rounded after each reduce.
-  auto m = match_in("ffn", false, "e_tile");
+  // e is f16; its sum over the n tiles accumulates in the f32 tile e_tile_f32 (rounded once after).
+  auto m = match_in("ffn", false, "e_tile_f32");
   ASSERT_TRUE(m.contraction) << m.refusal;
   EXPECT_TRUE(m.contraction->a_computed);
   EXPECT_FALSE(m.contraction->b_computed);
   EXPECT_EQ(m.contraction->a, "cast(gelu(c_tile[m, n]), f16)");
   EXPECT_EQ(m.contraction->b, "d_tile");
   EXPECT_EQ(m.contraction->type, DType::f16);
-  EXPECT_EQ(m.contraction->result_type, DType::f16);
+  EXPECT_EQ(m.contraction->result_type, DType::f32);
   EXPECT_EQ(m.contraction->depth_axis, "n");
   EXPECT_EQ(m.contraction->column_axis, "l");
   // gated_ffn: the cast of a product of two activations.
-  auto gated = match_in("gated_ffn", false, "e_tile");
+  auto gated = match_in("gated_ffn", false, "e_tile_f32");
   ASSERT_TRUE(gated.contraction) << gated.refusal;
   EXPECT_EQ(gated.contraction->a, "cast(silu(gate_tile[m, n]) * up_tile[m, n], f16)");
   // Both at their small sizes too.
@@ -104,24 +108,25 @@ TEST(GemmCodegen, TakesAnOperandTheProgramRoundsTo16Bits) {
   EXPECT_TRUE(match_in("gated_ffn", true, "e_tile").contraction);
 }
 
-TEST(GemmCodegen, RefusesAScaleFactorOfEveryTerm) {
-  // quant_gemm: Σ_k (aq[m, k] · w[k, n]) · scale[m]. aq (an fp8 cast) and w (fp8) are exact in f16,
-  // but the scale rounds each term: Σ_k fl(p_k · s) is not s · Σ_k p_k. Refused, the rule named.
+TEST(GemmCodegen, QuantGemmRunsWithItsScaleAfterTheDot) {
+  // quant_gemm: Σ_k aq[m, k] · w[k, n] · scale[m] is the contract scale[m] · Σ_k aq · w (T = e4m3):
+  // the dot product on the tensor cores into an f32 tile, the row scale applied after it.
   for (bool small : {false, true}) {
-    auto m = match_in("quant_gemm", small, "c_tile");
-    EXPECT_FALSE(m.contraction);
-    EXPECT_NE(m.refusal.find("rounds each term; taking it out of the sum would change the result"), std::string::npos) << m.refusal;
+    std::string source = kernel_source("quant_gemm", small);
+    EXPECT_NE(source.find("// contract with T = f8e4m3"), std::string::npos) << small;
+    EXPECT_NE(source.find("tensor cores (block_gemm): c_tile"), std::string::npos) << small;
+    EXPECT_NE(source.find("// the contract's epilogue: scale and bias after the dot product"), std::string::npos) << small;
   }
 }
 
-TEST(GemmCodegen, RefusesAnOperandThatIsAnUnroundedF32Value) {
-  // rmsnorm_gemm: x_tile[t, c] * g_tile[c] is f32 (the program leaves the normalised x unrounded).
-  auto m = match_in("rmsnorm_gemm", false, "acc_y");
-  EXPECT_FALSE(m.contraction);
-  EXPECT_NE(m.refusal.find("operand x_tile[t, c] * g_tile[c] is an f32 value, not rounded to f16, bf16 or fp8"), std::string::npos) << m.refusal;
-  auto small = match_in("rmsnorm_gemm", true, "y_tile");
-  EXPECT_FALSE(small.contraction);
-  EXPECT_NE(small.refusal.find("is an f32 value"), std::string::npos) << small.refusal;
+TEST(GemmCodegen, AComputedOperandIsRoundedByThePrecisionPolicy) {
+  // rmsnorm_gemm: x · g is computed in f32; the program's outputs are bf16, so the canonicalizer rounds
+  // it to bf16 (stated in the fusion report) and the tensor cores take it as a computed operand.
+  for (bool small : {false, true}) {
+    std::string source = kernel_source("rmsnorm_gemm", small);
+    EXPECT_NE(source.find("tensor cores (block_gemm): "), std::string::npos) << small;
+    EXPECT_NE(source.find("= cast(x_tile[t, c] * g_tile[c], bf16) · w_tile"), std::string::npos) << small;
+  }
 }
 
 // A kernel with tiles x [rows, 32] (dtype x_type), s [rows] f32, w [32, 32] (w_type) and c [rows, 32]
@@ -183,17 +188,15 @@ TEST(GemmCodegen, ExpressionOperandsExactIn16BitsOnly) {
   EXPECT_FALSE(self.contraction);
 }
 
-// The rule "rounded few-row product": a 16-bit result (rounded after each reduce) with fewer than 16
-// rows and no computed operand stays scalar; llama_decode's decode projections so return to the
-// scalar loop, while ffn's second GEMM (a computed operand) keeps the tensor cores.
-TEST(GemmCodegen, RefusesARoundedResultOfFewRowsWithoutAComputedOperand) {
+// The rule "few-row product": fewer than 16 rows and no computed operand stays scalar; llama_decode's
+// decode projections so stay the scalar loop, while ffn's second GEMM (a computed operand) keeps the
+// tensor cores.
+TEST(GemmCodegen, RefusesAFewRowProductWithoutAComputedOperand) {
   using kb::binary;
-  for (const char* dst : {"q_tile", "k_new_tile", "v_new_tile"}) {
+  for (const char* dst : {"q_tile_f32", "k_new_tile_f32", "v_new_tile_f32"}) {
     auto m = match_in("llama_decode", false, dst);
     EXPECT_FALSE(m.contraction) << dst;
-    EXPECT_NE(m.refusal.find("rounded few-row product: " + std::string(dst) + " is f16, rounded after each reduce, with M = 1 row"),
-              std::string::npos)
-        << m.refusal;
+    EXPECT_NE(m.refusal.find("few-row product: M = 1 row (an mma pads 16) and no computed operand"), std::string::npos) << m.refusal;
   }
   auto ffn = match_in("ffn", true, "e_tile");
   ASSERT_TRUE(ffn.contraction) << ffn.refusal;
@@ -202,14 +205,14 @@ TEST(GemmCodegen, RefusesARoundedResultOfFewRowsWithoutAComputedOperand) {
   // The sandbox: one row, f16 result, two tiles: refused.
   auto one_row = Sandbox(DType::f16, DType::f16, DType::f16, binary(BinaryOp::mul, x_ik(), w_kj()), 1).match();
   EXPECT_FALSE(one_row.contraction);
-  EXPECT_EQ(one_row.refusal, "rounded few-row product: c is f16, rounded after each reduce, with M = 1 row (an mma pads 16) and no "
-                             "computed operand: the scalar loop reads each operand element once too, without the float tile round trip");
+  EXPECT_EQ(one_row.refusal, "few-row product: M = 1 row (an mma pads 16) and no computed operand: the scalar loop reads each operand "
+                             "element once too");
   auto eight_rows = Sandbox(DType::bf16, DType::bf16, DType::bf16, binary(BinaryOp::mul, x_ik(), w_kj()), 8).match();
   EXPECT_FALSE(eight_rows.contraction);
   EXPECT_NE(eight_rows.refusal.find("M = 8 rows"), std::string::npos) << eight_rows.refusal;
-  // Taken: 16 rows; an f32 result; a computed operand.
+  // Taken: 16 rows; a computed operand. An f32 result of one row is a few-row product too.
   EXPECT_TRUE(Sandbox(DType::f16, DType::f16, DType::f16, binary(BinaryOp::mul, x_ik(), w_kj()), 16).match().contraction);
-  EXPECT_TRUE(Sandbox(DType::f16, DType::f16, DType::f32, binary(BinaryOp::mul, x_ik(), w_kj()), 1).match().contraction);
+  EXPECT_FALSE(Sandbox(DType::f16, DType::f16, DType::f32, binary(BinaryOp::mul, x_ik(), w_kj()), 1).match().contraction);
   EXPECT_TRUE(Sandbox(DType::f16, DType::f16, DType::f16, binary(BinaryOp::mul, make_cast(DType::f16, binary(BinaryOp::div, x_ik(), s_i())), w_kj()), 1)
                   .match()
                   .contraction);
@@ -303,25 +306,22 @@ TEST(GemmCodegen, MoeRouterRunsTheStagedLoop) {
   EXPECT_NE(small.find("tensor cores (block_gemm on the float tiles): logits_tile += x_tile · wg_tile"), std::string::npos);
 }
 
-TEST(GemmCodegen, KeepsTheRoundingOfA16BitAccumulator) {
-  // A 16-bit result that accumulates over a loop is rounded at each step, so summing the whole loop in
-  // f32 registers would change the result: the staged loop refuses it. ffn's e_tile (f16, over n_t)
-  // runs each reduce on the tensor cores and rounds e_tile once after its sum, as the scalar loop
-  // does; llama_decode's q_tile (one row, no computed operand) stays the scalar loop, rounding as it
-  // writes ("rounded few-row product").
+TEST(GemmCodegen, A16BitSumOverALoopAccumulatesInF32AndRoundsOnce) {
+  // ffn's e (f16) sums over the n tiles into the f32 tile e_tile_f32 on the tensor cores and is
+  // rounded once after the loop, as the reference rounds it; llama_decode's q (one row, no computed
+  // operand) stays the scalar loop ("few-row product"), also into an f32 tile.
   std::string ffn = kernel_source("ffn", false);
   EXPECT_NE(ffn.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
-  EXPECT_NE(ffn.find("// e_tile is f16: rounded once, after the sum"), std::string::npos);
+  EXPECT_NE(ffn.find("e_tile[((m) * 64 + (l))] = solder::round_f16(e_tile_f32[((m) * 64 + (l))]);"), std::string::npos);
   std::string llama = kernel_source("llama_decode", false);
-  EXPECT_NE(llama.find("// tensor cores not used for q_tile: rounded few-row product"), std::string::npos);
-  EXPECT_NE(llama.find("q_tile[(((b) * 1 + (h)) * 128 + (d))] = solder::round_f16(acc);"), std::string::npos);
-  EXPECT_EQ(llama.find("rounded once, after the sum"), std::string::npos);
+  EXPECT_NE(llama.find("// tensor cores not used for q_tile_f32: few-row product"), std::string::npos);
+  EXPECT_NE(llama.find("// copy q_tile = q_tile_f32"), std::string::npos);
 }
 
 TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
   std::string source = kernel_source("ffn", false);
   EXPECT_NE(source.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
-  EXPECT_NE(source.find("tensor cores (block_gemm): e_tile += cast(gelu(c_tile[m, n]), f16) · d_tile; computed operands evaluated once"),
+  EXPECT_NE(source.find("tensor cores (block_gemm): e_tile_f32 += cast(gelu(c_tile[m, n]), f16) · d_tile; computed operands evaluated once"),
             std::string::npos);
   EXPECT_NE(source.find("value_ = solder::round_f16(solder::gelu(c_tile[((m) * 128 + (n))]));"), std::string::npos);
   EXPECT_NE(source.find("solder::tile::SwizzledA<__half, 16, 128>{gemm_a_}, solder::tile::FloatB<__half>{d_tile, 128, 64, 1}"), std::string::npos);
@@ -329,9 +329,7 @@ TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
 }
 
 TEST(GemmCodegen, RefusalsAreWrittenIntoTheSource) {
-  EXPECT_NE(kernel_source("rmsnorm_gemm", false).find("// tensor cores not used for acc_y: operand x_tile[t, c] * g_tile[c] is an f32 value"),
-            std::string::npos);
-  EXPECT_NE(kernel_source("quant_gemm", false).find("// tensor cores not used for c_tile: the summand is (cast(a_tile[m, k]"), std::string::npos);
+  EXPECT_NE(kernel_source("llama_decode", false).find("// tensor cores not used for k_new_tile_f32: few-row product"), std::string::npos);
 }
 
 TEST(GemmCodegen, OneReduceOnFloatTiles) {

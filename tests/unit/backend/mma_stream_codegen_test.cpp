@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "backend/cuda/contract_view.h"
 #include "backend/cuda/mma_stream_codegen.h"
 #include "driver/compile.h"
 #include "../test_util.h"
@@ -16,7 +17,7 @@ namespace {
 KernelProgram compile_example(const std::string& name, std::vector<std::pair<std::string, int64_t>> dims, bool small = true) {
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));
   BoundProgram bound = bind_program(program, SizeChoice{small, dims});
-  return compile_program(bound, CompileOptions::for_gpu()).kernels;
+  return contracts_as_reduces(compile_program(bound, CompileOptions::for_gpu()).kernels, false);  // what the emitter sees
 }
 
 std::optional<MmaStreamKernel> emit(const KernelProgram& kp, std::string* refusal) {

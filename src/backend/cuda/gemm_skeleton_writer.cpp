@@ -1,0 +1,175 @@
+#include "backend/cuda/gemm_skeleton_writer.h"
+
+#include <sstream>
+
+#include "backend/cuda/cuda_expr.h"
+#include "contract/gemm_skeleton_fit.h"
+#include "ir/printer.h"
+
+namespace solder {
+namespace {
+
+// solder::gemm::Dtype of a narrow float dtype.
+int skeleton_dtype(DType t) {
+  switch (t) {
+    case DType::bf16: return 0;
+    case DType::f16: return 1;
+    case DType::f8e4m3: return 2;
+    default: return 3;  // f8e5m2
+  }
+}
+const char* skeleton_dtype_name(DType t) {
+  switch (t) {
+    case DType::bf16: return "solder::gemm::Dtype::bf16";
+    case DType::f16: return "solder::gemm::Dtype::f16";
+    case DType::f8e4m3: return "solder::gemm::Dtype::e4m3";
+    default: return "solder::gemm::Dtype::e5m2";
+  }
+}
+
+constexpr int kSmCount = 132;               // H100 SXM; the persistent grid is capped by the tiles
+constexpr int kSharedLimit = 227 * 1024;    // per block
+
+struct Tile {
+  int bm, bn, stages;
+  int64_t tiles;
+};
+
+// The tile configuration: the largest tile that still gives nearly every SM a tile (at least 90 % of
+// a wave), else the smallest (the most tiles); the deepest ring (≤ 6 stages) that fits in shared
+// memory. (The cost model of src/plan replaces this rule.)
+Tile choose_tile(const GemmSkeletonProblem& p) {
+  const int candidates[][2] = {{128, 256}, {128, 128}, {64, 256}, {64, 128}, {64, 64}};
+  Tile best{64, 64, 2, 0};
+  bool chosen = false;
+  for (auto& c : candidates) {
+    int64_t tiles = ((p.m + c[0] - 1) / c[0]) * ((p.n + c[1] - 1) / c[1]) * p.batch;
+    Tile t{c[0], c[1], 2, tiles};
+    if (!chosen && tiles * 10 >= kSmCount * 9) {
+      best = t;
+      chosen = true;
+    }
+    if (!chosen && tiles >= best.tiles) best = t;
+  }
+  const int stage_bytes = (best.bm + best.bn) * 128;  // BK is 128 bytes of K for every dtype
+  best.stages = std::min(6, (kSharedLimit - 1024 - 256) / stage_bytes);
+  return best;
+}
+
+}  // namespace
+
+std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why) {
+  auto refuse = [&](std::string text) -> std::optional<GemmSkeletonKernel> {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  if (kernel.body.size() != 1 || !kernel.body[0].as<ContractNode>()) return refuse("its body is not one whole contract");
+  const ContractNode& c = *kernel.body[0].as<ContractNode>();
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, program.globals);
+  if (!fit.problem) return refuse(fit.refusal);
+  const GemmSkeletonProblem& p = *fit.problem;
+  const Tile tile = choose_tile(p);
+
+  auto global_index = [&](const std::string& name) {
+    for (size_t i = 0; i < program.globals.size(); ++i)
+      if (program.globals[i].name == name) return i;
+    return size_t{0};
+  };
+  GemmSkeletonLaunch launch;
+  auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) {
+    GemmSkeletonLaunch::Operand r;
+    r.global = global_index(o.tensor);
+    r.dtype = skeleton_dtype(o.dtype);
+    r.k_major = o.k_major;
+    r.rows = o.rows;
+    r.k = o.k;
+    r.ld = o.ld;
+    r.batch = o.batch;
+    r.batch_stride = o.batch_stride;
+    r.tile_rows = tile_rows;
+    r.tile_k = 128 / dtype_bytes(o.dtype);
+    return r;
+  };
+  launch.a = operand(p.a, tile.bm);
+  launch.b = operand(p.b, tile.bn);
+  launch.m = static_cast<int>(p.m);
+  launch.n = static_cast<int>(p.n);
+  launch.k = static_cast<int>(p.k);
+  launch.batch = static_cast<int>(p.batch);
+  launch.broadcast_a = p.batch > 1 && p.a.batch == 1;
+  launch.broadcast_b = p.batch > 1 && p.b.batch == 1;
+  std::ostringstream config;
+  config << "solder::gemm::Config<" << skeleton_dtype_name(p.a.dtype) << ", " << skeleton_dtype_name(p.b.dtype) << ", " << tile.bm << ", "
+         << tile.bn << ", " << tile.stages << ", " << (p.a.k_major ? "true" : "false") << ", " << (p.b.k_major ? "true" : "false") << ">";
+  launch.config = config.str();
+
+  // The epilogue: every global as a member (the launcher passes their pointers in this order).
+  const std::string name = cuda_identifier(kernel.name);
+  const std::string functor = name + "_epilogue";
+  std::map<std::string, CudaArray> arrays;
+  std::ostringstream out;
+  out << "#include <solder/gemm/sm90_gemm.cuh>\n";
+  out << "// kernel " << kernel.name << ": computes";
+  for (auto& d : kernel.definitions) out << " " << d;
+  out << "\n// on the sm_90a GEMM skeleton: " << launch.config << ", M " << p.m << ", N " << p.n << ", K " << p.k;
+  if (p.batch > 1) out << ", batch " << p.batch;
+  out << "\n// A = " << p.a.tensor << (p.a.k_major ? " (K-major)" : " (M-major)") << ", B = " << p.b.tensor
+      << (p.b.k_major ? " (K-major)" : " (N-major)") << ", T = " << mma_type_name(c.type) << "\n";
+  out << "struct " << functor << " {\n";
+  for (auto& g : program.globals) {
+    out << "  " << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* " << cuda_identifier(g.name) << ";\n";
+    arrays[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true};
+  }
+  CudaExprPrinter printer;
+  printer.array = [&](const std::string& n) -> const CudaArray* {
+    auto it = arrays.find(n);
+    return it == arrays.end() ? nullptr : &it->second;
+  };
+  printer.dims = program.dims;
+  const CudaArray& dst = arrays.at(c.dst.name);
+  std::vector<std::string> index;
+  for (auto& i : c.dst.index) index.push_back(printer.print_int(i));
+  out << "  // " << c.dst.name << " = " << (c.scale ? "acc · (" + print_expr(c.scale) + ")" : std::string("acc"))
+      << (c.bias ? " + " + print_expr(c.bias) : std::string("")) << ", rounded to " << dtype_name(dst.dtype) << "\n";
+  out << "  __device__ void operator()(int batch, int row, int col, float acc) const {\n";
+  // The flattened row and column back into the program's axes (row-major in A's and B's order).
+  auto unflatten = [&](const std::vector<std::string>& axes, const std::vector<int64_t>& extents, const char* flat) {
+    if (axes.size() == 1) {
+      out << "    const long long " << cuda_identifier(axes[0]) << " = " << flat << ";\n";
+      return;
+    }
+    out << "    long long " << flat << "_rest = " << flat << ";\n";
+    for (size_t i = axes.size(); i-- > 0;) {
+      if (i == 0) {
+        out << "    const long long " << cuda_identifier(axes[i]) << " = " << flat << "_rest;\n";
+      } else {
+        out << "    const long long " << cuda_identifier(axes[i]) << " = " << flat << "_rest % " << extents[i] << "LL; " << flat << "_rest /= "
+            << extents[i] << "LL;\n";
+      }
+    }
+  };
+  unflatten(p.row_axes, p.row_extents, "row");
+  unflatten(p.column_axes, p.column_extents, "col");
+  if (!p.batch_axis.empty()) out << "    const long long " << cuda_identifier(p.batch_axis) << " = batch;\n";
+  out << "    (void)batch;\n";
+  out << "    float v = acc;\n";
+  if (c.scale) out << "    v = v * (" << printer.print_float(c.scale) << ");\n";
+  if (c.bias) out << "    v = v + (" << printer.print_float(c.bias) << ");\n";
+  out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], v);\n";
+  out << "  }\n};\n";
+  out << "using " << name << "_config = " << launch.config << ";\n";
+  out << "SOLDER_GEMM_KERNEL(" << name << ", " << name << "_config, " << functor << ")\n";
+
+  GemmSkeletonKernel result;
+  result.source = out.str();
+  result.info.name = name;
+  const int threads = 128 * (tile.bm / 64 + 1);
+  result.info.threads = threads;
+  result.info.cluster = 1;
+  result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tile.tiles, kSmCount));
+  result.info.shared_bytes = static_cast<int64_t>(tile.stages) * (tile.bm + tile.bn) * 128 + 16 * tile.stages + 1024;
+  result.info.gemm = launch;
+  return result;
+}
+
+}  // namespace solder

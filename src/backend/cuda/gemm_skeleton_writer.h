@@ -1,0 +1,26 @@
+// The CUDA code generator's writer for kernels that run on the sm_90a GEMM skeleton
+// (device/solder/gemm, docs/gemm-skeleton.md): a kernel whose body is one whole `contract` that
+// fit_gemm_skeleton (src/contract/gemm_skeleton_fit.h) accepts. The skeleton owns the schedule (TMA
+// ring, wgmma, setmaxnreg); this writer chooses the tile configuration and writes the epilogue
+// functor — scale, bias, rounding to the destination's dtype and the store — named after the
+// program's tensors, plus the launch (tensor maps, shape, grid) the runtime needs.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct GemmSkeletonKernel {
+  std::string source;
+  GeneratedKernel info;  // with info.gemm set
+};
+
+// The skeleton kernel for `kernel`, or nothing (with `why`) when its body is not one contract the
+// skeleton takes.
+std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why);
+
+}  // namespace solder

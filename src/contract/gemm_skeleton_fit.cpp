@@ -1,0 +1,139 @@
+#include "contract/gemm_skeleton_fit.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ir/printer.h"
+
+namespace solder {
+namespace {
+
+bool sixteen_bit(DType t) { return t == DType::bf16 || t == DType::f16; }
+bool fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
+
+const GlobalTensor* find(const std::vector<GlobalTensor>& globals, const std::string& name) {
+  for (auto& g : globals)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+// The operand `e` = load of a global indexed by plain variables: [batch?, side…, k] or
+// [batch?, k, side…], the side axes (each once) flattened in that order into its rows. `order`
+// receives them.
+std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::string& k_axis,
+                                              const std::string& batch_axis, const std::vector<GlobalTensor>& globals,
+                                              const char* what, std::vector<std::string>& order, std::string& why) {
+  auto load = e.as<LoadNode>();
+  if (!load) {
+    why = std::string("operand ") + what + " = " + print_expr(e) + " is computed, not a load (the skeleton stages loads)";
+    return std::nullopt;
+  }
+  const GlobalTensor* g = find(globals, load->tensor);
+  if (!g) {
+    why = std::string("operand ") + what + " reads " + load->tensor + ", not a global tensor";
+    return std::nullopt;
+  }
+  std::vector<std::string> vars;
+  for (auto& i : load->index) {
+    auto v = i.as<VarNode>();
+    if (!v) {
+      why = std::string("operand ") + what + " = " + print_expr(e) + " is not indexed by plain variables";
+      return std::nullopt;
+    }
+    vars.push_back(v->name);
+  }
+  GemmSkeletonOperand op;
+  op.tensor = g->name;
+  op.dtype = g->dtype;
+  size_t first = 0;
+  if (!batch_axis.empty() && !vars.empty() && vars[0] == batch_axis) {
+    op.batch = g->shape[0];
+    op.batch_stride = 1;
+    for (size_t d = 1; d < g->shape.size(); ++d) op.batch_stride *= g->shape[d];
+    first = 1;
+  }
+  std::vector<std::string> rest(vars.begin() + static_cast<long>(first), vars.end());
+  auto bad_index = [&] {
+    why = std::string("operand ") + what + " = " + print_expr(e) + " is not indexed [" + (batch_axis.empty() ? "" : batch_axis + "?, ") +
+          "rows…, " + k_axis + "] or [" + k_axis + ", rows…] with its rows consecutive";
+    return std::nullopt;
+  };
+  if (rest.size() != side_axes.size() + 1) return bad_index();
+  if (rest.back() == k_axis) op.k_major = true;
+  else if (rest.front() == k_axis) op.k_major = false;
+  else return bad_index();
+  order.assign(op.k_major ? rest.begin() : rest.begin() + 1, op.k_major ? rest.end() - 1 : rest.end());
+  std::vector<std::string> sorted_order = order, sorted_sides = side_axes;
+  std::sort(sorted_order.begin(), sorted_order.end());
+  std::sort(sorted_sides.begin(), sorted_sides.end());
+  if (sorted_order != sorted_sides) return bad_index();
+  const size_t k_dim = op.k_major ? g->shape.size() - 1 : first;
+  op.k = g->shape[k_dim];
+  op.rows = 1;
+  for (size_t d = first; d < g->shape.size(); ++d)
+    if (d != k_dim) op.rows *= g->shape[d];
+  op.ld = op.k_major ? op.k : op.rows;
+  const int64_t bytes = dtype_bytes(g->dtype);
+  if ((op.ld * bytes) % 16 != 0 || (op.batch > 1 && (op.batch_stride * bytes) % 16 != 0)) {
+    why = std::string("operand ") + what + "'s rows are " + std::to_string(op.ld * bytes) +
+          " bytes apart (the tensor memory accelerator needs a multiple of 16)";
+    return std::nullopt;
+  }
+  return op;
+}
+
+}  // namespace
+
+GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<GlobalTensor>& globals) {
+  GemmSkeletonFit fit;
+  auto refuse = [&](std::string why) {
+    fit.refusal = std::move(why);
+    return fit;
+  };
+  if (c.terms.size() != 1) return refuse(std::to_string(c.terms.size()) + " product terms (the skeleton takes one)");
+  if (c.where || c.domain.guard) return refuse("a where condition or a guarded domain");
+  if (c.accumulate) return refuse("it accumulates onto its destination");
+  if (c.type == MmaType::f32 || c.type == MmaType::tf32)
+    return refuse("T = " + std::string(mma_type_name(c.type)) + " (the skeleton takes bf16, f16, e4m3 and e5m2)");
+  if (c.reduce_axes.size() != 1) return refuse(std::to_string(c.reduce_axes.size()) + " reduced axes (the skeleton takes one)");
+  if (c.row_axes.empty() || c.column_axes.empty()) return refuse("no row or no column axis (a matrix-vector product)");
+  if (!find(globals, c.dst.name)) return refuse("its destination " + c.dst.name + " is not a global tensor");
+  GemmSkeletonProblem p;
+  p.reduce_axis = c.reduce_axes[0].var;
+  p.k = c.reduce_axes[0].extent;
+  std::map<std::string, int64_t> extent;
+  for (auto& a : c.domain.axes) {
+    extent[a.var] = a.extent;
+    bool side = std::count(c.row_axes.begin(), c.row_axes.end(), a.var) || std::count(c.column_axes.begin(), c.column_axes.end(), a.var);
+    if (side) continue;
+    if (!p.batch_axis.empty()) return refuse("two batch axes (the skeleton takes one)");
+    p.batch_axis = a.var;
+    p.batch = a.extent;
+  }
+  std::string why;
+  auto a = operand_of(c.terms[0].a, c.row_axes, p.reduce_axis, p.batch_axis, globals, "A", p.row_axes, why);
+  if (!a) return refuse(why);
+  auto b = operand_of(c.terms[0].b, c.column_axes, p.reduce_axis, p.batch_axis, globals, "B", p.column_axes, why);
+  if (!b) return refuse(why);
+  for (auto& v : p.row_axes) {
+    p.row_extents.push_back(extent.at(v));
+    p.m *= extent.at(v);
+  }
+  for (auto& v : p.column_axes) {
+    p.column_extents.push_back(extent.at(v));
+    p.n *= extent.at(v);
+  }
+  const bool both_16 = sixteen_bit(a->dtype) && a->dtype == b->dtype, both_8 = fp8(a->dtype) && fp8(b->dtype);
+  if (!both_16 && !both_8)
+    return refuse("operands of " + std::string(dtype_name(a->dtype)) + " and " + std::string(dtype_name(b->dtype)) +
+                  " (the skeleton takes two of one 16-bit type or two fp8)");
+  if (both_8 && (!a->k_major || !b->k_major)) return refuse("an fp8 operand is not K-major (fp8 wgmma reads K-major operands)");
+  if (a->rows != p.m || b->rows != p.n || a->k != p.k || b->k != p.k) return refuse("the operands' shapes are not the contract's M, N, K");
+  if ((a->batch > 1 && a->batch != p.batch) || (b->batch > 1 && b->batch != p.batch)) return refuse("a batch of another extent");
+  p.a = *a;
+  p.b = *b;
+  fit.problem = p;
+  return fit;
+}
+
+}  // namespace solder

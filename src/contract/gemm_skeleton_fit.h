@@ -1,0 +1,52 @@
+// Whether a contract runs as one launch of the sm_90a GEMM skeleton (device/solder/gemm), and as
+// which problem: the skeleton choice, asked by the lowering (which then emits the contract whole, as
+// a kernel of its own, instead of tiling it) and by the CUDA code generator (which instantiates the
+// skeleton for it).
+//
+// A contract fits when it is one product term C[b, m, n] = scale · Σ_k A[b, m, k] · B[b, k, n] + bias
+// whose operands are plain loads of global tensors, exact in T ∈ {bf16, f16, e4m3, e5m2} (16-bit:
+// both of T; fp8: both fp8), over one reduced axis and at most one batch axis, with
+//   A stored [b?, m…, k] (K-major) or [b?, k, m…] (M-major, 16-bit only),
+//   B stored [b?, n…, k] (K-major) or [b?, k, n…] (N-major, 16-bit only),
+// where m… are the row axes (one or more, consecutive in A: flattened into one M in A's order) and
+// n… the column axes (likewise in B),
+// an operand without the batch axis shared by every batch, rows of 16 bytes multiples (what the
+// tensor memory accelerator needs), no `where`, no guard and no accumulation. The scale, the bias and
+// the destination's index are any expressions of the domain's axes (the epilogue computes them).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct GemmSkeletonOperand {
+  std::string tensor;    // the global it loads
+  DType dtype = DType::bf16;
+  bool k_major = true;   // K contiguous ([rows][K]); false: rows contiguous ([K][rows])
+  int64_t rows = 1;      // M (A) or N (B)
+  int64_t k = 1;
+  int64_t ld = 1;        // elements between consecutive rows (K-major) or consecutive k (MN-major)
+  int64_t batch = 1;     // 1: shared by every batch
+  int64_t batch_stride = 0;
+};
+
+struct GemmSkeletonProblem {
+  GemmSkeletonOperand a, b;
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  std::vector<std::string> row_axes, column_axes;  // in A's (B's) order: the flattened index
+  std::vector<int64_t> row_extents, column_extents;
+  std::string reduce_axis, batch_axis;  // batch_axis "" when none
+};
+
+struct GemmSkeletonFit {
+  std::optional<GemmSkeletonProblem> problem;
+  std::string refusal;
+};
+
+GemmSkeletonFit fit_gemm_skeleton(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
+
+}  // namespace solder

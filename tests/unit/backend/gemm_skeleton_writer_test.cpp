@@ -1,0 +1,65 @@
+// The writer of GEMM-skeleton kernels (backend/cuda/gemm_skeleton_writer.h): the unfused lowering's
+// whole contractions become instantiations of device/solder/gemm with a generated epilogue, and the
+// module compiles with NVRTC for sm_90a (nothing runs here; skipped without NVRTC or the CuTe headers).
+#include <gtest/gtest.h>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "driver/compile.h"
+#include "runtime/runtime.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+GeneratedModule unfused_for_gpu(const std::string& text) {
+  BoundProgram bound = testing::bind_text(text);
+  return generate_cuda(compile_program(bound, CompileOptions::for_gpu(false)).kernels);
+}
+
+const char* kScaledGemm =
+    "program scaled\n"
+    "dim B = 2, M = 40, N = 48, K = 64\n"
+    "in a[B, M, K] : bf16\nin w[N, K] : bf16\nin s[N] : f32\n"
+    "out y[z, m, n] : bf16 = sum(k) a[z, m, k] * w[n, k] * s[n]\n";
+
+TEST(GemmSkeletonWriter, WritesTheSkeletonWithAnEpilogueNamedAfterTheProgram) {
+  GeneratedModule m = unfused_for_gpu(kScaledGemm);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  ASSERT_TRUE(m.kernels[0].gemm.has_value());
+  const GemmSkeletonLaunch& g = *m.kernels[0].gemm;
+  // Rows (z, m) flatten into M = 80 (A is [B, M, K], K-major); w is [N, K]: a K-major B shared by
+  // both batches... of which there are none left: z is a row axis.
+  EXPECT_EQ(g.m, 80);
+  EXPECT_EQ(g.n, 48);
+  EXPECT_EQ(g.k, 64);
+  EXPECT_TRUE(g.a.k_major);
+  EXPECT_TRUE(g.b.k_major);
+  EXPECT_NE(m.source.find("#include <solder/gemm/sm90_gemm.cuh>"), std::string::npos);
+  EXPECT_NE(m.source.find("SOLDER_GEMM_KERNEL(y_kernel, y_kernel_config, y_kernel_epilogue)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("const long long m = row_rest % 40LL; row_rest /= 40LL;"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("v = v * ("), std::string::npos) << m.source;
+}
+
+TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/ffn.sol"));
+  BoundProgram bound = bind_program(program, SizeChoice{true, {}});
+  GeneratedModule m = generate_cuda(compile_program(bound, CompileOptions::for_gpu(false)).kernels);
+  int skeleton = 0;
+  for (auto& k : m.kernels) skeleton += k.gemm.has_value();
+  EXPECT_EQ(skeleton, 2) << m.source;  // c and e; h (gelu) is a generic kernel
+}
+
+TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  GeneratedModule m = unfused_for_gpu(kScaledGemm);
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "scaled.cu", flags);
+  EXPECT_FALSE(compiled.cubin.empty());
+}
+
+}  // namespace
+}  // namespace solder

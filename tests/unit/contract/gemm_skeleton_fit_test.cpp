@@ -1,0 +1,68 @@
+// The skeleton choice (src/contract/gemm_skeleton_fit.h) and the unfused lowering's whole
+// contractions (lower_whole_contraction): which contractions run as one launch of the GEMM skeleton,
+// and that the CPU executor computes them right.
+#include <gtest/gtest.h>
+
+#include "contract/gemm_skeleton_fit.h"
+#include "driver/compile.h"
+#include "lower/lower_unfused.h"
+#include "../fusion/fusion_test_util.h"
+
+namespace solder {
+namespace {
+
+std::string whole_refusal(const std::string& text) {
+  BoundProgram bound = testing::bind_text(text);
+  std::string why;
+  auto kernel = lower_whole_contraction(bound, bound.defs.size() - 1, &why);
+  return kernel ? "" : why;
+}
+
+const char* kDims = "program p\ndim B = 3, M = 40, N = 48, K = 64\n";
+
+TEST(GemmSkeletonFit, TakesKMajorAndMnMajorBf16AndF16Operands) {
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : bf16\nin b[K, N] : bf16\nout y[m, n] : bf16 = sum(k) a[m, k] * b[k, n]\n"), "");
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[K, M] : f16\nin b[N, K] : f16\nout y[m, n] = sum(k) a[k, m] * b[n, k]\n"), "");
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[B, M, K] : bf16\nin b[K, N] : bf16\nout y[z, m, n] = sum(k) a[z, m, k] * b[k, n]\n"), "");
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[B, M, K] : bf16\nin b[B, N, K] : bf16\nout y[z, m, n] = sum(k) a[z, m, k] * b[z, n, k]\n"), "");
+  EXPECT_EQ(whole_refusal(std::string(kDims) +
+                          "in a[M, K] : f8e4m3\nin b[N, K] : f8e5m2\nin s[M] : f32\nout y[m, n] : bf16 = sum(k) a[m, k] * b[n, k] * s[m]\n"),
+            "");
+}
+
+TEST(GemmSkeletonFit, RefusesWhatTheSkeletonCannotStage) {
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : f32\nin b[K, N] : f32\nout y[m, n] = sum(k) a[m, k] * b[k, n]\n"),
+            "T = f32 (the skeleton takes bf16, f16, e4m3 and e5m2)");
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : bf16\nin b[K, N] : bf16\nin g[K] : bf16\nout y[m, n] : bf16 = sum(k) a[m, k] * g[k] * b[k, n]\n"),
+            "operand A = a[m, k] * g[k] is computed, not a load (the skeleton stages loads)");
+  EXPECT_EQ(whole_refusal("program p\ndim M = 48, N = 48, K = 64\nin a[K, M] : f8e4m3\nin b[K, N] : f8e4m3\n"
+                          "out y[m, n] : bf16 = sum(k) a[k, m] * b[k, n]\n"),
+            "an fp8 operand is not K-major (fp8 wgmma reads K-major operands)");
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : bf16\nin w[K] : bf16\nout y[m] = sum(k) a[m, k] * w[k]\n"),
+            "no row or no column axis (a matrix-vector product)");
+  EXPECT_EQ(whole_refusal("program p\ndim M = 40, N = 48, K = 63\nin a[M, K] : bf16\nin b[K, N] : bf16\nout y[m, n] = sum(k) a[m, k] * b[k, n]\n"),
+            "operand A's rows are 126 bytes apart (the tensor memory accelerator needs a multiple of 16)");
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : bf16\nin b[K, N] : f16\nout y[m, n] = sum(k) a[m, k] * b[k, n]\n"),
+            "T = tf32 (the skeleton takes bf16, f16, e4m3 and e5m2)");
+}
+
+// With the GPU's options and without fusion, a whole contraction is one kernel of one contract; the
+// CPU executor runs it (one block) and it matches the reference, scale and all.
+TEST(GemmSkeletonFit, WholeContractionKernelsVerifyOnTheExecutor) {
+  std::string text = std::string(kDims) +
+                     "in a[B, M, K] : bf16\nin b[N, K] : bf16\nin s[N] : f32 ~ uniform(0.5, 2)\n"
+                     "out y[z, m, n] : bf16 = sum(k) a[z, m, k] * b[n, k] * s[n]\n";
+  BoundProgram bound = testing::bind_text(text);
+  KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu(false)).kernels;
+  ASSERT_EQ(kernels.kernels.size(), 1u);
+  ASSERT_EQ(kernels.kernels[0].body.size(), 1u);
+  ASSERT_NE(kernels.kernels[0].body[0].as<ContractNode>(), nullptr);
+  auto v = testing::verify_kernels(bound, kernels, make_inputs(bound, 3));
+  EXPECT_TRUE(v.ok()) << v.failures();
+  // Without the option the same definition is tiled (no whole contract).
+  KernelProgram tiled = compile_program(bound, CompileOptions{false}).kernels;
+  EXPECT_GT(tiled.kernels[0].body.size(), 1u);
+}
+
+}  // namespace
+}  // namespace solder
