@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Rewrites the golden files of tests/unit/e2e/golden_test.cpp from the current build (${SOLDER_BIN:-build/solder}):
+# the generated CUDA (`emit --cuda --small`) and the fused Kernel IR (`print --after fuse --small`)
+# of each pinned example. Review `git diff tests/golden` before committing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+examples=$(grep -o 'kGoldenExamples\[\] = {[^}]*}' tests/unit/e2e/golden_test.cpp | grep -o '"[a-z_0-9]*"' | tr -d '"')
+mkdir -p tests/golden
+for name in $examples; do
+  ${SOLDER_BIN:-build/solder} emit --cuda --small "examples/$name.sol" > "tests/golden/$name.cu"
+  ${SOLDER_BIN:-build/solder} print --after fuse --small "examples/$name.sol" > "tests/golden/$name.kir"
+  echo "tests/golden/$name.cu, tests/golden/$name.kir"
+done

@@ -1,0 +1,66 @@
+// Golden files of the generated code: `solder emit --cuda --small` and `solder print --after fuse
+// --small` for a handful of examples, checked into tests/golden/ and compared byte for byte. A change
+// to the code generator or the passes shows up as a diff of whole files (like Triton's lit tests)
+// rather than as a substring check. After an intended change, regenerate them with
+// scripts/update_golden.sh and review the diff.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+// The examples whose generated code is pinned, and what is pinned of each.
+const char* kGoldenExamples[] = {"ffn", "quant_gemm", "rmsnorm_gemm", "softmax", "vanilla", "llama_decode"};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void expect_golden(const std::string& command, const std::string& golden) {
+  const std::string path = std::string(SOLDER_SOURCE_DIR) + "/tests/golden/" + golden;
+  std::string output;
+  int status = testing::run_command(command + " 2>/dev/null", &output);
+  ASSERT_EQ(status, 0) << command << "\n" << output;
+  std::string expected = read_file(path);
+  ASSERT_FALSE(expected.empty()) << "missing golden file " << path << " (scripts/update_golden.sh writes it)";
+  if (output != expected) {
+    // The first differing line, for the failure message.
+    std::istringstream a(output), b(expected);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      ++line;
+      bool ga = static_cast<bool>(std::getline(a, la)), gb = static_cast<bool>(std::getline(b, lb));
+      if (!ga && !gb) break;
+      if (la != lb || ga != gb) {
+        ADD_FAILURE() << golden << " differs at line " << line << ":\n  golden: " << lb << "\n  now:    " << la
+                      << "\n(regenerate with scripts/update_golden.sh if the change is intended)";
+        return;
+      }
+    }
+  }
+}
+
+TEST(Golden, GeneratedCudaOfTheSmallExamples) {
+  for (const char* name : kGoldenExamples) {
+    std::string file = std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol";
+    expect_golden(std::string(SOLDER_BINARY) + " emit --cuda --small " + file, std::string(name) + ".cu");
+  }
+}
+
+TEST(Golden, FusedKernelIrOfTheSmallExamples) {
+  for (const char* name : kGoldenExamples) {
+    std::string file = std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol";
+    expect_golden(std::string(SOLDER_BINARY) + " print --after fuse --small " + file, std::string(name) + ".kir");
+  }
+}
+
+}  // namespace
+}  // namespace solder
