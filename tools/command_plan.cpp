@@ -75,8 +75,9 @@ int command_plan(const std::vector<std::string>& args) {
   add_program_options(command, options, false);
   command.min_files = 0;
   command.options.push_back({"--gemm", "M,N,K[,batch][,dtype]",
-                             "plan one product: D[M,N] = A[M,K]·B[K,N] (A K-major, B K-major unless --b-n-major), "
-                             "dtype bf16 (default), f16, e4m3, e5m2 or tf32",
+                             "plan one product D = A·B, A stored [M, K], B stored [N, K] "
+                             "(both K-major; --b-n-major: B stored [K, N]); dtype bf16 (default), "
+                             "f16, e4m3, e5m2 or tf32",
                              [&gemm](const std::string& v) { gemm = v; }});
   command.options.push_back({"--output", "DTYPE", "output dtype of --gemm (default bf16)", [&output_dtype](const std::string& v) { output_dtype = v; }});
   command.options.push_back({"--b-n-major", "", "--gemm: B stored [K, N] (N contiguous)", [&b_n_major](const std::string&) { b_n_major = true; }});
@@ -91,14 +92,16 @@ int command_plan(const std::vector<std::string>& args) {
                                if (used != v.size() || n < 1 || n > 1000) throw Error("--top expects an integer in [1, 1000], found '" + v + "'");
                                top = n;
                              }});
-  command.options.push_back({"--hardware", "FILE", "hardware description (JSON with \"rates\", as solder probe writes); default: the H100 shipped",
+  command.options.push_back({"--hardware", "FILE", "hardware description with \"rates\" (solder probe's output); "
+                                                  "default: the H100 shipped",
                              [&hardware_file](const std::string& v) { hardware_file = v; }});
   command.options.push_back({"--skeleton-only", "", "only configurations device/solder/gemm instantiates today",
                              [&skeleton_only](const std::string&) { skeleton_only = true; }});
   command.options.push_back({"--allow-nonportable-clusters", "", "allow clusters of 9-16 CTAs",
                              [&nonportable](const std::string&) { nonportable = true; }});
-  command.options.push_back({"--validate", "SWEEP.json", "compare predictions with measured times: Spearman rank correlation and the gap "
-                                                         "between the model's choice and the best measured, per problem",
+  command.options.push_back({"--validate", "SWEEP.json",
+                             "compare predictions with measured times, per problem: Spearman "
+                             "rank correlation, and the gap between the model's choice and the best",
                              [&validate](const std::string& v) { validate = v; }});
   command.options.push_back({"--catalogue", "", "print the catalogue's axes", [&catalogue](const std::string&) { catalogue = true; }});
   std::vector<std::string> files;
