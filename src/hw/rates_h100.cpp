@@ -7,10 +7,10 @@ std::string_view default_rates_json() {
   static constexpr char text[] = R"json({
   "device": "NVIDIA H100 80GB HBM3",
   "date": "2026-11-22",
-  "source": "tensor_tflops bf16 / e4m3: median of the ceiling records of bench/results/h100/raw/*.jsonl (cuBLAS 8192^3 bf16 matmul 776-808 TFLOP/s, torch._scaled_mm 8192^3 e4m3 1408-1474 TFLOP/s); f16 = bf16 and e5m2 = e4m3 (same tensor-core rate); tf32 estimated as bf16 / 2 (not measured); hbm_tbps: 1 GiB device-to-device copy, read + write bytes (2.99-3.01 TB/s); launch_us: empty kernel per launch in a CUDA graph, cluster_launch_us: the two cluster barriers a cluster kernel adds (cluster-session7/launch-floor.md); l2_tbps, sm_load_gbps, memory_latency_ns: estimates, not measured on our H100 (re-measure with solder probe)",
+  "source": "tensor_tflops bf16 / e4m3: median of the ceiling records of bench/results/h100/raw/*.jsonl (cuBLAS 8192^3 bf16 matmul 776-808 TFLOP/s, torch._scaled_mm 8192^3 e4m3 1408-1474 TFLOP/s); f16 = bf16 and e5m2 = e4m3 (same tensor-core rate); tf32 estimated as bf16 / 2 (not measured); hbm_tbps: 1 GiB device-to-device copy, read + write bytes (2.99-3.01 TB/s); launch_us: empty kernel per launch in a CUDA graph, cluster_launch_us: the two cluster barriers a cluster kernel adds (cluster-session7/launch-floor.md); l2_tbps: lower bound from the GEMM skeleton sweep of 2026-11-26 11:14 UTC (gemm-skeleton-sweep.json: 64x256x64 at 8192^3 moves 21.5 GB from L2 into SMs in 2437 us = 8.8 TB/s), rounded up; sm_load_gbps, memory_latency_ns: estimates, not measured on our H100 (re-measure with solder probe)",
   "tensor_tflops": {"bf16": 785, "f16": 785, "e4m3": 1425, "e5m2": 1425, "tf32": 392},
   "hbm_tbps": 3.0,
-  "l2_tbps": 7.2,
+  "l2_tbps": 9.0,
   "l2_bytes": 52428800,
   "sm_load_gbps": 126,
   "memory_latency_ns": 800,
