@@ -1,5 +1,5 @@
-// solder probe [-o FILE] — re-measures the DSM table of the hardware description (src/hw/hardware.h) on the
-// present GPU: probe kernels built from the cluster device headers by NVRTC, launched with clusters through
+// solder probe [-o FILE] — re-measures the DSM table and the cost model's rates (src/hw/rate_probe.h) of the
+// hardware description (src/hw/hardware.h) on the present GPU: probe kernels built from the cluster device headers by NVRTC, launched with clusters through
 // the runtime. Writes the JSON format that load_hardware_description() reads (stdout by default).
 #include <algorithm>
 #include <cstdio>
@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "hw/hardware.h"
+#include "hw/rate_probe.h"
 #include "ir/diagnostics.h"
 #include "runtime/runtime.h"
 
@@ -123,8 +124,10 @@ int command_probe(const std::vector<std::string>& args) {
                   "Measure the GPU's distributed shared memory per cluster size (1, 2, 4, 8, 16): aggregate pull\n"
                   "and push bandwidth over every co-resident cluster (3 blocks of 64 KB per SM), one-way\n"
                   "block-to-block latency, and how many clusters fit at 32/64/128/192 KB of shared memory per\n"
-                  "block. Writes the hardware-description JSON (docs/hardware.md) to FILE or stdout. Needs an\n"
-                  "sm_90 GPU and NVRTC; takes a few seconds."};
+                  "block. Then the cost model's rates (docs/planner.md): wgmma throughput per MMA type, HBM copy,\n"
+                  "L2 and one-SM load bandwidth, memory latency, graph launch and cluster launch overhead.\n"
+                  "Writes the hardware-description JSON (docs/hardware.md) to FILE or stdout; `solder plan\n"
+                  "--hardware FILE` reads it. Needs an sm_90 GPU and NVRTC; takes a few seconds."};
   command.min_files = 0;
   command.max_files = 0;
   command.options.push_back({"-o", "FILE", "write the JSON here instead of stdout", [&output](const std::string& v) { output = v; }});
@@ -181,6 +184,8 @@ int command_probe(const std::vector<std::string>& args) {
     }
     hw.dsm.push_back(entry);
   }
+  hw.rates = measure_rates();
+  hw.has_rates = true;
   write_output(output, to_json(hw));
   return kExitOk;
 }

@@ -13,5 +13,6 @@ int command_fuse(const std::vector<std::string>& args);
 int command_emit(const std::vector<std::string>& args);
 int command_bench(const std::vector<std::string>& args);
 int command_probe(const std::vector<std::string>& args);
+int command_plan(const std::vector<std::string>& args);
 
 }  // namespace solder::cli

@@ -23,7 +23,8 @@ const Entry kCommands[] = {
     {"emit", solder::cli::command_emit, "write the generated CUDA C++ of a program"},
     {"bench", solder::cli::command_bench, "time a compiled program on the GPU (CUDA-graph replays) against its floor"},
     {"run", solder::cli::command_run, "run a program on random inputs and verify it against the reference"},
-    {"probe", solder::cli::command_probe, "measure the GPU's DSM table (cluster bandwidth, latency, co-residency) as JSON"},
+    {"probe", solder::cli::command_probe, "measure the GPU's DSM table and the cost model's rates as JSON"},
+    {"plan", solder::cli::command_plan, "choose GEMM tiles with the cost model; list candidates, pruning and the choice"},
 };
 
 void print_usage(std::FILE* to) {

@@ -12,197 +12,47 @@
 
 #include "ir/diagnostics.h"
 #include "support/json.h"
+#include "support/json_reader.h"
 
 namespace solder {
 
 namespace {
-
-// A parsed JSON value with the position it started at (for errors).
-struct Value {
-  enum Kind { null, boolean, number, string, array, object } kind = null;
-  double number_value = 0;
-  bool bool_value = false;
-  std::string text;
-  std::vector<Value> items;
-  std::vector<std::pair<std::string, Value>> members;
-  int line = 1, column = 1;
-
-  const Value* member(std::string_view name) const {
-    for (const auto& [key, value] : members)
-      if (key == name) return &value;
-    return nullptr;
-  }
-};
-
-const char* kind_name(Value::Kind kind) {
-  switch (kind) {
-    case Value::null: return "null";
-    case Value::boolean: return "a boolean";
-    case Value::number: return "a number";
-    case Value::string: return "a string";
-    case Value::array: return "an array";
-    case Value::object: return "an object";
-  }
-  return "?";
-}
-
-class Reader {
- public:
-  Reader(std::string_view text, std::string_view origin) : text_(text), origin_(origin) {}
-
-  Value document() {
-    Value value = parse_value();
-    skip_space();
-    if (position_ != text_.size()) fail("end of the document", describe_here());
-    return value;
-  }
-
-  [[noreturn]] void fail(const std::string& expected, const std::string& found) const {
-    throw Error(std::string(origin_) + ":" + std::to_string(line_) + ":" + std::to_string(column_) + ": expected " +
-                expected + ", found " + found);
-  }
-
- private:
-  std::string describe_here() const {
-    if (position_ >= text_.size()) return "the end of the file";
-    return "'" + std::string(1, text_[position_]) + "'";
-  }
-  void advance() {
-    if (text_[position_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++position_;
-  }
-  void skip_space() {
-    while (position_ < text_.size() && (text_[position_] == ' ' || text_[position_] == '\n' ||
-                                        text_[position_] == '\t' || text_[position_] == '\r'))
-      advance();
-  }
-  bool take(char c) {
-    skip_space();
-    if (position_ < text_.size() && text_[position_] == c) {
-      advance();
-      return true;
-    }
-    return false;
-  }
-  void expect(char c, const char* what) {
-    if (!take(c)) fail(what, describe_here());
-  }
-  bool take_word(std::string_view word) {
-    if (text_.substr(position_, word.size()) != word) return false;
-    for (size_t i = 0; i < word.size(); ++i) advance();
-    return true;
-  }
-
-  Value parse_value() {
-    skip_space();
-    Value value;
-    value.line = line_;
-    value.column = column_;
-    if (position_ >= text_.size()) fail("a value", "the end of the file");
-    char c = text_[position_];
-    if (c == '{') {
-      advance();
-      value.kind = Value::object;
-      if (take('}')) return value;
-      do {
-        skip_space();
-        if (position_ >= text_.size() || text_[position_] != '"') fail("a member name in quotes", describe_here());
-        std::string key = parse_string();
-        expect(':', "':' after a member name");
-        value.members.emplace_back(std::move(key), parse_value());
-      } while (take(','));
-      expect('}', "',' or '}' in an object");
-    } else if (c == '[') {
-      advance();
-      value.kind = Value::array;
-      if (take(']')) return value;
-      do value.items.push_back(parse_value());
-      while (take(','));
-      expect(']', "',' or ']' in an array");
-    } else if (c == '"') {
-      value.kind = Value::string;
-      value.text = parse_string();
-    } else if (take_word("null")) {
-      value.kind = Value::null;
-    } else if (take_word("true")) {
-      value.kind = Value::boolean;
-      value.bool_value = true;
-    } else if (take_word("false")) {
-      value.kind = Value::boolean;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      size_t start = position_;
-      while (position_ < text_.size() && std::string_view("+-.eE0123456789").find(text_[position_]) != std::string_view::npos)
-        advance();
-      std::string digits(text_.substr(start, position_ - start));
-      char* end = nullptr;
-      value.kind = Value::number;
-      value.number_value = std::strtod(digits.c_str(), &end);
-      if (end != digits.c_str() + digits.size()) fail("a number", "'" + digits + "'");
-    } else {
-      fail("a value (object, array, string, number, true, false or null)", describe_here());
-    }
-    return value;
-  }
-
-  std::string parse_string() {
-    advance();  // opening quote
-    std::string out;
-    while (position_ < text_.size() && text_[position_] != '"') {
-      char c = text_[position_];
-      if (c == '\\') {
-        advance();
-        if (position_ >= text_.size()) break;
-        char e = text_[position_];
-        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;  // \" \\ \/ and the rest verbatim; \uXXXX not needed here
-      } else {
-        out += c;
-      }
-      advance();
-    }
-    if (position_ >= text_.size()) fail("'\"' closing a string", "the end of the file");
-    advance();
-    return out;
-  }
-
-  std::string_view text_, origin_;
-  size_t position_ = 0;
-  int line_ = 1, column_ = 1;
-};
 
 // Field access with errors that name the field, what was expected and what was found.
 class Fields {
  public:
   Fields(std::string_view origin) : origin_(origin) {}
 
-  [[noreturn]] void fail(const Value& at, const std::string& what, const std::string& found) const {
+  [[noreturn]] void fail(const JsonValue& at, const std::string& what, const std::string& found) const {
     throw Error(std::string(origin_) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
                 ": expected " + what + ", found " + found);
   }
-  const Value& require(const Value& object, const char* name, Value::Kind kind, const char* context) const {
-    const Value* value = object.member(name);
-    if (!value) fail(object, std::string("member \"") + name + "\" (" + kind_name(kind) + ") in " + context, "none");
+  const JsonValue& require(const JsonValue& object, const char* name, JsonValue::Kind kind, const char* context) const {
+    const JsonValue* value = object.member(name);
+    if (!value) fail(object, std::string("member \"") + name + "\" (" + json_kind_name(kind) + ") in " + context, "none");
     if (value->kind != kind)
-      fail(*value, std::string("\"") + name + "\" to be " + kind_name(kind), kind_name(value->kind));
+      fail(*value, std::string("\"") + name + "\" to be " + json_kind_name(kind), json_kind_name(value->kind));
     return *value;
   }
-  int integer(const Value& object, const char* name, const char* context) const {
-    const Value& value = require(object, name, Value::number, context);
+  int integer(const JsonValue& object, const char* name, const char* context) const {
+    const JsonValue& value = require(object, name, JsonValue::number, context);
     if (value.number_value != std::floor(value.number_value) || value.number_value < 0)
       fail(value, std::string("\"") + name + "\" to be a non-negative integer", std::to_string(value.number_value));
     return static_cast<int>(value.number_value);
   }
-  std::optional<double> optional_number(const Value& object, const char* name) const {
-    const Value* value = object.member(name);
-    if (!value || value->kind == Value::null) return std::nullopt;
-    if (value->kind != Value::number) fail(*value, std::string("\"") + name + "\" to be a number or null", kind_name(value->kind));
+  std::optional<double> optional_number(const JsonValue& object, const char* name) const {
+    const JsonValue* value = object.member(name);
+    if (!value || value->kind == JsonValue::null) return std::nullopt;
+    if (value->kind != JsonValue::number) fail(*value, std::string("\"") + name + "\" to be a number or null", json_kind_name(value->kind));
     return value->number_value;
   }
-  int key_integer(const Value& at, const std::string& key, const char* what) const {
+  double positive_number(const JsonValue& object, const char* name, const char* context) const {
+    const JsonValue& value = require(object, name, JsonValue::number, context);
+    if (!(value.number_value > 0))
+      fail(value, std::string("\"") + name + "\" to be a positive number", std::to_string(value.number_value));
+    return value.number_value;
+  }
+  int key_integer(const JsonValue& at, const std::string& key, const char* what) const {
     char* end = nullptr;
     long n = std::strtol(key.c_str(), &end, 10);
     if (key.empty() || *end != '\0' || n <= 0) fail(at, std::string(what) + " as a positive integer key", "\"" + key + "\"");
@@ -213,7 +63,45 @@ class Fields {
   std::string_view origin_;
 };
 
+Rates read_rates(const JsonValue& object, const Fields& fields) {
+  const char* context = "\"rates\"";
+  if (object.kind != JsonValue::object) fields.fail(object, "\"rates\" to be an object", json_kind_name(object.kind));
+  Rates rates;
+  const JsonValue& tensor = fields.require(object, "tensor_tflops", JsonValue::object, context);
+  for (const auto& [type, rate] : tensor.members) {
+    if (rate.kind != JsonValue::number || !(rate.number_value > 0))
+      fields.fail(rate, "a positive TFLOP/s for \"" + type + "\"", rate.kind == JsonValue::number ? std::to_string(rate.number_value) : json_kind_name(rate.kind));
+    rates.tensor_tflops[type] = rate.number_value;
+  }
+  if (rates.tensor_tflops.empty()) fields.fail(tensor, "at least one MMA input type in \"tensor_tflops\"", "none");
+  if (const JsonValue* peak = object.member("tensor_peak_tflops"); peak && peak->kind == JsonValue::object)
+    for (const auto& [type, rate] : peak->members)
+      if (rate.kind == JsonValue::number) rates.tensor_peak_tflops[type] = rate.number_value;
+  rates.hbm_tbps = fields.positive_number(object, "hbm_tbps", context);
+  rates.l2_tbps = fields.positive_number(object, "l2_tbps", context);
+  rates.l2_bytes = static_cast<int64_t>(fields.positive_number(object, "l2_bytes", context));
+  rates.sm_load_gbps = fields.positive_number(object, "sm_load_gbps", context);
+  rates.memory_latency_ns = fields.positive_number(object, "memory_latency_ns", context);
+  rates.smem_per_sm_bytes = fields.integer(object, "smem_per_sm_bytes", context);
+  rates.registers_per_sm = fields.integer(object, "registers_per_sm", context);
+  rates.launch_us = fields.positive_number(object, "launch_us", context);
+  const JsonValue& cluster = fields.require(object, "cluster_launch_us", JsonValue::number, context);
+  rates.cluster_launch_us = cluster.number_value;
+  if (const JsonValue* source = object.member("source"); source && source->kind == JsonValue::string) rates.source = source->text;
+  return rates;
+}
+
 }  // namespace
+
+double Rates::tensor(std::string_view type) const {
+  auto it = tensor_tflops.find(std::string(type));
+  return it == tensor_tflops.end() ? 0 : it->second;
+}
+
+Rates parse_rates(std::string_view text, std::string_view origin) {
+  JsonValue root = parse_json(text, origin);
+  return read_rates(root, Fields(origin));
+}
 
 const DsmEntry* HardwareDescription::dsm_at(int cluster_size) const {
   for (const DsmEntry& entry : dsm)
@@ -229,39 +117,42 @@ int HardwareDescription::max_active_clusters(int cluster_size, int smem_bytes) c
 }
 
 HardwareDescription parse_hardware_description(std::string_view text, std::string_view origin) {
-  Reader reader(text, origin);
-  Value root = reader.document();
+  JsonValue root = parse_json(text, origin);
   Fields fields(origin);
-  if (root.kind != Value::object) fields.fail(root, "a JSON object (a hardware description)", kind_name(root.kind));
+  if (root.kind != JsonValue::object) fields.fail(root, "a JSON object (a hardware description)", json_kind_name(root.kind));
   HardwareDescription hw;
   const char* top = "the hardware description";
-  hw.name = fields.require(root, "device", Value::string, top).text;
+  hw.name = fields.require(root, "device", JsonValue::string, top).text;
   hw.sm_count = fields.integer(root, "sm_count", top);
   hw.sm_clock_mhz = fields.integer(root, "sm_clock_mhz", top);
   hw.smem_per_block_bytes = fields.integer(root, "smem_per_block_bytes", top);
   hw.max_cluster_size = fields.integer(root, "max_cluster_size", top);
-  if (const Value* date = root.member("date"); date && date->kind == Value::string) hw.measured = date->text;
-  if (const Value* commit = root.member("commit"); commit && commit->kind == Value::string) hw.commit = commit->text;
-  const Value& sizes = fields.require(root, "cluster_sizes", Value::object, top);
+  if (const JsonValue* date = root.member("date"); date && date->kind == JsonValue::string) hw.measured = date->text;
+  if (const JsonValue* commit = root.member("commit"); commit && commit->kind == JsonValue::string) hw.commit = commit->text;
+  const JsonValue& sizes = fields.require(root, "cluster_sizes", JsonValue::object, top);
   for (const auto& [key, entry_value] : sizes.members) {
-    if (entry_value.kind != Value::object)
-      fields.fail(entry_value, "cluster size \"" + key + "\" to be an object", kind_name(entry_value.kind));
+    if (entry_value.kind != JsonValue::object)
+      fields.fail(entry_value, "cluster size \"" + key + "\" to be an object", json_kind_name(entry_value.kind));
     DsmEntry entry;
     entry.cluster_size = fields.key_integer(entry_value, key, "a cluster size");
     const std::string context = "cluster size " + key;
-    const Value& pull = fields.require(entry_value, "pull_tbps", Value::number, context.c_str());
+    const JsonValue& pull = fields.require(entry_value, "pull_tbps", JsonValue::number, context.c_str());
     entry.pull_tbps = pull.number_value;
     entry.push_tbps = fields.optional_number(entry_value, "push_tbps");
     entry.latency_cycles = fields.optional_number(entry_value, "one_way_latency_cycles");
     entry.latency_ns = fields.optional_number(entry_value, "one_way_latency_ns");
-    const Value& active = fields.require(entry_value, "max_active_clusters", Value::object, context.c_str());
+    const JsonValue& active = fields.require(entry_value, "max_active_clusters", JsonValue::object, context.c_str());
     for (const auto& [bytes, count] : active.members) {
-      if (count.kind != Value::number) fields.fail(count, "a cluster count for " + bytes + " bytes", kind_name(count.kind));
+      if (count.kind != JsonValue::number) fields.fail(count, "a cluster count for " + bytes + " bytes", json_kind_name(count.kind));
       entry.max_active_clusters[fields.key_integer(count, bytes, "shared-memory bytes")] = static_cast<int>(count.number_value);
     }
     hw.dsm.push_back(std::move(entry));
   }
   if (hw.dsm.empty()) fields.fail(sizes, "at least one cluster size in \"cluster_sizes\"", "none");
+  if (const JsonValue* rates = root.member("rates"); rates && rates->kind != JsonValue::null) {
+    hw.rates = read_rates(*rates, fields);
+    hw.has_rates = true;
+  }
   std::sort(hw.dsm.begin(), hw.dsm.end(), [](const DsmEntry& a, const DsmEntry& b) { return a.cluster_size < b.cluster_size; });
   return hw;
 }
@@ -275,7 +166,12 @@ HardwareDescription load_hardware_description(const std::string& path) {
 }
 
 const HardwareDescription& default_hardware() {
-  static const HardwareDescription hw = parse_hardware_description(default_dsm_table_json(), "<compiled-in dsm-table.json>");
+  static const HardwareDescription hw = [] {
+    HardwareDescription h = parse_hardware_description(default_dsm_table_json(), "<compiled-in dsm-table.json>");
+    h.rates = parse_rates(default_rates_json(), "<compiled-in rates.json>");
+    h.has_rates = true;
+    return h;
+  }();
   return hw;
 }
 
@@ -308,7 +204,34 @@ std::string to_json(const HardwareDescription& hw) {
     out += "}}";
     out += i + 1 < hw.dsm.size() ? ",\n" : "\n";
   }
-  out += "  }\n}\n";
+  out += "  }";
+  if (hw.has_rates) {
+    const Rates& r = hw.rates;
+    out += ",\n  \"rates\": {\n    \"tensor_tflops\": {";
+    bool first = true;
+    for (const auto& [type, rate] : r.tensor_tflops) {
+      out += (first ? "" : ", ") + json_escape(type) + ": " + number(rate);
+      first = false;
+    }
+    out += "},\n";
+    if (!r.tensor_peak_tflops.empty()) {
+      out += "    \"tensor_peak_tflops\": {";
+      first = true;
+      for (const auto& [type, rate] : r.tensor_peak_tflops) {
+        out += (first ? "" : ", ") + json_escape(type) + ": " + number(rate);
+        first = false;
+      }
+      out += "},\n";
+    }
+    out += "    \"hbm_tbps\": " + number(r.hbm_tbps) + ", \"l2_tbps\": " + number(r.l2_tbps) +
+           ", \"l2_bytes\": " + std::to_string(r.l2_bytes) + ", \"sm_load_gbps\": " + number(r.sm_load_gbps) +
+           ", \"memory_latency_ns\": " + number(r.memory_latency_ns) + ",\n";
+    out += "    \"smem_per_sm_bytes\": " + std::to_string(r.smem_per_sm_bytes) +
+           ", \"registers_per_sm\": " + std::to_string(r.registers_per_sm) + ", \"launch_us\": " + number(r.launch_us) +
+           ", \"cluster_launch_us\": " + number(r.cluster_launch_us) + ",\n";
+    out += "    \"source\": " + json_escape(r.source) + "\n  }";
+  }
+  out += "\n}\n";
   return out;
 }
 

@@ -11,7 +11,13 @@
 //   "max_cluster_size": int, "date": string, "commit": string (optional),
 //   "cluster_sizes": { "<C>": { "pull_tbps": number, "push_tbps": number|null,
 //                               "one_way_latency_cycles": number|null, "one_way_latency_ns": number|null,
-//                               "max_active_clusters": { "<smem bytes per block>": int, ... } }, ... }
+//                               "max_active_clusters": { "<smem bytes per block>": int, ... } }, ... },
+//   "rates": { (optional; the GEMM cost model's throughputs, docs/planner.md)
+//     "tensor_tflops": { "bf16": number, "f16": ..., "e4m3": ..., "e5m2": ..., "tf32": ... },
+//     "tensor_peak_tflops": { the same keys } (optional),
+//     "hbm_tbps", "l2_tbps", "sm_load_gbps", "memory_latency_ns", "launch_us", "cluster_launch_us": number,
+//     "l2_bytes", "smem_per_sm_bytes", "registers_per_sm": int, "source": string (optional) }
+// The compiled-in rates come from bench/results/h100/rates.json (rates_h100.cpp, same script and test).
 #pragma once
 
 #include <map>
@@ -32,6 +38,25 @@ struct DsmEntry {
   std::map<int, int> max_active_clusters;     // shared-memory bytes per block -> co-resident clusters
 };
 
+// Throughputs and sizes the GEMM cost model (src/plan/cost_model.h) uses.
+struct Rates {
+  std::map<std::string, double> tensor_tflops;  // dense GEMM rate per MMA input type: bf16 f16 e4m3 e5m2 tf32
+  std::map<std::string, double> tensor_peak_tflops;  // optional: a wgmma loop's ceiling (solder probe)
+  double hbm_tbps = 0;           // device memory, bytes read plus written per second (a device-to-device copy)
+  double l2_tbps = 0;            // L2 to the SMs, all SMs loading at once
+  int64_t l2_bytes = 0;
+  double sm_load_gbps = 0;       // L2 to one SM, that SM loading alone
+  double memory_latency_ns = 0;  // round trip of a load from device memory under load
+  int smem_per_sm_bytes = 0;     // shared memory of one SM (blocks' footprints plus 1 KB each must fit)
+  int registers_per_sm = 0;
+  double launch_us = 0;          // per kernel, replayed in a CUDA graph
+  double cluster_launch_us = 0;  // added per kernel launched with clusters (its start and exit barriers)
+  std::string source;            // where the numbers come from
+
+  // The rate for an MMA input type ("bf16"), 0 when unknown.
+  double tensor(std::string_view type) const;
+};
+
 struct HardwareDescription {
   std::string name;            // "NVIDIA H100 80GB HBM3"
   int sm_count = 0;
@@ -41,6 +66,8 @@ struct HardwareDescription {
   std::string measured;          // date of the measurement
   std::string commit;            // of the code that measured it
   std::vector<DsmEntry> dsm;     // by increasing cluster size
+  bool has_rates = false;        // whether the file had "rates"
+  Rates rates;
 
   // The entry for this cluster size, or nullptr.
   const DsmEntry* dsm_at(int cluster_size) const;
@@ -64,5 +91,10 @@ std::string to_json(const HardwareDescription& hardware);
 
 // The JSON text compiled in (bench/results/h100/dsm-table.json at build time).
 std::string_view default_dsm_table_json();
+// bench/results/h100/rates.json at build time: one "rates" object (extra members ignored).
+std::string_view default_rates_json();
+
+// Parses a "rates" object on its own (the format of rates.json).
+Rates parse_rates(std::string_view text, std::string_view origin);
 
 }  // namespace solder

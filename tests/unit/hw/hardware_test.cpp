@@ -94,5 +94,78 @@ TEST(Hardware, LoadNamesAMissingFile) {
   }
 }
 
+
+TEST(Hardware, DefaultHasTheMeasuredRates) {
+  const Rates& r = default_hardware().rates;
+  ASSERT_TRUE(default_hardware().has_rates);
+  EXPECT_NEAR(r.tensor("bf16"), 785, 25);   // cuBLAS 8192^3, bench/results/h100/raw ceilings
+  EXPECT_NEAR(r.tensor("e4m3"), 1425, 75);  // torch._scaled_mm 8192^3
+  EXPECT_GT(r.tensor("tf32"), 0);
+  EXPECT_EQ(r.tensor("int8"), 0);
+  EXPECT_NEAR(r.hbm_tbps, 3.0, 0.05);
+  EXPECT_EQ(r.l2_bytes, 50 * 1024 * 1024);
+  EXPECT_NEAR(r.launch_us, 1.03, 0.01);
+  EXPECT_GT(r.l2_tbps, r.hbm_tbps);
+  EXPECT_EQ(r.registers_per_sm, 65536);
+  EXPECT_GT(r.smem_per_sm_bytes, default_hardware().smem_per_block_bytes);
+}
+
+TEST(Hardware, CompiledInRatesEqualTheResultsFile) {
+  std::ifstream file(std::string(SOLDER_SOURCE_DIR) + "/bench/results/h100/rates.json");
+  ASSERT_TRUE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::string on_disk = text.str();
+  while (!on_disk.empty() && (on_disk.back() == '\n' || on_disk.back() == ' ')) on_disk.pop_back();
+  std::string compiled_in(default_rates_json());
+  while (!compiled_in.empty() && (compiled_in.back() == '\n' || compiled_in.back() == ' ')) compiled_in.pop_back();
+  EXPECT_EQ(compiled_in, on_disk) << "run src/hw/embed_dsm_table.sh";
+}
+
+TEST(Hardware, RatesRoundTripAndAreOptional) {
+  const HardwareDescription& hw = default_hardware();
+  HardwareDescription again = parse_hardware_description(to_json(hw), "round-trip");
+  ASSERT_TRUE(again.has_rates);
+  EXPECT_EQ(again.rates.tensor_tflops.size(), hw.rates.tensor_tflops.size());
+  EXPECT_NEAR(again.rates.tensor("e4m3"), hw.rates.tensor("e4m3"), 1e-3);
+  EXPECT_NEAR(again.rates.l2_tbps, hw.rates.l2_tbps, 1e-6);
+  EXPECT_EQ(again.rates.l2_bytes, hw.rates.l2_bytes);
+  EXPECT_EQ(again.rates.smem_per_sm_bytes, hw.rates.smem_per_sm_bytes);
+  EXPECT_NEAR(again.rates.cluster_launch_us, hw.rates.cluster_launch_us, 1e-6);
+  EXPECT_EQ(again.rates.source, hw.rates.source);
+  // A DSM table without rates (the format before the cost model) still loads.
+  EXPECT_FALSE(parse_hardware_description(default_dsm_table_json(), "dsm.json").has_rates);
+  HardwareDescription bare = hw;
+  bare.has_rates = false;
+  EXPECT_EQ(to_json(bare).find("\"rates\""), std::string::npos);
+}
+
+TEST(Hardware, RatesErrorsNameTheField) {
+  std::string text(default_rates_json());
+  auto without = [&](const std::string& member) {
+    std::string t = text;
+    const size_t at = t.find("\"" + member + "\"");
+    t.erase(at, t.find(",", at) - at + 1);
+    try {
+      parse_rates(t, "r.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(without("hbm_tbps").find("expected member \"hbm_tbps\" (a number) in \"rates\", found none"), std::string::npos);
+  EXPECT_NE(without("launch_us").find("r.json:1:1: expected member \"launch_us\""), std::string::npos);
+  std::string negative = text;
+  const size_t l2 = negative.find("\"l2_tbps\": ");
+  ASSERT_NE(l2, std::string::npos);
+  negative.replace(l2, negative.find(',', l2) - l2, "\"l2_tbps\": -1.0");
+  try {
+    parse_rates(negative, "r.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected \"l2_tbps\" to be a positive number"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace solder

@@ -1,0 +1,145 @@
+#include "plan/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/diagnostics.h"
+#include "plan/feasibility.h"
+
+namespace solder {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Tiles of one wave when the scheduler walks the grid in near-square blocks: r rows × c columns of tiles,
+// r × c ≈ tiles_per_wave, with the shape that minimises the bytes of A and B panels it touches.
+std::pair<int64_t, int64_t> wave_block(int64_t tiles_per_wave, int64_t tiles_m, int64_t tiles_n, int bm, int bn) {
+  double ideal = std::sqrt(static_cast<double>(tiles_per_wave) * bn / bm);
+  int64_t r = std::clamp<int64_t>(std::llround(ideal), 1, tiles_m);
+  int64_t c = std::clamp<int64_t>(ceil_div(tiles_per_wave, r), 1, tiles_n);
+  r = std::clamp<int64_t>(ceil_div(tiles_per_wave, c), 1, tiles_m);
+  return {r, c};
+}
+
+}  // namespace
+
+std::string_view resource_name(Resource r) {
+  switch (r) {
+    case Resource::tensor: return "tensor";
+    case Resource::smem: return "smem";
+    case Resource::l2: return "l2";
+    case Resource::hbm: return "hbm";
+    case Resource::load: return "load";
+    case Resource::fill: return "fill";
+    case Resource::launch: return "launch";
+    case Resource::split_merge: return "split_merge";
+  }
+  return "?";
+}
+
+double GemmCost::tflops() const { return total_us > 0 ? flops / (total_us * 1e-6) / 1e12 : 0; }
+
+double wgmma_efficiency(int bn) {
+  auto raw = [](double n) { return (n / 2) / (n / 2 + kWgmmaIssueCycles); };
+  return raw(bn) / raw(256);
+}
+
+GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareDescription& hw) {
+  if (!hw.has_rates)
+    throw Error("the hardware description '" + hw.name + "' has no \"rates\" (the cost model's constants); re-run solder probe");
+  const Rates& rates = hw.rates;
+  const double tensor_tflops = rates.tensor(mma_type_name(p.type));
+  if (tensor_tflops <= 0)
+    throw Error("the hardware description '" + hw.name + "' has no tensor rate for " + std::string(mma_type_name(p.type)));
+  const DsmEntry* own = hw.dsm_at(1);
+  const double smem_tbps = own && own->pull_tbps > 0 ? own->pull_tbps : 0;
+
+  GemmCost cost;
+  cost.flops = p.flops();
+  const double bytes = mma_type_bytes(p.type), out_bytes = dtype_bytes(p.output);
+  const int64_t tiles_m = ceil_div(p.m, c.bm), tiles_n = ceil_div(p.n, c.bn);
+  const int64_t k_tiles = ceil_div(p.k, c.bk), k_tiles_per_cta = ceil_div(k_tiles, c.split_k);
+  const int64_t tiles = p.batch * tiles_m * tiles_n;
+  const int64_t ctas = tiles * c.split_k;
+  const int sms = hw.sm_count;
+  cost.ctas = ctas;
+  cost.ctas_per_sm = std::max(1, ctas_per_sm(c, p.output, hw));
+  cost.concurrent_ctas = std::max<int64_t>(1, concurrent_ctas(c, p.output, hw));
+  const int64_t slots = cost.concurrent_ctas;
+  cost.waves = static_cast<double>(ceil_div(ctas, slots));
+  // CTA workloads the busiest SM processes: every full wave puts slots / SMs CTAs on each SM (sharing its
+  // rates), the last, partial wave ceil(rest / SMs).
+  const int64_t full_waves = ctas / slots, rest = ctas % slots;
+  const double busiest_sm_ctas =
+      static_cast<double>(full_waves) * (static_cast<double>(slots) / sms) + static_cast<double>(ceil_div(rest, sms));
+
+  // Tensor cores: the padded tile's FLOPs per CTA at this SM's share of the rate.
+  cost.wgmma_efficiency = wgmma_efficiency(c.bn);
+  const double cta_flops = 2.0 * c.bm * c.bn * c.bk * static_cast<double>(k_tiles_per_cta);
+  const double sm_flops_per_us = tensor_tflops * 1e6 * cost.wgmma_efficiency / sms;
+  cost.tensor_us = busiest_sm_ctas * cta_flops / sm_flops_per_us;
+
+  // Shared memory: TMA writes (BM + BN) × BK per stage; wgmma reads A once and B once per m64 block.
+  const double k_elems = static_cast<double>(c.bk) * k_tiles_per_cta;
+  cost.smem_bytes_per_cta = k_elems * bytes * ((c.bm + c.bn) + (c.bm + (c.bm / 64.0) * c.bn));
+  if (smem_tbps > 0) cost.smem_us = busiest_sm_ctas * cost.smem_bytes_per_cta / (smem_tbps * 1e6 / sms);
+
+  // Loads into one SM: the bytes its stages receive through its port, and the latency that the stages in
+  // flight must cover (each CTA keeps stages - 1 loads in flight; the SM's CTAs overlap theirs).
+  const double fill_bytes_per_cta = k_elems * bytes * (c.bm + c.bn);
+  const double port_us = busiest_sm_ctas * fill_bytes_per_cta / (rates.sm_load_gbps * 1e3);
+  const double sm_waves = std::ceil(busiest_sm_ctas / cost.ctas_per_sm);  // rounds of co-resident CTAs
+  const double latency_bound_us = sm_waves * static_cast<double>(k_tiles_per_cta) *
+                                  rates.memory_latency_ns * 1e-3 / std::max(1, c.stages - 1);
+  cost.load_us = std::max(port_us, latency_bound_us);
+
+  // L2 -> SM traffic.
+  const double outputs = static_cast<double>(p.batch) * p.m * p.n;
+  const double partial_bytes = c.split_k > 1 ? static_cast<double>(c.split_k) * outputs * 4 : 0;
+  const double store_bytes = c.split_k > 1 ? partial_bytes : outputs * out_bytes;
+  const double epilogue_bytes = outputs * p.epilogue_bytes_per_output;
+  const double operand_l2 = static_cast<double>(ctas) * k_elems * bytes *
+                            (static_cast<double>(c.bm) / c.cluster_n + static_cast<double>(c.bn) / c.cluster_m);
+  cost.l2_bytes = operand_l2 + store_bytes + epilogue_bytes;
+  cost.l2_us = cost.l2_bytes / (rates.l2_tbps * 1e6);
+
+  // HBM traffic.
+  const double a_bytes = static_cast<double>(p.m) * p.k * bytes, b_bytes = static_cast<double>(p.k) * p.n * bytes;
+  double operand_hbm = p.batch * (a_bytes + b_bytes);
+  const double l2_resident = kL2ResidentFraction * static_cast<double>(rates.l2_bytes);
+  if (a_bytes + b_bytes > l2_resident) {
+    const int64_t tiles_per_wave = std::max<int64_t>(1, slots / c.split_k);
+    auto [r, cols] = wave_block(tiles_per_wave, tiles_m, tiles_n, c.bm, c.bn);
+    const double per_wave = (static_cast<double>(r) * c.bm + static_cast<double>(cols) * c.bn) * p.k * bytes;
+    const double tile_waves = static_cast<double>(ceil_div(tiles, tiles_per_wave));
+    operand_hbm = std::max(operand_hbm, tile_waves * std::min(per_wave, a_bytes + b_bytes));
+  }
+  const bool partials_in_l2 = partial_bytes <= l2_resident;
+  cost.hbm_bytes = operand_hbm + (c.split_k > 1 ? (partials_in_l2 ? 0 : partial_bytes) : store_bytes) +
+                   (c.split_k > 1 ? 0 : epilogue_bytes);
+  cost.hbm_us = cost.hbm_bytes / (rates.hbm_tbps * 1e6);
+
+  // Per wave: the pipeline fill (one memory latency) and the epilogue's store of the tile.
+  const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);
+  cost.fill_us = sm_waves * (rates.memory_latency_ns * 1e-3 + tile_store_bytes / (rates.sm_load_gbps * 1e3));
+
+  cost.launch_us = rates.launch_us + (c.cluster_size() > 1 ? rates.cluster_launch_us : 0);
+  if (c.split_k > 1) {
+    const double merge_bytes = partial_bytes + outputs * (out_bytes + p.epilogue_bytes_per_output);
+    const double merge_tbps = partials_in_l2 ? rates.l2_tbps : rates.hbm_tbps;
+    cost.merge_us = rates.launch_us + merge_bytes / (merge_tbps * 1e6);
+  }
+
+  const double mainloop = std::max({cost.tensor_us, cost.smem_us, cost.load_us, cost.l2_us, cost.hbm_us});
+  cost.total_us = cost.launch_us + mainloop + cost.fill_us + cost.merge_us;
+  std::pair<double, Resource> terms[] = {{cost.tensor_us, Resource::tensor}, {cost.smem_us, Resource::smem},
+                                         {cost.load_us, Resource::load},     {cost.l2_us, Resource::l2},
+                                         {cost.hbm_us, Resource::hbm},       {cost.fill_us, Resource::fill},
+                                         {cost.launch_us, Resource::launch}, {cost.merge_us, Resource::split_merge}};
+  cost.binding = std::max_element(std::begin(terms), std::end(terms),
+                                  [](const auto& a, const auto& b) { return a.first < b.first; })->second;
+  return cost;
+}
+
+}  // namespace solder

@@ -1,0 +1,48 @@
+// A matrix product as the planner sees it (the cost model's input):
+//
+//   D[b, m, n] = epilogue( Σ_k round_T(A[b, m, k]) · round_T(B[b, k, n]) )   for b < batch, m < M, n < N
+//
+// with operands of MMA input type T (bf16, f16, e4m3, e5m2, tf32), an f32 accumulator, an output of
+// `output` dtype, and an epilogue that reads `epilogue_bytes_per_output` bytes per output element from
+// global memory (a bias, row or column scales: the amortised bytes, e.g. a per-row f32 scale over N
+// columns is 4 / N). A is K-major when k is its fastest-varying index (row-major [M, K]); B is K-major when
+// k is its fastest-varying index (stored [N, K], as nn.Linear weights are), N-major when stored [K, N].
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ir/dtype.h"
+
+namespace solder {
+
+// The operand type a tensor-core instruction reads (PTX wgmma .atype/.btype).
+enum class MmaType { bf16, f16, e4m3, e5m2, tf32 };
+
+std::string_view mma_type_name(MmaType type);                 // "bf16", "f16", "e4m3", "e5m2", "tf32"
+std::optional<MmaType> parse_mma_type(std::string_view name);  // also accepts "f8e4m3", "f8e5m2"
+int mma_type_bytes(MmaType type);                              // 2, 2, 1, 1, 4
+// The MMA type an operand of this storage dtype runs as without changing its value (f32 -> tf32 is a
+// rounding, which the caller must have chosen; i32/bool have none).
+std::optional<MmaType> mma_type_for(DType dtype);
+
+struct GemmProblem {
+  std::string name;            // for reports: "c = a·b (kernel c)", "8192x8192x8192"
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  MmaType type = MmaType::bf16;
+  DType output = DType::bf16;
+  bool a_k_major = true;       // A stored [M, K]
+  bool b_k_major = true;       // B stored [N, K] (true, as cuBLAS "TN") or [K, N] (false)
+  double epilogue_bytes_per_output = 0;
+
+  double flops() const { return 2.0 * static_cast<double>(batch) * m * n * k; }
+  // Bytes of A, B and D once each, plus the epilogue's reads: the floor of the memory traffic.
+  double unique_bytes() const;
+};
+
+// "M=128 N=3072 K=8192 bf16 -> bf16" (plus "batch=4" and majorness when they are not the defaults).
+std::string describe(const GemmProblem& problem);
+
+}  // namespace solder

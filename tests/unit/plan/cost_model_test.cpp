@@ -1,0 +1,140 @@
+// The cost model (src/plan/cost_model.h): its terms add up, it is monotone where it must be, and the
+// binding resource follows the problem's shape.
+#include "plan/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ir/diagnostics.h"
+#include "plan/plan.h"
+
+namespace solder {
+namespace {
+
+GemmProblem problem(int64_t m, int64_t n, int64_t k, MmaType type = MmaType::bf16) {
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.type = type;
+  return p;
+}
+
+GemmConfig big_tile() {
+  GemmConfig c;
+  c.bm = 128;
+  c.bn = 256;
+  c.bk = 64;
+  c.stages = 4;
+  c.consumers = 2;
+  return c;
+}
+
+TEST(CostModel, TermsAddUpToTheTotal) {
+  const GemmCost cost = predict_gemm(problem(8192, 8192, 8192), big_tile(), default_hardware());
+  const double mainloop = std::max({cost.tensor_us, cost.smem_us, cost.load_us, cost.l2_us, cost.hbm_us});
+  EXPECT_NEAR(cost.total_us, cost.launch_us + mainloop + cost.fill_us + cost.merge_us, 1e-9);
+  // Without multicast every CTA pulls its A and B panels from L2: 12.9 GB, about as long as the tensor work.
+  EXPECT_TRUE(cost.binding == Resource::tensor || cost.binding == Resource::l2) << resource_name(cost.binding);
+  EXPECT_EQ(cost.ctas, 64 * 32);
+  EXPECT_EQ(cost.waves, 16);  // 2048 CTAs over 132 SMs
+  EXPECT_EQ(cost.merge_us, 0);
+  // Near the measured bf16 rate (785 TFLOP/s) but not above it.
+  EXPECT_GT(cost.tflops(), 550);
+  EXPECT_LT(cost.tflops(), 785);
+}
+
+TEST(CostModel, MoreKTakesLonger) {
+  const HardwareDescription& hw = default_hardware();
+  for (int64_t m : {128, 1024, 8192}) {
+    double previous = 0;
+    for (int64_t k : {512, 1024, 2048, 4096, 8192, 16384}) {
+      const double t = predict_gemm(problem(m, 4096, k), big_tile(), hw).total_us;
+      EXPECT_GT(t, previous) << "M=" << m << " K=" << k;
+      previous = t;
+    }
+  }
+  // The planner's best time grows with K too.
+  double previous = 0;
+  for (int64_t k : {1024, 4096, 16384}) {
+    const double t = plan_gemm(problem(2048, 2048, k), hw).chosen()->cost.total_us;
+    EXPECT_GT(t, previous) << "K=" << k;
+    previous = t;
+  }
+}
+
+// The H100 with `sms` SMs of the same speed: the rates an SM has alone (tensor cores, shared memory) scale with
+// the count; L2 and HBM stay as they are.
+HardwareDescription with_sms(int sms) {
+  HardwareDescription hw = default_hardware();
+  const double scale = static_cast<double>(sms) / hw.sm_count;
+  hw.sm_count = sms;
+  for (auto& [type, rate] : hw.rates.tensor_tflops) rate *= scale;
+  for (DsmEntry& entry : hw.dsm)
+    if (entry.cluster_size == 1) entry.pull_tbps *= scale;
+  return hw;
+}
+
+TEST(CostModel, MoreSmsAreNeverSlower) {
+  const HardwareDescription small = with_sms(66);
+  const HardwareDescription large = with_sms(264);
+  const HardwareDescription& h100 = default_hardware();
+  for (auto shape : {problem(8192, 8192, 8192), problem(128, 3072, 8192), problem(2048, 128, 768), problem(4096, 7168, 2048)}) {
+    const double t_small = plan_gemm(shape, small).chosen()->cost.total_us;
+    const double t_h100 = plan_gemm(shape, h100).chosen()->cost.total_us;
+    const double t_large = plan_gemm(shape, large).chosen()->cost.total_us;
+    EXPECT_LE(t_h100, t_small) << describe(shape);
+    EXPECT_LE(t_large, t_h100) << describe(shape);
+  }
+}
+
+TEST(CostModel, Fp8IsFasterThanBf16OnALargeProblem) {
+  GemmConfig fp8 = big_tile();
+  fp8.type = MmaType::e4m3;
+  fp8.bk = 128;
+  const double bf16_us = predict_gemm(problem(8192, 8192, 8192), big_tile(), default_hardware()).total_us;
+  const double fp8_us = predict_gemm(problem(8192, 8192, 8192, MmaType::e4m3), fp8, default_hardware()).total_us;
+  EXPECT_LT(fp8_us, 0.7 * bf16_us);
+}
+
+TEST(CostModel, SplitKAddsAMergePassAndHelpsASkinnyProblem) {
+  const GemmProblem skinny = problem(128, 3072, 8192);
+  GemmConfig tile = big_tile();
+  tile.bn = 128;
+  const GemmCost whole = predict_gemm(skinny, tile, default_hardware());
+  tile.split_k = 4;
+  const GemmCost split = predict_gemm(skinny, tile, default_hardware());
+  EXPECT_EQ(whole.merge_us, 0);
+  EXPECT_GT(split.merge_us, default_hardware().rates.launch_us);
+  EXPECT_EQ(split.ctas, 4 * whole.ctas);
+  EXPECT_LT(split.total_us, whole.total_us);  // 24 CTAs cannot stream 50 MB nor reach the tensor rate
+  EXPECT_NE(whole.binding, Resource::launch);
+}
+
+TEST(CostModel, TinyProblemsAreBoundByLaunchOrLatency) {
+  const GemmCost cost = predict_gemm(problem(64, 64, 64), big_tile(), default_hardware());
+  EXPECT_TRUE(cost.binding == Resource::launch || cost.binding == Resource::fill) << resource_name(cost.binding);
+  EXPECT_GT(cost.total_us, default_hardware().rates.launch_us);
+}
+
+TEST(CostModel, WgmmaEfficiencyGrowsWithN) {
+  EXPECT_DOUBLE_EQ(wgmma_efficiency(256), 1.0);
+  double previous = 0;
+  for (int n : {16, 32, 64, 128, 256}) {
+    EXPECT_GT(wgmma_efficiency(n), previous);
+    previous = wgmma_efficiency(n);
+  }
+}
+
+TEST(CostModel, MissingRatesAreAnError) {
+  HardwareDescription hw = default_hardware();
+  hw.has_rates = false;
+  EXPECT_THROW(predict_gemm(problem(1024, 1024, 1024), big_tile(), hw), Error);
+  hw.has_rates = true;
+  hw.rates.tensor_tflops.erase("bf16");
+  EXPECT_THROW(predict_gemm(problem(1024, 1024, 1024), big_tile(), hw), Error);
+}
+
+}  // namespace
+}  // namespace solder

@@ -1,0 +1,141 @@
+// Validation against measured sweeps (src/plan/validate.h) on synthetic sweeps whose answer is known.
+#include "plan/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/diagnostics.h"
+#include "plan/cost_model.h"
+#include "support/json_reader.h"
+
+namespace solder {
+namespace {
+
+// One result line of the skeleton benchmark's format (bench/gemm/README.md).
+std::string result(int m, int n, int k, int bm, int bn, int stages, double ms, const char* dtype = "bf16") {
+  const int bk = std::string(dtype) == "e4m3" ? 128 : 64;
+  return "{\"dtype\": \"" + std::string(dtype) + "\", \"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
+         ", \"k\": " + std::to_string(k) + ", \"batch\": 1, \"config\": {\"bm\": " + std::to_string(bm) +
+         ", \"bn\": " + std::to_string(bn) + ", \"bk\": " + std::to_string(bk) + ", \"stages\": " + std::to_string(stages) +
+         ", \"consumers\": " + std::to_string(bm / 64) +
+         ", \"a_k_major\": true, \"b_k_major\": true, \"split_k\": 1, \"cluster_m\": 1, \"cluster_n\": 1}, \"ms\": " +
+         std::to_string(ms) + ", \"tflops\": 1}";
+}
+
+std::string sweep(const std::vector<std::string>& results) {
+  std::string text = "{\"device\": \"NVIDIA H100 80GB HBM3\", \"results\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) text += "  " + results[i] + (i + 1 < results.size() ? ",\n" : "\n");
+  return text + "]}\n";
+}
+
+struct Shape {
+  int bm, bn, stages;
+};
+const Shape kShapes[] = {{64, 64, 4}, {64, 128, 6}, {64, 256, 4}, {128, 64, 8}, {128, 128, 4}, {128, 256, 4}};
+
+// A sweep whose "measured" times are the model's own predictions times `scale` (times `scale` reversed in
+// rank when `reverse`).
+std::string synthetic(int m, int n, int k, double scale, bool reverse) {
+  std::vector<double> predicted;
+  for (const Shape& s : kShapes) {
+    GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    GemmConfig c;
+    c.bm = s.bm;
+    c.bn = s.bn;
+    c.stages = s.stages;
+    c.consumers = s.bm / 64;
+    predicted.push_back(predict_gemm(p, c, default_hardware()).total_us);
+  }
+  std::vector<std::string> results;
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const double t = reverse ? 1e4 / predicted[i] : predicted[i] * scale;
+    results.push_back(result(m, n, k, kShapes[i].bm, kShapes[i].bn, kShapes[i].stages, t / 1e3));
+  }
+  return sweep(results);
+}
+
+TEST(Validate, Spearman) {
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4, 5}, {1, 4, 9, 16, 25}), 1.0);  // ranks, not values
+  EXPECT_NEAR(spearman({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9486832980505138, 1e-12);  // ties share rank 2.5
+  EXPECT_EQ(spearman({1, 1, 1}, {1, 2, 3}), 0);
+  EXPECT_EQ(spearman({1}, {1}), 0);
+}
+
+TEST(Validate, AModelThatMatchesTheMeasurementScoresOne) {
+  const Validation v = validate_cost_model(parse_sweep(synthetic(4096, 4096, 4096, 1.3, false), "s.json"), default_hardware());
+  ASSERT_EQ(v.problems.size(), 1u);
+  EXPECT_NEAR(v.problems[0].spearman, 1.0, 1e-12);
+  EXPECT_EQ(v.problems[0].gap, 0);
+  EXPECT_EQ(v.problems[0].model_choice, v.problems[0].best_measured);
+  EXPECT_NEAR(v.problems[0].predicted_best_us / v.problems[0].best_measured_us, 1 / 1.3, 1e-3);
+  EXPECT_EQ(v.records, 6);
+}
+
+TEST(Validate, AReversedMeasurementScoresMinusOneAndAGap) {
+  const Validation v = validate_cost_model(parse_sweep(synthetic(2048, 8192, 1024, 1, true), "s.json"), default_hardware());
+  ASSERT_EQ(v.problems.size(), 1u);
+  EXPECT_NEAR(v.problems[0].spearman, -1.0, 1e-12);
+  EXPECT_GT(v.problems[0].gap, 0);
+  EXPECT_NE(v.problems[0].model_choice, v.problems[0].best_measured);
+  EXPECT_DOUBLE_EQ(v.max_gap, v.problems[0].gap);
+}
+
+TEST(Validate, GroupsByProblemAndSkipsSingletons) {
+  std::vector<std::string> results = {result(1024, 1024, 1024, 128, 128, 4, 0.010), result(1024, 1024, 1024, 128, 256, 4, 0.012),
+                                      result(2048, 1024, 1024, 128, 128, 4, 0.020),
+                                      result(4096, 4096, 4096, 128, 128, 6, 0.3, "e4m3"),
+                                      result(4096, 4096, 4096, 128, 256, 4, 0.2, "e4m3")};
+  const std::vector<SweepRecord> records = parse_sweep(sweep(results), "s.json");
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_NEAR(records[3].problem.epilogue_bytes_per_output, 8.0 / 4096, 1e-12);  // fp8 row and column scales
+  EXPECT_EQ(records[3].config.bk, 128);
+  EXPECT_DOUBLE_EQ(records[0].time_us, 10);
+  const Validation v = validate_cost_model(records, default_hardware());
+  ASSERT_EQ(v.problems.size(), 2u);  // the 2048 row has one configuration
+  EXPECT_EQ(v.problems[0].configurations, 2);
+  EXPECT_EQ(v.problems[1].problem.type, MmaType::e4m3);
+  const JsonValue json = parse_json(validation_json(v), "v.json");
+  EXPECT_EQ(json.member("problems")->items.size(), 2u);
+  EXPECT_NE(validation_text(v).find("mean Spearman"), std::string::npos);
+}
+
+TEST(Validate, MeasuredConfigurationsTheModelWouldPruneAreListed) {
+  // BM 128 with one consumer warpgroup holds 256 accumulators per thread at BN 256.
+  std::string odd = result(4096, 4096, 4096, 128, 256, 4, 1.0);
+  odd.replace(odd.find("\"consumers\": 2"), 14, "\"consumers\": 1");
+  const Validation v = validate_cost_model(parse_sweep(sweep({odd, result(4096, 4096, 4096, 128, 128, 4, 1.2)}), "s.json"),
+                                           default_hardware());
+  ASSERT_EQ(v.problems.size(), 1u);
+  ASSERT_EQ(v.problems[0].infeasible.size(), 1u);
+  EXPECT_NE(v.problems[0].infeasible[0].find("accumulator_registers"), std::string::npos);
+}
+
+TEST(Validate, ErrorsNameThePlace) {
+  auto error = [](const std::string& text) {
+    try {
+      parse_sweep(text, "s.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("{\"results\": 3}"), "s.json:1:13: expected an array of results, found a number");
+  EXPECT_EQ(error("{\"rows\": []}"), "s.json:1:1: expected member \"results\" (an array of measured configurations), found none");
+  EXPECT_EQ(error("[{\"dtype\": \"int8\"}]"), "s.json:1:12: expected an MMA type (bf16, f16, e4m3, e5m2, tf32), found \"int8\"");
+  std::string no_time = result(64, 64, 64, 64, 64, 2, 1);
+  no_time = no_time.substr(0, no_time.find(", \"ms\"")) + "}";
+  EXPECT_NE(error("[" + no_time + "]").find("expected a measured time: member \"ms\" or \"time_us\", found neither"), std::string::npos);
+  std::string negative = result(64, 64, 64, 64, 64, 2, 1);
+  negative.replace(negative.find("\"m\": 64"), 7, "\"m\": -4");
+  EXPECT_NE(error("[" + negative + "]").find("expected \"m\" to be a positive integer"), std::string::npos);
+  EXPECT_THROW(load_sweep("/nonexistent/sweep.json"), Error);
+}
+
+}  // namespace
+}  // namespace solder
