@@ -21,7 +21,7 @@ const GlobalTensor* find(const std::vector<GlobalTensor>& globals, const std::st
 // [batch?, k, side…], the side axes (each once) flattened in that order into its rows. `order`
 // receives them.
 std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::string& k_axis,
-                                              const std::string& batch_axis, const std::vector<GlobalTensor>& globals,
+                                              const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
                                               const char* what, std::vector<std::string>& order, std::string& why) {
   auto load = e.as<LoadNode>();
   if (!load) {
@@ -46,15 +46,19 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
   op.tensor = g->name;
   op.dtype = g->dtype;
   size_t first = 0;
-  if (!batch_axis.empty() && !vars.empty() && vars[0] == batch_axis) {
-    op.batch = g->shape[0];
+  if (!batch_axes.empty() && vars.size() > batch_axes.size() &&
+      std::equal(batch_axes.begin(), batch_axes.end(), vars.begin())) {
+    first = batch_axes.size();
+    op.batch = 1;
+    for (size_t d = 0; d < first; ++d) op.batch *= g->shape[d];
     op.batch_stride = 1;
-    for (size_t d = 1; d < g->shape.size(); ++d) op.batch_stride *= g->shape[d];
-    first = 1;
+    for (size_t d = first; d < g->shape.size(); ++d) op.batch_stride *= g->shape[d];
   }
   std::vector<std::string> rest(vars.begin() + static_cast<long>(first), vars.end());
   auto bad_index = [&] {
-    why = std::string("operand ") + what + " = " + print_expr(e) + " is not indexed [" + (batch_axis.empty() ? "" : batch_axis + "?, ") +
+    std::string batch;
+    for (auto& b : batch_axes) batch += b + "?, ";
+    why = std::string("operand ") + what + " = " + print_expr(e) + " is not indexed [" + batch +
           "rows…, " + k_axis + "] or [" + k_axis + ", rows…] with its rows consecutive";
     return std::nullopt;
   };
@@ -106,14 +110,14 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
     extent[a.var] = a.extent;
     bool side = std::count(c.row_axes.begin(), c.row_axes.end(), a.var) || std::count(c.column_axes.begin(), c.column_axes.end(), a.var);
     if (side) continue;
-    if (!p.batch_axis.empty()) return refuse("two batch axes (the skeleton takes one)");
-    p.batch_axis = a.var;
-    p.batch = a.extent;
+    p.batch_axes.push_back(a.var);
+    p.batch_extents.push_back(a.extent);
+    p.batch *= a.extent;
   }
   std::string why;
-  auto a = operand_of(c.terms[0].a, c.row_axes, p.reduce_axis, p.batch_axis, globals, "A", p.row_axes, why);
+  auto a = operand_of(c.terms[0].a, c.row_axes, p.reduce_axis, p.batch_axes, globals, "A", p.row_axes, why);
   if (!a) return refuse(why);
-  auto b = operand_of(c.terms[0].b, c.column_axes, p.reduce_axis, p.batch_axis, globals, "B", p.column_axes, why);
+  auto b = operand_of(c.terms[0].b, c.column_axes, p.reduce_axis, p.batch_axes, globals, "B", p.column_axes, why);
   if (!b) return refuse(why);
   for (auto& v : p.row_axes) {
     p.row_extents.push_back(extent.at(v));

@@ -5,12 +5,14 @@
 //
 // A contract fits when it is one product term C[b, m, n] = scale · Σ_k A[b, m, k] · B[b, k, n] + bias
 // whose operands are plain loads of global tensors, exact in T ∈ {bf16, f16, e4m3, e5m2} (16-bit:
-// both of T; fp8: both fp8), over one reduced axis and at most one batch axis, with
-//   A stored [b?, m…, k] (K-major) or [b?, k, m…] (M-major, 16-bit only),
-//   B stored [b?, n…, k] (K-major) or [b?, k, n…] (N-major, 16-bit only),
+// both of T; fp8: both fp8), over one reduced axis, with
+//   A stored [b…?, m…, k] (K-major) or [b…?, k, m…] (M-major, 16-bit only),
+//   B stored [b…?, n…, k] (K-major) or [b…?, k, n…] (N-major, 16-bit only),
+// where b… are the batch axes (every kept axis that is neither a row nor a column, leading in the
+// domain's order: flattened into one batch; an operand without them is shared by every batch),
 // where m… are the row axes (one or more, consecutive in A: flattened into one M in A's order) and
 // n… the column axes (likewise in B),
-// an operand without the batch axis shared by every batch, rows of 16 bytes multiples (what the
+// rows of 16 bytes multiples (what the
 // tensor memory accelerator needs), no `where`, no guard and no accumulation. The scale, the bias and
 // the destination's index are any expressions of the domain's axes (the epilogue computes them).
 #pragma once
@@ -39,7 +41,9 @@ struct GemmSkeletonProblem {
   int64_t m = 1, n = 1, k = 1, batch = 1;
   std::vector<std::string> row_axes, column_axes;  // in A's (B's) order: the flattened index
   std::vector<int64_t> row_extents, column_extents;
-  std::string reduce_axis, batch_axis;  // batch_axis "" when none
+  std::string reduce_axis;
+  std::vector<std::string> batch_axes;  // the domain's other axes, flattened in domain order
+  std::vector<int64_t> batch_extents;
 };
 
 struct GemmSkeletonFit {

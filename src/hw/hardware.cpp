@@ -94,6 +94,7 @@ Rates read_rates(const JsonValue& object, const Fields& fields) {
 }  // namespace
 
 double Rates::tensor(std::string_view type) const {
+  if (type.substr(0, 2) == "f8") type.remove_prefix(2);  // the Kernel IR's f8e4m3 is the table's e4m3
   auto it = tensor_tflops.find(std::string(type));
   return it == tensor_tflops.end() ? 0 : it->second;
 }

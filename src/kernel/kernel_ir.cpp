@@ -53,6 +53,8 @@ std::string_view mma_type_name(MmaType type) {
 std::optional<MmaType> parse_mma_type(std::string_view name) {
   for (MmaType t : {MmaType::f32, MmaType::tf32, MmaType::bf16, MmaType::f16, MmaType::f8e4m3, MmaType::f8e5m2})
     if (mma_type_name(t) == name) return t;
+  if (name == "e4m3") return MmaType::f8e4m3;  // the short names PTX and the planner's tables use
+  if (name == "e5m2") return MmaType::f8e5m2;
   return std::nullopt;
 }
 

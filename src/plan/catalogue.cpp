@@ -100,7 +100,7 @@ std::string catalogue_json() {
   json.end_array();
   list("split_k", axes.split_k);
   json.key("types").begin_array();
-  for (MmaType t : {MmaType::bf16, MmaType::f16, MmaType::e4m3, MmaType::e5m2, MmaType::tf32}) json.value(mma_type_name(t));
+  for (MmaType t : {MmaType::bf16, MmaType::f16, MmaType::f8e4m3, MmaType::f8e5m2, MmaType::tf32}) json.value(mma_type_name(t));
   json.end_array();
   json.key("configurations_per_type").value(static_cast<int64_t>(gemm_catalogue(MmaType::bf16).size()));
   json.key("name_format").value("TYPE BMxBNxBK sSTAGES wCONSUMERS cCLUSTER_MxCLUSTER_N kSPLIT_K");

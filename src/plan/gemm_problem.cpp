@@ -2,33 +2,14 @@
 
 namespace solder {
 
-std::string_view mma_type_name(MmaType type) {
-  switch (type) {
-    case MmaType::bf16: return "bf16";
-    case MmaType::f16: return "f16";
-    case MmaType::e4m3: return "e4m3";
-    case MmaType::e5m2: return "e5m2";
-    case MmaType::tf32: return "tf32";
-  }
-  return "?";
-}
-
-std::optional<MmaType> parse_mma_type(std::string_view name) {
-  if (name == "bf16") return MmaType::bf16;
-  if (name == "f16") return MmaType::f16;
-  if (name == "e4m3" || name == "f8e4m3") return MmaType::e4m3;
-  if (name == "e5m2" || name == "f8e5m2") return MmaType::e5m2;
-  if (name == "tf32") return MmaType::tf32;
-  return std::nullopt;
-}
-
 int mma_type_bytes(MmaType type) {
   switch (type) {
     case MmaType::bf16:
     case MmaType::f16: return 2;
-    case MmaType::e4m3:
-    case MmaType::e5m2: return 1;
-    case MmaType::tf32: return 4;
+    case MmaType::f8e4m3:
+    case MmaType::f8e5m2: return 1;
+    case MmaType::tf32:
+    case MmaType::f32: return 4;
   }
   return 0;
 }
@@ -37,8 +18,8 @@ std::optional<MmaType> mma_type_for(DType dtype) {
   switch (dtype) {
     case DType::bf16: return MmaType::bf16;
     case DType::f16: return MmaType::f16;
-    case DType::f8e4m3: return MmaType::e4m3;
-    case DType::f8e5m2: return MmaType::e5m2;
+    case DType::f8e4m3: return MmaType::f8e4m3;
+    case DType::f8e5m2: return MmaType::f8e5m2;
     case DType::f32: return MmaType::tf32;
     default: return std::nullopt;
   }

@@ -15,15 +15,14 @@
 #include <string_view>
 
 #include "ir/dtype.h"
+#include "kernel/kernel_ir.h"
 
 namespace solder {
 
-// The operand type a tensor-core instruction reads (PTX wgmma .atype/.btype).
-enum class MmaType { bf16, f16, e4m3, e5m2, tf32 };
-
-std::string_view mma_type_name(MmaType type);                 // "bf16", "f16", "e4m3", "e5m2", "tf32"
-std::optional<MmaType> parse_mma_type(std::string_view name);  // also accepts "f8e4m3", "f8e5m2"
-int mma_type_bytes(MmaType type);                              // 2, 2, 1, 1, 4
+// The operand type a tensor-core instruction reads (PTX wgmma .atype/.btype) is the Kernel IR's
+// MmaType (kernel/kernel_ir.h: parse_mma_type also reads "e4m3" and "e5m2"; f32 there means CUDA
+// cores, which the planner does not plan).
+int mma_type_bytes(MmaType type);                              // 2, 2, 1, 1, 4 (tf32, f32)
 // The MMA type an operand of this storage dtype runs as without changing its value (f32 -> tf32 is a
 // rounding, which the caller must have chosen; i32/bool have none).
 std::optional<MmaType> mma_type_for(DType dtype);

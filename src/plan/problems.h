@@ -1,18 +1,13 @@
-// The matrix products of a Kernel IR program, as planner problems.
-//
-// Provisional analysis (until the canonicalizer's `contract` statements replace it): every `reduce sum`
-// over one reduced axis whose summand is a product of factors, exactly two of which are loads of global
-// tensors that use the reduced variable (possibly under a cast: the cast's dtype is the operand's type),
-// the others not using it (scales, constants; loaded scales count as epilogue bytes). The two loads are
-// A and B: an index position of A that shares a variable with one of B is a batch dim; the other
-// positions of A are M, of B are N; the position using the reduced variable is K. Extents come from the
-// globals' shapes, so the problem is the whole product whatever tile the kernel computes per block. A is
-// the operand that shares a variable with the destination's first index. Run it on the unfused lowering
-// (one kernel per definition; `solder plan FILE` does), where every operand is a global.
+// The matrix products of a Kernel IR program, as planner problems: every kernel of one whole
+// `contract` that the GEMM skeleton takes (src/contract/gemm_skeleton_fit.h), which the unfused
+// lowering emits with UnfusedOptions::gemm_skeleton (`solder plan FILE` lowers so). Extents come from
+// the globals, the MMA type is the contract's T, the epilogue's bytes are its loaded scale and bias
+// elements amortised over the outputs.
 #pragma once
 
 #include <vector>
 
+#include "ir/expr_visitor.h"
 #include "kernel/kernel_ir.h"
 #include "plan/gemm_problem.h"
 

@@ -73,7 +73,7 @@ class SweepReader {
       if (e->kind != JsonValue::number || e->number_value < 0)
         fail(*e, "\"epilogue_bytes_per_output\" to be a non-negative number", json_kind_name(e->kind));
       p.epilogue_bytes_per_output = e->number_value;
-    } else if (p.type == MmaType::e4m3 || p.type == MmaType::e5m2) {
+    } else if (p.type == MmaType::f8e4m3 || p.type == MmaType::f8e5m2) {
       p.epilogue_bytes_per_output = 4.0 / static_cast<double>(p.n) + 4.0 / static_cast<double>(p.m);
     }
     p.name = "M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k);

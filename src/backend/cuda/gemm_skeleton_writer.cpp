@@ -1,10 +1,13 @@
 #include "backend/cuda/gemm_skeleton_writer.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "hw/hardware.h"
 #include "ir/printer.h"
+#include "plan/plan.h"
 
 namespace solder {
 namespace {
@@ -35,25 +38,37 @@ struct Tile {
   int64_t tiles;
 };
 
-// The tile configuration: the largest tile that still gives nearly every SM a tile (at least 90 % of
-// a wave), else the smallest (the most tiles); the deepest ring (≤ 6 stages) that fits in shared
-// memory. (The cost model of src/plan replaces this rule.)
-Tile choose_tile(const GemmSkeletonProblem& p) {
-  const int candidates[][2] = {{128, 256}, {128, 128}, {64, 256}, {64, 128}, {64, 64}};
-  Tile best{64, 64, 2, 0};
-  bool chosen = false;
-  for (auto& c : candidates) {
-    int64_t tiles = ((p.m + c[0] - 1) / c[0]) * ((p.n + c[1] - 1) / c[1]) * p.batch;
-    Tile t{c[0], c[1], 2, tiles};
-    if (!chosen && tiles * 10 >= kSmCount * 9) {
-      best = t;
-      chosen = true;
-    }
-    if (!chosen && tiles >= best.tiles) best = t;
+// The tile configuration: the cost model's choice (src/plan) among the configurations the device
+// skeleton instantiates (BM 64 or 128, one consumer warpgroup per 64 rows, no split-K, no cluster:
+// in_device_skeleton); the shipped H100 description gives its constants.
+Tile choose_tile(const GemmSkeletonProblem& p, MmaType type, DType output, std::string* why) {
+  GemmProblem problem;
+  problem.batch = p.batch;
+  problem.m = p.m;
+  problem.n = p.n;
+  problem.k = p.k;
+  problem.type = type;
+  problem.output = output;
+  problem.a_k_major = p.a.k_major;
+  problem.b_k_major = p.b.k_major;
+  const HardwareDescription& hw = default_hardware();
+  PlanOptions options;
+  options.top = 1;
+  for (const GemmConfig& c : gemm_catalogue(type))
+    if (in_device_skeleton(c)) options.only.push_back(c);
+  GemmPlan plan = plan_gemm(problem, hw, options);
+  if (!plan.chosen()) {
+    if (why) *why = "the cost model found no feasible skeleton configuration for " + describe(problem);
+    return Tile{0, 0, 0, 0};
   }
-  const int stage_bytes = (best.bm + best.bn) * 128;  // BK is 128 bytes of K for every dtype
-  best.stages = std::min(6, (kSharedLimit - 1024 - 256) / stage_bytes);
-  return best;
+  const GemmConfig& c = plan.chosen()->config;
+  if (why) {
+    char text[160];
+    std::snprintf(text, sizeof text, "cost model: %.1f us predicted, bound by %s", plan.chosen()->cost.total_us,
+                  std::string(resource_name(plan.chosen()->cost.binding)).c_str());
+    *why = text;
+  }
+  return Tile{c.bm, c.bn, c.stages, ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn) * p.batch};
 }
 
 }  // namespace
@@ -68,7 +83,9 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   GemmSkeletonFit fit = fit_gemm_skeleton(c, program.globals);
   if (!fit.problem) return refuse(fit.refusal);
   const GemmSkeletonProblem& p = *fit.problem;
-  const Tile tile = choose_tile(p);
+  std::string plan_note;
+  const Tile tile = choose_tile(p, c.type, program.find_global(c.dst.name)->dtype, &plan_note);
+  if (tile.bm == 0) return refuse(plan_note);
 
   auto global_index = [&](const std::string& name) {
     for (size_t i = 0; i < program.globals.size(); ++i)
@@ -113,6 +130,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   for (auto& d : kernel.definitions) out << " " << d;
   out << "\n// on the sm_90a GEMM skeleton: " << launch.config << ", M " << p.m << ", N " << p.n << ", K " << p.k;
   if (p.batch > 1) out << ", batch " << p.batch;
+  out << "\n// tile chosen by the " << plan_note;
   out << "\n// A = " << p.a.tensor << (p.a.k_major ? " (K-major)" : " (M-major)") << ", B = " << p.b.tensor
       << (p.b.k_major ? " (K-major)" : " (N-major)") << ", T = " << mma_type_name(c.type) << "\n";
   out << "struct " << functor << " {\n";
@@ -150,7 +168,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   };
   unflatten(p.row_axes, p.row_extents, "row");
   unflatten(p.column_axes, p.column_extents, "col");
-  if (!p.batch_axis.empty()) out << "    const long long " << cuda_identifier(p.batch_axis) << " = batch;\n";
+  if (!p.batch_axes.empty()) unflatten(p.batch_axes, p.batch_extents, "batch");
   out << "    (void)batch;\n";
   out << "    float v = acc;\n";
   if (c.scale) out << "    v = v * (" << printer.print_float(c.scale) << ");\n";

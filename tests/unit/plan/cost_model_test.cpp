@@ -91,10 +91,10 @@ TEST(CostModel, MoreSmsAreNeverSlower) {
 
 TEST(CostModel, Fp8IsFasterThanBf16OnALargeProblem) {
   GemmConfig fp8 = big_tile();
-  fp8.type = MmaType::e4m3;
+  fp8.type = MmaType::f8e4m3;
   fp8.bk = 128;
   const double bf16_us = predict_gemm(problem(8192, 8192, 8192), big_tile(), default_hardware()).total_us;
-  const double fp8_us = predict_gemm(problem(8192, 8192, 8192, MmaType::e4m3), fp8, default_hardware()).total_us;
+  const double fp8_us = predict_gemm(problem(8192, 8192, 8192, MmaType::f8e4m3), fp8, default_hardware()).total_us;
   EXPECT_LT(fp8_us, 0.7 * bf16_us);
 }
 

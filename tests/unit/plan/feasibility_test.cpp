@@ -38,16 +38,16 @@ TEST(Feasibility, KnownGoodConfigurationsPass) {
   EXPECT_EQ(rule(big, config(128, 256, 64, 4, 2)), std::nullopt);
   EXPECT_EQ(rule(big, config(128, 128, 64, 6, 2)), std::nullopt);
   EXPECT_EQ(rule(problem(64, 4096, 4096), config(64, 256, 64, 4, 1)), std::nullopt);
-  EXPECT_EQ(rule(problem(4096, 4096, 4096, MmaType::e4m3), config(128, 256, 128, 4, 2, MmaType::e4m3)), std::nullopt);
+  EXPECT_EQ(rule(problem(4096, 4096, 4096, MmaType::f8e4m3), config(128, 256, 128, 4, 2, MmaType::f8e4m3)), std::nullopt);
   EXPECT_EQ(rule(problem(4096, 4096, 4096, MmaType::tf32), config(128, 128, 32, 4, 2, MmaType::tf32)), std::nullopt);
 }
 
 TEST(Feasibility, EachRuleRefusesWhatItNames) {
   const GemmProblem big = problem(8192, 8192, 8192);
   EXPECT_EQ(rule(problem(8192, 8192, 8191), config(128, 128, 64, 4, 2)), PruneRule::tma_alignment);  // 16382-byte rows
-  GemmProblem fp8_n_major = problem(4096, 4096, 4096, MmaType::e4m3);
+  GemmProblem fp8_n_major = problem(4096, 4096, 4096, MmaType::f8e4m3);
   fp8_n_major.b_k_major = false;
-  EXPECT_EQ(rule(fp8_n_major, config(128, 128, 128, 4, 2, MmaType::e4m3)), PruneRule::operand_major);
+  EXPECT_EQ(rule(fp8_n_major, config(128, 128, 128, 4, 2, MmaType::f8e4m3)), PruneRule::operand_major);
   GemmProblem n_major = big;
   n_major.b_k_major = false;
   EXPECT_EQ(rule(n_major, config(128, 96, 64, 4, 2)), PruneRule::operand_major);  // BN 96 is not whole 64-wide atoms

@@ -41,7 +41,7 @@ TEST(PlanCommand, GemmJsonParses) {
   EXPECT_EQ(first.member("chosen")->member("config")->member("type")->text, "bf16");
   Result fp8 = plan("--gemm 4096,7168,2048,e4m3 --json");
   ASSERT_EQ(fp8.status, 0) << fp8.output;
-  EXPECT_EQ(parse_json(fp8.output, "stdout").member("plans")->items.at(0).member("problem")->member("type")->text, "e4m3");
+  EXPECT_EQ(parse_json(fp8.output, "stdout").member("plans")->items.at(0).member("problem")->member("type")->text, "f8e4m3");
 }
 
 TEST(PlanCommand, ProgramFile) {

@@ -38,9 +38,9 @@ TEST(Plan, SkinnyProblemSplitsKOrUsesSixtyFourRowTiles) {
 }
 
 TEST(Plan, Fp8PicksFp8ConfigurationsWith128ByteK) {
-  const GemmPlan plan = plan_gemm(problem(4096, 7168, 2048, MmaType::e4m3), default_hardware());
+  const GemmPlan plan = plan_gemm(problem(4096, 7168, 2048, MmaType::f8e4m3), default_hardware());
   ASSERT_NE(plan.chosen(), nullptr);
-  EXPECT_EQ(plan.chosen()->config.type, MmaType::e4m3);
+  EXPECT_EQ(plan.chosen()->config.type, MmaType::f8e4m3);
   EXPECT_EQ(plan.chosen()->config.bk, 128);
 }
 
@@ -60,7 +60,7 @@ TEST(Plan, PrunedCountsAddUpAndCandidatesAreSorted) {
 }
 
 TEST(Plan, InfeasibleProblemHasNoChoiceAndSaysWhy) {
-  GemmProblem p = problem(4096, 4096, 4096, MmaType::e4m3);
+  GemmProblem p = problem(4096, 4096, 4096, MmaType::f8e4m3);
   p.b_k_major = false;
   const GemmPlan plan = plan_gemm(p, default_hardware());
   EXPECT_EQ(plan.chosen(), nullptr);

@@ -1,4 +1,4 @@
-// The provisional contraction finder (src/plan/problems.h) on the unfused lowering of example programs.
+// The planner's problems (src/plan/problems.h) from the unfused lowering's whole contractions.
 #include "plan/problems.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@ namespace solder {
 namespace {
 
 std::vector<GemmProblem> problems_of(const std::string& text) {
-  return gemm_problems(lower_unfused(testing::bind_text(text)));
+  return gemm_problems(lower_unfused(testing::bind_text(text), UnfusedOptions{true}));
 }
 
 TEST(GemmProblems, PlainProductAndItsLayout) {
@@ -82,7 +82,7 @@ out s[m] : f32 = sum(k) a[m, k] * a[m, k] * a[m, k]
 TEST(GemmProblems, ExamplesFfnAndQuantGemm) {
   auto load = [](const std::string& name) {
     auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name));
-    return gemm_problems(lower_unfused(bind_program(program, SizeChoice{})));
+    return gemm_problems(lower_unfused(bind_program(program, SizeChoice{}), UnfusedOptions{true}));
   };
   auto ffn = load("ffn.sol");
   ASSERT_EQ(ffn.size(), 2u);
@@ -92,13 +92,9 @@ TEST(GemmProblems, ExamplesFfnAndQuantGemm) {
   EXPECT_EQ(ffn[0].type, MmaType::f16);
   EXPECT_EQ(ffn[1].n, 3072);
   EXPECT_EQ(ffn[1].k, 8192);
-  auto quant = load("quant_gemm.sol");
-  ASSERT_EQ(quant.size(), 1u);
-  EXPECT_EQ(quant[0].type, MmaType::e4m3);
-  EXPECT_EQ(quant[0].m, 4096);
-  EXPECT_EQ(quant[0].n, 7168);
-  EXPECT_EQ(quant[0].k, 2048);
-  EXPECT_GT(quant[0].epilogue_bytes_per_output, 0);  // scale[m]
+  // quant_gemm's fp8 weight is stored [K, N] (N-major), which fp8 wgmma cannot read: no skeleton
+  // problem (the skeleton choice refuses it; the fused path runs it).
+  EXPECT_TRUE(load("quant_gemm.sol").empty());
   EXPECT_EQ(load("gated_ffn.sol").size(), 3u);
 }
 

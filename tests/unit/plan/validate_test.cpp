@@ -99,7 +99,7 @@ TEST(Validate, GroupsByProblemAndSkipsSingletons) {
   const Validation v = validate_cost_model(records, default_hardware());
   ASSERT_EQ(v.problems.size(), 2u);  // the 2048 row has one configuration
   EXPECT_EQ(v.problems[0].configurations, 2);
-  EXPECT_EQ(v.problems[1].problem.type, MmaType::e4m3);
+  EXPECT_EQ(v.problems[1].problem.type, MmaType::f8e4m3);
   const JsonValue json = parse_json(validation_json(v), "v.json");
   EXPECT_EQ(json.member("problems")->items.size(), 2u);
   EXPECT_NE(validation_text(v).find("mean Spearman"), std::string::npos);
