@@ -141,7 +141,7 @@ int command_plan(const std::vector<std::string>& args) {
     problems.push_back(p);
   } else {
     if (!output_dtype.empty() || b_n_major) throw Error("--output and --b-n-major apply to --gemm only");
-    problems = gemm_problems(lower_unfused(load_program(files[0], options.sizes), UnfusedOptions{true}));
+    problems = gemm_problems(lower_unfused(load_program(files[0], options.sizes), UnfusedOptions{true, false}));
   }
   std::vector<GemmPlan> plans;
   for (const GemmProblem& p : problems) {

@@ -4,6 +4,7 @@
 
 #include "contract/canonicalize.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "plan/skeleton_choice.h"
 #include "ir/expr_visitor.h"
 
 namespace solder {
@@ -209,7 +210,7 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
   return kernel;
 }
 
-std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why) {
+std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why, bool feasible_only) {
   const BoundDefinition& bd = program.defs[index];
   const Definition& def = *bd.def;
   ReduceNode r;
@@ -231,9 +232,16 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     if (why) *why = c.refusal;
     return std::nullopt;
   }
-  GemmSkeletonFit fit = fit_gemm_skeleton(*c.contract, program_globals(program));
+  std::vector<GlobalTensor> globals = program_globals(program);
+  GemmSkeletonFit fit = fit_gemm_skeleton(*c.contract, globals);
   if (!fit.problem) {
     if (why) *why = fit.refusal;
+    return std::nullopt;
+  }
+  SkeletonChoice choice;
+  if (feasible_only) choice = choose_skeleton_config(*fit.problem, c.contract->type, program.tensor(def.target.name).dtype);
+  if (feasible_only && !choice.chosen) {
+    if (why) *why = choice.why;
     return std::nullopt;
   }
   Kernel kernel;
@@ -251,7 +259,7 @@ KernelProgram lower_unfused(const BoundProgram& program, const UnfusedOptions& o
   result.globals = program_globals(program);
   for (size_t i = 0; i < program.defs.size(); ++i) {
     if (options.gemm_skeleton)
-      if (auto whole = lower_whole_contraction(program, i, nullptr)) {
+      if (auto whole = lower_whole_contraction(program, i, nullptr, options.feasible_only)) {
         result.kernels.push_back(std::move(*whole));
         continue;
       }

@@ -27,11 +27,15 @@ struct UnfusedOptions {
   // becomes a kernel of one whole `contract` over globals, which the CUDA backend gives to the
   // skeleton (for_gpu); otherwise, and without this option, it is tiled as above.
   bool gemm_skeleton = false;
+  // ... and only when the cost model finds a configuration of the skeleton for it (off for `solder
+  // plan`, which reports the products that have none).
+  bool feasible_only = true;
 };
 
 // A kernel of one `contract` covering definition `index` whole (grid of one block in the IR; the
 // skeleton tiles it), when the definition is a contraction the GEMM skeleton takes; why not otherwise.
-std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why);
+std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why,
+                                              bool feasible_only = true);
 
 KernelProgram lower_unfused(const BoundProgram& program, const UnfusedOptions& options = {});
 

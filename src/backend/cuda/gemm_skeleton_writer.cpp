@@ -5,9 +5,8 @@
 
 #include "backend/cuda/cuda_expr.h"
 #include "contract/gemm_skeleton_fit.h"
-#include "hw/hardware.h"
 #include "ir/printer.h"
-#include "plan/plan.h"
+#include "plan/skeleton_choice.h"
 
 namespace solder {
 namespace {
@@ -31,45 +30,11 @@ const char* skeleton_dtype_name(DType t) {
 }
 
 constexpr int kSmCount = 132;               // H100 SXM; the persistent grid is capped by the tiles
-constexpr int kSharedLimit = 227 * 1024;    // per block
 
 struct Tile {
   int bm, bn, stages;
   int64_t tiles;
 };
-
-// The tile configuration: the cost model's choice (src/plan) among the configurations the device
-// skeleton instantiates (BM 64 or 128, one consumer warpgroup per 64 rows, no split-K, no cluster:
-// in_device_skeleton); the shipped H100 description gives its constants.
-Tile choose_tile(const GemmSkeletonProblem& p, MmaType type, DType output, std::string* why) {
-  GemmProblem problem;
-  problem.batch = p.batch;
-  problem.m = p.m;
-  problem.n = p.n;
-  problem.k = p.k;
-  problem.type = type;
-  problem.output = output;
-  problem.a_k_major = p.a.k_major;
-  problem.b_k_major = p.b.k_major;
-  const HardwareDescription& hw = default_hardware();
-  PlanOptions options;
-  options.top = 1;
-  for (const GemmConfig& c : gemm_catalogue(type))
-    if (in_device_skeleton(c)) options.only.push_back(c);
-  GemmPlan plan = plan_gemm(problem, hw, options);
-  if (!plan.chosen()) {
-    if (why) *why = "the cost model found no feasible skeleton configuration for " + describe(problem);
-    return Tile{0, 0, 0, 0};
-  }
-  const GemmConfig& c = plan.chosen()->config;
-  if (why) {
-    char text[160];
-    std::snprintf(text, sizeof text, "cost model: %.1f us predicted, bound by %s", plan.chosen()->cost.total_us,
-                  std::string(resource_name(plan.chosen()->cost.binding)).c_str());
-    *why = text;
-  }
-  return Tile{c.bm, c.bn, c.stages, ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn) * p.batch};
-}
 
 }  // namespace
 
@@ -83,9 +48,11 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   GemmSkeletonFit fit = fit_gemm_skeleton(c, program.globals);
   if (!fit.problem) return refuse(fit.refusal);
   const GemmSkeletonProblem& p = *fit.problem;
-  std::string plan_note;
-  const Tile tile = choose_tile(p, c.type, program.find_global(c.dst.name)->dtype, &plan_note);
-  if (tile.bm == 0) return refuse(plan_note);
+  SkeletonChoice choice = choose_skeleton_config(p, c.type, program.find_global(c.dst.name)->dtype);
+  if (!choice.chosen) return refuse(choice.why);
+  const GemmConfig& chosen = choice.chosen->config;
+  const Tile tile{chosen.bm, chosen.bn, chosen.stages, ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch};
+  const std::string plan_note = choice.why;
 
   auto global_index = [&](const std::string& name) {
     for (size_t i = 0; i < program.globals.size(); ++i)

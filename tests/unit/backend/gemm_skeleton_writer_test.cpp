@@ -42,11 +42,19 @@ TEST(GemmSkeletonWriter, WritesTheSkeletonWithAnEpilogueNamedAfterTheProgram) {
 
 TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/ffn.sol"));
-  BoundProgram bound = bind_program(program, SizeChoice{true, {}});
+  BoundProgram bound = bind_program(program, SizeChoice{false, {}});
   GeneratedModule m = generate_cuda(compile_program(bound, CompileOptions::for_gpu(false)).kernels);
   int skeleton = 0;
   for (auto& k : m.kernels) skeleton += k.gemm.has_value();
   EXPECT_EQ(skeleton, 2) << m.source;  // c and e; h (gelu) is a generic kernel
+  EXPECT_NE(m.source.find("// tile chosen by the cost model: "), std::string::npos);
+  // At the small sizes the second product (M 16, N 32) has no feasible configuration (a 64-column
+  // tile for 32 columns): it is tiled like any other definition.
+  BoundProgram small = bind_program(program, SizeChoice{true, {}});
+  GeneratedModule s = generate_cuda(compile_program(small, CompileOptions::for_gpu(false)).kernels);
+  skeleton = 0;
+  for (auto& k : s.kernels) skeleton += k.gemm.has_value();
+  EXPECT_EQ(skeleton, 1) << s.source;
 }
 
 TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {

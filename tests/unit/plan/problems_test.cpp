@@ -10,7 +10,7 @@ namespace solder {
 namespace {
 
 std::vector<GemmProblem> problems_of(const std::string& text) {
-  return gemm_problems(lower_unfused(testing::bind_text(text), UnfusedOptions{true}));
+  return gemm_problems(lower_unfused(testing::bind_text(text), UnfusedOptions{true, false}));
 }
 
 TEST(GemmProblems, PlainProductAndItsLayout) {
@@ -82,7 +82,7 @@ out s[m] : f32 = sum(k) a[m, k] * a[m, k] * a[m, k]
 TEST(GemmProblems, ExamplesFfnAndQuantGemm) {
   auto load = [](const std::string& name) {
     auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name));
-    return gemm_problems(lower_unfused(bind_program(program, SizeChoice{}), UnfusedOptions{true}));
+    return gemm_problems(lower_unfused(bind_program(program, SizeChoice{}), UnfusedOptions{true, false}));
   };
   auto ffn = load("ffn.sol");
   ASSERT_EQ(ffn.size(), 2u);

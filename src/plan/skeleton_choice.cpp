@@ -1,0 +1,37 @@
+#include "plan/skeleton_choice.h"
+
+#include <cstdio>
+
+namespace solder {
+
+SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output) {
+  GemmProblem problem;
+  problem.batch = p.batch;
+  problem.m = p.m;
+  problem.n = p.n;
+  problem.k = p.k;
+  problem.type = type;
+  problem.output = output;
+  problem.a_k_major = p.a.k_major;
+  problem.b_k_major = p.b.k_major;
+  PlanOptions options;
+  options.top = 1;
+  for (const GemmConfig& c : gemm_catalogue(type))
+    if (in_device_skeleton(c)) options.only.push_back(c);
+  GemmPlan plan = plan_gemm(problem, default_hardware(), options);
+  SkeletonChoice choice;
+  if (!plan.chosen()) {
+    std::string rules;
+    for (auto& [rule, example] : plan.example) rules += (rules.empty() ? "" : "; ") + example;
+    choice.why = "no configuration of the GEMM skeleton is feasible for " + describe(problem) + (rules.empty() ? "" : " (" + rules + ")");
+    return choice;
+  }
+  choice.chosen = *plan.chosen();
+  char text[160];
+  std::snprintf(text, sizeof text, "cost model: %.1f us predicted, bound by %s", choice.chosen->cost.total_us,
+                std::string(resource_name(choice.chosen->cost.binding)).c_str());
+  choice.why = text;
+  return choice;
+}
+
+}  // namespace solder
