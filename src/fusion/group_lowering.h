@@ -10,6 +10,7 @@
 
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,11 @@ class GroupLowering {
       auto bd = self->buffer_dims_.find(name);
       if (bd != self->buffer_dims_.end() || producer) {
         const std::vector<int>& dims = bd != self->buffer_dims_.end() ? bd->second : producer->p_dims;
+        // A tile with no dims (a scalar state such as a whole-vector mean) is read at scalar_index().
+        if (dims.empty()) return make_load(name, scalar_index(), load.loc);
+        if (load.index.size() != dims.size())
+          throw std::logic_error("fused lowering: load of '" + name + "' has " + std::to_string(load.index.size()) + " indices for " +
+                              std::to_string(dims.size()) + " dims");
         std::vector<Expr> idx;
         for (size_t k = 0; k < load.index.size(); ++k) {
           auto v = load.index[k].as<VarNode>();
