@@ -80,8 +80,9 @@ class Planner {
       GroupMember m;
       m.def = d;
       m.dtype = d.value_dtype();
-      m.exported = std::find(exported.begin(), exported.end(), d.target.name) != exported.end() ||
-                   (d.index_target && std::find(exported.begin(), exported.end(), d.index_target->name) != exported.end());
+      m.value_exported = std::find(exported.begin(), exported.end(), d.target.name) != exported.end();
+      m.index_exported = d.index_target && std::find(exported.begin(), exported.end(), d.index_target->name) != exported.end();
+      m.exported = m.value_exported || m.index_exported;
       plan_.members.push_back(std::move(m));
     }
   }

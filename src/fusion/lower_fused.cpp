@@ -68,8 +68,9 @@ void GroupLowering::export_member(Block& into, const GroupMember& m) {
     c.src = Access{tile_of(name), axis_index(md.p_vars)};
     into.push_back(make_stmt(std::move(c)));
   };
-  store(m.def.target.name);
-  if (m.def.index_target) store(m.def.index_target->name);
+  // Only what another kernel reads or the program outputs: an unused topk index or value stays on chip.
+  if (m.value_exported) store(m.def.target.name);
+  if (m.def.index_target && m.index_exported) store(m.def.index_target->name);
 }
 
 // ---- Kernels ----
