@@ -62,7 +62,8 @@ Expr GroupLowering::staged_load(const GroupMember& m, const LoadNode& load) {
     }
   }
   Staged s;
-  s.buffer = load.tensor + "_tile" + (staged_count(load.tensor) ? std::to_string(staged_count(load.tensor) + 1) : "");
+  const int copies = staged_count(load.tensor);
+  s.buffer = internal_name("staged" + std::to_string(copies), load.tensor, load.tensor + "_tile" + (copies ? std::to_string(copies + 1) : ""));
   s.tensor = load.tensor;
   s.dims = dims;
   s.source = source;
