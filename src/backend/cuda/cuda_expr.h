@@ -47,7 +47,7 @@ class CudaExprPrinter {
   static std::string convert(const std::string& text, ValueType from, ValueType to);
 };
 
-std::string cuda_identifier(const std::string& name);  // program names made safe for C++
+std::string cuda_identifier(const std::string& name);  // a Kernel IR name in C++ (already renamed: cuda_names.h)
 std::string cuda_float_literal(double value);
 std::string round_function(DType dtype);                 // "solder::round_bf16"
 

@@ -310,7 +310,7 @@ TEST(GemmCodegen, KeepsTheRoundingOfA16BitAccumulator) {
   // does; llama_decode's q_tile (one row, no computed operand) stays the scalar loop, rounding as it
   // writes ("rounded few-row product").
   std::string ffn = kernel_source("ffn", false);
-  EXPECT_NE(ffn.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
+  EXPECT_NE(ffn.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n__]), f16) is computed"), std::string::npos);
   EXPECT_NE(ffn.find("// e_tile is f16: rounded once, after the sum"), std::string::npos);
   std::string llama = kernel_source("llama_decode", false);
   EXPECT_NE(llama.find("// tensor cores not used for q_tile: rounded few-row product"), std::string::npos);
@@ -320,16 +320,16 @@ TEST(GemmCodegen, KeepsTheRoundingOfA16BitAccumulator) {
 
 TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
   std::string source = kernel_source("ffn", false);
-  EXPECT_NE(source.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
-  EXPECT_NE(source.find("tensor cores (block_gemm): e_tile += cast(gelu(c_tile[m, n]), f16) · d_tile; computed operands evaluated once"),
+  EXPECT_NE(source.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n__]), f16) is computed"), std::string::npos);
+  EXPECT_NE(source.find("tensor cores (block_gemm): e_tile += cast(gelu(c_tile[m, n__]), f16) · d_tile; computed operands evaluated once"),
             std::string::npos);
-  EXPECT_NE(source.find("value_ = solder::round_f16(solder::gelu(c_tile[((m) * 128 + (n))]));"), std::string::npos);
+  EXPECT_NE(source.find("value_ = solder::round_f16(solder::gelu(c_tile[((m) * 128 + (n__))]));"), std::string::npos);
   EXPECT_NE(source.find("solder::tile::SwizzledA<__half, 16, 128>{gemm_a_}, solder::tile::FloatB<__half>{d_tile, 128, 64, 1}"), std::string::npos);
-  EXPECT_EQ(source.find("for (long long n = 0; n < 128LL; ++n)"), std::string::npos);
+  EXPECT_EQ(source.find("for (long long n__ = 0; n__ < 128LL; ++n__)"), std::string::npos);
 }
 
 TEST(GemmCodegen, RefusalsAreWrittenIntoTheSource) {
-  EXPECT_NE(kernel_source("rmsnorm_gemm", false).find("// tensor cores not used for acc_y: operand x_tile[t, c] * g_tile[c] is an f32 value"),
+  EXPECT_NE(kernel_source("rmsnorm_gemm", false).find("// tensor cores not used for acc_y: operand x_tile[t__, c__] * g_tile[c__] is an f32 value"),
             std::string::npos);
   EXPECT_NE(kernel_source("quant_gemm", false).find("// tensor cores not used for c_tile: the summand is (cast(a_tile[m, k]"), std::string::npos);
 }
