@@ -2,7 +2,8 @@
 //
 // Integers are `long long`, reals `float`, conditions `bool`; mixed arithmetic converts integers to
 // float where the IR's typing (types.h) says the result is real. Loads of tiles read the float
-// shared-memory arrays; loads of globals convert their dtype to float (solder::to_float).
+// shared-memory arrays (int for i32 tiles); loads of globals convert their dtype to float
+// (solder::to_float), except i32, read as integers.
 #pragma once
 
 #include <functional>
