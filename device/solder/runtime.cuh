@@ -33,6 +33,11 @@ __device__ __forceinline__ float round_i32(float x) {
   return fminf(fmaxf(r, -2147483648.0f), 2147483647.0f);
 }
 __device__ __forceinline__ float round_bool(float x) { return x != 0.0f ? 1.0f : 0.0f; }
+// An integer into i32, exactly: saturated to [-2^31, 2^31 - 1] (the executor's and the reference's
+// rounding to i32, src/ir/dtype.h).
+__device__ __forceinline__ int saturate_i32(long long x) {
+  return x > 2147483647LL ? 2147483647 : x < -2147483648LL ? static_cast<int>(-2147483647LL - 1) : static_cast<int>(x);
+}
 
 // ---- Loads of global elements, as float --------------------------------------------------------
 __device__ __forceinline__ float to_float(float x) { return x; }

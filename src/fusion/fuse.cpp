@@ -49,6 +49,20 @@ int64_t on_chip_bytes(const std::vector<Kernel>& kernels, std::string* largest) 
   return worst;
 }
 
+// `wanted`, or `wanted_2`, `wanted_3`, ... when a kernel already lowered has that name (or its merge
+// kernel's, `<name>_merge`): a single-definition kernel `fused_y` and the fused kernel of a group
+// ending in `y` must not share a name.
+std::string unique_kernel_name(const KernelProgram& kp, const std::string& wanted) {
+  auto taken = [&](const std::string& name) {
+    for (auto& k : kp.kernels)
+      if (k.name == name || k.name == name + "_merge" || k.name + "_merge" == name) return true;
+    return false;
+  };
+  std::string name = wanted;
+  for (int n = 2; taken(name); ++n) name = wanted + "_" + std::to_string(n);
+  return name;
+}
+
 std::string names_of(const std::vector<Definition>& defs) {
   std::string s;
   for (auto& d : defs) s += (s.empty() ? "" : ", ") + d.target.name;
@@ -178,7 +192,7 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
                   if (!p_dim) { dim.role = DimRole::inner; dim.tile = tiled.inner_tile; }
                 }
             }
-            std::string name = group.size() == 1 ? group[0].target.name : "fused_" + group.back().target.name;
+            std::string name = unique_kernel_name(kp, group.size() == 1 ? group[0].target.name : "fused_" + group.back().target.name);
             LoweredGroup candidate = lower_group(program, *attempt.plan, name);
             std::string largest;
             int64_t bytes = on_chip_bytes(candidate.kernels, &largest);

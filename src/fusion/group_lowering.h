@@ -10,6 +10,7 @@
 
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "fusion/lower_fused.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
+#include "lower/internal_names.h"
 
 namespace solder::fused {
 
@@ -48,10 +50,11 @@ class GroupLowering {
  public:
   GroupLowering(const BoundProgram& program, const GroupPlan& plan, const std::string& name)
       : program_(program), plan_(plan), name_(name) {
-    if (plan.stream >= 0) stream_var_ = plan.dims[static_cast<size_t>(plan.stream)].name + "_t";
+    reserve_program_names();
+    if (plan.stream >= 0) stream_var_ = tile_var_of(plan.dims[static_cast<size_t>(plan.stream)].name);
     for (size_t d = 0; d < plan.dims.size(); ++d) {
       const GroupDim& dim = plan.dims[d];
-      if ((dim.role == DimRole::grid && dim.tiles() > 1) || dim.role == DimRole::inner) tile_var_[static_cast<int>(d)] = dim.name + "_t";
+      if ((dim.role == DimRole::grid && dim.tiles() > 1) || dim.role == DimRole::inner) tile_var_[static_cast<int>(d)] = tile_var_of(dim.name);
     }
   }
 
@@ -93,8 +96,33 @@ class GroupLowering {
   static constexpr int kMaxClusterSegments = 8;  // portable cluster size
 
   const GroupDim& dim(int d) const { return plan_.dims[static_cast<size_t>(d)]; }
+  // ---- Names the lowering introduces ----
+  // Buffers, variables and scratch globals are named after the program's tensors and dims (`x_tile`,
+  // `acc_y`, `T_t`). A name the program already uses (a tensor, a dim or an index variable: `y_tile`
+  // as an input), or that another internal name took first, gets a numeric suffix instead
+  // (`y_tile_2`): internal names never collide with the program's or with each other. The same
+  // purpose (`kind`, `of`) always gets the same name within the group.
+  std::string internal_name(const std::string& kind, const std::string& of, const std::string& wanted) const {
+    return names_.get(kind, of, wanted);
+  }
+  void reserve_program_names();
+  mutable InternalNames names_;
+
   // The on-chip tile holding a member's value (globals keep the plain name).
-  static std::string tile_of(const std::string& tensor) { return tensor + "_tile"; }
+  std::string tile_of(const std::string& tensor) const { return internal_name("tile", tensor, tensor + "_tile"); }
+  // The tile-index variable of a grid, stream or inner dim.
+  std::string tile_var_of(const std::string& dim_name) const { return internal_name("tile_var", dim_name, dim_name + "_t"); }
+  // A cascade member's input before this tile (rescale factors).
+  std::string old_of(const std::string& tensor) const { return internal_name("old", tensor, "old_" + tensor); }
+  // The segment grid variable, and the segment index of the partials read by the merge.
+  std::string seg_var() const { return internal_name("seg", "", "seg"); }
+  std::string seg_part_var() const { return internal_name("seg_part", "", "seg_part"); }
+  // The rank variable of a selection merged across segments.
+  // A cascade member's input at this segment's end (the merge's rescale factors).
+  std::string segment_of(const std::string& tensor) const { return internal_name("segment", tensor, "segment_" + tensor); }
+  // The k-th element variable of a whole-buffer copy.
+  std::string element_var(size_t k) const { return internal_name("element", std::to_string(k), "e" + std::to_string(k)); }
+  std::string rank_in_var(const std::string& rank) const { return internal_name("rank_in", rank, rank + "_in"); }
 
   // ---- Index arithmetic ----
   Expr base(int d) const;
@@ -129,10 +157,15 @@ class GroupLowering {
       if (auto it = renamed->find(name); it != renamed->end()) name = it->second;
       if (name.rfind("@part:", 0) == 0) return self->partial_load(*m, name.substr(6), load);
       const GroupMember* producer = self->plan_.member(name);
-      if (producer) name = tile_of(name);
+      if (producer) name = self->tile_of(name);
       auto bd = self->buffer_dims_.find(name);
       if (bd != self->buffer_dims_.end() || producer) {
         const std::vector<int>& dims = bd != self->buffer_dims_.end() ? bd->second : producer->p_dims;
+        // A tile with no dims (a scalar state such as a whole-vector mean) is read at scalar_index().
+        if (dims.empty()) return make_load(name, scalar_index(), load.loc);
+        if (load.index.size() != dims.size())
+          throw std::logic_error("fused lowering: load of '" + name + "' has " + std::to_string(load.index.size()) + " indices for " +
+                              std::to_string(dims.size()) + " dims");
         std::vector<Expr> idx;
         for (size_t k = 0; k < load.index.size(); ++k) {
           auto v = load.index[k].as<VarNode>();
@@ -179,9 +212,14 @@ class GroupLowering {
   // ---- Cascade members (reductions over the stream) ----
   bool is_d_of_later(const GroupMember& y) const;
   std::set<std::string> old_copies_needed() const;
-  std::string acc(const GroupMember& y) const { return "acc_" + y.def.target.name; }
-  std::string acc_index(const GroupMember& y) const { return "acc_" + y.def.target.name + "_index"; }
-  std::string center(const GroupMember& y) const { return "center_" + y.def.target.name; }
+  std::string acc(const GroupMember& y) const { return internal_name("acc", y.def.target.name, "acc_" + y.def.target.name); }
+  std::string acc_index(const GroupMember& y) const {
+    return internal_name("acc_index", y.def.target.name, "acc_" + y.def.target.name + "_index");
+  }
+  std::string center(const GroupMember& y) const { return internal_name("center", y.def.target.name, "center_" + y.def.target.name); }
+  std::string center_new(const GroupMember& y) const {
+    return internal_name("center_new", y.def.target.name, "center_" + y.def.target.name + "_new");
+  }
   // Whether a selection keeps the winners' indices beside its values (argmax/argmin always; topk
   // when it has an index target).
   static bool keeps_index(const GroupMember& y) {
@@ -189,7 +227,9 @@ class GroupLowering {
   }
   // acc (and the index accumulator, if any) back to the monoid's identity.
   void reset_accumulator(Block& into, const GroupMember& y, const std::string& comment);
-  std::string taylor(const GroupMember& y, size_t k) const { return "B" + std::to_string(k) + "_" + y.def.target.name; }
+  std::string taylor(const GroupMember& y, size_t k) const {
+    return internal_name("taylor" + std::to_string(k), y.def.target.name, "B" + std::to_string(k) + "_" + y.def.target.name);
+  }
 
   // The dims and variables of a polynomial member's state: its p-dims plus the reduce variables
   // that index its D (one centre per value of D).
@@ -240,7 +280,7 @@ class GroupLowering {
   // ---- Multi-segment: partial states to scratch, merged by a second kernel ----
   struct Partial { std::string buffer; std::vector<int> dims; std::vector<int64_t> extra; };
   std::vector<Partial> partial_buffers() const;
-  std::string partial_name(const std::string& buffer) const { return name_ + "_part_" + buffer; }
+  std::string partial_name(const std::string& buffer) const { return internal_name("part", buffer, name_ + "_part_" + buffer); }
 
   void write_partials(Block& body);
 

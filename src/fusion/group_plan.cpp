@@ -81,8 +81,9 @@ class Planner {
       GroupMember m;
       m.def = d;
       m.dtype = d.value_dtype();
-      m.exported = std::find(exported.begin(), exported.end(), d.target.name) != exported.end() ||
-                   (d.index_target && std::find(exported.begin(), exported.end(), d.index_target->name) != exported.end());
+      m.value_exported = std::find(exported.begin(), exported.end(), d.target.name) != exported.end();
+      m.index_exported = d.index_target && std::find(exported.begin(), exported.end(), d.index_target->name) != exported.end();
+      m.exported = m.value_exported || m.index_exported;
       plan_.members.push_back(std::move(m));
     }
   }
@@ -159,6 +160,11 @@ class Planner {
         node[{static_cast<int>(i), var}] = id;
         extent_of_node[id] = extent;
       }
+      // topk's rank variable indexes the k winners, which one selection produces together: held whole
+      // (a grid dim of tile 1 gave each block one rank of a topk(2): an out-of-bounds write).
+      const Definition& def = plan_.members[i].def;
+      if (def.reduce == ReduceOp::topk && bd.topk_rank_position >= 0)
+        whole_nodes.insert(node.at({static_cast<int>(i), def.target.index[static_cast<size_t>(bd.topk_rank_position)].name}));
     }
     // Members of each class, to refuse joining two variables of one definition.
     auto members_of = [&](int root) {

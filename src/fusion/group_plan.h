@@ -79,7 +79,9 @@ struct GroupMember {
   Definition def;                  // with pointwise producers inlined
   Phase phase = Phase::pre;
   std::vector<int> p_dims, r_dims; // dim of each p-/r-variable
-  bool exported = false;           // written to global memory
+  bool exported = false;           // written to global memory (its value, its indices or both)
+  bool value_exported = false;     // the value is written to global memory
+  bool index_exported = false;     // topk: the indices are written to global memory
   bool recomputed = false;         // lacks a grid dim: every block computes it again
   Decomposition decomposition;     // cascade members
   std::optional<std::string> d_extensive;  // polynomial: its D is a plain sum (centre extrapolated)

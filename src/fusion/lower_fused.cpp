@@ -37,6 +37,18 @@ Expr GroupLowering::ragged_guard(int d, const std::string& var) const {
 }
 
 // ---- Buffers ----
+// ---- Names ----
+void GroupLowering::reserve_program_names() {
+  names_ = InternalNames(program_);
+  // Members are inlined: their bodies may hold variables the program's definitions do not.
+  for (auto& m : plan_.members) {
+    names_.reserve_definition(m.def);
+    const Decomposition& d = m.decomposition;
+    for (const Expr& e : {d.online_term, d.h_deferred, d.h_online, d.d_load}) names_.reserve_names_in(e);
+    for (auto& t : d.taylor) names_.reserve_names_in(t);
+  }
+}
+
 void GroupLowering::add_buffer(const std::string& name, const std::vector<int>& dims, DType dtype, Scope scope, std::vector<int64_t> extra) {
   if (kernel_.find_buffer(name)) return;
   Buffer b{name, {}, dtype, scope};
@@ -68,8 +80,9 @@ void GroupLowering::export_member(Block& into, const GroupMember& m) {
     c.src = Access{tile_of(name), axis_index(md.p_vars)};
     into.push_back(make_stmt(std::move(c)));
   };
-  store(m.def.target.name);
-  if (m.def.index_target) store(m.def.index_target->name);
+  // Only what another kernel reads or the program outputs: an unused topk index or value stays on chip.
+  if (m.value_exported) store(m.def.target.name);
+  if (m.def.index_target && m.index_exported) store(m.def.index_target->name);
 }
 
 // ---- Kernels ----
@@ -87,7 +100,7 @@ void GroupLowering::start_kernel(const std::string& name) {
 }
 
 void GroupLowering::finish_kernel() {
-  if (kernel_.grid.empty()) kernel_.grid.push_back({"block", 1});
+  if (kernel_.grid.empty()) kernel_.grid.push_back({internal_name("block", "", "block"), 1});
   kernels_.push_back(std::move(kernel_));
 }
 
@@ -117,7 +130,7 @@ void GroupLowering::build_main_kernel(bool segmented) {
   segmented_ = segmented;
   merge_kernel_ = false;
   start_kernel(name_);
-  if (segmented) kernel_.grid.push_back({"seg", plan_.segments});
+  if (segmented) kernel_.grid.push_back({seg_var(), plan_.segments});
   if (segmented && cluster_merge_) kernel_.cluster = plan_.segments;
   // Register buffers for members first, so loads resolve to tiles, then discover staging.
   for (auto& m : plan_.members)
@@ -131,7 +144,7 @@ void GroupLowering::build_main_kernel(bool segmented) {
     if (!segmented) export_member(body, m);
     else if (m.exported) {
       IfNode first;
-      first.cond = make_binary(BinaryOp::eq, make_var("seg"), make_int(0));
+      first.cond = make_binary(BinaryOp::eq, make_var(seg_var()), make_int(0));
       export_member(first.then_body, m);
       body.push_back(make_stmt(std::move(first)));
     }
@@ -140,7 +153,7 @@ void GroupLowering::build_main_kernel(bool segmented) {
     for (auto& m : plan_.members) if (m.phase == Phase::cascade) init_cascade(body, m);
     for (auto& t : old_copies_needed()) {
       const GroupMember* x = plan_.member(t);
-      add_buffer("old_" + t, x->p_dims, DType::f32, Scope::register_file);
+      add_buffer(old_of(t), x->p_dims, DType::f32, Scope::register_file);
     }
     Block loop;
     emit_staging(loop, plan_.stream);
@@ -154,7 +167,7 @@ void GroupLowering::build_main_kernel(bool segmented) {
       CopyNode c;
       c.comment = "remember " + t + " before this tile";
       c.domain = xd.domain;
-      c.dst = Access{"old_" + t, axis_index(xd.p_vars)};
+      c.dst = Access{old_of(t), axis_index(xd.p_vars)};
       c.src = Access{tile_of(t), axis_index(xd.p_vars)};
       loop.push_back(make_stmt(std::move(c)));
     }
@@ -165,7 +178,7 @@ void GroupLowering::build_main_kernel(bool segmented) {
                 (segmented ? ", this block's segment of " + std::to_string(segment_tiles()) + " tiles" : "");
     f.var = stream_var_;
     if (segmented) {
-      Expr first = mul(make_var("seg"), make_int(segment_tiles()));
+      Expr first = mul(make_var(seg_var()), make_int(segment_tiles()));
       f.begin = first;
       f.end = make_binary(BinaryOp::min, add(first, make_int(segment_tiles())), make_int(st.tiles()));
     } else {
@@ -178,7 +191,7 @@ void GroupLowering::build_main_kernel(bool segmented) {
       merge_in_cluster(body);
       IfNode leader;
       leader.comment = "the segments now agree; the first block of each cluster finishes";
-      leader.cond = make_binary(BinaryOp::eq, make_var("seg"), make_int(0));
+      leader.cond = make_binary(BinaryOp::eq, make_var(seg_var()), make_int(0));
       for (auto& m : plan_.members) if (m.phase == Phase::cascade) export_member(leader.then_body, m);
       post_members(leader.then_body);
       body.push_back(make_stmt(std::move(leader)));

@@ -90,7 +90,7 @@ void GroupLowering::init_cascade(Block& into, const GroupMember& y) {
       fill(taylor(y, k), 0, k == 0 ? comment + ": Taylor states around a moving centre" : "");
     }
     add_buffer(center(y), s.dims, DType::f32, Scope::register_file);
-    add_buffer(center(y) + "_new", s.dims, DType::f32, Scope::register_file);
+    add_buffer(center_new(y), s.dims, DType::f32, Scope::register_file);
     fill(center(y), 0);
     return;
   }
@@ -170,7 +170,7 @@ void GroupLowering::update_cascade(Block& into, const GroupMember& y) {
   const Decomposition& dec = y.decomposition;
   MemberDomain md = domain_of(y);
   std::map<std::string, std::string> old_names;
-  for (auto& t : old_copies_needed()) old_names[t] = "old_" + t;
+  for (auto& t : old_copies_needed()) old_names[t] = old_of(t);
   if (dec.kind == Decomposition::Kind::polynomial) {
     update_polynomial(into, y, /*final=*/false);
     return;
@@ -218,17 +218,17 @@ void GroupLowering::update_polynomial(Block& into, const GroupMember& y, bool fi
     const GroupDim& st = dim(plan_.stream);
     Expr seen_end = make_binary(BinaryOp::min, mul(add(make_var(stream_var_), make_int(1)), make_int(st.tile)), make_int(st.extent));
     Expr seen = seen_end;
-    if (segmented_) seen = make_binary(BinaryOp::sub, seen_end, mul(mul(make_var("seg"), make_int(segment_tiles())), make_int(st.tile)));
+    if (segmented_) seen = make_binary(BinaryOp::sub, seen_end, mul(mul(make_var(seg_var()), make_int(segment_tiles())), make_int(st.tile)));
     estimate = make_binary(BinaryOp::div, mul(estimate, make_int(st.extent)), seen);
   }
   MapNode c;
   c.comment = y.def.target.name + ": move the centre to the " + (final ? "final " : "running ") + print_expr(dec.d_load) +
               (!final && y.d_extensive ? " (extrapolated to the whole stream)" : "") + " and shift the Taylor states";
   c.domain = state_domain;
-  c.dst = Access{center(y) + "_new", idx};
+  c.dst = Access{center_new(y), idx};
   c.value = estimate;
   into.push_back(make_stmt(std::move(c)));
-  Expr delta = make_binary(BinaryOp::sub, make_load(center(y) + "_new", idx), make_load(center(y), idx));
+  Expr delta = make_binary(BinaryOp::sub, make_load(center_new(y), idx), make_load(center(y), idx));
   size_t n = dec.taylor.size() - 1;
   for (size_t j = 0; j <= n; ++j) {
     Expr sum = make_load(taylor(y, j), idx);
@@ -247,7 +247,7 @@ void GroupLowering::update_polynomial(Block& into, const GroupMember& y, bool fi
   CopyNode move;
   move.domain = state_domain;
   move.dst = Access{center(y), idx};
-  move.src = Access{center(y) + "_new", idx};
+  move.src = Access{center_new(y), idx};
   into.push_back(make_stmt(std::move(move)));
   if (final) return;
   std::string d_tensor = dec.d_load.as<LoadNode>()->tensor;

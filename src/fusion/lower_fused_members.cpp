@@ -62,7 +62,8 @@ Expr GroupLowering::staged_load(const GroupMember& m, const LoadNode& load) {
     }
   }
   Staged s;
-  s.buffer = load.tensor + "_tile" + (staged_count(load.tensor) ? std::to_string(staged_count(load.tensor) + 1) : "");
+  const int copies = staged_count(load.tensor);
+  s.buffer = internal_name("staged" + std::to_string(copies), load.tensor, load.tensor + "_tile" + (copies ? std::to_string(copies + 1) : ""));
   s.tensor = load.tensor;
   s.dims = dims;
   s.source = source;
@@ -156,7 +157,8 @@ void GroupLowering::compute_member(Block& into, const GroupMember& m) {
   bool by_index = def.reduce == ReduceOp::argmax || def.reduce == ReduceOp::argmin;
   bool looped = std::any_of(m.r_dims.begin(), m.r_dims.end(), [&](int d) { return dim(d).role == DimRole::inner; });
   bool widened = !by_index && looped && m.dtype != DType::f32 && (def.reduce == ReduceOp::sum || def.reduce == ReduceOp::prod);
-  std::string value_buffer = by_index ? "val_" + def.target.name : widened ? tile_of(def.target.name) + "_f32" : tile_of(def.target.name);
+  std::string value_buffer = by_index ? "val_" + def.target.name
+                             : widened ? internal_name("f32", def.target.name, tile_of(def.target.name) + "_f32") : tile_of(def.target.name);
   if (by_index || widened) add_buffer(value_buffer, m.p_dims, DType::f32, Scope::register_file);
   std::string index_buffer = by_index ? tile_of(def.target.name) : def.index_target ? tile_of(def.index_target->name) : "";
   if (def.index_target) add_buffer(index_buffer, m.p_dims, DType::i32, scope);

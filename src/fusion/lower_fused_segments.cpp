@@ -46,7 +46,7 @@ void GroupLowering::write_partials(Block& body) {
       c.domain.guard = conj(c.domain.guard, ragged_guard(d, dim(d).name));
     }
     c.dst.name = g.name;
-    c.dst.index.push_back(make_var("seg"));
+    c.dst.index.push_back(make_var(seg_var()));
     for (size_t k = 0; k < p.dims.size(); ++k) c.dst.index.push_back(global_index(p.dims[k], axes[k]));
     c.src = Access{p.buffer, axis_index(axes)};
     body.push_back(make_stmt(std::move(c)));
@@ -56,7 +56,7 @@ void GroupLowering::write_partials(Block& body) {
 // A load of the segment partial of `buffer` for member m, at segment `seg_part`.
 Expr GroupLowering::partial_load(const GroupMember& m, const std::string& buffer, const LoadNode& load) {
   const GroupMember* x = plan_.member(buffer);
-  std::vector<Expr> idx{make_var("seg_part")};
+  std::vector<Expr> idx{make_var(seg_part_var())};
   for (size_t k = 0; k < load.index.size(); ++k) {
     Translator t;
     t.self = this;
@@ -70,7 +70,7 @@ Expr GroupLowering::partial_load(const GroupMember& m, const std::string& buffer
 }
 
 Expr GroupLowering::partial_at(const std::string& buffer, const std::vector<int>& dims, const std::vector<std::string>& vars) {
-  std::vector<Expr> idx{make_var("seg_part")};
+  std::vector<Expr> idx{make_var(seg_part_var())};
   for (size_t k = 0; k < dims.size(); ++k) idx.push_back(global_index(dims[k], vars[k]));
   return make_load(partial_name(buffer), idx);
 }
@@ -85,7 +85,7 @@ void GroupLowering::cluster_reduce_buffer(Block& into, const std::string& buffer
                            const std::string& comment) {
   // A copy, not a pointer: the push_back below may move kernel_.buffers.
   const Buffer b = *kernel_.find_buffer(buffer);
-  std::string shared = "dsm_" + buffer;
+  std::string shared = internal_name("dsm", buffer, "dsm_" + buffer);
   if (!kernel_.find_buffer(shared)) {
     Buffer d = b;
     d.name = shared;
@@ -96,8 +96,8 @@ void GroupLowering::cluster_reduce_buffer(Block& into, const std::string& buffer
   Domain all;
   std::vector<std::string> vars;
   for (size_t k = 0; k < b.shape.size(); ++k) {
-    all.axes.push_back({"e" + std::to_string(k), b.shape[k]});
-    vars.push_back("e" + std::to_string(k));
+    all.axes.push_back({element_var(k), b.shape[k]});
+    vars.push_back(element_var(k));
   }
   CopyNode to;
   to.comment = comment;
@@ -130,14 +130,14 @@ void GroupLowering::merge_in_cluster(Block& body) {
   for (auto& t : d_members) {
     const GroupMember* x = plan_.member(t);
     MemberDomain xd = domain_of(*x);
-    add_buffer("segment_" + t, x->p_dims, DType::f32, Scope::register_file);
+    add_buffer(segment_of(t), x->p_dims, DType::f32, Scope::register_file);
     CopyNode c;
     c.comment = "this segment's " + t + ", before the segments are merged";
     c.domain = xd.domain;
-    c.dst = Access{"segment_" + t, axis_index(xd.p_vars)};
+    c.dst = Access{segment_of(t), axis_index(xd.p_vars)};
     c.src = Access{tile_of(t), axis_index(xd.p_vars)};
     body.push_back(make_stmt(std::move(c)));
-    segment_names[t] = "segment_" + t;
+    segment_names[t] = segment_of(t);
   }
   for (auto& y : plan_.members) {
     if (y.phase != Phase::cascade) continue;
@@ -184,19 +184,19 @@ void GroupLowering::merge_selection_in_cluster(Block& body, const GroupMember& y
   if (has_index) sources.push_back(acc_index(y));
   for (auto& src : sources) {
     Buffer mine = *kernel_.find_buffer(src);  // a copy: the push_backs below may move kernel_.buffers
-    mine.name = "dsm_" + src;
+    mine.name = internal_name("dsm", src, "dsm_" + src);
     mine.scope = Scope::cluster;
     mine.dtype = DType::f32;
     Buffer all = mine;
-    all.name = "gathered_" + src;
+    all.name = internal_name("gathered", src, "gathered_" + src);
     all.shape.insert(all.shape.begin(), S);
     if (!kernel_.find_buffer(mine.name)) kernel_.buffers.push_back(mine);
     if (!kernel_.find_buffer(all.name)) kernel_.buffers.push_back(all);
     Domain d;
     std::vector<std::string> vars;
     for (size_t k = 0; k < mine.shape.size(); ++k) {
-      d.axes.push_back({"e" + std::to_string(k), mine.shape[k]});
-      vars.push_back("e" + std::to_string(k));
+      d.axes.push_back({element_var(k), mine.shape[k]});
+      vars.push_back(element_var(k));
     }
     CopyNode c;
     c.comment = src == acc(y) ? comment : "";
@@ -215,24 +215,24 @@ void GroupLowering::merge_selection_in_cluster(Block& body, const GroupMember& y
   r.domain = md.domain;
   r.accumulate = true;
   r.dst = Access{acc(y), axis_index(md.p_vars)};
-  Axis seg_axis{"seg_part", S};
+  Axis seg_axis{seg_part_var(), S};
   std::vector<std::string> vars_in = md.p_vars;
   if (def.reduce == ReduceOp::topk) {
     std::string rank = rank_var(y);
     size_t pos = static_cast<size_t>(std::find(md.p_vars.begin(), md.p_vars.end(), rank) - md.p_vars.begin());
-    vars_in[pos] = rank + "_in";
-    r.reduce_axes = {seg_axis, {rank + "_in", dim(y.p_dims[pos]).tile}};
+    vars_in[pos] = rank_in_var(rank);
+    r.reduce_axes = {seg_axis, {rank_in_var(rank), dim(y.p_dims[pos]).tile}};
     r.rank_var = rank;
     r.k = dim(y.p_dims[pos]).extent;
   } else {
     r.reduce_axes = {seg_axis};
   }
-  std::vector<Expr> gathered{make_var("seg_part")};
+  std::vector<Expr> gathered{make_var(seg_part_var())};
   for (auto& v : vars_in) gathered.push_back(make_var(v));
-  r.value = make_load("gathered_" + acc(y), gathered);
+  r.value = make_load(internal_name("gathered", acc(y), "gathered_" + acc(y)), gathered);
   if (has_index) {
     r.index_dst = Access{acc_index(y), axis_index(md.p_vars)};
-    r.index_value = make_load("gathered_" + acc_index(y), gathered);
+    r.index_value = make_load(internal_name("gathered", acc_index(y), "gathered_" + acc_index(y)), gathered);
   }
   body.push_back(make_stmt(std::move(r)));
 }
@@ -271,7 +271,7 @@ void GroupLowering::build_merge_kernel() {
   discover_staging(false, true);
   Block& body = kernel_.body;
   emit_staging(body, -1);
-  Axis seg_axis{"seg_part", plan_.segments};
+  Axis seg_axis{seg_part_var(), plan_.segments};
   for (auto& y : plan_.members) {
     if (y.phase != Phase::cascade) continue;
     const Definition& def = y.def;
@@ -313,7 +313,7 @@ void GroupLowering::build_merge_kernel() {
     if (def.reduce == ReduceOp::topk) {
       // Merge the k-lists of every segment: reduce over (segment, rank of the segment's list).
       std::string rank = rank_var(y);
-      std::string rank_in = rank + "_in";
+      std::string rank_in = rank_in_var(rank);
       size_t pos = static_cast<size_t>(std::find_if(def.target.index.begin(), def.target.index.end(), [&](auto& v) { return v.name == rank; }) - def.target.index.begin());
       std::vector<std::string> vars_in = md.p_vars;
       vars_in[pos] = rank_in;

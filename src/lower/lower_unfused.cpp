@@ -6,6 +6,7 @@
 #include "contract/gemm_skeleton_fit.h"
 #include "plan/skeleton_choice.h"
 #include "ir/expr_visitor.h"
+#include "lower/internal_names.h"
 
 namespace solder {
 namespace {
@@ -33,10 +34,10 @@ struct TiledVar {
   int64_t tiles() const { return (extent + tile - 1) / tile; }
 };
 
-TiledVar tile_var(const std::string& name, int64_t extent, int64_t tile) {
+TiledVar tile_var(const std::string& name, int64_t extent, int64_t tile, InternalNames& names) {
   TiledVar t{name, extent, std::min(tile, extent), "", make_int(0)};
   if (t.tiles() > 1) {
-    t.tile_var = name + "_tile";
+    t.tile_var = names.get("tile_var", name, name + "_tile");
     t.base = make_binary(BinaryOp::mul, make_var(t.tile_var), make_int(t.tile));
   }
   return t;
@@ -85,6 +86,7 @@ std::vector<GlobalTensor> program_globals(const BoundProgram& program) {
 Kernel lower_definition(const BoundProgram& program, size_t index) {
   const BoundDefinition& bd = program.defs[index];
   const Definition& def = *bd.def;
+  InternalNames names(program);
   Kernel kernel;
   kernel.name = def.target.name;
   kernel.definitions.push_back(def.target.name);
@@ -104,15 +106,15 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
       tile = tiled_seen == 0 ? 32 : tiled_seen == 1 ? 8 : 1;
       ++tiled_seen;
     }
-    p_vars.insert(p_vars.begin(), tile_var(name, extent, tile));
+    p_vars.insert(p_vars.begin(), tile_var(name, extent, tile, names));
   }
   std::vector<TiledVar> r_vars;
   for (size_t i = 0; i < def.reduce_vars.size(); ++i)
-    r_vars.push_back(tile_var(def.reduce_vars[i].name, bd.r_extents[i], i + 1 == def.reduce_vars.size() ? 32 : 1));
+    r_vars.push_back(tile_var(def.reduce_vars[i].name, bd.r_extents[i], i + 1 == def.reduce_vars.size() ? 32 : 1, names));
 
   for (auto& t : p_vars)
     if (!t.tile_var.empty()) kernel.grid.push_back({t.tile_var, t.tiles()});
-  if (kernel.grid.empty()) kernel.grid.push_back({"block", 1});
+  if (kernel.grid.empty()) kernel.grid.push_back({names.get("block", "", "block"), 1});
 
   Substitute substitute;
   for (auto& t : p_vars) substitute.replacement[t.name] = global_index(t);
@@ -143,13 +145,14 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
   }
 
   // Accumulate into a register tile over loops of r-tiles, then store.
-  Buffer acc{"acc", {}, DType::f32, Scope::register_file};
+  const std::string acc_name = names.get("acc", "", "acc"), acc_index_name = names.get("acc_index", "", "acc_index");
+  Buffer acc{acc_name, {}, DType::f32, Scope::register_file};
   for (auto& a : store_domain.axes) acc.shape.push_back(a.extent);
-  Access acc_access{"acc", {}};
+  Access acc_access{acc_name, {}};
   for (auto& a : store_domain.axes) acc_access.index.push_back(make_var(a.var));
   kernel.buffers.push_back(acc);
   FillNode fill;
-  fill.buffer = "acc";
+  fill.buffer = acc_name;
   fill.value = identity_of(def.reduce);
   fill.comment = def.target.name + ": " + std::string(reduce_op_name(def.reduce)) + " over " +
                  [&] { std::string s; for (auto& r : r_vars) s += (s.empty() ? "" : ", ") + r.name; return s; }();
@@ -157,10 +160,10 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
 
   bool wants_index = def.reduce == ReduceOp::argmax || def.reduce == ReduceOp::argmin || def.index_target;
   if (wants_index) {
-    Buffer index_acc{"acc_index", acc.shape, DType::f32, Scope::register_file};
+    Buffer index_acc{acc_index_name, acc.shape, DType::f32, Scope::register_file};
     kernel.buffers.push_back(index_acc);
     FillNode fill_index;
-    fill_index.buffer = "acc_index";
+    fill_index.buffer = acc_index_name;
     fill_index.value = -1;
     kernel.body.push_back(make_stmt(std::move(fill_index)));
   }
@@ -174,7 +177,7 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
   reduce.where = bounds_guard(r_vars);
   reduce.accumulate = true;
   if (wants_index) {
-    reduce.index_dst = Access{"acc_index", acc_access.index};
+    reduce.index_dst = Access{acc_index_name, acc_access.index};
     reduce.index_value = global_index(r_vars[0]);
   }
   if (def.reduce == ReduceOp::topk) {
@@ -202,10 +205,10 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
     kernel.body.push_back(make_stmt(std::move(copy)));
   };
   if (def.reduce == ReduceOp::argmax || def.reduce == ReduceOp::argmin) {
-    store(def.target.name, "acc_index");
+    store(def.target.name, acc_index_name);
   } else {
-    store(def.target.name, "acc");
-    if (def.index_target) store(def.index_target->name, "acc_index");
+    store(def.target.name, acc_name);
+    if (def.index_target) store(def.index_target->name, acc_index_name);
   }
   return kernel;
 }

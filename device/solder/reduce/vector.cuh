@@ -7,6 +7,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <solder/runtime.cuh>
+
 namespace solder::reduce {
 
 // ---- Global loads: one 16-byte access, converted to float (p 16-byte aligned) ------------------
@@ -61,19 +63,14 @@ __device__ __forceinline__ void store_tile(float* p, const float (&v)[N]) {
   for (int i = 0; i < N; i += 4) *reinterpret_cast<float4*>(p + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
 }
 
-// ---- Combining operators of cooperative reduces (f32 at each step; max/min propagate NaN) ------
+// ---- Combining operators of cooperative reduces (f32 at each step) ------------------------------
+// Max and Min are the Kernel IR's max/min (docs/kernel-ir.md): NaN in either operand gives NaN, and
+// -0 orders below +0 in either operand order. They call solder::max_nan / min_nan, the one
+// implementation the rest of the generated code and the cluster collectives use.
 struct Sum { __device__ __forceinline__ float operator()(float a, float b) const { return a + b; } };
 struct Prod { __device__ __forceinline__ float operator()(float a, float b) const { return a * b; } };
-struct Max {
-  __device__ __forceinline__ float operator()(float a, float b) const {
-    return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
-  }
-};
-struct Min {
-  __device__ __forceinline__ float operator()(float a, float b) const {
-    return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
-  }
-};
+struct Max { __device__ __forceinline__ float operator()(float a, float b) const { return solder::max_nan(a, b); } };
+struct Min { __device__ __forceinline__ float operator()(float a, float b) const { return solder::min_nan(a, b); } };
 
 // Recursive doubling over the xor offsets first, 2 * first, ... below `last` (powers of two, last
 // <= 32): afterwards every lane holds the combination over the lanes that differ from it only in

@@ -15,16 +15,19 @@
 namespace solder {
 namespace {
 
-constexpr uint32_t kPoisonBits = 0x7fdead00u;  // a quiet NaN with a payload
+constexpr uint32_t kPoisonBits = 0x7fdead00u;  // a quiet NaN with a payload (as float)
 
-float poison_value() {
+// Storage holds double: every value is stored rounded to its dtype (so f32 and narrower values are
+// exactly what float32 storage would hold), and i32 values above 2^24 stay exact.
+using Element = double;
+Element poison_value() {
   float f;
   std::memcpy(&f, &kPoisonBits, sizeof f);
-  return f;
+  return static_cast<Element>(f);  // float -> double keeps the payload, and the way back restores it
 }
 
 inline double round32(double v) { return static_cast<double>(static_cast<float>(v)); }
-inline float store_value(double v, DType dtype) { return static_cast<float>(round_to_dtype(v, dtype)); }
+inline Element store_value(double v, DType dtype) { return round_to_dtype(v, dtype); }
 
 // Row-major strides of a shape.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
@@ -36,11 +39,11 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
 
 // Storage that owns its elements.
 struct OwnedStorage {
-  std::vector<float> data;
+  std::vector<Element> data;
   TensorStorage view;
   void init(const std::string& name, const std::vector<int64_t>& shape, DType dtype, int64_t elements) {
     data.assign(static_cast<size_t>(elements), poison_value());
-    view = TensorStorage{name, shape, nullptr, data.data(), dtype};
+    view = TensorStorage{name, shape, data.data(), nullptr, dtype};
   }
 };
 
@@ -393,7 +396,7 @@ class KernelRunner {
     }
   }
 
-  float* data_of(BlockState& st, int slot) {
+  Element* data_of(BlockState& st, int slot) {
     if (slot < static_cast<int>(global_names_.size())) return global_storage_[static_cast<size_t>(slot)]->data.data();
     return st.buffers[static_cast<size_t>(slot) - global_names_.size()].data.data();
   }
@@ -463,7 +466,7 @@ class KernelRunner {
         return;
       case StmtKind::Fill: {
         const Buffer& b = buffer_of(c.buffer);
-        float v = store_value(static_cast<const FillNode*>(c.node)->value, b.dtype);
+        Element v = store_value(static_cast<const FillNode*>(c.node)->value, b.dtype);
         std::fill_n(data_of(st, c.buffer), b.elements(), v);
         return;
       }
@@ -504,7 +507,7 @@ class KernelRunner {
           if (to < 0 || from < 0) return;
           double v = data_of(st, c.src.slot)[from];
           std::lock_guard<std::mutex> lock(atomic_mutex_);
-          float* d = data_of(st, c.dst.slot);
+          Element* d = data_of(st, c.dst.slot);
           double old = d[to];
           double r = op == ReduceOp::sum ? round32(old + v) : op == ReduceOp::max ? max_nan(old, v) : min_nan(old, v);
           store(c.dst, st, to, r);
@@ -513,7 +516,7 @@ class KernelRunner {
       }
       case StmtKind::QueuePush: {
         const Buffer& src = buffer_of(c.a);
-        const float* d = data_of(st, c.a);
+        const Element* d = data_of(st, c.a);
         std::vector<float> tile(d, d + src.elements());
         const Buffer& q = buffer_of(c.buffer);
         st.sync->queue_push(static_cast<int>(st.linear), q.name, q.depth, std::move(tile), static_cast<int64_t>(eval(c.tag, st)), c.label);
@@ -523,7 +526,7 @@ class KernelRunner {
         int64_t tag = 0;
         std::vector<float> tile = st.sync->queue_pop(static_cast<int>(st.linear), buffer_of(c.buffer).name, &tag, c.label);
         const Buffer& dst = buffer_of(c.a);
-        float* d = data_of(st, c.a);
+        Element* d = data_of(st, c.a);
         for (size_t i = 0; i < tile.size(); ++i) d[i] = store_value(tile[i], dst.dtype);
         st.vars[static_cast<size_t>(c.var_slot)] = tag;
         return;
@@ -666,7 +669,7 @@ class KernelRunner {
   void execute_collective(const CompiledStmt& c, BlockState& st) {
     const int C = kernel_.cluster;
     auto& peers = *st.peers;
-    auto peer_data = [&](int rank, int slot) -> const float* { return data_of(*peers[static_cast<size_t>(rank)], slot); };
+    auto peer_data = [&](int rank, int slot) -> const Element* { return data_of(*peers[static_cast<size_t>(rank)], slot); };
     // sum: f32 at every step, in rank order. max/min: NaN propagates and -0 < +0 (max_nan / min_nan, the
     // PTX max.NaN / min.NaN rule), so their result does not depend on the rank order.
     auto combine = [](ReduceOp op, double acc, double v) {
@@ -730,17 +733,18 @@ class KernelRunner {
     }
     st.sync->cluster_barrier(static_cast<int>(st.linear), static_cast<int>(st.cluster_id), c.label);
     const Buffer& t = buffer_of(target);
-    float* out = data_of(st, target);
+    Element* out = data_of(st, target);
     for (size_t i = 0; i < result.size(); ++i) out[i] = store_value(result[i], t.dtype);
   }
 };
 
 }  // namespace
 
-bool is_poison(float value) {
+bool is_poison(double value) {
+  const float narrowed = static_cast<float>(value);
   uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits == kPoisonBits;
+  std::memcpy(&bits, &narrowed, sizeof bits);
+  return std::isnan(value) && bits == kPoisonBits;
 }
 
 ExecutionResult execute_kernel_program(const KernelProgram& program, const TensorSet& inputs) {
@@ -767,9 +771,9 @@ ExecutionResult execute_kernel_program(const KernelProgram& program, const Tenso
     const OwnedStorage& s = globals.at(g.name);
     t.values.reserve(s.data.size());
     int64_t unwritten = 0;
-    for (float v : s.data) {
+    for (Element v : s.data) {
       if (is_poison(v)) ++unwritten;
-      t.values.push_back(static_cast<double>(v));
+      t.values.push_back(v);
     }
     result.unwritten[g.name] = unwritten;
     result.outputs[g.name] = std::move(t);

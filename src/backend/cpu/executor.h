@@ -45,6 +45,6 @@ struct ExecutionResult {
 ExecutionResult execute_kernel_program(const KernelProgram& program, const TensorSet& inputs);
 
 // The poison value written into non-input globals before a run.
-bool is_poison(float value);
+bool is_poison(double value);
 
 }  // namespace solder

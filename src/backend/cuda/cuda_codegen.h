@@ -9,7 +9,8 @@
 //   * the tensor-core emitter (mma_stream_codegen.h) for the streamed two-contraction shape of
 //     attention: register fragments, mma.sync, ldmatrix, cp.async, mask-aware tile skipping;
 //   * the generic writer (kernel_writer.h) for every other kernel, correct for every statement kind:
-//     tiles (register, shared and cluster buffers alike) live in dynamic shared memory as float,
+//     tiles (register, shared and cluster buffers alike) live in dynamic shared memory as float (i32 tiles
+//     as int, exact),
 //     element-wise statements are block-strided loops, large reductions give each output point a
 //     group of threads, staging copies use 16-byte vectors, and block barriers go only where a
 //     statement reads what another thread wrote. Collectives call the device library's DSM

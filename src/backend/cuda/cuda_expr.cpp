@@ -2,20 +2,14 @@
 
 #include <cmath>
 #include <cstdio>
-#include <set>
 
 #include "ir/diagnostics.h"
 
 namespace solder {
 
-std::string cuda_identifier(const std::string& name) {
-  static const std::set<std::string> reserved = {
-      "auto", "bool", "break", "case", "char", "class", "const", "continue", "default", "delete", "do", "double", "else",
-      "enum", "extern", "float", "for", "goto", "if", "int", "long", "new", "register", "return", "short", "signed",
-      "sizeof", "static", "struct", "switch", "template", "this", "typedef", "union", "unsigned", "void", "volatile",
-      "while", "threadIdx", "blockIdx", "blockDim", "gridDim", "smem", "solder", "cluster", "namespace", "operator"};
-  return reserved.count(name) ? name + "_" : name;
-}
+// generate_cuda renames the whole Kernel IR first (with_cuda_names, cuda_names.h): every name that
+// reaches a writer is already its C++ spelling.
+std::string cuda_identifier(const std::string& name) { return name; }
 
 std::string cuda_float_literal(double value) {
   if (std::isnan(value)) return "__int_as_float(0x7fc00000)";

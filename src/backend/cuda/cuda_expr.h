@@ -2,7 +2,8 @@
 //
 // Integers are `long long`, reals `float`, conditions `bool`; mixed arithmetic converts integers to
 // float where the IR's typing (types.h) says the result is real. Loads of tiles read the float
-// shared-memory arrays; loads of globals convert their dtype to float (solder::to_float).
+// shared-memory arrays (int for i32 tiles); loads of globals convert their dtype to float
+// (solder::to_float), except i32, read as integers.
 #pragma once
 
 #include <functional>
@@ -47,7 +48,7 @@ class CudaExprPrinter {
   static std::string convert(const std::string& text, ValueType from, ValueType to);
 };
 
-std::string cuda_identifier(const std::string& name);  // program names made safe for C++
+std::string cuda_identifier(const std::string& name);  // a Kernel IR name in C++ (already renamed: cuda_names.h)
 std::string cuda_float_literal(double value);
 std::string round_function(DType dtype);                 // "solder::round_bf16"
 

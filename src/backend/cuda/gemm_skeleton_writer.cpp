@@ -89,7 +89,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
 
   // The epilogue: every global as a member (the launcher passes their pointers in this order).
   const std::string name = cuda_identifier(kernel.name);
-  const std::string functor = name + "_epilogue";
+  const std::string functor = name + "_epilogue_";  // generator names end in one underscore (cuda_names.h)
   std::map<std::string, CudaArray> arrays;
   std::ostringstream out;
   out << "#include <solder/gemm/sm90_gemm.cuh>\n";
@@ -116,34 +116,34 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   for (auto& i : c.dst.index) index.push_back(printer.print_int(i));
   out << "  // " << c.dst.name << " = " << (c.scale ? "acc · (" + print_expr(c.scale) + ")" : std::string("acc"))
       << (c.bias ? " + " + print_expr(c.bias) : std::string("")) << ", rounded to " << dtype_name(dst.dtype) << "\n";
-  out << "  __device__ void operator()(int batch, int row, int col, float acc) const {\n";
+  out << "  __device__ void operator()(int batch_, int row_, int col_, float acc_) const {\n";
   // The flattened row and column back into the program's axes (row-major in A's and B's order).
   auto unflatten = [&](const std::vector<std::string>& axes, const std::vector<int64_t>& extents, const char* flat) {
     if (axes.size() == 1) {
       out << "    const long long " << cuda_identifier(axes[0]) << " = " << flat << ";\n";
       return;
     }
-    out << "    long long " << flat << "_rest = " << flat << ";\n";
+    out << "    long long " << flat << "rest_ = " << flat << ";\n";
     for (size_t i = axes.size(); i-- > 0;) {
       if (i == 0) {
-        out << "    const long long " << cuda_identifier(axes[i]) << " = " << flat << "_rest;\n";
+        out << "    const long long " << cuda_identifier(axes[i]) << " = " << flat << "rest_;\n";
       } else {
-        out << "    const long long " << cuda_identifier(axes[i]) << " = " << flat << "_rest % " << extents[i] << "LL; " << flat << "_rest /= "
+        out << "    const long long " << cuda_identifier(axes[i]) << " = " << flat << "rest_ % " << extents[i] << "LL; " << flat << "rest_ /= "
             << extents[i] << "LL;\n";
       }
     }
   };
-  unflatten(p.row_axes, p.row_extents, "row");
-  unflatten(p.column_axes, p.column_extents, "col");
-  if (!p.batch_axes.empty()) unflatten(p.batch_axes, p.batch_extents, "batch");
-  out << "    (void)batch;\n";
-  out << "    float v = acc;\n";
-  if (c.scale) out << "    v = v * (" << printer.print_float(c.scale) << ");\n";
-  if (c.bias) out << "    v = v + (" << printer.print_float(c.bias) << ");\n";
-  out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], v);\n";
+  unflatten(p.row_axes, p.row_extents, "row_");
+  unflatten(p.column_axes, p.column_extents, "col_");
+  if (!p.batch_axes.empty()) unflatten(p.batch_axes, p.batch_extents, "batch_");
+  out << "    (void)batch_;\n";
+  out << "    float value_ = acc_;\n";
+  if (c.scale) out << "    value_ = value_ * (" << printer.print_float(c.scale) << ");\n";
+  if (c.bias) out << "    value_ = value_ + (" << printer.print_float(c.bias) << ");\n";
+  out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], value_);\n";
   out << "  }\n};\n";
-  out << "using " << name << "_config = " << launch.config << ";\n";
-  out << "SOLDER_GEMM_KERNEL(" << name << ", " << name << "_config, " << functor << ")\n";
+  out << "using " << name << "_config_ = " << launch.config << ";\n";
+  out << "SOLDER_GEMM_KERNEL(" << name << ", " << name << "_config_, " << functor << ")\n";
 
   GemmSkeletonKernel result;
   result.source = out.str();

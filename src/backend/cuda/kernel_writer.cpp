@@ -49,7 +49,10 @@ std::string KernelWriter::write() {
   std::set<std::string> rotated = async_buffers();
   for (auto& [name, off] : tile_offsets_) {
     const Buffer* b = kernel_.find_buffer(name);
-    out << (rotated.count(name) ? "  float* " : "  float* const ") << cuda_identifier(name) << " = reinterpret_cast<float*>(smem + " << off << ");  // "
+    // i32 tiles hold int, so that integers above 2^24 stay exact; every other tile holds float.
+    const char* element = b->dtype == DType::i32 && !rotated.count(name) ? "int" : "float";
+    out << "  " << element << (rotated.count(name) ? "* " : "* const ") << cuda_identifier(name) << " = reinterpret_cast<" << element
+        << "*>(smem + " << off << ");  // "
         << scope_name(b->scope) << " " << dtype_name(b->dtype) << " [";
     for (size_t i = 0; i < b->shape.size(); ++i) out << (i ? ", " : "") << b->shape[i];
     out << "]\n";
@@ -128,10 +131,18 @@ int KernelWriter::open_domain(std::ostringstream& out, const std::vector<Axis>& 
 
 // Writes `value` (float text) to an access: globals are clipped and stored in their dtype, tiles
 // are rounded to theirs.
-void KernelWriter::write_access(std::ostringstream& out, const Access& a, const std::string& value, int indent) {
+void KernelWriter::write_access(std::ostringstream& out, const Access& a, const std::string& value, int indent, bool integer_value) {
   const CudaArray& arr = array(a.name);
   auto idx = index_texts(a.index);
   std::string element = arr.pointer + "[" + printer_.offset(arr, idx) + "]";
+  if (integer_value && arr.dtype == DType::i32) {
+    // An integer into an i32 tile or global: exact, saturated to the int32 range (docs/kernel-ir.md).
+    if (arr.global)
+      out << pad(indent) << "if (" << in_bounds(arr, idx) << ") " << element << " = solder::saturate_i32(" << value << ");\n";
+    else
+      out << pad(indent) << element << " = solder::saturate_i32(" << value << ");\n";
+    return;
+  }
   if (arr.global)
     out << pad(indent) << "if (" << in_bounds(arr, idx) << ") solder::store(&" << element << ", " << value << ");\n";
   else
@@ -143,6 +154,7 @@ std::string KernelWriter::read_access(const Access& a) {
   auto idx = index_texts(a.index);
   std::string element = arr.pointer + "[" + printer_.offset(arr, idx) + "]";
   if (!arr.global) return element;
+  if (arr.dtype == DType::i32) return "((" + in_bounds(arr, idx) + ") ? " + element + " : 0)";  // exact: an int
   return "((" + in_bounds(arr, idx) + ") ? solder::to_float(" + element + ") : 0.0f)";
 }
 
@@ -254,7 +266,7 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
       touches.push_back(access_touch(n->dst, true, n->domain.axes));
       touch(out, indent, touches);
       int body = open_domain(out, n->domain.axes, n->domain.guard, indent, "point");
-      write_access(out, n->dst, read_access(n->src), body);
+      write_access(out, n->dst, read_access(n->src), body, array(n->src.name).dtype == DType::i32);
       out << pad(indent) << "}\n";
       return;
     }
@@ -267,7 +279,10 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
       touches.push_back(access_touch(n->dst, true, n->domain.axes));
       touch(out, indent, touches);
       int body = open_domain(out, n->domain.axes, n->domain.guard, indent, "point");
-      write_access(out, n->dst, printer_.print_float(n->value), body);
+      if (array(n->dst.name).dtype == DType::i32 && printer_.type(n->value) == ValueType::integer)
+        write_access(out, n->dst, printer_.print_int(n->value), body, true);
+      else
+        write_access(out, n->dst, printer_.print_float(n->value), body);
       out << pad(indent) << "}\n";
       return;
     }

@@ -160,9 +160,10 @@ class KernelWriter {
   // `guard` skipping points; returns the indentation of the loop body.
   int open_domain(std::ostringstream& out, const std::vector<Axis>& axes, const Expr& guard, int indent, const std::string& label);
 
-  // Writes `value` (float text) to an access: globals are clipped and stored in their dtype, tiles
+  // Writes `value` (float text, or integer text for an i32 target) to an access: globals are clipped and stored in their dtype, tiles
   // are rounded to theirs.
-  void write_access(std::ostringstream& out, const Access& a, const std::string& value, int indent);
+  // `integer_value`: `value` is integer text (long long or int), written exactly into an i32 target.
+  void write_access(std::ostringstream& out, const Access& a, const std::string& value, int indent, bool integer_value = false);
   std::string read_access(const Access& a);
 
   void sync(std::ostringstream& out, int indent) { out << pad(indent) << "__syncthreads();\n"; }

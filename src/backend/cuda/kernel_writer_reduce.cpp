@@ -162,8 +162,8 @@ void KernelWriter::cooperative_reduce(std::ostringstream& out, const std::vector
     for (size_t k = 0; k < count; ++k) {
       std::string base = std::to_string(k * kThreads);
       out << p << "    float " << acc(k) << " = reduce_scratch[" << base << " + threadIdx.x];\n";
-      out << p << "    for (int j = 1; j < " << G << "; ++j) " << acc(k) << " = " << op_of(run[k]->op) << "(" << acc(k) << ", reduce_scratch["
-          << base << " + j * " << L << " + threadIdx.x]);\n";
+      out << p << "    for (int j_ = 1; j_ < " << G << "; ++j_) " << acc(k) << " = " << op_of(run[k]->op) << "(" << acc(k) << ", reduce_scratch["
+          << base << " + j_ * " << L << " + threadIdx.x]);\n";
     }
     finish("threadIdx.x", indent + 2);
     out << p << "  }\n";
@@ -193,8 +193,8 @@ void KernelWriter::cooperative_reduce(std::ostringstream& out, const std::vector
       for (size_t k = 0; k < count; ++k) {
         std::string base = std::to_string(k * kWarps) + " + threadIdx.x * " + per_point;
         out << p << "    float " << acc(k) << " = reduce_scratch[" << base << "];\n";
-        out << p << "    for (int j = 1; j < " << per_point << "; ++j) " << acc(k) << " = " << op_of(run[k]->op) << "(" << acc(k)
-            << ", reduce_scratch[" << base << " + j]);\n";
+        out << p << "    for (int j_ = 1; j_ < " << per_point << "; ++j_) " << acc(k) << " = " << op_of(run[k]->op) << "(" << acc(k)
+            << ", reduce_scratch[" << base << " + j_]);\n";
       }
       finish("threadIdx.x", indent + 2);
       out << p << "  }\n";
@@ -227,8 +227,8 @@ void KernelWriter::reduce(std::ostringstream& out, const ReduceNode& n, int inde
       out << pad(body) << "for (long long r_old = 0; r_old < " << n.k << "LL; ++r_old) {\n";
       rank_access(n.dst, "r_old");
       out << pad(body + 1) << "float v = " << read_access(n.dst) << ";\n";
-      out << pad(body + 1) << "float i = " << (with_index ? read_access(n.index_dst) : std::string("0.0f")) << ";\n";
-      out << pad(body + 1) << "if (!(v == -solder::infinity() && i < 0.0f)) { best[count] = v; best_index[count] = i; ++count; }\n";
+      out << pad(body + 1) << "float index_ = " << (with_index ? read_access(n.index_dst) : std::string("0.0f")) << ";\n";
+      out << pad(body + 1) << "if (!(v == -solder::infinity() && index_ < 0.0f)) { best[count] = v; best_index[count] = index_; ++count; }\n";
       out << pad(body) << "} }\n";
     }
   } else if (arg) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_wgmma.cu, attention_wgmma_proto.cu, test_topk.cu) and each header of device/solder/tile on its own for sm_90a with
+# Compiles the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_wgmma.cu, attention_wgmma_proto.cu, test_topk.cu, test_reduce_combine.cu) and each header of device/solder/tile on its own for sm_90a with
 # nvcc (no GPU needed, nothing runs); ptxas warns on register spills.
 # Usage: tests/gpu/tile/compile_check.sh   (CUDA=/usr/local/cuda by default; BUILD=build-tile)
 set -euo pipefail
@@ -26,6 +26,8 @@ fi
 echo "ok: tests/gpu/tile/attention_wgmma_proto.cu (no wgmma serialization)"
 $NVCC -Xptxas -warn-spills -c tests/gpu/tile/test_topk.cu -o "$BUILD/test_topk.o"
 echo "ok: tests/gpu/tile/test_topk.cu"
+$NVCC -Xptxas -warn-spills -c tests/gpu/tile/test_reduce_combine.cu -o "$BUILD/test_reduce_combine.o"
+echo "ok: tests/gpu/tile/test_reduce_combine.cu"
 # Each header on its own (include-what-you-use).
 for header in device/solder/tile/*.cuh; do
   printf '#include <solder/tile/%s>\n' "$(basename "$header")" > "$BUILD/tile_header_check.cu"

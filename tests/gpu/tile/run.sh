@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_wgmma.cu, test_topk.cu) on a Hopper GPU, then compute-sanitizer racecheck
+# Builds and runs the tile-primitive device tests (test_tile.cu, test_block_gemm.cu, test_wgmma.cu, test_topk.cu, test_reduce_combine.cu) on a Hopper GPU, then compute-sanitizer racecheck
 # and memcheck on a subset (test_tile --subset). Prints the result table and "N passed, M failed". Logs go to
 # LOG_DIR (default: the build directory). Exits non-zero on any failure.
 # Usage: tests/gpu/tile/run.sh [tests] [sanitizers]   (both when no stage is named)
@@ -26,6 +26,9 @@ fi
 if [ ! -x "$BUILD/test_topk" ] || [ -n "$(find device/solder/reduce/topk.cuh tests/gpu/tile/test_topk.cu -newer "$BUILD/test_topk" -type f)" ]; then
   $NVCC tests/gpu/tile/test_topk.cu -o "$BUILD/test_topk" || exit 1
 fi
+if [ ! -x "$BUILD/test_reduce_combine" ] || [ -n "$(find device/solder/reduce/vector.cuh device/solder/runtime.cuh tests/gpu/tile/test_reduce_combine.cu -newer "$BUILD/test_reduce_combine" -type f)" ]; then
+  $NVCC tests/gpu/tile/test_reduce_combine.cu -o "$BUILD/test_reduce_combine" || exit 1
+fi
 status=0
 if [[ " $STAGES " == *" tests "* ]]; then
   echo "== device tests"
@@ -40,6 +43,9 @@ if [[ " $STAGES " == *" tests "* ]]; then
   echo "== top-k group step device tests"
   timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_topk" | tee "$LOG_DIR/topk.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "top-k device tests FAILED"; status=1; }
+  echo "== reduce combine operator device tests (Max/Min: NaN, +0 > -0)"
+  timeout "${TEST_TIMEOUT:-300}" "$BUILD/test_reduce_combine" | tee "$LOG_DIR/reduce-combine.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "reduce combine device tests FAILED"; status=1; }
 fi
 for tool in racecheck memcheck; do
   [[ " $STAGES " == *" sanitizers "* ]] || break

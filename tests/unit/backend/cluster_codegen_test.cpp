@@ -144,7 +144,7 @@ TEST(ClusterCodegen, AllReducesOfWholeSlicesGoThroughAReduceChannel) {
     EXPECT_EQ(s.find("communicator::setup"), std::string::npos);
     const std::string shape = "solder::cluster::reduce_channel<" + std::to_string(C) + ", " + std::to_string(floats * 4) + ", 256>";
     EXPECT_NE(s.find("auto channel_0 = " + shape + "::setup_unpublished(smem + "), std::string::npos) << s;
-    EXPECT_NE(s.find("solder::cluster::cluster_reduce<solder::cluster::reduce_op::sum>(channel_0, t);"), std::string::npos) << s;
+    EXPECT_NE(s.find("solder::cluster::cluster_reduce<solder::cluster::reduce_op::sum>(channel_0, t__);"), std::string::npos) << s;
     const size_t first = s.find("solder::cluster::ptx::cluster_sync();");
     ASSERT_NE(first, std::string::npos);
     EXPECT_NE(s.find("solder::cluster::ptx::cluster_sync();", first + 1), std::string::npos);  // the teardown

@@ -125,7 +125,7 @@ TEST(GemmCodegen, AComputedOperandIsRoundedByThePrecisionPolicy) {
   for (bool small : {false, true}) {
     std::string source = kernel_source("rmsnorm_gemm", small);
     EXPECT_NE(source.find("tensor cores (block_gemm): "), std::string::npos) << small;
-    EXPECT_NE(source.find("= cast(x_tile[t, c] * g_tile[c], bf16) · w_tile"), std::string::npos) << small;
+    EXPECT_NE(source.find("= cast(x_tile[t__, c__] * g_tile[c__], bf16) · w_tile"), std::string::npos) << small;
   }
 }
 
@@ -311,7 +311,7 @@ TEST(GemmCodegen, A16BitSumOverALoopAccumulatesInF32AndRoundsOnce) {
   // rounded once after the loop, as the reference rounds it; llama_decode's q (one row, no computed
   // operand) stays the scalar loop ("few-row product"), also into an f32 tile.
   std::string ffn = kernel_source("ffn", false);
-  EXPECT_NE(ffn.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
+  EXPECT_NE(ffn.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n__]), f16) is computed"), std::string::npos);
   EXPECT_NE(ffn.find("e_tile[((m) * 64 + (l))] = solder::round_f16(e_tile_f32[((m) * 64 + (l))]);"), std::string::npos);
   std::string llama = kernel_source("llama_decode", false);
   EXPECT_NE(llama.find("// tensor cores not used for q_tile_f32: few-row product"), std::string::npos);
@@ -320,12 +320,12 @@ TEST(GemmCodegen, A16BitSumOverALoopAccumulatesInF32AndRoundsOnce) {
 
 TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
   std::string source = kernel_source("ffn", false);
-  EXPECT_NE(source.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n]), f16) is computed"), std::string::npos);
-  EXPECT_NE(source.find("tensor cores (block_gemm): e_tile_f32 += cast(gelu(c_tile[m, n]), f16) · d_tile; computed operands evaluated once"),
+  EXPECT_NE(source.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n__]), f16) is computed"), std::string::npos);
+  EXPECT_NE(source.find("tensor cores (block_gemm): e_tile_f32 += cast(gelu(c_tile[m, n__]), f16) · d_tile; computed operands evaluated once"),
             std::string::npos);
-  EXPECT_NE(source.find("value_ = solder::round_f16(solder::gelu(c_tile[((m) * 128 + (n))]));"), std::string::npos);
+  EXPECT_NE(source.find("value_ = solder::round_f16(solder::gelu(c_tile[((m) * 128 + (n__))]));"), std::string::npos);
   EXPECT_NE(source.find("solder::tile::SwizzledA<__half, 16, 128>{gemm_a_}, solder::tile::FloatB<__half>{d_tile, 128, 64, 1}"), std::string::npos);
-  EXPECT_EQ(source.find("for (long long n = 0; n < 128LL; ++n)"), std::string::npos);
+  EXPECT_EQ(source.find("for (long long n__ = 0; n__ < 128LL; ++n__)"), std::string::npos);
 }
 
 TEST(GemmCodegen, RefusalsAreWrittenIntoTheSource) {

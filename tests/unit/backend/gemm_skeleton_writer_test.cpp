@@ -35,9 +35,9 @@ TEST(GemmSkeletonWriter, WritesTheSkeletonWithAnEpilogueNamedAfterTheProgram) {
   EXPECT_TRUE(g.a.k_major);
   EXPECT_TRUE(g.b.k_major);
   EXPECT_NE(m.source.find("#include <solder/gemm/sm90_gemm.cuh>"), std::string::npos);
-  EXPECT_NE(m.source.find("SOLDER_GEMM_KERNEL(y_kernel, y_kernel_config, y_kernel_epilogue)"), std::string::npos) << m.source;
-  EXPECT_NE(m.source.find("const long long m = row_rest % 40LL; row_rest /= 40LL;"), std::string::npos) << m.source;
-  EXPECT_NE(m.source.find("v = v * ("), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("SOLDER_GEMM_KERNEL(y_kernel, y_kernel_config_, y_kernel_epilogue_)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("const long long m = row_rest_ % 40LL; row_rest_ /= 40LL;"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("value_ = value_ * ("), std::string::npos) << m.source;
 }
 
 TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
