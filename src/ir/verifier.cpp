@@ -144,8 +144,21 @@ class Binder {
     RangeFacts facts;
     facts.dims = bound_.dims;
     auto r = facts.bound(e);
-    if (!r || r->lo != r->hi) fail(file_, e.loc(), "expected a size for " + what + ", found '" + print_expr(e) + "'");
+    if (!r || r->lo != r->hi) {
+      zero_divisor(e, facts, what);
+      fail(file_, e.loc(), "expected a size for " + what + ", found '" + print_expr(e) + "'");
+    }
     return r->lo;
+  }
+  // Names a `//` or `%` in a size whose divisor is 0 or negative (the analysis cannot bound those).
+  void zero_divisor(const Expr& e, const RangeFacts& facts, const std::string& what) {
+    for (auto& child : children(e)) zero_divisor(child, facts, what);  // sizes nest at most kMaxExprDepth
+    auto b = e.as<BinaryNode>();
+    if (!b || (b->op != BinaryOp::floordiv && b->op != BinaryOp::mod)) return;
+    auto d = facts.bound(b->rhs);
+    if (d && d->lo == d->hi && d->lo <= 0)
+      fail(file_, e.loc(), "'" + std::string(binary_op_symbol(b->op)) + "' in " + what + " divides by '" + print_expr(b->rhs) +
+                               "', which is " + std::to_string(d->lo) + "; sizes divide by positive numbers only");
   }
 
   void bind_dims() {
@@ -171,6 +184,7 @@ class Binder {
     }
     for (auto& d : program_.dims) {
       int64_t value;
+      SourceLoc value_loc = d.loc;  // where the value comes from: the dim or its `small` binding
       auto s = small.find(d.name);
       if (s != small.end() && !is_base(d))
         fail(file_, s->second->loc, "'small' sets dim '" + d.name + "', which is derived (" + d.name + " = " +
@@ -179,18 +193,19 @@ class Binder {
         value = overrides[d.name];
       } else if (bound_.sizes.small && s != small.end()) {
         value = eval_size(s->second->value, "dim '" + d.name + "'");
+        value_loc = s->second->loc;
       } else {
         value = eval_size(d.value, "dim '" + d.name + "'");
       }
       if (value < 1) {
         if (overrides.count(d.name))
           throw Error("--dim " + d.name + "=" + std::to_string(value) + ": a dim must be at least 1");
-        fail(file_, d.loc, "dim '" + d.name + "' evaluates to " + std::to_string(value) + "; a dim must be at least 1");
+        fail(file_, value_loc, "dim '" + d.name + "' evaluates to " + std::to_string(value) + "; a dim must be at least 1");
       }
       if (value > kMaxDim) {
         std::string limit = "; a dim must be at most " + std::to_string(kMaxDim) + " (2^31 - 1)";
         if (overrides.count(d.name)) throw Error("--dim " + d.name + "=" + std::to_string(value) + limit);
-        fail(file_, d.loc, "dim '" + d.name + "' evaluates to " + size_text(value) + limit);
+        fail(file_, value_loc, "dim '" + d.name + "' evaluates to " + size_text(value) + limit);
       }
       bound_.dims[d.name] = value;
     }
