@@ -204,6 +204,7 @@ std::string read(const std::string& path) {
 struct Counts {
   int verified = 0, parse_errors = 0, verify_errors = 0, failures = 0;
   int fused = 0, fusion_errors = 0;  // of the verified
+  std::vector<std::string> fusion_messages;  // the first few refusals, for the log
   std::map<std::string, int> by_kind;
 };
 
@@ -214,10 +215,11 @@ TEST(MutationFuzz, EveryMutantVerifiesOrFailsWithALocatedError) {
   for (auto& f : files) texts.push_back(read(f));
   const uint64_t mutants = env_number("SOLDER_FUZZ_MUTANTS", kDefaultMutants);
   const uint64_t seed = env_number("SOLDER_FUZZ_SEED", 1);
+  const uint64_t first = env_number("SOLDER_FUZZ_FIRST", 0);  // to replay one mutant: FIRST=n MUTANTS=n+1
   const char* last_path = std::getenv("SOLDER_FUZZ_LAST");
   Counts counts;
   auto start = std::chrono::steady_clock::now();
-  for (uint64_t n = 0; n < mutants; ++n) {
+  for (uint64_t n = first; n < mutants; ++n) {
     TokenMutator m(seed * 1000003 + n);
     size_t which = static_cast<size_t>(n % texts.size());
     std::string kind;
@@ -259,7 +261,13 @@ TEST(MutationFuzz, EveryMutantVerifiesOrFailsWithALocatedError) {
         verify_kernel_program(fused.kernels);
         ++counts.fused;
       } catch (const Error& e) {
-        ++counts.fusion_errors;
+        if (e.message().rfind("Kernel IR verifier", 0) == 0) {  // fusion produced invalid Kernel IR: a bug
+          ++counts.failures;
+          ADD_FAILURE() << label << ": fusion produced invalid Kernel IR: " << e.formatted() << "\n" << text.substr(0, 3000);
+        } else {
+          ++counts.fusion_errors;
+          if (counts.fusion_messages.size() < 5) counts.fusion_messages.push_back(label + ": " + e.formatted());
+        }
       } catch (const std::exception& e) {
         ++counts.failures;
         ADD_FAILURE() << label << ": internal error in fusion: " << e.what() << "\n" << text.substr(0, 3000);
@@ -278,15 +286,18 @@ TEST(MutationFuzz, EveryMutantVerifiesOrFailsWithALocatedError) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("mutation fuzz: seed %llu, %llu mutants of %zu examples in %.1f s: %d verified (%d fused, %d fusion "
               "errors), %d parse errors, %d verifier errors, %d failures\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(mutants), files.size(), seconds,
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(mutants - first), files.size(), seconds,
               counts.verified, counts.fused, counts.fusion_errors, counts.parse_errors, counts.verify_errors, counts.failures);
   std::printf("mutation fuzz: last mutation kinds:");
   for (auto& [k, v] : counts.by_kind) std::printf(" %s=%d", k.c_str(), v);
   std::printf("\n");
+  for (auto& m : counts.fusion_messages) std::printf("mutation fuzz: fusion refused %s\n", m.c_str());
   EXPECT_EQ(counts.failures, 0);
-  EXPECT_EQ(static_cast<uint64_t>(counts.verified + counts.parse_errors + counts.verify_errors), mutants);
-  EXPECT_GT(counts.verified, 0);                                       // some mutants stay valid
-  EXPECT_GT(counts.parse_errors + counts.verify_errors, static_cast<int>(mutants / 4));  // most break something
+  EXPECT_EQ(static_cast<uint64_t>(counts.verified + counts.parse_errors + counts.verify_errors), mutants - first);
+  if (mutants - first >= 100) {
+    EXPECT_GT(counts.verified, 0);                                                                 // some stay valid
+    EXPECT_GT(counts.parse_errors + counts.verify_errors, static_cast<int>((mutants - first) / 4));  // most break
+  }
 }
 
 // The command line: exit 0, or exit 2 with "FILE:LINE:COLUMN: error: ..." (a sample of mutants).

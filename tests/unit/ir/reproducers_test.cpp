@@ -129,6 +129,26 @@ TEST(Reproducers, DivisionByAPossiblyZeroIndexIsALocatedError) {
     EXPECT_TRUE(has(e.message(), "'%' divides by 'i - 1', which can be 0 (it takes values in [-1, 2])")) << e.message();
   }
   EXPECT_NO_THROW(testing::bind_text(head + "out y[i] = select(i > 0, x[i] // i, 0)\n"));
+  // In a size.
+  try {
+    testing::bind_text("program p\ndim N = 4, M = N // (N - 4)\nin x[M] : f32\nout y[i] = x[i]\n");
+    ADD_FAILURE() << "accepted a dim divided by 0";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.loc().line, 2);
+    EXPECT_EQ(e.loc().column, 18);
+    EXPECT_TRUE(has(e.message(), "'//' in dim 'M' divides by 'N - 4', which is 0")) << e.message();
+  }
+}
+
+// A `small` value out of range is reported at the `small` line.
+TEST(Reproducers, SmallValueOutOfRangeIsReportedAtTheSmallLine) {
+  try {
+    testing::bind_text("program p\ndim N = 4\nsmall N = 0\nin x[N] : f32\nout y[i] = x[i]\n", true);
+    ADD_FAILURE() << "accepted small N = 0";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.loc().line, 3);
+    EXPECT_TRUE(has(e.message(), "dim 'N' evaluates to 0; a dim must be at least 1")) << e.message();
+  }
 }
 
 TEST(Reproducers, SmallWithoutSmallLineIsAnError) {
@@ -239,6 +259,23 @@ TEST(Reproducers, ApiBuiltDeepExpressionIsRefusedByTheVerifier) {
   } catch (const Error& err) {
     EXPECT_TRUE(has(err.message(), "nests more than")) << err.message();
   }
+}
+
+}  // namespace
+}  // namespace solder
+
+namespace solder {
+namespace {
+
+// Found by the mutation fuzzer (scripts/fuzz_mutants.sh 20000 2: mutant 11000), not fixed here: a
+// cascade whose earlier reduction is read at the reduced variable (m[b, h, j] instead of m[b, h, i])
+// verifies unfused, but fusion emits a Kernel IR map that uses `j` outside its loop, and `run` stops
+// with "Kernel IR verifier: ... variable 'j' is not in scope" (exit 2, no location). Enable this test
+// with the fix in src/fusion (the cascade analysis should refuse or handle a D read at an r-variable).
+TEST(Reproducers, DISABLED_CascadeReadingEarlierReductionAtTheReducedVariableFuses) {
+  Outcome o = solder_run("run --small --backend cpu " + reproducer("fuzz_alibi_max_at_j.sol"));
+  EXPECT_EQ(o.status, 0) << o.output;
+  EXPECT_TRUE(has(o.output, "verified")) << o.output;
 }
 
 }  // namespace
