@@ -1,6 +1,8 @@
 #include "fusion/fuse.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "fusion/inline_pointwise.h"
@@ -10,19 +12,29 @@
 namespace solder {
 namespace {
 
+// For every tensor, the targets of the definitions that read it.
+using Readers = std::map<std::string, std::vector<std::string>>;
+
+Readers readers_of(const std::vector<Definition>& all) {
+  Readers readers;
+  for (auto& d : all)
+    for (auto& t : tensors_used(d.body)) readers[t].push_back(d.target.name);
+  return readers;
+}
+
+// The results of `group` needed outside it: outputs, and what a definition outside the group reads.
 std::vector<std::string> exported_members(const BoundProgram& program, const std::vector<Definition>& group,
-                                          const std::vector<Definition>& all) {
+                                          const Readers& readers) {
   std::vector<std::string> exported;
-  auto in_group = [&](const std::string& name) {
-    return std::any_of(group.begin(), group.end(), [&](auto& d) { return d.target.name == name; });
-  };
+  std::set<std::string> in_group;
+  for (auto& d : group) in_group.insert(d.target.name);
   for (auto& d : group) {
-    std::vector<std::string> names{d.target.name};
-    if (d.index_target) names.push_back(d.index_target->name);
-    for (auto& n : names) {
-      bool needed = program.tensor(n).role == TensorRole::output;
-      for (auto& other : all)
-        if (!in_group(other.target.name) && uses_tensor(other.body, n)) needed = true;
+    std::vector<std::pair<std::string, bool>> names{{d.target.name, d.target.is_output}};
+    if (d.index_target) names.push_back({d.index_target->name, d.index_target->is_output});
+    for (auto& [n, is_output] : names) {
+      bool needed = is_output;
+      if (auto it = readers.find(n); it != readers.end())
+        for (auto& reader : it->second) needed = needed || !in_group.count(reader);
       if (needed) exported.push_back(n);
     }
   }
@@ -109,6 +121,7 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
   InlinedProgram inlined = inline_pointwise(program);
   result.inlined = inlined.inlined;
   const std::vector<Definition>& all = inlined.defs;
+  const Readers readers = readers_of(all);
 
   // Structural grouping (capacity is checked when a group closes).
   FusionParams structural = params;
@@ -117,15 +130,17 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
   grouping.hold_whole_up_to = 0;
   std::vector<std::vector<Definition>> groups;
   std::vector<Definition> current;
+  std::optional<PlanAttempt> current_plan;  // plan_group of `current`, once computed (it is deterministic)
   for (auto& d : all) {
     if (current.empty()) { current.push_back(d); continue; }
     std::vector<Definition> candidate = current;
     candidate.push_back(d);
-    PlanAttempt attempt = plan_group(program, candidate, exported_members(program, candidate, all), grouping);
+    PlanAttempt attempt = plan_group(program, candidate, exported_members(program, candidate, readers), grouping);
     if (attempt.plan) {
       // Do not serialise a streaming kernel's parallel dims: a definition that reduces over a grid dim
       // of a kernel with a stream would put every block's stream in one block.
-      PlanAttempt before = plan_group(program, current, exported_members(program, current, all), grouping);
+      if (!current_plan) current_plan = plan_group(program, current, exported_members(program, current, readers), grouping);
+      const PlanAttempt& before = *current_plan;
       if (before.plan && before.plan->stream >= 0) {
         std::string lost = lost_grid_dim(*before.plan, *attempt.plan);
         if (!lost.empty()) {
@@ -137,10 +152,12 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
     }
     if (attempt.plan) {
       current = std::move(candidate);
+      current_plan = std::move(attempt);
     } else {
       result.refusals.push_back(d.target.name + " does not join the kernel of " + names_of(current) + ": " + attempt.refusal);
       groups.push_back(current);
       current = {d};
+      current_plan.reset();
     }
   }
   if (!current.empty()) groups.push_back(current);
@@ -153,7 +170,7 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     std::vector<Definition> group = groups[gi];
     while (true) {
-      std::vector<std::string> exported = exported_members(program, group, all);
+      std::vector<std::string> exported = exported_members(program, group, readers);
       std::optional<GroupPlan> plan;
       std::string refusal;
       LoweredGroup lowered;

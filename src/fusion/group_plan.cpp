@@ -10,6 +10,7 @@
 #include "contract/canonicalize.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
+#include "support/checked.h"
 
 namespace solder {
 
@@ -77,14 +78,21 @@ class Planner {
   Planner(const BoundProgram& program, const std::vector<Definition>& defs, const std::vector<std::string>& exported,
           const FusionParams& params)
       : program_(program), params_(params) {
+    const std::set<std::string> exported_set(exported.begin(), exported.end());
+    for (auto& t : program.tensors) tensor_by_name_.emplace(t.name, &t);
     for (auto& d : defs) {
       GroupMember m;
       m.def = d;
       m.dtype = d.value_dtype();
-      m.value_exported = std::find(exported.begin(), exported.end(), d.target.name) != exported.end();
-      m.index_exported = d.index_target && std::find(exported.begin(), exported.end(), d.index_target->name) != exported.end();
+      m.value_exported = exported_set.count(d.target.name) > 0;
+      m.index_exported = d.index_target && exported_set.count(d.index_target->name) > 0;
       m.exported = m.value_exported || m.index_exported;
       plan_.members.push_back(std::move(m));
+    }
+    for (size_t i = plan_.members.size(); i-- > 0;) {  // the first member of a name wins
+      const Definition& d = plan_.members[i].def;
+      member_of_tensor_[d.target.name] = static_cast<int>(i);
+      if (d.index_target) member_of_tensor_[d.index_target->name] = static_cast<int>(i);
     }
   }
 
@@ -133,18 +141,18 @@ class Planner {
   const FusionParams& params_;
   GroupPlan plan_;
   std::vector<std::set<int>> p_of_, r_of_;  // per dim: members using it as p-/r-dim
+  std::map<std::string, int> member_of_tensor_;  // target (and index target) name -> member
+  std::map<std::string, const TensorInfo*> tensor_by_name_;  // the program's tensors
 
-  const BoundDefinition& bound(const Definition& d) const {
-    for (auto& bd : program_.defs) if (bd.def->target.name == d.target.name) return bd;
-    throw std::string("internal: no bound definition for " + d.target.name);
+  const TensorInfo& tensor(const std::string& name) const {
+    auto it = tensor_by_name_.find(name);
+    if (it == tensor_by_name_.end()) throw std::string("internal: no tensor named " + name);
+    return *it->second;
   }
 
   int member_index(const std::string& tensor) const {
-    for (size_t i = 0; i < plan_.members.size(); ++i) {
-      auto& d = plan_.members[i].def;
-      if (d.target.name == tensor || (d.index_target && d.index_target->name == tensor)) return static_cast<int>(i);
-    }
-    return -1;
+    auto it = member_of_tensor_.find(tensor);
+    return it == member_of_tensor_.end() ? -1 : it->second;
   }
 
   // ---- 1. Dim classes -------------------------------------------------------------------------
@@ -153,31 +161,40 @@ class Planner {
     std::map<std::pair<int, std::string>, int> node;
     std::map<int, int64_t> extent_of_node;
     std::set<int> whole_nodes;
+    // Members of each class (by root), to refuse joining two variables of one definition; merged
+    // smaller into larger, so that building the classes stays near-linear in the group's size.
+    std::map<int, std::set<int>> members_of_root;
+    std::map<std::string, const BoundDefinition*> bound_by_name;
+    for (auto& bd : program_.defs) bound_by_name[bd.def->target.name] = &bd;
     for (size_t i = 0; i < plan_.members.size(); ++i) {
-      const BoundDefinition& bd = bound(plan_.members[i].def);
-      for (auto& [var, extent] : bd.extent) {
+      auto found = bound_by_name.find(plan_.members[i].def.target.name);
+      if (found == bound_by_name.end()) throw std::string("internal: no bound definition for " + plan_.members[i].def.target.name);
+      for (auto& [var, extent] : found->second->extent) {
         int id = uf.add();
         node[{static_cast<int>(i), var}] = id;
         extent_of_node[id] = extent;
+        members_of_root[id] = {static_cast<int>(i)};
       }
       // topk's rank variable indexes the k winners, which one selection produces together: held whole
       // (a grid dim of tile 1 gave each block one rank of a topk(2): an out-of-bounds write).
       const Definition& def = plan_.members[i].def;
+      const BoundDefinition& bd = *found->second;
       if (def.reduce == ReduceOp::topk && bd.topk_rank_position >= 0)
         whole_nodes.insert(node.at({static_cast<int>(i), def.target.index[static_cast<size_t>(bd.topk_rank_position)].name}));
     }
-    // Members of each class, to refuse joining two variables of one definition.
-    auto members_of = [&](int root) {
-      std::set<int> m;
-      for (auto& [key, id] : node) if (uf.find(id) == uf.find(root)) m.insert(key.first);
-      return m;
-    };
     auto try_join = [&](int a, int b) {
-      if (uf.find(a) == uf.find(b)) return true;
+      int ra = uf.find(a), rb = uf.find(b);
+      if (ra == rb) return true;
       if (extent_of_node[a] != extent_of_node[b]) return false;  // e.g. a concatenation's wider index
-      auto ma = members_of(a), mb = members_of(b);
-      for (int x : ma) if (mb.count(x)) return false;
-      uf.join(a, b);
+      std::set<int>& ma = members_of_root[ra];
+      std::set<int>& mb = members_of_root[rb];
+      const std::set<int>& smaller = ma.size() < mb.size() ? ma : mb;
+      const std::set<int>& larger = ma.size() < mb.size() ? mb : ma;
+      for (int x : smaller) if (larger.count(x)) return false;
+      uf.join(a, b);  // the root of b's class stays the root
+      if (ma.size() > mb.size()) ma.swap(mb);
+      mb.insert(ma.begin(), ma.end());
+      members_of_root.erase(ra);
       return true;
     };
     std::map<std::pair<std::string, size_t>, int> input_position;  // first variable seen at (input, position)
@@ -190,7 +207,7 @@ class Planner {
             const Definition& pd = plan_.members[static_cast<size_t>(producer)].def;
             int pnode = node.at({producer, pd.target.index[k].name});
             if (!v || !try_join(pnode, node.at({static_cast<int>(i), v->name}))) whole_nodes.insert(pnode);
-          } else if (v && !program_.tensor(load.tensor).input) {
+          } else if (v && !tensor(load.tensor).input) {
             // a global intermediate computed by an earlier kernel: no alignment needed
           } else if (v) {
             auto key = std::make_pair(load.tensor, k);
@@ -393,7 +410,7 @@ class Planner {
     r.dst.name = m.def.target.name;
     r.value = m.def.body;
     auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
-      if (program_.has_tensor(name)) return program_.tensor(name).dtype;
+      if (tensor_by_name_.count(name)) return tensor(name).dtype;
       return std::nullopt;
     };
     return canonicalize_contraction(r, dtype_of, contract_policy_of(program_));
@@ -414,7 +431,7 @@ class Planner {
     Canonicalization c = member_contraction(m);
     if (!c.contract || c.contract->terms.size() != 1 || c.contract->type == MmaType::f32) return false;
     auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
-      if (program_.has_tensor(name)) return program_.tensor(name).dtype;
+      if (tensor_by_name_.count(name)) return tensor(name).dtype;
       return std::nullopt;
     };
     const ContractTerm& term = c.contract->terms.front();
@@ -467,7 +484,7 @@ class Planner {
     for (auto& m : plan_.members)
       for_each_load(m.def.body, [&](const LoadNode& load) {
         if (member_index(load.tensor) >= 0 || !program_.has_tensor(load.tensor) || load.index.empty()) return;
-        const TensorInfo& t = program_.tensor(load.tensor);
+        const TensorInfo& t = tensor(load.tensor);
         if (auto v = load.index.back().as<VarNode>(); v && m.dim_of(v->name) >= 0) {
           int64_t bytes = dtype_bytes(t.dtype);
           auto [it, fresh] = contiguous_bytes.emplace(m.dim_of(v->name), bytes);
@@ -481,7 +498,7 @@ class Planner {
     int64_t other_blocks = 1;
     for (int g : plan_.grid_dims())
       if (plan_.dims[static_cast<size_t>(g)].tile > 1 && inner_grid < 0) inner_grid = g;
-      else other_blocks *= plan_.dims[static_cast<size_t>(g)].tiles();
+      else other_blocks = saturating_mul(other_blocks, plan_.dims[static_cast<size_t>(g)].tiles());
     int64_t grid_tile = 1;
     if (inner_grid >= 0) {
       GroupDim& dim = plan_.dims[static_cast<size_t>(inner_grid)];
@@ -675,7 +692,7 @@ class Planner {
         });
     int64_t blocks = 1;
     for (int g : plan_.grid_dims()) {
-      blocks *= plan_.dims[static_cast<size_t>(g)].tiles();
+      blocks = saturating_mul(blocks, plan_.dims[static_cast<size_t>(g)].tiles());
       if (plan_.dims[static_cast<size_t>(g)].tiles() < 2) continue;
       for (auto& dims : streamed_loads)
         if (!dims.count(g)) return;  // blocks along g share this streamed input's tiles: keep one segment

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
+#include "ir/expr_depth.h"
 #include "ir/expr_visitor.h"
 
 namespace solder {
@@ -236,6 +238,65 @@ bool uses_var(const Expr& e, std::string_view name) {
 bool uses_tensor(const Expr& e, std::string_view name) {
   auto t = tensors_used(e);
   return std::find(t.begin(), t.end(), name) != t.end();
+}
+
+std::vector<Expr> children(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::Const:
+    case ExprKind::Var:
+    case ExprKind::DimRef: return {};
+    case ExprKind::Load: return e.as<LoadNode>()->index;
+    case ExprKind::Unary: return {e.as<UnaryNode>()->operand};
+    case ExprKind::Binary: return {e.as<BinaryNode>()->lhs, e.as<BinaryNode>()->rhs};
+    case ExprKind::Select: {
+      auto s = e.as<SelectNode>();
+      return {s->cond, s->if_true, s->if_false};
+    }
+    case ExprKind::Cast: return {e.as<CastNode>()->operand};
+  }
+  return {};
+}
+
+namespace {
+// Post-order over the distinct nodes of `e` without recursion: `combine(node, child values)` gives
+// a node's value from its children's.
+template <class Value, class Combine>
+Value fold_dag(const Expr& e, Combine combine) {
+  if (!e) return Value{};
+  std::unordered_map<const ExprNode*, Value> done;
+  struct Frame { Expr node; std::vector<Expr> kids; size_t next = 0; };
+  std::vector<Frame> stack;
+  stack.push_back({e, children(e)});
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    if (top.next < top.kids.size()) {
+      Expr kid = top.kids[top.next++];
+      if (kid && !done.count(kid.get())) stack.push_back({kid, children(kid)});
+      continue;
+    }
+    std::vector<Value> values;
+    for (auto& k : top.kids) values.push_back(k ? done.at(k.get()) : Value{});
+    done[top.node.get()] = combine(values);
+    stack.pop_back();
+  }
+  return done.at(e.get());
+}
+}  // namespace
+
+int expr_depth(const Expr& e) {
+  return fold_dag<int>(e, [](const std::vector<int>& kids) {
+    int d = 0;
+    for (int k : kids) d = std::max(d, k);
+    return d + 1;
+  });
+}
+
+int64_t expr_tree_size(const Expr& e, int64_t cap) {
+  return fold_dag<int64_t>(e, [cap](const std::vector<int64_t>& kids) {
+    int64_t n = 1;
+    for (int64_t k : kids) n = std::min(cap, n + k);
+    return n;
+  });
 }
 
 void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f) {

@@ -14,6 +14,12 @@ int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? -kHuge : kHuge;
+  return std::clamp(r, -kHuge, kHuge);
+}
+
 Interval clamp(Interval i) {
   i.lo = std::max(i.lo, -kHuge);
   i.hi = std::min(i.hi, kHuge);
@@ -83,10 +89,13 @@ std::optional<Interval> RangeFacts::bound(const Expr& e) const {
       auto x = bound(b->lhs), y = bound(b->rhs);
       if (!x || !y) return std::nullopt;
       switch (b->op) {
+        // Bounds stay within ±kHuge (clamp below), so sums and differences cannot overflow;
+        // products saturate at ±kHuge.
         case BinaryOp::add: result = Interval{x->lo + y->lo, x->hi + y->hi}; break;
         case BinaryOp::sub: result = Interval{x->lo - y->hi, x->hi - y->lo}; break;
         case BinaryOp::mul: {
-          int64_t p[] = {x->lo * y->lo, x->lo * y->hi, x->hi * y->lo, x->hi * y->hi};
+          int64_t p[] = {saturating_mul(x->lo, y->lo), saturating_mul(x->lo, y->hi), saturating_mul(x->hi, y->lo),
+                         saturating_mul(x->hi, y->hi)};
           result = Interval{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
           break;
         }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "ir/limits.h"
+
 namespace solder {
 
 std::string Token::describe() const {
@@ -66,6 +68,9 @@ std::vector<Token> tokenize(std::string_view text, const std::string& file) {
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t j = i;
       while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+      if (j - i > static_cast<size_t>(kMaxNameLength))
+        fail(file, loc, "name '" + std::string(text.substr(i, 16)) + "...' is " + std::to_string(j - i) +
+                            " characters long; names have at most " + std::to_string(kMaxNameLength));
       tokens.push_back({TokenKind::name, std::string(text.substr(i, j - i)), loc});
       advance(j - i);
       continue;

@@ -6,8 +6,12 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "ir/expr_depth.h"
 #include "ir/lexer.h"
+#include "ir/limits.h"
 #include "ir/printer.h"
 
 namespace solder {
@@ -28,6 +32,7 @@ class Parser {
     program_.name = expect_identifier("a program name");
     end_statement();
     while (peek().kind != TokenKind::end) {
+      depth_.clear();
       if (peek().is("dim")) parse_dims(program_.dims, false);
       else if (peek().is("small")) parse_dims(program_.small, true);
       else if (peek().is("in")) parse_input();
@@ -44,6 +49,10 @@ class Parser {
   Program program_;
   // Index variables of the definition being parsed (p-variables, then r-variables).
   std::vector<std::string> index_vars_;
+  // Depth of every expression node built for the current statement (leaves: 1), and how deep the
+  // recursive descent currently is; both stay within kMaxExprDepth (limits.h).
+  std::unordered_map<const ExprNode*, int> depth_;
+  int nesting_ = 0;
 
   // ---- Token helpers ----
   const Token& peek(size_t ahead = 0) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
@@ -74,15 +83,12 @@ class Parser {
   }
 
   // ---- Name classification ----
-  bool is_dim(std::string_view n) const { return program_.find_dim(n) != nullptr; }
-  bool is_tensor(std::string_view n) const {
-    return program_.find_input(n) != nullptr || program_.find_definition(n) != nullptr;
-  }
-  size_t tensor_rank(std::string_view n) const {
-    if (auto in = program_.find_input(n)) return in->shape.size();
-    auto def = program_.find_definition(n);
-    return def->target.index.size();
-  }
+  // Indexed by name, so that a program of many statements parses in linear time.
+  std::unordered_set<std::string> dim_names_;
+  std::unordered_map<std::string, size_t> tensor_ranks_;  // inputs and targets
+  bool is_dim(const std::string& n) const { return dim_names_.count(n) > 0; }
+  bool is_tensor(const std::string& n) const { return tensor_ranks_.count(n) > 0; }
+  size_t tensor_rank(const std::string& n) const { return tensor_ranks_.at(n); }
   void check_new_name(const Token& at, const std::string& name, const std::string& role) {
     if (is_dim(name)) error(at, role + " '" + name + "' has the name of a dim; names must be unique");
     if (is_tensor(name)) error(at, role + " '" + name + "' has the name of a tensor; names must be unique");
@@ -104,6 +110,7 @@ class Parser {
       expect("=", " after the dim name");
       Expr value = parse_dim_expr();
       into.push_back({name, value, at.loc});
+      if (!small) dim_names_.insert(name);
     } while (accept(","));
     end_statement();
   }
@@ -142,6 +149,7 @@ class Parser {
         error(dist_at, "distribution '" + dist + "' takes " + std::to_string(arity) + " parameter(s), found " +
                            std::to_string(in.distribution.params.size()));
     }
+    tensor_ranks_[in.name] = in.shape.size();
     program_.inputs.push_back(std::move(in));
     end_statement();
   }
@@ -225,6 +233,8 @@ class Parser {
     if (peek().kind == TokenKind::newline || peek().kind == TokenKind::end) expected("an expression");
     def.body = parse_expr();
     end_statement();
+    tensor_ranks_[def.target.name] = def.target.index.size();
+    if (def.index_target) tensor_ranks_[def.index_target->name] = def.target.index.size();
     program_.defs.push_back(std::move(def));
   }
 
@@ -324,42 +334,109 @@ class Parser {
 
   Expr parse_expr() { return parse_or(); }
 
+  // Records the depth of a node built from already-tracked children; refuses one deeper than
+  // kMaxExprDepth. Every node the parser builds goes through here.
+  Expr track(Expr e, const Token& at) {
+    int depth = 0;
+    for (auto& child : children(e)) {
+      auto it = depth_.find(child.get());
+      depth = std::max(depth, it == depth_.end() ? 1 : it->second);
+    }
+    ++depth;
+    if (depth > kMaxExprDepth) too_deep(at);
+    depth_[e.get()] = depth;
+    return e;
+  }
+  [[noreturn]] void too_deep(const Token& at) {
+    error(at, "expression nests more than " + std::to_string(kMaxExprDepth) +
+                  " levels deep (parentheses, calls, operators); split it into several definitions");
+  }
+  // Counts one level of recursive descent (a parenthesis, call or unary operator).
+  struct NestingGuard {
+    Parser& parser;
+    NestingGuard(Parser& p, const Token& at) : parser(p) {
+      if (++parser.nesting_ > kMaxExprDepth) parser.too_deep(at);
+    }
+    ~NestingGuard() { --parser.nesting_; }
+  };
+
+  static bool is_associative(BinaryOp op) {
+    return op == BinaryOp::add || op == BinaryOp::mul || op == BinaryOp::logical_and || op == BinaryOp::logical_or;
+  }
+
+  // operands[lo..hi) joined by ops[lo+1..hi) (all the same associative operator) as a balanced tree.
+  Expr balanced(const std::vector<Expr>& operands, const std::vector<BinaryOp>& ops,
+                const std::vector<const Token*>& tokens, size_t lo, size_t hi) {
+    if (hi - lo == 1) return operands[lo];
+    size_t mid = lo + (hi - lo) / 2;
+    Expr l = balanced(operands, ops, tokens, lo, mid), r = balanced(operands, ops, tokens, mid, hi);
+    return track(make_binary(ops[mid], l, r, tokens[mid]->loc), *tokens[mid]);
+  }
+
+  // A chain `x0 op1 x1 op2 x2 ...` of one precedence level associates to the left, except that a
+  // run of more than kBalancedRunLength operands joined by the same associative operator (+ * && ||)
+  // becomes one balanced subtree, so that long flat sums stay shallow (docs/language.md, "Limits").
+  Expr fold_chain(const std::vector<Expr>& operands, const std::vector<BinaryOp>& ops,
+                  const std::vector<const Token*>& tokens) {
+    Expr acc = operands[0];
+    size_t i = 1;
+    while (i < operands.size()) {
+      size_t end = i;
+      while (end < operands.size() && ops[end] == ops[i]) ++end;
+      // The run starting at the chain's first operand includes it.
+      size_t first = i == 1 ? 0 : i;
+      if (is_associative(ops[i]) && end - first > static_cast<size_t>(kBalancedRunLength)) {
+        Expr run = balanced(operands, ops, tokens, first, end);
+        acc = first == 0 ? run : track(make_binary(ops[i], acc, run, tokens[i]->loc), *tokens[i]);
+      } else {
+        for (size_t k = i; k < end; ++k) acc = track(make_binary(ops[k], acc, operands[k], tokens[k]->loc), *tokens[k]);
+      }
+      i = end;
+    }
+    return acc;
+  }
+
   Expr parse_binary_level(int level) {
     // level 1: ||, 2: &&, 3: comparisons (non-associative), 4: + -, 5: * / // %
     if (level > 5) return parse_unary();
-    Expr lhs = parse_binary_level(level + 1);
+    std::vector<Expr> operands{parse_binary_level(level + 1)};
+    std::vector<BinaryOp> ops{BinaryOp::add};  // ops[k] joins operands[k-1] and operands[k]
+    std::vector<const Token*> tokens{nullptr};
     while (true) {
       const Token& t = peek();
-      if (t.kind != TokenKind::symbol) return lhs;
+      if (t.kind != TokenKind::symbol) break;
       std::optional<BinaryOp> op;
       for (BinaryOp candidate : {BinaryOp::logical_or, BinaryOp::logical_and, BinaryOp::lt, BinaryOp::le, BinaryOp::gt,
                                  BinaryOp::ge, BinaryOp::eq, BinaryOp::ne, BinaryOp::add, BinaryOp::sub,
                                  BinaryOp::mul, BinaryOp::div, BinaryOp::floordiv, BinaryOp::mod}) {
         if (binary_precedence(candidate) == level && binary_op_symbol(candidate) == t.text) op = candidate;
       }
-      if (!op) return lhs;
+      if (!op) break;
       next();
-      Expr rhs = parse_binary_level(level + 1);
-      lhs = make_binary(*op, lhs, rhs, t.loc);
+      operands.push_back(parse_binary_level(level + 1));
+      ops.push_back(*op);
+      tokens.push_back(&t);
       if (level == 3) {
         const Token& again = peek();
         for (auto s : {"<", "<=", ">", ">=", "==", "!="})
           if (again.is(s)) error(again, "comparisons do not chain; write (a < b) && (b < c)");
-        return lhs;
+        break;
       }
     }
+    return fold_chain(operands, ops, tokens);
   }
   Expr parse_or() { return parse_binary_level(1); }
 
   Expr parse_unary() {
     const Token& t = peek();
+    NestingGuard guard(*this, t);
     if (accept("-")) {
       Expr operand = parse_unary();
-      if (auto c = operand.as<ConstNode>()) return c->is_integer ? make_int(-static_cast<int64_t>(c->value), t.loc)
-                                                                  : make_const(-c->value, t.loc);
-      return make_unary(UnaryOp::neg, operand, t.loc);
+      if (auto c = operand.as<ConstNode>())
+        return track(c->is_integer ? make_int(-static_cast<int64_t>(c->value), t.loc) : make_const(-c->value, t.loc), t);
+      return track(make_unary(UnaryOp::neg, operand, t.loc), t);
     }
-    if (accept("!")) return make_unary(UnaryOp::logical_not, parse_unary(), t.loc);
+    if (accept("!")) return track(make_unary(UnaryOp::logical_not, parse_unary(), t.loc), t);
     return parse_primary();
   }
 
@@ -379,8 +456,8 @@ class Parser {
 
   Expr parse_primary() {
     const Token& t = peek();
-    if (t.kind == TokenKind::integer) { next(); return make_int(static_cast<int64_t>(t.number), t.loc); }
-    if (t.kind == TokenKind::real) { next(); return make_const(t.number, t.loc); }
+    if (t.kind == TokenKind::integer) { next(); return track(make_int(static_cast<int64_t>(t.number), t.loc), t); }
+    if (t.kind == TokenKind::real) { next(); return track(make_const(t.number, t.loc), t); }
     if (accept("(")) {
       Expr e = parse_expr();
       expect(")", " to close '(' at " + std::to_string(t.loc.line) + ":" + std::to_string(t.loc.column));
@@ -388,7 +465,7 @@ class Parser {
     }
     if (t.kind != TokenKind::name) expected("an expression");
     const std::string& name = t.text;
-    if (name == "inf") { next(); return make_const(std::numeric_limits<double>::infinity(), t.loc); }
+    if (name == "inf") { next(); return track(make_const(std::numeric_limits<double>::infinity(), t.loc), t); }
     if (name == "cast") {
       next();
       expect("(", " after 'cast'");
@@ -396,23 +473,23 @@ class Parser {
       expect(",", " and a dtype: cast(x, dtype)");
       DType d = parse_dtype_token();
       expect(")", " to close 'cast'");
-      return make_cast(d, operand, t.loc);
+      return track(make_cast(d, operand, t.loc), t);
     }
     if (name == "select") {
       next();
       auto args = parse_args("select", 3);
-      return make_select(args[0], args[1], args[2], t.loc);
+      return track(make_select(args[0], args[1], args[2], t.loc), t);
     }
     if (peek(1).is("(")) {
       if (auto u = unary_function(name)) {
         next();
         auto args = parse_args(name, 1);
-        return make_unary(*u, args[0], t.loc);
+        return track(make_unary(*u, args[0], t.loc), t);
       }
       if (auto b = binary_function(name)) {
         next();
         auto args = parse_args(name, 2);
-        return make_binary(*b, args[0], args[1], t.loc);
+        return track(make_binary(*b, args[0], args[1], t.loc), t);
       }
       if (parse_reduce_op(name))
         error(t, "a reduction ('" + name + "(...)') may only start the right-hand side of a definition, with fresh variables");
@@ -444,15 +521,15 @@ class Parser {
       if (index.size() != rank)
         error(open, "tensor '" + name + "' has " + std::to_string(rank) + " dim(s), found " +
                         std::to_string(index.size()) + " index expression(s)");
-      return make_load(name, std::move(index), t.loc);
+      return track(make_load(name, std::move(index), t.loc), t);
     }
-    if (is_dim(name)) return make_dim(name, t.loc);
+    if (is_dim(name)) return track(make_dim(name, t.loc), t);
     if (is_tensor(name)) {
       if (tensor_rank(name) != 0)
         error(t, "tensor '" + name + "' has " + std::to_string(tensor_rank(name)) + " dim(s); expected '" + name + "[...]'");
-      return make_load(name, {}, t.loc);
+      return track(make_load(name, {}, t.loc), t);
     }
-    return make_var(name, t.loc);
+    return track(make_var(name, t.loc), t);
   }
 };
 

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "ir/limits.h"
+
 namespace solder {
 
 std::string format_number(double value, bool is_integer) {
@@ -40,6 +42,17 @@ int precedence(const Expr& e) {
 }
 
 void print(std::ostringstream& out, const Expr& e);
+
+// The parser groups a run of more than kBalancedRunLength operands of one associative operator as
+// a balanced tree (limits.h). A left-deep chain of the same operator therefore prints in runs of at
+// most kBalancedRunLength operands: the left operand is parenthesized every kBalancedRunLength - 1
+// operands, so that the text parses back to the same tree.
+bool ends_printed_run(const Expr& lhs, BinaryOp op) {
+  if (op != BinaryOp::add && op != BinaryOp::mul && op != BinaryOp::logical_and && op != BinaryOp::logical_or) return false;
+  int64_t operands = 1;  // of lhs's left spine of `op`
+  for (const BinaryNode* b = lhs.as<BinaryNode>(); b && b->op == op; b = b->lhs.as<BinaryNode>()) ++operands;
+  return operands > 1 && operands % (kBalancedRunLength - 1) == 0;
+}
 
 void print_operand(std::ostringstream& out, const Expr& e, bool parenthesize) {
   if (parenthesize) out << '(';
@@ -97,7 +110,7 @@ void print(std::ostringstream& out, const Expr& e) {
       }
       int p = binary_precedence(b->op);
       bool comparison = is_comparison(b->op);  // non-associative: parenthesize both sides
-      print_operand(out, b->lhs, comparison ? precedence(b->lhs) <= p : precedence(b->lhs) < p);
+      print_operand(out, b->lhs, comparison ? precedence(b->lhs) <= p : precedence(b->lhs) < p || ends_printed_run(b->lhs, b->op));
       out << ' ' << binary_op_symbol(b->op) << ' ';
       print_operand(out, b->rhs, precedence(b->rhs) <= p);
       return;

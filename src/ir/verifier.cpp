@@ -1,21 +1,22 @@
 #include "ir/verifier.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
+#include "ir/expr_depth.h"
 #include "ir/expr_visitor.h"
 #include "ir/interval.h"
+#include "ir/limits.h"
 #include "ir/printer.h"
 #include "ir/types.h"
+#include "support/checked.h"
 
 namespace solder {
 
-int64_t TensorInfo::elements() const {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
+int64_t TensorInfo::elements() const { return product_or_throw(shape, "tensor elements"); }
 
 bool BoundProgram::has_tensor(std::string_view name) const {
   return std::any_of(tensors.begin(), tensors.end(), [&](auto& t) { return t.name == name; });
@@ -48,6 +49,7 @@ class Binder {
   }
 
   BoundProgram run() {
+    check_depths();
     bind_dims();
     for (auto& in : program_.inputs) bind_input(in);
     for (size_t i = 0; i < program_.defs.size(); ++i) bind_definition(program_.defs[i], static_cast<int>(i));
@@ -60,6 +62,70 @@ class Binder {
   const Program& program_;
   std::string file_;
   BoundProgram bound_;
+  // bound_.tensors by name: binding looks tensors up for every load, in time independent of the
+  // program's length.
+  std::unordered_map<std::string, size_t> tensor_index_;
+
+  void add_tensor(TensorInfo t) {
+    tensor_index_[t.name] = bound_.tensors.size();
+    bound_.tensors.push_back(std::move(t));
+  }
+  const TensorInfo& tensor(const std::string& name) const { return bound_.tensors.at(tensor_index_.at(name)); }
+
+  // ---- Limits ----
+  // Programs built with the C++ API skip the parser's depth check (limits.h); every pass after this
+  // one may recurse over expressions.
+  void check_depth(const Expr& e, SourceLoc fallback) {
+    if (e && expr_depth(e) > kMaxExprDepth)
+      fail(file_, e.loc().known() ? e.loc() : fallback,
+           "expression nests more than " + std::to_string(kMaxExprDepth) + " levels deep; split it into several definitions");
+  }
+  void check_depths() {
+    for (auto& d : program_.dims) check_depth(d.value, d.loc);
+    for (auto& d : program_.small) check_depth(d.value, d.loc);
+    for (auto& in : program_.inputs)
+      for (auto& s : in.shape) check_depth(s, in.loc);
+    for (auto& def : program_.defs) {
+      check_depth(def.body, def.loc);
+      check_depth(def.topk_k, def.loc);
+      for (auto* vars : {&def.target.index, &def.reduce_vars})
+        for (auto& v : *vars)
+          if (v.extent) check_depth(*v.extent, v.loc);
+    }
+  }
+
+  static std::string size_text(int64_t v) {
+    // The interval analysis saturates at int64 max / 4.
+    return v >= std::numeric_limits<int64_t>::max() / 4 ? "at least 2^61" : std::to_string(v);
+  }
+  // A dim, extent or k: `value` must lie in [1, kMaxDim].
+  void check_dim_value(int64_t value, SourceLoc loc, const std::string& what) {
+    if (value < 1) fail(file_, loc, what + " is " + std::to_string(value) + "; sizes must be at least 1");
+    if (value > kMaxDim)
+      fail(file_, loc, what + " is " + size_text(value) + "; sizes must be at most " + std::to_string(kMaxDim) +
+                           " (2^31 - 1)");
+  }
+  // Tensor element counts and iteration spaces, multiplied without wrapping: "WHAT A (4) x B (8), more
+  // than the limit of LIMIT".
+  void check_count(const std::vector<int64_t>& extents, const std::vector<std::string>& labels, int64_t limit,
+                   const std::string& limit_text, SourceLoc loc, const std::string& what) {
+    int64_t n = 1;
+    bool over = false;
+    for (int64_t e : extents) {
+      auto m = checked_mul(n, e);
+      if (!m || *m > limit) { over = true; break; }
+      n = *m;
+    }
+    if (!over) return;
+    std::string product;
+    for (size_t i = 0; i < extents.size(); ++i)
+      product += (i ? " x " : "") + labels[i] + (labels[i] == std::to_string(extents[i]) ? "" : " (" + std::to_string(extents[i]) + ")");
+    fail(file_, loc, what + " " + product + ", more than the limit of " + limit_text);
+  }
+  void check_elements(const TensorInfo& t, SourceLoc loc) {
+    check_count(t.shape, t.dim_labels, kMaxElements, "2^40 (" + std::to_string(kMaxElements) + ") elements per tensor", loc,
+                "tensor '" + t.name + "' has");
+  }
 
   // ---- Dims ----
   static bool is_base(const DimDecl& d) {
@@ -78,11 +144,28 @@ class Binder {
     RangeFacts facts;
     facts.dims = bound_.dims;
     auto r = facts.bound(e);
-    if (!r || r->lo != r->hi) fail(file_, e.loc(), "expected a size for " + what + ", found '" + print_expr(e) + "'");
+    if (!r || r->lo != r->hi) {
+      zero_divisor(e, facts, what);
+      fail(file_, e.loc(), "expected a size for " + what + ", found '" + print_expr(e) + "'");
+    }
     return r->lo;
+  }
+  // Names a `//` or `%` in a size whose divisor is 0 or negative (the analysis cannot bound those).
+  void zero_divisor(const Expr& e, const RangeFacts& facts, const std::string& what) {
+    for (auto& child : children(e)) zero_divisor(child, facts, what);  // sizes nest at most kMaxExprDepth
+    auto b = e.as<BinaryNode>();
+    if (!b || (b->op != BinaryOp::floordiv && b->op != BinaryOp::mod)) return;
+    auto d = facts.bound(b->rhs);
+    if (d && d->lo == d->hi && d->lo <= 0)
+      fail(file_, e.loc(), "'" + std::string(binary_op_symbol(b->op)) + "' in " + what + " divides by '" + print_expr(b->rhs) +
+                               "', which is " + std::to_string(d->lo) + "; sizes divide by positive numbers only");
   }
 
   void bind_dims() {
+    if (bound_.sizes.small && program_.small.empty())
+      fail(file_, {1, 1}, "--small: program '" + program_.name + "' has no 'small' line; add one after the dims " +
+                              "(e.g. 'small " + (program_.dims.empty() ? std::string("N") : program_.dims[0].name) +
+                              " = 4') or run without --small");
     std::map<std::string, const DimDecl*> small;
     for (auto& s : program_.small) small[s.name] = &s;
     std::map<std::string, int64_t> overrides;
@@ -101,6 +184,7 @@ class Binder {
     }
     for (auto& d : program_.dims) {
       int64_t value;
+      SourceLoc value_loc = d.loc;  // where the value comes from: the dim or its `small` binding
       auto s = small.find(d.name);
       if (s != small.end() && !is_base(d))
         fail(file_, s->second->loc, "'small' sets dim '" + d.name + "', which is derived (" + d.name + " = " +
@@ -109,13 +193,19 @@ class Binder {
         value = overrides[d.name];
       } else if (bound_.sizes.small && s != small.end()) {
         value = eval_size(s->second->value, "dim '" + d.name + "'");
+        value_loc = s->second->loc;
       } else {
         value = eval_size(d.value, "dim '" + d.name + "'");
       }
       if (value < 1) {
         if (overrides.count(d.name))
           throw Error("--dim " + d.name + "=" + std::to_string(value) + ": a dim must be at least 1");
-        fail(file_, d.loc, "dim '" + d.name + "' evaluates to " + std::to_string(value) + "; a dim must be at least 1");
+        fail(file_, value_loc, "dim '" + d.name + "' evaluates to " + std::to_string(value) + "; a dim must be at least 1");
+      }
+      if (value > kMaxDim) {
+        std::string limit = "; a dim must be at most " + std::to_string(kMaxDim) + " (2^31 - 1)";
+        if (overrides.count(d.name)) throw Error("--dim " + d.name + "=" + std::to_string(value) + limit);
+        fail(file_, value_loc, "dim '" + d.name + "' evaluates to " + size_text(value) + limit);
       }
       bound_.dims[d.name] = value;
     }
@@ -130,12 +220,13 @@ class Binder {
     t.input = &in;
     for (auto& s : in.shape) {
       int64_t v = eval_size(s, "a dim of input '" + in.name + "'");
-      if (v < 1) fail(file_, s.loc(), "dim '" + print_expr(s) + "' of input '" + in.name + "' is " + std::to_string(v) + "; sizes must be at least 1");
+      check_dim_value(v, start_loc(s), "dim '" + print_expr(s) + "' of input '" + in.name + "'");
       t.shape.push_back(v);
       t.dim_labels.push_back(print_expr(s));
     }
+    check_elements(t, in.loc);
     check_distribution(in);
-    bound_.tensors.push_back(std::move(t));
+    add_tensor(std::move(t));
   }
 
   void check_distribution(const InputDecl& in) {
@@ -169,24 +260,24 @@ class Binder {
   }
 
   // ---- Definitions ----
-  DType dtype_of(const std::string& tensor) const { return bound_.tensor(tensor).dtype; }
+  DType dtype_of(const std::string& name) const { return tensor(name).dtype; }
 
   // Every (variable, extent, label, position) where a variable appears alone as a load index.
   struct BareUse { std::string var; int64_t extent; std::string label; SourceLoc loc; };
   std::vector<BareUse> bare_uses(const Expr& body) const {
     struct Collector : ExprVisitor {
-      const BoundProgram* bound;
+      const Binder* binder;
       std::vector<BareUse> uses;
       using ExprVisitor::visit;
       void visit(const LoadNode& load) override {
-        const TensorInfo& t = bound->tensor(load.tensor);
+        const TensorInfo& t = binder->tensor(load.tensor);
         for (size_t i = 0; i < load.index.size(); ++i)
           if (auto v = load.index[i].as<VarNode>())
             uses.push_back({v->name, t.shape[i], t.dim_labels[i], load.index[i].loc()});
         ExprVisitor::visit(load);
       }
     } collector;
-    collector.bound = &bound_;
+    collector.binder = this;
     collector.visit(body);
     return collector.uses;
   }
@@ -211,6 +302,7 @@ class Binder {
     std::string rank_var;
     if (def.reduce == ReduceOp::topk) {
       bd.topk_k = eval_size(def.topk_k, "topk's k");
+      check_dim_value(bd.topk_k, start_loc(def.topk_k), "topk's k (" + print_expr(def.topk_k) + ")");
       std::vector<int> unused;
       for (size_t i = 0; i < def.target.index.size(); ++i)
         if (!uses_var(def.body, def.target.index[i].name)) unused.push_back(static_cast<int>(i));
@@ -249,7 +341,7 @@ class Binder {
         if (!first) first = u;
       }
       if (explicit_extent) {
-        if (*explicit_extent < 1) fail(file_, v->loc, "index '" + v->name + "' has extent " + std::to_string(*explicit_extent) + "; extents must be at least 1");
+        check_dim_value(*explicit_extent, v->loc, "the extent of index '" + v->name + "'");
         bd.extent[v->name] = *explicit_extent;
       } else if (first) {
         bd.extent[v->name] = first->extent;
@@ -260,6 +352,16 @@ class Binder {
     }
     for (auto& v : def.target.index) bd.p_extents.push_back(bd.extent[v.name]);
     for (auto& v : def.reduce_vars) bd.r_extents.push_back(bd.extent[v.name]);
+    {
+      std::vector<int64_t> extents;
+      std::vector<std::string> labels;
+      for (const IndexVarDecl* v : all) {
+        extents.push_back(bd.extent[v->name]);
+        labels.push_back(v->name);
+      }
+      check_count(extents, labels, kMaxIterations, "2^62 points", def.loc,
+                  "the iteration space of '" + def.target.name + "' has");
+    }
 
     // Types.
     auto dtype_lookup = [&](const std::string& t) { return dtype_of(t); };
@@ -293,7 +395,8 @@ class Binder {
         info.shape.push_back(bd.p_extents[i]);
         info.dim_labels.push_back(label_for(def, t.index[i], uses, bd));
       }
-      bound_.tensors.push_back(std::move(info));
+      check_elements(info, t.loc);
+      add_tensor(std::move(info));
     };
     add_target(def.target, def.value_dtype(), false);
     if (def.index_target) add_target(*def.index_target, DType::i32, true);
@@ -341,7 +444,7 @@ class Binder {
       return;
     }
     if (auto load = e.as<LoadNode>()) {
-      const TensorInfo& t = bound_.tensor(load->tensor);
+      const TensorInfo& t = tensor(load->tensor);
       for (size_t i = 0; i < load->index.size(); ++i) {
         const Expr& index = load->index[i];
         if (!tensors_used(index).empty())
@@ -367,6 +470,15 @@ class Binder {
     }
     if (auto u = e.as<UnaryNode>()) return check_ranges(u->operand, facts);
     if (auto b = e.as<BinaryNode>()) {
+      if (b->op == BinaryOp::floordiv || b->op == BinaryOp::mod) {
+        // An integer divisor the analysis can bound (index arithmetic, dims, literals) must not be 0
+        // where it is evaluated; data-dependent divisors are checked when the program runs.
+        auto r = facts.bound(b->rhs);
+        if (r && r->lo <= 0 && r->hi >= 0)
+          fail(file_, e.loc(), "'" + std::string(binary_op_symbol(b->op)) + "' divides by '" + print_expr(b->rhs) + "', which " +
+                                   (r->lo == 0 && r->hi == 0 ? "is 0" : "can be 0 (it takes values in [" + std::to_string(r->lo) + ", " +
+                                                                              std::to_string(r->hi) + "])"));
+      }
       check_ranges(b->lhs, facts);
       check_ranges(b->rhs, facts);
       return;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include "support/checked.h"
 
 namespace solder {
 
@@ -89,27 +90,21 @@ std::optional<MmaType> mma_type_of(DType dtype) {
   }
 }
 
+// Sizes are products of bound extents (ir/limits.h keeps them far from the wrap); they are still
+// multiplied with overflow checks, and an overflow is an internal error.
 int64_t Domain::points() const {
   int64_t n = 1;
-  for (auto& a : axes) n *= a.extent;
+  for (auto& a : axes) n = mul_or_throw(n, a.extent, "domain points");
   return n;
 }
 
-int64_t Buffer::elements() const {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
+int64_t Buffer::elements() const { return product_or_throw(shape, "buffer elements"); }
 
-int64_t GlobalTensor::elements() const {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
+int64_t GlobalTensor::elements() const { return product_or_throw(shape, "global tensor elements"); }
 
 int64_t Kernel::blocks() const {
   int64_t n = 1;
-  for (auto& g : grid) n *= g.extent;
+  for (auto& g : grid) n = mul_or_throw(n, g.extent, "grid blocks");
   return n;
 }
 
