@@ -60,6 +60,7 @@ class Binder {
   const Program& program_;
   std::string file_;
   BoundProgram bound_;
+  std::set<std::string, std::less<>> integer_tensors_;  // the i32 tensors bound so far
 
   // ---- Dims ----
   static bool is_base(const DimDecl& d) {
@@ -135,6 +136,7 @@ class Binder {
       t.dim_labels.push_back(print_expr(s));
     }
     check_distribution(in);
+    if (t.dtype == DType::i32) integer_tensors_.insert(t.name);
     bound_.tensors.push_back(std::move(t));
   }
 
@@ -278,6 +280,7 @@ class Binder {
     // Ranges of every load.
     RangeFacts facts;
     facts.dims = bound_.dims;
+    facts.integer_tensors = &integer_tensors_;
     for (auto& [name, extent] : bd.extent) facts.vars[name] = Interval{0, extent - 1};
     check_ranges(def.body, facts);
 
@@ -293,6 +296,7 @@ class Binder {
         info.shape.push_back(bd.p_extents[i]);
         info.dim_labels.push_back(label_for(def, t.index[i], uses, bd));
       }
+      if (info.dtype == DType::i32) integer_tensors_.insert(info.name);
       bound_.tensors.push_back(std::move(info));
     };
     add_target(def.target, def.value_dtype(), false);
@@ -344,10 +348,19 @@ class Binder {
       const TensorInfo& t = bound_.tensor(load->tensor);
       for (size_t i = 0; i < load->index.size(); ++i) {
         const Expr& index = load->index[i];
-        if (!tensors_used(index).empty())
-          fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor +
-                                       "' reads a tensor; index expressions may use index variables, dims and constants only");
+        std::vector<std::string> read = tensors_used(index);
+        for (auto& name : read)
+          if (dtype_of(name) != DType::i32)
+            fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor + "' reads '" + name +
+                                         "', which is " + std::string(dtype_name(dtype_of(name))) +
+                                         "; an index may read i32 tensors only");
         auto r = facts.bound(index);
+        if (!read.empty() && !(r && Interval{0, t.shape[i] - 1}.contains(*r))) {
+          // A data-dependent index that guards do not prove in range: checked when the load runs
+          // (an out-of-range value is a reported error, never a wild read; docs/language.md).
+          check_ranges(index, facts);
+          continue;
+        }
         if (!r)
           fail(file_, start_loc(index), "cannot bound index '" + print_expr(index) + "' of '" + load->tensor +
                                        "' (expected affine arithmetic, // or % by a positive number, comparisons)");
