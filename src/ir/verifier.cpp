@@ -354,6 +354,10 @@ class Binder {
             fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor + "' reads '" + name +
                                          "', which is " + std::string(dtype_name(dtype_of(name))) +
                                          "; an index may read i32 tensors only");
+        if (!read.empty() && t.shape[i] > (int64_t{1} << 24))
+          fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor + "' reads a tensor, and dim " +
+                                       std::to_string(i + 1) + " has extent " + std::to_string(t.shape[i]) +
+                                       "; a data-dependent index may address at most 2^24 elements (kernels hold it in f32)");
         auto r = facts.bound(index);
         if (!read.empty() && !(r && Interval{0, t.shape[i] - 1}.contains(*r))) {
           // A data-dependent index that guards do not prove in range: checked when the load runs

@@ -289,6 +289,15 @@ TEST(Gathers, OnlyI32TensorsMayBeIndices) {
             std::string::npos) << message;
 }
 
+TEST(Gathers, AddressAtMost2To24Elements) {
+  // Kernels hold indices in f32 tiles: exact up to 2^24, so larger dims are refused.
+  std::string text = "program p\ndim T = 2, V = 16777217\nin tok[T] : i32\nin emb[V] : bf16\nout y[t] = emb[tok[t]]\n";
+  std::string message = error_of([&] { testing::bind_text(text); });
+  EXPECT_NE(message.find("test.sol:5:16: error: index 'tok[t]' of 'emb' reads a tensor, and dim 1 has extent 16777217"),
+            std::string::npos) << message;
+  testing::bind_text("program p\ndim T = 2, V = 16777216\nin tok[T] : i32\nin emb[V] : bf16\nout y[t] = emb[tok[t]]\n");
+}
+
 TEST(Gathers, IntervalAnalysisBoundsALoadOnlyWhereGuardsProveIt) {
   std::set<std::string, std::less<>> integers = {"tok"};
   RangeFacts facts;
