@@ -24,6 +24,11 @@ Expr GroupLowering::translate(const GroupMember& m, const Expr& e, const std::ma
 // A load of a global that every point of the tile reads at plain variables (or at indices fixed
 // for the block) reads a staged copy instead.
 Expr GroupLowering::staged_load(const GroupMember& m, const LoadNode& load) {
+  // A load at a data-dependent index (a gather) is never staged: a staging copy would read it
+  // speculatively (also where a select's guard keeps it from being evaluated) and would need the
+  // index tensor as a global. It stays a direct load of the global, checked where it is evaluated.
+  for (auto& i : load.index)
+    if (!tensors_used(i).empty()) return {};
   std::vector<int> dims;
   std::vector<Expr> source;
   std::vector<Expr> local;

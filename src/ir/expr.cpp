@@ -56,6 +56,12 @@ constexpr UnaryInfo kUnary[] = {
     {UnaryOp::rsqrt, "rsqrt", true},    {UnaryOp::abs, "abs", true},
     {UnaryOp::sigmoid, "sigmoid", true}, {UnaryOp::silu, "silu", true},
     {UnaryOp::gelu, "gelu", true},
+    {UnaryOp::sin, "sin", true},        {UnaryOp::cos, "cos", true},
+    {UnaryOp::tan, "tan", true},        {UnaryOp::erf, "erf", true},
+    {UnaryOp::exp2, "exp2", true},      {UnaryOp::log2, "log2", true},
+    {UnaryOp::log1p, "log1p", true},    {UnaryOp::expm1, "expm1", true},
+    {UnaryOp::floor, "floor", true},    {UnaryOp::ceil, "ceil", true},
+    {UnaryOp::round, "round", true},
 };
 struct BinaryInfo { BinaryOp op; std::string_view symbol; bool function_style; int precedence; };
 constexpr BinaryInfo kBinary[] = {

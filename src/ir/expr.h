@@ -10,7 +10,8 @@
 //   Var     an index variable (a p- or r-variable of a definition, or a Kernel IR loop/grid/axis var).
 //   DimRef  the size of a named dim (bound when a program is instantiated with concrete sizes).
 //   Load    tensor[index...]; a 0-d tensor has no indices.
-//   Unary   neg, not, exp, log, tanh, sqrt, rsqrt, abs, sigmoid, silu, gelu.
+//   Unary   neg, not, exp, log, tanh, sqrt, rsqrt, abs, sigmoid, silu, gelu, sin, cos, tan, erf,
+//           exp2, log2, log1p, expm1, floor, ceil, round (half to even).
 //   Binary  + - * / (real division), // and % (floor division and modulo on integers), max, min,
 //           pow, the comparisons < <= > >= == !=, and the logical && ||.
 //   Select  select(cond, a, b): a where cond holds, else b. Only the taken branch is evaluated,
@@ -48,7 +49,10 @@ enum class ExprKind {
 #undef SOLDER_DECLARE_KIND
 };
 
-enum class UnaryOp { neg, logical_not, exp, log, tanh, sqrt, rsqrt, abs, sigmoid, silu, gelu };
+enum class UnaryOp {
+  neg, logical_not, exp, log, tanh, sqrt, rsqrt, abs, sigmoid, silu, gelu,
+  sin, cos, tan, erf, exp2, log2, log1p, expm1, floor, ceil, round
+};
 
 enum class BinaryOp {
   add, sub, mul, div, floordiv, mod, max, min, pow,

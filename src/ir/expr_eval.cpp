@@ -29,6 +29,17 @@ double apply_unary(UnaryOp op, double x) {
       constexpr double k = 0.7978845608028654;  // sqrt(2 / pi)
       return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
     }
+    case UnaryOp::sin: return std::sin(x);
+    case UnaryOp::cos: return std::cos(x);
+    case UnaryOp::tan: return std::tan(x);
+    case UnaryOp::erf: return std::erf(x);
+    case UnaryOp::exp2: return std::exp2(x);
+    case UnaryOp::log2: return std::log2(x);
+    case UnaryOp::log1p: return std::log1p(x);
+    case UnaryOp::expm1: return std::expm1(x);
+    case UnaryOp::floor: return std::floor(x);
+    case UnaryOp::ceil: return std::ceil(x);
+    case UnaryOp::round: return std::nearbyint(x);  // half to even (the default rounding mode), as rintf
   }
   return x;
 }
@@ -201,8 +212,8 @@ double CompiledExpr::eval(const int64_t* vars, const TensorStorage* const* stora
           if (index < 0 || index >= t.storage->shape[d]) {
             std::string where = source->name + "[";
             for (int k = 0; k < in.b; ++k) where += (k ? ", " : "") + std::to_string(static_cast<int64_t>(stack[top + k]));
-            throw Error("load out of range: " + where + "] (dim " + std::to_string(d + 1) + " has extent " +
-                        std::to_string(t.storage->shape[d]) + ")");
+            throw Error("load out of range: " + where + "]: index " + std::to_string(index) + " of dim " +
+                        std::to_string(d + 1) + " is outside [0, " + std::to_string(t.storage->shape[d]) + ")");
           }
           offset += index * t.strides[d];
         }

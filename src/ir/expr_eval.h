@@ -8,6 +8,10 @@
 //               function, each constant) is rounded to float32, as a GPU computing in f32 would.
 //               sigmoid(x) = 1 / (1 + exp(-x)); silu(x) = x * sigmoid(x);
 //               gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  rsqrt(x) = 1 / sqrt(x).
+//               sin cos tan erf exp2 log2 log1p expm1 floor ceil are the C library's functions;
+//               round(x) rounds half to even (rint). In float32 mode they are computed in float64
+//               and rounded once to float32 (the correctly rounded value; the GPU's precise
+//               functions are within 2 ulp of it, floor/ceil/round exactly).
 //               max and min propagate NaN and order -0 below +0 (max(+0, -0) = +0, min = -0, in
 //               either order: PTX max.NaN / min.NaN, which the generated code uses); comparisons with
 //               NaN are false.

@@ -74,6 +74,9 @@ std::optional<Interval> RangeFacts::bound(const Expr& e) const {
     auto a = bound(u->operand);
     if (!a) return std::nullopt;
     result = Interval{-a->hi, -a->lo};
+  } else if (auto l = e.as<LoadNode>()) {
+    if (!integer_tensors || !integer_tensors->count(l->tensor)) return std::nullopt;
+    result = Interval{std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
   } else if (auto s = e.as<SelectNode>()) {
     auto c = decide(s->cond);
     if (c) return (*c ? assuming(s->cond, true).bound(s->if_true) : assuming(s->cond, false).bound(s->if_false));

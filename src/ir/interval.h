@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,13 @@ class RangeFacts {
  public:
   std::map<std::string, Interval> vars;
   std::map<std::string, int64_t> dims;
+  // Tensors holding integers (i32), whose loads the analysis may bound: by the i32 range, narrowed
+  // by what guards prove about that very load (`t[n] >= 0 && t[n] < V`); never by the extent of a
+  // dim the value indexes. Unset: every load is unknown.
+  const std::set<std::string, std::less<>>* integer_tensors = nullptr;
 
   // The range of an integer expression, or nullopt when it is not an integer expression the
-  // analysis understands (real arithmetic, loads, ...).
+  // analysis understands (real arithmetic, loads of tensors not in integer_tensors, ...).
   std::optional<Interval> bound(const Expr& e) const;
   // Whether `cond` holds everywhere (true), nowhere (false) or it depends (nullopt).
   std::optional<bool> decide(const Expr& cond) const;

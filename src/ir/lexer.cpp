@@ -65,8 +65,12 @@ std::vector<Token> tokenize(std::string_view text, const std::string& file) {
       while (i < text.size() && text[i] != '\n') advance(1);
       continue;
     }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t j = i;
+    // A name; '$' starts the names of the parser's temporaries (docs/language.md, "Reductions
+    // inside expressions"), which 'solder print' writes and which therefore parse again.
+    bool temporary = c == '$' && i + 1 < text.size() &&
+                     (std::isalnum(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '_');
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || temporary) {
+      size_t j = temporary ? i + 1 : i;
       while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
       if (j - i > static_cast<size_t>(kMaxNameLength))
         fail(file, loc, "name '" + std::string(text.substr(i, 16)) + "...' is " + std::to_string(j - i) +

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -47,12 +48,18 @@ class Parser {
   size_t pos_ = 0;
   std::string file_;
   Program program_;
-  // Index variables of the definition being parsed (p-variables, then r-variables).
+  // Index variables of the definition being parsed (p-variables, then r-variables, then those of
+  // the reductions inside the body that enclose the current position).
   std::vector<std::string> index_vars_;
   // Depth of every expression node built for the current statement (leaves: 1), and how deep the
   // recursive descent currently is; both stay within kMaxExprDepth (limits.h).
   std::unordered_map<const ExprNode*, int> depth_;
   int nesting_ = 0;
+  // The declaration of each index variable of the current definition (for a temporary's extents).
+  std::map<std::string, IndexVarDecl> index_decls_;
+  // Whether a definition's body is being parsed (where reductions may appear inside expressions).
+  bool in_body_ = false;
+  int temporaries_ = 0;
 
   // ---- Token helpers ----
   const Token& peek(size_t ahead = 0) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
@@ -90,6 +97,11 @@ class Parser {
   bool is_tensor(const std::string& n) const { return tensor_ranks_.count(n) > 0; }
   size_t tensor_rank(const std::string& n) const { return tensor_ranks_.at(n); }
   void check_new_name(const Token& at, const std::string& name, const std::string& role) {
+    // '$' names are the temporaries of reductions inside expressions; 'solder print' writes their
+    // definitions, so a definition may have one, nothing else may.
+    if (name[0] == '$' && role != "definition")
+      error(at, "expected " + role + " name, found '" + name + "'; names starting with '$' are reserved for the "
+                "temporaries of reductions inside expressions");
     if (is_dim(name)) error(at, role + " '" + name + "' has the name of a dim; names must be unique");
     if (is_tensor(name)) error(at, role + " '" + name + "' has the name of a tensor; names must be unique");
   }
@@ -202,11 +214,13 @@ class Parser {
       error(at, "index variable '" + v.name + "' appears twice in this definition");
     index_vars_.push_back(v.name);
     if (accept(":")) v.extent = parse_dim_expr();
+    index_decls_[v.name] = v;
     return v;
   }
 
   void parse_definition() {
     index_vars_.clear();
+    index_decls_.clear();
     Definition def;
     def.loc = peek().loc;
     def.target = parse_target();
@@ -231,7 +245,9 @@ class Parser {
     if (def.index_target && def.reduce != ReduceOp::topk)
       error(peek(), "two targets are only allowed for topk (values and indices)");
     if (peek().kind == TokenKind::newline || peek().kind == TokenKind::end) expected("an expression");
+    in_body_ = true;
     def.body = parse_expr();
+    in_body_ = false;
     end_statement();
     tensor_ranks_[def.target.name] = def.target.index.size();
     if (def.index_target) tensor_ranks_[def.index_target->name] = def.target.index.size();
@@ -245,35 +261,7 @@ class Parser {
     auto op = parse_reduce_op(peek().text);
     if (!op) return;
     const Token& op_token = peek();
-    if (*op == ReduceOp::max || *op == ReduceOp::min) {
-      // A reduction only if every argument is a fresh name (not a dim, tensor or p-variable),
-      // optionally with an explicit extent.
-      size_t k = pos_ + 2;
-      bool fresh = true;
-      while (true) {
-        const Token& t = tokens_[k];
-        if (t.kind != TokenKind::name || kKeywords.count(t.text) || is_dim(t.text) || is_tensor(t.text) ||
-            std::find(p_vars.begin(), p_vars.end(), t.text) != p_vars.end()) {
-          fresh = false;
-          break;
-        }
-        ++k;
-        if (tokens_[k].is(":")) {  // skip an extent up to ',' or ')' at depth 0
-          int depth = 0;
-          ++k;
-          while (tokens_[k].kind != TokenKind::end && !(depth == 0 && (tokens_[k].is(",") || tokens_[k].is(")")))) {
-            if (tokens_[k].is("(")) ++depth;
-            if (tokens_[k].is(")")) --depth;
-            ++k;
-          }
-        }
-        if (tokens_[k].is(",")) { ++k; continue; }
-        if (tokens_[k].is(")")) break;
-        fresh = false;
-        break;
-      }
-      if (!fresh) return;
-    }
+    if ((*op == ReduceOp::max || *op == ReduceOp::min) && !fresh_arguments(pos_ + 2, p_vars)) return;
     next();
     next();  // op '('
     def.reduce = *op;
@@ -294,10 +282,79 @@ class Parser {
                           std::to_string(def.reduce_vars.size()));
   }
 
+  // Whether the call arguments starting at token k are all fresh names (not a keyword, dim, tensor
+  // or one of `taken`), each optionally with an explicit extent: then max(...) / min(...) is a
+  // reduction rather than the binary function.
+  bool fresh_arguments(size_t k, const std::vector<std::string>& taken) const {
+    while (true) {
+      const Token& t = tokens_[k];
+      if (t.kind != TokenKind::name || kKeywords.count(t.text) || is_dim(t.text) || is_tensor(t.text) ||
+          std::find(taken.begin(), taken.end(), t.text) != taken.end())
+        return false;
+      ++k;
+      if (tokens_[k].is(":")) {  // skip an extent up to ',' or ')' at depth 0
+        int depth = 0;
+        ++k;
+        while (tokens_[k].kind != TokenKind::end && !(depth == 0 && (tokens_[k].is(",") || tokens_[k].is(")")))) {
+          if (tokens_[k].is("(")) ++depth;
+          if (tokens_[k].is(")")) --depth;
+          ++k;
+        }
+      }
+      if (tokens_[k].is(",")) { ++k; continue; }
+      return tokens_[k].is(")");
+    }
+  }
+
+  // A reduction inside an expression, `R(vars) body`, where the body is the chain of factors joined
+  // by * / // % that follows (it binds like a product). It becomes a definition of its own, a
+  // temporary named '$' + R + a number, over the enclosing variables its body uses; the expression
+  // loads the temporary. See docs/language.md, "Reductions inside expressions".
+  Expr parse_inner_reduction(ReduceOp op) {
+    const Token& op_token = peek();
+    if (op == ReduceOp::topk)
+      error(op_token, "topk may only start the right-hand side of a definition (it defines values and indices)");
+    std::vector<std::string> outer = index_vars_;
+    next();
+    next();  // op '('
+    Definition temp;
+    temp.loc = op_token.loc;
+    temp.reduce = op;
+    do temp.reduce_vars.push_back(parse_index_decl("a reduction variable"));
+    while (accept(","));
+    expect(")", " to close the reduction's variables");
+    if ((op == ReduceOp::argmax || op == ReduceOp::argmin) && temp.reduce_vars.size() != 1)
+      error(op_token, std::string(reduce_op_name(op)) + " reduces over exactly one variable, found " +
+                          std::to_string(temp.reduce_vars.size()));
+    if (peek().kind == TokenKind::newline || peek().kind == TokenKind::end || peek().is(")") || peek().is(","))
+      expected("the expression that " + std::string(reduce_op_name(op)) + " reduces");
+    temp.body = parse_binary_level(5);
+    index_vars_ = outer;  // the reduction's variables end with its body
+    // The temporary's index variables: the enclosing ones its body uses, in declaration order.
+    std::vector<std::string> used = vars_used(temp.body);
+    std::vector<Expr> index;
+    for (const std::string& v : outer) {
+      if (std::find(used.begin(), used.end(), v) == used.end()) continue;
+      IndexVarDecl d = index_decls_.at(v);
+      temp.target.index.push_back(d);
+      index.push_back(make_var(v, op_token.loc));
+    }
+    std::string name;
+    do name = "$" + std::string(reduce_op_name(op)) + std::to_string(++temporaries_);
+    while (is_tensor(name) || is_dim(name));
+    temp.target.name = name;
+    temp.target.loc = op_token.loc;
+    program_.defs.push_back(std::move(temp));
+    return make_load(name, std::move(index), op_token.loc);
+  }
+
   // ---- Expressions ----
   Expr parse_dim_expr() {
     const Token& start = peek();
+    bool in_body = in_body_;
+    in_body_ = false;
     Expr e = parse_expr();
+    in_body_ = in_body;
     check_dim_expr(e, start);
     return e;
   }
@@ -481,6 +538,14 @@ class Parser {
       return track(make_select(args[0], args[1], args[2], t.loc), t);
     }
     if (peek(1).is("(")) {
+      if (auto op = parse_reduce_op(name)) {
+        // max(a, b) / min(a, b) is the binary function unless its arguments are all fresh names.
+        bool binary = (*op == ReduceOp::max || *op == ReduceOp::min) && (!in_body_ || !fresh_arguments(pos_ + 2, index_vars_));
+        if (!binary) {
+          if (in_body_) return parse_inner_reduction(*op);
+          error(t, "a reduction ('" + name + "(...)') may only appear in a definition's right-hand side");
+        }
+      }
       if (auto u = unary_function(name)) {
         next();
         auto args = parse_args(name, 1);
@@ -491,10 +556,9 @@ class Parser {
         auto args = parse_args(name, 2);
         return track(make_binary(*b, args[0], args[1], t.loc), t);
       }
-      if (parse_reduce_op(name))
-        error(t, "a reduction ('" + name + "(...)') may only start the right-hand side of a definition, with fresh variables");
       if (is_tensor(name)) error(peek(1), "expected '[' to index tensor '" + name + "', found '('");
-      error(t, "unknown function '" + name + "'; the functions are exp log tanh sqrt rsqrt abs sigmoid silu gelu max min pow select cast");
+      error(t, "unknown function '" + name + "'; the functions are exp log tanh sqrt rsqrt abs sigmoid silu gelu sin cos tan "
+               "erf exp2 log2 log1p expm1 floor ceil round max min pow select cast");
     }
     if (kKeywords.count(name)) error(t, "expected an expression, found the keyword '" + name + "'");
     next();

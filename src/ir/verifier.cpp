@@ -126,6 +126,7 @@ class Binder {
     check_count(t.shape, t.dim_labels, kMaxElements, "2^40 (" + std::to_string(kMaxElements) + ") elements per tensor", loc,
                 "tensor '" + t.name + "' has");
   }
+  std::set<std::string, std::less<>> integer_tensors_;  // the i32 tensors bound so far
 
   // ---- Dims ----
   static bool is_base(const DimDecl& d) {
@@ -226,6 +227,7 @@ class Binder {
     }
     check_elements(t, in.loc);
     check_distribution(in);
+    if (t.dtype == DType::i32) integer_tensors_.insert(t.name);
     add_tensor(std::move(t));
   }
 
@@ -380,6 +382,7 @@ class Binder {
     // Ranges of every load.
     RangeFacts facts;
     facts.dims = bound_.dims;
+    facts.integer_tensors = &integer_tensors_;
     for (auto& [name, extent] : bd.extent) facts.vars[name] = Interval{0, extent - 1};
     check_ranges(def.body, facts);
 
@@ -396,6 +399,7 @@ class Binder {
         info.dim_labels.push_back(label_for(def, t.index[i], uses, bd));
       }
       check_elements(info, t.loc);
+      if (info.dtype == DType::i32) integer_tensors_.insert(info.name);
       add_tensor(std::move(info));
     };
     add_target(def.target, def.value_dtype(), false);
@@ -447,10 +451,23 @@ class Binder {
       const TensorInfo& t = tensor(load->tensor);
       for (size_t i = 0; i < load->index.size(); ++i) {
         const Expr& index = load->index[i];
-        if (!tensors_used(index).empty())
-          fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor +
-                                       "' reads a tensor; index expressions may use index variables, dims and constants only");
+        std::vector<std::string> read = tensors_used(index);
+        for (auto& name : read)
+          if (dtype_of(name) != DType::i32)
+            fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor + "' reads '" + name +
+                                         "', which is " + std::string(dtype_name(dtype_of(name))) +
+                                         "; an index may read i32 tensors only");
+        if (!read.empty() && t.shape[i] > (int64_t{1} << 24))
+          fail(file_, start_loc(index), "index '" + print_expr(index) + "' of '" + load->tensor + "' reads a tensor, and dim " +
+                                       std::to_string(i + 1) + " has extent " + std::to_string(t.shape[i]) +
+                                       "; a data-dependent index may address at most 2^24 elements (kernels hold it in f32)");
         auto r = facts.bound(index);
+        if (!read.empty() && !(r && Interval{0, t.shape[i] - 1}.contains(*r))) {
+          // A data-dependent index that guards do not prove in range: checked when the load runs
+          // (an out-of-range value is a reported error, never a wild read; docs/language.md).
+          check_ranges(index, facts);
+          continue;
+        }
         if (!r)
           fail(file_, start_loc(index), "cannot bound index '" + print_expr(index) + "' of '" + load->tensor +
                                        "' (expected affine arithmetic, // or % by a positive number, comparisons)");

@@ -59,6 +59,7 @@ const DriverLibrary& driver_library() {
     bind(handle, a.module_load_data, {"cuModuleLoadData"}, &missing);
     bind(handle, a.module_unload, {"cuModuleUnload"}, &missing);
     bind(handle, a.module_get_function, {"cuModuleGetFunction"}, &missing);
+    bind(handle, a.module_get_global, {"cuModuleGetGlobal_v2"}, &missing);
     bind(handle, a.func_get_attribute, {"cuFuncGetAttribute"}, &missing);
     bind(handle, a.func_set_attribute, {"cuFuncSetAttribute"}, &missing);
     bind(handle, a.launch_kernel_ex, {"cuLaunchKernelEx"}, &missing);

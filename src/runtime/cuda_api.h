@@ -107,6 +107,7 @@ struct DriverApi {
   CUresult (*module_load_data)(CUmodule* module, const void* image);         // cuModuleLoadData
   CUresult (*module_unload)(CUmodule module);                                // cuModuleUnload
   CUresult (*module_get_function)(CUfunction* function, CUmodule module, const char* name);  // cuModuleGetFunction
+  CUresult (*module_get_global)(CUdeviceptr* pointer, size_t* bytes, CUmodule module, const char* name);  // cuModuleGetGlobal_v2
   CUresult (*func_get_attribute)(int* value, int attribute, CUfunction function);  // cuFuncGetAttribute
   CUresult (*func_set_attribute)(CUfunction function, int attribute, int value);   // cuFuncSetAttribute
   CUresult (*launch_kernel_ex)(const CUlaunchConfig* config, CUfunction function, void** params,

@@ -76,6 +76,18 @@ Function Module::get_function(const std::string& name) const {
   return function;
 }
 
+void Module::read_global(const std::string& name, void* host, size_t bytes) const {
+  const DriverApi& api = ensure_context();
+  CUdeviceptr pointer = 0;
+  size_t size = 0;
+  check(api, api.module_get_global(&pointer, &size, module_.get(), name.c_str()), "cuModuleGetGlobal",
+        "variable '" + name + "' in module '" + name_ + "'");
+  if (size != bytes)
+    throw Error("variable '" + name + "' in module '" + name_ + "' has " + std::to_string(size) + " bytes, expected " +
+                std::to_string(bytes));
+  check(api, api.memcpy_dtoh(host, pointer, bytes), "cuMemcpyDtoH", "variable '" + name + "' in module '" + name_ + "'");
+}
+
 FunctionInfo Function::info() const {
   const DriverApi& api = ensure_context();
   FunctionInfo info;

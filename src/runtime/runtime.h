@@ -213,6 +213,9 @@ class Module {
   Module(const std::vector<char>& cubin, std::string name);
   // The kernel of this (unmangled: declare kernels extern "C") name; throws naming the module if absent.
   Function get_function(const std::string& name) const;
+  // Reads the bytes of the __device__ variable `name` (unmangled: declare it at global scope);
+  // throws naming the module if it is absent or not `bytes` long. Synchronous (cuMemcpyDtoH).
+  void read_global(const std::string& name, void* host, size_t bytes) const;
   const std::string& name() const { return name_; }
 
  private:

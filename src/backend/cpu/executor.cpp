@@ -53,6 +53,8 @@ struct CompiledAccess {
   int slot = -1;             // storage slot (globals first, then buffers)
   bool global = false;
   std::vector<CompiledExpr> index;
+  std::vector<bool> data_dependent;  // the index reads a tensor: out of range is an Error, not a clip
+  std::string name;
   std::vector<int64_t> shape, strides;
   DType dtype = DType::f32;
 };
@@ -192,7 +194,11 @@ class KernelRunner {
     c.shape = p->shape;
     c.strides = strides_of(c.shape);
     c.dtype = p->dtype;
-    for (auto& i : a.index) c.index.push_back(compile(i));
+    c.name = a.name;
+    for (auto& i : a.index) {
+      c.index.push_back(compile(i));
+      c.data_dependent.push_back(!tensors_used(i).empty());
+    }
     return c;
   }
 
@@ -410,6 +416,14 @@ class KernelRunner {
     for (size_t d = 0; d < a.index.size(); ++d) {
       auto i = static_cast<int64_t>(eval(a.index[d], st));
       if (i < 0 || i >= a.shape[d]) {
+        if (a.global && a.data_dependent[d]) {
+          // A data-dependent index (a gather) is checked, never clipped (docs/kernel-ir.md, "Bounds").
+          std::string where = a.name + "[";
+          for (size_t k = 0; k < a.index.size(); ++k)
+            where += (k ? ", " : "") + std::to_string(static_cast<int64_t>(eval(a.index[k], st)));
+          throw Error("load out of range: " + where + "]: index " + std::to_string(i) + " of dim " + std::to_string(d + 1) +
+                      " is outside [0, " + std::to_string(a.shape[d]) + ")");
+        }
         if (a.global) return -1;
         throw Error("CPU executor: kernel '" + kernel_.name + "', " + label + ": index " + std::to_string(i) + " of dim " +
                     std::to_string(d + 1) + " is out of the buffer's bounds (" + std::to_string(a.shape[d]) + ")");

@@ -193,8 +193,8 @@ class Worker {
   [[noreturn]] static void out_of_range(const LoadSite& t, const double* index, int rank, int d) {
     std::string where = *t.name + "[";
     for (int k = 0; k < rank; ++k) where += (k ? ", " : "") + std::to_string(static_cast<int64_t>(index[k]));
-    throw Error("load out of range: " + where + "] (dim " + std::to_string(d + 1) + " has extent " +
-                std::to_string(t.shape[static_cast<size_t>(d)]) + ")");
+    throw Error("load out of range: " + where + "]: index " + std::to_string(static_cast<int64_t>(index[d])) +
+                " of dim " + std::to_string(d + 1) + " is outside [0, " + std::to_string(t.shape[static_cast<size_t>(d)]) + ")");
   }
 
   [[noreturn]] static void out_of_range_direct(const LoadSite& t, const int64_t* vars, int d) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "backend/cuda/cuda_expr.h"
 #include "backend/cuda/host_encoding.h"
 #include "ir/diagnostics.h"
 #include "runtime/runtime.h"
@@ -38,6 +39,22 @@ LoadedProgram load(const KernelProgram& program) {
   LoadedProgram loaded{runtime::Module(compiled), {}, generated, compiled.compile_seconds, compiled.from_cache};
   for (auto& k : generated.kernels) loaded.functions.push_back(loaded.module.get_function(k.name));
   return loaded;
+}
+
+// A data-dependent index out of range in the last launches (cuda_expr.h, solder_checked_index)
+// fails the run with the message the CPU executor gives. Call after the stream is synchronized.
+void check_indices(const LoadedProgram& loaded, const KernelProgram& program) {
+  if (!loaded.generated.checks_indices) return;
+  long long record[3] = {0, 0, 0};
+  loaded.module.read_global(kIndexErrorVariable, record, sizeof record);
+  if (record[0] == 0) return;
+  auto parameter = static_cast<size_t>(record[0] - 1);
+  auto dim = static_cast<size_t>(record[1]);
+  if (parameter >= program.globals.size() || dim >= program.globals[parameter].shape.size())
+    throw Error("GPU run: a data-dependent index was out of range (unreadable record; please report)");
+  const GlobalTensor& g = program.globals[parameter];
+  throw Error("load out of range on the GPU: index " + std::to_string(record[2]) + " of dim " + std::to_string(dim + 1) +
+              " of '" + g.name + "' is outside [0, " + std::to_string(g.shape[dim]) + ")");
 }
 
 size_t padded_bytes(const GlobalTensor& g) { return static_cast<size_t>((g.bytes() + 3) / 4 * 4); }
@@ -147,6 +164,7 @@ GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs) {
   runtime::Stream stream;
   launch_all(loaded, pointers, stream.handle());
   stream.synchronize();
+  check_indices(loaded, program);
   for (size_t i = 0; i < program.globals.size(); ++i) {
     const GlobalTensor& g = program.globals[i];
     if (g.role != GlobalRole::output) continue;

@@ -72,6 +72,13 @@ GeneratedModule generate_cuda(const KernelProgram& input) {
     module.kernels.push_back(writer.info());
   }
   module.source = out.str();
+  if (module.source.find("solder_checked_index(") != std::string::npos) {
+    // The index-check prologue goes after the includes, before the first kernel.
+    size_t at = module.source.find("#include <solder/tile/tile.cuh>\n\n");
+    at += std::string_view("#include <solder/tile/tile.cuh>\n\n").size();
+    module.source.insert(at, kCheckedIndexPrologue);
+    module.checks_indices = true;
+  }
   return module;
 }
 

@@ -59,6 +59,9 @@ struct GeneratedModule {
   std::string source;
   std::vector<GeneratedKernel> kernels;
   std::vector<std::string> parameters;  // global tensors, in parameter order
+  // The source checks data-dependent indices (cuda_expr.h, solder_checked_index): read
+  // kIndexErrorVariable after the launches.
+  bool checks_indices = false;
 };
 
 GeneratedModule generate_cuda(const KernelProgram& program);

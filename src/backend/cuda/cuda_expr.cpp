@@ -21,6 +21,20 @@ std::string cuda_float_literal(double value) {
   return s + "f";
 }
 
+const char* const kCheckedIndexPrologue =
+    "// Data-dependent indices are checked: the first one out of range is recorded here (parameter + 1,\n"
+    "// dim, index) and read by the runtime after the launches; the load reads element 0 instead.\n"
+    "__device__ long long solder_index_error[3];\n"
+    "__device__ __forceinline__ long long solder_checked_index(long long index, long long extent, int parameter, int dim) {\n"
+    "  if (index >= 0 && index < extent) return index;\n"
+    "  if (atomicCAS(reinterpret_cast<unsigned long long*>(&solder_index_error[0]), 0ULL,\n"
+    "                static_cast<unsigned long long>(parameter + 1)) == 0ULL) {\n"
+    "    solder_index_error[1] = dim;\n"
+    "    solder_index_error[2] = index;\n"
+    "  }\n"
+    "  return 0;\n"
+    "}\n\n";
+
 std::string round_function(DType dtype) { return "solder::round_" + std::string(dtype_name(dtype)); }
 
 ValueType CudaExprPrinter::type(const Expr& e) {
@@ -70,7 +84,15 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
       auto l = e.as<LoadNode>();
       const CudaArray* a = array(l->tensor);
       std::vector<std::string> idx;
-      for (auto& i : l->index) idx.push_back(print_int(i));
+      for (size_t d = 0; d < l->index.size(); ++d) {
+        const Expr& i = l->index[d];
+        // An index that reads a tensor is data-dependent: checked, never a wild read.
+        if (a->global && !tensors_used(i).empty())
+          idx.push_back("solder_checked_index(" + print_int(i) + ", " + std::to_string(a->shape[d]) + "LL, " +
+                        std::to_string(a->parameter) + ", " + std::to_string(d) + ")");
+        else
+          idx.push_back(print_int(i));
+      }
       std::string element = a->pointer + "[" + offset(*a, idx) + "]";
       if (a->global) {
         if (a->dtype == DType::i32) return "static_cast<long long>(" + element + ")";
@@ -100,6 +122,19 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
         case UnaryOp::sigmoid: return "solder::sigmoid(" + print_float(u->operand) + ")";
         case UnaryOp::silu: return "solder::silu(" + print_float(u->operand) + ")";
         case UnaryOp::gelu: return "solder::gelu(" + print_float(u->operand) + ")";
+        // The precise CUDA functions (ulp bounds in the CUDA Math API): never the __sinf-style
+        // intrinsics, whose error grows with |x| (RoPE angles reach thousands of radians).
+        case UnaryOp::sin: return "sinf(" + print_float(u->operand) + ")";
+        case UnaryOp::cos: return "cosf(" + print_float(u->operand) + ")";
+        case UnaryOp::tan: return "tanf(" + print_float(u->operand) + ")";
+        case UnaryOp::erf: return "erff(" + print_float(u->operand) + ")";
+        case UnaryOp::exp2: return "exp2f(" + print_float(u->operand) + ")";
+        case UnaryOp::log2: return "log2f(" + print_float(u->operand) + ")";
+        case UnaryOp::log1p: return "log1pf(" + print_float(u->operand) + ")";
+        case UnaryOp::expm1: return "expm1f(" + print_float(u->operand) + ")";
+        case UnaryOp::floor: return "floorf(" + print_float(u->operand) + ")";
+        case UnaryOp::ceil: return "ceilf(" + print_float(u->operand) + ")";
+        case UnaryOp::round: return "rintf(" + print_float(u->operand) + ")";  // half to even
       }
       break;
     }

@@ -21,7 +21,16 @@ struct CudaArray {
   std::vector<int64_t> shape;
   DType dtype = DType::f32;
   bool global = false;          // a typed global (else a float tile)
+  int parameter = -1;           // a global's position among the kernel parameters
 };
+
+// The generated code's check of a data-dependent index (docs/kernel-ir.md, "Bounds"): the module
+// defines kCheckedIndexPrologue when its source calls solder_checked_index(index, extent, parameter,
+// dim), which returns the index when it is in [0, extent) and otherwise records the first offence in
+// the __device__ array solder_index_error {parameter + 1, dim, index} and returns 0 (an in-range
+// element); the runtime reads the array after the launches and fails the run (cuda_backend.h).
+extern const char* const kCheckedIndexPrologue;
+constexpr const char* kIndexErrorVariable = "solder_index_error";
 
 class CudaExprPrinter {
  public:

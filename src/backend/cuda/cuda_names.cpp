@@ -250,6 +250,13 @@ std::string cuda_name(const std::string& name) {
     if (!reserved_cuda_words().count(name) && !derived_shape(name)) return name;
     return name + "__";
   }
+  if (name.find('$') != std::string::npos) {
+    // The parser's temporaries ($sum1, docs/language.md): "d_" + the name with '$' as '_' + "__" (no
+    // user name starts with "d_" and ends in "__" unmangled, and mangled ones start with "u_").
+    std::string spelled;
+    for (char c : name) spelled += c == '$' ? '_' : c;
+    return "d_" + spelled + "__";
+  }
   return "u_" + name + "__";
 }
 

@@ -221,7 +221,7 @@ bool KernelWriter::contraction_loop(std::ostringstream& out, const ForNode& loop
     for (size_t d = axes.size(); d-- > 0;)
       out << q << "      const long long " << cuda_identifier(axes[d].var) << " = rest_ % " << axes[d].extent << "; rest_ /= " << axes[d].extent << ";\n";
     out << q << "      (void)rest_;\n";
-    auto index = index_texts(copy->src.index);
+    auto index = index_texts(copy->src);
     out << q << "      const bool inside_ = " << in_bounds(src, index) << ";\n";
     out << q << "      solder::tile::cp_async_16(" << buffer << " + slot_ * " << elements << " + solder::tile::Swizzle<" << columns
         << ">::offset(vec_ * 8 / " << columns << ", vec_ * 8 % " << columns << "), inside_ ? " << src.pointer << " + "

@@ -99,6 +99,17 @@ std::vector<std::string> KernelWriter::index_texts(const std::vector<Expr>& inde
   return out;
 }
 
+std::vector<std::string> KernelWriter::index_texts(const Access& a) {
+  std::vector<std::string> out = index_texts(a.index);
+  const CudaArray& arr = array(a.name);
+  if (!arr.global) return out;
+  for (size_t d = 0; d < a.index.size(); ++d)
+    if (!tensors_used(a.index[d]).empty())
+      out[d] = "solder_checked_index(" + out[d] + ", " + std::to_string(arr.shape[d]) + "LL, " + std::to_string(arr.parameter) +
+               ", " + std::to_string(d) + ")";
+  return out;
+}
+
 // `true` when every index of `a` is in bounds (for globals: the clipping rule).
 std::string KernelWriter::in_bounds(const CudaArray& a, const std::vector<std::string>& index) const {
   std::string s;
@@ -133,7 +144,7 @@ int KernelWriter::open_domain(std::ostringstream& out, const std::vector<Axis>& 
 // are rounded to theirs.
 void KernelWriter::write_access(std::ostringstream& out, const Access& a, const std::string& value, int indent, bool integer_value) {
   const CudaArray& arr = array(a.name);
-  auto idx = index_texts(a.index);
+  auto idx = index_texts(a);
   std::string element = arr.pointer + "[" + printer_.offset(arr, idx) + "]";
   if (integer_value && arr.dtype == DType::i32) {
     // An integer into an i32 tile or global: exact, saturated to the int32 range (docs/kernel-ir.md).
@@ -151,7 +162,7 @@ void KernelWriter::write_access(std::ostringstream& out, const Access& a, const 
 
 std::string KernelWriter::read_access(const Access& a) {
   const CudaArray& arr = array(a.name);
-  auto idx = index_texts(a.index);
+  auto idx = index_texts(a);
   std::string element = arr.pointer + "[" + printer_.offset(arr, idx) + "]";
   if (!arr.global) return element;
   if (arr.dtype == DType::i32) return "((" + in_bounds(arr, idx) + ") ? " + element + " : 0)";  // exact: an int
@@ -326,7 +337,7 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
       if (dst.dtype != DType::f32)
         throw Error("CUDA code generator: inter_cluster_reduce into '" + n->dst.name + "' needs an f32 global");
       int body = open_domain(out, n->domain.axes, n->domain.guard, indent, "point");
-      auto idx = index_texts(n->dst.index);
+      auto idx = index_texts(n->dst);
       std::string element = dst.pointer + "[" + printer_.offset(dst, idx) + "]";
       std::string op = n->op == ReduceOp::sum ? "atomicAdd" : n->op == ReduceOp::max ? "solder::atomic_max" : "solder::atomic_min";
       out << pad(body) << "if (" << in_bounds(dst, idx) << ") " << op << "(&" << element << ", " << read_access(n->src) << ");\n";

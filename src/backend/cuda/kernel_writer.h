@@ -63,8 +63,10 @@ class KernelWriter {
       auto it = arrays_.find(name);
       return it == arrays_.end() ? nullptr : &it->second;
     };
-    for (auto& g : program.globals)
-      arrays_[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true};
+    for (size_t p = 0; p < program.globals.size(); ++p) {
+      const GlobalTensor& g = program.globals[p];
+      arrays_[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true, static_cast<int>(p)};
+    }
     int64_t offset = 0;
     for (auto& b : kernel.buffers) {
       if (b.scope == Scope::queue)
@@ -153,6 +155,8 @@ class KernelWriter {
   static std::string pad(int indent) { return std::string(static_cast<size_t>(indent) * 2, ' '); }
 
   std::vector<std::string> index_texts(const std::vector<Expr>& index);
+  // The index of an access; a data-dependent index of a global goes through solder_checked_index.
+  std::vector<std::string> index_texts(const Access& a);
   // `true` when every index of `a` is in bounds (for globals: the clipping rule).
   std::string in_bounds(const CudaArray& a, const std::vector<std::string>& index) const;
 
@@ -197,7 +201,7 @@ class KernelWriter {
     const std::string v = std::to_string(plan.vector), p = pad(indent);
     auto element = [&](const Access& a) {
       const CudaArray& arr = array(a.name);
-      return arr.pointer + " + " + printer_.offset(arr, index_texts(a.index));
+      return arr.pointer + " + " + printer_.offset(arr, index_texts(a));
     };
     out << p << "#pragma unroll\n";
     out << p << "for (int u_ = 0; u_ < " << plan.batch << "; ++u_) {\n";
@@ -213,12 +217,12 @@ class KernelWriter {
     const CudaArray& src = array(n.src.name);
     const CudaArray& dst = array(n.dst.name);
     if (load && src.global) {
-      out << p << "  if (" << in_bounds(src, index_texts(n.src.index)) << ") solder::reduce::load_vector(" << element(n.src) << ", " << regs << "[u_]);\n";
+      out << p << "  if (" << in_bounds(src, index_texts(n.src)) << ") solder::reduce::load_vector(" << element(n.src) << ", " << regs << "[u_]);\n";
       out << p << "  else for (int i_ = 0; i_ < " << v << "; ++i_) " << regs << "[u_][i_] = 0.0f;  // outside the global: 0\n";
     } else if (load) {
       out << p << "  solder::reduce::load_tile(" << element(n.src) << ", " << regs << "[u_]);\n";
     } else if (dst.global) {
-      out << p << "  if (" << in_bounds(dst, index_texts(n.dst.index)) << ") solder::reduce::store_vector(" << element(n.dst) << ", " << regs << "[u_]);\n";
+      out << p << "  if (" << in_bounds(dst, index_texts(n.dst)) << ") solder::reduce::store_vector(" << element(n.dst) << ", " << regs << "[u_]);\n";
     } else {
       if (dst.dtype != DType::f32)
         out << p << "  for (int i_ = 0; i_ < " << v << "; ++i_) " << regs << "[u_][i_] = " << round_function(dst.dtype) << "(" << regs << "[u_][i_]);\n";
@@ -366,9 +370,9 @@ class KernelWriter {
       out << " rest_ /= " << axes[d].extent << ";\n";
     }
     out << p << "  (void)rest_;\n";
-    out << p << "  const bool inside_ = " << in_bounds(src, index_texts(n.src.index)) << ";\n";
-    out << p << "  solder::reduce::cp_async16(" << buffer << " + " << printer_.offset(dst, index_texts(n.dst.index)) << ", inside_ ? "
-        << src.pointer << " + " << printer_.offset(src, index_texts(n.src.index)) << " : " << src.pointer << ", inside_);\n";
+    out << p << "  const bool inside_ = " << in_bounds(src, index_texts(n.src)) << ";\n";
+    out << p << "  solder::reduce::cp_async16(" << buffer << " + " << printer_.offset(dst, index_texts(n.dst)) << ", inside_ ? "
+        << src.pointer << " + " << printer_.offset(src, index_texts(n.src)) << " : " << src.pointer << ", inside_);\n";
     out << p << "}\n";
   }
 

@@ -499,6 +499,20 @@ void MmaStreamWriter::emit_loop(std::ostringstream& out) {
 namespace solder {
 
 std::optional<MmaStreamKernel> generate_mma_stream_kernel(const KernelProgram& program, const Kernel& kernel, std::string* refusal) {
+  // Its staging copies address tiles directly: a copy at a data-dependent index (a gather) goes to
+  // the generic writer, which checks the index (docs/kernel-ir.md, "Bounds").
+  struct Gathers : StmtVisitor {
+    bool found = false;
+    using StmtVisitor::visit;
+    void visit(const CopyNode& n) override {
+      for (auto& i : n.src.index) found |= !tensors_used(i).empty();
+    }
+  } gathers;
+  gathers.visit(kernel.body);
+  if (gathers.found) {
+    if (refusal) *refusal = "a copy reads a global at a data-dependent index (a gather)";
+    return std::nullopt;
+  }
   try {
     mma_stream::MmaStreamWriter writer(program, kernel);
     return writer.write();

@@ -48,7 +48,10 @@ class MmaStreamWriter {
       auto it = arrays_.find(name);
       return it == arrays_.end() ? nullptr : &it->second;
     };
-    for (auto& g : program.globals) arrays_[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true};
+    for (size_t p = 0; p < program.globals.size(); ++p) {
+      const GlobalTensor& g = program.globals[p];
+      arrays_[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true, static_cast<int>(p)};
+    }
   }
 
   MmaStreamKernel write();

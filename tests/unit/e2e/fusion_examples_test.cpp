@@ -36,6 +36,7 @@ struct Attention {
 const Attention kAttention[] = {
     {"vanilla", "S"}, {"causal", "S"}, {"alibi", "S"}, {"softcap", "S"}, {"sliding_window", "S"},
     {"prefix_lm", "S"}, {"document_mask", "S"}, {"gqa", "S"}, {"diff_attn", "S"}, {"evoformer", "S2"},
+    {"rope_attention", "S"},  // RoPE's cos / sin rotations of q and k fuse into the attention
 };
 
 // Globals other than inputs and outputs with two or more dims of the sequence's extent (a seq × seq
@@ -749,6 +750,25 @@ TEST(FusionVerification, AnUnwrittenOutputIsCaught) {
   testing::Verified v = testing::verify_kernels(bound, bad, inputs);
   EXPECT_FALSE(v.ok());
   EXPECT_GT(v.exec.unwritten.at("var"), 0);
+}
+
+}  // namespace
+}  // namespace solder
+
+namespace solder {
+namespace {
+
+// Loads at data-dependent indices (docs/language.md): the gathered tensor's index tensor is an
+// input of the fused kernel, and an index out of range stops the fused program with the error.
+TEST(FusionExamples, GathersFuseWithTheirConsumers) {
+  for (const char* name : {"embedding", "paged_decode"}) {
+    SCOPED_TRACE(name);
+    BoundProgram bound = testing::bind_example(name);
+    testing::FusedRun run = testing::run_fused(bound, {}, 23);
+    EXPECT_EQ(run.fused.kernels.kernels.size(), 1u) << testing::groups_text(run.fused) << testing::refusals_text(run.fused);
+    EXPECT_EQ(non_io_globals(run.fused.kernels), std::vector<std::string>{});
+    EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
+  }
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ const BadInput kCases[] = {
     {"bad distribution", "in w[N] : i32 ~ normal(0, 1)\nout z[i] = y[i]\n", "5:4", "normal draws real numbers; input is i32"},
     {"small names an unknown dim", "small Q = 2\nout z[i] = y[i]\n", "5:7", "'small' names 'Q', which is not a declared dim"},
     {"comparisons do not chain", "out z[i] = select(0 < i < 3, y[i], 0)\n", "5:25", "comparisons do not chain"},
-    {"reduction in the middle of an expression", "out z[i] = 1 + sum(j) x[i, j]\n", "5:16", "a reduction ('sum(...)') may only start the right-hand side"},
+    {"reduction in a size", "in w[sum(j) N] : f32\nout z[i] = y[i]\n", "5:6", "a reduction ('sum(...)') may only appear in a definition's right-hand side"},
 };
 
 TEST(Errors, EachKindNamesPositionExpectedAndFound) {
