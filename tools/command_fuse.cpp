@@ -19,7 +19,7 @@ int command_fuse(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
   BoundProgram program = load_program(files[0], options.sizes);
-  FusionResult result = fuse_program(program);
+  FusionResult result = compiler_step("fusion", [&] { return fuse_program(program); });
   std::cout << (options.json ? fusion_report_json(program, result) + "\n" : fusion_report_text(program, result));
   return kExitOk;
 }
