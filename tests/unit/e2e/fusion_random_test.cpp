@@ -624,9 +624,12 @@ class ValidProgramGenerator {
         add("@out0" + target_decl(t.name, t.dims, t.dtype) + " = " + op + "(" + std::string(1, r) + " : " + dim_name(r) + ") " + body, t);
         return;
       }
-      case 5: {  // top-k along one dim (once), values and sometimes the indices
+      case 5: {  // top-k along one dim (once) of an input, values and sometimes the indices
         if (topk_k_ > 0) break;
-        const Tensor& base = operand("bmnk");
+        Tensor base;
+        for (auto& t : tensors_)
+          if (t.input && !t.dims.empty() && pick(2)) base = t;
+        if (base.name.empty()) base = new_input("bmnk");
         if (base.dims.empty() || base.index) break;
         std::string dims = base.dims;
         char e = dims[static_cast<size_t>(pick(static_cast<int>(dims.size())))];
@@ -637,7 +640,7 @@ class ValidProgramGenerator {
         Tensor idx = target(p + "r");
         idx.dtype = "i32";
         idx.index = true;
-        // A load alone: an expression could make near-ties that float32 and float64 order differently.
+        // An input alone: computed values could make near-ties that float32 and float64 order differently.
         std::string body = load(base);
         std::string e_decl = std::string(1, e) + " : " + dim_name(e);
         std::string head = "@out0" + target_decl(v.name, v.dims, v.dtype);
@@ -661,14 +664,16 @@ class ValidProgramGenerator {
 };
 
 struct ProgramOutcome {
-  enum Kind { pass, internal_error, wrong, invalid_program, known_issue } kind = pass;
+  enum Kind { pass, internal_error, wrong, invalid_program, known_issue, ill_conditioned } kind = pass;
   std::string message;
 };
 
 // Known bugs of the fused lowering (another branch fixes them) are counted as known issues, listed by
 // seed, unless SOLDER_PROGRAM_RANDOM_STRICT=1:
 //   tests/data/fuzz-findings/fused_bf16_accumulator.sol, topk_f16_running_values.sol,
-//   topk_row_tile_below_k.sol, topk_unused_values.sol, kernel_order_read_before_write.sol.
+//   topk_row_tile_below_k.sol, topk_unused_values.sol, kernel_order_read_before_write.sol,
+//   tile_read_before_written.sol,
+//   scalar_cascade_polynomial_crash.sol (a crash: not classified; it shows in the long run only).
 // The known wrong answers of fused lowering (fused_bf16_accumulator.sol, topk_f16_running_values.sol):
 // a sum or top-k into a 16-bit target keeps its running state in a 16-bit register or shared tile,
 // rounded at every step, where the reference (and the unfused lowering) round once.
@@ -711,6 +716,7 @@ ProgramOutcome run_random_program(uint64_t seed, std::string* text_out = nullptr
   TensorSet inputs = make_inputs(bound, seed);
   TensorSet reference = run_reference(bound, inputs);
   bool unfused_ok = false;
+  std::string unfused_failure;
   for (bool fused : {false, true}) {
     const char* label = fused ? "fused" : "unfused";
     KernelProgram kernels;
@@ -731,7 +737,8 @@ ProgramOutcome run_random_program(uint64_t seed, std::string* text_out = nullptr
       auto says = [&](const char* what) { return message.find(what) != std::string::npos; };
       bool known = (topk_tile_below_k && says("out of the buffer's bounds")) ||                      // topk_row_tile_below_k
                    (has_topk && says("is neither a buffer of this kernel nor a global tensor")) ||  // topk_unused_values
-                   says("is read before any kernel writes it");                                   // kernel_order_read_before_write
+                   says("is read before any kernel writes it") ||                                 // kernel_order_read_before_write
+                   says("is read before it is written");                                          // tile_read_before_written
       if (fused && known && !program_random_strict()) return {ProgramOutcome::known_issue, message};
       return {ProgramOutcome::internal_error, message};
     } catch (const std::exception& e) {
@@ -739,12 +746,20 @@ ProgramOutcome run_random_program(uint64_t seed, std::string* text_out = nullptr
     }
     if (!v.ok()) {
       std::string message = std::string(label) + ": WRONG: " + v.failures() + describe(seed, params, text);
-      if (fused && unfused_ok && !program_random_strict() && accumulates_in_16_bits(kernels))
+      if (!fused) {  // see whether the fused kernels disagree with float64 as well
+        unfused_failure = message;
+        continue;
+      }
+      // Both lowerings disagree with the float64 reference: float32 evaluation of an ill-conditioned
+      // program (cancellation, near-ties in a top-k), not a lowering bug. Counted; must stay rare.
+      if (!unfused_failure.empty()) return {ProgramOutcome::ill_conditioned, unfused_failure + message};
+      if (unfused_ok && !program_random_strict() && accumulates_in_16_bits(kernels))
         return {ProgramOutcome::known_issue, message};
       return {ProgramOutcome::wrong, message};
     }
-    unfused_ok = true;
+    if (!fused) unfused_ok = true;
   }
+  if (!unfused_failure.empty()) return {ProgramOutcome::wrong, unfused_failure};  // the unfused lowering alone is wrong
   return {};
 }
 
@@ -759,20 +774,23 @@ constexpr int kProgramBatches = 12;
 constexpr int kRandomProgramsPerBatch = 25;  // 300 programs in CI (~20 s)
 
 TEST_P(ProgramRandom, RunsUnfusedAndFusedAndMatchesTheReference) {
-  int counts[5] = {0, 0, 0, 0, 0}, shown = 0;
+  int counts[6] = {0, 0, 0, 0, 0, 0}, shown = 0;
   std::string known;
   uint64_t base = program_random_first_seed() + static_cast<uint64_t>(GetParam()) * kRandomProgramsPerBatch;
   for (uint64_t seed = base; seed < base + kRandomProgramsPerBatch; ++seed) {
     ProgramOutcome o = run_random_program(seed);
     ++counts[o.kind];
-    if (o.kind == ProgramOutcome::known_issue) known += " " + std::to_string(seed);
+    if (o.kind == ProgramOutcome::known_issue || o.kind == ProgramOutcome::ill_conditioned) known += " " + std::to_string(seed);
     else if (o.kind != ProgramOutcome::pass && shown++ < 3) ADD_FAILURE() << o.message;
   }
   if (std::getenv("SOLDER_PROGRAM_RANDOM_SHOW")) std::cout << ValidProgramGenerator(base).program(base);
   std::cout << "[ program random ] seeds " << base << ".." << base + kRandomProgramsPerBatch - 1 << ": " << counts[0]
             << " passed, " << counts[1] << " internal errors, " << counts[2] << " wrong, " << counts[3] << " invalid, "
-            << counts[4] << " known issues (fuzz-findings)" << (known.empty() ? "" : " at seeds" + known) << "\n";
-  EXPECT_EQ(counts[ProgramOutcome::pass] + counts[ProgramOutcome::known_issue], kRandomProgramsPerBatch);
+            << counts[4] << " known issues (fuzz-findings), " << counts[5] << " ill-conditioned in f32 (fused and unfused alike)"
+            << (known.empty() ? "" : "; seeds" + known) << "\n";
+  EXPECT_EQ(counts[ProgramOutcome::pass] + counts[ProgramOutcome::known_issue] + counts[ProgramOutcome::ill_conditioned],
+            kRandomProgramsPerBatch);
+  EXPECT_LE(counts[ProgramOutcome::ill_conditioned], 1);
   EXPECT_LE(counts[ProgramOutcome::known_issue], kRandomProgramsPerBatch / 5);
 }
 
@@ -799,10 +817,11 @@ TEST(ProgramRandomLong, DISABLED_OneLinePerProgram) {
   uint64_t count = count_text ? std::strtoull(count_text, nullptr, 10) : 100;
   uint64_t base = program_random_first_seed();
   for (uint64_t seed = base; seed < base + count; ++seed) {
-    std::cout << "start " << seed << std::endl;
+    // The program first, so that a crash leaves it at the end of the log.
+    std::cout << "start " << seed << "\n" << ValidProgramGenerator(seed).program(seed) << std::flush;
     std::string text;
     ProgramOutcome o = run_random_program(seed, &text);
-    const char* kinds[] = {"pass", "internal_error", "wrong", "invalid_program", "known_issue"};
+    const char* kinds[] = {"pass", "internal_error", "wrong", "invalid_program", "known_issue", "ill_conditioned"};
     std::cout << "result " << seed << " " << kinds[o.kind] << std::endl;
     if (o.kind != ProgramOutcome::pass) std::cout << "detail " << seed << "\n" << o.message << "end detail\n" << std::flush;
   }
