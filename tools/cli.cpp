@@ -1,11 +1,17 @@
 #include "cli.h"
 
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "ir/parser.h"
+#include "support/atomic_file.h"
 
 namespace solder::cli {
 
@@ -62,18 +68,34 @@ bool parse_arguments(const Command& command, const std::vector<std::string>& arg
   return true;
 }
 
-namespace {
-int64_t parse_integer(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty()) throw Error(what + ": expected an integer, found '" + text + "'");
-  return v;
+int64_t parse_integer_option(const std::string& text, const std::string& option, int64_t min, int64_t max) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  if (text.empty() || error == std::errc::invalid_argument || end != text.data() + text.size())
+    throw Error(option + " expects " + range + ", found '" + text + "'");
+  if (error == std::errc::result_out_of_range || value < min || value > max)
+    throw Error(option + " expects " + range + ", found " + text + " (out of range)");
+  return value;
 }
+
+double parse_real_option(const std::string& text, const std::string& option, double min, double max) {
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  char range[128];
+  std::snprintf(range, sizeof range, "a number from %g to %g", min, max);
+  if (text.empty() || error == std::errc::invalid_argument || end != text.data() + text.size())
+    throw Error(option + " expects " + range + ", found '" + text + "'");
+  if (error == std::errc::result_out_of_range || !std::isfinite(value) || value < min || value > max)
+    throw Error(option + " expects " + std::string(range) + ", found " + text + " (out of range)");
+  return value;
+}
+
+namespace {
+// The largest dim a --dim override may ask for; the verifier checks products of dims.
+constexpr int64_t kMaxDimOption = int64_t(1) << 62;
+// Tiles beyond a million elements fit no GPU's on-chip memory.
+constexpr int64_t kMaxTileOption = int64_t(1) << 20;
 }  // namespace
 
 void add_program_options(Command& command, ProgramOptions& options, bool with_seed) {
@@ -83,13 +105,12 @@ void add_program_options(Command& command, ProgramOptions& options, bool with_se
                                auto eq = v.find('=');
                                if (eq == std::string::npos || eq == 0)
                                  throw Error("--dim expects NAME=VALUE, found '" + v + "'");
-                               options.sizes.overrides.emplace_back(v.substr(0, eq), parse_integer(v.substr(eq + 1), "--dim " + v));
+                               options.sizes.overrides.emplace_back(
+                                   v.substr(0, eq), parse_integer_option(v.substr(eq + 1), "--dim " + v.substr(0, eq) + "=", 1, kMaxDimOption));
                              }});
   if (with_seed)
     command.options.push_back({"--seed", "S", "seed of the random inputs (default 1)", [&options](const std::string& v) {
-                                 int64_t s = parse_integer(v, "--seed");
-                                 if (s < 0) throw Error("--seed expects a non-negative integer, found " + v);
-                                 options.seed = static_cast<uint64_t>(s);
+                                 options.seed = static_cast<uint64_t>(parse_integer_option(v, "--seed", 0, INT64_MAX));
                                }});
   command.options.push_back({"--json", "", "print one JSON object instead of text",
                              [&options](const std::string&) { options.json = true; }});
@@ -102,11 +123,7 @@ void TilingOptions::apply(FusionParams& params) const {
 }
 
 void add_tiling_options(Command& command, TilingOptions& tiling) {
-  auto positive = [](const std::string& v, const std::string& option) {
-    int64_t n = parse_integer(v, option);
-    if (n < 1) throw Error(option + " expects a positive integer, found " + v);
-    return n;
-  };
+  auto positive = [](const std::string& v, const std::string& option) { return parse_integer_option(v, option, 1, kMaxTileOption); };
   command.options.push_back({"--tile-rows", "N", "rows of the innermost grid dim per block (GPU default 128)",
                              [&tiling, positive](const std::string& v) { tiling.grid_tile = positive(v, "--tile-rows"); }});
   command.options.push_back({"--tile-cols", "N", "elements of the streamed dim per step, kernels with a contraction (GPU default 64)",
@@ -124,23 +141,11 @@ BoundProgram load_program(const std::string& path, const SizeChoice& sizes) {
 void write_output(const std::string& path, const std::string& text) {
   if (path == "-" || path.empty()) {
     std::cout << text;
+    std::cout.flush();
+    if (!std::cout) throw Error("cannot write the output to standard output: " + std::string(std::strerror(errno)));
     return;
   }
-  std::string temporary = path + ".tmp-solder";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write '" + path + "' (cannot create " + temporary + ")");
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error("cannot write '" + path + "'");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error("cannot write '" + path + "' (rename failed)");
-  }
+  write_file_atomically_or_throw(path, text);
 }
 
 }  // namespace solder::cli

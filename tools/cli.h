@@ -5,13 +5,17 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fusion/group_plan.h"
 #include "ir/program.h"
 #include "ir/verifier.h"
+#include "support/refusal.h"
 
 namespace solder::cli {
 
@@ -57,10 +61,41 @@ struct TilingOptions {
 };
 void add_tiling_options(Command& command, TilingOptions& tiling);
 
+// A bug in Solder found while compiling or running a program that verified: `solder` prints it with
+// "please report" and exits 3 (solder_main.cpp).
+class InternalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Runs one step of the compiler or a backend on a verified program. A solder::Error thrown from it is
+// rethrown as InternalError naming the step, except a Refusal (a hardware or machine limit: exit 2).
+// $SOLDER_TEST_INTERNAL_ERROR=STEP makes that step fail (the tests of the exit codes).
+template <class F>
+decltype(auto) compiler_step(const char* step, F&& f) {
+  try {
+    if (const char* inject = std::getenv("SOLDER_TEST_INTERNAL_ERROR"); inject && std::string_view(inject) == step)
+      throw Error("an internal error injected by SOLDER_TEST_INTERNAL_ERROR");
+    return f();
+  } catch (const Refusal&) {
+    throw;
+  } catch (const Error& e) {
+    std::string what = e.file().empty() && !e.loc().known() ? e.message() : e.formatted();
+    throw InternalError(what.rfind(step, 0) == 0 ? what : std::string(step) + ": " + what);
+  }
+}
+
+// Strict number parsing for options: the whole text must be a number in [min, max], otherwise
+// Error("OPTION expects WHAT, found 'TEXT'") (exit 2).
+int64_t parse_integer_option(const std::string& text, const std::string& option, int64_t min, int64_t max);
+double parse_real_option(const std::string& text, const std::string& option, double min, double max);
+
 // Parses FILE and binds it to the chosen sizes.
 BoundProgram load_program(const std::string& path, const SizeChoice& sizes);
 
-// Writes `text` to `path` atomically (a temporary file renamed into place), or to stdout for "-".
+// Writes `text` to `path` through write_file_atomically (support/atomic_file.h: a fresh temporary
+// file renamed into place; a target that is not a regular file is refused), or to stdout for "-".
+// Throws Error with the system's reason on failure.
 void write_output(const std::string& path, const std::string& text);
 
 }  // namespace solder::cli

@@ -54,9 +54,9 @@ int command_bench(const std::vector<std::string>& args) {
   add_program_options(command, options, true);
   TilingOptions tiling;
   add_tiling_options(command, tiling);
-  command.options.push_back({"--replays", "N", "timed replays (default 50)", [&replays](const std::string& v) { replays = std::max(1, std::stoi(v)); }});
-  command.options.push_back({"--bandwidth", "TB/s", "memory bandwidth for the floor (default 3.0)", [&bandwidth_tbs](const std::string& v) { bandwidth_tbs = std::stod(v); }});
-  command.options.push_back({"--tensor-rate", "TFLOP/s", "tensor-core rate for the floor (default 710)", [&tensor_tflops](const std::string& v) { tensor_tflops = std::stod(v); }});
+  command.options.push_back({"--replays", "N", "timed replays (default 50)", [&replays](const std::string& v) { replays = static_cast<int>(parse_integer_option(v, "--replays", 1, 1000000)); }});
+  command.options.push_back({"--bandwidth", "TB/s", "memory bandwidth for the floor (default 3.0)", [&bandwidth_tbs](const std::string& v) { bandwidth_tbs = parse_real_option(v, "--bandwidth", 1e-6, 1e6); }});
+  command.options.push_back({"--tensor-rate", "TFLOP/s", "tensor-core rate for the floor (default 710)", [&tensor_tflops](const std::string& v) { tensor_tflops = parse_real_option(v, "--tensor-rate", 1e-6, 1e9); }});
   command.options.push_back({"--compile-only", "", "compile through the cache and stop (no GPU needed)",
                              [&compile_only](const std::string&) { compile_only = true; }});
   command.options.push_back({"--no-fuse", "", "time the unfused lowering (one kernel per definition; contractions on the GEMM skeleton)",
@@ -68,7 +68,8 @@ int command_bench(const std::vector<std::string>& args) {
   if (compile_only) {
     if (!runtime::nvrtc_available(&why)) throw Error("solder bench --compile-only needs NVRTC: " + why);
     BoundProgram program = load_program(files[0], options.sizes);
-    GpuCompileReport report = compile_for_gpu(compile_program(program, compile_options).kernels);
+    KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
+    GpuCompileReport report = compiler_step("NVRTC compile", [&] { return compile_for_gpu(kernels); });
     if (report.from_cache)
       std::printf("%s: %d kernel(s), already in the compile cache\n", files[0].c_str(), report.kernels);
     else
@@ -77,13 +78,13 @@ int command_bench(const std::vector<std::string>& args) {
   }
   if (!gpu_available(&why)) throw Error("solder bench needs a GPU: " + why);
   BoundProgram program = load_program(files[0], options.sizes);
-  TensorSet inputs = make_inputs(program, options.seed);
-  KernelProgram kernels = compile_program(program, compile_options).kernels;
+  TensorSet inputs = compiler_step("inputs", [&] { return make_inputs(program, options.seed); });
+  KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
   double bytes = 0;
   for (const TensorInfo* t : program.inputs()) bytes += static_cast<double>(t->bytes());
   for (const TensorInfo* t : program.outputs()) bytes += static_cast<double>(t->bytes());
   int sets = bytes < 50e6 ? static_cast<int>(std::min(8.0, std::ceil(100e6 / std::max(bytes, 1.0)))) : 1;
-  GpuTiming t = time_on_gpu(kernels, inputs, sets, replays);
+  GpuTiming t = compiler_step("GPU run", [&] { return time_on_gpu(kernels, inputs, sets, replays); });
   sets = t.input_sets;
   double flops = nominal_flops(program);
   double floor_us = std::max(bytes / (bandwidth_tbs * 1e12), flops / (tensor_tflops * 1e12)) * 1e6;

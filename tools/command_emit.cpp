@@ -29,7 +29,8 @@ int command_emit(const std::vector<std::string>& args) {
   BoundProgram program = load_program(files[0], options.sizes);
   CompileOptions compile_options = CompileOptions::for_gpu(!no_fuse);
   tiling.apply(compile_options.fusion);
-  GeneratedModule module = generate_cuda(compile_program(program, compile_options).kernels);
+  KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
+  GeneratedModule module = compiler_step("CUDA code generation", [&] { return generate_cuda(kernels); });
   write_output(output, module.source);
   return kExitOk;
 }

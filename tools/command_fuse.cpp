@@ -21,8 +21,8 @@ int command_fuse(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
   BoundProgram program = load_program(files[0], options.sizes);
-  FusionResult result = fuse_program(program);
-  ContractPassResult contracts = canonicalize_contractions(result.kernels);
+  FusionResult result = compiler_step("fusion", [&] { return fuse_program(program); });
+  ContractPassResult contracts = compiler_step("contractions", [&] { return canonicalize_contractions(result.kernels); });
   std::cout << (options.json ? fusion_report_json(program, result, &contracts) + "\n" : fusion_report_text(program, result, &contracts));
   return kExitOk;
 }

@@ -36,11 +36,12 @@ int command_print(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (after == "lower") {
-    write_output(output, print_kernel_program(lower_unfused(program)));
+    write_output(output, print_kernel_program(compiler_step("unfused lowering", [&] { return lower_unfused(program); })));
     return kExitOk;
   }
   if (after == "fuse") {
-    write_output(output, print_kernel_program(compile_program(program, gpu ? CompileOptions::for_gpu() : CompileOptions{}).kernels));
+    KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, gpu ? CompileOptions::for_gpu() : CompileOptions{}).kernels; });
+    write_output(output, print_kernel_program(kernels));
     return kExitOk;
   }
   throw Error("--after expects one of: parse, lower, fuse; found '" + after + "'");

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <mutex>
+#include <atomic>
+#include <optional>
+#include <thread>
 #include <sstream>
 
 #include "backend/cpu/compare.h"
@@ -14,6 +16,7 @@
 #include "backend/cpu/sampled_reference.h"
 #include "backend/cuda/cuda_backend.h"
 #include "cli.h"
+#include "run_resources.h"
 #include "commands.h"
 #include "driver/compile.h"
 #include "support/json.h"
@@ -27,40 +30,13 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-std::string bytes_text(double bytes) {
-  char buffer[32];
-  if (bytes >= 1e9) std::snprintf(buffer, sizeof buffer, "%.2f GB", bytes / 1e9);
-  else if (bytes >= 1e6) std::snprintf(buffer, sizeof buffer, "%.2f MB", bytes / 1e6);
-  else if (bytes >= 1e3) std::snprintf(buffer, sizeof buffer, "%.1f KB", bytes / 1e3);
-  else std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
-  return buffer;
-}
-
-// Prints reference progress to stderr at most every two seconds, for runs long enough to need it.
-class ProgressPrinter {
- public:
-  explicit ProgressPrinter(const BoundProgram& program) : program_(program) {}
-  void operator()(int def_index, double fraction) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::seconds(2)) return;
-    last_ = now;
-    std::fprintf(stderr, "reference: %3.0f%% (definition %d of %zu: %s)\n", fraction * 100, def_index + 1,
-                 program_.defs.size(), program_.defs[static_cast<size_t>(def_index)].def->target.name.c_str());
-  }
-
- private:
-  const BoundProgram& program_;
-  std::mutex mutex_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
-
 struct OutputRow {
   std::string name;
   std::vector<int64_t> shape;
   DType dtype;
   double sum = 0, abs_sum = 0;
   int64_t nans = 0;
+  NonFinite non_finite;   // NaN and infinities of the output, and where
   bool verified = false;  // a backend output compared with the reference
   int64_t sampled = 0;    // elements compared when the reference was sampled (0: all)
   OutputCheck check;
@@ -73,7 +49,34 @@ OutputRow summarize(const HostTensor& t) {
     row.sum += v;
     row.abs_sum += std::fabs(v);
   }
+  row.non_finite = find_non_finite(t);
   return row;
+}
+
+// "NaN in 64 of 64 elements, first at [0], [1], [2], [3]" (and the same for infinities); "" when
+// the output is finite everywhere.
+std::string non_finite_text(const OutputRow& r) {
+  const NonFinite& f = r.non_finite;
+  int64_t elements = 1;
+  for (int64_t s : r.shape) elements *= s;
+  auto where = [&](const std::vector<int64_t>& first, int64_t count) {
+    std::string text;
+    for (size_t i = 0; i < first.size(); ++i) text += (i ? ", " : "") + index_text(r.shape, first[i]);
+    return (count > 1 ? ", first at " : ", at ") + text + (count > static_cast<int64_t>(first.size()) ? ", ..." : "");
+  };
+  std::string text;
+  if (f.nans)
+    text += "NaN in " + std::to_string(f.nans) + " of " + std::to_string(elements) + " elements" + where(f.first_nans, f.nans);
+  int64_t infinities = f.positive_infinities + f.negative_infinities;
+  if (infinities) {
+    if (!text.empty()) text += "; ";
+    text += "infinite in " + std::to_string(infinities) + " of " + std::to_string(elements) + " elements (+inf " +
+            std::to_string(f.positive_infinities) + ", -inf " + std::to_string(f.negative_infinities) + ")" +
+            where(f.first_infinities, infinities);
+  }
+  if (!text.empty() && r.verified && r.check.nan_mismatches == 0 && r.check.inf_mismatches == 0)
+    text += r.sampled ? "; the sampled reference elements agree" : "; the reference agrees";
+  return text;
 }
 
 }  // namespace
@@ -92,7 +95,12 @@ int command_run(const std::vector<std::string>& args) {
                   "(exit status 1). Outputs are poisoned before the run, so unwritten elements fail. When the\n"
                   "full reference would be slow, a sample of each output is checked (at least 1024 elements\n"
                   "and every masked-boundary row). The cpu backend also prints the global-memory traffic of\n"
-                  "each kernel beside the floor (each input read once, each output written once).\n\n"
+                  "each kernel beside the floor (each input read once, each output written once).\n"
+                  "Each output's tolerance follows its dtypes and the length of its float32 chain (docs/\n"
+                  "architecture.md); NaNs and infinities are counted and located even when they match. Before\n"
+                  "allocating, the memory the run needs is compared with the machine's available memory (exit 2\n"
+                  "with a suggestion when it does not fit); a run estimated above 5 s prints the estimate and a\n"
+                  "progress line with an ETA on stderr.\n\n"
                   "backends:\n"
                   "  cuda  generated CUDA on the GPU (the default when an sm_90 GPU and NVRTC are present)\n"
                   "  cpu   the CPU executor of the Kernel IR, in float32 (the default otherwise)\n"
@@ -125,55 +133,104 @@ int command_run(const std::vector<std::string>& args) {
     if (!gpu_available(&why)) throw Error("--backend cuda: " + why);
   }
 
-  TensorSet inputs = make_inputs(program, options.seed);
-  ReferenceOptions reference_options;
-  ProgressPrinter progress(program);
-  double work = reference_work(program);
-  bool sampled = backend != "ref" && !full_reference && work > kFullReferenceLimit;
-  if (work > 5e7 && !sampled) {
-    std::fprintf(stderr, "reference: %.3g scalar evaluations in float64; this may take a while (--small is faster)\n", work);
-    reference_options.progress = [&progress](int d, double f) { progress(d, f); };
-  }
-
-  std::vector<OutputRow> rows;
-  ExecutionResult execution;
+  // Compile first (no tensor data yet), then estimate the memory and the time before allocating.
   KernelProgram kernels;
-  std::string device;
-  bool all_ok = true;
-  if (backend == "ref") {
-    TensorSet reference = run_reference(program, inputs, reference_options);
-    for (const TensorInfo* out : program.outputs()) rows.push_back(summarize(reference.at(out->name)));
-  } else {
+  if (backend != "ref") {
     CompileOptions compile_options = backend == "cpu" ? CompileOptions{} : CompileOptions::for_gpu();
     compile_options.fuse = !no_fuse;
     tiling.apply(compile_options.fusion);
-    kernels = compile_program(program, compile_options).kernels;
+    kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
+  }
+  double work = reference_work(program);
+  bool sampled = backend != "ref" && !full_reference && work > kFullReferenceLimit;
+  refuse_if_too_large(program, estimate_memory(program, backend == "ref" ? nullptr : &kernels, backend == "cpu", !sampled), backend);
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  double executor_seconds = backend == "cpu" ? work * kExecutorSecondsPerEvaluation / cores : 0;
+  double reference_seconds = sampled ? 0 : work * kReferenceSecondsPerEvaluation / cores;
+  if (executor_seconds + reference_seconds > kLongRunSeconds) {
+    std::string parts;
+    if (executor_seconds > 0) parts += "the CPU executor about " + duration_text(executor_seconds);
+    if (reference_seconds > 0) parts += std::string(parts.empty() ? "" : ", ") + "the float64 reference about " + duration_text(reference_seconds);
+    std::fprintf(stderr, "note: %.3g scalar evaluations on %u core(s): %s; --small, a smaller --dim%s is faster\n", work, cores,
+                 parts.c_str(), backend == "cuda" ? "" : " or --backend cuda");
+  }
+
+  TensorSet inputs = compiler_step("inputs", [&] { return make_inputs(program, options.seed); });
+  std::atomic<double> reference_done{0};
+  std::atomic<int> reference_def{0};
+  ReferenceOptions reference_options;
+  reference_options.progress = [&](int d, double f) {
+    reference_done.store(f, std::memory_order_relaxed);
+    reference_def.store(d, std::memory_order_relaxed);
+  };
+  auto reference_detail = [&] {
+    size_t d = static_cast<size_t>(reference_def.load());
+    return "definition " + std::to_string(d + 1) + " of " + std::to_string(program.defs.size()) + ": " +
+           program.defs[std::min(d, program.defs.size() - 1)].def->target.name;
+  };
+  auto run_full_reference = [&] {
+    std::optional<ProgressLine> line;
+    if (reference_seconds > kLongRunSeconds)
+      line.emplace("reference", [&] { return reference_done.load(); }, reference_detail);
+    return compiler_step("float64 reference", [&] { return run_reference(program, inputs, reference_options); });
+  };
+
+  std::vector<OutputRow> rows;
+  ExecutionResult execution;
+  std::string device;
+  bool all_ok = true;
+  if (backend == "ref") {
+    TensorSet reference = run_full_reference();
+    for (const TensorInfo* out : program.outputs()) rows.push_back(summarize(reference.at(out->name)));
+  } else {
     TensorSet outputs;
     std::map<std::string, int64_t> unwritten;
     if (backend == "cpu") {
-      execution = execute_kernel_program(kernels, inputs);
+      ExecutionProgress progress;
+      {
+        std::optional<ProgressLine> line;
+        if (executor_seconds > kLongRunSeconds) {
+          // Each kernel counts equally; within a kernel, by blocks finished.
+          double kernel_count = static_cast<double>(std::max<size_t>(kernels.kernels.size(), 1));
+          auto fraction = [&] {
+            size_t k = static_cast<size_t>(progress.kernel.load());
+            if (k >= kernels.kernels.size()) return 1.0;
+            double blocks = std::max<double>(static_cast<double>(kernels.kernels[k].blocks()), 1);
+            return (static_cast<double>(k) + static_cast<double>(progress.blocks_done.load()) / blocks) / kernel_count;
+          };
+          auto detail = [&] {
+            if (kernels.kernels.empty()) return std::string();
+            size_t k = std::min(static_cast<size_t>(progress.kernel.load()), kernels.kernels.size() - 1);
+            return "kernel " + std::to_string(k + 1) + " of " + std::to_string(kernels.kernels.size()) + ": " +
+                   kernels.kernels[k].name + ", " + std::to_string(progress.blocks_done.load()) + " of " +
+                   std::to_string(kernels.kernels[k].blocks()) + " blocks";
+          };
+          line.emplace("CPU executor", fraction, detail);
+        }
+        execution = compiler_step("CPU executor", [&] { return execute_kernel_program(kernels, inputs, &progress); });
+      }
       outputs = execution.outputs;
       unwritten = execution.unwritten;
     } else {
-      GpuRunResult gpu = run_on_gpu(kernels, inputs);
+      GpuRunResult gpu = compiler_step("GPU run", [&] { return run_on_gpu(kernels, inputs); });
       outputs = gpu.outputs;
       unwritten = gpu.unwritten;
       device = gpu.device;
     }
-    double tolerance = tolerance_for(program);
     TensorSet reference;
     std::vector<SampledOutput> samples;
     if (sampled) {
       SampleOptions sample_options;
       sample_options.seed = options.seed;
       std::fprintf(stderr, "reference: checking a sample of each output (the full reference needs %.3g evaluations)\n", work);
-      samples = run_sampled_reference(program, inputs, sample_options);
+      samples = compiler_step("sampled reference", [&] { return run_sampled_reference(program, inputs, sample_options); });
     } else {
-      reference = run_reference(program, inputs, reference_options);
+      reference = run_full_reference();
     }
     for (size_t o = 0; o < program.outputs().size(); ++o) {
       const TensorInfo* out = program.outputs()[o];
       const HostTensor& got = outputs.at(out->name);
+      double tolerance = output_tolerance(program, out->name).value;
       OutputRow row = summarize(got);
       row.verified = true;
       if (sampled) {
@@ -217,6 +274,12 @@ int command_run(const std::vector<std::string>& args) {
       for (int64_t s : r.shape) json.value(s);
       json.end_array().key("dtype").value(dtype_name(r.dtype));
       json.key("checksum").value(r.sum).key("abs_sum").value(r.abs_sum).key("nan_count").value(r.nans);
+      json.key("inf_count").value(r.non_finite.positive_infinities + r.non_finite.negative_infinities);
+      json.key("nan_first").begin_array();
+      for (int64_t i : r.non_finite.first_nans) json.value(index_text(r.shape, i));
+      json.end_array().key("inf_first").begin_array();
+      for (int64_t i : r.non_finite.first_infinities) json.value(index_text(r.shape, i));
+      json.end_array();
       if (r.verified) {
         json.key("rel_error").value(r.check.error).key("tolerance").value(r.check.tolerance).key("ok").value(r.check.ok);
         if (r.sampled) json.key("sampled_elements").value(r.sampled);
@@ -251,7 +314,7 @@ int command_run(const std::vector<std::string>& args) {
   for (auto& r : rows) {
     if (r.verified) {
       std::string sample = r.sampled ? "  (" + std::to_string(r.sampled) + " sampled)" : "";
-      std::snprintf(line, sizeof line, "  output %-10s %-18s %-6s error %.2e  tolerance %.0e  %s%s\n", r.name.c_str(),
+      std::snprintf(line, sizeof line, "  output %-10s %-18s %-6s error %.2e  tolerance %.1e  %s%s\n", r.name.c_str(),
                     shape_text(r.shape).c_str(), std::string(dtype_name(r.dtype)).c_str(), r.check.error, r.check.tolerance,
                     r.check.ok ? "ok" : ("MISMATCH: " + r.check.reason).c_str(), sample.c_str());
     } else {
@@ -260,6 +323,7 @@ int command_run(const std::vector<std::string>& args) {
                     r.nans ? ("  NaN " + std::to_string(r.nans)).c_str() : "");
     }
     out << line;
+    if (std::string where = non_finite_text(r); !where.empty()) out << "    " << where << "\n";
   }
   if (backend == "cpu") {
     out << "  global memory: " << bytes_text(static_cast<double>(total_read)) << " read, "

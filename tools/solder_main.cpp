@@ -1,6 +1,7 @@
 // The `solder` command-line program: dispatches to one command per subcommand (commands.h).
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,26 @@ int main(int argc, char** argv) {
     if (args[0] != c.name) continue;
     try {
       return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
-    } catch (const solder::Error& e) {
+    } catch (const solder::cli::InternalError& e) {
+      std::cout.flush();
+      std::fprintf(stderr, "error: internal error in solder (please report it, with the program and the command): %s\n", e.what());
+      return solder::cli::kExitInternal;
+    } catch (const solder::Error& e) {  // the user's input, options or machine (a Refusal included)
       std::cout.flush();
       std::fprintf(stderr, "%s\n", e.formatted().c_str());
       return solder::cli::kExitBadInput;
+    } catch (const std::bad_alloc&) {
+      std::cout.flush();
+      std::fprintf(stderr, "error: internal error in solder (please report it): out of memory, which the estimate made before "
+                           "running did not foresee\n");
+      return solder::cli::kExitInternal;
     } catch (const std::exception& e) {
       std::cout.flush();
-      std::fprintf(stderr, "error: internal error in solder (please report it): %s\n", e.what());
+      std::fprintf(stderr, "error: internal error in solder (please report it, with the program and the command): %s\n", e.what());
+      return solder::cli::kExitInternal;
+    } catch (...) {
+      std::cout.flush();
+      std::fprintf(stderr, "error: internal error in solder (please report it, with the program and the command): an unknown exception\n");
       return solder::cli::kExitInternal;
     }
   }

@@ -10,18 +10,18 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 std::string kb(int64_t bytes) { return std::to_string((bytes + 1023) / 1024) + " KB"; }
 
-std::optional<Refusal> problem_refusal(const GemmProblem& p) {
+std::optional<PruneRefusal> problem_refusal(const GemmProblem& p) {
   const int bytes = mma_type_bytes(p.type);
   auto row = [](int64_t elements, int size) { return elements * size % 16 == 0; };
   const int64_t a_row = p.a_k_major ? p.k : p.m, b_row = p.b_k_major ? p.k : p.n;
   if (!row(a_row, bytes))
-    return Refusal{PruneRule::tma_alignment, "a row of A is " + std::to_string(a_row * bytes) + " bytes, not a multiple of 16"};
+    return PruneRefusal{PruneRule::tma_alignment, "a row of A is " + std::to_string(a_row * bytes) + " bytes, not a multiple of 16"};
   if (!row(b_row, bytes))
-    return Refusal{PruneRule::tma_alignment, "a row of B is " + std::to_string(b_row * bytes) + " bytes, not a multiple of 16"};
+    return PruneRefusal{PruneRule::tma_alignment, "a row of B is " + std::to_string(b_row * bytes) + " bytes, not a multiple of 16"};
   if (!row(p.n, dtype_bytes(p.output)))
-    return Refusal{PruneRule::tma_alignment, "a row of D is " + std::to_string(p.n * dtype_bytes(p.output)) + " bytes, not a multiple of 16"};
+    return PruneRefusal{PruneRule::tma_alignment, "a row of D is " + std::to_string(p.n * dtype_bytes(p.output)) + " bytes, not a multiple of 16"};
   if (p.type != MmaType::bf16 && p.type != MmaType::f16 && (!p.a_k_major || !p.b_k_major))
-    return Refusal{PruneRule::operand_major, std::string(mma_type_name(p.type)) + " wgmma reads K-major operands only; " +
+    return PruneRefusal{PruneRule::operand_major, std::string(mma_type_name(p.type)) + " wgmma reads K-major operands only; " +
                                                  (!p.a_k_major ? "A is M-major" : "B is N-major")};
   return std::nullopt;
 }
@@ -68,42 +68,42 @@ int64_t concurrent_ctas(const GemmConfig& c, DType output, const HardwareDescrip
   return std::min<int64_t>(static_cast<int64_t>(clusters) * size, static_cast<int64_t>(hw.sm_count) * per_sm / size * size);
 }
 
-std::optional<Refusal> check_feasibility(const GemmProblem& p, const GemmConfig& c, const HardwareDescription& hw,
+std::optional<PruneRefusal> check_feasibility(const GemmProblem& p, const GemmConfig& c, const HardwareDescription& hw,
                                          const FeasibilityOptions& options) {
   if (auto refusal = problem_refusal(p)) return refusal;
   const int bytes = mma_type_bytes(c.type);
   if (c.bk * bytes != 128)
-    return Refusal{PruneRule::bk_swizzle, "BK " + std::to_string(c.bk) + " × " + std::to_string(bytes) + " bytes = " +
+    return PruneRefusal{PruneRule::bk_swizzle, "BK " + std::to_string(c.bk) + " × " + std::to_string(bytes) + " bytes = " +
                                               std::to_string(c.bk * bytes) + ", not 128"};
   if (c.bn % 8 != 0 || c.bn < 8 || c.bn > 256)
-    return Refusal{PruneRule::wgmma_shape, "BN " + std::to_string(c.bn) + " is not a multiple of 8 in [8, 256]"};
+    return PruneRefusal{PruneRule::wgmma_shape, "BN " + std::to_string(c.bn) + " is not a multiple of 8 in [8, 256]"};
   if (c.bm % c.consumers != 0 || (c.bm / c.consumers) % 64 != 0)
-    return Refusal{PruneRule::wgmma_shape, "BM " + std::to_string(c.bm) + " over " + std::to_string(c.consumers) +
+    return PruneRefusal{PruneRule::wgmma_shape, "BM " + std::to_string(c.bm) + " over " + std::to_string(c.consumers) +
                                                " consumer warpgroups is not a multiple of 64 rows each"};
   if ((!p.b_k_major && c.bn % 64 != 0) || (!p.a_k_major && c.bm % 64 != 0))
-    return Refusal{PruneRule::operand_major, std::string(!p.b_k_major ? "an N-major B needs BN" : "an M-major A needs BM") +
+    return PruneRefusal{PruneRule::operand_major, std::string(!p.b_k_major ? "an N-major B needs BN" : "an M-major A needs BM") +
                                                  " a multiple of 64 (one 128-byte swizzle atom)"};
   if (c.accumulator_registers() > kMaxAccumulatorRegisters)
-    return Refusal{PruneRule::accumulator_registers, std::to_string(c.accumulator_registers()) + " f32 accumulators per thread > " +
+    return PruneRefusal{PruneRule::accumulator_registers, std::to_string(c.accumulator_registers()) + " f32 accumulators per thread > " +
                                                          std::to_string(kMaxAccumulatorRegisters)};
   const int smem = c.smem_bytes(p.output);
   if (smem > hw.smem_per_block_bytes)
-    return Refusal{PruneRule::smem_capacity, kb(smem) + " > " + kb(hw.smem_per_block_bytes)};
+    return PruneRefusal{PruneRule::smem_capacity, kb(smem) + " > " + kb(hw.smem_per_block_bytes)};
   if (c.cluster_size() > hw.max_cluster_size)
-    return Refusal{PruneRule::cluster_limit, "cluster of " + std::to_string(c.cluster_size()) + " > " + std::to_string(hw.max_cluster_size)};
+    return PruneRefusal{PruneRule::cluster_limit, "cluster of " + std::to_string(c.cluster_size()) + " > " + std::to_string(hw.max_cluster_size)};
   if (c.cluster_size() > 8 && !options.allow_nonportable_clusters)
-    return Refusal{PruneRule::cluster_portable, "cluster of " + std::to_string(c.cluster_size()) + " > 8 (non-portable)"};
+    return PruneRefusal{PruneRule::cluster_portable, "cluster of " + std::to_string(c.cluster_size()) + " > 8 (non-portable)"};
   if (c.bm >= 2 * round_up(p.m, 64) || c.bn >= 2 * round_up(p.n, 16))
-    return Refusal{PruneRule::oversized_tile, std::to_string(c.bm) + "x" + std::to_string(c.bn) + " tile for M=" +
+    return PruneRefusal{PruneRule::oversized_tile, std::to_string(c.bm) + "x" + std::to_string(c.bn) + " tile for M=" +
                                                   std::to_string(p.m) + " N=" + std::to_string(p.n)};
   const int64_t tiles_m = ceil_div(p.m, c.bm), tiles_n = ceil_div(p.n, c.bn), k_tiles = ceil_div(p.k, c.bk);
   if (tiles_m % c.cluster_m != 0 || tiles_n % c.cluster_n != 0)
-    return Refusal{PruneRule::cluster_divides_grid, std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) +
+    return PruneRefusal{PruneRule::cluster_divides_grid, std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) +
                                                         " cluster over " + std::to_string(tiles_m) + "x" + std::to_string(tiles_n) + " tiles"};
   if (c.split_k > k_tiles || k_tiles % c.split_k != 0)
-    return Refusal{PruneRule::split_k_divides, "split " + std::to_string(c.split_k) + " of " + std::to_string(k_tiles) + " K tiles"};
+    return PruneRefusal{PruneRule::split_k_divides, "split " + std::to_string(c.split_k) + " of " + std::to_string(k_tiles) + " K tiles"};
   if (hw.has_rates && concurrent_ctas(c, p.output, hw) == 0)
-    return Refusal{PruneRule::occupancy, "no CTA (" + kb(smem) + ", " + std::to_string(c.threads()) + " threads × " +
+    return PruneRefusal{PruneRule::occupancy, "no CTA (" + kb(smem) + ", " + std::to_string(c.threads()) + " threads × " +
                                              std::to_string(c.launch_registers()) + " registers) fits on an SM"};
   return std::nullopt;
 }

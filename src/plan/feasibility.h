@@ -57,7 +57,7 @@ constexpr int kPruneRuleCount = 0
 std::string_view prune_rule_name(PruneRule rule);  // "smem_capacity"
 std::vector<PruneRule> all_prune_rules();
 
-struct Refusal {
+struct PruneRefusal {
   PruneRule rule;
   std::string detail;  // "213 KB > 227 KB": the numbers behind it
 };
@@ -67,7 +67,7 @@ struct FeasibilityOptions {
 };
 
 // The first rule `config` breaks for `problem` on `hw`, or nothing when it is feasible.
-std::optional<Refusal> check_feasibility(const GemmProblem& problem, const GemmConfig& config,
+std::optional<PruneRefusal> check_feasibility(const GemmProblem& problem, const GemmConfig& config,
                                          const HardwareDescription& hw, const FeasibilityOptions& options = {});
 
 // CTAs of `config` co-resident on one SM (shared memory with 1 KB reserved per block, registers, 2048

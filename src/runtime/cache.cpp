@@ -7,17 +7,15 @@
 //   u64 m, m bytes           the CUBIN (an ELF image)
 //   u64                      FNV-1a of every byte above
 // Integers are little-endian.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "runtime/embedded_headers.h"
 #include "runtime/runtime.h"
+#include "support/atomic_file.h"
 
 namespace solder::runtime {
 
@@ -42,15 +40,6 @@ bool get_u64(const std::string& data, size_t& at, uint64_t* value) {
 
 fs::path entry_path(const std::string& dir, const std::string& key_text) {
   return fs::path(dir) / (cache_key(key_text) + ".cubin");
-}
-
-// A name no other writer (thread or process, even in another PID namespace) picks.
-fs::path temporary_path(const fs::path& final_path) {
-  thread_local std::mt19937_64 random(std::random_device{}() ^ (uint64_t(getpid()) << 32));
-  char suffix[64];
-  std::snprintf(suffix, sizeof(suffix), ".tmp.%d.%016llx", int(getpid()),
-                static_cast<unsigned long long>(random()));
-  return fs::path(final_path.string() + suffix);
 }
 
 }  // namespace
@@ -114,23 +103,9 @@ std::string cache_store(const std::string& dir, const std::string& key_text, con
   data.append(cubin.data(), cubin.size());
   put_u64(data, detail::fnv1a_64(data.data(), data.size()));
 
+  // A random temporary name beside the entry, then rename(): readers see the old entry or the new one.
   fs::path final_path = entry_path(dir, key_text);
-  fs::path temporary = temporary_path(final_path);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.close();
-    if (!out) {
-      fs::remove(temporary, error);
-      return "";
-    }
-  }
-  // rename() replaces an existing entry atomically: readers see the old file or the new one.
-  fs::rename(temporary, final_path, error);
-  if (error) {
-    fs::remove(temporary, error);
-    return "";
-  }
+  if (!write_file_atomically(final_path.string(), data).empty()) return "";
   return final_path.string();
 }
 

@@ -7,13 +7,27 @@
 //   * infinities must match in place and sign;
 //   * integer outputs (indices) must match exactly, except for at most 0.1% of the elements, which
 //     near-ties between values can flip in float32 arithmetic.
-// The tolerance depends on the dtypes involved (design.md): f32 1e-5, any bf16/f16 input, output
-// or intermediate 1e-2, any fp8 5e-2; a program whose reductions run over more than 2^16 points
-// in f32 gets 1e-4 instead of 1e-5.
+// The tolerance of an output o (docs/architecture.md, "Verification tolerance") is
+//
+//   tol(o) = max(base(o), c · u · sqrt(L(o)))        c = 16, u = 2^-24 (float32's unit roundoff)
+//
+// base(o): 1e-5 when every tensor o depends on (inputs included) is f32, i32 or bool; 1e-2 when one
+// of them is bf16 or f16; 5e-2 when one is fp8 (design.md).
+// L(o): the length of the longest chain of float32 roundings that produces o, a definition at a
+// time: L(d) = ops(d) + R(d) + max over the tensors t that d reads of L(t) (0 for inputs), where
+// ops(d) counts the arithmetic nodes of d's body (unary, binary, select, cast) and R(d) is its
+// reduction's length (the product of its r-extents) for sum and prod, 0 otherwise (pointwise
+// definitions; max, min, argmax, argmin and topk select a value and round nothing).
+// Rounding errors of a chain of L float32 operations on well-conditioned data grow like u·sqrt(L)
+// (Higham, "Accuracy and Stability of Numerical Algorithms", ch. 2-4, probabilistic bound); c
+// covers correlated errors (a 1000-term sum of equal values reaches about 5·u·sqrt(L)). The data's
+// conditioning (cancellation, Σ|x| / |Σx|) is not estimated: an ill-conditioned program can still
+// fail in float32, and that is reported, not hidden.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/host_tensor.h"
 #include "ir/verifier.h"
@@ -32,7 +46,24 @@ struct OutputCheck {
   std::string reason;             // why it failed ("" when ok)
 };
 
+// The rule above, with its parts (shown by `solder run --json`).
+struct Tolerance {
+  double base = 1e-5;
+  double chain_length = 0;  // L(o)
+  double value = 1e-5;      // max(base, c · u · sqrt(L))
+};
+Tolerance output_tolerance(const BoundProgram& program, const std::string& output);
+// The largest tolerance over the program's outputs.
 double tolerance_for(const BoundProgram& program);
+
+// Where an output is NaN or infinite (reported even when the reference agrees).
+struct NonFinite {
+  int64_t nans = 0, positive_infinities = 0, negative_infinities = 0;
+  std::vector<int64_t> first_nans, first_infinities;  // flat indices, the first few of each
+};
+NonFinite find_non_finite(const HostTensor& t, size_t positions = 4);
+// "[2, 7]" for a flat index of a tensor of shape `shape`.
+std::string index_text(const std::vector<int64_t>& shape, int64_t flat);
 
 OutputCheck compare_output(const HostTensor& got, const HostTensor& reference, double tolerance);
 

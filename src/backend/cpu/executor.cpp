@@ -1,5 +1,6 @@
 #include "backend/cpu/executor.h"
 
+#include <atomic>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -85,8 +86,9 @@ struct CompiledStmt {
 
 class KernelRunner {
  public:
-  KernelRunner(const KernelProgram& program, const Kernel& kernel, std::map<std::string, OwnedStorage>& globals)
-      : program_(program), kernel_(kernel) {
+  KernelRunner(const KernelProgram& program, const Kernel& kernel, std::map<std::string, OwnedStorage>& globals,
+               std::atomic<int64_t>* blocks_done)
+      : program_(program), kernel_(kernel), blocks_done_(blocks_done) {
     for (auto& g : program.globals) {
       global_names_.push_back(g.name);
       global_storage_.push_back(&globals.at(g.name));
@@ -111,13 +113,20 @@ class KernelRunner {
         throw Error("CPU executor: kernel '" + kernel_.name + "' uses queues and has " + std::to_string(blocks) +
                     " blocks; a queue kernel must have all its blocks co-resident (at most 512 here)");
       run_concurrently(0, blocks);
+      if (blocks_done_) blocks_done_->fetch_add(blocks, std::memory_order_relaxed);
     } else if (cluster > 1) {
       parallel_for(blocks / cluster, [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) run_concurrently(c * cluster, cluster);
+        for (int64_t c = begin; c < end; ++c) {
+          run_concurrently(c * cluster, cluster);
+          if (blocks_done_) blocks_done_->fetch_add(cluster, std::memory_order_relaxed);
+        }
       });
     } else {
       parallel_for(blocks, [&](int64_t begin, int64_t end) {
-        for (int64_t b = begin; b < end; ++b) run_block(b, nullptr, nullptr);
+        for (int64_t b = begin; b < end; ++b) {
+          run_block(b, nullptr, nullptr);
+          if (blocks_done_) blocks_done_->fetch_add(1, std::memory_order_relaxed);
+        }
       });
     }
     for (size_t s = 0; s < global_names_.size(); ++s) {
@@ -133,6 +142,7 @@ class KernelRunner {
  private:
   const KernelProgram& program_;
   const Kernel& kernel_;
+  std::atomic<int64_t>* blocks_done_ = nullptr;
   std::vector<std::string> global_names_;
   std::vector<OwnedStorage*> global_storage_;
   std::map<std::string, int> buffer_index_;
@@ -761,7 +771,7 @@ bool is_poison(double value) {
   return std::isnan(value) && bits == kPoisonBits;
 }
 
-ExecutionResult execute_kernel_program(const KernelProgram& program, const TensorSet& inputs) {
+ExecutionResult execute_kernel_program(const KernelProgram& program, const TensorSet& inputs, ExecutionProgress* progress) {
   verify_kernel_program(program);
   std::map<std::string, OwnedStorage> globals;
   for (auto& g : program.globals) {
@@ -775,8 +785,13 @@ ExecutionResult execute_kernel_program(const KernelProgram& program, const Tenso
     }
   }
   ExecutionResult result;
-  for (auto& k : program.kernels) {
-    KernelRunner runner(program, k, globals);
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    const Kernel& k = program.kernels[i];
+    if (progress) {
+      progress->blocks_done.store(0);
+      progress->kernel.store(static_cast<int>(i));
+    }
+    KernelRunner runner(program, k, globals, progress ? &progress->blocks_done : nullptr);
     result.traffic.push_back(runner.run());
   }
   for (auto& g : program.globals) {

@@ -15,6 +15,7 @@
 //   reads from or writes to a global tensor, in bytes of its dtype.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -40,9 +41,17 @@ struct ExecutionResult {
   std::vector<KernelTraffic> traffic;       // one entry per kernel, in order
 };
 
+// How far a run has got, readable from another thread while it runs (`solder run` prints it).
+struct ExecutionProgress {
+  std::atomic<int> kernel{0};           // index of the kernel running
+  std::atomic<int64_t> blocks_done{0};  // blocks of that kernel finished so far
+};
+
 // Runs `program` on `inputs` (every input global must be present). Throws Error on a deadlock, an
-// out-of-range buffer access or a malformed program (the program is verified first).
-ExecutionResult execute_kernel_program(const KernelProgram& program, const TensorSet& inputs);
+// out-of-range buffer access or a malformed program (the program is verified first). `progress`,
+// when given, is updated as blocks finish.
+ExecutionResult execute_kernel_program(const KernelProgram& program, const TensorSet& inputs,
+                                       ExecutionProgress* progress = nullptr);
 
 // The poison value written into non-input globals before a run.
 bool is_poison(double value);

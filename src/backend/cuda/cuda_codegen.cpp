@@ -19,6 +19,7 @@
 #include "ir/diagnostics.h"
 #include "ir/printer.h"
 #include "kernel/kernel_verifier.h"
+#include "support/refusal.h"
 
 namespace solder {
 
@@ -35,6 +36,26 @@ std::string_view cuda_element_type(DType dtype) {
   return "float";
 }
 
+
+std::string launch_limit_violation(const GeneratedKernel& k) {
+  constexpr int64_t kMaxBlocksX = (int64_t(1) << 31) - 1;
+  constexpr int64_t kMaxSharedBytes = 227 * 1024;
+  constexpr int kMaxCluster = 16, kMaxThreads = 1024;
+  const std::string kernel = "kernel '" + k.name + "' ";
+  if (k.blocks < 1 || k.blocks > kMaxBlocksX)
+    return kernel + "needs a grid of " + std::to_string(k.blocks) + " blocks; the limit is 2^31 - 1 = " +
+           std::to_string(kMaxBlocksX) + " along x";
+  if (k.cluster < 1 || k.cluster > kMaxCluster)
+    return kernel + "needs clusters of " + std::to_string(k.cluster) + " blocks; the limit is " + std::to_string(kMaxCluster);
+  if (k.blocks % k.cluster != 0)
+    return kernel + "has " + std::to_string(k.blocks) + " blocks, not a multiple of its cluster size " + std::to_string(k.cluster);
+  if (k.threads < 1 || k.threads > kMaxThreads)
+    return kernel + "needs " + std::to_string(k.threads) + " threads per block; the limit is " + std::to_string(kMaxThreads);
+  if (k.shared_bytes < 0 || k.shared_bytes > kMaxSharedBytes)
+    return kernel + "needs " + std::to_string(k.shared_bytes) + " bytes of shared memory per block; the limit is 227 KB (" +
+           std::to_string(kMaxSharedBytes) + " bytes)";
+  return "";
+}
 
 GeneratedModule generate_cuda(const KernelProgram& input) {
   verify_kernel_program(input);
@@ -71,6 +92,10 @@ GeneratedModule generate_cuda(const KernelProgram& input) {
     out << writer.write() << "\n";
     module.kernels.push_back(writer.info());
   }
+  for (auto& k : module.kernels)
+    if (std::string why = launch_limit_violation(k); !why.empty())
+      throw Refusal("program '" + program.name + "' cannot run on the GPU: " + why +
+                    "; use smaller sizes (--dim NAME=VALUE, --small) or other tiles (--tile-rows, --streaming-elements)");
   module.source = out.str();
   if (module.source.find("solder_checked_index(") != std::string::npos) {
     // The index-check prologue goes after the includes, before the first kernel.

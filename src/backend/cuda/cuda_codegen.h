@@ -64,7 +64,16 @@ struct GeneratedModule {
   bool checks_indices = false;
 };
 
+// Throws Refusal (support/refusal.h) when a kernel's launch exceeds a limit of the hardware
+// (check_launch_limits).
 GeneratedModule generate_cuda(const KernelProgram& program);
+
+// The launch limits of sm_90 (CUDA programming guide, "Compute capabilities"): at most 2^31 - 1
+// blocks along x (the logical grid is linearised onto x; 65535 along y and z, which are not used),
+// 1024 threads per block, a cluster of at most 16 blocks (non-portable size) that divides the grid,
+// and 227 KB (232,448 bytes) of dynamic shared memory per block. Returns "" when `kernel` is within
+// them, otherwise the reason.
+std::string launch_limit_violation(const GeneratedKernel& kernel);
 
 // The C++ element type of a global of this dtype ("float", "__nv_bfloat16", ...).
 std::string_view cuda_element_type(DType dtype);
