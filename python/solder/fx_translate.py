@@ -81,7 +81,7 @@ UNARY = {
     aten.exp.default: "exp({})", aten.log.default: "log({})", aten.tanh.default: "tanh({})",
     aten.sqrt.default: "sqrt({})", aten.rsqrt.default: "rsqrt({})", aten.abs.default: "abs({})",
     aten.sigmoid.default: "sigmoid({})", aten.silu.default: "silu({})", aten.neg.default: "(-({}))",
-    aten.relu.default: "max({}, 0)", aten.reciprocal.default: "(1 / ({}))", aten.logical_not.default: "(!({}))",
+    aten.relu.default: "max({}, 0)", aten.reciprocal.default: "(1 / ({}))", aten.logical_not.default: "(({}) == 0)",
 }
 # Functions the .sol language gains on the "language" branch (issue 18 part 4): translated once the
 # parser here accepts them (probed once per process), else left to Inductor with that reason.
@@ -126,8 +126,11 @@ OTHERS = {aten.mm.default, aten.bmm.default, aten.addmm.default, aten.where.self
           aten._to_copy.default, aten.gelu.default, aten.native_layer_norm.default,
           aten._scaled_dot_product_flash_attention_for_cpu.default, aten._scaled_dot_product_flash_attention.default,
           aten._scaled_dot_product_efficient_attention.default, aten._scaled_dot_product_cudnn_attention.default,
-          aten.scaled_dot_product_attention.default, operator.getitem}
+          aten.scaled_dot_product_attention.default, operator.getitem, aten.cat.default,
+          aten.split.Tensor, aten.split_with_sizes.default, torch.ops.prims.convert_element_type.default,
+          torch.ops.prims.iota.default, aten.arange.start_step}
 MULTI_OUTPUT = {aten.var_mean.correction, aten.topk.default, aten.native_layer_norm.default,
+                aten.split.Tensor, aten.split_with_sizes.default,
                 aten._scaled_dot_product_flash_attention_for_cpu.default, aten._scaled_dot_product_flash_attention.default,
                 aten._scaled_dot_product_efficient_attention.default, aten._scaled_dot_product_cudnn_attention.default}
 SDPA = {aten._scaled_dot_product_flash_attention_for_cpu.default, aten._scaled_dot_product_flash_attention.default,
@@ -249,12 +252,12 @@ class Builder:
         """A definition target[i0, ...] = [R(r...)] body(i..., r...). `reduce` = (op, [sizes]); `body`
         takes the p-index names and the r-index names."""
         name = name or self.fresh("t")
-        p = [self.fresh("i") for _ in shape]
+        p = [self.fresh("ix") for _ in shape]
         decl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(p, shape))
         prefix = "out " if out else ""
         if reduce:
             op, sizes = reduce
-            r = [self.fresh("r") for _ in sizes]
+            r = [self.fresh("rx") for _ in sizes]
             rdecl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(r, sizes))
             rhs = f"{op}({rdecl}) {body(p, r)}"
         else:
@@ -352,9 +355,19 @@ class Translator:
             if hasattr(args[2], "op"):
                 v = _broadcast(self.values[args[2]], shape)
             return Value(shape, dtype, lambda idx: f"select({m(idx)}, {v(idx)}, {x(idx)})")
-        if t is aten._to_copy.default:
+        if t in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
             f = self.operand(args[0], shape)
             return Value(shape, dtype, lambda idx: f"cast({f(idx)}, {dtype})")
+        if t is torch.ops.prims.iota.default:
+            start, step = node.kwargs.get("start", 0), node.kwargs.get("step", 1)
+            return Value(shape, dtype, lambda idx: f"({_num(start)} + {_num(step)} * {idx[0]})")
+        if t is aten.arange.start_step:
+            start, step = args[0], args[2] if len(args) > 2 else node.kwargs.get("step", 1)
+            return Value(shape, dtype, lambda idx: f"({_num(start)} + {_num(step)} * {idx[0]})")
+        if t is aten.cat.default:
+            return self.cat(node, shape, dtype)
+        if t in (aten.split.Tensor, aten.split_with_sizes.default):
+            return self.split(node)
         if t in VIEWS:
             return self.view(node, shape, dtype)
         if t in REDUCTIONS:
@@ -454,6 +467,44 @@ class Translator:
             return Value(shape, dtype, lambda idx: x.load(list(idx[:d]) + [str(i)] + list(idx[d:])))
         raise Unsupported(f"view {t}")
 
+    def cat(self, node, shape, dtype):
+        parts = [self.values[a] for a in node.args[0]]
+        d = _norm_dim(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0), len(shape))
+        parts = [p for p in parts if not (len(p.shape) == 1 and p.shape[0] == 0)]
+
+        def load(idx):
+            # select(i < end0, part0[i], select(i < end1, part1[i - end0], ...)): each load is guarded.
+            offsets, end = [], 0
+            for p in parts:
+                offsets.append(end)
+                end += p.shape[d]
+            expr = None
+            for p, off in reversed(list(zip(parts, offsets))):
+                j = list(idx)
+                j[d] = f"{idx[d]} - {off}" if off else idx[d]
+                here = p.load(j)
+                expr = here if expr is None else f"select({idx[d]} < {off + p.shape[d]}, {here}, {expr})"
+            return expr
+        return Value(shape, dtype, load)
+
+    def split(self, node):
+        x = self.values[node.args[0]]
+        d = _norm_dim(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0), len(x.shape))
+        sizes = node.args[1]
+        if isinstance(sizes, int):
+            sizes = [min(sizes, x.shape[d] - k) for k in range(0, x.shape[d], sizes)]
+        out, start = [], 0
+        for size in sizes:
+            def load(idx, start=start):
+                j = list(idx)
+                j[d] = f"{idx[d]} + {start}" if start else idx[d]
+                return x.load(j)
+            shape = list(x.shape)
+            shape[d] = size
+            out.append(Value(shape, x.dtype, load))
+            start += size
+        return tuple(out)
+
     # -- reductions --
     def reduce(self, op, x, dims, keep, dtype):
         r = len(x.shape)
@@ -536,8 +587,8 @@ class Translator:
         r = len(x.shape)
         vals_shape = list(x.shape[:-1]) + [k]
         name_v, name_i = self.b.fresh("tv"), self.b.fresh("ti")
-        p = [self.b.fresh("i") for _ in range(r)]
-        e = self.b.fresh("r")
+        p = [self.b.fresh("ix") for _ in range(r)]
+        e = self.b.fresh("rx")
         decl = ", ".join(f"{v} : {self.b.dim(s)}" for v, s in zip(p[:-1], x.shape[:-1]))
         target_v = f"{name_v}[{decl + ', ' if decl else ''}{p[-1]}]"
         target_i = f"{name_i}[{decl + ', ' if decl else ''}{p[-1]}] : i32"

@@ -213,11 +213,23 @@ def test_backend_is_registered():
 
 
 @pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def _no_compile_caches():
+    import contextlib
+
+    import torch._functorch.config
+    import torch._inductor.config
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
+    stack.enter_context(torch._functorch.config.patch(enable_autograd_cache=False))
+    return stack
+
+
 def test_torch_compile_backend_end_to_end():
     # The whole path: Dynamo, AOTAutograd, the partitioner, Inductor for the rest (C++ on the CPU).
     model, inputs = CASES["llama_mlp"]
     torch._dynamo.reset()
-    with torch.no_grad():
+    with torch.no_grad(), _no_compile_caches():
         want = model(*inputs)
         got = torch.compile(model, backend="solder")(*inputs)
     _compare(got, want, "llama_mlp compiled")
@@ -231,7 +243,7 @@ def test_training_graph_backward_on_inductor():
     x = torch.randn(2, 3, 32, requires_grad=True)
     torch._dynamo.reset()
     torch_backend._backward_warned = False
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _no_compile_caches():
         warnings.simplefilter("always")
         y = torch.compile(model, backend="solder")(x)
         y.sum().backward()
