@@ -288,6 +288,29 @@ def _flat_index(idx, shape):
     return expr or "0"
 
 
+def _reshape_groups(xshape, yshape):
+    """Pairs of dim ranges ((xa, xb), (ya, yb)) of equal products that partition both shapes, or None."""
+    groups, i, j = [], 0, 0
+    while i < len(xshape) or j < len(yshape):
+        xa, ya = i, j
+        px = xshape[i] if i < len(xshape) else 1
+        py = yshape[j] if j < len(yshape) else 1
+        i, j = i + 1, j + 1
+        while px != py:
+            if px < py:
+                if i >= len(xshape):
+                    return None
+                px *= xshape[i]
+                i += 1
+            else:
+                if j >= len(yshape):
+                    return None
+                py *= yshape[j]
+                j += 1
+        groups.append(((xa, min(i, len(xshape))), (ya, min(j, len(yshape)))))
+    return groups
+
+
 def _unflatten(flat, shape):
     out, stride = [], 1
     strides = []
@@ -416,7 +439,17 @@ class Translator:
                     it = iter(idx[k] for k in ypos)
                     return x.load([("0" if s == 1 else next(it)) for s in x.shape])
                 return Value(shape, dtype, load)
-            return Value(shape, dtype, lambda idx: x.load(_unflatten(_flat_index(idx, shape), x.shape)))
+            groups = _reshape_groups(x.shape, shape)
+            if groups is None:
+                return Value(shape, dtype, lambda idx: x.load(_unflatten(_flat_index(idx, shape), x.shape)))
+
+            def load(idx, groups=groups):
+                j = []
+                for (xa, xb), (ya, yb) in groups:
+                    flat = _flat_index(idx[ya:yb], shape[ya:yb])
+                    j += _unflatten(flat, x.shape[xa:xb]) if xb - xa > 1 else [flat]
+                return x.load(j)
+            return Value(shape, dtype, load)
         if t is aten.permute.default:
             perm = [_norm_dim(d, len(x.shape)) for d in args[1]]
             inv = [perm.index(k) for k in range(len(perm))]

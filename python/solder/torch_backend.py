@@ -86,7 +86,7 @@ class _Support(OperatorSupport):
 
     def is_node_supported(self, submodules, node) -> bool:
         why = fx_translate.supported(node)
-        if why is not None:
+        if why is not None and node.op == "call_function":
             self.reasons[node.name] = why
         return why is None
 

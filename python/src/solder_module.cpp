@@ -82,6 +82,8 @@ solder::TensorArg tensor_arg(const solder::Kernel& kernel, const char* what, siz
 
 NB_MODULE(_solder, m) {
   m.doc() = "Solder's native module (the public C++ API); use the package `solder`.";
+  // Kernels kept in solder.compile's cache live until the interpreter exits: not leaks.
+  nb::set_leak_warnings(false);
 
   nb::module_ errors = nb::module_::import_("solder.errors");
   static nb::object program_error = errors.attr("ProgramError");
