@@ -11,3 +11,18 @@ for example in softmax vanilla causal gated_ffn moe_routing variance; do
   echo "== solder run --small $file"
   build/solder run --small "$file"
 done
+# The same from Python (the package set up in build/venv by setup.sh), when it is there.
+if [ -x build/venv/bin/python ] && build/venv/bin/python -c "import solder" >/dev/null 2>&1; then
+  echo "== python: solder.compile(examples/softmax.sol, small) on NumPy"
+  build/venv/bin/python - <<'PY'
+import numpy as np, solder
+k = solder.compile("examples/softmax.sol", small=True)
+x = np.random.randn(*k.inputs[0][1]).astype(np.float32)
+if k.device == "cpu":
+    y = k(x)
+    e = np.exp(x - x.max(axis=1, keepdims=True)); ref = e / e.sum(axis=1, keepdims=True)
+    print(k, "max difference from NumPy:", float(abs(y - ref).max()))
+else:
+    print(k, "(GPU kernel: call it with torch or CuPy tensors)")
+PY
+fi

@@ -9,6 +9,13 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v ninja >/dev/null 2>&1 || need+=(ninja-build)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 if [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/local/include/gtest/gtest.h ]; then need+=(libgtest-dev); fi
+# The Python package (scripts/python_setup.sh): venv and the headers of Python.
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+  python3 -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+    >/dev/null 2>&1 || need+=(python3-dev)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]} with apt-get"
   sudo_cmd=""
@@ -45,3 +52,6 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "setup: building into build/ with $jobs jobs"
 cmake --build build -j "$jobs"
+
+# The Python package in the build tree (build/venv); never fails the C++ setup.
+./scripts/python_setup.sh || echo "setup: the Python package could not be built (see above); the C++ library and the CLI are ready"

@@ -11,7 +11,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
     const __half* __restrict__ a,
     const __half* __restrict__ b,
     const __half* __restrict__ d,
-    __half* __restrict__ e) {
+    __half* __restrict__ e__) {
   extern __shared__ __align__(16) unsigned char smem[];
   long long block_linear = blockIdx.x;
   const long long block = block_linear % 1LL; block_linear /= 1LL;
@@ -60,10 +60,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 256) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 64; rest_ /= 64;
+      const long long n__ = rest_ % 64; rest_ /= 64;
       const long long k = rest_ % 32; rest_ /= 32;
       (void)rest_;
-      if ((k) >= 0 && (k) < 32LL && (n) >= 0 && (n) < 64LL) solder::reduce::load_vector(b + ((k) * 64LL + (n)), staged_[u_]);
+      if ((k) >= 0 && (k) < 32LL && (n__) >= 0 && (n__) < 64LL) solder::reduce::load_vector(b + ((k) * 64LL + (n__)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -71,11 +71,11 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 256) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 64; rest_ /= 64;
+      const long long n__ = rest_ % 64; rest_ /= 64;
       const long long k = rest_ % 32; rest_ /= 32;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_f16(staged_[u_][i_]);
-      solder::reduce::store_tile(b_tile + ((k) * 64 + (n)), staged_[u_]);
+      solder::reduce::store_tile(b_tile + ((k) * 64 + (n__)), staged_[u_]);
     }
   }
   // stage d
@@ -89,9 +89,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
       if (vec_ >= 256) continue;
       int rest_ = vec_ * 8;
       const long long l = rest_ % 32; rest_ /= 32;
-      const long long n = rest_ % 64; rest_ /= 64;
+      const long long n__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
-      if ((n) >= 0 && (n) < 64LL && (l) >= 0 && (l) < 32LL) solder::reduce::load_vector(d + ((n) * 32LL + (l)), staged_[u_]);
+      if ((n__) >= 0 && (n__) < 64LL && (l) >= 0 && (l) < 32LL) solder::reduce::load_vector(d + ((n__) * 32LL + (l)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -100,10 +100,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
       if (vec_ >= 256) continue;
       int rest_ = vec_ * 8;
       const long long l = rest_ % 32; rest_ /= 32;
-      const long long n = rest_ % 64; rest_ /= 64;
+      const long long n__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_f16(staged_[u_][i_]);
-      solder::reduce::store_tile(d_tile + ((n) * 32 + (l)), staged_[u_]);
+      solder::reduce::store_tile(d_tile + ((n__) * 32 + (l)), staged_[u_]);
     }
   }
   // c = sum (pre)
@@ -120,16 +120,16 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
   for (int e = threadIdx.x; e < 512; e += blockDim.x) e_tile[e] = solder::round_f16(0.0f);
   // contract with T = f16
   __syncthreads();
-  {  // tensor cores (block_gemm): e_tile += cast(gelu(c_tile[m, n]), f16) · d_tile; computed operands evaluated once per element into f16 tiles
-    __half* const gemm_a_ = reinterpret_cast<__half*>(smem + 28672);  // cast(gelu(c_tile[m, n]), f16)
+  {  // tensor cores (block_gemm): e_tile += cast(gelu(c_tile[m, n__]), f16) · d_tile; computed operands evaluated once per element into f16 tiles
+    __half* const gemm_a_ = reinterpret_cast<__half*>(smem + 28672);  // cast(gelu(c_tile[m, n__]), f16)
     for (int e_ = threadIdx.x; e_ < 1024; e_ += 256) {
       const int row_ = e_ / 64, depth_ = e_ % 64;
       float value_ = 0.0f;
       if (depth_ < 64) {
         const long long m = row_; (void)m;
         const long long l = 0; (void)l;
-        const long long n = depth_; (void)n;
-        value_ = solder::round_f16(solder::gelu(c_tile[((m) * 64 + (n))]));
+        const long long n__ = depth_; (void)n__;
+        value_ = solder::round_f16(solder::gelu(c_tile[((m) * 64 + (n__))]));
       }
       gemm_a_[solder::tile::Swizzle<64>::offset(row_, depth_)] = __half(value_);  // exact
     }
@@ -146,8 +146,8 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
   }
   __syncthreads();
   // store e
-  // copy e = e_tile
-  // 64 vectors of 8 elements (16 bytes of e_tile / e), 1 in flight per thread
+  // copy e__ = e_tile
+  // 64 vectors of 8 elements (16 bytes of e_tile / e__), 1 in flight per thread
   for (int first_ = threadIdx.x; first_ < 64; first_ += 256) {
     float staged_[1][8];
     #pragma unroll
@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_e(
       const long long l = rest_ % 32; rest_ /= 32;
       const long long m = rest_ % 16; rest_ /= 16;
       (void)rest_;
-      if ((m) >= 0 && (m) < 16LL && (l) >= 0 && (l) < 32LL) solder::reduce::store_vector(e + ((m) * 32LL + (l)), staged_[u_]);
+      if ((m) >= 0 && (m) < 16LL && (l) >= 0 && (l) < 32LL) solder::reduce::store_vector(e__ + ((m) * 32LL + (l)), staged_[u_]);
     }
   }
 }

@@ -45,10 +45,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 8) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       const long long b = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      if ((b) >= 0 && (b) < 1LL && (c) >= 0 && (c) < 64LL) solder::reduce::load_vector(x + ((b) * 64LL + (c)), staged_[u_]);
+      if ((b) >= 0 && (b) < 1LL && (c__) >= 0 && (c__) < 64LL) solder::reduce::load_vector(x + ((b) * 64LL + (c__)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -56,11 +56,11 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 8) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       const long long b = rest_ % 1; rest_ /= 1;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_f16(staged_[u_][i_]);
-      solder::reduce::store_tile(x_tile + ((b) * 64 + (c)), staged_[u_]);
+      solder::reduce::store_tile(x_tile + ((b) * 64 + (c__)), staged_[u_]);
     }
   }
   // stage wqkv
@@ -75,9 +75,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       int rest_ = vec_ * 8;
       const long long d = rest_ % 16; rest_ /= 16;
       const long long h = rest_ % 4; rest_ /= 4;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
-      if ((c) >= 0 && (c) < 64LL && (0LL) >= 0 && (0LL) < 3LL && (h) >= 0 && (h) < 4LL && (d) >= 0 && (d) < 16LL) solder::reduce::load_vector(wqkv + ((((c) * 3LL + (0LL)) * 4LL + (h)) * 16LL + (d)), staged_[u_]);
+      if ((c__) >= 0 && (c__) < 64LL && (0LL) >= 0 && (0LL) < 3LL && (h) >= 0 && (h) < 4LL && (d) >= 0 && (d) < 16LL) solder::reduce::load_vector(wqkv + ((((c__) * 3LL + (0LL)) * 4LL + (h)) * 16LL + (d)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -87,10 +87,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       int rest_ = vec_ * 8;
       const long long d = rest_ % 16; rest_ /= 16;
       const long long h = rest_ % 4; rest_ /= 4;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_f16(staged_[u_][i_]);
-      solder::reduce::store_tile(wqkv_tile + (((c) * 4 + (h)) * 16 + (d)), staged_[u_]);
+      solder::reduce::store_tile(wqkv_tile + (((c__) * 4 + (h)) * 16 + (d)), staged_[u_]);
     }
   }
   // stage wqkv
@@ -105,9 +105,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       int rest_ = vec_ * 8;
       const long long d = rest_ % 16; rest_ /= 16;
       const long long h = rest_ % 4; rest_ /= 4;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
-      if ((c) >= 0 && (c) < 64LL && (1LL) >= 0 && (1LL) < 3LL && (h) >= 0 && (h) < 4LL && (d) >= 0 && (d) < 16LL) solder::reduce::load_vector(wqkv + ((((c) * 3LL + (1LL)) * 4LL + (h)) * 16LL + (d)), staged_[u_]);
+      if ((c__) >= 0 && (c__) < 64LL && (1LL) >= 0 && (1LL) < 3LL && (h) >= 0 && (h) < 4LL && (d) >= 0 && (d) < 16LL) solder::reduce::load_vector(wqkv + ((((c__) * 3LL + (1LL)) * 4LL + (h)) * 16LL + (d)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -117,10 +117,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       int rest_ = vec_ * 8;
       const long long d = rest_ % 16; rest_ /= 16;
       const long long h = rest_ % 4; rest_ /= 4;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_f16(staged_[u_][i_]);
-      solder::reduce::store_tile(wqkv_tile2 + (((c) * 4 + (h)) * 16 + (d)), staged_[u_]);
+      solder::reduce::store_tile(wqkv_tile2 + (((c__) * 4 + (h)) * 16 + (d)), staged_[u_]);
     }
   }
   // stage wqkv
@@ -135,9 +135,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       int rest_ = vec_ * 8;
       const long long d = rest_ % 16; rest_ /= 16;
       const long long h = rest_ % 4; rest_ /= 4;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
-      if ((c) >= 0 && (c) < 64LL && (2LL) >= 0 && (2LL) < 3LL && (h) >= 0 && (h) < 4LL && (d) >= 0 && (d) < 16LL) solder::reduce::load_vector(wqkv + ((((c) * 3LL + (2LL)) * 4LL + (h)) * 16LL + (d)), staged_[u_]);
+      if ((c__) >= 0 && (c__) < 64LL && (2LL) >= 0 && (2LL) < 3LL && (h) >= 0 && (h) < 4LL && (d) >= 0 && (d) < 16LL) solder::reduce::load_vector(wqkv + ((((c__) * 3LL + (2LL)) * 4LL + (h)) * 16LL + (d)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -147,10 +147,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       int rest_ = vec_ * 8;
       const long long d = rest_ % 16; rest_ /= 16;
       const long long h = rest_ % 4; rest_ /= 4;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_f16(staged_[u_][i_]);
-      solder::reduce::store_tile(wqkv_tile3 + (((c) * 4 + (h)) * 16 + (d)), staged_[u_]);
+      solder::reduce::store_tile(wqkv_tile3 + (((c__) * 4 + (h)) * 16 + (d)), staged_[u_]);
     }
   }
   // stage k_cache
@@ -264,9 +264,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       #pragma unroll 8
       for (int flat_ = slice_; flat_ < 64; flat_ += 4) {
         int rest_ = flat_;
-        const int c = rest_ % 64; rest_ /= 64;
+        const int c__ = rest_ % 64; rest_ /= 64;
         (void)rest_;
-        acc0_ = solder::reduce::Sum()(acc0_, (x_tile[((b) * 64 + (c))] * wqkv_tile[(((c) * 4 + (h)) * 16 + (d))]));
+        acc0_ = solder::reduce::Sum()(acc0_, (x_tile[((b) * 64 + (c__))] * wqkv_tile[(((c__) * 4 + (h)) * 16 + (d))]));
       }
     }
     acc0_ = solder::reduce::warp_combine(acc0_, 1, 4, solder::reduce::Sum());
@@ -297,9 +297,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       #pragma unroll 8
       for (int flat_ = slice_; flat_ < 64; flat_ += 4) {
         int rest_ = flat_;
-        const int c = rest_ % 64; rest_ /= 64;
+        const int c__ = rest_ % 64; rest_ /= 64;
         (void)rest_;
-        acc0_ = solder::reduce::Sum()(acc0_, (x_tile[((b) * 64 + (c))] * wqkv_tile2[(((c) * 4 + (h)) * 16 + (d))]));
+        acc0_ = solder::reduce::Sum()(acc0_, (x_tile[((b) * 64 + (c__))] * wqkv_tile2[(((c__) * 4 + (h)) * 16 + (d))]));
       }
     }
     acc0_ = solder::reduce::warp_combine(acc0_, 1, 4, solder::reduce::Sum());
@@ -330,9 +330,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       #pragma unroll 8
       for (int flat_ = slice_; flat_ < 64; flat_ += 4) {
         int rest_ = flat_;
-        const int c = rest_ % 64; rest_ /= 64;
+        const int c__ = rest_ % 64; rest_ /= 64;
         (void)rest_;
-        acc0_ = solder::reduce::Sum()(acc0_, (x_tile[((b) * 64 + (c))] * wqkv_tile3[(((c) * 4 + (h)) * 16 + (d))]));
+        acc0_ = solder::reduce::Sum()(acc0_, (x_tile[((b) * 64 + (c__))] * wqkv_tile3[(((c__) * 4 + (h)) * 16 + (d))]));
       }
     }
     acc0_ = solder::reduce::warp_combine(acc0_, 1, 4, solder::reduce::Sum());
@@ -425,7 +425,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
     float acc0_ = 0.0f;
     if (point_ < 64) {
       int rest_ = point_;
-      const int c = rest_ % 64; rest_ /= 64;
+      const int c__ = rest_ % 64; rest_ /= 64;
       const int b = rest_ % 1; rest_ /= 1;
       (void)rest_;
       #pragma unroll 8
@@ -434,17 +434,17 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
         const int d = rest_ % 16; rest_ /= 16;
         const int h = rest_ % 4; rest_ /= 4;
         (void)rest_;
-        acc0_ = solder::reduce::Sum()(acc0_, (a_tile[(((b) * 4 + (h)) * 16 + (d))] * wo_tile[(((h) * 16 + (d)) * 64 + (c))]));
+        acc0_ = solder::reduce::Sum()(acc0_, (a_tile[(((b) * 4 + (h)) * 16 + (d))] * wo_tile[(((h) * 16 + (d)) * 64 + (c__))]));
       }
     }
     acc0_ = solder::reduce::warp_combine(acc0_, 1, 4, solder::reduce::Sum());
     if (slice_ == 0 && point_ < 64) {
       int rest_ = point_;
-      const int c = rest_ % 64; rest_ /= 64;
+      const int c__ = rest_ % 64; rest_ /= 64;
       const int b = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      acc0_ = solder::reduce::Sum()(y_tile[((b) * 64 + (c))], acc0_);
-      y_tile[((b) * 64 + (c))] = solder::round_f16(acc0_);
+      acc0_ = solder::reduce::Sum()(y_tile[((b) * 64 + (c__))], acc0_);
+      y_tile[((b) * 64 + (c__))] = solder::round_f16(acc0_);
     }
   }
   // store y
@@ -458,20 +458,20 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 8) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       const long long b = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      solder::reduce::load_tile(y_tile + ((b) * 64 + (c)), staged_[u_]);
+      solder::reduce::load_tile(y_tile + ((b) * 64 + (c__)), staged_[u_]);
     }
     #pragma unroll
     for (int u_ = 0; u_ < 1; ++u_) {
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 8) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       const long long b = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      if ((b) >= 0 && (b) < 1LL && (c) >= 0 && (c) < 64LL) solder::reduce::store_vector(y + ((b) * 64LL + (c)), staged_[u_]);
+      if ((b) >= 0 && (b) < 1LL && (c__) >= 0 && (c__) < 64LL) solder::reduce::store_vector(y + ((b) * 64LL + (c__)), staged_[u_]);
     }
   }
 }

@@ -9,8 +9,8 @@
 // grid block < 1 (1 blocks), 26752 bytes of shared memory
 extern "C" __global__ void __launch_bounds__(256) fused_c(
     const __nv_bfloat16* __restrict__ a,
-    const __nv_fp8_e4m3* __restrict__ w,
-    __nv_bfloat16* __restrict__ c) {
+    const __nv_fp8_e4m3* __restrict__ w__,
+    __nv_bfloat16* __restrict__ c__) {
   extern __shared__ __align__(16) unsigned char smem[];
   long long block_linear = blockIdx.x;
   const long long block = block_linear % 1LL; block_linear /= 1LL;
@@ -50,13 +50,13 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
     }
   }
   // stage w
-  // copy w_tile = w
+  // copy w_tile = w__
   for (int point = threadIdx.x; point < 2048; point += blockDim.x) {
     int rest = point;
-    const long long n = rest % 32; rest /= 32;
+    const long long n__ = rest % 32; rest /= 32;
     const long long k = rest % 64; rest /= 64;
     (void)rest;
-    w_tile[((k) * 32 + (n))] = solder::round_f8e4m3((((k) >= 0 && (k) < 64LL && (n) >= 0 && (n) < 32LL) ? solder::to_float(w[((k) * 32LL + (n))]) : 0.0f));
+    w_tile[((k) * 32 + (n__))] = solder::round_f8e4m3((((k) >= 0 && (k) < 64LL && (n__) >= 0 && (n__) < 32LL) ? solder::to_float(w__[((k) * 32LL + (n__))]) : 0.0f));
   }
   // amax = max (pre)
   for (int e = threadIdx.x; e < 16; e += blockDim.x) amax_tile[e] = solder::round_f32((-solder::infinity()));
@@ -89,28 +89,28 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
   for (int e = threadIdx.x; e < 512; e += blockDim.x) c_tile[e] = solder::round_bf16(0.0f);
   // contract with T = f8e4m3
   __syncthreads();
-  {  // tensor cores (block_gemm): c_tile_dot = cast(a_tile[m, k] / (amax_tile[m] / 448), f8e4m3) · w_tile[k, n]; computed operands evaluated once per element into f16 tiles
+  {  // tensor cores (block_gemm): c_tile_dot = cast(a_tile[m, k] / (amax_tile[m] / 448), f8e4m3) · w_tile[k, n__]; computed operands evaluated once per element into f16 tiles
     __half* const gemm_a_ = reinterpret_cast<__half*>(smem + 20608);  // cast(a_tile[m, k] / (amax_tile[m] / 448), f8e4m3)
     for (int e_ = threadIdx.x; e_ < 1024; e_ += 256) {
       const int row_ = e_ / 64, depth_ = e_ % 64;
       float value_ = 0.0f;
       if (depth_ < 64) {
         const long long m = row_; (void)m;
-        const long long n = 0; (void)n;
+        const long long n__ = 0; (void)n__;
         const long long k = depth_; (void)k;
         value_ = solder::round_f8e4m3((a_tile[((m) * 64 + (k))] / (amax_tile[(m)] / static_cast<float>(448LL))));
       }
       gemm_a_[solder::tile::Swizzle<64>::offset(row_, depth_)] = __half(value_);  // exact
     }
-    __half* const gemm_b_ = reinterpret_cast<__half*>(smem + 22656);  // w_tile[k, n]
+    __half* const gemm_b_ = reinterpret_cast<__half*>(smem + 22656);  // w_tile[k, n__]
     for (int e_ = threadIdx.x; e_ < 2048; e_ += 256) {
       const int row_ = e_ / 64, depth_ = e_ % 64;
       float value_ = 0.0f;
       if (depth_ < 64) {
         const long long m = 0; (void)m;
-        const long long n = row_; (void)n;
+        const long long n__ = row_; (void)n__;
         const long long k = depth_; (void)k;
-        value_ = w_tile[((k) * 32 + (n))];
+        value_ = w_tile[((k) * 32 + (n__))];
       }
       gemm_b_[solder::tile::Swizzle<64>::offset(row_, depth_)] = __half(value_);  // exact
     }
@@ -123,15 +123,15 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
   // the contract's epilogue: scale and bias after the dot product
   for (int point = threadIdx.x; point < 512; point += blockDim.x) {
     int rest = point;
-    const long long n = rest % 32; rest /= 32;
+    const long long n__ = rest % 32; rest /= 32;
     const long long m = rest % 16; rest /= 16;
     (void)rest;
-    c_tile[((m) * 32 + (n))] = solder::round_bf16((c_tile[((m) * 32 + (n))] + (c_tile_dot[((m) * 32 + (n))] * (0.00223214296f * amax_tile[(m)]))));
+    c_tile[((m) * 32 + (n__))] = solder::round_bf16((c_tile[((m) * 32 + (n__))] + (c_tile_dot[((m) * 32 + (n__))] * (0.00223214296f * amax_tile[(m)]))));
   }
   // store c
-  // copy c = c_tile
+  // copy c__ = c_tile
   __syncthreads();
-  // 64 vectors of 8 elements (16 bytes of c_tile / c), 1 in flight per thread
+  // 64 vectors of 8 elements (16 bytes of c_tile / c__), 1 in flight per thread
   for (int first_ = threadIdx.x; first_ < 64; first_ += 256) {
     float staged_[1][8];
     #pragma unroll
@@ -139,20 +139,20 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 64) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 32; rest_ /= 32;
+      const long long n__ = rest_ % 32; rest_ /= 32;
       const long long m = rest_ % 16; rest_ /= 16;
       (void)rest_;
-      solder::reduce::load_tile(c_tile + ((m) * 32 + (n)), staged_[u_]);
+      solder::reduce::load_tile(c_tile + ((m) * 32 + (n__)), staged_[u_]);
     }
     #pragma unroll
     for (int u_ = 0; u_ < 1; ++u_) {
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 64) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 32; rest_ /= 32;
+      const long long n__ = rest_ % 32; rest_ /= 32;
       const long long m = rest_ % 16; rest_ /= 16;
       (void)rest_;
-      if ((m) >= 0 && (m) < 16LL && (n) >= 0 && (n) < 32LL) solder::reduce::store_vector(c + ((m) * 32LL + (n)), staged_[u_]);
+      if ((m) >= 0 && (m) < 16LL && (n__) >= 0 && (n__) < 32LL) solder::reduce::store_vector(c__ + ((m) * 32LL + (n__)), staged_[u_]);
     }
   }
 }

@@ -10,7 +10,7 @@
 extern "C" __global__ void __launch_bounds__(256) fused_y(
     const __nv_bfloat16* __restrict__ x,
     const __nv_bfloat16* __restrict__ g,
-    const __nv_bfloat16* __restrict__ w,
+    const __nv_bfloat16* __restrict__ w__,
     __nv_bfloat16* __restrict__ y) {
   extern __shared__ __align__(16) unsigned char smem[];
   long long block_linear = blockIdx.x;
@@ -33,10 +33,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 128) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
-      const long long t = rest_ % 16; rest_ /= 16;
+      const long long c__ = rest_ % 64; rest_ /= 64;
+      const long long t__ = rest_ % 16; rest_ /= 16;
       (void)rest_;
-      if ((t) >= 0 && (t) < 16LL && (c) >= 0 && (c) < 64LL) solder::reduce::load_vector(x + ((t) * 64LL + (c)), staged_[u_]);
+      if ((t__) >= 0 && (t__) < 16LL && (c__) >= 0 && (c__) < 64LL) solder::reduce::load_vector(x + ((t__) * 64LL + (c__)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -44,11 +44,11 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 128) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
-      const long long t = rest_ % 16; rest_ /= 16;
+      const long long c__ = rest_ % 64; rest_ /= 64;
+      const long long t__ = rest_ % 16; rest_ /= 16;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_bf16(staged_[u_][i_]);
-      solder::reduce::store_tile(x_tile + ((t) * 64 + (c)), staged_[u_]);
+      solder::reduce::store_tile(x_tile + ((t__) * 64 + (c__)), staged_[u_]);
     }
   }
   // stage g
@@ -61,9 +61,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 8) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
-      if ((c) >= 0 && (c) < 64LL) solder::reduce::load_vector(g + (c), staged_[u_]);
+      if ((c__) >= 0 && (c__) < 64LL) solder::reduce::load_vector(g + (c__), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -71,15 +71,15 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 8) continue;
       int rest_ = vec_ * 8;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_bf16(staged_[u_][i_]);
-      solder::reduce::store_tile(g_tile + (c), staged_[u_]);
+      solder::reduce::store_tile(g_tile + (c__), staged_[u_]);
     }
   }
   // stage w
-  // copy w_tile = w
-  // 256 vectors of 8 elements (16 bytes of w / w_tile), 1 in flight per thread
+  // copy w_tile = w__
+  // 256 vectors of 8 elements (16 bytes of w__ / w_tile), 1 in flight per thread
   for (int first_ = threadIdx.x; first_ < 256; first_ += 256) {
     float staged_[1][8];
     #pragma unroll
@@ -87,10 +87,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 256) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 32; rest_ /= 32;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long n__ = rest_ % 32; rest_ /= 32;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
-      if ((c) >= 0 && (c) < 64LL && (n) >= 0 && (n) < 32LL) solder::reduce::load_vector(w + ((c) * 32LL + (n)), staged_[u_]);
+      if ((c__) >= 0 && (c__) < 64LL && (n__) >= 0 && (n__) < 32LL) solder::reduce::load_vector(w__ + ((c__) * 32LL + (n__)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -98,11 +98,11 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 256) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 32; rest_ /= 32;
-      const long long c = rest_ % 64; rest_ /= 64;
+      const long long n__ = rest_ % 32; rest_ /= 32;
+      const long long c__ = rest_ % 64; rest_ /= 64;
       (void)rest_;
       for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = solder::round_bf16(staged_[u_][i_]);
-      solder::reduce::store_tile(w_tile + ((c) * 32 + (n)), staged_[u_]);
+      solder::reduce::store_tile(w_tile + ((c__) * 32 + (n__)), staged_[u_]);
     }
   }
   // ms = sum (pre)
@@ -113,39 +113,39 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
     float acc0_ = 0.0f;
     if (point_ < 16) {
       int rest_ = point_;
-      const int t = rest_ % 16; rest_ /= 16;
+      const int t__ = rest_ % 16; rest_ /= 16;
       (void)rest_;
       #pragma unroll 8
       for (int flat_ = slice_; flat_ < 64; flat_ += 16) {
         int rest_ = flat_;
-        const int c = rest_ % 64; rest_ /= 64;
+        const int c__ = rest_ % 64; rest_ /= 64;
         (void)rest_;
-        acc0_ = solder::reduce::Sum()(acc0_, ((x_tile[((t) * 64 + (c))] * x_tile[((t) * 64 + (c))]) / static_cast<float>(64LL)));
+        acc0_ = solder::reduce::Sum()(acc0_, ((x_tile[((t__) * 64 + (c__))] * x_tile[((t__) * 64 + (c__))]) / static_cast<float>(64LL)));
       }
     }
     acc0_ = solder::reduce::warp_combine(acc0_, 1, 16, solder::reduce::Sum());
     if (slice_ == 0 && point_ < 16) {
       int rest_ = point_;
-      const int t = rest_ % 16; rest_ /= 16;
+      const int t__ = rest_ % 16; rest_ /= 16;
       (void)rest_;
-      acc0_ = solder::reduce::Sum()(ms_tile[(t)], acc0_);
-      ms_tile[(t)] = solder::round_f32(acc0_);
+      acc0_ = solder::reduce::Sum()(ms_tile[(t__)], acc0_);
+      ms_tile[(t__)] = solder::round_f32(acc0_);
     }
   }
   // y = sum (pre)
   for (int e = threadIdx.x; e < 512; e += blockDim.x) y_tile[e] = solder::round_bf16(0.0f);
   // contract with T = bf16
   __syncthreads();
-  {  // tensor cores (block_gemm): y_tile_dot = cast(x_tile[t, c] * g_tile[c], bf16) · w_tile; computed operands evaluated once per element into bf16 tiles
-    __nv_bfloat16* const gemm_a_ = reinterpret_cast<__nv_bfloat16*>(smem + 20864);  // cast(x_tile[t, c] * g_tile[c], bf16)
+  {  // tensor cores (block_gemm): y_tile_dot = cast(x_tile[t__, c__] * g_tile[c__], bf16) · w_tile; computed operands evaluated once per element into bf16 tiles
+    __nv_bfloat16* const gemm_a_ = reinterpret_cast<__nv_bfloat16*>(smem + 20864);  // cast(x_tile[t__, c__] * g_tile[c__], bf16)
     for (int e_ = threadIdx.x; e_ < 1024; e_ += 256) {
       const int row_ = e_ / 64, depth_ = e_ % 64;
       float value_ = 0.0f;
       if (depth_ < 64) {
-        const long long t = row_; (void)t;
-        const long long n = 0; (void)n;
-        const long long c = depth_; (void)c;
-        value_ = solder::round_bf16((x_tile[((t) * 64 + (c))] * g_tile[(c)]));
+        const long long t__ = row_; (void)t__;
+        const long long n__ = 0; (void)n__;
+        const long long c__ = depth_; (void)c__;
+        value_ = solder::round_bf16((x_tile[((t__) * 64 + (c__))] * g_tile[(c__)]));
       }
       gemm_a_[solder::tile::Swizzle<64>::offset(row_, depth_)] = __nv_bfloat16(value_);  // exact
     }
@@ -158,10 +158,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
   // the contract's epilogue: scale and bias after the dot product
   for (int point = threadIdx.x; point < 512; point += blockDim.x) {
     int rest = point;
-    const long long n = rest % 32; rest /= 32;
-    const long long t = rest % 16; rest /= 16;
+    const long long n__ = rest % 32; rest /= 32;
+    const long long t__ = rest % 16; rest /= 16;
     (void)rest;
-    y_tile[((t) * 32 + (n))] = solder::round_bf16((y_tile[((t) * 32 + (n))] + (y_tile_dot[((t) * 32 + (n))] * solder::rsqrt_exact((ms_tile[(t)] + 9.99999975e-06f)))));
+    y_tile[((t__) * 32 + (n__))] = solder::round_bf16((y_tile[((t__) * 32 + (n__))] + (y_tile_dot[((t__) * 32 + (n__))] * solder::rsqrt_exact((ms_tile[(t__)] + 9.99999975e-06f)))));
   }
   // store y
   // copy y = y_tile
@@ -174,20 +174,20 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 64) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 32; rest_ /= 32;
-      const long long t = rest_ % 16; rest_ /= 16;
+      const long long n__ = rest_ % 32; rest_ /= 32;
+      const long long t__ = rest_ % 16; rest_ /= 16;
       (void)rest_;
-      solder::reduce::load_tile(y_tile + ((t) * 32 + (n)), staged_[u_]);
+      solder::reduce::load_tile(y_tile + ((t__) * 32 + (n__)), staged_[u_]);
     }
     #pragma unroll
     for (int u_ = 0; u_ < 1; ++u_) {
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 64) continue;
       int rest_ = vec_ * 8;
-      const long long n = rest_ % 32; rest_ /= 32;
-      const long long t = rest_ % 16; rest_ /= 16;
+      const long long n__ = rest_ % 32; rest_ /= 32;
+      const long long t__ = rest_ % 16; rest_ /= 16;
       (void)rest_;
-      if ((t) >= 0 && (t) < 16LL && (n) >= 0 && (n) < 32LL) solder::reduce::store_vector(y + ((t) * 32LL + (n)), staged_[u_]);
+      if ((t__) >= 0 && (t__) < 16LL && (n__) >= 0 && (n__) < 32LL) solder::reduce::store_vector(y + ((t__) * 32LL + (n__)), staged_[u_]);
     }
   }
 }

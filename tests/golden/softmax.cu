@@ -29,10 +29,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 16) continue;
       int rest_ = vec_ * 4;
-      const long long n = rest_ % 64; rest_ /= 64;
-      const long long t = rest_ % 1; rest_ /= 1;
+      const long long n__ = rest_ % 64; rest_ /= 64;
+      const long long t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      if (((t_t + t)) >= 0 && ((t_t + t)) < 8LL && (n) >= 0 && (n) < 64LL) solder::reduce::load_vector(x + (((t_t + t)) * 64LL + (n)), staged_[u_]);
+      if (((t_t + t__)) >= 0 && ((t_t + t__)) < 8LL && (n__) >= 0 && (n__) < 64LL) solder::reduce::load_vector(x + (((t_t + t__)) * 64LL + (n__)), staged_[u_]);
       else for (int i_ = 0; i_ < 4; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -40,10 +40,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 16) continue;
       int rest_ = vec_ * 4;
-      const long long n = rest_ % 64; rest_ /= 64;
-      const long long t = rest_ % 1; rest_ /= 1;
+      const long long n__ = rest_ % 64; rest_ /= 64;
+      const long long t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      solder::reduce::store_tile(x_tile + ((t) * 64 + (n)), staged_[u_]);
+      solder::reduce::store_tile(x_tile + ((t__) * 64 + (n__)), staged_[u_]);
     }
   }
   // m = max (pre)
@@ -54,14 +54,14 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
     float acc0_ = (-solder::infinity());
     if (point_ < 1) {
       int rest_ = point_;
-      const int t = rest_ % 1; rest_ /= 1;
+      const int t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
       #pragma unroll 8
       for (int flat_ = slice_; flat_ < 64; flat_ += 256) {
         int rest_ = flat_;
-        const int n = rest_ % 64; rest_ /= 64;
+        const int n__ = rest_ % 64; rest_ /= 64;
         (void)rest_;
-        acc0_ = solder::reduce::Max()(acc0_, x_tile[((t) * 64 + (n))]);
+        acc0_ = solder::reduce::Max()(acc0_, x_tile[((t__) * 64 + (n__))]);
       }
     }
     acc0_ = solder::reduce::warp_combine(acc0_, 1, 32, solder::reduce::Max());
@@ -71,12 +71,12 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
     __syncthreads();
     if (threadIdx.x < 1) {
       float acc0_ = reduce_scratch[0 + threadIdx.x * 8];
-      for (int j = 1; j < 8; ++j) acc0_ = solder::reduce::Max()(acc0_, reduce_scratch[0 + threadIdx.x * 8 + j]);
+      for (int j_ = 1; j_ < 8; ++j_) acc0_ = solder::reduce::Max()(acc0_, reduce_scratch[0 + threadIdx.x * 8 + j_]);
       int rest_ = threadIdx.x;
-      const int t = rest_ % 1; rest_ /= 1;
+      const int t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      acc0_ = solder::reduce::Max()(m_tile[(t)], acc0_);
-      m_tile[(t)] = solder::round_f32(acc0_);
+      acc0_ = solder::reduce::Max()(m_tile[(t__)], acc0_);
+      m_tile[(t__)] = solder::round_f32(acc0_);
     }
   }
   // z = sum (pre)
@@ -87,14 +87,14 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
     float acc0_ = 0.0f;
     if (point_ < 1) {
       int rest_ = point_;
-      const int t = rest_ % 1; rest_ /= 1;
+      const int t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
       #pragma unroll 8
       for (int flat_ = slice_; flat_ < 64; flat_ += 256) {
         int rest_ = flat_;
-        const int n = rest_ % 64; rest_ /= 64;
+        const int n__ = rest_ % 64; rest_ /= 64;
         (void)rest_;
-        acc0_ = solder::reduce::Sum()(acc0_, expf((x_tile[((t) * 64 + (n))] - m_tile[(t)])));
+        acc0_ = solder::reduce::Sum()(acc0_, expf((x_tile[((t__) * 64 + (n__))] - m_tile[(t__)])));
       }
     }
     acc0_ = solder::reduce::warp_combine(acc0_, 1, 32, solder::reduce::Sum());
@@ -104,22 +104,22 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
     __syncthreads();
     if (threadIdx.x < 1) {
       float acc0_ = reduce_scratch[0 + threadIdx.x * 8];
-      for (int j = 1; j < 8; ++j) acc0_ = solder::reduce::Sum()(acc0_, reduce_scratch[0 + threadIdx.x * 8 + j]);
+      for (int j_ = 1; j_ < 8; ++j_) acc0_ = solder::reduce::Sum()(acc0_, reduce_scratch[0 + threadIdx.x * 8 + j_]);
       int rest_ = threadIdx.x;
-      const int t = rest_ % 1; rest_ /= 1;
+      const int t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      acc0_ = solder::reduce::Sum()(z_tile[(t)], acc0_);
-      z_tile[(t)] = solder::round_f32(acc0_);
+      acc0_ = solder::reduce::Sum()(z_tile[(t__)], acc0_);
+      z_tile[(t__)] = solder::round_f32(acc0_);
     }
   }
   // y = (pre)
   __syncthreads();
   for (int point = threadIdx.x; point < 64; point += blockDim.x) {
     int rest = point;
-    const long long n = rest % 64; rest /= 64;
-    const long long t = rest % 1; rest /= 1;
+    const long long n__ = rest % 64; rest /= 64;
+    const long long t__ = rest % 1; rest /= 1;
     (void)rest;
-    y_tile[((t) * 64 + (n))] = solder::round_f32((expf((x_tile[((t) * 64 + (n))] - m_tile[(t)])) / z_tile[(t)]));
+    y_tile[((t__) * 64 + (n__))] = solder::round_f32((expf((x_tile[((t__) * 64 + (n__))] - m_tile[(t__)])) / z_tile[(t__)]));
   }
   // store y
   // copy y = y_tile
@@ -132,20 +132,20 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 16) continue;
       int rest_ = vec_ * 4;
-      const long long n = rest_ % 64; rest_ /= 64;
-      const long long t = rest_ % 1; rest_ /= 1;
+      const long long n__ = rest_ % 64; rest_ /= 64;
+      const long long t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      solder::reduce::load_tile(y_tile + ((t) * 64 + (n)), staged_[u_]);
+      solder::reduce::load_tile(y_tile + ((t__) * 64 + (n__)), staged_[u_]);
     }
     #pragma unroll
     for (int u_ = 0; u_ < 1; ++u_) {
       const int vec_ = first_ + u_ * 256;
       if (vec_ >= 16) continue;
       int rest_ = vec_ * 4;
-      const long long n = rest_ % 64; rest_ /= 64;
-      const long long t = rest_ % 1; rest_ /= 1;
+      const long long n__ = rest_ % 64; rest_ /= 64;
+      const long long t__ = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      if (((t_t + t)) >= 0 && ((t_t + t)) < 8LL && (n) >= 0 && (n) < 64LL) solder::reduce::store_vector(y + (((t_t + t)) * 64LL + (n)), staged_[u_]);
+      if (((t_t + t__)) >= 0 && ((t_t + t__)) < 8LL && (n__) >= 0 && (n__) < 64LL) solder::reduce::store_vector(y + (((t_t + t__)) * 64LL + (n__)), staged_[u_]);
     }
   }
 }

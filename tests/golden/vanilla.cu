@@ -10,8 +10,8 @@
 extern "C" __global__ void __launch_bounds__(256) fused_o(
     const __nv_bfloat16* __restrict__ q,
     const __nv_bfloat16* __restrict__ k,
-    const __nv_bfloat16* __restrict__ v,
-    __nv_bfloat16* __restrict__ o) {
+    const __nv_bfloat16* __restrict__ v__,
+    __nv_bfloat16* __restrict__ o__) {
   extern __shared__ __align__(16) unsigned char smem[];
   long long block_linear = blockIdx.x;
   const long long h_t = block_linear % 2LL; block_linear /= 2LL;
@@ -90,8 +90,8 @@ extern "C" __global__ void __launch_bounds__(256) fused_o(
     }
   }
   // stage v
-  // copy v_tile = v
-  // 128 vectors of 8 elements (16 bytes of v / v_tile), 1 in flight per thread
+  // copy v_tile = v__
+  // 128 vectors of 8 elements (16 bytes of v__ / v_tile), 1 in flight per thread
   for (int first_ = threadIdx.x; first_ < 128; first_ += 256) {
     float staged_[1][8];
     #pragma unroll
@@ -104,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_o(
       const long long h = rest_ % 1; rest_ /= 1;
       const long long b = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (j) >= 0 && (j) < 64LL && (d2) >= 0 && (d2) < 16LL) solder::reduce::load_vector(v + ((((b) * 2LL + ((h_t + h))) * 64LL + (j)) * 16LL + (d2)), staged_[u_]);
+      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (j) >= 0 && (j) < 64LL && (d2) >= 0 && (d2) < 16LL) solder::reduce::load_vector(v__ + ((((b) * 2LL + ((h_t + h))) * 64LL + (j)) * 16LL + (d2)), staged_[u_]);
       else for (int i_ = 0; i_ < 8; ++i_) staged_[u_][i_] = 0.0f;  // outside the global: 0
     }
     #pragma unroll
@@ -237,9 +237,9 @@ extern "C" __global__ void __launch_bounds__(256) fused_o(
     o_tile[((((b) * 1 + (h)) * 64 + (i)) * 16 + (d))] = solder::round_bf16((o_tile[((((b) * 1 + (h)) * 64 + (i)) * 16 + (d))] + (o_tile_dot[((((b) * 1 + (h)) * 64 + (i)) * 16 + (d))] * (1.0f / z_tile[(((b) * 1 + (h)) * 64 + (i))]))));
   }
   // store o
-  // copy o = o_tile
+  // copy o__ = o_tile
   __syncthreads();
-  // 128 vectors of 8 elements (16 bytes of o_tile / o), 1 in flight per thread
+  // 128 vectors of 8 elements (16 bytes of o_tile / o__), 1 in flight per thread
   for (int first_ = threadIdx.x; first_ < 128; first_ += 256) {
     float staged_[1][8];
     #pragma unroll
@@ -264,7 +264,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_o(
       const long long h = rest_ % 1; rest_ /= 1;
       const long long b = rest_ % 1; rest_ /= 1;
       (void)rest_;
-      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (i) >= 0 && (i) < 64LL && (d) >= 0 && (d) < 16LL) solder::reduce::store_vector(o + ((((b) * 2LL + ((h_t + h))) * 64LL + (i)) * 16LL + (d)), staged_[u_]);
+      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (i) >= 0 && (i) < 64LL && (d) >= 0 && (d) < 16LL) solder::reduce::store_vector(o__ + ((((b) * 2LL + ((h_t + h))) * 64LL + (i)) * 16LL + (d)), staged_[u_]);
     }
   }
 }

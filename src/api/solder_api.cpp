@@ -1,0 +1,355 @@
+// The public C++ API (include/solder/solder.h) over the compile driver, the CPU executor and the CUDA
+// runtime. Compile = parse → bind → fuse (the driver's steps) → for cuda: generate CUDA, NVRTC (cached
+// on disk), load; a call = check the arguments, then launch (cuda) or execute (cpu).
+#define SOLDER_API_IMPLEMENTATION
+#include "solder/solder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "backend/cpu/executor.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/host_encoding.h"
+#include "driver/compile.h"
+#include "fusion/fuse.h"
+#include "ir/diagnostics.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "kernel/kernel_printer.h"
+#include "kernel/kernel_verifier.h"
+#include "lower/lower_unfused.h"
+#include "runtime/runtime.h"
+
+namespace solder::api {
+namespace {
+
+constexpr size_t kWorkspaceAlignment = 256;
+
+solder::DType to_internal(DType d) {
+  switch (d) {
+    case DType::f32: return solder::DType::f32;
+    case DType::f16: return solder::DType::f16;
+    case DType::bf16: return solder::DType::bf16;
+    case DType::f8e4m3: return solder::DType::f8e4m3;
+    case DType::f8e5m2: return solder::DType::f8e5m2;
+    case DType::i32: return solder::DType::i32;
+    case DType::boolean: return solder::DType::boolean;
+  }
+  return solder::DType::f32;
+}
+
+DType from_internal(solder::DType d) {
+  switch (d) {
+    case solder::DType::f32: return DType::f32;
+    case solder::DType::f16: return DType::f16;
+    case solder::DType::bf16: return DType::bf16;
+    case solder::DType::f8e4m3: return DType::f8e4m3;
+    case solder::DType::f8e5m2: return DType::f8e5m2;
+    case solder::DType::i32: return DType::i32;
+    case solder::DType::boolean: return DType::boolean;
+  }
+  return DType::f32;
+}
+
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+TensorSpec spec_of(const GlobalTensor& g) { return TensorSpec{g.name, g.shape, from_internal(g.dtype)}; }
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+// ---- Small functions ------------------------------------------------------------------------------
+
+std::string_view dtype_name(DType dtype) {
+  return dtype == DType::boolean ? std::string_view("bool") : solder::dtype_name(to_internal(dtype));
+}
+int dtype_size(DType dtype) { return solder::dtype_bytes(to_internal(dtype)); }
+
+std::string_view device_name(Device device) {
+  switch (device) {
+    case Device::automatic: return "auto";
+    case Device::cpu: return "cpu";
+    case Device::cuda: return "cuda";
+  }
+  return "auto";
+}
+
+bool cuda_available(std::string* why) { return solder::gpu_available(why); }
+
+int64_t TensorSpec::elements() const {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+TensorArg::TensorArg(const void* data_, DType dtype_, std::span<const int64_t> shape_, std::span<const int64_t> strides_)
+    : data(const_cast<void*>(data_)), dtype(dtype_) {
+  if (shape_.size() > static_cast<size_t>(kMaxRank))
+    throw Error("TensorArg: a tensor of rank " + std::to_string(shape_.size()) + " was given; Solder tensors have rank at most " +
+                std::to_string(kMaxRank));
+  if (!strides_.empty() && strides_.size() != shape_.size())
+    throw Error("TensorArg: " + std::to_string(strides_.size()) + " strides were given for a tensor of rank " +
+                std::to_string(shape_.size()));
+  rank = static_cast<int>(shape_.size());
+  std::copy(shape_.begin(), shape_.end(), shape);
+  has_strides = !strides_.empty();
+  std::copy(strides_.begin(), strides_.end(), strides);
+}
+
+// ---- Program ------------------------------------------------------------------------------------
+
+struct Program::State {
+  std::shared_ptr<const solder::Program> program;
+};
+
+Program Program::from_text(std::string_view text, const std::string& file) {
+  auto state = std::make_shared<State>();
+  state->program = std::make_shared<solder::Program>(parse_program(text, file));
+  return Program(state);
+}
+
+Program Program::from_file(const std::string& path) {
+  auto state = std::make_shared<State>();
+  state->program = std::make_shared<solder::Program>(parse_program_file(path));
+  return Program(state);
+}
+
+const std::string& Program::name() const { return state_->program->name; }
+std::string Program::text() const { return print_program(*state_->program); }
+
+namespace {
+
+SizeChoice size_choice(const solder::Program& program, const CompileOptions& options) {
+  SizeChoice sizes;
+  sizes.small = options.small;
+  if (options.small && program.small.empty())
+    throw Error(program.file, {}, "compile option small=true, but program '" + program.name + "' declares no `small` sizes");
+  for (const auto& [name, value] : options.dims) {
+    if (!program.find_dim(name)) {
+      std::string known;
+      for (const auto& d : program.dims) known += (known.empty() ? "" : ", ") + d.name;
+      throw Error(program.file, {}, "compile option dims: program '" + program.name + "' has no dim '" + name +
+                                        "' (its dims: " + known + ")");
+    }
+    if (value < 1)
+      throw Error(program.file, {}, "compile option dims: " + name + "=" + std::to_string(value) +
+                                        " — a dim's size must be at least 1");
+    sizes.overrides.emplace_back(name, value);
+  }
+  return sizes;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> Program::dims(const CompileOptions& options) const {
+  return bind_program(state_->program, size_choice(*state_->program, options)).dims;
+}
+
+// ---- Kernel -------------------------------------------------------------------------------------
+
+struct Kernel::State {
+  Device device = Device::cpu;
+  std::string name;
+  std::map<std::string, int64_t> dims;
+  KernelProgram program;
+  std::vector<TensorSpec> inputs, outputs, workspace;
+  std::vector<int> input_global, output_global;  // index into program.globals, per input / output
+  std::vector<int64_t> workspace_offset;          // per global: byte offset in the workspace, -1 if none
+  size_t workspace_bytes = 0;
+  std::string report_text, report_json;
+  // cuda only
+  GeneratedModule generated;
+  std::optional<runtime::Module> module;
+  std::vector<runtime::Function> functions;
+  std::optional<runtime::DeviceBuffer> own_workspace;  // allocated once at compile time
+};
+
+Kernel Program::compile(const CompileOptions& options) const {
+  const solder::Program& source = *state_->program;
+  Device device = options.device;
+  if (device == Device::automatic) device = cuda_available() ? Device::cuda : Device::cpu;
+  if (device == Device::cuda) {
+    std::string why;
+    if (!cuda_available(&why)) throw Error("compile: device=cuda was requested, but the GPU backend cannot run here: " + why);
+  }
+
+  BoundProgram bound = bind_program(state_->program, size_choice(source, options));
+  auto st = std::make_shared<Kernel::State>();
+  st->device = device;
+  st->name = source.name;
+  st->dims = bound.dims;
+
+  // The driver's steps (driver/compile.cpp), keeping the fusion result for the JSON report.
+  solder::CompileOptions driver = device == Device::cuda ? solder::CompileOptions::for_gpu(options.fuse) : solder::CompileOptions{};
+  driver.fuse = options.fuse;
+  if (!options.fuse) {
+    st->program = lower_unfused(bound);
+    st->report_text = "unfused: one kernel per definition\n";
+    st->report_json = "{\"program\":\"" + source.name + "\",\"fused\":false}";
+  } else {
+    FusionParams params = driver.fusion;
+    FusionResult fused;
+    while (true) {
+      try {
+        fused = fuse_program(bound, params);
+        break;
+      } catch (const Error& e) {
+        bool capacity = std::string(e.what()).find("on-chip capacity") != std::string::npos;
+        if (!capacity || params.grid_tile <= FusionParams{}.grid_tile) throw;
+        params.grid_tile /= 2;
+      }
+    }
+    st->report_text = fusion_report_text(bound, fused);
+    st->report_json = fusion_report_json(bound, fused);
+    st->program = std::move(fused.kernels);
+  }
+  verify_kernel_program(st->program);
+
+  // Inputs and outputs in the program's order; every other global goes into the workspace.
+  auto global_index = [&](const std::string& name) {
+    for (size_t i = 0; i < st->program.globals.size(); ++i)
+      if (st->program.globals[i].name == name) return static_cast<int>(i);
+    throw Error("compile: internal error: tensor '" + name + "' has no global in the compiled program (please report)");
+  };
+  for (const TensorInfo* t : bound.inputs()) {
+    int g = global_index(t->name);
+    st->input_global.push_back(g);
+    st->inputs.push_back(spec_of(st->program.globals[g]));
+  }
+  for (const TensorInfo* t : bound.outputs()) {
+    int g = global_index(t->name);
+    st->output_global.push_back(g);
+    st->outputs.push_back(spec_of(st->program.globals[g]));
+  }
+  st->workspace_offset.assign(st->program.globals.size(), -1);
+  for (size_t i = 0; i < st->program.globals.size(); ++i) {
+    const GlobalTensor& g = st->program.globals[i];
+    if (g.role == GlobalRole::input || g.role == GlobalRole::output) continue;
+    st->workspace_offset[i] = static_cast<int64_t>(st->workspace_bytes);
+    st->workspace.push_back(spec_of(g));
+    st->workspace_bytes = align_up(st->workspace_bytes + static_cast<size_t>(std::max<int64_t>(4, g.bytes())), kWorkspaceAlignment);
+  }
+
+  if (device == Device::cuda) {
+    st->generated = generate_cuda(st->program);
+    runtime::CompiledModule compiled = runtime::compile_cuda(st->generated.source, st->program.name + ".cu");
+    st->module.emplace(compiled);
+    for (const auto& k : st->generated.kernels) st->functions.push_back(st->module->get_function(k.name));
+    if (st->workspace_bytes > 0) st->own_workspace.emplace(st->workspace_bytes);
+  }
+  return Kernel(st);
+}
+
+Device Kernel::device() const { return state_->device; }
+const std::string& Kernel::name() const { return state_->name; }
+const std::map<std::string, int64_t>& Kernel::dims() const { return state_->dims; }
+const std::vector<TensorSpec>& Kernel::inputs() const { return state_->inputs; }
+const std::vector<TensorSpec>& Kernel::outputs() const { return state_->outputs; }
+const std::vector<TensorSpec>& Kernel::workspace_tensors() const { return state_->workspace; }
+size_t Kernel::workspace_bytes() const { return state_->workspace_bytes; }
+int Kernel::kernel_count() const { return static_cast<int>(state_->program.kernels.size()); }
+std::string Kernel::report_text() const { return state_->report_text; }
+std::string Kernel::report_json() const { return state_->report_json; }
+std::string Kernel::kernel_ir() const { return print_kernel_program(state_->program); }
+std::string Kernel::cuda_source() const { return state_->device == Device::cuda ? state_->generated.source : std::string(); }
+
+namespace {
+
+// Checks one argument against its spec: dtype, shape, contiguity, pointer.
+void check_argument(const std::string& kernel, const char* what, size_t index, const TensorSpec& spec,
+                    const TensorArg& arg, Device device) {
+  std::string who = "call of kernel '" + kernel + "': " + what + " " + std::to_string(index) + " ('" + spec.name + "')";
+  std::span<const int64_t> shape(arg.shape, static_cast<size_t>(std::max(0, arg.rank)));
+  if (arg.dtype != spec.dtype)
+    throw Error(who + ": expected dtype " + std::string(dtype_name(spec.dtype)) + ", found " + std::string(dtype_name(arg.dtype)));
+  if (!std::equal(shape.begin(), shape.end(), spec.shape.begin(), spec.shape.end()))
+    throw Error(who + ": expected shape " + shape_text(spec.shape) + ", found " + shape_text(shape) +
+                " (the kernel was compiled for these dims; compile another for new sizes)");
+  if (arg.has_strides) {
+    int64_t expected = 1;
+    for (int d = arg.rank - 1; d >= 0; --d) {
+      if (arg.shape[d] != 1 && arg.strides[d] != expected)
+        throw Error(who + ": the tensor is not contiguous (stride " + std::to_string(arg.strides[d]) + " at dim " +
+                    std::to_string(d) + ", expected " + std::to_string(expected) +
+                    "); Solder's kernels take contiguous row-major tensors: make it contiguous first");
+      expected *= arg.shape[d];
+    }
+  }
+  if (arg.data == nullptr && spec.elements() > 0) throw Error(who + ": the data pointer is null");
+  if (device == Device::cuda && reinterpret_cast<uintptr_t>(arg.data) % 16 != 0)
+    throw Error(who + ": the device pointer is not 16-byte aligned");
+}
+
+}  // namespace
+
+void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const TensorArg> outputs, void* workspace, void* stream) const {
+  const State& st = *state_;
+  if (inputs.size() != st.inputs.size() || outputs.size() != st.outputs.size())
+    throw Error("call of kernel '" + st.name + "': expected " + std::to_string(st.inputs.size()) + " inputs and " +
+                std::to_string(st.outputs.size()) + " outputs, found " + std::to_string(inputs.size()) + " inputs and " +
+                std::to_string(outputs.size()) + " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) check_argument(st.name, "input", i, st.inputs[i], inputs[i], st.device);
+  for (size_t i = 0; i < outputs.size(); ++i) check_argument(st.name, "output", i, st.outputs[i], outputs[i], st.device);
+
+  if (st.device == Device::cuda) {
+    runtime::DevicePtr base = 0;
+    if (st.workspace_bytes > 0) {
+      if (workspace) {
+        if (reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment != 0)
+          throw Error("call of kernel '" + st.name + "': the workspace is not 256-byte aligned");
+        base = reinterpret_cast<runtime::DevicePtr>(workspace);
+      } else {
+        base = st.own_workspace->pointer();
+      }
+    }
+    std::vector<runtime::DevicePtr> pointers(st.program.globals.size(), 0);
+    for (size_t i = 0; i < inputs.size(); ++i) pointers[st.input_global[i]] = reinterpret_cast<runtime::DevicePtr>(inputs[i].data);
+    for (size_t i = 0; i < outputs.size(); ++i) pointers[st.output_global[i]] = reinterpret_cast<runtime::DevicePtr>(outputs[i].data);
+    for (size_t g = 0; g < pointers.size(); ++g)
+      if (st.workspace_offset[g] >= 0) pointers[g] = base + static_cast<runtime::DevicePtr>(st.workspace_offset[g]);
+    std::vector<void*> args;
+    args.reserve(pointers.size());
+    for (auto& p : pointers) args.push_back(&p);
+    for (size_t k = 0; k < st.functions.size(); ++k) {
+      const GeneratedKernel& info = st.generated.kernels[k];
+      runtime::LaunchConfig config;
+      config.grid.x = static_cast<unsigned>(info.blocks);
+      config.block.x = static_cast<unsigned>(info.threads);
+      config.cluster.x = static_cast<unsigned>(info.cluster);
+      config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
+      config.stream = static_cast<CUstream_st*>(stream);
+      runtime::launch(st.functions[k], config, args.data());
+    }
+    return;
+  }
+
+  // cpu: the executor works on float64 host values; decode the caller's bytes, run, encode the outputs.
+  TensorSet values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const GlobalTensor& g = st.program.globals[st.input_global[i]];
+    const auto* bytes = static_cast<const uint8_t*>(inputs[i].data);
+    std::vector<uint8_t> copy(bytes, bytes + g.bytes());
+    values[g.name] = HostTensor{g.name, g.shape, g.dtype, decode_values(copy, g.dtype, g.elements())};
+  }
+  ExecutionResult result = execute_kernel_program(st.program, values);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const GlobalTensor& g = st.program.globals[st.output_global[i]];
+    auto unwritten = result.unwritten.find(g.name);
+    if (unwritten != result.unwritten.end() && unwritten->second > 0)
+      throw Error("call of kernel '" + st.name + "': internal error: " + std::to_string(unwritten->second) + " elements of output '" +
+                  g.name + "' were never written (please report)");
+    std::vector<uint8_t> bytes = encode_values(result.outputs.at(g.name).values, g.dtype);
+    std::memcpy(outputs[i].data, bytes.data(), static_cast<size_t>(g.bytes()));
+  }
+}
+
+}  // namespace solder::api

@@ -1,0 +1,260 @@
+"""The torch.compile backend on the CPU: ATen graphs of real modules are partitioned, translated to
+Solder programs, run on the CPU executor through the solder::call custom op, and compared with eager.
+
+Needs torch (scripts/test.sh installs it from PyPI unless SOLDER_TEST_TORCH=0); without it every test
+here is skipped with that reason."""
+import math
+import os
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/test.sh installs it from PyPI unless SOLDER_TEST_TORCH=0): the torch.compile backend tests are skipped")
+nn = torch.nn
+F = torch.nn.functional
+
+import solder  # noqa: E402
+from solder import fx_translate, torch_backend  # noqa: E402
+
+
+# ---- Modules written the way their authors write them ----------------------------------------------
+
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's attention, the manual (non-flash) path."""
+
+    def __init__(self, n_embd=32, n_head=4, block_size=16):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.n_head, self.n_embd = n_head, n_embd
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class LlamaMLP(nn.Module):
+    """RMSNorm then the SwiGLU MLP (Llama)."""
+
+    def __init__(self, dim=32, hidden=64):
+        super().__init__()
+        self.norm = nn.RMSNorm(dim, eps=1e-6)
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class SdpaAttention(nn.Module):
+    def __init__(self, causal):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+
+
+class MaskedSdpa(nn.Module):
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+class MoERouter(nn.Module):
+    def __init__(self, dim=32, experts=8, k=2):
+        super().__init__()
+        self.gate = nn.Linear(dim, experts, bias=False)
+        self.k = k
+
+    def forward(self, x):
+        probs = F.softmax(self.gate(x), dim=-1)
+        weights, experts = torch.topk(probs, self.k, dim=-1)
+        return weights / weights.sum(dim=-1, keepdim=True), experts
+
+
+class LayerNormStats(nn.Module):
+    def __init__(self, dim=24):
+        super().__init__()
+        self.ln = nn.LayerNorm(dim)
+
+    def forward(self, x, mask):
+        y = self.ln(x)
+        return F.log_softmax(y.masked_fill(mask, -1e4), dim=-1), y.var(dim=-1), y.mean(dim=-1), y.amax(dim=-1)
+
+
+def _cases():
+    g = torch.Generator().manual_seed(0)
+    r = lambda *s: torch.randn(*s, generator=g)
+    return {
+        "nanogpt_attention": (CausalSelfAttention(), (r(2, 8, 32),)),
+        "llama_mlp": (LlamaMLP(), (r(2, 5, 32),)),
+        "sdpa_causal": (SdpaAttention(True), (r(1, 2, 8, 16), r(1, 2, 8, 16), r(1, 2, 8, 16))),
+        "sdpa_mask": (MaskedSdpa(), (r(1, 2, 6, 8), r(1, 2, 10, 8), r(1, 2, 10, 8), torch.rand(6, 10, generator=g) > 0.3)),
+        "moe_router": (MoERouter(), (r(6, 32),)),
+        "layernorm_stats": (LayerNormStats(), (r(3, 24), torch.rand(3, 24, generator=g) > 0.8)),
+    }
+
+
+CASES = _cases()
+
+
+def _aten_graph(model, inputs):
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+
+    def f(p, b, *xs):
+        return torch.func.functional_call(model, {**p, **b}, xs)
+
+    with torch.no_grad():
+        gm = make_fx(f, decomposition_table=select_decomp_table(), tracing_mode="fake")(params, buffers, *inputs)
+    return gm, (params, buffers) + tuple(inputs)
+
+
+def _flat(x):
+    if isinstance(x, (tuple, list)):
+        return [y for v in x for y in _flat(v)]
+    return [x]
+
+
+def _compare(got, want, name):
+    got, want = _flat(got), _flat(want)
+    assert len(got) == len(want), name
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, w.shape, g.dtype, w.dtype)
+        if w.dtype.is_floating_point:
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5, msg=name)
+        else:
+            assert torch.equal(g, w), name
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_partitioned_graph_matches_eager(name):
+    model, inputs = CASES[name]
+    with torch.no_grad():
+        want = model(*inputs)
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    solder_parts = [p for p in explanation.partitions if not p.get("error")]
+    assert solder_parts, explanation.format()
+    assert any(n.target is torch.ops.solder.call.default for n in gm.graph.nodes), explanation.format()
+    with torch.no_grad():
+        got = gm(*args)
+    _compare(got, want, name)
+
+
+def test_whole_attention_is_one_solder_partition():
+    model, inputs = CASES["sdpa_causal"]
+    gm, _ = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    assert [p for p in explanation.partitions if not p.get("error")], explanation.format()
+    calls = [n for n in gm.graph.nodes if n.target is torch.ops.solder.call.default]
+    assert len(calls) == 1
+    text = next(p["program"] for p in explanation.partitions if p.get("program"))
+    assert "select(" in text and "-inf" in text  # the causal mask, decomposed into its math
+
+
+def test_unsupported_nodes_fall_back_with_reasons():
+    class Mixed(nn.Module):
+        def forward(self, x):
+            y = torch.cumsum(x, dim=-1)  # no translation
+            return F.softmax(y * 2.0, dim=-1)
+
+    x = torch.randn(4, 16)
+    gm, args = _aten_graph(Mixed(), (x,))
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    assert any("cumsum" in why for why in explanation.fallback.values()), explanation.format()
+    text = explanation.format()
+    assert "left to Inductor" in text and "cumsum" in text
+    with torch.no_grad():
+        _compare(gm(*args), Mixed()(x), "mixed")
+
+
+def test_translator_reports_why():
+    g = torch.fx.Graph()
+    assert "no translation" in fx_translate.supported(g.call_function(torch.ops.aten.cumsum.default, ()))
+    assert fx_translate.language_has("exp")        # the probe itself works
+    assert not fx_translate.language_has("nosuchfunction")
+
+
+def test_fake_implementation_and_opcheck():
+    model, inputs = CASES["moe_router"]
+    gm, args = _aten_graph(model, inputs)
+    torch_backend.partition_and_replace(gm, torch_backend.Explanation())
+    call = next(n for n in gm.graph.nodes if n.target is torch.ops.solder.call.default)
+    source = call.args[0]
+    assert source.startswith("# solder::call outputs ") and "program fx_partition_" in source
+    real_inputs = [torch.randn(n.meta["val"].shape) if n.meta["val"].dtype.is_floating_point else n.meta["val"] for n in call.args[1]]
+    torch.library.opcheck(torch.ops.solder.call.default, (source, real_inputs),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+def test_backend_is_registered():
+    import torch._dynamo
+
+    assert "solder" in torch._dynamo.list_backends(exclude_tags=())
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def _no_compile_caches():
+    import contextlib
+
+    import torch._functorch.config
+    import torch._inductor.config
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
+    stack.enter_context(torch._functorch.config.patch(enable_autograd_cache=False))
+    return stack
+
+
+def test_torch_compile_backend_end_to_end():
+    # The whole path: Dynamo, AOTAutograd, the partitioner, Inductor for the rest (C++ on the CPU).
+    model, inputs = CASES["llama_mlp"]
+    torch._dynamo.reset()
+    with torch.no_grad(), _no_compile_caches():
+        want = model(*inputs)
+        got = torch.compile(model, backend="solder")(*inputs)
+    _compare(got, want, "llama_mlp compiled")
+    explanations = torch_backend._last_explanations
+    assert explanations and any(not p.get("error") for p in explanations[-1].partitions)
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def test_training_graph_backward_on_inductor():
+    model = LlamaMLP()
+    x = torch.randn(2, 3, 32, requires_grad=True)
+    torch._dynamo.reset()
+    torch_backend._backward_warned = False
+    with warnings.catch_warnings(record=True) as caught, _no_compile_caches():
+        warnings.simplefilter("always")
+        y = torch.compile(model, backend="solder")(x)
+        y.sum().backward()
+    assert any("backward runs on Inductor" in str(w.message) for w in caught)
+    x2 = x.detach().clone().requires_grad_(True)
+    model(x2).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_explain_prints_partitions(capsys):
+    model, inputs = CASES["moe_router"]
+    found = solder.explain(model, *inputs)
+    out = capsys.readouterr().out
+    assert found and "partition" in out and "program fx_partition_" in out
