@@ -149,9 +149,16 @@ TEST(Fuse, CapacityRefusalNumbersAreReadable) {
   // that is over the budget must read as over it, and the largest buffer must not read as 0 KB.
   FusionParams p;
   p.on_chip_budget = 2 * 1024;
-  FusionResult r = fuse_program(bind_example("vanilla"), p);
+  // With so small a budget a definition alone may not fit; that error reads the same way.
+  std::vector<std::string> refusals;
+  try {
+    refusals = fuse_program(bind_example("vanilla"), p).refusals;
+  } catch (const Error& e) {
+    refusals.push_back(e.what());
+  }
+  ASSERT_FALSE(refusals.empty());
   std::vector<std::string> unclear;
-  for (auto& x : r.refusals) {
+  for (auto& x : refusals) {
     auto needs = x.find("needs "), budget = x.find("the budget is ");
     if (needs == std::string::npos || budget == std::string::npos) continue;
     long need_kb = std::stol(x.substr(needs + 6)), budget_kb = std::stol(x.substr(budget + 14));
