@@ -393,6 +393,12 @@ class Planner {
     return dims;
   }
 
+  // The dtype of a tensor of the program, for the canonicalizer.
+  std::optional<DType> dtype_of(const std::string& name) const {
+    if (!tensor_by_name_.count(name)) return std::nullopt;
+    return tensor(name).dtype;
+  }
+
   // The canonical form of member `m`'s definition as a contraction (src/contract/canonicalize.h),
   // its axes named by the member's variables.
   Canonicalization member_contraction(const GroupMember& m) const {
@@ -409,11 +415,7 @@ class Planner {
     for (auto& v : m.def.reduce_vars) r.reduce_axes.push_back({v.name, extent(v.name)});
     r.dst.name = m.def.target.name;
     r.value = m.def.body;
-    auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
-      if (tensor_by_name_.count(name)) return tensor(name).dtype;
-      return std::nullopt;
-    };
-    return canonicalize_contraction(r, dtype_of, contract_policy_of(program_));
+    return canonicalize_contraction(r, [this](const std::string& name) { return dtype_of(name); }, contract_policy_of(program_));
   }
 
   // Whether the group is a matrix product C[row, column] = Σ_k A[row, k] · B[k, column] that the
@@ -430,12 +432,9 @@ class Planner {
     if (m.r_dims.size() != 1) return false;
     Canonicalization c = member_contraction(m);
     if (!c.contract || c.contract->terms.size() != 1 || c.contract->type == MmaType::f32) return false;
-    auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
-      if (tensor_by_name_.count(name)) return tensor(name).dtype;
-      return std::nullopt;
-    };
     const ContractTerm& term = c.contract->terms.front();
-    if (!exact_mma_type(term.a, dtype_of) || !exact_mma_type(term.b, dtype_of)) return false;
+    auto dtypes = [this](const std::string& name) { return dtype_of(name); };
+    if (!exact_mma_type(term.a, dtypes) || !exact_mma_type(term.b, dtypes)) return false;
     auto dims_of = [&](const std::vector<std::string>& vars) {
       std::set<int> dims;
       for (auto& v : vars) dims.insert(m.dim_of(v));
