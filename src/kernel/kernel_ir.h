@@ -243,6 +243,13 @@ struct ContractNode final : StmtNode {
   Expr where;                     // points of R where it is false do not contribute
   bool accumulate = false;
   std::vector<std::string> row_axes, column_axes;  // D's axes that a (rows) and b (columns) run along
+  // The epilogue, optional: dst (+)= epilogue, an expression of D's axes, of globals, and of `value`,
+  // a one-element f32 buffer of the kernel that holds v = scale · Σ + bias at the current point (read
+  // as value[0]). Undefined: dst (+)= v. A pointwise consumer absorbed into a whole contraction
+  // (h = gelu(c), with c read by nothing else) is this epilogue; rounding to dst's dtype is the
+  // store's, as for every statement.
+  std::string value;
+  Expr epilogue;
 };
 struct ClusterReduceNode final : StmtNode {
   SOLDER_STMT_NODE_HEADER(ClusterReduce)

@@ -97,6 +97,7 @@ void print_one(std::ostringstream& out, const Stmt& stmt, int indent) {
       for (size_t t = 0; t < n->terms.size(); ++t)
         out << (t ? " + " : "") << "(" << print_expr(n->terms[t].a) << ") · (" << print_expr(n->terms[t].b) << ")";
       if (n->bias) out << " + " << print_expr(n->bias);
+      if (n->epilogue) out << " as " << n->value << "[0] in " << print_expr(n->epilogue);
       out << domain_text(n->domain) << "  reducing " << axes_text(n->reduce_axes);
       if (n->where) out << " where " << print_expr(n->where);
       auto names = [](const std::vector<std::string>& v) {

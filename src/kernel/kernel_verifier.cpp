@@ -286,6 +286,14 @@ class KernelVerifier {
           for (auto& v : vars_used(term.b))
             if (rows.count(v)) fail("operand b '" + print_expr(term.b) + "' uses the row axis '" + v + "'");
         }
+        if (n->epilogue) {
+          const Buffer& value = require_buffer(n->value, {Scope::register_file}, "contract epilogue value");
+          if (value.elements() != 1 || value.dtype != DType::f32) fail("contract epilogue value '" + n->value + "' is not one f32 element");
+          note_write(n->value);
+          check_vars(n->epilogue, axes);
+        } else if (!n->value.empty()) {
+          fail("contract names an epilogue value '" + n->value + "' but has no epilogue");
+        }
         if (n->accumulate) note_read(n->dst.name);
         check_access(n->dst, axes);
         note_write(n->dst.name);

@@ -77,7 +77,8 @@ struct CompiledStmt {
   CompiledExpr value, index_value, begin, end, cond, tag;
   // Contract: its product terms, scale and bias.
   std::vector<std::pair<CompiledExpr, CompiledExpr>> terms;
-  CompiledExpr scale, bias;
+  CompiledExpr scale, bias, epilogue;
+  int value_slot = -1;       // contract: the epilogue's value buffer
   int var_slot = -1;         // for-loop variable, queue tag variable
   // Buffers by storage slot (fill, collectives, queues).
   int buffer = -1, a = -1, b = -1;
@@ -290,6 +291,10 @@ class KernelRunner {
         c.bias = compile(n->bias);
         c.where = compile(n->where);
         c.dst = compile_access(n->dst);
+        if (n->epilogue) {
+          c.value_slot = storage_slot(n->value);
+          c.epilogue = compile(n->epilogue);
+        }
         break;
       }
       case StmtKind::ClusterReduce: c.buffer = storage_slot(s.as<ClusterReduceNode>()->buffer); break;
@@ -680,6 +685,10 @@ class KernelRunner {
       double v = acc;
       if (c.scale.defined()) v = round32(v * eval(c.scale, st));
       if (c.bias.defined()) v = round32(v + eval(c.bias, st));
+      if (c.epilogue.defined()) {
+        data_of(st, c.value_slot)[0] = store_value(v, DType::f32);
+        v = eval(c.epilogue, st);
+      }
       if (n->accumulate && to >= 0) {
         v = round32(data_of(st, c.dst.slot)[to] + v);
         if (c.dst.global) ++st.reads[static_cast<size_t>(c.dst.slot)];

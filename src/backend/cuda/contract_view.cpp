@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "backend/cuda/mma_stream_expr.h"
 #include "contract/canonicalize.h"
 
 namespace solder {
@@ -90,7 +91,7 @@ class Viewer {
     r.reduce_axes = c.reduce_axes;
     r.where = c.where;
     r.comment = c.comment.empty() ? type : c.comment + "; " + type;
-    const bool epilogue = c.bias || (c.scale && !constant(c.scale));
+    const bool epilogue = c.bias || (c.scale && !constant(c.scale)) || c.epilogue;
     if (!epilogue) {
       // The scale (a constant) multiplies each term; the bias, if constant too, each point.
       Expr value = products;
@@ -104,7 +105,7 @@ class Viewer {
     }
     // The dot product into an f32 tile (dst itself when it is one and is not accumulated onto), then
     // the epilogue: dst (+)= dot · scale + bias.
-    const bool in_place = !c.accumulate && dst && dst->dtype == DType::f32;
+    const bool in_place = !c.accumulate && !c.epilogue && dst && dst->dtype == DType::f32;
     Access dot = c.dst;
     if (!in_place) {
       Buffer temp;
@@ -132,6 +133,11 @@ class Viewer {
     Expr v = make_load(dot.name, dot.index);
     if (c.scale) v = v * c.scale;
     if (c.bias) v = v + c.bias;
+    if (c.epilogue) {
+      // value[0] is v at this point (rounded to f32, as the dot already is)
+      const Expr at = v;
+      v = mma_stream::rewrite_loads(c.epilogue, [&](const LoadNode& load, const Expr& e) { return load.tensor == c.value ? at : e; });
+    }
     if (c.accumulate) v = make_load(c.dst.name, c.dst.index) + v;
     m.value = v;
     m.comment = "the contract's epilogue: scale and bias after the dot product";

@@ -111,11 +111,14 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
     return it == arrays.end() ? nullptr : &it->second;
   };
   printer.dims = program.dims;
+  if (c.epilogue) arrays[c.value] = CudaArray{"(&value_)", {1}, DType::f32, false};
   const CudaArray& dst = arrays.at(c.dst.name);
   std::vector<std::string> index;
   for (auto& i : c.dst.index) index.push_back(printer.print_int(i));
   out << "  // " << c.dst.name << " = " << (c.scale ? "acc · (" + print_expr(c.scale) + ")" : std::string("acc"))
-      << (c.bias ? " + " + print_expr(c.bias) : std::string("")) << ", rounded to " << dtype_name(dst.dtype) << "\n";
+      << (c.bias ? " + " + print_expr(c.bias) : std::string(""));
+  if (c.epilogue) out << ", then " << print_expr(c.epilogue) << " with " << c.value << "[0] that value";
+  out << ", rounded to " << dtype_name(dst.dtype) << "\n";
   out << "  __device__ void operator()(int batch_, int row_, int col_, float acc_) const {\n";
   // The flattened row and column back into the program's axes (row-major in A's and B's order).
   auto unflatten = [&](const std::vector<std::string>& axes, const std::vector<int64_t>& extents, const char* flat) {
@@ -140,6 +143,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   out << "    float value_ = acc_;\n";
   if (c.scale) out << "    value_ = value_ * (" << printer.print_float(c.scale) << ");\n";
   if (c.bias) out << "    value_ = value_ + (" << printer.print_float(c.bias) << ");\n";
+  if (c.epilogue) out << "    value_ = " << printer.print_float(c.epilogue) << ";\n";
   out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], value_);\n";
   out << "  }\n};\n";
   out << "using " << name << "_config_ = " << launch.config << ";\n";
