@@ -192,22 +192,11 @@ Kernel Program::compile(const CompileOptions& options) const {
   solder::CompileOptions driver = device == Device::cuda ? solder::CompileOptions::for_gpu(options.fuse) : solder::CompileOptions{};
   driver.fuse = options.fuse;
   if (!options.fuse) {
-    st->program = lower_unfused(bound);
+    st->program = lower_unfused(bound, UnfusedOptions{driver.gemm_skeleton});
     st->report_text = "unfused: one kernel per definition\n";
     st->report_json = "{\"program\":\"" + source.name + "\",\"fused\":false}";
   } else {
-    FusionParams params = driver.fusion;
-    FusionResult fused;
-    while (true) {
-      try {
-        fused = fuse_program(bound, params);
-        break;
-      } catch (const Error& e) {
-        bool capacity = std::string(e.what()).find("on-chip capacity") != std::string::npos;
-        if (!capacity || params.grid_tile <= FusionParams{}.grid_tile) throw;
-        params.grid_tile /= 2;
-      }
-    }
+    FusionResult fused = fuse_for(bound, driver);
     st->report_text = fusion_report_text(bound, fused);
     st->report_json = fusion_report_json(bound, fused);
     st->program = std::move(fused.kernels);

@@ -1,5 +1,6 @@
 #include "driver/compile.h"
 
+#include <optional>
 #include <string>
 
 #include "ir/diagnostics.h"
@@ -11,27 +12,31 @@
 
 namespace solder {
 
+FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options) {
+  // fuse: inline pointwise definitions, group, decompose cascades, lower each group. A definition
+  // too large for the on-chip budget at the requested row tile is retried with half the tile, down
+  // to the CPU executor's default tile.
+  std::optional<WholeContractionPlan> whole;
+  if (options.gemm_skeleton) whole = plan_whole_contractions(program);
+  FusionParams params = options.fusion;
+  while (true) {
+    try {
+      return fuse_program(program, params, whole ? &*whole : nullptr);
+    } catch (const Error& e) {
+      bool capacity = std::string(e.what()).find("on-chip capacity") != std::string::npos;
+      if (!capacity || params.grid_tile <= FusionParams{}.grid_tile) throw;
+      params.grid_tile /= 2;
+    }
+  }
+}
+
 CompileResult compile_program(const BoundProgram& program, const CompileOptions& options) {
   CompileResult result;
   if (!options.fuse) {
     // lower: one kernel per definition
     result.kernels = lower_unfused(program, UnfusedOptions{options.gemm_skeleton});
   } else {
-    // fuse: inline pointwise definitions, group, decompose cascades, lower each group. A definition
-    // too large for the on-chip budget at the requested row tile is retried with half the tile, down
-    // to the CPU executor's default tile.
-    FusionParams params = options.fusion;
-    FusionResult fused;
-    while (true) {
-      try {
-        fused = fuse_program(program, params);
-        break;
-      } catch (const Error& e) {
-        bool capacity = std::string(e.what()).find("on-chip capacity") != std::string::npos;
-        if (!capacity || params.grid_tile <= FusionParams{}.grid_tile) throw;
-        params.grid_tile /= 2;
-      }
-    }
+    FusionResult fused = fuse_for(program, options);
     result.kernels = std::move(fused.kernels);
     result.report = fusion_report_text(program, fused);
   }

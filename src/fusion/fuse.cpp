@@ -116,9 +116,28 @@ bool contracts_two_inputs(const BoundProgram& program, const Definition& d) {
   return loaded >= 2;
 }
 
-FusionResult fuse_program(const BoundProgram& program, const FusionParams& params) {
+FusionResult fuse_program(const BoundProgram& program, const FusionParams& params, const WholeContractionPlan* whole) {
   FusionResult result;
-  InlinedProgram inlined = inline_pointwise(program);
+  InlinedProgram inlined = inline_pointwise(program, whole ? whole->kept : std::set<std::string>{});
+  // The whole contraction a definition is (nullptr: none), and whether one computes it as its epilogue.
+  auto whole_of = [&](const Definition& d) -> const WholeContraction* {
+    const WholeContraction* w = whole ? whole->computing(program, d.target.name) : nullptr;
+    return w && program.defs[w->def].def->target.name == d.target.name ? w : nullptr;
+  };
+  auto absorbed = [&](const Definition& d) {
+    const WholeContraction* w = whole ? whole->computing(program, d.target.name) : nullptr;
+    return w && program.defs[w->def].def->target.name != d.target.name;
+  };
+  auto is_whole_group = [&](const std::vector<Definition>& g) { return g.size() == 1 && whole_of(g[0]); };
+  if (whole) {
+    for (auto& w : whole->whole) {
+      std::string line = program.defs[w.def].def->target.name + ": whole";
+      if (w.epilogue) line += ", with " + program.defs[*w.epilogue].def->target.name + " as its epilogue (" +
+                              program.defs[w.def].def->target.name + " is never stored)";
+      result.whole_notes.push_back(line + ": " + w.why);
+    }
+    for (auto& f : whole->fused) result.whole_notes.push_back(f);
+  }
   result.inlined = inlined.inlined;
   const std::vector<Definition>& all = inlined.defs;
   const Readers readers = readers_of(all);
@@ -132,6 +151,15 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
   std::vector<Definition> current;
   std::optional<PlanAttempt> current_plan;  // plan_group of `current`, once computed (it is deterministic)
   for (auto& d : all) {
+    if (absorbed(d)) continue;  // computed by its contraction's kernel
+    if (whole_of(d)) {
+      // A kernel of its own; no group spans it.
+      if (!current.empty()) groups.push_back(current);
+      groups.push_back({d});
+      current.clear();
+      current_plan.reset();
+      continue;
+    }
     if (current.empty()) { current.push_back(d); continue; }
     std::vector<Definition> candidate = current;
     candidate.push_back(d);
@@ -168,6 +196,15 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
   kp.dims = program.dims;
   std::set<std::string> global_names;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
+    if (is_whole_group(groups[gi])) {
+      const WholeContraction& w = *whole_of(groups[gi][0]);
+      Kernel k = w.kernel;
+      k.name = unique_kernel_name(kp, k.name);
+      result.whole.push_back(k.name);
+      global_names.insert(k.body[0].as<ContractNode>()->dst.name);
+      kp.kernels.push_back(std::move(k));
+      continue;
+    }
     std::vector<Definition> group = groups[gi];
     while (true) {
       std::vector<std::string> exported = exported_members(program, group, readers);
@@ -284,8 +321,8 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       Definition last = group.back();
       group.pop_back();
       result.refusals.push_back(last.target.name + " does not join the kernel of " + names_of(group) + ": " + refusal);
-      if (gi + 1 < groups.size()) groups[gi + 1].insert(groups[gi + 1].begin(), last);
-      else groups.push_back({last});
+      if (gi + 1 < groups.size() && !is_whole_group(groups[gi + 1])) groups[gi + 1].insert(groups[gi + 1].begin(), last);
+      else groups.insert(groups.begin() + static_cast<std::ptrdiff_t>(gi) + 1, {last});
     }
   }
 

@@ -17,6 +17,7 @@
 
 #include "contract/contract_pass.h"
 #include "fusion/group_plan.h"
+#include "fusion/whole_contractions.h"
 #include "ir/verifier.h"
 #include "kernel/kernel_ir.h"
 
@@ -33,9 +34,14 @@ struct FusionResult {
   std::vector<std::string> inlined;    // pointwise definitions substituted into consumers
   std::vector<FusedGroupInfo> groups;
   std::vector<std::string> refusals;   // each fusion refused, with its rule
+  std::vector<std::string> whole;      // kernels of whole contractions (whole_contractions.h), in order
+  std::vector<std::string> whole_notes;  // per contraction the skeleton takes: whole or fused, with the figures
 };
 
-FusionResult fuse_program(const BoundProgram& program, const FusionParams& params = {});
+// With `whole`, the contractions it names run as its kernels, in program order, and the rest fuses
+// around them: a group never spans a whole contraction, and the pointwise definitions they absorb or
+// read are not inlined away.
+FusionResult fuse_program(const BoundProgram& program, const FusionParams& params = {}, const WholeContractionPlan* whole = nullptr);
 
 // The fusion report (`solder fuse`): kernels, what each holds, the online forms, refusals, and (when
 // given) the contractions the canonicalizer found in the fused kernels.

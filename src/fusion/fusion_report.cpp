@@ -90,6 +90,11 @@ std::string fusion_report_text(const BoundProgram& program, const FusionResult& 
     }
     for (auto& n : p.notes) out << "  note: " << n << "\n";
   }
+  for (auto& k : result.whole) out << "\nkernel " << k << ": a whole contraction, one launch of the sm_90a GEMM skeleton\n";
+  if (!result.whole_notes.empty()) {
+    out << "\nwhole contractions (whole_contractions.h: FLOPs per byte materialised against the machine balance):\n";
+    for (auto& n : result.whole_notes) out << "  " << n << "\n";
+  }
   if (!result.refusals.empty()) {
     out << "\nrefused fusions:\n";
     for (auto& r : result.refusals) out << "  " << r << "\n";
@@ -131,6 +136,10 @@ std::string fusion_report_json(const BoundProgram& program, const FusionResult& 
     for (auto& n : p.notes) json.value(n);
     json.end_array().end_object();
   }
+  json.end_array().key("whole_contractions").begin_array();
+  for (auto& k : result.whole) json.value(k);
+  json.end_array().key("whole_notes").begin_array();
+  for (auto& n : result.whole_notes) json.value(n);
   json.end_array().key("refused").begin_array();
   for (auto& r : result.refusals) json.value(r);
   json.end_array();

@@ -53,7 +53,7 @@ Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& replaceme
   return s.mutate(e);
 }
 
-InlinedProgram inline_pointwise(const BoundProgram& program) {
+InlinedProgram inline_pointwise(const BoundProgram& program, const std::set<std::string>& keep) {
   InlinedProgram result;
   std::map<std::string, Definition> pointwise;  // inlined producers, with inlined bodies
   for (auto& bd : program.defs) {
@@ -62,7 +62,7 @@ InlinedProgram inline_pointwise(const BoundProgram& program) {
     inliner.pointwise = &pointwise;
     Definition rewritten = def;
     rewritten.body = inliner.mutate(def.body);
-    if (def.reduce == ReduceOp::none && !def.target.is_output && expr_depth(rewritten.body) <= kMaxInlinedDepth &&
+    if (def.reduce == ReduceOp::none && !def.target.is_output && !keep.count(def.target.name) && expr_depth(rewritten.body) <= kMaxInlinedDepth &&
         expr_tree_size(rewritten.body, kMaxInlinedNodes + 1) <= kMaxInlinedNodes) {
       result.inlined.push_back(def.target.name);
       pointwise.emplace(def.target.name, std::move(rewritten));

@@ -6,6 +6,7 @@
 #include "contract/gemm_skeleton_fit.h"
 #include "plan/skeleton_choice.h"
 #include "ir/expr_visitor.h"
+#include "ir/printer.h"
 #include "lower/internal_names.h"
 
 namespace solder {
@@ -213,7 +214,55 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
   return kernel;
 }
 
-std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why, bool feasible_only) {
+bool absorbable_epilogue(const BoundProgram& program, size_t producer, size_t consumer, std::string* why,
+                         const std::set<std::string>& stored) {
+  auto refuse = [&](std::string text) {
+    if (why) *why = std::move(text);
+    return false;
+  };
+  const BoundDefinition& pb = program.defs[producer];
+  const BoundDefinition& cb = program.defs[consumer];
+  const Definition& c = *cb.def;
+  const std::string& name = pb.def->target.name;
+  if (c.reduce != ReduceOp::none) return refuse(c.target.name + " is a reduction");
+  if (c.index_target) return refuse(c.target.name + " has an index output");
+  if (cb.p_extents != pb.p_extents) return refuse(c.target.name + " has other extents than " + name);
+  bool ok = true;
+  std::string bad;
+  for_each_load(c.body, [&](const LoadNode& load) {
+    if (load.tensor == name) {
+      if (load.index.size() != c.target.index.size()) ok = false;
+      for (size_t i = 0; ok && i < load.index.size(); ++i) {
+        auto v = load.index[i].as<VarNode>();
+        if (!v || v->name != c.target.index[i].name) ok = false;
+      }
+      if (!ok && bad.empty()) bad = name + " is read at another index than " + c.target.name + "'s own";
+    } else if (!stored.count(load.tensor) && (!program.has_tensor(load.tensor) || program.tensor(load.tensor).role != TensorRole::input)) {
+      ok = false;
+      if (bad.empty()) bad = c.target.name + " reads " + load.tensor + ", which is neither a program input nor stored before";
+    }
+  });
+  if (!ok) return refuse(bad);
+  return true;
+}
+
+namespace {
+
+// `e` with every load of `tensor` replaced by `by`.
+class ReplaceLoads : public ExprMutator {
+ public:
+  std::string tensor;
+  Expr by;
+  using ExprMutator::mutate;
+
+ protected:
+  Expr mutate(const LoadNode& load, const Expr& self) override { return load.tensor == tensor ? by : ExprMutator::mutate(load, self); }
+};
+
+}  // namespace
+
+std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why, bool feasible_only,
+                                              std::optional<size_t> epilogue, const std::set<std::string>& stored) {
   const BoundDefinition& bd = program.defs[index];
   const Definition& def = *bd.def;
   ReduceNode r;
@@ -242,7 +291,8 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     return std::nullopt;
   }
   SkeletonChoice choice;
-  if (feasible_only) choice = choose_skeleton_config(*fit.problem, c.contract->type, program.tensor(def.target.name).dtype);
+  if (feasible_only) choice = choose_skeleton_config(*fit.problem, c.contract->type,
+                                                   program.tensor(epilogue ? program.defs[*epilogue].def->target.name : def.target.name).dtype);
   if (feasible_only && !choice.chosen) {
     if (why) *why = choice.why;
     return std::nullopt;
@@ -251,6 +301,37 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
   kernel.name = def.target.name;
   kernel.definitions.push_back(def.target.name);
   kernel.grid.push_back({"block", 1});
+  if (epilogue) {
+    std::string refusal;
+    if (!absorbable_epilogue(program, index, *epilogue, &refusal, stored)) {
+      if (why) *why = refusal;
+      return std::nullopt;
+    }
+    const Definition& p = *program.defs[*epilogue].def;
+    InternalNames names(program);
+    Buffer value;
+    value.name = names.get("value", def.target.name, def.target.name + "_value");
+    value.shape = {1};
+    value.dtype = DType::f32;
+    value.scope = Scope::register_file;
+    // p's index variables become the contract's axes; its loads of c read the contract's value,
+    // rounded to c's declared dtype where that is not f32 (exactly what storing c would do).
+    Substitute axes;
+    for (size_t i = 0; i < p.target.index.size(); ++i) axes.replacement[p.target.index[i].name] = make_var(def.target.index[i].name);
+    ReplaceLoads loads;
+    loads.tensor = def.target.name;
+    loads.by = make_load(value.name, {make_int(0)});
+    const DType c_dtype = program.tensor(def.target.name).dtype;
+    if (c_dtype != DType::f32) loads.by = make_cast(c_dtype, loads.by);
+    c.contract->epilogue = axes.mutate(loads.mutate(p.body));
+    c.contract->value = value.name;
+    c.contract->dst.name = p.target.name;
+    c.contract->comment = p.target.name + " = " + print_expr(p.body) + " with " + def.target.name +
+                          " the whole contraction (one launch of the GEMM skeleton; " + def.target.name + " is never stored)";
+    kernel.name = p.target.name;
+    kernel.definitions.push_back(p.target.name);
+    kernel.buffers.push_back(std::move(value));
+  }
   kernel.body.push_back(make_stmt(std::move(*c.contract)));
   return kernel;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "ir/verifier.h"
@@ -34,8 +35,19 @@ struct UnfusedOptions {
 
 // A kernel of one `contract` covering definition `index` whole (grid of one block in the IR; the
 // skeleton tiles it), when the definition is a contraction the GEMM skeleton takes; why not otherwise.
+// With `epilogue` (the index of a pointwise definition p that reads the contraction c only as
+// c[i…] at p's own index i…, see absorbable_epilogue), the kernel computes p instead of c: the
+// contract's epilogue is p's body with c's value in place of the loads of c, and c is never stored.
 std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why,
-                                              bool feasible_only = true);
+                                              bool feasible_only = true, std::optional<size_t> epilogue = std::nullopt,
+                                              const std::set<std::string>& stored = {});
+
+// Whether definition `consumer` can be the epilogue of the contraction `producer`: it has no
+// reduction, has p's extents, and loads `producer` only at its own index variables in order; its other
+// loads are program inputs or the tensors of `stored` (written by kernels that run before). Why not
+// otherwise.
+bool absorbable_epilogue(const BoundProgram& program, size_t producer, size_t consumer, std::string* why,
+                         const std::set<std::string>& stored = {});
 
 KernelProgram lower_unfused(const BoundProgram& program, const UnfusedOptions& options = {});
 

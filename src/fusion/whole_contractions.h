@@ -1,0 +1,61 @@
+// Pass: which contractions run whole, on the sm_90a GEMM skeleton, instead of inside fused kernels.
+//
+// Fusion keeps a contraction's result on chip, which pays when writing it out and reading it back
+// would cost more than the product itself: attention's scores (K = the head dim, 64–256) are the
+// case. A contraction with a long K (an FFN's projections, a router's logits) does much more
+// arithmetic per byte of its result; it runs best as one GEMM over the whole problem, on the skeleton,
+// with its result in global memory. The rule, per definition of the program:
+//
+//   whole  ⇔  the skeleton takes it (lower_whole_contraction: canonical, fits, a tile is feasible)
+//             and  M ≥ 64 and N ≥ 64 (one tile of the skeleton; a matrix-vector product streams its
+//                  weights through many blocks of a fused kernel instead)
+//             and  FLOPs / bytes materialised  ≥  balance / 3,
+//
+// where the FLOPs are 2·M·N·K·batch; the bytes materialised are what running it whole adds to the
+// traffic: its result written once and read back once (nothing for a program output, written
+// anyway), and the same round trip for each operand that is an intermediate not yet stored by an
+// earlier whole contraction; and the balance is the machine's tensor rate over its memory bandwidth
+// for the contraction's type (H100, f16: 785 TFLOP/s / 3.0 TB/s ≈ 262 FLOP/B). Attention's score
+// product (K = 64, f32 scores: 16 FLOP/B) stays fused; ffn's first product (K = 3072, its f16
+// epilogue h: 1536 FLOP/B) runs whole, and so does its second (an output; h is stored already).
+//
+// A whole contraction c absorbs its pointwise consumer p as the contract's epilogue (h = gelu(c) is
+// computed as the skeleton stores, and c is never stored) when p is c's only reader, c is not an
+// output, and p reads c at its own index and otherwise only program inputs and tensors that earlier
+// kernels store (absorbable_epilogue): gated_ffn's h = silu(gate) · up is the epilogue of `up`, reading
+// the `gate` that the kernel before stored.
+// Tensors a whole contraction reads stay materialised (the inliner keeps them).
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/verifier.h"
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct WholeContraction {
+  size_t def = 0;                   // the contraction, an index into program.defs
+  std::optional<size_t> epilogue;   // the pointwise consumer computed by its epilogue
+  Kernel kernel;                    // one `contract` (lower_whole_contraction)
+  std::string why;                  // the rule's figures, for the report
+};
+
+struct WholeContractionPlan {
+  std::vector<WholeContraction> whole;  // in program order
+  std::set<std::string> kept;           // tensors that must stay materialised (operands of whole contractions)
+  std::vector<std::string> fused;       // contractions the skeleton takes that stay fused, with the figures
+
+  // The whole contraction that computes definition `target` (directly or as its epilogue), or nullptr.
+  const WholeContraction* computing(const BoundProgram& program, const std::string& target) const;
+};
+
+WholeContractionPlan plan_whole_contractions(const BoundProgram& program);
+
+// The report lines (`solder fuse`), empty when there is nothing to say.
+std::string whole_contractions_text(const BoundProgram& program, const WholeContractionPlan& plan);
+
+}  // namespace solder
