@@ -122,6 +122,11 @@ void TilingOptions::apply(FusionParams& params) const {
   if (streaming_elements > 0) params.streaming_tile_elements = streaming_elements;
 }
 
+void TilingOptions::apply(CompileOptions& options) const {
+  apply(options.fusion);
+  if (no_skeleton) options.gemm_skeleton = false;
+}
+
 void add_tiling_options(Command& command, TilingOptions& tiling) {
   auto positive = [](const std::string& v, const std::string& option) { return parse_integer_option(v, option, 1, kMaxTileOption); };
   command.options.push_back({"--tile-rows", "N", "rows of the innermost grid dim per block (GPU default 128)",
@@ -131,6 +136,10 @@ void add_tiling_options(Command& command, TilingOptions& tiling) {
   command.options.push_back({"--streaming-elements", "N",
                              "elements staged per block and step, kernels without a contraction (GPU default 4096)",
                              [&tiling, positive](const std::string& v) { tiling.streaming_elements = positive(v, "--streaming-elements"); }});
+  command.options.push_back({"--no-skeleton", "",
+                             "GPU: no contraction runs whole on the sm_90a GEMM skeleton (by default those the rule of\n"
+                             "docs/planner.md picks do, and with --no-fuse every one it takes)",
+                             [&tiling](const std::string&) { tiling.no_skeleton = true; }});
 }
 
 BoundProgram load_program(const std::string& path, const SizeChoice& sizes) {

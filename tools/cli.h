@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "driver/compile.h"
 #include "fusion/group_plan.h"
 #include "ir/program.h"
 #include "ir/verifier.h"
@@ -57,7 +58,9 @@ struct TilingOptions {
   int64_t grid_tile = 0;           // --tile-rows
   int64_t stream_tile = 0;         // --tile-cols
   int64_t streaming_elements = 0;  // --streaming-elements
+  bool no_skeleton = false;        // --no-skeleton
   void apply(FusionParams& params) const;
+  void apply(CompileOptions& options) const;  // the tiles, and --no-skeleton
 };
 void add_tiling_options(Command& command, TilingOptions& tiling);
 

@@ -40,7 +40,7 @@ int command_bench(const std::vector<std::string>& args) {
   bool compile_only = false;
   double bandwidth_tbs = 3.0, tensor_tflops = 710;
   CompileOptions compile_options = CompileOptions::for_gpu();
-  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json] [--compile-only] [--no-fuse]",
+  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton] [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json] [--compile-only] [--no-fuse]",
                   "Time one call of the compiled program on the GPU: every kernel launch of a call is captured\n"
                   "in a CUDA graph, replayed after a warm-up, and timed with CUDA events; the median of the\n"
                   "replays is reported, with the minimum and maximum. Inputs are rotated among several copies\n"
@@ -63,7 +63,7 @@ int command_bench(const std::vector<std::string>& args) {
                              [&compile_options](const std::string&) { compile_options.fuse = false; }});
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
-  tiling.apply(compile_options.fusion);
+  tiling.apply(compile_options);
   std::string why;
   if (compile_only) {
     if (!runtime::nvrtc_available(&why)) throw Error("solder bench --compile-only needs NVRTC: " + why);

@@ -12,7 +12,7 @@ int command_emit(const std::vector<std::string>& args) {
   ProgramOptions options;
   bool cuda = false, no_fuse = false;
   std::string output = "-";
-  Command command{"emit", "solder emit FILE --cuda [-o OUT] [--no-fuse] [--small] [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N]",
+  Command command{"emit", "solder emit FILE --cuda [-o OUT] [--no-fuse] [--small] [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton]",
                   "Compile a program and write the generated CUDA C++ (one __global__ function per kernel,\n"
                   "named after the program's tensors, one comment per fused stage). The file compiles with\n"
                   "nvcc or NVRTC for sm_90a given the include paths device/ and the CUDA toolkit's."};
@@ -28,7 +28,7 @@ int command_emit(const std::vector<std::string>& args) {
   if (!cuda) throw Error("solder emit needs a target: --cuda");
   BoundProgram program = load_program(files[0], options.sizes);
   CompileOptions compile_options = CompileOptions::for_gpu(!no_fuse);
-  tiling.apply(compile_options.fusion);
+  tiling.apply(compile_options);
   KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
   GeneratedModule module = compiler_step("CUDA code generation", [&] { return generate_cuda(kernels); });
   write_output(output, module.source);

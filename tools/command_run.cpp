@@ -88,7 +88,7 @@ int command_run(const std::vector<std::string>& args) {
   ProgramOptions options;
   std::string backend = "default";
   bool no_fuse = false, full_reference = false;
-  Command command{"run", "solder run FILE [--backend cuda|cpu|ref] [--no-fuse] [--small] [--dim NAME=VALUE]... [--seed S] [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--json]",
+  Command command{"run", "solder run FILE [--backend cuda|cpu|ref] [--no-fuse] [--small] [--dim NAME=VALUE]... [--seed S] [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton] [--json]",
                   "Run a program on random inputs drawn from its declared distributions. With an executing\n"
                   "backend, compile it, run it, and verify every output against the float64 reference:\n"
                   "per output the relative error and its tolerance, then 'verified' or 'MISMATCH'\n"
@@ -138,7 +138,7 @@ int command_run(const std::vector<std::string>& args) {
   if (backend != "ref") {
     CompileOptions compile_options = backend == "cpu" ? CompileOptions{} : CompileOptions::for_gpu();
     compile_options.fuse = !no_fuse;
-    tiling.apply(compile_options.fusion);
+    tiling.apply(compile_options);
     kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
   }
   double work = reference_work(program);
