@@ -23,7 +23,9 @@ namespace kb = kernel_builders;
 KernelProgram gpu_kernels(const std::string& example, bool small) {
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + example + ".sol"));
   BoundProgram bound = bind_program(program, SizeChoice{small, {}});
-  return contracts_as_reduces(compile_program(bound, CompileOptions::for_gpu()).kernels);  // what the writers see
+  CompileOptions options = CompileOptions::for_gpu();
+  options.gemm_skeleton = false;  // the fused kernels' writers (whole contractions: whole_contractions_test.cpp)
+  return contracts_as_reduces(compile_program(bound, options).kernels);  // what the writers see
 }
 
 // The first reduce into `dst` in the kernel that has one.

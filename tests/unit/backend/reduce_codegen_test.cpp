@@ -17,7 +17,9 @@ namespace {
 KernelProgram gpu_kernels(const std::string& example, bool small = false) {
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + example + ".sol"));
   BoundProgram bound = bind_program(program, SizeChoice{small, {}});
-  return compile_program(bound, CompileOptions::for_gpu()).kernels;
+  CompileOptions options = CompileOptions::for_gpu();
+  options.gemm_skeleton = false;  // the fused kernels' writers (whole contractions: whole_contractions_test.cpp)
+  return compile_program(bound, options).kernels;
 }
 
 int count(const std::string& text, const std::string& what) {
