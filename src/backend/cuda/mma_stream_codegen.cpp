@@ -24,6 +24,12 @@ MmaStreamKernel MmaStreamWriter::write() {
   }
   exchange_offset_ = smem;  // the block-wide min/max exchange of data-dependent mask bounds
   if (!row_ranges_.empty()) smem += 2 * warps_ * 8;
+  if (class_tiles_ > 0) {  // the key-tile classes (bytes) and the next-live table (long long), 8-byte aligned
+    smem = (smem + 7) / 8 * 8;
+    class_offset_ = smem;
+    next_offset_ = smem + (class_tiles_ + 7) / 8 * 8;
+    smem += class_table_bytes();
+  }
   if (wgmma_) smem += 1024;  // slack to align the dynamic shared memory's start to 1024 bytes
   std::ostringstream body;
   emit_body(body);
@@ -47,11 +53,7 @@ MmaStreamKernel MmaStreamWriter::write() {
     out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
   }
   out << "  using T = " << cuda_element_type(in_dtype_) << ";\n";
-  out << "  long long block_linear = blockIdx.x;\n";
-  for (size_t d = kernel_.grid.size(); d-- > 0;) {
-    const GridDim& g = kernel_.grid[d];
-    out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL; block_linear /= " << g.extent << "LL;\n";
-  }
+  emit_block_decode(out);
   out << "  (void)block_linear;\n";
   out << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   out << "  const int row0 = warp * " << 16 * G_ << " + (lane >> 2);  // this thread's rows: row0 + 16 g + 8 h (row slot rs = 2 g + h)\n";
@@ -380,14 +382,20 @@ void MmaStreamWriter::emit_data_ranges(std::ostringstream& out, const std::strin
     for (size_t a = 0; a < c->domain.axes.size(); ++a) at[c->domain.axes[a].var] = l.index[a];
     std::string col = l.index.back().as<VarNode>()->name;
     std::string n = std::to_string(k);
-    out << "  // bounds of " << l.tensor << " over the columns of tile " << loop_->var << "\n";
-    out << "  auto column_range" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
+    out << "  // bounds of " << l.tensor << " over the columns of tile " << loop_->var << ": this lane's columns (column_part" << n
+        << ")" << (class_tiles_ > 0 ? "" : ", then the warp's (column_range" + n + ")") << "\n";
+    out << "  auto column_part" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
     out << "    lo = 0x7fffffffffffffffLL; hi = (-0x7fffffffffffffffLL - 1);\n";
+    out << "    #pragma unroll\n";
     out << "    for (int c = lane; c < " << BN_ << "; c += 32) { ";
     for (size_t a = 0; a + 1 < l.index.size(); ++a)
       if (l.index[a].kind() == ExprKind::Var) out << "const long long " << cuda_identifier(l.index[a].as<VarNode>()->name) << " = 0; ";
     out << "const long long " << cuda_identifier(col) << " = c;\n";
     out << "      const long long v = " << printer_.print_int(column_source_load(c, at)) << "; lo = v < lo ? v : lo; hi = v > hi ? v : hi; }\n";
+    out << "  };\n";
+    if (class_tiles_ > 0) continue;  // the table of classes reduces the parts itself
+    out << "  auto column_range" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
+    out << "    column_part" << n << "(" << jt << ", lo, hi);\n";
     out << "    for (int o = 16; o > 0; o >>= 1) { lo = solder::min_int(lo, __shfl_xor_sync(0xffffffffu, lo, o)); hi = solder::max_int(hi, __shfl_xor_sync(0xffffffffu, hi, o)); }\n";
     out << "  };\n";
   }
@@ -426,18 +434,67 @@ MmaStreamWriter::LoopParts MmaStreamWriter::loop_parts() const {
 
 void MmaStreamWriter::emit_tile_classes(std::ostringstream& out, const std::string& jt) {
   emit_data_ranges(out, jt);
+  if (!live_condition_) {
+    out << "  auto tile_live = [&](long long) -> bool { return true; };  // " << skip_refusal_ << "\n";
+    out << "  auto next_live = [&](long long t) { while (t < stream_end && !tile_live(t)) ++t; return t; };\n";
+    return;
+  }
+  const std::string live = printer_.print_bool(*live_condition_);
+  const std::string full = full_condition_ ? printer_.print_bool(*full_condition_) : "false";
+  if (class_tiles_ > 0) {
+    // Data-dependent bounds: every key tile is classified once per block, all warps at once (each
+    // warp bounds kBatch tiles per round, their loads in flight together), into a table in shared
+    // memory; the loops then read the table.
+    const int batch = 8;
+    const std::string tiles = "stream_tiles";
+    out << "  // the key tiles' classes, once per block, from the per-tile min/max of the ids the mask compares:\n";
+    out << "  // 0 masked everywhere (skipped), 1 boundary (mask code), 2 unmasked everywhere (no mask code)\n";
+    out << "  const long long stream_begin = " << printer_.print_int(loop_->begin) << ", " << tiles << " = stream_end - stream_begin;\n";
+    out << "  unsigned char* const tile_class = smem + " << class_offset_ << ";  // [" << class_tiles_ << "]\n";
+    out << "  long long* const next_live_tile = reinterpret_cast<long long*>(smem + " << next_offset_ << ");  // [" << class_tiles_ + 1
+        << "]: the first live tile at or after each tile\n";
+    out << "  for (long long round = static_cast<long long>(warp) * " << batch << "; round < " << tiles << "; round += " << warps_ * batch << ") {\n";
+    for (size_t k = 0; k < column_ranges_.size(); ++k)
+      out << "    long long col_lo" << k << "_of[" << batch << "], col_hi" << k << "_of[" << batch << "];\n";
+    out << "    #pragma unroll\n";
+    out << "    for (int u = 0; u < " << batch << "; ++u) { const long long " << jt << " = stream_begin + solder::min_int(round + u, " << tiles << " - 1);";
+    for (size_t k = 0; k < column_ranges_.size(); ++k) out << " column_part" << k << "(" << jt << ", col_lo" << k << "_of[u], col_hi" << k << "_of[u]);";
+    out << " }\n";
+    out << "    #pragma unroll\n";
+    out << "    for (int u = 0; u < " << batch << "; ++u) {\n";
+    out << "      const long long " << jt << " = stream_begin + round + u; (void)" << jt << ";\n";
+    for (size_t k = 0; k < column_ranges_.size(); ++k) {
+      std::string n = std::to_string(k);
+      out << "      long long col_lo" << n << " = col_lo" << n << "_of[u], col_hi" << n << " = col_hi" << n << "_of[u];\n";
+      out << "      for (int o = 16; o > 0; o >>= 1) { col_lo" << n << " = solder::min_int(col_lo" << n << ", __shfl_xor_sync(0xffffffffu, col_lo" << n
+          << ", o)); col_hi" << n << " = solder::max_int(col_hi" << n << ", __shfl_xor_sync(0xffffffffu, col_hi" << n << ", o)); }\n";
+    }
+    out << "      if (lane == 0 && round + u < " << tiles << ") tile_class[round + u] = " << live << " ? (" << full << " ? 2 : 1) : 0;\n";
+    out << "    }\n  }\n";
+    out << "  __syncthreads();\n";
+    out << "  if (warp == 0) {  // the next live tile at or after each tile: a suffix minimum, 32 tiles at a time from the end\n";
+    out << "    long long next = stream_end;\n";
+    out << "    for (long long base = (" << tiles << " - 1) / 32 * 32; base >= 0; base -= 32) {\n";
+    out << "      const long long t = base + lane;\n";
+    out << "      long long first = t < " << tiles << " && tile_class[t] != 0 ? stream_begin + t : next;\n";
+    out << "      for (int o = 1; o < 32; o <<= 1) { const long long other = __shfl_down_sync(0xffffffffu, first, o); if (lane + o < 32) first = solder::min_int(first, other); }\n";
+    out << "      if (t < " << tiles << ") next_live_tile[t] = first;\n";
+    out << "      next = __shfl_sync(0xffffffffu, first, 0);\n";
+    out << "    }\n";
+    out << "  }\n";
+    out << "  __syncthreads();\n";
+    out << "  auto tile_full = [&](long long " << jt << ") -> bool { return tile_class[" << jt << " - stream_begin] == 2; };\n";
+    out << "  auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile[t - stream_begin] : t; };\n";
+    return;
+  }
   std::string ranges;  // the column bounds of tile j_t, computed where a tile is classified
   for (size_t k = 0; k < column_ranges_.size(); ++k)
     ranges += "long long col_lo" + std::to_string(k) + ", col_hi" + std::to_string(k) + "; column_range" + std::to_string(k) + "(" + jt + ", col_lo" +
               std::to_string(k) + ", col_hi" + std::to_string(k) + "); ";
-  if (live_condition_) {
-    out << "  // a tile lives when its mask may hold somewhere, and is full when it holds everywhere (interval bounds\n";
-    out << "  // over the tile's rows and columns): dead tiles are skipped, full tiles skip the mask\n";
-    out << "  auto tile_live = [&](long long " << jt << ") -> bool { " << ranges << "return " << *live_condition_ << "; };\n";
-    out << "  auto tile_full = [&](long long " << jt << ") -> bool { " << ranges << "return !" << full_condition_ << "; };\n";
-  } else {
-    out << "  auto tile_live = [&](long long) -> bool { return true; };  // " << skip_refusal_ << "\n";
-  }
+  out << "  // a tile lives when its mask may hold somewhere, and is full when it holds everywhere (interval bounds\n";
+  out << "  // over the tile's rows and columns): dead tiles are skipped, full tiles skip the mask\n";
+  out << "  auto tile_live = [&](long long " << jt << ") -> bool { " << ranges << "return " << live << "; };\n";
+  out << "  auto tile_full = [&](long long " << jt << ") -> bool { " << ranges << "return " << full << "; };\n";
   out << "  auto next_live = [&](long long t) { while (t < stream_end && !tile_live(t)) ++t; return t; };\n";
 }
 
@@ -497,6 +554,16 @@ void MmaStreamWriter::emit_loop(std::ostringstream& out) {
 }  // namespace solder::mma_stream
 
 namespace solder {
+
+std::optional<TileMaskRule> tile_mask_rule(const KernelProgram& program, const Kernel& kernel, std::string* refusal) {
+  try {
+    mma_stream::MmaStreamWriter writer(program, kernel);
+    return writer.mask_rule(refusal);
+  } catch (const mma_stream::Refusal& r) {
+    if (refusal) *refusal = "the tensor-core emitter does not take the kernel: " + r.why;
+    return std::nullopt;
+  }
+}
 
 std::optional<MmaStreamKernel> generate_mma_stream_kernel(const KernelProgram& program, const Kernel& kernel, std::string* refusal) {
   // Its staging copies address tiles directly: a copy at a data-dependent index (a gather) goes to
