@@ -12,8 +12,8 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
     __nv_bfloat16* __restrict__ o__) {
   extern __shared__ __align__(128) unsigned char smem[];
   using T = __nv_bfloat16;
-  // longest rows first: groups of 2 blocks' worth of the other grid variables (their K and V fit in half of L2);
-  // within a group, i_t from the most live key tiles (the last) to the fewest
+  // longest rows first: groups of 2 values of (h_t) (their K and V fit in half of L2); within a
+  // group, i_t from the most live key tiles (the last) to the fewest
   const long long order_group = static_cast<long long>(blockIdx.x) / (2LL * 16LL), order_in_group = static_cast<long long>(blockIdx.x) % (2LL * 16LL);
   const long long order_size = solder::min_int(2LL, 2LL - order_group * 2LL);
   const long long i_t = 15LL - order_in_group / order_size;

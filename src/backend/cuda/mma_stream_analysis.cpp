@@ -222,8 +222,11 @@ void MmaStreamWriter::emit_block_decode(std::ostringstream& out) const {
     for (size_t g = 0; g < kernel_.grid.size(); ++g)
       if (static_cast<int>(g) != order_var_) others *= kernel_.grid[g].extent;
     const std::string group = std::to_string(order_group_) + "LL", n = std::to_string(row.extent) + "LL";
-    out << "  // longest rows first: groups of " << order_group_ << " blocks' worth of the other grid variables (their K and V fit in half of L2);\n";
-    out << "  // within a group, " << row.var << " from the most live key tiles (the last) to the fewest\n";
+    std::string other_vars;
+    for (size_t g = 0; g < kernel_.grid.size(); ++g)
+      if (static_cast<int>(g) != order_var_) other_vars += (other_vars.empty() ? "" : ", ") + kernel_.grid[g].var;
+    out << "  // longest rows first: groups of " << order_group_ << " values of (" << other_vars << ") (their K and V fit in half of L2); within a\n";
+    out << "  // group, " << row.var << " from the most live key tiles (the last) to the fewest\n";
     out << "  const long long order_group = static_cast<long long>(blockIdx.x) / (" << group << " * " << n << "), order_in_group = static_cast<long long>(blockIdx.x) % (" << group
         << " * " << n << ");\n";
     out << "  const long long order_size = solder::min_int(" << group << ", " << others << "LL - order_group * " << group << ");\n";
