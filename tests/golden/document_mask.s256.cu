@@ -56,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   // doc_tile = doc[b, i_t * 16 + i]
   #pragma unroll
   for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-    doc_tile[rs] = solder::round_i32(static_cast<float>(((((b >= 0LL) && (b < 1LL)) && ((((i_t * 16LL) + i) >= 0LL) && (((i_t * 16LL) + i) < 256LL))) ? static_cast<long long>(doc[((b) * 256LL + (((i_t * 16LL) + i)))]) : 0LL))); }
+    doc_tile[rs] = solder::round_i32(static_cast<float>(static_cast<long long>(doc[((b) * 256LL + (((i_t * 16LL) + i)))]))); }
   for (int rs = 0; rs < 2; ++rs) acc_m[rs] = (-solder::infinity());  // fill acc_m
   for (int rs = 0; rs < 2; ++rs) m_tile[rs] = (-solder::infinity());  // fill m_tile
   for (int rs = 0; rs < 2; ++rs) acc_z[rs] = 0.0f;  // fill acc_z
@@ -81,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
     lo = 0x7fffffffffffffffLL; hi = (-0x7fffffffffffffffLL - 1);
     #pragma unroll
     for (int c = lane; c < 64; c += 32) { const long long b = 0; const long long j = c;
-      const long long v = ((((b >= 0LL) && (b < 1LL)) && ((((j_t * 64LL) + j) >= 0LL) && (((j_t * 64LL) + j) < 256LL))) ? static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))]) : 0LL); lo = v < lo ? v : lo; hi = v > hi ? v : hi; }
+      const long long v = static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))]); lo = v < lo ? v : lo; hi = v > hi ? v : hi; }
   };
   // the key tiles' classes, once per block, from the per-tile min/max of the ids the mask compares:
   // 0 masked everywhere (skipped), 1 boundary (mask code), 2 unmasked everywhere (no mask code)
@@ -288,7 +288,7 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
         for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
           #pragma unroll
           for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = ((static_cast<long long>((&doc_tile[rs])[0]) == ((((b >= 0LL) && (b < 1LL)) && ((((j_t * 64LL) + j) >= 0LL) && (((j_t * 64LL) + j) < 256LL))) ? static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))]) : 0LL)) ? (&s_tile[nt][e])[0] : (-solder::infinity()));
+            const float v = ((static_cast<long long>((&doc_tile[rs])[0]) == static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))])) ? (&s_tile[nt][e])[0] : (-solder::infinity()));
             part = solder::max_nan(part, v); }
         }
         part = solder::tile::quad_max(part);
@@ -310,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
         for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
           #pragma unroll
           for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = solder::tile::fast_exp_diff(((static_cast<long long>((&doc_tile[rs])[0]) == ((((b >= 0LL) && (b < 1LL)) && ((((j_t * 64LL) + j) >= 0LL) && (((j_t * 64LL) + j) < 256LL))) ? static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))]) : 0LL)) ? (&s_tile[nt][e])[0] : (-solder::infinity())), (&m_tile[rs])[0]); p_frag[nt][e] = v;
+            const float v = solder::tile::fast_exp_diff(((static_cast<long long>((&doc_tile[rs])[0]) == static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))])) ? (&s_tile[nt][e])[0] : (-solder::infinity())), (&m_tile[rs])[0]); p_frag[nt][e] = v;
             part = part + v; }
         }
         part = solder::tile::quad_sum(part);

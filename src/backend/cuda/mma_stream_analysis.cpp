@@ -63,6 +63,7 @@ void MmaStreamWriter::analyze() {
     }
   }
   if (!loop_) refuse("no stream loop");
+  collect_index_facts();
   for (auto& s : loop_->body) {
     if (s.kind() != StmtKind::Copy && s.kind() != StmtKind::Fill && s.kind() != StmtKind::Map && s.kind() != StmtKind::Reduce)
       refuse("the stream loop holds a statement other than copy, fill, map and reduce");

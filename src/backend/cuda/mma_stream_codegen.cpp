@@ -128,13 +128,48 @@ Expr MmaStreamWriter::strip_mask(const Expr& e) const {
   return map_children(e, [&](const Expr& c) { return strip_mask(c); });
 }
 
-// A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads).
+void MmaStreamWriter::collect_index_facts() {
+  index_facts_.dims = program_.dims;
+  for (const GridDim& g : kernel_.grid) index_facts_.vars[g.var] = {0, g.extent - 1};
+  auto axes = [&](const std::vector<Axis>& list) {
+    for (auto& a : list) {
+      auto it = index_facts_.vars.find(a.var);
+      if (it == index_facts_.vars.end()) index_facts_.vars[a.var] = {0, a.extent - 1};
+      else it->second.hi = std::max(it->second.hi, a.extent - 1);
+    }
+  };
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
+    for (auto& s : body) {
+      if (s.kind() == StmtKind::Copy) axes(s.as<CopyNode>()->domain.axes);
+      if (s.kind() == StmtKind::Map) axes(s.as<MapNode>()->domain.axes);
+      if (s.kind() == StmtKind::Reduce) {
+        axes(s.as<ReduceNode>()->domain.axes);
+        axes(s.as<ReduceNode>()->reduce_axes);
+      }
+      if (s.kind() == StmtKind::For) walk(s.as<ForNode>()->body);
+    }
+  };
+  walk(kernel_.body);
+  // The stream variable last: its range, not an axis's, wherever the names meet.
+  auto begin = index_facts_.bound(loop_->begin), end = index_facts_.bound(loop_->end);
+  if (begin && end && end->hi > begin->lo) index_facts_.vars[loop_->var] = {begin->lo, end->hi - 1};
+  else index_facts_.vars.erase(loop_->var);
+}
+
+bool MmaStreamWriter::provably_inside(const Expr& index, int64_t extent) const {
+  auto range = index_facts_.bound(index);
+  return range && range->lo >= 0 && range->hi < extent;
+}
+
+// A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads); no
+// check where every index is provably inside.
 Expr MmaStreamWriter::bounded(const LoadNode& l, const Expr& self) const {
   const GlobalTensor* g = program_.find_global(l.tensor);
   if (!g) return self;
   Expr inside;
   for (size_t d = 0; d < l.index.size(); ++d) {
     if (l.index[d].kind() == ExprKind::Const) continue;  // constant indices were checked by the verifier
+    if (provably_inside(l.index[d], g->shape[d])) continue;
     Expr ok = make_binary(BinaryOp::logical_and, make_binary(BinaryOp::ge, l.index[d], make_int(0)), make_binary(BinaryOp::lt, l.index[d], make_int(g->shape[d])));
     inside = inside.defined() ? make_binary(BinaryOp::logical_and, inside, ok) : ok;
   }
@@ -150,6 +185,7 @@ Expr MmaStreamWriter::column_source_load(const CopyNode* c, const std::map<std::
   Expr inside;
   for (size_t d = 0; d < c->src.index.size(); ++d) {
     index.push_back(substitute_vars(c->src.index[d], at));
+    if (provably_inside(index.back(), g->shape[d])) continue;
     Expr ok = make_binary(BinaryOp::logical_and, make_binary(BinaryOp::ge, index.back(), make_int(0)),
                           make_binary(BinaryOp::lt, index.back(), make_int(g->shape[d])));
     inside = inside.defined() ? make_binary(BinaryOp::logical_and, inside, ok) : ok;

@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_expr.h"
 #include "backend/cuda/mma_stream_codegen.h"
 #include "backend/cuda/mma_stream_expr.h"
+#include "ir/interval.h"
 
 namespace solder::mma_stream {
 
@@ -142,6 +143,13 @@ class MmaStreamWriter {
   // A column tile [.., BN] staged once per step from an input: its loads read the input directly.
   std::map<std::string, const CopyNode*> column_copies_;
   bool column_source(const std::string& name);
+
+  // Ranges of the kernel's variables wherever the emitter prints them: grid variables, the stream
+  // variable over its tiles, every statement axis over [0, its largest extent). An index these bound
+  // inside its global needs no check.
+  RangeFacts index_facts_;
+  void collect_index_facts();
+  bool provably_inside(const Expr& index, int64_t extent) const;
 
   // A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads).
   Expr bounded(const LoadNode& l, const Expr& self) const;

@@ -198,8 +198,14 @@ TEST(MmaStreamCodegen, DocumentMasksSkipTilesFromTheIdsBounds) {
   // no static shared memory: the launch declares all of it (static bytes would count against the
   // 48 KB a kernel gets without opting in)
   EXPECT_EQ(k->source.find("__shared__ long long"), std::string::npos);
-  // reads of the input are bounded (0 outside, as the Kernel IR's copies)
-  EXPECT_NE(k->source.find("< 256LL))) ? static_cast<long long>(doc["), std::string::npos);
+  // reads of the input are bounded (0 outside, as the Kernel IR's copies) where an index may leave
+  // its extent (a ragged S), and read directly where every index is provably inside
+  EXPECT_EQ(k->source.find("< 256LL))) ? static_cast<long long>(doc["), std::string::npos);
+  EXPECT_NE(k->source.find("== static_cast<long long>(doc["), std::string::npos);
+  KernelProgram ragged = compile_example("document_mask", {{"S", 200}});
+  auto r = emit(ragged, &refusal);
+  ASSERT_TRUE(r) << refusal;
+  EXPECT_NE(r->source.find("< 200LL)) ? static_cast<long long>(doc["), std::string::npos);
 }
 
 TEST(MmaStreamCodegen, RaggedTilesKeepTheirGuards) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <cstdlib>
 #include <random>
 
 #include "backend/cuda/contract_view.h"
@@ -299,8 +300,9 @@ std::string find_nvcc() {
   return "";
 }
 
-// nvcc compiles the emitted kernels for sm_90a: document masks (wgmma at paper size, mma.sync on
-// small tiles, two id tensors, a ragged size) and the causal grid order.
+// nvcc compiles the emitted kernels for sm_90a, without warnings: document masks (wgmma at paper size,
+// 16k tokens, 64-row tiles at a ragged size, the per-tile classification of SOLDER_TILE_CLASSES=lazy),
+// the causal grid order, two id tensors on mma.sync's small tiles.
 TEST(TileMask, EmittedKernelsCompileWithNvccForSm90a) {
   std::string nvcc = find_nvcc();
   if (nvcc.empty()) GTEST_SKIP() << "nvcc not found (set CUDACXX): the generated CUDA was not compiled";
@@ -324,6 +326,9 @@ TEST(TileMask, EmittedKernelsCompileWithNvccForSm90a) {
   add(example("document_mask", {}), "document_paper");
   add(example("document_mask", {{"S", 16384}, {"B", 1}}), "document_long");
   add(example("document_mask", {{"S", 1000}, {"B", 2}}), "document_ragged");
+  setenv("SOLDER_TILE_CLASSES", "lazy", 1);  // the per-tile classification kept for A/B runs
+  add(example("document_mask", {}), "document_lazy");
+  unsetenv("SOLDER_TILE_CLASSES");
   add(example("causal", {}), "causal_paper");
   add(attention_kernels(masked_attention("doc[b, i] == kdoc[b, j] && j <= i", 2, 200)), "two_ids_small");
   std::string path = dir + "/tile_mask.cu";
