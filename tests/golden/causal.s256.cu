@@ -14,10 +14,10 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   using T = __nv_bfloat16;
   // longest rows first: groups of 2 values of (h_t) (their K and V fit in half of L2); within a
   // group, i_t from the most live key tiles (the last) to the fewest
-  const long long order_group = static_cast<long long>(blockIdx.x) / (2LL * 16LL), order_in_group = static_cast<long long>(blockIdx.x) % (2LL * 16LL);
-  const long long order_size = solder::min_int(2LL, 2LL - order_group * 2LL);
-  const long long i_t = 15LL - order_in_group / order_size;
-  long long block_linear = order_group * 2LL + order_in_group % order_size;
+  const long long order_group_ = static_cast<long long>(blockIdx.x) / (2LL * 16LL), order_in_group_ = static_cast<long long>(blockIdx.x) % (2LL * 16LL);
+  const long long order_size_ = solder::min_int(2LL, 2LL - order_group_ * 2LL);
+  const long long i_t = 15LL - order_in_group_ / order_size_;
+  long long block_linear = order_group_ * 2LL + order_in_group_ % order_size_;
   const long long h_t = block_linear % 2LL; block_linear /= 2LL;
   (void)block_linear;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

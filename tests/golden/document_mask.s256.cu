@@ -76,8 +76,8 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
     for (int w = 0; w < 1; ++w) { row_lo0 = solder::min_int(row_lo0, row_range_exchange[w]); row_hi0 = solder::max_int(row_hi0, row_range_exchange[1 + w]); }
     __syncthreads();
   }
-  // bounds of doc_tile2 over the columns of tile j_t: this lane's columns (column_part0)
-  auto column_part0 = [&](long long j_t, long long& lo, long long& hi) {
+  // bounds of doc_tile2 over the columns of tile j_t: this lane's columns (column_part0_)
+  auto column_part0_ = [&](long long j_t, long long& lo, long long& hi) {
     lo = 0x7fffffffffffffffLL; hi = (-0x7fffffffffffffffLL - 1);
     #pragma unroll
     for (int c = lane; c < 64; c += 32) { const long long b = 0; const long long j = c;
@@ -85,35 +85,35 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   };
   // the key tiles' classes, once per block, from the per-tile min/max of the ids the mask compares:
   // 0 masked everywhere (skipped), 1 boundary (mask code), 2 unmasked everywhere (no mask code)
-  const long long stream_begin = 0LL, stream_tiles = stream_end - stream_begin;
-  unsigned char* const tile_class = smem + 34832;  // [4]
-  long long* const next_live_tile = reinterpret_cast<long long*>(smem + 34840);  // [5]: the first live tile at or after each tile
-  for (long long round = static_cast<long long>(warp) * 8; round < stream_tiles; round += 8) {
-    long long col_lo0_of[8], col_hi0_of[8];
+  const long long stream_begin_ = 0LL, stream_tiles_ = stream_end - stream_begin_;
+  unsigned char* const tile_class_ = smem + 34832;  // [4]
+  long long* const next_live_tile_ = reinterpret_cast<long long*>(smem + 34840);  // [5]: the first live tile at or after each tile
+  for (long long round_ = static_cast<long long>(warp) * 8; round_ < stream_tiles_; round_ += 8) {
+    long long col_lo0_of_[8], col_hi0_of_[8];
     #pragma unroll
-    for (int u = 0; u < 8; ++u) { const long long j_t = stream_begin + solder::min_int(round + u, stream_tiles - 1); column_part0(j_t, col_lo0_of[u], col_hi0_of[u]); }
+    for (int u_ = 0; u_ < 8; ++u_) { const long long j_t = stream_begin_ + solder::min_int(round_ + u_, stream_tiles_ - 1); column_part0_(j_t, col_lo0_of_[u_], col_hi0_of_[u_]); }
     #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const long long j_t = stream_begin + round + u; (void)j_t;
-      long long col_lo0 = col_lo0_of[u], col_hi0 = col_hi0_of[u];
+    for (int u_ = 0; u_ < 8; ++u_) {
+      const long long j_t = stream_begin_ + round_ + u_; (void)j_t;
+      long long col_lo0 = col_lo0_of_[u_], col_hi0 = col_hi0_of_[u_];
       for (int o = 16; o > 0; o >>= 1) { col_lo0 = solder::min_int(col_lo0, __shfl_xor_sync(0xffffffffu, col_lo0, o)); col_hi0 = solder::max_int(col_hi0, __shfl_xor_sync(0xffffffffu, col_hi0, o)); }
-      if (lane == 0 && round + u < stream_tiles) tile_class[round + u] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0)) ? ((((row_lo0 == row_hi0) && (col_lo0 == col_hi0)) && (row_lo0 == col_lo0)) ? 2 : 1) : 0;
+      if (lane == 0 && round_ + u_ < stream_tiles_) tile_class_[round_ + u_] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0)) ? ((((row_lo0 == row_hi0) && (col_lo0 == col_hi0)) && (row_lo0 == col_lo0)) ? 2 : 1) : 0;
     }
   }
   __syncthreads();
   if (warp == 0) {  // the next live tile at or after each tile: a suffix minimum, 32 tiles at a time from the end
-    long long next = stream_end;
-    for (long long base = (stream_tiles - 1) / 32 * 32; base >= 0; base -= 32) {
-      const long long t = base + lane;
-      long long first = t < stream_tiles && tile_class[t] != 0 ? stream_begin + t : next;
-      for (int o = 1; o < 32; o <<= 1) { const long long other = __shfl_down_sync(0xffffffffu, first, o); if (lane + o < 32) first = solder::min_int(first, other); }
-      if (t < stream_tiles) next_live_tile[t] = first;
-      next = __shfl_sync(0xffffffffu, first, 0);
+    long long next_ = stream_end;
+    for (long long base_ = (stream_tiles_ - 1) / 32 * 32; base_ >= 0; base_ -= 32) {
+      const long long t = base_ + lane;
+      long long first_ = t < stream_tiles_ && tile_class_[t] != 0 ? stream_begin_ + t : next_;
+      for (int o = 1; o < 32; o <<= 1) { const long long other_ = __shfl_down_sync(0xffffffffu, first_, o); if (lane + o < 32) first_ = solder::min_int(first_, other_); }
+      if (t < stream_tiles_) next_live_tile_[t] = first_;
+      next_ = __shfl_sync(0xffffffffu, first_, 0);
     }
   }
   __syncthreads();
-  auto tile_full = [&](long long j_t) -> bool { return tile_class[j_t - stream_begin] == 2; };
-  auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile[t - stream_begin] : t; };
+  auto tile_full = [&](long long j_t) -> bool { return tile_class_[j_t - stream_begin_] == 2; };
+  auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile_[t - stream_begin_] : t; };
   long long j_t = next_live(0LL);
   int stage = 0;
   if (j_t < stream_end) {

@@ -228,11 +228,11 @@ void MmaStreamWriter::emit_block_decode(std::ostringstream& out) const {
       if (static_cast<int>(g) != order_var_) other_vars += (other_vars.empty() ? "" : ", ") + kernel_.grid[g].var;
     out << "  // longest rows first: groups of " << order_group_ << " values of (" << other_vars << ") (their K and V fit in half of L2); within a\n";
     out << "  // group, " << row.var << " from the most live key tiles (the last) to the fewest\n";
-    out << "  const long long order_group = static_cast<long long>(blockIdx.x) / (" << group << " * " << n << "), order_in_group = static_cast<long long>(blockIdx.x) % (" << group
+    out << "  const long long order_group_ = static_cast<long long>(blockIdx.x) / (" << group << " * " << n << "), order_in_group_ = static_cast<long long>(blockIdx.x) % (" << group
         << " * " << n << ");\n";
-    out << "  const long long order_size = solder::min_int(" << group << ", " << others << "LL - order_group * " << group << ");\n";
-    out << "  const long long " << cuda_identifier(row.var) << " = " << row.extent - 1 << "LL - order_in_group / order_size;\n";
-    out << "  long long block_linear = order_group * " << group << " + order_in_group % order_size;\n";
+    out << "  const long long order_size_ = solder::min_int(" << group << ", " << others << "LL - order_group_ * " << group << ");\n";
+    out << "  const long long " << cuda_identifier(row.var) << " = " << row.extent - 1 << "LL - order_in_group_ / order_size_;\n";
+    out << "  long long block_linear = order_group_ * " << group << " + order_in_group_ % order_size_;\n";
   }
   for (size_t d = kernel_.grid.size(); d-- > 0;) {
     if (static_cast<int>(d) == order_var_) continue;

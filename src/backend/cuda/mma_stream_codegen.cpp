@@ -419,8 +419,8 @@ void MmaStreamWriter::emit_data_ranges(std::ostringstream& out, const std::strin
     std::string col = l.index.back().as<VarNode>()->name;
     std::string n = std::to_string(k);
     out << "  // bounds of " << l.tensor << " over the columns of tile " << loop_->var << ": this lane's columns (column_part" << n
-        << ")" << (class_tiles_ > 0 ? "" : ", then the warp's (column_range" + n + ")") << "\n";
-    out << "  auto column_part" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
+        << "_)" << (class_tiles_ > 0 ? "" : ", then the warp's (column_range" + n + ")") << "\n";
+    out << "  auto column_part" << n << "_ = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
     out << "    lo = 0x7fffffffffffffffLL; hi = (-0x7fffffffffffffffLL - 1);\n";
     out << "    #pragma unroll\n";
     out << "    for (int c = lane; c < " << BN_ << "; c += 32) { ";
@@ -431,7 +431,7 @@ void MmaStreamWriter::emit_data_ranges(std::ostringstream& out, const std::strin
     out << "  };\n";
     if (class_tiles_ > 0) continue;  // the table of classes reduces the parts itself
     out << "  auto column_range" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
-    out << "    column_part" << n << "(" << jt << ", lo, hi);\n";
+    out << "    column_part" << n << "_(" << jt << ", lo, hi);\n";
     out << "    for (int o = 16; o > 0; o >>= 1) { lo = solder::min_int(lo, __shfl_xor_sync(0xffffffffu, lo, o)); hi = solder::max_int(hi, __shfl_xor_sync(0xffffffffu, hi, o)); }\n";
     out << "  };\n";
   }
@@ -482,45 +482,45 @@ void MmaStreamWriter::emit_tile_classes(std::ostringstream& out, const std::stri
     // warp bounds kBatch tiles per round, their loads in flight together), into a table in shared
     // memory; the loops then read the table.
     const int batch = 8;
-    const std::string tiles = "stream_tiles";
+    const std::string tiles = "stream_tiles_";
     out << "  // the key tiles' classes, once per block, from the per-tile min/max of the ids the mask compares:\n";
     out << "  // 0 masked everywhere (skipped), 1 boundary (mask code), 2 unmasked everywhere (no mask code)\n";
-    out << "  const long long stream_begin = " << printer_.print_int(loop_->begin) << ", " << tiles << " = stream_end - stream_begin;\n";
-    out << "  unsigned char* const tile_class = smem + " << class_offset_ << ";  // [" << class_tiles_ << "]\n";
-    out << "  long long* const next_live_tile = reinterpret_cast<long long*>(smem + " << next_offset_ << ");  // [" << class_tiles_ + 1
+    out << "  const long long stream_begin_ = " << printer_.print_int(loop_->begin) << ", " << tiles << " = stream_end - stream_begin_;\n";
+    out << "  unsigned char* const tile_class_ = smem + " << class_offset_ << ";  // [" << class_tiles_ << "]\n";
+    out << "  long long* const next_live_tile_ = reinterpret_cast<long long*>(smem + " << next_offset_ << ");  // [" << class_tiles_ + 1
         << "]: the first live tile at or after each tile\n";
-    out << "  for (long long round = static_cast<long long>(warp) * " << batch << "; round < " << tiles << "; round += " << warps_ * batch << ") {\n";
+    out << "  for (long long round_ = static_cast<long long>(warp) * " << batch << "; round_ < " << tiles << "; round_ += " << warps_ * batch << ") {\n";
     for (size_t k = 0; k < column_ranges_.size(); ++k)
-      out << "    long long col_lo" << k << "_of[" << batch << "], col_hi" << k << "_of[" << batch << "];\n";
+      out << "    long long col_lo" << k << "_of_[" << batch << "], col_hi" << k << "_of_[" << batch << "];\n";
     out << "    #pragma unroll\n";
-    out << "    for (int u = 0; u < " << batch << "; ++u) { const long long " << jt << " = stream_begin + solder::min_int(round + u, " << tiles << " - 1);";
-    for (size_t k = 0; k < column_ranges_.size(); ++k) out << " column_part" << k << "(" << jt << ", col_lo" << k << "_of[u], col_hi" << k << "_of[u]);";
+    out << "    for (int u_ = 0; u_ < " << batch << "; ++u_) { const long long " << jt << " = stream_begin_ + solder::min_int(round_ + u_, " << tiles << " - 1);";
+    for (size_t k = 0; k < column_ranges_.size(); ++k) out << " column_part" << k << "_(" << jt << ", col_lo" << k << "_of_[u_], col_hi" << k << "_of_[u_]);";
     out << " }\n";
     out << "    #pragma unroll\n";
-    out << "    for (int u = 0; u < " << batch << "; ++u) {\n";
-    out << "      const long long " << jt << " = stream_begin + round + u; (void)" << jt << ";\n";
+    out << "    for (int u_ = 0; u_ < " << batch << "; ++u_) {\n";
+    out << "      const long long " << jt << " = stream_begin_ + round_ + u_; (void)" << jt << ";\n";
     for (size_t k = 0; k < column_ranges_.size(); ++k) {
       std::string n = std::to_string(k);
-      out << "      long long col_lo" << n << " = col_lo" << n << "_of[u], col_hi" << n << " = col_hi" << n << "_of[u];\n";
+      out << "      long long col_lo" << n << " = col_lo" << n << "_of_[u_], col_hi" << n << " = col_hi" << n << "_of_[u_];\n";
       out << "      for (int o = 16; o > 0; o >>= 1) { col_lo" << n << " = solder::min_int(col_lo" << n << ", __shfl_xor_sync(0xffffffffu, col_lo" << n
           << ", o)); col_hi" << n << " = solder::max_int(col_hi" << n << ", __shfl_xor_sync(0xffffffffu, col_hi" << n << ", o)); }\n";
     }
-    out << "      if (lane == 0 && round + u < " << tiles << ") tile_class[round + u] = " << live << " ? (" << full << " ? 2 : 1) : 0;\n";
+    out << "      if (lane == 0 && round_ + u_ < " << tiles << ") tile_class_[round_ + u_] = " << live << " ? (" << full << " ? 2 : 1) : 0;\n";
     out << "    }\n  }\n";
     out << "  __syncthreads();\n";
     out << "  if (warp == 0) {  // the next live tile at or after each tile: a suffix minimum, 32 tiles at a time from the end\n";
-    out << "    long long next = stream_end;\n";
-    out << "    for (long long base = (" << tiles << " - 1) / 32 * 32; base >= 0; base -= 32) {\n";
-    out << "      const long long t = base + lane;\n";
-    out << "      long long first = t < " << tiles << " && tile_class[t] != 0 ? stream_begin + t : next;\n";
-    out << "      for (int o = 1; o < 32; o <<= 1) { const long long other = __shfl_down_sync(0xffffffffu, first, o); if (lane + o < 32) first = solder::min_int(first, other); }\n";
-    out << "      if (t < " << tiles << ") next_live_tile[t] = first;\n";
-    out << "      next = __shfl_sync(0xffffffffu, first, 0);\n";
+    out << "    long long next_ = stream_end;\n";
+    out << "    for (long long base_ = (" << tiles << " - 1) / 32 * 32; base_ >= 0; base_ -= 32) {\n";
+    out << "      const long long t = base_ + lane;\n";
+    out << "      long long first_ = t < " << tiles << " && tile_class_[t] != 0 ? stream_begin_ + t : next_;\n";
+    out << "      for (int o = 1; o < 32; o <<= 1) { const long long other_ = __shfl_down_sync(0xffffffffu, first_, o); if (lane + o < 32) first_ = solder::min_int(first_, other_); }\n";
+    out << "      if (t < " << tiles << ") next_live_tile_[t] = first_;\n";
+    out << "      next_ = __shfl_sync(0xffffffffu, first_, 0);\n";
     out << "    }\n";
     out << "  }\n";
     out << "  __syncthreads();\n";
-    out << "  auto tile_full = [&](long long " << jt << ") -> bool { return tile_class[" << jt << " - stream_begin] == 2; };\n";
-    out << "  auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile[t - stream_begin] : t; };\n";
+    out << "  auto tile_full = [&](long long " << jt << ") -> bool { return tile_class_[" << jt << " - stream_begin_] == 2; };\n";
+    out << "  auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile_[t - stream_begin_] : t; };\n";
     return;
   }
   std::string ranges;  // the column bounds of tile j_t, computed where a tile is classified

@@ -193,8 +193,8 @@ TEST(MmaStreamCodegen, DocumentMasksSkipTilesFromTheIdsBounds) {
   // the rows' ids: block-wide min/max once; the keys' ids: min/max per tile, read from the input, every
   // key tile classified once per block (tile_mask_test.cpp checks the rule)
   EXPECT_NE(k->source.find("row_lo0"), std::string::npos);
-  EXPECT_NE(k->source.find("auto column_part0 = [&](long long j_t"), std::string::npos);
-  EXPECT_NE(k->source.find("tile_class[round + u] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0))"), std::string::npos);
+  EXPECT_NE(k->source.find("auto column_part0_ = [&](long long j_t"), std::string::npos);
+  EXPECT_NE(k->source.find("tile_class_[round_ + u_] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0))"), std::string::npos);
   // no static shared memory: the launch declares all of it (static bytes would count against the
   // 48 KB a kernel gets without opting in)
   EXPECT_EQ(k->source.find("__shared__ long long"), std::string::npos);

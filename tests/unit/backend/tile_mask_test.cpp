@@ -259,7 +259,7 @@ TEST(TileMask, CausalMasksRunLongestRowsFirst) {
     auto k = generate_mma_stream_kernel(kp, kp.kernels.front(), &refusal);
     ASSERT_TRUE(k) << refusal;
     EXPECT_NE(k->summary.find("longest rows first: i_t by live key tiles, descending"), std::string::npos) << name << ": " << k->summary;
-    EXPECT_NE(k->source.find("const long long i_t = 7LL - order_in_group / order_size;"), std::string::npos) << name;
+    EXPECT_NE(k->source.find("const long long i_t = 7LL - order_in_group_ / order_size_;"), std::string::npos) << name;
   }
   // vanilla and document masks keep the plain order
   for (const char* name : {"vanilla", "document_mask"}) {
@@ -283,9 +283,9 @@ TEST(TileMask, DocumentMaskClassifiesKeyTilesOncePerBlock) {
     auto k = generate_mma_stream_kernel(kp, kp.kernels.front(), &refusal);
     ASSERT_TRUE(k) << refusal;
     EXPECT_NE(k->summary.find("every key tile classified once per block into shared memory"), std::string::npos) << k->summary;
-    EXPECT_NE(k->source.find("tile_class[round + u] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0)) ? ((((row_lo0 == row_hi0) && (col_lo0 == col_hi0)) && (row_lo0 == col_lo0)) ? 2 : 1) : 0;"),
+    EXPECT_NE(k->source.find("tile_class_[round_ + u_] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0)) ? ((((row_lo0 == row_hi0) && (col_lo0 == col_hi0)) && (row_lo0 == col_lo0)) ? 2 : 1) : 0;"),
               std::string::npos);
-    EXPECT_NE(k->source.find("auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile[t - stream_begin] : t; };"), std::string::npos);
+    EXPECT_NE(k->source.find("auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile_[t - stream_begin_] : t; };"), std::string::npos);
     EXPECT_NE(k->source.find("if (tile_full(j_t)) {"), std::string::npos);
     EXPECT_EQ(k->source.find("column_range0("), std::string::npos);  // no per-tile warp reduction in the loop
     EXPECT_EQ(k->source.find("__shared__ long long"), std::string::npos);  // all shared memory is the launch's
