@@ -4,10 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <set>
 
 #include "backend/cuda/mma_stream_writer.h"
 #include "algebra/normal_form.h"
 #include "ir/diagnostics.h"
+#include "ir/expr_eval.h"
+#include "ir/interval.h"
 #include "ir/printer.h"
 
 namespace solder::mma_stream {
@@ -60,6 +63,7 @@ void MmaStreamWriter::analyze() {
     }
   }
   if (!loop_) refuse("no stream loop");
+  collect_index_facts();
   for (auto& s : loop_->body) {
     if (s.kind() != StmtKind::Copy && s.kind() != StmtKind::Fill && s.kind() != StmtKind::Map && s.kind() != StmtKind::Reduce)
       refuse("the stream loop holds a statement other than copy, fill, map and reduce");
@@ -95,8 +99,9 @@ void MmaStreamWriter::analyze() {
     else if (b.name == V_) roles_[b.name] = Role::tile_v;
     else if (b.scope != Scope::shared && b.scope != Scope::register_file) refuse("buffer " + b.name + " is not a register or shared tile");
     else if (b.elements() == 1) roles_[b.name] = Role::scalar;
-    else if (leading_ones(b.shape, 1) && b.shape.back() == BM_) roles_[b.name] = Role::row;
+    // a tile staged from an input each step is a column tile, also where BN == BM
     else if (leading_ones(b.shape, 1) && b.shape.back() == BN_ && column_source(b.name)) roles_[b.name] = Role::column;
+    else if (leading_ones(b.shape, 1) && b.shape.back() == BM_) roles_[b.name] = Role::row;
     else if (leading_ones(b.shape, 2) && b.shape[b.shape.size() - 2] == BM_ && b.shape.back() == DV_) roles_[b.name] = Role::wide;
     else refuse("buffer " + b.name + " is neither a row state [" + std::to_string(BM_) + "] nor a [" + std::to_string(BM_) + ", " + std::to_string(DV_) + "] tile");
   }
@@ -112,19 +117,128 @@ void MmaStreamWriter::analyze() {
   }
   find_live_condition();
   find_score_modifier();
+  const char* classes = std::getenv("SOLDER_TILE_CLASSES");  // A/B runs against per-tile classification (docs/runtime.md)
+  if (live_condition_ && !column_ranges_.empty() && !(classes && std::string(classes) == "lazy")) {
+    // The table of key-tile classes holds the most tiles a block streams (bounded over the grid).
+    RangeFacts facts;
+    facts.dims = program_.dims;
+    for (const GridDim& g : kernel_.grid) facts.vars[g.var] = {0, g.extent - 1};
+    auto begin = facts.bound(loop_->begin), end = facts.bound(loop_->end);
+    if (begin && end && end->hi - begin->lo > 0 && end->hi - begin->lo <= 8192) class_tiles_ = end->hi - begin->lo;
+  }
   if (wgmma_) {
     // The deepest ring (4, 3 or 2 stages) that leaves room for two blocks per SM (2 x (bytes + 1 KB
     // reserved) <= 228 KB): at head dim 128 a fourth stage would cost the second block.
-    auto bytes = [&](int stages) { return 2 * BM_ * D_ + stages * 2 * BN_ * (D_ + DV_) + 1024 + (row_ranges_.empty() ? 0 : 16 * warps_); };
+    auto bytes = [&](int stages) { return 2 * BM_ * D_ + stages * 2 * BN_ * (D_ + DV_) + 1024 + (row_ranges_.empty() ? 0 : 16 * warps_) + class_table_bytes(); };
     stages_ = bytes(4) <= 115712 ? 4 : bytes(3) <= 115712 ? 3 : 2;
   }
+  plan_grid_order();
   const std::string path =
       wgmma_ ? std::to_string(warps_ / 4) + (warps_ == 4 ? " warpgroup" : " warpgroups") + " of 64 rows, wgmma m64n" + std::to_string(BN_) + "k16 and m64n" + std::to_string(DV_) + "k16 " +
                    std::string(dtype_name(in_dtype_)) + ", " + std::to_string(stages_) + "-stage ring of " + B_ + " and " + V_
              : std::to_string(warps_) + " warps of " + std::to_string(16 * G_) + " rows, mma.sync m16n8k16 " + std::string(dtype_name(in_dtype_)) +
                    " (wgmma refused: " + wgmma_refused_ + ")";
-  summary_ = std::to_string(BM_) + " rows x " + std::to_string(BN_) + " columns per step, " + path + "; " + (live_condition_ ? "tiles the mask empties are skipped" : "no tile skipping (" + skip_refusal_ + ")") +
-             (modifier_ ? "; score modifier applied once: " + print_expr(*modifier_) : "");
+  summary_ = std::to_string(BM_) + " rows x " + std::to_string(BN_) + " columns per step, " + path + "; " + (live_condition_ ? "tiles the mask empties are skipped (" + skip_rule() + ")" : "no tile skipping (" + skip_refusal_ + ")") +
+             (modifier_ ? "; score modifier applied once: " + print_expr(*modifier_) : "") +
+             (order_var_ >= 0 ? "; longest rows first: " + kernel_.grid[order_var_].var + " by live key tiles, descending, in groups of " + std::to_string(order_group_)
+                              : "");
+}
+
+// The rule that classifies the tiles, in words (for the summary the kernel's comment and `solder emit` show).
+std::string MmaStreamWriter::skip_rule() const {
+  std::string rule = "interval bounds of " + print_expr(*mask_) + " over each tile";
+  if (row_ranges_.empty() && column_ranges_.empty()) return rule + ", from its index expressions";
+  rule += ", with the min/max of";
+  for (auto& r : row_ranges_) rule += " " + r + " over the block's rows,";
+  for (auto* c : column_ranges_) rule += " " + c->tensor + " over each key tile,";
+  rule.pop_back();
+  return rule + (class_tiles_ ? "; every key tile classified once per block into shared memory" : "; each tile classified when the loop reaches it");
+}
+
+void MmaStreamWriter::plan_grid_order() {
+  const char* forced = std::getenv("SOLDER_GRID_ORDER");  // A/B runs (docs/runtime.md)
+  if (forced && std::string(forced) == "plain") { order_refusal_ = "SOLDER_GRID_ORDER=plain"; return; }
+  if (!live_condition_ || !row_ranges_.empty() || !column_ranges_.empty()) { order_refusal_ = "no mask decided at compile time"; return; }
+  // The grid variables the key tiles of a block depend on.
+  std::set<std::string> used;
+  for (const Expr* e : std::initializer_list<const Expr*>{&*live_condition_, &loop_->begin, &loop_->end})
+    for (auto& v : vars_used(*e)) used.insert(v);
+  used.erase(loop_->var);
+  int var = -1;
+  for (size_t g = 0; g < kernel_.grid.size(); ++g)
+    if (used.count(kernel_.grid[g].var)) {
+      if (var >= 0) { order_refusal_ = "the live tiles depend on two grid variables"; return; }
+      var = static_cast<int>(g);
+    }
+  for (auto& v : used) {
+    bool grid = false;
+    for (auto& g : kernel_.grid) grid |= g.var == v;
+    if (!grid) { order_refusal_ = "the live tiles depend on " + v; return; }
+  }
+  if (var < 0) { order_refusal_ = "every block streams the same tiles"; return; }
+  const int64_t extent = kernel_.grid[var].extent;
+  RangeFacts facts;
+  facts.dims = program_.dims;
+  for (const GridDim& g : kernel_.grid) facts.vars[g.var] = {0, g.extent - 1};
+  auto begin_bound = facts.bound(loop_->begin), end_bound = facts.bound(loop_->end);
+  if (!begin_bound || !end_bound || (end_bound->hi - begin_bound->lo) * extent > 4'000'000) { order_refusal_ = "too many tiles to count"; return; }
+  // Live key tiles per value of the variable, counted with the very expressions the kernel evaluates.
+  CompiledExpr::Bindings bindings;
+  bindings.vars = {kernel_.grid[var].var, loop_->var};
+  bindings.dims = program_.dims;
+  CompiledExpr live(*live_condition_, bindings, Arithmetic::float64), begin(loop_->begin, bindings, Arithmetic::float64),
+      end(loop_->end, bindings, Arithmetic::float64);
+  std::vector<int64_t> counts;
+  for (int64_t x = 0; x < extent; ++x) {
+    int64_t at[2] = {x, 0}, count = 0;
+    const auto b = static_cast<int64_t>(begin.eval(at)), e = static_cast<int64_t>(end.eval(at));
+    for (int64_t t = b; t < e; ++t) {
+      at[1] = t;
+      count += live.eval(at) != 0;
+    }
+    counts.push_back(count);
+  }
+  if (!std::is_sorted(counts.begin(), counts.end()) || counts.front() == counts.back()) {
+    order_refusal_ = "the live tiles do not grow with " + kernel_.grid[var].var;
+    return;
+  }
+  // Groups of the other grid variables whose K and V (every key tile of a block) fit in half of L2
+  // (50 MB on the H100): consecutive blocks share them.
+  int64_t others = 1;
+  for (size_t g = 0; g < kernel_.grid.size(); ++g)
+    if (static_cast<int>(g) != var) others *= kernel_.grid[g].extent;
+  const int64_t kv_bytes = std::max<int64_t>(1, (end_bound->hi - begin_bound->lo) * BN_ * (D_ + DV_) * 2);
+  order_group_ = std::clamp<int64_t>(25'000'000 / kv_bytes, 1, others);
+  order_var_ = var;
+}
+
+// blockIdx.x → the grid variables: the plain order (the last grid variable fastest) or the
+// longest-first order of plan_grid_order.
+void MmaStreamWriter::emit_block_decode(std::ostringstream& out) const {
+  if (order_var_ < 0) {
+    out << "  long long block_linear = blockIdx.x;\n";
+  } else {
+    const GridDim& row = kernel_.grid[order_var_];
+    int64_t others = 1;
+    for (size_t g = 0; g < kernel_.grid.size(); ++g)
+      if (static_cast<int>(g) != order_var_) others *= kernel_.grid[g].extent;
+    const std::string group = std::to_string(order_group_) + "LL", n = std::to_string(row.extent) + "LL";
+    std::string other_vars;
+    for (size_t g = 0; g < kernel_.grid.size(); ++g)
+      if (static_cast<int>(g) != order_var_) other_vars += (other_vars.empty() ? "" : ", ") + kernel_.grid[g].var;
+    out << "  // longest rows first: groups of " << order_group_ << " values of (" << other_vars << ") (their K and V fit in half of L2); within a\n";
+    out << "  // group, " << row.var << " from the most live key tiles (the last) to the fewest\n";
+    out << "  const long long order_group_ = static_cast<long long>(blockIdx.x) / (" << group << " * " << n << "), order_in_group_ = static_cast<long long>(blockIdx.x) % (" << group
+        << " * " << n << ");\n";
+    out << "  const long long order_size_ = solder::min_int(" << group << ", " << others << "LL - order_group_ * " << group << ");\n";
+    out << "  const long long " << cuda_identifier(row.var) << " = " << row.extent - 1 << "LL - order_in_group_ / order_size_;\n";
+    out << "  long long block_linear = order_group_ * " << group << " + order_in_group_ % order_size_;\n";
+  }
+  for (size_t d = kernel_.grid.size(); d-- > 0;) {
+    if (static_cast<int>(d) == order_var_) continue;
+    const GridDim& g = kernel_.grid[d];
+    out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL; block_linear /= " << g.extent << "LL;\n";
+  }
 }
 
 // The rules of the wgmma path; "" when the kernel takes it. Its schedule (mma_stream_wgmma.cpp) is
@@ -290,7 +404,9 @@ void MmaStreamWriter::find_live_condition() {
     if (s.kind() != StmtKind::Reduce) continue;
     auto r = s.as<ReduceNode>();
     if (r == scores_ || !uses_tensor(r->value, S_)) continue;
-    if (r->where.defined()) { ok = false; skip_refusal_ = "a reduction over the scores has a where-condition"; break; }
+    // A where-condition (the ragged end's j_t * BN + j < S) only removes elements from the reduction:
+    // where every element is masked each remaining one still contributes its identity.
+    if (r->where.defined() && uses_tensor(r->where, S_)) { ok = false; skip_refusal_ = "a reduction over the scores has a where-condition on the scores"; break; }
     const Expr& value = r == pv_ ? p_value_ : r->value;
     bool fits = (r->op == ReduceOp::max && value.kind() == ExprKind::Select && only_masked(value)) ||
                 (r->op == ReduceOp::sum && exp_of_masked(value));
@@ -305,9 +421,14 @@ void MmaStreamWriter::find_live_condition() {
     if (s.kind() != StmtKind::Reduce || s.as<ReduceNode>() == scores_ || !uses_tensor(s.as<ReduceNode>()->value, S_)) continue;
     auto r = s.as<ReduceNode>();
     const auto& axes = r->domain.axes;
-    for (size_t k = 0; k + 1 < axes.size(); ++k) intervals_.vars[axes[k].var] = {"0LL", "0LL"};
-    intervals_.vars[axes.back().var] = {"0LL", std::to_string(BM_ - 1) + "LL"};
-    intervals_.vars[r->reduce_axes[0].var] = {"0LL", std::to_string(BN_ - 1) + "LL"};
+    for (size_t k = 0; k + 1 < axes.size(); ++k) {
+      intervals_.vars[axes[k].var] = {make_int(0), make_int(0)};
+      mask_lead_vars_.push_back(axes[k].var);
+    }
+    intervals_.vars[axes.back().var] = {make_int(0), make_int(BM_ - 1)};
+    intervals_.vars[r->reduce_axes[0].var] = {make_int(0), make_int(BN_ - 1)};
+    mask_row_var_ = axes.back().var;
+    mask_col_var_ = r->reduce_axes[0].var;
     for (auto& v : vars_used(*cond))
       if (v != axes.back().var && v != r->reduce_axes[0].var) {
         bool known = v == loop_->var;
@@ -317,9 +438,10 @@ void MmaStreamWriter::find_live_condition() {
       }
     break;
   }
-  // Data-dependent bounds (document ids): an integer row state staged before the loop ranges over its
-  // block-wide min and max; a column tile read from an input ranges over its min and max on the tile.
-  intervals_.load_range = [&](const LoadNode& l) -> std::optional<IntervalText> {
+  // Data-dependent bounds (document ids): an integer row state that the stream does not change ranges
+  // over its block-wide min and max; a column tile staged from an input ranges over its min and max on
+  // the key tile. Any other load leaves the comparisons that read it unknown.
+  intervals_.load_range = [&](const LoadNode& l) -> std::optional<IntervalExpr> {
     auto role = roles_.find(l.tensor);
     if (role == roles_.end()) return std::nullopt;
     const Buffer* buf = kernel_.find_buffer(l.tensor);
@@ -332,24 +454,119 @@ void MmaStreamWriter::find_live_condition() {
       size_t k = std::find(row_ranges_.begin(), row_ranges_.end(), l.tensor) - row_ranges_.begin();
       if (k == row_ranges_.size()) row_ranges_.push_back(l.tensor);
       std::string n = std::to_string(k);
-      return IntervalText{"row_lo" + n, "row_hi" + n};
+      return IntervalExpr{make_var("row_lo" + n), make_var("row_hi" + n)};
     }
     if (role->second == Role::column && l.index.size() >= 1 && l.index.back().kind() == ExprKind::Var && intervals_.vars.count(l.index.back().as<VarNode>()->name)) {
+      for (size_t a = 0; a + 1 < l.index.size(); ++a)  // the lead indices: 0 or a lead variable (0 in the tile)
+        if (!(l.index[a].kind() == ExprKind::Const && l.index[a].as<ConstNode>()->value == 0) &&
+            !(l.index[a].kind() == ExprKind::Var && std::find(mask_lead_vars_.begin(), mask_lead_vars_.end(), l.index[a].as<VarNode>()->name) != mask_lead_vars_.end()))
+          return std::nullopt;
+      if (l.index.back().as<VarNode>()->name != mask_col_var_) return std::nullopt;
       size_t k = 0;
       while (k < column_ranges_.size() && !(column_ranges_[k]->tensor == l.tensor && column_ranges_[k]->index.size() == l.index.size() &&
                                             std::equal(l.index.begin(), l.index.end(), column_ranges_[k]->index.begin(), structurally_equal)))
         ++k;
       if (k == column_ranges_.size()) column_ranges_.push_back(&l);
       std::string n = std::to_string(k);
-      return IntervalText{"col_lo" + n, "col_hi" + n};
+      return IntervalExpr{make_var("col_lo" + n), make_var("col_hi" + n)};
     }
     return std::nullopt;
   };
   live_condition_ = intervals_.may_be_true(*cond);
-  auto may_be_false = intervals_.may_be_false(*cond);
-  full_condition_ = may_be_false.value_or("true");  // unknown: never assume the tile full
+  full_condition_ = intervals_.may_be_false(*cond);  // the tile may hold a masked score
+  if (full_condition_)
+    full_condition_ = full_condition_->kind() == ExprKind::Unary && full_condition_->as<UnaryNode>()->op == UnaryOp::logical_not
+                          ? full_condition_->as<UnaryNode>()->operand
+                          : make_unary(UnaryOp::logical_not, *full_condition_);
   mask_ = cond;
-  if (!live_condition_) skip_refusal_ = "the mask " + print_expr(*cond) + " has no interval bound (it reads tensors or real values)";
+  if (!live_condition_) {
+    skip_refusal_ = "the mask " + print_expr(*cond) + " has no interval bound (it reads tensors or real values)";
+    row_ranges_.clear();
+    column_ranges_.clear();
+  }
+}
+
+// The value a row state holds at row `row` (lead axes 0) when a top-level copy or map computes it from
+// inputs alone; undefined otherwise.
+Expr MmaStreamWriter::row_state_value(const std::string& name, const Expr& row) const {
+  for (auto& st : kernel_.body) {
+    std::map<std::string, Expr> at;
+    auto bind_axes = [&](const Domain& d) {
+      for (size_t k = 0; k < d.axes.size(); ++k) at[d.axes[k].var] = k + 1 == d.axes.size() ? row : make_int(0);
+    };
+    if (st.kind() == StmtKind::Copy && st.as<CopyNode>()->dst.name == name) {
+      auto c = st.as<CopyNode>();
+      const GlobalTensor* g = program_.find_global(c->src.name);
+      if (!g || g->role != GlobalRole::input || c->domain.guard.defined()) return Expr();
+      for (size_t k = 0; k < c->domain.axes.size(); ++k)
+        if (k >= c->dst.index.size() || !is_var(c->dst.index[k], c->domain.axes[k].var)) return Expr();
+      bind_axes(c->domain);
+      return column_source_load(c, at);
+    }
+    if (st.kind() == StmtKind::Map && st.as<MapNode>()->dst.name == name) {
+      auto m = st.as<MapNode>();
+      if (m->domain.guard.defined()) return Expr();
+      for (size_t k = 0; k < m->domain.axes.size(); ++k)
+        if (k >= m->dst.index.size() || !is_var(m->dst.index[k], m->domain.axes[k].var)) return Expr();
+      for (auto& t : tensors_used(m->value)) {
+        const GlobalTensor* g = program_.find_global(t);
+        if (!g || g->role != GlobalRole::input) return Expr();
+      }
+      bind_axes(m->domain);
+      return rewrite_loads(substitute_vars(m->value, at), [&](const LoadNode& l, const Expr& self) { return bounded(l, self); });
+    }
+  }
+  return Expr();
+}
+
+std::optional<TileMaskRule> MmaStreamWriter::mask_rule(std::string* refusal) {
+  analyze();
+  if (!live_condition_) {
+    if (refusal) *refusal = skip_refusal_;
+    return std::nullopt;
+  }
+  TileMaskRule rule;
+  rule.mask = *mask_;
+  rule.row_var = mask_row_var_;
+  rule.col_var = mask_col_var_;
+  rule.lead_vars = mask_lead_vars_;
+  rule.loop_var = loop_->var;
+  rule.rows = BM_;
+  rule.cols = BN_;
+  rule.loop_begin = loop_->begin;
+  rule.loop_end = loop_->end;
+  rule.live = *live_condition_;
+  rule.full = full_condition_;
+  bool inputs_only = true;
+  for (size_t k = 0; k < row_ranges_.size(); ++k) {
+    TileMaskRule::DataRange r{"row_lo" + std::to_string(k), "row_hi" + std::to_string(k), false, row_state_value(row_ranges_[k], make_var(mask_row_var_))};
+    inputs_only &= r.value.defined();
+    rule.ranges.push_back(r);
+  }
+  for (size_t k = 0; k < column_ranges_.size(); ++k) {
+    const LoadNode& l = *column_ranges_[k];
+    const CopyNode* c = column_copies_.at(l.tensor);
+    std::map<std::string, Expr> at;
+    for (size_t a = 0; a < c->domain.axes.size(); ++a) at[c->domain.axes[a].var] = a + 1 == c->domain.axes.size() ? make_var(mask_col_var_) : make_int(0);
+    rule.ranges.push_back({"col_lo" + std::to_string(k), "col_hi" + std::to_string(k), true, column_source_load(c, at)});
+  }
+  if (inputs_only) {
+    rule.mask_of_inputs = rewrite_loads(*mask_, [&](const LoadNode& l, const Expr& self) -> Expr {
+      auto role = roles_.find(l.tensor);
+      if (role == roles_.end()) return bounded(l, self);
+      if (role->second == Role::row) return row_state_value(l.tensor, l.index.back());
+      if (role->second == Role::column) {
+        const CopyNode* c = column_copies_.at(l.tensor);
+        std::map<std::string, Expr> at;
+        for (size_t a = 0; a < c->domain.axes.size(); ++a) at[c->domain.axes[a].var] = l.index[a];
+        return column_source_load(c, at);
+      }
+      return self;
+    });
+    for (auto& t : tensors_used(rule.mask_of_inputs))
+      if (!program_.find_global(t)) rule.mask_of_inputs = Expr();  // reads a tile with no input form
+  }
+  return rule;
 }
 
 }  // namespace solder::mma_stream

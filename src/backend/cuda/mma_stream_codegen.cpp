@@ -24,6 +24,12 @@ MmaStreamKernel MmaStreamWriter::write() {
   }
   exchange_offset_ = smem;  // the block-wide min/max exchange of data-dependent mask bounds
   if (!row_ranges_.empty()) smem += 2 * warps_ * 8;
+  if (class_tiles_ > 0) {  // the key-tile classes (bytes) and the next-live table (long long), 8-byte aligned
+    smem = (smem + 7) / 8 * 8;
+    class_offset_ = smem;
+    next_offset_ = smem + (class_tiles_ + 7) / 8 * 8;
+    smem += class_table_bytes();
+  }
   if (wgmma_) smem += 1024;  // slack to align the dynamic shared memory's start to 1024 bytes
   std::ostringstream body;
   emit_body(body);
@@ -47,11 +53,7 @@ MmaStreamKernel MmaStreamWriter::write() {
     out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
   }
   out << "  using T = " << cuda_element_type(in_dtype_) << ";\n";
-  out << "  long long block_linear = blockIdx.x;\n";
-  for (size_t d = kernel_.grid.size(); d-- > 0;) {
-    const GridDim& g = kernel_.grid[d];
-    out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL; block_linear /= " << g.extent << "LL;\n";
-  }
+  emit_block_decode(out);
   out << "  (void)block_linear;\n";
   out << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   out << "  const int row0 = warp * " << 16 * G_ << " + (lane >> 2);  // this thread's rows: row0 + 16 g + 8 h (row slot rs = 2 g + h)\n";
@@ -126,13 +128,48 @@ Expr MmaStreamWriter::strip_mask(const Expr& e) const {
   return map_children(e, [&](const Expr& c) { return strip_mask(c); });
 }
 
-// A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads).
+void MmaStreamWriter::collect_index_facts() {
+  index_facts_.dims = program_.dims;
+  for (const GridDim& g : kernel_.grid) index_facts_.vars[g.var] = {0, g.extent - 1};
+  auto axes = [&](const std::vector<Axis>& list) {
+    for (auto& a : list) {
+      auto it = index_facts_.vars.find(a.var);
+      if (it == index_facts_.vars.end()) index_facts_.vars[a.var] = {0, a.extent - 1};
+      else it->second.hi = std::max(it->second.hi, a.extent - 1);
+    }
+  };
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
+    for (auto& s : body) {
+      if (s.kind() == StmtKind::Copy) axes(s.as<CopyNode>()->domain.axes);
+      if (s.kind() == StmtKind::Map) axes(s.as<MapNode>()->domain.axes);
+      if (s.kind() == StmtKind::Reduce) {
+        axes(s.as<ReduceNode>()->domain.axes);
+        axes(s.as<ReduceNode>()->reduce_axes);
+      }
+      if (s.kind() == StmtKind::For) walk(s.as<ForNode>()->body);
+    }
+  };
+  walk(kernel_.body);
+  // The stream variable last: its range, not an axis's, wherever the names meet.
+  auto begin = index_facts_.bound(loop_->begin), end = index_facts_.bound(loop_->end);
+  if (begin && end && end->hi > begin->lo) index_facts_.vars[loop_->var] = {begin->lo, end->hi - 1};
+  else index_facts_.vars.erase(loop_->var);
+}
+
+bool MmaStreamWriter::provably_inside(const Expr& index, int64_t extent) const {
+  auto range = index_facts_.bound(index);
+  return range && range->lo >= 0 && range->hi < extent;
+}
+
+// A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads); no
+// check where every index is provably inside.
 Expr MmaStreamWriter::bounded(const LoadNode& l, const Expr& self) const {
   const GlobalTensor* g = program_.find_global(l.tensor);
   if (!g) return self;
   Expr inside;
   for (size_t d = 0; d < l.index.size(); ++d) {
     if (l.index[d].kind() == ExprKind::Const) continue;  // constant indices were checked by the verifier
+    if (provably_inside(l.index[d], g->shape[d])) continue;
     Expr ok = make_binary(BinaryOp::logical_and, make_binary(BinaryOp::ge, l.index[d], make_int(0)), make_binary(BinaryOp::lt, l.index[d], make_int(g->shape[d])));
     inside = inside.defined() ? make_binary(BinaryOp::logical_and, inside, ok) : ok;
   }
@@ -148,6 +185,7 @@ Expr MmaStreamWriter::column_source_load(const CopyNode* c, const std::map<std::
   Expr inside;
   for (size_t d = 0; d < c->src.index.size(); ++d) {
     index.push_back(substitute_vars(c->src.index[d], at));
+    if (provably_inside(index.back(), g->shape[d])) continue;
     Expr ok = make_binary(BinaryOp::logical_and, make_binary(BinaryOp::ge, index.back(), make_int(0)),
                           make_binary(BinaryOp::lt, index.back(), make_int(g->shape[d])));
     inside = inside.defined() ? make_binary(BinaryOp::logical_and, inside, ok) : ok;
@@ -380,14 +418,20 @@ void MmaStreamWriter::emit_data_ranges(std::ostringstream& out, const std::strin
     for (size_t a = 0; a < c->domain.axes.size(); ++a) at[c->domain.axes[a].var] = l.index[a];
     std::string col = l.index.back().as<VarNode>()->name;
     std::string n = std::to_string(k);
-    out << "  // bounds of " << l.tensor << " over the columns of tile " << loop_->var << "\n";
-    out << "  auto column_range" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
+    out << "  // bounds of " << l.tensor << " over the columns of tile " << loop_->var << ": this lane's columns (column_part" << n
+        << "_)" << (class_tiles_ > 0 ? "" : ", then the warp's (column_range" + n + ")") << "\n";
+    out << "  auto column_part" << n << "_ = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
     out << "    lo = 0x7fffffffffffffffLL; hi = (-0x7fffffffffffffffLL - 1);\n";
+    out << "    #pragma unroll\n";
     out << "    for (int c = lane; c < " << BN_ << "; c += 32) { ";
     for (size_t a = 0; a + 1 < l.index.size(); ++a)
       if (l.index[a].kind() == ExprKind::Var) out << "const long long " << cuda_identifier(l.index[a].as<VarNode>()->name) << " = 0; ";
     out << "const long long " << cuda_identifier(col) << " = c;\n";
     out << "      const long long v = " << printer_.print_int(column_source_load(c, at)) << "; lo = v < lo ? v : lo; hi = v > hi ? v : hi; }\n";
+    out << "  };\n";
+    if (class_tiles_ > 0) continue;  // the table of classes reduces the parts itself
+    out << "  auto column_range" << n << " = [&](long long " << jt << ", long long& lo, long long& hi) {\n";
+    out << "    column_part" << n << "_(" << jt << ", lo, hi);\n";
     out << "    for (int o = 16; o > 0; o >>= 1) { lo = solder::min_int(lo, __shfl_xor_sync(0xffffffffu, lo, o)); hi = solder::max_int(hi, __shfl_xor_sync(0xffffffffu, hi, o)); }\n";
     out << "  };\n";
   }
@@ -426,18 +470,67 @@ MmaStreamWriter::LoopParts MmaStreamWriter::loop_parts() const {
 
 void MmaStreamWriter::emit_tile_classes(std::ostringstream& out, const std::string& jt) {
   emit_data_ranges(out, jt);
+  if (!live_condition_) {
+    out << "  auto tile_live = [&](long long) -> bool { return true; };  // " << skip_refusal_ << "\n";
+    out << "  auto next_live = [&](long long t) { while (t < stream_end && !tile_live(t)) ++t; return t; };\n";
+    return;
+  }
+  const std::string live = printer_.print_bool(*live_condition_);
+  const std::string full = full_condition_ ? printer_.print_bool(*full_condition_) : "false";
+  if (class_tiles_ > 0) {
+    // Data-dependent bounds: every key tile is classified once per block, all warps at once (each
+    // warp bounds kBatch tiles per round, their loads in flight together), into a table in shared
+    // memory; the loops then read the table.
+    const int batch = 8;
+    const std::string tiles = "stream_tiles_";
+    out << "  // the key tiles' classes, once per block, from the per-tile min/max of the ids the mask compares:\n";
+    out << "  // 0 masked everywhere (skipped), 1 boundary (mask code), 2 unmasked everywhere (no mask code)\n";
+    out << "  const long long stream_begin_ = " << printer_.print_int(loop_->begin) << ", " << tiles << " = stream_end - stream_begin_;\n";
+    out << "  unsigned char* const tile_class_ = smem + " << class_offset_ << ";  // [" << class_tiles_ << "]\n";
+    out << "  long long* const next_live_tile_ = reinterpret_cast<long long*>(smem + " << next_offset_ << ");  // [" << class_tiles_ + 1
+        << "]: the first live tile at or after each tile\n";
+    out << "  for (long long round_ = static_cast<long long>(warp) * " << batch << "; round_ < " << tiles << "; round_ += " << warps_ * batch << ") {\n";
+    for (size_t k = 0; k < column_ranges_.size(); ++k)
+      out << "    long long col_lo" << k << "_of_[" << batch << "], col_hi" << k << "_of_[" << batch << "];\n";
+    out << "    #pragma unroll\n";
+    out << "    for (int u_ = 0; u_ < " << batch << "; ++u_) { const long long " << jt << " = stream_begin_ + solder::min_int(round_ + u_, " << tiles << " - 1);";
+    for (size_t k = 0; k < column_ranges_.size(); ++k) out << " column_part" << k << "_(" << jt << ", col_lo" << k << "_of_[u_], col_hi" << k << "_of_[u_]);";
+    out << " }\n";
+    out << "    #pragma unroll\n";
+    out << "    for (int u_ = 0; u_ < " << batch << "; ++u_) {\n";
+    out << "      const long long " << jt << " = stream_begin_ + round_ + u_; (void)" << jt << ";\n";
+    for (size_t k = 0; k < column_ranges_.size(); ++k) {
+      std::string n = std::to_string(k);
+      out << "      long long col_lo" << n << " = col_lo" << n << "_of_[u_], col_hi" << n << " = col_hi" << n << "_of_[u_];\n";
+      out << "      for (int o = 16; o > 0; o >>= 1) { col_lo" << n << " = solder::min_int(col_lo" << n << ", __shfl_xor_sync(0xffffffffu, col_lo" << n
+          << ", o)); col_hi" << n << " = solder::max_int(col_hi" << n << ", __shfl_xor_sync(0xffffffffu, col_hi" << n << ", o)); }\n";
+    }
+    out << "      if (lane == 0 && round_ + u_ < " << tiles << ") tile_class_[round_ + u_] = " << live << " ? (" << full << " ? 2 : 1) : 0;\n";
+    out << "    }\n  }\n";
+    out << "  __syncthreads();\n";
+    out << "  if (warp == 0) {  // the next live tile at or after each tile: a suffix minimum, 32 tiles at a time from the end\n";
+    out << "    long long next_ = stream_end;\n";
+    out << "    for (long long base_ = (" << tiles << " - 1) / 32 * 32; base_ >= 0; base_ -= 32) {\n";
+    out << "      const long long t = base_ + lane;\n";
+    out << "      long long first_ = t < " << tiles << " && tile_class_[t] != 0 ? stream_begin_ + t : next_;\n";
+    out << "      for (int o = 1; o < 32; o <<= 1) { const long long other_ = __shfl_down_sync(0xffffffffu, first_, o); if (lane + o < 32) first_ = solder::min_int(first_, other_); }\n";
+    out << "      if (t < " << tiles << ") next_live_tile_[t] = first_;\n";
+    out << "      next_ = __shfl_sync(0xffffffffu, first_, 0);\n";
+    out << "    }\n";
+    out << "  }\n";
+    out << "  __syncthreads();\n";
+    out << "  auto tile_full = [&](long long " << jt << ") -> bool { return tile_class_[" << jt << " - stream_begin_] == 2; };\n";
+    out << "  auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile_[t - stream_begin_] : t; };\n";
+    return;
+  }
   std::string ranges;  // the column bounds of tile j_t, computed where a tile is classified
   for (size_t k = 0; k < column_ranges_.size(); ++k)
     ranges += "long long col_lo" + std::to_string(k) + ", col_hi" + std::to_string(k) + "; column_range" + std::to_string(k) + "(" + jt + ", col_lo" +
               std::to_string(k) + ", col_hi" + std::to_string(k) + "); ";
-  if (live_condition_) {
-    out << "  // a tile lives when its mask may hold somewhere, and is full when it holds everywhere (interval bounds\n";
-    out << "  // over the tile's rows and columns): dead tiles are skipped, full tiles skip the mask\n";
-    out << "  auto tile_live = [&](long long " << jt << ") -> bool { " << ranges << "return " << *live_condition_ << "; };\n";
-    out << "  auto tile_full = [&](long long " << jt << ") -> bool { " << ranges << "return !" << full_condition_ << "; };\n";
-  } else {
-    out << "  auto tile_live = [&](long long) -> bool { return true; };  // " << skip_refusal_ << "\n";
-  }
+  out << "  // a tile lives when its mask may hold somewhere, and is full when it holds everywhere (interval bounds\n";
+  out << "  // over the tile's rows and columns): dead tiles are skipped, full tiles skip the mask\n";
+  out << "  auto tile_live = [&](long long " << jt << ") -> bool { " << ranges << "return " << live << "; };\n";
+  out << "  auto tile_full = [&](long long " << jt << ") -> bool { " << ranges << "return " << full << "; };\n";
   out << "  auto next_live = [&](long long t) { while (t < stream_end && !tile_live(t)) ++t; return t; };\n";
 }
 
@@ -497,6 +590,16 @@ void MmaStreamWriter::emit_loop(std::ostringstream& out) {
 }  // namespace solder::mma_stream
 
 namespace solder {
+
+std::optional<TileMaskRule> tile_mask_rule(const KernelProgram& program, const Kernel& kernel, std::string* refusal) {
+  try {
+    mma_stream::MmaStreamWriter writer(program, kernel);
+    return writer.mask_rule(refusal);
+  } catch (const mma_stream::Refusal& r) {
+    if (refusal) *refusal = "the tensor-core emitter does not take the kernel: " + r.why;
+    return std::nullopt;
+  }
+}
 
 std::optional<MmaStreamKernel> generate_mma_stream_kernel(const KernelProgram& program, const Kernel& kernel, std::string* refusal) {
   // Its staging copies address tiles directly: a copy at a data-dependent index (a gather) goes to

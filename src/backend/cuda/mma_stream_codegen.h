@@ -35,7 +35,8 @@
 //
 // Tiles that a mask makes empty are skipped (the masked-identity rule, mma_stream_writer.h): the mask
 // condition is evaluated over the whole tile in interval arithmetic at run time, from the index
-// expressions, without building a mask tensor.
+// expressions and the per-tile minimum and maximum of the integer tensors it compares, without
+// building a mask tensor (TileMaskRule below; docs/architecture.md, "Tile skipping and block order").
 //
 // Kernels of any other shape are refused with the rule that refused them; the generic writer of
 // cuda_codegen.cpp then handles them.
@@ -54,6 +55,39 @@ struct MmaStreamKernel {
   GeneratedKernel info;
   std::string summary;  // one line: tiles, warps, tile skipping
 };
+
+// The per-tile decision of a mask select(C, S, -inf) over a (row block, key tile) pair. Every name
+// below is a variable of `live` and `full`, which hold over the whole tile as interval arithmetic
+// (mma_stream_expr.h, IntervalBuilder) decides them:
+//   live  false only when C is false at every element of the tile: the tile is skipped
+//   full  true only when C is true at every element: the tile runs without mask code (nullopt: never)
+// Their variables: the grid variables (the block), `loop_var` (the key tile j_t), and for each data
+// range k `lo`/`hi`, the minimum and maximum of an integer tensor's values over the block's rows
+// (computed once per block) or over the key tile's columns (per key tile; out-of-bounds columns read
+// 0, as the kernel's staging does).
+struct TileMaskRule {
+  Expr mask;                     // C, over the statement's row and column variables
+  std::string row_var, col_var;  // C's row (i) and column (j) variables; other axes of C's statement are 0
+  std::vector<std::string> lead_vars;
+  std::string loop_var;          // the key tile
+  int64_t rows = 0, cols = 0;    // the tile: rows of the block (BM), columns of a key tile (BN)
+  Expr loop_begin, loop_end;     // the key tiles of a block: loop_var in [begin, end)
+  struct DataRange {
+    std::string lo, hi;          // their names in live and full
+    bool per_key_tile = false;   // over the key tile's columns (else over the block's rows)
+    Expr value;                  // the tensor's value at the row (row_var) or column (col_var), loads of
+                                 // inputs 0 out of bounds; undefined when not an expression of the inputs
+  };
+  std::vector<DataRange> ranges;
+  Expr live;
+  std::optional<Expr> full;
+  // C with the row states and column tiles it reads replaced by `value` (defined when every range's
+  // value is): the mask of one element in terms of the inputs.
+  Expr mask_of_inputs;
+};
+
+// The mask rule of an attention-shaped kernel; nullopt when no tile is skipped, with *refusal saying why.
+std::optional<TileMaskRule> tile_mask_rule(const KernelProgram& program, const Kernel& kernel, std::string* refusal);
 
 // The kernel's CUDA source when it has the shape above; otherwise std::nullopt and *refusal names
 // the rule that refused it.

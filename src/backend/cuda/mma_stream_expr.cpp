@@ -1,5 +1,6 @@
 #include "backend/cuda/mma_stream_expr.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/cuda_expr.h"
@@ -58,19 +59,41 @@ bool is_neg_infinity(const Expr& e) {
   return false;
 }
 
-// ---- Interval arithmetic, printed as C++ (for the per-tile mask decision) -------------------------
+// ---- Interval arithmetic over expressions (for the per-tile mask decision) ------------------------
 
-std::optional<IntervalText> IntervalPrinter::range(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::Const: {
-      auto c = e.as<ConstNode>();
-      if (!c->is_integer) return std::nullopt;
-      std::string v = "(" + std::to_string(static_cast<long long>(c->value)) + "LL)";
-      return IntervalText{v, v};
+namespace {
+std::optional<int64_t> integer_constant(const Expr& e) {
+  if (e.kind() != ExprKind::Const || !e.as<ConstNode>()->is_integer) return std::nullopt;
+  return static_cast<int64_t>(e.as<ConstNode>()->value);
+}
+}  // namespace
+
+Expr fold_binary(BinaryOp op, const Expr& x, const Expr& y) {
+  auto a = integer_constant(x), b = integer_constant(y);
+  if (a && b) {
+    switch (op) {
+      case BinaryOp::add: return make_int(*a + *b);
+      case BinaryOp::sub: return make_int(*a - *b);
+      case BinaryOp::mul: return make_int(*a * *b);
+      case BinaryOp::max: return make_int(std::max(*a, *b));
+      case BinaryOp::min: return make_int(std::min(*a, *b));
+      default: break;
     }
+  }
+  if ((op == BinaryOp::add || op == BinaryOp::sub) && b && *b == 0) return x;
+  if (op == BinaryOp::add && a && *a == 0) return y;
+  if ((op == BinaryOp::max || op == BinaryOp::min) && structurally_equal(x, y)) return x;
+  return make_binary(op, x, y);
+}
+
+std::optional<IntervalExpr> IntervalBuilder::range(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::Const:
+      if (!e.as<ConstNode>()->is_integer) return std::nullopt;
+      return IntervalExpr{e, e};
     case ExprKind::DimRef: {
-      std::string v = "(" + std::to_string(dims.at(e.as<DimRefNode>()->name)) + "LL)";
-      return IntervalText{v, v};
+      Expr v = make_int(dims.at(e.as<DimRefNode>()->name));
+      return IntervalExpr{v, v};
     }
     case ExprKind::Load:
       if (load_range) return load_range(*e.as<LoadNode>());
@@ -78,36 +101,40 @@ std::optional<IntervalText> IntervalPrinter::range(const Expr& e) {
     case ExprKind::Var: {
       auto it = vars.find(e.as<VarNode>()->name);
       if (it != vars.end()) return it->second;
-      std::string v = "(" + cuda_identifier(e.as<VarNode>()->name) + ")";
-      return IntervalText{v, v};
+      return IntervalExpr{e, e};
     }
     case ExprKind::Unary: {
       if (e.as<UnaryNode>()->op != UnaryOp::neg) return std::nullopt;
       auto a = range(e.as<UnaryNode>()->operand);
       if (!a) return std::nullopt;
-      return IntervalText{"(-" + a->hi + ")", "(-" + a->lo + ")"};
+      return IntervalExpr{fold_binary(BinaryOp::sub, make_int(0), a->hi), fold_binary(BinaryOp::sub, make_int(0), a->lo)};
     }
     case ExprKind::Binary: {
       auto b = e.as<BinaryNode>();
       auto x = range(b->lhs), y = range(b->rhs);
       if (!x || !y) return std::nullopt;
       switch (b->op) {
-        case BinaryOp::add: return IntervalText{"(" + x->lo + " + " + y->lo + ")", "(" + x->hi + " + " + y->hi + ")"};
-        case BinaryOp::sub: return IntervalText{"(" + x->lo + " - " + y->hi + ")", "(" + x->hi + " - " + y->lo + ")"};
+        case BinaryOp::add: return IntervalExpr{fold_binary(BinaryOp::add, x->lo, y->lo), fold_binary(BinaryOp::add, x->hi, y->hi)};
+        case BinaryOp::sub: return IntervalExpr{fold_binary(BinaryOp::sub, x->lo, y->hi), fold_binary(BinaryOp::sub, x->hi, y->lo)};
         case BinaryOp::mul: {
-          std::string p[4] = {x->lo + " * " + y->lo, x->lo + " * " + y->hi, x->hi + " * " + y->lo, x->hi + " * " + y->hi};
-          std::string lo = p[0], hi = p[0];
+          Expr p[4] = {fold_binary(BinaryOp::mul, x->lo, y->lo), fold_binary(BinaryOp::mul, x->lo, y->hi), fold_binary(BinaryOp::mul, x->hi, y->lo),
+                       fold_binary(BinaryOp::mul, x->hi, y->hi)};
+          Expr lo = p[0], hi = p[0];
           for (int k = 1; k < 4; ++k) {
-            lo = "solder::min_int(" + lo + ", " + p[k] + ")";
-            hi = "solder::max_int(" + hi + ", " + p[k] + ")";
+            lo = fold_binary(BinaryOp::min, lo, p[k]);
+            hi = fold_binary(BinaryOp::max, hi, p[k]);
           }
-          return IntervalText{lo, hi};
+          return IntervalExpr{lo, hi};
         }
-        case BinaryOp::floordiv:  // monotone in the dividend for a positive constant divisor
-          if (b->rhs.kind() != ExprKind::Const && b->rhs.kind() != ExprKind::DimRef) return std::nullopt;
-          return IntervalText{"solder::floordiv(" + x->lo + ", " + y->lo + ")", "solder::floordiv(" + x->hi + ", " + y->lo + ")"};
-        case BinaryOp::max: return IntervalText{"solder::max_int(" + x->lo + ", " + y->lo + ")", "solder::max_int(" + x->hi + ", " + y->hi + ")"};
-        case BinaryOp::min: return IntervalText{"solder::min_int(" + x->lo + ", " + y->lo + ")", "solder::min_int(" + x->hi + ", " + y->hi + ")"};
+        case BinaryOp::floordiv: {  // monotone non-decreasing in the dividend for a positive divisor
+          int64_t divisor = 0;
+          if (auto c = integer_constant(b->rhs)) divisor = *c;
+          else if (b->rhs.kind() == ExprKind::DimRef) divisor = dims.at(b->rhs.as<DimRefNode>()->name);
+          if (divisor <= 0) return std::nullopt;
+          return IntervalExpr{make_binary(BinaryOp::floordiv, x->lo, make_int(divisor)), make_binary(BinaryOp::floordiv, x->hi, make_int(divisor))};
+        }
+        case BinaryOp::max: return IntervalExpr{fold_binary(BinaryOp::max, x->lo, y->lo), fold_binary(BinaryOp::max, x->hi, y->hi)};
+        case BinaryOp::min: return IntervalExpr{fold_binary(BinaryOp::min, x->lo, y->lo), fold_binary(BinaryOp::min, x->hi, y->hi)};
         default: return std::nullopt;
       }
     }
@@ -115,20 +142,23 @@ std::optional<IntervalText> IntervalPrinter::range(const Expr& e) {
   }
 }
 
-// want == true: C++ for "e may be true somewhere"; false: "e may be false somewhere".
-std::optional<std::string> IntervalPrinter::truth(const Expr& e, bool want) {
+// want == true: "e may be true somewhere"; false: "e may be false somewhere".
+std::optional<Expr> IntervalBuilder::truth(const Expr& e, bool want) {
   if (e.kind() == ExprKind::Unary && e.as<UnaryNode>()->op == UnaryOp::logical_not) return truth(e.as<UnaryNode>()->operand, !want);
   if (e.kind() != ExprKind::Binary) return std::nullopt;
   auto b = e.as<BinaryNode>();
   if (is_logical(b->op)) {
     auto x = truth(b->lhs, want), y = truth(b->rhs, want);
-    bool conjunctive = (b->op == BinaryOp::logical_and) == want;  // may-true of a && b needs both
+    // may-true of a && b needs both to be possible (an unknown side: assume it may); may-false of
+    // a || b likewise. The other two need either, so an unknown side makes the whole unknown.
+    bool conjunctive = (b->op == BinaryOp::logical_and) == want;
     if (conjunctive) {
-      if (!x && !y) return std::nullopt;
-      return "(" + x.value_or("true") + " && " + y.value_or("true") + ")";
+      if (!x) return y;
+      if (!y) return x;
+      return make_binary(BinaryOp::logical_and, *x, *y);
     }
     if (!x || !y) return std::nullopt;
-    return "(" + *x + " || " + *y + ")";
+    return make_binary(BinaryOp::logical_or, *x, *y);
   }
   if (!is_comparison(b->op)) return std::nullopt;
   auto x = range(b->lhs), y = range(b->rhs);
@@ -146,12 +176,17 @@ std::optional<std::string> IntervalPrinter::truth(const Expr& e, bool want) {
     }
   }
   switch (op) {
-    case BinaryOp::lt: return "(" + x->lo + " < " + y->hi + ")";
-    case BinaryOp::le: return "(" + x->lo + " <= " + y->hi + ")";
-    case BinaryOp::gt: return "(" + x->hi + " > " + y->lo + ")";
-    case BinaryOp::ge: return "(" + x->hi + " >= " + y->lo + ")";
-    case BinaryOp::eq: return "(" + x->lo + " <= " + y->hi + " && " + y->lo + " <= " + x->hi + ")";
-    case BinaryOp::ne: return "!(" + x->lo + " == " + x->hi + " && " + y->lo + " == " + y->hi + " && " + x->lo + " == " + y->lo + ")";
+    case BinaryOp::lt: return make_binary(BinaryOp::lt, x->lo, y->hi);
+    case BinaryOp::le: return make_binary(BinaryOp::le, x->lo, y->hi);
+    case BinaryOp::gt: return make_binary(BinaryOp::gt, x->hi, y->lo);
+    case BinaryOp::ge: return make_binary(BinaryOp::ge, x->hi, y->lo);
+    case BinaryOp::eq: return make_binary(BinaryOp::logical_and, make_binary(BinaryOp::le, x->lo, y->hi), make_binary(BinaryOp::le, y->lo, x->hi));
+    case BinaryOp::ne: {
+      // false only when both sides are the same single value
+      Expr same = make_binary(BinaryOp::logical_and, make_binary(BinaryOp::logical_and, make_binary(BinaryOp::eq, x->lo, x->hi), make_binary(BinaryOp::eq, y->lo, y->hi)),
+                              make_binary(BinaryOp::eq, x->lo, y->lo));
+      return make_unary(UnaryOp::logical_not, same);
+    }
     default: return std::nullopt;
   }
 }

@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_expr.h"
 #include "backend/cuda/mma_stream_codegen.h"
 #include "backend/cuda/mma_stream_expr.h"
+#include "ir/interval.h"
 
 namespace solder::mma_stream {
 
@@ -55,12 +56,14 @@ class MmaStreamWriter {
   }
 
   MmaStreamKernel write();
+  // The analysis alone: the mask rule (nullopt when no tile is skipped: *refusal says why).
+  std::optional<TileMaskRule> mask_rule(std::string* refusal);
 
  private:
   const KernelProgram& program_;
   const Kernel& kernel_;
   CudaExprPrinter printer_;
-  IntervalPrinter intervals_;
+  IntervalBuilder intervals_;
   std::map<std::string, CudaArray> arrays_;
   std::map<std::string, Role> roles_;
   const ForNode* loop_ = nullptr;
@@ -78,12 +81,19 @@ class MmaStreamWriter {
   int stages_ = 2;
   std::string wgmma_refusal() const;
   DType in_dtype_ = DType::bf16;
-  std::optional<std::string> live_condition_;  // C++ of "the tile j_t may hold an unmasked score"
-  std::string full_condition_;                 // C++ of "the tile j_t may hold a masked score"
+  std::optional<Expr> live_condition_;         // "the tile j_t may hold an unmasked score"
+  std::optional<Expr> full_condition_;         // "the tile j_t holds no masked score" (nullopt: never known)
   std::vector<std::string> row_ranges_;        // row states whose block-wide min/max bound the mask
   int64_t exchange_offset_ = 0;                // where in shared memory their warps meet
   std::vector<const LoadNode*> column_ranges_; // column tiles whose min/max per tile bound the mask
+  // With column ranges, every key tile is classified once per block into a table in shared memory
+  // (class_tiles_ entries: the most key tiles a block streams; 0 = classified lazily per tile).
+  int64_t class_tiles_ = 0, class_offset_ = 0, next_offset_ = 0;
+  int64_t class_table_bytes() const { return class_tiles_ ? (class_tiles_ + 7) / 8 * 8 + 8 * (class_tiles_ + 1) : 0; }
   std::optional<Expr> mask_;                   // the mask C of select(C, S, -inf)
+  std::string mask_row_var_, mask_col_var_;    // C's row and column variables
+  std::vector<std::string> mask_lead_vars_;    // C's other axes (extent 1)
+  Expr row_state_value(const std::string& name, const Expr& row) const;
   bool mask_true_ = false;                     // emitting the full-tile version: select(C, S, -inf) is S
 
   // The score modifier: when every read of S outside its contraction sits inside one subexpression
@@ -116,12 +126,30 @@ class MmaStreamWriter {
   // ---- Analysis ---------------------------------------------------------------------------------
   void analyze();
 
+  // Longest-first grid order (plan_grid_order): when the live key tiles of a block depend on one grid
+  // variable only (the row tile of causal-like masks; decided at compile time from the mask rule) and
+  // grow with it, the blocks run in groups of `order_group_` values of the other grid variables (their
+  // K and V fit in half of L2), and within a group the row tiles with the most live key tiles first.
+  int order_var_ = -1;          // index into kernel_.grid; -1: the plain order (last grid variable fastest)
+  int64_t order_group_ = 1;
+  std::string order_refusal_;   // why the plain order (for the summary)
+  void plan_grid_order();
+  std::string skip_rule() const;
+  void emit_block_decode(std::ostringstream& out) const;
+
   // The indices before the last two are 0 or variables of extent-1 axes.
   static bool leading_indices_trivial(const std::vector<Expr>& index, const std::vector<Axis>& axes);
 
   // A column tile [.., BN] staged once per step from an input: its loads read the input directly.
   std::map<std::string, const CopyNode*> column_copies_;
   bool column_source(const std::string& name);
+
+  // Ranges of the kernel's variables wherever the emitter prints them: grid variables, the stream
+  // variable over its tiles, every statement axis over [0, its largest extent). An index these bound
+  // inside its global needs no check.
+  RangeFacts index_facts_;
+  void collect_index_facts();
+  bool provably_inside(const Expr& index, int64_t extent) const;
 
   // A load of a global, 0 where an index is out of bounds (the Kernel IR's rule for global reads).
   Expr bounded(const LoadNode& l, const Expr& self) const;

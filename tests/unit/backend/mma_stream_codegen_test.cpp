@@ -190,15 +190,22 @@ TEST(MmaStreamCodegen, DocumentMasksSkipTilesFromTheIdsBounds) {
   auto k = emit(kp, &refusal);
   ASSERT_TRUE(k) << refusal;
   EXPECT_NE(k->summary.find("tiles the mask empties are skipped"), std::string::npos) << k->summary;
-  // the rows' ids: block-wide min/max once; the keys' ids: min/max per tile, read from the input
+  // the rows' ids: block-wide min/max once; the keys' ids: min/max per tile, read from the input, every
+  // key tile classified once per block (tile_mask_test.cpp checks the rule)
   EXPECT_NE(k->source.find("row_lo0"), std::string::npos);
-  EXPECT_NE(k->source.find("auto column_range0 = [&](long long j_t"), std::string::npos);
-  EXPECT_NE(k->source.find("return (row_lo0 <= col_hi0 && col_lo0 <= row_hi0); }"), std::string::npos);
+  EXPECT_NE(k->source.find("auto column_part0_ = [&](long long j_t"), std::string::npos);
+  EXPECT_NE(k->source.find("tile_class_[round_ + u_] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0))"), std::string::npos);
   // no static shared memory: the launch declares all of it (static bytes would count against the
   // 48 KB a kernel gets without opting in)
   EXPECT_EQ(k->source.find("__shared__ long long"), std::string::npos);
-  // reads of the input are bounded (0 outside, as the Kernel IR's copies)
-  EXPECT_NE(k->source.find("< 256LL))) ? static_cast<long long>(doc["), std::string::npos);
+  // reads of the input are bounded (0 outside, as the Kernel IR's copies) where an index may leave
+  // its extent (a ragged S), and read directly where every index is provably inside
+  EXPECT_EQ(k->source.find("< 256LL))) ? static_cast<long long>(doc["), std::string::npos);
+  EXPECT_NE(k->source.find("== static_cast<long long>(doc["), std::string::npos);
+  KernelProgram ragged = compile_example("document_mask", {{"S", 200}});
+  auto r = emit(ragged, &refusal);
+  ASSERT_TRUE(r) << refusal;
+  EXPECT_NE(r->source.find("< 200LL)) ? static_cast<long long>(doc["), std::string::npos);
 }
 
 TEST(MmaStreamCodegen, RaggedTilesKeepTheirGuards) {

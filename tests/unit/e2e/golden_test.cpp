@@ -55,6 +55,19 @@ TEST(Golden, GeneratedCudaOfTheSmallExamples) {
   }
 }
 
+// Masked attention streamed over several key tiles (S = 256 at the small sizes' batch and heads, 16-row
+// tiles on mma.sync): the per-tile skip decision in the generated code (docs/architecture.md, "Tile
+// skipping and block order"), from the ids' per-tile min/max (document_mask) and from index expressions
+// with the longest-first block order (causal).
+const char* kGoldenMaskedExamples[] = {"document_mask", "causal"};
+
+TEST(Golden, GeneratedCudaOfMaskedAttentionOverSeveralTiles) {
+  for (const char* name : kGoldenMaskedExamples) {
+    std::string file = std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol";
+    expect_golden(std::string(SOLDER_BINARY) + " emit --cuda --small --dim S=256 --dim D=64 " + file, std::string(name) + ".s256.cu");
+  }
+}
+
 TEST(Golden, FusedKernelIrOfTheSmallExamples) {
   for (const char* name : kGoldenExamples) {
     std::string file = std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol";
