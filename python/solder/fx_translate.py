@@ -128,7 +128,7 @@ OTHERS = {aten.mm.default, aten.bmm.default, aten.addmm.default, aten.where.self
           aten._scaled_dot_product_efficient_attention.default, aten._scaled_dot_product_cudnn_attention.default,
           aten.scaled_dot_product_attention.default, operator.getitem, aten.cat.default,
           aten.split.Tensor, aten.split_with_sizes.default, torch.ops.prims.convert_element_type.default,
-          torch.ops.prims.iota.default, aten.arange.start_step}
+          torch.ops.prims.iota.default, aten.arange.start_step, aten.any.dim, aten.any.dims, aten.all.dim}
 MULTI_OUTPUT = {aten.var_mean.correction, aten.topk.default, aten.native_layer_norm.default,
                 aten.split.Tensor, aten.split_with_sizes.default,
                 aten._scaled_dot_product_flash_attention_for_cpu.default, aten._scaled_dot_product_flash_attention.default,
@@ -222,8 +222,9 @@ class Program:
     name: str
     text: str
     inputs: list    # fx nodes, in program order
-    outputs: list   # fx nodes, in program order
-    output_dtypes: list = field(default_factory=list)  # torch dtypes the graph expects
+    outputs: list   # fx nodes read outside the partition (several may share one program output)
+    output_dtypes: list = field(default_factory=list)  # torch dtypes of the program's outputs
+    output_index: list = field(default_factory=list)   # per output node: the program output it reads
 
 
 class Builder:
@@ -335,6 +336,16 @@ class Translator:
             return _broadcast(v, shape) if shape is not None else v.load
         return lambda idx, c=a: _num(c)
 
+    def condition(self, a, shape):
+        """Operand `a` as a condition (what select, && and || take): bool values are conditions;
+        numbers and constants compare with 0."""
+        if hasattr(a, "op"):
+            f = self.operand(a, shape)
+            if _dtype(a) == "bool":
+                return f
+            return lambda idx: f"(({f(idx)}) != 0)"
+        return lambda idx: "(1 == 1)" if a else "(0 == 1)"
+
     def materialize(self, v: Value, dtype=None):
         return self.b.define(v.shape, dtype or v.dtype, lambda p, r: v.load(p))
 
@@ -351,6 +362,10 @@ class Translator:
         if t in OPTIONAL_UNARY:
             f = self.operand(args[0], shape)
             return Value(shape, dtype, lambda idx: f"{OPTIONAL_UNARY[t]}({f(idx)})")
+        if t in (aten.logical_and.default, aten.logical_or.default):
+            # `&&` and `||` take conditions: a bool value is one; a number or a constant becomes `x != 0`.
+            a, b = (self.condition(x, shape) for x in args[:2])
+            return Value(shape, dtype, lambda idx: BINARY[t].format(a(idx), b(idx)))
         if t in BINARY:
             a, b = self.operand(args[0], shape), self.operand(args[1], shape)
             alpha = node.kwargs.get("alpha", args[2] if len(args) > 2 else 1)
@@ -369,17 +384,24 @@ class Translator:
             return Value(shape, dtype, lambda idx: f"(0.5 * {f(idx)} * (1 + erf({f(idx)} * 0.7071067811865476)))")
         if t in (aten.scalar_tensor.default, aten.full.default):
             c = args[0] if t is aten.scalar_tensor.default else args[1]
+            if dtype == "bool":  # a condition, so that select and && take it
+                return Value(shape, dtype, lambda idx: "(1 == 1)" if c else "(0 == 1)")
             return Value(shape, dtype, lambda idx: _num(c))
         if t is aten.where.self:
-            c, a, b = (self.operand(x, shape) for x in args[:3])
+            c = self.condition(args[0], shape)
+            a, b = (self.operand(x, shape) for x in args[1:3])
             return Value(shape, dtype, lambda idx: f"select({c(idx)}, {a(idx)}, {b(idx)})")
         if t in (aten.masked_fill.Scalar, aten.masked_fill.Tensor):
-            x, m, v = self.operand(args[0], shape), self.operand(args[1], shape), self.operand(args[2], shape if hasattr(args[2], "op") else None)
+            x, m, v = self.operand(args[0], shape), self.condition(args[1], shape), self.operand(args[2], shape if hasattr(args[2], "op") else None)
             if hasattr(args[2], "op"):
                 v = _broadcast(self.values[args[2]], shape)
             return Value(shape, dtype, lambda idx: f"select({m(idx)}, {v(idx)}, {x(idx)})")
         if t in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
             f = self.operand(args[0], shape)
+            if dtype == "bool":  # torch's conversion to bool is `x != 0`
+                return Value(shape, dtype, lambda idx: f"(({f(idx)}) != 0)")
+            if hasattr(args[0], "op") and _dtype(args[0]) == "bool":  # a condition as a number: 0 or 1
+                return Value(shape, dtype, lambda idx: f"select({f(idx)}, 1, 0)")
             return Value(shape, dtype, lambda idx: f"cast({f(idx)}, {dtype})")
         if t is torch.ops.prims.iota.default:
             start, step = node.kwargs.get("start", 0), node.kwargs.get("step", 1)
@@ -400,6 +422,16 @@ class Translator:
                 dims = [dims]
             keep = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
             return self.reduce(REDUCTIONS[t], x, dims, keep, dtype)
+        if t in (aten.any.dim, aten.any.dims, aten.all.dim):
+            # any: the max over the dims of (x != 0) is 1; all: the min is 1.
+            x = self.values[args[0]]
+            dims = args[1] if len(args) > 1 and args[1] is not None else list(range(len(x.shape)))
+            dims = [dims] if isinstance(dims, int) else list(dims)
+            keep = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
+            c = self.condition(args[0], x.shape)
+            flag = Value(x.shape, "f32", lambda idx: f"select({c(idx)}, 1, 0)")
+            red = self.reduce("min" if t is aten.all.dim else "max", flag, dims, keep, "f32")
+            return Value(red.shape, "bool", lambda idx: f"({red.load(idx)} > 0)")
         if t in (aten.var.correction, aten.var_mean.correction):
             x = self.values[args[0]]
             dims = args[1] if len(args) > 1 and args[1] is not None else list(range(len(x.shape)))
@@ -713,12 +745,18 @@ def translate(name, nodes, inputs, outputs) -> Program:
         tr.values[n] = tr.b.input(f"x{k}", _shape(n), _dtype(n))
     for n in nodes:
         tr.values[n] = tr.run(n)
-    out_dtypes = []
-    for k, n in enumerate(outputs):
+    out_dtypes, index, seen = [], [], {}
+    for n in outputs:
         v = tr.values[n]
         if isinstance(v, tuple):
             raise Unsupported(f"{n}: a multi-output value is used outside the partition")
         shape = _shape(n)
-        tr.b.define(shape, v.dtype if v.dtype else _dtype(n), lambda p, r, v=v: v.load(p), out=True, name=f"y{k}")
-        out_dtypes.append(_val(n).dtype)
-    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes)
+        dtype = v.dtype if v.dtype else _dtype(n)
+        # Two outputs with the same value (two views of one tensor, both read outside) are one output.
+        key = (tuple(shape), dtype, _val(n).dtype, v.load([f"_i{d}_" for d in range(len(shape))]))
+        if key not in seen:
+            seen[key] = len(out_dtypes)
+            tr.b.define(shape, dtype, lambda p, r, v=v: v.load(p), out=True, name=f"y{len(out_dtypes)}")
+            out_dtypes.append(_val(n).dtype)
+        index.append(seen[key])
+    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes, index)
