@@ -24,6 +24,9 @@ DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", to
           torch.int64: "i32"}
 
 
+FLOATS = ("f32", "f16", "bf16")
+
+
 class Unsupported(Exception):
     """The node cannot be translated; the message says why (shown by solder.explain)."""
 
@@ -253,12 +256,15 @@ class Builder:
         """A definition target[i0, ...] = [R(r...)] body(i..., r...). `reduce` = (op, [sizes]); `body`
         takes the p-index names and the r-index names."""
         name = name or self.fresh("t")
-        p = [self.fresh("ix") for _ in shape]
+        # Positional index names (i0, i1, ... and r0, ...): the same value reads the same in every
+        # definition, which Solder's online-softmax rule compares (max(r0) V and sum(r0) exp(V - m)).
+        p = [f"i{k}" for k in range(len(shape))]
         decl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(p, shape))
+        p = ["0" if s == 1 else v for v, s in zip(p, shape)]  # the body reads dims of size 1 at 0
         prefix = "out " if out else ""
         if reduce:
             op, sizes = reduce
-            r = [self.fresh("rx") for _ in sizes]
+            r = [f"r{k}" for k in range(len(sizes))]
             rdecl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(r, sizes))
             rhs = f"{op}({rdecl}) {body(p, r)}"
         else:
@@ -282,11 +288,25 @@ def _broadcast(v: Value, shape):
     return load
 
 
+class FlatIndex(str):
+    """The text of a flat index (i0 * s1 + i1 ...) that remembers its parts and sizes: unflattening it
+    to the same sizes gives the parts back, so a merge of dims followed by a split (bmm's batch dim
+    between two 4-D views) leaves no // and % in the program."""
+
+    def __new__(cls, text, parts, sizes):
+        obj = str.__new__(cls, text)
+        obj.parts, obj.sizes = list(parts), list(sizes)
+        return obj
+
+
 def _flat_index(idx, shape):
     expr = None
     for i, s in zip(idx, shape):
         expr = i if expr is None else f"({expr}) * {s} + {i}"
-    return expr or "0"
+    real = [i for i, s in zip(idx, shape) if s != 1]
+    if len(real) <= 1:  # the dims of size 1 contribute 0
+        return real[0] if real else "0"
+    return FlatIndex(expr, ["0" if s == 1 else i for i, s in zip(idx, shape)], shape)
 
 
 def _reshape_groups(xshape, yshape):
@@ -313,6 +333,15 @@ def _reshape_groups(xshape, yshape):
 
 
 def _unflatten(flat, shape):
+    if len([s for s in shape if s != 1]) == 1:  # one real dim: the flat index is its index
+        return [flat if s != 1 else "0" for s in shape]
+    if isinstance(flat, FlatIndex):
+        if list(flat.sizes) == list(shape):
+            return list(flat.parts)
+        real = [(i, s) for i, s in zip(flat.parts, flat.sizes) if s != 1]
+        if [s for _, s in real] == [s for s in shape if s != 1]:
+            it = iter(i for i, _ in real)
+            return ["0" if s == 1 else next(it) for s in shape]
     out, stride = [], 1
     strides = []
     for s in reversed(shape):
@@ -402,6 +431,11 @@ class Translator:
                 return Value(shape, dtype, lambda idx: f"(({f(idx)}) != 0)")
             if hasattr(args[0], "op") and _dtype(args[0]) == "bool":  # a condition as a number: 0 or 1
                 return Value(shape, dtype, lambda idx: f"select({f(idx)}, 1, 0)")
+            if dtype in FLOATS and hasattr(args[0], "op") and _dtype(args[0]) in FLOATS:
+                # Between floating dtypes inside a partition the value stays in f32, as Inductor keeps
+                # it (emulate_precision_casts off): no rounding between two of the partition's
+                # operations, only where a value leaves it (its outputs have the graph's dtypes).
+                return Value(shape, dtype, f)
             return Value(shape, dtype, lambda idx: f"cast({f(idx)}, {dtype})")
         if t is torch.ops.prims.iota.default:
             start, step = node.kwargs.get("start", 0), node.kwargs.get("step", 1)
@@ -634,6 +668,17 @@ class Translator:
         a, b = (self.values[args[1]], self.values[args[2]]) if t is aten.addmm.default else (self.values[args[0]], self.values[args[1]])
         k = a.shape[-1]
         acc = "f32"
+        lead = self._bmm_lead(node, shape) if t is aten.bmm.default else None
+        if lead:
+            # The batch dim is a merge of dims (B·H of attention): define the product over them, so that
+            # the 4-D views around it read c[b, h, i, j] and Solder sees attention's index structure.
+            n = len(lead)
+
+            def body(p, r):
+                fi = _flat_index(p[:n], lead)
+                return f"{a.load([fi, p[n], r[0]])} * {b.load([fi, r[0], p[n + 1]])}"
+            c = self.b.define(lead + list(shape[1:]), acc, body, reduce=("sum", [k]))
+            return Value(shape, dtype, lambda idx: c.load(_unflatten(idx[0], lead) + list(idx[1:])))
         if t is aten.bmm.default:
             body = lambda p, r: f"{a.load([p[0], p[1], r[0]])} * {b.load([p[0], r[0], p[2]])}"
         else:
@@ -645,6 +690,27 @@ class Translator:
             alpha = node.kwargs.get("alpha", 1)
             return Value(shape, dtype, lambda idx: f"({_num(beta)} * {bias(idx)} + {_num(alpha)} * {c.load(idx)})")
         return Value(shape, dtype, c.load)
+
+    @staticmethod
+    def _bmm_lead(node, shape):
+        """The dims that bmm's batch dim merges: from a view of its result (all of them the same), else
+        from the view that made its first operand; None when neither shows more than one dim."""
+        batch = shape[0]
+        reshapes = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+
+        def ok(lead):
+            return len(lead) > 1 and math.prod(lead) == batch
+        users = list(node.users)
+        if users and all(u.op == "call_function" and u.target in reshapes for u in users):
+            leads = {tuple(_shape(u)[:-2]) for u in users if _shape(u)[-2:] == list(shape[1:])}
+            if len(leads) == 1 and ok(list(next(iter(leads)))):
+                return list(next(iter(leads)))
+        a = node.args[0]
+        if hasattr(a, "op") and a.op == "call_function" and a.target in reshapes and hasattr(a.args[0], "meta"):
+            src = _shape(a.args[0])
+            if src[-2:] == _shape(a)[-2:] and ok(src[:-2]):
+                return src[:-2]
+        return None
 
     def topk(self, node):
         x = self.values[node.args[0]]
