@@ -50,7 +50,7 @@ def check(name, dtype, small, reduce_overhead, options, device="cuda"):
         torch._dynamo.reset()
         compiled = torch.compile(module, backend="solder", options=options)
         got = torch_modules.flat(compiled(*inputs))
-        why = torch_modules.compare(got, ref, eager, dtype)
+        why = torch_modules.compare(got, ref, eager, dtype, torch_modules.INDEX_CHECKS.get(name), module, inputs)
         if why:
             return why
         if device == "cpu":  # a dry run: no CUDA graphs
@@ -68,7 +68,7 @@ def check(name, dtype, small, reduce_overhead, options, device="cuda"):
                 out = [t.clone() for t in torch_modules.flat(fn(*inputs))]
             if counters["inductor"]["cudagraph_skips"] != skips:
                 return "mode='reduce-overhead' skipped CUDA graphs (counters['inductor']['cudagraph_skips'])"
-            why = torch_modules.compare(out, ref, eager, dtype)
+            why = torch_modules.compare(out, ref, eager, dtype, torch_modules.INDEX_CHECKS.get(name), module, inputs)
             if why:
                 return f"mode='reduce-overhead': {why}"
     return None
