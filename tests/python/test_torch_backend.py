@@ -212,7 +212,6 @@ def test_backend_is_registered():
     assert "solder" in torch._dynamo.list_backends(exclude_tags=())
 
 
-@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
 def _no_compile_caches():
     import contextlib
 
@@ -225,6 +224,7 @@ def _no_compile_caches():
     return stack
 
 
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
 def test_torch_compile_backend_end_to_end():
     # The whole path: Dynamo, AOTAutograd, the partitioner, Inductor for the rest (C++ on the CPU).
     model, inputs = CASES["llama_mlp"]
