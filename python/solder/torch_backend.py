@@ -241,11 +241,13 @@ def partition_and_replace(gm, explanation=None, linear=None):
             explanation.costs[n.name] = node_cost(n)
     reasons = {}
     partitioner = CapabilityBasedPartitioner(gm, _Support(reasons, _linear_policy(linear)), allows_single_node_partition=True)
-    partitions = partitioner.propose_partitions()
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    for k, part in enumerate(partitions):
-        nodes, pure = _without_input_views(sorted(part.nodes, key=order.get))
-        for n in part.nodes:
+    groups = []
+    for part in partitioner.propose_partitions():
+        groups += _split_at_attention(sorted(part.nodes, key=order.get))
+    for k, group in enumerate(groups):
+        nodes, pure = _without_input_views(group)
+        for n in group:
             if n not in nodes:
                 explanation.fallback[n.name] = "a view of graph values alone, which Inductor takes for free (Solder would copy it)"
         if not nodes:
@@ -298,6 +300,32 @@ def partition_and_replace(gm, explanation=None, linear=None):
     gm.graph.lint()
     gm.recompile()
     return gm
+
+
+def _split_at_attention(nodes):
+    """A partition whose SDPA reads a query, key or value computed in the partition (RoPE's rotation)
+    becomes two: what computes the operands, then the attention. Solder inlines element-wise work into
+    its consumers, so in one program the rotation would be recomputed for every key tile inside the
+    score contraction, and the tensor-core emitter takes only operands read from memory; across two
+    partitions the rotated operands are written once and the attention reads plain [B, H, T, D] tiles."""
+    members = set(nodes)
+    for s in nodes:
+        if s.target not in fx_translate.SDPA:
+            continue
+        operands = [a for a in s.args[:3] if hasattr(a, "op") and a in members]
+        before, stack = set(), list(operands)
+        while stack:
+            n = stack.pop()
+            if n in before or n not in members:
+                continue
+            before.add(n)
+            stack += list(n.all_input_nodes)
+        if not any(n.target not in _VIEWISH for n in before):
+            continue  # the operands are views of the partition's inputs: nothing to write first
+        first = [n for n in nodes if n in before]
+        rest = [n for n in nodes if n not in before]
+        return _split_at_attention(first) + _split_at_attention(rest)
+    return [nodes]
 
 
 def _without_input_views(nodes):

@@ -298,3 +298,20 @@ def test_bool_constants_are_conditions():
     assert [p for p in explanation.partitions if not p.get("error")], explanation.format()
     with torch.no_grad():
         _compare(gm(*args), Masks()(x), "masks")
+
+
+def test_attention_on_computed_operands_is_its_own_partition():
+    class Rotated(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(torch.cos(q) * q, k * 2.0, v, is_causal=True)
+
+    inputs = tuple(torch.randn(1, 2, 8, 16) for _ in range(3))
+    gm, args = _aten_graph(Rotated(), inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program")]
+    assert len(programs) == 2, explanation.format()
+    # the operands are written by the first program; the attention's score contraction reads inputs
+    assert "cos(" in programs[0] and "cos(" not in programs[1] and "max(r0" in programs[1], programs
+    with torch.no_grad():
+        _compare(gm(*args), Rotated()(*inputs), "rotated attention")
