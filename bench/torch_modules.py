@@ -1,21 +1,30 @@
 """Real PyTorch modules, written the way their authors write them, for the torch.compile backend:
-tests/gpu/torch.sh checks each against eager (and CUDA-graph capture + replay); this file's main times
-them on the GPU: eager, torch.compile (default and max-autotune) and backend="solder", every one
-CUDA-graph replayed, in the same run; the first call's compile time (cold and warm cache); and the
-fraction of each module's ATen nodes that Solder's kernels took.
+tests/gpu/torch.sh checks each against a float32 reference (and CUDA-graph capture + replay); this
+file's main times them on the GPU: eager, torch.compile (default and max-autotune), backend="solder"
+(linear layers on cuBLAS through Inductor, the default) and backend="solder" with
+options={"solder.linear": "solder"} (everything Solder translates), every one CUDA-graph replayed, in
+the same run; the first call's compile time (Solder: cold and warm caches); the fraction of the FLOPs,
+bytes and ATen nodes that Solder's kernels took; and each variant's error against the reference.
 
-    python bench/torch_modules.py [--modules a,b] [--markdown bench/results/h100/torch_modules.md]
+    python bench/torch_modules.py [--modules a,b] [--small] [--markdown bench/results/h100/torch_modules.md]
+                                  [--json FILE] [--log FILE] [--time-budget SECONDS] [--device cpu]
 
-To add a module: write it below and add a line to MODULES (name -> factory(device, dtype) returning
-(module, inputs)). Modules that need ops the .sol language lacks (RoPE's sin/cos before the language
-branch lands) still run: those nodes fall back to Inductor and `solder.explain` says so.
+`--device cpu` is a dry run for a machine without a GPU (wall-clock times, no CUDA graphs, f32 at
+`--small` shapes). `--time-budget` skips max-autotune and the all-Solder variant of the modules that
+start after that many seconds (the cells say so).
+
+To add a module: write it below and add a line to MODULES (name -> factory(device, dtype, small)
+returning (module, inputs)).
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -180,9 +189,81 @@ def flat(x):
     return [x]
 
 
+# ---- Reference and comparison ------------------------------------------------------------------------
+def reference(module, inputs):
+    """The module's outputs in float32: a copy of it (the same weights) upcast, on the inputs upcast."""
+    import copy
+
+    upcast = copy.deepcopy(module).float()
+    with torch.no_grad():
+        out = flat(upcast(*[x.float() if x.dtype.is_floating_point else x for x in inputs]))
+    del upcast
+    return out
+
+
+def rel_error(got, want):
+    got, want = got.double(), want.double()
+    if not torch.isfinite(got).all():
+        return float("inf")
+    return float((got - want).norm() / want.norm().clamp_min(1e-30))
+
+
+TOLERANCE = {torch.bfloat16: 2e-2, torch.float16: 5e-3, torch.float32: 2e-3}
+
+
+def _router_indices(module, inputs, got, eager):
+    """The router's expert indices may differ from eager's only between experts of equal probability
+    (bf16 logits tie often): the probabilities they select must be the same."""
+    with torch.no_grad():
+        probs = F.softmax(module.gate(inputs[0]).float(), dim=-1)
+    a, b = probs.gather(-1, got.long()), probs.gather(-1, eager.long())
+    if not torch.equal(a, b):
+        return f"{int((a != b).sum())} selected probabilities differ from eager's (not ties)"
+    if (got.sort(dim=-1).values.diff(dim=-1) == 0).any():
+        return "an expert is selected twice in a row"
+    return None
+
+
+# name -> check(module, inputs, got, eager) of integer outputs that may differ from eager's at ties
+INDEX_CHECKS = {"moe_router": _router_indices}
+
+
+def compare(got, ref, eager, dtype, index_check=None, module=None, inputs=None):
+    """None when `got` matches: each float output within max(TOLERANCE[dtype], 2 × eager's error) of the
+    float32 reference (relative L2 error, NaN never passes), integer outputs equal to eager's in at least
+    99 % of the places, or passing `index_check` (top-k of near-equal bf16 scores orders ties in its own
+    way). Else the reason."""
+    if len(got) != len(ref):
+        return f"{len(got)} outputs, expected {len(ref)}"
+    worst = []
+    for k, (g, r, e) in enumerate(zip(got, ref, eager)):
+        if tuple(g.shape) != tuple(e.shape) or g.dtype != e.dtype:
+            return f"output {k}: {g.dtype}{tuple(g.shape)}, expected {e.dtype}{tuple(e.shape)}"
+        if e.dtype.is_floating_point:
+            err, base = rel_error(g, r), rel_error(e, r)
+            bound = max(TOLERANCE.get(dtype, 2e-2), 2 * base)
+            worst.append(err)
+            if not err <= bound:
+                return f"output {k}: relative error {err:.2e} against the float32 reference, over {bound:.1e} (eager's: {base:.2e})"
+        else:
+            same = float((g == e).double().mean())
+            if index_check is not None:
+                why = index_check(module, inputs, g, e)
+                if why:
+                    return f"output {k}: {why}"
+            elif same < 0.99:
+                return f"output {k}: {100 * (1 - same):.1f} % of the integers differ from eager's"
+    return None
+
+
+def max_error(got, ref):
+    errs = [rel_error(g, r) for g, r in zip(got, ref) if r.dtype.is_floating_point]
+    return max(errs) if errs else 0.0
+
+
 # ---- Timing -----------------------------------------------------------------------------------------
 def graph_replay_us(fn, inputs, replays=50):
-    """Median µs per call over CUDA-graph replays of fn(*inputs)."""
+    """Median µs per call over CUDA-graph replays of fn(*inputs), and the outputs of the last replay."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -191,7 +272,7 @@ def graph_replay_us(fn, inputs, replays=50):
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        fn(*inputs)
+        out = fn(*inputs)
     times = []
     for _ in range(replays):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -200,72 +281,188 @@ def graph_replay_us(fn, inputs, replays=50):
         b.record()
         b.synchronize()
         times.append(a.elapsed_time(b) * 1000)
-    return statistics.median(times)
+    return statistics.median(times), [t.clone() for t in flat(out)]
 
 
-def coverage(module, inputs):
-    import solder
+def wall_us(fn, inputs, calls=3):
+    """On the CPU (dry run): median wall-clock µs of a call."""
+    fn(*inputs)
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn(*inputs)
+        times.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(times), flat(fn(*inputs))
 
-    with open(os.devnull, "w") as null:
-        found = solder.explain(module, *inputs, file=null)
-    on, total = 0, 0
-    for e in found:
-        on += sum(len(p["nodes"]) for p in e.partitions if not p.get("error"))
-        total += sum(len(p["nodes"]) for p in e.partitions if not p.get("error")) + len(e.fallback)
-    return on / total if total else 0.0
+
+def _sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def coverage(explanations):
+    """Fractions of FLOPs, bytes written and ATen nodes on Solder, over the graphs compiled."""
+    totals = {}
+    for e in explanations:
+        for key, value in e.coverage().items():
+            totals[key] = totals.get(key, 0) + value
+    frac = lambda a, b: (totals.get(a, 0) / totals[b]) if totals.get(b) else 0.0
+    return {"flops": frac("flops", "total_flops"), "bytes": frac("bytes", "total_bytes"),
+            "nodes": frac("nodes", "total_nodes"), "gflop": totals.get("total_flops", 0) / 1e9}
+
+
+VARIANTS = ("eager", "compile", "max-autotune", "solder", "solder-all")
+OPTIONAL = ("max-autotune", "solder-all")
+
+
+def run_module(name, args, log, started):
+    import solder  # registers backend="solder"
+    import solder._kernel
+    import solder.torch_backend as tb
+    import torch._dynamo
+    import torch._functorch.config
+    import torch._inductor.config
+
+    device = args.device
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    module, inputs = make(name, device=device, dtype=dtype, small=args.small)
+    ref = reference(module, inputs)
+    row = {"module": name, "shapes": [list(x.shape) for x in inputs], "dtype": str(dtype).replace("torch.", "")}
+    timer = (lambda fn: graph_replay_us(fn, inputs)) if device == "cuda" else (lambda fn: wall_us(fn, inputs))
+    with torch.no_grad():
+        eager_out = flat(module(*inputs))
+        row["eager"], replayed = timer(module)
+        row["error eager"] = max_error(eager_out, ref)
+        for label in args.variants:
+            if label == "eager":
+                continue
+            if label in OPTIONAL and time.perf_counter() - started > args.time_budget:
+                row[label] = "skipped (time budget)"
+                continue
+            kw = {"compile": {}, "max-autotune": {"mode": "max-autotune-no-cudagraphs"},
+                  "solder": {"backend": "solder"},
+                  "solder-all": {"backend": "solder", "options": {"solder.linear": "solder"}}}[label]
+            torch._dynamo.reset()
+            first = len(tb._last_explanations)
+            try:
+                if label == "solder":  # cold: an empty NVRTC disk cache and no kernels in the process
+                    os.environ["SOLDER_CACHE_DIR"] = tempfile.mkdtemp(prefix="solder-cold-")
+                    solder._kernel._cache.clear()
+                start = time.perf_counter()
+                fn = torch.compile(module, **kw)
+                got = flat(fn(*inputs))
+                _sync(device)
+                row[f"compile s {label}"] = time.perf_counter() - start
+                if label.startswith("solder"):
+                    found = tb._last_explanations[first:]
+                    row[f"coverage {label}"] = coverage(found)
+                    for k, e in enumerate(found):
+                        print(f"== {name} {label} graph {k}\n{e.format()}", file=log)
+                    log.flush()
+                if label == "solder":  # warm: the disk caches filled, the in-process ones emptied
+                    torch._dynamo.reset()
+                    solder._kernel._cache.clear()
+                    start = time.perf_counter()
+                    fn = torch.compile(module, **kw)
+                    got = flat(fn(*inputs))
+                    _sync(device)
+                    row["compile s solder warm"] = time.perf_counter() - start
+                why = compare(got, ref, eager_out, dtype, INDEX_CHECKS.get(name), module, inputs)
+                row[f"error {label}"] = max_error(got, ref)
+                row[label], replayed = timer(fn)
+                if why is None and device == "cuda":
+                    for r, g in zip(replayed, got):
+                        if not torch.equal(r, g):
+                            why = "the CUDA-graph replay differs from the direct call"
+                            break
+                row[f"check {label}"] = why or "ok"
+            except Exception as e:  # report, keep going
+                row[label] = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+                print(f"{name} {label}: {type(e).__name__}: {e}", file=log)
+                log.flush()
+            print(f"  {name} {label}: {row.get(label)}", file=sys.stderr, flush=True)
+    return row
+
+
+def _num(x, fmt="{:.1f}"):
+    return fmt.format(x) if isinstance(x, (int, float)) else "—"
+
+
+def table(rows, device_name, small):
+    unit = "µs per call, CUDA-graph replay (median of 50)" if device_name != "cpu" else "µs per call, wall clock (CPU dry run)"
+    cols = ["module", "eager", "compile", "max-autotune", "solder", "solder-all", "solder ÷ best other",
+            "Solder compile cold / warm s", "on Solder: FLOPs / bytes / nodes", "checks"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    notes = []
+    for r in rows:
+        others = [r[v] for v in ("eager", "compile", "max-autotune") if isinstance(r.get(v), float)]
+        best = min(others) if others else None
+        ratio = r["solder"] / best if best and isinstance(r.get("solder"), float) else None
+        cov = r.get("coverage solder")
+        cov_all = r.get("coverage solder-all")
+        cov_text = "—" if not cov else f"{100 * cov['flops']:.0f} % / {100 * cov['bytes']:.0f} % / {100 * cov['nodes']:.0f} %"
+        if cov_all:
+            cov_text += f" (all: {100 * cov_all['flops']:.0f} %)"
+        checks = [f"{v}: {r[f'check {v}']}" for v in VARIANTS if r.get(f"check {v}") not in (None, "ok")]
+        cells = [r["module"]] + [_num(r.get(v)) if not isinstance(r.get(v), str) else ("skipped" if "skipped" in r[v] else "failed")
+                                 for v in ("eager", "compile", "max-autotune", "solder", "solder-all")]
+        cells += [f"{ratio:.2f}×" if ratio else "—",
+                  f"{_num(r.get('compile s solder'))} / {_num(r.get('compile s solder warm'))}", cov_text,
+                  "ok" if not checks else "see below"]
+        lines.append("| " + " | ".join(cells) + " |")
+        for v in VARIANTS:
+            if isinstance(r.get(v), str):
+                notes.append(f"- {r['module']} {v}: {r[v]}")
+        notes += [f"- {r['module']} {c}" for c in checks]
+    head = (f"GPU time in {unit}; {'bf16' if device_name != 'cpu' else 'f32'}"
+            f"{', small shapes' if small else ''}. solder = backend=\"solder\" (linear layers on cuBLAS through Inductor, "
+            "the default); solder-all = options={\"solder.linear\": \"solder\"}. Compile: seconds of the first call "
+            "(cold: empty Solder caches; warm: the NVRTC and Inductor disk caches filled). On Solder: the fraction of "
+            "the FLOPs, of the bytes an unfused run writes, and of the ATen nodes that Solder's kernels took.\n\n")
+    return head + "\n".join(lines) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else "")
+
+
+def _commit():
+    if os.environ.get("SOLDER_COMMIT"):
+        return os.environ["SOLDER_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__)), timeout=10).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--modules", default=",".join(MODULES))
+    ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--small", action="store_true", help="small shapes (a quick check)")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--markdown", help="write the table here")
+    ap.add_argument("--json", help="write every number here")
+    ap.add_argument("--log", help="write the partitions (solder.explain) and failures here")
+    ap.add_argument("--time-budget", type=float, default=float("inf"))
     args = ap.parse_args()
-    import solder  # registers backend="solder"
-    import solder.torch_backend
-    import torch._dynamo
-
+    args.variants = args.variants.split(",")
+    if args.device == "cpu":
+        args.small = True
+    started = time.perf_counter()
+    log = open(args.log, "w") if args.log else open(os.devnull, "w")
     rows = []
     for name in args.modules.split(","):
-        module, inputs = make(name, small=args.small)
-        row = {"module": name}
-        with torch.no_grad():
-            row["eager"] = graph_replay_us(module, inputs)
-            for label, kw in (("compile", {}), ("max-autotune", {"mode": "max-autotune-no-cudagraphs"}), ("solder", {"backend": "solder"})):
-                torch._dynamo.reset()
-                if label == "solder":  # cold: an empty NVRTC cache and no in-process kernels
-                    os.environ["SOLDER_CACHE_DIR"] = tempfile.mkdtemp(prefix="solder-cold-")
-                    solder._kernel._cache.clear()
-                start = time.perf_counter()
-                try:
-                    fn = torch.compile(module, **kw)
-                    fn(*inputs)
-                    torch.cuda.synchronize()
-                    if label == "solder":
-                        row["compile cold s"] = time.perf_counter() - start
-                        torch._dynamo.reset()
-                        start = time.perf_counter()
-                        fn = torch.compile(module, **kw)
-                        fn(*inputs)
-                        torch.cuda.synchronize()
-                        row["compile warm s"] = time.perf_counter() - start
-                    row[label] = graph_replay_us(fn, inputs)
-                except Exception as e:  # report, keep going
-                    row[label] = float("nan")
-                    print(f"{name} {label}: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
-            row["coverage"] = coverage(module, inputs)
-        rows.append(row)
-        print(row, flush=True)
-    cols = ["module", "eager", "compile", "max-autotune", "solder", "compile cold s", "compile warm s", "coverage"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        cells = [r["module"]] + [f"{r.get(c, float('nan')):.1f}" if c not in ("coverage",) else f"{100 * r.get(c, 0):.0f} %" for c in cols[1:]]
-        lines.append("| " + " | ".join(cells) + " |")
-    table = "GPU µs per call (CUDA-graph replay, median), bf16; compile seconds of the first call; coverage = ATen nodes on Solder\n\n" + "\n".join(lines) + "\n"
-    print(table)
+        rows.append(run_module(name, args, log, started))
+        print(json.dumps(rows[-1], default=str), flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1, default=str)
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    text = table(rows, device_name, args.small)
+    print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(f"# torch modules ({torch.cuda.get_device_name()}, torch {torch.__version__})\n\n" + table)
+            f.write(f"# torch modules on {device_name}\n\n{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+                    f"commit {_commit()}, torch {torch.__version__}, `python bench/torch_modules.py`"
+                    f"{' --small' if args.small else ''}; {time.perf_counter() - started:.0f} s in all.\n\n" + text)
 
 
 if __name__ == "__main__":

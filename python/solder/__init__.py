@@ -19,12 +19,13 @@ __all__ = ["compile", "Kernel", "cuda_available", "cache_info", "explain", "Sold
            "ArgumentError", "UnsupportedError"]
 
 
-def explain(model, *inputs, file=None):
+def explain(model, *inputs, file=None, options=None):
     """Print (and return) how the torch.compile backend partitions ``model`` for these inputs: each
-    Solder partition with its generated program, and every node left to Inductor with the reason."""
+    Solder partition with its generated program, and every node left to Inductor with the reason.
+    ``options`` as for ``torch.compile(..., backend="solder", options=...)``."""
     from .torch_backend import explain as _explain
 
-    return _explain(model, *inputs, file=file)
+    return _explain(model, *inputs, file=file, options=options)
 
 
 # Register backend="solder" with torch.compile when torch is installed (SOLDER_NO_TORCH=1 skips it).

@@ -24,6 +24,9 @@ DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", to
           torch.int64: "i32"}
 
 
+FLOATS = ("f32", "f16", "bf16")
+
+
 class Unsupported(Exception):
     """The node cannot be translated; the message says why (shown by solder.explain)."""
 
@@ -128,7 +131,7 @@ OTHERS = {aten.mm.default, aten.bmm.default, aten.addmm.default, aten.where.self
           aten._scaled_dot_product_efficient_attention.default, aten._scaled_dot_product_cudnn_attention.default,
           aten.scaled_dot_product_attention.default, operator.getitem, aten.cat.default,
           aten.split.Tensor, aten.split_with_sizes.default, torch.ops.prims.convert_element_type.default,
-          torch.ops.prims.iota.default, aten.arange.start_step}
+          torch.ops.prims.iota.default, aten.arange.start_step, aten.any.dim, aten.any.dims, aten.all.dim}
 MULTI_OUTPUT = {aten.var_mean.correction, aten.topk.default, aten.native_layer_norm.default,
                 aten.split.Tensor, aten.split_with_sizes.default,
                 aten._scaled_dot_product_flash_attention_for_cpu.default, aten._scaled_dot_product_flash_attention.default,
@@ -222,8 +225,9 @@ class Program:
     name: str
     text: str
     inputs: list    # fx nodes, in program order
-    outputs: list   # fx nodes, in program order
-    output_dtypes: list = field(default_factory=list)  # torch dtypes the graph expects
+    outputs: list   # fx nodes read outside the partition (several may share one program output)
+    output_dtypes: list = field(default_factory=list)  # torch dtypes of the program's outputs
+    output_index: list = field(default_factory=list)   # per output node: the program output it reads
 
 
 class Builder:
@@ -252,12 +256,15 @@ class Builder:
         """A definition target[i0, ...] = [R(r...)] body(i..., r...). `reduce` = (op, [sizes]); `body`
         takes the p-index names and the r-index names."""
         name = name or self.fresh("t")
-        p = [self.fresh("ix") for _ in shape]
+        # Positional index names (i0, i1, ... and r0, ...): the same value reads the same in every
+        # definition, which Solder's online-softmax rule compares (max(r0) V and sum(r0) exp(V - m)).
+        p = [f"i{k}" for k in range(len(shape))]
         decl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(p, shape))
+        p = ["0" if s == 1 else v for v, s in zip(p, shape)]  # the body reads dims of size 1 at 0
         prefix = "out " if out else ""
         if reduce:
             op, sizes = reduce
-            r = [self.fresh("rx") for _ in sizes]
+            r = [f"r{k}" for k in range(len(sizes))]
             rdecl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(r, sizes))
             rhs = f"{op}({rdecl}) {body(p, r)}"
         else:
@@ -281,11 +288,25 @@ def _broadcast(v: Value, shape):
     return load
 
 
+class FlatIndex(str):
+    """The text of a flat index (i0 * s1 + i1 ...) that remembers its parts and sizes: unflattening it
+    to the same sizes gives the parts back, so a merge of dims followed by a split (bmm's batch dim
+    between two 4-D views) leaves no // and % in the program."""
+
+    def __new__(cls, text, parts, sizes):
+        obj = str.__new__(cls, text)
+        obj.parts, obj.sizes = list(parts), list(sizes)
+        return obj
+
+
 def _flat_index(idx, shape):
     expr = None
     for i, s in zip(idx, shape):
         expr = i if expr is None else f"({expr}) * {s} + {i}"
-    return expr or "0"
+    real = [i for i, s in zip(idx, shape) if s != 1]
+    if len(real) <= 1:  # the dims of size 1 contribute 0
+        return real[0] if real else "0"
+    return FlatIndex(expr, ["0" if s == 1 else i for i, s in zip(idx, shape)], shape)
 
 
 def _reshape_groups(xshape, yshape):
@@ -312,6 +333,15 @@ def _reshape_groups(xshape, yshape):
 
 
 def _unflatten(flat, shape):
+    if len([s for s in shape if s != 1]) == 1:  # one real dim: the flat index is its index
+        return [flat if s != 1 else "0" for s in shape]
+    if isinstance(flat, FlatIndex):
+        if list(flat.sizes) == list(shape):
+            return list(flat.parts)
+        real = [(i, s) for i, s in zip(flat.parts, flat.sizes) if s != 1]
+        if [s for _, s in real] == [s for s in shape if s != 1]:
+            it = iter(i for i, _ in real)
+            return ["0" if s == 1 else next(it) for s in shape]
     out, stride = [], 1
     strides = []
     for s in reversed(shape):
@@ -335,6 +365,16 @@ class Translator:
             return _broadcast(v, shape) if shape is not None else v.load
         return lambda idx, c=a: _num(c)
 
+    def condition(self, a, shape):
+        """Operand `a` as a condition (what select, && and || take): bool values are conditions;
+        numbers and constants compare with 0."""
+        if hasattr(a, "op"):
+            f = self.operand(a, shape)
+            if _dtype(a) == "bool":
+                return f
+            return lambda idx: f"(({f(idx)}) != 0)"
+        return lambda idx: "(1 == 1)" if a else "(0 == 1)"
+
     def materialize(self, v: Value, dtype=None):
         return self.b.define(v.shape, dtype or v.dtype, lambda p, r: v.load(p))
 
@@ -351,6 +391,10 @@ class Translator:
         if t in OPTIONAL_UNARY:
             f = self.operand(args[0], shape)
             return Value(shape, dtype, lambda idx: f"{OPTIONAL_UNARY[t]}({f(idx)})")
+        if t in (aten.logical_and.default, aten.logical_or.default):
+            # `&&` and `||` take conditions: a bool value is one; a number or a constant becomes `x != 0`.
+            a, b = (self.condition(x, shape) for x in args[:2])
+            return Value(shape, dtype, lambda idx: BINARY[t].format(a(idx), b(idx)))
         if t in BINARY:
             a, b = self.operand(args[0], shape), self.operand(args[1], shape)
             alpha = node.kwargs.get("alpha", args[2] if len(args) > 2 else 1)
@@ -369,17 +413,29 @@ class Translator:
             return Value(shape, dtype, lambda idx: f"(0.5 * {f(idx)} * (1 + erf({f(idx)} * 0.7071067811865476)))")
         if t in (aten.scalar_tensor.default, aten.full.default):
             c = args[0] if t is aten.scalar_tensor.default else args[1]
+            if dtype == "bool":  # a condition, so that select and && take it
+                return Value(shape, dtype, lambda idx: "(1 == 1)" if c else "(0 == 1)")
             return Value(shape, dtype, lambda idx: _num(c))
         if t is aten.where.self:
-            c, a, b = (self.operand(x, shape) for x in args[:3])
+            c = self.condition(args[0], shape)
+            a, b = (self.operand(x, shape) for x in args[1:3])
             return Value(shape, dtype, lambda idx: f"select({c(idx)}, {a(idx)}, {b(idx)})")
         if t in (aten.masked_fill.Scalar, aten.masked_fill.Tensor):
-            x, m, v = self.operand(args[0], shape), self.operand(args[1], shape), self.operand(args[2], shape if hasattr(args[2], "op") else None)
+            x, m, v = self.operand(args[0], shape), self.condition(args[1], shape), self.operand(args[2], shape if hasattr(args[2], "op") else None)
             if hasattr(args[2], "op"):
                 v = _broadcast(self.values[args[2]], shape)
             return Value(shape, dtype, lambda idx: f"select({m(idx)}, {v(idx)}, {x(idx)})")
         if t in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
             f = self.operand(args[0], shape)
+            if dtype == "bool":  # torch's conversion to bool is `x != 0`
+                return Value(shape, dtype, lambda idx: f"(({f(idx)}) != 0)")
+            if hasattr(args[0], "op") and _dtype(args[0]) == "bool":  # a condition as a number: 0 or 1
+                return Value(shape, dtype, lambda idx: f"select({f(idx)}, 1, 0)")
+            if dtype in FLOATS and hasattr(args[0], "op") and _dtype(args[0]) in FLOATS:
+                # Between floating dtypes inside a partition the value stays in f32, as Inductor keeps
+                # it (emulate_precision_casts off): no rounding between two of the partition's
+                # operations, only where a value leaves it (its outputs have the graph's dtypes).
+                return Value(shape, dtype, f)
             return Value(shape, dtype, lambda idx: f"cast({f(idx)}, {dtype})")
         if t is torch.ops.prims.iota.default:
             start, step = node.kwargs.get("start", 0), node.kwargs.get("step", 1)
@@ -400,6 +456,16 @@ class Translator:
                 dims = [dims]
             keep = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
             return self.reduce(REDUCTIONS[t], x, dims, keep, dtype)
+        if t in (aten.any.dim, aten.any.dims, aten.all.dim):
+            # any: the max over the dims of (x != 0) is 1; all: the min is 1.
+            x = self.values[args[0]]
+            dims = args[1] if len(args) > 1 and args[1] is not None else list(range(len(x.shape)))
+            dims = [dims] if isinstance(dims, int) else list(dims)
+            keep = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
+            c = self.condition(args[0], x.shape)
+            flag = Value(x.shape, "f32", lambda idx: f"select({c(idx)}, 1, 0)")
+            red = self.reduce("min" if t is aten.all.dim else "max", flag, dims, keep, "f32")
+            return Value(red.shape, "bool", lambda idx: f"({red.load(idx)} > 0)")
         if t in (aten.var.correction, aten.var_mean.correction):
             x = self.values[args[0]]
             dims = args[1] if len(args) > 1 and args[1] is not None else list(range(len(x.shape)))
@@ -602,6 +668,17 @@ class Translator:
         a, b = (self.values[args[1]], self.values[args[2]]) if t is aten.addmm.default else (self.values[args[0]], self.values[args[1]])
         k = a.shape[-1]
         acc = "f32"
+        lead = self._bmm_lead(node, shape) if t is aten.bmm.default else None
+        if lead:
+            # The batch dim is a merge of dims (B·H of attention): define the product over them, so that
+            # the 4-D views around it read c[b, h, i, j] and Solder sees attention's index structure.
+            n = len(lead)
+
+            def body(p, r):
+                fi = _flat_index(p[:n], lead)
+                return f"{a.load([fi, p[n], r[0]])} * {b.load([fi, r[0], p[n + 1]])}"
+            c = self.b.define(lead + list(shape[1:]), acc, body, reduce=("sum", [k]))
+            return Value(shape, dtype, lambda idx: c.load(_unflatten(idx[0], lead) + list(idx[1:])))
         if t is aten.bmm.default:
             body = lambda p, r: f"{a.load([p[0], p[1], r[0]])} * {b.load([p[0], r[0], p[2]])}"
         else:
@@ -613,6 +690,27 @@ class Translator:
             alpha = node.kwargs.get("alpha", 1)
             return Value(shape, dtype, lambda idx: f"({_num(beta)} * {bias(idx)} + {_num(alpha)} * {c.load(idx)})")
         return Value(shape, dtype, c.load)
+
+    @staticmethod
+    def _bmm_lead(node, shape):
+        """The dims that bmm's batch dim merges: from a view of its result (all of them the same), else
+        from the view that made its first operand; None when neither shows more than one dim."""
+        batch = shape[0]
+        reshapes = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+
+        def ok(lead):
+            return len(lead) > 1 and math.prod(lead) == batch
+        users = list(node.users)
+        if users and all(u.op == "call_function" and u.target in reshapes for u in users):
+            leads = {tuple(_shape(u)[:-2]) for u in users if _shape(u)[-2:] == list(shape[1:])}
+            if len(leads) == 1 and ok(list(next(iter(leads)))):
+                return list(next(iter(leads)))
+        a = node.args[0]
+        if hasattr(a, "op") and a.op == "call_function" and a.target in reshapes and hasattr(a.args[0], "meta"):
+            src = _shape(a.args[0])
+            if src[-2:] == _shape(a)[-2:] and ok(src[:-2]):
+                return src[:-2]
+        return None
 
     def topk(self, node):
         x = self.values[node.args[0]]
@@ -713,12 +811,18 @@ def translate(name, nodes, inputs, outputs) -> Program:
         tr.values[n] = tr.b.input(f"x{k}", _shape(n), _dtype(n))
     for n in nodes:
         tr.values[n] = tr.run(n)
-    out_dtypes = []
-    for k, n in enumerate(outputs):
+    out_dtypes, index, seen = [], [], {}
+    for n in outputs:
         v = tr.values[n]
         if isinstance(v, tuple):
             raise Unsupported(f"{n}: a multi-output value is used outside the partition")
         shape = _shape(n)
-        tr.b.define(shape, v.dtype if v.dtype else _dtype(n), lambda p, r, v=v: v.load(p), out=True, name=f"y{k}")
-        out_dtypes.append(_val(n).dtype)
-    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes)
+        dtype = v.dtype if v.dtype else _dtype(n)
+        # Two outputs with the same value (two views of one tensor, both read outside) are one output.
+        key = (tuple(shape), dtype, _val(n).dtype, v.load([f"_i{d}_" for d in range(len(shape))]))
+        if key not in seen:
+            seen[key] = len(out_dtypes)
+            tr.b.define(shape, dtype, lambda p, r, v=v: v.load(p), out=True, name=f"y{len(out_dtypes)}")
+            out_dtypes.append(_val(n).dtype)
+        index.append(seen[key])
+    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes, index)

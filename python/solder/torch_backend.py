@@ -13,13 +13,23 @@ Inductor's decompositions into ATen) and calls ``_inner_compile`` with each ATen
 A training graph's forward goes through the same steps; its backward runs on Inductor (said once
 through ``warnings``). A partition whose program Solder refuses falls back to Inductor, with the
 reason recorded.
+
+Linear layers (a 2-D mm/addmm with a weight: an operand that is, through views, an input of the graph)
+go to Inductor by default, which runs them on cuBLAS: on the H100, Solder's fused path runs a plain
+GEMM several times slower than cuBLAS (bench/results/h100/torch_modules.md). The option
+``options={"solder.linear": "solder"}`` (or ``SOLDER_TORCH_LINEAR=solder``) hands them to Solder too.
+``mode`` and the other ``options`` are Inductor's (``mode="reduce-overhead"`` captures CUDA graphs).
 """
+import functools
 import json
+import operator
+import os
 import sys
 import warnings
 from dataclasses import dataclass, field
 
 import torch
+import torch._functorch.config
 import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
@@ -79,19 +89,99 @@ def _solder_call_fake(program, inputs):
 
 # ---- Partitioning --------------------------------------------------------------------------------
 
+LINEAR_POLICIES = ("inductor", "solder")
+
+
+def _linear_policy(value=None) -> str:
+    value = value or os.environ.get("SOLDER_TORCH_LINEAR") or "inductor"
+    if value not in LINEAR_POLICIES:
+        raise SolderError(f"solder.linear: expected one of {', '.join(LINEAR_POLICIES)}, found {value!r}")
+    return value
+
+
+def _graph_input(node, depth=0):
+    """Whether `node` is, through view-like nodes, an input of the graph (a weight, a buffer)."""
+    while node.op == "call_function" and node.target in fx_translate.VIEWS and depth < 16:
+        node, depth = node.args[0], depth + 1
+    return node.op in ("placeholder", "get_attr")
+
+
+def is_linear_layer(node) -> bool:
+    """A 2-D mm/addmm one of whose operands is a graph input seen through views: nn.Linear after
+    AOTAutograd (permute of the weight, then mm or addmm)."""
+    if node.op != "call_function" or node.target not in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
+        return False
+    a, b = node.args[-2], node.args[-1]
+    return any(hasattr(x, "op") and _graph_input(x) for x in (a, b))
+
+
 class _Support(OperatorSupport):
-    def __init__(self, reasons):
+    def __init__(self, reasons, linear="inductor"):
         super().__init__()
         self.reasons = reasons
+        self.linear = linear
 
     def is_node_supported(self, submodules, node) -> bool:
         why = fx_translate.supported(node)
+        if why is None and self.linear == "inductor" and is_linear_layer(node):
+            why = "a linear layer (GEMM with a weight): cuBLAS through Inductor (options={'solder.linear': 'solder'} gives it to Solder)"
         if why is not None and node.op == "call_function":
             self.reasons[node.name] = why
         return why is None
 
 
-_VIEWISH = fx_translate.VIEWS | {__import__("operator").getitem}
+# ---- What each node costs (for the coverage that solder.explain and the benchmark report) ----------
+
+def _numel(node):
+    try:
+        n = 1
+        for s in fx_translate._shape(node):
+            n *= s
+        return n
+    except fx_translate.Unsupported:
+        return 0
+
+
+def _itemsize(node):
+    v = node.meta.get("val")
+    v = v[0] if isinstance(v, (tuple, list)) and v else v
+    return getattr(getattr(v, "dtype", None), "itemsize", 4) or 4
+
+
+def node_cost(node):
+    """(floating-point operations, bytes written) of one ATen node, as an unfused run would spend them:
+    2·M·N·K for matrix products, 4·L·S·D per head for SDPA, one operation per element read or written
+    for the rest; views cost nothing."""
+    aten = torch.ops.aten
+    t = node.target
+    if node.op != "call_function" or t in fx_translate.VIEWS or t is operator.getitem:
+        return 0, 0
+    try:
+        if t in (aten.mm.default, aten.addmm.default):
+            a = node.args[-2]
+            m, n = fx_translate._shape(node)
+            k = fx_translate._shape(a)[-1]
+            return 2 * m * n * k + (m * n if t is aten.addmm.default else 0), m * n * _itemsize(node)
+        if t is aten.bmm.default:
+            b, m, n = fx_translate._shape(node)
+            k = fx_translate._shape(node.args[0])[-1]
+            return 2 * b * m * n * k, b * m * n * _itemsize(node)
+        if t in fx_translate.SDPA:
+            q, k = fx_translate._shape(node.args[0]), fx_translate._shape(node.args[1])
+            heads = 1
+            for s in q[:-2]:
+                heads *= s
+            out = heads * q[-2] * q[-1]
+            return 4 * heads * q[-2] * k[-2] * q[-1], out * _itemsize(node.args[0])
+        ins = sum(_numel(a) for a in node.all_input_nodes)
+        if isinstance(node.meta.get("val"), (tuple, list)):
+            return ins, 0
+        return max(ins, _numel(node)), _numel(node) * _itemsize(node)
+    except (fx_translate.Unsupported, ValueError, TypeError, IndexError):
+        return 0, 0
+
+
+_VIEWISH = fx_translate.VIEWS | {operator.getitem}
 # One node that is a fused kernel's worth of work on its own (a partition of just it is kept).
 _COMPOSITE = fx_translate.SDPA | {torch.ops.aten._softmax.default, torch.ops.aten._log_softmax.default,
                                   torch.ops.aten.native_layer_norm.default, torch.ops.aten.var_mean.correction}
@@ -102,12 +192,28 @@ class Explanation:
     partitions: list = field(default_factory=list)   # dicts: nodes, program (text), error
     fallback: dict = field(default_factory=dict)     # node name -> reason
     notes: list = field(default_factory=list)
+    costs: dict = field(default_factory=dict)        # node name -> (flops, bytes written), node_cost
+
+    def on_solder(self) -> set:
+        return {n for p in self.partitions if not p.get("error") for n in p["nodes"]}
+
+    def coverage(self) -> dict:
+        """Fractions of the graph's ATen nodes, FLOPs and bytes written that Solder's kernels took."""
+        on = self.on_solder()
+        names = set(self.costs) | on | set(self.fallback)
+        flops = sum(c[0] for c in self.costs.values())
+        written = sum(c[1] for c in self.costs.values())
+        return {"nodes": len(on), "total_nodes": len(on) + len(set(self.fallback) - on),
+                "flops": sum(self.costs.get(n, (0, 0))[0] for n in on), "total_flops": flops,
+                "bytes": sum(self.costs.get(n, (0, 0))[1] for n in on), "total_bytes": written,
+                "all_nodes": len(names)}
 
     def format(self) -> str:
         lines = []
-        translated = sum(len(p["nodes"]) for p in self.partitions if not p.get("error"))
-        total = translated + len(self.fallback)
-        lines.append(f"solder: {len(self.partitions)} partition(s), {translated} of {total} ATen nodes on Solder")
+        c = self.coverage()
+        translated, total = c["nodes"], c["total_nodes"]
+        flops = f", {100 * c['flops'] / c['total_flops']:.0f} % of the FLOPs" if c["total_flops"] else ""
+        lines.append(f"solder: {len(self.partitions)} partition(s), {translated} of {total} ATen nodes on Solder{flops}")
         for k, p in enumerate(self.partitions):
             state = f"fell back: {p['error']}" if p.get("error") else "Solder"
             lines.append(f"-- partition {k} ({len(p['nodes'])} nodes, {state}): {', '.join(p['nodes'])}")
@@ -124,17 +230,28 @@ class Explanation:
 _last_explanations: list = []
 
 
-def partition_and_replace(gm, explanation=None):
+def partition_and_replace(gm, explanation=None, linear=None):
     """Replaces every translatable partition of the ATen graph `gm` by a call of solder::call. Returns
-    the rewritten graph module (in place)."""
+    the rewritten graph module (in place). `linear`: "inductor" (default) or "solder", see the module's
+    documentation."""
     explanation = explanation if explanation is not None else Explanation()
     gm.graph.eliminate_dead_code()  # unused results (SDPA's log-sum-exp) must not block a partition
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            explanation.costs[n.name] = node_cost(n)
     reasons = {}
-    partitioner = CapabilityBasedPartitioner(gm, _Support(reasons), allows_single_node_partition=True)
-    partitions = partitioner.propose_partitions()
+    partitioner = CapabilityBasedPartitioner(gm, _Support(reasons, _linear_policy(linear)), allows_single_node_partition=True)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    for k, part in enumerate(partitions):
-        nodes = sorted(part.nodes, key=order.get)
+    groups = []
+    for part in partitioner.propose_partitions():
+        groups += _split_at_attention(sorted(part.nodes, key=order.get))
+    for k, group in enumerate(groups):
+        nodes, pure = _without_input_views(group)
+        for n in group:
+            if n not in nodes:
+                explanation.fallback[n.name] = "a view of graph values alone, which Inductor takes for free (Solder would copy it)"
+        if not nodes:
+            continue
         real = [n for n in nodes if n.target not in _VIEWISH]
         info = {"nodes": [n.name for n in nodes]}
         explanation.partitions.append(info)
@@ -150,7 +267,7 @@ def partition_and_replace(gm, explanation=None):
             for a in n.all_input_nodes:
                 if a not in members and a not in inputs:
                     inputs.append(a)
-            if any(u not in members for u in n.users):
+            if n not in pure and any(u not in members for u in n.users):
                 outputs.append(n)
         try:
             program = fx_translate.translate(f"fx_partition_{k}", nodes, inputs, outputs)
@@ -162,14 +279,18 @@ def partition_and_replace(gm, explanation=None):
             for n in nodes:
                 explanation.fallback[n.name] = f"partition refused: {info['error']}"
             continue
-        source = _op_source(program.text, [fx_translate._shape(n) for n in outputs], program.output_dtypes)
+        first = {}  # program output -> the first output node that reads it
+        for n, i in zip(outputs, program.output_index):
+            first.setdefault(i, n)
+        unique = [first[i] for i in range(len(program.output_dtypes))]
+        source = _op_source(program.text, [fx_translate._shape(n) for n in unique], program.output_dtypes)
         last = nodes[-1]
         with gm.graph.inserting_after(last):
             call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
-            call.meta["val"] = [n.meta["val"] for n in outputs]
-        for i, n in enumerate(outputs):
+            call.meta["val"] = [n.meta["val"] for n in unique]
+        for n, i in zip(outputs, program.output_index):
             with gm.graph.inserting_after(call):
-                item = gm.graph.call_function(__import__("operator").getitem, (call, i))
+                item = gm.graph.call_function(operator.getitem, (call, i))
                 item.meta["val"] = n.meta["val"]
             n.replace_all_uses_with(item, delete_user_cb=lambda u: u not in members and u is not item)
     for name, why in reasons.items():
@@ -179,6 +300,56 @@ def partition_and_replace(gm, explanation=None):
     gm.graph.lint()
     gm.recompile()
     return gm
+
+
+def _split_at_attention(nodes):
+    """A partition whose SDPA reads a query, key or value computed in the partition (RoPE's rotation)
+    becomes two: what computes the operands, then the attention. Solder inlines element-wise work into
+    its consumers, so in one program the rotation would be recomputed for every key tile inside the
+    score contraction, and the tensor-core emitter takes only operands read from memory; across two
+    partitions the rotated operands are written once and the attention reads plain [B, H, T, D] tiles."""
+    members = set(nodes)
+    for s in nodes:
+        if s.target not in fx_translate.SDPA:
+            continue
+        operands = [a for a in s.args[:3] if hasattr(a, "op") and a in members]
+        before, stack = set(), list(operands)
+        while stack:
+            n = stack.pop()
+            if n in before or n not in members:
+                continue
+            before.add(n)
+            stack += list(n.all_input_nodes)
+        if not any(n.target not in _VIEWISH for n in before):
+            continue  # the operands are views of the partition's inputs: nothing to write first
+        first = [n for n in nodes if n in before]
+        rest = [n for n in nodes if n not in before]
+        return _split_at_attention(first) + _split_at_attention(rest)
+    return [nodes]
+
+
+def _without_input_views(nodes):
+    """The partition's nodes without the view-like ones that read only values from outside it (through
+    other such views) and that no other node of the partition reads: a weight's transpose feeding a
+    linear layer on Inductor, say. As a partition output Solder would copy it; Inductor takes a view for
+    free. Returns (nodes kept, the views of outside values); the latter are never outputs (nodes outside
+    read the original view, which stays in the graph)."""
+    members = set(nodes)
+    pure = set()
+    for n in nodes:
+        if n.target in _VIEWISH and all(a not in members or a in pure for a in n.all_input_nodes):
+            pure.add(n)
+    keep = list(nodes)
+    changed = True
+    while changed:
+        changed = False
+        inside = set(keep)
+        for n in reversed(keep):
+            if n in pure and not any(u in inside for u in n.users):
+                keep.remove(n)
+                inside.discard(n)
+                changed = True
+    return keep, pure
 
 
 def _legalize(gm):
@@ -194,7 +365,7 @@ def _legalize(gm):
 _backward_warned = False
 
 
-def _inner_compile(gm, example_inputs, **kwargs):
+def _inner_compile(gm, example_inputs, linear=None, **kwargs):
     from torch._inductor.compile_fx import compile_fx_inner
 
     global _backward_warned
@@ -204,16 +375,29 @@ def _inner_compile(gm, example_inputs, **kwargs):
             _backward_warned = True
         return compile_fx_inner(gm, example_inputs, **kwargs)
     explanation = Explanation()
-    gm = partition_and_replace(gm, explanation)
+    gm = partition_and_replace(gm, explanation, linear=linear)
     _last_explanations.append(explanation)
     return compile_fx_inner(gm, example_inputs, **kwargs)
 
 
-def solder_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
-    """The torch.compile backend (``backend="solder"``)."""
+def solder_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=None):
+    """The torch.compile backend (``backend="solder"``). ``mode`` is one of Inductor's modes
+    (``"reduce-overhead"``: CUDA graphs; ``"max-autotune"``...), applied to what Inductor compiles and
+    around the whole graph; ``options`` are Inductor's config options, plus ``"solder.linear"``
+    ("inductor" or "solder": who runs linear layers)."""
+    from torch._inductor import list_mode_options
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs, inner_compile=_inner_compile)
+    options = dict(options or {})
+    linear = _linear_policy(options.pop("solder.linear", None))
+    patches = dict(list_mode_options(mode)) if mode and mode != "default" else {}
+    patches.update(options)
+    inner = functools.partial(_inner_compile, linear=linear)
+    # AOTAutograd's cache is keyed on the graph before the partitioner runs, not on the backend: an entry
+    # that Inductor alone left for the same model would come back without Solder's kernels. Inductor's
+    # FX graph cache stays on (its key is the graph after the partitioner, solder::call included).
+    with torch._functorch.config.patch(enable_autograd_cache=False):
+        return compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches or None)
 
 
 def register():
@@ -226,10 +410,10 @@ def register():
 
 # ---- explain --------------------------------------------------------------------------------------
 
-def explain(model, *inputs, file=None):
+def explain(model, *inputs, file=None, options=None):
     """Compiles `model` with backend="solder" (inference, under torch.no_grad) and runs it once on
     `inputs`; prints each partition with its program and every node left to Inductor with the reason.
-    Returns the list of Explanations (one per ATen graph)."""
+    Returns the list of Explanations (one per ATen graph). `options` as for torch.compile."""
     import torch._dynamo
 
     import torch._functorch.config
@@ -240,7 +424,7 @@ def explain(model, *inputs, file=None):
     # No compile caches: a cached graph would skip the partitioner and leave nothing to explain.
     with torch.no_grad(), torch._inductor.config.patch(fx_graph_cache=False), \
             torch._functorch.config.patch(enable_autograd_cache=False):
-        torch.compile(model, backend=solder_backend)(*inputs)
+        torch.compile(model, backend=solder_backend, options=options)(*inputs)
     found = _last_explanations[start:]
     out = file or sys.stdout
     for k, e in enumerate(found):

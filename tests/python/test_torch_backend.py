@@ -212,7 +212,6 @@ def test_backend_is_registered():
     assert "solder" in torch._dynamo.list_backends(exclude_tags=())
 
 
-@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
 def _no_compile_caches():
     import contextlib
 
@@ -225,6 +224,7 @@ def _no_compile_caches():
     return stack
 
 
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
 def test_torch_compile_backend_end_to_end():
     # The whole path: Dynamo, AOTAutograd, the partitioner, Inductor for the rest (C++ on the CPU).
     model, inputs = CASES["llama_mlp"]
@@ -258,3 +258,60 @@ def test_explain_prints_partitions(capsys):
     found = solder.explain(model, *inputs)
     out = capsys.readouterr().out
     assert found and "partition" in out and "program fx_partition_" in out
+
+
+def test_linear_layers_go_to_inductor_unless_asked():
+    model, inputs = CASES["nanogpt_attention"]
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    assert any("linear layer" in why for why in explanation.fallback.values()), explanation.format()
+    program = next(p["program"] for p in explanation.partitions if p.get("program"))
+    # bmm's B·H batch is defined over b and h: no // or % of a merged index inside the attention (the
+    # output's relayout back to [B·T, C] has them), and positional index names
+    body = program.split("out y0")[0]
+    assert "// " not in body and "max(r0" in body, program
+    c = explanation.coverage()
+    assert 0 < c["flops"] < c["total_flops"]
+    with torch.no_grad():
+        _compare(gm(*args), model(*inputs), "nanogpt, linear on Inductor")
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation, linear="solder")
+    assert not any("linear layer" in why for why in explanation.fallback.values()), explanation.format()
+    c = explanation.coverage()
+    assert c["flops"] == c["total_flops"]
+    with torch.no_grad():
+        _compare(gm(*args), model(*inputs), "nanogpt, linear on Solder")
+
+
+def test_bool_constants_are_conditions():
+    class Masks(nn.Module):
+        def forward(self, x):
+            keep = torch.logical_and(x > 0, torch.ones_like(x, dtype=torch.bool))
+            return torch.where(keep.any(dim=-1, keepdim=True), x * 2.0, x - 1.0), keep.float().sum(dim=-1)
+
+    x = torch.randn(4, 8)
+    gm, args = _aten_graph(Masks(), (x,))
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    assert [p for p in explanation.partitions if not p.get("error")], explanation.format()
+    with torch.no_grad():
+        _compare(gm(*args), Masks()(x), "masks")
+
+
+def test_attention_on_computed_operands_is_its_own_partition():
+    class Rotated(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(torch.cos(q) * q, k * 2.0, v, is_causal=True)
+
+    inputs = tuple(torch.randn(1, 2, 8, 16) for _ in range(3))
+    gm, args = _aten_graph(Rotated(), inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program")]
+    assert len(programs) == 2, explanation.format()
+    # the operands are written by the first program; the attention's score contraction reads inputs
+    assert "cos(" in programs[0] and "cos(" not in programs[1] and "max(r0" in programs[1], programs
+    with torch.no_grad():
+        _compare(gm(*args), Rotated()(*inputs), "rotated attention")
