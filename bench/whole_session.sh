@@ -7,7 +7,8 @@
 #   bench/whole_session.sh OUTDIR [SOLDER_BINARY]
 #
 # Needs: a solder binary (default build/solder), the CuTe headers (SOLDER_CUTLASS_INCLUDE), torch.
-# Env: CASES (gemm_chains/reduction case ids, default below), EXTRA (a command run at the end).
+# Env: VERIFY ('|'-separated `solder run` arguments), CASES (gemm_chains/reduction case ids, default
+# below), EXTRA (a command run at the end).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/whole_session.sh OUTDIR [SOLDER_BINARY]}
@@ -28,9 +29,9 @@ PY
 
 echo "== 1. verified through the CUDA backend (default path: whole contractions + fusion)"
 : > "$out/verify.tsv"
-for args in "examples/ffn.sol" "examples/ffn.sol --dim M=512" "examples/gated_ffn.sol" "examples/moe_routing.sol" \
-            "examples/linear_relu_backward.sol" "examples/mla_decode.sol" "examples/ffn.sol --small" \
-            "examples/vanilla.sol" "examples/llama_decode.sol"; do
+verify=${VERIFY:-"examples/ffn.sol|examples/ffn.sol --dim M=512|examples/gated_ffn.sol|examples/moe_routing.sol|examples/linear_relu_backward.sol|examples/mla_decode.sol|examples/ffn.sol --small|examples/vanilla.sol|examples/llama_decode.sol"}
+IFS='|' read -r -a verify_list <<< "$verify"
+for args in "${verify_list[@]}"; do
   start=$(date +%s%N)
   timeout 200 build/solder run --backend cuda $args > "$out/verify.log" 2>&1
   rc=$?
