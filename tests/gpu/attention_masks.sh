@@ -114,7 +114,7 @@ if [ $checking = 1 ]; then
   echo "== checks (8 at a time), $(left) s left"
   echo "$checks" | xargs -d '\n' -P 8 -I{} bash -c 'check_one "$1"' _ {} | sort > "$out/status.tsv"
   cat "$out/status.tsv"
-  failures=$(grep -vc 'rc=0.*verified' "$out/status.tsv")
+  failures=$(grep -Evc 'rc=0 .* ok( |$)' "$out/status.tsv")
   echo "checks: $(wc -l < "$out/status.tsv"), failures: $failures" | tee "$out/summary.txt"
 fi
 
