@@ -22,9 +22,8 @@ FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options
   while (true) {
     try {
       return fuse_program(program, params, whole ? &*whole : nullptr);
-    } catch (const Error& e) {
-      bool capacity = std::string(e.what()).find("on-chip capacity") != std::string::npos;
-      if (!capacity || params.grid_tile <= FusionParams{}.grid_tile) throw;
+    } catch (const OnChipCapacityError&) {
+      if (params.grid_tile <= FusionParams{}.grid_tile) throw;
       params.grid_tile /= 2;
     }
   }

@@ -210,6 +210,7 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       std::vector<std::string> exported = exported_members(program, group, readers);
       std::optional<GroupPlan> plan;
       std::string refusal;
+      bool over_capacity = false;  // the refusal is the on-chip budget's (smaller tiles may fit)
       LoweredGroup lowered;
       // Within the budget: as requested, then holding less whole, then with smaller row and inner
       // tiles. A group of several definitions keeps 64 rows and its inner tile (a tensor-core
@@ -235,7 +236,11 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
           tiled.inner_tile = std::max(inner_tile, smallest_inner_tile);
           for (bool prefer_inner : {false, true}) {
             PlanAttempt attempt = plan_group(program, group, exported, tiled);
-            if (!attempt.plan) { refusal = attempt.refusal; break; }
+            if (!attempt.plan) {
+              refusal = attempt.refusal;
+              over_capacity = attempt.over_capacity;
+              break;
+            }
             if (prefer_inner) {
               // Hold nothing whole that only reductions use: loop over it instead.
               for (auto& dim : attempt.plan->dims)
@@ -254,15 +259,17 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
               plan = attempt.plan;
               lowered = std::move(candidate);
               refusal.clear();
+              over_capacity = false;
               used = tiled;
               break;
             }
             refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes) + " bytes (" + std::to_string((bytes + 1023) / 1024) +
                       " KB) of tiles per block (largest " + largest + "); the budget is " + std::to_string(params.on_chip_budget) +
                       " bytes (" + std::to_string(params.on_chip_budget / 1024) + " KB)";
+            over_capacity = true;
           }
           bool smallest = tiled.grid_tile <= smallest_grid_tile && tiled.inner_tile <= smallest_inner_tile;
-          if (plan || smallest || refusal.find("on-chip capacity") == std::string::npos) break;
+          if (plan || smallest || !over_capacity) break;
         }
         // Enough blocks to fill the GPU (params.min_grid_blocks, 0 on the CPU): while the kernel has
         // fewer, halve the row tile down to the CPU default, as long as the smaller tiles fit and give
@@ -285,6 +292,7 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
         if (plan && hold > 0 && lowered.kernels.front().blocks() < params.min_blocks_for_single_segment) {
           plan.reset();
           refusal = "held whole, the kernel would have only " + std::to_string(lowered.kernels.front().blocks()) + " blocks";
+          over_capacity = false;
           continue;
         }
         if (plan) break;
@@ -316,8 +324,11 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
         result.groups.push_back(std::move(info));
         break;
       }
-      if (group.size() == 1)
-        throw Error("fusion: cannot fit definition '" + group[0].target.name + "' in one kernel: " + refusal);
+      if (group.size() == 1) {
+        std::string message = "fusion: cannot fit definition '" + group[0].target.name + "' in one kernel: " + refusal;
+        if (over_capacity) throw OnChipCapacityError(message);
+        throw Error(message);
+      }
       Definition last = group.back();
       group.pop_back();
       result.refusals.push_back(last.target.name + " does not join the kernel of " + names_of(group) + ": " + refusal);

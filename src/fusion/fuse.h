@@ -38,6 +38,13 @@ struct FusionResult {
   std::vector<std::string> whole_notes;  // per contraction the skeleton takes: whole or fused, with the figures
 };
 
+// A definition that does not fit the on-chip budget in one kernel even at the smallest tiles tried
+// (compile_program retries the whole fusion at half the row tile).
+class OnChipCapacityError : public Error {
+ public:
+  explicit OnChipCapacityError(std::string message) : Error(std::move(message)) {}
+};
+
 // With `whole`, the contractions it names run as its kernels, in program order, and the rest fuses
 // around them: a group never spans a whole contraction, and the pointwise definitions they absorb or
 // read are not inlined away.

@@ -129,7 +129,7 @@ class Planner {
     if (streaming) retile_for_streaming();
     choose_segments(streaming ? params_.streaming_min_blocks : params_.min_blocks_for_single_segment);
     std::string capacity = check_capacity();
-    if (!capacity.empty()) return {std::nullopt, capacity};
+    if (!capacity.empty()) return {std::nullopt, capacity, true};
     return {plan_, ""};
   }
 

@@ -104,6 +104,7 @@ struct GroupPlan {
 struct PlanAttempt {
   std::optional<GroupPlan> plan;
   std::string refusal;  // why not, when plan is empty
+  bool over_capacity = false;  // refused for the on-chip budget alone (smaller tiles may fit)
 };
 
 // Plans a kernel for `defs` (inlined definitions in program order). `exported` names the results

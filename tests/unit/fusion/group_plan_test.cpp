@@ -276,6 +276,7 @@ TEST(GroupPlan, CapacityRefusalNamesTheLargestBuffer) {
   ASSERT_FALSE(a.plan);
   // s: 16×16 words; m, z: 16 words and a state each; o: 16×16 words and a state.
   EXPECT_EQ(a.refusal, "on-chip capacity: the tiles and states need 3 KB per block (largest: o, 2 KB) but the budget is 1 KB");
+  EXPECT_TRUE(a.over_capacity);  // typed, for the retry at smaller tiles
   p.on_chip_budget = 3328;  // exactly enough
   EXPECT_TRUE(plan_example("vanilla", p).plan);
 }
