@@ -17,8 +17,9 @@
 //           cluster; D, the epilogue reads and split-K partials) at the L2 bandwidth
 //   HBM     A and B once when both fit in half of L2, otherwise the panels each wave of CTAs touches (a
 //           wave covers a near-square block of tiles); D or the f32 partials; epilogue reads
-//   merge   split_k > 1: a second kernel reads the f32 partials and writes D (at L2 speed while the
-//           partials fit in half of L2)
+//   merge   split_k > 1: the last CTA of each tile reads the other f32 partials and writes D, in the
+//           same launch (at L2 speed while the partials fit in half of L2; at least one tile's partials
+//           through one SM's load port)
 //
 // docs/planner.md gives the constants and how to re-measure them (`solder probe`).
 #pragma once
