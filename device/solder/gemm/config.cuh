@@ -106,9 +106,9 @@ struct Config {
 //             need separate workspaces.
 // Merge ("serial split-K"): each split stores its partial with st.global.cg, fences (__threadfence),
 // and one lane per warp increments the warp's counter (atom.acq_rel.gpu); the warp that sees SplitK - 1
-// is last: it fences, reads the other partials with ld.global.cg, sums all SplitK partials in split
-// order 0, 1, …, SplitK - 1 (its own from registers), so the result does not depend on which split
-// finished last, calls the epilogue once per element, and stores 0 to the counter.
+// is last: it fences, reads all SplitK partials back with ld.global.cg (its own too) and sums them in
+// split order 0, 1, …, SplitK - 1, so the result does not depend on which split finished last, calls
+// the epilogue once per element, and stores 0 to the counter.
 struct SplitKWorkspace {
   float* partials = nullptr;
   unsigned* counters = nullptr;

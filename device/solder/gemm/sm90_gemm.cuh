@@ -341,29 +341,48 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         arrived = __shfl_sync(0xffffffffu, arrived, 0);
         if (arrived != static_cast<unsigned>(C::SplitK - 1)) continue;  // another split merges
         __threadfence();
-        // The last split: acc = partial 0 + partial 1 + … in split order (its own from registers).
+        // The last split: acc = partial 0 + partial 1 + … in split order, every partial (its own too, which
+        // it just stored) read back from L2. Loop order: chunks of Chunk float4 per lane, then splits, so
+        // each split's Chunk loads are in flight together (a split-inner loop serialized one L2 round trip
+        // per float4: measured 2026-11-26, the merge then cost more than the split saved).
         const float* first = workspace.partials + (tile * C::SplitK * C::BM / 16 + slice) * Slice;
+        constexpr int Chunk = Vectors < 8 ? Vectors : 8;
+        // Adds split s's Chunk float4 at j0 into sum (the first split initialises it).
+        auto add_split = [&](int s, int j0, float4 (&sum)[Chunk]) {
+          const float4* part = reinterpret_cast<const float4*>(first + static_cast<long long>(s) * C::BM / 16 * Slice) + 32 * j0 + lane;
+          float4 v[Chunk];
 #pragma unroll
-        for (int j = 0; j < Vectors; ++j) {
-          float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 1
-          for (int s = 0; s < C::SplitK; ++s) {
-            const float4 v = s == split ? make_float4(acc(4 * j), acc(4 * j + 1), acc(4 * j + 2), acc(4 * j + 3))
-                                        : __ldcg(reinterpret_cast<const float4*>(first + static_cast<long long>(s) * C::BM / 16 * Slice) +
-                                                 32 * j + lane);
+          for (int j = 0; j < Chunk; ++j) v[j] = __ldcg(part + 32 * j);
+#pragma unroll
+          for (int j = 0; j < Chunk; ++j) {
             if (s == 0) {
-              sum = v;
+              sum[j] = v[j];
             } else {
-              sum.x += v.x;
-              sum.y += v.y;
-              sum.z += v.z;
-              sum.w += v.w;
+              sum[j].x += v[j].x;
+              sum[j].y += v[j].y;
+              sum[j].z += v[j].z;
+              sum[j].w += v[j].w;
             }
           }
-          acc(4 * j) = sum.x;
-          acc(4 * j + 1) = sum.y;
-          acc(4 * j + 2) = sum.z;
-          acc(4 * j + 3) = sum.w;
+        };
+#pragma unroll
+        for (int j0 = 0; j0 < Vectors; j0 += Chunk) {
+          float4 sum[Chunk];
+          if constexpr (C::BN > 128) {
+            // 128 accumulators per thread: one split's loads in flight at a time (unrolled, ptxas spills).
+#pragma unroll 1
+            for (int s = 0; s < C::SplitK; ++s) add_split(s, j0, sum);
+          } else {
+#pragma unroll
+            for (int s = 0; s < C::SplitK; ++s) add_split(s, j0, sum);
+          }
+#pragma unroll
+          for (int j = 0; j < Chunk; ++j) {
+            acc(4 * (j0 + j)) = sum[j].x;
+            acc(4 * (j0 + j) + 1) = sum[j].y;
+            acc(4 * (j0 + j) + 2) = sum[j].z;
+            acc(4 * (j0 + j) + 3) = sum[j].w;
+          }
         }
         if (lane == 0) *counter = 0u;  // ready for the next launch (or graph replay)
       }
