@@ -70,6 +70,16 @@ TEST(SkeletonChoice, SplitsKForTheFfnShapesAtM128) {
   }
 }
 
+TEST(SkeletonChoice, KeepsSplitOneForFfnsFirstProduct) {
+  // c = a . b of examples/ffn.sol: M 128, N 8192, K 3072, f32 out, B N-major. Measured on the H100
+  // (2026-11-26): every split-K tile was slower than split 1 here (26.3 us for 128 x 128 against
+  // 32.0 with split 2); the merge's latencies in the model keep split 1.
+  GemmSkeletonProblem p = skeleton_problem(128, 8192, 3072, false);
+  SkeletonChoice choice = choose_skeleton_config(p, MmaType::f16, DType::f32);
+  ASSERT_TRUE(choice.chosen.has_value()) << choice.why;
+  EXPECT_EQ(choice.chosen->config.split_k, 1) << config_name(choice.chosen->config);
+}
+
 TEST(SkeletonChoice, DoesNotSplitALargeSquareProblem) {
   SkeletonChoice choice = choose_skeleton_config(skeleton_problem(8192, 8192, 8192, true), MmaType::f16, DType::f16);
   ASSERT_TRUE(choice.chosen.has_value()) << choice.why;
