@@ -7,6 +7,7 @@ namespace solder {
 bool split_k_offered(const GemmProblem& p, const GemmConfig& c, int sm_count) {
   if (c.split_k == 1) return true;
   if ((c.split_k & (c.split_k - 1)) != 0) return false;  // 2, 4, 8, 16
+  if (c.bn % 64 != 0) return false;  // the merge path run on the GPU so far (8 float4 per split and lane)
   const int64_t tiles = p.batch * ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn);
   const int64_t k_tiles = (p.k + c.bk - 1) / c.bk;
   return tiles < sm_count && k_tiles >= static_cast<int64_t>(kMinSplitKTiles) * c.split_k;

@@ -346,7 +346,9 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         // each split's Chunk loads are in flight together (a split-inner loop serialized one L2 round trip
         // per float4: measured 2026-11-26, the merge then cost more than the split saved).
         const float* first = workspace.partials + (tile * C::SplitK * C::BM / 16 + slice) * Slice;
-        constexpr int Chunk = Vectors < 8 ? Vectors : 8;
+        // 8 float4 per split in flight where they divide BN/8 (BN a multiple of 64), else 4 or 2.
+        constexpr int Chunk = Vectors % 8 == 0 ? 8 : Vectors % 4 == 0 ? 4 : 2;
+        static_assert(Vectors % Chunk == 0, "the merge's chunks must tile BN/8");
         // Adds split s's Chunk float4 at j0 into sum (the first split initialises it).
         auto add_split = [&](int s, int j0, float4 (&sum)[Chunk]) {
           const float4* part = reinterpret_cast<const float4*>(first + static_cast<long long>(s) * C::BM / 16 * Slice) + 32 * j0 + lane;

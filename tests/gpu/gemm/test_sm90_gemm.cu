@@ -285,6 +285,11 @@ int main(int argc, char** argv) {
   run_config<E4_128x256_c2_k4>("e4m3 128x256x128 s4 c2 k4", split, rng);
   run_config<E5_128x128_k8>("e5m2 128x128x128 s6 k8", split, rng);
   run_config<E4E5_64x128_k3>("e4m3xe5m2 64x128x128 s6 k3", split_small, rng);
+  // BN not a multiple of 64: the merge reads 4 (BN 96, 160) float4 per split at a time.
+  using Bf_64x96_KK_k2 = Config<Dtype::bf16, Dtype::bf16, 64, 96, 6, true, true, 1, 16, 2>;
+  using H_128x160_KK_k3 = Config<Dtype::f16, Dtype::f16, 128, 160, 4, true, true, 1, 16, 3>;
+  run_config<Bf_64x96_KK_k2>("bf16 64x96x64 s6 A:K B:K k2", split_small, rng);
+  run_config<H_128x160_KK_k3, StoreBf16>("f16 128x160x64 s4 A:K B:K k3", split_small, rng, true);
 
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;

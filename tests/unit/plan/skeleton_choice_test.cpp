@@ -45,6 +45,8 @@ TEST(SkeletonChoice, OffersPowerOfTwoSplitsOnlyWhereTilesLeaveSmsIdle) {
   for (int split : {2, 4, 8, 16}) EXPECT_TRUE(split_k_offered(skinny, tile(128, 128, split), 132)) << split;
   EXPECT_FALSE(split_k_offered(skinny, tile(128, 128, 3), 132));  // not a power of two
   EXPECT_FALSE(split_k_offered(skinny, tile(128, 128, 6), 132));
+  EXPECT_FALSE(split_k_offered(skinny, tile(128, 96, 2), 132));  // BN 96: not yet run on the GPU
+  EXPECT_TRUE(split_k_offered(skinny, tile(64, 192, 2), 132));
   // 8192^2: 2048 tiles fill the SMs many times over.
   EXPECT_TRUE(split_k_offered(problem(8192, 8192, 8192), tile(128, 128, 1), 132));
   EXPECT_FALSE(split_k_offered(problem(8192, 8192, 8192), tile(128, 128, 2), 132));
