@@ -5,12 +5,16 @@
 //   bench_gemm sweep JSON        ≥ 50 (shape, configuration) pairs for the cost model (bench/gemm/README.md).
 //   bench_gemm diag [JSON]       epilogue and raster diagnostics (no-store and no-scale epilogues, GroupM 8/32).
 //   bench_gemm profile           bf16 128x256 s3 and e4m3 128x256 s4 at 8192³, a few launches each (for ncu).
+//   bench_gemm splitk [JSON]     f16 M = 128 GEMMs of ffn (N 3072 K 8192, N 4096 K 11008, N 8192 K 3072)
+//                                without and with split-K; each split-K output is compared with the
+//                                split-1 output of the same tile (peer: peer.py splitk).
 //
 // Timing: a CUDA graph of `per_graph` launches, replayed after a warm-up; CUDA events around each
 // replay; the median replay divided by per_graph. Inputs are random (never zeros). The peers (cuBLAS via
 // torch.matmul, torch._scaled_mm) are timed the same way by peer.py in the same run (run.sh).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -27,21 +31,22 @@ struct Result {
   int m, n, k, batch;
   int bm, bn, bk, stages, consumers, cluster_m, blocks;
   double ms, tflops;
+  int split_k = 1;
 };
 
 std::vector<Result> results;
 
 template <class C, class E>
 double time_ms(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epi, int per_graph, int replays,
-               int persistent) {
+               int persistent, const solder::gemm::SplitKWorkspace& ws = {}) {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  launch<C>(a, b, shape, epi, stream, persistent);  // first launch outside the capture (sets attributes, loads)
+  launch<C>(a, b, shape, epi, stream, persistent, ws);  // first launch outside the capture (sets attributes, loads)
   CUDA_CHECK(cudaStreamSynchronize(stream));
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch<C>(a, b, shape, epi, stream, persistent);
+  for (int i = 0; i < per_graph; ++i) launch<C>(a, b, shape, epi, stream, persistent, ws);
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   cudaEvent_t start, stop;
@@ -110,6 +115,7 @@ Operand device_operand(Dtype dtype, int rows, int k, unsigned seed) {
 }
 
 int sm_count = 132;
+std::vector<uint16_t> last_output;  // the last bench()'s bf16 output (splitk mode compares them)
 
 // Diagnostics only: an epilogue that stores nothing (unless the dot product is exactly 1e30, which
 // random inputs never give; the test keeps the compiler from removing the main loop).
@@ -150,12 +156,18 @@ void bench(const Operand& A, const Operand& B, int replays, bool persistent = tr
   const double flops = 2.0 * m * n * double(k);
   const int per_graph = std::max(2, std::min(50, int(2e12 / flops)));
   const int blocks = persistent ? resident_blocks<C, E>() : 0;
-  const double ms = time_ms<C>(ma, mb, shape, epi, per_graph, replays, blocks);
+  solder::gemm::SplitKWorkspace ws = make_workspace<C>(shape);
+  const double ms = time_ms<C>(ma, mb, shape, epi, per_graph, replays, blocks, ws);
+  last_output.assign(size_t(m) * n, 0);
+  CUDA_CHECK(cudaMemcpy(last_output.data(), out, size_t(m) * n * 2, cudaMemcpyDeviceToHost));
+  free_workspace(ws);
   char name[96];
-  std::snprintf(name, sizeof name, "%dx%dx%d s%d%s%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "",
+  char split[16] = "";
+  if (C::SplitK > 1) std::snprintf(split, sizeof split, " k%d", C::SplitK);
+  std::snprintf(name, sizeof name, "%dx%dx%d s%d%s%s%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "", split,
                 persistent ? " pers" : "", note);
   Result r{dtype_name(C::TA), name, m, n, k, 1, C::BM, C::BN, C::BK, C::Stages, C::Consumers, C::ClusterM,
-           int(solder::gemm::launch_config(C{}, shape, blocks).grid[0]), ms, flops / ms / 1e9};
+           int(solder::gemm::launch_config(C{}, shape, blocks).grid[0]), ms, flops / ms / 1e9, C::SplitK};
   results.push_back(r);
   std::printf("solder %-5s %-18s M=%-6d N=%-6d K=%-6d %9.4f ms %7.1f TFLOP/s\n", r.dtype.c_str(), name, m, n, k, ms, r.tflops);
   std::fflush(stdout);
@@ -181,9 +193,9 @@ void write_json(const char* path) {
     const Result& r = results[i];
     std::fprintf(f,
                  "    {\"dtype\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"batch\": %d, \"config\": {\"bm\": %d, \"bn\": %d, "
-                 "\"bk\": %d, \"stages\": %d, \"consumers\": %d, \"a_k_major\": true, \"b_k_major\": true, \"split_k\": 1, "
+                 "\"bk\": %d, \"stages\": %d, \"consumers\": %d, \"a_k_major\": true, \"b_k_major\": true, \"split_k\": %d, "
                  "\"cluster_m\": %d, \"cluster_n\": 1, \"blocks\": %d}, \"ms\": %.6f, \"tflops\": %.2f}%s\n",
-                 r.dtype.c_str(), r.m, r.n, r.k, r.batch, r.bm, r.bn, r.bk, r.stages, r.consumers, r.cluster_m, r.blocks, r.ms, r.tflops,
+                 r.dtype.c_str(), r.m, r.n, r.k, r.batch, r.bm, r.bn, r.bk, r.stages, r.consumers, r.split_k, r.cluster_m, r.blocks, r.ms, r.tflops,
                  i + 1 < results.size() ? "," : "");
   }
   std::fprintf(f, "  ]\n}\n");
@@ -208,6 +220,45 @@ using F8_128x128_s6 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6>;
 using F8_128x256_s4_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2>;
 using F8_128x256_s4 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4>;
 using F8_64x256_s4 = Config<Dtype::e4m3, Dtype::e4m3, 64, 256, 4>;
+
+// Split-K at M = 128 (f16; ffn's GEMMs): the split-1 tiles and split 2/4/8.
+template <int BM, int BN, int S, int Split>
+using Hk = Config<Dtype::f16, Dtype::f16, BM, BN, S, true, true, 1, 16, Split>;
+
+int splitk_failures = 0;
+
+// Compares last_output with `reference` (bf16 values): max |difference| over max |reference|.
+void compare_to(const std::vector<uint16_t>& reference, const char* what) {
+  double worst = 0, scale = 0;
+  bool nan = false;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const double r = decode16(Dtype::bf16, reference[i]), g = decode16(Dtype::bf16, last_output[i]);
+    if (std::isnan(g) || std::isnan(r)) nan = true;
+    worst = std::max(worst, std::fabs(g - r));
+    scale = std::max(scale, std::fabs(r));
+  }
+  const bool ok = !nan && worst <= 2e-2 * scale;
+  if (!ok) ++splitk_failures;
+  std::printf("  check %-24s vs split 1: max|diff| / max|ref| = %.2e%s %s\n", what, scale > 0 ? worst / scale : worst,
+              nan ? " (NaN)" : "", ok ? "ok" : "MISMATCH");
+}
+
+template <int BM, int BN, int S, int... Splits>
+void splitk_family(const Operand& A, const Operand& B) {
+  bench<Hk<BM, BN, S, 1>>(A, B, 15);
+  const std::vector<uint16_t> reference = last_output;
+  ((bench<Hk<BM, BN, S, Splits>>(A, B, 15), compare_to(reference, "split")), ...);
+}
+
+void splitk_shape(int m, int n, int k) {
+  Operand A = device_operand(Dtype::f16, m, k, 5), B = device_operand(Dtype::f16, n, k, 6);
+  splitk_family<128, 128, 6, 2, 4, 8>(A, B);
+  splitk_family<64, 128, 4, 2, 4>(A, B);
+  splitk_family<128, 64, 4, 2, 4>(A, B);
+  splitk_family<64, 256, 4, 2, 4>(A, B);
+  free_operand(A);
+  free_operand(B);
+}
 
 void sweep_shape(int m, int n, int k) {
   const int replays = 5;
@@ -286,14 +337,19 @@ int main(int argc, char** argv) {
     bench<F8_128x256_s4>(A8, B8, 1);
     free_operand(A8);
     free_operand(B8);
+  } else if (mode == "splitk") {
+    splitk_shape(128, 3072, 8192);
+    splitk_shape(128, 4096, 11008);
+    splitk_shape(128, 8192, 3072);
+    std::printf("splitk checks: %s\n", splitk_failures ? "FAILED" : "all ok");
   } else if (mode == "sweep") {
     const int shapes[][3] = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 2048, 2048}, {1024, 1024, 1024},
                              {128, 3072, 8192},  {512, 4096, 4096},  {4096, 1024, 4096}, {16384, 4096, 1024}};
     for (const auto& s : shapes) sweep_shape(s[0], s[1], s[2]);
   } else {
-    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile [JSON]\n");
+    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile|splitk [JSON]\n");
     return 2;
   }
   write_json(json);
-  return 0;
+  return splitk_failures ? 1 : 0;
 }

@@ -4,6 +4,8 @@
 bf16 8192^3: torch.matmul (cuBLAS) of A (M x K) and B (N x K) transposed, bf16 out.
 fp8 e4m3 8192^3: torch._scaled_mm with per-row (M x 1) and per-column (1 x N) f32 scales, bf16 out.
 Prints one line per peer and writes JSON (argv[1]) with {"peers": [{"name", "m", "n", "k", "ms", "tflops"}]}.
+`peer.py JSON splitk`: instead, cuBLAS f16 at the M = 128 shapes of bench_gemm splitk (N 3072 K 8192,
+N 4096 K 11008, N 8192 K 3072), B K-major (torch.matmul(a, b.t())) and N-major (torch.matmul(a, w), w K x N).
 """
 import json
 import sys
@@ -36,8 +38,28 @@ def time_graph(fn, flops, replays=15):
     return times[len(times) // 2]
 
 
+def splitk(out):
+    peers = []
+    torch.manual_seed(0)
+    for m, n, k in [(128, 3072, 8192), (128, 4096, 11008), (128, 8192, 3072)]:
+        flops = 2.0 * m * n * k
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+        w = b.t().contiguous()  # K x N, N contiguous: the layout of examples/ffn.sol's weights
+        for name, fn in [("cublas_f16 B:K (torch.matmul)", lambda: torch.matmul(a, b.t())),
+                         ("cublas_f16 B:N (torch.matmul)", lambda: torch.matmul(a, w))]:
+            ms = time_graph(fn, flops, replays=31)
+            peers.append({"name": name, "dtype": "f16", "m": m, "n": n, "k": k, "ms": ms, "tflops": flops / ms / 1e9})
+            print(f"peer   {name:<30} M={m} N={n} K={k} {ms:9.4f} ms {flops / ms / 1e9:7.1f} TFLOP/s")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "peers": peers}, f, indent=2)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else None
+    if len(sys.argv) > 2 and sys.argv[2] == "splitk":
+        return splitk(out)
     m = n = k = 8192
     flops = 2.0 * m * n * k
     peers = []

@@ -37,7 +37,7 @@ int GemmConfig::smem_bytes(DType) const { return stages * stage_bytes() + stages
 bool in_device_skeleton(const GemmConfig& c) {
   return c.type != MmaType::tf32 && (c.bm == 64 || c.bm == 128) && c.consumers == c.bm / 64 && c.bn % 16 == 0 &&
          c.bn >= 16 && c.bn <= 256 && c.bk * mma_type_bytes(c.type) == 128 && c.stages >= 2 && c.stages <= 8 &&
-         c.split_k == 1 && c.cluster_m == 1 && c.cluster_n == 1;
+         c.split_k >= 1 && c.split_k <= 16 && c.cluster_m == 1 && c.cluster_n == 1;
 }
 
 int GemmConfig::accumulator_registers() const { return bm * bn / (128 * consumers); }

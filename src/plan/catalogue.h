@@ -5,8 +5,8 @@
 // a TMA producer warp(group), consumed by `consumers` warpgroups issuing wgmma (each owns BM / consumers
 // rows, in m64 instructions of N = BN). CTAs form clusters of cluster_m × cluster_n: the CTAs of a cluster
 // that share a row of tiles (same m) receive A by TMA multicast, those that share a column receive B.
-// split_k > 1 splits the K tiles over that many CTAs whose f32 partial tiles a second pass adds (a runtime
-// choice: it needs no other instantiation).
+// split_k > 1 splits the K tiles over that many CTAs whose f32 partial tiles meet in a global workspace;
+// the last CTA of each tile adds them and runs the epilogue (the skeleton's serial split-K, config.cuh).
 //
 // The catalogue is data: the product of the axes below (kGemmCatalogueAxes in catalogue.cpp), for the
 // problem's MMA type. The feasibility rules (feasibility.h) then remove what the hardware or the problem
@@ -54,7 +54,8 @@ constexpr int kMaxAccumulatorRegisters = 168;  // f32 accumulators a consumer th
 
 // Whether device/solder/gemm (config.cuh, 2026-11-26) instantiates `config`: bf16/f16/e4m3/e5m2, BM 64
 // or 128 with one consumer warpgroup per 64 rows, BN a multiple of 16 in [16, 256], BK = 128 bytes,
-// 2-8 stages, no split-K, no cluster. `solder plan --skeleton-only` keeps these.
+// 2-8 stages, split-K 1-16 (merged in the kernel through a global workspace), no cluster.
+// `solder plan --skeleton-only` keeps these.
 bool in_device_skeleton(const GemmConfig& config);
 
 // "bf16 128x256x64 s4 w2 c2x1 k1": type, BM×BN×BK, stages, consumer warpgroups, cluster, split-K.

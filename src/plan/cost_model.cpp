@@ -126,9 +126,15 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
 
   cost.launch_us = rates.launch_us + (c.cluster_size() > 1 ? rates.cluster_launch_us : 0);
   if (c.split_k > 1) {
-    const double merge_bytes = partial_bytes + outputs * (out_bytes + p.epilogue_bytes_per_output);
+    // The skeleton's serial split-K: the last CTA of each tile reads the other split_k - 1 partials and
+    // writes D, after its own main loop; no second launch. The larger of the whole launch's merge bytes
+    // at L2 (HBM) speed and one merging CTA's reads through its SM's load port, plus the merge's
+    // dependent memory round trips in every round of CTAs (kSplitKMergeLatencies).
+    const double merge_bytes = (c.split_k - 1.0) * outputs * 4 + outputs * (out_bytes + p.epilogue_bytes_per_output);
     const double merge_tbps = partials_in_l2 ? rates.l2_tbps : rates.hbm_tbps;
-    cost.merge_us = rates.launch_us + merge_bytes / (merge_tbps * 1e6);
+    const double tile_merge_us = (c.split_k - 1.0) * c.bm * c.bn * 4 / (rates.sm_load_gbps * 1e3);
+    cost.merge_us = std::max(merge_bytes / (merge_tbps * 1e6), tile_merge_us) +
+                    sm_waves * kSplitKMergeLatencies * rates.memory_latency_ns * 1e-3;
   }
 
   const double mainloop = std::max({cost.tensor_us, cost.smem_us, cost.load_us, cost.l2_us, cost.hbm_us});

@@ -17,8 +17,9 @@
 //           cluster; D, the epilogue reads and split-K partials) at the L2 bandwidth
 //   HBM     A and B once when both fit in half of L2, otherwise the panels each wave of CTAs touches (a
 //           wave covers a near-square block of tiles); D or the f32 partials; epilogue reads
-//   merge   split_k > 1: a second kernel reads the f32 partials and writes D (at L2 speed while the
-//           partials fit in half of L2)
+//   merge   split_k > 1: the last CTA of each tile reads the other f32 partials and writes D, in the
+//           same launch (at L2 speed while the partials fit in half of L2; at least one tile's partials
+//           through one SM's load port), plus kSplitKMergeLatencies memory latencies per round of CTAs
 //
 // docs/planner.md gives the constants and how to re-measure them (`solder probe`).
 #pragma once
@@ -57,6 +58,12 @@ struct GemmCost {
 // Issue overhead of one wgmma instruction, in cycles of its N/2-cycle run time (efficiency
 // (BN/2) / (BN/2 + kWgmmaIssueCycles), normalised to 1 at N = 256).
 constexpr double kWgmmaIssueCycles = 8;
+// Dependent memory round trips of the skeleton's split-K merge per round of CTAs: the partials'
+// stores and fence, the counter's atomic, the partials' reads, the epilogue's stores. Fitted to the
+// H100 split-K measurements of 2026-11-26 (bench/results/h100/gemm-skeleton.md, "Split-K"): with it
+// the model's ranking of split 1/2/4/8 at M 128, N 8192, K 3072 goes from Spearman 0.81 to 0.95 and
+// ffn's first product (f32 out) keeps split 1, which measured faster; the other shapes' choices hold.
+constexpr double kSplitKMergeLatencies = 4;
 // Fraction of L2 within which A and B count as read from HBM once.
 constexpr double kL2ResidentFraction = 0.5;
 

@@ -4,6 +4,15 @@
 
 namespace solder {
 
+bool split_k_offered(const GemmProblem& p, const GemmConfig& c, int sm_count) {
+  if (c.split_k == 1) return true;
+  if ((c.split_k & (c.split_k - 1)) != 0) return false;  // 2, 4, 8, 16
+  if (c.bn % 64 != 0) return false;  // the merge path run on the GPU so far (8 float4 per split and lane)
+  const int64_t tiles = p.batch * ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn);
+  const int64_t k_tiles = (p.k + c.bk - 1) / c.bk;
+  return tiles < sm_count && k_tiles >= static_cast<int64_t>(kMinSplitKTiles) * c.split_k;
+}
+
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output) {
   GemmProblem problem;
   problem.batch = p.batch;
@@ -16,9 +25,10 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   problem.b_k_major = p.b.k_major;
   PlanOptions options;
   options.top = 1;
+  const HardwareDescription& hw = default_hardware();
   for (const GemmConfig& c : gemm_catalogue(type))
-    if (in_device_skeleton(c)) options.only.push_back(c);
-  GemmPlan plan = plan_gemm(problem, default_hardware(), options);
+    if (in_device_skeleton(c) && split_k_offered(problem, c, hw.sm_count)) options.only.push_back(c);
+  GemmPlan plan = plan_gemm(problem, hw, options);
   SkeletonChoice choice;
   if (!plan.chosen()) {
     std::string rules;

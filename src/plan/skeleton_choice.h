@@ -17,6 +17,16 @@ struct SkeletonChoice {
   std::string why;  // the prediction and binding resource, or why nothing fits
 };
 
+// The K tiles each split must keep at least (a few ring stages: below that the pipeline never fills).
+constexpr int kMinSplitKTiles = 4;
+
+// Whether the skeleton choice offers `config`'s split-K for `problem`: split_k 1 always; 2, 4, 8 or 16
+// only when the output tiles leave SMs idle (fewer tiles than sm_count), every split keeps at least
+// kMinSplitKTiles K tiles, and BN is a multiple of 64 (the merge's variant verified on the H100; BN 96,
+// 160, 224 read 4 float4 at a time, compiled and in the device test but not yet run there). The cost
+// model then charges the partials' traffic and the merge.
+bool split_k_offered(const GemmProblem& problem, const GemmConfig& config, int sm_count);
+
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& problem, MmaType type, DType output);
 
 }  // namespace solder

@@ -51,8 +51,11 @@ struct GemmShape {
 //   ClusterM   1, or 2: clusters of 2 blocks on adjacent tile-rows that share the B tile, each loading
 //              half of it with TMA multicast into both blocks (half the B traffic through L2).
 //   GroupM     rasterization: tiles are visited in groups of GroupM tile-rows (L2 reuse).
+//   SplitK     1, or 2 … 16: the K tiles of every output tile are split over SplitK work units (balanced
+//              contiguous ranges, in order); their f32 partial tiles meet in a global workspace and the
+//              last unit to finish sums them in split order and runs the epilogue (SplitKWorkspace).
 template <Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool AKMajor_ = true, bool BKMajor_ = true,
-          int ClusterM_ = 1, int GroupM_ = 16>
+          int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1>
 struct Config {
   static constexpr Dtype TA = TA_;
   static constexpr Dtype TB = TB_;
@@ -64,6 +67,7 @@ struct Config {
   static constexpr bool BKMajor = BKMajor_;
   static constexpr int ClusterM = ClusterM_;
   static constexpr int GroupM = GroupM_;
+  static constexpr int SplitK = SplitK_;
   // The TMA box rows of each operand's tensor map (tile_rows for runtime::encode_gemm_operand): a
   // K-major B is loaded in ClusterM slices of BN/ClusterM rows; MN-major boxes are 64 wide anyway.
   static constexpr int ABoxRows = BM_;
@@ -86,12 +90,54 @@ struct Config {
   static_assert(BKMajor_ || BN_ % 64 == 0, "an N-major B needs BN a multiple of 64");
   static_assert(SmemBytes <= 232448, "the ring does not fit in 227 KB of shared memory");
   static_assert(ClusterM_ == 1 || ClusterM_ == 2, "ClusterM must be 1 or 2");
+  static_assert(SplitK_ >= 1 && SplitK_ <= 16, "SplitK must be in [1, 16]");
   static_assert(ClusterM_ == 1 || (BKMajor_ ? (BN_ / 2) % 8 == 0 : (BN_ / 64) % 2 == 0),
                 "a 2-block cluster splits B in halves: BN/2 a multiple of 8 (K-major) or BN/64 even (N-major)");
 };
 
+// Split-K's global memory, provided by the launcher (no allocation in a launch); both null when
+// SplitK is 1. Sizes: splitk_workspace_floats / splitk_counters below, for the launch's shape.
+//   partials  f32, [tile][split][BM × BN] in the accumulator's register order (each warp's 16 rows ×
+//             BN as float4 per lane: coalesced 512-byte rows), tile = the linear tile index of the
+//             launch (batch-major, ClusterM × unit-rows of tiles).
+//   counters  one unsigned per (tile, 16-row warp slice): zero before the first launch; every launch
+//             leaves them zero again (the last split resets its counter), so CUDA-graph replays and
+//             back-to-back launches on one stream reuse them. Launches that may overlap (two streams)
+//             need separate workspaces.
+// Merge ("serial split-K"): each split stores its partial with st.global.cg, fences (__threadfence),
+// and one lane per warp increments the warp's counter (atom.acq_rel.gpu); the warp that sees SplitK - 1
+// is last: it fences, reads all SplitK partials back with ld.global.cg (its own too) and sums them in
+// split order 0, 1, …, SplitK - 1, so the result does not depend on which split finished last, calls
+// the epilogue once per element, and stores 0 to the counter.
+struct SplitKWorkspace {
+  float* partials = nullptr;
+  unsigned* counters = nullptr;
+};
+
+// Output tiles of one launch as the workspace indexes them (unit-rows × ClusterM tile-rows).
+SOLDER_GEMM_HD constexpr long long splitk_tiles(int bm, int bn, int cluster_m, const GemmShape& shape) {
+  return (long long)((shape.m + bm - 1) / bm + cluster_m - 1) / cluster_m * cluster_m * ((shape.n + bn - 1) / bn) *
+         (shape.batch > 0 ? shape.batch : 1);
+}
+// f32 elements of the partials buffer and unsigned counters (0 when split_k is 1). Plain ints, so the
+// code generator and the launcher can size them without the Config type.
+SOLDER_GEMM_HD constexpr long long splitk_workspace_floats(int bm, int bn, int cluster_m, int split_k, const GemmShape& shape) {
+  return split_k > 1 ? splitk_tiles(bm, bn, cluster_m, shape) * split_k * bm * bn : 0;
+}
+SOLDER_GEMM_HD constexpr long long splitk_counters(int bm, int bn, int cluster_m, int split_k, const GemmShape& shape) {
+  return split_k > 1 ? splitk_tiles(bm, bn, cluster_m, shape) * (bm / 16) : 0;
+}
+template <class C>
+SOLDER_GEMM_HD constexpr long long splitk_workspace_floats(C, const GemmShape& shape) {
+  return splitk_workspace_floats(C::BM, C::BN, C::ClusterM, C::SplitK, shape);
+}
+template <class C>
+SOLDER_GEMM_HD constexpr long long splitk_counters(C, const GemmShape& shape) {
+  return splitk_counters(C::BM, C::BN, C::ClusterM, C::SplitK, shape);
+}
+
 // Launch geometry: a 1-D grid over the work units of every batch (batch-major; inside a batch, groups
-// of GroupM tile-rows). A unit is ClusterM vertically adjacent tiles, one per block of a cluster of
+// of GroupM tile-rows; each tile unit SplitK times). A unit is ClusterM vertically adjacent tiles, one per block of a cluster of
 // ClusterM × 1 × 1 blocks. With persistent_blocks > 0 (e.g. the SM count: one block per SM fits), the
 // grid has at most that many blocks and each cluster loops over units u = cluster id, + clusters, ...;
 // the TMA ring then runs on across tiles, so the next tile's loads overlap the current tile's
@@ -105,11 +151,19 @@ struct LaunchGeometry {
 
 SOLDER_GEMM_HD constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Work units of one launch (all batches): ClusterM tile-rows × one tile-column each.
+// Work units of one launch (all batches): ClusterM tile-rows × one tile-column each, × SplitK K ranges
+// (unit u is tile unit u / SplitK, split u % SplitK: the splits of a tile are adjacent units, so they run
+// at the same time).
 template <class C>
 SOLDER_GEMM_HD constexpr long long total_units(C, const GemmShape& shape) {
   return (long long)ceil_div(ceil_div(shape.m, C::BM), C::ClusterM) * ceil_div(shape.n, C::BN) *
-         (shape.batch > 0 ? shape.batch : 1);
+         (shape.batch > 0 ? shape.batch : 1) * C::SplitK;
+}
+
+// The K tiles [*begin, *end) of split `split` of `splits` over k_tiles: contiguous, balanced, in order.
+SOLDER_GEMM_HD constexpr void split_range(int k_tiles, int split, int splits, int* begin, int* end) {
+  *begin = (int)((long long)k_tiles * split / splits);
+  *end = (int)((long long)k_tiles * (split + 1) / splits);
 }
 
 template <class C>

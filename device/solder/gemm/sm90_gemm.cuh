@@ -23,7 +23,9 @@
 //
 //   template <class Config, class Epilogue>
 //   __global__ void gemm_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b,
-//                               GemmShape shape, Epilogue epilogue);
+//                               GemmShape shape, Epilogue epilogue, SplitKWorkspace workspace);
+//
+// `workspace` is read only when Config::SplitK > 1 (config.cuh: sizes, layout, the merge protocol).
 //
 // launched with launch_config(Config{}, shape[, persistent_blocks]) (config.cuh): grid, block, dynamic
 // shared memory (more than 48 KB: set cudaFuncAttributeMaxDynamicSharedMemorySize / CU_FUNC_ATTRIBUTE_
@@ -46,6 +48,13 @@
 // wgmma into their accumulators, commit, and release the previous stage (one arrival per warp, on every
 // block of the cluster) once at most one wgmma batch is in flight. Then each thread hands its accumulators to the epilogue
 // by plain index arithmetic (wgmma's accumulator layout: no CuTe partitioning, which is slow to compile).
+//
+// Split-K (SplitK > 1): a work unit is (tile, split); the producer and the consumers walk the split's
+// range of K tiles only. Each consumer warp then stores its 16 × BN partial to the workspace, and the
+// last of the SplitK warps for those rows (per-warp counter) sums the partials in split order and runs
+// the epilogue ("serial" split-K through global memory, chosen over a DSM cluster reduction because it
+// needs no co-scheduling of the splits, works for any SplitK up to 16 and with persistent blocks, and
+// keeps the cluster dimension for B multicast).
 #pragma once
 
 #include <cuda/ptx>
@@ -119,6 +128,13 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap& m
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar, mask);
 }
 
+// The warp's split-K merge counter: +1 with acquire-release semantics at GPU scope; returns the old value.
+__device__ __forceinline__ unsigned counter_arrive(unsigned* counter) {
+  unsigned old;
+  asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  return old;
+}
+
 // Arrives on the mbarrier at `bar`'s offset in block `rank` of the cluster. The default .release.cta
 // semantics on purpose: what the arrival publishes is that this warp's wgmma (async proxy) reads of the
 // stage are complete, and .release.cluster costs a MEMBAR.ALL.GPU per arrival (measured 2026-11-26:
@@ -138,7 +154,7 @@ __device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
 // The kernel's body; gemm_kernel and SOLDER_GEMM_KERNEL wrap it (they carry the __launch_bounds__).
 template <class C, class Epilogue>
 __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
-                                          const Epilogue& epilogue) {
+                                          const Epilogue& epilogue, const SplitKWorkspace& workspace = {}) {
   using T = detail::Types<C>;
   using TA = typename T::TA;
   using TB = typename T::TB;
@@ -157,13 +173,14 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   const int tiles_m = ceil_div(ceil_div(shape.m, C::BM), C::ClusterM);  // unit rows
   const int tiles_n = ceil_div(shape.n, C::BN);
   const int tiles_per_batch = tiles_m * tiles_n;
-  const int total_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1);
+  const int total_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1) * C::SplitK;  // × splits
   const int k_tiles = ceil_div(shape.k, C::BK);
   const int rank = C::ClusterM > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
   const int first_unit = static_cast<int>(blockIdx.x) / C::ClusterM;
   const int unit_step = static_cast<int>(gridDim.x) / C::ClusterM;
-  // Where this block's tile of unit `t` (linear over batch × unit-rows × tile-columns) is. With a
+  // Where this block's tile of tile unit `t` (linear over batch × unit-rows × tile-columns) is. With a
   // cluster, the second block's tile may lie below M: its loads are zero-filled, its stores skipped.
+  // Work unit u is tile unit u / SplitK and K tiles split_range(split u % SplitK).
   auto locate = [&](int t, int* batch, int* m0, int* n0) {
     *batch = t / tiles_per_batch;
     int tile_m = 0, tile_n = 0;
@@ -199,12 +216,13 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       // consumers are still in the previous tile's epilogue.
       int stage = 0;
       uint32_t phase = 0;
-      for (int t = first_unit; t < total_units; t += unit_step) {
-        int batch, m0, n0;
-        locate(t, &batch, &m0, &n0);
+      for (int u = first_unit; u < total_units; u += unit_step) {
+        int batch, m0, n0, kt_begin, kt_end;
+        locate(u / C::SplitK, &batch, &m0, &n0);
+        split_range(k_tiles, u % C::SplitK, C::SplitK, &kt_begin, &kt_end);
         const int batch_a = shape.broadcast_a ? 0 : batch;
         const int batch_b = shape.broadcast_b ? 0 : batch;
-        for (int kt = 0; kt < k_tiles; ++kt) {
+        for (int kt = kt_begin; kt < kt_end; ++kt) {
           detail::wait_parity(&empty[stage], phase ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &full[stage], static_cast<uint32_t>(C::StageBytes));
@@ -274,12 +292,14 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       }
     };
 
-    for (int t = first_unit; t < total_units; t += unit_step) {
-      int batch, m0, n0;
+    for (int u = first_unit; u < total_units; u += unit_step) {
+      int batch, m0, n0, kt_begin, kt_end;
+      const int t = u / C::SplitK, split = u % C::SplitK;
       locate(t, &batch, &m0, &n0);
+      split_range(k_tiles, split, C::SplitK, &kt_begin, &kt_end);
       cute::clear(acc);
       int previous = 0;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
         detail::wait_parity(&full[stage], phase);
         cute::warpgroup_fence_operand(acc);
         cute::warpgroup_arrive();
@@ -290,7 +310,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         cute::warpgroup_commit_batch();
         cute::warpgroup_wait<1>();  // the previous batch is done: its stage can be refilled
         cute::warpgroup_fence_operand(acc);
-        if (kt > 0) release(previous);
+        if (kt > kt_begin) release(previous);
         previous = stage;
         if (++stage == C::Stages) {
           stage = 0;
@@ -299,7 +319,75 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       }
       cute::warpgroup_wait<0>();
       cute::warpgroup_fence_operand(acc);
-      if (k_tiles > 0) release(previous);
+      if (kt_end > kt_begin) release(previous);
+
+      if constexpr (C::SplitK > 1) {
+        // ---- Split-K merge (config.cuh, SplitKWorkspace) ----
+        // This warp's 16 × BN slice: BN/8 float4 per lane, float4 j of lane l at (32·j + l)·4.
+        constexpr int Slice = 16 * C::BN;
+        constexpr int Vectors = C::BN / 8;
+        const long long tile = static_cast<long long>(t) * C::ClusterM + rank;
+        const int slice = consumer * 4 + warp;  // 16-row slice of the tile
+        float* own = workspace.partials + ((tile * C::SplitK + split) * C::BM / 16 + slice) * Slice;
+#pragma unroll
+        for (int j = 0; j < Vectors; ++j)
+          __stcg(reinterpret_cast<float4*>(own) + 32 * j + lane,
+                 make_float4(acc(4 * j), acc(4 * j + 1), acc(4 * j + 2), acc(4 * j + 3)));
+        __threadfence();
+        __syncwarp();
+        unsigned* counter = workspace.counters + tile * (C::BM / 16) + slice;
+        unsigned arrived = 0;
+        if (lane == 0) arrived = detail::counter_arrive(counter);
+        arrived = __shfl_sync(0xffffffffu, arrived, 0);
+        if (arrived != static_cast<unsigned>(C::SplitK - 1)) continue;  // another split merges
+        __threadfence();
+        // The last split: acc = partial 0 + partial 1 + … in split order, every partial (its own too, which
+        // it just stored) read back from L2. Loop order: chunks of Chunk float4 per lane, then splits, so
+        // each split's Chunk loads are in flight together (a split-inner loop serialized one L2 round trip
+        // per float4: measured 2026-11-26, the merge then cost more than the split saved).
+        const float* first = workspace.partials + (tile * C::SplitK * C::BM / 16 + slice) * Slice;
+        // 8 float4 per split in flight where they divide BN/8 (BN a multiple of 64), else 4 or 2.
+        constexpr int Chunk = Vectors % 8 == 0 ? 8 : Vectors % 4 == 0 ? 4 : 2;
+        static_assert(Vectors % Chunk == 0, "the merge's chunks must tile BN/8");
+        // Adds split s's Chunk float4 at j0 into sum (the first split initialises it).
+        auto add_split = [&](int s, int j0, float4 (&sum)[Chunk]) {
+          const float4* part = reinterpret_cast<const float4*>(first + static_cast<long long>(s) * C::BM / 16 * Slice) + 32 * j0 + lane;
+          float4 v[Chunk];
+#pragma unroll
+          for (int j = 0; j < Chunk; ++j) v[j] = __ldcg(part + 32 * j);
+#pragma unroll
+          for (int j = 0; j < Chunk; ++j) {
+            if (s == 0) {
+              sum[j] = v[j];
+            } else {
+              sum[j].x += v[j].x;
+              sum[j].y += v[j].y;
+              sum[j].z += v[j].z;
+              sum[j].w += v[j].w;
+            }
+          }
+        };
+#pragma unroll
+        for (int j0 = 0; j0 < Vectors; j0 += Chunk) {
+          float4 sum[Chunk];
+          if constexpr (C::BN > 128) {
+            // 128 accumulators per thread: one split's loads in flight at a time (unrolled, ptxas spills).
+#pragma unroll 1
+            for (int s = 0; s < C::SplitK; ++s) add_split(s, j0, sum);
+          } else {
+#pragma unroll
+            for (int s = 0; s < C::SplitK; ++s) add_split(s, j0, sum);
+          }
+#pragma unroll
+          for (int j = 0; j < Chunk; ++j) {
+            acc(4 * (j0 + j)) = sum[j].x;
+            acc(4 * (j0 + j) + 1) = sum[j].y;
+            acc(4 * (j0 + j) + 2) = sum[j].z;
+            acc(4 * (j0 + j) + 3) = sum[j].w;
+          }
+        }
+        if (lane == 0) *counter = 0u;  // ready for the next launch (or graph replay)
+      }
 
       // ---- Epilogue: the m64nBNk accumulator layout ----
       // Register i of thread t (warp w = t/32, lane l): row 16w + l/4 + 8·((i/2)%2),
@@ -332,8 +420,8 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
 template <class C, class Epilogue>
 __global__ void __launch_bounds__(C::Threads, 1)
     gemm_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b, GemmShape shape,
-                Epilogue epilogue) {
-  gemm_body<C>(a, b, shape, epilogue);
+                Epilogue epilogue, SplitKWorkspace workspace) {
+  gemm_body<C>(a, b, shape, epilogue, workspace);
 }
 
 }  // namespace solder::gemm
@@ -342,6 +430,6 @@ __global__ void __launch_bounds__(C::Threads, 1)
 #define SOLDER_GEMM_KERNEL(name, ConfigType, EpilogueType)                                                  \
   extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                     \
       name(const __grid_constant__ ::solder::gemm::TensorMap a, const __grid_constant__ ::solder::gemm::TensorMap b, \
-           ::solder::gemm::GemmShape shape, EpilogueType epilogue) {                                        \
-    ::solder::gemm::gemm_body<ConfigType>(a, b, shape, epilogue);                                           \
+           ::solder::gemm::GemmShape shape, EpilogueType epilogue, ::solder::gemm::SplitKWorkspace workspace) { \
+    ::solder::gemm::gemm_body<ConfigType>(a, b, shape, epilogue, workspace);                                \
   }

@@ -13,12 +13,20 @@ namespace solder {
 namespace {
 
 
+// A split-K skeleton kernel's workspace (solder::gemm::SplitKWorkspace): f32 partials and counters,
+// allocated and zeroed once per loaded module. The kernels of a module run one after another on one
+// stream (also in a captured graph), and each launch leaves its counters zero again.
+struct SplitKBuffers {
+  runtime::DeviceBuffer partials, counters;
+};
+
 struct LoadedProgram {
   runtime::Module module;
   std::vector<runtime::Function> functions;
   GeneratedModule generated;
   double compile_seconds = 0;
   bool from_cache = false;
+  std::vector<SplitKBuffers> split_k;  // per kernel (empty buffers unless it runs split-K)
 };
 
 // NVRTC flags for a generated module: the GEMM skeleton's CuTe code is built with NDEBUG (no device
@@ -37,7 +45,16 @@ LoadedProgram load(const KernelProgram& program) {
   GeneratedModule generated = generate_cuda(program);
   runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu", compile_flags(generated));
   LoadedProgram loaded{runtime::Module(compiled), {}, generated, compiled.compile_seconds, compiled.from_cache};
-  for (auto& k : generated.kernels) loaded.functions.push_back(loaded.module.get_function(k.name));
+  for (auto& k : generated.kernels) {
+    loaded.functions.push_back(loaded.module.get_function(k.name));
+    SplitKBuffers buffers;
+    if (k.gemm && k.gemm->split_k > 1) {
+      buffers.partials = runtime::DeviceBuffer(static_cast<size_t>(k.gemm->workspace_floats) * 4);
+      buffers.counters = runtime::DeviceBuffer(static_cast<size_t>(k.gemm->counters) * 4);
+      runtime::fill_u32(buffers.counters.pointer(), 0, static_cast<size_t>(k.gemm->counters));
+    }
+    loaded.split_k.push_back(std::move(buffers));
+  }
   return loaded;
 }
 
@@ -92,7 +109,7 @@ std::vector<runtime::DeviceBuffer> allocate(const KernelProgram& program, const 
 // A kernel on the GEMM skeleton (GemmSkeletonLaunch): the operands' tensor maps, encoded for this
 // call's pointers, the shape, and the epilogue functor, whose members are every global's pointer.
 void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonLaunch& g, const runtime::LaunchConfig& config,
-                          std::vector<runtime::DevicePtr>& pointers) {
+                          std::vector<runtime::DevicePtr>& pointers, const SplitKBuffers& split_k) {
   auto map = [&](const GemmSkeletonLaunch::Operand& o, const char* what) {
     runtime::GemmOperand op;
     op.dtype = static_cast<runtime::GemmDtype>(o.dtype);
@@ -111,7 +128,12 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
   struct {  // solder::gemm::GemmShape
     int m, n, k, batch, broadcast_a, broadcast_b;
   } shape{g.m, g.n, g.k, g.batch, g.broadcast_a ? 1 : 0, g.broadcast_b ? 1 : 0};
-  void* args[] = {&a, &b, &shape, pointers.data()};
+  struct {  // solder::gemm::SplitKWorkspace
+    runtime::DevicePtr partials, counters;
+  } workspace{split_k.partials.pointer(), split_k.counters.pointer()};
+  if (g.split_k > 1 && (!workspace.partials || !workspace.counters))
+    throw Error("GPU run: the split-K kernel has no workspace (please report)");
+  void* args[] = {&a, &b, &shape, pointers.data(), &workspace};
   runtime::launch(function, config, args);
 }
 
@@ -126,7 +148,7 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = stream;
-    if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers);
+    if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers, loaded.split_k[k]);
     else runtime::launch(loaded.functions[k], config, args.data());
   }
 }

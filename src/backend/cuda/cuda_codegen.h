@@ -30,8 +30,9 @@
 namespace solder {
 
 // A kernel that runs on the sm_90a GEMM skeleton (gemm_skeleton_writer.h) takes, instead of the
-// globals, (TensorMap a, TensorMap b, GemmShape, epilogue) where the epilogue is a struct of every
-// global's pointer in KernelProgram::globals order; the launcher encodes the two tensor maps.
+// globals, (TensorMap a, TensorMap b, GemmShape, epilogue, SplitKWorkspace) where the epilogue is a
+// struct of every global's pointer in KernelProgram::globals order; the launcher encodes the two tensor
+// maps and provides the split-K workspace.
 struct GemmSkeletonLaunch {
   struct Operand {
     size_t global = 0;      // index into KernelProgram::globals
@@ -44,6 +45,10 @@ struct GemmSkeletonLaunch {
   int m = 1, n = 1, k = 1, batch = 1;
   bool broadcast_a = false, broadcast_b = false;
   std::string config;       // the Config<...> instantiated, for reports
+  // Split-K (Config's SplitK): the launcher provides, once per loaded module, `workspace_floats` f32 of
+  // partials and `counters` zeroed unsigned counters (solder::gemm::SplitKWorkspace; both 0 for split 1).
+  int split_k = 1;
+  int64_t workspace_floats = 0, counters = 0;
 };
 
 struct GeneratedKernel {

@@ -1,5 +1,7 @@
 #include "backend/cuda/gemm_skeleton_writer.h"
 
+#include "solder/gemm/config.cuh"
+
 #include <cstdio>
 #include <sstream>
 
@@ -32,7 +34,7 @@ const char* skeleton_dtype_name(DType t) {
 constexpr int kSmCount = 132;               // H100 SXM; the persistent grid is capped by the tiles
 
 struct Tile {
-  int bm, bn, stages;
+  int bm, bn, stages, split_k;
   int64_t tiles;
 };
 
@@ -51,7 +53,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   SkeletonChoice choice = choose_skeleton_config(p, c.type, program.find_global(c.dst.name)->dtype);
   if (!choice.chosen) return refuse(choice.why);
   const GemmConfig& chosen = choice.chosen->config;
-  const Tile tile{chosen.bm, chosen.bn, chosen.stages, ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch};
+  const Tile tile{chosen.bm, chosen.bn, chosen.stages, chosen.split_k, ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch};
   const std::string plan_note = choice.why;
 
   auto global_index = [&](const std::string& name) {
@@ -84,8 +86,20 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   launch.broadcast_b = p.batch > 1 && p.b.batch == 1;
   std::ostringstream config;
   config << "solder::gemm::Config<" << skeleton_dtype_name(p.a.dtype) << ", " << skeleton_dtype_name(p.b.dtype) << ", " << tile.bm << ", "
-         << tile.bn << ", " << tile.stages << ", " << (p.a.k_major ? "true" : "false") << ", " << (p.b.k_major ? "true" : "false") << ">";
+         << tile.bn << ", " << tile.stages << ", " << (p.a.k_major ? "true" : "false") << ", " << (p.b.k_major ? "true" : "false");
+  if (tile.split_k > 1) config << ", 1, 16, " << tile.split_k;  // ClusterM 1, GroupM 16 (the defaults), SplitK
+  config << ">";
   launch.config = config.str();
+  launch.split_k = tile.split_k;
+  {
+    solder::gemm::GemmShape shape;
+    shape.m = launch.m;
+    shape.n = launch.n;
+    shape.k = launch.k;
+    shape.batch = launch.batch;
+    launch.workspace_floats = solder::gemm::splitk_workspace_floats(tile.bm, tile.bn, 1, tile.split_k, shape);
+    launch.counters = solder::gemm::splitk_counters(tile.bm, tile.bn, 1, tile.split_k, shape);
+  }
 
   // The epilogue: every global as a member (the launcher passes their pointers in this order).
   const std::string name = cuda_identifier(kernel.name);
@@ -97,6 +111,9 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   for (auto& d : kernel.definitions) out << " " << d;
   out << "\n// on the sm_90a GEMM skeleton: " << launch.config << ", M " << p.m << ", N " << p.n << ", K " << p.k;
   if (p.batch > 1) out << ", batch " << p.batch;
+  if (tile.split_k > 1)
+    out << "\n// split-K " << tile.split_k << ": partials merged in the kernel through a global workspace of " << launch.workspace_floats
+        << " f32 and " << launch.counters << " counters (the launcher's)";
   out << "\n// tile chosen by the " << plan_note;
   out << "\n// A = " << p.a.tensor << (p.a.k_major ? " (K-major)" : " (M-major)") << ", B = " << p.b.tensor
       << (p.b.k_major ? " (K-major)" : " (N-major)") << ", T = " << mma_type_name(c.type) << "\n";
@@ -155,7 +172,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   const int threads = 128 * (tile.bm / 64 + 1);
   result.info.threads = threads;
   result.info.cluster = 1;
-  result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tile.tiles, kSmCount));
+  result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tile.tiles * tile.split_k, kSmCount));
   result.info.shared_bytes = static_cast<int64_t>(tile.stages) * (tile.bm + tile.bn) * 128 + 16 * tile.stages + 1024;
   result.info.gemm = launch;
   return result;

@@ -213,9 +213,10 @@ int resident_blocks() {
 
 // Launches gemm_kernel<C, E> on `stream` (sets the dynamic shared-memory limit once per instantiation);
 // persistent_blocks > 0: at most that many blocks, each looping over tiles; < 0: resident_blocks().
+// SplitK > 1 needs `workspace` (config.cuh: splitk_workspace_floats / splitk_counters, counters zeroed).
 template <class C, class E>
 void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epilogue, cudaStream_t stream,
-            int persistent_blocks = 0) {
+            int persistent_blocks = 0, const solder::gemm::SplitKWorkspace& workspace = {}) {
   static bool configured = false;
   auto kernel = solder::gemm::gemm_kernel<C, E>;
   if (!configured) {
@@ -236,8 +237,27 @@ void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, cons
   attribute[0].val.clusterDim.z = g.cluster[2];
   config.attrs = attribute;
   config.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, shape, epilogue));
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, shape, epilogue, workspace));
   CUDA_CHECK(cudaGetLastError());
+}
+
+// Split-K's workspace for C on `shape`, counters zeroed (nothing allocated when SplitK is 1).
+template <class C>
+solder::gemm::SplitKWorkspace make_workspace(const GemmShape& shape) {
+  solder::gemm::SplitKWorkspace w;
+  const long long floats = solder::gemm::splitk_workspace_floats(C{}, shape);
+  const long long counters = solder::gemm::splitk_counters(C{}, shape);
+  if (floats > 0) CUDA_CHECK(cudaMalloc(&w.partials, size_t(floats) * sizeof(float)));
+  if (counters > 0) {
+    CUDA_CHECK(cudaMalloc(&w.counters, size_t(counters) * sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset(w.counters, 0, size_t(counters) * sizeof(unsigned)));
+  }
+  return w;
+}
+inline void free_workspace(solder::gemm::SplitKWorkspace& w) {
+  if (w.partials) CUDA_CHECK(cudaFree(w.partials));
+  if (w.counters) CUDA_CHECK(cudaFree(w.counters));
+  w = {};
 }
 
 // ---- Epilogues used by the test and the benchmark -------------------------------------------------

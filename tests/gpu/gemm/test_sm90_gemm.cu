@@ -2,7 +2,9 @@
 // reference of the rounded operands: every dtype (bf16, f16, e4m3, e5m2, e4m3×e5m2), every operand
 // layout of the 16-bit types (A K- or M-major, B K- or N-major), the three tile families (64×N, 128×128,
 // 128×256), ragged M/N/K (1, 17, 100, 129, 1000, K < BK, K = 0), batches and a broadcast operand, row
-// and column scales after the dot product, f32 and bf16 (pair hook) outputs.
+// and column scales after the dot product, f32 and bf16 (pair hook) outputs; split-K 2, 3, 4 and 8 for
+// every dtype (ragged K ranges, splits with no K tile, a cluster), whose counters must be zero again
+// after every launch, and which also runs as a CUDA graph replayed twice (checked after each replay).
 //
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
@@ -85,13 +87,43 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
   shape.batch = c.batch;
   shape.broadcast_b = c.broadcast_b ? 1 : 0;
   E epilogue{static_cast<decltype(E::out)>(out), ld, batch_stride, d_row, d_col};
+  solder::gemm::SplitKWorkspace workspace = make_workspace<C>(shape);
+  const long long counters = solder::gemm::splitk_counters(C{}, shape);
   std::vector<float> got(count);
-  // One block (cluster) per tile, then 3 persistent blocks (2 clusters of 2) looping over the tiles.
-  for (int persistent : {0, C::ClusterM == 1 ? 3 : 4}) {
+  // One block (cluster) per work unit, then 3 persistent blocks (2 clusters of 2) looping over the
+  // units; with split-K also a CUDA graph of the persistent launch, replayed twice (modes 2 and 3).
+  const int persistent_blocks = C::ClusterM == 1 ? 3 : 4;
+  cudaGraphExec_t graph_exec = nullptr;
+  cudaStream_t stream = nullptr;
+  if (C::SplitK > 1) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    launch<C>(map_a, map_b, shape, epilogue, stream, persistent_blocks, workspace);  // attributes set outside the capture
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaGraph_t graph;
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CUDA_CHECK(cudaMemsetAsync(out, 0xFF, out_bytes, stream));
+    launch<C>(map_a, map_b, shape, epilogue, stream, persistent_blocks, workspace);
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  for (int mode = 0; mode < (C::SplitK > 1 ? 4 : 2); ++mode) {
+    const int persistent = mode == 0 ? 0 : persistent_blocks;
     ++cases;
-    CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));  // NaN
-    launch<C>(map_a, map_b, shape, epilogue, 0, persistent);
+    if (mode < 2) {
+      CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));  // NaN
+      launch<C>(map_a, map_b, shape, epilogue, 0, persistent, workspace);
+    } else {
+      CUDA_CHECK(cudaGraphLaunch(graph_exec, stream));  // poisons the output, then the launch
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
     CUDA_CHECK(cudaDeviceSynchronize());
+    long long dirty = 0;  // split-K counters not reset by the launch
+    if (counters > 0) {
+      std::vector<unsigned> raw(counters);
+      CUDA_CHECK(cudaMemcpy(raw.data(), workspace.counters, counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
+      for (unsigned v : raw) dirty += v != 0;
+    }
     if (bf16_out) {
       std::vector<uint16_t> raw(count);
       CUDA_CHECK(cudaMemcpy(raw.data(), out, out_bytes, cudaMemcpyDeviceToHost));
@@ -117,21 +149,28 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
           }
           worst = std::max(worst, err / (mag[i] + 1e-30));
         }
-    const bool ok = bad == 0 && nan == 0;
+    const bool ok = bad == 0 && nan == 0 && dirty == 0;
     if (!ok) ++failures;
-    std::printf("%s %-32s %-13s M=%-5d N=%-5d K=%-5d batch=%d%s%s%s  rel_l2=%.2e worst=%.2e", ok ? "PASS" : "FAIL",
-                config_name, persistent ? (C::ClusterM == 1 ? "persistent:3" : "persistent:2x2") : "block/tile", c.m, c.n, c.k, c.batch,
+    const char* mode_name = mode == 0 ? "block/unit" : mode == 1 ? (C::ClusterM == 1 ? "persistent:3" : "persistent:2x2")
+                                                   : mode == 2 ? "graph replay 1" : "graph replay 2";
+    std::printf("%s %-34s %-14s M=%-5d N=%-5d K=%-5d batch=%d%s%s%s  rel_l2=%.2e worst=%.2e", ok ? "PASS" : "FAIL",
+                config_name, mode_name, c.m, c.n, c.k, c.batch,
                 c.broadcast_b ? " bcastB" : "", c.scales ? " scales" : "", bf16_out ? " ->bf16" : " ->f32",
                 ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), worst);
     if (!ok) {
       const int fb = int(first / (size_t(c.m) * c.n)), fr = int(first / c.n % c.m), fc = int(first % c.n);
-      std::printf("  bad=%lld nan=%lld first at b=%d r=%d c=%d got %.6g want %.6g", bad, nan, fb, fr, fc,
-                  got[size_t(fb) * batch_stride + size_t(fr) * ld + fc], ref[first]);
+      std::printf("  bad=%lld nan=%lld dirty_counters=%lld", bad, nan, dirty);
+      if (first != size_t(-1))
+        std::printf(" first at b=%d r=%d c=%d got %.6g want %.6g", fb, fr, fc, got[size_t(fb) * batch_stride + size_t(fr) * ld + fc],
+                    ref[first]);
     }
     std::printf("\n");
     std::fflush(stdout);
   }
 
+  if (graph_exec) CUDA_CHECK(cudaGraphExecDestroy(graph_exec));
+  if (stream) CUDA_CHECK(cudaStreamDestroy(stream));
+  free_workspace(workspace);
   CUDA_CHECK(cudaFree(out));
   if (d_row) CUDA_CHECK(cudaFree(d_row));
   if (d_col) CUDA_CHECK(cudaFree(d_col));
@@ -216,6 +255,41 @@ int main(int argc, char** argv) {
   run_config<E4_64x128>("e4m3 64x128x128 s6", all, rng);
   run_config<E5_128x128>("e5m2 128x128x128 s6", small, rng);
   run_config<E4E5_128x128>("e4m3xe5m2 128x128x128 s6", small, rng);
+
+  // Split-K: 2, 3, 4, 8 splits on every dtype. K ranges from fewer K tiles than splits (empty splits)
+  // to uneven ranges; M = 128 with wide N, the shape split-K is for.
+  const std::vector<Case> split = {
+      {1, 17, 100, 1},      {17, 100, 129, 1},     {129, 257, 513, 1}, {100, 129, 1000, 1}, {300, 260, 2000, 1},
+      {64, 64, 0, 1},       {128, 1024, 4096, 1},  {100, 130, 700, 3}, {129, 65, 600, 2, true},
+  };
+  const std::vector<Case> split_small = {{17, 100, 129, 1}, {129, 257, 1000, 1}, {128, 600, 3000, 1}, {64, 200, 400, 2}};
+  using Bf_128x128_KK_k2 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 6, true, true, 1, 16, 2>;
+  using Bf_128x256_KK_k3 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4, true, true, 1, 16, 3>;
+  using Bf_64x128_KK_k4 = Config<Dtype::bf16, Dtype::bf16, 64, 128, 6, true, true, 1, 16, 4>;
+  using Bf_128x128_MN_k8 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 5, false, false, 1, 16, 8>;
+  using H_128x128_KK_k4 = Config<Dtype::f16, Dtype::f16, 128, 128, 6, true, true, 1, 16, 4>;
+  using H_64x256_MN_k3 = Config<Dtype::f16, Dtype::f16, 64, 256, 4, false, false, 1, 16, 3>;
+  using E4_128x128_k2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6, true, true, 1, 16, 2>;
+  using E4_128x256_c2_k4 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2, 16, 4>;
+  using E5_128x128_k8 = Config<Dtype::e5m2, Dtype::e5m2, 128, 128, 6, true, true, 1, 16, 8>;
+  using E4E5_64x128_k3 = Config<Dtype::e4m3, Dtype::e5m2, 64, 128, 6, true, true, 1, 16, 3>;
+  run_config<Bf_128x128_KK_k2>("bf16 128x128x64 s6 A:K B:K k2", split, rng);
+  run_config<Bf_128x256_KK_k3, StoreBf16>("bf16 128x256x64 s4 A:K B:K k3", split, rng, true);
+  run_config<Bf_64x128_KK_k4>("bf16 64x128x64 s6 A:K B:K k4", split, rng);
+  run_config<Bf_128x128_MN_k8>("bf16 128x128x64 s5 A:M B:N k8", split, rng);
+  run_config<H_128x128_KK_k4>("f16 128x128x64 s6 A:K B:K k4", split, rng);
+  run_config<H_64x256_MN_k3, StoreBf16>("f16 64x256x64 s4 A:M B:N k3", split_small, rng, true);
+  run_config<E4_128x128_k2>("e4m3 128x128x128 s6 k2", scaled, rng);
+  run_config<E4_128x128_k2>("e4m3 128x128x128 s6 k2", split, rng);
+  run_config<E4_128x256_c2_k4, StoreBf16>("e4m3 128x256x128 s4 c2 k4", split_small, rng, true);
+  run_config<E4_128x256_c2_k4>("e4m3 128x256x128 s4 c2 k4", split, rng);
+  run_config<E5_128x128_k8>("e5m2 128x128x128 s6 k8", split, rng);
+  run_config<E4E5_64x128_k3>("e4m3xe5m2 64x128x128 s6 k3", split_small, rng);
+  // BN not a multiple of 64: the merge reads 4 (BN 96, 160) float4 per split at a time.
+  using Bf_64x96_KK_k2 = Config<Dtype::bf16, Dtype::bf16, 64, 96, 6, true, true, 1, 16, 2>;
+  using H_128x160_KK_k3 = Config<Dtype::f16, Dtype::f16, 128, 160, 4, true, true, 1, 16, 3>;
+  run_config<Bf_64x96_KK_k2>("bf16 64x96x64 s6 A:K B:K k2", split_small, rng);
+  run_config<H_128x160_KK_k3, StoreBf16>("f16 128x160x64 s4 A:K B:K k3", split_small, rng, true);
 
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;

@@ -57,6 +57,55 @@ TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
   EXPECT_EQ(skeleton, 1) << s.source;
 }
 
+// ffn's second product at paper size: M 128, N 3072, K 8192 (24 tiles of 128 x 128 for 132 SMs).
+const char* kSkinnyGemm =
+    "program skinny\n"
+    "dim M = 128, N = 3072, K = 8192\n"
+    "in h[M, K] : f16\nin d[K, N] : f16\n"
+    "out e[m, n] : f16 = sum(k) h[m, k] * d[k, n]\n";
+
+TEST(GemmSkeletonWriter, SplitsKForASkinnyProductAndSizesItsWorkspace) {
+  GeneratedModule m = unfused_for_gpu(kSkinnyGemm);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  ASSERT_TRUE(m.kernels[0].gemm.has_value());
+  const GeneratedKernel& k = m.kernels[0];
+  const GemmSkeletonLaunch& g = *k.gemm;
+  ASSERT_GT(g.split_k, 1) << g.config;
+  EXPECT_EQ(g.m, 128);
+  EXPECT_EQ(g.n, 3072);
+  EXPECT_EQ(g.k, 8192);
+  // The Config names the split (ClusterM 1, GroupM 16, SplitK), and the launch sizes its workspace:
+  // one f32 partial tile per (tile, split), one counter per 16-row warp slice of a tile.
+  EXPECT_NE(g.config.find(", 1, 16, " + std::to_string(g.split_k) + ">"), std::string::npos) << g.config;
+  const int bm = g.a.tile_rows, bn = g.b.tile_rows;
+  const int64_t tiles = ((128 + bm - 1) / bm) * ((3072 + bn - 1) / bn);
+  EXPECT_EQ(g.workspace_floats, tiles * g.split_k * bm * bn);
+  EXPECT_EQ(g.counters, tiles * (bm / 16));
+  EXPECT_EQ(k.blocks, std::min<int64_t>(132, tiles * g.split_k));
+  EXPECT_NE(m.source.find("// split-K " + std::to_string(g.split_k) + ": partials merged in the kernel"), std::string::npos) << m.source;
+}
+
+TEST(GemmSkeletonWriter, LargeProductsDoNotSplitK) {
+  GeneratedModule m = unfused_for_gpu(kScaledGemm);
+  ASSERT_TRUE(m.kernels[0].gemm.has_value());
+  EXPECT_EQ(m.kernels[0].gemm->split_k, 1);  // K = 64: one K tile
+  EXPECT_EQ(m.kernels[0].gemm->workspace_floats, 0);
+  EXPECT_EQ(m.kernels[0].gemm->counters, 0);
+}
+
+TEST(GemmSkeletonWriter, SplitKModuleCompilesWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  GeneratedModule m = unfused_for_gpu(kSkinnyGemm);
+  ASSERT_GT(m.kernels.at(0).gemm->split_k, 1);
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "skinny.cu", flags);
+  EXPECT_FALSE(compiled.cubin.empty());
+}
+
 TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {
   std::string why;
   if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;

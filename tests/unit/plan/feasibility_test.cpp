@@ -118,7 +118,9 @@ TEST(Catalogue, AxesNamesAndSkeletonSubset) {
   EXPECT_FALSE(in_device_skeleton(config(128, 256, 64, 4, 1)));  // the skeleton has one consumer per 64 rows
   int skeleton = 0;
   for (const GemmConfig& g : all) skeleton += in_device_skeleton(g);
-  EXPECT_EQ(skeleton, 2 * 9 * 7);  // BM 64/128, 9 BN, 7 stage counts
+  EXPECT_EQ(skeleton, 2 * 9 * 7 * 9);  // BM 64/128, 9 BN, 7 stage counts, split-K 1-16 (9 values)
+  c.split_k = 8;
+  EXPECT_TRUE(in_device_skeleton(c));  // split-K merges in the kernel (config.cuh SplitKWorkspace)
 }
 
 }  // namespace
