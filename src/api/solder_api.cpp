@@ -191,6 +191,10 @@ Kernel Program::compile(const CompileOptions& options) const {
   // The driver's steps (driver/compile.cpp), keeping the fusion result for the JSON report.
   solder::CompileOptions driver = device == Device::cuda ? solder::CompileOptions::for_gpu(options.fuse) : solder::CompileOptions{};
   driver.fuse = options.fuse;
+  // A call launches every kernel with the globals' pointers alone (operator() below): the GEMM
+  // skeleton's kernels (tensor maps encoded per call, a split-K workspace) are not launched by the API
+  // yet, so its programs keep every contraction in the fused kernels (docs/cpp-api.md, "Limits").
+  driver.gemm_skeleton = false;
   if (!options.fuse) {
     st->program = lower_unfused(bound, UnfusedOptions{driver.gemm_skeleton});
     st->report_text = "unfused: one kernel per definition\n";
