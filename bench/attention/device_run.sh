@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One device call for the attention skeleton: the device test, SASS facts, the suite table twice with
+# the peers (cuDNN and FlashAttention SDPA) between and after (solder, peers, solder, peers), and
+# optionally an ncu profile. Runs from a folder holding bin/{test_sm90_attention,bench_attention,
+# libgomp.so.1} and bench/attention/peer.py, staged by bench/attention/stage.sh. Logs and JSON go to $OUT.
+# Usage: device_run.sh [test] [sass] [table] [ncu]   (default: test sass table)
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+steps=${*:-test sass table}
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+export LD_LIBRARY_PATH="$PWD/bin:$CUDA/lib64:$CUDA/lib:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+hung=0
+for step in $steps; do
+  [ $hung = 1 ] && break
+  start=$(date +%s)
+  case $step in
+    test) timeout 100 ./bin/test_sm90_attention 2026 > "$OUT/test.log" 2>&1; rc=$?; echo "test rc=$rc" > "$OUT/test.summary"
+          if [ $rc = 124 ]; then echo "test timed out (a hang): skipping the rest"; hung=1; fi
+          grep -E "^FAIL|^OK:|^FAILED" "$OUT/test.log" | head -30 >> "$OUT/test.summary"; tail -3 "$OUT/test.log"; cat "$OUT/test.summary" ;;
+    sass) for b in test_sm90_attention bench_attention; do
+            "$CUDA/bin/cuobjdump" -sass "bin/$b" > "$OUT/$b.sass" 2>&1
+            echo "$b: $(grep -c HGMMA "$OUT/$b.sass") HGMMA, $(grep -c UTMALDG "$OUT/$b.sass") UTMALDG, $(grep -c USETMAXREG "$OUT/$b.sass") USETMAXREG, $(grep -cE 'LDL|STL' "$OUT/$b.sass") LDL/STL, $(grep -c 'MUFU.EX2' "$OUT/$b.sass") MUFU.EX2"
+            gzip -f "$OUT/$b.sass"
+          done ;;
+    table) timeout 150 ./bin/bench_attention table "$OUT/solder1.json" 2>&1 | tee "$OUT/solder1.log"
+           timeout 150 python3 bench/attention/peer.py "$OUT/peer1.json" 2>&1 | tee "$OUT/peer1.log"
+           timeout 150 ./bin/bench_attention table "$OUT/solder2.json" 2>&1 | tee "$OUT/solder2.log"
+           timeout 150 python3 bench/attention/peer.py "$OUT/peer2.json" 2>&1 | tee "$OUT/peer2.log" ;;
+    ncu) NCU=$(command -v ncu || ls "$CUDA"/bin/ncu 2>/dev/null | head -1)
+         if [ -n "$NCU" ]; then
+           timeout 200 "$NCU" --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
+             -k regex:attention_kernel --launch-skip 0 --launch-count 2 ./bin/bench_attention profile > "$OUT/ncu.txt" 2>&1
+           grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|SM Frequency|Issued Warp|Registers|Stall" "$OUT/ncu.txt" | head -40
+         else echo "no ncu"; fi ;;
+  esac
+  echo "step $step: $(( $(date +%s) - start )) s"
+done
+python3 bench/attention/report.py "$OUT" > "$OUT/table.md" 2>&1; cat "$OUT/table.md"
+# The device tool returns only a few files: pack everything but the summaries into one archive.
+tar czf /tmp/attn-results.tgz -C "$OUT" . && mv /tmp/attn-results.tgz "$OUT/a-results.tgz" && \
+  find "$OUT" -type f ! -name a-results.tgz ! -name gpu.txt ! -name test.summary ! -name table.md -delete
+ls -la "$OUT"; true

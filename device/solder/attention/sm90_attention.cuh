@@ -1,0 +1,372 @@
+// The sm_90a attention skeleton (FlashAttention-3 schedule): a TMA producer warp, Q loaded once, K and V
+// rings of Config::Stages shared-memory stages on mbarriers, and 2 or 3 consumer warpgroups of 64 query
+// rows each that compute S = Q·Kᵀ with wgmma from shared memory (SS), keep the online softmax state and
+// P in registers, and accumulate O += P·V with wgmma taking P from registers (RS). setmaxnreg moves
+// registers from the producer to the consumers. Built on CuTe (GMMA atoms, swizzled layouts) and CCCL
+// <cuda/ptx> (mbarrier, TMA); compiles with nvcc and NVRTC like gemm/sm90_gemm.cuh.
+//
+// ---- Interface ------------------------------------------------------------------------------------
+//
+//   template <class Config, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
+//   __global__ void attention_kernel(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
+//                                    const __grid_constant__ TensorMap v, AttentionShape shape, Score score,
+//                                    Mask mask, Epilogue epilogue);
+//
+// Score, Mask and State: functors.cuh. The epilogue receives each output row in pairs of columns:
+//
+//   struct Epilogue {
+//     // o[bh][row][col], o[bh][row][col + 1] (already divided by the row's Σ p), col even; row < seq_q.
+//     __device__ void operator()(int bh, int row, int col, float o0, float o1) const;
+//   };
+//
+// Tensor maps (solder::runtime::encode_gemm_operand / plan_gemm_operand, src/runtime/tma.h): each of
+// q, k, v is a K-major "GEMM operand" with rows = its sequence length, k = HeadDim, batch = batch ·
+// heads (q) or batch · heads_kv (k, v), ld = the row stride, tile_k = 64, tile_rows = Config::QBoxRows
+// (q) or Config::KVBoxRows (k, v). V is read through the same kind of map as K: its [key][d] tile is
+// the MN-major B operand of P·V. Launch with launch_config(Config{}, shape): grid (query tiles,
+// batch · heads), Config::Threads threads, Config::SmemBytes of dynamic shared memory.
+// SOLDER_ATTENTION_KERNEL(name, Config, Score, Mask, Epilogue) defines an extern "C" entry for NVRTC.
+//
+// ---- Schedule -------------------------------------------------------------------------------------
+//
+// Block (x, bh) takes query rows [BM·t, BM·t + BM) of head bh, t = gridDim.x − 1 − x (the longest
+// causal rows start first), and the key tiles [begin, end) of Mask::key_tiles. Warpgroup 0 is the
+// producer: one thread loads Q (one mbarrier), then for each key tile waits for a free K stage, loads
+// K, waits for a free V stage, loads V (each stage on its own full/empty mbarrier pair). Consumer
+// warpgroup c owns Q rows 64c..64c+63 and, per key tile j:
+//     wait K_j; [turn] issue S_j = Q·K_jᵀ; wait V_{j-1}; issue O += P_{j-1}·V_{j-1}; [pass the turn]
+//     wait S_j; release K_j; score(), mask (boundary tiles only), State::update → P_j in f32, correction
+//     wait P_{j-1}·V_{j-1}; release V_{j-1}; O *= correction; P_j → bf16/f16 A registers
+// so the softmax of tile j runs while P_{j-1}·V_{j-1} is on the tensor cores (intra-warpgroup
+// overlap), and [turn]/[pass] — named barriers in a ring over the consumers — keep the warpgroups'
+// products from contending: while one does its softmax, the next issues its MMAs (ping-pong).
+// After the last tile: O / Σp through the epilogue, by plain index arithmetic on the accumulator layout.
+#pragma once
+
+#include <cuda/ptx>
+
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/reg_reconfig.h>
+
+#include "config.cuh"
+#include "functors.cuh"
+
+namespace solder::attention {
+
+namespace detail {
+
+template <Dtype T> struct cute_type;
+template <> struct cute_type<Dtype::bf16> { using type = cute::bfloat16_t; };
+template <> struct cute_type<Dtype::f16> { using type = cute::half_t; };
+
+// The CuTe types of one Config.
+template <class C>
+struct Types {
+  using T = typename cute_type<C::T>::type;
+  using BN = cute::Int<C::BN>;
+  using D = cute::Int<C::HeadDim>;
+  // S = Q·Kᵀ for one warpgroup: 64 × BN × HeadDim, both operands K-major in shared memory.
+  using MmaS = decltype(cute::GMMA::ss_op_selector<T, T, float, cute::Shape<cute::_64, BN, D>, cute::GMMA::Major::K,
+                                                   cute::GMMA::Major::K>());
+  // O += P·V: 64 × HeadDim × BN, P from registers, V ([key][d], d contiguous) MN-major in shared memory.
+  using MmaO = decltype(cute::GMMA::rs_op_selector<T, T, float, cute::Shape<cute::_64, D, BN>, cute::GMMA::Major::K,
+                                                   cute::GMMA::Major::MN>());
+  using TiledMmaS = decltype(cute::make_tiled_mma(MmaS{}));
+  using TiledMmaO = decltype(cute::make_tiled_mma(MmaO{}));
+  // Q: (64, HeadDim, Consumers), K: (BN, HeadDim, Stages): 64-column chunks of 128-byte swizzled rows,
+  // each chunk (rows × 64) contiguous, which is what one TMA box {64, rows} writes.
+  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<T>{},
+                                                   cute::make_shape(cute::_64{}, D{}, cute::Int<C::Consumers>{})));
+  using SmemLayoutK = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<T>{},
+                                                   cute::make_shape(BN{}, D{}, cute::Int<C::Stages>{})));
+  // V: (HeadDim, BN, Stages), MN-major: the 64-wide d chunks outermost (Step<_2,_1,_3>), each chunk
+  // BN rows of 128 bytes: the same bytes as K's layout of the same tile.
+  using SmemLayoutV = decltype(cute::tile_to_shape(cute::GMMA::Layout_MN_SW128_Atom<T>{},
+                                                   cute::make_shape(D{}, BN{}, cute::Int<C::Stages>{}),
+                                                   cute::Step<cute::_2, cute::_1, cute::_3>{}));
+  static constexpr int KBlocksS = C::HeadDim / 16;
+  static constexpr int KBlocksO = C::BN / 16;
+};
+
+__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1, int c2, uint64_t* bar) {
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar);
+}
+
+// Named barriers 1..Consumers order the consumers' MMA issue (barrier 0 is __syncthreads). Called by
+// all 128 threads of a consumer warpgroup; `threads` counts both sides (the waiter and the arriver).
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// A ring position (stage, phase) over Stages stages.
+template <int Stages>
+struct RingPosition {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == Stages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+}  // namespace detail
+
+// The kernel's body; attention_kernel and SOLDER_ATTENTION_KERNEL wrap it (with the __launch_bounds__).
+template <class C, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
+__device__ __forceinline__ void attention_body(const TensorMap& q, const TensorMap& k, const TensorMap& v,
+                                               const AttentionShape& shape, const Score& score, const Mask& mask,
+                                               const Epilogue& epilogue) {
+  using Ty = detail::Types<C>;
+  using T = typename Ty::T;
+  if (shape.seq_q <= 0) return;
+
+  extern __shared__ unsigned char solder_attention_smem[];
+  // 128-byte swizzle atoms repeat every 1024 bytes: everything starts on a 1024-byte boundary.
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(solder_attention_smem) + 1023) & ~uintptr_t(1023));
+  T* smem_q = reinterpret_cast<T*>(base);
+  T* smem_k = reinterpret_cast<T*>(base + C::QBytes);
+  T* smem_v = reinterpret_cast<T*>(base + C::QBytes + C::Stages * C::KVTileBytes);
+  uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::QBytes + 2 * C::Stages * C::KVTileBytes);
+  uint64_t* k_full = q_full + 1;
+  uint64_t* k_empty = k_full + C::Stages;
+  uint64_t* v_full = k_empty + C::Stages;
+  uint64_t* v_empty = v_full + C::Stages;
+
+  const int query_tile = static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x);
+  const int row0 = query_tile * C::BM;
+  const int bh = static_cast<int>(blockIdx.y);
+  const int batch = bh / shape.heads, head = bh % shape.heads;
+  const int bh_kv = batch * shape.heads_kv + head / (shape.heads / shape.heads_kv);
+  int begin = 0, end = 0;
+  mask.key_tiles(bh, row0, C::BM, shape.seq_k, C::BN, &begin, &end);
+  if (begin < 0) begin = 0;
+  if (end > ceil_div(shape.seq_k, C::BN)) end = ceil_div(shape.seq_k, C::BN);
+  const int tiles = end > begin ? end - begin : 0;
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(q_full, 1);
+    for (int s = 0; s < C::Stages; ++s) {
+      cuda::ptx::mbarrier_init(&k_full[s], 1);
+      cuda::ptx::mbarrier_init(&v_full[s], 1);
+      cuda::ptx::mbarrier_init(&k_empty[s], C::Consumers * 4);  // one arrival per consumer warp
+      cuda::ptx::mbarrier_init(&v_empty[s], C::Consumers * 4);
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- Producer: one thread issues every TMA load ----
+    cutlass::arch::warpgroup_reg_dealloc<C::ProducerRegisters>();
+    if (thread == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&q) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&k) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&v) : "memory");
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, q_full,
+                                           static_cast<uint32_t>(C::QBytes));
+#pragma unroll
+      for (int c = 0; c < C::Consumers; ++c)
+#pragma unroll
+        for (int chunk = 0; chunk < C::Chunks; ++chunk)
+          detail::tma_load(smem_q + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, row0 + 64 * c, bh, q_full);
+      detail::RingPosition<C::Stages> kp, vp;
+      for (int j = begin; j < end; ++j) {
+        detail::wait_parity(&k_empty[kp.stage], kp.phase ^ 1u);
+        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             &k_full[kp.stage], static_cast<uint32_t>(C::KVTileBytes));
+#pragma unroll
+        for (int chunk = 0; chunk < C::Chunks; ++chunk)
+          detail::tma_load(smem_k + (kp.stage * C::Chunks + chunk) * C::BN * 64, k, 64 * chunk, j * C::BN, bh_kv,
+                           &k_full[kp.stage]);
+        kp.advance();
+        detail::wait_parity(&v_empty[vp.stage], vp.phase ^ 1u);
+        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             &v_full[vp.stage], static_cast<uint32_t>(C::KVTileBytes));
+#pragma unroll
+        for (int chunk = 0; chunk < C::Chunks; ++chunk)
+          detail::tma_load(smem_v + (vp.stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, bh_kv,
+                           &v_full[vp.stage]);
+        vp.advance();
+      }
+    }
+  } else {
+    // ---- Consumers ----
+    cutlass::arch::warpgroup_reg_alloc<C::ConsumerRegisters>();
+    const int consumer = warpgroup - 1;
+    const int warp = thread / 32, lane = thread % 32;
+    typename Ty::TiledMmaS mma_s;
+    typename Ty::TiledMmaO mma_o;
+    cute::Tensor sQ = cute::make_tensor(cute::make_smem_ptr(smem_q), typename Ty::SmemLayoutQ{});  // (64, D, C)
+    cute::Tensor sK = cute::make_tensor(cute::make_smem_ptr(smem_k), typename Ty::SmemLayoutK{});  // (BN, D, S)
+    cute::Tensor sV = cute::make_tensor(cute::make_smem_ptr(smem_v), typename Ty::SmemLayoutV{});  // (D, BN, S)
+    auto thr_s = mma_s.get_thread_slice(thread);
+    auto thr_o = mma_o.get_thread_slice(thread);
+    cute::Tensor tSrQ = thr_s.make_fragment_A(thr_s.partition_A(sQ));  // descriptors
+    cute::Tensor tSrK = thr_s.make_fragment_B(thr_s.partition_B(sK));
+    cute::Tensor tOrV = thr_o.make_fragment_B(thr_o.partition_B(sV));
+    cute::Tensor acc_s = cute::partition_fragment_C(mma_s, cute::Shape<cute::_64, typename Ty::BN>{});
+    cute::Tensor acc_o = cute::partition_fragment_C(mma_o, cute::Shape<cute::_64, typename Ty::D>{});
+    cute::Tensor p = thr_o.partition_fragment_A(cute::make_tensor(cute::make_smem_ptr(smem_q), cute::Shape<cute::_64, typename Ty::BN>{}));
+    static_assert(decltype(cute::size(acc_s))::value == C::BN / 2, "S fragment: BN/2 floats per thread");
+    static_assert(decltype(cute::size(p))::value == C::BN / 2, "P fragment: BN/2 values per thread");
+
+    // This thread's rows (r = 0, 1) and the column of its register i within a tile: accumulator layout,
+    // register i ↔ row 16·warp + lane/4 + 8·((i/2) % 2), column 8·(i/4) + 2·(lane % 4) + i % 2.
+    const int my_row0 = row0 + 64 * consumer;
+    const int row_base = my_row0 + 16 * warp + lane / 4;
+    const int col_lane = 2 * (lane % 4);
+    State<C::BN / 2> state;
+    state.init();
+    cute::clear(acc_o);
+
+    // The turn ring: consumer c waits on barrier 1 + c and passes to the next consumer's barrier.
+    constexpr int kTurnThreads = 256;
+    const int my_turn = 1 + consumer;
+    const int next_turn = 1 + (consumer + 1) % C::Consumers;
+    const bool last_consumer = consumer == C::Consumers - 1;
+
+    auto release = [&](uint64_t* bar) {
+      __syncwarp();
+      if (lane == 0) cuda::ptx::mbarrier_arrive(bar);
+    };
+    // Logits of key tile j: score functor, then the mask on boundary tiles (and keys ≥ seq_k).
+    auto logits = [&](int j) {
+      const int col0 = j * C::BN;
+      if constexpr (!Score::kIdentity) {
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; ++i)
+          acc_s(i) = score(bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
+      }
+      if (col0 + C::BN > shape.seq_k || mask.partial(bh, my_row0, 64, col0, C::BN)) {
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; ++i) {
+          const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
+          if (!(col < shape.seq_k && mask.visible(bh, row, col))) acc_s(i) = negative_infinity();
+        }
+      }
+    };
+    auto to_p = [&] {
+#pragma unroll
+      for (int i = 0; i < C::BN / 2; ++i) p(i) = static_cast<T>(acc_s(i));
+    };
+    auto issue_s = [&](int stage) {
+      cute::warpgroup_fence_operand(acc_s);
+      cute::warpgroup_arrive();
+      mma_s.accumulate_ = cute::GMMA::ScaleOut::Zero;
+#pragma unroll
+      for (int kb = 0; kb < Ty::KBlocksS; ++kb) {
+        cute::gemm(mma_s, tSrQ(cute::_, cute::_, kb, consumer), tSrK(cute::_, cute::_, kb, stage), acc_s);
+        mma_s.accumulate_ = cute::GMMA::ScaleOut::One;
+      }
+      cute::warpgroup_commit_batch();
+    };
+    auto issue_o = [&](int stage) {
+      cute::warpgroup_fence_operand(p);
+      cute::warpgroup_fence_operand(acc_o);
+      cute::warpgroup_arrive();
+#pragma unroll
+      for (int kb = 0; kb < Ty::KBlocksO; ++kb)
+        cute::gemm(mma_o, p(cute::_, cute::_, kb), tOrV(cute::_, cute::_, kb, stage), acc_o);
+      cute::warpgroup_commit_batch();
+    };
+
+    if (tiles > 0) {
+      detail::RingPosition<C::Stages> kp, vp;
+      detail::wait_parity(q_full, 0);
+      if (last_consumer) detail::named_arrive(next_turn, kTurnThreads);  // consumer 0 goes first
+      // First tile: S only.
+      detail::wait_parity(&k_full[kp.stage], kp.phase);
+      detail::named_sync(my_turn, kTurnThreads);
+      issue_s(kp.stage);
+      detail::named_arrive(next_turn, kTurnThreads);
+      cute::warpgroup_wait<0>();
+      cute::warpgroup_fence_operand(acc_s);
+      release(&k_empty[kp.stage]);
+      kp.advance();
+      {
+        float correction[2];
+        logits(begin);
+        state.update(acc_s, score.scale_log2, correction);
+        to_p();
+      }
+      for (int j = begin + 1; j < end; ++j) {
+        detail::wait_parity(&k_full[kp.stage], kp.phase);
+        detail::named_sync(my_turn, kTurnThreads);
+        issue_s(kp.stage);
+        detail::wait_parity(&v_full[vp.stage], vp.phase);
+        issue_o(vp.stage);
+        detail::named_arrive(next_turn, kTurnThreads);
+        cute::warpgroup_wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
+        cute::warpgroup_fence_operand(acc_s);
+        release(&k_empty[kp.stage]);
+        kp.advance();
+        float correction[2];
+        logits(j);
+        state.update(acc_s, score.scale_log2, correction);
+        cute::warpgroup_wait<0>();
+        cute::warpgroup_fence_operand(acc_o);
+        cute::warpgroup_fence_operand(p);
+        release(&v_empty[vp.stage]);
+        vp.advance();
+#pragma unroll
+        for (int i = 0; i < C::HeadDim / 2; ++i) acc_o(i) *= correction[(i / 2) % 2];
+        to_p();
+      }
+      // Last P·V. The last consumer does not pass the turn: its first arrival opened the ring.
+      detail::wait_parity(&v_full[vp.stage], vp.phase);
+      detail::named_sync(my_turn, kTurnThreads);
+      issue_o(vp.stage);
+      if (!last_consumer) detail::named_arrive(next_turn, kTurnThreads);
+      cute::warpgroup_wait<0>();
+      cute::warpgroup_fence_operand(acc_o);
+      release(&v_empty[vp.stage]);
+    }
+
+    // ---- Epilogue: O / Σ p ----
+    float inverse[2];
+    state.finish(inverse);
+#pragma unroll
+    for (int i = 0; i < C::HeadDim / 2; i += 2) {
+      const int r = (i / 2) % 2;
+      const int row = row_base + 8 * r;
+      if (row < shape.seq_q) epilogue(bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]);
+    }
+  }
+}
+
+template <class C, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
+__global__ void __launch_bounds__(C::Threads, 1)
+    attention_kernel(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
+                     const __grid_constant__ TensorMap v, AttentionShape shape, Score score, Mask mask,
+                     Epilogue epilogue) {
+  attention_body<C, Score, Mask, Epilogue, State>(q, k, v, shape, score, mask, epilogue);
+}
+
+}  // namespace solder::attention
+
+// An unmangled kernel for NVRTC (the runtime looks kernels up by their extern "C" names).
+#define SOLDER_ATTENTION_KERNEL(name, ConfigType, ScoreType, MaskType, EpilogueType)                          \
+  extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                       \
+      name(const __grid_constant__ ::solder::attention::TensorMap q, const __grid_constant__ ::solder::attention::TensorMap k, \
+           const __grid_constant__ ::solder::attention::TensorMap v, ::solder::attention::AttentionShape shape, \
+           ScoreType score, MaskType mask, EpilogueType epilogue) {                                           \
+    ::solder::attention::attention_body<ConfigType>(q, k, v, shape, score, mask, epilogue);                   \
+  }
