@@ -2,8 +2,10 @@
 //
 //   bench_attention table [JSON]   the suite's shapes (bench/suites.py: 16k tokens, H 16, B = 16384 / S)
 //                                  at S 1k, 4k, 16k, hd 64 and 128, no mask and causal, in the tile
-//                                  configurations of each head dim.
-//   bench_attention profile        one launch of each headline kernel (hd64 and hd128, S 4096), for ncu.
+//                                  configurations of each head dim, with one block per work tile or
+//                                  persistent blocks (one per SM; "pers").
+//   bench_attention profile        one plain launch of each headline kernel (hd64 192x128 at S 4096, hd128
+//                                  128x128 persistent at S 4096 and 1024), for ncu.
 //
 // Timing: a CUDA graph of `per_graph` launches (about 2 TFLOP per graph), 2 warm-up replays, then CUDA
 // events around each of 15 replays; the median replay / per_graph. Inputs are random (hash-filled on the
@@ -57,8 +59,12 @@ Tensor device_tensor(int bh, int seq, int dim, unsigned seed, float range) {
   return t;
 }
 
+int sm_count = 132;
+
+// Times configuration C on one shape; persistent: one block per SM looping over the work tiles;
+// replays 0: one plain launch (for ncu).
 template <class C, class Mask>
-void bench(int batch, int heads, int seq, const Mask& mask, bool causal, int replays) {
+void bench(int batch, int heads, int seq, const Mask& mask, bool causal, int replays, bool persistent) {
   constexpr int D = C::HeadDim;
   const int bh = batch * heads;
   Tensor q = device_tensor(bh, seq, D, 1, 2.0f), k = device_tensor(bh, seq, D, 2, 2.0f), v = device_tensor(bh, seq, D, 3, 1.0f);
@@ -75,14 +81,23 @@ void bench(int batch, int heads, int seq, const Mask& mask, bool causal, int rep
   const double flops = 4.0 * bh * double(seq) * seq * D * (causal ? 0.5 : 1.0);
   const int per_graph = std::max(2, std::min(50, int(2e12 / flops)));
 
+  const int blocks = persistent ? sm_count : 0;
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream);
+  launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream, blocks);
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (replays == 0) {
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    free_tensor(q);
+    free_tensor(k);
+    free_tensor(v);
+    free_tensor(o);
+    return;
+  }
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream);
+  for (int i = 0; i < per_graph; ++i) launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream, blocks);
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   cudaEvent_t start, stop;
@@ -102,9 +117,9 @@ void bench(int batch, int heads, int seq, const Mask& mask, bool causal, int rep
   std::sort(times.begin(), times.end());
   const double ms = times[times.size() / 2];
   char name[64];
-  std::snprintf(name, sizeof name, "%dx%d s%d", C::BM, C::BN, C::Stages);
+  std::snprintf(name, sizeof name, "%dx%d s%d%s", C::BM, C::BN, C::Stages, persistent ? " pers" : "");
   results.push_back({name, batch, heads, seq, D, causal, ms, flops / ms / 1e9});
-  std::printf("solder %-7s d%-3d S=%-6d B=%-3d H=%d %-14s %9.4f ms %7.1f TFLOP/s\n", causal ? "causal" : "vanilla", D, seq,
+  std::printf("solder %-7s d%-3d S=%-6d B=%-3d H=%d %-19s %9.4f ms %7.1f TFLOP/s\n", causal ? "causal" : "vanilla", D, seq,
               batch, heads, name, ms, flops / ms / 1e9);
   std::fflush(stdout);
   CUDA_CHECK(cudaEventDestroy(start));
@@ -145,9 +160,11 @@ void write_json(const char* path) {
 }
 
 using D64_C2 = Config<Dtype::bf16, 64, 128, 4, 2>;
+using D64_C2P = Config<Dtype::bf16, 64, 128, 4, 2, true>;
 using D64_C3 = Config<Dtype::bf16, 64, 128, 4, 3>;
-using D128_N128 = Config<Dtype::bf16, 128, 128, 2, 2>;
-using D128_N176 = Config<Dtype::bf16, 128, 176, 2, 2>;
+using D128 = Config<Dtype::bf16, 128, 128, 2, 2>;
+using D128P = Config<Dtype::bf16, 128, 128, 2, 2, true>;
+using D128S3P = Config<Dtype::bf16, 128, 128, 3, 2, true>;
 
 }  // namespace
 
@@ -158,21 +175,27 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
   const int heads = 16, tokens = 16384;
+  sm_count = prop.multiProcessorCount;
   if (mode == "table") {
     for (int seq : {1024, 4096, 16384}) {
       const int batch = tokens / seq;
-      bench<D64_C2>(batch, heads, seq, NoMask{}, false, 15);
-      bench<D64_C3>(batch, heads, seq, NoMask{}, false, 15);
-      bench<D64_C2>(batch, heads, seq, CausalMask{0}, true, 15);
-      bench<D64_C3>(batch, heads, seq, CausalMask{0}, true, 15);
-      bench<D128_N128>(batch, heads, seq, NoMask{}, false, 15);
-      bench<D128_N176>(batch, heads, seq, NoMask{}, false, 15);
-      bench<D128_N128>(batch, heads, seq, CausalMask{0}, true, 15);
-      bench<D128_N176>(batch, heads, seq, CausalMask{0}, true, 15);
+      bench<D64_C2>(batch, heads, seq, NoMask{}, false, 15, false);
+      bench<D64_C2P>(batch, heads, seq, NoMask{}, false, 15, true);
+      bench<D64_C3>(batch, heads, seq, NoMask{}, false, 15, false);
+      bench<D64_C2>(batch, heads, seq, CausalMask{0}, true, 15, false);
+      bench<D64_C2P>(batch, heads, seq, CausalMask{0}, true, 15, true);
+      bench<D64_C3>(batch, heads, seq, CausalMask{0}, true, 15, false);
+      bench<D128>(batch, heads, seq, NoMask{}, false, 15, false);
+      bench<D128P>(batch, heads, seq, NoMask{}, false, 15, true);
+      bench<D128S3P>(batch, heads, seq, NoMask{}, false, 15, true);
+      bench<D128>(batch, heads, seq, CausalMask{0}, true, 15, false);
+      bench<D128P>(batch, heads, seq, CausalMask{0}, true, 15, true);
+      bench<D128S3P>(batch, heads, seq, CausalMask{0}, true, 15, true);
     }
-  } else if (mode == "profile") {
-    bench<D64_C2>(4, heads, 4096, NoMask{}, false, 1);
-    bench<D128_N128>(4, heads, 4096, NoMask{}, false, 1);
+  } else if (mode == "profile") {  // one plain launch of each headline kernel
+    bench<D64_C3>(4, heads, 4096, NoMask{}, false, 0, false);
+    bench<D128P>(4, heads, 4096, NoMask{}, false, 0, true);
+    bench<D128P>(16, heads, 1024, NoMask{}, false, 0, true);
   } else {
     std::fprintf(stderr, "usage: bench_attention table|profile [JSON]\n");
     return 2;

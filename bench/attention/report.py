@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Markdown table of one bench/attention/device_run.sh call: python3 report.py DIR.
 
-Reads DIR/solder{1,2}.json (bench_attention table) and DIR/peer{1,2}.json (peer.py). For every cell
+Reads DIR/solder{1,2}.json (bench_attention table), DIR/variant{1,2}.json (an A/B build, if any;
+its configurations are suffixed with $VARIANT_LABEL) and DIR/peer{1,2}.json (peer.py). For every cell
 (head dim, seq, causal): each Solder configuration's TFLOP/s in both runs, the best configuration
 (lowest mean time), the peers' TFLOP/s in both runs, and Solder's time over cuDNN's (means of the
 two runs; below 1.0 is faster than cuDNN).
@@ -23,10 +24,13 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     solder = [load(os.path.join(root, f"solder{i}.json")) for i in (1, 2)]
     peers = [load(os.path.join(root, f"peer{i}.json")) for i in (1, 2)]
+    variant = [load(os.path.join(root, f"variant{i}.json")) for i in (1, 2)]
+    label = os.environ.get("VARIANT_LABEL", "variant")
     ours = defaultdict(lambda: defaultdict(list))  # cell -> config -> [ms per run]
-    for run in solder:
-        for r in (run or {}).get("results", []):
-            ours[(r["dim"], r["seq"], r["causal"])][r["config"]].append(r["ms"])
+    for runs, suffix in ((solder, ""), (variant, f" ({label})")):
+        for run in runs:
+            for r in (run or {}).get("results", []):
+                ours[(r["dim"], r["seq"], r["causal"])][r["config"] + suffix].append(r["ms"])
     theirs = defaultdict(lambda: defaultdict(list))
     for run in peers:
         for p in (run or {}).get("peers", []):

@@ -45,13 +45,16 @@ struct AttentionShape {
 //   Stages     depth of the K and V rings (2 … 8; each stage holds one K and one V tile).
 //   Consumers  consumer warpgroups, 64 query rows each (BM = 64·Consumers): 2 or 3. They take turns
 //              issuing their products (ping-pong), so one's softmax overlaps the other's MMAs.
-template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2>
+//   Persistent blocks loop over work tiles (launch_config's persistent_blocks); false: one block per
+//              work tile, and the loop's registers are saved (3 consumers at 160 registers need them).
+template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
   static constexpr int BN = BN_;
   static constexpr int Stages = Stages_;
   static constexpr int Consumers = Consumers_;
+  static constexpr bool Persistent = Persistent_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -63,8 +66,8 @@ struct Config {
   static constexpr int KVBoxRows = BN_;
   static constexpr int QBytes = BM * HeadDim_ * 2;
   static constexpr int KVTileBytes = BN_ * HeadDim_ * 2;  // one K or one V tile
-  // Q, the K ring, the V ring, 1 + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
-  static constexpr int SmemBytes = QBytes + 2 * Stages_ * KVTileBytes + 8 * (1 + 4 * Stages_) + 1024;
+  // Q, the K ring, the V ring, 2 + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
+  static constexpr int SmemBytes = QBytes + 2 * Stages_ * KVTileBytes + 8 * (2 + 4 * Stages_) + 1024;
 
   static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the attention skeleton takes bf16 or f16 (fp8: not yet)");
   static_assert(HeadDim_ == 64 || HeadDim_ == 128 || HeadDim_ == 256, "HeadDim must be 64, 128 or 256");
@@ -72,9 +75,16 @@ struct Config {
   static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
   static_assert(Consumers_ == 2 || Consumers_ == 3, "Consumers must be 2 or 3");
   static_assert(SmemBytes <= 232448, "Q and the K/V rings do not fit in 227 KB of shared memory");
+  static_assert(128 * (ProducerRegisters + Consumers_ * ConsumerRegisters) <= 65536, "setmaxnreg: over 64 K registers");
 };
 
-// Launch geometry: grid (query tiles, batch · heads), one block per BM query rows of one head.
+// Launch geometry: a 1-D grid over the work tiles (BM query rows of one head each; batch · heads ·
+// ceil(seq_q / BM) of them): one block per tile, head-major, the query tiles of a head in reverse order
+// so that the longest causal rows start first. With Config::Persistent and persistent_blocks > 0 (e.g.
+// the SM count: one block per SM fits), the grid has at most that many blocks, which deal out a
+// longest-first list of the tiles in rounds (sm90_attention.cuh); the producer then loads the next
+// tile's Q, K and V while the consumers finish the current one. Without Config::Persistent (or with
+// 0) one block per tile.
 struct LaunchGeometry {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
@@ -82,11 +92,17 @@ struct LaunchGeometry {
 };
 
 template <class C>
-SOLDER_ATTN_HD constexpr LaunchGeometry launch_config(C, const AttentionShape& shape) {
+SOLDER_ATTN_HD constexpr long long total_tiles(C, const AttentionShape& shape) {
+  return (long long)ceil_div(shape.seq_q > 0 ? shape.seq_q : 1, C::BM) * (shape.batch > 0 ? shape.batch : 1) *
+         (shape.heads > 0 ? shape.heads : 1);
+}
+
+template <class C>
+SOLDER_ATTN_HD constexpr LaunchGeometry launch_config(C, const AttentionShape& shape, int persistent_blocks = 0) {
   LaunchGeometry g{};
-  const int tiles = ceil_div(shape.seq_q > 0 ? shape.seq_q : 1, C::BM);
-  g.grid[0] = static_cast<unsigned>(tiles);
-  g.grid[1] = static_cast<unsigned>((shape.batch > 0 ? shape.batch : 1) * (shape.heads > 0 ? shape.heads : 1));
+  long long blocks = total_tiles(C{}, shape);
+  if (C::Persistent && persistent_blocks > 0 && blocks > persistent_blocks) blocks = persistent_blocks;
+  g.grid[0] = static_cast<unsigned>(blocks);
   g.block[0] = C::Threads;
   g.smem_bytes = C::SmemBytes;
   return g;

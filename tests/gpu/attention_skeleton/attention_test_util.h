@@ -110,14 +110,14 @@ struct Store16 {
 
 template <class C, class Score, class Mask, class E>
 void launch(const TensorMap& q, const TensorMap& k, const TensorMap& v, const AttentionShape& shape, const Score& score,
-            const Mask& mask, const E& epilogue, cudaStream_t stream) {
+            const Mask& mask, const E& epilogue, cudaStream_t stream, int persistent_blocks = 0) {
   static bool configured = false;
   auto kernel = solder::attention::attention_kernel<C, Score, Mask, E>;
   if (!configured) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
     configured = true;
   }
-  const solder::attention::LaunchGeometry g = solder::attention::launch_config(C{}, shape);
+  const solder::attention::LaunchGeometry g = solder::attention::launch_config(C{}, shape, persistent_blocks);
   kernel<<<dim3(g.grid[0], g.grid[1], g.grid[2]), dim3(g.block[0]), g.smem_bytes, stream>>>(q, k, v, shape, score, mask,
                                                                                           epilogue);
   CUDA_CHECK(cudaGetLastError());

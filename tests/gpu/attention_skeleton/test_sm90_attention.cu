@@ -1,13 +1,14 @@
 // Device test of the sm_90a attention skeleton (device/solder/attention/sm90_attention.cuh) against a
-// float64 host reference of the rounded inputs: bf16 and f16, head dims 64 and 128, 2 and 3 consumer
-// warpgroups, key tiles of 128 and 176; ragged sequence lengths (1, 17, 100, 129, 257, 300, 1000, 2048),
+// float64 host reference of the rounded inputs: bf16 and f16, head dims 64, 128 and 256, 2 and 3 consumer
+// warpgroups, 2 to 4 stages, persistent blocks or one per work tile; ragged sequence lengths (1, 17, 100, 129, 257, 300, 1000, 2048),
 // seq_q ≠ seq_k, grouped-query heads, padded rows; no mask, causal (top-left, bottom-right, and an
 // offset that leaves rows with no visible key: zeros), and two score functors (softcap, an ALiBi-style
 // bias that depends on row, column and head).
 //
 // Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
 // holds NaN, so a read past HeadDim fails too. Each case runs twice and must give the same bits (a
-// race shows up as a moving result). Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
+// race shows up as a moving result): once with one block per work tile, once with 3 persistent blocks
+// looping over all of them (configurations with Persistent; the others run one block per tile twice). Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
 // Build and run: tests/gpu/attention_skeleton/run.sh.
 #include <algorithm>
 #include <cmath>
@@ -105,9 +106,10 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
     }
 
   std::vector<uint16_t> first(count), got(count);
+  // One block per work tile, then 3 persistent blocks looping over the tiles: the same bits.
   for (int run = 0; run < 2; ++run) {
     CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
-    launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0);
+    launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, run == 0 ? 0 : 3);
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemcpy(run == 0 ? first.data() : got.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
   }
@@ -133,7 +135,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   }
   const bool ok = bad == 0 && nan == 0 && moved == 0;
   if (!ok) ++failures;
-  std::printf("%s %-34s B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld moved between runs, worst err/bound %.3f, rel L2 %.2e\n",
+  std::printf("%s %-34s B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent/not, worst err/bound %.3f, rel L2 %.2e\n",
               ok ? "OK  " : "FAIL", name, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, worst,
               std::sqrt(err2 / (ref2 + 1e-300)));
   if (!ok && first_bad != size_t(-1)) {
@@ -189,11 +191,13 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (%d SMs), seed %u\n", prop.name, prop.multiProcessorCount, seed);
   std::mt19937 rng(seed);
-  run_config<Config<Dtype::bf16, 64, 128, 4, 2>, true>("bf16 d64 128x128 s4", rng);
-  run_config<Config<Dtype::bf16, 128, 128, 2, 2>, true>("bf16 d128 128x128 s2", rng);
+  // P: persistent configurations (each case also runs with 3 blocks looping over every work tile).
+  run_config<Config<Dtype::bf16, 64, 128, 4, 2, true>, true>("bf16 d64 128x128 s4 P", rng);
+  run_config<Config<Dtype::bf16, 128, 128, 2, 2, true>, false>("bf16 d128 128x128 s2 P", rng);
   run_config<Config<Dtype::bf16, 64, 128, 4, 3>, false>("bf16 d64 192x128 s4", rng);
-  run_config<Config<Dtype::bf16, 128, 176, 2, 2>, false>("bf16 d128 128x176 s2", rng);
-  run_config<Config<Dtype::f16, 64, 128, 4, 2>, false>("f16 d64 128x128 s4", rng);
+  run_config<Config<Dtype::bf16, 128, 128, 3, 2>, true>("bf16 d128 128x128 s3", rng);
+  run_config<Config<Dtype::f16, 64, 128, 4, 2, true>, false>("f16 d64 128x128 s4 P", rng);
+  run_config<Config<Dtype::bf16, 256, 64, 2, 2>, false>("bf16 d256 128x64 s2", rng);
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;
 }
