@@ -385,9 +385,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + j));
           detail::named_sync(my_turn, kTurnThreads);
           issue_s(ks);
-#ifndef SOLDER_ATTENTION_RESCALE_AFTER_WAIT  // (experiment, 2026-11-26: bench/NOTES.md)
           rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
-#endif
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + j - 1));
           issue_o(vs);
           detail::named_arrive(next_turn, kTurnThreads);
@@ -401,9 +399,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           cute::warpgroup_fence_operand(acc_o);
           cute::warpgroup_fence_operand(p);
           release(&v_empty[vs]);
-#ifdef SOLDER_ATTENTION_RESCALE_AFTER_WAIT
-          rescale_o();
-#endif
           to_p();
         }
         // Last P·V.
@@ -411,9 +406,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const int vs = detail::stage_of<C::Stages>(first + w.end - 1);
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + w.end - 1));
           detail::named_sync(my_turn, kTurnThreads);
-#ifndef SOLDER_ATTENTION_RESCALE_AFTER_WAIT
           rescale_o();
-#endif
           issue_o(vs);
           detail::named_arrive(next_turn, kTurnThreads);
           cute::warpgroup_wait<0>();
