@@ -31,21 +31,20 @@
 // ---- Schedule -------------------------------------------------------------------------------------
 //
 // A block takes work tile blockIdx.x, or with Config::Persistent one tile per round of a longest-first
-// list (below): query rows [row0, row0 + BM)
-// of head bh and the key tiles [begin, end) of Mask::key_tiles. Warpgroup 0 is the producer: one
-// thread loads Q once per work tile (after the consumers released the previous Q), then for each key
-// tile waits for a free K stage, loads
-// K, waits for a free V stage, loads V (each stage on its own full/empty mbarrier pair). Consumer
-// warpgroup c owns Q rows 64c..64c+63 and, per key tile j:
-//     wait K_j; [turn] issue S_j = Q·K_jᵀ; O *= correction_{j-1}; wait V_{j-1}; issue O += P_{j-1}·V_{j-1};
-//     [pass the turn]
-//     wait S_j; release K_j; score(), mask (boundary tiles only), State::update → P_j in f32, correction
-//     wait P_{j-1}·V_{j-1}; release V_{j-1}; P_j → bf16/f16 A registers
-// (tile j's correction is applied to O in the next step, while S_{j+1} runs), so the softmax of tile j runs while P_{j-1}·V_{j-1} is on the tensor cores (intra-warpgroup
-// overlap), and [turn]/[pass] — named barriers in a ring over the consumers — keep the warpgroups'
-// products from contending: while one does its softmax, the next issues its MMAs (ping-pong).
-// After the last tile: O / Σp through the epilogue, by plain index arithmetic on the accumulator layout.
-// The rings and the turn run on across work tiles: the next tile's loads overlap this tile's epilogue.
+// list (see `locate` below): query rows [row0, row0 + BM) of head bh and the key tiles [begin, end) of
+// Mask::key_tiles. Warpgroup 0 is the producer: one thread loads Q once per work tile (after the
+// consumers released the previous Q), then for each key tile waits for a free K stage, loads K, waits
+// for a free V stage, loads V (each stage on its own full/empty mbarrier pair). Consumer warpgroup c
+// owns Q rows 64c..64c+63 and, per key tile j:
+//     wait K_j; [take the turn]; issue S_j = Q·K_jᵀ; O *= correction_{j-1}; wait V_{j-1};
+//     issue O += P_{j-1}·V_{j-1}; [pass the turn];
+//     wait S_j; release K_j; score(), mask (boundary tiles only), State::update → P_j in f32 and
+//     correction_j; wait P_{j-1}·V_{j-1}; release V_{j-1}; P_j → bf16/f16 A registers.
+// The softmax of tile j runs while P_{j-1}·V_{j-1} is on the tensor cores (intra-warpgroup overlap), and
+// the turn — named barriers in a ring over the consumers — staggers the warpgroups: while one does its
+// softmax, the next issues its products (ping-pong). After the last tile: O / Σp through the epilogue,
+// by plain index arithmetic on the accumulator layout. The rings and the turn run on across work tiles:
+// the next tile's loads overlap this tile's epilogue.
 #pragma once
 
 #include <cuda/ptx>
