@@ -1,0 +1,205 @@
+// Benchmark of the sm_90a attention skeleton (device/solder/attention/sm90_attention.cuh).
+//
+//   bench_attention table [JSON]   the suite's shapes (bench/suites.py: 16k tokens, H 16, B = 16384 / S)
+//                                  at S 1k, 4k, 16k, hd 64 and 128, no mask and causal, in the tile
+//                                  configurations of each head dim, with one block per work tile or
+//                                  persistent blocks (one per SM; "pers").
+//   bench_attention profile        one plain launch of each headline kernel (hd64 192x128 at S 4096, hd128
+//                                  128x128 persistent at S 4096 and 1024), for ncu.
+//
+// Timing: a CUDA graph of `per_graph` launches (about 2 TFLOP per graph), 2 warm-up replays, then CUDA
+// events around each of 15 replays; the median replay / per_graph. Inputs are random (hash-filled on the
+// device), never zeros. TFLOP/s = 4·B·H·S²·D / time, causal counting half (the suite's convention).
+// The peers (cuDNN and FlashAttention SDPA through torch) are timed the same way by peer.py.
+#include <algorithm>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "../../tests/gpu/attention_skeleton/attention_test_util.h"
+
+using namespace attention_test;
+using solder::attention::CausalMask;
+using solder::attention::Config;
+using solder::attention::NoMask;
+using solder::attention::PlainScore;
+
+namespace {
+
+struct Result {
+  std::string config;
+  int batch, heads, seq, dim;
+  bool causal;
+  double ms, tflops;
+};
+std::vector<Result> results;
+
+__global__ void fill_random(__nv_bfloat16* data, size_t count, unsigned seed, float range) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    data[i] = __float2bfloat16_rn(range * (float(h & 0xFFFFFF) / float(1 << 23) - 1.0f));
+  }
+}
+
+Tensor device_tensor(int bh, int seq, int dim, unsigned seed, float range) {
+  Tensor t;
+  t.dtype = Dtype::bf16;
+  t.bh = bh;
+  t.seq = seq;
+  t.dim = dim;
+  t.ld = dim;
+  t.bytes = size_t(bh) * seq * dim * 2;
+  CUDA_CHECK(cudaMalloc(&t.device, t.bytes));
+  fill_random<<<1024, 256>>>(static_cast<__nv_bfloat16*>(t.device), t.bytes / 2, seed, range);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return t;
+}
+
+int sm_count = 132;
+
+// Times configuration C on one shape; persistent: one block per SM looping over the work tiles;
+// replays 0: one plain launch (for ncu).
+template <class C, class Mask>
+void bench(int batch, int heads, int seq, const Mask& mask, bool causal, int replays, bool persistent) {
+  constexpr int D = C::HeadDim;
+  const int bh = batch * heads;
+  Tensor q = device_tensor(bh, seq, D, 1, 2.0f), k = device_tensor(bh, seq, D, 2, 2.0f), v = device_tensor(bh, seq, D, 3, 1.0f);
+  Tensor o = device_tensor(bh, seq, D, 4, 1.0f);
+  TensorMap mq = make_map(q, C::QBoxRows, "q"), mk = make_map(k, C::KVBoxRows, "k"), mv = make_map(v, C::KVBoxRows, "v");
+  AttentionShape shape;
+  shape.batch = batch;
+  shape.heads = heads;
+  shape.heads_kv = heads;
+  shape.seq_q = seq;
+  shape.seq_k = seq;
+  const PlainScore score{float(1.4426950408889634 / std::sqrt(double(D)))};
+  Store16<Dtype::bf16> epilogue{o.device, D, seq};
+  const double flops = 4.0 * bh * double(seq) * seq * D * (causal ? 0.5 : 1.0);
+  const int per_graph = std::max(2, std::min(50, int(2e12 / flops)));
+
+  const int blocks = persistent ? sm_count : 0;
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream, blocks);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (replays == 0) {
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    free_tensor(q);
+    free_tensor(k);
+    free_tensor(v);
+    free_tensor(o);
+    return;
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < per_graph; ++i) launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream, blocks);
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 2; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  std::vector<float> times;
+  for (int i = 0; i < replays; ++i) {
+    CUDA_CHECK(cudaEventRecord(start, stream));
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaEventRecord(stop, stream));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms / per_graph);
+  }
+  std::sort(times.begin(), times.end());
+  const double ms = times[times.size() / 2];
+  char name[64];
+  std::snprintf(name, sizeof name, "%dx%d s%d%s", C::BM, C::BN, C::Stages, persistent ? " pers" : "");
+  results.push_back({name, batch, heads, seq, D, causal, ms, flops / ms / 1e9});
+  std::printf("solder %-7s d%-3d S=%-6d B=%-3d H=%d %-19s %9.4f ms %7.1f TFLOP/s\n", causal ? "causal" : "vanilla", D, seq,
+              batch, heads, name, ms, flops / ms / 1e9);
+  std::fflush(stdout);
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  free_tensor(q);
+  free_tensor(k);
+  free_tensor(v);
+  free_tensor(o);
+}
+
+void write_json(const char* path) {
+  if (!path) return;
+  FILE* f = std::fopen(path, "w");
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path);
+    std::exit(1);
+  }
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n  \"kernel\": \"solder::attention::attention_kernel (sm90_attention.cuh)\",\n  \"results\": [\n",
+               prop.name, date);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    std::fprintf(f,
+                 "    {\"config\": \"%s\", \"batch\": %d, \"heads\": %d, \"seq\": %d, \"dim\": %d, \"causal\": %s, \"ms\": %.6f, "
+                 "\"tflops\": %.2f}%s\n",
+                 r.config.c_str(), r.batch, r.heads, r.seq, r.dim, r.causal ? "true" : "false", r.ms, r.tflops,
+                 i + 1 < results.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+using D64_C2 = Config<Dtype::bf16, 64, 128, 4, 2>;
+using D64_C2P = Config<Dtype::bf16, 64, 128, 4, 2, true>;
+using D64_C3 = Config<Dtype::bf16, 64, 128, 4, 3>;
+using D128 = Config<Dtype::bf16, 128, 128, 2, 2>;
+using D128P = Config<Dtype::bf16, 128, 128, 2, 2, true>;
+using D128S3P = Config<Dtype::bf16, 128, 128, 3, 2, true>;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "table";
+  const char* json = argc > 2 ? argv[2] : nullptr;
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  const int heads = 16, tokens = 16384;
+  sm_count = prop.multiProcessorCount;
+  if (mode == "table") {
+    for (int seq : {1024, 4096, 16384}) {
+      const int batch = tokens / seq;
+      bench<D64_C2>(batch, heads, seq, NoMask{}, false, 15, false);
+      bench<D64_C2P>(batch, heads, seq, NoMask{}, false, 15, true);
+      bench<D64_C3>(batch, heads, seq, NoMask{}, false, 15, false);
+      bench<D64_C2>(batch, heads, seq, CausalMask{0}, true, 15, false);
+      bench<D64_C2P>(batch, heads, seq, CausalMask{0}, true, 15, true);
+      bench<D64_C3>(batch, heads, seq, CausalMask{0}, true, 15, false);
+      bench<D128>(batch, heads, seq, NoMask{}, false, 15, false);
+      bench<D128P>(batch, heads, seq, NoMask{}, false, 15, true);
+      bench<D128S3P>(batch, heads, seq, NoMask{}, false, 15, true);
+      bench<D128>(batch, heads, seq, CausalMask{0}, true, 15, false);
+      bench<D128P>(batch, heads, seq, CausalMask{0}, true, 15, true);
+      bench<D128S3P>(batch, heads, seq, CausalMask{0}, true, 15, true);
+    }
+  } else if (mode == "profile") {  // one plain launch of each headline kernel
+    bench<D64_C3>(4, heads, 4096, NoMask{}, false, 0, false);
+    bench<D128P>(4, heads, 4096, NoMask{}, false, 0, true);
+    bench<D128P>(16, heads, 1024, NoMask{}, false, 0, true);
+  } else {
+    std::fprintf(stderr, "usage: bench_attention table|profile [JSON]\n");
+    return 2;
+  }
+  write_json(json);
+  return 0;
+}

@@ -1,0 +1,111 @@
+// The sm_90a attention skeleton's compile-time configuration, problem shape and launch geometry.
+//
+// Like gemm/config.cuh this header has no CuTe and no CUDA dependency: it compiles with nvcc, NVRTC and
+// a plain host C++ compiler, so that the code generator and the cost model can size launches without
+// instantiating the kernel (sm90_attention.cuh).
+//
+// Meaning of one launch, for every batch b < shape.batch, query head h < shape.heads, query row
+// i < shape.seq_q and column d < HeadDim, with g = h / (heads / heads_kv) the key/value head:
+//     s_j   = score(b·heads + h, i, j, Σ_d q[b,h,i,d] · k[b,g,j,d])    (f32 dot product, wgmma)
+//     p_j   = exp(scale · (s_j − max_j' s_j'))  over the keys j < seq_k the mask lets row i see
+//     o[b,h,i,d] = Σ_j p_j · v[b,g,j,d] / Σ_j p_j                          (epilogue(b·heads + h, i, d, …))
+// (the functors are in functors.cuh; the default score is the dot product itself).
+#pragma once
+
+#include "../gemm/config.cuh"  // Dtype, TensorMap, ceil_div
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SOLDER_ATTN_HD __host__ __device__
+#else
+#define SOLDER_ATTN_HD
+#endif
+
+namespace solder::attention {
+
+using solder::gemm::ceil_div;
+using solder::gemm::Dtype;
+using solder::gemm::TensorMap;
+
+// The problem. q, o: [batch][heads][seq_q][HeadDim]; k, v: [batch][heads_kv][seq_k][HeadDim] (rows may
+// be padded: the tensor maps carry the strides). heads must be a multiple of heads_kv (grouped-query
+// attention: heads / heads_kv query heads share one key/value head). Query rows past seq_q are never
+// stored; key rows past seq_k are read as zeros by TMA and masked out of the softmax.
+struct AttentionShape {
+  int batch = 1;
+  int heads = 1;
+  int heads_kv = 1;
+  int seq_q = 0;
+  int seq_k = 0;
+};
+
+// One tile configuration.
+//   T          bf16 or f16 (Q, K, V and P; f32 accumulation and softmax).
+//   HeadDim    64, 128 (or 256 with few stages: shared memory permitting).
+//   BN         keys per tile: a multiple of 16 in [16, 256] (the N of S = Q·Kᵀ and the K of O += P·V).
+//   Stages     depth of the K and V rings (2 … 8; each stage holds one K and one V tile).
+//   Consumers  consumer warpgroups, 64 query rows each (BM = 64·Consumers): 2 or 3. They take turns
+//              issuing their products (ping-pong), so one's softmax overlaps the other's MMAs.
+//   Persistent blocks loop over work tiles (launch_config's persistent_blocks); false: one block per
+//              work tile, and the loop's registers are saved (3 consumers at 160 registers need them).
+template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false>
+struct Config {
+  static constexpr Dtype T = T_;
+  static constexpr int HeadDim = HeadDim_;
+  static constexpr int BN = BN_;
+  static constexpr int Stages = Stages_;
+  static constexpr int Consumers = Consumers_;
+  static constexpr bool Persistent = Persistent_;
+  static constexpr int BM = 64 * Consumers_;
+  static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
+  static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
+  // Registers per thread after setmaxnreg (producer, consumer): 128 · (P + C · Consumers) ≤ 64 K.
+  static constexpr int ProducerRegisters = Consumers_ == 2 ? 24 : 32;
+  static constexpr int ConsumerRegisters = Consumers_ == 2 ? 240 : 160;
+  // TMA box rows of the tensor maps (tile_rows for runtime::encode_gemm_operand; tile_k = 64).
+  static constexpr int QBoxRows = 64;
+  static constexpr int KVBoxRows = BN_;
+  static constexpr int QBytes = BM * HeadDim_ * 2;
+  static constexpr int KVTileBytes = BN_ * HeadDim_ * 2;  // one K or one V tile
+  // Q, the K ring, the V ring, 2 + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
+  static constexpr int SmemBytes = QBytes + 2 * Stages_ * KVTileBytes + 8 * (2 + 4 * Stages_) + 1024;
+
+  static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the attention skeleton takes bf16 or f16 (fp8: not yet)");
+  static_assert(HeadDim_ == 64 || HeadDim_ == 128 || HeadDim_ == 256, "HeadDim must be 64, 128 or 256");
+  static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
+  static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
+  static_assert(Consumers_ == 2 || Consumers_ == 3, "Consumers must be 2 or 3");
+  static_assert(SmemBytes <= 232448, "Q and the K/V rings do not fit in 227 KB of shared memory");
+  static_assert(128 * (ProducerRegisters + Consumers_ * ConsumerRegisters) <= 65536, "setmaxnreg: over 64 K registers");
+};
+
+// Launch geometry: a 1-D grid over the work tiles (BM query rows of one head each; batch · heads ·
+// ceil(seq_q / BM) of them): one block per tile, head-major, the query tiles of a head in reverse order
+// so that the longest causal rows start first. With Config::Persistent and persistent_blocks > 0 (e.g.
+// the SM count: one block per SM fits), the grid has at most that many blocks, which deal out a
+// longest-first list of the tiles in rounds (sm90_attention.cuh); the producer then loads the next
+// tile's Q, K and V while the consumers finish the current one. Without Config::Persistent (or with
+// 0) one block per tile.
+struct LaunchGeometry {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned smem_bytes = 0;  // dynamic shared memory (needs the > 48 KB opt-in attribute)
+};
+
+template <class C>
+SOLDER_ATTN_HD constexpr long long total_tiles(C, const AttentionShape& shape) {
+  return (long long)ceil_div(shape.seq_q > 0 ? shape.seq_q : 1, C::BM) * (shape.batch > 0 ? shape.batch : 1) *
+         (shape.heads > 0 ? shape.heads : 1);
+}
+
+template <class C>
+SOLDER_ATTN_HD constexpr LaunchGeometry launch_config(C, const AttentionShape& shape, int persistent_blocks = 0) {
+  LaunchGeometry g{};
+  long long blocks = total_tiles(C{}, shape);
+  if (C::Persistent && persistent_blocks > 0 && blocks > persistent_blocks) blocks = persistent_blocks;
+  g.grid[0] = static_cast<unsigned>(blocks);
+  g.block[0] = C::Threads;
+  g.smem_bytes = C::SmemBytes;
+  return g;
+}
+
+}  // namespace solder::attention

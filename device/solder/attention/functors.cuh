@@ -1,0 +1,154 @@
+// The functors the attention skeleton (sm90_attention.cuh) is instantiated with: what the code
+// generator writes for one attention variant, and the defaults.
+//
+// ---- Score functor (the score modifier; template parameter Score) -------------------------------
+//
+//   struct Score {
+//     float scale_log2;                         // log2(e) · the softmax scale, applied after score()
+//     static constexpr bool kIdentity = ...;    // true: score() returns `dot` (the skeleton skips it)
+//     // The logit of query row `row` and key `col` of head bh = b·heads + h, from the f32 dot product.
+//     __device__ float operator()(int bh, int row, int col, float dot) const;
+//   };
+//
+// p = exp2(scale_log2 · (score − max)) = exp(scale · (score − max)): the scale is folded into one FFMA
+// per score with the running maximum. Softcap, ALiBi-style biases (indexed by i − j and head), per-row
+// or per-column factors go into operator(); it is called once per computed score (masked ones
+// included) and must be a pure function of its arguments.
+//
+// ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
+//
+//   struct Mask {
+//     // The key tiles [*begin, *end) that query rows [row0, row0 + rows) of head bh may see at all (the
+//     // skeleton clamps them to the tiles of seq_k). Tiles outside are never loaded nor computed.
+//     __device__ void key_tiles(int bh, int row0, int rows, int seq_k, int bn, int* begin, int* end) const;
+//     // Whether key tile [col0, col0 + bn) has keys that some of rows [row0, row0 + rows) may not see:
+//     // only such boundary tiles call visible() (and the last tile, for keys ≥ seq_k).
+//     __device__ bool partial(int bh, int row0, int rows, int col0, int bn) const;
+//     __device__ bool visible(int bh, int row, int col) const;
+//   };
+//
+// ---- Row state (template parameter State, a template over the fragment size) ----------------------
+//
+//   template <int N> struct State {                 // N = BN / 2 scores per thread per tile, 2 rows
+//     __device__ void init();
+//     // s(i), i < N: the tile's logits of row (i / 2) % 2 (−inf where masked), rewritten in place to
+//     // the weights p that multiply V; correction[r]: the factor the accumulated O rows are scaled by.
+//     template <class Fragment> __device__ void update(Fragment& s, float scale_log2, float (&correction)[2]);
+//     // After the last tile: the factor each output row is multiplied by (1 / Σ p, quad-reduced).
+//     __device__ void finish(float (&inverse)[2]);
+//   };
+//
+// A thread holds rows (lane / 4) and (lane / 4 + 8) of its warp's 16; the 4 lanes of a quad share them.
+#pragma once
+
+#include "config.cuh"
+
+namespace solder::attention {
+
+// −inf without <cmath> (NVRTC has no INFINITY).
+__device__ __forceinline__ float negative_infinity() { return __int_as_float(static_cast<int>(0xff800000u)); }
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// ---- Score functors ---------------------------------------------------------------------------------
+
+// The default: softmax of scale · (q · k).
+struct PlainScore {
+  float scale_log2;
+  static constexpr bool kIdentity = true;
+  __device__ float operator()(int, int, int, float dot) const { return dot; }
+};
+
+// cap · tanh(scale · dot / cap) (Gemma-style logit softcapping); scale_log2 = log2(e).
+struct SoftcapScore {
+  float scale_log2;
+  float scale_over_cap;  // scale / cap
+  float cap;
+  static constexpr bool kIdentity = false;
+  __device__ float operator()(int, int, int, float dot) const { return cap * tanhf(dot * scale_over_cap); }
+};
+
+// ---- Mask functors ----------------------------------------------------------------------------------
+
+// Every key j < seq_k is visible.
+struct NoMask {
+  __device__ void key_tiles(int, int, int, int seq_k, int bn, int* begin, int* end) const {
+    *begin = 0;
+    *end = ceil_div(seq_k, bn);
+  }
+  __device__ bool partial(int, int, int, int, int) const { return false; }
+  __device__ bool visible(int, int, int) const { return true; }
+};
+
+// Key j is visible from query row i when j ≤ i + offset (offset 0: the top-left aligned causal mask
+// of torch's is_causal; offset = seq_k − seq_q: bottom-right aligned). Tiles past the block's last row
+// are skipped; only tiles crossing the diagonal are masked element by element. A row that sees no key
+// (offset < 0) gets zeros.
+struct CausalMask {
+  int offset = 0;
+  __device__ void key_tiles(int, int row0, int rows, int seq_k, int bn, int* begin, int* end) const {
+    *begin = 0;
+    const int last_key = row0 + rows - 1 + offset;  // the last key any of the rows sees
+    const int tiles = last_key < 0 ? 0 : last_key / bn + 1;
+    const int all = ceil_div(seq_k, bn);
+    *end = tiles < all ? tiles : all;
+  }
+  __device__ bool partial(int, int row0, int, int col0, int bn) const { return col0 + bn - 1 > row0 + offset; }
+  __device__ bool visible(int, int row, int col) const { return col <= row + offset; }
+};
+
+// ---- Row state --------------------------------------------------------------------------------------
+
+// The online softmax: running maximum and (per thread, partial) sum of two rows, base-2 scaled.
+// A row whose scores so far are all −inf keeps max −inf; its weights are 0 and its correction 1.
+template <int N>
+struct OnlineSoftmax {
+  float max[2];
+  float sum[2];
+
+  __device__ __forceinline__ void init() {
+    max[0] = max[1] = negative_infinity();
+    sum[0] = sum[1] = 0.0f;
+  }
+
+  template <class Fragment>
+  __device__ __forceinline__ void update(Fragment& s, float scale_log2, float (&correction)[2]) {
+    float m[2] = {max[0], max[1]};
+#pragma unroll
+    for (int i = 0; i < N; ++i) m[(i / 2) % 2] = fmaxf(m[(i / 2) % 2], s(i));
+    float base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 1));
+      m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 2));
+      const bool none = m[r] == negative_infinity();
+      correction[r] = none ? 1.0f : fast_exp2((max[r] - m[r]) * scale_log2);
+      base[r] = none ? 0.0f : m[r] * scale_log2;
+      max[r] = m[r];
+      sum[r] *= correction[r];
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int r = (i / 2) % 2;
+      const float p = fast_exp2(fmaf(s(i), scale_log2, -base[r]));
+      s(i) = p;
+      sum[r] += p;
+    }
+  }
+
+  __device__ __forceinline__ void finish(float (&inverse)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float total = sum[r];
+      total += __shfl_xor_sync(0xffffffffu, total, 1);
+      total += __shfl_xor_sync(0xffffffffu, total, 2);
+      inverse[r] = total > 0.0f ? 1.0f / total : 0.0f;
+    }
+  }
+};
+
+}  // namespace solder::attention

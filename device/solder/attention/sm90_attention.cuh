@@ -1,0 +1,450 @@
+// The sm_90a attention skeleton (FlashAttention-3 schedule): a TMA producer warp, Q loaded once, K and V
+// rings of Config::Stages shared-memory stages on mbarriers, and 2 or 3 consumer warpgroups of 64 query
+// rows each that compute S = Q·Kᵀ with wgmma from shared memory (SS), keep the online softmax state and
+// P in registers, and accumulate O += P·V with wgmma taking P from registers (RS). setmaxnreg moves
+// registers from the producer to the consumers. Built on CuTe (GMMA atoms, swizzled layouts) and CCCL
+// <cuda/ptx> (mbarrier, TMA); compiles with nvcc and NVRTC like gemm/sm90_gemm.cuh.
+//
+// ---- Interface ------------------------------------------------------------------------------------
+//
+//   template <class Config, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
+//   __global__ void attention_kernel(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
+//                                    const __grid_constant__ TensorMap v, AttentionShape shape, Score score,
+//                                    Mask mask, Epilogue epilogue);
+//
+// Score, Mask and State: functors.cuh. The epilogue receives each output row in pairs of columns:
+//
+//   struct Epilogue {
+//     // o[bh][row][col], o[bh][row][col + 1] (already divided by the row's Σ p), col even; row < seq_q.
+//     __device__ void operator()(int bh, int row, int col, float o0, float o1) const;
+//   };
+//
+// Tensor maps (solder::runtime::encode_gemm_operand / plan_gemm_operand, src/runtime/tma.h): each of
+// q, k, v is a K-major "GEMM operand" with rows = its sequence length, k = HeadDim, batch = batch ·
+// heads (q) or batch · heads_kv (k, v), ld = the row stride, tile_k = 64, tile_rows = Config::QBoxRows
+// (q) or Config::KVBoxRows (k, v). V is read through the same kind of map as K: its [key][d] tile is
+// the MN-major B operand of P·V. Launch with launch_config(Config{}, shape[, persistent_blocks]):
+// a 1-D grid over the work tiles (or fewer persistent blocks looping over them), Config::Threads
+// threads, Config::SmemBytes of dynamic shared memory.
+// SOLDER_ATTENTION_KERNEL(name, Config, Score, Mask, Epilogue) defines an extern "C" entry for NVRTC.
+//
+// ---- Schedule -------------------------------------------------------------------------------------
+//
+// A block takes work tile blockIdx.x, or with Config::Persistent one tile per round of a longest-first
+// list (see `locate` below): query rows [row0, row0 + BM) of head bh and the key tiles [begin, end) of
+// Mask::key_tiles. Warpgroup 0 is the producer: one thread loads Q once per work tile (after the
+// consumers released the previous Q), then for each key tile waits for a free K stage, loads K, waits
+// for a free V stage, loads V (each stage on its own full/empty mbarrier pair). Consumer warpgroup c
+// owns Q rows 64c..64c+63 and, per key tile j:
+//     wait K_j; [take the turn]; issue S_j = Q·K_jᵀ; O *= correction_{j-1}; wait V_{j-1};
+//     issue O += P_{j-1}·V_{j-1}; [pass the turn];
+//     wait S_j; release K_j; score(), mask (boundary tiles only), State::update → P_j in f32 and
+//     correction_j; wait P_{j-1}·V_{j-1}; release V_{j-1}; P_j → bf16/f16 A registers.
+// The softmax of tile j runs while P_{j-1}·V_{j-1} is on the tensor cores (intra-warpgroup overlap), and
+// the turn — named barriers in a ring over the consumers — staggers the warpgroups: while one does its
+// softmax, the next issues its products (ping-pong). After the last tile: O / Σp through the epilogue,
+// by plain index arithmetic on the accumulator layout. The rings and the turn run on across work tiles:
+// the next tile's loads overlap this tile's epilogue.
+#pragma once
+
+#include <cuda/ptx>
+
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/reg_reconfig.h>
+
+#include "config.cuh"
+#include "functors.cuh"
+
+namespace solder::attention {
+
+namespace detail {
+
+template <Dtype T> struct cute_type;
+template <> struct cute_type<Dtype::bf16> { using type = cute::bfloat16_t; };
+template <> struct cute_type<Dtype::f16> { using type = cute::half_t; };
+
+// The CuTe types of one Config.
+template <class C>
+struct Types {
+  using T = typename cute_type<C::T>::type;
+  using BN = cute::Int<C::BN>;
+  using D = cute::Int<C::HeadDim>;
+  // S = Q·Kᵀ for one warpgroup: 64 × BN × HeadDim, both operands K-major in shared memory.
+  using MmaS = decltype(cute::GMMA::ss_op_selector<T, T, float, cute::Shape<cute::_64, BN, D>, cute::GMMA::Major::K,
+                                                   cute::GMMA::Major::K>());
+  // O += P·V: 64 × HeadDim × BN, P from registers, V ([key][d], d contiguous) MN-major in shared memory.
+  using MmaO = decltype(cute::GMMA::rs_op_selector<T, T, float, cute::Shape<cute::_64, D, BN>, cute::GMMA::Major::K,
+                                                   cute::GMMA::Major::MN>());
+  using TiledMmaS = decltype(cute::make_tiled_mma(MmaS{}));
+  using TiledMmaO = decltype(cute::make_tiled_mma(MmaO{}));
+  // Q: (64, HeadDim, Consumers), K: (BN, HeadDim, Stages): 64-column chunks of 128-byte swizzled rows,
+  // each chunk (rows × 64) contiguous, which is what one TMA box {64, rows} writes.
+  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<T>{},
+                                                   cute::make_shape(cute::_64{}, D{}, cute::Int<C::Consumers>{})));
+  using SmemLayoutK = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<T>{},
+                                                   cute::make_shape(BN{}, D{}, cute::Int<C::Stages>{})));
+  // V: (HeadDim, BN, Stages), MN-major: the 64-wide d chunks outermost (Step<_2,_1,_3>), each chunk
+  // BN rows of 128 bytes: the same bytes as K's layout of the same tile.
+  using SmemLayoutV = decltype(cute::tile_to_shape(cute::GMMA::Layout_MN_SW128_Atom<T>{},
+                                                   cute::make_shape(D{}, BN{}, cute::Int<C::Stages>{}),
+                                                   cute::Step<cute::_2, cute::_1, cute::_3>{}));
+  static constexpr int KBlocksS = C::HeadDim / 16;
+  static constexpr int KBlocksO = C::BN / 16;
+};
+
+__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1, int c2, uint64_t* bar) {
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar);
+}
+
+// Named barriers 1..Consumers order the consumers' MMA issue (barrier 0 is __syncthreads). Called by
+// all 128 threads of a consumer warpgroup; `threads` counts both sides (the waiter and the arriver).
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The stage and the phase parity of the n-th use of a ring of Stages stages.
+template <int Stages>
+__device__ __forceinline__ int stage_of(uint32_t n) {
+  return static_cast<int>(n % Stages);
+}
+template <int Stages>
+__device__ __forceinline__ uint32_t phase_of(uint32_t n) {
+  return (n / Stages) & 1u;
+}
+
+}  // namespace detail
+
+// The kernel's body; attention_kernel and SOLDER_ATTENTION_KERNEL wrap it (with the __launch_bounds__).
+template <class C, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
+__device__ __forceinline__ void attention_body(const TensorMap& q, const TensorMap& k, const TensorMap& v,
+                                               const AttentionShape& shape, const Score& score, const Mask& mask,
+                                               const Epilogue& epilogue) {
+  using Ty = detail::Types<C>;
+  using T = typename Ty::T;
+  if (shape.seq_q <= 0) return;
+
+  extern __shared__ unsigned char solder_attention_smem[];
+  // 128-byte swizzle atoms repeat every 1024 bytes: everything starts on a 1024-byte boundary.
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(solder_attention_smem) + 1023) & ~uintptr_t(1023));
+  T* smem_q = reinterpret_cast<T*>(base);
+  T* smem_k = reinterpret_cast<T*>(base + C::QBytes);
+  T* smem_v = reinterpret_cast<T*>(base + C::QBytes + C::Stages * C::KVTileBytes);
+  uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::QBytes + 2 * C::Stages * C::KVTileBytes);
+  uint64_t* q_empty = q_full + 1;
+  uint64_t* k_full = q_full + 2;
+  uint64_t* k_empty = k_full + C::Stages;
+  uint64_t* v_full = k_empty + C::Stages;
+  uint64_t* v_empty = v_full + C::Stages;
+
+  // Work tiles: one block per tile (config.cuh: head-major, the query tiles of a head in reverse order),
+  // or with Config::Persistent a longest-first list dealt out in a snake: the heads in groups whose K
+  // and V fit in about half of L2 together (the blocks of a wave share them), inside a group the
+  // query tiles from the last (the most key tiles under a causal mask) to the first, the group's
+  // heads innermost; round k of the blocks takes list entries k·G .. k·G + G − 1 (G = gridDim.x),
+  // in reverse order on odd rounds, so every block gets a similar amount of work.
+  const int tiles_m = ceil_div(shape.seq_q, C::BM);
+  const int heads_all = shape.batch * shape.heads;
+  const int total = tiles_m * heads_all;
+  const int last_key_tile = ceil_div(shape.seq_k, C::BN);
+  int group_heads = 1;
+  if constexpr (C::Persistent) {
+    const long long kv_bytes = (long long)(shape.seq_k > 0 ? shape.seq_k : 1) * C::HeadDim * 4;  // K and V, 16-bit
+    const long long fit = (24ll << 20) / kv_bytes;
+    group_heads = fit < 1 ? 1 : fit > heads_all ? heads_all : static_cast<int>(fit);
+  }
+  struct Work {
+    int bh, bh_kv, row0, begin, end;
+  };
+  auto locate = [&](int t) {
+    Work w;
+    int m;
+    if constexpr (C::Persistent) {
+      const int group = t / (group_heads * tiles_m);
+      const int first = group * group_heads;
+      const int size = heads_all - first < group_heads ? heads_all - first : group_heads;
+      const int within = t - first * tiles_m;
+      w.bh = first + within % size;
+      m = tiles_m - 1 - within / size;
+    } else {
+      w.bh = t / tiles_m;
+      m = tiles_m - 1 - t % tiles_m;
+    }
+    w.row0 = m * C::BM;
+    const int batch = w.bh / shape.heads, head = w.bh % shape.heads;
+    w.bh_kv = batch * shape.heads_kv + head / (shape.heads / shape.heads_kv);
+    mask.key_tiles(w.bh, w.row0, C::BM, shape.seq_k, C::BN, &w.begin, &w.end);
+    if (w.begin < 0) w.begin = 0;
+    if (w.end > last_key_tile) w.end = last_key_tile;
+    return w;
+  };
+  // The list entry of this block's work tile in round `round` (≥ total: none).
+  auto tile_index = [&](int round) {
+    if constexpr (C::Persistent) {
+      const int blocks = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+      return round * blocks + ((round & 1) ? blocks - 1 - b : b);
+    } else {
+      return round == 0 ? static_cast<int>(blockIdx.x) : total;
+    }
+  };
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(q_full, 1);
+    cuda::ptx::mbarrier_init(q_empty, C::Consumers * 4);  // one arrival per consumer warp
+    for (int s = 0; s < C::Stages; ++s) {
+      cuda::ptx::mbarrier_init(&k_full[s], 1);
+      cuda::ptx::mbarrier_init(&v_full[s], 1);
+      cuda::ptx::mbarrier_init(&k_empty[s], C::Consumers * 4);
+      cuda::ptx::mbarrier_init(&v_empty[s], C::Consumers * 4);
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- Producer: one thread issues every TMA load; the rings run on across work tiles ----
+    cutlass::arch::warpgroup_reg_dealloc<C::ProducerRegisters>();
+    if (thread == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&q) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&k) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&v) : "memory");
+      uint32_t loaded = 0;  // K (and V) tiles loaded so far, over all work tiles
+      uint32_t q_phase = 0;
+      for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
+        const Work w = locate(t);
+        if (w.end <= w.begin) continue;
+        // Q of this tile once every consumer is done with the previous tile's Q.
+        detail::wait_parity(q_empty, q_phase ^ 1u);
+        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             q_full, static_cast<uint32_t>(C::QBytes));
+#pragma unroll
+        for (int c = 0; c < C::Consumers; ++c)
+#pragma unroll
+          for (int chunk = 0; chunk < C::Chunks; ++chunk)
+            detail::tma_load(smem_q + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c, w.bh, q_full);
+        q_phase ^= 1u;
+        for (int j = w.begin; j < w.end; ++j, ++loaded) {
+          const int stage = detail::stage_of<C::Stages>(loaded);
+          const uint32_t phase = detail::phase_of<C::Stages>(loaded);
+          detail::wait_parity(&k_empty[stage], phase ^ 1u);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               &k_full[stage], static_cast<uint32_t>(C::KVTileBytes));
+#pragma unroll
+          for (int chunk = 0; chunk < C::Chunks; ++chunk)
+            detail::tma_load(smem_k + (stage * C::Chunks + chunk) * C::BN * 64, k, 64 * chunk, j * C::BN, w.bh_kv,
+                             &k_full[stage]);
+          detail::wait_parity(&v_empty[stage], phase ^ 1u);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               &v_full[stage], static_cast<uint32_t>(C::KVTileBytes));
+#pragma unroll
+          for (int chunk = 0; chunk < C::Chunks; ++chunk)
+            detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, w.bh_kv,
+                             &v_full[stage]);
+        }
+      }
+    }
+  } else {
+    // ---- Consumers ----
+    cutlass::arch::warpgroup_reg_alloc<C::ConsumerRegisters>();
+    const int consumer = warpgroup - 1;
+    const int warp = thread / 32, lane = thread % 32;
+    typename Ty::TiledMmaS mma_s;
+    typename Ty::TiledMmaO mma_o;
+    cute::Tensor sQ = cute::make_tensor(cute::make_smem_ptr(smem_q), typename Ty::SmemLayoutQ{});  // (64, D, C)
+    cute::Tensor sK = cute::make_tensor(cute::make_smem_ptr(smem_k), typename Ty::SmemLayoutK{});  // (BN, D, S)
+    cute::Tensor sV = cute::make_tensor(cute::make_smem_ptr(smem_v), typename Ty::SmemLayoutV{});  // (D, BN, S)
+    auto thr_s = mma_s.get_thread_slice(thread);
+    auto thr_o = mma_o.get_thread_slice(thread);
+    cute::Tensor tSrQ = thr_s.make_fragment_A(thr_s.partition_A(sQ));  // descriptors
+    cute::Tensor tSrK = thr_s.make_fragment_B(thr_s.partition_B(sK));
+    cute::Tensor tOrV = thr_o.make_fragment_B(thr_o.partition_B(sV));
+    cute::Tensor acc_s = cute::partition_fragment_C(mma_s, cute::Shape<cute::_64, typename Ty::BN>{});
+    cute::Tensor acc_o = cute::partition_fragment_C(mma_o, cute::Shape<cute::_64, typename Ty::D>{});
+    // P: the A operand of P·V in registers, ((2,2,2), 1, BN/16); element 8·kb + v is acc_s(8·kb + v).
+    cute::Tensor p = thr_o.partition_fragment_A(
+        cute::make_tensor(cute::make_smem_ptr(smem_q), cute::Shape<cute::_64, typename Ty::BN>{}));
+    static_assert(decltype(cute::size(acc_s))::value == C::BN / 2, "S fragment: BN/2 floats per thread");
+    static_assert(decltype(cute::size(p))::value == C::BN / 2, "P fragment: BN/2 values per thread");
+    const int col_lane = 2 * (lane % 4);
+
+    // The turn ring: consumer c waits on barrier 1 + c and passes the turn to the next consumer's
+    // barrier after issuing its products. The last consumer opens the ring once; consumer 0 takes
+    // that opening arrival back at the end, so every named barrier completes as often as it is used.
+    constexpr int kTurnThreads = 256;
+    const int my_turn = 1 + consumer;
+    const int next_turn = 1 + (consumer + 1) % C::Consumers;
+    if (consumer == C::Consumers - 1) detail::named_arrive(next_turn, kTurnThreads);
+
+    auto release = [&](uint64_t* bar) {
+      __syncwarp();
+      if (lane == 0) cuda::ptx::mbarrier_arrive(bar);
+    };
+    auto to_p = [&] {
+#pragma unroll
+      for (int i = 0; i < C::BN / 2; ++i) p(i) = static_cast<T>(acc_s(i));
+    };
+    auto issue_s = [&](int stage) {
+      cute::warpgroup_fence_operand(acc_s);
+      cute::warpgroup_arrive();
+      mma_s.accumulate_ = cute::GMMA::ScaleOut::Zero;
+#pragma unroll
+      for (int kb = 0; kb < Ty::KBlocksS; ++kb) {
+        cute::gemm(mma_s, tSrQ(cute::_, cute::_, kb, consumer), tSrK(cute::_, cute::_, kb, stage), acc_s);
+        mma_s.accumulate_ = cute::GMMA::ScaleOut::One;
+      }
+      cute::warpgroup_commit_batch();
+    };
+    auto issue_o = [&](int stage) {
+      cute::warpgroup_fence_operand(p);
+      cute::warpgroup_fence_operand(acc_o);
+      cute::warpgroup_arrive();
+#pragma unroll
+      for (int kb = 0; kb < Ty::KBlocksO; ++kb)
+        cute::gemm(mma_o, p(cute::_, cute::_, kb), tOrV(cute::_, cute::_, kb, stage), acc_o);
+      cute::warpgroup_commit_batch();
+    };
+
+    uint32_t consumed = 0;  // K (and V) tiles consumed so far, over all work tiles
+    uint32_t q_phase = 0;
+    // One pass per work tile. Without Config::Persistent the condition is false at compile time and
+    // there is no loop (its registers matter at 160 per thread); a lambda called in a loop is not
+    // always inlined, and wgmma across a call is serialized (C7520).
+    int round = 0, t = tile_index(0);
+    if (t < total) do {
+      const Work w = locate(t);
+      // This thread's rows: accumulator register i ↔ row 16·warp + lane/4 + 8·((i/2) % 2), column
+      // 8·(i/4) + 2·(lane % 4) + i % 2 of the warpgroup's 64 × N tile.
+      const int my_row0 = w.row0 + 64 * consumer;
+      const int row_base = my_row0 + 16 * warp + lane / 4;
+      // Logits of key tile j: score functor, then the mask on boundary tiles (and keys ≥ seq_k).
+      auto logits = [&](int j) {
+        const int col0 = j * C::BN;
+        if constexpr (!Score::kIdentity) {
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i)
+            acc_s(i) = score(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
+        }
+        if (col0 + C::BN > shape.seq_k || mask.partial(w.bh, my_row0, 64, col0, C::BN)) {
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i) {
+            const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
+            if (!(col < shape.seq_k && mask.visible(w.bh, row, col))) acc_s(i) = negative_infinity();
+          }
+        }
+      };
+      State<C::BN / 2> state;
+      state.init();
+      cute::clear(acc_o);
+
+      if (w.end > w.begin) {
+        // The factor of the O rows from the last State::update, applied just before the next P·V is
+        // issued (O then holds the tiles before the updated one), while the tensor cores run S. No
+        // branch around it: a conditional write of O before a wgmma makes ptxas serialize (C7520).
+        float correction[2];
+        auto rescale_o = [&] {
+#pragma unroll
+          for (int i = 0; i < C::HeadDim / 2; ++i) acc_o(i) *= correction[(i / 2) % 2];
+        };
+        // Key tile j of this work tile is the (consumed + j − begin)-th use of the K and V rings.
+        const uint32_t first = consumed - static_cast<uint32_t>(w.begin);
+        detail::wait_parity(q_full, q_phase);
+        q_phase ^= 1u;
+        // First tile: S only.
+        {
+          const int ks = detail::stage_of<C::Stages>(first + w.begin);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + w.begin));
+          detail::named_sync(my_turn, kTurnThreads);
+          issue_s(ks);
+          detail::named_arrive(next_turn, kTurnThreads);
+          cute::warpgroup_wait<0>();
+          cute::warpgroup_fence_operand(acc_s);
+          release(&k_empty[ks]);
+          if (w.end - w.begin == 1) release(q_empty);
+          logits(w.begin);
+          state.update(acc_s, score.scale_log2, correction);  // O is 0: nothing to rescale
+          to_p();
+        }
+        for (int j = w.begin + 1; j < w.end; ++j) {
+          const int ks = detail::stage_of<C::Stages>(first + j), vs = detail::stage_of<C::Stages>(first + j - 1);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + j));
+          detail::named_sync(my_turn, kTurnThreads);
+          issue_s(ks);
+          rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
+          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + j - 1));
+          issue_o(vs);
+          detail::named_arrive(next_turn, kTurnThreads);
+          cute::warpgroup_wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
+          cute::warpgroup_fence_operand(acc_s);
+          release(&k_empty[ks]);
+          if (j == w.end - 1) release(q_empty);  // the tile's last read of Q is done
+          logits(j);
+          state.update(acc_s, score.scale_log2, correction);
+          cute::warpgroup_wait<0>();
+          cute::warpgroup_fence_operand(acc_o);
+          cute::warpgroup_fence_operand(p);
+          release(&v_empty[vs]);
+          to_p();
+        }
+        // Last P·V.
+        {
+          const int vs = detail::stage_of<C::Stages>(first + w.end - 1);
+          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + w.end - 1));
+          detail::named_sync(my_turn, kTurnThreads);
+          rescale_o();
+          issue_o(vs);
+          detail::named_arrive(next_turn, kTurnThreads);
+          cute::warpgroup_wait<0>();
+          cute::warpgroup_fence_operand(acc_o);
+          release(&v_empty[vs]);
+        }
+        consumed += static_cast<uint32_t>(w.end - w.begin);
+      }
+
+      // ---- Epilogue: O / Σ p (zeros for rows that see no key) ----
+      float inverse[2];
+      state.finish(inverse);
+#pragma unroll
+      for (int i = 0; i < C::HeadDim / 2; i += 2) {
+        const int r = (i / 2) % 2;
+        const int row = row_base + 8 * r;
+        if (row < shape.seq_q)
+          epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]);
+      }
+    } while (C::Persistent && (t = tile_index(++round)) < total);
+    if (consumer == 0) detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
+  }
+}
+
+template <class C, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
+__global__ void __launch_bounds__(C::Threads, 1)
+    attention_kernel(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
+                     const __grid_constant__ TensorMap v, AttentionShape shape, Score score, Mask mask,
+                     Epilogue epilogue) {
+  attention_body<C, Score, Mask, Epilogue, State>(q, k, v, shape, score, mask, epilogue);
+}
+
+}  // namespace solder::attention
+
+// An unmangled kernel for NVRTC (the runtime looks kernels up by their extern "C" names).
+#define SOLDER_ATTENTION_KERNEL(name, ConfigType, ScoreType, MaskType, EpilogueType)                          \
+  extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                       \
+      name(const __grid_constant__ ::solder::attention::TensorMap q, const __grid_constant__ ::solder::attention::TensorMap k, \
+           const __grid_constant__ ::solder::attention::TensorMap v, ::solder::attention::AttentionShape shape, \
+           ScoreType score, MaskType mask, EpilogueType epilogue) {                                           \
+    ::solder::attention::attention_body<ConfigType>(q, k, v, shape, score, mask, epilogue);                   \
+  }

@@ -1,0 +1,203 @@
+// Device test of the sm_90a attention skeleton (device/solder/attention/sm90_attention.cuh) against a
+// float64 host reference of the rounded inputs: bf16 and f16, head dims 64, 128 and 256, 2 and 3 consumer
+// warpgroups, 2 to 4 stages, persistent blocks or one per work tile; ragged sequence lengths (1, 17, 100, 129, 257, 300, 1000, 2048),
+// seq_q ≠ seq_k, grouped-query heads, padded rows; no mask, causal (top-left, bottom-right, and an
+// offset that leaves rows with no visible key: zeros), and two score functors (softcap, an ALiBi-style
+// bias that depends on row, column and head).
+//
+// Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
+// holds NaN, so a read past HeadDim fails too. Each case runs twice and must give the same bits (a
+// race shows up as a moving result): once with one block per work tile, once with 3 persistent blocks
+// looping over all of them (configurations with Persistent; the others run one block per tile twice). Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
+// Build and run: tests/gpu/attention_skeleton/run.sh.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "attention_test_util.h"
+
+using namespace attention_test;
+using solder::attention::CausalMask;
+using solder::attention::Config;
+using solder::attention::NoMask;
+using solder::attention::PlainScore;
+using solder::attention::SoftcapScore;
+
+namespace {
+
+int failures = 0, cases = 0;
+
+// logit = dot · scale − slope(head) · |row − col| (base e; scale_log2 = log2 e).
+struct AlibiScore {
+  float scale_log2;
+  float scale;
+  int heads;
+  static constexpr bool kIdentity = false;
+  __host__ __device__ float slope(int bh) const { return 0.0625f * float(1 + bh % heads % 4); }
+  __device__ float operator()(int bh, int row, int col, float dot) const {
+    return dot * scale - slope(bh) * float(row > col ? row - col : col - row);
+  }
+};
+
+struct Case {
+  int batch, heads, heads_kv, seq_q, seq_k, pad;
+};
+
+// The host logit, mirroring each score functor in float64.
+double host_logit(const PlainScore&, double dot, int, int, int, double scale) { return dot * scale; }
+double host_logit(const SoftcapScore& s, double dot, int, int, int, double scale) {
+  return double(s.cap) * std::tanh(dot * scale / double(s.cap));
+}
+double host_logit(const AlibiScore& s, double dot, int bh, int row, int col, double scale) {
+  return dot * scale - double(s.slope(bh)) * std::abs(row - col);
+}
+bool host_visible(const NoMask&, int, int) { return true; }
+bool host_visible(const CausalMask& m, int row, int col) { return col <= row + m.offset; }
+
+template <class C, class Score, class Mask>
+void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng) {
+  constexpr int D = C::HeadDim;
+  const int bh = c.batch * c.heads, bh_kv = c.batch * c.heads_kv;
+  Tensor q = make_tensor(C::T, bh, c.seq_q, D, D + c.pad, &rng, 2.0f);
+  Tensor k = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 2.0f);
+  Tensor v = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 1.0f);
+  Tensor o = make_tensor(C::T, bh, c.seq_q, D, D, nullptr, 0.0f);  // all NaN
+  TensorMap mq = make_map(q, C::QBoxRows, "q"), mk = make_map(k, C::KVBoxRows, "k"), mv = make_map(v, C::KVBoxRows, "v");
+  AttentionShape shape;
+  shape.batch = c.batch;
+  shape.heads = c.heads;
+  shape.heads_kv = c.heads_kv;
+  shape.seq_q = c.seq_q;
+  shape.seq_k = c.seq_k;
+  Store16<C::T> epilogue{o.device, D, c.seq_q};
+
+  // float64 reference.
+  const double scale = 1.0 / std::sqrt(double(D));
+  const size_t count = size_t(bh) * c.seq_q * D;
+  std::vector<double> ref(count), mag(count);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int b = 0; b < bh; ++b)
+    for (int i = 0; i < c.seq_q; ++i) {
+      const int g = (b / c.heads) * c.heads_kv + (b % c.heads) / (c.heads / c.heads_kv);
+      std::vector<double> w(c.seq_k, 0.0);
+      double mx = -INFINITY;
+      for (int j = 0; j < c.seq_k; ++j) {
+        if (!host_visible(mask, i, j)) continue;
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += double(q.at(b, i, d)) * double(k.at(g, j, d));
+        w[j] = host_logit(score, dot, b, i, j, scale);
+        mx = std::max(mx, w[j]);
+      }
+      double total = 0;
+      for (int j = 0; j < c.seq_k; ++j) {
+        w[j] = host_visible(mask, i, j) ? std::exp(w[j] - mx) : 0.0;
+        total += w[j];
+      }
+      for (int d = 0; d < D; ++d) {
+        double acc = 0, m = 0;
+        for (int j = 0; j < c.seq_k; ++j) {
+          acc += w[j] * double(v.at(g, j, d));
+          m += w[j] * std::fabs(double(v.at(g, j, d)));
+        }
+        const size_t at = (size_t(b) * c.seq_q + i) * D + d;
+        ref[at] = total > 0 ? acc / total : 0.0;
+        mag[at] = total > 0 ? m / total : 0.0;
+      }
+    }
+
+  std::vector<uint16_t> first(count), got(count);
+  // One block per work tile, then 3 persistent blocks looping over the tiles: the same bits.
+  for (int run = 0; run < 2; ++run) {
+    CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
+    launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, run == 0 ? 0 : 3);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(run == 0 ? first.data() : got.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
+  }
+  ++cases;
+  // P is rounded to 16 bits before P·V (relative 2^-8 per term for bf16), O to 16 bits (2^-8 relative).
+  const double unit = C::T == Dtype::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  long long bad = 0, nan = 0, moved = 0;
+  double worst = 0, err2 = 0, ref2 = 0;
+  size_t first_bad = size_t(-1);
+  for (size_t i = 0; i < count; ++i) {
+    const double g = decode16(C::T, got[i]);
+    const double err = std::fabs(g - ref[i]);
+    const double bound = 2 * unit * mag[i] + unit * std::fabs(ref[i]) + 1e-5;
+    if (std::isnan(g)) ++nan;
+    if (got[i] != first[i]) ++moved;
+    if (!(err <= bound)) {
+      ++bad;
+      if (first_bad == size_t(-1)) first_bad = i;
+    }
+    worst = std::max(worst, err / bound);
+    err2 += (g - ref[i]) * (g - ref[i]);
+    ref2 += ref[i] * ref[i];
+  }
+  const bool ok = bad == 0 && nan == 0 && moved == 0;
+  if (!ok) ++failures;
+  std::printf("%s %-34s B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent/not, worst err/bound %.3f, rel L2 %.2e\n",
+              ok ? "OK  " : "FAIL", name, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, worst,
+              std::sqrt(err2 / (ref2 + 1e-300)));
+  if (!ok && first_bad != size_t(-1)) {
+    const size_t row = first_bad / D;
+    std::printf("     first wrong: bh %zu row %zu d %zu: got %.6f, expected %.6f\n", row / c.seq_q, row % c.seq_q,
+                first_bad % D, decode16(C::T, got[first_bad]), ref[first_bad]);
+  }
+  std::fflush(stdout);
+  free_tensor(q);
+  free_tensor(k);
+  free_tensor(v);
+  free_tensor(o);
+}
+
+const Case kShapes[] = {
+    {1, 1, 1, 1, 1, 0},     {1, 2, 2, 17, 17, 8},     {2, 3, 3, 100, 100, 0},   {1, 2, 1, 129, 300, 8},
+    {1, 2, 2, 300, 129, 0}, {2, 4, 2, 257, 257, 0},   {1, 2, 2, 1000, 1000, 0}, {1, 1, 1, 2048, 2048, 0},
+};
+
+template <class C, bool Functors>
+void run_config(const char* name, std::mt19937& rng) {
+  const float log2e = 1.4426950408889634f;
+  const float scale = 1.0f / std::sqrt(float(C::HeadDim));
+  const PlainScore plain{log2e * scale};
+  char label[96];
+  for (const Case& c : kShapes) {
+    std::snprintf(label, sizeof label, "%s plain", name);
+    run_case<C>(label, c, plain, NoMask{}, rng);
+    std::snprintf(label, sizeof label, "%s causal", name);
+    run_case<C>(label, c, plain, CausalMask{0}, rng);
+  }
+  std::snprintf(label, sizeof label, "%s causal bottom-right", name);
+  run_case<C>(label, Case{1, 2, 1, 129, 300, 8}, plain, CausalMask{300 - 129}, rng);
+  std::snprintf(label, sizeof label, "%s causal offset -5", name);
+  run_case<C>(label, Case{2, 3, 3, 100, 100, 0}, plain, CausalMask{-5}, rng);
+  if constexpr (Functors) {
+    const SoftcapScore softcap{log2e, scale / 3.0f, 3.0f};
+    const AlibiScore alibi{log2e, scale, 4};
+    for (const Case& c : {Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 1, 129, 300, 8}, Case{1, 2, 2, 1000, 1000, 0}}) {
+      std::snprintf(label, sizeof label, "%s softcap 3", name);
+      run_case<C>(label, c, softcap, NoMask{}, rng);
+      std::snprintf(label, sizeof label, "%s alibi causal", name);
+      run_case<C>(label, Case{c.batch, 4, c.heads_kv == 1 ? 1 : 4, c.seq_q, c.seq_k, c.pad}, alibi, CausalMask{0}, rng);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const unsigned seed = argc > 1 ? unsigned(std::strtoul(argv[1], nullptr, 10)) : 2026u;
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s (%d SMs), seed %u\n", prop.name, prop.multiProcessorCount, seed);
+  std::mt19937 rng(seed);
+  // P: persistent configurations (each case also runs with 3 blocks looping over every work tile).
+  run_config<Config<Dtype::bf16, 64, 128, 4, 2, true>, true>("bf16 d64 128x128 s4 P", rng);
+  run_config<Config<Dtype::bf16, 128, 128, 2, 2, true>, false>("bf16 d128 128x128 s2 P", rng);
+  run_config<Config<Dtype::bf16, 64, 128, 4, 3>, false>("bf16 d64 192x128 s4", rng);
+  run_config<Config<Dtype::bf16, 128, 128, 3, 2>, true>("bf16 d128 128x128 s3", rng);
+  run_config<Config<Dtype::f16, 64, 128, 4, 2, true>, false>("f16 d64 128x128 s4 P", rng);
+  run_config<Config<Dtype::bf16, 256, 64, 2, 2>, false>("bf16 d256 128x64 s2", rng);
+  std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,114 @@
+// The sm_90a attention skeleton's host side: the launch geometry and shared memory of
+// device/solder/attention/config.cuh (plain C++, no CUDA), the TMA plans of q, k and v (the GEMM
+// operand plan of src/runtime/tma.h), and one NVRTC compile of a skeleton instantiation through the
+// runtime's compile path (skipped without NVRTC or the CuTe headers). The device test is
+// tests/gpu/attention_skeleton (an H100).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "../../../device/solder/attention/config.cuh"
+#include "runtime/runtime.h"
+#include "runtime/tma.h"
+
+namespace solder::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+namespace at = solder::attention;
+
+TEST(AttentionConfig, LaunchGeometryAndSharedMemory) {
+  using C = at::Config<at::Dtype::bf16, 128, 128, 2, 2>;
+  static_assert(C::BM == 128 && C::Threads == 384 && C::Chunks == 2 && !C::Persistent);
+  static_assert(C::SmemBytes == 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 8 * (2 + 4 * 2) + 1024);
+  static_assert(C::QBoxRows == 64 && C::KVBoxRows == 128);
+  at::AttentionShape shape;
+  shape.batch = 3;
+  shape.heads = 4;
+  shape.heads_kv = 2;
+  shape.seq_q = 1000;  // 8 query tiles of 128 rows
+  shape.seq_k = 77;
+  at::LaunchGeometry g = at::launch_config(C{}, shape);
+  EXPECT_EQ(g.grid[0], 8u * 3u * 4u);  // one block per work tile
+  EXPECT_EQ(g.grid[1], 1u);
+  EXPECT_EQ(g.block[0], 384u);
+  EXPECT_EQ(g.smem_bytes, unsigned(C::SmemBytes));
+  EXPECT_EQ(at::launch_config(C{}, shape, 20).grid[0], 96u);  // not Persistent: persistent_blocks ignored
+  using P = at::Config<at::Dtype::bf16, 128, 128, 2, 2, true>;
+  EXPECT_EQ(at::launch_config(P{}, shape, 20).grid[0], 20u);    // 20 blocks loop over 96 tiles
+  EXPECT_EQ(at::launch_config(P{}, shape, 132).grid[0], 96u);   // fewer tiles than blocks
+  EXPECT_EQ(at::launch_config(P{}, shape).grid[0], 96u);
+  shape.seq_q = 1;
+  EXPECT_EQ(at::launch_config(C{}, shape).grid[0], 12u);
+  // Three consumers: 192 query rows, 512 threads, 32 + 3·160 registers per thread slot.
+  using C3 = at::Config<at::Dtype::bf16, 64, 128, 4, 3>;
+  static_assert(C3::BM == 192 && C3::Threads == 512 && C3::ProducerRegisters == 32 && C3::ConsumerRegisters == 160);
+  static_assert(C3::SmemBytes == 192 * 64 * 2 + 2 * 4 * 128 * 64 * 2 + 8 * (2 + 16) + 1024);
+  static_assert(C3::SmemBytes <= 232448);
+}
+
+// q, k and v are K-major GEMM operands: rows = sequence, k = head dim, batch = batch · heads.
+TEST(AttentionTma, OperandsArePlannedAsKMajorGemmOperands) {
+  GemmOperand q;
+  q.dtype = GemmDtype::bf16;
+  q.rows = 1000;
+  q.k = 128;
+  q.ld = 136;  // padded rows
+  q.batch = 12;
+  q.batch_stride = 136 * 1000;
+  q.tile_rows = at::Config<at::Dtype::bf16, 128, 128, 2, 2>::QBoxRows;
+  q.tile_k = 64;
+  q.base = 0x10000;
+  TmaEncodeArgs args;
+  ASSERT_EQ(plan_gemm_operand(q, "q", &args), "");
+  EXPECT_EQ(args.dims[0], 128u);
+  EXPECT_EQ(args.dims[1], 1000u);
+  EXPECT_EQ(args.dims[2], 12u);
+  EXPECT_EQ(args.strides[0], 272u);
+  EXPECT_EQ(args.strides[1], 272u * 1000u);
+  EXPECT_EQ(args.box[0], 64u);  // one 128-byte chunk of the head dim per box
+  EXPECT_EQ(args.box[1], 64u);  // one consumer's 64 rows
+  EXPECT_EQ(args.swizzle, 3);   // 128-byte swizzle
+  GemmOperand k = q;
+  k.tile_rows = at::Config<at::Dtype::bf16, 128, 128, 2, 2>::KVBoxRows;
+  ASSERT_EQ(plan_gemm_operand(k, "k", &args), "");
+  EXPECT_EQ(args.box[1], 128u);
+}
+
+// One instantiation compiled by NVRTC through compile_cuda, as generated code will be.
+TEST(AttentionNvrtc, CompilesOneSkeletonInstantiation) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (cutlass_include_dir(&why).empty()) GTEST_SKIP() << why;
+  const char* source = R"(
+#include <solder/attention/sm90_attention.cuh>
+struct Epilogue {
+  __nv_bfloat16* out;
+  int seq;
+  __device__ void operator()(int bh, int row, int col, float o0, float o1) const {
+    *reinterpret_cast<__nv_bfloat162*>(out + ((long long)bh * seq + row) * 128 + col) = __floats2bfloat162_rn(o0, o1);
+  }
+};
+using TestConfig = solder::attention::Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true>;
+SOLDER_ATTENTION_KERNEL(solder_attention_bf16_d128, TestConfig, solder::attention::PlainScore,
+                        solder::attention::CausalMask, Epilogue)
+)";
+  CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  std::string pattern = (fs::temp_directory_path() / "solder-attention-nvrtc-XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  flags.cache_dir = pattern;
+  CompiledModule compiled = compile_cuda(source, "attention_skeleton.cu", flags);
+  EXPECT_FALSE(compiled.from_cache);
+  ASSERT_GT(compiled.cubin.size(), 4u);
+  EXPECT_EQ(compiled.cubin[0], 0x7f);
+  std::printf("NVRTC %s compiled one attention skeleton instantiation (bf16 hd128 128x128, causal) cold in %.2f s: %zu-byte CUBIN\n",
+              nvrtc_version().c_str(), compiled.compile_seconds, compiled.cubin.size());
+  EXPECT_EQ(compiled.log.find("C7508"), std::string::npos) << compiled.log;  // setmaxnreg ignored
+  EXPECT_EQ(compiled.log.find("C7513"), std::string::npos) << compiled.log;  // wgmma serialized
+  fs::remove_all(pattern);
+}
+
+}  // namespace
+}  // namespace solder::runtime
