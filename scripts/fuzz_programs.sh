@@ -22,7 +22,7 @@ mkdir -p "$out"
 : > "$out/details.txt"
 : > "$out/results.txt"
 
-declare -A counts=([ill_conditioned]=0 [known_issue]=0 [pass]=0 [crash]=0 [internal_error]=0 [wrong]=0 [invalid_program]=0 [timeout]=0)
+declare -A counts=([ill_conditioned]=0 [pass]=0 [crash]=0 [internal_error]=0 [wrong]=0 [invalid_program]=0 [timeout]=0)
 failures=""
 seed=$first
 end=$((first + count))
@@ -62,7 +62,7 @@ while (( seed < end )); do
 done
 echo >&2
 echo "random valid programs: seeds $first..$((end - 1)) ($count programs, $(( $(date +%s) - start_time )) s)"
-for k in pass known_issue ill_conditioned crash internal_error wrong invalid_program timeout; do printf '  %-16s %d\n' "$k" "${counts[$k]}"; done
+for k in pass ill_conditioned crash internal_error wrong invalid_program timeout; do printf '  %-16s %d\n' "$k" "${counts[$k]}"; done
 [[ -n $failures ]] && echo "failures (seed(kind)):$failures" && echo "details: $out/details.txt"
 bad=$(( counts[crash] + counts[internal_error] + counts[wrong] + counts[invalid_program] + counts[timeout] ))
 exit $(( bad > 0 ? 1 : 0 ))

@@ -95,12 +95,24 @@ std::string lost_grid_dim(const GroupPlan& before, const GroupPlan& after) {
   return "";
 }
 
-// Members of a multi-segment plan that every segment would compute again: pre-phase reductions.
+// Members of a multi-segment plan that every segment would compute again: pre-phase reductions,
+// with the members of the group they read (pre as well), so that the kernel they move to computes
+// everything it reads or finds it in a global written before.
 std::vector<std::string> costly_pre_members(const GroupPlan& plan) {
   std::vector<std::string> names;
   if (plan.segments <= 1) return names;
+  std::set<std::string> needed;
   for (auto& m : plan.members)
-    if (m.phase == Phase::pre && !m.r_dims.empty()) names.push_back(m.def.target.name);
+    if (m.phase == Phase::pre && !m.r_dims.empty()) needed.insert(m.def.target.name);
+  // Producers come before their readers: one pass from the back closes the set.
+  for (size_t i = plan.members.size(); i-- > 0;) {
+    const GroupMember& m = plan.members[i];
+    if (!needed.count(m.def.target.name)) continue;
+    for (auto& t : tensors_used(m.def.body))
+      if (const GroupMember* producer = plan.member(t)) needed.insert(producer->def.target.name);
+  }
+  for (auto& m : plan.members)
+    if (needed.count(m.def.target.name)) names.push_back(m.def.target.name);
   return names;
 }
 

@@ -562,6 +562,8 @@ class Planner {
           return m.def.target.name + " is computed per tile but reads " + pn + ", which is final only after the loop";
         if (m.phase == Phase::post && q == Phase::per_tile)
           return m.def.target.name + " needs every tile of " + pn + " after the loop";
+        if (m.phase == Phase::cascade && q == Phase::post)
+          return m.def.target.name + " reduces over the streamed dim but reads " + pn + ", which is final only after the loop";
         if (m.phase == Phase::pre && q != Phase::pre)
           return "internal: phase order";
       }
@@ -587,6 +589,24 @@ class Planner {
       m.decomposition = decompose_reduction(m.def.body, m.def.reduce, is_d, program_.dims, is_positive);
       if (!m.decomposition.decomposable())
         return m.def.target.name + " over the streamed dim: " + m.decomposition.reason;
+      // A running result D read at one of m's reduced variables is a different D for each of its
+      // terms (alibi's m[b, h, j] in a sum over j). Only a polynomial state keeps one centre per value
+      // of such a variable, and only of a variable held whole: at the stream's, D is not final yet.
+      std::string d_at_reduced;
+      for_each_load(m.def.body, [&](const LoadNode& load) {
+        if (!is_d(load.tensor)) return;
+        for (auto& i : load.index)
+          for (auto& v : vars_used(i))
+            for (size_t r = 0; r < m.def.reduce_vars.size(); ++r) {
+              bool streamed = is_stream(m.r_dims[r]);
+              if (m.def.reduce_vars[r].name != v || !d_at_reduced.empty()) continue;
+              if (streamed || m.decomposition.kind != Decomposition::Kind::polynomial)
+                d_at_reduced = load.tensor + " at its reduced variable " + v + (streamed ? " (the stream's)" : "");
+            }
+      });
+      if (!d_at_reduced.empty())
+        return m.def.target.name + " over the streamed dim reads the running result " + d_at_reduced +
+               ": a different value for every term, not one per element";
       bool selects = m.def.reduce == ReduceOp::argmax || m.def.reduce == ReduceOp::argmin || m.def.reduce == ReduceOp::topk;
       if (selects && m.decomposition.kind == Decomposition::Kind::multiplicative)
         return m.def.target.name + ": " + std::string(reduce_op_name(m.def.reduce)) + " of a value scaled by running results needs a D-independent key";

@@ -15,7 +15,10 @@
 //
 // PHASES. pre (before the stream loop, no stream dim), per_tile (has the stream dim as a p-dim:
 // computed for each tile), cascade (reduces over the stream dim: updated online), post (after the
-// loop). With no stream dim everything is pre, in program order.
+// loop). With no stream dim everything is pre, in program order. A cascade member reads no post
+// member, and reads an earlier cascade member's running value only at indices that do not use its
+// own reduced variables (one D per element; a polynomial state may index D by a reduced dim held
+// whole, one centre per value): otherwise the stream is refused.
 //
 // The plan refuses — with the rule that refused it — when the dims do not align, a cascade is not
 // decomposable and its dim cannot be held whole, or the on-chip buffers exceed the budget.

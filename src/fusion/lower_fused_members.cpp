@@ -156,12 +156,14 @@ void GroupLowering::compute_member(Block& into, const GroupMember& m) {
     into.push_back(make_stmt(std::move(map)));
     return;
   }
-  // Accumulate over the reduce axes, looping over inner dims. A sum or product of a narrow dtype
-  // that loops over inner dims accumulates in an f32 tile and is rounded once, after the loops, as
-  // the reference rounds it (an accumulator of the member's dtype would round at every step).
+  // Accumulate over the reduce axes, looping over inner dims. A sum, product or top-k of a narrow
+  // dtype that loops over inner dims accumulates in an f32 tile and is rounded once, after the loops,
+  // as the reference rounds it (an accumulator of the member's dtype would round at every step; a
+  // top-k would compare later candidates with winners already rounded, and could keep the wrong one).
   bool by_index = def.reduce == ReduceOp::argmax || def.reduce == ReduceOp::argmin;
   bool looped = std::any_of(m.r_dims.begin(), m.r_dims.end(), [&](int d) { return dim(d).role == DimRole::inner; });
-  bool widened = !by_index && looped && m.dtype != DType::f32 && (def.reduce == ReduceOp::sum || def.reduce == ReduceOp::prod);
+  bool widened = !by_index && looped && m.dtype != DType::f32 &&
+                 (def.reduce == ReduceOp::sum || def.reduce == ReduceOp::prod || def.reduce == ReduceOp::topk);
   std::string value_buffer = by_index ? "val_" + def.target.name
                              : widened ? internal_name("f32", def.target.name, tile_of(def.target.name) + "_f32") : tile_of(def.target.name);
   if (by_index || widened) add_buffer(value_buffer, m.p_dims, DType::f32, Scope::register_file);
@@ -220,6 +222,11 @@ void GroupLowering::compute_member(Block& into, const GroupMember& m) {
     CopyNode round;
     round.comment = def.target.name + " rounded once to " + std::string(dtype_name(m.dtype)) + " after the loop";
     round.domain = md.domain;
+    if (def.reduce == ReduceOp::topk) {  // every rank
+      std::string rank = rank_var(m);
+      for (size_t i = 0; i < def.target.index.size(); ++i)
+        if (def.target.index[i].name == rank) round.domain.axes.insert(round.domain.axes.begin() + static_cast<std::ptrdiff_t>(i), Axis{rank, dim(m.p_dims[i]).tile});
+    }
     round.dst = Access{tile_of(def.target.name), axis_index(md.p_vars)};
     round.src = Access{value_buffer, axis_index(md.p_vars)};
     into.push_back(make_stmt(std::move(round)));

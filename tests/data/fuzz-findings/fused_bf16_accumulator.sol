@@ -6,6 +6,8 @@
 # reference and the unfused lowering round once, when t0 is written. With cancellation (a mean of
 # uniform(-1, 1) values) the repeated rounding exceeds the bf16 tolerance. See design.md, "inner K
 # loops accumulate into the member's 16-bit dtype".
+# Fixed (a5de6d5): a looped narrow sum or product accumulates in an f32 tile and is rounded once
+# after its loops (lower_fused_members.cpp, compute_member). Regression test: FuzzFindings.FusedBf16Accumulator.
 program fused_bf16_accumulator
 dim N = 64
 in a0[N] : f32 ~ uniform(-1, 1)

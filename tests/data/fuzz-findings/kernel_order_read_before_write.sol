@@ -4,6 +4,10 @@
 #   solder run kernel_order_read_before_write.sol --backend cpu --no-fuse  verified
 # Cause (fusion grouping / kernel order): t0 is an output computed in one kernel and read by t2, whose
 # kernel is emitted first.
+# Fixed: the group {t0, t1, t2, t5} was planned with a split stream, and its costly pre-phase
+# reduction t2 moved to a kernel of its own before the rest; t2 reads t0, which stayed behind. The
+# moved set now takes the members it reads along (fuse.cpp, costly_pre_members). Regression test:
+# FuzzFindings.KernelOrderReadBeforeWrite.
 program kernel_order_read_before_write
 dim B = 2, M = 1, N = 64, K = 64
 in a0[B, M, K] : bf16

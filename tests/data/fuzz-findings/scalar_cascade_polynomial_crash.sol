@@ -6,6 +6,8 @@
 # streamed over two or more tiles: GroupLowering::Translator::mutate (group_lowering.h:140) dereferences
 # a null load while update_polynomial builds the online update. Likely the same bug as
 # ../shared/reproducers/crash_scalar_variance.sol (variance of a whole vector, A >= 17).
+# Fixed with ../reproducers/crash_scalar_variance.sol (7759436): a scalar tile is read at
+# scalar_index(). Regression test: FuzzFindings.ScalarCascadePolynomialCrash.
 program scalar_cascade_polynomial_crash
 dim N = 16
 in a0[N] : f32

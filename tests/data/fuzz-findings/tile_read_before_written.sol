@@ -5,6 +5,11 @@
 # Cause (fused lowering): the scalar t2 = min over the 1-element dim N of t1 is read (through t3) inside
 # t4's contraction loop before the fused kernel has computed it, when the rows are tiled by 2 and the
 # stream by 8.
+# Fixed: t4 (a reduction over the stream m) read t2, a post-phase member (final only after
+# the loop); the planner did not check that order. It now refuses to stream such a group with the
+# rule "t4 reduces over the streamed dim but reads t2, which is final only after the loop" and
+# holds m whole (group_plan.cpp, assign_phases). Regression tests: FuzzFindings.TileReadBeforeWritten,
+# GroupPlan.StreamsThatWouldReadUnfinishedResultsAreRefused.
 program tile_read_before_written
 dim M = 16, N = 1, K = 129
 in a0[N, K] : f32 ~ uniform(0.5, 1.5)

@@ -5,6 +5,8 @@
 #   solder run topk_row_tile_below_k.sol --backend cpu                 verified
 # Cause (fused lowering of topk, not the executor: the Kernel IR indexes past its own buffer): when the
 # grid tile of the rows is smaller than k, the top-k buffer is sized by the tile but indexed by rank.
+# Fixed (bdbd1e8): topk's rank dim is held whole by the planner. Regression test:
+# FuzzFindings.TopkRowTileBelowK.
 program topk_row_tile_below_k
 dim M = 4, N = 16
 in a0[M, N] : f32

@@ -6,6 +6,8 @@
 # Cause (fused lowering): the top-k's values are neither an output nor read by anything, only its indices
 # are an output; the fused kernel still copies the values out to a global that does not exist. The
 # mirror image of ../shared/reproducers/ice_topk_unused_indices.sol (indices unused).
+# Fixed (39185bc): only the results of a topk that leave its kernel are stored. Regression test:
+# FuzzFindings.TopkUnusedValues.
 program topk_unused_values
 dim B = 3, M = 2, N = 16, K = 17
 in a0[B, M, N, K] : f32 ~ uniform(0.5, 1.5)

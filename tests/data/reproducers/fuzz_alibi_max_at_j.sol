@@ -1,5 +1,7 @@
 # Found by the mutation fuzzer (seed 2, mutant 11000: examples/alibi.sol with m[b, h, i] read as m[b, h, j]).
 # Valid; `run --no-fuse` verifies it, but fusion emits a Kernel IR map that uses j out of its scope.
+# Fixed: the planner no longer streams j, since the running m read at j would be a different D for every
+# term (group_plan.cpp, assign_phases); `run` verifies it fused.
 program alibi
 dim B = 16, H = 16, S = 1024, D = 64
 small B = 1, H = 2, S = 64, D = 16

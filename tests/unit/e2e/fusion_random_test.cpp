@@ -664,43 +664,12 @@ class ValidProgramGenerator {
 };
 
 struct ProgramOutcome {
-  enum Kind { pass, internal_error, wrong, invalid_program, known_issue, ill_conditioned } kind = pass;
+  enum Kind { pass, internal_error, wrong, invalid_program, ill_conditioned } kind = pass;
   std::string message;
 };
 
-// Known bugs of the fused lowering (another branch fixes them) are counted as known issues, listed by
-// seed, unless SOLDER_PROGRAM_RANDOM_STRICT=1:
-//   tests/data/fuzz-findings/fused_bf16_accumulator.sol, topk_f16_running_values.sol,
-//   topk_row_tile_below_k.sol, topk_unused_values.sol, kernel_order_read_before_write.sol,
-//   tile_read_before_written.sol,
-//   scalar_cascade_polynomial_crash.sol (a crash: not classified; it shows in the long run only).
-// The known wrong answers of fused lowering (fused_bf16_accumulator.sol, topk_f16_running_values.sol):
-// a sum or top-k into a 16-bit target keeps its running state in a 16-bit register or shared tile,
-// rounded at every step, where the reference (and the unfused lowering) round once.
-bool accumulates_in_16_bits(const KernelProgram& kernels) {
-  std::istringstream in(print_kernel_program(kernels));
-  std::set<std::string> low;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string first, second;
-    words >> first >> second;
-    // "  register t0_tile[2, 3] : bf16"
-    size_t colon = line.rfind(" : ");
-    std::string dtype = colon == std::string::npos ? "" : line.substr(colon + 3);
-    if ((first == "register" || first == "shared") && (dtype == "bf16" || dtype == "f16"))
-      low.insert(second.substr(0, second.find('[')));
-    if (first == "reduce")
-      for (auto& name : low)
-        if (line.find(" " + name + "[") != std::string::npos) return true;
-  }
-  return false;
-}
-
-bool program_random_strict() {
-  const char* s = std::getenv("SOLDER_PROGRAM_RANDOM_STRICT");
-  return s && std::string(s) == "1";
-}
+// The programs this fuzzer found are regression tests (tests/data/fuzz-findings,
+// e2e/fuzz_findings_test.cpp): every crash, internal error or wrong answer of either lowering fails.
 
 // Runs one random program unfused and fused; `text` receives the program.
 ProgramOutcome run_random_program(uint64_t seed, std::string* text_out = nullptr) {
@@ -715,7 +684,6 @@ ProgramOutcome run_random_program(uint64_t seed, std::string* text_out = nullptr
   FusionParams params = random_params(seed);
   TensorSet inputs = make_inputs(bound, seed);
   TensorSet reference = run_reference(bound, inputs);
-  bool unfused_ok = false;
   std::string unfused_failure;
   for (bool fused : {false, true}) {
     const char* label = fused ? "fused" : "unfused";
@@ -726,21 +694,7 @@ ProgramOutcome run_random_program(uint64_t seed, std::string* text_out = nullptr
       verify_kernel_program(kernels);
       v = testing::verify_kernels(bound, kernels, inputs, &reference);
     } catch (const Error& e) {
-      std::string message = std::string(label) + ": internal error: " + e.formatted() + "\n" + describe(seed, params, text);
-      // The known lowering bug of tests/data/fuzz-findings/topk_row_tile_below_k.sol: a top-k whose row
-      // tile is smaller than k indexes past its buffer.
-      bool topk_tile_below_k = false, has_topk = false;
-      for (auto& bd : bound.defs) {
-        topk_tile_below_k |= bd.def->reduce == ReduceOp::topk && params.grid_tile < bd.topk_k;
-        has_topk |= bd.def->reduce == ReduceOp::topk;
-      }
-      auto says = [&](const char* what) { return message.find(what) != std::string::npos; };
-      bool known = (topk_tile_below_k && says("out of the buffer's bounds")) ||                      // topk_row_tile_below_k
-                   (has_topk && says("is neither a buffer of this kernel nor a global tensor")) ||  // topk_unused_values
-                   says("is read before any kernel writes it") ||                                 // kernel_order_read_before_write
-                   says("is read before it is written");                                          // tile_read_before_written
-      if (fused && known && !program_random_strict()) return {ProgramOutcome::known_issue, message};
-      return {ProgramOutcome::internal_error, message};
+      return {ProgramOutcome::internal_error, std::string(label) + ": internal error: " + e.formatted() + "\n" + describe(seed, params, text)};
     } catch (const std::exception& e) {
       return {ProgramOutcome::internal_error, std::string(label) + ": exception: " + e.what() + "\n" + describe(seed, params, text)};
     }
@@ -753,11 +707,8 @@ ProgramOutcome run_random_program(uint64_t seed, std::string* text_out = nullptr
       // Both lowerings disagree with the float64 reference: float32 evaluation of an ill-conditioned
       // program (cancellation, near-ties in a top-k), not a lowering bug. Counted; must stay rare.
       if (!unfused_failure.empty()) return {ProgramOutcome::ill_conditioned, unfused_failure + message};
-      if (unfused_ok && !program_random_strict() && accumulates_in_16_bits(kernels))
-        return {ProgramOutcome::known_issue, message};
       return {ProgramOutcome::wrong, message};
     }
-    if (!fused) unfused_ok = true;
   }
   if (!unfused_failure.empty()) return {ProgramOutcome::wrong, unfused_failure};  // the unfused lowering alone is wrong
   return {};
@@ -774,24 +725,22 @@ constexpr int kProgramBatches = 12;
 constexpr int kRandomProgramsPerBatch = 25;  // 300 programs in CI (~20 s)
 
 TEST_P(ProgramRandom, RunsUnfusedAndFusedAndMatchesTheReference) {
-  int counts[6] = {0, 0, 0, 0, 0, 0}, shown = 0;
-  std::string known;
+  int counts[5] = {0, 0, 0, 0, 0}, shown = 0;
+  std::string ill;
   uint64_t base = program_random_first_seed() + static_cast<uint64_t>(GetParam()) * kRandomProgramsPerBatch;
   for (uint64_t seed = base; seed < base + kRandomProgramsPerBatch; ++seed) {
     ProgramOutcome o = run_random_program(seed);
     ++counts[o.kind];
-    if (o.kind == ProgramOutcome::known_issue || o.kind == ProgramOutcome::ill_conditioned) known += " " + std::to_string(seed);
+    if (o.kind == ProgramOutcome::ill_conditioned) ill += " " + std::to_string(seed);
     else if (o.kind != ProgramOutcome::pass && shown++ < 3) ADD_FAILURE() << o.message;
   }
   if (std::getenv("SOLDER_PROGRAM_RANDOM_SHOW")) std::cout << ValidProgramGenerator(base).program(base);
   std::cout << "[ program random ] seeds " << base << ".." << base + kRandomProgramsPerBatch - 1 << ": " << counts[0]
             << " passed, " << counts[1] << " internal errors, " << counts[2] << " wrong, " << counts[3] << " invalid, "
-            << counts[4] << " known issues (fuzz-findings), " << counts[5] << " ill-conditioned in f32 (fused and unfused alike)"
-            << (known.empty() ? "" : "; seeds" + known) << "\n";
-  EXPECT_EQ(counts[ProgramOutcome::pass] + counts[ProgramOutcome::known_issue] + counts[ProgramOutcome::ill_conditioned],
-            kRandomProgramsPerBatch);
+            << counts[4] << " ill-conditioned in f32 (fused and unfused alike)"
+            << (ill.empty() ? "" : "; seeds" + ill) << "\n";
+  EXPECT_EQ(counts[ProgramOutcome::pass] + counts[ProgramOutcome::ill_conditioned], kRandomProgramsPerBatch);
   EXPECT_LE(counts[ProgramOutcome::ill_conditioned], 1);
-  EXPECT_LE(counts[ProgramOutcome::known_issue], kRandomProgramsPerBatch / 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, ProgramRandom, ::testing::Range(0, kProgramBatches));
@@ -821,7 +770,7 @@ TEST(ProgramRandomLong, DISABLED_OneLinePerProgram) {
     std::cout << "start " << seed << "\n" << ValidProgramGenerator(seed).program(seed) << std::flush;
     std::string text;
     ProgramOutcome o = run_random_program(seed, &text);
-    const char* kinds[] = {"pass", "internal_error", "wrong", "invalid_program", "known_issue", "ill_conditioned"};
+    const char* kinds[] = {"pass", "internal_error", "wrong", "invalid_program", "ill_conditioned"};
     std::cout << "result " << seed << " " << kinds[o.kind] << std::endl;
     if (o.kind != ProgramOutcome::pass) std::cout << "detail " << seed << "\n" << o.message << "end detail\n" << std::flush;
   }

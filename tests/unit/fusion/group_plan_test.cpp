@@ -269,6 +269,35 @@ out z[t] = sum(n) tanh(x[t, n] - m[t])
       << notes(*t.plan);
 }
 
+// Two reads a stream loop cannot serve (tests/data/fuzz-findings/tile_read_before_written.sol,
+// tests/data/reproducers/fuzz_alibi_max_at_j.sol): a reduction over the stream that reads a result
+// computed after the loop, and one that reads a running result at its own reduced variable (a
+// different D for every term). Both are refused as streams, with the rule, and planned whole.
+TEST(GroupPlan, StreamsThatWouldReadUnfinishedResultsAreRefused) {
+  PlanAttempt post = plan_text(R"(program postread
+dim T = 4, N = 64
+in x[T, N] : f32
+m[t] = max(n) x[t, n]
+c[] = min(t) m[t]
+out r[t] = sum(n) exp(x[t, n] - m[t]) * c
+)");
+  ASSERT_TRUE(post.plan) << post.refusal;
+  EXPECT_EQ(members_summary(*post.plan), "m:pre c:pre r:pre*");
+  EXPECT_EQ(notes(*post.plan), "not streaming n: r reduces over the streamed dim but reads c, which is final only after the loop\n");
+
+  PlanAttempt shifted = plan_text(R"(program shifted
+dim T = 64, N = 64
+in x[T, N] : f32
+m[t] = max(n) x[t, n]
+out z[t] = sum(n) exp(x[t, n] - m[n])
+)");
+  ASSERT_TRUE(shifted.plan) << shifted.refusal;
+  EXPECT_EQ(members_summary(*shifted.plan), "m:pre z:pre*");
+  EXPECT_EQ(notes(*shifted.plan),
+            "not streaming n: z over the streamed dim reads the running result m at its reduced variable n (the stream's): a different value for "
+            "every term, not one per element\n");
+}
+
 TEST(GroupPlan, CapacityRefusalNamesTheLargestBuffer) {
   FusionParams p;
   p.on_chip_budget = 1024;

@@ -267,12 +267,13 @@ TEST(Reproducers, ApiBuiltDeepExpressionIsRefusedByTheVerifier) {
 namespace solder {
 namespace {
 
-// Found by the mutation fuzzer (scripts/fuzz_mutants.sh 20000 2: mutant 11000), not fixed here: a
-// cascade whose earlier reduction is read at the reduced variable (m[b, h, j] instead of m[b, h, i])
-// verifies unfused, but fusion emits a Kernel IR map that uses `j` outside its loop, and `run` stops
-// with "Kernel IR verifier: ... variable 'j' is not in scope" (exit 2, no location). Enable this test
-// with the fix in src/fusion (the cascade analysis should refuse or handle a D read at an r-variable).
-TEST(Reproducers, DISABLED_CascadeReadingEarlierReductionAtTheReducedVariableFuses) {
+// Found by the mutation fuzzer (scripts/fuzz_mutants.sh 20000 2: mutant 11000): a cascade whose
+// earlier reduction is read at the reduced variable (m[b, h, j] instead of m[b, h, i]). Fusion used
+// to stream j and rescale by one running m per row, emitting a map that used `j` outside its loop;
+// the planner now refuses that stream (a running result read at the reduced variable is a different
+// D for every term: GroupPlan.StreamsThatWouldReadUnfinishedResultsAreRefused) and the program runs
+// with j held whole.
+TEST(Reproducers, CascadeReadingEarlierReductionAtTheReducedVariableFuses) {
   Outcome o = solder_run("run --small --backend cpu " + reproducer("fuzz_alibi_max_at_j.sol"));
   EXPECT_EQ(o.status, 0) << o.output;
   EXPECT_TRUE(has(o.output, "verified")) << o.output;
