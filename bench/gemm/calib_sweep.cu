@@ -9,7 +9,7 @@
 // is checked on 32 sampled outputs against a float64 host dot product (the operands are a hash of the
 // index, computed the same way on both sides); a configuration that fails the check is left out of the
 // results and listed under "failures" (exit 1). Writes the sweep JSON of bench/gemm/README.md.
-// Stops starting new shapes after CALIB_DEADLINE_S seconds (default 90) and writes what it has.
+// Stops starting new shapes after CALIB_DEADLINE_S seconds (default 50) and writes what it has.
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   }
   const bool quick = argc > 2 && std::string(argv[2]) == "--quick";
   const char* deadline_env = std::getenv("CALIB_DEADLINE_S");
-  const double deadline_s = deadline_env ? std::atof(deadline_env) : 90;
+  const double deadline_s = deadline_env ? std::atof(deadline_env) : 50;
   const auto start = std::chrono::steady_clock::now();
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));

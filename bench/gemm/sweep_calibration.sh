@@ -7,7 +7,7 @@
 #   default OUT: ${OUT:-out}/gemm-calibration-sweep.json (the device tool's $OUT), log beside it.
 #   SOLDER_CUTLASS_INCLUDE=<folder with cute/> (default: python3 -c 'import cutlass_library'),
 #   CUDA=/usr/local/cuda, BUILD=build-calib, JOBS=$(nproc), SKIP_BUILD=1 to reuse $BUILD/calib_sweep,
-#   CALIB_DEADLINE_S=90: no new shape starts after that many seconds of timing.
+#   CALIB_DEADLINE_S=50: no new shape starts after that many seconds of timing.
 # Then: solder plan --validate OUT.json (docs/planner.md, "Validation").
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
