@@ -19,8 +19,8 @@ JSON=${1:-$OUTDIR/gemm-calibration-sweep.json}
 shift || true
 mkdir -p "$(dirname "$JSON")" "$BUILD"
 # BM x BN x stages; B is N-major (the suite's b[k, n]), so BN is a multiple of 64.
-CONFIGS="64x64x4 64x64x6 64x64x8 64x128x2 64x128x4 64x128x6 64x128x8 64x192x4 64x192x6 64x256x4 \
-128x64x4 128x64x8 128x128x2 128x128x3 128x128x4 128x128x6 128x192x4 128x256x3 128x256x4"
+CONFIGS="64x64x4 64x64x6 64x64x8 64x128x4 64x128x6 64x128x8 64x192x4 64x192x6 64x256x4 \
+128x64x4 128x64x6 128x64x8 128x128x2 128x128x3 128x128x4 128x128x6 128x192x4 128x256x3 128x256x4"
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   CUTLASS=${SOLDER_CUTLASS_INCLUDE:-$(python3 -c 'import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), "source", "include"))' 2>/dev/null || true)}
   if [ -z "$CUTLASS" ] || [ ! -f "$CUTLASS/cute/tensor.hpp" ]; then
