@@ -12,6 +12,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CUDA=${CUDA:-${CUDA_HOME:-/usr/local/cuda}}
+if [ ! -x "$CUDA/bin/nvcc" ] && command -v nvcc > /dev/null; then CUDA=$(dirname "$(dirname "$(command -v nvcc)")"); fi
 BUILD=${BUILD:-$ROOT/build-calib}
 JOBS=${JOBS:-$(nproc)}
 OUTDIR=${OUT:-out}
