@@ -119,11 +119,15 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   double operand_hbm = p.batch * (a_bytes + b_bytes);
   const double l2_resident = kL2ResidentFraction * static_cast<double>(rates.l2_bytes);
   if (a_bytes + b_bytes > l2_resident) {
+    // Rounds of tiles_per_wave tiles, then a last round of the rest, each reading the panels of its block.
     const int64_t tiles_per_wave = std::max<int64_t>(1, blocks / c.split_k);
-    auto [r, cols] = wave_block(tiles_per_wave, tiles_m, tiles_n, c.bm, c.bn);
-    const double per_wave = (static_cast<double>(r) * c.bm + static_cast<double>(cols) * c.bn) * p.k * bytes;
-    const double tile_waves = static_cast<double>(ceil_div(tiles, tiles_per_wave));
-    operand_hbm = std::max(operand_hbm, tile_waves * std::min(per_wave, a_bytes + b_bytes));
+    auto round_bytes = [&](int64_t round_tiles) {
+      auto [r, cols] = wave_block(round_tiles, tiles_m, tiles_n, c.bm, c.bn);
+      return std::min((static_cast<double>(r) * c.bm + static_cast<double>(cols) * c.bn) * p.k * bytes, a_bytes + b_bytes);
+    };
+    const int64_t full_rounds = tiles / tiles_per_wave, rest = tiles % tiles_per_wave;
+    const double rounds_bytes = static_cast<double>(full_rounds) * round_bytes(tiles_per_wave) + (rest > 0 ? round_bytes(rest) : 0);
+    operand_hbm = std::max(operand_hbm, rounds_bytes);
   }
   const bool partials_in_l2 = partial_bytes <= l2_resident;
   cost.hbm_bytes = operand_hbm + (c.split_k > 1 ? (partials_in_l2 ? 0 : partial_bytes) : store_bytes) +

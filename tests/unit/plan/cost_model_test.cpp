@@ -181,6 +181,18 @@ TEST(CostModel, DeeperRingsStreamFasterUpToThePort) {
             predict_gemm(problem(128, 3072, 8192), tile(128, 128, 6), hw).total_us);
 }
 
+TEST(CostModel, APartialLastRoundReadsOnlyItsPanels) {
+  // M = 128, 172 tiles of 64 x 128 on 132 blocks: B (90 MB, above half of L2) is read once, the last
+  // round's 40 tiles reading only their own columns.
+  GemmProblem p = problem(128, 11008, 4096, MmaType::f16);
+  p.b_k_major = false;
+  const GemmCost cost = predict_gemm(p, tile(64, 128, 6), default_hardware());
+  EXPECT_EQ(cost.waves, 2);
+  const double unique = (128.0 * 4096 + 4096.0 * 11008) * 2 + 128.0 * 11008 * 2;  // A, B, D once
+  EXPECT_GE(cost.hbm_bytes, unique - 1);
+  EXPECT_LE(cost.hbm_bytes, 1.05 * unique);
+}
+
 TEST(CostModel, MissingRatesAreAnError) {
   HardwareDescription hw = default_hardware();
   hw.has_rates = false;
