@@ -61,12 +61,13 @@ GemmProblem parse_gemm(const std::string& spec) {
 
 int command_plan(const std::vector<std::string>& args) {
   ProgramOptions options;
-  std::string gemm, validate, hardware_file, output_dtype;
+  std::string gemm, hardware_file, output_dtype;
+  std::vector<std::string> validate;
   bool catalogue = false, b_n_major = false, skeleton_only = false, nonportable = false;
   int top = 5;
   Command command{"plan",
                   "solder plan FILE [--small] [--dim NAME=VALUE]... [--json] | --gemm M,N,K[,batch][,dtype] [--json] | "
-                  "--validate SWEEP.json [--json] | --catalogue [--json]",
+                  "--validate SWEEP.json [--validate SWEEP.json]... [--json] | --catalogue [--json]",
                   "Choose GEMM skeleton tiles with the cost model (docs/planner.md). For each matrix product of the\n"
                   "program (or the one given by --gemm), print how many configurations of the catalogue each\n"
                   "feasibility rule pruned, the best candidates by predicted time with the time of each level\n"
@@ -101,8 +102,9 @@ int command_plan(const std::vector<std::string>& args) {
                              [&nonportable](const std::string&) { nonportable = true; }});
   command.options.push_back({"--validate", "SWEEP.json",
                              "compare predictions with measured times, per problem: Spearman "
-                             "rank correlation, and the gap between the model's choice and the best",
-                             [&validate](const std::string& v) { validate = v; }});
+                             "rank correlation, and the gap between the model's choice and the best "
+                             "(repeat to read several sweeps together)",
+                             [&validate](const std::string& v) { validate.push_back(v); }});
   command.options.push_back({"--catalogue", "", "print the catalogue's axes", [&catalogue](const std::string&) { catalogue = true; }});
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
@@ -120,7 +122,7 @@ int command_plan(const std::vector<std::string>& args) {
     throw Error(hardware_file + ": expected a hardware description with \"rates\" (the cost model's constants), found none; "
                 "re-run solder probe");
   if (!validate.empty()) {
-    Validation v = validate_cost_model(load_sweep(validate), hw);
+    Validation v = validate_cost_model(load_sweeps(validate), hw);
     std::cout << (options.json ? validation_json(v) + "\n" : validation_text(v));
     return kExitOk;
   }

@@ -52,8 +52,11 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   const double tensor_tflops = rates.tensor(mma_type_name(p.type));
   if (tensor_tflops <= 0)
     throw Error("the hardware description '" + hw.name + "' has no tensor rate for " + std::string(mma_type_name(p.type)));
+  // Shared memory: kSmemBytesPerClock per SM at the SM clock (above the DSM table's cluster-size-1 "pull"
+  // figure, which the sweep exceeds); the table's figure when the clock is unknown.
   const DsmEntry* own = hw.dsm_at(1);
-  const double smem_tbps = own && own->pull_tbps > 0 ? own->pull_tbps : 0;
+  const double smem_tbps = hw.sm_clock_mhz > 0 ? kSmemBytesPerClock * hw.sm_clock_mhz * 1e6 * hw.sm_count / 1e12
+                           : own && own->pull_tbps > 0 ? own->pull_tbps : 0;
 
   GemmCost cost;
   cost.flops = p.flops();
@@ -61,38 +64,45 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   const int64_t tiles_m = ceil_div(p.m, c.bm), tiles_n = ceil_div(p.n, c.bn);
   const int64_t k_tiles = ceil_div(p.k, c.bk), k_tiles_per_cta = ceil_div(k_tiles, c.split_k);
   const int64_t tiles = p.batch * tiles_m * tiles_n;
-  const int64_t ctas = tiles * c.split_k;
+  const int64_t ctas = tiles * c.split_k;  // work units: one output tile (one K range of it with split-K)
   const int sms = hw.sm_count;
   cost.ctas = ctas;
   cost.ctas_per_sm = std::max(1, ctas_per_sm(c, p.output, hw));
-  cost.concurrent_ctas = std::max<int64_t>(1, concurrent_ctas(c, p.output, hw));
-  const int64_t slots = cost.concurrent_ctas;
-  cost.waves = static_cast<double>(ceil_div(ctas, slots));
-  // CTA workloads the busiest SM processes: every full wave puts slots / SMs CTAs on each SM (sharing its
-  // rates), the last, partial wave ceil(rest / SMs).
-  const int64_t full_waves = ctas / slots, rest = ctas % slots;
-  const double busiest_sm_ctas =
-      static_cast<double>(full_waves) * (static_cast<double>(slots) / sms) + static_cast<double>(ceil_div(rest, sms));
+  // The persistent grid (gemm_skeleton_writer, bench/gemm): at most one block per SM (clusters: the clusters
+  // co-resident at one block per SM), never more blocks than work units; block b runs units b, b + grid, ...
+  const int64_t resident = std::max<int64_t>(c.cluster_size(), std::min<int64_t>(concurrent_ctas(c, p.output, hw), sms));
+  const int64_t blocks = std::min<int64_t>(ctas, resident / c.cluster_size() * c.cluster_size());
+  cost.concurrent_ctas = std::max<int64_t>(1, blocks);
+  const int64_t units = ceil_div(ctas, blocks);  // units of the busiest block
+  cost.waves = static_cast<double>(units);
 
-  // Tensor cores: the padded tile's FLOPs per CTA at this SM's share of the rate.
+  // One unit on one SM. Tensor cores: the padded tile's FLOPs at the SM's rate, which is the chip's
+  // measured rate shared by the busy SMs, up to kIdleSmTensorBoost × its full-chip share when few are busy
+  // (clock headroom); then the epilogue stores the tile from the consumers' registers, at the chip's
+  // epilogue store rate shared by the busy SMs (at most one SM's port).
   cost.wgmma_efficiency = wgmma_efficiency(c.bn);
-  const double cta_flops = 2.0 * c.bm * c.bn * c.bk * static_cast<double>(k_tiles_per_cta);
-  const double sm_flops_per_us = tensor_tflops * 1e6 * cost.wgmma_efficiency / sms;
-  cost.tensor_us = busiest_sm_ctas * cta_flops / sm_flops_per_us;
+  const double unit_flops = 2.0 * c.bm * c.bn * c.bk * static_cast<double>(k_tiles_per_cta);
+  const double sm_tflops = std::min(tensor_tflops * kIdleSmTensorBoost / sms, tensor_tflops / static_cast<double>(blocks));
+  double unit_tensor_us = unit_flops / (sm_tflops * 1e6 * cost.wgmma_efficiency);
+  // One consumer warpgroup waits for each K step's stage and for its previous wgmma batch with nothing
+  // else to issue; a second consumer's wgmma fill those gaps.
+  if (c.consumers == 1)
+    unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kOneConsumerStepCycles / (hw.sm_clock_mhz > 0 ? hw.sm_clock_mhz : 1500);
+  const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);
+  const double store_gbps = std::min(rates.sm_load_gbps, kEpilogueStoreTbps * 1e3 / static_cast<double>(blocks));
+  const double store_us = tile_store_bytes / (store_gbps * 1e3);
+  cost.tensor_us = static_cast<double>(units) * (unit_tensor_us + store_us);
 
   // Shared memory: TMA writes (BM + BN) × BK per stage; wgmma reads A once and B once per m64 block.
   const double k_elems = static_cast<double>(c.bk) * k_tiles_per_cta;
   cost.smem_bytes_per_cta = k_elems * bytes * ((c.bm + c.bn) + (c.bm + (c.bm / 64.0) * c.bn));
-  if (smem_tbps > 0) cost.smem_us = busiest_sm_ctas * cost.smem_bytes_per_cta / (smem_tbps * 1e6 / sms);
+  if (smem_tbps > 0) cost.smem_us = static_cast<double>(units) * cost.smem_bytes_per_cta / (smem_tbps * 1e6 / sms);
 
-  // Loads into one SM: the bytes its stages receive through its port, and the latency that the stages in
-  // flight must cover (each CTA keeps stages - 1 loads in flight; the SM's CTAs overlap theirs).
-  const double fill_bytes_per_cta = k_elems * bytes * (c.bm + c.bn);
-  const double port_us = busiest_sm_ctas * fill_bytes_per_cta / (rates.sm_load_gbps * 1e3);
-  const double sm_waves = std::ceil(busiest_sm_ctas / cost.ctas_per_sm);  // rounds of co-resident CTAs
-  const double latency_bound_us = sm_waves * static_cast<double>(k_tiles_per_cta) *
-                                  rates.memory_latency_ns * 1e-3 / std::max(1, c.stages - 1);
-  cost.load_us = std::max(port_us, latency_bound_us);
+  // Loads into one SM: its port (sm_load_gbps), or the memory latency over the stages - 1 loads in flight
+  // (Little's law: (stages - 1) × stage bytes / latency), whichever is slower.
+  const double unit_load_bytes = k_elems * bytes * (c.bm + c.bn);
+  const double in_flight_gbps = static_cast<double>(std::max(1, c.stages - 1)) * c.stage_bytes() / rates.memory_latency_ns;
+  cost.load_us = static_cast<double>(units) * unit_load_bytes / (std::min(rates.sm_load_gbps, in_flight_gbps) * 1e3);
 
   // L2 -> SM traffic.
   const double outputs = static_cast<double>(p.batch) * p.m * p.n;
@@ -109,20 +119,24 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   double operand_hbm = p.batch * (a_bytes + b_bytes);
   const double l2_resident = kL2ResidentFraction * static_cast<double>(rates.l2_bytes);
   if (a_bytes + b_bytes > l2_resident) {
-    const int64_t tiles_per_wave = std::max<int64_t>(1, slots / c.split_k);
-    auto [r, cols] = wave_block(tiles_per_wave, tiles_m, tiles_n, c.bm, c.bn);
-    const double per_wave = (static_cast<double>(r) * c.bm + static_cast<double>(cols) * c.bn) * p.k * bytes;
-    const double tile_waves = static_cast<double>(ceil_div(tiles, tiles_per_wave));
-    operand_hbm = std::max(operand_hbm, tile_waves * std::min(per_wave, a_bytes + b_bytes));
+    // Rounds of tiles_per_wave tiles, then a last round of the rest, each reading the panels of its block.
+    const int64_t tiles_per_wave = std::max<int64_t>(1, blocks / c.split_k);
+    auto round_bytes = [&](int64_t round_tiles) {
+      auto [r, cols] = wave_block(round_tiles, tiles_m, tiles_n, c.bm, c.bn);
+      return std::min((static_cast<double>(r) * c.bm + static_cast<double>(cols) * c.bn) * p.k * bytes, a_bytes + b_bytes);
+    };
+    const int64_t full_rounds = tiles / tiles_per_wave, rest = tiles % tiles_per_wave;
+    const double rounds_bytes = static_cast<double>(full_rounds) * round_bytes(tiles_per_wave) + (rest > 0 ? round_bytes(rest) : 0);
+    operand_hbm = std::max(operand_hbm, rounds_bytes);
   }
   const bool partials_in_l2 = partial_bytes <= l2_resident;
   cost.hbm_bytes = operand_hbm + (c.split_k > 1 ? (partials_in_l2 ? 0 : partial_bytes) : store_bytes) +
                    (c.split_k > 1 ? 0 : epilogue_bytes);
   cost.hbm_us = cost.hbm_bytes / (rates.hbm_tbps * 1e6);
 
-  // Per wave: the pipeline fill (one memory latency) and the epilogue's store of the tile.
-  const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);
-  cost.fill_us = sm_waves * (rates.memory_latency_ns * 1e-3 + tile_store_bytes / (rates.sm_load_gbps * 1e3));
+  // The pipeline fill: the first stage arrives one memory latency after the start (later units' loads
+  // overlap the previous unit's epilogue, in the persistent loop).
+  cost.fill_us = rates.memory_latency_ns * 1e-3 + c.stage_bytes() / (rates.sm_load_gbps * 1e3);
 
   cost.launch_us = rates.launch_us + (c.cluster_size() > 1 ? rates.cluster_launch_us : 0);
   if (c.split_k > 1) {

@@ -66,6 +66,28 @@ constexpr double kWgmmaIssueCycles = 8;
 constexpr double kSplitKMergeLatencies = 4;
 // Fraction of L2 within which A and B count as read from HBM once.
 constexpr double kL2ResidentFraction = 0.5;
+// The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /
+// SMs): the clock headroom of a partly idle chip. Measured: bf16 128x256x64 s3 on 12 SMs at M=128 N=3072
+// K=8192 (gemm-skeleton-sweep.json) runs 537 MFLOP per SM in 81 µs, ≥ 7.0 TFLOP/s per SM against 785 / 132 =
+// 5.95 (the spec's 4096 FLOP per clock per SM at the 1980 MHz maximum clock would be 8.1).
+constexpr double kIdleSmTensorBoost = 1.18;
+// Shared-memory bytes per clock per SM (Hopper: 32 banks × 4 bytes), for the TMA writes and wgmma reads.
+// The DSM table's cluster-size-1 figure (26.4 TB/s, 101 bytes per clock at 1980 MHz) is below what the
+// sweep shows: bf16 128x64 s8 at M=128 N=3072 K=8192 moves 7.3 MB through one SM's shared memory in 31 µs.
+constexpr double kSmemBytesPerClock = 128;
+// Cycles per K step that a CTA with one consumer warpgroup (BM 64) loses between wgmma batches: waiting on
+// the stage's barrier and for the previous batch (wgmma.wait_group 1) with no other warpgroup to issue.
+// Measured: bf16 64x128 s6 at M=128 N=3072 K=8192 (gemm-skeleton-sweep.json, one tile per SM, 128 K steps)
+// takes 34.6 µs: 12 µs beyond its wgmma at the idle-SM rate (20.3 µs), launch and fill (2.3 µs), which is
+// 91 ns = 180 cycles at 1980 MHz per K step. Two consumers hide it (128x64 s8: 31.2 µs, the port's time).
+constexpr double kOneConsumerStepCycles = 180;
+// The epilogue's store rate, for the whole chip: the consumers hand their accumulators to the epilogue
+// functor after the last wgmma of a tile and store pairs of outputs from registers (8 rows × 16 bytes per
+// warp instruction) before the next tile's wgmma; the busy SMs share this rate. Measured: at M=16384
+// N=4096 K=1024 (gemm-skeleton-sweep.json, 16 K steps per tile, 132 SMs busy) bf16 128x256 s4 and
+// 128x128 s4 take 7.8 and 3.7 µs per tile beyond their tensor time (307 and 303 µs for 16 and 32 tiles
+// per SM): 64 KB and 32 KB per SM at 8.4 and 8.8 GB/s, × 132 SMs = 1.14 TB/s.
+constexpr double kEpilogueStoreTbps = 1.14;
 
 double wgmma_efficiency(int bn);
 

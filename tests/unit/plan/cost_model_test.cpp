@@ -130,6 +130,72 @@ TEST(CostModel, WgmmaEfficiencyGrowsWithN) {
   }
 }
 
+GemmConfig tile(int bm, int bn, int stages) {
+  GemmConfig c;
+  c.bm = bm;
+  c.bn = bn;
+  c.bk = 64;
+  c.stages = stages;
+  c.consumers = bm / 64;
+  return c;
+}
+
+TEST(CostModel, PersistentBlocksRunTheirTilesInTurn) {
+  // One block per SM: 132 tiles are one tile per block, 264 are two, in turn, at the same per-SM rates.
+  const HardwareDescription& hw = default_hardware();
+  const GemmCost one = predict_gemm(problem(128 * 132, 128, 4096), tile(128, 128, 4), hw);
+  const GemmCost two = predict_gemm(problem(128 * 264, 128, 4096), tile(128, 128, 4), hw);
+  EXPECT_EQ(one.concurrent_ctas, 132);
+  EXPECT_EQ(two.concurrent_ctas, 132);
+  EXPECT_EQ(one.waves, 1);
+  EXPECT_EQ(two.waves, 2);
+  EXPECT_NEAR(two.tensor_us, 2 * one.tensor_us, 1e-9);
+  EXPECT_NEAR(two.load_us, 2 * one.load_us, 1e-9);
+  // 133 tiles: one block runs two, so the busiest SM takes as long as with 264.
+  const GemmCost tail = predict_gemm(problem(128 * 133, 128, 4096), tile(128, 128, 4), hw);
+  EXPECT_EQ(tail.waves, 2);
+  EXPECT_NEAR(tail.tensor_us, two.tensor_us, 1e-9);
+}
+
+TEST(CostModel, FewBusySmsRunFasterEachButNotTogether) {
+  // 12 tiles on 12 SMs: each SM runs at up to kIdleSmTensorBoost × its full-chip share.
+  const HardwareDescription& hw = default_hardware();
+  const GemmCost few = predict_gemm(problem(128, 128 * 12, 8192), tile(128, 128, 4), hw);
+  const GemmCost all = predict_gemm(problem(128, 128 * 132, 8192), tile(128, 128, 4), hw);
+  EXPECT_EQ(few.concurrent_ctas, 12);
+  EXPECT_LT(few.tensor_us, all.tensor_us);
+  const double flops = 2.0 * 128 * 128 * 8192;
+  const double per_sm_tflops = flops / (few.tensor_us * 1e6);  // includes the epilogue: below the bound
+  EXPECT_LE(per_sm_tflops, hw.rates.tensor("bf16") * kIdleSmTensorBoost / hw.sm_count / few.wgmma_efficiency);
+}
+
+TEST(CostModel, DeeperRingsStreamFasterUpToThePort) {
+  // M = 128: each SM streams its B panel once; stages - 1 loads in flight cover the memory latency.
+  const HardwareDescription& hw = default_hardware();
+  double previous = 1e30;
+  for (int stages = 2; stages <= 7; ++stages) {
+    const GemmCost cost = predict_gemm(problem(128, 3072, 8192), tile(128, 128, stages), hw);
+    EXPECT_LE(cost.load_us, previous) << stages;
+    previous = cost.load_us;
+  }
+  const double bytes = 2.0 * 256 * 8192;  // (BM + BN) × K × 2 bytes for the one tile of an SM
+  EXPECT_NEAR(previous, bytes / (hw.rates.sm_load_gbps * 1e3), 1e-9);  // 6 in flight: the port binds
+  EXPECT_GT(predict_gemm(problem(128, 3072, 8192), tile(128, 128, 2), hw).total_us,
+            predict_gemm(problem(128, 3072, 8192), tile(128, 128, 6), hw).total_us);
+}
+
+TEST(CostModel, APartialLastRoundReadsOnlyItsPanels) {
+  // M = 128, 172 tiles of 64 x 128 on 132 blocks: B (90 MB, above half of L2) is read once, the last
+  // round's 40 tiles reading only their own columns.
+  GemmProblem p = problem(128, 11008, 4096, MmaType::f16);
+  p.b_k_major = false;
+  const GemmCost cost = predict_gemm(p, tile(64, 128, 6), default_hardware());
+  EXPECT_EQ(cost.waves, 2);
+  const double unique = (128.0 * 4096 + 4096.0 * 11008) * 2 + 128.0 * 11008 * 2;  // A, B, D once
+  EXPECT_GE(cost.hbm_bytes, unique - 1);
+  EXPECT_LE(cost.hbm_bytes, 1.05 * unique);
+}
+
 TEST(CostModel, MissingRatesAreAnError) {
   HardwareDescription hw = default_hardware();
   hw.has_rates = false;

@@ -108,6 +108,13 @@ TEST(PlanCommand, Validate) {
   Result json = plan("--validate " + path + " --json");
   ASSERT_EQ(json.status, 0) << json.output;
   EXPECT_DOUBLE_EQ(parse_json(json.output, "stdout").member("mean_spearman")->number_value, 1.0);
+  // Repeated: the sweeps are read together (the same three measured again count once each, at the median).
+  Result twice = plan("--validate " + path + " --validate " + path + " --json");
+  ASSERT_EQ(twice.status, 0) << twice.output;
+  const JsonValue both = parse_json(twice.output, "stdout");
+  EXPECT_EQ(both.member("records")->number_value, 6);
+  EXPECT_EQ(both.member("merged")->number_value, 3);
+  EXPECT_EQ(both.member("pairs")->number_value, 3);
   {
     std::ofstream out(path);
     out << "{\"results\": [{\"dtype\": \"bf16\"}]}";

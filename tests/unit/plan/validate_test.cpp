@@ -7,6 +7,7 @@
 
 #include "ir/diagnostics.h"
 #include "plan/cost_model.h"
+#include "plan/plan.h"
 #include "support/json_reader.h"
 
 namespace solder {
@@ -114,6 +115,98 @@ TEST(Validate, MeasuredConfigurationsTheModelWouldPruneAreListed) {
   ASSERT_EQ(v.problems.size(), 1u);
   ASSERT_EQ(v.problems[0].infeasible.size(), 1u);
   EXPECT_NE(v.problems[0].infeasible[0].find("accumulator_registers"), std::string::npos);
+}
+
+// `result` with a "blocks" member in its config (the grid).
+std::string with_blocks(std::string text, int blocks) {
+  const size_t at = text.find("\"cluster_n\": 1}");
+  return text.replace(at, 15, "\"cluster_n\": 1, \"blocks\": " + std::to_string(blocks) + "}");
+}
+
+TEST(Validate, RepeatsCountOnceAtTheirMedianAndOneBlockPerTileLaunchesAreLeftOut) {
+  const std::vector<std::string> results = {
+      with_blocks(result(4096, 4096, 4096, 128, 128, 4, 0.30), 132), with_blocks(result(4096, 4096, 4096, 128, 128, 4, 0.10), 132),
+      with_blocks(result(4096, 4096, 4096, 128, 128, 4, 0.20), 132), with_blocks(result(4096, 4096, 4096, 128, 256, 4, 0.25), 132),
+      with_blocks(result(4096, 4096, 4096, 128, 256, 4, 0.01), 512)};  // one block per tile: not what the model times
+  const std::vector<SweepRecord> records = parse_sweep(sweep(results), "s.json");
+  EXPECT_EQ(records[0].blocks, 132);
+  EXPECT_EQ(records[4].blocks, 512);
+  const Validation v = validate_cost_model(records, default_hardware());
+  EXPECT_EQ(v.records, 5);
+  EXPECT_EQ(v.block_per_tile, 1);
+  EXPECT_EQ(v.merged, 2);
+  ASSERT_EQ(v.problems.size(), 1u);
+  ASSERT_EQ(v.problems[0].table.size(), 2u);
+  EXPECT_DOUBLE_EQ(v.problems[0].table[0].measured_us, 200);  // the median of 300, 100 and 200
+  EXPECT_EQ(v.problems[0].table[0].repeats, 3);
+  EXPECT_DOUBLE_EQ(v.problems[0].best_measured_us, 200);
+  EXPECT_NE(validation_text(v).find("median of 3"), std::string::npos);
+}
+
+TEST(Validate, PooledCorrelationsAndRanks) {
+  // Two problems whose measurements are the model's predictions scaled: every correlation is 1 and the
+  // ranks of the table agree; a reversed problem brings the relative correlation down.
+  std::vector<SweepRecord> records = parse_sweep(synthetic(4096, 4096, 4096, 1.3, false), "a.json");
+  for (const SweepRecord& r : parse_sweep(synthetic(1024, 2048, 512, 0.7, false), "b.json")) records.push_back(r);
+  Validation v = validate_cost_model(records, default_hardware());
+  ASSERT_EQ(v.problems.size(), 2u);
+  EXPECT_EQ(v.pairs, 12);
+  EXPECT_NEAR(v.pooled_spearman, 1.0, 1e-12);
+  EXPECT_NEAR(v.relative_spearman, 1.0, 1e-12);
+  for (const ConfigValidation& c : v.problems[0].table) EXPECT_EQ(c.measured_rank, c.predicted_rank) << c.config;
+  for (const SweepRecord& r : parse_sweep(synthetic(2048, 8192, 1024, 1, true), "c.json")) records.push_back(r);
+  v = validate_cost_model(records, default_hardware());
+  EXPECT_LT(v.relative_spearman, 0.9);
+  const JsonValue json = parse_json(validation_json(v), "v.json");
+  EXPECT_EQ(json.member("problems")->items[0].member("table")->items.size(), 6u);
+  EXPECT_NE(json.member("relative_spearman"), nullptr);
+}
+
+TEST(Validate, TheSkeletonPathsChoiceAndItsGap) {
+  // The skeleton path's choice for the problem, measured at its predicted time, next to a slower one.
+  GemmProblem p;
+  p.m = 128;
+  p.n = 11008;
+  p.k = 4096;
+  PlanOptions options;
+  options.top = 1;
+  for (const GemmConfig& c : gemm_catalogue(p.type))
+    if (in_device_skeleton(c)) options.only.push_back(c);
+  const GemmConfig chosen = plan_gemm(p, default_hardware(), options).chosen()->config;
+  const double t = predict_gemm(p, chosen, default_hardware()).total_us;
+  const std::vector<std::string> results = {result(128, 11008, 4096, chosen.bm, chosen.bn, chosen.stages, t * 1.1e-3),
+                                            result(128, 11008, 4096, 64, 64, 2, t * 1.0e-3)};
+  const Validation v = validate_cost_model(parse_sweep(sweep(results), "s.json"), default_hardware());
+  ASSERT_EQ(v.problems.size(), 1u);
+  EXPECT_EQ(v.problems[0].skeleton_choice, config_name(chosen));
+  EXPECT_TRUE(v.problems[0].skeleton_choice_measured);
+  EXPECT_NEAR(v.problems[0].skeleton_gap, 0.1, 1e-4);  // ms written with 6 decimals
+  EXPECT_EQ(v.skeleton_measured, 1);
+  EXPECT_NEAR(v.skeleton_max_gap, 0.1, 1e-4);
+  EXPECT_TRUE(v.problems[0].skeleton_nearest.empty());
+
+  // Only a stage variant of the choice measured: reported as the nearest, with its gap.
+  GemmConfig variant = chosen;
+  variant.stages = chosen.stages < 8 ? chosen.stages + 1 : chosen.stages - 1;
+  const std::vector<std::string> others = {result(128, 11008, 4096, variant.bm, variant.bn, variant.stages, t * 1.2e-3),
+                                           result(128, 11008, 4096, 64, 64, 2, t * 1.0e-3)};
+  const Validation w = validate_cost_model(parse_sweep(sweep(others), "s.json"), default_hardware());
+  ASSERT_EQ(w.problems.size(), 1u);
+  EXPECT_FALSE(w.problems[0].skeleton_choice_measured);
+  EXPECT_EQ(w.problems[0].skeleton_nearest, config_name(variant));
+  EXPECT_NEAR(w.problems[0].skeleton_nearest_gap, 0.2, 1e-4);
+  EXPECT_EQ(w.skeleton_nearest, 1);
+  EXPECT_NE(validation_text(w).find("nearest measured " + config_name(variant)), std::string::npos);
+}
+
+// The committed H100 sweeps (bench/results/h100): the calibrated model ranks them as issue 15 asks.
+TEST(Validate, TheCommittedSweepsAreRankedWell) {
+  const std::string root = SOLDER_SOURCE_DIR;
+  const Validation v = validate_cost_model(load_sweeps({root + "/bench/results/h100/gemm-skeleton-sweep.json"}), default_hardware());
+  EXPECT_GE(v.pairs, 50);
+  EXPECT_GE(v.mean_spearman, 0.85);
+  EXPECT_GE(v.relative_spearman, 0.85);
+  EXPECT_LE(v.max_gap, 0.11);
 }
 
 TEST(Validate, ErrorsNameThePlace) {
