@@ -148,7 +148,7 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
     const double merge_tbps = partials_in_l2 ? rates.l2_tbps : rates.hbm_tbps;
     const double tile_merge_us = (c.split_k - 1.0) * c.bm * c.bn * 4 / (rates.sm_load_gbps * 1e3);
     cost.merge_us = std::max(merge_bytes / (merge_tbps * 1e6), tile_merge_us) +
-                    sm_waves * kSplitKMergeLatencies * rates.memory_latency_ns * 1e-3;
+                    static_cast<double>(units) * kSplitKMergeLatencies * rates.memory_latency_ns * 1e-3;  // per round of units
   }
 
   const double mainloop = std::max({cost.tensor_us, cost.smem_us, cost.load_us, cost.l2_us, cost.hbm_us});
