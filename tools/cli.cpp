@@ -137,8 +137,8 @@ void add_tiling_options(Command& command, TilingOptions& tiling) {
                              "elements staged per block and step, kernels without a contraction (GPU default 4096)",
                              [&tiling, positive](const std::string& v) { tiling.streaming_elements = positive(v, "--streaming-elements"); }});
   command.options.push_back({"--no-skeleton", "",
-                             "GPU: no contraction runs whole on the sm_90a GEMM skeleton (by default those the rule of\n"
-                             "docs/planner.md picks do, and with --no-fuse every one it takes)",
+                             "GPU: no contraction runs whole on the sm_90a GEMM skeleton (by default those the rule in\n"
+                             "docs/gemm-skeleton.md picks do, and with --no-fuse every one it takes)",
                              [&tiling](const std::string&) { tiling.no_skeleton = true; }});
 }
 
