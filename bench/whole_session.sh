@@ -51,7 +51,7 @@ for id in $cases; do
     echo "{\"case\": \"$id\", \"mode\": \"$mode\", \"result\": ${line:-null}}" >> "$out/solder.jsonl"
     echo "$id $mode: $(echo "$line" | python3 -c 'import json,sys
 try:
-  r=json.loads(sys.stdin.read()); print("%.1f us (floor %.1f us), %d kernels" % (r["median_us"], r["floor_us"], len(r.get("kernels", []))))
+  r=json.loads(sys.stdin.read()); print("%.1f us (floor %.1f us), %d kernels" % (r["median_us"], r["floor_us"], r.get("kernels", 0)))
 except Exception as e: print("failed", e)')"
   done
 done
