@@ -46,7 +46,7 @@ const std::set<std::string>& reserved_cuda_words() {
         "cluster", "col_hi0", "col_lo0", "collective_scratch", "column_range0", "communicator", "copy", "count", "e",
         "e2", "eight", "greater", "hi", "kk", "ks", "lane", "lo", "load_next", "load_tile", "mailbox", "n", "next_live",
         "nt", "o", "p_frag", "p_regs", "part", "point", "r_new", "r_old", "reduce_scratch", "rest", "row0", "row_hi0",
-        "row_lo0", "row_range_exchange", "row_value0", "row_value1", "row_value2", "row_value3", "row_value4", "rs",
+        "row_lo0", "row_range_exchange", "rs",
         "scale", "smem", "smem_unaligned", "stage", "stream_end", "t", "tid", "tile_full", "tile_live", "tiles_done", "v",
         "v_desc", "vi", "w", "warp", "warpgroup", "wi"};
     // CUDA vector types: int1 ... double4, longlong1 ... ulonglong4.
@@ -81,9 +81,10 @@ bool plain_shape(const std::string& name) {
   return true;
 }
 
-// The shapes of the locals the generator derives from a name (`<tile>_stage0`, `<tile>_stages`).
+// The shapes of the locals the generator derives from a name (`<tile>_stage0`, `<tile>_stages`) or
+// numbers (`row_value0`, one per row value hoisted out of a fragment loop).
 bool derived_shape(const std::string& name) {
-  static const std::regex derived(".*_(stage[0-9]+|stages)");
+  static const std::regex derived(".*_(stage[0-9]+|stages)|row_value[0-9]+");
   return std::regex_match(name, derived);
 }
 
@@ -247,6 +248,8 @@ class Renamer {
 };
 
 }  // namespace
+
+bool reserved_cuda_name(const std::string& name) { return reserved_cuda_words().count(name) || derived_shape(name); }
 
 std::string cuda_name(const std::string& name) {
   if (names_marked) return "QQ" + name + "QQ";

@@ -7,8 +7,8 @@
 //   * A Kernel IR name is emitted as written when it is plain: letters and digits in words joined by
 //     single underscores (`q`, `x_tile`, `acc_y`, `T_t`), not a reserved word (C++ keywords, CUDA
 //     builtins, macros and functions the generated code or its headers define, the generator's fixed
-//     words) and not of a derived shape (ending in `_stage<N>` or `_stages`). Generated code reads
-//     like the program.
+//     words) and not of a reserved shape (ending in `_stage<N>` or `_stages`, or a numbered local
+//     of the generator: `row_value<N>`). Generated code reads like the program.
 //   * Any other name is mangled: a plain-shaped reserved word gets two underscores (`int` → `int__`,
 //     `threadIdx` → `threadIdx__`), and a name that is not plain-shaped (leading, trailing or double
 //     underscores: `__global__`, `first_`) becomes `u_` + name + `__` (`u___global____`, `u_first___`).
@@ -32,6 +32,10 @@ std::string cuda_name(const std::string& name);
 // Words a Kernel IR name must not be emitted as (keywords, CUDA and C library names, macros, the
 // generator's fixed locals).
 const std::set<std::string>& reserved_cuda_words();
+
+// A reserved word, or a name of a shape the generator numbers or derives (`row_value<N>`,
+// `<name>_stage<N>`, `<name>_stages`): a Kernel IR name of this kind is mangled.
+bool reserved_cuda_name(const std::string& name);
 
 // The program with every name the CUDA source declares or reads replaced by its cuda_name; kernel
 // names also differ from every global's (a kernel function and its parameter may not share a name).
