@@ -150,7 +150,11 @@ void GroupLowering::refresh_value(Block& into, const GroupMember& y) {
   into.push_back(make_stmt(std::move(v)));
 }
 
-// Rescale-or-reset: acc ← valid ? acc ⊗ H(D_now)/H(D_before) : identity.
+// Rescale-or-reset: acc ← valid ? acc ⊗ H(D_now)/H(D_before) : unchanged ? acc : identity.
+// An old running value of ±inf makes the factor inf/inf or 0·inf; the terms added meanwhile are the
+// placeholders the reference drops once D becomes finite (exp(V − m) with m = −inf), so the
+// accumulator resets. Where D has not moved (still ±inf) the factor is exactly 1 and the accumulator
+// is kept: when D ends infinite the reference sums those same terms (NaN for exp(−inf + inf)).
 Expr GroupLowering::rescaled(const GroupMember& y, const Expr& acc_value, const std::map<std::string, std::string>& before) {
   const Decomposition& dec = y.decomposition;
   Expr ratio = rescale_factor(dec, before);
@@ -161,8 +165,15 @@ Expr GroupLowering::rescaled(const GroupMember& y, const Expr& acc_value, const 
     void visit(const LoadNode& n) override { loads.push_back(make_load(n.tensor, n.index)); }
   } collect;
   collect.visit(dec.h_online);
-  for (auto& l : collect.loads) valid = conj(finite(rename_loads(l, before)), valid);
-  return make_select(translate(y, valid), mul(acc_value, translate(y, ratio)), make_const(identity_of(y.def.reduce)));
+  Expr unchanged;
+  for (auto& l : collect.loads) {
+    Expr old = rename_loads(l, before);
+    valid = conj(finite(old), valid);
+    unchanged = conj(make_binary(BinaryOp::eq, l, old), unchanged);
+  }
+  Expr reset = make_const(identity_of(y.def.reduce));
+  if (unchanged) reset = make_select(translate(y, unchanged), acc_value, reset);
+  return make_select(translate(y, valid), mul(acc_value, translate(y, ratio)), reset);
 }
 
 void GroupLowering::update_cascade(Block& into, const GroupMember& y) {
@@ -236,7 +247,11 @@ void GroupLowering::update_polynomial(Block& into, const GroupMember& y, bool fi
       double binomial = 1;
       for (size_t t = 0; t < k - j; ++t) binomial = binomial * static_cast<double>(k - t) / static_cast<double>(t + 1);
       Expr power = k - j == 1 ? delta : make_binary(BinaryOp::pow, delta, make_const(static_cast<double>(k - j)));
-      sum = add(sum, mul(mul(make_const(binomial), power), make_load(taylor(y, k), idx)));
+      // A state still exactly zero has no term that depends on D yet: it adds nothing, even while
+      // the old centre is not finite (a running D that starts at NaN: exp(−inf + inf)).
+      Expr state = make_load(taylor(y, k), idx);
+      sum = add(sum, make_select(make_binary(BinaryOp::eq, state, make_const(0)), make_const(0),
+                                 mul(mul(make_const(binomial), power), state)));
     }
     MapNode shift;
     shift.domain = state_domain;

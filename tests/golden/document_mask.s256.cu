@@ -197,10 +197,10 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
         m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), 0.0)
+      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_z[b, h, i], 0.0))
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : 0.0f)); }
+        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : (((&m_tile[rs])[0] == (&old_m[rs])[0]) ? (&acc_z[rs])[0] : 0.0f))); }
       // acc_z sum= over j: exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) {
@@ -219,26 +219,29 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
         z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), 0.0)
+      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_o[b, h, i, d], 0.0))
       float row_value0[2];
       #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value0[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
+      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value0[rs] = (((&m_tile[rs])[0] == (&old_m[rs])[0])) ? 1.0f : 0.0f; }
       float row_value1[2];
       #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value1[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
-      if (row_value1[0] != 0.0f && row_value1[1] != 0.0f) {  // the condition holds on every row: no select per element
+      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value1[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
+      float row_value2[2];
+      #pragma unroll
+      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value2[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
+      if (row_value2[0] != 0.0f && row_value2[1] != 0.0f) {  // the condition holds on every row: no select per element
         #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
           #pragma unroll
           for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value0[rs])[0])); }
+            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value1[rs])[0])); }
         }
       } else {
         #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
           #pragma unroll
           for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32((((&row_value1[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value0[rs])[0]) : 0.0f)); }
+            acc_o[nt][e] = solder::round_f32((((&row_value2[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value1[rs])[0]) : (((&row_value0[rs])[0] != 0.0f) ? (&acc_o[nt][e])[0] : 0.0f))); }
         }
       }
       // acc_o += sum over j of (exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
@@ -298,10 +301,10 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
         m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), 0.0)
+      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_z[b, h, i], 0.0))
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : 0.0f)); }
+        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : (((&m_tile[rs])[0] == (&old_m[rs])[0]) ? (&acc_z[rs])[0] : 0.0f))); }
       // acc_z sum= over j: exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) {
@@ -320,26 +323,29 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
       #pragma unroll
       for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
         z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), 0.0)
-      float row_value2[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value2[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
+      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_o[b, h, i, d], 0.0))
       float row_value3[2];
       #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value3[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
-      if (row_value3[0] != 0.0f && row_value3[1] != 0.0f) {  // the condition holds on every row: no select per element
+      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value3[rs] = (((&m_tile[rs])[0] == (&old_m[rs])[0])) ? 1.0f : 0.0f; }
+      float row_value4[2];
+      #pragma unroll
+      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value4[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
+      float row_value5[2];
+      #pragma unroll
+      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value5[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
+      if (row_value5[0] != 0.0f && row_value5[1] != 0.0f) {  // the condition holds on every row: no select per element
         #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
           #pragma unroll
           for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value2[rs])[0])); }
+            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value4[rs])[0])); }
         }
       } else {
         #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
           #pragma unroll
           for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32((((&row_value3[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value2[rs])[0]) : 0.0f)); }
+            acc_o[nt][e] = solder::round_f32((((&row_value5[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value4[rs])[0]) : (((&row_value3[rs])[0] != 0.0f) ? (&acc_o[nt][e])[0] : 0.0f))); }
         }
       }
       // acc_o += sum over j of (exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
@@ -374,14 +380,14 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
     z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
   // o_tile = acc_o[b, h, i, d] * (1.0 / z_tile[b, h, i])
-  float row_value4[2];
+  float row_value6[2];
   #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value4[rs] = (1.0f * (1.0f / (&z_tile[rs])[0])); }
+  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value6[rs] = (1.0f * (1.0f / (&z_tile[rs])[0])); }
   #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
     #pragma unroll
     for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-      o_tile[nt][e] = solder::round_bf16(((&acc_o[nt][e])[0] * (&row_value4[rs])[0])); }
+      o_tile[nt][e] = solder::round_bf16(((&acc_o[nt][e])[0] * (&row_value6[rs])[0])); }
   }
   // store o__
   #pragma unroll

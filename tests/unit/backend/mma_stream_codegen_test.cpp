@@ -95,7 +95,7 @@ TEST(MmaStreamCodegen, WgmmaLoopBodyCarriesOnlyTheGuardsItNeeds) {
   EXPECT_EQ(v->source.find("const bool inside"), std::string::npos);
   EXPECT_NE(v->source.find("(cp.async, 16 bytes per copy, every index in bounds: no guard)"), std::string::npos);
   EXPECT_NE(v->source.find("for (int copy = 0; copy < 2; ++copy) { const int chunk = threadIdx.x + copy * 256;"), std::string::npos);
-  EXPECT_NE(v->source.find("if (row_value1[0] != 0.0f && row_value1[1] != 0.0f) {  // the condition holds on every row"), std::string::npos);
+  EXPECT_NE(v->source.find("if (row_value2[0] != 0.0f && row_value2[1] != 0.0f) {  // the condition holds on every row"), std::string::npos);
   EXPECT_NE(v->source.find("long long block_linear = blockIdx.x;"), std::string::npos);
 
   KernelProgram ragged = compile_example("vanilla", {{"S", 4000}}, false);

@@ -518,6 +518,38 @@ out r[t] = sum(n) y[t, n] * x[t, n] * m[t]
                        "the reference has NaN (found by the randomized test, seed 9382).");
 }
 
+TEST(FusionMasking, SegmentsThatAreAllMaskedKeepTheReferencesNaN) {
+  // Row t = 3 masks every key: the reference's r1 is Σ exp(−inf + inf) = NaN. Split into segments,
+  // each segment's state is (−inf, NaN); the merge used to reset each one (the factor inf/inf is not
+  // finite) and gave 0. An unchanged running value now keeps its accumulator (randomized, seed 1976).
+  expect_right_or_skip(R"(program masked_segments
+dim T = 4, N = 53
+in x[T, N] : f32
+p0[t, n] = select(n > t * 9 + 26, log(abs(n / N) + 1) - tanh(x[t, n]), -inf)
+r0[t] = max(n) p0[t, n]
+out r1[t] = sum(n) exp(p0[t, n] - r0[t])
+)",
+                       "BUG: merging segment states whose running maximum is −inf in every segment resets the "
+                       "accumulators to 0 instead of keeping the reference's NaN.");
+}
+
+TEST(FusionMasking, PolynomialCentredOnAStillNaNRunningSum) {
+  // r1's running value is NaN while r0 is still −inf (first tile of rows 1 and 2 fully masked); r2 is
+  // a polynomial in r1 whose first-order state is still 0 there. Shifting it by δ = finite − NaN gave
+  // 0·NaN = NaN; a zero state now adds nothing to the shift (randomized, seed 20650).
+  expect_right_or_skip(R"(program poly_nan_centre
+dim T = 3, N = 45
+in x[T, N] : f32
+in y[T, N] : f32 ~ uniform(-1, 1)
+in w[N] : f32 ~ uniform(0.5, 1.5)
+r0[t] = max(n) select(n > t * 9 + 8, (y[t, n] - 1.5) * x[t, n] * x[t, n], -inf)
+r1[t] = sum(n) exp(select(n > t * 9 + 8, (y[t, n] - 1.5) * x[t, n] * x[t, n], -inf) - r0[t])
+out r2[t] = sum(n) select(n < 18, max(log(abs(w[n]) + 1), y[t, n]) + x[t, n], r1[t])
+)",
+                       "BUG: a polynomial member's zero Taylor state shifted by a NaN δ (its centre, a running "
+                       "sum, is NaN while the maximum it rescales by is −inf) turns NaN.");
+}
+
 // ---- (f) other fusion parameters ------------------------------------------------------------------
 
 struct Variant {

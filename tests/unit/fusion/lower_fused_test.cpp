@@ -72,7 +72,7 @@ TEST(LowerFused, SingleSegmentOnlineSoftmax) {
     reduce max acc_m[t] += x_tile[t, n]  over t < 4  reducing n < 16
     map m_tile[t] = acc_m[t]  over t < 4
     # z: rescale by exp(-m[t] + old_m[t]), or reset where the old value is not invertible
-    map acc_z[t] = select(abs(old_m[t]) < inf && abs(exp(-m_tile[t] + old_m[t])) < inf, acc_z[t] * exp(-m_tile[t] + old_m[t]), 0.0)  over t < 4
+    map acc_z[t] = select(abs(old_m[t]) < inf && abs(exp(-m_tile[t] + old_m[t])) < inf, acc_z[t] * exp(-m_tile[t] + old_m[t]), select(m_tile[t] == old_m[t], acc_z[t], 0.0))  over t < 4
     # z: add this tile
     reduce sum acc_z[t] += exp(x_tile[t, n] - m_tile[t])  over t < 4  reducing n < 16
   }
@@ -107,7 +107,7 @@ TEST(LowerFused, SegmentsOfAClusterMergeThroughDsm) {
   copy acc_m[e0] = dsm_acc_m[e0]  over e0 < 4
   map m_tile[t] = acc_m[t]  over t < 4
   # z: merge the 3 segments of the cluster (multiplicative): rescale to the merged values
-  map acc_z[t] = select(abs(segment_m[t]) < inf && abs(exp(-m_tile[t] + segment_m[t])) < inf, acc_z[t] * exp(-m_tile[t] + segment_m[t]), 0.0)  over t < 4
+  map acc_z[t] = select(abs(segment_m[t]) < inf && abs(exp(-m_tile[t] + segment_m[t])) < inf, acc_z[t] * exp(-m_tile[t] + segment_m[t]), select(m_tile[t] == segment_m[t], acc_z[t], 0.0))  over t < 4
   # z: merge the 3 segments of the cluster (multiplicative)
   copy dsm_acc_z[e0] = acc_z[e0]  over e0 < 4
   cluster_reduce(sum) dsm_acc_z
@@ -152,7 +152,7 @@ TEST(LowerFused, ManySegmentsMergeInASecondKernel) {
   map m_tile[t] = acc_m[t]  over t < 4
   # z: merge the 10 segments (multiplicative)
   fill acc_z = 0.0
-  reduce sum acc_z[t] += select(abs(k_part_m_tile[seg_part, t]) < inf && abs(exp(-m_tile[t] + k_part_m_tile[seg_part, t])) < inf, k_part_acc_z[seg_part, t] * exp(-m_tile[t] + k_part_m_tile[seg_part, t]), 0.0)  over t < 4  reducing seg_part < 10
+  reduce sum acc_z[t] += select(abs(k_part_m_tile[seg_part, t]) < inf && abs(exp(-m_tile[t] + k_part_m_tile[seg_part, t])) < inf, k_part_acc_z[seg_part, t] * exp(-m_tile[t] + k_part_m_tile[seg_part, t]), select(m_tile[t] == k_part_m_tile[seg_part, t], k_part_acc_z[seg_part, t], 0.0))  over t < 4  reducing seg_part < 10
   map z_tile[t] = acc_z[t]  over t < 4
   # l = (post)
   map l_tile[t] = log(z_tile[t]) + m_tile[t]  over t < 4
@@ -193,8 +193,8 @@ out var[b] = sum(l) pow(x[b, l] - mean[b], 2) / L
            // the running mean, extrapolated to the whole row (a plain sum that has seen part of it)
            "    map center_var_new[b] = mean_tile[b] * 32 / min((l_t + 1) * 16, 32)  over b < 2\n",
            // B'_j = Σ_{k≥j} C(k, j) δ^{k−j} B_k
-           "    map B0_var[b] = B0_var[b] + 1.0 * (center_var_new[b] - center_var[b]) * B1_var[b] + 1.0 * pow(center_var_new[b] - center_var[b], 2.0) * B2_var[b]  over b < 2\n",
-           "    map B1_var[b] = B1_var[b] + 2.0 * (center_var_new[b] - center_var[b]) * B2_var[b]  over b < 2\n",
+           "    map B0_var[b] = B0_var[b] + select(B1_var[b] == 0.0, 0.0, 1.0 * (center_var_new[b] - center_var[b]) * B1_var[b]) + select(B2_var[b] == 0.0, 0.0, 1.0 * pow(center_var_new[b] - center_var[b], 2.0) * B2_var[b])  over b < 2\n",
+           "    map B1_var[b] = B1_var[b] + select(B2_var[b] == 0.0, 0.0, 2.0 * (center_var_new[b] - center_var[b]) * B2_var[b])  over b < 2\n",
            // F_k at the centre
            "    reduce sum B0_var[b] += pow(x_tile[b, l] - center_var[b], 2) / L  over b < 2  reducing l < 16\n",
            "    reduce sum B1_var[b] += 2.0 * (x_tile[b, l] - center_var[b]) * -1.0 / L  over b < 2  reducing l < 16\n",
