@@ -24,7 +24,10 @@
 // captured into a CUDA graph. Intermediate global tensors live in a workspace of workspace_bytes(),
 // sized at compile time: pass your own (device memory, 256-byte aligned), or pass nullptr and the
 // Kernel uses one it allocated once when it was compiled (then two calls must not run concurrently on
-// different streams).
+// different streams). Kernels on the GEMM skeleton get their TMA tensor maps encoded on the host in
+// each call (kernel parameters, which a graph captures); a split-K GEMM's partials and counters are
+// sized at compile time and owned by the Kernel (allocated and zeroed once; each launch leaves its
+// counters zero again), so calls of such a Kernel must not run concurrently either.
 //
 // Errors. Every failure throws solder::Error (solder/error.h): a program's errors carry
 // file:line:column; a bad call names the tensor and says what was expected and what was found.
@@ -93,6 +96,11 @@ struct CompileOptions {
   bool small = false;                   // start from the program's `small` sizes
   bool fuse = true;                     // false: one kernel per definition (the unfused lowering)
   Device device = Device::automatic;
+  // cuda: run whole matrix products on the sm_90a GEMM skeleton (TMA + wgmma), as the `solder` command
+  // does by default; false keeps every contraction in the fused kernels (`solder run --no-skeleton`).
+  // Needs the CUTLASS/CuTe headers (SOLDER_CUTLASS_INCLUDE): without them the kernel is compiled as
+  // with false, and report_text() says so.
+  bool gemm_skeleton = true;
 };
 
 class Kernel;

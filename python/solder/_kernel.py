@@ -27,12 +27,15 @@ def _looks_like_source(text: str) -> bool:
     return "\n" in text or text.lstrip().startswith("program ")
 
 
-def compile(source, *, device: str = "auto", small: bool = False, fuse: bool = True, **dims) -> "Kernel":
+def compile(source, *, device: str = "auto", small: bool = False, fuse: bool = True, gemm_skeleton: bool = True,
+            **dims) -> "Kernel":
     """Compile a program and return a callable Kernel.
 
     ``source`` is .sol text, or the path of a .sol file. ``dims`` override the program's dims
     (``solder.compile(text, T=8, N=64)``). ``device`` is "auto" (the GPU when an sm_90 GPU, its driver
-    and NVRTC are present, else the CPU executor), "cpu" or "cuda".
+    and NVRTC are present, else the CPU executor), "cpu" or "cuda". ``gemm_skeleton`` (GPU only): whole
+    matrix products run on the sm_90a GEMM skeleton (TMA + wgmma) as the ``solder`` command runs them;
+    False keeps every contraction in the fused kernels.
 
     Compiling the same program with equal dims again returns the same Kernel from an in-process cache;
     a new set of dims compiles once, and its CUDA binary is cached on disk (NVRTC's cache,
@@ -51,13 +54,13 @@ def compile(source, *, device: str = "auto", small: bool = False, fuse: bool = T
     for name, value in dims.items():
         if not isinstance(value, int) or isinstance(value, bool):
             raise ArgumentError(f"solder.compile: dim {name} must be an int, found {value!r}")
-    key = (text, file, tuple(sorted(dims.items())), small, fuse, device)
+    key = (text, file, tuple(sorted(dims.items())), small, fuse, device, bool(gemm_skeleton))
     with _cache_lock:
         kernel = _cache.get(key)
     if kernel is not None:
         return kernel
     program = _solder.NativeProgram.from_text(text, file)
-    kernel = Kernel(program.compile(dict(dims), small, fuse, device), program)
+    kernel = Kernel(program.compile(dict(dims), small, fuse, device, bool(gemm_skeleton)), program)
     with _cache_lock:
         _cache.setdefault(key, kernel)
         return _cache[key]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -236,6 +237,7 @@ class Builder:
         self.dims = {}     # size -> dim name
         self.lines = []
         self.inputs = []
+        self.input_shapes = []  # the declared shape of each input (size-1 dims left out)
         self.counter = 0
 
     def dim(self, size):
@@ -248,9 +250,16 @@ class Builder:
         return f"{prefix}{self.counter}"
 
     def input(self, name, shape, dtype):
-        dims = ", ".join(self.dim(s) for s in shape)
-        self.inputs.append(f"in {name}[{dims}] : {dtype}" if shape else f"in {name} : {dtype}")
-        return Value(shape, dtype, (lambda idx, n=name, r=len(shape): f"{n}[{', '.join(idx)}]" if r else n))
+        """An input of the program. Dims of size 1 are left out of its declaration (the call passes the
+        tensor reshaped to `declared`, a view): a [1, T, C] activation is the [T, C] matrix that the GEMM
+        skeleton reads with TMA, where `x[0, t, c]` would keep it off the skeleton."""
+        declared = [s for s in shape if s != 1] if any(s != 1 for s in shape) else list(shape)
+        keep = [k for k, s in enumerate(shape) if s != 1] if len(declared) != len(shape) else list(range(len(shape)))
+        dims = ", ".join(self.dim(s) for s in declared)
+        self.inputs.append(f"in {name}[{dims}] : {dtype}" if declared else f"in {name} : {dtype}")
+        self.input_shapes.append(declared)
+        return Value(shape, dtype, (lambda idx, n=name, r=len(declared), keep=keep:
+                                    f"{n}[{', '.join(idx[k] for k in keep)}]" if r else n))
 
     def define(self, shape, dtype, body, reduce=None, out=False, name=None):
         """A definition target[i0, ...] = [R(r...)] body(i..., r...). `reduce` = (op, [sizes]); `body`
@@ -358,6 +367,7 @@ class Translator:
     def __init__(self, name):
         self.b = Builder(name)
         self.values = {}  # fx node -> Value or tuple of Values
+        self.stored_operands = {}  # (shape, dtype, text) -> the definition storing a GEMM operand
 
     def operand(self, a, shape=None):
         if hasattr(a, "op"):
@@ -663,11 +673,36 @@ class Translator:
         return Value(x.shape, dtype, lambda idx: f"({e.load(idx)} / {z.load(idx)})")
 
     # -- contractions --
+    def stored(self, v: Value) -> Value:
+        """v itself when plain, else a definition that stores it (one per value: two GEMMs reading the
+        same RMSNorm read one stored tensor)."""
+        if self.plain(v):
+            return v
+        key = (tuple(v.shape), v.dtype, v.load(["_p0_", "_p1_"]))
+        if key not in self.stored_operands:
+            self.stored_operands[key] = self.materialize(v)
+        return self.stored_operands[key]
+
+    @staticmethod
+    def plain(v: Value) -> bool:
+        """Whether the 2-D value v is a stored matrix read as it is or transposed (`x3[i1, r0]`,
+        `w[r0, i1]`, after dims of size 1 read at 0): what the GEMM skeleton's TMA loads take."""
+        return re.fullmatch(r"\w+\[(0, )*(_p0_, _p1_|_p1_, _p0_)\]", v.load(["_p0_", "_p1_"])) is not None
+
     def matmul(self, node, shape, dtype):
         t, args = node.target, node.args
         a, b = (self.values[args[1]], self.values[args[2]]) if t is aten.addmm.default else (self.values[args[0]], self.values[args[1]])
         k = a.shape[-1]
         acc = "f32"
+        if t is not aten.bmm.default and whole_gemm_candidate(shape[0], shape[1], k):
+            # A GEMM the size of a linear layer (mm/addmm, M and N ≥ 64, K ≥ 256): its operands are
+            # stored tensors at the graph's dtype, as they are for cuBLAS (AOTAutograd's cast before
+            # the mm rounds them), so that Solder can run it whole on the sm_90a GEMM skeleton (TMA
+            # reads stored operands) instead of recomputing a computed operand (RMSNorm, SiLU·up) per
+            # tile in a fused kernel. An mm's result has the graph's dtype too (cuBLAS rounds it).
+            a, b = self.stored(a), self.stored(b)
+            if t is aten.mm.default:
+                acc = dtype
         lead = self._bmm_lead(node, shape) if t is aten.bmm.default else None
         if lead:
             # The batch dim is a merge of dims (B·H of attention): define the product over them, so that
@@ -793,6 +828,15 @@ class Translator:
         o = self.b.define(oshape, "f32", lambda p, r: f"{e.load(p[:-1] + [r[0]])} / {z.load(p[:-1] + ['0'])} * {vl(p[:-2] + [r[0], p[-1]])}",
                           reduce=("sum", [S]))
         return (Value(oshape, out_dtype, o.load), None, None, None)
+
+
+WHOLE_GEMM_MIN_MN, WHOLE_GEMM_MIN_K = 64, 256
+
+
+def whole_gemm_candidate(m, n, k) -> bool:
+    """An mm/addmm large enough for the GEMM skeleton (fusion/whole_contractions.h takes M, N ≥ 64 and a
+    long K): the translator stores its operands (Translator.matmul)."""
+    return m >= WHOLE_GEMM_MIN_MN and n >= WHOLE_GEMM_MIN_MN and k >= WHOLE_GEMM_MIN_K
 
 
 def _dtype_of_val(v):

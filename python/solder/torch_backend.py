@@ -70,9 +70,11 @@ def solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     device = inputs[0].device if inputs else torch.device("cpu")
     kernel = solder_compile(program, device="cuda" if device.type == "cuda" else "cpu")
     args = []
-    for x, (_, _, dtype) in zip(inputs, kernel.inputs):
+    for x, (_, shape, dtype) in zip(inputs, kernel.inputs):
         want = _SOLDER_TORCH_DTYPES[dtype]
         x = (x if x.dtype == want else x.to(want)).contiguous()
+        if tuple(x.shape) != tuple(shape):  # the program declares inputs without their dims of size 1
+            x = x.view(shape)
         if x.is_cuda and x.data_ptr() % 16:  # a view at an odd offset: Solder's kernels need 16-byte alignment
             x = x.clone()
         args.append(x)

@@ -146,16 +146,18 @@ NB_MODULE(_solder, m) {
         o.small = small;
         return p.dims(o);
       }, "dims"_a, "small"_a = false)
-      .def("compile", [](const solder::Program& p, const std::map<std::string, int64_t>& dims, bool small, bool fuse, const std::string& device) {
+      .def("compile", [](const solder::Program& p, const std::map<std::string, int64_t>& dims, bool small, bool fuse, const std::string& device,
+                         bool gemm_skeleton) {
         solder::CompileOptions o;
         o.dims = dims;
         o.small = small;
         o.fuse = fuse;
+        o.gemm_skeleton = gemm_skeleton;
         if (device == "cpu") o.device = solder::Device::cpu;
         else if (device == "cuda") o.device = solder::Device::cuda;
         else if (device == "auto") o.device = solder::Device::automatic;
         else throw solder::Error("compile option device: expected 'auto', 'cpu' or 'cuda', found '" + device + "'");
         nb::gil_scoped_release release;
         return p.compile(o);
-      }, "dims"_a, "small"_a = false, "fuse"_a = true, "device"_a = "auto");
+      }, "dims"_a, "small"_a = false, "fuse"_a = true, "device"_a = "auto", "gemm_skeleton"_a = true);
 }

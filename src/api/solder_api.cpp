@@ -4,6 +4,8 @@
 #define SOLDER_API_IMPLEMENTATION
 #include "solder/solder.h"
 
+#include "api/launch_plan.h"
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -23,6 +25,7 @@
 #include "kernel/kernel_verifier.h"
 #include "lower/lower_unfused.h"
 #include "runtime/runtime.h"
+#include "runtime/tma.h"
 
 namespace solder::api {
 namespace {
@@ -171,6 +174,8 @@ struct Kernel::State {
   std::optional<runtime::Module> module;
   std::vector<runtime::Function> functions;
   std::optional<runtime::DeviceBuffer> own_workspace;  // allocated once at compile time
+  detail::SplitKLayout split_k;                        // GEMM-skeleton split-K state (launch_plan.h)
+  std::optional<runtime::DeviceBuffer> split_k_state;  // allocated and its counters zeroed once
 };
 
 Kernel Program::compile(const CompileOptions& options) const {
@@ -191,17 +196,25 @@ Kernel Program::compile(const CompileOptions& options) const {
   // The driver's steps (driver/compile.cpp), keeping the fusion result for the JSON report.
   solder::CompileOptions driver = device == Device::cuda ? solder::CompileOptions::for_gpu(options.fuse) : solder::CompileOptions{};
   driver.fuse = options.fuse;
-  // A call launches every kernel with the globals' pointers alone (operator() below): the GEMM
-  // skeleton's kernels (tensor maps encoded per call, a split-K workspace) are not launched by the API
-  // yet, so its programs keep every contraction in the fused kernels (docs/cpp-api.md, "Limits").
-  driver.gemm_skeleton = false;
+  // Whole matrix products on the sm_90a GEMM skeleton, as the `solder` command runs them (operator()
+  // encodes their tensor maps per call), where the CuTe headers are there for NVRTC.
+  std::string skeleton_note;
+  driver.gemm_skeleton = device == Device::cuda && options.gemm_skeleton;
+  if (driver.gemm_skeleton) {
+    std::string why;
+    if (runtime::cutlass_include_dir(&why).empty()) {
+      driver.gemm_skeleton = false;
+      skeleton_note = "GEMM skeleton off: the CUTLASS/CuTe headers were not found (" + why +
+                      "); every contraction stays in the fused kernels\n";
+    }
+  }
   if (!options.fuse) {
     st->program = lower_unfused(bound, UnfusedOptions{driver.gemm_skeleton});
-    st->report_text = "unfused: one kernel per definition\n";
+    st->report_text = skeleton_note + "unfused: one kernel per definition\n";
     st->report_json = "{\"program\":\"" + source.name + "\",\"fused\":false}";
   } else {
     FusionResult fused = fuse_for(bound, driver);
-    st->report_text = fusion_report_text(bound, fused);
+    st->report_text = skeleton_note + fusion_report_text(bound, fused);
     st->report_json = fusion_report_json(bound, fused);
     st->program = std::move(fused.kernels);
   }
@@ -234,10 +247,18 @@ Kernel Program::compile(const CompileOptions& options) const {
 
   if (device == Device::cuda) {
     st->generated = generate_cuda(st->program);
-    runtime::CompiledModule compiled = runtime::compile_cuda(st->generated.source, st->program.name + ".cu");
+    runtime::CompileFlags flags;
+    if (detail::uses_gemm_skeleton(st->generated)) flags.defines.push_back("NDEBUG");  // CuTe's device asserts
+    runtime::CompiledModule compiled = runtime::compile_cuda(st->generated.source, st->program.name + ".cu", flags);
     st->module.emplace(compiled);
     for (const auto& k : st->generated.kernels) st->functions.push_back(st->module->get_function(k.name));
     if (st->workspace_bytes > 0) st->own_workspace.emplace(st->workspace_bytes);
+    st->split_k = detail::plan_split_k(st->generated);
+    if (st->split_k.bytes > 0) {
+      st->split_k_state.emplace(st->split_k.bytes);
+      // Once, here (synchronous): the launches leave the counters zero again, so calls need no memset.
+      runtime::fill_u32(st->split_k_state->pointer() + st->split_k.counters_begin, 0, st->split_k.counter_words);
+    }
   }
   return Kernel(st);
 }
@@ -309,6 +330,18 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
     for (size_t i = 0; i < outputs.size(); ++i) pointers[st.output_global[i]] = reinterpret_cast<runtime::DevicePtr>(outputs[i].data);
     for (size_t g = 0; g < pointers.size(); ++g)
       if (st.workspace_offset[g] >= 0) pointers[g] = base + static_cast<runtime::DevicePtr>(st.workspace_offset[g]);
+    // The skeleton kernels' tensor maps for this call's pointers, all checked before anything launches.
+    std::vector<std::pair<runtime::TensorMapBytes, runtime::TensorMapBytes>> maps(st.functions.size());
+    for (size_t k = 0; k < st.functions.size(); ++k) {
+      const auto& gemm = st.generated.kernels[k].gemm;
+      if (!gemm) continue;
+      std::string problem = detail::check_gemm_operands(*gemm, pointers);
+      if (!problem.empty())
+        throw Error("call of kernel '" + st.name + "': GEMM kernel '" + st.generated.kernels[k].name +
+                    "' cannot read its operand " + problem);
+      maps[k] = {runtime::encode_gemm_operand(detail::gemm_operand(gemm->a, pointers), "A"),
+                 runtime::encode_gemm_operand(detail::gemm_operand(gemm->b, pointers), "B")};
+    }
     std::vector<void*> args;
     args.reserve(pointers.size());
     for (auto& p : pointers) args.push_back(&p);
@@ -320,7 +353,25 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       config.cluster.x = static_cast<unsigned>(info.cluster);
       config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
       config.stream = static_cast<CUstream_st*>(stream);
-      runtime::launch(st.functions[k], config, args.data());
+      if (!info.gemm) {
+        runtime::launch(st.functions[k], config, args.data());
+        continue;
+      }
+      // (TensorMap a, TensorMap b, GemmShape, epilogue = every global's pointer, SplitKWorkspace).
+      const GemmSkeletonLaunch& g = *info.gemm;
+      struct {  // solder::gemm::GemmShape
+        int m, n, k, batch, broadcast_a, broadcast_b;
+      } shape{g.m, g.n, g.k, g.batch, g.broadcast_a ? 1 : 0, g.broadcast_b ? 1 : 0};
+      struct {  // solder::gemm::SplitKWorkspace
+        runtime::DevicePtr partials, counters;
+      } split{0, 0};
+      const detail::SplitKSlot& slot = st.split_k.kernels[k];
+      if (slot.partials_offset >= 0) {
+        split.partials = st.split_k_state->pointer() + static_cast<runtime::DevicePtr>(slot.partials_offset);
+        split.counters = st.split_k_state->pointer() + static_cast<runtime::DevicePtr>(slot.counters_offset);
+      }
+      void* gemm_args[] = {&maps[k].first, &maps[k].second, &shape, pointers.data(), &split};
+      runtime::launch(st.functions[k], config, gemm_args);
     }
     return;
   }

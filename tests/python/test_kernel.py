@@ -72,6 +72,17 @@ def test_compile_cache_reuses_equal_dims():
     assert c is not a and c.dims["N"] == 9
 
 
+def test_gemm_skeleton_option_is_part_of_the_cache_key():
+    # On the CPU executor the option changes nothing (the skeleton is a GPU path), but it is accepted and
+    # kernels compiled with and without it are cached apart.
+    a = solder.compile(SOFTMAX, device="cpu", T=3, N=7)
+    b = solder.compile(SOFTMAX, device="cpu", T=3, N=7, gemm_skeleton=False)
+    assert a is not b
+    assert b is solder.compile(SOFTMAX, device="cpu", T=3, N=7, gemm_skeleton=False)
+    x = np.random.default_rng(0).standard_normal((3, 7)).astype(np.float32)
+    np.testing.assert_allclose(b(x), softmax_ref(x), rtol=1e-5, atol=1e-7)
+
+
 def test_report_is_python_objects():
     k = solder.compile(SOFTMAX, device="cpu", T=3, N=7)
     report = k.report()

@@ -315,3 +315,27 @@ def test_attention_on_computed_operands_is_its_own_partition():
     assert "cos(" in programs[0] and "cos(" not in programs[1] and "max(r0" in programs[1], programs
     with torch.no_grad():
         _compare(gm(*args), Rotated()(*inputs), "rotated attention")
+
+
+def test_linear_size_gemms_read_stored_operands():
+    # With the linear layers on Solder, a GEMM of a linear layer's size reads stored matrices (what the
+    # GEMM skeleton's TMA loads take): the RMSNorm is stored once for gate and up, SiLU·up once for down,
+    # and the [1, T, C] input is declared [T, C] (dims of size 1 left out; the call passes a view).
+    model = LlamaMLP(dim=256, hidden=320)
+    x = torch.randn(1, 64, 256)
+    gm, args = _aten_graph(model, (x,))
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation, linear="solder")
+    program = next(p["program"] for p in explanation.partitions if p.get("program"))
+    inputs = [l for l in program.splitlines() if l.startswith("in ")]
+    assert "[D0_64, D1_256] : f32" in "".join(inputs) and not any("_1]" in l or "_1," in l for l in inputs), program
+    products = [l for l in program.splitlines() if "= sum(r0" in l and "* x" in l and "pow" not in l]
+    assert len(products) == 3, program
+    for line in products:  # t[i0, r0] * x[i1, r0]: a stored operand times a weight, nothing computed
+        rhs = line.split("= sum(r0", 1)[1].split(")", 1)[1].strip()
+        assert rhs.count("[") == 2 and "(" not in rhs, line
+    assert program.count("rsqrt(") == 1, program  # the RMSNorm is stored once, read by gate and up
+    with torch.no_grad():
+        _compare(gm(*args), model(x), "llama mlp, linear on Solder")
+    # Below the size (K < 256) the operands stay computed inside the product, as before.
+    assert not fx_translate.whole_gemm_candidate(64, 320, 32)
