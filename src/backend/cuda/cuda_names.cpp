@@ -186,6 +186,11 @@ class Renamer {
         n.where = expr(n.where);
         if (!n.value.empty()) n.value = name(n.value);
         n.epilogue = expr(n.epilogue);
+        for (auto& t : n.pair_terms) {
+          t.a = expr(t.a);
+          t.b = expr(t.b);
+        }
+        if (!n.pair_value.empty()) n.pair_value = name(n.pair_value);
         for (auto& r : n.row_axes) r = name(r);
         for (auto& c : n.column_axes) c = name(c);
         return make_stmt(std::move(n));
