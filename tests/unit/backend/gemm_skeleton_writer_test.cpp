@@ -118,5 +118,52 @@ TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {
   EXPECT_FALSE(compiled.cubin.empty());
 }
 
+// gated_ffn's gate and up over one A (the default GPU path pairs them): one dual-B kernel.
+const char* kGated =
+    "program gated\n"
+    "dim M = 128, N = 1024, K = 512\n"
+    "in a[M, K] : f16\nin b1[K, N] : f16 ~ normal(0, 0.02)\nin b2[K, N] : f16 ~ normal(0, 0.02)\n"
+    "gate[m, n] = sum(k) a[m, k] * b1[k, n]\n"
+    "up[m, n] = sum(k) a[m, k] * b2[k, n]\n"
+    "out h[m, n] : f16 = silu(gate[m, n]) * up[m, n]\n";
+
+GeneratedModule fused_for_gpu(const std::string& text) {
+  BoundProgram bound = testing::bind_text(text);
+  return generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
+}
+
+TEST(GemmSkeletonWriter, WritesAPairedContractAsADualBKernel) {
+  GeneratedModule m = fused_for_gpu(kGated);
+  ASSERT_EQ(m.kernels.size(), 1u) << m.source;
+  ASSERT_TRUE(m.kernels[0].gemm.has_value());
+  const GemmSkeletonLaunch& g = *m.kernels[0].gemm;
+  ASSERT_TRUE(g.b2.has_value());
+  EXPECT_EQ(g.split_k, 1);
+  EXPECT_FALSE(g.b.k_major);  // b2[k, n]: N-major
+  EXPECT_EQ(g.b2->k_major, g.b.k_major);
+  EXPECT_EQ(g.b2->tile_rows, g.b.tile_rows);
+  EXPECT_LE(g.b.tile_rows, 128);
+  EXPECT_NE(g.config.find(", 1, 16, 1, 2>"), std::string::npos) << g.config;  // BOperands 2
+  EXPECT_NE(m.source.find("SOLDER_GEMM_DUAL_KERNEL(h, h_config_, h_epilogue_)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("float acc_, float acc2_) const"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("float pair_value_ = acc2_;"), std::string::npos) << m.source;
+  // B = b2 (up), B2 = b1 (gate): the epilogue is silu(gate) · up.
+  EXPECT_NE(m.source.find("B = b2 (N-major), B2 = b1 (dual-B"), std::string::npos) << m.source;
+  const int64_t stage = (g.a.tile_rows + 2 * g.b.tile_rows) * 128;
+  EXPECT_EQ((m.kernels[0].shared_bytes - 1024) % (stage + 16), 0) << m.kernels[0].shared_bytes;
+}
+
+TEST(GemmSkeletonWriter, DualBModuleCompilesWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  GeneratedModule m = fused_for_gpu(kGated);
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "gated.cu", flags);
+  EXPECT_FALSE(compiled.cubin.empty());
+}
+
 }  // namespace
 }  // namespace solder
