@@ -5,7 +5,8 @@
 // roofline leaves out — wave quantisation, the pipeline fill and epilogue of every wave, the launch, and
 // the split-K merge pass:
 //
-//   time = launch + max(tensor, smem, load, L2, HBM) + waves × (fill + epilogue) + split-K merge
+//   time = launch + max(‖tensor, load, HBM‖_p, smem, L2) + waves × (fill + epilogue) + split-K merge
+//          (p = kMainloopNorm: the three overlap imperfectly)
 //
 //   tensor  padded tile FLOPs of the busiest SM (waves of CTAs over SMs × CTAs per SM) at the measured
 //           rate for T × wgmma efficiency (issue overhead per m64nBNk instruction)
@@ -88,6 +89,14 @@ constexpr double kOneConsumerStepCycles = 180;
 // 128x128 s4 take 7.8 and 3.7 µs per tile beyond their tensor time (307 and 303 µs for 16 and 32 tiles
 // per SM): 64 KB and 32 KB per SM at 8.4 and 8.8 GB/s, × 132 SMs = 1.14 TB/s.
 constexpr double kEpilogueStoreTbps = 1.14;
+
+// The main loop's time is the kMainloopNorm-norm of its tensor, load and HBM times (then at least its
+// shared-memory and L2 times) rather than the maximum of all five. Calibrated on the calibration sweep
+// (gemm-calibration-sweep.json, 16 gemm_chains shapes
+// × 19 configurations, 2026-11-26): at M = 128 a 4-stage ring whose loads just keep up with HBM ran
+// 12–14 % slower than an 8-stage one (128x64, N 8192 K 3072: 25.3 vs 22.2 µs), which a maximum predicts
+// equal; bench/NOTES.md (gemm-chains) has the validation before and after.
+constexpr double kMainloopNorm = 4;
 
 double wgmma_efficiency(int bn);
 
