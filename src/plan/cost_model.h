@@ -64,7 +64,10 @@ constexpr double kWgmmaIssueCycles = 8;
 // H100 split-K measurements of 2026-11-26 (bench/results/h100/gemm-skeleton.md, "Split-K"): with it
 // the model's ranking of split 1/2/4/8 at M 128, N 8192, K 3072 goes from Spearman 0.81 to 0.95 and
 // ffn's first product (f32 out) keeps split 1, which measured faster; the other shapes' choices hold.
-constexpr double kSplitKMergeLatencies = 4;
+// Raised from 4 to 7 with the main loop's norm (kMainloopNorm): ffn S1's down projection (M 128, N 3072,
+// K 8192) ran 29.7 µs with the 128x64 s6 split 2 that 4 chose (27.2 predicted) and 27.1 µs with 64x64
+// s8 unsplit (H100, 2026-11-26 17:30 UTC, bench/NOTES.md "gemm-chains"); 128x64 s8 split 2 29.3, split 4 38.0.
+constexpr double kSplitKMergeLatencies = 7;
 // Fraction of L2 within which A and B count as read from HBM once.
 constexpr double kL2ResidentFraction = 0.5;
 // The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /

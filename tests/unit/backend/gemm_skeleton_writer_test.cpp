@@ -57,10 +57,11 @@ TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
   EXPECT_EQ(skeleton, 1) << s.source;
 }
 
-// ffn's second product at paper size: M 128, N 3072, K 8192 (24 tiles of 128 x 128 for 132 SMs).
+// A down projection at M 128 with few tiles: N 1024, K 4096 (the suite's G6; 16 tiles of 128 x 64 for
+// 132 SMs), where the cost model splits K.
 const char* kSkinnyGemm =
     "program skinny\n"
-    "dim M = 128, N = 3072, K = 8192\n"
+    "dim M = 128, N = 1024, K = 4096\n"
     "in h[M, K] : f16\nin d[K, N] : f16\n"
     "out e[m, n] : f16 = sum(k) h[m, k] * d[k, n]\n";
 
@@ -72,13 +73,13 @@ TEST(GemmSkeletonWriter, SplitsKForASkinnyProductAndSizesItsWorkspace) {
   const GemmSkeletonLaunch& g = *k.gemm;
   ASSERT_GT(g.split_k, 1) << g.config;
   EXPECT_EQ(g.m, 128);
-  EXPECT_EQ(g.n, 3072);
-  EXPECT_EQ(g.k, 8192);
+  EXPECT_EQ(g.n, 1024);
+  EXPECT_EQ(g.k, 4096);
   // The Config names the split (ClusterM 1, GroupM 16, SplitK), and the launch sizes its workspace:
   // one f32 partial tile per (tile, split), one counter per 16-row warp slice of a tile.
   EXPECT_NE(g.config.find(", 1, 16, " + std::to_string(g.split_k) + ">"), std::string::npos) << g.config;
   const int bm = g.a.tile_rows, bn = g.b.tile_rows;
-  const int64_t tiles = ((128 + bm - 1) / bm) * ((3072 + bn - 1) / bn);
+  const int64_t tiles = ((128 + bm - 1) / bm) * ((1024 + bn - 1) / bn);
   EXPECT_EQ(g.workspace_floats, tiles * g.split_k * bm * bn);
   EXPECT_EQ(g.counters, tiles * (bm / 16));
   EXPECT_EQ(k.blocks, std::min<int64_t>(132, tiles * g.split_k));
@@ -144,7 +145,7 @@ TEST(GemmSkeletonWriter, WritesAPairedContractAsADualBKernel) {
   EXPECT_EQ(g.b2->tile_rows, g.b.tile_rows);
   EXPECT_LE(g.b.tile_rows, 128);
   EXPECT_NE(g.config.find(", 1, 16, 1, 2>"), std::string::npos) << g.config;  // BOperands 2
-  EXPECT_NE(m.source.find("SOLDER_GEMM_DUAL_KERNEL(h, h_config_, h_epilogue_)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("SOLDER_GEMM_DUAL_KERNEL(h_kernel, h_kernel_config_, h_kernel_epilogue_)"), std::string::npos) << m.source;
   EXPECT_NE(m.source.find("float acc_, float acc2_) const"), std::string::npos) << m.source;
   EXPECT_NE(m.source.find("float pair_value_ = acc2_;"), std::string::npos) << m.source;
   // B = b2 (up), B2 = b1 (gate): the epilogue is silu(gate) · up.

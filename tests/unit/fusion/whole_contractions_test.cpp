@@ -133,7 +133,7 @@ TEST(WholeContractions, PairOverTwoDifferentAStaysTwoLaunches) {
   std::string text = whole_contractions_text(bound, plan);
   ASSERT_EQ(plan.whole.size(), 2u) << text;
   EXPECT_FALSE(plan.whole[0].pair.has_value());
-  EXPECT_NE(text.find("gate and up: not paired: the paired term's A a2[m, k] is not the contract's A a[m, k]"), std::string::npos) << text;
+  EXPECT_NE(text.find("gate and up: not paired: the paired term's A a[m, k] is not the contract's A a2[m, k]"), std::string::npos) << text;
   CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
   EXPECT_NE(compiled.kernels.find_global("gate"), nullptr);
   expect_matches_reference(bound, compiled.kernels, 9);
