@@ -7,7 +7,8 @@
 #
 # SOLDER_ROOT: the checkout to run in (default: this script's). CARRY_DIR holds a stripped `solder`,
 # `test_sm90_gemm` (tests/gpu/gemm/compile_check.sh with OUT_BIN=1) and libgomp.so.1. Env: CASES (suite case ids, default below), VERIFY (as whole_session.sh), PROFILE
-# ('label|example|args' specs for bench/profile.sh, ';'-separated), SWEEP (below), SOLDER_CUTLASS_INCLUDE.
+# ('label|example|args' specs for bench/profile.sh, ';'-separated), SWEEP (below), VERIFY_CASES=1 (every
+# case verified by solder run, in parallel, before timing), SOLDER_CUTLASS_INCLUDE.
 set -uo pipefail
 cd "${SOLDER_ROOT:-$(dirname "$0")/..}"
 out=${1:?usage: bench/gemm_chains_dual.sh OUTDIR CARRY_DIR}
@@ -48,6 +49,23 @@ echo "   rc=$? $(grep -c '^PASS' "$out/gemm-test.log") PASS, $(grep -c '^FAIL' "
 grep '^FAIL' "$out/gemm-test.log" | head -5
 grep 'dual' "$out/gemm-test.log" | head -3
 echo "   $(( $(date +%s) - start )) s"
+
+if [ -n "${VERIFY_CASES:-}" ]; then
+  # Every timed case's program and sizes through `solder run --backend cuda`, all at once (the float64
+  # reference runs on the CPU cores; the GPU runs are short), before any timing.
+  echo "== 1b. verify every case (in parallel)"
+  : > "$out/verify-cases.tsv"
+  for id in $CASES; do
+    (
+      args=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import suites; c = suites.CASES_BY_ID['$id']; print(f'examples/{c.workload}.sol ' + ' '.join(f'--dim {k}={v}' for k, v in c.overrides.items()))")
+      r=$(timeout 200 build/solder run --backend cuda $args 2>&1 | tail -n 1)
+      printf '%s\t%s\t%s\n' "$id" "$args" "$r" >> "$out/verify-cases.tsv"
+    ) &
+  done
+  wait
+  cat "$out/verify-cases.tsv"
+  echo "   $(( $(date +%s) - start )) s"
+fi
 
 echo "== 2. bench/whole_session.sh"
 if [ -n "${PROFILE:-}" ]; then
