@@ -136,6 +136,20 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   if ((a->batch > 1 && a->batch != p.batch) || (b->batch > 1 && b->batch != p.batch)) return refuse("a batch of another extent");
   p.a = *a;
   p.b = *b;
+  if (!c.pair_terms.empty()) {
+    if (c.pair_terms.size() != 1) return refuse(std::to_string(c.pair_terms.size()) + " paired product terms (the dual-B skeleton takes one)");
+    if (!structurally_equal(c.pair_terms[0].a, c.terms[0].a))
+      return refuse("the paired term's A " + print_expr(c.pair_terms[0].a) + " is not the contract's A " + print_expr(c.terms[0].a) +
+                    " (the dual-B skeleton shares one A)");
+    std::vector<std::string> order;
+    auto b2 = operand_of(c.pair_terms[0].b, c.column_axes, p.reduce_axis, p.batch_axes, globals, "B2", order, why);
+    if (!b2) return refuse(why);
+    if (order != p.column_axes || b2->dtype != b->dtype || b2->k_major != b->k_major || b2->rows != b->rows || b2->k != b->k ||
+        b2->batch != b->batch)
+      return refuse("the paired B2 = " + b2->tensor + " differs from B = " + b->tensor +
+                    " in dtype, layout, shape or batch (the dual-B skeleton reads both through one box shape)");
+    p.b2 = *b2;
+  }
   fit.problem = p;
   return fit;
 }

@@ -15,6 +15,10 @@
 // rows of 16 bytes multiples (what the
 // tensor memory accelerator needs), no `where`, no guard and no accumulation. The scale, the bias and
 // the destination's index are any expressions of the domain's axes (the epilogue computes them).
+//
+// A paired contract (kernel_ir.h: pair_terms, a dual-B product) fits when its one paired term reads the
+// same A (structurally equal) and a second B, B2, of B's dtype, layout, shape and batch: the skeleton's
+// dual-B configuration (BOperands = 2) reads A once for both products.
 #pragma once
 
 #include <optional>
@@ -38,6 +42,7 @@ struct GemmSkeletonOperand {
 
 struct GemmSkeletonProblem {
   GemmSkeletonOperand a, b;
+  std::optional<GemmSkeletonOperand> b2;  // a paired contract's second B (dual-B)
   int64_t m = 1, n = 1, k = 1, batch = 1;
   std::vector<std::string> row_axes, column_axes;  // in A's (B's) order: the flattened index
   std::vector<int64_t> row_extents, column_extents;

@@ -144,8 +144,13 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
   if (whole) {
     for (auto& w : whole->whole) {
       std::string line = program.defs[w.def].def->target.name + ": whole";
-      if (w.epilogue) line += ", with " + program.defs[*w.epilogue].def->target.name + " as its epilogue (" +
-                              program.defs[w.def].def->target.name + " is never stored)";
+      if (w.pair) {
+        line = program.defs[*w.pair].def->target.name + " and " + line + ", paired over one A in one dual-B launch";
+        if (w.epilogue) line += ", with " + program.defs[*w.epilogue].def->target.name + " as their epilogue (neither is stored)";
+      } else if (w.epilogue) {
+        line += ", with " + program.defs[*w.epilogue].def->target.name + " as its epilogue (" + program.defs[w.def].def->target.name +
+                " is never stored)";
+      }
       result.whole_notes.push_back(line + ": " + w.why);
     }
     for (auto& f : whole->fused) result.whole_notes.push_back(f);

@@ -5,8 +5,14 @@
 #include <cstdio>
 #include <map>
 
+#include "contract/gemm_skeleton_fit.h"
+#include "fusion/inline_pointwise.h"
 #include "hw/hardware.h"
+#include "ir/expr_visitor.h"
+#include "ir/printer.h"
+#include "lower/internal_names.h"
 #include "lower/lower_unfused.h"
+#include "plan/skeleton_choice.h"
 
 namespace solder {
 namespace {
@@ -20,12 +26,122 @@ std::string figure(double x) {
   return text;
 }
 
+// The partner of contraction `first` for one paired (dual-B) launch: a later contraction `second` such
+// that both are read by one pointwise definition p only, p reads nothing else but program inputs and
+// tensors already stored, and neither is an output. Returns (second, p).
+std::optional<std::pair<size_t, size_t>> pair_partner(const BoundProgram& program, size_t first,
+                                                      std::map<std::string, std::vector<size_t>>& readers,
+                                                      const std::set<std::string>& stored) {
+  const Definition& f = *program.defs[first].def;
+  const auto& mine = readers[f.target.name];
+  if (f.reduce != ReduceOp::sum || f.target.is_output || mine.size() != 1) return std::nullopt;
+  const size_t consumer = mine[0];
+  const Definition& p = *program.defs[consumer].def;
+  if (p.reduce != ReduceOp::none || p.index_target) return std::nullopt;
+  std::optional<size_t> second;
+  for (auto& t : tensors_used(p.body)) {
+    if (t == f.target.name || stored.count(t) || !program.has_tensor(t) || program.tensor(t).role == TensorRole::input) continue;
+    if (second) return std::nullopt;  // a third computed operand
+    for (size_t j = first + 1; j < consumer; ++j)
+      if (program.defs[j].def->target.name == t) second = j;
+    if (!second) return std::nullopt;
+  }
+  if (!second) return std::nullopt;
+  const Definition& g = *program.defs[*second].def;
+  if (g.reduce != ReduceOp::sum || g.target.is_output || readers[g.target.name].size() != 1) return std::nullopt;
+  return std::pair{*second, consumer};
+}
+
+// One paired contract from `primary` (the contract of p with `second`'s value, lower_whole_contraction
+// with an epilogue, whose epilogue still loads `first`'s result) and `first`'s plain contract: first's
+// terms become the paired terms, over primary's axes (renamed by position), and the epilogue reads
+// first's value as pair_value[0] (times its scale, plus its bias, rounded to its dtype as storing it
+// would) instead of loading it. Why not otherwise.
+std::optional<Kernel> pair_contracts(const BoundProgram& program, const Kernel& primary, const Kernel& first_kernel, std::string* why) {
+  auto refuse = [&](std::string text) -> std::optional<Kernel> {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  ContractNode merged = *primary.body[0].as<ContractNode>();
+  const ContractNode& g = *first_kernel.body[0].as<ContractNode>();
+  if (g.domain.axes.size() != merged.domain.axes.size() || g.reduce_axes.size() != merged.reduce_axes.size())
+    return refuse("their domains or reduced axes differ in number");
+  std::map<std::string, Expr> rename;
+  for (size_t i = 0; i < g.domain.axes.size(); ++i) {
+    if (g.domain.axes[i].extent != merged.domain.axes[i].extent) return refuse("their domains differ in extent");
+    rename[g.domain.axes[i].var] = make_var(merged.domain.axes[i].var);
+  }
+  for (size_t i = 0; i < g.reduce_axes.size(); ++i) {
+    if (g.reduce_axes[i].extent != merged.reduce_axes[i].extent) return refuse("their reduced axes differ in extent");
+    rename[g.reduce_axes[i].var] = make_var(merged.reduce_axes[i].var);
+  }
+  auto renamed = [&](const Expr& e) { return e ? substitute_vars(e, rename) : e; };
+  auto renamed_names = [&](const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    for (auto& n : names) out.push_back(rename.count(n) ? rename.at(n).as<VarNode>()->name : n);
+    return out;
+  };
+  if (g.type != merged.type) return refuse("their MMA types differ (" + std::string(mma_type_name(g.type)) + ", " + std::string(mma_type_name(merged.type)) + ")");
+  if (g.where || merged.where || g.domain.guard || merged.domain.guard || g.accumulate) return refuse("a where condition, a guard or accumulation");
+  if (renamed_names(g.row_axes) != merged.row_axes || renamed_names(g.column_axes) != merged.column_axes)
+    return refuse("their row and column axes differ");
+  for (auto& t : g.terms) merged.pair_terms.push_back({renamed(t.a), renamed(t.b)});
+  // The epilogue's loads of first's result at its own point read the pair value instead.
+  std::vector<Expr> own;
+  for (auto& i : g.dst.index) own.push_back(renamed(i));
+  InternalNames names(program);
+  for (auto& b : primary.buffers) names.reserve(b.name);
+  Buffer value;
+  value.name = names.get("value", g.dst.name, g.dst.name + "_value");
+  value.shape = {1};
+  value.dtype = DType::f32;
+  value.scope = Scope::register_file;
+  Expr pair = make_load(value.name, {make_int(0)});
+  if (g.scale) pair = pair * renamed(g.scale);
+  if (g.bias) pair = pair + renamed(g.bias);
+  const DType stored_as = program.tensor(g.dst.name).dtype;
+  if (stored_as != DType::f32) pair = make_cast(stored_as, pair);
+  bool elsewhere = false;
+  class ReadPair : public ExprMutator {
+   public:
+    const std::string* tensor;
+    const std::vector<Expr>* own;
+    Expr by;
+    bool* elsewhere;
+    using ExprMutator::mutate;
+
+   protected:
+    Expr mutate(const LoadNode& load, const Expr& self) override {
+      if (load.tensor != *tensor) return ExprMutator::mutate(load, self);
+      bool same = load.index.size() == own->size();
+      for (size_t i = 0; same && i < own->size(); ++i) same = structurally_equal(load.index[i], (*own)[i]);
+      if (!same) *elsewhere = true;
+      return by;
+    }
+  } read_pair;
+  read_pair.tensor = &g.dst.name;
+  read_pair.own = &own;
+  read_pair.by = pair;
+  read_pair.elsewhere = &elsewhere;
+  merged.epilogue = read_pair.mutate(merged.epilogue);
+  if (elsewhere) return refuse(g.dst.name + " is read at another point than its own");
+  merged.pair_value = value.name;
+  merged.comment = merged.comment + "; paired with " + g.dst.name + " = " + (g.terms.size() == 1 ? "Σ " + print_expr(g.terms[0].a) + " · " + print_expr(g.terms[0].b) : "its contract") +
+                   " (one dual-B launch; " + g.dst.name + " is never stored)";
+  Kernel kernel = primary;
+  kernel.definitions.insert(kernel.definitions.begin(), g.dst.name);
+  kernel.buffers.push_back(std::move(value));
+  kernel.body = {make_stmt(std::move(merged))};
+  return kernel;
+}
+
 }  // namespace
 
 const WholeContraction* WholeContractionPlan::computing(const BoundProgram& program, const std::string& target) const {
   for (auto& w : whole) {
     if (program.defs[w.def].def->target.name == target) return &w;
     if (w.epilogue && program.defs[*w.epilogue].def->target.name == target) return &w;
+    if (w.pair && program.defs[*w.pair].def->target.name == target) return &w;
   }
   return nullptr;
 }
@@ -44,6 +160,76 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
   for (size_t i = 0; i < program.defs.size(); ++i) {
     const Definition& def = *program.defs[i].def;
     if (def.reduce != ReduceOp::sum || absorbed.count(i)) continue;
+    // Two contractions over one A whose only reader is one pointwise expression of both (gated FFN's
+    // h = silu(gate) · up): one paired, dual-B launch; neither is stored.
+    if (auto partner = pair_partner(program, i, readers, materialised)) {
+      const auto [second, consumer] = *partner;
+      std::set<std::string> with_first = materialised;
+      with_first.insert(def.target.name);
+      std::string why = "the pair does not lower", pair_figures;
+      std::optional<Kernel> paired;
+      auto primary = lower_whole_contraction(program, second, &why, true, consumer, with_first);
+      auto first = primary ? lower_whole_contraction(program, i, &why, true) : std::nullopt;
+      if (first) paired = pair_contracts(program, *primary, *first, &why);
+      if (paired) {
+        const ContractNode& c = *paired->body[0].as<ContractNode>();
+        GemmSkeletonFit fit = fit_gemm_skeleton(c, program_globals(program));
+        if (!fit.problem) {
+          why = fit.refusal;
+          paired.reset();
+        } else {
+          SkeletonChoice choice = choose_skeleton_config(*fit.problem, c.type, program.tensor(c.dst.name).dtype);
+          // The whole-contraction rule (header) for the pair: both products' FLOPs over the round
+          // trip of p's result (none for an output); at least one tile each way.
+          const double flops = 4.0 * static_cast<double>(fit.problem->m) * fit.problem->n * fit.problem->k * fit.problem->batch;
+          const TensorInfo& result = program.tensor(c.dst.name);
+          double bytes = 0;
+          if (result.role == TensorRole::intermediate) {
+            bytes = 2 * dtype_bytes(result.dtype);
+            for (int64_t e : result.shape) bytes *= static_cast<double>(e);
+          }
+          const Rates& rates = default_hardware().rates;
+          double balance = rates.tensor(mma_type_name(c.type)) / rates.hbm_tbps;
+          if (!(balance > 0 && balance < 1e6)) balance = 262;
+          if (!choice.chosen) {
+            why = choice.why;
+            paired.reset();
+          } else if (fit.problem->m < kMinSide || fit.problem->n < kMinSide) {
+            why = std::to_string(fit.problem->m) + " rows × " + std::to_string(fit.problem->n) + " columns, under one " + std::to_string(kMinSide) +
+                  " × " + std::to_string(kMinSide) + " tile of the skeleton";
+            paired.reset();
+          } else if (bytes > 0 && flops / bytes < balance * kBalanceFraction) {
+            why = figure(flops / bytes) + " FLOP per byte materialised, < balance / 3 = " + figure(balance * kBalanceFraction);
+            paired.reset();
+          } else {
+            pair_figures = (bytes > 0 ? figure(flops / bytes) + " FLOP per byte materialised" : std::string("no bytes materialised")) +
+                           ", ≥ balance / 3 = " + figure(balance * kBalanceFraction) + " (T = " + std::string(mma_type_name(c.type)) + ")";
+          }
+        }
+      }
+      const std::string names = def.target.name + " and " + program.defs[second].def->target.name;
+      if (paired) {
+        WholeContraction w;
+        w.def = second;
+        w.pair = i;
+        w.epilogue = consumer;
+        w.kernel = std::move(*paired);
+        w.why = pair_figures;
+        absorbed.insert(second);
+        absorbed.insert(consumer);
+        plan.kept.insert(program.defs[consumer].def->target.name);
+        for (size_t d : {i, second})
+          for (auto& t : tensors_used(program.defs[d].def->body))
+            if (program.tensor(t).role != TensorRole::input) {
+              plan.kept.insert(t);
+              materialised.insert(t);
+            }
+        materialised.insert(program.defs[consumer].def->target.name);
+        plan.whole.push_back(std::move(w));
+        continue;
+      }
+      plan.fused.push_back(names + ": not paired: " + why);
+    }
     // The pointwise consumer it could compute as its epilogue.
     std::optional<size_t> consumer;
     const auto& mine = readers[def.target.name];
@@ -122,8 +308,13 @@ std::string whole_contractions_text(const BoundProgram& program, const WholeCont
   std::string text = "Whole contractions (one launch of the sm_90a GEMM skeleton each):\n";
   for (auto& w : plan.whole) {
     text += "  " + program.defs[w.def].def->target.name;
-    if (w.epilogue) text += " with epilogue " + program.defs[*w.epilogue].def->target.name + " (" +
-                            program.defs[w.def].def->target.name + " is never stored)";
+    if (w.pair) {
+      text += " paired with " + program.defs[*w.pair].def->target.name + " (one dual-B launch, A read once)";
+      if (w.epilogue) text += " with epilogue " + program.defs[*w.epilogue].def->target.name + " (" + program.defs[*w.pair].def->target.name +
+                              " and " + program.defs[w.def].def->target.name + " are never stored)";
+    } else if (w.epilogue) {
+      text += " with epilogue " + program.defs[*w.epilogue].def->target.name + " (" + program.defs[w.def].def->target.name + " is never stored)";
+    }
     text += ": " + w.why + "\n";
   }
   for (auto& f : plan.fused) text += "  " + f + "\n";

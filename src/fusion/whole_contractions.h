@@ -24,6 +24,14 @@
 // output, and p reads c at its own index and otherwise only program inputs and tensors that earlier
 // kernels store (absorbable_epilogue): gated_ffn's h = silu(gate) · up is the epilogue of `up`, reading
 // the `gate` that the kernel before stored.
+//
+// Two contractions c1 and c2 (c1 first) that are read only by one pointwise definition p, which reads
+// nothing else computed but tensors already stored, neither an output, run as ONE paired launch when
+// the skeleton's dual-B configuration takes them (the same A, a second B of the same dtype, layout and
+// shape: gemm_skeleton_fit.h): the kernel is c2's contract with p as its epilogue and c1's terms as its
+// paired terms (kernel_ir.h, pair_terms), so A is read once and neither c1 nor c2 is stored. gated_ffn's
+// gate and up with h = silu(gate) · up are the case. Refused pairs fall back to the rule above, and the
+// report says why.
 // Tensors a whole contraction reads stay materialised (the inliner keeps them).
 #pragma once
 
@@ -40,6 +48,7 @@ namespace solder {
 struct WholeContraction {
   size_t def = 0;                   // the contraction, an index into program.defs
   std::optional<size_t> epilogue;   // the pointwise consumer computed by its epilogue
+  std::optional<size_t> pair;       // the contraction paired with it in one dual-B launch (never stored)
   Kernel kernel;                    // one `contract` (lower_whole_contraction)
   std::string why;                  // the rule's figures, for the report
 };

@@ -66,6 +66,12 @@
 //                                      `column_axes` name them (every other axis of D is a batch
 //                                      axis). T, scale and bias are part of the meaning: the
 //                                      canonicalizer chooses them and the fusion report states why.
+//                                      Epilogue: with one, dst (+)= epilogue instead of v, where
+//                                      the epilogue reads v as value[0]. Paired (a dual-B product):
+//                                      a second list of terms, pair_terms, is summed the same way
+//                                      (same D, R, W and T) into acc2, which the epilogue reads
+//                                      unscaled as pair_value[0]; gated FFN's silu(gate) · up is
+//                                      one paired contract over x · Wu and x · Wg.
 //   cluster_reduce(op) buf             all-reduce across the cluster, op ∈ {sum, max, min}: every
 //                                      block's buf becomes op over all ranks, element-wise.
 //   cluster_gather src -> dst          dst[r*n + i] = src_r[i] (n = size of src) in every block.
@@ -250,6 +256,13 @@ struct ContractNode final : StmtNode {
   // store's, as for every statement.
   std::string value;
   Expr epilogue;
+  // The paired product, optional (a dual-B GEMM): acc2 = Σ_R Σ_pair_terms round_T(a) · round_T(b) over
+  // the same domain, reduce axes, where and T as `terms`, with no scale or bias, held as float32 in
+  // `pair_value` (a one-element f32 register buffer, read as pair_value[0]) at the current point, for
+  // the epilogue, which a paired contract must have. gated FFN's h = silu(gate) · up with gate = Σ a·wg
+  // and up = Σ a·wu: terms a·wu, pair_terms a·wg, epilogue silu(pair_value[0]) · value[0].
+  std::vector<ContractTerm> pair_terms;
+  std::string pair_value;
 };
 struct ClusterReduceNode final : StmtNode {
   SOLDER_STMT_NODE_HEADER(ClusterReduce)

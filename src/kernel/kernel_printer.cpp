@@ -97,7 +97,14 @@ void print_one(std::ostringstream& out, const Stmt& stmt, int indent) {
       for (size_t t = 0; t < n->terms.size(); ++t)
         out << (t ? " + " : "") << "(" << print_expr(n->terms[t].a) << ") · (" << print_expr(n->terms[t].b) << ")";
       if (n->bias) out << " + " << print_expr(n->bias);
-      if (n->epilogue) out << " as " << n->value << "[0] in " << print_expr(n->epilogue);
+      if (n->epilogue) out << " as " << n->value << "[0]";
+      if (!n->pair_terms.empty()) {
+        out << " and Σ ";
+        for (size_t t = 0; t < n->pair_terms.size(); ++t)
+          out << (t ? " + " : "") << "(" << print_expr(n->pair_terms[t].a) << ") · (" << print_expr(n->pair_terms[t].b) << ")";
+        out << " as " << n->pair_value << "[0]";
+      }
+      if (n->epilogue) out << " in " << print_expr(n->epilogue);
       out << domain_text(n->domain) << "  reducing " << axes_text(n->reduce_axes);
       if (n->where) out << " where " << print_expr(n->where);
       auto names = [](const std::vector<std::string>& v) {

@@ -286,6 +286,24 @@ class KernelVerifier {
           for (auto& v : vars_used(term.b))
             if (rows.count(v)) fail("operand b '" + print_expr(term.b) + "' uses the row axis '" + v + "'");
         }
+        if (!n->pair_terms.empty()) {
+          // The paired product: the same operand rules; its value is read by the epilogue only.
+          if (!n->epilogue) fail("a paired contract has no epilogue to read its pair value");
+          if (n->pair_value == n->value) fail("a paired contract's pair value '" + n->pair_value + "' is also its value");
+          const Buffer& pair = require_buffer(n->pair_value, {Scope::register_file}, "contract pair value");
+          if (pair.elements() != 1 || pair.dtype != DType::f32) fail("contract pair value '" + n->pair_value + "' is not one f32 element");
+          note_write(n->pair_value);
+          for (auto& term : n->pair_terms) {
+            check_vars(term.a, all);
+            check_vars(term.b, all);
+            for (auto& v : vars_used(term.a))
+              if (columns.count(v)) fail("paired operand a '" + print_expr(term.a) + "' uses the column axis '" + v + "'");
+            for (auto& v : vars_used(term.b))
+              if (rows.count(v)) fail("paired operand b '" + print_expr(term.b) + "' uses the row axis '" + v + "'");
+          }
+        } else if (!n->pair_value.empty()) {
+          fail("contract names a pair value '" + n->pair_value + "' but has no paired terms");
+        }
         if (n->epilogue) {
           const Buffer& value = require_buffer(n->value, {Scope::register_file}, "contract epilogue value");
           if (value.elements() != 1 || value.dtype != DType::f32) fail("contract epilogue value '" + n->value + "' is not one f32 element");

@@ -5,7 +5,8 @@
 // roofline leaves out — wave quantisation, the pipeline fill and epilogue of every wave, the launch, and
 // the split-K merge pass:
 //
-//   time = launch + max(tensor, smem, load, L2, HBM) + waves × (fill + epilogue) + split-K merge
+//   time = launch + max(‖tensor, load, HBM‖_p, smem, L2) + waves × (fill + epilogue) + split-K merge
+//          (p = kMainloopNorm: the three overlap imperfectly)
 //
 //   tensor  padded tile FLOPs of the busiest SM (waves of CTAs over SMs × CTAs per SM) at the measured
 //           rate for T × wgmma efficiency (issue overhead per m64nBNk instruction)
@@ -63,7 +64,10 @@ constexpr double kWgmmaIssueCycles = 8;
 // H100 split-K measurements of 2026-11-26 (bench/results/h100/gemm-skeleton.md, "Split-K"): with it
 // the model's ranking of split 1/2/4/8 at M 128, N 8192, K 3072 goes from Spearman 0.81 to 0.95 and
 // ffn's first product (f32 out) keeps split 1, which measured faster; the other shapes' choices hold.
-constexpr double kSplitKMergeLatencies = 4;
+// Raised from 4 to 7 with the main loop's norm (kMainloopNorm): ffn S1's down projection (M 128, N 3072,
+// K 8192) ran 29.7 µs with the 128x64 s6 split 2 that 4 chose (27.2 predicted) and 27.1 µs with 64x64
+// s8 unsplit (H100, 2026-11-26 17:30 UTC, bench/NOTES.md "gemm-chains"); 128x64 s8 split 2 29.3, split 4 38.0.
+constexpr double kSplitKMergeLatencies = 7;
 // Fraction of L2 within which A and B count as read from HBM once.
 constexpr double kL2ResidentFraction = 0.5;
 // The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /
@@ -88,6 +92,14 @@ constexpr double kOneConsumerStepCycles = 180;
 // 128x128 s4 take 7.8 and 3.7 µs per tile beyond their tensor time (307 and 303 µs for 16 and 32 tiles
 // per SM): 64 KB and 32 KB per SM at 8.4 and 8.8 GB/s, × 132 SMs = 1.14 TB/s.
 constexpr double kEpilogueStoreTbps = 1.14;
+
+// The main loop's time is the kMainloopNorm-norm of its tensor, load and HBM times (then at least its
+// shared-memory and L2 times) rather than the maximum of all five. Calibrated on the calibration sweep
+// (gemm-calibration-sweep.json, 16 gemm_chains shapes
+// × 19 configurations, 2026-11-26): at M = 128 a 4-stage ring whose loads just keep up with HBM ran
+// 12–14 % slower than an 8-stage one (128x64, N 8192 K 3072: 25.3 vs 22.2 µs), which a maximum predicts
+// equal; bench/NOTES.md (gemm-chains) has the validation before and after.
+constexpr double kMainloopNorm = 4;
 
 double wgmma_efficiency(int bn);
 

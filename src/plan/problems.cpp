@@ -14,10 +14,10 @@ std::vector<GemmProblem> gemm_problems(const KernelProgram& program) {
     if (!fit.problem) continue;
     const GemmSkeletonProblem& s = *fit.problem;
     GemmProblem p;
-    p.name = c->dst.name + " (kernel " + kernel.name + ")";
+    p.name = c->dst.name + " (kernel " + kernel.name + (s.b2 ? ", dual-B: planned as one product of 2N columns)" : ")");
     p.batch = s.batch;
     p.m = s.m;
-    p.n = s.n;
+    p.n = s.b2 ? 2 * s.n : s.n;  // as choose_skeleton_config models a dual-B problem
     p.k = s.k;
     p.type = c->type;
     p.output = program.find_global(c->dst.name)->dtype;

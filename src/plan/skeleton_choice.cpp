@@ -1,6 +1,7 @@
 #include "plan/skeleton_choice.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace solder {
 
@@ -13,11 +14,24 @@ bool split_k_offered(const GemmProblem& p, const GemmConfig& c, int sm_count) {
   return tiles < sm_count && k_tiles >= static_cast<int64_t>(kMinSplitKTiles) * c.split_k;
 }
 
+std::optional<ForcedTile> forced_skeleton_tile(std::string* why) {
+  const char* text = std::getenv("SOLDER_GEMM_TILE");
+  if (!text || !*text) return std::nullopt;
+  ForcedTile t;
+  char tail = 0;
+  if (std::sscanf(text, "%dx%ds%dk%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &tail) != 4) {
+    if (why) *why = std::string("SOLDER_GEMM_TILE='") + text + "' is not BMxBNsSTAGESkSPLIT (e.g. 128x64s8k2)";
+    return ForcedTile{};  // matches nothing: the choice refuses with `why`
+  }
+  return t;
+}
+
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output) {
   GemmProblem problem;
   problem.batch = p.batch;
   problem.m = p.m;
-  problem.n = p.n;
+  const int operands = p.b2 ? 2 : 1;
+  problem.n = p.n * operands;
   problem.k = p.k;
   problem.type = type;
   problem.output = output;
@@ -26,20 +40,37 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   PlanOptions options;
   options.top = 1;
   const HardwareDescription& hw = default_hardware();
-  for (const GemmConfig& c : gemm_catalogue(type))
-    if (in_device_skeleton(c) && split_k_offered(problem, c, hw.sm_count)) options.only.push_back(c);
+  std::string forced_why;
+  const std::optional<ForcedTile> forced = forced_skeleton_tile(&forced_why);
+  for (const GemmConfig& c : gemm_catalogue(type)) {
+    if (forced) {  // A/B runs: exactly this tile, when the skeleton has it (split-K offered or not)
+      if (c.bm != forced->bm || c.bn != forced->bn * operands || c.stages != forced->stages || c.split_k != forced->split_k ||
+          !in_device_skeleton(c) || (operands == 2 && c.split_k != 1))
+        continue;
+      options.only.push_back(c);
+      continue;
+    }
+    if (!in_device_skeleton(c) || !split_k_offered(problem, c, hw.sm_count)) continue;
+    // Dual-B: BN' = 2·BN with BN a multiple of 16 (64 when B is N-major), at most 128; no split-K.
+    if (operands == 2 && (c.split_k != 1 || c.bn % (p.b.k_major ? 32 : 128) != 0)) continue;
+    options.only.push_back(c);
+  }
   GemmPlan plan = plan_gemm(problem, hw, options);
   SkeletonChoice choice;
   if (!plan.chosen()) {
     std::string rules;
     for (auto& [rule, example] : plan.example) rules += (rules.empty() ? "" : "; ") + example;
     choice.why = "no configuration of the GEMM skeleton is feasible for " + describe(problem) + (rules.empty() ? "" : " (" + rules + ")");
+    if (forced) choice.why += forced_why.empty() ? " (SOLDER_GEMM_TILE forces one tile)" : " (" + forced_why + ")";
     return choice;
   }
   choice.chosen = *plan.chosen();
-  char text[160];
-  std::snprintf(text, sizeof text, "cost model: %.1f us predicted, bound by %s", choice.chosen->cost.total_us,
-                std::string(resource_name(choice.chosen->cost.binding)).c_str());
+  choice.chosen->config.bn /= operands;
+  char text[200];
+  std::snprintf(text, sizeof text, "cost model: %.1f us predicted, bound by %s%s", choice.chosen->cost.total_us,
+                std::string(resource_name(choice.chosen->cost.binding)).c_str(),
+                operands == 2 ? " (dual-B, modelled as one product of twice the columns)" : "");
+  if (forced) choice.why += " (forced by SOLDER_GEMM_TILE)";
   choice.why = text;
   return choice;
 }

@@ -27,6 +27,18 @@ constexpr int kMinSplitKTiles = 4;
 // model then charges the partials' traffic and the merge.
 bool split_k_offered(const GemmProblem& problem, const GemmConfig& config, int sm_count);
 
+// A dual-B problem (problem.b2) is modelled as one product of N' = 2·N with tile BN' = 2·BN: the same
+// A traffic, twice the B traffic and FLOPs, the same stage bytes and accumulator registers per tile
+// (the output's bytes are counted twice: a small overestimate). Offered: BN ≤ 128 per operand, split-K 1
+// (config.cuh's dual-B limits). The chosen configuration's bn is per operand.
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& problem, MmaType type, DType output);
+
+// A/B runs: $SOLDER_GEMM_TILE = "BMxBNsSTAGESkSPLIT" (e.g. 128x64s8k2; BN per B operand) makes the
+// choice take exactly that tile where the device skeleton has it, split-K offered or not, and refuse
+// (the contraction is then tiled) where not. A malformed value matches nothing, and `why` says so.
+struct ForcedTile {
+  int bm = 0, bn = 0, stages = 0, split_k = 0;
+};
+std::optional<ForcedTile> forced_skeleton_tile(std::string* why = nullptr);
 
 }  // namespace solder

@@ -7,6 +7,9 @@
 // Meaning of one launch, for every batch b < shape.batch, row m < shape.m, column n < shape.n:
 //     acc = Σ_{k < shape.k} A_b(m, k) · B_b(k, n)        (f32 accumulation, wgmma)
 //     epilogue(b, m, n, acc)                              (exactly once per in-bounds element)
+// and with two B operands (BOperands = 2, a "dual-B" GEMM: gated FFN's gate and up over one A):
+//     acc  = Σ_k A_b(m, k) · B_b(k, n),   acc2 = Σ_k A_b(m, k) · B2_b(k, n)
+//     epilogue(b, m, n, acc, acc2)
 // A is read through a TMA tensor map as an (M × K) matrix, B as a (K × N) matrix; see
 // src/runtime/tma.h for how the host encodes the maps for a Config (box sizes, swizzle).
 #pragma once
@@ -54,8 +57,12 @@ struct GemmShape {
 //   SplitK     1, or 2 … 16: the K tiles of every output tile are split over SplitK work units (balanced
 //              contiguous ranges, in order); their f32 partial tiles meet in a global workspace and the
 //              last unit to finish sums them in split order and runs the epilogue (SplitKWorkspace).
+//   BOperands  1, or 2 (dual-B): a second B operand of B's type, layout and shape, read through its own
+//              tensor map into a second f32 accumulator; each stage holds A's tile once and both B
+//              tiles. Two accumulators of 64 × BN per consumer thread-group: BN ≤ 128. Not yet with
+//              SplitK > 1 or ClusterM = 2.
 template <Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool AKMajor_ = true, bool BKMajor_ = true,
-          int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1>
+          int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1, int BOperands_ = 1>
 struct Config {
   static constexpr Dtype TA = TA_;
   static constexpr Dtype TB = TB_;
@@ -68,6 +75,7 @@ struct Config {
   static constexpr int ClusterM = ClusterM_;
   static constexpr int GroupM = GroupM_;
   static constexpr int SplitK = SplitK_;
+  static constexpr int BOperands = BOperands_;
   // The TMA box rows of each operand's tensor map (tile_rows for runtime::encode_gemm_operand): a
   // K-major B is loaded in ClusterM slices of BN/ClusterM rows; MN-major boxes are 64 wide anyway.
   static constexpr int ABoxRows = BM_;
@@ -75,8 +83,8 @@ struct Config {
   static constexpr int Consumers = BM_ / 64;           // consumer warpgroups, 64 rows each
   static constexpr int Threads = 128 * (Consumers + 1);  // + one producer warpgroup
   static constexpr int ABytesPerStage = BM_ * BK * dtype_bytes(TA_);
-  static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);
-  static constexpr int StageBytes = ABytesPerStage + BBytesPerStage;
+  static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);  // one B operand's tile
+  static constexpr int StageBytes = ABytesPerStage + BOperands_ * BBytesPerStage;
   // The ring, 2 mbarriers per stage, and 1 KB of slack to align the ring to 1024 bytes (128B swizzle).
   static constexpr int SmemBytes = Stages_ * StageBytes + 16 * Stages_ + 1024;
 
@@ -91,6 +99,9 @@ struct Config {
   static_assert(SmemBytes <= 232448, "the ring does not fit in 227 KB of shared memory");
   static_assert(ClusterM_ == 1 || ClusterM_ == 2, "ClusterM must be 1 or 2");
   static_assert(SplitK_ >= 1 && SplitK_ <= 16, "SplitK must be in [1, 16]");
+  static_assert(BOperands_ == 1 || BOperands_ == 2, "BOperands must be 1 or 2");
+  static_assert(BOperands_ == 1 || (BN_ <= 128 && SplitK_ == 1 && ClusterM_ == 1),
+                "a dual-B configuration takes BN <= 128 (two accumulators), no split-K and no cluster");
   static_assert(ClusterM_ == 1 || (BKMajor_ ? (BN_ / 2) % 8 == 0 : (BN_ / 64) % 2 == 0),
                 "a 2-block cluster splits B in halves: BN/2 a multiple of 8 (K-major) or BN/64 even (N-major)");
 };

@@ -17,7 +17,13 @@
 //     __device__ void pair(int batch, int row, int col, float acc0, float acc1) const;
 //   };
 //
+// With two B operands (Config::BOperands = 2, dual-B) the same two hooks take both accumulators of an
+// element, acc (A·B) then acc2 (A·B2):
+//     __device__ void operator()(int batch, int row, int col, float acc, float acc2) const;
+//     __device__ void pair(int batch, int row, int col, float acc0, float acc1, float acc2_0, float acc2_1) const;
+//
 // The functor is passed by value as a kernel parameter (keep it small: pointers and scalars).
+// A dual-B kernel (gemm_dual_kernel, SOLDER_GEMM_DUAL_KERNEL) takes B2's tensor map after B's.
 //
 // ---- The kernel -------------------------------------------------------------------------------
 //
@@ -48,6 +54,9 @@
 // wgmma into their accumulators, commit, and release the previous stage (one arrival per warp, on every
 // block of the cluster) once at most one wgmma batch is in flight. Then each thread hands its accumulators to the epilogue
 // by plain index arithmetic (wgmma's accumulator layout: no CuTe partitioning, which is slow to compile).
+// Dual-B (BOperands = 2): each stage also holds B2's tile, loaded by the same producer thread onto the
+// same full barrier; the consumers issue the B2 wgmma into a second accumulator in the same batch, so A's
+// tile is read from global memory once for both products, and the epilogue gets both values.
 //
 // Split-K (SplitK > 1): a work unit is (tile, split); the producer and the consumers walk the split's
 // range of K tiles only. Each consumer warp then stores its 16 × BN partial to the workspace, and the
@@ -83,6 +92,12 @@ struct has_pair : cuda::std::false_type {};
 template <class E>
 struct has_pair<E, decltype((void)cuda::std::declval<const E&>().pair(0, 0, 0, 0.0f, 0.0f))>
     : cuda::std::true_type {};
+// The same for a dual-B epilogue's pair(batch, row, col, acc0, acc1, acc2_0, acc2_1).
+template <class E, class = void>
+struct has_dual_pair : cuda::std::false_type {};
+template <class E>
+struct has_dual_pair<E, decltype((void)cuda::std::declval<const E&>().pair(0, 0, 0, 0.0f, 0.0f, 0.0f, 0.0f))>
+    : cuda::std::true_type {};
 
 // The CuTe types of one Config: element types, the GMMA atom, the swizzled shared-memory layouts.
 template <class C>
@@ -105,8 +120,9 @@ struct Types {
   using StepB = cute::conditional_t<C::BKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
   using SmemLayoutA = decltype(cute::tile_to_shape(
       AtomA{}, cute::make_shape(cute::_64{}, cute::Int<C::BK>{}, cute::Int<C::Stages * C::Consumers>{}), StepA{}));
+  // B: (BN, BK, Stages × BOperands) — block s*BOperands + j is operand j's tile of stage s.
   using SmemLayoutB = decltype(cute::tile_to_shape(
-      AtomB{}, cute::make_shape(cute::Int<C::BN>{}, cute::Int<C::BK>{}, cute::Int<C::Stages>{}), StepB{}));
+      AtomB{}, cute::make_shape(cute::Int<C::BN>{}, cute::Int<C::BK>{}, cute::Int<C::Stages * C::BOperands>{}), StepB{}));
   static constexpr int KBlocks = C::BK / int(cute::size<2>(typename TiledMma::AtomShape_MNK{}));
 };
 
@@ -152,9 +168,11 @@ __device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
 }  // namespace detail
 
 // The kernel's body; gemm_kernel and SOLDER_GEMM_KERNEL wrap it (they carry the __launch_bounds__).
+// b2: the second B operand's tensor map, read only when C::BOperands is 2.
 template <class C, class Epilogue>
 __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
-                                          const Epilogue& epilogue, const SplitKWorkspace& workspace = {}) {
+                                          const Epilogue& epilogue, const SplitKWorkspace& workspace = {},
+                                          const TensorMap* b2 = nullptr) {
   using T = detail::Types<C>;
   using TA = typename T::TA;
   using TB = typename T::TB;
@@ -212,6 +230,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     if (thread == 0) {
       asm volatile("prefetch.tensormap [%0];" ::"l"(&a) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(&b) : "memory");
+      if constexpr (C::BOperands == 2) asm volatile("prefetch.tensormap [%0];" ::"l"(b2) : "memory");
       // The ring's position carries over from tile to tile: the next tile's loads start while the
       // consumers are still in the previous tile's epilogue.
       int stage = 0;
@@ -228,7 +247,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
                                                &full[stage], static_cast<uint32_t>(C::StageBytes));
           const int k0 = kt * C::BK;
           TA* sa = ring_a + stage * (C::BM * C::BK);
-          TB* sb = ring_b + stage * (C::BN * C::BK);
+          TB* sb = ring_b + stage * C::BOperands * (C::BN * C::BK);
           if constexpr (C::AKMajor) {
             detail::tma_load(sa, a, k0, m0, batch_a, &full[stage]);  // box {BK, BM}
           } else {
@@ -237,12 +256,17 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
               detail::tma_load(sa + i * 64 * C::BK, a, m0 + 64 * i, k0, batch_a, &full[stage]);
           }
           if constexpr (C::ClusterM == 1) {
-            if constexpr (C::BKMajor) {
-              detail::tma_load(sb, b, k0, n0, batch_b, &full[stage]);  // box {BK, BN}
-            } else {
 #pragma unroll
-              for (int i = 0; i < C::BN / 64; ++i)
-                detail::tma_load(sb + i * 64 * C::BK, b, n0 + 64 * i, k0, batch_b, &full[stage]);
+            for (int j = 0; j < C::BOperands; ++j) {  // B, then B2 (dual-B) into the next block
+              const TensorMap& map = j == 0 ? b : *b2;
+              TB* dst = sb + j * (C::BN * C::BK);
+              if constexpr (C::BKMajor) {
+                detail::tma_load(dst, map, k0, n0, batch_b, &full[stage]);  // box {BK, BN}
+              } else {
+#pragma unroll
+                for (int i = 0; i < C::BN / 64; ++i)
+                  detail::tma_load(dst + i * 64 * C::BK, map, n0 + 64 * i, k0, batch_b, &full[stage]);
+              }
             }
           } else {
             // This block's half of the shared B tile, into both blocks.
@@ -278,6 +302,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     cute::Tensor tCrA = thr.make_fragment_A(tCsA);  // smem descriptors
     cute::Tensor tCrB = thr.make_fragment_B(tCsB);
     cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
+    cute::Tensor acc2 = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});  // dual-B only
     const int warp = thread / 32, lane = thread % 32;
 
     int stage = 0;
@@ -298,18 +323,27 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       locate(t, &batch, &m0, &n0);
       split_range(k_tiles, split, C::SplitK, &kt_begin, &kt_end);
       cute::clear(acc);
+      if constexpr (C::BOperands == 2) cute::clear(acc2);
       int previous = 0;
       for (int kt = kt_begin; kt < kt_end; ++kt) {
         detail::wait_parity(&full[stage], phase);
         cute::warpgroup_fence_operand(acc);
+        if constexpr (C::BOperands == 2) cute::warpgroup_fence_operand(acc2);
         cute::warpgroup_arrive();
 #pragma unroll
         for (int kb = 0; kb < T::KBlocks; ++kb)
           cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * C::Consumers + consumer),
-                     tCrB(cute::_, cute::_, kb, stage), acc);
+                     tCrB(cute::_, cute::_, kb, stage * C::BOperands), acc);
+        if constexpr (C::BOperands == 2) {
+#pragma unroll
+          for (int kb = 0; kb < T::KBlocks; ++kb)
+            cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * C::Consumers + consumer),
+                       tCrB(cute::_, cute::_, kb, stage * C::BOperands + 1), acc2);
+        }
         cute::warpgroup_commit_batch();
         cute::warpgroup_wait<1>();  // the previous batch is done: its stage can be refilled
         cute::warpgroup_fence_operand(acc);
+        if constexpr (C::BOperands == 2) cute::warpgroup_fence_operand(acc2);
         if (kt > kt_begin) release(previous);
         previous = stage;
         if (++stage == C::Stages) {
@@ -319,6 +353,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       }
       cute::warpgroup_wait<0>();
       cute::warpgroup_fence_operand(acc);
+      if constexpr (C::BOperands == 2) cute::warpgroup_fence_operand(acc2);
       if (kt_end > kt_begin) release(previous);
 
       if constexpr (C::SplitK > 1) {
@@ -398,7 +433,20 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       for (int i = 0; i < C::BN / 2; i += 2) {
         const int row = row_base + 8 * ((i / 2) % 2);
         const int col = col_base + 8 * (i / 4);
-        if (row < shape.m) {
+        if constexpr (C::BOperands == 2) {
+          if (row < shape.m) {
+            if constexpr (detail::has_dual_pair<Epilogue>::value) {
+              if (col + 1 < shape.n) {
+                epilogue.pair(batch, row, col, acc(i), acc(i + 1), acc2(i), acc2(i + 1));
+              } else if (col < shape.n) {
+                epilogue(batch, row, col, acc(i), acc2(i));
+              }
+            } else {
+              if (col < shape.n) epilogue(batch, row, col, acc(i), acc2(i));
+              if (col + 1 < shape.n) epilogue(batch, row, col + 1, acc(i + 1), acc2(i + 1));
+            }
+          }
+        } else if (row < shape.m) {
           if constexpr (detail::has_pair<Epilogue>::value) {
             if (col + 1 < shape.n) {
               epilogue.pair(batch, row, col, acc(i), acc(i + 1));
@@ -424,6 +472,15 @@ __global__ void __launch_bounds__(C::Threads, 1)
   gemm_body<C>(a, b, shape, epilogue, workspace);
 }
 
+// Dual-B (C::BOperands == 2): B2's tensor map follows B's.
+template <class C, class Epilogue>
+__global__ void __launch_bounds__(C::Threads, 1)
+    gemm_dual_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b,
+                     const __grid_constant__ TensorMap b2, GemmShape shape, Epilogue epilogue, SplitKWorkspace workspace) {
+  static_assert(C::BOperands == 2, "gemm_dual_kernel takes a Config with BOperands = 2");
+  gemm_body<C>(a, b, shape, epilogue, workspace, &b2);
+}
+
 }  // namespace solder::gemm
 
 // An unmangled kernel for NVRTC (the runtime looks kernels up by their extern "C" names).
@@ -432,4 +489,14 @@ __global__ void __launch_bounds__(C::Threads, 1)
       name(const __grid_constant__ ::solder::gemm::TensorMap a, const __grid_constant__ ::solder::gemm::TensorMap b, \
            ::solder::gemm::GemmShape shape, EpilogueType epilogue, ::solder::gemm::SplitKWorkspace workspace) { \
     ::solder::gemm::gemm_body<ConfigType>(a, b, shape, epilogue, workspace);                                \
+  }
+
+// The same for a dual-B Config (BOperands = 2): B2's tensor map follows B's.
+#define SOLDER_GEMM_DUAL_KERNEL(name, ConfigType, EpilogueType)                                             \
+  extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                     \
+      name(const __grid_constant__ ::solder::gemm::TensorMap a, const __grid_constant__ ::solder::gemm::TensorMap b, \
+           const __grid_constant__ ::solder::gemm::TensorMap b2, ::solder::gemm::GemmShape shape,           \
+           EpilogueType epilogue, ::solder::gemm::SplitKWorkspace workspace) {                             \
+    static_assert(ConfigType::BOperands == 2, "SOLDER_GEMM_DUAL_KERNEL takes a Config with BOperands = 2");  \
+    ::solder::gemm::gemm_body<ConfigType>(a, b, shape, epilogue, workspace, &b2);                          \
   }

@@ -77,8 +77,10 @@ struct CompiledStmt {
   CompiledExpr value, index_value, begin, end, cond, tag;
   // Contract: its product terms, scale and bias.
   std::vector<std::pair<CompiledExpr, CompiledExpr>> terms;
+  std::vector<std::pair<CompiledExpr, CompiledExpr>> pair_terms;  // a paired contract's second product
   CompiledExpr scale, bias, epilogue;
   int value_slot = -1;       // contract: the epilogue's value buffer
+  int pair_value_slot = -1;  // contract: the paired product's value buffer
   int var_slot = -1;         // for-loop variable, queue tag variable
   // Buffers by storage slot (fill, collectives, queues).
   int buffer = -1, a = -1, b = -1;
@@ -294,6 +296,10 @@ class KernelRunner {
         if (n->epilogue) {
           c.value_slot = storage_slot(n->value);
           c.epilogue = compile(n->epilogue);
+        }
+        if (!n->pair_terms.empty()) {
+          for (auto& t : n->pair_terms) c.pair_terms.emplace_back(compile(t.a), compile(t.b));
+          c.pair_value_slot = storage_slot(n->pair_value);
         }
         break;
       }
@@ -674,14 +680,19 @@ class KernelRunner {
     for_each_point(st, c.axis_slots, c.axis_extents, [&] {
       if (c.guard.defined() && eval(c.guard, st) == 0) return;
       int64_t to = offset(c.dst, st, c.label);
-      double acc = 0;
+      double acc = 0, acc2 = 0;
       for_each_point(st, c.reduce_slots, c.reduce_extents, [&] {
         if (c.where.defined() && eval(c.where, st) == 0) return;
         for (auto& [a, b] : c.terms) {
           double x = round_to_mma_type(eval(a, st), n->type), y = round_to_mma_type(eval(b, st), n->type);
           acc = round32(acc + round32(x * y));
         }
+        for (auto& [a, b] : c.pair_terms) {
+          double x = round_to_mma_type(eval(a, st), n->type), y = round_to_mma_type(eval(b, st), n->type);
+          acc2 = round32(acc2 + round32(x * y));
+        }
       });
+      if (c.pair_value_slot >= 0) data_of(st, c.pair_value_slot)[0] = store_value(acc2, DType::f32);
       double v = acc;
       if (c.scale.defined()) v = round32(v * eval(c.scale, st));
       if (c.bias.defined()) v = round32(v + eval(c.bias, st));

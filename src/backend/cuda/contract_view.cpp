@@ -1,5 +1,6 @@
 #include "backend/cuda/contract_view.h"
 
+#include <optional>
 #include <set>
 
 #include "backend/cuda/mma_stream_expr.h"
@@ -91,7 +92,7 @@ class Viewer {
     r.reduce_axes = c.reduce_axes;
     r.where = c.where;
     r.comment = c.comment.empty() ? type : c.comment + "; " + type;
-    const bool epilogue = c.bias || (c.scale && !constant(c.scale)) || c.epilogue;
+    const bool epilogue = c.bias || (c.scale && !constant(c.scale)) || c.epilogue || !c.pair_terms.empty();
     if (!epilogue) {
       // The scale (a constant) multiplies each term; the bias, if constant too, each point.
       Expr value = products;
@@ -126,7 +127,34 @@ class Viewer {
     r.dst = dot;
     r.accumulate = false;
     r.value = products;
-    out.push_back(make_stmt(std::move(r)));
+    // A paired contract: its second product into a tile of its own, read by the epilogue.
+    std::optional<Access> pair_dot;
+    if (!c.pair_terms.empty()) {
+      Expr pair_products;
+      for (auto& t : c.pair_terms) {
+        Expr p = rounded(t.a, c.type) * rounded(t.b, c.type);
+        pair_products = pair_products ? pair_products + p : p;
+      }
+      Buffer temp;
+      temp.name = fresh_name(c.dst.name + "_pair_dot");
+      temp.dtype = DType::f32;
+      temp.scope = Scope::register_file;
+      for (auto& a : c.domain.axes) temp.shape.push_back(a.extent);
+      if (temp.shape.empty()) temp.shape.push_back(1);
+      std::vector<Expr> index;
+      for (auto& a : c.domain.axes) index.push_back(make_var(a.var));
+      if (index.empty()) index.push_back(make_int(0));
+      pair_dot = Access{temp.name, index};
+      added_names_.insert(temp.name);
+      added_.push_back(std::move(temp));
+      ReduceNode pr = r;
+      pr.dst = *pair_dot;
+      pr.value = pair_products;
+      out.push_back(make_stmt(std::move(r)));
+      out.push_back(make_stmt(std::move(pr)));
+    } else {
+      out.push_back(make_stmt(std::move(r)));
+    }
     MapNode m;
     m.domain = c.domain;
     m.dst = c.dst;
@@ -136,7 +164,11 @@ class Viewer {
     if (c.epilogue) {
       // value[0] is v at this point (rounded to f32, as the dot already is)
       const Expr at = v;
-      v = mma_stream::rewrite_loads(c.epilogue, [&](const LoadNode& load, const Expr& e) { return load.tensor == c.value ? at : e; });
+      const Expr pair_at = pair_dot ? make_load(pair_dot->name, pair_dot->index) : Expr();
+      v = mma_stream::rewrite_loads(c.epilogue, [&](const LoadNode& load, const Expr& e) {
+        if (load.tensor == c.value) return at;
+        return pair_dot && load.tensor == c.pair_value ? pair_at : e;
+      });
     }
     if (c.accumulate) v = make_load(c.dst.name, c.dst.index) + v;
     m.value = v;

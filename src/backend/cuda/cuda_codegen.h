@@ -42,6 +42,7 @@ struct GemmSkeletonLaunch {
     int tile_rows = 64, tile_k = 64;
   };
   Operand a, b;
+  std::optional<Operand> b2;  // dual-B (a paired contract): the kernel takes B2's tensor map after B's
   int m = 1, n = 1, k = 1, batch = 1;
   bool broadcast_a = false, broadcast_b = false;
   std::string config;       // the Config<...> instantiated, for reports

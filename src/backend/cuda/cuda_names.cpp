@@ -25,7 +25,7 @@ const std::set<std::string>& reserved_cuda_words() {
         "linux", "unix", "i386", "major", "minor", "makedev", "isnan", "isinf", "isfinite", "signbit", "fpclassify",
         "isnormal", "setjmp", "va_start", "va_end", "va_arg", "va_copy", "FILE",
         // The data-dependent index check (cuda_expr.h) and the cluster channels' locals.
-        "solder_checked_index", "solder_index_error", "SOLDER_GEMM_KERNEL", "dim", "extent", "index", "parameter", "channel_0", "channel_1",
+        "solder_checked_index", "solder_index_error", "SOLDER_GEMM_KERNEL", "SOLDER_GEMM_DUAL_KERNEL", "dim", "extent", "index", "parameter", "channel_0", "channel_1",
         // CUDA: built-in variables, vector and half types, namespaces, the runtime's names.
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2", "nv_bfloat16",
         "nv_bfloat162", "cuda", "std", "nvcuda", "cooperative_groups", "cg", "solder", "cute", "cutlass", "main",
@@ -187,6 +187,11 @@ class Renamer {
         n.where = expr(n.where);
         if (!n.value.empty()) n.value = name(n.value);
         n.epilogue = expr(n.epilogue);
+        for (auto& t : n.pair_terms) {
+          t.a = expr(t.a);
+          t.b = expr(t.b);
+        }
+        if (!n.pair_value.empty()) n.pair_value = name(n.pair_value);
         for (auto& r : n.row_axes) r = name(r);
         for (auto& c : n.column_axes) c = name(c);
         return make_stmt(std::move(n));

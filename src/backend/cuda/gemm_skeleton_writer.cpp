@@ -78,6 +78,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   };
   launch.a = operand(p.a, tile.bm);
   launch.b = operand(p.b, tile.bn);
+  const bool dual = p.b2.has_value();  // a paired contract: the dual-B configuration
+  if (dual) launch.b2 = operand(*p.b2, tile.bn);
   launch.m = static_cast<int>(p.m);
   launch.n = static_cast<int>(p.n);
   launch.k = static_cast<int>(p.k);
@@ -87,7 +89,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   std::ostringstream config;
   config << "solder::gemm::Config<" << skeleton_dtype_name(p.a.dtype) << ", " << skeleton_dtype_name(p.b.dtype) << ", " << tile.bm << ", "
          << tile.bn << ", " << tile.stages << ", " << (p.a.k_major ? "true" : "false") << ", " << (p.b.k_major ? "true" : "false");
-  if (tile.split_k > 1) config << ", 1, 16, " << tile.split_k;  // ClusterM 1, GroupM 16 (the defaults), SplitK
+  if (dual) config << ", 1, 16, 1, 2";  // ClusterM 1, GroupM 16, SplitK 1, BOperands 2
+  else if (tile.split_k > 1) config << ", 1, 16, " << tile.split_k;  // ClusterM 1, GroupM 16 (the defaults), SplitK
   config << ">";
   launch.config = config.str();
   launch.split_k = tile.split_k;
@@ -116,7 +119,9 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
         << " f32 and " << launch.counters << " counters (the launcher's)";
   out << "\n// tile chosen by the " << plan_note;
   out << "\n// A = " << p.a.tensor << (p.a.k_major ? " (K-major)" : " (M-major)") << ", B = " << p.b.tensor
-      << (p.b.k_major ? " (K-major)" : " (N-major)") << ", T = " << mma_type_name(c.type) << "\n";
+      << (p.b.k_major ? " (K-major)" : " (N-major)");
+  if (dual) out << ", B2 = " << p.b2->tensor << " (dual-B: " << p.a.tensor << " is read once for both products)";
+  out << ", T = " << mma_type_name(c.type) << "\n";
   out << "struct " << functor << " {\n";
   for (auto& g : program.globals) {
     out << "  " << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* " << cuda_identifier(g.name) << ";\n";
@@ -129,14 +134,16 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   };
   printer.dims = program.dims;
   if (c.epilogue) arrays[c.value] = CudaArray{"(&value_)", {1}, DType::f32, false};
+  if (dual) arrays[c.pair_value] = CudaArray{"(&pair_value_)", {1}, DType::f32, false};
   const CudaArray& dst = arrays.at(c.dst.name);
   std::vector<std::string> index;
   for (auto& i : c.dst.index) index.push_back(printer.print_int(i));
   out << "  // " << c.dst.name << " = " << (c.scale ? "acc · (" + print_expr(c.scale) + ")" : std::string("acc"))
       << (c.bias ? " + " + print_expr(c.bias) : std::string(""));
   if (c.epilogue) out << ", then " << print_expr(c.epilogue) << " with " << c.value << "[0] that value";
+  if (dual) out << " and " << c.pair_value << "[0] the paired product (acc2)";
   out << ", rounded to " << dtype_name(dst.dtype) << "\n";
-  out << "  __device__ void operator()(int batch_, int row_, int col_, float acc_) const {\n";
+  out << "  __device__ void operator()(int batch_, int row_, int col_, float acc_" << (dual ? ", float acc2_" : "") << ") const {\n";
   // The flattened row and column back into the program's axes (row-major in A's and B's order).
   auto unflatten = [&](const std::vector<std::string>& axes, const std::vector<int64_t>& extents, const char* flat) {
     if (axes.size() == 1) {
@@ -158,13 +165,14 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (!p.batch_axes.empty()) unflatten(p.batch_axes, p.batch_extents, "batch_");
   out << "    (void)batch_;\n";
   out << "    float value_ = acc_;\n";
+  if (dual) out << "    float pair_value_ = acc2_;\n";
   if (c.scale) out << "    value_ = value_ * (" << printer.print_float(c.scale) << ");\n";
   if (c.bias) out << "    value_ = value_ + (" << printer.print_float(c.bias) << ");\n";
   if (c.epilogue) out << "    value_ = " << printer.print_float(c.epilogue) << ";\n";
   out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], value_);\n";
   out << "  }\n};\n";
   out << "using " << name << "_config_ = " << launch.config << ";\n";
-  out << "SOLDER_GEMM_KERNEL(" << name << ", " << name << "_config_, " << functor << ")\n";
+  out << (dual ? "SOLDER_GEMM_DUAL_KERNEL(" : "SOLDER_GEMM_KERNEL(") << name << ", " << name << "_config_, " << functor << ")\n";
 
   GemmSkeletonKernel result;
   result.source = out.str();
@@ -173,7 +181,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   result.info.threads = threads;
   result.info.cluster = 1;
   result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tile.tiles * tile.split_k, kSmCount));
-  result.info.shared_bytes = static_cast<int64_t>(tile.stages) * (tile.bm + tile.bn) * 128 + 16 * tile.stages + 1024;
+  result.info.shared_bytes = static_cast<int64_t>(tile.stages) * (tile.bm + (dual ? 2 : 1) * tile.bn) * 128 + 16 * tile.stages + 1024;
   result.info.gemm = launch;
   return result;
 }

@@ -241,6 +241,27 @@ void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, cons
   CUDA_CHECK(cudaGetLastError());
 }
 
+// Launches gemm_dual_kernel<C, E> (C::BOperands == 2: B2's tensor map after B's), as launch() does.
+template <class C, class E>
+void launch_dual(const TensorMap& a, const TensorMap& b, const TensorMap& b2, const GemmShape& shape, const E& epilogue,
+                 cudaStream_t stream, int persistent_blocks = 0) {
+  static bool configured = false;
+  auto kernel = solder::gemm::gemm_dual_kernel<C, E>;
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
+    configured = true;
+  }
+  solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
+  config.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
+  config.dynamicSmemBytes = g.smem_bytes;
+  config.stream = stream;
+  solder::gemm::SplitKWorkspace workspace{};
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, b2, shape, epilogue, workspace));
+  CUDA_CHECK(cudaGetLastError());
+}
+
 // Split-K's workspace for C on `shape`, counters zeroed (nothing allocated when SplitK is 1).
 template <class C>
 solder::gemm::SplitKWorkspace make_workspace(const GemmShape& shape) {
@@ -295,6 +316,34 @@ struct StoreBf16 {
   __device__ void pair(int b, int row, int col, float a0, float a1) const {
     __nv_bfloat162 v = __floats2bfloat162_rn(scaled(row, col, a0), scaled(row, col + 1, a1));
     *reinterpret_cast<__nv_bfloat162*>(out + b * batch_stride + (long long)row * ld + col) = v;
+  }
+};
+
+
+// Dual-B epilogues: out[b][row][col] = acc and out2[...] = acc2 as f32 (each product checked alone).
+struct StoreDualF32 {
+  float* out;
+  float* out2;
+  int ld;
+  long long batch_stride;
+  __device__ void operator()(int b, int row, int col, float acc, float acc2) const {
+    out[b * batch_stride + (long long)row * ld + col] = acc;
+    out2[b * batch_stride + (long long)row * ld + col] = acc2;
+  }
+};
+
+// out = silu(acc) · acc2 rounded to bf16 (gated FFN's gate and up), with the dual pair() hook.
+struct SwiGluBf16 {
+  __nv_bfloat16* out;
+  int ld;
+  long long batch_stride;
+  __device__ static float gated(float gate, float up) { return gate / (1.0f + __expf(-gate)) * up; }
+  __device__ void operator()(int b, int row, int col, float acc, float acc2) const {
+    out[b * batch_stride + (long long)row * ld + col] = __float2bfloat16_rn(gated(acc, acc2));
+  }
+  __device__ void pair(int b, int row, int col, float a0, float a1, float g0, float g1) const {
+    *reinterpret_cast<__nv_bfloat162*>(out + b * batch_stride + (long long)row * ld + col) =
+        __floats2bfloat162_rn(gated(a0, g0), gated(a1, g1));
   }
 };
 

@@ -4,7 +4,8 @@
 // 128×256), ragged M/N/K (1, 17, 100, 129, 1000, K < BK, K = 0), batches and a broadcast operand, row
 // and column scales after the dot product, f32 and bf16 (pair hook) outputs; split-K 2, 3, 4 and 8 for
 // every dtype (ragged K ranges, splits with no K tile, a cluster), whose counters must be zero again
-// after every launch, and which also runs as a CUDA graph replayed twice (checked after each replay).
+// after every launch, and which also runs as a CUDA graph replayed twice (checked after each replay);
+// dual-B configurations (two B operands over one A: both products, and silu(acc)·acc2 as gated FFN).
 //
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
@@ -178,6 +179,108 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
   free_operand(B);
 }
 
+// Dual-B (Config::BOperands = 2): acc = A·B and acc2 = A·B2 over one A. `gated`: the epilogue stores
+// silu(acc)·acc2 as bf16 (SwiGluBf16, dual pair hook); else both products as f32 (StoreDualF32), each
+// checked against its own reference. One block per tile, then 3 persistent blocks.
+template <class C>
+void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19937& rng) {
+  Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
+  Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
+  Operand B2 = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
+  TensorMap map_a = make_map(A, C::BM, C::BK, "A");
+  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
+  TensorMap map_b2 = make_map(B2, C::BBoxRows, C::BK, "B2");
+  const int ld = (c.n + 1) / 2 * 2;
+  const long long batch_stride = (long long)ld * c.m;
+  const size_t count = size_t(batch_stride) * c.batch;
+  const size_t out_bytes = count * (gated ? 2 : 4);
+  void *out = nullptr, *out2 = nullptr;
+  CUDA_CHECK(cudaMalloc(&out, out_bytes));
+  CUDA_CHECK(cudaMalloc(&out2, out_bytes));
+  const size_t elements = size_t(c.batch) * c.m * c.n;
+  std::vector<double> ref(elements), ref2(elements), mag(elements), mag2(elements);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < c.batch; ++b)
+    for (int r = 0; r < c.m; ++r) {
+      const int bb = c.broadcast_b ? 0 : b;
+      for (int col = 0; col < c.n; ++col) {
+        double d1 = 0, d2 = 0, s1 = 0, s2 = 0;
+        for (int kk = 0; kk < c.k; ++kk) {
+          const double p1 = double(A.at(b, r, kk)) * double(B.at(bb, col, kk));
+          const double p2 = double(A.at(b, r, kk)) * double(B2.at(bb, col, kk));
+          d1 += p1;
+          d2 += p2;
+          s1 += std::fabs(p1);
+          s2 += std::fabs(p2);
+        }
+        const size_t i = (size_t(b) * c.m + r) * c.n + col;
+        ref[i] = d1;
+        ref2[i] = d2;
+        mag[i] = s1;
+        mag2[i] = s2;
+      }
+    }
+  GemmShape shape;
+  shape.m = c.m;
+  shape.n = c.n;
+  shape.k = c.k;
+  shape.batch = c.batch;
+  shape.broadcast_b = c.broadcast_b ? 1 : 0;
+  const double rel_acc = solder::gemm::dtype_is_fp8(C::TA) ? 2e-3 : 1e-4;  // as run_case: fp8 wgmma accumulates with fewer bits
+  for (int mode = 0; mode < 2; ++mode) {
+    ++cases;
+    CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));  // NaN
+    CUDA_CHECK(cudaMemset(out2, 0xFF, out_bytes));
+    if (gated) {
+      launch_dual<C>(map_a, map_b, map_b2, shape, SwiGluBf16{static_cast<__nv_bfloat16*>(out), ld, batch_stride}, 0, mode ? 3 : 0);
+    } else {
+      launch_dual<C>(map_a, map_b, map_b2, shape,
+                     StoreDualF32{static_cast<float*>(out), static_cast<float*>(out2), ld, batch_stride}, 0, mode ? 3 : 0);
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> got(count), got2(count);
+    if (gated) {
+      std::vector<uint16_t> raw(count);
+      CUDA_CHECK(cudaMemcpy(raw.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; ++i) got[i] = decode16(Dtype::bf16, raw[i]);
+    } else {
+      CUDA_CHECK(cudaMemcpy(got.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+      CUDA_CHECK(cudaMemcpy(got2.data(), out2, out_bytes, cudaMemcpyDeviceToHost));
+    }
+    long long bad = 0;
+    double worst = 0;
+    for (int b = 0; b < c.batch; ++b)
+      for (int r = 0; r < c.m; ++r)
+        for (int col = 0; col < c.n; ++col) {
+          const size_t i = (size_t(b) * c.m + r) * c.n + col, at = size_t(b) * batch_stride + size_t(r) * ld + col;
+          if (gated) {
+            // silu(g)·u with g, u each off by rel_acc·Σ|p|: |d silu/dg| ≤ 1.1, plus bf16 rounding.
+            const double g = ref[i], u = ref2[i], silu = g / (1.0 + std::exp(-g)), want = silu * u;
+            const double tol = 1.1 * rel_acc * (mag[i] + 1e-6) * std::fabs(u) + std::fabs(silu) * rel_acc * (mag2[i] + 1e-6) +
+                               std::fabs(want) / 128 + 1e-6;
+            const double err = std::fabs(double(got[at]) - want);
+            if (!(err <= tol)) ++bad;
+            worst = std::max(worst, err / tol);
+          } else {
+            const double e1 = std::fabs(double(got[at]) - ref[i]), e2 = std::fabs(double(got2[at]) - ref2[i]);
+            const double t1 = rel_acc * mag[i] + 1e-6, t2 = rel_acc * mag2[i] + 1e-6;
+            if (!(e1 <= t1) || !(e2 <= t2)) ++bad;
+            worst = std::max(worst, std::max(e1 / t1, e2 / t2));
+          }
+        }
+    if (bad) ++failures;
+    std::printf("%s %-34s %-14s M=%-5d N=%-5d K=%-5d batch=%d%s %s  worst/tol=%.2e%s\n", bad ? "FAIL" : "PASS", config_name,
+                mode == 0 ? "block/unit" : "persistent:3", c.m, c.n, c.k, c.batch, c.broadcast_b ? " bcastB" : "",
+                gated ? "silu(acc)*acc2 ->bf16" : "acc, acc2 ->f32", worst, bad ? (" bad=" + std::to_string(bad)).c_str() : "");
+    std::fflush(stdout);
+  }
+  CUDA_CHECK(cudaFree(out));
+  CUDA_CHECK(cudaFree(out2));
+  free_operand(A);
+  free_operand(B);
+  free_operand(B2);
+}
+
 template <class C, class E = StoreF32>
 void run_config(const char* name, const std::vector<Case>& list, std::mt19937& rng, bool bf16_out = false) {
   for (const Case& c : list) run_case<C, E>(name, c, bf16_out, rng);
@@ -290,6 +393,19 @@ int main(int argc, char** argv) {
   using H_128x160_KK_k3 = Config<Dtype::f16, Dtype::f16, 128, 160, 4, true, true, 1, 16, 3>;
   run_config<Bf_64x96_KK_k2>("bf16 64x96x64 s6 A:K B:K k2", split_small, rng);
   run_config<H_128x160_KK_k3, StoreBf16>("f16 128x160x64 s4 A:K B:K k3", split_small, rng, true);
+
+  // Dual-B: one A, two B operands (gated FFN's gate and up), f32 products and the silu-gated bf16 store.
+  using Bf_64x128_KK_d = Config<Dtype::bf16, Dtype::bf16, 64, 128, 5, true, true, 1, 16, 1, 2>;
+  using H_128x128_KN_d = Config<Dtype::f16, Dtype::f16, 128, 128, 4, true, false, 1, 16, 1, 2>;
+  using H_64x64_MN_d = Config<Dtype::f16, Dtype::f16, 64, 64, 6, false, false, 1, 16, 1, 2>;
+  using E4_128x64_d = Config<Dtype::e4m3, Dtype::e4m3, 128, 64, 5, true, true, 1, 16, 1, 2>;
+  for (const Case& c : all) run_dual_case<Bf_64x128_KK_d>("bf16 64x128x64 s5 A:K B:K dual", c, false, rng);
+  for (const Case& c : all) run_dual_case<H_128x128_KN_d>("f16 128x128x64 s4 A:K B:N dual", c, false, rng);
+  for (const Case& c : small) run_dual_case<H_64x64_MN_d>("f16 64x64x64 s6 A:M B:N dual", c, false, rng);
+  for (const Case& c : small) run_dual_case<E4_128x64_d>("e4m3 128x64x128 s5 dual", c, false, rng);
+  const std::vector<Case> gated = {{17, 100, 129, 1}, {128, 1024, 3072, 1}, {129, 257, 513, 1}, {64, 200, 40, 2}};
+  for (const Case& c : gated) run_dual_case<H_128x128_KN_d>("f16 128x128x64 s4 A:K B:N dual", c, true, rng);
+  for (const Case& c : gated) run_dual_case<Bf_64x128_KK_d>("bf16 64x128x64 s5 A:K B:K dual", c, true, rng);
 
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;

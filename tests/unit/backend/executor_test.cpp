@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/executor.h"
+#include "kernel/kernel_verifier.h"
 #include "kernel/kernel_ir.h"
 #include "../kernel_builders.h"
 
@@ -615,6 +616,37 @@ INSTANTIATE_TEST_SUITE_P(Transposes, ExecutorGemm,
                            return std::string(info.param.trans_a ? "At" : "A") + (info.param.trans_b ? "Bt" : "B") +
                                   (info.param.accumulate ? "_accumulate" : "");
                          });
+
+TEST(ExecutorPairedContract, ComputesBothProductsAndTheirEpilogue) {
+  // y[i, j] = (Σ_k a·b2)[i, j] · silu((Σ_k a·b1)[i, j]): a paired (dual-B) contract whose epilogue reads
+  // the value (a·b2) and the pair value (a·b1), both unscaled f32 sums of bf16-rounded products.
+  const int M = 8, N = 12, K = 16;
+  ContractNode n = *contract_tiles("y", M, N, K, "a", "b2", false, false, false, MmaType::bf16).as<ContractNode>();
+  n.pair_terms = {ContractTerm{load("a", {var("i"), var("k")}), load("b1", {var("k"), var("j")})}};
+  n.value = "up_value";
+  n.pair_value = "gate_value";
+  n.epilogue = make_unary(UnaryOp::silu, load("gate_value", {num(0)})) * load("up_value", {num(0)});
+  auto p = program({input("a", {M, K}), input("b1", {K, N}), input("b2", {K, N}), output("y", {M, N})},
+                   {kernel("paired", {{"b", 1}}, 1,
+                           {buffer("up_value", {1}, Scope::register_file), buffer("gate_value", {1}, Scope::register_file)},
+                           {make_stmt(std::move(n))})});
+  verify_kernel_program(p);
+  HostTensor a = random_tensor("a", {M, K}, 21), b1 = random_tensor("b1", {K, N}, 22), b2 = random_tensor("b2", {K, N}, 23);
+  ExecutionResult r = execute_kernel_program(p, tensors({a, b1, b2}));
+  const HostTensor& y = r.outputs.at("y");
+  auto bf16 = [](double v) { return round_to_mma_type(v, MmaType::bf16); };
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double gate = 0, up = 0, magnitude = 0;
+      for (int k = 0; k < K; ++k) {
+        gate += bf16(a.values[i * K + k]) * bf16(b1.values[k * N + j]);
+        up += bf16(a.values[i * K + k]) * bf16(b2.values[k * N + j]);
+        magnitude += std::abs(bf16(a.values[i * K + k]) * bf16(b2.values[k * N + j]));
+      }
+      const double want = gate / (1 + std::exp(-gate)) * up;
+      EXPECT_NEAR(y.values[i * N + j], want, 4 * K * 0x1.0p-24 * (magnitude + std::abs(want)) + 1e-6) << "y[" << i << ", " << j << "]";
+    }
+}
 
 // =================================================================================================
 // Cluster collectives, for cluster sizes 2, 4, 8 and 16

@@ -57,10 +57,11 @@ TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
   EXPECT_EQ(skeleton, 1) << s.source;
 }
 
-// ffn's second product at paper size: M 128, N 3072, K 8192 (24 tiles of 128 x 128 for 132 SMs).
+// A down projection at M 128 with few tiles: N 1024, K 4096 (the suite's G6; 16 tiles of 128 x 64 for
+// 132 SMs), where the cost model splits K.
 const char* kSkinnyGemm =
     "program skinny\n"
-    "dim M = 128, N = 3072, K = 8192\n"
+    "dim M = 128, N = 1024, K = 4096\n"
     "in h[M, K] : f16\nin d[K, N] : f16\n"
     "out e[m, n] : f16 = sum(k) h[m, k] * d[k, n]\n";
 
@@ -72,13 +73,13 @@ TEST(GemmSkeletonWriter, SplitsKForASkinnyProductAndSizesItsWorkspace) {
   const GemmSkeletonLaunch& g = *k.gemm;
   ASSERT_GT(g.split_k, 1) << g.config;
   EXPECT_EQ(g.m, 128);
-  EXPECT_EQ(g.n, 3072);
-  EXPECT_EQ(g.k, 8192);
+  EXPECT_EQ(g.n, 1024);
+  EXPECT_EQ(g.k, 4096);
   // The Config names the split (ClusterM 1, GroupM 16, SplitK), and the launch sizes its workspace:
   // one f32 partial tile per (tile, split), one counter per 16-row warp slice of a tile.
   EXPECT_NE(g.config.find(", 1, 16, " + std::to_string(g.split_k) + ">"), std::string::npos) << g.config;
   const int bm = g.a.tile_rows, bn = g.b.tile_rows;
-  const int64_t tiles = ((128 + bm - 1) / bm) * ((3072 + bn - 1) / bn);
+  const int64_t tiles = ((128 + bm - 1) / bm) * ((1024 + bn - 1) / bn);
   EXPECT_EQ(g.workspace_floats, tiles * g.split_k * bm * bn);
   EXPECT_EQ(g.counters, tiles * (bm / 16));
   EXPECT_EQ(k.blocks, std::min<int64_t>(132, tiles * g.split_k));
@@ -115,6 +116,53 @@ TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {
   flags.defines = {"NDEBUG"};
   flags.use_cache = false;
   runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "scaled.cu", flags);
+  EXPECT_FALSE(compiled.cubin.empty());
+}
+
+// gated_ffn's gate and up over one A (the default GPU path pairs them): one dual-B kernel.
+const char* kGated =
+    "program gated\n"
+    "dim M = 128, N = 1024, K = 512\n"
+    "in a[M, K] : f16\nin b1[K, N] : f16 ~ normal(0, 0.02)\nin b2[K, N] : f16 ~ normal(0, 0.02)\n"
+    "gate[m, n] = sum(k) a[m, k] * b1[k, n]\n"
+    "up[m, n] = sum(k) a[m, k] * b2[k, n]\n"
+    "out h[m, n] : f16 = silu(gate[m, n]) * up[m, n]\n";
+
+GeneratedModule fused_for_gpu(const std::string& text) {
+  BoundProgram bound = testing::bind_text(text);
+  return generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
+}
+
+TEST(GemmSkeletonWriter, WritesAPairedContractAsADualBKernel) {
+  GeneratedModule m = fused_for_gpu(kGated);
+  ASSERT_EQ(m.kernels.size(), 1u) << m.source;
+  ASSERT_TRUE(m.kernels[0].gemm.has_value());
+  const GemmSkeletonLaunch& g = *m.kernels[0].gemm;
+  ASSERT_TRUE(g.b2.has_value());
+  EXPECT_EQ(g.split_k, 1);
+  EXPECT_FALSE(g.b.k_major);  // b2[k, n]: N-major
+  EXPECT_EQ(g.b2->k_major, g.b.k_major);
+  EXPECT_EQ(g.b2->tile_rows, g.b.tile_rows);
+  EXPECT_LE(g.b.tile_rows, 128);
+  EXPECT_NE(g.config.find(", 1, 16, 1, 2>"), std::string::npos) << g.config;  // BOperands 2
+  EXPECT_NE(m.source.find("SOLDER_GEMM_DUAL_KERNEL(h_kernel, h_kernel_config_, h_kernel_epilogue_)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("float acc_, float acc2_) const"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("float pair_value_ = acc2_;"), std::string::npos) << m.source;
+  // B = b2 (up), B2 = b1 (gate): the epilogue is silu(gate) · up.
+  EXPECT_NE(m.source.find("B = b2 (N-major), B2 = b1 (dual-B"), std::string::npos) << m.source;
+  const int64_t stage = (g.a.tile_rows + 2 * g.b.tile_rows) * 128;
+  EXPECT_EQ((m.kernels[0].shared_bytes - 1024) % (stage + 16), 0) << m.kernels[0].shared_bytes;
+}
+
+TEST(GemmSkeletonWriter, DualBModuleCompilesWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  GeneratedModule m = fused_for_gpu(kGated);
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "gated.cu", flags);
   EXPECT_FALSE(compiled.cubin.empty());
 }
 

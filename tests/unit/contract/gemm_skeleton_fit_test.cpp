@@ -5,6 +5,8 @@
 
 #include "contract/gemm_skeleton_fit.h"
 #include "driver/compile.h"
+#include "fusion/whole_contractions.h"
+#include "plan/skeleton_choice.h"
 #include "lower/lower_unfused.h"
 #include "../fusion/fusion_test_util.h"
 
@@ -62,6 +64,40 @@ TEST(GemmSkeletonFit, WholeContractionKernelsVerifyOnTheExecutor) {
   // Without the option the same definition is tiled (no whole contract).
   KernelProgram tiled = compile_program(bound, CompileOptions{false}).kernels;
   EXPECT_GT(tiled.kernels[0].body.size(), 1u);
+}
+
+// A paired contract (gate and up over one A): the dual-B problem, with B2 = gate's weights.
+TEST(GemmSkeletonFit, TakesAPairedContractAsADualBProblem) {
+  BoundProgram bound = testing::bind_text(
+      "program gated\ndim M = 64, N = 128, K = 512\n"
+      "in a[M, K] : f16\nin b1[K, N] : f16\nin b2[K, N] : f16\nin b3[N, K] : f16\n"
+      "gate[m, n] = sum(k) a[m, k] * b1[k, n]\nup[m, n] = sum(k) a[m, k] * b2[k, n]\n"
+      "out h[m, n] : f16 = silu(gate[m, n]) * up[m, n]\n");
+  WholeContractionPlan plan = plan_whole_contractions(bound);
+  ASSERT_EQ(plan.whole.size(), 1u) << whole_contractions_text(bound, plan);
+  ContractNode c = *plan.whole[0].kernel.body[0].as<ContractNode>();
+  const std::vector<GlobalTensor> globals = program_globals(bound);
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, globals);
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  ASSERT_TRUE(fit.problem->b2.has_value());
+  EXPECT_EQ(fit.problem->b.tensor, "b2");
+  EXPECT_EQ(fit.problem->b2->tensor, "b1");
+  EXPECT_FALSE(fit.problem->b2->k_major);
+  // The choice: per-operand BN of at most 128, a multiple of 64 (N-major), no split-K.
+  SkeletonChoice choice = choose_skeleton_config(*fit.problem, c.type, DType::f16);
+  ASSERT_TRUE(choice.chosen.has_value()) << choice.why;
+  EXPECT_LE(choice.chosen->config.bn, 128);
+  EXPECT_EQ(choice.chosen->config.bn % 64, 0);
+  EXPECT_EQ(choice.chosen->config.split_k, 1);
+  EXPECT_NE(choice.why.find("dual-B"), std::string::npos) << choice.why;
+  // B2 of another layout than B, or another A: refused.
+  ContractNode other = c;
+  other.pair_terms[0].b = make_load("b3", {make_var("n"), make_var("k")});
+  EXPECT_EQ(fit_gemm_skeleton(other, globals).refusal,
+            "the paired B2 = b3 differs from B = b2 in dtype, layout, shape or batch (the dual-B skeleton reads both through one box shape)");
+  other = c;
+  other.pair_terms.push_back(other.pair_terms[0]);
+  EXPECT_EQ(fit_gemm_skeleton(other, globals).refusal, "2 paired product terms (the dual-B skeleton takes one)");
 }
 
 }  // namespace

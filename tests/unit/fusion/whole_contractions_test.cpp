@@ -85,20 +85,74 @@ TEST(WholeContractions, EpilogueRoundsANarrowProductAndReadsInputs) {
   expect_matches_reference(bound, compiled.kernels, 7);
 }
 
-TEST(WholeContractions, GatedFfnComputesItsGateProductAsTheEpilogueOfUp) {
-  // h = silu(gate) * up reads two contractions: gate is stored by the kernel before, and up's kernel
-  // computes h as it stores (up is never stored).
+TEST(WholeContractions, GatedFfnRunsGateAndUpAsOnePairedLaunch) {
+  // h = silu(gate) * up reads two contractions over the same A: one paired (dual-B) contract computes
+  // both products and h as its epilogue; neither gate nor up is stored.
   BoundProgram bound = example("gated_ffn", kFfnDims);
   WholeContractionPlan plan = plan_whole_contractions(bound);
-  ASSERT_EQ(plan.whole.size(), 3u) << whole_contractions_text(bound, plan);
-  EXPECT_FALSE(plan.whole[0].epilogue.has_value());  // gate: read by h, which reads up too
-  ASSERT_TRUE(plan.whole[1].epilogue.has_value());
-  EXPECT_EQ(bound.defs[*plan.whole[1].epilogue].def->target.name, "h");
+  ASSERT_EQ(plan.whole.size(), 2u) << whole_contractions_text(bound, plan);
+  const WholeContraction& w = plan.whole[0];
+  EXPECT_EQ(bound.defs[w.def].def->target.name, "up");
+  ASSERT_TRUE(w.pair.has_value());
+  EXPECT_EQ(bound.defs[*w.pair].def->target.name, "gate");
+  ASSERT_TRUE(w.epilogue.has_value());
+  EXPECT_EQ(bound.defs[*w.epilogue].def->target.name, "h");
+  EXPECT_EQ(plan.computing(bound, "gate"), &w);
+  const ContractNode& c = *w.kernel.body[0].as<ContractNode>();
+  EXPECT_EQ(c.dst.name, "h");
+  ASSERT_EQ(c.pair_terms.size(), 1u);
+  KernelProgram one;
+  one.kernels.push_back(w.kernel);
+  std::string text = print_kernel_program(one);
+  EXPECT_NE(text.find("Σ (a[m, k]) · (b2[k, n]) as up_value[0] and Σ (a[m, k]) · (b1[k, n]) as gate_value[0] in "
+                      "silu(gate_value[0]) * up_value[0]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(whole_contractions_text(bound, plan).find("up paired with gate (one dual-B launch"), std::string::npos)
+      << whole_contractions_text(bound, plan);
+
   CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
-  EXPECT_EQ(compiled.kernels.kernels.size(), 3u) << compiled.report;
-  EXPECT_NE(compiled.kernels.find_global("gate"), nullptr);
+  EXPECT_EQ(compiled.kernels.kernels.size(), 2u) << compiled.report;
+  EXPECT_EQ(compiled.kernels.find_global("gate"), nullptr);
   EXPECT_EQ(compiled.kernels.find_global("up"), nullptr);
+  EXPECT_NE(compiled.report.find("gate and up: whole, paired over one A in one dual-B launch, with h as their epilogue"), std::string::npos)
+      << compiled.report;
   expect_matches_reference(bound, compiled.kernels, 5);
+}
+
+TEST(WholeContractions, PairOverTwoDifferentAStaysTwoLaunches) {
+  // gate and up read different A: no dual-B pair; gate is stored and up's kernel computes h.
+  BoundProgram bound = testing::bind_text(
+      "program two_a\n"
+      "dim M = 64, N = 128, K = 512\n"
+      "in a[M, K] : f16\nin a2[M, K] : f16\nin b1[K, N] : f16 ~ normal(0, 0.05)\nin b2[K, N] : f16 ~ normal(0, 0.05)\n"
+      "gate[m, n] = sum(k) a[m, k] * b1[k, n]\n"
+      "up[m, n] = sum(k) a2[m, k] * b2[k, n]\n"
+      "out h[m, n] : f16 = silu(gate[m, n]) * up[m, n]\n");
+  WholeContractionPlan plan = plan_whole_contractions(bound);
+  std::string text = whole_contractions_text(bound, plan);
+  ASSERT_EQ(plan.whole.size(), 2u) << text;
+  EXPECT_FALSE(plan.whole[0].pair.has_value());
+  EXPECT_NE(text.find("gate and up: not paired: the paired term's A a[m, k] is not the contract's A a2[m, k]"), std::string::npos) << text;
+  CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
+  EXPECT_NE(compiled.kernels.find_global("gate"), nullptr);
+  expect_matches_reference(bound, compiled.kernels, 9);
+}
+
+TEST(WholeContractions, PairedGateOfANarrowDtypeIsRoundedAsStoringItWould) {
+  // gate is declared f16 and has a scale: the epilogue reads cast(gate_value[0] * 0.5, f16).
+  BoundProgram bound = testing::bind_text(
+      "program narrow_gate\n"
+      "dim M = 64, N = 128, K = 512\n"
+      "in a[M, K] : f16\nin b1[K, N] : f16 ~ normal(0, 0.05)\nin b2[K, N] : f16 ~ normal(0, 0.05)\n"
+      "gate[m, n] : f16 = sum(k) 0.5 * a[m, k] * b1[k, n]\n"
+      "up[m, n] = sum(k) a[m, k] * b2[k, n]\n"
+      "out h[m, n] : f16 = gelu(gate[m, n]) * up[m, n]\n");
+  CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
+  ASSERT_EQ(compiled.kernels.kernels.size(), 1u) << compiled.report;
+  std::string text = print_kernel_program(compiled.kernels);
+  EXPECT_NE(text.find("gelu(cast(gate_value[0] * 0.5, f16)) * up_value[0]"), std::string::npos) << text;
+  expect_matches_reference(bound, compiled.kernels, 11);
 }
 
 TEST(WholeContractions, AttentionScoresStayFused) {

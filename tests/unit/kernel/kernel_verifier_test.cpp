@@ -6,6 +6,7 @@
 // verifier and the executor number them: in order, nested bodies included, from 1 per kernel.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -154,6 +155,45 @@ TEST(KernelVerifier, RejectsAContractRowAxisOutsideItsDomain) {
 TEST(KernelVerifier, RejectsAContractWithoutTerms) {
   auto p = contract_program([](ContractNode& n) { n.terms.clear(); });
   expect_rejected(p, {"statement 3 (contract)", "contract has no product terms"});
+}
+
+// A paired contract: c = silu(pair) · value over a·b and a·b (the buffers `v` and `pv`, one f32 each).
+KernelProgram paired_program(std::function<void(ContractNode&)> edit, DType pair_dtype = DType::f32) {
+  ContractNode n = *contract_tiles("c", 8, 4, 16, "a", "b").as<ContractNode>();
+  n.pair_terms = n.terms;
+  n.value = "v";
+  n.pair_value = "pv";
+  n.epilogue = load("pv", {num(0)}) * load("v", {num(0)});
+  edit(n);
+  return program({kernel("paired", {{"blk", 1}}, 1,
+                         {buffer("c", {8, 4}, Scope::register_file), buffer("a", {8, 16}, Scope::shared),
+                          buffer("b", {16, 4}, Scope::shared), buffer("v", {1}, Scope::register_file),
+                          buffer("pv", {1}, Scope::register_file, pair_dtype)},
+                         {fill("a", 1), fill("b", 1), make_stmt(std::move(n)), write_y()})});
+}
+
+TEST(KernelVerifier, AcceptsAPairedContract) { expect_accepted(paired_program([](ContractNode&) {})); }
+
+TEST(KernelVerifier, RejectsAPairedContractWithoutEpilogue) {
+  auto p = paired_program([](ContractNode& n) {
+    n.epilogue = Expr();
+    n.value.clear();
+  });
+  expect_rejected(p, {"statement 3 (contract)", "a paired contract has no epilogue to read its pair value"});
+}
+
+TEST(KernelVerifier, RejectsAPairValueThatIsNotOneF32Element) {
+  expect_rejected(paired_program([](ContractNode&) {}, DType::f16), {"contract pair value 'pv' is not one f32 element"});
+}
+
+TEST(KernelVerifier, RejectsAPairedOperandThatUsesTheOtherSidesAxis) {
+  auto p = paired_program([](ContractNode& n) { n.pair_terms[0].b = load("b", {var("k"), var("i")}); });
+  expect_rejected(p, {"paired operand b 'b[k, i]' uses the row axis 'i'"});
+}
+
+TEST(KernelVerifier, RejectsAPairValueWithoutPairedTerms) {
+  auto p = paired_program([](ContractNode& n) { n.pair_terms.clear(); });
+  expect_rejected(p, {"contract names a pair value 'pv' but has no paired terms"});
 }
 
 // =================================================================================================
