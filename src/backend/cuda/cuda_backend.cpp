@@ -133,6 +133,11 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
   } workspace{split_k.partials.pointer(), split_k.counters.pointer()};
   if (g.split_k > 1 && (!workspace.partials || !workspace.counters))
     throw Error("GPU run: the split-K kernel has no workspace (please report)");
+  if (g.prologue) {
+    void* args[] = {&a, &b, &shape, pointers.data(), pointers.data()};
+    runtime::launch(function, config, args);
+    return;
+  }
   void* args[] = {&a, &b, &shape, pointers.data(), &workspace};
   runtime::launch(function, config, args);
 }
