@@ -2,7 +2,7 @@
 # One device call for the GEMM skeleton's operand-prologue path (issue 15, part 4): its device test,
 # `solder run --backend cuda` of quant_gemm and rmsnorm_gemm at small, ragged and paper sizes (each
 # verified against the float64 reference), then `solder bench` of quant_gemm Q1-Q10 and rmsnorm_gemm
-# L1-L2 with the peers in the same call (bench/device_suites.sh).
+# L1-L2, then the peers in the same call (as bench/device_suites.sh does, Solder first).
 #   bench/prologue_device.sh OUTDIR DEADLINE_S
 # Run from a folder laid out like the repository (build/solder, device/, examples/, bench/, tests/gpu/gemm,
 # src/runtime/tma*); SOLDER_CUTLASS_INCLUDE names the CuTe headers.
@@ -39,9 +39,22 @@ run rms-small examples/rmsnorm_gemm.sol --small
 run rms-ragged examples/rmsnorm_gemm.sol --dim T=200 --dim HID=1000 --dim N=136
 run rms-L1 examples/rmsnorm_gemm.sol
 { build/solder fuse --gpu examples/quant_gemm.sol; build/solder fuse --gpu examples/rmsnorm_gemm.sol; } > "$out/fuse.txt" 2>&1
-echo "== bench: quant_gemm Q1-Q10, rmsnorm_gemm L1-L2 and the peers ($(left) s left)"
-SOLDER_ARGS="--cases quant_gemm|rmsnorm_gemm" PEER_ARGS="--cases quant_gemm|rmsnorm_gemm" \
-  bash bench/device_suites.sh /tmp/prologue-bench $(( $(left) - 15 )) reductions 2>&1 | tail -30
+echo "== bench: Solder first (quant_gemm Q1-Q10, rmsnorm_gemm L1-L2), then the peers ($(left) s left)"
+# Solder's cases before the peers: torch.compile's autotuning takes about a minute per case, and a first
+# run of this script (2026-11-26) spent its whole deadline there before Solder's cases started.
+mkdir -p /tmp/prologue-bench .cache/bench
+python3 bench/suites.py --suite reductions --cases "quant_gemm|rmsnorm_gemm" --solder-commands --compile-only --timeout 300 |
+  xargs -d '\n' -P "$(nproc)" -n 1 sh -c > /tmp/prologue-bench/compile.log 2>&1
+while IFS= read -r line; do
+  if [ "$(left)" -lt 40 ]; then echo "   deadline: stopped before $line"; break; fi
+  sh -c "$line" 2>> /tmp/prologue-bench/solder.err || echo "   failed: $line"
+done < <(python3 bench/suites.py --suite reductions --cases "quant_gemm|rmsnorm_gemm" --solder-commands --resume --timeout 150 \
+           --out /tmp/prologue-bench/solder-reductions.jsonl)
+echo "   solder records: $(wc -l < /tmp/prologue-bench/solder-reductions.jsonl 2>/dev/null || echo 0), $(left) s left"
+if [ "$(left)" -gt 60 ]; then
+  timeout "$(left)" python3 bench/peers.py --suite reductions --cases "quant_gemm|rmsnorm_gemm" --out /tmp/prologue-bench/peers-reductions.jsonl \
+    --resume --time-limit $(( $(left) - 45 )) --commit "${SOLDER_COMMIT:-unknown}" 2>&1 | grep -E "µs|error|Error" | tail -n 30
+fi
 cp /tmp/prologue-bench/*-reductions.jsonl "$out/" 2>/dev/null
 python3 bench/report.py --solder "$out/solder-reductions.jsonl" --peers "$out/peers-reductions.jsonl" --out-dir /tmp/prologue-report \
   --suite reductions --no-plots > /dev/null 2>&1 && cp /tmp/prologue-report/reductions.md "$out/" && cat "$out/reductions.md"
