@@ -262,6 +262,13 @@ std::optional<PrologueContraction> lower_prologue_contraction(const BoundProgram
       p.notes.push_back("side reduction " + program.defs[s.def].def->target.name + " = " + std::string(reduce_op_name(s.op)) + "(" + k_var +
                         ") " + print_expr(s.value) + " over the staged " + source + " tile");
     }
+    bool a_reads_sides = false;
+    for_each_load(node.terms[0].a, [&](const LoadNode& load) { a_reads_sides |= side_names.count(load.tensor) > 0; });
+    if (!sides.empty())
+      p.notes.push_back(a_reads_sides ? "A reads the side values: each block first sweeps its A stripe for them (a pre-sweep, once per "
+                                        "tile-row it meets; the extra reads come from L2), then the RS sweep"
+                                      : "only the scale reads the side values: they are folded during the one RS sweep and applied "
+                                        "after the dot product (exact by linearity)");
     p.notes.push_back("operand A = " + print_expr(node.terms[0].a) + " computed in registers from the staged " + source + ", rounded to " +
                       std::string(mma_type_name(node.type)) + " (wgmma RS)");
     for (auto& n : c.notes) p.notes.push_back(n);
