@@ -68,6 +68,7 @@ PEERS = {
     "gated_ffn": ("eager", "compile"),
     "moe_routing": ("eager", "compile"),
     "quant_gemm": ("eager", "compile"),
+    "rmsnorm_gemm": ("eager", "compile"),
     "variance": ("eager", "compile", "torch_var"),
     "inertia": ("eager", "compile"),
     "llama_decode": ("eager", "compile", "eager_sdpa"),
@@ -376,6 +377,17 @@ def moe_plain(d, dev):
     return Impl(route, lambda x: (x["x"], x["wg"]), "bf16 gate GEMM, f32 softmax, torch.topk")
 
 
+def rmsnorm_gemm_plain(d, dev):
+    HID = d["HID"]
+
+    def rms_gemm(x, g, w):  # Llama RMSNorm (f32 statistics), bf16 normalised activations, bf16 GEMM
+        xf = x.to(torch.float32)
+        xn = xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) / HID + 1e-5) * g.to(torch.float32)
+        return xn.to(torch.bfloat16) @ w
+
+    return Impl(rms_gemm, lambda x: (x["x"], x["g"], x["w"]), "f32 RMSNorm, bf16 normalised rows, bf16 matmul")
+
+
 def quant_plain(d, dev):
     N = d["N"]
     if dev.type == "cuda":
@@ -387,15 +399,15 @@ def quant_plain(d, dev):
             aq = (a.to(torch.float32) / scale).to(torch.float8_e4m3fn)
             return torch._scaled_mm(aq, w_t.t(), scale_a=scale, scale_b=ones, out_dtype=torch.bfloat16)
 
-        # the weight is stored [N, K] (nn.Linear layout), as _scaled_mm needs a column-major operand
-        return Impl(quant, lambda x: (x["a"], x["w"].t().contiguous(), ones),
+        # the weight is stored [N, K] (nn.Linear layout, as in the program), the column-major operand _scaled_mm needs
+        return Impl(quant, lambda x: (x["a"], x["w"], ones),
                     "amax, scale, cast to e4m3, torch._scaled_mm with row-wise scales (weight stored [N,K])")
 
     def quant_cpu(a, w):
         amax = a.abs().amax(dim=-1, keepdim=True).to(torch.float32)
         scale = amax / 448.0
         aq = (a.to(torch.float32) / scale).to(torch.float8_e4m3fn)
-        return ((aq.to(torch.float32) @ w.to(torch.float32)) * scale).to(torch.bfloat16)
+        return ((aq.to(torch.float32) @ w.to(torch.float32).t()) * scale).to(torch.bfloat16)
 
     return Impl(quant_cpu, lambda x: (x["a"], x["w"]), "CPU stand-in: e4m3 quantisation, f32 matmul of the e4m3 values")
 
@@ -464,7 +476,7 @@ def build_impl(case, peer, d, dev):
             return attention_flex(wl, d, dev)
     if peer in ("eager", "compile"):
         return {"ffn": ffn_plain, "gated_ffn": gated_ffn_plain, "moe_routing": moe_plain,
-                "quant_gemm": quant_plain, "variance": variance_plain, "inertia": inertia_plain,
+                "quant_gemm": quant_plain, "rmsnorm_gemm": rmsnorm_gemm_plain, "variance": variance_plain, "inertia": inertia_plain,
                 "llama_decode": decode_plain}[wl](d, dev)
     if wl == "variance" and peer == "torch_var":
         return variance_torch_var(d, dev)
@@ -573,7 +585,13 @@ def reference_pairs(case, d, x, out):
         a = _f64(x["a"][rows])
         scale = (a.abs().amax(dim=-1, keepdim=True) / 448).to(torch.float32).to(torch.float64)
         aq = (a / scale).to(torch.float32).to(torch.float8_e4m3fn).to(torch.float32).to(torch.float64)
-        pairs.append((out[rows][:, cols], (aq @ _f64(x["w"])[:, cols]) * scale))
+        pairs.append((out[rows][:, cols], (aq @ _f64(x["w"])[cols].t()) * scale))
+    elif wl == "rmsnorm_gemm":
+        rows = _rows(d["T"], count=16)
+        cols = _rows(d["N"], count=256, seed=1)
+        xr = _f64(x["x"][rows])
+        xn = xr * torch.rsqrt((xr * xr).sum(-1, keepdim=True) / d["HID"] + 1e-5) * _f64(x["g"])
+        pairs.append((out[rows][:, cols], xn @ _f64(x["w"])[:, cols]))
     elif wl == "variance":
         rows = _rows(d["BS"], count=16)
         pairs.append((out[rows], torch.var(_f64(x["x"][rows]), dim=-1, correction=0)))

@@ -335,6 +335,7 @@ FLOPS = {
     "gated_ffn": lambda d: 2 * 2 * d["M"] * d["N"] * d["K"] + 2 * d["M"] * d["N"] * d["L"],
     "moe_routing": lambda d: 2 * d["T"] * d["HID"] * d["E"],
     "quant_gemm": lambda d: 2 * d["M"] * d["N"] * d["K"],
+    "rmsnorm_gemm": lambda d: 2 * d["T"] * d["HID"] * d["N"],
     "variance": lambda d: 0,
     "inertia": lambda d: 0,
     "llama_decode": lambda d: d["B"] * (2 * d["HID"] * 3 * d["H"] * d["D"] + 4 * d["H"] * d["D"] * (d["KV"] + 1)
@@ -360,6 +361,7 @@ QUANT = [("Q1", 4096, 1536, 2560), ("Q2", 4096, 2560, 1536), ("Q3", 4096, 3584, 
          ("Q4", 4096, 8192, 3584), ("Q5", 4096, 7168, 2048), ("Q6", 4096, 2048, 7168),
          ("Q7", 4096, 2048, 768), ("Q8", 4096, 768, 2048), ("Q9", 4096, 4096, 1536),
          ("Q10", 4096, 1536, 4096)]
+RMSNORM = [("L1", 2048, 4096, 6144), ("L2", 4096, 4096, 14336)]  # Llama-3-8B: QKV, and the MLP's up projection
 ROWS = [(1, 8192), (1, 32768), (128, 8192), (128, 32768), (512, 8192), (512, 32768),
         (1024, 8192), (1024, 32768)]  # V1..V8 and I1..I8: [bs, l] / [bs, n]
 
@@ -409,6 +411,9 @@ def _reduction_cases():
     for tag, M, N, K in QUANT:
         cases.append(Case(f"quant_gemm-{tag}", "reductions", "quant_gemm", {"M": M, "N": N, "K": K},
                           tag=tag, quick=(tag == "Q5")))
+    for tag, T, HID, N in RMSNORM:
+        cases.append(Case(f"rmsnorm_gemm-{tag}", "reductions", "rmsnorm_gemm", {"T": T, "HID": HID, "N": N},
+                          tag=tag, quick=(tag == "L1")))
     for i, (bs, n) in enumerate(ROWS, 1):
         cases.append(Case(f"inertia-I{i}", "reductions", "inertia", {"BS": bs, "N": n},
                           tag=f"I{i}", quick=(i == 8)))

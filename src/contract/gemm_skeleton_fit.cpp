@@ -17,6 +17,8 @@ const GlobalTensor* find(const std::vector<GlobalTensor>& globals, const std::st
   return nullptr;
 }
 
+}  // namespace
+
 // The operand `e` = load of a global indexed by plain variables: [batch?, side…, k] or
 // [batch?, k, side…], the side axes (each once) flattened in that order into its rows. `order`
 // receives them.
@@ -85,8 +87,6 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
   }
   return op;
 }
-
-}  // namespace
 
 GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<GlobalTensor>& globals) {
   GemmSkeletonFit fit;

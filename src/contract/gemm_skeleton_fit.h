@@ -56,6 +56,12 @@ struct GemmSkeletonFit {
   std::string refusal;
 };
 
+// One operand as the skeleton stages it: `e` a load of a global indexed [batch?, side…, k] or
+// [batch?, k, side…] by plain variables (the side axes flattened in that order into `order`); why not.
+std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::string& k_axis,
+                                              const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
+                                              const char* what, std::vector<std::string>& order, std::string& why);
+
 GemmSkeletonFit fit_gemm_skeleton(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
 
 }  // namespace solder

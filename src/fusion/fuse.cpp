@@ -152,6 +152,12 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
                 " is never stored)";
       }
       result.whole_notes.push_back(line + ": " + w.why);
+      if (!w.absorbed.empty()) {  // the prologue form (whole_contractions.h)
+        std::string absorbed_names;
+        for (size_t d : w.absorbed) absorbed_names += (absorbed_names.empty() ? "" : ", ") + program.defs[d].def->target.name;
+        result.whole_notes.push_back("  one kernel with its operand prologue, absorbing " + absorbed_names + ":");
+        for (auto& n : w.notes) result.whole_notes.push_back("    " + n);
+      }
     }
     for (auto& f : whole->fused) result.whole_notes.push_back(f);
   }
@@ -218,7 +224,7 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       Kernel k = w.kernel;
       k.name = unique_kernel_name(kp, k.name);
       result.whole.push_back(k.name);
-      global_names.insert(k.body[0].as<ContractNode>()->dst.name);
+      global_names.insert(k.body.back().as<ContractNode>()->dst.name);  // the contract is last (prologue form: side reductions first)
       kp.kernels.push_back(std::move(k));
       continue;
     }

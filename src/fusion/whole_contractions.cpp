@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <map>
 
+#include "contract/gemm_prologue_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "fusion/inline_pointwise.h"
 #include "hw/hardware.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
 #include "lower/internal_names.h"
+#include "lower/lower_prologue.h"
 #include "lower/lower_unfused.h"
 #include "plan/skeleton_choice.h"
 
@@ -135,11 +137,20 @@ std::optional<Kernel> pair_contracts(const BoundProgram& program, const Kernel& 
   return kernel;
 }
 
+// Whether the skeleton's prologue path takes the kernel (fit_gemm_prologue); why not.
+bool prologue_skeleton_takes(const BoundProgram& program, const Kernel& kernel, std::string* why) {
+  GemmPrologueFit fit = fit_gemm_prologue(kernel, program_globals(program));
+  if (!fit.problem && why) *why = fit.refusal;
+  return fit.problem.has_value();
+}
+
 }  // namespace
 
 const WholeContraction* WholeContractionPlan::computing(const BoundProgram& program, const std::string& target) const {
   for (auto& w : whole) {
     if (program.defs[w.def].def->target.name == target) return &w;
+    for (size_t d : w.absorbed)
+      if (program.defs[d].def->target.name == target) return &w;
     if (w.epilogue && program.defs[*w.epilogue].def->target.name == target) return &w;
     if (w.pair && program.defs[*w.pair].def->target.name == target) return &w;
   }
@@ -235,13 +246,29 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     const auto& mine = readers[def.target.name];
     if (!def.target.is_output && mine.size() == 1 && absorbable_epilogue(program, i, mine[0], nullptr, materialised)) consumer = mine[0];
     std::optional<Kernel> kernel;
-    if (consumer) kernel = lower_whole_contraction(program, i, nullptr, true, consumer, materialised);
+    std::optional<PrologueContraction> prologue;
+    if (!consumer) {
+      prologue = lower_prologue_contraction(program, i, nullptr);
+      if (prologue && std::any_of(prologue->absorbed.begin(), prologue->absorbed.end(), [&](size_t d) { return absorbed.count(d) > 0; }))
+        prologue.reset();
+      if (prologue) {
+        std::string refusal;
+        if (!prologue_skeleton_takes(program, prologue->kernel, &refusal)) {
+          plan.fused.push_back(def.target.name + ": no operand prologue: " + refusal);
+          prologue.reset();
+        } else {
+          kernel = prologue->kernel;
+        }
+      }
+    }
+    if (kernel) {
+    } else if (consumer) kernel = lower_whole_contraction(program, i, nullptr, true, consumer, materialised);
     if (!kernel) {
       consumer.reset();
       kernel = lower_whole_contraction(program, i, nullptr, true);
     }
     if (!kernel) continue;  // not a contraction the skeleton takes (the fusion report says why, per kernel)
-    const ContractNode& c = *kernel->body[0].as<ContractNode>();
+    const ContractNode& c = *kernel->body.back().as<ContractNode>();
     // At least one 64 × 64 tile of the skeleton: a matrix-vector product (decode) is memory-bound and
     // streams its weights through many blocks in a fused kernel instead.
     int64_t rows = 1, columns = 1;
@@ -270,6 +297,9 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     std::vector<std::string> operands;
     for (auto& t : tensors_used(program.defs[i].def->body)) {
       if (program.tensor(t).role == TensorRole::input) continue;
+      if (prologue && std::any_of(prologue->absorbed.begin(), prologue->absorbed.end(),
+                                  [&](size_t d) { return program.defs[d].def->target.name == t; }))
+        continue;  // computed in the kernel (inlined into A, or a side reduction): never materialised
       bytes += round_trip(t);
       operands.push_back(t);
     }
@@ -289,6 +319,11 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     w.epilogue = consumer;
     w.kernel = std::move(*kernel);
     w.why = figures;
+    if (prologue) {
+      w.absorbed = prologue->absorbed;
+      w.notes = prologue->notes;
+      for (size_t d : prologue->absorbed) absorbed.insert(d);
+    }
     if (consumer) {
       absorbed.insert(*consumer);
       plan.kept.insert(program.defs[*consumer].def->target.name);
@@ -316,6 +351,12 @@ std::string whole_contractions_text(const BoundProgram& program, const WholeCont
       text += " with epilogue " + program.defs[*w.epilogue].def->target.name + " (" + program.defs[w.def].def->target.name + " is never stored)";
     }
     text += ": " + w.why + "\n";
+    if (!w.absorbed.empty()) {
+      text += "    with its operand prologue (one kernel; absorbs";
+      for (size_t d : w.absorbed) text += " " + program.defs[d].def->target.name;
+      text += "):\n";
+      for (auto& n : w.notes) text += "      " + n + "\n";
+    }
   }
   for (auto& f : plan.fused) text += "  " + f + "\n";
   return text;

@@ -33,6 +33,13 @@
 // gate and up with h = silu(gate) · up are the case. Refused pairs fall back to the rule above, and the
 // report says why.
 // Tensors a whole contraction reads stay materialised (the inliner keeps them).
+//
+// The prologue form (lower/lower_prologue.h) is tried first: a contraction whose A operand is computed
+// from one input X[m, k] through pointwise definitions and row reductions over X (quant_gemm's amax,
+// rmsnorm_gemm's Σx²) runs whole too, with those definitions absorbed: the skeleton stages X, folds the
+// row reductions over the staged tiles (side reductions; a pre-sweep of the A stripe when A reads
+// them), computes A in registers (wgmma RS) and applies the scale after the dot. One kernel, and the
+// computed operand never goes through memory (the bytes materialised are only the result's).
 #pragma once
 
 #include <optional>
@@ -49,8 +56,12 @@ struct WholeContraction {
   size_t def = 0;                   // the contraction, an index into program.defs
   std::optional<size_t> epilogue;   // the pointwise consumer computed by its epilogue
   std::optional<size_t> pair;       // the contraction paired with it in one dual-B launch (never stored)
-  Kernel kernel;                    // one `contract` (lower_whole_contraction)
+  Kernel kernel;                    // one `contract` (lower_whole_contraction), or side reductions and
+                                    // a contract whose A is computed (lower_prologue_contraction)
   std::string why;                  // the rule's figures, for the report
+  std::vector<size_t> absorbed;     // prologue form: the definitions it computes besides (reductions
+                                    // as side reductions, pointwise ones inlined into A or the scale)
+  std::vector<std::string> notes;   // prologue form: what runs where (fusion report)
 };
 
 struct WholeContractionPlan {

@@ -17,7 +17,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
   float* const amax_tile = reinterpret_cast<float*>(smem + 0);  // register f32 [16]
   float* const c_tile = reinterpret_cast<float*>(smem + 64);  // register bf16 [16, 32]
   float* const a_tile = reinterpret_cast<float*>(smem + 2112);  // shared bf16 [16, 64]
-  float* const w_tile = reinterpret_cast<float*>(smem + 6208);  // shared f8e4m3 [64, 32]
+  float* const w_tile = reinterpret_cast<float*>(smem + 6208);  // shared f8e4m3 [32, 64]
   float* const c_tile_dot = reinterpret_cast<float*>(smem + 14400);  // register f32 [16, 32]
   float* const reduce_scratch = reinterpret_cast<float*>(smem + 16448);  // partials of cooperative reduces
   (void)block_linear;
@@ -53,10 +53,10 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
   // copy w_tile = w__
   for (int point = threadIdx.x; point < 2048; point += blockDim.x) {
     int rest = point;
-    const long long n__ = rest % 32; rest /= 32;
     const long long k = rest % 64; rest /= 64;
+    const long long n__ = rest % 32; rest /= 32;
     (void)rest;
-    w_tile[((k) * 32 + (n__))] = solder::round_f8e4m3((((k) >= 0 && (k) < 64LL && (n__) >= 0 && (n__) < 32LL) ? solder::to_float(w__[((k) * 32LL + (n__))]) : 0.0f));
+    w_tile[((n__) * 64 + (k))] = solder::round_f8e4m3((((n__) >= 0 && (n__) < 32LL && (k) >= 0 && (k) < 64LL) ? solder::to_float(w__[((n__) * 64LL + (k))]) : 0.0f));
   }
   // amax = max (pre)
   for (int e = threadIdx.x; e < 16; e += blockDim.x) amax_tile[e] = solder::round_f32((-solder::infinity()));
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
   for (int e = threadIdx.x; e < 512; e += blockDim.x) c_tile[e] = solder::round_bf16(0.0f);
   // contract with T = f8e4m3
   __syncthreads();
-  {  // tensor cores (block_gemm): c_tile_dot = cast(a_tile[m, k] / (amax_tile[m] / 448), f8e4m3) · w_tile[k, n__]; computed operands evaluated once per element into f16 tiles
+  {  // tensor cores (block_gemm): c_tile_dot = cast(a_tile[m, k] / (amax_tile[m] / 448), f8e4m3) · w_tile[n__, k]; computed operands evaluated once per element into f16 tiles
     __half* const gemm_a_ = reinterpret_cast<__half*>(smem + 20608);  // cast(a_tile[m, k] / (amax_tile[m] / 448), f8e4m3)
     for (int e_ = threadIdx.x; e_ < 1024; e_ += 256) {
       const int row_ = e_ / 64, depth_ = e_ % 64;
@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
       }
       gemm_a_[solder::tile::Swizzle<64>::offset(row_, depth_)] = __half(value_);  // exact
     }
-    __half* const gemm_b_ = reinterpret_cast<__half*>(smem + 22656);  // w_tile[k, n__]
+    __half* const gemm_b_ = reinterpret_cast<__half*>(smem + 22656);  // w_tile[n__, k]
     for (int e_ = threadIdx.x; e_ < 2048; e_ += 256) {
       const int row_ = e_ / 64, depth_ = e_ % 64;
       float value_ = 0.0f;
@@ -110,7 +110,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_c(
         const long long m = 0; (void)m;
         const long long n__ = row_; (void)n__;
         const long long k = depth_; (void)k;
-        value_ = w_tile[((k) * 32 + (n__))];
+        value_ = w_tile[((n__) * 64 + (k))];
       }
       gemm_b_[solder::tile::Swizzle<64>::offset(row_, depth_)] = __half(value_);  // exact
     }

@@ -139,6 +139,11 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
     runtime::launch(function, config, args);
     return;
   }
+  if (g.prologue) {
+    void* args[] = {&a, &b, &shape, pointers.data(), pointers.data()};
+    runtime::launch(function, config, args);
+    return;
+  }
   void* args[] = {&a, &b, &shape, pointers.data(), &workspace};
   runtime::launch(function, config, args);
 }

@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_codegen.h"
 
 #include "backend/cuda/contract_view.h"
+#include "backend/cuda/gemm_prologue_writer.h"
 #include "backend/cuda/gemm_skeleton_writer.h"
 
 #include <algorithm>
@@ -75,6 +76,11 @@ GeneratedModule generate_cuda(const KernelProgram& input) {
     const Kernel& k = program.kernels[i];
     // the GEMM skeleton for whole contractions (the unfused lowering's, gemm_skeleton_writer.h)
     if (auto gemm = write_gemm_skeleton_kernel(named, named.kernels[i], nullptr)) {
+      out << gemm->source << "\n";
+      module.kernels.push_back(gemm->info);
+      continue;
+    }
+    if (auto gemm = write_gemm_prologue_kernel(named, named.kernels[i], nullptr)) {  // side reductions + operand prologue
       out << gemm->source << "\n";
       module.kernels.push_back(gemm->info);
       continue;

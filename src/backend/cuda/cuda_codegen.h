@@ -50,6 +50,9 @@ struct GemmSkeletonLaunch {
   // partials and `counters` zeroed unsigned counters (solder::gemm::SplitKWorkspace; both 0 for split 1).
   int split_k = 1;
   int64_t workspace_floats = 0, counters = 0;
+  // The operand-prologue path (gemm_prologue_writer.h): the kernel takes (a, b, shape, prologue,
+  // epilogue), both functors holding every global's pointer in order.
+  bool prologue = false;
 };
 
 struct GeneratedKernel {

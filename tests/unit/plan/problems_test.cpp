@@ -92,9 +92,12 @@ TEST(GemmProblems, ExamplesFfnAndQuantGemm) {
   EXPECT_EQ(ffn[0].type, MmaType::f16);
   EXPECT_EQ(ffn[1].n, 3072);
   EXPECT_EQ(ffn[1].k, 8192);
-  // quant_gemm's fp8 weight is stored [K, N] (N-major), which fp8 wgmma cannot read: no skeleton
-  // problem (the skeleton choice refuses it; the fused path runs it).
-  EXPECT_TRUE(load("quant_gemm.sol").empty());
+  // quant_gemm's fp8 weight is stored [N, K] (K-major, as fp8 wgmma reads it): its product is a
+  // skeleton problem of type e4m3.
+  auto quant = load("quant_gemm.sol");
+  ASSERT_EQ(quant.size(), 1u);
+  EXPECT_EQ(quant[0].type, MmaType::f8e4m3);
+  EXPECT_EQ(quant[0].k, 2048);
   EXPECT_EQ(load("gated_ffn.sol").size(), 3u);
 }
 

@@ -1,0 +1,72 @@
+// The sm_90a GEMM skeleton's operand-A prologue path: its compile-time configuration (plain C++, like
+// config.cuh: the code generator sizes launches with it). The kernel is in sm90_gemm_prologue.cuh.
+//
+// Meaning of one launch, for every row m < shape.m and column n < shape.n (shape.batch must be 1):
+//     side_i(m) = fold_{k < shape.k} side_step_i(m, k, X(m, k))      (side reductions, f32, i < Sides)
+//     acc(m, n) = Σ_{k < shape.k} round_TA(operand(m, k, X(m, k), side(m))) · B(k, n)
+//     epilogue(0, m, n, acc(m, n), side(m))
+// X is A's source tensor, (M × K) K-major in the 16-bit type TS, staged by TMA; the prologue functor
+// turns each staged element into A's value, which is rounded to the MMA type TA in registers and fed
+// to wgmma as its register operand (RS). The side reductions fold the staged elements of each row.
+// With PreSweep, operand() reads the final side values: each block first sweeps its A stripe (TMA
+// loads of A only, no MMA) to complete them, then runs the RS sweep; without it, the side reductions
+// are folded during the one RS sweep and only the epilogue reads them.
+#pragma once
+
+#include "config.cuh"
+
+namespace solder::gemm {
+
+// TS, TA, TB   A's source type (bf16 or f16), A's and B's MMA input types (as Config: both 16-bit and
+//              equal, or both fp8).
+// BM, BN       as Config (BM 64 or 128; BN a multiple of 16 in [16, 256]).
+// BK           128 bytes of B's K: 64 for 16-bit MMA types, 128 for fp8; A's source tile per stage is
+//              BM × BK elements of TS, loaded as BK·bytes(TS)/128 TMA boxes of 128 bytes × BM rows.
+// Stages       ring depth; BKMajor as Config; no clusters and no split-K on this path.
+template <Dtype TS_, Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool BKMajor_ = true, int GroupM_ = 16>
+struct PrologueConfig {
+  static constexpr Dtype TS = TS_;
+  static constexpr Dtype TA = TA_;
+  static constexpr Dtype TB = TB_;
+  static constexpr int BM = BM_;
+  static constexpr int BN = BN_;
+  static constexpr int BK = 128 / dtype_bytes(TB_);
+  static constexpr int Stages = Stages_;
+  static constexpr bool AKMajor = true;
+  static constexpr bool BKMajor = BKMajor_;
+  static constexpr int ClusterM = 1;
+  static constexpr int GroupM = GroupM_;
+  static constexpr int SplitK = 1;
+  static constexpr int ABoxRows = BM_;
+  static constexpr int BBoxRows = BN_;
+  static constexpr int ABoxes = BK * dtype_bytes(TS_) / 128;  // 128-byte K boxes of A per stage
+  static constexpr int ABoxK = 128 / dtype_bytes(TS_);        // A's elements per box row
+  static constexpr int Consumers = BM_ / 64;
+  static constexpr int Threads = 128 * (Consumers + 1);
+  static constexpr int ABytesPerStage = BM_ * BK * dtype_bytes(TS_);
+  static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);
+  static constexpr int StageBytes = ABytesPerStage + BBytesPerStage;
+  static constexpr int SmemBytes = Stages_ * StageBytes + 16 * Stages_ + 1024;
+
+  static_assert(TS_ == Dtype::bf16 || TS_ == Dtype::f16, "A's source must be bf16 or f16");
+  static_assert(dtype_bytes(TA_) == dtype_bytes(TB_) && (TA_ == TB_ || dtype_is_fp8(TA_)),
+                "A and B: the same 16-bit type, or two fp8 types");
+  static_assert(BM_ == 64 || BM_ == 128, "BM must be 64 or 128");
+  static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
+  static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
+  static_assert(!dtype_is_fp8(TB_) || BKMajor_, "fp8 wgmma needs a K-major B");
+  static_assert(BKMajor_ || BN_ % 64 == 0, "an N-major B needs BN a multiple of 64");
+  static_assert(SmemBytes <= 232448, "the ring does not fit in 227 KB of shared memory");
+};
+
+// The largest ring depth (≤ max_stages) whose shared memory fits 227 KB, for A staged in `source`
+// bytes per element: what the code generator uses after the planner chose BM and BN.
+SOLDER_GEMM_HD constexpr int prologue_stages(int bm, int bn, int source_bytes, int mma_bytes, int max_stages) {
+  const int bk = 128 / mma_bytes;
+  const int stage = bm * bk * source_bytes + bn * bk * mma_bytes;
+  int s = max_stages;
+  while (s > 2 && s * stage + 16 * s + 1024 > 232448) --s;
+  return s;
+}
+
+}  // namespace solder::gemm

@@ -1,0 +1,243 @@
+#include "backend/cuda/gemm_prologue_writer.h"
+
+#include "solder/gemm/prologue_config.cuh"
+
+#include <algorithm>
+#include <sstream>
+
+#include "backend/cuda/cuda_expr.h"
+#include "contract/gemm_prologue_fit.h"
+#include "ir/expr_visitor.h"
+#include "ir/printer.h"
+#include "plan/skeleton_choice.h"
+
+namespace solder {
+namespace {
+
+int skeleton_dtype(DType t) {
+  switch (t) {
+    case DType::bf16: return 0;
+    case DType::f16: return 1;
+    case DType::f8e4m3: return 2;
+    default: return 3;
+  }
+}
+const char* dtype_enum(DType t) {
+  switch (t) {
+    case DType::bf16: return "solder::gemm::Dtype::bf16";
+    case DType::f16: return "solder::gemm::Dtype::f16";
+    case DType::f8e4m3: return "solder::gemm::Dtype::e4m3";
+    default: return "solder::gemm::Dtype::e5m2";
+  }
+}
+const char* mma_enum(MmaType t) {
+  switch (t) {
+    case MmaType::bf16: return "solder::gemm::Dtype::bf16";
+    case MmaType::f16: return "solder::gemm::Dtype::f16";
+    case MmaType::f8e4m3: return "solder::gemm::Dtype::e4m3";
+    default: return "solder::gemm::Dtype::e5m2";
+  }
+}
+
+constexpr int kSmCount = 132;
+
+// Loads of the staged source X[row, k] → x_, loads of side buffers → s_[i].
+class PrologueLoads : public ExprMutator {
+ public:
+  std::string source, row, k;
+  std::map<std::string, int> sides;
+  using ExprMutator::mutate;
+
+ protected:
+  Expr mutate(const LoadNode& load, const Expr& self) override {
+    if (load.tensor == source && load.index.size() == 2 && load.index[0].as<VarNode>() && load.index[1].as<VarNode>() &&
+        load.index[0].as<VarNode>()->name == row && load.index[1].as<VarNode>()->name == k)
+      return make_load("x_", {make_int(0)});
+    auto it = sides.find(load.tensor);
+    if (it != sides.end()) return make_load(load.tensor, {make_int(it->second)});
+    return ExprMutator::mutate(load, self);
+  }
+};
+
+}  // namespace
+
+std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why) {
+  auto refuse = [&](std::string text) -> std::optional<GemmSkeletonKernel> {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  GemmPrologueFit fit = fit_gemm_prologue(kernel, program.globals);
+  if (!fit.problem) return refuse(fit.refusal);
+  const GemmPrologueProblem& pp = *fit.problem;
+  const GemmSkeletonProblem& p = pp.problem;
+  const ContractNode& c = *pp.contract;
+  const DType out_dtype = program.find_global(c.dst.name)->dtype;
+  // The tile: the planner's BM and BN for T (split-K and clusters are not on this path: 128 × 128
+  // then), the ring refitted for A staged in its source type.
+  int bm = 128, bn = 128, stages = 4;
+  std::string plan_note = "fixed 128 × 128 tile";
+  SkeletonChoice choice = choose_skeleton_config(p, c.type, out_dtype);
+  if (choice.chosen && choice.chosen->config.split_k == 1 && choice.chosen->config.cluster_size() == 1) {
+    bm = choice.chosen->config.bm;
+    bn = choice.chosen->config.bn;
+    stages = std::max(choice.chosen->config.stages, 4);
+    plan_note = choice.why;
+  } else if (choice.chosen) {
+    plan_note = "the planner chose split-K or a cluster, which the prologue path has not: 128 × 128 instead";
+  }
+  const bool fp8_t = c.type == MmaType::f8e4m3 || c.type == MmaType::f8e5m2;
+  const int mma_bytes = fp8_t ? 1 : 2, source_bytes = dtype_bytes(p.a.dtype);
+  stages = solder::gemm::prologue_stages(bm, bn, source_bytes, mma_bytes, std::min(stages, 8));
+  const int bk = 128 / mma_bytes;
+  const int64_t tiles = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn);
+
+  auto global_index = [&](const std::string& name) {
+    for (size_t i = 0; i < program.globals.size(); ++i)
+      if (program.globals[i].name == name) return i;
+    return size_t{0};
+  };
+  GemmSkeletonLaunch launch;
+  auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) {
+    GemmSkeletonLaunch::Operand r;
+    r.global = global_index(o.tensor);
+    r.dtype = skeleton_dtype(o.dtype);
+    r.k_major = o.k_major;
+    r.rows = o.rows;
+    r.k = o.k;
+    r.ld = o.ld;
+    r.batch = o.batch;
+    r.batch_stride = o.batch_stride;
+    r.tile_rows = tile_rows;
+    r.tile_k = 128 / dtype_bytes(o.dtype);
+    return r;
+  };
+  launch.a = operand(p.a, bm);
+  launch.b = operand(p.b, bn);
+  launch.m = static_cast<int>(p.m);
+  launch.n = static_cast<int>(p.n);
+  launch.k = static_cast<int>(p.k);
+  launch.prologue = true;
+  std::ostringstream config;
+  config << "solder::gemm::PrologueConfig<" << dtype_enum(p.a.dtype) << ", " << mma_enum(c.type) << ", " << dtype_enum(p.b.dtype) << ", " << bm
+         << ", " << bn << ", " << stages << ", " << (p.b.k_major ? "true" : "false") << ">";
+  launch.config = config.str();
+
+  const std::string name = cuda_identifier(kernel.name);
+  const std::string row = c.row_axes[0], k = p.reduce_axis;
+  std::map<std::string, CudaArray> arrays;
+  std::ostringstream members;
+  for (auto& g : program.globals) {
+    members << "  " << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* " << cuda_identifier(g.name) << ";\n";
+    arrays[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true};
+  }
+  PrologueLoads loads;
+  loads.source = p.a.tensor;
+  loads.row = row;
+  loads.k = k;
+  for (size_t i = 0; i < pp.sides.size(); ++i) {
+    loads.sides[pp.sides[i]->dst.name] = static_cast<int>(i);
+    arrays[pp.sides[i]->dst.name] = CudaArray{"s_", {static_cast<int64_t>(pp.sides.size())}, DType::f32, false};
+  }
+  arrays["x_"] = CudaArray{"(&x_)", {1}, DType::f32, false};
+  CudaExprPrinter printer;
+  printer.array = [&](const std::string& n) -> const CudaArray* {
+    auto it = arrays.find(n);
+    return it == arrays.end() ? nullptr : &it->second;
+  };
+  printer.dims = program.dims;
+  const std::string row_id = cuda_identifier(row), k_id = cuda_identifier(k);
+
+  std::ostringstream out;
+  out << "#include <solder/gemm/sm90_gemm_prologue.cuh>\n";
+  out << "// kernel " << kernel.name << ": computes";
+  for (auto& d : kernel.definitions) out << " " << d;
+  out << "\n// on the sm_90a GEMM skeleton's operand-prologue path: " << launch.config << ", M " << p.m << ", N " << p.n << ", K " << p.k;
+  out << "\n// tile: " << plan_note << "; ring refitted to " << stages << " stages for A staged in " << dtype_name(p.a.dtype);
+  out << "\n// A = " << print_expr(c.terms[0].a) << ", computed in registers from the staged " << p.a.tensor << " and rounded to "
+      << mma_type_name(c.type) << " (wgmma RS); B = " << p.b.tensor << (p.b.k_major ? " (K-major)" : " (N-major)");
+  for (auto* s : pp.sides)
+    out << "\n// side reduction " << s->dst.name << " = " << reduce_op_name(s->op) << "(" << k << ") " << print_expr(s->value)
+        << " over the staged tiles" << (pp.pre_sweep ? " (a pre-sweep of the A stripe: A reads it)" : " (during the one sweep)");
+  out << "\n";
+  // The prologue functor.
+  out << "struct " << name << "_prologue_ {\n" << members.str();
+  out << "  static constexpr int Sides = " << pp.sides.size() << ";\n";
+  out << "  static constexpr bool PreSweep = " << (pp.pre_sweep ? "true" : "false") << ";\n";
+  out << "  __device__ void side_init(float* s_) const {\n";
+  for (size_t i = 0; i < pp.sides.size(); ++i) {
+    const ReduceOp op = pp.sides[i]->op;
+    out << "    s_[" << i << "] = " << (op == ReduceOp::sum ? "0.0f" : op == ReduceOp::max ? "-solder::infinity()" : "solder::infinity()") << ";\n";
+  }
+  out << "    (void)s_;\n  }\n";
+  out << "  __device__ void side_step(float* s_, int row_, int k_, float x_) const {\n";
+  out << "    const long long " << row_id << " = row_; const long long " << k_id << " = k_; (void)" << row_id << "; (void)" << k_id
+      << "; (void)x_;\n";
+  for (size_t i = 0; i < pp.sides.size(); ++i) {
+    const ReduceOp op = pp.sides[i]->op;
+    const std::string v = printer.print_float(loads.mutate(pp.sides[i]->value));
+    if (op == ReduceOp::sum) out << "    s_[" << i << "] += " << v << ";\n";
+    else out << "    s_[" << i << "] = " << (op == ReduceOp::max ? "fmaxf" : "fminf") << "(s_[" << i << "], " << v << ");\n";
+  }
+  out << "    (void)s_;\n  }\n";
+  out << "  __device__ void side_merge(float* s_, const float* o_) const {\n";
+  for (size_t i = 0; i < pp.sides.size(); ++i) {
+    const ReduceOp op = pp.sides[i]->op;
+    if (op == ReduceOp::sum) out << "    s_[" << i << "] += o_[" << i << "];\n";
+    else out << "    s_[" << i << "] = " << (op == ReduceOp::max ? "fmaxf" : "fminf") << "(s_[" << i << "], o_[" << i << "]);\n";
+  }
+  out << "    (void)s_; (void)o_;\n  }\n";
+  out << "  __device__ float operand(int row_, int k_, float x_, const float* s_) const {\n";
+  out << "    const long long " << row_id << " = row_; const long long " << k_id << " = k_; (void)" << row_id << "; (void)" << k_id
+      << "; (void)s_;\n";
+  // A's outer cast to T (quant_gemm's e4m3) is the skeleton's own rounding to TA (round to nearest,
+  // saturating): left to it rather than rounded twice.
+  Expr a_value = c.terms[0].a;
+  if (auto cast = a_value.as<CastNode>()) {
+    const bool same = (cast->dtype == DType::f8e4m3 && c.type == MmaType::f8e4m3) || (cast->dtype == DType::f8e5m2 && c.type == MmaType::f8e5m2) ||
+                      (cast->dtype == DType::bf16 && c.type == MmaType::bf16) || (cast->dtype == DType::f16 && c.type == MmaType::f16);
+    if (same) {
+      a_value = cast->operand;
+      out << "    // rounded to " << mma_type_name(c.type) << " by the skeleton (the operand's cast)\n";
+    }
+  }
+  out << "    return " << printer.print_float(loads.mutate(a_value)) << ";\n  }\n};\n";
+  // The epilogue functor.
+  const CudaArray& dst = arrays.at(c.dst.name);
+  std::vector<std::string> index;
+  for (auto& i : c.dst.index) index.push_back(printer.print_int(i));
+  out << "struct " << name << "_epilogue_ {\n" << members.str();
+  out << "  // " << c.dst.name << " = acc" << (c.scale ? " · (" + print_expr(c.scale) + ")" : std::string("")) << ", rounded to "
+      << dtype_name(dst.dtype) << "\n";
+  out << "  __device__ void operator()(int batch_, int row_, int col_, float acc_, const float* s_) const {\n";
+  out << "    const long long " << row_id << " = row_;\n";
+  if (p.column_axes.size() == 1) {
+    out << "    const long long " << cuda_identifier(p.column_axes[0]) << " = col_;\n";
+  } else {
+    out << "    long long col_rest_ = col_;\n";
+    for (size_t i = p.column_axes.size(); i-- > 0;) {
+      if (i == 0) out << "    const long long " << cuda_identifier(p.column_axes[i]) << " = col_rest_;\n";
+      else
+        out << "    const long long " << cuda_identifier(p.column_axes[i]) << " = col_rest_ % " << p.column_extents[i] << "LL; col_rest_ /= "
+            << p.column_extents[i] << "LL;\n";
+    }
+  }
+  out << "    (void)batch_; (void)s_;\n";
+  out << "    float value_ = acc_;\n";
+  if (c.scale) out << "    value_ = value_ * (" << printer.print_float(loads.mutate(c.scale)) << ");\n";
+  out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], value_);\n";
+  out << "  }\n};\n";
+  out << "using " << name << "_config_ = " << launch.config << ";\n";
+  out << "SOLDER_GEMM_PROLOGUE_KERNEL(" << name << ", " << name << "_config_, " << name << "_prologue_, " << name << "_epilogue_)\n";
+
+  GemmSkeletonKernel result;
+  result.source = out.str();
+  result.info.name = name;
+  result.info.threads = 128 * (bm / 64 + 1);
+  result.info.cluster = 1;
+  result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tiles, kSmCount));
+  result.info.shared_bytes = static_cast<int64_t>(stages) * (bm * bk * source_bytes + bn * bk * mma_bytes) + 16 * stages + 1024;
+  result.info.gemm = launch;
+  return result;
+}
+
+}  // namespace solder

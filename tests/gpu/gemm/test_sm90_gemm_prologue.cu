@@ -1,0 +1,175 @@
+// Device test of the GEMM skeleton's operand-A prologue path (device/solder/gemm/sm90_gemm_prologue.cuh)
+// against a float64 host reference of the rounded operands, in the two families the code generator
+// writes:
+//   quant  per-row amax side reduction with a pre-sweep, A = x / (amax / 448) rounded to e4m3 in
+//          registers (fp8 RS wgmma), B e4m3 K-major, out = acc · amax / 448;
+//   rms    Σx² side reduction during the one sweep, A = x · g[k] rounded to bf16 (bf16 RS wgmma), B bf16
+//          K- or N-major, out = acc · rsqrt(Σx² / K + 1e-5).
+// Each case also checks the side values the epilogue receives (written for column 0) and runs ragged
+// M, N and K (K < BK, K not a multiple of BK, M and N not multiples of the tile), one block per tile
+// and persistent blocks. Outputs are poisoned with NaN; operand padding holds NaN. Exit 0 when every
+// case passes, 1 on a failure, 3 on a CUDA error. Build and run: tests/gpu/gemm/run.sh.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <solder/gemm/sm90_gemm_prologue.cuh>
+
+#include "gemm_test_util.h"
+
+using namespace gemm_test;
+using solder::gemm::PrologueConfig;
+
+namespace {
+
+int failures = 0, cases = 0;
+
+struct QuantPrologue {
+  static constexpr int Sides = 1;
+  static constexpr bool PreSweep = true;
+  __device__ void side_init(float* s) const { s[0] = 0.0f; }
+  __device__ void side_step(float* s, int, int, float x) const { s[0] = fmaxf(s[0], fabsf(x)); }
+  __device__ void side_merge(float* s, const float* o) const { s[0] = fmaxf(s[0], o[0]); }
+  __device__ float operand(int, int, float x, const float* s) const { return x / (s[0] / 448.0f); }
+};
+struct RmsPrologue {
+  const float* g;
+  static constexpr int Sides = 1;
+  static constexpr bool PreSweep = false;
+  __device__ void side_init(float* s) const { s[0] = 0.0f; }
+  __device__ void side_step(float* s, int, int, float x) const { s[0] += x * x; }
+  __device__ void side_merge(float* s, const float* o) const { s[0] += o[0]; }
+  __device__ float operand(int, int k, float x, const float*) const { return x * g[k]; }
+};
+struct QuantEpilogue {
+  float* out;
+  float* sides;
+  int ld;
+  __device__ void operator()(int, int row, int col, float acc, const float* s) const {
+    out[(long long)row * ld + col] = acc * (s[0] / 448.0f);
+    if (col == 0) sides[row] = s[0];
+  }
+};
+struct RmsEpilogue {
+  float* out;
+  float* sides;
+  int ld, k;
+  __device__ void operator()(int, int row, int col, float acc, const float* s) const {
+    out[(long long)row * ld + col] = acc * rsqrtf(s[0] / k + 1e-5f);
+    if (col == 0) sides[row] = s[0];
+  }
+};
+
+template <class C, class P, class E>
+void launch_prologue(const TensorMap& a, const TensorMap& b, const solder::gemm::GemmShape& shape, const P& p, const E& e,
+                     int persistent_blocks) {
+  auto kernel = solder::gemm::gemm_prologue_kernel<C, P, E>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
+  solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
+  kernel<<<dim3(g.grid[0]), dim3(g.block[0]), g.smem_bytes>>>(a, b, shape, p, e);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+float round_bf16(float x) { return decode16(Dtype::bf16, encode16(Dtype::bf16, x)); }
+float round_e4m3(float x) { return decode8(Dtype::e4m3, encode8(Dtype::e4m3, x)); }
+
+// quant = true: the quant family; false: rms.
+template <class C, bool quant>
+void run_case(const char* name, int m, int n, int k, int persistent, std::mt19937& rng) {
+  ++cases;
+  Operand A = make_operand(Dtype::bf16, true, m, k, 1, rng, 3.0f);
+  Operand B = make_operand(C::TB, C::BKMajor, n, k, 1, rng);
+  TensorMap map_a = make_map(A, C::BM, C::ABoxK, "A");
+  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
+  std::vector<float> g(std::max(k, 1));
+  std::uniform_real_distribution<float> gd(0.5f, 1.5f);
+  for (float& x : g) x = round_bf16(gd(rng));
+  float *d_g = nullptr, *d_out = nullptr, *d_sides = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_g, g.size() * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(d_g, g.data(), g.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const int ld = n + 3;
+  CUDA_CHECK(cudaMalloc(&d_out, size_t(m) * ld * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&d_sides, size_t(m) * sizeof(float)));
+  CUDA_CHECK(cudaMemset(d_out, 0xFF, size_t(m) * ld * sizeof(float)));
+  CUDA_CHECK(cudaMemset(d_sides, 0xFF, size_t(m) * sizeof(float)));
+  solder::gemm::GemmShape shape;
+  shape.m = m;
+  shape.n = n;
+  shape.k = k;
+  if constexpr (quant) {
+    launch_prologue<C>(map_a, map_b, shape, QuantPrologue{}, QuantEpilogue{d_out, d_sides, ld}, persistent);
+  } else {
+    launch_prologue<C>(map_a, map_b, shape, RmsPrologue{d_g}, RmsEpilogue{d_out, d_sides, ld, k}, persistent);
+  }
+  std::vector<float> out(size_t(m) * ld), sides(m);
+  CUDA_CHECK(cudaMemcpy(out.data(), d_out, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(sides.data(), d_sides, sides.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  int bad = 0;
+  double worst = 0;
+  for (int r = 0; r < m; ++r) {
+    // The side reduction and the rounded operand row, as the device computes them (f32 ops).
+    float side = 0.0f;
+    double side_ref = 0;
+    for (int kk = 0; kk < k; ++kk) {
+      const float x = A.at(0, r, kk);
+      if (quant) side = std::max(side, std::fabs(x));
+      side_ref += quant ? 0 : double(x) * x;
+    }
+    if (quant) side_ref = side;
+    std::vector<double> arow(k);
+    for (int kk = 0; kk < k; ++kk) {
+      const float x = A.at(0, r, kk);
+      arow[kk] = quant ? round_e4m3(x / (side / 448.0f)) : round_bf16(x * g[kk]);
+    }
+    const double scale = quant ? side_ref / 448.0 : 1.0 / std::sqrt(side_ref / std::max(k, 1) + 1e-5);
+    if (!(std::fabs(sides[r] - side_ref) <= 1e-5 * std::fabs(side_ref) + 1e-6)) {
+      if (bad++ < 5) std::printf("  %s: side of row %d: %g, expected %g\n", name, r, sides[r], side_ref);
+    }
+    for (int col = 0; col < n; ++col) {
+      double dot = 0, mag = 0;
+      for (int kk = 0; kk < k; ++kk) {
+        const double p = arow[kk] * B.at(0, col, kk);
+        dot += p;
+        mag += std::fabs(p);
+      }
+      const double ref = dot * scale;
+      const double tol = ((quant ? 2e-3 : 1e-4) * mag + 1e-6) * std::fabs(scale) + 1e-5 * std::fabs(ref);
+      const double got = out[size_t(r) * ld + col];
+      const double err = std::fabs(got - ref);
+      if (!(err <= tol)) {
+        if (bad++ < 5) std::printf("  %s: (%d, %d): %g, expected %g (tolerance %g)\n", name, r, col, got, ref, tol);
+      }
+      worst = std::max(worst, err / (tol > 0 ? tol : 1));
+    }
+  }
+  std::printf("%s %s M %d N %d K %d%s: %s (worst error / tolerance %.3f)\n", bad ? "FAIL" : "ok  ", name, m, n, k,
+              persistent ? " persistent" : "", bad ? "mismatch" : "matches", worst);
+  failures += bad > 0;
+  free_operand(A);
+  free_operand(B);
+  CUDA_CHECK(cudaFree(d_g));
+  CUDA_CHECK(cudaFree(d_out));
+  CUDA_CHECK(cudaFree(d_sides));
+}
+
+template <class C, bool quant>
+void run_family(const char* name, std::mt19937& rng) {
+  const int shapes[][3] = {{1, 17, 100}, {100, 129, 1000}, {256, 256, 512}, {129, 64, 64}, {77, 300, 200}, {50, 40, 30}, {300, 520, 777}};
+  for (auto& s : shapes) run_case<C, quant>(name, s[0], s[1], s[2], 0, rng);
+  run_case<C, quant>(name, 700, 900, 1100, 5, rng);  // persistent: 5 blocks loop over the tiles
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::mt19937 rng(argc > 1 ? std::atoi(argv[1]) : 2026);
+  using solder::gemm::Dtype;
+  run_family<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 128, 3>, true>("quant e4m3 128x128 s3", rng);
+  run_family<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 3>, true>("quant e4m3 128x256 s3", rng);
+  run_family<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 64, 128, 4>, true>("quant e4m3 64x128 s4", rng);
+  run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 256, 4, false>, false>("rms bf16 128x256 s4 B N-major", rng);
+  run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 128, 4, true>, false>("rms bf16 128x128 s4 B K-major", rng);
+  std::printf("%d of %d prologue cases passed\n", cases - failures, cases);
+  return failures ? 1 : 0;
+}

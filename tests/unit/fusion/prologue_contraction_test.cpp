@@ -1,0 +1,158 @@
+// Prologue contractions (lower/lower_prologue.h, the prologue form of whole_contractions.h, the
+// writer gemm_prologue_writer.h): quant_gemm and rmsnorm_gemm become one kernel of side reductions
+// and one contract whose A is computed from the staged input; the CPU executor runs that kernel
+// against the float64 reference; the writer emits the skeleton's prologue path with the functors.
+#include <gtest/gtest.h>
+
+#include "backend/cpu/compare.h"
+#include "backend/cpu/executor.h"
+#include "backend/cpu/inputs.h"
+#include "backend/cpu/reference.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "contract/gemm_prologue_fit.h"
+#include "driver/compile.h"
+#include "fusion/whole_contractions.h"
+#include "ir/parser.h"
+#include "kernel/kernel_printer.h"
+#include "lower/lower_prologue.h"
+#include "lower/lower_unfused.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+BoundProgram example(const std::string& name, std::vector<std::pair<std::string, int64_t>> dims) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));
+  return bind_program(program, SizeChoice{false, std::move(dims)});
+}
+
+size_t def_index(const BoundProgram& bound, const std::string& name) {
+  for (size_t i = 0; i < bound.defs.size(); ++i)
+    if (bound.defs[i].def->target.name == name) return i;
+  ADD_FAILURE() << "no definition " << name;
+  return 0;
+}
+
+void expect_matches_reference(const BoundProgram& bound, const KernelProgram& kernels, uint64_t seed) {
+  TensorSet inputs = make_inputs(bound, seed);
+  ExecutionResult result = execute_kernel_program(kernels, inputs);
+  TensorSet reference = run_reference(bound, inputs);
+  const double tolerance = tolerance_for(bound);
+  for (const TensorInfo* out : bound.outputs()) {
+    SCOPED_TRACE(out->name);
+    EXPECT_EQ(result.unwritten.at(out->name), 0);
+    OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance);
+    EXPECT_TRUE(check.ok) << check.reason << " (error " << check.error << ", tolerance " << tolerance << ")";
+  }
+}
+
+const std::vector<std::pair<std::string, int64_t>> kQuant{{"M", 96}, {"N", 80}, {"K", 320}};
+const std::vector<std::pair<std::string, int64_t>> kRms{{"T", 96}, {"HID", 320}, {"N", 80}};
+
+TEST(PrologueContraction, QuantGemmAbsorbsAmaxAndTheQuantisationIntoOneKernel) {
+  BoundProgram bound = example("quant_gemm", kQuant);
+  std::string why;
+  auto p = lower_prologue_contraction(bound, def_index(bound, "c"), &why);
+  ASSERT_TRUE(p.has_value()) << why;
+  EXPECT_EQ(p->source, "a");
+  EXPECT_EQ(p->absorbed.size(), 3u);  // amax, scale, aq
+  std::vector<const ReduceNode*> sides;
+  ASSERT_TRUE(is_prologue_contraction(p->kernel, &sides));
+  ASSERT_EQ(sides.size(), 1u);
+  EXPECT_EQ(sides[0]->op, ReduceOp::max);
+  const ContractNode& c = *p->kernel.body.back().as<ContractNode>();
+  EXPECT_EQ(c.type, MmaType::f8e4m3);
+  std::string text = print_kernel_program([&] {
+    KernelProgram kp;
+    kp.kernels.push_back(p->kernel);
+    return kp;
+  }());
+  // The program's semantics: aq rounded to e4m3, the scale after the dot.
+  EXPECT_NE(text.find("reduce max amax_side[m] += abs(a[m, k])"), std::string::npos) << text;
+  EXPECT_NE(text.find("Σ (cast(a[m, k] / (amax_side[m] / 448), f8e4m3)) · (w[n, k])"), std::string::npos) << text;
+  EXPECT_NE(text.find("amax_side[m] · Σ"), std::string::npos) << text;
+
+  GemmPrologueFit fit = fit_gemm_prologue(p->kernel, program_globals(bound));
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  EXPECT_TRUE(fit.problem->pre_sweep);  // A reads amax
+  EXPECT_EQ(fit.problem->problem.a.tensor, "a");
+  EXPECT_EQ(fit.problem->problem.a.dtype, DType::bf16);
+  EXPECT_TRUE(fit.problem->problem.b.k_major);
+}
+
+TEST(PrologueContraction, RmsnormGemmFoldsTheSumOfSquaresAndGIntoOneSweep) {
+  BoundProgram bound = example("rmsnorm_gemm", kRms);
+  std::string why;
+  auto p = lower_prologue_contraction(bound, def_index(bound, "y"), &why);
+  ASSERT_TRUE(p.has_value()) << why;
+  EXPECT_EQ(p->source, "x");
+  const ContractNode& c = *p->kernel.body.back().as<ContractNode>();
+  EXPECT_EQ(c.type, MmaType::bf16);
+  ASSERT_TRUE(c.scale.defined());
+  GemmPrologueFit fit = fit_gemm_prologue(p->kernel, program_globals(bound));
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  EXPECT_FALSE(fit.problem->pre_sweep);  // only the scale reads Σx²: one sweep
+  EXPECT_FALSE(fit.problem->problem.b.k_major);
+}
+
+TEST(PrologueContraction, RefusesWhatTheSkeletonCannotStage) {
+  // The reduction is read at another row than the contraction's, and an absorbed value is an output.
+  BoundProgram other = testing::bind_text(
+      "program p\ndim M = 64, N = 64, K = 128\nin a[M, K] : bf16\nin w[K, N] : bf16\n"
+      "s[m] = sum(k) a[m, k]\nout y[m, n] : bf16 = sum(k) a[m, k] * s[n] * w[k, n]\n");
+  std::string why;
+  EXPECT_FALSE(lower_prologue_contraction(other, 1, &why).has_value());
+  EXPECT_FALSE(why.empty());
+  BoundProgram output = testing::bind_text(
+      "program p\ndim M = 64, N = 64, K = 128\nin a[M, K] : bf16\nin w[K, N] : bf16\n"
+      "out s[m] = sum(k) a[m, k] * a[m, k]\nout y[m, n] : bf16 = sum(k) a[m, k] * w[k, n] * s[m]\n");
+  EXPECT_FALSE(lower_prologue_contraction(output, 1, &why).has_value());
+  EXPECT_NE(why.find("output"), std::string::npos) << why;
+  // A plain load operand is the plain skeleton's case.
+  BoundProgram plain = testing::bind_text(
+      "program p\ndim M = 64, N = 64, K = 128\nin a[M, K] : bf16\nin w[K, N] : bf16\n"
+      "out y[m, n] : bf16 = sum(k) a[m, k] * w[k, n]\n");
+  EXPECT_FALSE(lower_prologue_contraction(plain, 0, &why).has_value());
+}
+
+TEST(PrologueContraction, FusedGpuPlanIsOneKernelThatVerifiesOnTheExecutor) {
+  for (auto& [name, dims] : std::vector<std::pair<std::string, std::vector<std::pair<std::string, int64_t>>>>{{"quant_gemm", kQuant},
+                                                                                                               {"rmsnorm_gemm", kRms}}) {
+    SCOPED_TRACE(name);
+    BoundProgram bound = example(name, dims);
+    WholeContractionPlan plan = plan_whole_contractions(bound);
+    ASSERT_EQ(plan.whole.size(), 1u) << whole_contractions_text(bound, plan);
+    EXPECT_FALSE(plan.whole[0].absorbed.empty());
+    CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
+    ASSERT_EQ(compiled.kernels.kernels.size(), 1u) << compiled.report;
+    EXPECT_NE(compiled.report.find("one kernel with its operand prologue"), std::string::npos) << compiled.report;
+    EXPECT_NE(compiled.report.find("computed in registers"), std::string::npos) << compiled.report;
+    EXPECT_NE(compiled.report.find(name == "quant_gemm" ? "each block first sweeps its A stripe" : "folded during the one RS sweep"),
+              std::string::npos)
+        << compiled.report;
+    expect_matches_reference(bound, compiled.kernels, 5);
+    expect_matches_reference(bound, compiled.kernels, 6);
+
+    // The writer: the prologue path with its functors.
+    GeneratedModule m = generate_cuda(compiled.kernels);
+    ASSERT_EQ(m.kernels.size(), 1u);
+    ASSERT_TRUE(m.kernels[0].gemm.has_value());
+    EXPECT_TRUE(m.kernels[0].gemm->prologue);
+    EXPECT_NE(m.source.find("#include <solder/gemm/sm90_gemm_prologue.cuh>"), std::string::npos);
+    EXPECT_NE(m.source.find("SOLDER_GEMM_PROLOGUE_KERNEL("), std::string::npos) << m.source;
+    if (name == "quant_gemm") {
+      EXPECT_NE(m.source.find("static constexpr bool PreSweep = true;"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("s_[0] = fmaxf(s_[0], fabsf((&x_)[(0LL)]));"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("return ((&x_)[(0LL)] / (s_[(0LL)] / static_cast<float>(448LL)));"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("rounded to f8e4m3 by the skeleton"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("Dtype::bf16, solder::gemm::Dtype::e4m3, solder::gemm::Dtype::e4m3"), std::string::npos) << m.source;
+    } else {
+      EXPECT_NE(m.source.find("static constexpr bool PreSweep = false;"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("s_[0] += "), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("rsqrt"), std::string::npos) << m.source;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace solder
