@@ -7,6 +7,7 @@
 #   bench/attention/emit_session.sh OUTDIR [SOLDER_BINARY]
 #
 # Env: CASES (regular expression on bench/suites.py case ids), PEERS (peers.py --peers), SKIP_VERIFY=1,
+# VERIFY ('|'-separated `solder run` arguments instead of every attention example at both sizes),
 # SKIP_PEERS=1, DEADLINE (seconds from the start after which no new step starts; default 380).
 set -uo pipefail
 cd "${SOLDER_ROOT:-$(dirname "$0")/../..}"
@@ -24,7 +25,9 @@ cases=${CASES:-'^(vanilla|causal|gqa)-d(64|128)-s(1024|4096|16384)$'}
 # The runs and benches of this call, compiled in parallel first (NVRTC, one per core).
 examples="vanilla causal gqa alibi softcap sliding_window prefix_lm document_mask diff_attn rope_attention evoformer llama_decode mla_decode paged_decode"
 : > "$out/runs.txt"
-if [ "${SKIP_VERIFY:-0}" != 1 ]; then
+if [ -n "${VERIFY:-}" ]; then
+  echo "$VERIFY" | tr '|' '\n' > "$out/runs.txt"
+elif [ "${SKIP_VERIFY:-0}" != 1 ]; then
   for e in $examples; do echo "examples/$e.sol --small" >> "$out/runs.txt"; echo "examples/$e.sol" >> "$out/runs.txt"; done
   for e in vanilla causal gqa; do echo "examples/$e.sol --dim D=128" >> "$out/runs.txt"; done
   echo "examples/causal.sol --dim B=1 --dim S=4096 --dim D=128" >> "$out/runs.txt"

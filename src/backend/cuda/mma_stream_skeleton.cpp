@@ -371,11 +371,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const double scale = has_scale_ ? evaluate_with(score_scale_, {}, {}, program_.dims) : 1.0;
   if (!std::isfinite(scale)) refuse("the scores' scale is not finite");
   const bool identity = g.kind() == ExprKind::Load && scale > 0;
-  const int consumers = D_ == 64 && identity ? 3 : 2;
-  const int bn = D_ == 256 ? 64 : 128, stages = D_ == 64 ? 4 : 2;
+  // The configuration per cell, from the skeleton's own sweep (bench/results/h100/attention-skeleton.md):
+  // hd64 192 x 128 with 4 stages (3 consumers: only with the identity score, 160 registers each);
+  // hd128 128 x 128 with 2 stages; under a mask that skips tiles (causal-like) at short sequences
+  // (hd64 ≤ 1k, hd128 ≤ 4k) persistent blocks, one per SM, 128 x 128 with 4 (hd64) or 3 stages.
+  const bool short_masked = cond && (D_ == 64 ? seq_q <= 1024 : seq_q <= 4096) && D_ <= 128;
+  const int consumers = D_ == 64 && identity && !short_masked ? 3 : 2;
+  const int bn = D_ == 256 ? 64 : 128, stages = D_ == 64 ? 4 : short_masked ? 3 : 2;
+  const bool persistent = short_masked;
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(D_) + ", " + std::to_string(bn) + ", " +
-                             std::to_string(stages) + ", " + std::to_string(consumers) + ">";
+                             std::to_string(stages) + ", " + std::to_string(consumers) + (persistent ? ", true" : "") + ">";
+  constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
   for (size_t k2 = 0; k2 + 3 < rank; ++k2) batch *= q->shape[k2];
   const int64_t tiles = (seq_q + bm - 1) / bm * batch * heads;
@@ -499,7 +506,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   AttentionSkeletonKernel result;
   std::ostringstream head;
   const std::string summary = config + " (" + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys per tile, " + std::to_string(stages) + "-stage K/V ring, " +
-                              std::to_string(consumers) + " consumer warpgroups in ping-pong + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles, " +
+                              std::to_string(consumers) + " consumer warpgroups in ping-pong + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles" +
+                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, snake order)" : std::string("")) + ", " +
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
                               "score: " + score_text + "; skipped tiles: " + skip_text + "; block order: the query tiles of a head last to first (the longest causal rows first)";
   head << "#include <solder/attention/sm90_attention.cuh>\n";
@@ -513,7 +521,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.name = name;
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
-  result.info.blocks = tiles;
+  result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
   result.info.shared_bytes = static_cast<int64_t>(bm) * D_ * 2 + 2LL * stages * bn * D_ * 2 + 8 * (2 + 4 * stages) + 1024;
   AttentionSkeletonLaunch launch;
   auto global_index = [&](const std::string& n) {

@@ -54,7 +54,8 @@ TEST(AttentionSkeletonEmit, PaperShapesRunOnTheSkeleton) {
     EXPECT_EQ(a.k.tile_rows, 128) << name;
     EXPECT_EQ(k->info.threads % 128, 0) << name;
     const int64_t rows = (k->info.threads - 128) / 2;  // 64 query rows per consumer warpgroup
-    EXPECT_EQ(k->info.blocks, (1024 + rows - 1) / rows * 256) << name;
+    const bool persistent = k->source.find(", true>;") != std::string::npos;  // short masked sequences: one block per SM
+    EXPECT_EQ(k->info.blocks, persistent ? 132 : (1024 + rows - 1) / rows * 256) << name;
     EXPECT_NE(k->summary.find("skipped tiles:"), std::string::npos) << name;
   }
 }
@@ -85,6 +86,13 @@ TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
   EXPECT_NE(k->source.find("__device__ bool partial("), std::string::npos);
   EXPECT_NE(k->summary.find("are skipped"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
+  // short causal sequences: persistent blocks (the skeleton's best at S 1k); long ones one block per tile
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>"), std::string::npos);
+  EXPECT_EQ(k->info.blocks, 132);
+  auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
+  ASSERT_TRUE(longer) << refusal;
+  EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_EQ(longer->info.blocks, (16384 + 191) / 192 * 16);
 }
 
 TEST(AttentionSkeletonEmit, ScoreModifiersBecomeTheScoreFunctor) {
