@@ -8,6 +8,7 @@
 #
 # Env: CASES (regular expression on bench/suites.py case ids), PEERS (peers.py --peers), SKIP_VERIFY=1,
 # VERIFY ('|'-separated `solder run` arguments instead of every attention example at both sizes),
+# EXTRA_VERIFY (more of them),
 # SKIP_PEERS=1, DEADLINE (seconds from the start after which no new step starts; default 380).
 set -uo pipefail
 cd "${SOLDER_ROOT:-$(dirname "$0")/../..}"
@@ -33,6 +34,7 @@ elif [ "${SKIP_VERIFY:-0}" != 1 ]; then
   echo "examples/causal.sol --dim B=1 --dim S=4096 --dim D=128" >> "$out/runs.txt"
   echo "examples/vanilla.sol --dim S=2048 --dim B=2 --dim H=3" >> "$out/runs.txt"
 fi
+[ -n "${EXTRA_VERIFY:-}" ] && echo "$EXTRA_VERIFY" | tr '|' '\n' >> "$out/runs.txt"
 python3 bench/suites.py --suite attention --cases "$cases" --solder-commands --solder "$bin" --compile-only --timeout 300 > "$out/bench-compile.txt"
 {
   sed "s|^|$bin bench --compile-only |" "$out/runs.txt"
