@@ -29,6 +29,7 @@
 
 #include "algebra/normal_form.h"
 #include "backend/cuda/mma_stream_writer.h"
+#include "ir/expr_eval.h"
 #include "ir/printer.h"
 
 namespace solder::mma_stream {
@@ -366,6 +367,62 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   const DType tile_type = kernel_.find_buffer(finish->dst.name)->dtype;
   if (tile_type != o->dtype && tile_type != DType::f32) refuse("the result is rounded to " + std::string(dtype_name(tile_type)) + " before its " + std::string(dtype_name(o->dtype)) + " store");
+
+  // ---- Every query row sees a key ----
+  // The skeleton gives a row that sees no key zeros; the program's softmax gives it 0/0. The skeleton
+  // is taken only where C holds for some key of every row (of every head C depends on), checked here
+  // on the diagonal, the first and the last key, then every key of a row that fails those.
+  if (cond) {
+    if (!tensors_used(*cond).empty()) refuse("the mask reads a tensor: that every query row sees a key is not known at compile time");
+    std::map<std::string, Expr> zeros;
+    for (auto& lv : lead_vars) zeros[lv] = make_int(0);
+    const Expr c0 = substitute_vars(*cond, zeros);
+    const std::vector<std::string> used = vars_used(c0);
+    auto uses = [&](const std::string& v) { return std::find(used.begin(), used.end(), v) != used.end(); };
+    CompiledExpr::Bindings bindings;
+    bindings.dims = program_.dims;
+    std::vector<size_t> lead_slots;  // q dims whose grid variable C reads
+    for (size_t k2 = 0; k2 + 2 < rank; ++k2)
+      if (!lead_grid[k2].empty() && uses(lead_grid[k2])) {
+        lead_slots.push_back(k2);
+        bindings.vars.push_back(lead_grid[k2]);
+      }
+    const size_t at_row = bindings.vars.size();
+    bindings.vars.push_back(row_grid);
+    bindings.vars.push_back(row_var);
+    bindings.vars.push_back(key_tile);
+    bindings.vars.push_back(col_var);
+    for (auto& v : used)
+      if (std::find(bindings.vars.begin(), bindings.vars.end(), v) == bindings.vars.end()) refuse("the mask uses variable " + v);
+    CompiledExpr visible(c0, bindings, Arithmetic::float64);
+    int64_t heads_checked = 1;
+    for (size_t k2 : lead_slots) heads_checked *= q->shape[k2];
+    int64_t budget = 50'000'000;  // evaluations
+    if (heads_checked * seq_q * 3 > budget) refuse("too many rows to check that every query row sees a key");
+    std::vector<int64_t> at(bindings.vars.size(), 0);
+    for (int64_t hc = 0; hc < heads_checked; ++hc) {
+      int64_t rest = hc;
+      for (size_t s2 = lead_slots.size(); s2-- > 0;) {
+        at[s2] = rest % q->shape[lead_slots[s2]];
+        rest /= q->shape[lead_slots[s2]];
+      }
+      for (int64_t r = 0; r < seq_q; ++r) {
+        at[at_row] = r / BM_;
+        at[at_row + 1] = r % BM_;
+        auto sees = [&](int64_t col) {
+          at[at_row + 2] = col / BN_;
+          at[at_row + 3] = col % BN_;
+          --budget;
+          return visible.eval(at.data()) != 0;
+        };
+        if (sees(std::min(r, seq_k - 1)) || sees(0) || sees(seq_k - 1)) continue;
+        bool any = false;
+        for (int64_t col = 0; col < seq_k && !any && budget > 0; ++col) any = sees(col);
+        if (!any && budget <= 0) refuse("too many rows to check that every query row sees a key");
+        if (!any) refuse("query row " + std::to_string(r) + " sees no key under the mask (the skeleton would write zeros where the program's softmax is 0/0)");
+      }
+    }
+  }
 
   // ---- The configuration ----
   const double scale = has_scale_ ? evaluate_with(score_scale_, {}, {}, program_.dims) : 1.0;

@@ -145,6 +145,32 @@ TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   unsetenv("SOLDER_MMA_PATH");
 }
 
+// A mask under which a query row sees no key: the program's softmax is 0/0 there, the skeleton would
+// write zeros, so the kernel stays on the emitter's schedule (which keeps the IR's arithmetic).
+TEST(AttentionSkeletonEmit, RefusesMasksThatLeaveARowWithoutKeys) {
+  auto build = [](const std::string& cond) {
+    std::string text =
+        "program strict\ndim B = 2, H = 4, S = 1024, D = 64\n"
+        "in q[B, H, S, D] : bf16\nin k[B, H, S, D] : bf16\nin v[B, H, S, D] : bf16\n"
+        "s[b, h, i, j] = sum(d) q[b, h, i, d] * k[b, h, j, d] * rsqrt(D)\n"
+        "sm[b, h, i, j] = select(" + cond + ", s[b, h, i, j], -inf)\n"
+        "m[b, h, i] = max(j) sm[b, h, i, j]\ne[b, h, i, j] = exp(sm[b, h, i, j] - m[b, h, i])\n"
+        "z[b, h, i] = sum(j) e[b, h, i, j]\n"
+        "out o[b, h, i, d] : bf16 = sum(j) e[b, h, i, j] / z[b, h, i] * v[b, h, j, d]\n";
+    auto program = std::make_shared<Program>(parse_program(text, "strict.sol"));
+    KernelProgram named = with_cuda_names(compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+    return Compiled{named, contracts_as_reduces(named, false)};
+  };
+  std::string refusal;
+  EXPECT_FALSE(emit(build("j < i"), &refusal));  // row 0 sees nothing
+  EXPECT_NE(refusal.find("query row 0 sees no key"), std::string::npos) << refusal;
+  refusal.clear();
+  EXPECT_FALSE(emit(build("j < i || h == 1"), &refusal));  // row 0 of heads other than 1
+  EXPECT_NE(refusal.find("sees no key"), std::string::npos) << refusal;
+  refusal.clear();
+  EXPECT_TRUE(emit(build("j < i || j == 0"), &refusal)) << refusal;  // every row sees key 0
+}
+
 TEST(AttentionSkeletonEmit, FallbackStatesTheReasonInTheSource) {
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/document_mask.sol"));
   BoundProgram bound = bind_program(program, SizeChoice{false, {}});
