@@ -3,352 +3,69 @@
 #include <solder/runtime.cuh>
 #include <solder/tile/tile.cuh>
 
+#include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o
-// tensor-core emitter: 16 rows x 64 columns per step, 1 warps of 16 rows, mma.sync m16n8k16 bf16 (wgmma refused: a row tile of 16 rows (a warpgroup holds 64)); tiles the mask empties are skipped (interval bounds of j_t * 64 + j <= i_t * 16 + i over each tile, from its index expressions); longest rows first: i_t by live key tiles, descending, in groups of 2
-extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
-    const __nv_bfloat16* __restrict__ q,
-    const __nv_bfloat16* __restrict__ k,
-    const __nv_bfloat16* __restrict__ v__,
-    __nv_bfloat16* __restrict__ o__) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  using T = __nv_bfloat16;
-  // longest rows first: groups of 2 values of (h_t) (their K and V fit in half of L2); within a
-  // group, i_t from the most live key tiles (the last) to the fewest
-  const long long order_group_ = static_cast<long long>(blockIdx.x) / (2LL * 16LL), order_in_group_ = static_cast<long long>(blockIdx.x) % (2LL * 16LL);
-  const long long order_size_ = solder::min_int(2LL, 2LL - order_group_ * 2LL);
-  const long long i_t = 15LL - order_in_group_ / order_size_;
-  long long block_linear = order_group_ * 2LL + order_in_group_ % order_size_;
-  const long long h_t = block_linear % 2LL; block_linear /= 2LL;
-  (void)block_linear;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = warp * 16 + (lane >> 2);  // this thread's rows: row0 + 16 g + 8 h (row slot rs = 2 g + h)
-  // ldmatrix row addresses: row of this lane's matrix row, and its 16-byte chunk's swizzle (see tile/swizzle.cuh)
-  const int b_row = ((lane >> 4) << 3) + (lane & 7);
-  const int b_xor = (((lane >> 3) & 1) ^ (b_row & solder::tile::Swizzle<64>::mask)) << 3;
-  const int v_xor = ((lane >> 4) ^ (lane & solder::tile::Swizzle<64>::mask)) << 3;
-  T* const q_tile = reinterpret_cast<T*>(smem + 0);  // shared, swizzled [16][64]
-  T* const k_tile_stages = reinterpret_cast<T*>(smem + 2048);  // shared, swizzled [2][64][64]
-  T* const v_tile_stages = reinterpret_cast<T*>(smem + 18432);  // shared, swizzled [2][64][64]
-  float s_tile[8][4];  // score fragments (row group g: [g * 8 + n])
-  float m_tile[2];  // row state, f32
-  float z_tile[2];  // row state, f32
-  float o_tile[8][4];  // fragments (row group g: [g * 8 + n]), bf16
-  float acc_m[2];  // row state, f32
-  float acc_z[2];  // row state, f32
-  float acc_o[8][4];  // fragments (row group g: [g * 8 + n]), f32
-  float old_m[2];  // row state, f32
-  unsigned a_frag[1][4][4];  // q_tile as mma A fragments
-  float p_frag[8][4];  // P of the second contraction
-  // stage q_tile = q (cp.async, 16 bytes per copy, every index in bounds: no guard)
-  #pragma unroll
-  for (int copy = 0; copy < 4; ++copy) { const int chunk = threadIdx.x + copy * 32;
-    const long long b = 0; const long long h = 0; const long long i = chunk / 8; const long long d = (chunk % 8) * 8;
-    solder::tile::cp_async_16(&q_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(i), static_cast<int>(d))], q + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 16LL) + i))) * 64LL + (d)));
+// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true> (128 query rows x 128 keys per tile, 4-stage K/V ring, 2 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles on 4 persistent blocks (longest first, snake order), score: the dot product (scale 0.125000 folded into exp2); skipped tiles: key tiles outside [first, last] tile where col_ <= row_ may hold (interval bounds over the block's rows and the tile's columns) are skipped; tiles where it may fail (interval bounds) evaluate the mask per element; block order: the query tiles of a head last to first (the longest causal rows first)
+// the Kernel IR's online softmax (running max acc_m, sum acc_z, accumulator acc_o) is the skeleton's row state; Q = q, K = k, V = v__, O = o__
+struct fused_o_score_ {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v__;
+  __nv_bfloat16* o__;
+  // the logit is the dot product: its scale rsqrt(D) is folded into the exponent
+  static constexpr float scale_log2 = 0.180336878f;
+  static constexpr bool kIdentity = true;
+  __device__ float operator()(int, int, int, float dot_) const { return dot_; }
+};
+struct fused_o_mask_ {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v__;
+  __nv_bfloat16* o__;
+  // mask j_t * 64 + j <= i_t * 16 + i; as rows row_ and columns col_: col_ <= row_
+  // may it hold somewhere on rows [row_lo_, row_hi_] x columns [col_lo_, col_hi_]? (interval bounds)
+  __device__ bool live_(int bh_, long long row_lo_, long long row_hi_, long long col_lo_, long long col_hi_) const {
+    const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;
+    const long long b = 0; (void)b;
+    const long long h = 0; (void)h;
+    (void)row_lo_; (void)row_hi_; (void)col_lo_; (void)col_hi_;
+    return (col_lo_ <= row_hi_);
   }
-  solder::tile::cp_async_commit();
-  solder::tile::cp_async_wait<0>();
-  __syncthreads();
-  #pragma unroll
-  for (int ks = 0; ks < 4; ++ks)  // q_tile → A fragments, once
-    for (int g = 0; g < 1; ++g)
-      solder::tile::ldmatrix_x4(a_frag[g][ks], &q_tile[solder::tile::Swizzle<64>::offset(warp * 16 + g * 16 + (lane & 15), ks * 16 + ((lane >> 4) << 3))]);
-  { const float scale = solder::rsqrt_exact(static_cast<float>(64LL));  // a power of two: the scores' scale, applied to q_tile once (exact)
-  #pragma unroll
-  for (int ks = 0; ks < 4; ++ks) for (int g = 0; g < 1; ++g) solder::tile::scale_bf16_fragment(a_frag[g][ks], scale); }
-  for (int rs = 0; rs < 2; ++rs) acc_m[rs] = (-solder::infinity());  // fill acc_m
-  for (int rs = 0; rs < 2; ++rs) m_tile[rs] = (-solder::infinity());  // fill m_tile
-  for (int rs = 0; rs < 2; ++rs) acc_z[rs] = 0.0f;  // fill acc_z
-  for (int rs = 0; rs < 2; ++rs) z_tile[rs] = 0.0f;  // fill z_tile
-  for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) acc_o[nt][e] = 0.0f;  // fill acc_o
-  for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) o_tile[nt][e] = 0.0f;  // fill o_tile
-  // the stream: j_t in 0 .. 4; two stages of k_tile and v_tile (the next live tile loads while this one computes)
-  const long long stream_end = 4LL;
-  // a tile lives when its mask may hold somewhere, and is full when it holds everywhere (interval bounds
-  // over the tile's rows and columns): dead tiles are skipped, full tiles skip the mask
-  auto tile_live = [&](long long j_t) -> bool { return ((j_t * 64LL) <= ((i_t * 16LL) + 15LL)); };
-  auto tile_full = [&](long long j_t) -> bool { return (!(((j_t * 64LL) + 63LL) > (i_t * 16LL))); };
-  auto next_live = [&](long long t) { while (t < stream_end && !tile_live(t)) ++t; return t; };
-  long long j_t = next_live(0LL);
-  int stage = 0;
-  if (j_t < stream_end) {
-    T* const k_tile = k_tile_stages; T* const v_tile = v_tile_stages;
-    // stage k_tile = k (cp.async, 16 bytes per copy, every index in bounds: no guard)
-    #pragma unroll
-    for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
-      const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d = (chunk % 8) * 8;
-      solder::tile::cp_async_16(&k_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d))], k + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d)));
-    }
-    solder::tile::cp_async_commit();
-    // stage v_tile = v__ (cp.async, 16 bytes per copy, every index in bounds: no guard)
-    #pragma unroll
-    for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
-      const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d2 = (chunk % 8) * 8;
-      solder::tile::cp_async_16(&v_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d2))], v__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d2)));
-    }
-    solder::tile::cp_async_commit();
+  // the key tiles from the first to the last that may hold an unmasked score; those outside are skipped
+  __device__ void key_tiles(int bh_, int row0_, int rows_, int seq_k_, int bn_, int* begin_, int* end_) const {
+    const int tiles_ = (seq_k_ + bn_ - 1) / bn_;
+    int b_ = 0, e_ = tiles_;
+    while (b_ < tiles_ && !live_(bh_, row0_, row0_ + rows_ - 1, static_cast<long long>(b_) * bn_, static_cast<long long>(b_) * bn_ + bn_ - 1)) ++b_;
+    while (e_ > b_ && !live_(bh_, row0_, row0_ + rows_ - 1, static_cast<long long>(e_ - 1) * bn_, static_cast<long long>(e_) * bn_ - 1)) --e_;
+    *begin_ = b_; *end_ = e_;
   }
-  while (j_t < stream_end) {
-    const long long next_tile = next_live(j_t + 1);
-    if (next_tile < stream_end) {
-      T* const k_tile = k_tile_stages + (stage ^ 1) * 4096; T* const v_tile = v_tile_stages + (stage ^ 1) * 4096;
-      const long long j_t = next_tile;
-      // stage k_tile = k (cp.async, 16 bytes per copy, every index in bounds: no guard)
-      #pragma unroll
-      for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
-        const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d = (chunk % 8) * 8;
-        solder::tile::cp_async_16(&k_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d))], k + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d)));
-      }
-      solder::tile::cp_async_commit();
-      // stage v_tile = v__ (cp.async, 16 bytes per copy, every index in bounds: no guard)
-      #pragma unroll
-      for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
-        const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d2 = (chunk % 8) * 8;
-        solder::tile::cp_async_16(&v_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d2))], v__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d2)));
-      }
-      solder::tile::cp_async_commit();
-      solder::tile::cp_async_wait<2>();  // this tile's two groups are in; the next tile's are in flight
-    } else {
-      solder::tile::cp_async_wait<0>();
-    }
-    __syncthreads();
-    T* const k_tile = k_tile_stages + stage * 4096; T* const v_tile = v_tile_stages + stage * 4096;
-    if (tile_full(j_t)) {  // the mask holds on the whole tile
-      // s_tile = q_tile · k_tileᵀ on tensor cores
-      #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) s_tile[nt][e] = 0.0f;
-      #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4(bf, &k_tile[(np * 16 + b_row) * 64 + ((ks * 16) ^ b_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np], a_frag[g][ks], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np + 1], a_frag[g][ks], bf[2], bf[3]);
-          }
-        }
-      }
-      // old_m = m_tile[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        old_m[rs] = solder::round_f32((&m_tile[rs])[0]); }
-      // acc_m max= over j: select(j_t * 64 + j <= i_t * 16 + i, s_tile[b, h, i, j], -inf)
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = (-solder::infinity());
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = (&s_tile[nt][e])[0];
-            part = solder::max_nan(part, v); }
-        }
-        part = solder::tile::quad_max(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_m[rs] = solder::round_f32(solder::max_nan(acc_m[rs], part)); }
-      }
-      // m_tile = acc_m[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_z[b, h, i], 0.0))
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : (((&m_tile[rs])[0] == (&old_m[rs])[0]) ? (&acc_z[rs])[0] : 0.0f))); }
-      // acc_z sum= over j: exp(select(j_t * 64 + j <= i_t * 16 + i, s_tile[b, h, i, j], -inf) - m_tile[b, h, i])
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = 0.0f;
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = solder::tile::fast_exp_diff((&s_tile[nt][e])[0], (&m_tile[rs])[0]); p_frag[nt][e] = v;
-            part = part + v; }
-        }
-        part = solder::tile::quad_sum(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_z[rs] = solder::round_f32(acc_z[rs] + part); }
-      }
-      // z_tile = acc_z[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_o[b, h, i, d], 0.0))
-      float row_value0[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value0[rs] = (((&m_tile[rs])[0] == (&old_m[rs])[0])) ? 1.0f : 0.0f; }
-      float row_value1[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value1[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
-      float row_value2[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value2[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
-      if (row_value2[0] != 0.0f && row_value2[1] != 0.0f) {  // the condition holds on every row: no select per element
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value1[rs])[0])); }
-        }
-      } else {
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32((((&row_value2[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value1[rs])[0]) : (((&row_value0[rs])[0] != 0.0f) ? (&acc_o[nt][e])[0] : 0.0f))); }
-        }
-      }
-      // acc_o += sum over j of (exp(select(j_t * 64 + j <= i_t * 16 + i, s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
-      // P: the values the reduction above computed
-      #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        unsigned pa[1][4];
-        #pragma unroll
-        for (int g = 0; g < 1; ++g) solder::tile::c_fragments_to_a<T>(pa[g], p_frag[g * 8 + 2 * kk], p_frag[g * 8 + 2 * kk + 1]);
-        #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4_trans(bf, &v_tile[(kk * 16 + (lane & 15)) * 64 + ((np * 16) ^ v_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np], pa[g], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np + 1], pa[g], bf[2], bf[3]);
-          }
-        }
-      }
-    } else {
-      // s_tile = q_tile · k_tileᵀ on tensor cores
-      #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) s_tile[nt][e] = 0.0f;
-      #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4(bf, &k_tile[(np * 16 + b_row) * 64 + ((ks * 16) ^ b_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np], a_frag[g][ks], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np + 1], a_frag[g][ks], bf[2], bf[3]);
-          }
-        }
-      }
-      // old_m = m_tile[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        old_m[rs] = solder::round_f32((&m_tile[rs])[0]); }
-      // acc_m max= over j: select(j_t * 64 + j <= i_t * 16 + i, s_tile[b, h, i, j], -inf)
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = (-solder::infinity());
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = ((((j_t * 64LL) + j) <= ((i_t * 16LL) + i)) ? (&s_tile[nt][e])[0] : (-solder::infinity()));
-            part = solder::max_nan(part, v); }
-        }
-        part = solder::tile::quad_max(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_m[rs] = solder::round_f32(solder::max_nan(acc_m[rs], part)); }
-      }
-      // m_tile = acc_m[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_z[b, h, i], 0.0))
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : (((&m_tile[rs])[0] == (&old_m[rs])[0]) ? (&acc_z[rs])[0] : 0.0f))); }
-      // acc_z sum= over j: exp(select(j_t * 64 + j <= i_t * 16 + i, s_tile[b, h, i, j], -inf) - m_tile[b, h, i])
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = 0.0f;
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = solder::tile::fast_exp_diff(((((j_t * 64LL) + j) <= ((i_t * 16LL) + i)) ? (&s_tile[nt][e])[0] : (-solder::infinity())), (&m_tile[rs])[0]); p_frag[nt][e] = v;
-            part = part + v; }
-        }
-        part = solder::tile::quad_sum(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_z[rs] = solder::round_f32(acc_z[rs] + part); }
-      }
-      // z_tile = acc_z[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_o[b, h, i, d], 0.0))
-      float row_value3[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value3[rs] = (((&m_tile[rs])[0] == (&old_m[rs])[0])) ? 1.0f : 0.0f; }
-      float row_value4[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value4[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
-      float row_value5[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value5[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
-      if (row_value5[0] != 0.0f && row_value5[1] != 0.0f) {  // the condition holds on every row: no select per element
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value4[rs])[0])); }
-        }
-      } else {
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32((((&row_value5[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value4[rs])[0]) : (((&row_value3[rs])[0] != 0.0f) ? (&acc_o[nt][e])[0] : 0.0f))); }
-        }
-      }
-      // acc_o += sum over j of (exp(select(j_t * 64 + j <= i_t * 16 + i, s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
-      // P: the values the reduction above computed
-      #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        unsigned pa[1][4];
-        #pragma unroll
-        for (int g = 0; g < 1; ++g) solder::tile::c_fragments_to_a<T>(pa[g], p_frag[g * 8 + 2 * kk], p_frag[g * 8 + 2 * kk + 1]);
-        #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4_trans(bf, &v_tile[(kk * 16 + (lane & 15)) * 64 + ((np * 16) ^ v_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np], pa[g], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np + 1], pa[g], bf[2], bf[3]);
-          }
-        }
-      }
-    }
-    __syncthreads();  // every warp is done with this stage before it is loaded again
-    stage ^= 1;
-    j_t = next_tile;
+  // a boundary tile: the mask may be false somewhere on it (only these evaluate visible() per element)
+  __device__ bool partial(int bh_, int row0_, int rows_, int col0_, int bn_) const {
+    const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;
+    const long long b = 0; (void)b;
+    const long long h = 0; (void)h;
+    const long long row_lo_ = row0_, row_hi_ = row0_ + rows_ - 1, col_lo_ = col0_, col_hi_ = col0_ + bn_ - 1;
+    (void)row_lo_; (void)row_hi_; (void)col_lo_; (void)col_hi_;
+    return (col_hi_ > row_lo_);
   }
-  // m_tile = acc_m[b, h, i]
-  #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-    m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-  // z_tile = acc_z[b, h, i]
-  #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-    z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-  // o_tile = acc_o[b, h, i, d] * (1.0 / z_tile[b, h, i])
-  float row_value6[2];
-  #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value6[rs] = (1.0f * (1.0f / (&z_tile[rs])[0])); }
-  #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-      o_tile[nt][e] = solder::round_bf16(((&acc_o[nt][e])[0] * (&row_value6[rs])[0])); }
+  __device__ bool visible(int bh_, int row_, int col_) const {
+    const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;
+    const long long b = 0; (void)b;
+    const long long h = 0; (void)h;
+    return (col_ <= row_);  // on global rows and columns
   }
-  // store o__
-  #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (((i_t * 16LL) + i)) >= 0 && (((i_t * 16LL) + i)) < 256LL && (d) >= 0 && (d) < 64LL) solder::store(o__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 16LL) + i))) * 64LL + (d)), (&o_tile[nt][e])[0]); }
+};
+struct fused_o_epilogue_ {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v__;
+  __nv_bfloat16* o__;
+  // o__[.., row, col], [.., row, col + 1] = o / Σp, rounded to bf16
+  __device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_) const {
+    const long long at_ = (static_cast<long long>(bh_) * 256LL + row_) * 64LL + col_;
+    *reinterpret_cast<__nv_bfloat162*>(&o__[at_]) = __floats2bfloat162_rn(o0_, o1_);
   }
-}
+};
+using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;
+SOLDER_ATTENTION_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)
 

@@ -3,6 +3,7 @@
 #include <solder/runtime.cuh>
 #include <solder/tile/tile.cuh>
 
+// attention skeleton not used for fused_o: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
 // kernel fused_o: computes s m z o
 // tensor-core emitter: 16 rows x 64 columns per step, 1 warps of 16 rows, mma.sync m16n8k16 bf16 (wgmma refused: a row tile of 16 rows (a warpgroup holds 64)); tiles the mask empties are skipped (interval bounds of doc_tile[b, i] == doc_tile2[b, j] over each tile, with the min/max of doc_tile over the block's rows, doc_tile2 over each key tile; every key tile classified once per block into shared memory)
 extern "C" __global__ void __launch_bounds__(32, 2) fused_o(

@@ -34,7 +34,7 @@ struct LoadedProgram {
 runtime::CompileFlags compile_flags(const GeneratedModule& generated) {
   runtime::CompileFlags flags;
   for (auto& k : generated.kernels)
-    if (k.gemm) {
+    if (k.gemm || k.attention) {
       flags.defines.push_back("NDEBUG");
       break;
     }
@@ -148,6 +148,33 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
   runtime::launch(function, config, args);
 }
 
+// A kernel on the attention skeleton (AttentionSkeletonLaunch): q, k and v as K-major tensor maps
+// encoded for this call's pointers, the shape, and the score, mask and epilogue functors, each a struct
+// of every global's pointer.
+void launch_attention_skeleton(const runtime::Function& function, const AttentionSkeletonLaunch& g, const runtime::LaunchConfig& config,
+                               std::vector<runtime::DevicePtr>& pointers) {
+  auto map = [&](const GemmSkeletonLaunch::Operand& o, const char* what) {
+    runtime::GemmOperand op;
+    op.dtype = static_cast<runtime::GemmDtype>(o.dtype);
+    op.k_major = o.k_major;
+    op.rows = o.rows;
+    op.k = o.k;
+    op.ld = o.ld;
+    op.batch = o.batch;
+    op.batch_stride = o.batch_stride;
+    op.tile_rows = o.tile_rows;
+    op.tile_k = o.tile_k;
+    op.base = pointers.at(o.global);
+    return runtime::encode_gemm_operand(op, what);
+  };
+  runtime::TensorMapBytes q = map(g.q, "Q"), k = map(g.k, "K"), v = map(g.v, "V");
+  struct {  // solder::attention::AttentionShape
+    int batch, heads, heads_kv, seq_q, seq_k;
+  } shape{g.batch, g.heads, g.heads_kv, g.seq_q, g.seq_k};
+  void* args[] = {&q, &k, &v, &shape, pointers.data(), pointers.data(), pointers.data()};
+  runtime::launch(function, config, args);
+}
+
 void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& pointers, CUstream_st* stream) {
   std::vector<void*> args;
   for (auto& p : pointers) args.push_back(&p);
@@ -160,6 +187,7 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = stream;
     if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers, loaded.split_k[k]);
+    else if (info.attention) launch_attention_skeleton(loaded.functions[k], *info.attention, config, pointers);
     else runtime::launch(loaded.functions[k], config, args.data());
   }
 }

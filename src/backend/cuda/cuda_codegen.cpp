@@ -87,8 +87,17 @@ GeneratedModule generate_cuda(const KernelProgram& input) {
     }
     // the tensor-core emitter for streamed two-contraction kernels (it rounds P itself); the generic
     // writer for the rest
+    // the attention skeleton (device/solder/attention) for the online softmax it computes; the
+    // emitter's own schedule for the attention kernels it refuses
+    std::string skeleton_refusal;
+    if (auto attention = generate_attention_skeleton_kernel(attention_view, attention_view.kernels[i], named.kernels[i], &skeleton_refusal)) {
+      out << attention->source << "\n";
+      module.kernels.push_back(attention->info);
+      continue;
+    }
     std::string refusal;
     if (auto mma = generate_mma_stream_kernel(attention_view, attention_view.kernels[i], &refusal)) {
+      out << "// attention skeleton not used for " << k.name << ": " << skeleton_refusal << "\n";
       out << mma->source << "\n";
       module.kernels.push_back(mma->info);
       continue;

@@ -55,6 +55,16 @@ struct GemmSkeletonLaunch {
   bool prologue = false;
 };
 
+// A kernel on the sm_90a attention skeleton (mma_stream_codegen.h, generate_attention_skeleton_kernel)
+// takes (TensorMap q, TensorMap k, TensorMap v, AttentionShape, score, mask, epilogue), each functor a
+// struct of every global's pointer in KernelProgram::globals order; the launcher encodes the three
+// tensor maps (runtime::encode_gemm_operand: K-major, rows = the sequence, k = the head dim).
+struct AttentionSkeletonLaunch {
+  GemmSkeletonLaunch::Operand q, k, v;
+  int batch = 1, heads = 1, heads_kv = 1, seq_q = 1, seq_k = 1;  // solder::attention::AttentionShape
+  std::string config;  // the Config<...> instantiated, for reports
+};
+
 struct GeneratedKernel {
   std::string name;
   int64_t blocks = 1;
@@ -62,6 +72,7 @@ struct GeneratedKernel {
   int threads = 256;
   int64_t shared_bytes = 0;  // dynamic shared memory per block
   std::optional<GemmSkeletonLaunch> gemm;  // runs on the GEMM skeleton
+  std::optional<AttentionSkeletonLaunch> attention;  // runs on the attention skeleton
 };
 
 struct GeneratedModule {

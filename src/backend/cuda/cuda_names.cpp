@@ -25,9 +25,12 @@ const std::set<std::string>& reserved_cuda_words() {
         "linux", "unix", "i386", "major", "minor", "makedev", "isnan", "isinf", "isfinite", "signbit", "fpclassify",
         "isnormal", "setjmp", "va_start", "va_end", "va_arg", "va_copy", "FILE",
         // The data-dependent index check (cuda_expr.h) and the cluster channels' locals.
-        "solder_checked_index", "solder_index_error", "SOLDER_GEMM_KERNEL", "SOLDER_GEMM_DUAL_KERNEL", "dim", "extent", "index", "parameter", "channel_0", "channel_1",
+        "solder_checked_index", "solder_index_error", "SOLDER_GEMM_KERNEL", "SOLDER_GEMM_DUAL_KERNEL", "SOLDER_ATTENTION_KERNEL",
+        "dim", "extent", "index", "parameter", "channel_0", "channel_1",
         // The GEMM skeleton's prologue functor (gemm_prologue_writer.cpp).
         "SOLDER_GEMM_PROLOGUE_KERNEL", "Sides", "PreSweep", "side_init", "side_step", "side_merge", "operand",
+        // The attention skeleton's functor interface (device/solder/attention/functors.cuh).
+        "kIdentity", "key_tiles", "partial", "scale_log2", "visible",
         // CUDA: built-in variables, vector and half types, namespaces, the runtime's names.
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2", "nv_bfloat16",
         "nv_bfloat162", "cuda", "std", "nvcuda", "cooperative_groups", "cg", "solder", "cute", "cutlass", "main",

@@ -86,6 +86,21 @@ struct TileMaskRule {
   Expr mask_of_inputs;
 };
 
+// A kernel on the sm_90a attention skeleton (device/solder/attention, docs/attention-skeleton.md):
+// the skeleton owns the schedule (TMA producer warp, K/V rings, SS and RS wgmma, ping-pong consumer
+// warpgroups); the source holds the generated score, mask and epilogue functors and the instantiation.
+struct AttentionSkeletonKernel {
+  std::string source;
+  GeneratedKernel info;  // with info.attention set
+  std::string summary;   // one line: configuration, tiles, the skipping rule
+};
+
+// The kernel on the attention skeleton, or nothing with *refusal saying which rule refused it (the
+// streamed two-contraction emitter below is then the fallback). `contracts` / `contract_kernel` are
+// the same kernel before its contracts became reduces (their MMA types).
+std::optional<AttentionSkeletonKernel> generate_attention_skeleton_kernel(const KernelProgram& program, const Kernel& kernel,
+                                                                          const Kernel& contract_kernel, std::string* refusal);
+
 // The mask rule of an attention-shaped kernel; nullopt when no tile is skipped, with *refusal saying why.
 std::optional<TileMaskRule> tile_mask_rule(const KernelProgram& program, const Kernel& kernel, std::string* refusal);
 

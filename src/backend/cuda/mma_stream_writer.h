@@ -56,6 +56,11 @@ class MmaStreamWriter {
   }
 
   MmaStreamKernel write();
+  // The kernel on the sm_90a attention skeleton (mma_stream_skeleton.cpp): the same analysis, then
+  // the functors; throws Refusal (the reason is stated in the source of the fallback) when the
+  // kernel is not exactly the online softmax the skeleton computes. `contracts` is the kernel with
+  // its contract statements (their MMA type: P rounded to T).
+  AttentionSkeletonKernel write_skeleton(const Kernel& contracts);
   // The analysis alone: the mask rule (nullopt when no tile is skipped: *refusal says why).
   std::optional<TileMaskRule> mask_rule(std::string* refusal);
 

@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_names.h"
 #include "driver/compile.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime.h"
 #include "../test_util.h"
 
 namespace solder {
@@ -239,8 +240,15 @@ TEST(CudaNames, HostileNamesCompileWithNvcc) {
   for (size_t i = 0; i < sources.size(); ++i) {
     std::string path = dir + "/hostile" + std::to_string(i) + ".cu";
     std::ofstream(path) << sources[i].text;
+    // skeleton kernels (the attention program) include CuTe and build with NDEBUG, as the launcher does
+    const bool skeleton = sources[i].text.find("#include <solder/attention/sm90_attention.cuh>") != std::string::npos ||
+                          sources[i].text.find("#include <solder/gemm/sm90_gemm.cuh>") != std::string::npos;
+    std::string why;
+    const std::string cutlass = skeleton ? runtime::cutlass_include_dir(&why) : std::string();
+    if (skeleton && cutlass.empty()) ADD_FAILURE() << sources[i].what << ": CuTe headers not found (" << why << ")";
     std::string command = nvcc + " -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I" + std::string(SOLDER_SOURCE_DIR) +
-                          "/device -I" + cuda_root + "/include/cccl -c " + path + " -o " + path + ".o";
+                          "/device -I" + cuda_root + "/include/cccl" + (skeleton ? " -DNDEBUG -I" + cutlass : std::string("")) + " -c " + path +
+                          " -o " + path + ".o";
     jobs.push_back(std::async(std::launch::async, [command] {
       std::string output;
       int status = testing::run_command(command, &output);

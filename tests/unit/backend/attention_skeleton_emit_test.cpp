@@ -1,0 +1,188 @@
+// The attention kernels on the sm_90a attention skeleton (mma_stream_skeleton.cpp): which kernels it
+// takes, the functors and launch it writes, and the rule that sends the others to the emitter's own
+// schedule. (The values are checked on the GPU: `solder run --backend cuda` of every attention example;
+// CudaCodegen.EveryExampleCompilesWithNvccForSm90a compiles the sources.)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "backend/cuda/contract_view.h"
+#include "backend/cuda/cuda_names.h"
+#include "backend/cuda/mma_stream_codegen.h"
+#include "driver/compile.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+struct Compiled {
+  KernelProgram named, view;
+};
+
+Compiled compile(const std::string& name, std::vector<std::pair<std::string, int64_t>> dims, bool small = false) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));
+  BoundProgram bound = bind_program(program, SizeChoice{small, dims});
+  KernelProgram named = with_cuda_names(compile_program(bound, CompileOptions::for_gpu()).kernels);
+  KernelProgram view = contracts_as_reduces(named, false);
+  return {named, view};
+}
+
+std::optional<AttentionSkeletonKernel> emit(const Compiled& c, std::string* refusal) {
+  return generate_attention_skeleton_kernel(c.view, c.view.kernels.front(), c.named.kernels.front(), refusal);
+}
+
+TEST(AttentionSkeletonEmit, PaperShapesRunOnTheSkeleton) {
+  for (const char* name : {"vanilla", "causal", "gqa", "alibi", "softcap", "sliding_window", "prefix_lm"}) {
+    Compiled c = compile(name, {});
+    std::string refusal;
+    auto k = emit(c, &refusal);
+    ASSERT_TRUE(k) << name << ": " << refusal;
+    EXPECT_NE(k->source.find("#include <solder/attention/sm90_attention.cuh>"), std::string::npos) << name;
+    EXPECT_NE(k->source.find("SOLDER_ATTENTION_KERNEL("), std::string::npos) << name;
+    EXPECT_NE(k->source.find("// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, "), std::string::npos) << name;
+    ASSERT_TRUE(k->info.attention) << name;
+    const AttentionSkeletonLaunch& a = *k->info.attention;
+    EXPECT_EQ(a.seq_q, 1024) << name;
+    EXPECT_EQ(a.seq_k, 1024) << name;
+    EXPECT_EQ(a.batch, 16) << name;
+    EXPECT_EQ(a.heads, 16) << name;
+    EXPECT_EQ(a.q.rows, 1024) << name;
+    EXPECT_EQ(a.q.k, 64) << name;
+    EXPECT_EQ(a.q.batch, 256) << name;
+    EXPECT_EQ(a.q.batch_stride, 1024 * 64) << name;
+    EXPECT_EQ(a.q.tile_rows, 64) << name;
+    EXPECT_EQ(a.k.tile_rows, 128) << name;
+    EXPECT_EQ(k->info.threads % 128, 0) << name;
+    const int64_t rows = (k->info.threads - 128) / 2;  // 64 query rows per consumer warpgroup
+    const bool persistent = k->source.find(", true>;") != std::string::npos;  // short masked sequences: one block per SM
+    EXPECT_EQ(k->info.blocks, persistent ? 132 : (1024 + rows - 1) / rows * 256) << name;
+    EXPECT_NE(k->summary.find("skipped tiles:"), std::string::npos) << name;
+  }
+}
+
+TEST(AttentionSkeletonEmit, VanillaFoldsTheScaleAndUsesThreeConsumers) {
+  std::string refusal;
+  auto k = emit(compile("vanilla", {}), &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_NE(k->source.find("static constexpr bool kIdentity = true;"), std::string::npos);
+  // log2(e) / 8
+  EXPECT_NE(k->source.find("scale_log2 = 0.180336878f"), std::string::npos) << k->source;
+  EXPECT_EQ(k->info.threads, 512);
+  EXPECT_NE(k->summary.find("skipped tiles: none"), std::string::npos) << k->summary;
+  // the epilogue stores bf16 pairs at [bh, row, col]
+  EXPECT_NE(k->source.find("(static_cast<long long>(bh_) * 1024LL + row_) * 64LL + col_"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("__floats2bfloat162_rn(o0_, o1_)"), std::string::npos);
+}
+
+TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
+  std::string refusal;
+  auto k = emit(compile("causal", {}), &refusal);
+  ASSERT_TRUE(k) << refusal;
+  // the mask as global rows and columns, and its interval decisions
+  EXPECT_NE(k->source.find("as rows row_ and columns col_: col_ <= row_"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("__device__ bool live_("), std::string::npos);
+  EXPECT_NE(k->source.find("__device__ void key_tiles("), std::string::npos);
+  EXPECT_NE(k->source.find("__device__ bool partial("), std::string::npos);
+  EXPECT_NE(k->summary.find("are skipped"), std::string::npos) << k->summary;
+  EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
+  // short causal sequences: persistent blocks (the skeleton's best at S 1k); long ones one block per tile
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>"), std::string::npos);
+  EXPECT_EQ(k->info.blocks, 132);
+  auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
+  ASSERT_TRUE(longer) << refusal;
+  EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_EQ(longer->info.blocks, (16384 + 191) / 192 * 16);
+}
+
+TEST(AttentionSkeletonEmit, ScoreModifiersBecomeTheScoreFunctor) {
+  for (const char* name : {"softcap", "alibi"}) {
+    std::string refusal;
+    auto k = emit(compile(name, {}), &refusal);
+    ASSERT_TRUE(k) << name << ": " << refusal;
+    EXPECT_NE(k->source.find("static constexpr bool kIdentity = false;"), std::string::npos) << name;
+    EXPECT_NE(k->source.find("const float s_ = dot_ * 0.125f;"), std::string::npos) << name << k->source;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>"), std::string::npos) << name;
+  }
+}
+
+TEST(AttentionSkeletonEmit, GqaMapsQueryHeadsOnKvHeads) {
+  std::string refusal;
+  auto k = emit(compile("gqa", {}), &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_EQ(k->info.attention->heads, 16);
+  EXPECT_EQ(k->info.attention->heads_kv, 2);
+  EXPECT_EQ(k->info.attention->k.batch, 32);
+  EXPECT_NE(k->summary.find("GQA 16 heads on 2 KV heads"), std::string::npos) << k->summary;
+}
+
+TEST(AttentionSkeletonEmit, HeadDim128TakesTheTwoStageConfig) {
+  std::string refusal;
+  auto k = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2>"), std::string::npos);
+  EXPECT_EQ(k->info.attention->q.k, 128);
+}
+
+TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
+  std::string refusal;
+  // data-dependent masks stay on the emitter's per-tile min/max classification
+  EXPECT_FALSE(emit(compile("document_mask", {}), &refusal));
+  EXPECT_NE(refusal.find("data-dependent"), std::string::npos) << refusal;
+  // small sizes: head dim 16, one key tile
+  refusal.clear();
+  EXPECT_FALSE(emit(compile("vanilla", {}, true), &refusal));
+  EXPECT_FALSE(refusal.empty());
+  // a ragged sequence
+  refusal.clear();
+  EXPECT_FALSE(emit(compile("vanilla", {{"S", 1000}}), &refusal));
+  EXPECT_FALSE(refusal.empty());
+  // the emitter's own schedule asked for
+  setenv("SOLDER_MMA_PATH", "wgmma-serial", 1);
+  refusal.clear();
+  EXPECT_FALSE(emit(compile("vanilla", {}), &refusal));
+  EXPECT_NE(refusal.find("SOLDER_MMA_PATH"), std::string::npos);
+  unsetenv("SOLDER_MMA_PATH");
+}
+
+// A mask under which a query row sees no key: the program's softmax is 0/0 there, the skeleton would
+// write zeros, so the kernel stays on the emitter's schedule (which keeps the IR's arithmetic).
+TEST(AttentionSkeletonEmit, RefusesMasksThatLeaveARowWithoutKeys) {
+  auto build = [](const std::string& cond) {
+    std::string text =
+        "program strict\ndim B = 2, H = 4, S = 1024, D = 64\n"
+        "in q[B, H, S, D] : bf16\nin k[B, H, S, D] : bf16\nin v[B, H, S, D] : bf16\n"
+        "s[b, h, i, j] = sum(d) q[b, h, i, d] * k[b, h, j, d] * rsqrt(D)\n"
+        "sm[b, h, i, j] = select(" + cond + ", s[b, h, i, j], -inf)\n"
+        "m[b, h, i] = max(j) sm[b, h, i, j]\ne[b, h, i, j] = exp(sm[b, h, i, j] - m[b, h, i])\n"
+        "z[b, h, i] = sum(j) e[b, h, i, j]\n"
+        "out o[b, h, i, d] : bf16 = sum(j) e[b, h, i, j] / z[b, h, i] * v[b, h, j, d]\n";
+    auto program = std::make_shared<Program>(parse_program(text, "strict.sol"));
+    KernelProgram named = with_cuda_names(compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+    return Compiled{named, contracts_as_reduces(named, false)};
+  };
+  std::string refusal;
+  EXPECT_FALSE(emit(build("j < i"), &refusal));  // row 0 sees nothing
+  EXPECT_NE(refusal.find("query row 0 sees no key"), std::string::npos) << refusal;
+  refusal.clear();
+  EXPECT_FALSE(emit(build("j < i || h == 1"), &refusal));  // row 0 of heads other than 1
+  EXPECT_NE(refusal.find("sees no key"), std::string::npos) << refusal;
+  refusal.clear();
+  EXPECT_TRUE(emit(build("j < i || j == 0"), &refusal)) << refusal;  // every row sees key 0
+}
+
+TEST(AttentionSkeletonEmit, FallbackStatesTheReasonInTheSource) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/document_mask.sol"));
+  BoundProgram bound = bind_program(program, SizeChoice{false, {}});
+  GeneratedModule m = generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
+  EXPECT_NE(m.source.find("// attention skeleton not used for"), std::string::npos);
+  EXPECT_NE(m.source.find("// tensor-core emitter: "), std::string::npos);
+  auto vanilla = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/vanilla.sol"));
+  GeneratedModule v = generate_cuda(compile_program(bind_program(vanilla, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+  ASSERT_EQ(v.kernels.size(), 1u);
+  EXPECT_TRUE(v.kernels[0].attention);
+  EXPECT_NE(v.source.find("// on the sm_90a attention skeleton: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace solder
