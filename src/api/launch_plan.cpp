@@ -38,7 +38,7 @@ SplitKLayout plan_split_k(const GeneratedModule& module) {
 
 bool uses_gemm_skeleton(const GeneratedModule& module) {
   for (const auto& k : module.kernels)
-    if (k.gemm) return true;
+    if (k.gemm || k.attention) return true;
   return false;
 }
 
@@ -64,7 +64,18 @@ std::string check_gemm_operands(const GemmSkeletonLaunch& launch, std::span<cons
   runtime::TmaEncodeArgs args;
   std::string a = runtime::plan_gemm_operand(gemm_operand(launch.a, pointers), "A", &args);
   if (!a.empty()) return a;
-  return runtime::plan_gemm_operand(gemm_operand(launch.b, pointers), "B", &args);
+  std::string b = runtime::plan_gemm_operand(gemm_operand(launch.b, pointers), "B", &args);
+  if (!b.empty() || !launch.b2) return b;
+  return runtime::plan_gemm_operand(gemm_operand(*launch.b2, pointers), "B2", &args);
+}
+
+std::string check_attention_operands(const AttentionSkeletonLaunch& launch, std::span<const unsigned long long> pointers) {
+  runtime::TmaEncodeArgs args;
+  std::string q = runtime::plan_gemm_operand(gemm_operand(launch.q, pointers), "Q", &args);
+  if (!q.empty()) return q;
+  std::string k = runtime::plan_gemm_operand(gemm_operand(launch.k, pointers), "K", &args);
+  if (!k.empty()) return k;
+  return runtime::plan_gemm_operand(gemm_operand(launch.v, pointers), "V", &args);
 }
 
 }  // namespace solder::api::detail

@@ -1,6 +1,10 @@
 // How the public API launches a compiled module (src/api/solder_api.cpp): the plain kernels take every
 // global's pointer; kernels on the sm_90a GEMM skeleton (GeneratedKernel::gemm) take two TMA tensor
-// maps, the shape, the epilogue (every global's pointer) and a split-K workspace. Pure host arithmetic,
+// maps (three for a dual-B kernel: A, B, B2), the shape, the epilogue (every global's pointer) and a
+// split-K workspace; those on its operand-prologue path take A's and B's maps, the shape, the
+// prologue and the epilogue (each every global's pointer); kernels on the attention skeleton
+// (GeneratedKernel::attention) take Q's, K's and V's maps, the shape, and the score, mask and epilogue
+// functors (each every global's pointer), as the CLI's runtime launches them. Pure host arithmetic,
 // no driver: unit-tested on machines without a GPU (tests/unit/api/launch_plan_test.cpp).
 //
 // Capturable calls. A call only encodes the tensor maps on the host (cuTensorMapEncodeTiled reads no
@@ -42,14 +46,19 @@ struct SplitKLayout {
 
 SplitKLayout plan_split_k(const GeneratedModule& module);
 
-// Whether the module has kernels on the GEMM skeleton (they need NVRTC's -DNDEBUG and the CuTe headers).
+// Whether the module has kernels on the GEMM or the attention skeleton (they need NVRTC's -DNDEBUG and
+// the CuTe headers).
 bool uses_gemm_skeleton(const GeneratedModule& module);
 
 // The TMA operand of a skeleton kernel for this call: its plan from the launch, its base address from
 // the call's pointer of that global.
 runtime::GemmOperand gemm_operand(const GemmSkeletonLaunch::Operand& operand, std::span<const unsigned long long> pointers);
 
-// The problems the tensor maps of this call would have ("" when none): plan_gemm_operand of A and B.
+// The problems the tensor maps of this call would have ("" when none): plan_gemm_operand of A, B and
+// (dual-B kernels) B2.
 std::string check_gemm_operands(const GemmSkeletonLaunch& launch, std::span<const unsigned long long> pointers);
+
+// The same for an attention-skeleton kernel's Q, K and V maps.
+std::string check_attention_operands(const AttentionSkeletonLaunch& launch, std::span<const unsigned long long> pointers);
 
 }  // namespace solder::api::detail

@@ -331,16 +331,30 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
     for (size_t g = 0; g < pointers.size(); ++g)
       if (st.workspace_offset[g] >= 0) pointers[g] = base + static_cast<runtime::DevicePtr>(st.workspace_offset[g]);
     // The skeleton kernels' tensor maps for this call's pointers, all checked before anything launches.
-    std::vector<std::pair<runtime::TensorMapBytes, runtime::TensorMapBytes>> maps(st.functions.size());
+    struct Maps {
+      runtime::TensorMapBytes a, b, b2;  // attention: q, k, v
+    };
+    std::vector<Maps> maps(st.functions.size());
     for (size_t k = 0; k < st.functions.size(); ++k) {
+      if (const auto& attention = st.generated.kernels[k].attention) {
+        std::string problem = detail::check_attention_operands(*attention, pointers);
+        if (!problem.empty())
+          throw Error("call of kernel '" + st.name + "': attention kernel '" + st.generated.kernels[k].name +
+                      "' cannot read its operand " + problem);
+        maps[k].a = runtime::encode_gemm_operand(detail::gemm_operand(attention->q, pointers), "Q");
+        maps[k].b = runtime::encode_gemm_operand(detail::gemm_operand(attention->k, pointers), "K");
+        maps[k].b2 = runtime::encode_gemm_operand(detail::gemm_operand(attention->v, pointers), "V");
+        continue;
+      }
       const auto& gemm = st.generated.kernels[k].gemm;
       if (!gemm) continue;
       std::string problem = detail::check_gemm_operands(*gemm, pointers);
       if (!problem.empty())
         throw Error("call of kernel '" + st.name + "': GEMM kernel '" + st.generated.kernels[k].name +
                     "' cannot read its operand " + problem);
-      maps[k] = {runtime::encode_gemm_operand(detail::gemm_operand(gemm->a, pointers), "A"),
-                 runtime::encode_gemm_operand(detail::gemm_operand(gemm->b, pointers), "B")};
+      maps[k].a = runtime::encode_gemm_operand(detail::gemm_operand(gemm->a, pointers), "A");
+      maps[k].b = runtime::encode_gemm_operand(detail::gemm_operand(gemm->b, pointers), "B");
+      if (gemm->b2) maps[k].b2 = runtime::encode_gemm_operand(detail::gemm_operand(*gemm->b2, pointers), "B2");
     }
     std::vector<void*> args;
     args.reserve(pointers.size());
@@ -353,11 +367,22 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       config.cluster.x = static_cast<unsigned>(info.cluster);
       config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
       config.stream = static_cast<CUstream_st*>(stream);
+      if (info.attention) {
+        // (TensorMap q, k, v, AttentionShape, score, mask and epilogue = every global's pointer).
+        const AttentionSkeletonLaunch& a = *info.attention;
+        struct {  // solder::attention::AttentionShape
+          int batch, heads, heads_kv, seq_q, seq_k;
+        } shape{a.batch, a.heads, a.heads_kv, a.seq_q, a.seq_k};
+        void* attention_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, pointers.data(), pointers.data(), pointers.data()};
+        runtime::launch(st.functions[k], config, attention_args);
+        continue;
+      }
       if (!info.gemm) {
         runtime::launch(st.functions[k], config, args.data());
         continue;
       }
-      // (TensorMap a, TensorMap b, GemmShape, epilogue = every global's pointer, SplitKWorkspace).
+      // (TensorMap a, TensorMap b[, TensorMap b2], GemmShape, epilogue = every global's pointer,
+      // SplitKWorkspace), or on the prologue path (a, b, GemmShape, prologue, epilogue).
       const GemmSkeletonLaunch& g = *info.gemm;
       struct {  // solder::gemm::GemmShape
         int m, n, k, batch, broadcast_a, broadcast_b;
@@ -370,8 +395,16 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         split.partials = st.split_k_state->pointer() + static_cast<runtime::DevicePtr>(slot.partials_offset);
         split.counters = st.split_k_state->pointer() + static_cast<runtime::DevicePtr>(slot.counters_offset);
       }
-      void* gemm_args[] = {&maps[k].first, &maps[k].second, &shape, pointers.data(), &split};
-      runtime::launch(st.functions[k], config, gemm_args);
+      if (g.prologue) {
+        void* prologue_args[] = {&maps[k].a, &maps[k].b, &shape, pointers.data(), pointers.data()};
+        runtime::launch(st.functions[k], config, prologue_args);
+      } else if (g.b2) {
+        void* dual_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, pointers.data(), &split};
+        runtime::launch(st.functions[k], config, dual_args);
+      } else {
+        void* gemm_args[] = {&maps[k].a, &maps[k].b, &shape, pointers.data(), &split};
+        runtime::launch(st.functions[k], config, gemm_args);
+      }
     }
     return;
   }
