@@ -5,20 +5,27 @@
 #include "cli.h"
 #include "commands.h"
 #include "driver/compile.h"
+#include "support/json.h"
 
 namespace solder::cli {
 
 int command_emit(const std::vector<std::string>& args) {
   ProgramOptions options;
-  bool cuda = false, no_fuse = false;
+  bool cuda = false, no_fuse = false, report = false;
   std::string output = "-";
-  Command command{"emit", "solder emit FILE --cuda [-o OUT] [--no-fuse] [--small] [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton]",
+  Command command{"emit", "solder emit FILE --cuda [-o OUT] [--report | --json] [--no-fuse] [--small] [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton]",
                   "Compile a program and write the generated CUDA C++ (one __global__ function per kernel,\n"
                   "named after the program's tensors, one comment per fused stage). The file compiles with\n"
-                  "nvcc or NVRTC for sm_90a given the include paths device/ and the CUDA toolkit's."};
+                  "nvcc or NVRTC for sm_90a given the include paths device/ and the CUDA toolkit's.\n"
+                  "Each kernel opens with a comment header naming, per contraction, the skeleton that runs it\n"
+                  "(sm90 GEMM skeleton, attention wgmma, attention mma.sync, mma.sync or scalar), the tile, the\n"
+                  "MMA input type T, the reason when scalar, and the cost model's figures."};
   add_program_options(command, options, false);
-  command.options.pop_back();  // no --json
+  command.options.back().help = "print one JSON object: the program, each contraction's schedule (kernel, contraction,\n"
+                                "                        skeleton, tile, type, batch, m, n, k, blocks, steps, scalar, reason, figures) and the source";
   command.options.push_back({"--cuda", "", "emit CUDA C++ (the only target for now)", [&cuda](const std::string&) { cuda = true; }});
+  command.options.push_back({"--report", "", "print one line per contraction (its kernel, skeleton, tile, T, M N K, why scalar,\n"
+                             "                        cost-model figures) instead of the source", [&report](const std::string&) { report = true; }});
   command.options.push_back({"--no-fuse", "", "emit the unfused lowering", [&no_fuse](const std::string&) { no_fuse = true; }});
   command.options.push_back({"-o", "OUT", "write to OUT (atomically) instead of standard output", [&output](const std::string& v) { output = v; }});
   std::vector<std::string> files;
@@ -31,7 +38,19 @@ int command_emit(const std::vector<std::string>& args) {
   tiling.apply(compile_options);
   KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
   GeneratedModule module = compiler_step("CUDA code generation", [&] { return generate_cuda(kernels); });
-  write_output(output, module.source);
+  if (options.json) {
+    JsonWriter json;
+    json.begin_object().key("program").value(kernels.name).key("contractions");
+    std::string text = json.str() + contraction_schedule_json(module.contractions);
+    JsonWriter rest;
+    rest.begin_object().key("source").value(module.source).end_object();
+    text += "," + rest.str().substr(1) + "\n";  // the source after the contractions, in the same object
+    write_output(output, text);
+  } else if (report) {
+    write_output(output, contraction_schedule_text(module.contractions));
+  } else {
+    write_output(output, module.source);
+  }
   return kExitOk;
 }
 

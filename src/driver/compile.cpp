@@ -1,32 +1,99 @@
 #include "driver/compile.h"
 
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "ir/diagnostics.h"
 
 #include "contract/contract_pass.h"
 #include "fusion/fuse.h"
+#include "kernel/kernel_printer.h"
 #include "kernel/kernel_verifier.h"
 #include "lower/lower_unfused.h"
 
 namespace solder {
 
-FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options) {
-  // fuse: inline pointwise definitions, group, decompose cascades, lower each group. A definition
-  // too large for the on-chip budget at the requested row tile is retried with half the tile, down
-  // to the CPU executor's default tile.
-  std::optional<WholeContractionPlan> whole;
-  if (options.gemm_skeleton) whole = plan_whole_contractions(program);
+const std::vector<CompileStepInfo>& compile_steps() {
+  static const std::vector<CompileStepInfo> steps = {
+      {CompileStep::parse, "parse", "parse_program, bind_program", "the canonical program text", false},
+      {CompileStep::lower, "lower", "lower_unfused", "the unfused Kernel IR", false},
+      {CompileStep::skeletons, "skeletons", "choose_skeletons", "the contractions that run whole on the sm_90a GEMM skeleton, with the rule's figures", true},
+      {CompileStep::tiles, "tiles", "fuse_for", "each fused kernel's dims (role, extent, tile), stream, segments and blocks", false},
+      {CompileStep::fuse, "fuse", "compile_program", "the compiled Kernel IR", false},
+      {CompileStep::schedule, "schedule", "generate_cuda",
+       "per contraction the skeleton, tile, stages, T and the cost model's figures (why, when scalar); per kernel its launch", true},
+  };
+  return steps;
+}
+
+std::optional<CompileStep> compile_step_named(std::string_view name) {
+  for (auto& s : compile_steps())
+    if (s.name == name) return s.step;
+  return std::nullopt;
+}
+
+std::string compile_step_names() {
+  std::string names;
+  for (auto& s : compile_steps()) names += (names.empty() ? "" : ", ") + std::string(s.name);
+  return names;
+}
+
+WholeContractionPlan choose_skeletons(const BoundProgram& program, const CompileOptions& options) {
+  if (!options.gemm_skeleton) return {};
+  return plan_whole_contractions(program);
+}
+
+std::string skeletons_text(const BoundProgram& program, const WholeContractionPlan& plan) {
+  std::string text = whole_contractions_text(program, plan);
+  if (text.empty()) return "No contraction the sm_90a GEMM skeleton takes: every one stays in the fused kernels.\n";
+  for (auto& w : plan.whole) text += "\n" + print_kernel(w.kernel);
+  return text;
+}
+
+FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options, const WholeContractionPlan& whole) {
+  // fuse: inline pointwise definitions, group, decompose cascades, tile and lower each group. A
+  // definition too large for the on-chip budget at the requested row tile is retried with half the
+  // tile, down to the CPU executor's default tile.
   FusionParams params = options.fusion;
   while (true) {
     try {
-      return fuse_program(program, params, whole ? &*whole : nullptr);
+      return fuse_program(program, params, options.gemm_skeleton ? &whole : nullptr);
     } catch (const OnChipCapacityError&) {
       if (params.grid_tile <= FusionParams{}.grid_tile) throw;
       params.grid_tile /= 2;
     }
   }
+}
+
+FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options) {
+  return fuse_for(program, options, choose_skeletons(program, options));
+}
+
+std::string tiles_text(const FusionResult& fused) {
+  std::ostringstream out;
+  auto blocks_of = [&](const std::string& name) -> int64_t {
+    for (auto& k : fused.kernels.kernels)
+      if (k.name == name) return k.blocks();
+    return 0;
+  };
+  for (auto& name : fused.whole) out << "kernel " << name << ": a whole contraction, tiled by the GEMM skeleton's cost model (step schedule)\n";
+  for (auto& g : fused.groups) {
+    out << "kernel " << g.name << ":";
+    for (auto& m : g.plan.members) out << " " << m.def.target.name;
+    out << "\n  dims:";
+    for (auto& d : g.plan.dims) {
+      out << " " << d.name << " " << dim_role_name(d.role) << " " << d.extent;
+      if (d.role != DimRole::resident) out << "/" << d.tile;
+    }
+    out << "\n";
+    if (g.plan.stream >= 0)
+      out << "  stream " << g.plan.dims[static_cast<size_t>(g.plan.stream)].name << ", " << g.plan.segments << (g.plan.segments == 1 ? " segment" : " segments") << "\n";
+    out << "  blocks:";
+    for (auto& k : g.kernels) out << " " << k << " " << blocks_of(k);
+    out << "; on chip " << g.plan.on_chip_bytes << " bytes of tiles and states\n";
+  }
+  return out.str();
 }
 
 CompileResult compile_program(const BoundProgram& program, const CompileOptions& options) {
@@ -35,7 +102,8 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
     // lower: one kernel per definition
     result.kernels = lower_unfused(program, UnfusedOptions{options.gemm_skeleton});
   } else {
-    FusionResult fused = fuse_for(program, options);
+    // skeletons: the contractions that run whole; tiles and fuse: the rest, fused around them
+    FusionResult fused = fuse_for(program, options, choose_skeletons(program, options));
     result.kernels = std::move(fused.kernels);
     result.report = fusion_report_text(program, fused);
   }

@@ -1,12 +1,31 @@
 // The compile driver: one readable function from a bound Program to a KernelProgram.
 //
-//   Program ──verify/bind──► BoundProgram ──fuse (inline, group, decompose, lower)──► KernelProgram
-//           ──canonicalize contractions──► ──verify──► backend
+//   Program ──verify/bind──► BoundProgram ──choose skeletons──► ──fuse (inline, group, tiles, lower)──►
+//           KernelProgram ──canonicalize contractions──► ──verify──► backend (──schedule──► CUDA)
 //
 // With fuse off, the unfused lowering gives one kernel per definition instead.
+//
+// The steps, in order (compile_steps()): each has one entry point and a dump, `solder print --after
+// STEP` (print_after in tools/command_print.cpp), and a golden file of that dump for a few examples
+// (tests/golden, tests/unit/driver/steps_test.cpp).
+//
+//   parse      parse_program + bind_program    the canonical program text
+//   lower      lower_unfused                   the unfused Kernel IR (one kernel per definition)
+//   skeletons  choose_skeletons                which contractions run whole on the sm_90a GEMM skeleton,
+//                                              with the figures of the rule (GPU only)
+//   tiles      fuse_for                        each fused kernel's dims: role, extent, tile; the stream,
+//                                              its segments, the blocks (GPU tiles with --gpu)
+//   fuse       compile_program                 the compiled Kernel IR, contractions as `contract`s
+//   schedule   generate_cuda                   per contraction: the skeleton (sm90 GEMM skeleton, attention
+//                                              wgmma or mma.sync, mma.sync, scalar), tile and pipelining
+//                                              (stages), T, the reason when scalar, the cost model's
+//                                              figures; per kernel its launch and shared memory (GPU only)
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "fusion/fuse.h"
 #include "fusion/group_plan.h"
@@ -40,9 +59,30 @@ struct CompileResult {
 
 CompileResult compile_program(const BoundProgram& program, const CompileOptions& options);
 
-// The fusion step of compile_program (options.fuse): the whole contractions when
-// options.gemm_skeleton, then fuse_program, retried at half the row tile while a definition is over
-// the on-chip budget.
-FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options);
+enum class CompileStep { parse, lower, skeletons, tiles, fuse, schedule };
+struct CompileStepInfo {
+  CompileStep step;
+  std::string_view name;         // as `--after` spells it
+  std::string_view entry_point;
+  std::string_view dump;         // what `solder print --after STEP` prints
+  bool gpu_only = false;         // a decision of the CUDA backend: always with its options
+};
+const std::vector<CompileStepInfo>& compile_steps();
+std::optional<CompileStep> compile_step_named(std::string_view name);
+// "parse, lower, skeletons, tiles, fuse, schedule"
+std::string compile_step_names();
+
+// Step skeletons: the contractions that run whole, one launch of the sm_90a GEMM skeleton each
+// (plan_whole_contractions), when options.gemm_skeleton; nothing otherwise.
+WholeContractionPlan choose_skeletons(const BoundProgram& program, const CompileOptions& options);
+// Its dump: the rule's figures per contraction the skeleton takes, whole or fused.
+std::string skeletons_text(const BoundProgram& program, const WholeContractionPlan& plan);
+
+// Steps tiles and fuse (options.fuse): fuse_program around the whole contractions of `whole`, retried
+// at half the row tile while a definition is over the on-chip budget (OnChipCapacityError).
+FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options, const WholeContractionPlan& whole);
+FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options);  // choose_skeletons first
+// The tiles step's dump: per kernel, its dims (role, extent, tile), stream and segments, and blocks.
+std::string tiles_text(const FusionResult& fused);
 
 }  // namespace solder

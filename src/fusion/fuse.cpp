@@ -241,7 +241,6 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       // (Two or more contractions of program inputs -- diff_attn's two score matrices -- keep the
       // row tile too: at fewer rows their tiles and accumulators together outgrow the registers of
       // one tensor-core kernel, while each half alone is one such kernel.)
-      FusionParams used = structural;  // the parameters of the plan found
       int input_contractions = 0;
       for (auto& d : group) input_contractions += contracts_two_inputs(program, d);
       const int64_t smallest_grid_tile =
@@ -283,7 +282,6 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
               lowered = std::move(candidate);
               refusal.clear();
               over_capacity = false;
-              used = tiled;
               break;
             }
             refusal = "on-chip capacity: the kernel needs " + std::to_string(bytes) + " bytes (" + std::to_string((bytes + 1023) / 1024) +
@@ -293,22 +291,6 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
           }
           bool smallest = tiled.grid_tile <= smallest_grid_tile && tiled.inner_tile <= smallest_inner_tile;
           if (plan || smallest || !over_capacity) break;
-        }
-        // Enough blocks to fill the GPU (params.min_grid_blocks, 0 on the CPU): while the kernel has
-        // fewer, halve the row tile down to the CPU default, as long as the smaller tiles fit and give
-        // more blocks (moe_routing's 2048 tokens: 16 blocks of 128 rows -> 128 blocks of 16).
-        for (int64_t g = used.grid_tile / 2; plan && g >= FusionParams{}.grid_tile && lowered.kernels.front().blocks() < params.min_grid_blocks; g /= 2) {
-          FusionParams smaller = used;
-          smaller.grid_tile = g;
-          PlanAttempt attempt = plan_group(program, group, exported, smaller);
-          if (!attempt.plan) break;
-          LoweredGroup candidate = lower_group(program, *attempt.plan, lowered.kernels.front().name);
-          std::string largest;
-          if (on_chip_bytes(candidate.kernels, &largest) > params.on_chip_budget ||
-              candidate.kernels.front().blocks() <= lowered.kernels.front().blocks())
-            break;
-          plan = attempt.plan;
-          lowered = std::move(candidate);
         }
         // A short dim held whole gives no parallelism of its own: with fewer blocks than
         // min_blocks_for_single_segment, stream it instead (split across the blocks of a cluster).

@@ -1,6 +1,8 @@
 #include "fusion/group_plan.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -10,6 +12,8 @@
 #include "contract/canonicalize.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
+#include "plan/plan.h"
+#include "plan/skeleton_choice.h"
 #include "support/checked.h"
 
 namespace solder {
@@ -21,7 +25,8 @@ FusionParams gpu_fusion_params() {
   params.hold_whole_up_to = 128;
   params.inner_tile = 128;  // head dims up to 128 held whole
   params.streaming_tiles = true;
-  params.min_grid_blocks = 264;  // two blocks per SM of an H100 (132 SMs)
+  params.product_rows_from_cost_model = true;
+  params.split_k_to_fill = true;
   return params;
 }
 
@@ -127,15 +132,23 @@ class Planner {
     }
     bool streaming = params_.streaming_tiles && !has_contraction();
     if (streaming) retile_for_streaming();
-    choose_segments(streaming ? params_.streaming_min_blocks : params_.min_blocks_for_single_segment);
+    if (!streaming && split_k_ < 0 && params_.split_k_to_fill && plan_.stream < 0) {
+      // Too few blocks for the GPU and no stream to split: stream the contraction's K instead, split
+      // into segments across blocks (its partial sums merged as any stream's are).
+      if (int d = split_k_candidate(); d >= 0) {
+        split_k_ = d;
+        return plan_roles();
+      }
+    }
+    choose_segments(streaming || split_k_ >= 0 ? fill_blocks() : params_.min_blocks_for_single_segment);
     std::string capacity = check_capacity();
     if (!capacity.empty()) return {std::nullopt, capacity, true};
     return {plan_, ""};
   }
 
-  // The row tile of a tensor-core product (one mma fragment), and whether it is still tried.
-  static constexpr int64_t kProductRowTile = 16;
+  // Whether a tensor-core product's rows are still tiled (product_row_tile).
   bool tile_product_rows_ = true;
+  int split_k_ = -1;  // a contraction's reduced dim streamed to split it across blocks (split_k_candidate)
   bool product_rows_tiled_ = false;  // assign_roles gave a product's rows that tile
   const BoundProgram& program_;
   const FusionParams& params_;
@@ -278,7 +291,7 @@ class Planner {
   bool can_stream(int d, std::set<int>& excluded) const {
     const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
     if (excluded.count(d) || dim.whole || r_of_[static_cast<size_t>(d)].empty()) return false;
-    if (!carries_cascade(d)) return false;
+    if (!carries_cascade(d) && d != split_k_) return false;
     if (dim.extent <= std::max(params_.stream_tile, params_.hold_whole_up_to)) return false;  // short: hold it whole
     for (int m : p_of_[static_cast<size_t>(d)])
       if (plan_.members[static_cast<size_t>(m)].exported) return false;  // an output needs every value
@@ -350,7 +363,7 @@ class Planner {
         if (!tile_product_rows_) break;
       } else {
         if (tensor_core_product(inner, anchor->p_dims[k])) {
-          dim.tile = std::min(kProductRowTile, dim.extent);
+          dim.tile = std::min(product_row_tile(*anchor, inner, anchor->p_dims[k]), dim.extent);
           product_rows_tiled_ = true;
         }
         break;
@@ -382,6 +395,77 @@ class Planner {
         if (std::find(m.p_dims.begin(), m.p_dims.end(), g) == m.p_dims.end()) m.recomputed = true;
     }
   }
+
+  // The row tile of a tensor-core product (tensor_core_product(column, row)) of member `m`: the CPU's
+  // grid_tile, or on the GPU (product_rows_from_cost_model) the cost model's choice of BM among 64 and
+  // 128 at the catalogue's BN nearest the column tile (src/plan: waves, launch, roofline per level),
+  // with the prediction in the plan's notes.
+  int64_t product_row_tile(const GroupMember& m, int column, int row) {
+    if (!params_.product_rows_from_cost_model) return params_.grid_tile;
+    Canonicalization c = member_contraction(m);
+    GemmProblem problem;
+    problem.m = plan_.dims[static_cast<size_t>(row)].extent;
+    problem.n = plan_.dims[static_cast<size_t>(column)].extent;
+    problem.k = plan_.dims[static_cast<size_t>(m.r_dims.front())].extent;
+    for (int g : plan_.grid_dims())
+      if (g != row && g != column) problem.batch = saturating_mul(problem.batch, plan_.dims[static_cast<size_t>(g)].extent);
+    problem.type = c.contract ? c.contract->type : MmaType::bf16;
+    problem.output = m.dtype;
+    const int64_t column_tile = plan_.dims[static_cast<size_t>(column)].tile;
+    int bn = 0;
+    for (const GemmConfig& config : gemm_catalogue(problem.type))
+      if (bn == 0 || std::abs(config.bn - column_tile) < std::abs(bn - column_tile)) bn = config.bn;
+    PlanOptions options;
+    options.top = 1;
+    for (const GemmConfig& config : gemm_catalogue(problem.type))
+      if ((config.bm == 64 || config.bm == 128) && config.bn == bn && config.split_k == 1 && config.cluster_size() == 1 && in_device_skeleton(config))
+        options.only.push_back(config);
+    GemmPlan plan;
+    if (!options.only.empty()) plan = plan_gemm(problem, default_hardware(), options);
+    const int64_t tile = plan.chosen() ? plan.chosen()->config.bm : 64;
+    char note[200];
+    if (plan.chosen())
+      std::snprintf(note, sizeof note, "row tile %lld of %s: the cost model's BM for %s at BN %d (%.1f us predicted, bound by %s)",
+                    static_cast<long long>(tile), plan_.dims[static_cast<size_t>(row)].name.c_str(), describe(problem).c_str(), bn,
+                    plan.chosen()->cost.total_us, std::string(resource_name(plan.chosen()->cost.binding)).c_str());
+    else
+      std::snprintf(note, sizeof note, "row tile 64 of %s: no configuration of the catalogue is feasible for %s", plan_.dims[static_cast<size_t>(row)].name.c_str(),
+                    describe(problem).c_str());
+    plan_.notes.push_back(note);
+    return tile;
+  }
+
+  // FusionParams::split_k_to_fill: when no product got a row tile and the grid has fewer than
+  // fill_blocks() blocks, the reduced dim
+  // of contractions (sums over one dim whose canonical form is a contraction; llama_decode's q and
+  // k_new share theirs) that only they reduce, that no member keeps, that is not held whole and spans
+  // at least two stream tiles past hold_whole_up_to; the longest such dim, or -1.
+  int split_k_candidate() const {
+    // A product with a row tile keeps it (its K stays an inner loop of the tensor-core writer): the
+    // cost model chose that tile knowing the waves. The split is for products without one (GEMVs).
+    if (product_rows_tiled_) return -1;
+    int64_t blocks = 1;
+    for (int g : plan_.grid_dims()) blocks = saturating_mul(blocks, plan_.dims[static_cast<size_t>(g)].tiles());
+    if (blocks >= fill_blocks()) return -1;
+    auto contraction_over_one_dim = [&](const GroupMember& m) {
+      return m.def.reduce == ReduceOp::sum && m.r_dims.size() == 1 && member_contraction(m).contract.has_value();
+    };
+    int best = -1;
+    for (auto& m : plan_.members) {
+      if (!contraction_over_one_dim(m)) continue;
+      const int d = m.r_dims.front();
+      const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
+      bool only_contractions = true;
+      for (int r : r_of_[static_cast<size_t>(d)]) only_contractions &= contraction_over_one_dim(plan_.members[static_cast<size_t>(r)]);
+      if (!only_contractions || !p_of_[static_cast<size_t>(d)].empty() || dim.whole) continue;
+      if (dim.extent < 2 * std::max(params_.stream_tile, params_.hold_whole_up_to)) continue;
+      if (best < 0 || dim.extent > plan_.dims[static_cast<size_t>(best)].extent) best = d;
+    }
+    return best;
+  }
+
+  // Memory-bound groups split their stream below this many blocks: streaming_blocks_per_sm per SM.
+  int64_t fill_blocks() const { return params_.streaming_blocks_per_sm * default_hardware().sm_count; }
 
   // ---- 2b. Memory-bound tiles (FusionParams::streaming_tiles) ------------------------------------
   // The dims a load's indices use, as dims of member `m`.
@@ -503,16 +587,16 @@ class Planner {
       GroupDim& dim = plan_.dims[static_cast<size_t>(inner_grid)];
       auto c = contiguous_bytes.find(inner_grid);
       int64_t sector = c == contiguous_bytes.end() ? 1 : std::max<int64_t>(1, 32 / c->second);
-      if (plan_.stream < 0 && other_blocks >= params_.streaming_min_blocks && c != contiguous_bytes.end())
+      if (plan_.stream < 0 && other_blocks >= fill_blocks() && c != contiguous_bytes.end())
         grid_tile = elements;  // rows enough: a long contiguous tile per block
       else  // as many blocks as wanted, down to one sector of the contiguous dim
-        grid_tile = std::max(sector, floor_pow2(std::max<int64_t>(1, dim.extent * other_blocks / params_.streaming_min_blocks)));
+        grid_tile = std::max(sector, floor_pow2(std::max<int64_t>(1, dim.extent * other_blocks / fill_blocks())));
       grid_tile = std::min({grid_tile, elements, dim.extent});
       dim.tile = grid_tile;
     }
     int64_t blocks = other_blocks * (inner_grid >= 0 ? plan_.dims[static_cast<size_t>(inner_grid)].tiles() : 1);
     // Few blocks: a longer step per block keeps more bytes in flight.
-    int64_t per_step = blocks < params_.streaming_min_blocks ? 4 * elements : elements;
+    int64_t per_step = blocks < fill_blocks() ? 4 * elements : elements;
     if (plan_.stream >= 0) {
       // Staged elements per stream position: each streamed input's dims other than grid and stream.
       int64_t width = 0;
@@ -712,7 +796,8 @@ class Planner {
     int64_t blocks = 1;
     for (int g : plan_.grid_dims()) {
       blocks = saturating_mul(blocks, plan_.dims[static_cast<size_t>(g)].tiles());
-      if (plan_.dims[static_cast<size_t>(g)].tiles() < 2) continue;
+      // (A split K reads each tile once whatever the grid: every block its own slice.)
+      if (plan_.dims[static_cast<size_t>(g)].tiles() < 2 || plan_.stream == split_k_) continue;
       for (auto& dims : streamed_loads)
         if (!dims.count(g)) return;  // blocks along g share this streamed input's tiles: keep one segment
     }

@@ -34,29 +34,37 @@
 namespace solder {
 
 struct FusionParams {
-  int64_t grid_tile = 16;         // tile of the innermost grid dim (others: 1; a tensor-core product's rows: 16)
+  int64_t grid_tile = 16;         // tile of the innermost grid dim (others: 1; a tensor-core product's rows: below)
   int64_t stream_tile = 16;       // tile of the streamed dim
   int64_t hold_whole_up_to = 0;   // a cascade dim this short is held whole, not streamed (0: one stream tile)
   int64_t inner_tile = 16;        // tile of inner reduction loops
   int64_t resident_limit = 512;   // largest extent held whole when streaming is possible
   int64_t on_chip_budget = 192 * 1024;  // bytes of tiles, states and staged inputs per block
   int min_blocks_for_single_segment = 64;  // below this, split the stream across blocks
-  int64_t min_grid_blocks = 0;  // GPU: halve the row tile while a kernel has fewer blocks (0: off)
+  // The row tile of a matrix product on tensor cores (the grid dim next to the innermost one): false,
+  // grid_tile (the CPU executor's small tiles); true (the GPU), the cost model's choice of BM, 64 or
+  // 128 rows (src/plan, plan_gemm over the sm_90a catalogue at the column tile), never fewer rows to
+  // fill the grid: a kernel with few blocks splits its stream across blocks instead (segments).
+  bool product_rows_from_cost_model = false;
+  // A kernel with a contraction, no stream and fewer blocks than the streaming tiles aim at (two per SM)
+  // streams the contraction's K and splits it into segments across blocks (the GPU: decode GEMVs).
+  bool split_k_to_fill = false;
 
   // Memory-bound tiles for groups without a contraction (no sum over a product of two loads that
   // each lack a kept dim of the other; those keep the tiles above, for the tensor-core emitter). When
   // `streaming_tiles` is set, such a group gets few rows per block and a long stream tile: about
   // `streaming_tile_elements` staged elements per block and step, the innermost grid dim tiled to at
   // least one 32-byte sector where it is contiguous in an input, and the stream split into segments
-  // only when the grid has fewer than `streaming_min_blocks` blocks.
+  // only when the grid has fewer than `streaming_blocks_per_sm` blocks per SM of the hardware
+  // description (src/hw, default_hardware(): 132 SMs on the H100).
   bool streaming_tiles = false;
   int64_t streaming_tile_elements = 4096;
-  int64_t streaming_min_blocks = 264;  // two blocks per SM of an H100
+  int64_t streaming_blocks_per_sm = 2;
 };
 
 // The parameters for the CUDA backend: tiles that fill a block of 8 warps (128 rows of the innermost
-// grid dim, one 16-row tensor-core fragment per warp) and stream 64 elements per step for groups with
-// a contraction, holding a cascade dim of up to 128 whole (two steps of a stream would re-stage the
+// grid dim, one 16-row tensor-core fragment per warp; a product's rows from the cost model) and stream
+// 64 elements per step for groups with a contraction, holding a cascade dim of up to 128 whole (two steps of a stream would re-stage the
 // other operands of its contraction: moe_routing R7, E = 128, 46 -> 39 us on the H100, session 4);
 // streaming tiles (few rows, ~4K elements per step) for the memory-bound rest. The CPU
 // defaults above stay small so that the executor's tests stay fast.

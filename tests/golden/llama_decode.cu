@@ -3,6 +3,19 @@
 #include <solder/runtime.cuh>
 #include <solder/tile/tile.cuh>
 
+// ---- kernel fused_y: 6 contractions ----
+// contraction q_tile (M 1, N 64, K 64, T f16; 1 block): scalar; scalar because operand wqkv_tile spans two kept axes
+//   cost model: floor 0.00286 us (tensor 1.04e-05 us, HBM 0.00286 us)
+// contraction k_new_tile (M 1, N 64, K 64, T f16; 1 block): scalar; scalar because operand wqkv_tile2 spans two kept axes
+//   cost model: floor 0.00286 us (tensor 1.04e-05 us, HBM 0.00286 us)
+// contraction v_new_tile (M 1, N 64, K 64, T f16; 1 block): scalar; scalar because operand wqkv_tile3 spans two kept axes
+//   cost model: floor 0.00286 us (tensor 1.04e-05 us, HBM 0.00286 us)
+// contraction s_tile (M 33, N 1, K 16, batch 4, T f16; 1 block): scalar; scalar because operand select(j < KV, k_cache_tile[b, j, h, d], k_new_tile[b, h, d]) is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
+//   cost model: floor 0.00163 us (tensor 5.38e-06 us, HBM 0.00163 us)
+// contraction a_tile (M 16, N 1, K 33, batch 4, T f16; 1 block): scalar; scalar because operand select(j < KV, v_cache_tile[b, j, h, d], v_new_tile[b, h, d]) is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
+//   cost model: floor 0.00158 us (tensor 5.38e-06 us, HBM 0.00158 us)
+// contraction y_tile (M 1, N 64, K 64, T f16; 1 block): scalar; scalar because reduces over 2 axes (one is a matrix product)
+//   cost model: floor 0.00286 us (tensor 1.04e-05 us, HBM 0.00286 us)
 // tensor-core emitter not used for fused_y: a top-level statement other than copy, fill, map and one loop
 #include <solder/reduce/vector.cuh>
 // kernel fused_y: computes q k_new v_new s m z a y
@@ -349,18 +362,27 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
   // s = sum (pre)
   for (int e = threadIdx.x; e < 132; e += blockDim.x) s_tile[e] = solder::round_f32(0.0f);
   // contract with T = f16
-  // tensor cores not used for s_tile: operand select(j < KV, k_cache_tile[b, j, h, d], k_new_tile[b, h, d]) * q_tile[b, h, d] is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
+  // tensor cores not used for s_tile: operand select(j < KV, k_cache_tile[b, j, h, d], k_new_tile[b, h, d]) is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
   for (int point = threadIdx.x; point < 132; point += blockDim.x) {
     int rest = point;
     const long long j = rest % 33; rest /= 33;
     const long long h = rest % 4; rest /= 4;
     const long long b = rest % 1; rest /= 1;
     (void)rest;
-    float acc = s_tile[(((b) * 4 + (h)) * 33 + (j))];
+    float acc = 0.0f;
     for (long long d = 0; d < 16LL; ++d) {
-      acc = acc + ((((j < 32LL) ? k_cache_tile[((((b) * 33 + (j)) * 4 + (h)) * 16 + (d))] : k_new_tile[(((b) * 4 + (h)) * 16 + (d))]) * q_tile[(((b) * 4 + (h)) * 16 + (d))]) * solder::rsqrt_exact(static_cast<float>(16LL)));
+      acc = acc + (((j < 32LL) ? k_cache_tile[((((b) * 33 + (j)) * 4 + (h)) * 16 + (d))] : k_new_tile[(((b) * 4 + (h)) * 16 + (d))]) * q_tile[(((b) * 4 + (h)) * 16 + (d))]);
     }
     s_tile[(((b) * 4 + (h)) * 33 + (j))] = solder::round_f32(acc);
+  }
+  // the contract's epilogue: scale and bias after the dot product
+  for (int point = threadIdx.x; point < 132; point += blockDim.x) {
+    int rest = point;
+    const long long j = rest % 33; rest /= 33;
+    const long long h = rest % 4; rest /= 4;
+    const long long b = rest % 1; rest /= 1;
+    (void)rest;
+    s_tile[(((b) * 4 + (h)) * 33 + (j))] = solder::round_f32((s_tile[(((b) * 4 + (h)) * 33 + (j))] * solder::rsqrt_exact(static_cast<float>(16LL))));
   }
   // m = max (pre)
   for (int e = threadIdx.x; e < 4; e += blockDim.x) m_tile[e] = solder::round_f32((-solder::infinity()));

@@ -3,6 +3,7 @@
 #include <solder/runtime.cuh>
 #include <solder/tile/tile.cuh>
 
+// ---- kernel fused_y: no contraction ----
 // tensor-core emitter not used for fused_y: a top-level statement other than copy, fill, map and one loop
 #include <solder/reduce/vector.cuh>
 // kernel fused_y: computes m z y

@@ -92,7 +92,10 @@ class Viewer {
     r.reduce_axes = c.reduce_axes;
     r.where = c.where;
     r.comment = c.comment.empty() ? type : c.comment + "; " + type;
-    const bool epilogue = c.bias || (c.scale && !constant(c.scale)) || c.epilogue || !c.pair_terms.empty();
+    // A constant scale multiplies each term in the attention emitter's view (it moves the scale after
+    // the dot product itself); the generic writer gets the epilogue form, so that its tensor cores
+    // (gemm_codegen.h) take the dot product as they take an unscaled one.
+    const bool epilogue = c.bias || (c.scale && (cast_computed_ || !constant(c.scale))) || c.epilogue || !c.pair_terms.empty();
     if (!epilogue) {
       // The scale (a constant) multiplies each term; the bias, if constant too, each point.
       Expr value = products;
@@ -106,7 +109,11 @@ class Viewer {
     }
     // The dot product into an f32 tile (dst itself when it is one and is not accumulated onto), then
     // the epilogue: dst (+)= dot · scale + bias.
-    const bool in_place = !c.accumulate && !c.epilogue && dst && dst->dtype == DType::f32;
+    // A contract accumulating onto a tile that the statement before it fills with 0 writes 0 + v = v:
+    // in place as well.
+    bool onto_zero = false;
+    if (auto fill = out.empty() ? nullptr : out.back().as<FillNode>()) onto_zero = fill->buffer == c.dst.name && fill->value == 0;
+    const bool in_place = (!c.accumulate || onto_zero) && !c.epilogue && dst && dst->dtype == DType::f32;
     Access dot = c.dst;
     if (!in_place) {
       Buffer temp;
@@ -170,7 +177,7 @@ class Viewer {
         return pair_dot && load.tensor == c.pair_value ? pair_at : e;
       });
     }
-    if (c.accumulate) v = make_load(c.dst.name, c.dst.index) + v;
+    if (c.accumulate && !in_place) v = make_load(c.dst.name, c.dst.index) + v;  // in place: onto 0
     m.value = v;
     m.comment = "the contract's epilogue: scale and bias after the dot product";
     out.push_back(make_stmt(std::move(m)));

@@ -6,14 +6,16 @@
 //
 // becomes, with cast_T(x) = cast(x, T) where x is not already exact in T (T = bf16, f16 or fp8;
 // an operand of a tf32 or f32 contract is never rounded: tf32 is only chosen for operands exact in it):
-//   * without bias, and with no scale or a scale free of variables and loads (attention's rsqrt(D)):
+//   * without bias, and with no scale, or (for the attention emitter's view, cast_computed false) a
+//     scale free of variables and loads (attention's rsqrt(D)):
 //       reduce sum dst (+)= (Σ_t cast_T(a_t) · cast_T(b_t)) · scale
 //     The constant scale multiplies each term (one more float32 rounding per term than the
 //     contract's single multiplication; exact for a power of two), and the tensor-core emitter
 //     moves it after the dot product itself;
-//   * otherwise (a row, column or per-element scale, or a bias) the dot product first, into dst when
-//     dst is an f32 buffer that is not accumulated onto, else into a new f32 register tile over the
-//     domain, then the epilogue:
+//   * otherwise (a row, column or per-element scale, a bias, or any scale in the generic writer's
+//     view) the dot product first, into dst when dst is an f32 buffer that is not accumulated onto
+//     (or only onto the 0 of a fill just before), else into a new f32 register tile over the domain,
+//     then the epilogue:
 //       reduce sum dot = Σ_t cast_T(a_t) · cast_T(b_t);  map dst = (dst +) dot · scale + bias
 //     which is exactly the contract.
 #pragma once

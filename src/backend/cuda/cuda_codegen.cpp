@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -20,6 +21,8 @@
 #include "ir/diagnostics.h"
 #include "ir/printer.h"
 #include "kernel/kernel_verifier.h"
+#include "plan/roofline.h"
+#include "support/json.h"
 #include "support/refusal.h"
 
 namespace solder {
@@ -58,6 +61,126 @@ std::string launch_limit_violation(const GeneratedKernel& k) {
   return "";
 }
 
+namespace {
+
+// The contracts of a kernel in program order, each with the trips of the loops around it (a loop
+// whose bounds are not constants counts its constant end, an upper bound, or 1).
+struct ContractAt {
+  const ContractNode* contract = nullptr;
+  int64_t steps = 1;
+};
+
+void collect_contracts(const Block& body, int64_t steps, std::vector<ContractAt>& out) {
+  auto constant = [](const Expr& e) -> std::optional<int64_t> {
+    if (auto c = e.as<ConstNode>(); c && c->is_integer) return static_cast<int64_t>(c->value);
+    return std::nullopt;
+  };
+  for (auto& s : body) {
+    if (auto c = s.as<ContractNode>()) {
+      out.push_back({c, steps});
+    } else if (auto f = s.as<ForNode>()) {
+      auto begin = constant(f->begin), end = constant(f->end);
+      int64_t trips = end ? std::max<int64_t>(1, *end - begin.value_or(0)) : 1;
+      collect_contracts(f->body, steps * trips, out);
+    } else if (auto i = s.as<IfNode>()) {
+      collect_contracts(i->then_body, steps, out);
+      collect_contracts(i->else_body, steps, out);
+    }
+  }
+}
+
+std::vector<ContractAt> contracts_of(const Kernel& kernel) {
+  std::vector<ContractAt> out;
+  collect_contracts(kernel.body, 1, out);
+  return out;
+}
+
+// The schedule of `c` without its skeleton: names, extents (per block and step), T and the roofline
+// floor of the kernel's whole work on it (every block, every step).
+ContractionSchedule describe_contract(const Kernel& kernel, const ContractAt& at, const KernelProgram& program) {
+  const ContractNode& c = *at.contract;
+  ContractionSchedule s;
+  s.kernel = kernel.name;
+  s.contraction = c.dst.name;
+  s.type = std::string(mma_type_name(c.type));
+  s.blocks = kernel.blocks();
+  s.steps = at.steps;
+  auto in = [](const std::vector<std::string>& axes, const std::string& var) { return std::find(axes.begin(), axes.end(), var) != axes.end(); };
+  for (auto& a : c.domain.axes) (in(c.row_axes, a.var) ? s.m : in(c.column_axes, a.var) ? s.n : s.batch) *= a.extent;
+  for (auto& a : c.reduce_axes) s.k *= a.extent;
+  GemmProblem problem;
+  problem.batch = s.batch * s.blocks * s.steps;
+  problem.m = s.m;
+  problem.n = s.n;
+  problem.k = s.k;
+  problem.type = c.type;
+  const GlobalTensor* dst = program.find_global(c.dst.name);
+  problem.output = dst ? dst->dtype : DType::f32;
+  const ContractionFloor floor = contraction_floor(problem, default_hardware());
+  if (s.blocks == 1 && s.steps == 1) {
+    s.figures = floor_text(floor);
+  } else {
+    // Inside a fused kernel the operands' traffic is the kernel's, not this contraction's: the tensor
+    // floor only.
+    char text[96];
+    std::snprintf(text, sizeof text, "tensor floor %.3g us over the kernel's blocks and steps", floor.tensor_us);
+    s.figures = text;
+  }
+  return s;
+}
+
+// The comment header of a kernel: what runs each of its contractions.
+std::string schedule_header(const std::string& kernel, const std::vector<ContractionSchedule>& schedule) {
+  std::ostringstream out;
+  int count = 0;
+  for (auto& s : schedule) {
+    if (s.kernel != kernel) continue;
+    ++count;
+    out << "// contraction " << s.contraction << " (M " << s.m << ", N " << s.n << ", K " << s.k;
+    if (s.batch > 1) out << ", batch " << s.batch;
+    out << ", T " << s.type << "; " << s.blocks << (s.blocks == 1 ? " block" : " blocks");
+    if (s.steps > 1) out << " x " << s.steps << " steps";
+    out << "): " << s.skeleton;
+    if (!s.tile.empty()) out << ", tile " << s.tile;
+    if (!s.reason.empty()) out << (s.scalar() ? "; scalar because " : "; ") << s.reason;
+    out << "\n//   cost model: " << s.figures << "\n";
+  }
+  if (count == 0) return "// ---- kernel " + kernel + ": no contraction ----\n";
+  return "// ---- kernel " + kernel + ": " + std::to_string(count) + (count == 1 ? " contraction" : " contractions") + " ----\n" + out.str();
+}
+
+}  // namespace
+
+std::string contraction_schedule_text(const std::vector<ContractionSchedule>& schedule) {
+  std::ostringstream out;
+  for (auto& s : schedule) {
+    out << s.kernel << " " << s.contraction << ": " << s.skeleton;
+    if (!s.tile.empty()) out << ", tile " << s.tile;
+    out << ", T " << s.type << ", M " << s.m << " N " << s.n << " K " << s.k;
+    if (s.batch > 1) out << " batch " << s.batch;
+    out << " (" << s.blocks << (s.blocks == 1 ? " block" : " blocks") << (s.steps > 1 ? " x " + std::to_string(s.steps) + " steps" : "") << ")";
+    if (!s.reason.empty()) out << (s.scalar() ? "; scalar because " : "; ") << s.reason;
+    out << "; " << s.figures << "\n";
+  }
+  return out.str();
+}
+
+std::string contraction_schedule_json(const std::vector<ContractionSchedule>& schedule) {
+  JsonWriter json;
+  json.begin_array();
+  for (auto& s : schedule) {
+    json.begin_object();
+    json.key("kernel").value(s.kernel).key("contraction").value(s.contraction).key("skeleton").value(s.skeleton);
+    json.key("tile").value(s.tile).key("type").value(s.type);
+    json.key("batch").value(s.batch).key("m").value(s.m).key("n").value(s.n).key("k").value(s.k);
+    json.key("blocks").value(s.blocks).key("steps").value(s.steps);
+    json.key("scalar").value(s.scalar()).key("reason").value(s.reason).key("figures").value(s.figures);
+    json.end_object();
+  }
+  json.end_array();
+  return json.str();
+}
+
 GeneratedModule generate_cuda(const KernelProgram& input) {
   verify_kernel_program(input);
   // Every name as the C++ source spells it (cuda_names.h): keywords, CUDA names and the generator's
@@ -74,38 +197,81 @@ GeneratedModule generate_cuda(const KernelProgram& input) {
   for (auto& g : program.globals) module.parameters.push_back(g.name);
   for (size_t i = 0; i < program.kernels.size(); ++i) {
     const Kernel& k = program.kernels[i];
+    // Named as the source names them (cuda_names.h).
+    const std::vector<ContractAt> named_contracts = contracts_of(named.kernels[i]);
+    std::vector<ContractionSchedule> schedule;
+    for (const ContractAt& c : named_contracts) schedule.push_back(describe_contract(named.kernels[i], c, named));
+    std::string source;
     // the GEMM skeleton for whole contractions (the unfused lowering's, gemm_skeleton_writer.h)
     if (auto gemm = write_gemm_skeleton_kernel(named, named.kernels[i], nullptr)) {
-      out << gemm->source << "\n";
+      for (auto& s : schedule) {
+        const GemmSkeletonLaunch& g = *gemm->info.gemm;
+        s.skeleton = ContractionSchedule::kGemmSkeleton;
+        s.tile = "BM " + std::to_string(g.a.tile_rows) + " x BN " + std::to_string(g.b.tile_rows) + " x BK " + std::to_string(g.a.tile_k) + ", " +
+                 std::to_string(g.stages) + " stages" + (g.split_k > 1 ? ", split-K " + std::to_string(g.split_k) : "");
+        const std::string prefix = "cost model: ";
+        s.figures = (g.plan.rfind(prefix, 0) == 0 ? g.plan.substr(prefix.size()) : g.plan) + "; " + s.figures;
+        s.blocks = gemm->info.blocks;
+      }
+      source = gemm->source;
       module.kernels.push_back(gemm->info);
-      continue;
-    }
-    if (auto gemm = write_gemm_prologue_kernel(named, named.kernels[i], nullptr)) {  // side reductions + operand prologue
-      out << gemm->source << "\n";
-      module.kernels.push_back(gemm->info);
-      continue;
-    }
-    // the tensor-core emitter for streamed two-contraction kernels (it rounds P itself); the generic
-    // writer for the rest
-    // the attention skeleton (device/solder/attention) for the online softmax it computes; the
-    // emitter's own schedule for the attention kernels it refuses
-    std::string skeleton_refusal;
-    if (auto attention = generate_attention_skeleton_kernel(attention_view, attention_view.kernels[i], named.kernels[i], &skeleton_refusal)) {
-      out << attention->source << "\n";
+    } else if (auto prologue = write_gemm_prologue_kernel(named, named.kernels[i], nullptr)) {
+      // side reductions + operand prologue on the GEMM skeleton's prologue path (wgmma RS)
+      for (auto& s : schedule) {
+        const GemmSkeletonLaunch& g = *prologue->info.gemm;
+        s.skeleton = ContractionSchedule::kGemmPrologue;
+        s.tile = "BM " + std::to_string(g.a.tile_rows) + " x BN " + std::to_string(g.b.tile_rows) + " x BK " + std::to_string(g.a.tile_k) + ", " +
+                 std::to_string(g.stages) + " stages";
+        s.blocks = prologue->info.blocks;
+      }
+      source = prologue->source;
+      module.kernels.push_back(prologue->info);
+    } else if (std::string skeleton_refusal, refusal;
+               auto attention = generate_attention_skeleton_kernel(attention_view, attention_view.kernels[i], named.kernels[i], &skeleton_refusal)) {
+      // the attention skeleton (device/solder/attention) for the online softmax it computes
+      for (auto& s : schedule) {
+        s.skeleton = ContractionSchedule::kAttentionSkeleton;
+        s.tile = attention->info.attention->config;
+        s.blocks = attention->info.blocks;
+      }
+      source = attention->source;
       module.kernels.push_back(attention->info);
-      continue;
-    }
-    std::string refusal;
-    if (auto mma = generate_mma_stream_kernel(attention_view, attention_view.kernels[i], &refusal)) {
-      out << "// attention skeleton not used for " << k.name << ": " << skeleton_refusal << "\n";
-      out << mma->source << "\n";
+    } else if (auto mma = generate_mma_stream_kernel(attention_view, attention_view.kernels[i], &refusal)) {
+      // the tensor-core emitter for streamed two-contraction kernels (it rounds P itself): the
+      // attention kernels the skeleton refuses
+      const bool wgmma = mma->summary.find(" wgmma m64") != std::string::npos;
+      const std::string tile = mma->summary.substr(0, mma->summary.find(" per step"));
+      for (auto& s : schedule) {
+        s.skeleton = wgmma ? ContractionSchedule::kAttentionWgmma : ContractionSchedule::kAttentionMmaSync;
+        s.tile = tile;
+      }
+      source = "// attention skeleton not used for " + k.name + ": " + skeleton_refusal + "\n" + mma->source;
       module.kernels.push_back(mma->info);
-      continue;
+    } else {
+      // the generic writer for the rest: block_gemm where a reduce is a product it takes, else scalar
+      generic::KernelWriter writer(program, k);
+      source = "// tensor-core emitter not used for " + k.name + ": " + refusal + "\n" + writer.write();
+      module.kernels.push_back(writer.info());
+      for (size_t c = 0; c < schedule.size(); ++c) {
+        // The view computes a contract into its destination or into a fresh `<dst>_dot` tile.
+        const std::string& dst = named_contracts[c].contract->dst.name;
+        const generic::KernelWriter::ContractionChoice* choice = nullptr;
+        for (auto& ch : writer.contraction_choices())
+          if (ch.dst == dst || ch.dst.rfind(dst + "_dot", 0) == 0) choice = &ch;
+        ContractionSchedule& s = schedule[c];
+        if (choice && choice->tensor_cores) {
+          s.skeleton = ContractionSchedule::kMmaSync;
+          s.tile = std::to_string(choice->m) + " x " + std::to_string(choice->n) + " x " + std::to_string(choice->k) +
+                   (choice->stages > 0 ? ", " + std::to_string(choice->stages) + " stages" : std::string(", one step"));
+          s.type = std::string(dtype_name(choice->type));
+        } else {
+          s.skeleton = ContractionSchedule::kScalar;
+          s.reason = choice ? choice->refusal : "the generic writer's reduce loop (no product it runs on tensor cores)";
+        }
+      }
     }
-    out << "// tensor-core emitter not used for " << k.name << ": " << refusal << "\n";
-    generic::KernelWriter writer(program, k);
-    out << writer.write() << "\n";
-    module.kernels.push_back(writer.info());
+    out << schedule_header(named.kernels[i].name, schedule) << source << "\n";
+    module.contractions.insert(module.contractions.end(), schedule.begin(), schedule.end());
   }
   for (auto& k : module.kernels)
     if (std::string why = launch_limit_violation(k); !why.empty())

@@ -46,6 +46,8 @@ struct GemmSkeletonLaunch {
   int m = 1, n = 1, k = 1, batch = 1;
   bool broadcast_a = false, broadcast_b = false;
   std::string config;       // the Config<...> instantiated, for reports
+  int stages = 0;           // the Config's ring depth
+  std::string plan;         // the cost model's figures for the chosen Config (skeleton_choice.h)
   // Split-K (Config's SplitK): the launcher provides, once per loaded module, `workspace_floats` f32 of
   // partials and `counters` zeroed unsigned counters (solder::gemm::SplitKWorkspace; both 0 for split 1).
   int split_k = 1;
@@ -75,9 +77,43 @@ struct GeneratedKernel {
   std::optional<AttentionSkeletonLaunch> attention;  // runs on the attention skeleton
 };
 
+// How the CUDA backend runs one `contract` statement: the skeleton that took it, the tile, the MMA
+// input type T, and for a scalar one the rule that kept it off the tensor cores. generate_cuda decides
+// it (the writer that takes each kernel, then, in the generic writer, each reduce) and records it;
+// `solder emit --report` and `--json` print it, and every kernel's comment header in the source names it.
+struct ContractionSchedule {
+  // The skeletons, by name.
+  static constexpr const char* kGemmSkeleton = "sm90 GEMM skeleton";      // whole, on TMA + wgmma
+  static constexpr const char* kGemmPrologue = "sm90 GEMM skeleton, operand prologue";  // computed A, wgmma RS
+  static constexpr const char* kAttentionSkeleton = "sm90 attention skeleton";  // TMA, K/V ring, wgmma SS + RS
+  static constexpr const char* kAttentionWgmma = "attention wgmma";       // the tensor-core emitter
+  static constexpr const char* kAttentionMmaSync = "attention mma.sync";  // the tensor-core emitter
+  static constexpr const char* kMmaSync = "mma.sync";                     // the generic writer's block_gemm
+  static constexpr const char* kScalar = "scalar";                        // the generic writer's loop
+  std::string kernel, contraction;   // the kernel and the contract's destination, as the source names them
+  std::string skeleton;              // one of the names above
+  std::string tile;                  // "BM 128 x BN 256 x BK 64, 4 stages", ...; "" when scalar
+  std::string type;                  // T, the MMA input type of the contract ("bf16", "f16", "e4m3", ...)
+  // The contract's extents in its kernel, per block and step: batch, rows, columns, depth. The kernel
+  // runs it in `blocks` blocks, `steps` times each (the trips of the loops around it; an upper bound
+  // where a loop's start depends on the block).
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  int64_t blocks = 1, steps = 1;
+  std::string reason;                // scalar: the rule that refused the tensor cores
+  std::string figures;               // the cost model's figures: the skeleton's prediction; the roofline floor
+                                     // of the kernel's whole work on it (plan/roofline.h)
+  bool scalar() const { return skeleton == kScalar; }
+};
+
+// One line per contraction ("e e: sm90 GEMM skeleton, tile BM 128 x BN 64 x BK 64, 5 stages, T f16,
+// M 128 N 3072 K 8192 (48 blocks); cost model: ..."), and a JSON array of objects with the fields above.
+std::string contraction_schedule_text(const std::vector<ContractionSchedule>& schedule);
+std::string contraction_schedule_json(const std::vector<ContractionSchedule>& schedule);
+
 struct GeneratedModule {
   std::string source;
   std::vector<GeneratedKernel> kernels;
+  std::vector<ContractionSchedule> contractions;  // every contract of the program, in kernel order
   std::vector<std::string> parameters;  // global tensors, in parameter order
   // The source checks data-dependent indices (cuda_expr.h, solder_checked_index): read
   // kIndexErrorVariable after the launches.

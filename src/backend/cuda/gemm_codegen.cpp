@@ -191,6 +191,7 @@ bool KernelWriter::contraction_loop(std::ostringstream& out, const ForNode& loop
     return false;
   }
   const Contraction& g = plan->contraction;
+  contraction_choices_.push_back({g.c, true, g.type, g.m, g.n, round_up(g.k, 16), static_cast<int>(plan->stages), ""});
   const std::string T = type_name(g.type), p = pad(indent), v = cuda_identifier(loop.var), S = std::to_string(plan->stages);
   flush(out, indent);
   out << p << "{  // tensor cores (block_gemm): " << g.c << " " << (g.accumulate ? "+=" : "=") << " " << g.a << " · " << g.b << " over " << loop.var
@@ -260,9 +261,11 @@ bool KernelWriter::contraction_reduce(std::ostringstream& out, const ReduceNode&
     auto product = n.value.as<BinaryNode>();
     if (n.op == ReduceOp::sum && product && product->op == BinaryOp::mul)
       out << pad(indent) << "// tensor cores not used for " << n.dst.name << ": " << match.refusal << "\n";
+    if (n.op == ReduceOp::sum) contraction_choices_.push_back({n.dst.name, false, DType::f32, 0, 0, 0, 0, match.refusal});
     return false;
   }
   const Contraction& g = *match.contraction;
+  contraction_choices_.push_back({g.c, true, g.type, g.m, g.n, round_up(g.k, 16), 0, ""});
   const std::string T = type_name(g.type), p = pad(indent), q = pad(indent + 1);
   const int64_t depth = round_up(g.k, 16);
   flush(out, indent);

@@ -11,6 +11,24 @@ namespace solder::generic {
 
 namespace {
 
+// Whether a statement of `kernel` writes tensor `name` (its dst, or a reduce's index dst).
+bool writes(const Kernel& kernel, const std::string& name) {
+  struct Writes : StmtVisitor {
+    const std::string* name;
+    bool found = false;
+    using StmtVisitor::visit;
+    void visit(const CopyNode& n) override { found |= n.dst.name == *name; }
+    void visit(const MapNode& n) override { found |= n.dst.name == *name; }
+    void visit(const ReduceNode& n) override { found |= n.dst.name == *name || n.index_dst.name == *name; }
+    void visit(const ContractNode& n) override { found |= n.dst.name == *name; }
+    void visit(const InterClusterReduceNode& n) override { found |= n.dst.name == *name; }
+    void visit(const FillNode& n) override { found |= n.buffer == *name; }
+  } w;
+  w.name = &name;
+  w.visit(kernel.body);
+  return w.found;
+}
+
 bool sixteen_bit(DType t) { return t == DType::bf16 || t == DType::f16; }
 bool fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
 
@@ -91,11 +109,13 @@ std::optional<Operand> operand_of(const Expr& e, const Kernel& kernel, const std
     return std::nullopt;
   }
   op.exact = e.as<CastNode>()->dtype;
-  // It reads tiles (not the result) at whole axes; it runs along the axes its loads and variables use.
+  // It reads tiles (not the result) at whole axes, and globals the kernel never writes (rope's rotated
+  // q, read at the row and depth being evaluated); it runs along the axes its loads and variables use.
   bool readable = true;
   for_each_load(e, [&](const LoadNode& load) {
     if (!readable) return;
     const Buffer* tile = kernel.find_buffer(load.tensor);
+    if (!tile && !writes(kernel, load.tensor)) return;
     if (!tile || load.tensor == result) {
       why = "operand " + print_expr(e) + " reads " + (tile ? "the result tile " : "global ") + load.tensor;
       readable = false;

@@ -93,6 +93,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   else if (tile.split_k > 1) config << ", 1, 16, " << tile.split_k;  // ClusterM 1, GroupM 16 (the defaults), SplitK
   config << ">";
   launch.config = config.str();
+  launch.stages = tile.stages;
+  launch.plan = plan_note;
   launch.split_k = tile.split_k;
   {
     solder::gemm::GemmShape shape;

@@ -57,6 +57,18 @@ inline bool multiple_of(const Expr& e, int64_t v, const std::map<std::string, in
 
 class KernelWriter {
  public:
+  // What write() did with each reduce sum of a product, in writing order: block_gemm on the tensor
+  // cores (its tile and, for the staged loop, its buffers), or the rule that kept it a scalar loop.
+  struct ContractionChoice {
+    std::string dst;              // the reduce's destination
+    bool tensor_cores = false;
+    DType type = DType::bf16;     // the mma input type
+    int64_t m = 0, n = 0, k = 0;  // block_gemm's tile
+    int stages = 0;               // the staged loop's buffers (0: one reduce on the float tiles)
+    std::string refusal;
+  };
+  const std::vector<ContractionChoice>& contraction_choices() const { return contraction_choices_; }
+
   KernelWriter(const KernelProgram& program, const Kernel& kernel) : program_(program), kernel_(kernel) {
     printer_.dims = program.dims;
     printer_.array = [this](const std::string& name) -> const CudaArray* {
@@ -404,6 +416,7 @@ class KernelWriter {
   // ---- Contractions on tensor cores (gemm_codegen.h; written in gemm_codegen.cpp) -----------------
   struct ContractionLoop;
   int64_t contraction_offset_ = 0;  // the 16-bit staging buffers of contraction loops
+  std::vector<ContractionChoice> contraction_choices_;
   std::optional<ContractionLoop> contraction_loop_plan(const ForNode& loop, std::string& why) const;
   int64_t contraction_staging_bytes() const;
   std::set<std::string> contraction_staged_tiles() const;

@@ -58,18 +58,19 @@ generic::ContractionMatch match_in(const std::string& example, bool small, const
 std::string kernel_source(const std::string& example, bool small);  // below
 
 TEST(GemmCodegen, TakesTheMoeRouterGemm) {
-  auto m = match_in("moe_routing", false, "logits_tile");
+  // 128 tokens a block, too few blocks (16): the hidden dim c streams, split across blocks.
+  auto m = match_in("moe_routing", false, "acc_logits");
   ASSERT_TRUE(m.contraction) << m.refusal;
   const generic::Contraction& g = *m.contraction;
   EXPECT_EQ(g.a, "x_tile");
   EXPECT_EQ(g.b, "wg_tile");
   EXPECT_EQ(g.type, DType::bf16);
-  EXPECT_EQ(g.m, 16);
+  EXPECT_EQ(g.m, 128);
   EXPECT_EQ(g.n, 128);  // E = 128 held whole on the GPU (gpu_fusion_params().hold_whole_up_to)
-  EXPECT_EQ(g.k, 128);
+  EXPECT_EQ(g.k, 64);   // one stream step
   EXPECT_FALSE(g.b_k_major);  // wg_tile[c, e]: columns contiguous (ldmatrix.trans)
   EXPECT_EQ(g.a_depth, 1);
-  EXPECT_EQ(g.a_row, 128);
+  EXPECT_EQ(g.a_row, 64);
   EXPECT_EQ(g.b_depth, 128);
   EXPECT_EQ(g.c_row, 128);
   EXPECT_EQ(g.c_column, 1);
@@ -77,12 +78,12 @@ TEST(GemmCodegen, TakesTheMoeRouterGemm) {
 }
 
 TEST(GemmCodegen, TakesAKMajorOperandAndARowTile) {
-  // mla_decode: s_nope[b,h,j] = Σ_c q_nope[b,h,c] ckv[b,j,c] — 16 heads a block (the planner's row
-  // tile of a tensor-core product), B stored [n][k].
+  // mla_decode: s_nope[b,h,j] = Σ_c q_nope[b,h,c] ckv[b,j,c] — 128 heads a block (the cost model's
+  // row tile of a tensor-core product), B stored [n][k].
   auto m = match_in("mla_decode", false, "s_nope_tile");
   ASSERT_TRUE(m.contraction) << m.refusal;
   EXPECT_EQ(m.contraction->a, "q_nope_tile");
-  EXPECT_EQ(m.contraction->m, 16);
+  EXPECT_EQ(m.contraction->m, 128);
   EXPECT_EQ(m.contraction->n, 128);
   EXPECT_TRUE(m.contraction->b_k_major);
 }
@@ -197,7 +198,7 @@ TEST(GemmCodegen, ExpressionOperandsExactIn16BitsOnly) {
 // tensor cores.
 TEST(GemmCodegen, RefusesAFewRowProductWithoutAComputedOperand) {
   using kb::binary;
-  for (const char* dst : {"q_tile_f32", "k_new_tile_f32", "v_new_tile_f32"}) {
+  for (const char* dst : {"acc_q", "acc_k_new", "acc_v_new"}) {  // their K split across blocks
     auto m = match_in("llama_decode", false, dst);
     EXPECT_FALSE(m.contraction) << dst;
     EXPECT_NE(m.refusal.find("few-row product: M = 1 row (an mma pads 16) and no computed operand"), std::string::npos) << m.refusal;
@@ -299,12 +300,12 @@ std::string kernel_source(const std::string& example, bool small) {
 
 TEST(GemmCodegen, MoeRouterRunsTheStagedLoop) {
   std::string source = kernel_source("moe_routing", false);
-  EXPECT_NE(source.find("tensor cores (block_gemm): logits_tile += x_tile · wg_tile over c_t"), std::string::npos);
-  EXPECT_NE(source.find("solder::tile::SwizzledB<__nv_bfloat16, 128, 128, false>"), std::string::npos);
+  EXPECT_NE(source.find("tensor cores (block_gemm): acc_logits += x_tile · wg_tile over c_t"), std::string::npos);
+  EXPECT_NE(source.find("solder::tile::SwizzledB<__nv_bfloat16, 64, 128, false>"), std::string::npos);
   EXPECT_NE(source.find("solder::tile::cp_async_16("), std::string::npos);
   // The staged tiles get no float storage, and the scalar loop is gone.
   EXPECT_EQ(source.find("float* const x_tile"), std::string::npos);
-  EXPECT_EQ(source.find("reduce into logits_tile"), std::string::npos);
+  EXPECT_EQ(source.find("reduce into acc_logits"), std::string::npos);
   // At its small sizes (HID = 64: no loop over c) the one reduce runs on the float tiles.
   std::string small = kernel_source("moe_routing", true);
   EXPECT_NE(small.find("tensor cores (block_gemm on the float tiles): logits_tile += x_tile · wg_tile"), std::string::npos);
@@ -313,13 +314,15 @@ TEST(GemmCodegen, MoeRouterRunsTheStagedLoop) {
 TEST(GemmCodegen, A16BitSumOverALoopAccumulatesInF32AndRoundsOnce) {
   // ffn's e (f16) sums over the n tiles into the f32 tile e_tile_f32 on the tensor cores and is
   // rounded once after the loop, as the reference rounds it; llama_decode's q (one row, no computed
-  // operand) stays the scalar loop ("few-row product"), also into an f32 tile.
+  // operand) stays the scalar loop ("few-row product"), also into an f32 tile: its K split across
+  // blocks (too few blocks for the GPU otherwise), each segment's f32 partial merged after.
   std::string ffn = kernel_source("ffn", false);
   EXPECT_NE(ffn.find("the staged loop not used for n_t: operand cast(gelu(c_tile[m, n__]), f16) is computed"), std::string::npos);
-  EXPECT_NE(ffn.find("e_tile[((m) * 64 + (l))] = solder::round_f16(e_tile_f32[((m) * 64 + (l))]);"), std::string::npos);
+  EXPECT_NE(ffn.find("e_tile[((m) * 128 + (l))] = solder::round_f16(e_tile_f32[((m) * 128 + (l))]);"), std::string::npos);
   std::string llama = kernel_source("llama_decode", false);
-  EXPECT_NE(llama.find("// tensor cores not used for q_tile_f32: few-row product"), std::string::npos);
-  EXPECT_NE(llama.find("// copy q_tile = q_tile_f32"), std::string::npos);
+  EXPECT_NE(llama.find("// tensor cores not used for acc_q: few-row product"), std::string::npos);
+  EXPECT_NE(llama.find("float* const acc_q = reinterpret_cast<float*>(smem + "), std::string::npos);
+  EXPECT_NE(llama.find("// this segment's partial acc_q"), std::string::npos);
 }
 
 TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
@@ -328,12 +331,12 @@ TEST(GemmCodegen, ComputedOperandsAreEvaluatedOnceIntoA16BitTile) {
   EXPECT_NE(source.find("tensor cores (block_gemm): e_tile_f32 += cast(gelu(c_tile[m, n__]), f16) · d_tile; computed operands evaluated once"),
             std::string::npos);
   EXPECT_NE(source.find("value_ = solder::round_f16(solder::gelu(c_tile[((m) * 128 + (n__))]));"), std::string::npos);
-  EXPECT_NE(source.find("solder::tile::SwizzledA<__half, 16, 128>{gemm_a_}, solder::tile::FloatB<__half>{d_tile, 128, 64, 1}"), std::string::npos);
+  EXPECT_NE(source.find("solder::tile::SwizzledA<__half, 64, 128>{gemm_a_}, solder::tile::FloatB<__half>{d_tile, 128, 128, 1}"), std::string::npos);
   EXPECT_EQ(source.find("for (long long n__ = 0; n__ < 128LL; ++n__)"), std::string::npos);
 }
 
 TEST(GemmCodegen, RefusalsAreWrittenIntoTheSource) {
-  EXPECT_NE(kernel_source("llama_decode", false).find("// tensor cores not used for k_new_tile_f32: few-row product"), std::string::npos);
+  EXPECT_NE(kernel_source("llama_decode", false).find("// tensor cores not used for acc_k_new: few-row product"), std::string::npos);
 }
 
 TEST(GemmCodegen, OneReduceOnFloatTiles) {

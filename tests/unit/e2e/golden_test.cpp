@@ -55,8 +55,8 @@ TEST(Golden, GeneratedCudaOfTheSmallExamples) {
   }
 }
 
-// Masked attention streamed over several key tiles (S = 256 at the small sizes' batch and heads, 16-row
-// tiles on mma.sync): the per-tile skip decision in the generated code (docs/architecture.md, "Tile
+// Masked attention streamed over several key tiles (S = 256 at the small sizes' batch and heads, 128-row
+// tiles on wgmma): the per-tile skip decision in the generated code (docs/architecture.md, "Tile
 // skipping and block order"), from the ids' per-tile min/max (document_mask) and from index expressions
 // with the longest-first block order (causal).
 const char* kGoldenMaskedExamples[] = {"document_mask", "causal"};
