@@ -140,7 +140,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   if (rescale_o.dst.name != acc_o || !pv_->accumulate) refuse("the accumulator is not rescaled before P·V accumulates");
   if (next(StmtKind::Reduce, "P·V").as<ReduceNode>() != pv_) refuse("P·V is not the last statement of the stream step");
   if (at != body.size()) refuse("the stream step holds statements after P·V");
-  // The rescaling of the fused lowering: by exp(old − m), reset where it is not invertible.
+  // The rescaling of the fused lowering: by exp(old − m), reset where it is not invertible and m moved.
   auto index_text = [](const std::vector<Expr>& index, size_t count) {
     std::string t = "[";
     for (size_t k = 0; k < count; ++k) t += (k ? ", " : "") + print_expr(index[k]);
@@ -152,7 +152,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (map.dst.index.size() < row_rank) refuse("the rescaling of " + acc + " has fewer axes than the row state");
     const std::string row = index_text(map.dst.index, row_rank), all = index_text(map.dst.index, map.dst.index.size());
     const std::string factor = "exp(-" + m + row + " + " + old_m + row + ")";
-    const std::string want = "select(abs(" + old_m + row + ") < inf && abs(" + factor + ") < inf, " + acc + all + " * " + factor + ", 0.0)";
+    // (kept where the running max has not moved: a row still fully masked; every row sees a key
+    // before the end, which the mask check below requires, so the reset drops what was kept)
+    const std::string want = "select(abs(" + old_m + row + ") < inf && abs(" + factor + ") < inf, " + acc + all + " * " + factor +
+                             ", select(" + m + row + " == " + old_m + row + ", " + acc + all + ", 0.0))";
     if (print_expr(map.value) != want) refuse("the rescaling of " + acc + " is not the online softmax's (" + print_expr(map.value) + ")");
   };
   check_rescale(rescale_z, acc_z);
