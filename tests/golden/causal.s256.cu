@@ -3,6 +3,11 @@
 #include <solder/runtime.cuh>
 #include <solder/tile/tile.cuh>
 
+// ---- kernel fused_o: 2 contractions ----
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>
+//   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>
+//   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o
 // on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true> (128 query rows x 128 keys per tile, 4-stage K/V ring, 2 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles on 4 persistent blocks (longest first, snake order), score: the dot product (scale 0.125000 folded into exp2); skipped tiles: key tiles outside [first, last] tile where col_ <= row_ may hold (interval bounds over the block's rows and the tile's columns) are skipped; tiles where it may fail (interval bounds) evaluate the mask per element; block order: the query tiles of a head last to first (the longest causal rows first)
@@ -22,7 +27,7 @@ struct fused_o_mask_ {
   const __nv_bfloat16* k;
   const __nv_bfloat16* v__;
   __nv_bfloat16* o__;
-  // mask j_t * 64 + j <= i_t * 16 + i; as rows row_ and columns col_: col_ <= row_
+  // mask j_t * 64 + j <= i_t * 128 + i; as rows row_ and columns col_: col_ <= row_
   // may it hold somewhere on rows [row_lo_, row_hi_] x columns [col_lo_, col_hi_]? (interval bounds)
   __device__ bool live_(int bh_, long long row_lo_, long long row_hi_, long long col_lo_, long long col_hi_) const {
     const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;

@@ -3,30 +3,34 @@
 #include <solder/runtime.cuh>
 #include <solder/tile/tile.cuh>
 
+// ---- kernel fused_o: 2 contractions ----
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns
+//   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns
+//   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 // attention skeleton not used for fused_o: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
 // kernel fused_o: computes s m z o
-// tensor-core emitter: 16 rows x 64 columns per step, 1 warps of 16 rows, mma.sync m16n8k16 bf16 (wgmma refused: a row tile of 16 rows (a warpgroup holds 64)); tiles the mask empties are skipped (interval bounds of doc_tile[b, i] == doc_tile2[b, j] over each tile, with the min/max of doc_tile over the block's rows, doc_tile2 over each key tile; every key tile classified once per block into shared memory)
-extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
+// tensor-core emitter: 128 rows x 64 columns per step, 2 warpgroups of 64 rows, wgmma m64n64k16 and m64n64k16 bf16, 4-stage ring of k_tile and v_tile; tiles the mask empties are skipped (interval bounds of doc_tile[b, i] == doc_tile2[b, j] over each tile, with the min/max of doc_tile over the block's rows, doc_tile2 over each key tile; every key tile classified once per block into shared memory); no overlap of the row statements with P · V (the overlap is off by default (SOLDER_MMA_PATH=wgmma-overlap: measured slower))
+extern "C" __global__ void __launch_bounds__(256, 2) fused_o(
     const __nv_bfloat16* __restrict__ q,
     const __nv_bfloat16* __restrict__ k,
     const __nv_bfloat16* __restrict__ v__,
     const int* __restrict__ doc,
     __nv_bfloat16* __restrict__ o__) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem_unaligned[];
+  unsigned char* const smem = smem_unaligned + (1024 - static_cast<unsigned>(__cvta_generic_to_shared(smem_unaligned)) % 1024) % 1024;
   using T = __nv_bfloat16;
   long long block_linear = blockIdx.x;
-  const long long i_t = block_linear % 16LL; block_linear /= 16LL;
+  const long long i_t = block_linear % 2LL; block_linear /= 2LL;
   const long long h_t = block_linear % 2LL; block_linear /= 2LL;
   (void)block_linear;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row0 = warp * 16 + (lane >> 2);  // this thread's rows: row0 + 16 g + 8 h (row slot rs = 2 g + h)
-  // ldmatrix row addresses: row of this lane's matrix row, and its 16-byte chunk's swizzle (see tile/swizzle.cuh)
-  const int b_row = ((lane >> 4) << 3) + (lane & 7);
-  const int b_xor = (((lane >> 3) & 1) ^ (b_row & solder::tile::Swizzle<64>::mask)) << 3;
-  const int v_xor = ((lane >> 4) ^ (lane & solder::tile::Swizzle<64>::mask)) << 3;
-  T* const q_tile = reinterpret_cast<T*>(smem + 0);  // shared, swizzled [16][64]
-  T* const k_tile_stages = reinterpret_cast<T*>(smem + 2048);  // shared, swizzled [2][64][64]
-  T* const v_tile_stages = reinterpret_cast<T*>(smem + 18432);  // shared, swizzled [2][64][64]
+  // warp w of warpgroup k holds rows 64 k + 16 w .. + 15: the wgmma accumulator's fragments are the mma.sync m16n8
+  // C fragments (tile/wgmma.cuh), so row0 and the element indexing [nt][e] are those of the mma.sync path
+  T* const q_tile = reinterpret_cast<T*>(smem + 0);  // shared, 128-byte-swizzled (Swizzle128) [128][64]
+  T* const k_tile_stages = reinterpret_cast<T*>(smem + 16384);  // shared, 128-byte-swizzled (Swizzle128) [4][64][64]
+  T* const v_tile_stages = reinterpret_cast<T*>(smem + 49152);  // shared, 128-byte-swizzled (Swizzle128) [4][64][64]
   float s_tile[8][4];  // score fragments (row group g: [g * 8 + n])
   float m_tile[2];  // row state, f32
   float z_tile[2];  // row state, f32
@@ -36,45 +40,51 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   float acc_z[2];  // row state, f32
   float acc_o[8][4];  // fragments (row group g: [g * 8 + n]), f32
   float old_m[2];  // row state, f32
-  unsigned a_frag[1][4][4];  // q_tile as mma A fragments
   float p_frag[8][4];  // P of the second contraction
   // stage q_tile = q (cp.async, 16 bytes per copy, every index in bounds: no guard)
   #pragma unroll
-  for (int copy = 0; copy < 4; ++copy) { const int chunk = threadIdx.x + copy * 32;
+  for (int copy = 0; copy < 4; ++copy) { const int chunk = threadIdx.x + copy * 256;
     const long long b = 0; const long long h = 0; const long long i = chunk / 8; const long long d = (chunk % 8) * 8;
-    solder::tile::cp_async_16(&q_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(i), static_cast<int>(d))], q + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 16LL) + i))) * 64LL + (d)));
+    solder::tile::cp_async_16(reinterpret_cast<unsigned char*>(q_tile) + solder::tile::Swizzle128<128>::byte_offset(static_cast<int>(i), static_cast<int>(d)), q + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 128LL) + i))) * 64LL + (d)));
   }
   solder::tile::cp_async_commit();
   solder::tile::cp_async_wait<0>();
   __syncthreads();
+  { const float scale = solder::rsqrt_exact(static_cast<float>(64LL));  // a power of two: the scores' scale, applied to q_tile once, in shared memory (exact)
+    for (int chunk = threadIdx.x; chunk < 1024; chunk += 256) {
+      uint4* const at = reinterpret_cast<uint4*>(q_tile) + chunk;
+      uint4 v = *at; unsigned eight[4] = {v.x, v.y, v.z, v.w};
+      solder::tile::scale_bf16_fragment(eight, scale);
+      *at = make_uint4(eight[0], eight[1], eight[2], eight[3]);
+    } }
+  solder::tile::warpgroup::fence_proxy_async();  // q_tile was written through the generic proxy: visible to wgmma (the async proxy) after the barrier
+  __syncthreads();
+  // this warpgroup's 64 rows of q_tile as wgmma descriptors (k-major), one per k-step of 16, built once
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x >> 7), 0);  // warp-uniform, as descriptors must be
+  cuda::std::uint64_t a_desc[4];
   #pragma unroll
-  for (int ks = 0; ks < 4; ++ks)  // q_tile → A fragments, once
-    for (int g = 0; g < 1; ++g)
-      solder::tile::ldmatrix_x4(a_frag[g][ks], &q_tile[solder::tile::Swizzle<64>::offset(warp * 16 + g * 16 + (lane & 15), ks * 16 + ((lane >> 4) << 3))]);
-  { const float scale = solder::rsqrt_exact(static_cast<float>(64LL));  // a power of two: the scores' scale, applied to q_tile once (exact)
-  #pragma unroll
-  for (int ks = 0; ks < 4; ++ks) for (int g = 0; g < 1; ++g) solder::tile::scale_bf16_fragment(a_frag[g][ks], scale); }
-  // doc_tile = doc[b, i_t * 16 + i]
+  for (int ks = 0; ks < 4; ++ks) a_desc[ks] = solder::tile::warpgroup::k_major_descriptor<128>(q_tile, ks, warpgroup * 64);
+  // doc_tile = doc[b, i_t * 128 + i]
   #pragma unroll
   for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-    doc_tile[rs] = solder::round_i32(static_cast<float>(static_cast<long long>(doc[((b) * 256LL + (((i_t * 16LL) + i)))]))); }
+    doc_tile[rs] = solder::round_i32(static_cast<float>(static_cast<long long>(doc[((b) * 256LL + (((i_t * 128LL) + i)))]))); }
   for (int rs = 0; rs < 2; ++rs) acc_m[rs] = (-solder::infinity());  // fill acc_m
   for (int rs = 0; rs < 2; ++rs) m_tile[rs] = (-solder::infinity());  // fill m_tile
   for (int rs = 0; rs < 2; ++rs) acc_z[rs] = 0.0f;  // fill acc_z
   for (int rs = 0; rs < 2; ++rs) z_tile[rs] = 0.0f;  // fill z_tile
   for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) acc_o[nt][e] = 0.0f;  // fill acc_o
   for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) o_tile[nt][e] = 0.0f;  // fill o_tile
-  // the stream: j_t in 0 .. 4; two stages of k_tile and v_tile (the next live tile loads while this one computes)
+  // the stream: j_t in 0 .. 4; a ring of 4 stages of k_tile and v_tile (3 live tiles load while one computes), one barrier per tile
   const long long stream_end = 4LL;
   // block-wide bounds of the row states the mask reads
-  long long* const row_range_exchange = reinterpret_cast<long long*>(smem + 34816);  // [2][1]
+  long long* const row_range_exchange = reinterpret_cast<long long*>(smem + 81920);  // [2][8]
   long long row_lo0 = 0x7fffffffffffffffLL, row_hi0 = (-0x7fffffffffffffffLL - 1);
   {
     for (int rs = 0; rs < 2; ++rs) { const long long v = static_cast<long long>(doc_tile[rs]); row_lo0 = v < row_lo0 ? v : row_lo0; row_hi0 = v > row_hi0 ? v : row_hi0; }
     for (int o = 16; o > 0; o >>= 1) { row_lo0 = solder::min_int(row_lo0, __shfl_xor_sync(0xffffffffu, row_lo0, o)); row_hi0 = solder::max_int(row_hi0, __shfl_xor_sync(0xffffffffu, row_hi0, o)); }
-    if (lane == 0) { row_range_exchange[warp] = row_lo0; row_range_exchange[1 + warp] = row_hi0; }
+    if (lane == 0) { row_range_exchange[warp] = row_lo0; row_range_exchange[8 + warp] = row_hi0; }
     __syncthreads();
-    for (int w = 0; w < 1; ++w) { row_lo0 = solder::min_int(row_lo0, row_range_exchange[w]); row_hi0 = solder::max_int(row_hi0, row_range_exchange[1 + w]); }
+    for (int w = 0; w < 8; ++w) { row_lo0 = solder::min_int(row_lo0, row_range_exchange[w]); row_hi0 = solder::max_int(row_hi0, row_range_exchange[8 + w]); }
     __syncthreads();
   }
   // bounds of doc_tile2 over the columns of tile j_t: this lane's columns (column_part0_)
@@ -87,9 +97,9 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   // the key tiles' classes, once per block, from the per-tile min/max of the ids the mask compares:
   // 0 masked everywhere (skipped), 1 boundary (mask code), 2 unmasked everywhere (no mask code)
   const long long stream_begin_ = 0LL, stream_tiles_ = stream_end - stream_begin_;
-  unsigned char* const tile_class_ = smem + 34832;  // [4]
-  long long* const next_live_tile_ = reinterpret_cast<long long*>(smem + 34840);  // [5]: the first live tile at or after each tile
-  for (long long round_ = static_cast<long long>(warp) * 8; round_ < stream_tiles_; round_ += 8) {
+  unsigned char* const tile_class_ = smem + 82048;  // [4]
+  long long* const next_live_tile_ = reinterpret_cast<long long*>(smem + 82056);  // [5]: the first live tile at or after each tile
+  for (long long round_ = static_cast<long long>(warp) * 8; round_ < stream_tiles_; round_ += 64) {
     long long col_lo0_of_[8], col_hi0_of_[8];
     #pragma unroll
     for (int u_ = 0; u_ < 8; ++u_) { const long long j_t = stream_begin_ + solder::min_int(round_ + u_, stream_tiles_ - 1); column_part0_(j_t, col_lo0_of_[u_], col_hi0_of_[u_]); }
@@ -116,65 +126,53 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   auto tile_full = [&](long long j_t) -> bool { return tile_class_[j_t - stream_begin_] == 2; };
   auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile_[t - stream_begin_] : t; };
   long long j_t = next_live(0LL);
-  int stage = 0;
-  if (j_t < stream_end) {
-    T* const k_tile = k_tile_stages; T* const v_tile = v_tile_stages;
-    // stage k_tile = k (cp.async, 16 bytes per copy, every index in bounds: no guard)
-    #pragma unroll
-    for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
-      const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d = (chunk % 8) * 8;
-      solder::tile::cp_async_16(&k_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d))], k + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d)));
-    }
-    solder::tile::cp_async_commit();
-    // stage v_tile = v__ (cp.async, 16 bytes per copy, every index in bounds: no guard)
-    #pragma unroll
-    for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
-      const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d2 = (chunk % 8) * 8;
-      solder::tile::cp_async_16(&v_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d2))], v__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d2)));
-    }
-    solder::tile::cp_async_commit();
-  }
-  while (j_t < stream_end) {
-    const long long next_tile = next_live(j_t + 1);
-    if (next_tile < stream_end) {
-      T* const k_tile = k_tile_stages + (stage ^ 1) * 4096; T* const v_tile = v_tile_stages + (stage ^ 1) * 4096;
-      const long long j_t = next_tile;
+  long long load_next = j_t;  // the next live tile to load
+  // k_tile and v_tile of tile load_next into `stage`: one cp.async group, empty past the end (group counts stay uniform)
+  auto load_tile = [&](int stage) {
+    if (load_next < stream_end) {
+      T* const k_tile = k_tile_stages + stage * 4096; T* const v_tile = v_tile_stages + stage * 4096;
+      const long long j_t = load_next;
       // stage k_tile = k (cp.async, 16 bytes per copy, every index in bounds: no guard)
       #pragma unroll
-      for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
+      for (int copy = 0; copy < 2; ++copy) { const int chunk = threadIdx.x + copy * 256;
         const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d = (chunk % 8) * 8;
-        solder::tile::cp_async_16(&k_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d))], k + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d)));
+        solder::tile::cp_async_16(reinterpret_cast<unsigned char*>(k_tile) + solder::tile::Swizzle128<64>::byte_offset(static_cast<int>(j), static_cast<int>(d)), k + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d)));
       }
-      solder::tile::cp_async_commit();
       // stage v_tile = v__ (cp.async, 16 bytes per copy, every index in bounds: no guard)
       #pragma unroll
-      for (int copy = 0; copy < 16; ++copy) { const int chunk = threadIdx.x + copy * 32;
+      for (int copy = 0; copy < 2; ++copy) { const int chunk = threadIdx.x + copy * 256;
         const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d2 = (chunk % 8) * 8;
-        solder::tile::cp_async_16(&v_tile[solder::tile::Swizzle<64>::offset(static_cast<int>(j), static_cast<int>(d2))], v__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d2)));
+        solder::tile::cp_async_16(reinterpret_cast<unsigned char*>(v_tile) + solder::tile::Swizzle128<64>::byte_offset(static_cast<int>(j), static_cast<int>(d2)), v__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d2)));
       }
-      solder::tile::cp_async_commit();
-      solder::tile::cp_async_wait<2>();  // this tile's two groups are in; the next tile's are in flight
-    } else {
-      solder::tile::cp_async_wait<0>();
+      load_next = next_live(load_next + 1);
     }
-    __syncthreads();
+    solder::tile::cp_async_commit();
+  };
+  for (int stage = 0; stage < 3; ++stage) load_tile(stage);
+  int tiles_done = 0;
+  while (j_t < stream_end) {
+    solder::tile::cp_async_wait<2>();  // this tile's group is in; the later ones may be in flight
+    solder::tile::warpgroup::fence_proxy_async();  // cp.async wrote it: visible to wgmma after the barrier
+    __syncthreads();  // ... which also says every warpgroup is done with the previous tile, whose stage loads now
+    load_tile((tiles_done + 3) % 4);
+    const int stage = __shfl_sync(0xffffffffu, tiles_done % 4, 0);  // warp-uniform, as descriptors must be
     T* const k_tile = k_tile_stages + stage * 4096; T* const v_tile = v_tile_stages + stage * 4096;
     if (tile_full(j_t)) {  // the mask holds on the whole tile
-      // s_tile = q_tile · k_tileᵀ on tensor cores
-      #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) s_tile[nt][e] = 0.0f;
-      #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
+      // s_tile = q_tile · k_tileᵀ on tensor cores: wgmma m64n64k16, both operands from shared memory
+      {
+        cuda::std::uint64_t b_desc[4];
         #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4(bf, &k_tile[(np * 16 + b_row) * 64 + ((ks * 16) ^ b_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np], a_frag[g][ks], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np + 1], a_frag[g][ks], bf[2], bf[3]);
-          }
-        }
+        for (int ks = 0; ks < 4; ++ks) b_desc[ks] = solder::tile::warpgroup::k_major_descriptor<64>(k_tile, ks);
+        // operands defined before the fence (ptxas serializes a batch whose operands are defined after it, C7513)
+        #pragma unroll
+        for (int ks = 0; ks < 4; ++ks) asm volatile("" : "+l"(a_desc[ks]), "+l"(b_desc[ks]));
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
+        solder::tile::warpgroup::fence();
+        #pragma unroll
+        for (int ks = 0; ks < 4; ++ks) solder::tile::warpgroup::mma_ss<64, false>(solder::tile::warpgroup::as_accumulator<64>(s_tile), a_desc[ks], b_desc[ks], ks > 0);
+        solder::tile::warpgroup::commit_group();
+        solder::tile::warpgroup::wait_group<0>();
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
       }
       // old_m = m_tile[b, h, i]
       #pragma unroll
@@ -247,38 +245,42 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
       }
       // acc_o += sum over j of (exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
       // P: the values the reduction above computed
-      #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        unsigned pa[1][4];
+      // on tensor cores: wgmma m64n64k16, P (rounded to T) from registers, v_tile from shared memory (MN-major)
+      {
+        solder::tile::warpgroup::ARegisters p_regs[4];
         #pragma unroll
-        for (int g = 0; g < 1; ++g) solder::tile::c_fragments_to_a<T>(pa[g], p_frag[g * 8 + 2 * kk], p_frag[g * 8 + 2 * kk + 1]);
+        for (int kk = 0; kk < 4; ++kk) solder::tile::c_fragments_to_a<T>(p_regs[kk].reg, p_frag[2 * kk], p_frag[2 * kk + 1]);
+        cuda::std::uint64_t v_desc[4];
         #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4_trans(bf, &v_tile[(kk * 16 + (lane & 15)) * 64 + ((np * 16) ^ v_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np], pa[g], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np + 1], pa[g], bf[2], bf[3]);
-          }
-        }
+        for (int kk = 0; kk < 4; ++kk) v_desc[kk] = solder::tile::warpgroup::mn_major_descriptor<64>(v_tile, kk);
+        #pragma unroll
+        for (int kk = 0; kk < 4; ++kk) asm volatile("" : "+l"(v_desc[kk]));
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
+        solder::tile::warpgroup::fence();
+        #pragma unroll
+        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::mma_rs<64, true>(solder::tile::warpgroup::as_accumulator<64>(acc_o), p_regs[kk], v_desc[kk], true);
+        solder::tile::warpgroup::commit_group();
+        solder::tile::warpgroup::wait_group<0>();
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
+        #pragma unroll
+        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::fence_operand(p_regs[kk]);  // P's registers are P's until its mma retired
       }
     } else {
-      // s_tile = q_tile · k_tileᵀ on tensor cores
-      #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) s_tile[nt][e] = 0.0f;
-      #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
+      // s_tile = q_tile · k_tileᵀ on tensor cores: wgmma m64n64k16, both operands from shared memory
+      {
+        cuda::std::uint64_t b_desc[4];
         #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4(bf, &k_tile[(np * 16 + b_row) * 64 + ((ks * 16) ^ b_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np], a_frag[g][ks], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(s_tile[g * 8 + 2 * np + 1], a_frag[g][ks], bf[2], bf[3]);
-          }
-        }
+        for (int ks = 0; ks < 4; ++ks) b_desc[ks] = solder::tile::warpgroup::k_major_descriptor<64>(k_tile, ks);
+        // operands defined before the fence (ptxas serializes a batch whose operands are defined after it, C7513)
+        #pragma unroll
+        for (int ks = 0; ks < 4; ++ks) asm volatile("" : "+l"(a_desc[ks]), "+l"(b_desc[ks]));
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
+        solder::tile::warpgroup::fence();
+        #pragma unroll
+        for (int ks = 0; ks < 4; ++ks) solder::tile::warpgroup::mma_ss<64, false>(solder::tile::warpgroup::as_accumulator<64>(s_tile), a_desc[ks], b_desc[ks], ks > 0);
+        solder::tile::warpgroup::commit_group();
+        solder::tile::warpgroup::wait_group<0>();
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
       }
       // old_m = m_tile[b, h, i]
       #pragma unroll
@@ -351,26 +353,29 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
       }
       // acc_o += sum over j of (exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
       // P: the values the reduction above computed
-      #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        unsigned pa[1][4];
+      // on tensor cores: wgmma m64n64k16, P (rounded to T) from registers, v_tile from shared memory (MN-major)
+      {
+        solder::tile::warpgroup::ARegisters p_regs[4];
         #pragma unroll
-        for (int g = 0; g < 1; ++g) solder::tile::c_fragments_to_a<T>(pa[g], p_frag[g * 8 + 2 * kk], p_frag[g * 8 + 2 * kk + 1]);
+        for (int kk = 0; kk < 4; ++kk) solder::tile::c_fragments_to_a<T>(p_regs[kk].reg, p_frag[2 * kk], p_frag[2 * kk + 1]);
+        cuda::std::uint64_t v_desc[4];
         #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          unsigned bf[4];
-          solder::tile::ldmatrix_x4_trans(bf, &v_tile[(kk * 16 + (lane & 15)) * 64 + ((np * 16) ^ v_xor)]);
-          #pragma unroll
-          for (int g = 0; g < 1; ++g) {
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np], pa[g], bf[0], bf[1]);
-            solder::tile::mma_16816<T>(acc_o[g * 8 + 2 * np + 1], pa[g], bf[2], bf[3]);
-          }
-        }
+        for (int kk = 0; kk < 4; ++kk) v_desc[kk] = solder::tile::warpgroup::mn_major_descriptor<64>(v_tile, kk);
+        #pragma unroll
+        for (int kk = 0; kk < 4; ++kk) asm volatile("" : "+l"(v_desc[kk]));
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
+        solder::tile::warpgroup::fence();
+        #pragma unroll
+        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::mma_rs<64, true>(solder::tile::warpgroup::as_accumulator<64>(acc_o), p_regs[kk], v_desc[kk], true);
+        solder::tile::warpgroup::commit_group();
+        solder::tile::warpgroup::wait_group<0>();
+        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
+        #pragma unroll
+        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::fence_operand(p_regs[kk]);  // P's registers are P's until its mma retired
       }
     }
-    __syncthreads();  // every warp is done with this stage before it is loaded again
-    stage ^= 1;
-    j_t = next_tile;
+    ++tiles_done;
+    j_t = next_live(j_t + 1);
   }
   // m_tile = acc_m[b, h, i]
   #pragma unroll
@@ -395,7 +400,7 @@ extern "C" __global__ void __launch_bounds__(32, 2) fused_o(
   for (int nt = 0; nt < 8; ++nt) {
     #pragma unroll
     for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (((i_t * 16LL) + i)) >= 0 && (((i_t * 16LL) + i)) < 256LL && (d) >= 0 && (d) < 64LL) solder::store(o__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 16LL) + i))) * 64LL + (d)), (&o_tile[nt][e])[0]); }
+      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (((i_t * 128LL) + i)) >= 0 && (((i_t * 128LL) + i)) < 256LL && (d) >= 0 && (d) < 64LL) solder::store(o__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 128LL) + i))) * 64LL + (d)), (&o_tile[nt][e])[0]); }
   }
 }
 
