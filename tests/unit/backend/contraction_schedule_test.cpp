@@ -111,14 +111,24 @@ TEST(ContractionSchedule, GemmSkeletonKernelNamesConfigAndPrediction) {
   EXPECT_NE(m.source.find("//   cost model: "), std::string::npos);
 }
 
-TEST(ContractionSchedule, AttentionRunsOnWgmmaAtDefaultSizes) {
+TEST(ContractionSchedule, AttentionRunsOnTheSkeletonAtDefaultSizes) {
   GeneratedModule m = generate(example("vanilla"), false);
   ASSERT_EQ(m.contractions.size(), 2u) << contraction_schedule_text(m.contractions);
   for (auto& c : m.contractions) {
-    EXPECT_EQ(c.skeleton, ContractionSchedule::kAttentionWgmma) << contraction_schedule_text(m.contractions);
+    EXPECT_EQ(c.skeleton, ContractionSchedule::kAttentionSkeleton) << contraction_schedule_text(m.contractions);
     EXPECT_EQ(c.type, "bf16");
+    EXPECT_NE(c.tile.find("solder::attention::Config<"), std::string::npos) << c.tile;
+  }
+}
+
+TEST(ContractionSchedule, DataMaskedAttentionStaysOnTheEmittersWgmma) {
+  GeneratedModule m = generate(example("document_mask"), false);
+  ASSERT_EQ(m.contractions.size(), 2u) << contraction_schedule_text(m.contractions);
+  for (auto& c : m.contractions) {
+    EXPECT_EQ(c.skeleton, ContractionSchedule::kAttentionWgmma) << contraction_schedule_text(m.contractions);
     EXPECT_NE(c.tile.find(" rows x "), std::string::npos) << c.tile;
   }
+  EXPECT_NE(m.source.find("// attention skeleton not used for "), std::string::npos);
 }
 
 TEST(ContractionSchedule, TextAndJsonNameEveryField) {
