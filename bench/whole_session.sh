@@ -8,7 +8,8 @@
 #
 # Needs: a solder binary (default build/solder), the CuTe headers (SOLDER_CUTLASS_INCLUDE), torch.
 # Env: VERIFY ('|'-separated `solder run` arguments), CASES (gemm_chains/reduction case ids, default
-# below), EXTRA (a command run at the end).
+# below), NO_SKELETON=0 (time the default path only), PEERS_LIMIT (seconds for the peers, default
+# 200), EXTRA (a command run at the end).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/whole_session.sh OUTDIR [SOLDER_BINARY]}
@@ -46,7 +47,8 @@ for id in $cases; do
   read -r workload dims < <(dims_of "$id")
   for mode in default no-skeleton; do
     flag=""; [ $mode = no-skeleton ] && flag="--no-skeleton"
-    case $id in ffn-*|gated_ffn-*) [ $mode = no-skeleton ] && continue ;; esac  # fused GEMM chains: 9-12x slower (contractions-session.md)
+    case $id in ffn-*|gated_ffn-*) [ $mode = no-skeleton ] && continue ;; esac
+    [ "${NO_SKELETON:-1}" = 0 ] && [ $mode = no-skeleton ] && continue  # fused GEMM chains: 9-12x slower (contractions-session.md)
     line=$(timeout 200 build/solder bench "examples/$workload.sol" $dims $flag --json 2>>"$out/bench.err" | tail -n 1)
     echo "{\"case\": \"$id\", \"mode\": \"$mode\", \"result\": ${line:-null}}" >> "$out/solder.jsonl"
     echo "$id $mode: $(echo "$line" | python3 -c 'import json,sys
@@ -58,7 +60,7 @@ done
 
 echo "== 3. peers (same call)"
 regex="^($(echo $cases | tr ' ' '|'))$"
-timeout 300 python3 bench/peers.py --suite all --cases "$regex" --peers eager,compile --out "$out/peers.jsonl" \
-  --time-limit 200 --no-ceilings 2>&1 | tail -n 25
+timeout $(( ${PEERS_LIMIT:-200} + 100 )) python3 bench/peers.py --suite all --cases "$regex" --peers eager,compile --out "$out/peers.jsonl" \
+  --time-limit ${PEERS_LIMIT:-200} --no-ceilings 2>&1 | tail -n 25
 if [ -n "${EXTRA:-}" ]; then echo "== 4. $EXTRA"; bash -c "$EXTRA"; fi
 echo "== done"
