@@ -106,16 +106,19 @@ TEST(ReduceCodegen, ColumnSumsArePointMajor) {
 namespace solder {
 namespace {
 
-// The MoE router's top-8 over 16 rows per block (E = 128 held whole: 8 old + 128 new candidates per row):
-// 16 threads per row, candidates in registers, 8 rounds
-// of the group's first (kernel_writer_topk.cpp) instead of one thread per row with a sorted list.
+// The MoE router's top-8 on the default GPU path: the logits run whole on the GEMM skeleton and the
+// softmax + top-k kernel holds 4 rows per block (E = 128 whole): 32 threads per row, candidates in
+// registers, 8 rounds of the group's first (kernel_writer_topk.cpp) instead of one thread per row with
+// a sorted list. (Fused with the product, --no-skeleton, the row tile is the product's, at least 64
+// rows: one thread per row.)
 TEST(ReduceCodegen, TopkIsCooperativeWhereTheRowsAreFew) {
-  KernelProgram kp = gpu_kernels("moe_routing");
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/moe_routing.sol"));
+  KernelProgram kp = compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels;
   std::string source = generate_cuda(kp).source;
   EXPECT_EQ(count(source, "#include <solder/reduce/topk.cuh>"), 1);
-  EXPECT_EQ(count(source, "16 threads per point, each with 9 candidates; 8 rounds of the group's first"), 1) << source;
+  EXPECT_EQ(count(source, "32 threads per point, each with 5 candidates; 8 rounds of the group's first"), 1) << source;
   EXPECT_EQ(count(source, "insert into the sorted list"), 0);
-  EXPECT_EQ(count(source, "solder::reduce::topk_group_best<16>(mine_)"), 1);
+  EXPECT_EQ(count(source, "solder::reduce::topk_group_best<32>(mine_)"), 1);
 }
 
 }  // namespace
