@@ -2,6 +2,8 @@
 #define SOLDER_API_IMPLEMENTATION
 #include "api/launch_plan.h"
 
+#include "backend/cuda/tma_operand.h"
+
 #include "ir/diagnostics.h"
 
 namespace solder::api::detail {
@@ -46,18 +48,7 @@ runtime::GemmOperand gemm_operand(const GemmSkeletonLaunch::Operand& o, std::spa
   if (o.global >= pointers.size())
     throw Error("internal error: a GEMM operand names global " + std::to_string(o.global) + " of " +
                 std::to_string(pointers.size()) + " (please report)");
-  runtime::GemmOperand op;
-  op.dtype = static_cast<runtime::GemmDtype>(o.dtype);
-  op.k_major = o.k_major;
-  op.rows = o.rows;
-  op.k = o.k;
-  op.ld = o.ld;
-  op.batch = o.batch;
-  op.batch_stride = o.batch_stride;
-  op.tile_rows = o.tile_rows;
-  op.tile_k = o.tile_k;
-  op.base = pointers[o.global];
-  return op;
+  return tma_operand(o, pointers[o.global]);
 }
 
 std::string check_gemm_operands(const GemmSkeletonLaunch& launch, std::span<const unsigned long long> pointers) {

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/cuda_expr.h"
 #include "backend/cuda/host_encoding.h"
+#include "backend/cuda/tma_operand.h"
 #include "ir/diagnostics.h"
 #include "runtime/runtime.h"
 #include "runtime/tma.h"
@@ -111,18 +112,7 @@ std::vector<runtime::DeviceBuffer> allocate(const KernelProgram& program, const 
 void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonLaunch& g, const runtime::LaunchConfig& config,
                           std::vector<runtime::DevicePtr>& pointers, const SplitKBuffers& split_k) {
   auto map = [&](const GemmSkeletonLaunch::Operand& o, const char* what) {
-    runtime::GemmOperand op;
-    op.dtype = static_cast<runtime::GemmDtype>(o.dtype);
-    op.k_major = o.k_major;
-    op.rows = o.rows;
-    op.k = o.k;
-    op.ld = o.ld;
-    op.batch = o.batch;
-    op.batch_stride = o.batch_stride;
-    op.tile_rows = o.tile_rows;
-    op.tile_k = o.tile_k;
-    op.base = pointers.at(o.global);
-    return runtime::encode_gemm_operand(op, what);
+    return runtime::encode_gemm_operand(tma_operand(o, pointers.at(o.global)), what);
   };
   runtime::TensorMapBytes a = map(g.a, "A"), b = map(g.b, "B");
   struct {  // solder::gemm::GemmShape
@@ -154,18 +144,7 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
 void launch_attention_skeleton(const runtime::Function& function, const AttentionSkeletonLaunch& g, const runtime::LaunchConfig& config,
                                std::vector<runtime::DevicePtr>& pointers) {
   auto map = [&](const GemmSkeletonLaunch::Operand& o, const char* what) {
-    runtime::GemmOperand op;
-    op.dtype = static_cast<runtime::GemmDtype>(o.dtype);
-    op.k_major = o.k_major;
-    op.rows = o.rows;
-    op.k = o.k;
-    op.ld = o.ld;
-    op.batch = o.batch;
-    op.batch_stride = o.batch_stride;
-    op.tile_rows = o.tile_rows;
-    op.tile_k = o.tile_k;
-    op.base = pointers.at(o.global);
-    return runtime::encode_gemm_operand(op, what);
+    return runtime::encode_gemm_operand(tma_operand(o, pointers.at(o.global)), what);
   };
   runtime::TensorMapBytes q = map(g.q, "Q"), k = map(g.k, "K"), v = map(g.v, "V");
   struct {  // solder::attention::AttentionShape
