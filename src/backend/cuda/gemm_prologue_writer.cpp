@@ -14,22 +14,6 @@
 namespace solder {
 namespace {
 
-int skeleton_dtype(DType t) {
-  switch (t) {
-    case DType::bf16: return 0;
-    case DType::f16: return 1;
-    case DType::f8e4m3: return 2;
-    default: return 3;
-  }
-}
-const char* dtype_enum(DType t) {
-  switch (t) {
-    case DType::bf16: return "solder::gemm::Dtype::bf16";
-    case DType::f16: return "solder::gemm::Dtype::f16";
-    case DType::f8e4m3: return "solder::gemm::Dtype::e4m3";
-    default: return "solder::gemm::Dtype::e5m2";
-  }
-}
 const char* mma_enum(MmaType t) {
   switch (t) {
     case MmaType::bf16: return "solder::gemm::Dtype::bf16";
@@ -91,26 +75,8 @@ std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram
   const int bk = 128 / mma_bytes;
   const int64_t tiles = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn);
 
-  auto global_index = [&](const std::string& name) {
-    for (size_t i = 0; i < program.globals.size(); ++i)
-      if (program.globals[i].name == name) return i;
-    return size_t{0};
-  };
   GemmSkeletonLaunch launch;
-  auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) {
-    GemmSkeletonLaunch::Operand r;
-    r.global = global_index(o.tensor);
-    r.dtype = skeleton_dtype(o.dtype);
-    r.k_major = o.k_major;
-    r.rows = o.rows;
-    r.k = o.k;
-    r.ld = o.ld;
-    r.batch = o.batch;
-    r.batch_stride = o.batch_stride;
-    r.tile_rows = tile_rows;
-    r.tile_k = 128 / dtype_bytes(o.dtype);
-    return r;
-  };
+  auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) { return skeleton_launch_operand(program, o, tile_rows); };
   launch.a = operand(p.a, bm);
   launch.b = operand(p.b, bn);
   launch.m = static_cast<int>(p.m);
@@ -118,7 +84,7 @@ std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram
   launch.k = static_cast<int>(p.k);
   launch.prologue = true;
   std::ostringstream config;
-  config << "solder::gemm::PrologueConfig<" << dtype_enum(p.a.dtype) << ", " << mma_enum(c.type) << ", " << dtype_enum(p.b.dtype) << ", " << bm
+  config << "solder::gemm::PrologueConfig<" << skeleton_dtype_name(p.a.dtype) << ", " << mma_enum(c.type) << ", " << skeleton_dtype_name(p.b.dtype) << ", " << bm
          << ", " << bn << ", " << stages << ", " << (p.b.k_major ? "true" : "false") << ">";
   launch.config = config.str();
 

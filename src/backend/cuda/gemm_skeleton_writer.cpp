@@ -22,14 +22,6 @@ int skeleton_dtype(DType t) {
     default: return 3;  // f8e5m2
   }
 }
-const char* skeleton_dtype_name(DType t) {
-  switch (t) {
-    case DType::bf16: return "solder::gemm::Dtype::bf16";
-    case DType::f16: return "solder::gemm::Dtype::f16";
-    case DType::f8e4m3: return "solder::gemm::Dtype::e4m3";
-    default: return "solder::gemm::Dtype::e5m2";
-  }
-}
 
 constexpr int kSmCount = 132;               // H100 SXM; the persistent grid is capped by the tiles
 
@@ -39,6 +31,34 @@ struct Tile {
 };
 
 }  // namespace
+
+GemmSkeletonLaunch::Operand skeleton_launch_operand(const KernelProgram& program, const GemmSkeletonOperand& o, int tile_rows) {
+  GemmSkeletonLaunch::Operand r;
+  for (size_t i = 0; i < program.globals.size(); ++i)
+    if (program.globals[i].name == o.tensor) {
+      r.global = i;
+      break;
+    }
+  r.dtype = skeleton_dtype(o.dtype);
+  r.k_major = o.k_major;
+  r.rows = o.rows;
+  r.k = o.k;
+  r.ld = o.ld;
+  r.batch = o.batch;
+  r.batch_stride = o.batch_stride;
+  r.tile_rows = tile_rows;
+  r.tile_k = 128 / dtype_bytes(o.dtype);
+  return r;
+}
+
+const char* skeleton_dtype_name(DType t) {
+  switch (t) {
+    case DType::bf16: return "solder::gemm::Dtype::bf16";
+    case DType::f16: return "solder::gemm::Dtype::f16";
+    case DType::f8e4m3: return "solder::gemm::Dtype::e4m3";
+    default: return "solder::gemm::Dtype::e5m2";
+  }
+}
 
 std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why) {
   auto refuse = [&](std::string text) -> std::optional<GemmSkeletonKernel> {
@@ -56,26 +76,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   const Tile tile{chosen.bm, chosen.bn, chosen.stages, chosen.split_k, ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch};
   const std::string plan_note = choice.why;
 
-  auto global_index = [&](const std::string& name) {
-    for (size_t i = 0; i < program.globals.size(); ++i)
-      if (program.globals[i].name == name) return i;
-    return size_t{0};
-  };
   GemmSkeletonLaunch launch;
-  auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) {
-    GemmSkeletonLaunch::Operand r;
-    r.global = global_index(o.tensor);
-    r.dtype = skeleton_dtype(o.dtype);
-    r.k_major = o.k_major;
-    r.rows = o.rows;
-    r.k = o.k;
-    r.ld = o.ld;
-    r.batch = o.batch;
-    r.batch_stride = o.batch_stride;
-    r.tile_rows = tile_rows;
-    r.tile_k = 128 / dtype_bytes(o.dtype);
-    return r;
-  };
+  auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) { return skeleton_launch_operand(program, o, tile_rows); };
   launch.a = operand(p.a, tile.bm);
   launch.b = operand(p.b, tile.bn);
   const bool dual = p.b2.has_value();  // a paired contract: the dual-B configuration

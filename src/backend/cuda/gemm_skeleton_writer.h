@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_codegen.h"
+#include "contract/gemm_skeleton_fit.h"
 #include "kernel/kernel_ir.h"
 
 namespace solder {
@@ -22,5 +23,13 @@ struct GemmSkeletonKernel {
 // The skeleton kernel for `kernel`, or nothing (with `why`) when its body is not one contract the
 // skeleton takes.
 std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why);
+
+// The launch plan of one skeleton operand (shared with the prologue path, gemm_prologue_writer.h): its
+// global (index in program.globals), solder::gemm::Dtype, layout, and its TMA box (tile_rows rows of
+// 128 bytes along K).
+GemmSkeletonLaunch::Operand skeleton_launch_operand(const KernelProgram& program, const GemmSkeletonOperand& o, int tile_rows);
+
+// The solder::gemm::Dtype enumerator of a narrow float dtype ("solder::gemm::Dtype::bf16", ...).
+const char* skeleton_dtype_name(DType t);
 
 }  // namespace solder
