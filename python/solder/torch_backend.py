@@ -61,6 +61,47 @@ def _op_outputs(source):
     return [(tuple(s), getattr(torch, d)) for s, d in json.loads(first[len(_HEADER):])]
 
 
+# A program that reads a buffer's values as index expressions (fx_translate.tril_constant: nanoGPT's
+# causal mask) has a second line: the inputs it guards on and the program to run when a guard fails
+# (the same partition translated with the buffer read as a tensor). The call checks each guarded
+# tensor's values once per (storage, version): a buffer changed in place after the compile runs the
+# fallback, never a wrong mask.
+_GUARDS = "# solder::call guards "
+
+
+def _op_guards(text, guards, fallback) -> str:
+    if not guards:
+        return text
+    return _GUARDS + json.dumps({"guards": [list(g) for g in guards], "fallback": fallback}) + "\n" + text
+
+
+_guard_cache = {}
+
+
+def _guard_holds(x, kind) -> bool:
+    key = (kind, x.device, x.data_ptr(), x._version, tuple(x.shape), tuple(x.stride()), x.dtype)
+    if key not in _guard_cache:
+        if x.is_cuda and torch.cuda.is_current_stream_capturing():
+            return False  # no values can be read during capture: the fallback program is captured
+        if len(_guard_cache) > 1024:
+            _guard_cache.clear()
+        _guard_cache[key] = kind == "tril" and fx_translate.tril_constant(x)
+    return _guard_cache[key]
+
+
+def _choose_program(program, inputs):
+    """(program text, inputs it declares): the guarded program when every guard holds, else the fallback."""
+    first, rest = program.split("\n", 1)
+    if not rest.startswith(_GUARDS):
+        return program, inputs
+    line, text = rest.split("\n", 1)
+    info = json.loads(line[len(_GUARDS):])
+    guarded = {k for k, _ in info["guards"]}
+    if all(_guard_holds(inputs[k], kind) for k, kind in info["guards"]):
+        return program, [x for k, x in enumerate(inputs) if k not in guarded]
+    return first + "\n" + info["fallback"], inputs
+
+
 _SOLDER_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i32": torch.int32, "bool": torch.bool}
 
 
@@ -68,6 +109,7 @@ _SOLDER_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torc
 def solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """Runs `program` (.sol text headed by its outputs line) on `inputs`; returns its outputs (new tensors)."""
     device = inputs[0].device if inputs else torch.device("cpu")
+    program, inputs = _choose_program(program, inputs)
     kernel = solder_compile(program, device="cuda" if device.type == "cuda" else "cpu")
     args = []
     for x, (_, shape, dtype) in zip(inputs, kernel.inputs):
@@ -232,10 +274,11 @@ class Explanation:
 _last_explanations: list = []
 
 
-def partition_and_replace(gm, explanation=None, linear=None):
+def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     """Replaces every translatable partition of the ATen graph `gm` by a call of solder::call. Returns
     the rewritten graph module (in place). `linear`: "inductor" (default) or "solder", see the module's
-    documentation."""
+    documentation. `constants`: placeholder node -> the tensor it holds at compile time (the module's
+    buffers; `_inner_compile` maps them), whose values the translator may read (fx_translate.translate)."""
     explanation = explanation if explanation is not None else Explanation()
     gm.graph.eliminate_dead_code()  # unused results (SDPA's log-sum-exp) must not block a partition
     for n in gm.graph.nodes:
@@ -248,6 +291,10 @@ def partition_and_replace(gm, explanation=None, linear=None):
     for part in partitioner.propose_partitions():
         groups += _split_at_attention(sorted(part.nodes, key=order.get))
     for k, group in enumerate(groups):
+        group, relayout = _relayout_at_batched_products(group)
+        for n in relayout:
+            explanation.fallback[n.name] = ("a relayout view of a batched product's operand or result, left to "
+                                            "Inductor: the product reads and writes whole [.., rows, cols] tiles")
         nodes, pure = _without_input_views(group)
         for n in group:
             if n not in nodes:
@@ -272,7 +319,13 @@ def partition_and_replace(gm, explanation=None, linear=None):
             if n not in pure and any(u not in members for u in n.users):
                 outputs.append(n)
         try:
-            program = fx_translate.translate(f"fx_partition_{k}", nodes, inputs, outputs)
+            known = {n: (constants or {}).get(n) for n in inputs if (constants or {}).get(n) is not None}
+            program = fx_translate.translate(f"fx_partition_{k}", nodes, inputs, outputs, constants=known)
+            fallback = None
+            if program.guards:  # the same partition reading the guarded tensors, for a failed guard
+                fallback = fx_translate.translate(f"fx_partition_{k}", nodes, inputs, outputs).text
+                solder_compile(fallback, device="cpu")
+                info["guards"] = [f"{inputs[i].name}: {kind}" for i, kind in program.guards]
             info["program"] = program.text
             kernel = solder_compile(program.text, device="cpu")  # verify now (the program, not the device)
             del kernel
@@ -285,7 +338,8 @@ def partition_and_replace(gm, explanation=None, linear=None):
         for n, i in zip(outputs, program.output_index):
             first.setdefault(i, n)
         unique = [first[i] for i in range(len(program.output_dtypes))]
-        source = _op_source(program.text, [fx_translate._shape(n) for n in unique], program.output_dtypes)
+        source = _op_source(_op_guards(program.text, program.guards, fallback),
+                            [fx_translate._shape(n) for n in unique], program.output_dtypes)
         last = nodes[-1]
         with gm.graph.inserting_after(last):
             call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
@@ -330,6 +384,69 @@ def _split_at_attention(nodes):
     return [nodes]
 
 
+def _relayout_at_batched_products(nodes):
+    """Moves to Inductor the view chains that relayout a batched product's operands and result (nanoGPT's
+    attention: q, k and v are slices of one projection, transposed to [B, H, T, D] and merged to
+    [B·H, T, D] for bmm; the result is transposed back to [B, T, H·D]). Solder's attention paths read and
+    write whole [.., rows, cols] tiles of stored tensors; read through the slices, its tile stager cannot
+    copy them and the product stays on scalar code. The partition then reads each operand at its chain's
+    [lead.., rows, cols] node (Inductor's view, which the call makes contiguous: one copy, K as [S, D]
+    rather than transposed) and writes the result at [lead.., rows, cols] (Inductor's relayout follows).
+    Only chains of views of values from outside the partition (operands) or read only outside it
+    (results), for a bmm whose merged batch dim shows its lead dims (fx_translate.Translator._bmm_lead).
+    Nothing changes what is computed: the same views run on Inductor. Returns (nodes kept, nodes moved)."""
+    members = set(nodes)
+    views = fx_translate.VIEWS | {operator.getitem, torch.ops.aten.split.Tensor, torch.ops.aten.split_with_sizes.default}
+    is_view = lambda x: x.op == "call_function" and x.target in views
+    moved = set()
+
+    def chain_back(x):
+        chain = []
+        while x in members and is_view(x):
+            chain.append(x)
+            x = x.args[0]
+        return chain, x
+
+    for bmm in nodes:
+        if bmm.op != "call_function" or bmm.target is not torch.ops.aten.bmm.default:
+            continue
+        try:
+            shape = fx_translate._shape(bmm)
+            lead = fx_translate.Translator._bmm_lead(bmm, shape)
+            kdim = fx_translate._shape(bmm.args[0])[-1]
+        except fx_translate.Unsupported:
+            continue
+        if not lead:
+            continue
+        lead, m, n = list(lead), shape[1], shape[2]
+        a_chain, a_src = chain_back(bmm.args[0])
+        b_chain, _ = chain_back(bmm.args[1])
+        pv = a_src in members  # the first operand is computed here (softmax): b is V, [S, Dv]
+        for chain, want in ((a_chain, lead + [m, kdim]), (b_chain, lead + ([kdim, n] if pv else [n, kdim]))):
+            if not chain or chain[-1].args[0] in members:
+                continue  # not a chain of views of a value from outside the partition
+            cut = next((x for x in chain if x.target in fx_translate.VIEWS and fx_translate._shape(x) == want), None)
+            if cut is not None:
+                moved |= set(chain[chain.index(cut):])
+        # the result: bmm -> a view to [lead.., m, n] -> views whose last is read only outside
+        users = list(bmm.users)
+        if len(users) == 1 and is_view(users[0]) and users[0] in members and fx_translate._shape(users[0]) == lead + [m, n]:
+            x, after = users[0], []
+            while len(x.users) == 1 and next(iter(x.users)) in members and is_view(next(iter(x.users))):
+                x = next(iter(x.users))
+                after.append(x)
+            if after and all(u not in members for u in x.users):
+                moved |= set(after)
+    changed = True
+    while changed:  # a kept getitem of a moved multi-output node (split) moves too: no tuple crosses over
+        changed = False
+        for x in nodes:
+            if x not in moved and x.target is operator.getitem and x.args[0] in moved:
+                moved.add(x)
+                changed = True
+    return [x for x in nodes if x not in moved], [x for x in nodes if x in moved]
+
+
 def _without_input_views(nodes):
     """The partition's nodes without the view-like ones that read only values from outside it (through
     other such views) and that no other node of the partition reads: a weight's transpose feeding a
@@ -367,7 +484,34 @@ def _legalize(gm):
 _backward_warned = False
 
 
-def _inner_compile(gm, example_inputs, linear=None, **kwargs):
+def _module_constants(gm, example_inputs):
+    """The graph inputs of a Dynamo graph that are a module's buffers, with their tensors (the values at
+    compile time, which the translator may read: fx_translate.tril_constant): position -> tensor."""
+    found = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return found
+    for k, (n, x) in enumerate(zip(placeholders, example_inputs)):
+        if isinstance(x, torch.Tensor) and not isinstance(x, torch.nn.Parameter) and "_buffers_" in n.name \
+                and not isinstance(x, torch._subclasses.FakeTensor) and x.device.type != "meta":
+            found[k] = x
+    return found
+
+
+def _placeholder_constants(gm, constants):
+    """AOTAutograd's inference graph takes the Dynamo graph's inputs in the same order: its placeholder k
+    holds constants[k] when the shapes agree."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out = {}
+    for k, x in (constants or {}).items():
+        if k < len(placeholders):
+            v = placeholders[k].meta.get("val")
+            if v is not None and tuple(v.shape) == tuple(x.shape) and v.dtype == x.dtype:
+                out[placeholders[k]] = x
+    return out
+
+
+def _inner_compile(gm, example_inputs, linear=None, constants=None, **kwargs):
     from torch._inductor.compile_fx import compile_fx_inner
 
     global _backward_warned
@@ -377,7 +521,7 @@ def _inner_compile(gm, example_inputs, linear=None, **kwargs):
             _backward_warned = True
         return compile_fx_inner(gm, example_inputs, **kwargs)
     explanation = Explanation()
-    gm = partition_and_replace(gm, explanation, linear=linear)
+    gm = partition_and_replace(gm, explanation, linear=linear, constants=_placeholder_constants(gm, constants))
     _last_explanations.append(explanation)
     return compile_fx_inner(gm, example_inputs, **kwargs)
 
@@ -394,7 +538,7 @@ def solder_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
     linear = _linear_policy(options.pop("solder.linear", None))
     patches = dict(list_mode_options(mode)) if mode and mode != "default" else {}
     patches.update(options)
-    inner = functools.partial(_inner_compile, linear=linear)
+    inner = functools.partial(_inner_compile, linear=linear, constants=_module_constants(gm, example_inputs))
     # AOTAutograd's cache is keyed on the graph before the partitioner runs, not on the backend: an entry
     # that Inductor alone left for the same model would come back without Solder's kernels. Inductor's
     # FX graph cache stays on (its key is the graph after the partitioner, solder::call included).

@@ -5,6 +5,7 @@ Needs torch (scripts/test.sh installs it from PyPI unless SOLDER_TEST_TORCH=0); 
 here is skipped with that reason."""
 import math
 import os
+import re
 import warnings
 
 import pytest
@@ -339,3 +340,95 @@ def test_linear_size_gemms_read_stored_operands():
         _compare(gm(*args), model(x), "llama mlp, linear on Solder")
     # Below the size (K < 256) the operands stay computed inside the product, as before.
     assert not fx_translate.whole_gemm_candidate(64, 320, 32)
+
+
+# ---- Attention written with bmm and a buffer mask (nanoGPT): the forms Solder's attention paths take ----
+
+def _compiled_programs(model, inputs):
+    """torch.compile(model, backend="solder") on the CPU: (its outputs, the programs of its partitions,
+    the explanations)."""
+    torch._dynamo.reset()
+    start = len(torch_backend._last_explanations)
+    with torch.no_grad(), _no_compile_caches():
+        compiled = torch.compile(model, backend="solder")
+        got = compiled(*inputs)
+    found = torch_backend._last_explanations[start:]
+    programs = [p["program"] for e in found for p in e.partitions if p.get("program") and not p.get("error")]
+    return compiled, got, programs, found
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def test_tril_buffer_mask_is_an_index_mask_guarded_on_the_buffer():
+    # nanoGPT: masked_fill(self.bias[:, :, :T, :T] == 0, -inf) with a tril(ones) buffer. The buffer's
+    # values are read at compile time: the mask is `select(j <= i, S, -inf)` (the causal form), the scale
+    # is inside the score sum, q, k, v are read as [B, H, T, D] inputs and the attention's result is the
+    # output itself. The call is guarded on the buffer: changed in place, the fallback program (the
+    # buffer read as a tensor) runs, and the result follows the new buffer as eager's does.
+    torch.manual_seed(0)
+    model = CausalSelfAttention(n_embd=32, n_head=4, block_size=16).eval()
+    x = torch.randn(2, 12, 32)  # T 12 < block 16: the buffer is sliced
+    compiled, got, programs, found = _compiled_programs(model, (x,))
+    with torch.no_grad():
+        _compare(got, model(x), "nanoGPT attention")
+    attention = next(p for p in programs if "max(r0" in p)
+    assert "select((r0 <= i2), t1[i0, i1, i2, r0], (-inf))" in attention, attention
+    assert "* 0.35355339059327373" in attention.split("\n")[[k for k, l in enumerate(attention.split("\n")) if l.startswith("t1[")][0]], attention
+    inputs = [l for l in attention.splitlines() if l.startswith("in ")]
+    assert len(inputs) == 3 and all(l.endswith("[D0_2, D1_4, D2_12, D3_8] : f32") for l in inputs), attention
+    assert re.search(r"^out y0\[.*\] : f32 = sum\(r0", attention, re.M), attention  # the result itself
+    assert any(p.get("guards") == ["arg3_1: tril"] or (p.get("guards") and "tril" in p["guards"][0])
+               for e in found for p in e.partitions), "\n".join(e.format() for e in found)
+    with torch.no_grad():
+        model.bias[..., 3, 0] = 0  # no longer tril: the guard fails, the fallback reads the buffer
+        _compare(compiled(x), model(x), "nanoGPT attention, buffer changed in place")
+        model.bias.copy_(torch.tril(torch.ones(16, 16)).view(1, 1, 16, 16))  # tril again: the guarded program
+        _compare(compiled(x), model(x), "nanoGPT attention, buffer restored")
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def test_a_buffer_that_is_not_tril_is_read_as_a_tensor():
+    torch.manual_seed(0)
+    model = CausalSelfAttention(n_embd=32, n_head=4, block_size=16).eval()
+    with torch.no_grad():
+        model.bias.copy_(torch.triu(torch.ones(16, 16)).view(1, 1, 16, 16))  # anti-causal
+    x = torch.randn(2, 12, 32)
+    _, got, programs, found = _compiled_programs(model, (x,))
+    with torch.no_grad():
+        _compare(got, model(x), "triu buffer")
+    attention = next(p for p in programs if "max(r0" in p)
+    assert "<= i2" not in attention and len([l for l in attention.splitlines() if l.startswith("in ")]) == 4, attention
+    assert not any(p.get("guards") for e in found for p in e.partitions)
+
+
+def test_tril_constant_and_mask_forms():
+    assert fx_translate.tril_constant(torch.tril(torch.ones(1, 1, 5, 5)))
+    assert fx_translate.tril_constant(torch.tril(torch.ones(4, 6, dtype=torch.bfloat16)))
+    assert not fx_translate.tril_constant(torch.triu(torch.ones(5, 5)))
+    assert not fx_translate.tril_constant(torch.ones(5))
+    t = torch.tril(torch.ones(5, 5))
+    t[4, 0] = 2
+    assert not fx_translate.tril_constant(t)
+    # select(C, -inf, x) is written select(not C, x, -inf) when C is one comparison; never otherwise
+    assert fx_translate._select("(r0 > i2)", "(-inf)", "s") == "select((r0 <= i2), s, (-inf))"
+    assert fx_translate._select("((a > b) && (c < d))", "(-inf)", "s") == "select(((a > b) && (c < d)), (-inf), s)"
+    assert fx_translate._select("(x0[i0] > 0)", "(-inf)", "s") == "select((x0[i0] <= 0), s, (-inf))"
+    assert fx_translate._select("(a) + (b > c)", "(-inf)", "s") == "select((a) + (b > c), (-inf), s)"
+    assert fx_translate._select("(r0 > i2)", "0", "s") == "select((r0 > i2), 0, s)"
+    assert fx_translate._negated("(select((a > b), 1, 0) == 0)") is None
+
+
+def test_batched_product_relayouts_go_to_inductor():
+    # The ATen graph of nanoGPT's attention: q, k, v are slices of one projection; the partition reads
+    # each at its [B, H, T, D] view and writes the result [B, H, T, D]; the views around stay Inductor's.
+    model = CausalSelfAttention(n_embd=32, n_head=4, block_size=16).eval()
+    x = torch.randn(2, 16, 32)
+    gm, args = _aten_graph(model, (x,))
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    program = next(p["program"] for p in explanation.partitions if p.get("program") and "max(r0" in p["program"])
+    inputs = [l for l in program.splitlines() if l.startswith("in ")]
+    assert sum(l.endswith("[D0_2, D1_4, D2_16, D3_8] : f32") for l in inputs) == 3, program
+    assert "//" not in program and "%" not in program, program
+    assert "relayout view" in explanation.fallback.get("split", ""), explanation.format()
+    with torch.no_grad():
+        _compare(gm(*args), model(x), "nanoGPT attention, traced")
