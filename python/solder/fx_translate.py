@@ -320,9 +320,15 @@ class Builder:
         name = name or self.fresh("t")
         # Positional index names (i0, i1, ... and r0, ...): the same value reads the same in every
         # definition, which Solder's online-softmax rule compares (max(r0) V and sum(r0) exp(V - m)).
-        p = [f"i{k}" for k in range(len(shape))]
-        decl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(p, shape))
-        p = ["0" if s == 1 else v for v, s in zip(p, shape)]  # the body reads dims of size 1 at 0
+        # Dims of size 1 are left out of the declaration (the body reads them at 0, loads skip them): a
+        # softmax's row max over [1, H, T, S] is m[h, i], read as the scores' s[h, i, j] are, which the
+        # online-softmax rule compares; the call views an output back to its torch shape.
+        keep = [k for k, s in enumerate(shape) if s != 1]
+        if not keep:
+            keep = list(range(len(shape)))
+        names = {k: f"i{j}" for j, k in enumerate(keep)}
+        decl = ", ".join(f"{names[k]} : {self.dim(shape[k])}" for k in keep)
+        p = ["0" if shape[k] == 1 else names[k] for k in range(len(shape))]  # the body reads dims of size 1 at 0
         prefix = "out " if out else ""
         if reduce:
             op, sizes = reduce
@@ -332,7 +338,7 @@ class Builder:
         else:
             rhs = body(p, [])
         self.lines.append(f"{prefix}{name}[{decl}] : {dtype} = {rhs}")  # 0-d: name[]
-        return Value(list(shape), dtype, (lambda idx, n=name: f"{n}[{', '.join(idx)}]" if idx else n))
+        return Value(list(shape), dtype, (lambda idx, n=name, keep=keep: f"{n}[{', '.join(idx[k] for k in keep)}]" if idx else n))
 
     def output_from_definition(self, load, shape, dtype, name):
         """When the output reads a reduction's definition whole (`t4[i0, i1, i2, i3]`, same shape) and
@@ -341,16 +347,17 @@ class Builder:
         the value is the same). Solder's attention skeleton stores the attention's result itself; an
         output that copies it would keep the attention off it. Returns whether it did."""
         m = re.fullmatch(r"(t\d+)\[(.*)\]", load)
-        if m is None or [x.strip() for x in m.group(2).split(",")] != [f"i{d}" for d in range(len(shape))]:
+        real = [k for k, s in enumerate(shape) if s != 1]  # dims of size 1: the call views the output
+        if m is None or not real or [x.strip() for x in m.group(2).split(",")] != [f"i{d}" for d in real]:
             return False
         target = m.group(1)
         pos = [k for k, l in enumerate(self.lines) if l.startswith(f"{target}[")]
         if len(pos) != 1 or any(re.search(rf"\b{target}\[", l) for k, l in enumerate(self.lines) if k != pos[0]):
             return False
         line = self.lines[pos[0]]
-        decl = ", ".join(f"i{k} : {self.dim(s)}" for k, s in enumerate(shape))
+        decl = ", ".join(f"i{k} : {self.dim(shape[d])}" for k, d in enumerate(real))
         head = f"{target}[{decl}] : "
-        if not line.startswith(head) or any(s == 1 for s in shape):
+        if not line.startswith(head):
             return False
         rhs = line[len(head):].split(" = ", 1)
         if len(rhs) != 2 or rhs[0] not in FLOATS or dtype not in FLOATS or not re.match(r"(sum|max|min)\(", rhs[1]):
@@ -827,7 +834,9 @@ class Translator:
             c = self.b.define(lead + list(shape[1:]), acc, body, reduce=("sum", [k]))
             return Value(shape, dtype, lambda idx: c.load(_unflatten(idx[0], lead) + list(idx[1:])))
         if t is aten.bmm.default:
-            body = lambda p, r: f"{a.load([p[0], p[1], r[0]])} * {b.load([p[0], r[0], p[2]])}"
+            factor = self._constant_factor(node)
+            times = f" * {_num(factor)}" if factor is not None else ""
+            body = lambda p, r: f"{a.load([p[0], p[1], r[0]])} * {b.load([p[0], r[0], p[2]])}{times}"
         else:
             body = lambda p, r: f"{a.load([p[0], r[0]])} * {b.load([r[0], p[1]])}"
         c = self.b.define(shape, acc, body, reduce=("sum", [k]))
@@ -866,7 +875,8 @@ class Translator:
         reshapes = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
 
         def ok(lead):
-            return len(lead) > 1 and math.prod(lead) == batch
+            # more than one dim of size > 1: a lead of [1, H] (batch 1) is the bmm's own batch dim
+            return len([s for s in lead if s != 1]) > 1 and math.prod(lead) == batch
         users = list(node.users)
         if users and all(u.op == "call_function" and u.target in reshapes for u in users):
             leads = {tuple(_shape(u)[:-2]) for u in users if _shape(u)[-2:] == list(shape[1:])}

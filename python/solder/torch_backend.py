@@ -122,7 +122,8 @@ def solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         args.append(x)
     outs = kernel.allocate_outputs(args[0] if args else torch.empty(0, device=device))
     kernel(*args, out=outs)
-    return [o if o.dtype == dt else o.to(dt) for o, (_, dt) in zip(outs, _op_outputs(program))]
+    # an output may be declared without its dims of size 1 (fx_translate.Builder.output_from_definition)
+    return [(o if o.dtype == dt else o.to(dt)).view(shape) for o, (shape, dt) in zip(outs, _op_outputs(program))]
 
 
 @solder_call.register_fake
@@ -281,6 +282,7 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     buffers; `_inner_compile` maps them), whose values the translator may read (fx_translate.translate)."""
     explanation = explanation if explanation is not None else Explanation()
     gm.graph.eliminate_dead_code()  # unused results (SDPA's log-sum-exp) must not block a partition
+    _distribute_products(gm)
     for n in gm.graph.nodes:
         if n.op == "call_function":
             explanation.costs[n.name] = node_cost(n)
@@ -289,7 +291,8 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = []
     for part in partitioner.propose_partitions():
-        groups += _split_at_attention(sorted(part.nodes, key=order.get))
+        for g in _split_at_attention(sorted(part.nodes, key=order.get)):
+            groups += _split_at_products(g)
     for k, group in enumerate(groups):
         group, relayout = _relayout_at_batched_products(group)
         for n in relayout:
@@ -382,6 +385,102 @@ def _split_at_attention(nodes):
         rest = [n for n in nodes if n not in before]
         return _split_at_attention(first) + _split_at_attention(rest)
     return [nodes]
+
+
+def _pv_product(x, members):
+    """Whether x is a bmm whose first operand is computed in the partition from another bmm (attention's
+    P · V: the probabilities come from the scores)."""
+    if x.op != "call_function" or x.target is not torch.ops.aten.bmm.default:
+        return False
+    seen, stack = set(), [x.args[0]]
+    while stack:
+        n = stack.pop()
+        if n in seen or n not in members:
+            continue
+        seen.add(n)
+        if n.op == "call_function" and n.target is torch.ops.aten.bmm.default:
+            return True
+        stack += list(n.all_input_nodes)
+    return False
+
+
+def _split_at_products(nodes):
+    """A partition with more than one attention written with bmm (P · V products) becomes one partition
+    per attention (what computes it, the product and its view to [lead.., rows, cols]), then the rest.
+    Solder fuses one attention per kernel on its attention paths; two in one program are fused into
+    neither (differential attention: both score matrices through global memory)."""
+    members = set(nodes)
+    products = [x for x in nodes if _pv_product(x, members)]
+    if len(products) < 2:
+        return [nodes]
+    groups, taken = [], set()
+    for pv in products:
+        group, stack = set(), [pv]
+        while stack:
+            n = stack.pop()
+            if n in group or n in taken or n not in members:
+                continue
+            group.add(n)
+            stack += list(n.all_input_nodes)
+        users = list(pv.users)
+        if len(users) == 1 and users[0] in members and users[0].target in fx_translate.VIEWS:
+            group.add(users[0])
+        taken |= group
+        groups.append([x for x in nodes if x in group])
+    rest = [x for x in nodes if x not in taken]
+    return groups + ([rest] if rest else [])
+
+
+def _distribute_products(gm):
+    """bmm(A - c·B, V) → bmm(A, V) - c·bmm(B, V) (and A + c·B, A - B, A + B), when A and B are computed
+    (not views of graph inputs) and have the difference's shape: differential attention's
+    `(a1 - λ·a2) @ v`, two softmaxes, becomes two attentions that each keep their probabilities on chip
+    (`_split_at_products`), then one element-wise combine of their [.., T, D] results. The same value
+    in exact arithmetic; each product accumulates in f32 and is rounded to the graph's dtype, as the
+    single product's result is."""
+    aten = torch.ops.aten
+    views = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default)
+    for bmm in list(gm.graph.nodes):
+        if bmm.op != "call_function" or bmm.target is not aten.bmm.default:
+            continue
+        chain, x = [], bmm.args[0]
+        while x.op == "call_function" and x.target in views and len(x.users) == 1:
+            chain.append(x)
+            x = x.args[0]
+        if x.op != "call_function" or x.target not in (aten.sub.Tensor, aten.add.Tensor) or len(x.users) != 1 \
+                or x.kwargs.get("alpha", 1) != 1 or len(x.args) != 2:
+            continue
+        terms = []
+        for t in x.args:
+            c = 1.0
+            if hasattr(t, "op") and t.op == "call_function" and t.target in (aten.mul.Tensor, aten.mul.Scalar) \
+                    and isinstance(t.args[1], (int, float)) and not isinstance(t.args[1], bool) and len(t.users) == 1:
+                t, c = t.args[0], float(t.args[1])
+            terms.append((t, c))
+        shape = fx_translate._shape(x) if "val" in x.meta else None
+        if shape is None or not all(hasattr(t, "op") and "val" in t.meta and fx_translate._shape(t) == shape
+                                    and not _graph_input(t) and t.meta["val"].dtype == x.meta["val"].dtype
+                                    for t, _ in terms):
+            continue
+        parts = []
+        with gm.graph.inserting_before(bmm):
+            for t, c in terms:
+                y = t
+                for v in reversed(chain):
+                    y2 = gm.graph.call_function(v.target, (y,) + tuple(v.args[1:]), dict(v.kwargs))
+                    y2.meta["val"] = v.meta["val"]
+                    y = y2
+                p = gm.graph.call_function(aten.bmm.default, (y, bmm.args[1]))
+                p.meta["val"] = bmm.meta["val"]
+                if c != 1.0:
+                    p2 = gm.graph.call_function(aten.mul.Tensor, (p, c))
+                    p2.meta["val"] = bmm.meta["val"]
+                    p = p2
+                parts.append(p)
+            combined = gm.graph.call_function(x.target, (parts[0], parts[1]))
+            combined.meta["val"] = bmm.meta["val"]
+        bmm.replace_all_uses_with(combined)
+    gm.graph.eliminate_dead_code()
 
 
 def _relayout_at_batched_products(nodes):

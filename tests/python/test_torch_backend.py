@@ -432,3 +432,61 @@ def test_batched_product_relayouts_go_to_inductor():
     assert "relayout view" in explanation.fallback.get("split", ""), explanation.format()
     with torch.no_grad():
         _compare(gm(*args), model(x), "nanoGPT attention, traced")
+
+
+class DiffAttention(nn.Module):
+    """Differential attention (Flashlight Listing 4): two softmaxes, one product with v."""
+
+    def forward(self, q1, k1, q2, k2, v):
+        s = 1.0 / math.sqrt(q1.size(-1))
+        a1 = F.softmax(q1 @ k1.transpose(-2, -1) * s, dim=-1)
+        a2 = F.softmax(q2 @ k2.transpose(-2, -1) * s, dim=-1)
+        return (a1 - 0.8 * a2) @ v
+
+
+def test_differential_attention_is_two_attentions_and_a_combine():
+    # (a1 - λ·a2) @ v becomes a1 @ v - λ·(a2 @ v): each attention its own program (scores, row max and
+    # sum, the product with v: the online-softmax form, no size-1 dims in the row states), then the
+    # element-wise combine. The same value; compared with eager.
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(1, 3, 24, 8) for _ in range(5))
+    gm, args = _aten_graph(DiffAttention(), inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    attentions = [p for p in programs if "max(r0" in p]
+    assert len(attentions) == 2, explanation.format()
+    for p in attentions:
+        assert "D3_1" not in p and "_1 =" not in p.split("\n")[1], p  # no dim of size 1 declared
+        assert p.count("max(r0") == 1 and re.search(r"^out y0\[.*\] : f32 = sum\(r0", p, re.M), p
+        assert "* 0.35355339059327373" in p, p  # the scale inside the score sum
+    with torch.no_grad():
+        _compare(gm(*args), DiffAttention()(*inputs), "differential attention")
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def test_differential_attention_compiled_matches_eager():
+    torch.manual_seed(1)
+    inputs = tuple(torch.randn(1, 2, 20, 8) for _ in range(5))
+    _, got, programs, _ = _compiled_programs(DiffAttention(), inputs)
+    with torch.no_grad():
+        _compare(got, DiffAttention()(*inputs), "differential attention, torch.compile")
+    assert len([p for p in programs if "max(r0" in p]) == 2, programs
+
+
+def test_a_difference_of_graph_inputs_is_not_distributed():
+    # bmm(x - y, w) with x, y inputs of the graph stays one product (nothing is computed on chip).
+    class M(nn.Module):
+        def forward(self, x, y, w):
+            return torch.softmax((x - y) @ w, dim=-1)
+
+    inputs = (torch.randn(2, 4, 6), torch.randn(2, 4, 6), torch.randn(2, 6, 5))
+    gm, args = _aten_graph(M(), inputs)
+    torch_backend._distribute_products(gm)
+    assert sum(n.target is torch.ops.aten.bmm.default for n in gm.graph.nodes) == 1
+    diff, _ = _aten_graph(DiffAttention(), tuple(torch.randn(1, 2, 6, 4) for _ in range(5)))
+    torch_backend._distribute_products(diff)  # two score products, two products with v
+    assert sum(n.target is torch.ops.aten.bmm.default for n in diff.graph.nodes) == 4
+    torch_backend.partition_and_replace(gm, torch_backend.Explanation())
+    with torch.no_grad():
+        _compare(gm(*args), M()(*inputs), "difference of inputs")
