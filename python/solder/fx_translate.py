@@ -516,7 +516,7 @@ class Translator:
             # `&&` and `||` take conditions: a bool value is one; a number or a constant becomes `x != 0`.
             a, b = (self.condition(x, shape) for x in args[:2])
             return Value(shape, dtype, lambda idx: BINARY[t].format(a(idx), b(idx)))
-        if t in (aten.mul.Tensor, aten.mul.Scalar) and node in self.folded:
+        if t in (aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar) and node in self.folded:
             return Value(shape, dtype, self.operand(args[0], shape))  # the bmm's definition applies the factor
         if t in (aten.eq.Scalar, aten.ne.Scalar) and args[1] == 0 and hasattr(args[0], "op"):
             cond = _simplify_tril_compare(self.operand(args[0], shape), len(shape), t is aten.eq.Scalar)
@@ -853,19 +853,26 @@ class Translator:
         (`sum(d) q * k * c`, the score form the attention paths take: a mask select(C, S, -inf) must
         read the score S itself), and the mul node reads the definition unchanged (`self.folded`)."""
         reshapes = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+        scalings = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar)
         users = list(node.users)
-        if len(users) != 1 or users[0].target not in reshapes or users[0] not in self.members:
+        if len(users) != 1 or users[0] not in self.members:
             return None
-        muls = list(users[0].users)
-        if len(muls) != 1 or muls[0].target not in (aten.mul.Tensor, aten.mul.Scalar) or muls[0] not in self.members:
+        x = users[0]
+        if x.target in reshapes:  # bmm -> view -> mul (the 4-D view of the scores), or bmm -> mul
+            if len(x.users) != 1 or next(iter(x.users)) not in self.members:
+                return None
+            x = next(iter(x.users))
+        if x.target not in scalings or x.args[0] not in (node, users[0]):
             return None
-        mul = muls[0]
-        if mul.args[0] is not users[0] or isinstance(mul.args[1], bool) or not isinstance(mul.args[1], (int, float)):
+        c = x.args[1]
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or _dtype(x) not in FLOATS or not math.isfinite(float(c)):
             return None
-        if _dtype(mul) not in FLOATS or not math.isfinite(float(mul.args[1])):
-            return None
-        self.folded.add(mul)
-        return mul.args[1]
+        if x.target in (aten.div.Tensor, aten.div.Scalar):
+            if c == 0:
+                return None
+            c = 1.0 / c
+        self.folded.add(x)
+        return c
 
     @staticmethod
     def _bmm_lead(node, shape):

@@ -22,6 +22,7 @@ GEMM several times slower than cuBLAS (bench/results/h100/torch_modules.md). The
 """
 import functools
 import json
+import math
 import operator
 import os
 import sys
@@ -283,6 +284,7 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     explanation = explanation if explanation is not None else Explanation()
     gm.graph.eliminate_dead_code()  # unused results (SDPA's log-sum-exp) must not block a partition
     _distribute_products(gm)
+    _scale_after_products(gm)
     for n in gm.graph.nodes:
         if n.op == "call_function":
             explanation.costs[n.name] = node_cost(n)
@@ -411,8 +413,33 @@ def _split_at_products(nodes):
     neither (differential attention: both score matrices through global memory)."""
     members = set(nodes)
     products = [x for x in nodes if _pv_product(x, members)]
-    if len(products) < 2:
+    if not products:
         return [nodes]
+    if len(products) == 1:
+        # one attention: split only when the partition computes more from its result than views (an
+        # output gate, Evoformer's sigmoid(g) ·): the attention paths store the result whole, with no
+        # epilogue; the rest reads it from memory.
+        pv = products[0]
+        stack, after = [pv], []
+        while stack:
+            x = stack.pop()
+            for u in x.users:
+                if u in members and u not in after:
+                    after.append(u)
+                    stack.append(u)
+        if all(u.op == "call_function" and u.target in _VIEWISH for u in after):
+            return [nodes]
+        # ... and only when the rest is a partition of its own (else it would fall back to Inductor)
+        group, stack = set(), [pv]
+        while stack:
+            n = stack.pop()
+            if n not in group and n in members:
+                group.add(n)
+                stack += list(n.all_input_nodes)
+        rest = [x for x in nodes if x not in group and x not in after[:1]]
+        real = [x for x in rest if x.target not in _VIEWISH]
+        if len(real) < MIN_PARTITION_NODES and not any(x.target in _COMPOSITE for x in rest):
+            return [nodes]
     groups, taken = [], set()
     for pv in products:
         group, stack = set(), [pv]
@@ -483,6 +510,52 @@ def _distribute_products(gm):
     gm.graph.eliminate_dead_code()
 
 
+def _scale_after_products(gm):
+    """bmm(views(X / c), B) → bmm(views(X), B) / c (and X * c): Evoformer's `q / sqrt(c)` before its
+    product. The bmm's operand is then a view of a stored value (which `_relayout_at_batched_products`
+    hands over whole) and the translator applies the constant inside the product's sum (the score form
+    of the attention paths). The same value in exact arithmetic; inside a partition Solder computes both
+    in f32 (the graph would round X / c to its dtype first)."""
+    aten = torch.ops.aten
+    views = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default, aten.clone.default)
+    scalings = (aten.mul.Tensor, aten.div.Tensor)
+    for bmm in list(gm.graph.nodes):
+        if bmm.op != "call_function" or bmm.target is not aten.bmm.default:
+            continue
+        for pos in (0, 1):
+            chain, x = [], bmm.args[pos]
+            while hasattr(x, "op") and x.op == "call_function" and x.target in views and len(x.users) == 1:
+                chain.append(x)
+                x = x.args[0]
+            if not (hasattr(x, "op") and x.op == "call_function" and x.target in scalings and len(x.users) == 1
+                    and len(x.args) == 2 and hasattr(x.args[0], "op") and isinstance(x.args[1], (int, float))
+                    and not isinstance(x.args[1], bool) and math.isfinite(float(x.args[1])) and x.args[1] != 0):
+                continue
+            if "val" not in x.meta or "val" not in x.args[0].meta or x.meta["val"].dtype != x.args[0].meta["val"].dtype:
+                continue
+            with gm.graph.inserting_before(bmm):
+                y = x.args[0]
+                for v in reversed(chain):
+                    y2 = gm.graph.call_function(v.target, (y,) + tuple(v.args[1:]), dict(v.kwargs))
+                    y2.meta["val"] = v.meta["val"]
+                    y = y2
+                args = list(bmm.args)
+                args[pos] = y
+                p = gm.graph.call_function(aten.bmm.default, tuple(args))
+                p.meta["val"] = bmm.meta["val"]
+                scaled = gm.graph.call_function(x.target, (p, x.args[1]))
+                scaled.meta["val"] = bmm.meta["val"]
+            bmm.replace_all_uses_with(scaled)
+            gm.graph.erase_node(bmm)
+            for v in chain:
+                if not v.users:
+                    gm.graph.erase_node(v)
+            if not x.users:
+                gm.graph.erase_node(x)
+            break  # one scaling per product
+    gm.graph.eliminate_dead_code()
+
+
 def _relayout_at_batched_products(nodes):
     """Moves to Inductor the view chains that relayout a batched product's operands and result (nanoGPT's
     attention: q, k and v are slices of one projection, transposed to [B, H, T, D] and merged to
@@ -527,10 +600,42 @@ def _relayout_at_batched_products(nodes):
             cut = next((x for x in chain if x.target in fx_translate.VIEWS and fx_translate._shape(x) == want), None)
             if cut is not None:
                 moved |= set(chain[chain.index(cut):])
+        # an additive bias of the scores (Evoformer's pair bias z, [H, R, R] as a permuted view of the
+        # [R·R, H] projection): read at its last node before broadcasting views, stored by Inductor
+        if not pv and len(bmm.users) == 1:
+            scores = bmm  # through its single-use views and constant scalings
+            while len(scores.users) == 1 and next(iter(scores.users)) in members and (
+                    next(iter(scores.users)).target in fx_translate.VIEWS or
+                    next(iter(scores.users)).target in (torch.ops.aten.mul.Tensor, torch.ops.aten.div.Tensor)
+                    and not hasattr(next(iter(scores.users)).args[1], "op")):
+                scores = next(iter(scores.users))
+            for u in list(scores.users):
+                if u in members and u.op == "call_function" and u.target is torch.ops.aten.add.Tensor:
+                    other = u.args[1] if u.args[0] is scores else u.args[0]
+                    chain, _ = chain_back(other) if hasattr(other, "op") else ([], None)
+                    if not chain or chain[-1].args[0] in members:
+                        continue
+                    k = 0
+                    while k < len(chain) and chain[k].target in (torch.ops.aten.unsqueeze.default, torch.ops.aten.expand.default):
+                        k += 1
+                    if k < len(chain) and chain[k].target in (torch.ops.aten.permute.default, torch.ops.aten.transpose.int):
+                        moved |= set(chain[k:])
         # the result: bmm -> a view to [lead.., m, n] -> views whose last is read only outside
         users = list(bmm.users)
         if len(users) == 1 and is_view(users[0]) and users[0] in members and fx_translate._shape(users[0]) == lead + [m, n]:
             x, after = users[0], []
+            while len(x.users) == 1 and next(iter(x.users)) in members and is_view(next(iter(x.users))):
+                x = next(iter(x.users))
+                after.append(x)
+            if after and all(u not in members for u in x.users):
+                moved |= set(after)
+    for sdpa in nodes:  # SDPA's result [B, H, T, D] transposed back to [B, T, H·D] for o_proj: the same
+        if sdpa.op != "call_function" or sdpa.target not in fx_translate.SDPA:
+            continue
+        for g in sdpa.users:
+            if g.target is not operator.getitem or g.args[1] != 0 or g not in members:
+                continue
+            x, after = g, []
             while len(x.users) == 1 and next(iter(x.users)) in members and is_view(next(iter(x.users))):
                 x = next(iter(x.users))
                 after.append(x)

@@ -490,3 +490,28 @@ def test_a_difference_of_graph_inputs_is_not_distributed():
     torch_backend.partition_and_replace(gm, torch_backend.Explanation())
     with torch.no_grad():
         _compare(gm(*args), M()(*inputs), "difference of inputs")
+
+
+def test_evoformer_row_attention_reads_stored_q_k_v_and_bias():
+    # OpenFold's MSA row attention: q / sqrt(c) before its product, the pair bias z a permuted view of
+    # a projection, an output gate. The scale moves onto the product (inside the score sum), q, k, v and
+    # z are read whole ([S, H, R, C] and [H, R, R]), and the gate is a partition of its own after the
+    # attention, whose result is its program's output.
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+    import torch_modules
+
+    model, inputs = torch_modules.make("evoformer_row_attention", device="cpu", dtype=torch.float32, small=True)
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    attention = next(p for p in programs if "max(r0" in p)
+    inputs_decl = sorted(l.split("[", 1)[1] for l in attention.splitlines() if l.startswith("in "))
+    assert inputs_decl == sorted(["D0_4, D0_4, D1_16, D2_8] : f32"] * 3 + ["D0_4, D1_16, D1_16] : f32"]), attention
+    assert "//" not in attention and "%" not in attention and "sigmoid" not in attention, attention
+    assert "* 0.35355339059327373" in attention and re.search(r"^out y0\[.*= sum\(r0", attention, re.M), attention
+    assert any("sigmoid" in p for p in programs if p is not attention), programs
+    with torch.no_grad():
+        _compare(gm(*args), model(*inputs), "evoformer row attention")
