@@ -848,31 +848,44 @@ class Translator:
         return Value(shape, dtype, c.load)
 
     def _constant_factor(self, node):
-        """The constant c of `bmm(a, b).view(...) * c` when that product is the bmm's only use and in the
-        partition (attention's `(q @ k^T) * scale`): the bmm's definition then applies it inside the sum
-        (`sum(d) q * k * c`, the score form the attention paths take: a mask select(C, S, -inf) must
-        read the score S itself), and the mul node reads the definition unchanged (`self.folded`)."""
+        """The product c of the constants that scale a bmm's result along its chain of single uses in the
+        partition (views, float-to-float conversions, `* c`, `/ c`): attention's `(q @ k^T) * scale`, or
+        Inductor's softmax form `(s * 1 - max) * scale` once `_softmax_scale_back` (torch_backend) put the
+        scale before the max. The bmm's definition then applies c inside the sum (`sum(d) q * k * c`, the
+        score form the attention paths take: a mask select(C, S, -inf) must read the score S itself), and
+        each scaling node reads its operand unchanged (`self.folded`). None when there is no scaling."""
         reshapes = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+        converts = (torch.ops.prims.convert_element_type.default, aten._to_copy.default)
         scalings = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar)
-        users = list(node.users)
-        if len(users) != 1 or users[0] not in self.members:
+        x, factor, found = node, 1.0, []
+        while True:
+            users = list(x.users)
+            if len(users) != 1 or users[0] not in self.members or users[0].op != "call_function":
+                break
+            u = users[0]
+            if u.target in reshapes and u.args[0] is x:
+                x = u
+                continue
+            if u.target in converts and u.args[0] is x and _dtype(u) in FLOATS and _dtype(x) in FLOATS:
+                x = u
+                continue
+            if u.target in scalings and u.args[0] is x and len(u.args) == 2:
+                c = u.args[1]
+                if isinstance(c, bool) or not isinstance(c, (int, float)) or _dtype(u) not in FLOATS or not math.isfinite(float(c)):
+                    break
+                if u.target in (aten.div.Tensor, aten.div.Scalar):
+                    if c == 0:
+                        break
+                    c = 1.0 / c
+                factor *= c
+                found.append(u)
+                x = u
+                continue
+            break
+        if not found:
             return None
-        x = users[0]
-        if x.target in reshapes:  # bmm -> view -> mul (the 4-D view of the scores), or bmm -> mul
-            if len(x.users) != 1 or next(iter(x.users)) not in self.members:
-                return None
-            x = next(iter(x.users))
-        if x.target not in scalings or x.args[0] not in (node, users[0]):
-            return None
-        c = x.args[1]
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or _dtype(x) not in FLOATS or not math.isfinite(float(c)):
-            return None
-        if x.target in (aten.div.Tensor, aten.div.Scalar):
-            if c == 0:
-                return None
-            c = 1.0 / c
-        self.folded.add(x)
-        return c
+        self.folded |= set(found)
+        return factor
 
     @staticmethod
     def _bmm_lead(node, shape):

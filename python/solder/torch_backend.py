@@ -283,6 +283,7 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     buffers; `_inner_compile` maps them), whose values the translator may read (fx_translate.translate)."""
     explanation = explanation if explanation is not None else Explanation()
     gm.graph.eliminate_dead_code()  # unused results (SDPA's log-sum-exp) must not block a partition
+    _softmax_scale_back(gm)
     _distribute_products(gm)
     _scale_after_products(gm)
     for n in gm.graph.nodes:
@@ -507,6 +508,38 @@ def _distribute_products(gm):
             combined = gm.graph.call_function(x.target, (parts[0], parts[1]))
             combined.meta["val"] = bmm.meta["val"]
         bmm.replace_all_uses_with(combined)
+    gm.graph.eliminate_dead_code()
+
+
+def _softmax_scale_back(gm):
+    """(x - amax(x)) * c → (x·c) - amax(x·c) for a constant c > 0: Inductor's joint-graph pass writes
+    softmax(x * c) as exp((x - max(x)) * c) (on the GPU: x * 1 first, the sign of c); Solder's attention
+    paths take the scaled score whose max is subtracted (the scale then folds into the score sum,
+    fx_translate.Translator._constant_factor). The same value in exact arithmetic (max(c·x) = c·max(x)
+    for c > 0)."""
+    aten = torch.ops.aten
+    for mul in list(gm.graph.nodes):
+        if mul.op != "call_function" or mul.target is not aten.mul.Tensor or len(mul.args) != 2:
+            continue
+        sub, c = mul.args
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(float(c)) or c <= 0:
+            continue
+        if not (hasattr(sub, "op") and sub.op == "call_function" and sub.target is aten.sub.Tensor and len(sub.users) == 1
+                and len(sub.args) == 2 and not sub.kwargs):
+            continue
+        x, m = sub.args
+        if not (hasattr(m, "op") and m.op == "call_function" and m.target is aten.amax.default and m.args[0] is x
+                and len(m.users) == 1 and "val" in x.meta and "val" in m.meta):
+            continue
+        with gm.graph.inserting_before(m):
+            scaled = gm.graph.call_function(aten.mul.Tensor, (x, c))
+            scaled.meta["val"] = x.meta["val"]
+            m2 = gm.graph.call_function(aten.amax.default, (scaled,) + tuple(m.args[1:]), dict(m.kwargs))
+            m2.meta["val"] = m.meta["val"]
+        with gm.graph.inserting_before(mul):
+            s2 = gm.graph.call_function(aten.sub.Tensor, (scaled, m2))
+            s2.meta["val"] = mul.meta["val"]
+        mul.replace_all_uses_with(s2)
     gm.graph.eliminate_dead_code()
 
 

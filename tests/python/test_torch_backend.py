@@ -515,3 +515,27 @@ def test_evoformer_row_attention_reads_stored_q_k_v_and_bias():
     assert any("sigmoid" in p for p in programs if p is not attention), programs
     with torch.no_grad():
         _compare(gm(*args), model(*inputs), "evoformer row attention")
+
+
+class InductorSoftmaxForm(nn.Module):
+    """Attention as Inductor's joint-graph pass writes softmax(s * c) on the GPU: exp((s * 1 - max) * c)."""
+
+    def forward(self, q, k, v):
+        s = (q @ k.transpose(-2, -1)) * 1.0
+        e = torch.exp((s - s.amax(dim=-1, keepdim=True)) * 0.125)
+        return (e / e.sum(dim=-1, keepdim=True)) @ v
+
+
+def test_softmax_scale_after_the_max_is_put_back_into_the_scores():
+    # (s - max(s)) * c → s·c - max(s·c): the scale folds into the score sum and the row max reads the
+    # score itself, the online-softmax form of the attention paths (diff attention on the H100, run 6).
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(1, 3, 24, 8) for _ in range(3))
+    gm, args = _aten_graph(InductorSoftmaxForm(), inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    program = next(p["program"] for p in explanation.partitions if p.get("program") and "max(r0" in p["program"])
+    assert "x1[i0, i1, r0] * x0[i0, i2, r0] * 0.125" in program or "x0[i0, i1, r0] * x1[i0, i2, r0] * 0.125" in program, program
+    assert re.search(r"max\(r0 : \w+\) t1\[i0, i1, r0\]$", program, re.M), program
+    with torch.no_grad():
+        _compare(gm(*args), InductorSoftmaxForm()(*inputs), "Inductor's softmax form")
