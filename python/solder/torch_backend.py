@@ -364,6 +364,10 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     return gm
 
 
+_GQA_VIEWS = {torch.ops.aten.unsqueeze.default, torch.ops.aten.expand.default, torch.ops.aten.clone.default,
+              torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
 def _split_at_attention(nodes):
     """A partition whose SDPA reads a query, key or value computed in the partition (RoPE's rotation)
     becomes two: what computes the operands, then the attention. Solder inlines element-wise work into
@@ -374,7 +378,15 @@ def _split_at_attention(nodes):
     for s in nodes:
         if s.target not in fx_translate.SDPA:
             continue
-        operands = [a for a in s.args[:3] if hasattr(a, "op") and a in members]
+        operands = []
+        for a in s.args[:3]:
+            # the views right before the attention (GQA's repeat_interleave: unsqueeze, expand, clone,
+            # view) stay with it, read as k[h // G] there, rather than written expanded by the first part
+            while hasattr(a, "op") and a in members and a.op == "call_function" and a.target in _GQA_VIEWS \
+                    and len(a.users) == 1:
+                a = a.args[0]
+            if hasattr(a, "op") and a in members:
+                operands.append(a)
         before, stack = set(), list(operands)
         while stack:
             n = stack.pop()
@@ -665,6 +677,20 @@ def _relayout_at_batched_products(nodes):
     for sdpa in nodes:  # SDPA's result [B, H, T, D] transposed back to [B, T, H·D] for o_proj: the same
         if sdpa.op != "call_function" or sdpa.target not in fx_translate.SDPA:
             continue
+        # an operand that is a view chain of an outside value ([B·T, Hkv·D] projection → [B, Hkv, T, D]
+        # by a transpose → GQA's expansion): the transpose and what precedes it are Inductor's (one copy of
+        # the Hkv heads), the expansion stays (read as v[h // G])
+        for a in sdpa.args[:3]:
+            if not hasattr(a, "op"):
+                continue
+            chain, src = chain_back(a)
+            if not chain or src in members:
+                continue
+            k = 0
+            while k < len(chain) and chain[k].target in _GQA_VIEWS:
+                k += 1
+            if k < len(chain) and chain[k].target in (torch.ops.aten.permute.default, torch.ops.aten.transpose.int):
+                moved |= set(chain[k:])
         for g in sdpa.users:
             if g.target is not operator.getitem or g.args[1] != 0 or g not in members:
                 continue
@@ -674,6 +700,7 @@ def _relayout_at_batched_products(nodes):
                 after.append(x)
             if after and all(u not in members for u in x.users):
                 moved |= set(after)
+                _contiguous_before_views(g, after)
     changed = True
     while changed:  # a kept getitem of a moved multi-output node (split) moves too: no tuple crosses over
         changed = False
@@ -682,6 +709,33 @@ def _relayout_at_batched_products(nodes):
                 moved.add(x)
                 changed = True
     return [x for x in nodes if x not in moved], [x for x in nodes if x in moved]
+
+
+def _contiguous_before_views(start, chain):
+    """The chain of views read from `start` was traced on SDPA's result, whose strides are [B, T, H, D];
+    Solder's result is contiguous [B, H, T, D]. A view of the chain that cannot view that layout
+    (`o.transpose(1, 2).reshape(B, T, -1)`) becomes a reshape: a copy where needed (the one Inductor
+    makes anyway), and the graph stays runnable as it is."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    try:
+        with unset_fake_temporarily():
+            x = torch.empty(tuple(fx_translate._shape(start)), device="meta")
+    except fx_translate.Unsupported:
+        return
+    with unset_fake_temporarily():
+        _replay_views(x, chain)
+
+
+def _replay_views(x, chain):
+    for node in chain:
+        try:
+            x = node.target(x, *node.args[1:], **node.kwargs)
+        except (RuntimeError, ValueError):
+            if node.target not in (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default):
+                return
+            node.target = torch.ops.aten.reshape.default
+            x = node.target(x, *node.args[1:], **node.kwargs)
 
 
 def _without_input_views(nodes):

@@ -539,3 +539,27 @@ def test_softmax_scale_after_the_max_is_put_back_into_the_scores():
     assert re.search(r"max\(r0 : \w+\) t1\[i0, i1, r0\]$", program, re.M), program
     with torch.no_grad():
         _compare(gm(*args), InductorSoftmaxForm()(*inputs), "Inductor's softmax form")
+
+
+def test_gqa_expansion_stays_with_the_attention():
+    # Llama: k and v repeat_interleave'd from the KV heads to the query heads. The RoPE partition writes
+    # the rotated k at its KV heads, v is read at its KV heads (Inductor's transpose, one copy), and the
+    # attention reads both as k[h // G] (GQA), its result the program's output.
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+    import torch_modules
+
+    model, inputs = torch_modules.make("llama_attention_rope_gqa", device="cpu", dtype=torch.float32, small=True)
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    attention = next(p for p in programs if "max(r0" in p)
+    decl = [l for l in attention.splitlines() if l.startswith("in ")]
+    assert sorted(l.split("[", 1)[1] for l in decl) == sorted(["D0_2, D1_16, D1_16] : f32"] * 2 + ["D2_4, D1_16, D1_16] : f32"]), attention
+    assert attention.count("(i0) // 2") == 2 and re.search(r"^out y0\[.*= sum\(r0", attention, re.M), attention
+    rope = next(p for p in programs if "cos(" in p)
+    assert "[i0 : D" in rope and any(l.startswith("out y") and "_2, " in l.split("=")[0] for l in rope.splitlines()), rope
+    with torch.no_grad():
+        _compare(gm(*args), model(*inputs), "llama attention, GQA")
