@@ -263,6 +263,9 @@ class Explanation:
         for k, p in enumerate(self.partitions):
             state = f"fell back: {p['error']}" if p.get("error") else "Solder"
             lines.append(f"-- partition {k} ({len(p['nodes'])} nodes, {state}): {', '.join(p['nodes'])}")
+            if p.get("guards"):
+                lines.append(f"   guarded on the values of {', '.join(p['guards'])} (read as index expressions; "
+                             "changed in place, the call runs the program that reads them)")
             if p.get("program"):
                 lines += ["   " + l for l in p["program"].rstrip().splitlines()]
         if self.fallback:

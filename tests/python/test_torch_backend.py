@@ -376,8 +376,9 @@ def test_tril_buffer_mask_is_an_index_mask_guarded_on_the_buffer():
     inputs = [l for l in attention.splitlines() if l.startswith("in ")]
     assert len(inputs) == 3 and all(l.endswith("[D0_2, D1_4, D2_12, D3_8] : f32") for l in inputs), attention
     assert re.search(r"^out y0\[.*\] : f32 = sum\(r0", attention, re.M), attention  # the result itself
-    assert any(p.get("guards") == ["arg3_1: tril"] or (p.get("guards") and "tril" in p["guards"][0])
-               for e in found for p in e.partitions), "\n".join(e.format() for e in found)
+    assert any(p.get("guards") and "tril" in p["guards"][0] for e in found for p in e.partitions), \
+        "\n".join(e.format() for e in found)
+    assert "guarded on the values of" in "\n".join(e.format() for e in found)
     with torch.no_grad():
         model.bias[..., 3, 0] = 0  # no longer tril: the guard fails, the fallback reads the buffer
         _compare(compiled(x), model(x), "nanoGPT attention, buffer changed in place")
