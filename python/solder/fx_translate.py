@@ -79,6 +79,51 @@ def _norm_dim(d, rank):
     return d + rank if d < 0 else d
 
 
+_TRIL_LOAD = re.compile(r"select\(\((?P<col>[^<>=!&|]+) <= (?P<row>[^<>=!&|]+)\), 1, 0\)")
+_NEGATE = {"<=": ">", ">": "<=", "<": ">=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def _comparison(text):
+    """(lhs, op, rhs) when `text` is one parenthesised comparison `(a OP b)` of two operands holding
+    no comparison or logical operator themselves, else None."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return None
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and k != len(text) - 1:
+            return None  # "(a) + (b)": the first parenthesis closes before the end
+    inner = text[1:-1]
+    found = re.findall(r" (<=|>=|==|!=|<|>) ", inner)
+    if len(found) != 1 or "&&" in inner or "||" in inner:
+        return None
+    lhs, rhs = inner.split(f" {found[0]} ")
+    if re.search(r"[<>=!]", lhs + rhs) or "select(" in lhs + rhs:
+        return None
+    return lhs, found[0], rhs
+
+
+def _negated(text):
+    """The negation of a condition that is one comparison (`(j > i)` gives `(j <= i)`), else None."""
+    c = _comparison(text)
+    return f"({c[0]} {_NEGATE[c[1]]} {c[2]})" if c else None
+
+
+def tril_constant(t) -> bool:
+    """Whether the tensor t holds torch.tril(torch.ones_like(t)): 1 where the column index is at most
+    the row index (its last two dims), 0 elsewhere. Checked on the tensor's values (a buffer, read at
+    compile time); the backend guards the call on the same tensor (torch_backend, "guards")."""
+    if t.dim() < 2 or t.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.bool, torch.int32, torch.int64):
+        return False
+    if isinstance(t, torch._subclasses.FakeTensor) or t.device.type == "meta":
+        return False  # no values to check
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily(), torch.no_grad():  # the backend compiles inside Inductor's fake mode
+        return bool(torch.equal(t, torch.tril(torch.ones_like(t))))
+
+
 # ---- The ops --------------------------------------------------------------------------------------
 
 UNARY = {
@@ -229,6 +274,7 @@ class Program:
     outputs: list   # fx nodes read outside the partition (several may share one program output)
     output_dtypes: list = field(default_factory=list)  # torch dtypes of the program's outputs
     output_index: list = field(default_factory=list)   # per output node: the program output it reads
+    guards: list = field(default_factory=list)   # (input position, "tril"): inputs read as index expressions
 
 
 class Builder:
@@ -261,15 +307,28 @@ class Builder:
         return Value(shape, dtype, (lambda idx, n=name, r=len(declared), keep=keep:
                                     f"{n}[{', '.join(idx[k] for k in keep)}]" if r else n))
 
+    def tril_input(self, shape, dtype):
+        """A graph input whose values are known to be tril(ones) (`tril_constant`): an index expression,
+        1 where the column index is at most the row index, read from no tensor. Comparing it with 0
+        (`bias == 0`, nanoGPT's mask) gives a comparison of indices (`_simplify_tril_compare`), which
+        Solder's tile-skipping and attention paths take as a causal mask."""
+        return Value(list(shape), dtype, lambda idx: f"select(({idx[-1]} <= {idx[-2]}), 1, 0)")
+
     def define(self, shape, dtype, body, reduce=None, out=False, name=None):
         """A definition target[i0, ...] = [R(r...)] body(i..., r...). `reduce` = (op, [sizes]); `body`
         takes the p-index names and the r-index names."""
         name = name or self.fresh("t")
         # Positional index names (i0, i1, ... and r0, ...): the same value reads the same in every
         # definition, which Solder's online-softmax rule compares (max(r0) V and sum(r0) exp(V - m)).
-        p = [f"i{k}" for k in range(len(shape))]
-        decl = ", ".join(f"{v} : {self.dim(s)}" for v, s in zip(p, shape))
-        p = ["0" if s == 1 else v for v, s in zip(p, shape)]  # the body reads dims of size 1 at 0
+        # Dims of size 1 are left out of the declaration (the body reads them at 0, loads skip them): a
+        # softmax's row max over [1, H, T, S] is m[h, i], read as the scores' s[h, i, j] are, which the
+        # online-softmax rule compares; the call views an output back to its torch shape.
+        keep = [k for k, s in enumerate(shape) if s != 1]
+        if not keep:
+            keep = list(range(len(shape)))
+        names = {k: f"i{j}" for j, k in enumerate(keep)}
+        decl = ", ".join(f"{names[k]} : {self.dim(shape[k])}" for k in keep)
+        p = ["0" if shape[k] == 1 else names[k] for k in range(len(shape))]  # the body reads dims of size 1 at 0
         prefix = "out " if out else ""
         if reduce:
             op, sizes = reduce
@@ -279,7 +338,33 @@ class Builder:
         else:
             rhs = body(p, [])
         self.lines.append(f"{prefix}{name}[{decl}] : {dtype} = {rhs}")  # 0-d: name[]
-        return Value(list(shape), dtype, (lambda idx, n=name: f"{n}[{', '.join(idx)}]" if idx else n))
+        return Value(list(shape), dtype, (lambda idx, n=name, keep=keep: f"{n}[{', '.join(idx[k] for k in keep)}]" if idx else n))
+
+    def output_from_definition(self, load, shape, dtype, name):
+        """When the output reads a reduction's definition whole (`t4[i0, i1, i2, i3]`, same shape) and
+        nothing else reads that definition, the definition itself becomes the output (moved to the end,
+        renamed, at the output's dtype: a reduction accumulates in f32 whatever its target's dtype, so
+        the value is the same). Solder's attention skeleton stores the attention's result itself; an
+        output that copies it would keep the attention off it. Returns whether it did."""
+        m = re.fullmatch(r"(t\d+)\[(.*)\]", load)
+        real = [k for k, s in enumerate(shape) if s != 1]  # dims of size 1: the call views the output
+        if m is None or not real or [x.strip() for x in m.group(2).split(",")] != [f"i{d}" for d in real]:
+            return False
+        target = m.group(1)
+        pos = [k for k, l in enumerate(self.lines) if l.startswith(f"{target}[")]
+        if len(pos) != 1 or any(re.search(rf"\b{target}\[", l) for k, l in enumerate(self.lines) if k != pos[0]):
+            return False
+        line = self.lines[pos[0]]
+        decl = ", ".join(f"i{k} : {self.dim(shape[d])}" for k, d in enumerate(real))
+        head = f"{target}[{decl}] : "
+        if not line.startswith(head):
+            return False
+        rhs = line[len(head):].split(" = ", 1)
+        if len(rhs) != 2 or rhs[0] not in FLOATS or dtype not in FLOATS or not re.match(r"(sum|max|min)\(", rhs[1]):
+            return False
+        del self.lines[pos[0]]
+        self.lines.append(f"out {name}[{decl}] : {dtype} = {rhs[1]}")
+        return True
 
     def text(self):
         dims = ", ".join(f"{n} = {s}" for s, n in self.dims.items())
@@ -363,11 +448,37 @@ def _unflatten(flat, shape):
     return out
 
 
+def _select(cond, a, b):
+    """select(cond, a, b); when a is -inf and cond one comparison, select(not cond, b, -inf): the form
+    select(C, S, -inf) in which Solder recognises a mask (masked_fill(x, j > i, -inf) is
+    select(j <= i, x, -inf)). Both mean the same for every value of the operands."""
+    if a.strip() in ("(-inf)", "-inf") and b.strip() not in ("(-inf)", "-inf"):
+        neg = _negated(cond)
+        if neg is not None:
+            return f"select({neg}, {b}, {a})"
+    return f"select({cond}, {a}, {b})"
+
+
+def _simplify_tril_compare(load, rank, is_eq):
+    """For a value that reads a tril constant (`select((j <= i), 1, 0)` at every index), `value == 0`
+    as `(j > i)` and `value != 0` as `(j <= i)`; None for any other value."""
+    def cond(idx):
+        text = load(idx)
+        m = _TRIL_LOAD.fullmatch(text)
+        if m is None:
+            return None
+        return f"({m['col']} > {m['row']})" if is_eq else f"({m['col']} <= {m['row']})"
+    probe = cond([f"_i{k}_" for k in range(rank)])
+    return cond if probe is not None else None
+
+
 class Translator:
     def __init__(self, name):
         self.b = Builder(name)
         self.values = {}  # fx node -> Value or tuple of Values
         self.stored_operands = {}  # (shape, dtype, text) -> the definition storing a GEMM operand
+        self.folded = set()  # mul nodes whose constant factor a bmm's definition already applies
+        self.members = set()  # the partition's nodes
 
     def operand(self, a, shape=None):
         if hasattr(a, "op"):
@@ -405,6 +516,12 @@ class Translator:
             # `&&` and `||` take conditions: a bool value is one; a number or a constant becomes `x != 0`.
             a, b = (self.condition(x, shape) for x in args[:2])
             return Value(shape, dtype, lambda idx: BINARY[t].format(a(idx), b(idx)))
+        if t in (aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar) and node in self.folded:
+            return Value(shape, dtype, self.operand(args[0], shape))  # the bmm's definition applies the factor
+        if t in (aten.eq.Scalar, aten.ne.Scalar) and args[1] == 0 and hasattr(args[0], "op"):
+            cond = _simplify_tril_compare(self.operand(args[0], shape), len(shape), t is aten.eq.Scalar)
+            if cond is not None:
+                return Value(shape, dtype, cond)
         if t in BINARY:
             a, b = self.operand(args[0], shape), self.operand(args[1], shape)
             alpha = node.kwargs.get("alpha", args[2] if len(args) > 2 else 1)
@@ -429,12 +546,12 @@ class Translator:
         if t is aten.where.self:
             c = self.condition(args[0], shape)
             a, b = (self.operand(x, shape) for x in args[1:3])
-            return Value(shape, dtype, lambda idx: f"select({c(idx)}, {a(idx)}, {b(idx)})")
+            return Value(shape, dtype, lambda idx: _select(c(idx), a(idx), b(idx)))
         if t in (aten.masked_fill.Scalar, aten.masked_fill.Tensor):
             x, m, v = self.operand(args[0], shape), self.condition(args[1], shape), self.operand(args[2], shape if hasattr(args[2], "op") else None)
             if hasattr(args[2], "op"):
                 v = _broadcast(self.values[args[2]], shape)
-            return Value(shape, dtype, lambda idx: f"select({m(idx)}, {v(idx)}, {x(idx)})")
+            return Value(shape, dtype, lambda idx: _select(m(idx), v(idx), x(idx)))
         if t in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
             f = self.operand(args[0], shape)
             if dtype == "bool":  # torch's conversion to bool is `x != 0`
@@ -708,14 +825,18 @@ class Translator:
             # The batch dim is a merge of dims (B·H of attention): define the product over them, so that
             # the 4-D views around it read c[b, h, i, j] and Solder sees attention's index structure.
             n = len(lead)
+            factor = self._constant_factor(node)
+            times = f" * {_num(factor)}" if factor is not None else ""
 
             def body(p, r):
                 fi = _flat_index(p[:n], lead)
-                return f"{a.load([fi, p[n], r[0]])} * {b.load([fi, r[0], p[n + 1]])}"
+                return f"{a.load([fi, p[n], r[0]])} * {b.load([fi, r[0], p[n + 1]])}{times}"
             c = self.b.define(lead + list(shape[1:]), acc, body, reduce=("sum", [k]))
             return Value(shape, dtype, lambda idx: c.load(_unflatten(idx[0], lead) + list(idx[1:])))
         if t is aten.bmm.default:
-            body = lambda p, r: f"{a.load([p[0], p[1], r[0]])} * {b.load([p[0], r[0], p[2]])}"
+            factor = self._constant_factor(node)
+            times = f" * {_num(factor)}" if factor is not None else ""
+            body = lambda p, r: f"{a.load([p[0], p[1], r[0]])} * {b.load([p[0], r[0], p[2]])}{times}"
         else:
             body = lambda p, r: f"{a.load([p[0], r[0]])} * {b.load([r[0], p[1]])}"
         c = self.b.define(shape, acc, body, reduce=("sum", [k]))
@@ -726,6 +847,46 @@ class Translator:
             return Value(shape, dtype, lambda idx: f"({_num(beta)} * {bias(idx)} + {_num(alpha)} * {c.load(idx)})")
         return Value(shape, dtype, c.load)
 
+    def _constant_factor(self, node):
+        """The product c of the constants that scale a bmm's result along its chain of single uses in the
+        partition (views, float-to-float conversions, `* c`, `/ c`): attention's `(q @ k^T) * scale`, or
+        Inductor's softmax form `(s * 1 - max) * scale` once `_softmax_scale_back` (torch_backend) put the
+        scale before the max. The bmm's definition then applies c inside the sum (`sum(d) q * k * c`, the
+        score form the attention paths take: a mask select(C, S, -inf) must read the score S itself), and
+        each scaling node reads its operand unchanged (`self.folded`). None when there is no scaling."""
+        reshapes = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+        converts = (torch.ops.prims.convert_element_type.default, aten._to_copy.default)
+        scalings = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar)
+        x, factor, found = node, 1.0, []
+        while True:
+            users = list(x.users)
+            if len(users) != 1 or users[0] not in self.members or users[0].op != "call_function":
+                break
+            u = users[0]
+            if u.target in reshapes and u.args[0] is x:
+                x = u
+                continue
+            if u.target in converts and u.args[0] is x and _dtype(u) in FLOATS and _dtype(x) in FLOATS:
+                x = u
+                continue
+            if u.target in scalings and u.args[0] is x and len(u.args) == 2:
+                c = u.args[1]
+                if isinstance(c, bool) or not isinstance(c, (int, float)) or _dtype(u) not in FLOATS or not math.isfinite(float(c)):
+                    break
+                if u.target in (aten.div.Tensor, aten.div.Scalar):
+                    if c == 0:
+                        break
+                    c = 1.0 / c
+                factor *= c
+                found.append(u)
+                x = u
+                continue
+            break
+        if not found:
+            return None
+        self.folded |= set(found)
+        return factor
+
     @staticmethod
     def _bmm_lead(node, shape):
         """The dims that bmm's batch dim merges: from a view of its result (all of them the same), else
@@ -734,7 +895,8 @@ class Translator:
         reshapes = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
 
         def ok(lead):
-            return len(lead) > 1 and math.prod(lead) == batch
+            # more than one dim of size > 1: a lead of [1, H] (batch 1) is the bmm's own batch dim
+            return len([s for s in lead if s != 1]) > 1 and math.prod(lead) == batch
         users = list(node.users)
         if users and all(u.op == "call_function" and u.target in reshapes for u in users):
             leads = {tuple(_shape(u)[:-2]) for u in users if _shape(u)[-2:] == list(shape[1:])}
@@ -847,12 +1009,22 @@ def _dtype_of_val(v):
     return DTYPES[v.dtype]
 
 
-def translate(name, nodes, inputs, outputs) -> Program:
+def translate(name, nodes, inputs, outputs, constants=None) -> Program:
     """The program for a partition: `nodes` in graph order, `inputs` the external nodes they read,
-    `outputs` the partition's nodes read outside it (or returned). Raises Unsupported."""
+    `outputs` the partition's nodes read outside it (or returned). `constants`: input node -> the
+    tensor it holds at compile time (a module's buffer); an input holding tril(ones) is read as an
+    index comparison instead of a tensor (`tril_constant`) and listed in the Program's `guards` (the
+    call checks that the tensor still holds it). Raises Unsupported."""
     tr = Translator(name)
+    tr.members = set(nodes)
+    guards = []
     for k, n in enumerate(inputs):
-        tr.values[n] = tr.b.input(f"x{k}", _shape(n), _dtype(n))
+        c = (constants or {}).get(n)
+        if c is not None and tuple(c.shape) == tuple(_shape(n)) and tril_constant(c):
+            tr.values[n] = tr.b.tril_input(_shape(n), _dtype(n))
+            guards.append((k, "tril"))
+        else:
+            tr.values[n] = tr.b.input(f"x{k}", _shape(n), _dtype(n))
     for n in nodes:
         tr.values[n] = tr.run(n)
     out_dtypes, index, seen = [], [], {}
@@ -866,7 +1038,8 @@ def translate(name, nodes, inputs, outputs) -> Program:
         key = (tuple(shape), dtype, _val(n).dtype, v.load([f"_i{d}_" for d in range(len(shape))]))
         if key not in seen:
             seen[key] = len(out_dtypes)
-            tr.b.define(shape, dtype, lambda p, r, v=v: v.load(p), out=True, name=f"y{len(out_dtypes)}")
+            if not tr.b.output_from_definition(v.load([f"i{d}" for d in range(len(shape))]), shape, dtype, f"y{len(out_dtypes)}"):
+                tr.b.define(shape, dtype, lambda p, r, v=v: v.load(p), out=True, name=f"y{len(out_dtypes)}")
             out_dtypes.append(_val(n).dtype)
         index.append(seen[key])
-    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes, index)
+    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes, index, guards)

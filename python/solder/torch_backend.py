@@ -22,6 +22,7 @@ GEMM several times slower than cuBLAS (bench/results/h100/torch_modules.md). The
 """
 import functools
 import json
+import math
 import operator
 import os
 import sys
@@ -61,6 +62,47 @@ def _op_outputs(source):
     return [(tuple(s), getattr(torch, d)) for s, d in json.loads(first[len(_HEADER):])]
 
 
+# A program that reads a buffer's values as index expressions (fx_translate.tril_constant: nanoGPT's
+# causal mask) has a second line: the inputs it guards on and the program to run when a guard fails
+# (the same partition translated with the buffer read as a tensor). The call checks each guarded
+# tensor's values once per (storage, version): a buffer changed in place after the compile runs the
+# fallback, never a wrong mask.
+_GUARDS = "# solder::call guards "
+
+
+def _op_guards(text, guards, fallback) -> str:
+    if not guards:
+        return text
+    return _GUARDS + json.dumps({"guards": [list(g) for g in guards], "fallback": fallback}) + "\n" + text
+
+
+_guard_cache = {}
+
+
+def _guard_holds(x, kind) -> bool:
+    key = (kind, x.device, x.data_ptr(), x._version, tuple(x.shape), tuple(x.stride()), x.dtype)
+    if key not in _guard_cache:
+        if x.is_cuda and torch.cuda.is_current_stream_capturing():
+            return False  # no values can be read during capture: the fallback program is captured
+        if len(_guard_cache) > 1024:
+            _guard_cache.clear()
+        _guard_cache[key] = kind == "tril" and fx_translate.tril_constant(x)
+    return _guard_cache[key]
+
+
+def _choose_program(program, inputs):
+    """(program text, inputs it declares): the guarded program when every guard holds, else the fallback."""
+    first, rest = program.split("\n", 1)
+    if not rest.startswith(_GUARDS):
+        return program, inputs
+    line, text = rest.split("\n", 1)
+    info = json.loads(line[len(_GUARDS):])
+    guarded = {k for k, _ in info["guards"]}
+    if all(_guard_holds(inputs[k], kind) for k, kind in info["guards"]):
+        return program, [x for k, x in enumerate(inputs) if k not in guarded]
+    return first + "\n" + info["fallback"], inputs
+
+
 _SOLDER_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i32": torch.int32, "bool": torch.bool}
 
 
@@ -68,6 +110,7 @@ _SOLDER_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torc
 def solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """Runs `program` (.sol text headed by its outputs line) on `inputs`; returns its outputs (new tensors)."""
     device = inputs[0].device if inputs else torch.device("cpu")
+    program, inputs = _choose_program(program, inputs)
     kernel = solder_compile(program, device="cuda" if device.type == "cuda" else "cpu")
     args = []
     for x, (_, shape, dtype) in zip(inputs, kernel.inputs):
@@ -80,7 +123,8 @@ def solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         args.append(x)
     outs = kernel.allocate_outputs(args[0] if args else torch.empty(0, device=device))
     kernel(*args, out=outs)
-    return [o if o.dtype == dt else o.to(dt) for o, (_, dt) in zip(outs, _op_outputs(program))]
+    # an output may be declared without its dims of size 1 (fx_translate.Builder.output_from_definition)
+    return [(o if o.dtype == dt else o.to(dt)).view(shape) for o, (shape, dt) in zip(outs, _op_outputs(program))]
 
 
 @solder_call.register_fake
@@ -219,6 +263,9 @@ class Explanation:
         for k, p in enumerate(self.partitions):
             state = f"fell back: {p['error']}" if p.get("error") else "Solder"
             lines.append(f"-- partition {k} ({len(p['nodes'])} nodes, {state}): {', '.join(p['nodes'])}")
+            if p.get("guards"):
+                lines.append(f"   guarded on the values of {', '.join(p['guards'])} (read as index expressions; "
+                             "changed in place, the call runs the program that reads them)")
             if p.get("program"):
                 lines += ["   " + l for l in p["program"].rstrip().splitlines()]
         if self.fallback:
@@ -232,12 +279,16 @@ class Explanation:
 _last_explanations: list = []
 
 
-def partition_and_replace(gm, explanation=None, linear=None):
+def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     """Replaces every translatable partition of the ATen graph `gm` by a call of solder::call. Returns
     the rewritten graph module (in place). `linear`: "inductor" (default) or "solder", see the module's
-    documentation."""
+    documentation. `constants`: placeholder node -> the tensor it holds at compile time (the module's
+    buffers; `_inner_compile` maps them), whose values the translator may read (fx_translate.translate)."""
     explanation = explanation if explanation is not None else Explanation()
     gm.graph.eliminate_dead_code()  # unused results (SDPA's log-sum-exp) must not block a partition
+    _softmax_scale_back(gm)
+    _distribute_products(gm)
+    _scale_after_products(gm)
     for n in gm.graph.nodes:
         if n.op == "call_function":
             explanation.costs[n.name] = node_cost(n)
@@ -246,8 +297,13 @@ def partition_and_replace(gm, explanation=None, linear=None):
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = []
     for part in partitioner.propose_partitions():
-        groups += _split_at_attention(sorted(part.nodes, key=order.get))
+        for g in _split_at_attention(sorted(part.nodes, key=order.get)):
+            groups += _split_at_products(g)
     for k, group in enumerate(groups):
+        group, relayout = _relayout_at_batched_products(group)
+        for n in relayout:
+            explanation.fallback[n.name] = ("a relayout view of a batched product's operand or result, left to "
+                                            "Inductor: the product reads and writes whole [.., rows, cols] tiles")
         nodes, pure = _without_input_views(group)
         for n in group:
             if n not in nodes:
@@ -272,7 +328,13 @@ def partition_and_replace(gm, explanation=None, linear=None):
             if n not in pure and any(u not in members for u in n.users):
                 outputs.append(n)
         try:
-            program = fx_translate.translate(f"fx_partition_{k}", nodes, inputs, outputs)
+            known = {n: (constants or {}).get(n) for n in inputs if (constants or {}).get(n) is not None}
+            program = fx_translate.translate(f"fx_partition_{k}", nodes, inputs, outputs, constants=known)
+            fallback = None
+            if program.guards:  # the same partition reading the guarded tensors, for a failed guard
+                fallback = fx_translate.translate(f"fx_partition_{k}", nodes, inputs, outputs).text
+                solder_compile(fallback, device="cpu")
+                info["guards"] = [f"{inputs[i].name}: {kind}" for i, kind in program.guards]
             info["program"] = program.text
             kernel = solder_compile(program.text, device="cpu")  # verify now (the program, not the device)
             del kernel
@@ -285,7 +347,8 @@ def partition_and_replace(gm, explanation=None, linear=None):
         for n, i in zip(outputs, program.output_index):
             first.setdefault(i, n)
         unique = [first[i] for i in range(len(program.output_dtypes))]
-        source = _op_source(program.text, [fx_translate._shape(n) for n in unique], program.output_dtypes)
+        source = _op_source(_op_guards(program.text, program.guards, fallback),
+                            [fx_translate._shape(n) for n in unique], program.output_dtypes)
         last = nodes[-1]
         with gm.graph.inserting_after(last):
             call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
@@ -304,6 +367,10 @@ def partition_and_replace(gm, explanation=None, linear=None):
     return gm
 
 
+_GQA_VIEWS = {torch.ops.aten.unsqueeze.default, torch.ops.aten.expand.default, torch.ops.aten.clone.default,
+              torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
 def _split_at_attention(nodes):
     """A partition whose SDPA reads a query, key or value computed in the partition (RoPE's rotation)
     becomes two: what computes the operands, then the attention. Solder inlines element-wise work into
@@ -314,7 +381,15 @@ def _split_at_attention(nodes):
     for s in nodes:
         if s.target not in fx_translate.SDPA:
             continue
-        operands = [a for a in s.args[:3] if hasattr(a, "op") and a in members]
+        operands = []
+        for a in s.args[:3]:
+            # the views right before the attention (GQA's repeat_interleave: unsqueeze, expand, clone,
+            # view) stay with it, read as k[h // G] there, rather than written expanded by the first part
+            while hasattr(a, "op") and a in members and a.op == "call_function" and a.target in _GQA_VIEWS \
+                    and len(a.users) == 1:
+                a = a.args[0]
+            if hasattr(a, "op") and a in members:
+                operands.append(a)
         before, stack = set(), list(operands)
         while stack:
             n = stack.pop()
@@ -328,6 +403,342 @@ def _split_at_attention(nodes):
         rest = [n for n in nodes if n not in before]
         return _split_at_attention(first) + _split_at_attention(rest)
     return [nodes]
+
+
+def _pv_product(x, members):
+    """Whether x is a bmm whose first operand is computed in the partition from another bmm (attention's
+    P · V: the probabilities come from the scores)."""
+    if x.op != "call_function" or x.target is not torch.ops.aten.bmm.default:
+        return False
+    seen, stack = set(), [x.args[0]]
+    while stack:
+        n = stack.pop()
+        if n in seen or n not in members:
+            continue
+        seen.add(n)
+        if n.op == "call_function" and n.target is torch.ops.aten.bmm.default:
+            return True
+        stack += list(n.all_input_nodes)
+    return False
+
+
+def _split_at_products(nodes):
+    """A partition with more than one attention written with bmm (P · V products) becomes one partition
+    per attention (what computes it, the product and its view to [lead.., rows, cols]), then the rest.
+    Solder fuses one attention per kernel on its attention paths; two in one program are fused into
+    neither (differential attention: both score matrices through global memory)."""
+    members = set(nodes)
+    products = [x for x in nodes if _pv_product(x, members)]
+    if not products:
+        return [nodes]
+    if len(products) == 1:
+        # one attention: split only when the partition computes more from its result than views (an
+        # output gate, Evoformer's sigmoid(g) ·): the attention paths store the result whole, with no
+        # epilogue; the rest reads it from memory.
+        pv = products[0]
+        stack, after = [pv], []
+        while stack:
+            x = stack.pop()
+            for u in x.users:
+                if u in members and u not in after:
+                    after.append(u)
+                    stack.append(u)
+        if all(u.op == "call_function" and u.target in _VIEWISH for u in after):
+            return [nodes]
+        # ... and only when the rest is a partition of its own (else it would fall back to Inductor)
+        group, stack = set(), [pv]
+        while stack:
+            n = stack.pop()
+            if n not in group and n in members:
+                group.add(n)
+                stack += list(n.all_input_nodes)
+        rest = [x for x in nodes if x not in group and x not in after[:1]]
+        real = [x for x in rest if x.target not in _VIEWISH]
+        if len(real) < MIN_PARTITION_NODES and not any(x.target in _COMPOSITE for x in rest):
+            return [nodes]
+    groups, taken = [], set()
+    for pv in products:
+        group, stack = set(), [pv]
+        while stack:
+            n = stack.pop()
+            if n in group or n in taken or n not in members:
+                continue
+            group.add(n)
+            stack += list(n.all_input_nodes)
+        users = list(pv.users)
+        if len(users) == 1 and users[0] in members and users[0].target in fx_translate.VIEWS:
+            group.add(users[0])
+        taken |= group
+        groups.append([x for x in nodes if x in group])
+    rest = [x for x in nodes if x not in taken]
+    return groups + ([rest] if rest else [])
+
+
+def _distribute_products(gm):
+    """bmm(A - c·B, V) → bmm(A, V) - c·bmm(B, V) (and A + c·B, A - B, A + B), when A and B are computed
+    (not views of graph inputs) and have the difference's shape: differential attention's
+    `(a1 - λ·a2) @ v`, two softmaxes, becomes two attentions that each keep their probabilities on chip
+    (`_split_at_products`), then one element-wise combine of their [.., T, D] results. The same value
+    in exact arithmetic; each product accumulates in f32 and is rounded to the graph's dtype, as the
+    single product's result is."""
+    aten = torch.ops.aten
+    views = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default)
+    for bmm in list(gm.graph.nodes):
+        if bmm.op != "call_function" or bmm.target is not aten.bmm.default:
+            continue
+        chain, x = [], bmm.args[0]
+        while x.op == "call_function" and x.target in views and len(x.users) == 1:
+            chain.append(x)
+            x = x.args[0]
+        if x.op != "call_function" or x.target not in (aten.sub.Tensor, aten.add.Tensor) or len(x.users) != 1 \
+                or x.kwargs.get("alpha", 1) != 1 or len(x.args) != 2:
+            continue
+        terms = []
+        for t in x.args:
+            c = 1.0
+            if hasattr(t, "op") and t.op == "call_function" and t.target in (aten.mul.Tensor, aten.mul.Scalar) \
+                    and isinstance(t.args[1], (int, float)) and not isinstance(t.args[1], bool) and len(t.users) == 1:
+                t, c = t.args[0], float(t.args[1])
+            terms.append((t, c))
+        shape = fx_translate._shape(x) if "val" in x.meta else None
+        if shape is None or not all(hasattr(t, "op") and "val" in t.meta and fx_translate._shape(t) == shape
+                                    and not _graph_input(t) and t.meta["val"].dtype == x.meta["val"].dtype
+                                    for t, _ in terms):
+            continue
+        parts = []
+        with gm.graph.inserting_before(bmm):
+            for t, c in terms:
+                y = t
+                for v in reversed(chain):
+                    y2 = gm.graph.call_function(v.target, (y,) + tuple(v.args[1:]), dict(v.kwargs))
+                    y2.meta["val"] = v.meta["val"]
+                    y = y2
+                p = gm.graph.call_function(aten.bmm.default, (y, bmm.args[1]))
+                p.meta["val"] = bmm.meta["val"]
+                if c != 1.0:
+                    p2 = gm.graph.call_function(aten.mul.Tensor, (p, c))
+                    p2.meta["val"] = bmm.meta["val"]
+                    p = p2
+                parts.append(p)
+            combined = gm.graph.call_function(x.target, (parts[0], parts[1]))
+            combined.meta["val"] = bmm.meta["val"]
+        bmm.replace_all_uses_with(combined)
+    gm.graph.eliminate_dead_code()
+
+
+def _softmax_scale_back(gm):
+    """(x - amax(x)) * c → (x·c) - amax(x·c) for a constant c > 0: Inductor's joint-graph pass writes
+    softmax(x * c) as exp((x - max(x)) * c) (on the GPU: x * 1 first, the sign of c); Solder's attention
+    paths take the scaled score whose max is subtracted (the scale then folds into the score sum,
+    fx_translate.Translator._constant_factor). The same value in exact arithmetic (max(c·x) = c·max(x)
+    for c > 0)."""
+    aten = torch.ops.aten
+    for mul in list(gm.graph.nodes):
+        if mul.op != "call_function" or mul.target is not aten.mul.Tensor or len(mul.args) != 2:
+            continue
+        sub, c = mul.args
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(float(c)) or c <= 0:
+            continue
+        if not (hasattr(sub, "op") and sub.op == "call_function" and sub.target is aten.sub.Tensor and len(sub.users) == 1
+                and len(sub.args) == 2 and not sub.kwargs):
+            continue
+        x, m = sub.args
+        if not (hasattr(m, "op") and m.op == "call_function" and m.target is aten.amax.default and m.args[0] is x
+                and len(m.users) == 1 and "val" in x.meta and "val" in m.meta):
+            continue
+        with gm.graph.inserting_before(m):
+            scaled = gm.graph.call_function(aten.mul.Tensor, (x, c))
+            scaled.meta["val"] = x.meta["val"]
+            m2 = gm.graph.call_function(aten.amax.default, (scaled,) + tuple(m.args[1:]), dict(m.kwargs))
+            m2.meta["val"] = m.meta["val"]
+        with gm.graph.inserting_before(mul):
+            s2 = gm.graph.call_function(aten.sub.Tensor, (scaled, m2))
+            s2.meta["val"] = mul.meta["val"]
+        mul.replace_all_uses_with(s2)
+    gm.graph.eliminate_dead_code()
+
+
+def _scale_after_products(gm):
+    """bmm(views(X / c), B) → bmm(views(X), B) / c (and X * c): Evoformer's `q / sqrt(c)` before its
+    product. The bmm's operand is then a view of a stored value (which `_relayout_at_batched_products`
+    hands over whole) and the translator applies the constant inside the product's sum (the score form
+    of the attention paths). The same value in exact arithmetic; inside a partition Solder computes both
+    in f32 (the graph would round X / c to its dtype first)."""
+    aten = torch.ops.aten
+    views = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default, aten.clone.default)
+    scalings = (aten.mul.Tensor, aten.div.Tensor)
+    for bmm in list(gm.graph.nodes):
+        if bmm.op != "call_function" or bmm.target is not aten.bmm.default:
+            continue
+        for pos in (0, 1):
+            chain, x = [], bmm.args[pos]
+            while hasattr(x, "op") and x.op == "call_function" and x.target in views and len(x.users) == 1:
+                chain.append(x)
+                x = x.args[0]
+            if not (hasattr(x, "op") and x.op == "call_function" and x.target in scalings and len(x.users) == 1
+                    and len(x.args) == 2 and hasattr(x.args[0], "op") and isinstance(x.args[1], (int, float))
+                    and not isinstance(x.args[1], bool) and math.isfinite(float(x.args[1])) and x.args[1] != 0):
+                continue
+            if "val" not in x.meta or "val" not in x.args[0].meta or x.meta["val"].dtype != x.args[0].meta["val"].dtype:
+                continue
+            with gm.graph.inserting_before(bmm):
+                y = x.args[0]
+                for v in reversed(chain):
+                    y2 = gm.graph.call_function(v.target, (y,) + tuple(v.args[1:]), dict(v.kwargs))
+                    y2.meta["val"] = v.meta["val"]
+                    y = y2
+                args = list(bmm.args)
+                args[pos] = y
+                p = gm.graph.call_function(aten.bmm.default, tuple(args))
+                p.meta["val"] = bmm.meta["val"]
+                scaled = gm.graph.call_function(x.target, (p, x.args[1]))
+                scaled.meta["val"] = bmm.meta["val"]
+            bmm.replace_all_uses_with(scaled)
+            gm.graph.erase_node(bmm)
+            for v in chain:
+                if not v.users:
+                    gm.graph.erase_node(v)
+            if not x.users:
+                gm.graph.erase_node(x)
+            break  # one scaling per product
+    gm.graph.eliminate_dead_code()
+
+
+def _relayout_at_batched_products(nodes):
+    """Moves to Inductor the view chains that relayout a batched product's operands and result (nanoGPT's
+    attention: q, k and v are slices of one projection, transposed to [B, H, T, D] and merged to
+    [B·H, T, D] for bmm; the result is transposed back to [B, T, H·D]). Solder's attention paths read and
+    write whole [.., rows, cols] tiles of stored tensors; read through the slices, its tile stager cannot
+    copy them and the product stays on scalar code. The partition then reads each operand at its chain's
+    [lead.., rows, cols] node (Inductor's view, which the call makes contiguous: one copy, K as [S, D]
+    rather than transposed) and writes the result at [lead.., rows, cols] (Inductor's relayout follows).
+    Only chains of views of values from outside the partition (operands) or read only outside it
+    (results), for a bmm whose merged batch dim shows its lead dims (fx_translate.Translator._bmm_lead).
+    Nothing changes what is computed: the same views run on Inductor. Returns (nodes kept, nodes moved)."""
+    members = set(nodes)
+    views = fx_translate.VIEWS | {operator.getitem, torch.ops.aten.split.Tensor, torch.ops.aten.split_with_sizes.default}
+    is_view = lambda x: x.op == "call_function" and x.target in views
+    moved = set()
+
+    def chain_back(x):
+        chain = []
+        while x in members and is_view(x):
+            chain.append(x)
+            x = x.args[0]
+        return chain, x
+
+    for bmm in nodes:
+        if bmm.op != "call_function" or bmm.target is not torch.ops.aten.bmm.default:
+            continue
+        try:
+            shape = fx_translate._shape(bmm)
+            lead = fx_translate.Translator._bmm_lead(bmm, shape)
+            kdim = fx_translate._shape(bmm.args[0])[-1]
+        except fx_translate.Unsupported:
+            continue
+        if not lead:
+            continue
+        lead, m, n = list(lead), shape[1], shape[2]
+        a_chain, a_src = chain_back(bmm.args[0])
+        b_chain, _ = chain_back(bmm.args[1])
+        pv = a_src in members  # the first operand is computed here (softmax): b is V, [S, Dv]
+        for chain, want in ((a_chain, lead + [m, kdim]), (b_chain, lead + ([kdim, n] if pv else [n, kdim]))):
+            if not chain or chain[-1].args[0] in members:
+                continue  # not a chain of views of a value from outside the partition
+            cut = next((x for x in chain if x.target in fx_translate.VIEWS and fx_translate._shape(x) == want), None)
+            if cut is not None:
+                moved |= set(chain[chain.index(cut):])
+        # an additive bias of the scores (Evoformer's pair bias z, [H, R, R] as a permuted view of the
+        # [R·R, H] projection): read at its last node before broadcasting views, stored by Inductor
+        if not pv and len(bmm.users) == 1:
+            scores = bmm  # through its single-use views and constant scalings
+            while len(scores.users) == 1 and next(iter(scores.users)) in members and (
+                    next(iter(scores.users)).target in fx_translate.VIEWS or
+                    next(iter(scores.users)).target in (torch.ops.aten.mul.Tensor, torch.ops.aten.div.Tensor)
+                    and not hasattr(next(iter(scores.users)).args[1], "op")):
+                scores = next(iter(scores.users))
+            for u in list(scores.users):
+                if u in members and u.op == "call_function" and u.target is torch.ops.aten.add.Tensor:
+                    other = u.args[1] if u.args[0] is scores else u.args[0]
+                    chain, _ = chain_back(other) if hasattr(other, "op") else ([], None)
+                    if not chain or chain[-1].args[0] in members:
+                        continue
+                    k = 0
+                    while k < len(chain) and chain[k].target in (torch.ops.aten.unsqueeze.default, torch.ops.aten.expand.default):
+                        k += 1
+                    if k < len(chain) and chain[k].target in (torch.ops.aten.permute.default, torch.ops.aten.transpose.int):
+                        moved |= set(chain[k:])
+        # the result: bmm -> a view to [lead.., m, n] -> views whose last is read only outside
+        users = list(bmm.users)
+        if len(users) == 1 and is_view(users[0]) and users[0] in members and fx_translate._shape(users[0]) == lead + [m, n]:
+            x, after = users[0], []
+            while len(x.users) == 1 and next(iter(x.users)) in members and is_view(next(iter(x.users))):
+                x = next(iter(x.users))
+                after.append(x)
+            if after and all(u not in members for u in x.users):
+                moved |= set(after)
+    for sdpa in nodes:  # SDPA's result [B, H, T, D] transposed back to [B, T, H·D] for o_proj: the same
+        if sdpa.op != "call_function" or sdpa.target not in fx_translate.SDPA:
+            continue
+        # an operand that is a view chain of an outside value ([B·T, Hkv·D] projection → [B, Hkv, T, D]
+        # by a transpose → GQA's expansion): the transpose and what precedes it are Inductor's (one copy of
+        # the Hkv heads), the expansion stays (read as v[h // G])
+        for a in sdpa.args[:3]:
+            if not hasattr(a, "op"):
+                continue
+            chain, src = chain_back(a)
+            if not chain or src in members:
+                continue
+            k = 0
+            while k < len(chain) and chain[k].target in _GQA_VIEWS:
+                k += 1
+            if k < len(chain) and chain[k].target in (torch.ops.aten.permute.default, torch.ops.aten.transpose.int):
+                moved |= set(chain[k:])
+        for g in sdpa.users:
+            if g.target is not operator.getitem or g.args[1] != 0 or g not in members:
+                continue
+            x, after = g, []
+            while len(x.users) == 1 and next(iter(x.users)) in members and is_view(next(iter(x.users))):
+                x = next(iter(x.users))
+                after.append(x)
+            if after and all(u not in members for u in x.users):
+                moved |= set(after)
+                _contiguous_before_views(g, after)
+    changed = True
+    while changed:  # a kept getitem of a moved multi-output node (split) moves too: no tuple crosses over
+        changed = False
+        for x in nodes:
+            if x not in moved and x.target is operator.getitem and x.args[0] in moved:
+                moved.add(x)
+                changed = True
+    return [x for x in nodes if x not in moved], [x for x in nodes if x in moved]
+
+
+def _contiguous_before_views(start, chain):
+    """The chain of views read from `start` was traced on SDPA's result, whose strides are [B, T, H, D];
+    Solder's result is contiguous [B, H, T, D]. A view of the chain that cannot view that layout
+    (`o.transpose(1, 2).reshape(B, T, -1)`) becomes a reshape: a copy where needed (the one Inductor
+    makes anyway), and the graph stays runnable as it is."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    try:
+        with unset_fake_temporarily():
+            x = torch.empty(tuple(fx_translate._shape(start)), device="meta")
+    except fx_translate.Unsupported:
+        return
+    with unset_fake_temporarily():
+        _replay_views(x, chain)
+
+
+def _replay_views(x, chain):
+    for node in chain:
+        try:
+            x = node.target(x, *node.args[1:], **node.kwargs)
+        except (RuntimeError, ValueError):
+            if node.target not in (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default):
+                return
+            node.target = torch.ops.aten.reshape.default
+            x = node.target(x, *node.args[1:], **node.kwargs)
 
 
 def _without_input_views(nodes):
@@ -367,7 +778,34 @@ def _legalize(gm):
 _backward_warned = False
 
 
-def _inner_compile(gm, example_inputs, linear=None, **kwargs):
+def _module_constants(gm, example_inputs):
+    """The graph inputs of a Dynamo graph that are a module's buffers, with their tensors (the values at
+    compile time, which the translator may read: fx_translate.tril_constant): position -> tensor."""
+    found = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return found
+    for k, (n, x) in enumerate(zip(placeholders, example_inputs)):
+        if isinstance(x, torch.Tensor) and not isinstance(x, torch.nn.Parameter) and "_buffers_" in n.name \
+                and not isinstance(x, torch._subclasses.FakeTensor) and x.device.type != "meta":
+            found[k] = x
+    return found
+
+
+def _placeholder_constants(gm, constants):
+    """AOTAutograd's inference graph takes the Dynamo graph's inputs in the same order: its placeholder k
+    holds constants[k] when the shapes agree."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out = {}
+    for k, x in (constants or {}).items():
+        if k < len(placeholders):
+            v = placeholders[k].meta.get("val")
+            if v is not None and tuple(v.shape) == tuple(x.shape) and v.dtype == x.dtype:
+                out[placeholders[k]] = x
+    return out
+
+
+def _inner_compile(gm, example_inputs, linear=None, constants=None, **kwargs):
     from torch._inductor.compile_fx import compile_fx_inner
 
     global _backward_warned
@@ -377,7 +815,7 @@ def _inner_compile(gm, example_inputs, linear=None, **kwargs):
             _backward_warned = True
         return compile_fx_inner(gm, example_inputs, **kwargs)
     explanation = Explanation()
-    gm = partition_and_replace(gm, explanation, linear=linear)
+    gm = partition_and_replace(gm, explanation, linear=linear, constants=_placeholder_constants(gm, constants))
     _last_explanations.append(explanation)
     return compile_fx_inner(gm, example_inputs, **kwargs)
 
@@ -394,7 +832,7 @@ def solder_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
     linear = _linear_policy(options.pop("solder.linear", None))
     patches = dict(list_mode_options(mode)) if mode and mode != "default" else {}
     patches.update(options)
-    inner = functools.partial(_inner_compile, linear=linear)
+    inner = functools.partial(_inner_compile, linear=linear, constants=_module_constants(gm, example_inputs))
     # AOTAutograd's cache is keyed on the graph before the partitioner runs, not on the backend: an entry
     # that Inductor alone left for the same model would come back without Solder's kernels. Inductor's
     # FX graph cache stays on (its key is the graph after the partitioner, solder::call included).

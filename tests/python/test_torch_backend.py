@@ -5,6 +5,7 @@ Needs torch (scripts/test.sh installs it from PyPI unless SOLDER_TEST_TORCH=0); 
 here is skipped with that reason."""
 import math
 import os
+import re
 import warnings
 
 import pytest
@@ -339,3 +340,227 @@ def test_linear_size_gemms_read_stored_operands():
         _compare(gm(*args), model(x), "llama mlp, linear on Solder")
     # Below the size (K < 256) the operands stay computed inside the product, as before.
     assert not fx_translate.whole_gemm_candidate(64, 320, 32)
+
+
+# ---- Attention written with bmm and a buffer mask (nanoGPT): the forms Solder's attention paths take ----
+
+def _compiled_programs(model, inputs):
+    """torch.compile(model, backend="solder") on the CPU: (its outputs, the programs of its partitions,
+    the explanations)."""
+    torch._dynamo.reset()
+    start = len(torch_backend._last_explanations)
+    with torch.no_grad(), _no_compile_caches():
+        compiled = torch.compile(model, backend="solder")
+        got = compiled(*inputs)
+    found = torch_backend._last_explanations[start:]
+    programs = [p["program"] for e in found for p in e.partitions if p.get("program") and not p.get("error")]
+    return compiled, got, programs, found
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def test_tril_buffer_mask_is_an_index_mask_guarded_on_the_buffer():
+    # nanoGPT: masked_fill(self.bias[:, :, :T, :T] == 0, -inf) with a tril(ones) buffer. The buffer's
+    # values are read at compile time: the mask is `select(j <= i, S, -inf)` (the causal form), the scale
+    # is inside the score sum, q, k, v are read as [B, H, T, D] inputs and the attention's result is the
+    # output itself. The call is guarded on the buffer: changed in place, the fallback program (the
+    # buffer read as a tensor) runs, and the result follows the new buffer as eager's does.
+    torch.manual_seed(0)
+    model = CausalSelfAttention(n_embd=32, n_head=4, block_size=16).eval()
+    x = torch.randn(2, 12, 32)  # T 12 < block 16: the buffer is sliced
+    compiled, got, programs, found = _compiled_programs(model, (x,))
+    with torch.no_grad():
+        _compare(got, model(x), "nanoGPT attention")
+    attention = next(p for p in programs if "max(r0" in p)
+    assert "select((r0 <= i2), t1[i0, i1, i2, r0], (-inf))" in attention, attention
+    assert "* 0.35355339059327373" in attention.split("\n")[[k for k, l in enumerate(attention.split("\n")) if l.startswith("t1[")][0]], attention
+    inputs = [l for l in attention.splitlines() if l.startswith("in ")]
+    assert len(inputs) == 3 and all(l.endswith("[D0_2, D1_4, D2_12, D3_8] : f32") for l in inputs), attention
+    assert re.search(r"^out y0\[.*\] : f32 = sum\(r0", attention, re.M), attention  # the result itself
+    assert any(p.get("guards") and "tril" in p["guards"][0] for e in found for p in e.partitions), \
+        "\n".join(e.format() for e in found)
+    assert "guarded on the values of" in "\n".join(e.format() for e in found)
+    with torch.no_grad():
+        model.bias[..., 3, 0] = 0  # no longer tril: the guard fails, the fallback reads the buffer
+        _compare(compiled(x), model(x), "nanoGPT attention, buffer changed in place")
+        model.bias.copy_(torch.tril(torch.ones(16, 16)).view(1, 1, 16, 16))  # tril again: the guarded program
+        _compare(compiled(x), model(x), "nanoGPT attention, buffer restored")
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def test_a_buffer_that_is_not_tril_is_read_as_a_tensor():
+    torch.manual_seed(0)
+    model = CausalSelfAttention(n_embd=32, n_head=4, block_size=16).eval()
+    with torch.no_grad():
+        model.bias.copy_(torch.triu(torch.ones(16, 16)).view(1, 1, 16, 16))  # anti-causal
+    x = torch.randn(2, 12, 32)
+    _, got, programs, found = _compiled_programs(model, (x,))
+    with torch.no_grad():
+        _compare(got, model(x), "triu buffer")
+    attention = next(p for p in programs if "max(r0" in p)
+    assert "<= i2" not in attention and len([l for l in attention.splitlines() if l.startswith("in ")]) == 4, attention
+    assert not any(p.get("guards") for e in found for p in e.partitions)
+
+
+def test_tril_constant_and_mask_forms():
+    assert fx_translate.tril_constant(torch.tril(torch.ones(1, 1, 5, 5)))
+    assert fx_translate.tril_constant(torch.tril(torch.ones(4, 6, dtype=torch.bfloat16)))
+    assert not fx_translate.tril_constant(torch.triu(torch.ones(5, 5)))
+    assert not fx_translate.tril_constant(torch.ones(5))
+    t = torch.tril(torch.ones(5, 5))
+    t[4, 0] = 2
+    assert not fx_translate.tril_constant(t)
+    # select(C, -inf, x) is written select(not C, x, -inf) when C is one comparison; never otherwise
+    assert fx_translate._select("(r0 > i2)", "(-inf)", "s") == "select((r0 <= i2), s, (-inf))"
+    assert fx_translate._select("((a > b) && (c < d))", "(-inf)", "s") == "select(((a > b) && (c < d)), (-inf), s)"
+    assert fx_translate._select("(x0[i0] > 0)", "(-inf)", "s") == "select((x0[i0] <= 0), s, (-inf))"
+    assert fx_translate._select("(a) + (b > c)", "(-inf)", "s") == "select((a) + (b > c), (-inf), s)"
+    assert fx_translate._select("(r0 > i2)", "0", "s") == "select((r0 > i2), 0, s)"
+    assert fx_translate._negated("(select((a > b), 1, 0) == 0)") is None
+
+
+def test_batched_product_relayouts_go_to_inductor():
+    # The ATen graph of nanoGPT's attention: q, k, v are slices of one projection; the partition reads
+    # each at its [B, H, T, D] view and writes the result [B, H, T, D]; the views around stay Inductor's.
+    model = CausalSelfAttention(n_embd=32, n_head=4, block_size=16).eval()
+    x = torch.randn(2, 16, 32)
+    gm, args = _aten_graph(model, (x,))
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    program = next(p["program"] for p in explanation.partitions if p.get("program") and "max(r0" in p["program"])
+    inputs = [l for l in program.splitlines() if l.startswith("in ")]
+    assert sum(l.endswith("[D0_2, D1_4, D2_16, D3_8] : f32") for l in inputs) == 3, program
+    assert "//" not in program and "%" not in program, program
+    assert "relayout view" in explanation.fallback.get("split", ""), explanation.format()
+    with torch.no_grad():
+        _compare(gm(*args), model(x), "nanoGPT attention, traced")
+
+
+class DiffAttention(nn.Module):
+    """Differential attention (Flashlight Listing 4): two softmaxes, one product with v."""
+
+    def forward(self, q1, k1, q2, k2, v):
+        s = 1.0 / math.sqrt(q1.size(-1))
+        a1 = F.softmax(q1 @ k1.transpose(-2, -1) * s, dim=-1)
+        a2 = F.softmax(q2 @ k2.transpose(-2, -1) * s, dim=-1)
+        return (a1 - 0.8 * a2) @ v
+
+
+def test_differential_attention_is_two_attentions_and_a_combine():
+    # (a1 - λ·a2) @ v becomes a1 @ v - λ·(a2 @ v): each attention its own program (scores, row max and
+    # sum, the product with v: the online-softmax form, no size-1 dims in the row states), then the
+    # element-wise combine. The same value; compared with eager.
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(1, 3, 24, 8) for _ in range(5))
+    gm, args = _aten_graph(DiffAttention(), inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    attentions = [p for p in programs if "max(r0" in p]
+    assert len(attentions) == 2, explanation.format()
+    for p in attentions:
+        assert "D3_1" not in p and "_1 =" not in p.split("\n")[1], p  # no dim of size 1 declared
+        assert p.count("max(r0") == 1 and re.search(r"^out y0\[.*\] : f32 = sum\(r0", p, re.M), p
+        assert "* 0.35355339059327373" in p, p  # the scale inside the score sum
+    with torch.no_grad():
+        _compare(gm(*args), DiffAttention()(*inputs), "differential attention")
+
+
+@pytest.mark.skipif(os.environ.get("SOLDER_TEST_INDUCTOR", "1") == "0", reason="SOLDER_TEST_INDUCTOR=0")
+def test_differential_attention_compiled_matches_eager():
+    torch.manual_seed(1)
+    inputs = tuple(torch.randn(1, 2, 20, 8) for _ in range(5))
+    _, got, programs, _ = _compiled_programs(DiffAttention(), inputs)
+    with torch.no_grad():
+        _compare(got, DiffAttention()(*inputs), "differential attention, torch.compile")
+    assert len([p for p in programs if "max(r0" in p]) == 2, programs
+
+
+def test_a_difference_of_graph_inputs_is_not_distributed():
+    # bmm(x - y, w) with x, y inputs of the graph stays one product (nothing is computed on chip).
+    class M(nn.Module):
+        def forward(self, x, y, w):
+            return torch.softmax((x - y) @ w, dim=-1)
+
+    inputs = (torch.randn(2, 4, 6), torch.randn(2, 4, 6), torch.randn(2, 6, 5))
+    gm, args = _aten_graph(M(), inputs)
+    torch_backend._distribute_products(gm)
+    assert sum(n.target is torch.ops.aten.bmm.default for n in gm.graph.nodes) == 1
+    diff, _ = _aten_graph(DiffAttention(), tuple(torch.randn(1, 2, 6, 4) for _ in range(5)))
+    torch_backend._distribute_products(diff)  # two score products, two products with v
+    assert sum(n.target is torch.ops.aten.bmm.default for n in diff.graph.nodes) == 4
+    torch_backend.partition_and_replace(gm, torch_backend.Explanation())
+    with torch.no_grad():
+        _compare(gm(*args), M()(*inputs), "difference of inputs")
+
+
+def test_evoformer_row_attention_reads_stored_q_k_v_and_bias():
+    # OpenFold's MSA row attention: q / sqrt(c) before its product, the pair bias z a permuted view of
+    # a projection, an output gate. The scale moves onto the product (inside the score sum), q, k, v and
+    # z are read whole ([S, H, R, C] and [H, R, R]), and the gate is a partition of its own after the
+    # attention, whose result is its program's output.
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+    import torch_modules
+
+    model, inputs = torch_modules.make("evoformer_row_attention", device="cpu", dtype=torch.float32, small=True)
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    attention = next(p for p in programs if "max(r0" in p)
+    inputs_decl = sorted(l.split("[", 1)[1] for l in attention.splitlines() if l.startswith("in "))
+    assert inputs_decl == sorted(["D0_4, D0_4, D1_16, D2_8] : f32"] * 3 + ["D0_4, D1_16, D1_16] : f32"]), attention
+    assert "//" not in attention and "%" not in attention and "sigmoid" not in attention, attention
+    assert "* 0.35355339059327373" in attention and re.search(r"^out y0\[.*= sum\(r0", attention, re.M), attention
+    assert any("sigmoid" in p for p in programs if p is not attention), programs
+    with torch.no_grad():
+        _compare(gm(*args), model(*inputs), "evoformer row attention")
+
+
+class InductorSoftmaxForm(nn.Module):
+    """Attention as Inductor's joint-graph pass writes softmax(s * c) on the GPU: exp((s * 1 - max) * c)."""
+
+    def forward(self, q, k, v):
+        s = (q @ k.transpose(-2, -1)) * 1.0
+        e = torch.exp((s - s.amax(dim=-1, keepdim=True)) * 0.125)
+        return (e / e.sum(dim=-1, keepdim=True)) @ v
+
+
+def test_softmax_scale_after_the_max_is_put_back_into_the_scores():
+    # (s - max(s)) * c → s·c - max(s·c): the scale folds into the score sum and the row max reads the
+    # score itself, the online-softmax form of the attention paths (diff attention on the H100, run 6).
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(1, 3, 24, 8) for _ in range(3))
+    gm, args = _aten_graph(InductorSoftmaxForm(), inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    program = next(p["program"] for p in explanation.partitions if p.get("program") and "max(r0" in p["program"])
+    assert "x1[i0, i1, r0] * x0[i0, i2, r0] * 0.125" in program or "x0[i0, i1, r0] * x1[i0, i2, r0] * 0.125" in program, program
+    assert re.search(r"max\(r0 : \w+\) t1\[i0, i1, r0\]$", program, re.M), program
+    with torch.no_grad():
+        _compare(gm(*args), InductorSoftmaxForm()(*inputs), "Inductor's softmax form")
+
+
+def test_gqa_expansion_stays_with_the_attention():
+    # Llama: k and v repeat_interleave'd from the KV heads to the query heads. The RoPE partition writes
+    # the rotated k at its KV heads, v is read at its KV heads (Inductor's transpose, one copy), and the
+    # attention reads both as k[h // G] (GQA), its result the program's output.
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+    import torch_modules
+
+    model, inputs = torch_modules.make("llama_attention_rope_gqa", device="cpu", dtype=torch.float32, small=True)
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    attention = next(p for p in programs if "max(r0" in p)
+    decl = [l for l in attention.splitlines() if l.startswith("in ")]
+    assert sorted(l.split("[", 1)[1] for l in decl) == sorted(["D0_2, D1_16, D1_16] : f32"] * 2 + ["D2_4, D1_16, D1_16] : f32"]), attention
+    assert attention.count("(i0) // 2") == 2 and re.search(r"^out y0\[.*= sum\(r0", attention, re.M), attention
+    rope = next(p for p in programs if "cos(" in p)
+    assert "[i0 : D" in rope and any(l.startswith("out y") and "_2, " in l.split("=")[0] for l in rope.splitlines()), rope
+    with torch.no_grad():
+        _compare(gm(*args), model(*inputs), "llama attention, GQA")
