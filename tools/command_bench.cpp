@@ -64,12 +64,14 @@ int command_bench(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   if (!parse_arguments(command, args, files)) return kExitOk;
   tiling.apply(compile_options);
-  std::string why;
+  std::string why, skeleton_note;
+  const CudaCodegenOptions codegen = skeletons_here(compile_options.gemm_skeleton, &skeleton_note);
+  if (!skeleton_note.empty()) std::fprintf(stderr, "%s\n", skeleton_note.c_str());
   if (compile_only) {
     if (!runtime::nvrtc_available(&why)) throw Error("solder bench --compile-only needs NVRTC: " + why);
     BoundProgram program = load_program(files[0], options.sizes);
     KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
-    GpuCompileReport report = compiler_step("NVRTC compile", [&] { return compile_for_gpu(kernels); });
+    GpuCompileReport report = compiler_step("NVRTC compile", [&] { return compile_for_gpu(kernels, codegen); });
     if (report.from_cache)
       std::printf("%s: %d kernel(s), already in the compile cache\n", files[0].c_str(), report.kernels);
     else
@@ -84,7 +86,7 @@ int command_bench(const std::vector<std::string>& args) {
   for (const TensorInfo* t : program.inputs()) bytes += static_cast<double>(t->bytes());
   for (const TensorInfo* t : program.outputs()) bytes += static_cast<double>(t->bytes());
   int sets = bytes < 50e6 ? static_cast<int>(std::min(8.0, std::ceil(100e6 / std::max(bytes, 1.0)))) : 1;
-  GpuTiming t = compiler_step("GPU run", [&] { return time_on_gpu(kernels, inputs, sets, replays); });
+  GpuTiming t = compiler_step("GPU run", [&] { return time_on_gpu(kernels, inputs, sets, replays, codegen); });
   sets = t.input_sets;
   double flops = nominal_flops(program);
   double floor_us = std::max(bytes / (bandwidth_tbs * 1e12), flops / (tensor_tflops * 1e12)) * 1e6;

@@ -135,10 +135,16 @@ int command_run(const std::vector<std::string>& args) {
 
   // Compile first (no tensor data yet), then estimate the memory and the time before allocating.
   KernelProgram kernels;
+  CudaCodegenOptions codegen;
   if (backend != "ref") {
     CompileOptions compile_options = backend == "cpu" ? CompileOptions{} : CompileOptions::for_gpu();
     compile_options.fuse = !no_fuse;
     tiling.apply(compile_options);
+    if (backend == "cuda") {
+      std::string note;
+      codegen = skeletons_here(compile_options.gemm_skeleton, &note);
+      if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+    }
     kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
   }
   double work = reference_work(program);
@@ -212,7 +218,7 @@ int command_run(const std::vector<std::string>& args) {
       outputs = execution.outputs;
       unwritten = execution.unwritten;
     } else {
-      GpuRunResult gpu = compiler_step("GPU run", [&] { return run_on_gpu(kernels, inputs); });
+      GpuRunResult gpu = compiler_step("GPU run", [&] { return run_on_gpu(kernels, inputs, codegen); });
       outputs = gpu.outputs;
       unwritten = gpu.unwritten;
       device = gpu.device;

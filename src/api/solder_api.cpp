@@ -196,17 +196,15 @@ Kernel Program::compile(const CompileOptions& options) const {
   // The driver's steps (driver/compile.cpp), keeping the fusion result for the JSON report.
   solder::CompileOptions driver = device == Device::cuda ? solder::CompileOptions::for_gpu(options.fuse) : solder::CompileOptions{};
   driver.fuse = options.fuse;
-  // Whole matrix products on the sm_90a GEMM skeleton, as the `solder` command runs them (operator()
-  // encodes their tensor maps per call), where the CuTe headers are there for NVRTC.
+  // Whole matrix products on the sm_90a GEMM skeleton and attention on the attention skeleton, as the
+  // `solder` command runs them (operator() encodes their tensor maps per call), where the CuTe headers
+  // are there for NVRTC: both off together otherwise (skeletons_here).
   std::string skeleton_note;
   driver.gemm_skeleton = device == Device::cuda && options.gemm_skeleton;
-  if (driver.gemm_skeleton) {
-    std::string why;
-    if (runtime::cutlass_include_dir(&why).empty()) {
-      driver.gemm_skeleton = false;
-      skeleton_note = "GEMM skeleton off: the CUTLASS/CuTe headers were not found (" + why +
-                      "); every contraction stays in the fused kernels\n";
-    }
+  CudaCodegenOptions codegen;
+  if (device == Device::cuda) {
+    codegen = skeletons_here(driver.gemm_skeleton, &skeleton_note);
+    if (!skeleton_note.empty()) skeleton_note += "\n";
   }
   if (!options.fuse) {
     st->program = lower_unfused(bound, UnfusedOptions{driver.gemm_skeleton});
@@ -246,7 +244,7 @@ Kernel Program::compile(const CompileOptions& options) const {
   }
 
   if (device == Device::cuda) {
-    st->generated = generate_cuda(st->program);
+    st->generated = generate_cuda(st->program, codegen);
     runtime::CompileFlags flags;
     if (detail::uses_gemm_skeleton(st->generated)) flags.defines.push_back("NDEBUG");  // CuTe's device asserts
     runtime::CompiledModule compiled = runtime::compile_cuda(st->generated.source, st->program.name + ".cu", flags);

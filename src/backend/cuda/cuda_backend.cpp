@@ -42,8 +42,8 @@ runtime::CompileFlags compile_flags(const GeneratedModule& generated) {
   return flags;
 }
 
-LoadedProgram load(const KernelProgram& program) {
-  GeneratedModule generated = generate_cuda(program);
+LoadedProgram load(const KernelProgram& program, const CudaCodegenOptions& codegen) {
+  GeneratedModule generated = generate_cuda(program, codegen);
   runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu", compile_flags(generated));
   LoadedProgram loaded{runtime::Module(compiled), {}, generated, compiled.compile_seconds, compiled.from_cache};
   for (auto& k : generated.kernels) {
@@ -192,10 +192,23 @@ bool gpu_available(std::string* why) {
   return true;
 }
 
-GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs) {
+CudaCodegenOptions skeletons_here(bool& gemm_skeleton, std::string* note) {
+  CudaCodegenOptions codegen;
+  std::string why;
+  if (!runtime::cutlass_include_dir(&why).empty()) return codegen;
+  codegen.attention_skeleton = false;
+  codegen.attention_skeleton_off = "the CUTLASS/CuTe headers were not found (" + why + ")";
+  gemm_skeleton = false;
+  if (note)
+    *note = "note: the sm_90a GEMM and attention skeletons are off: " + codegen.attention_skeleton_off +
+            "; every contraction runs in the fused kernels' own tensor-core or scalar code";
+  return codegen;
+}
+
+GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs, const CudaCodegenOptions& codegen) {
   GpuRunResult result;
   result.device = runtime::query_device().name;
-  LoadedProgram loaded = load(program);
+  LoadedProgram loaded = load(program, codegen);
   result.compile_seconds = loaded.compile_seconds;
   result.from_cache = loaded.from_cache;
   std::vector<runtime::DeviceBuffer> buffers = allocate(program, encode_inputs(program, inputs));
@@ -215,8 +228,8 @@ GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs) {
   return result;
 }
 
-GpuCompileReport compile_for_gpu(const KernelProgram& program) {
-  GeneratedModule generated = generate_cuda(program);
+GpuCompileReport compile_for_gpu(const KernelProgram& program, const CudaCodegenOptions& codegen) {
+  GeneratedModule generated = generate_cuda(program, codegen);
   runtime::CompiledModule compiled = runtime::compile_cuda(generated.source, program.name + ".cu", compile_flags(generated));
   GpuCompileReport report;
   report.kernels = static_cast<int>(generated.kernels.size());
@@ -226,10 +239,10 @@ GpuCompileReport compile_for_gpu(const KernelProgram& program) {
   return report;
 }
 
-GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets, int replays) {
+GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets, int replays, const CudaCodegenOptions& codegen) {
   GpuTiming timing;
   timing.device = runtime::query_device().name;
-  LoadedProgram loaded = load(program);
+  LoadedProgram loaded = load(program, codegen);
   runtime::Stream stream;
   auto capture = [&](std::vector<std::vector<runtime::DeviceBuffer>>& sets) {
     return runtime::capture_graph(stream, [&] {

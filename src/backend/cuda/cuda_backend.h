@@ -25,7 +25,14 @@ struct GpuRunResult {
 // Whether the GPU backend can run here; *why says why not.
 bool gpu_available(std::string* why = nullptr);
 
-GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs);
+// The sm_90a skeletons (GEMM and attention) are CuTe code that NVRTC compiles from the CUTLASS/CuTe
+// headers (runtime::cutlass_include_dir). The one switch for both: where the headers are found, returns
+// options with the attention skeleton on and leaves `gemm_skeleton` as asked; where they are missing,
+// sets `gemm_skeleton` false, returns options with the attention skeleton off, and *note (when given)
+// says so in one line, for standard error or a report.
+CudaCodegenOptions skeletons_here(bool& gemm_skeleton, std::string* note = nullptr);
+
+GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs, const CudaCodegenOptions& codegen = {});
 
 struct GpuTiming {
   double median_us = 0, min_us = 0, max_us = 0;
@@ -42,12 +49,13 @@ struct GpuCompileReport {
   bool from_cache = false;
   std::string cache_path;      // "" when the cache was not used
 };
-GpuCompileReport compile_for_gpu(const KernelProgram& program);
+GpuCompileReport compile_for_gpu(const KernelProgram& program, const CudaCodegenOptions& codegen = {});
 
 // Times one call of the program (all its kernels) as a CUDA-graph replay; `input_sets` > 1 rotates
 // among that many copies of the inputs (each replay reads a different copy), so inputs larger than
 // L2 are read cold as they would be in a model. A program whose call takes over 2 ms runs on one copy
 // with replays capped at about 2 s of GPU time (timing.replays and timing.input_sets say what ran).
-GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets = 1, int replays = 50);
+GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets = 1, int replays = 50,
+                      const CudaCodegenOptions& codegen = {});
 
 }  // namespace solder

@@ -181,7 +181,7 @@ std::string contraction_schedule_json(const std::vector<ContractionSchedule>& sc
   return json.str();
 }
 
-GeneratedModule generate_cuda(const KernelProgram& input) {
+GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptions& options) {
   verify_kernel_program(input);
   // Every name as the C++ source spells it (cuda_names.h): keywords, CUDA names and the generator's
   // own locals cannot collide with the program's. Contracts then become the reduces the writers know
@@ -202,6 +202,7 @@ GeneratedModule generate_cuda(const KernelProgram& input) {
     std::vector<ContractionSchedule> schedule;
     for (const ContractAt& c : named_contracts) schedule.push_back(describe_contract(named.kernels[i], c, named));
     std::string source;
+    std::optional<AttentionSkeletonKernel> attention;
     // the GEMM skeleton for whole contractions (the unfused lowering's, gemm_skeleton_writer.h)
     if (auto gemm = write_gemm_skeleton_kernel(named, named.kernels[i], nullptr)) {
       for (auto& s : schedule) {
@@ -226,8 +227,9 @@ GeneratedModule generate_cuda(const KernelProgram& input) {
       }
       source = prologue->source;
       module.kernels.push_back(prologue->info);
-    } else if (std::string skeleton_refusal, refusal;
-               auto attention = generate_attention_skeleton_kernel(attention_view, attention_view.kernels[i], named.kernels[i], &skeleton_refusal)) {
+    } else if (std::string skeleton_refusal = options.attention_skeleton ? "" : options.attention_skeleton_off, refusal;
+               options.attention_skeleton &&
+               (attention = generate_attention_skeleton_kernel(attention_view, attention_view.kernels[i], named.kernels[i], &skeleton_refusal))) {
       // the attention skeleton (device/solder/attention) for the online softmax it computes
       for (auto& s : schedule) {
         s.skeleton = ContractionSchedule::kAttentionSkeleton;

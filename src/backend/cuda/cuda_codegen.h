@@ -120,9 +120,17 @@ struct GeneratedModule {
   bool checks_indices = false;
 };
 
+// What the generator may use beyond its own writers. The attention skeleton (device/solder/attention)
+// is CuTe code: where the CUTLASS/CuTe headers are missing it is turned off (skeletons_here(),
+// cuda_backend.h), and each attention kernel's comment gives `attention_skeleton_off` as the reason.
+struct CudaCodegenOptions {
+  bool attention_skeleton = true;
+  std::string attention_skeleton_off;
+};
+
 // Throws Refusal (support/refusal.h) when a kernel's launch exceeds a limit of the hardware
 // (check_launch_limits).
-GeneratedModule generate_cuda(const KernelProgram& program);
+GeneratedModule generate_cuda(const KernelProgram& program, const CudaCodegenOptions& options = {});
 
 // The launch limits of sm_90 (CUDA programming guide, "Compute capabilities"): at most 2^31 - 1
 // blocks along x (the logical grid is linearised onto x; 65535 along y and z, which are not used),

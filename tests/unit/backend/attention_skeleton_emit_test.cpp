@@ -7,9 +7,11 @@
 #include <cstdlib>
 
 #include "backend/cuda/contract_view.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_names.h"
 #include "backend/cuda/mma_stream_codegen.h"
 #include "driver/compile.h"
+#include "runtime/runtime.h"
 #include "../test_util.h"
 
 namespace solder {
@@ -182,6 +184,35 @@ TEST(AttentionSkeletonEmit, FallbackStatesTheReasonInTheSource) {
   ASSERT_EQ(v.kernels.size(), 1u);
   EXPECT_TRUE(v.kernels[0].attention);
   EXPECT_NE(v.source.find("// on the sm_90a attention skeleton: "), std::string::npos);
+}
+
+// Without the CuTe headers both skeletons are off together (skeletons_here): attention then goes to
+// the tensor-core emitter, and its kernel says why.
+TEST(AttentionSkeletonEmit, OffWhenTheCodegenOptionsSaySo) {
+  auto vanilla = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/vanilla.sol"));
+  KernelProgram kernels = compile_program(bind_program(vanilla, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels;
+  CudaCodegenOptions off;
+  off.attention_skeleton = false;
+  off.attention_skeleton_off = "the CUTLASS/CuTe headers were not found (test)";
+  GeneratedModule v = generate_cuda(kernels, off);
+  ASSERT_EQ(v.kernels.size(), 1u);
+  EXPECT_FALSE(v.kernels[0].attention);
+  EXPECT_NE(v.source.find("// attention skeleton not used for"), std::string::npos);
+  EXPECT_NE(v.source.find("the CUTLASS/CuTe headers were not found (test)"), std::string::npos);
+  EXPECT_EQ(v.source.find("// on the sm_90a attention skeleton: "), std::string::npos);
+}
+
+TEST(AttentionSkeletonEmit, SkeletonsHereTurnsBothOffTogether) {
+  bool gemm = true;
+  std::string note;
+  CudaCodegenOptions codegen = skeletons_here(gemm, &note);
+  const bool headers = !runtime::cutlass_include_dir().empty();
+  EXPECT_EQ(codegen.attention_skeleton, headers);
+  EXPECT_EQ(gemm, headers);
+  EXPECT_EQ(note.empty(), headers);
+  bool asked_off = false;
+  skeletons_here(asked_off);
+  EXPECT_FALSE(asked_off);  // never turns a skeleton on that the caller turned off
 }
 
 }  // namespace
