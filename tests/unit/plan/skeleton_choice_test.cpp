@@ -2,6 +2,8 @@
 // splits K where the output tiles leave most SMs idle (M = 128) and not on a large square problem.
 #include "plan/skeleton_choice.h"
 
+#include "plan/cost_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -137,6 +139,23 @@ TEST(SkeletonChoice, SplitsOnlyWithClustersOfAtMostTwoBlocks) {
   EXPECT_FALSE(split_k_offered(skinny, c, 132));
   c.split_k = 1;
   EXPECT_TRUE(split_k_offered(skinny, c, 132));
+}
+
+TEST(SkeletonChoice, KeepsClustersOffTheM128ProductsWhereTheyMeasuredSlower) {
+  // gemm_chains at M 128 (H100, 2026-11-26, gemm_chains.md "Clusters"): every product's tile as a 1x2
+  // cluster along N (A multicast) ran 2.6 us per kernel slower; the model charges a cluster launch
+  // kSkeletonClusterUs more than the probe's empty cluster kernel and chooses no cluster there.
+  for (auto [n, k] : {std::pair{8192, 3072}, std::pair{3072, 8192}, std::pair{11008, 4096}, std::pair{16384, 4096}}) {
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, n, k, false), MmaType::f16, DType::f16);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    EXPECT_EQ(c.chosen->config.cluster_size(), 1) << n << " " << k << ": " << config_name(c.chosen->config);
+  }
+  GemmConfig one = tile(128, 64, 1), pair = tile(128, 64, 1);
+  pair.cluster_n = 2;
+  const HardwareDescription& hw = default_hardware();
+  const GemmCost a = predict_gemm(problem(128, 8192, 3072), one, hw), b = predict_gemm(problem(128, 8192, 3072), pair, hw);
+  EXPECT_NEAR(b.launch_us - a.launch_us, hw.rates.cluster_launch_us + kSkeletonClusterUs, 1e-9);
+  EXPECT_LT(b.l2_us, a.l2_us);  // the multicast still halves A's L2 -> SM bytes in the model
 }
 
 }  // namespace
