@@ -150,7 +150,7 @@ int command_plan(const std::vector<std::string>& args) {
     if (skeleton_only) {
       plan_options.only.clear();
       for (const GemmConfig& c : gemm_catalogue(p.type))
-        if (in_device_skeleton(c)) plan_options.only.push_back(c);
+        if (in_device_skeleton(c) && skeleton_cluster_fits(p, c)) plan_options.only.push_back(c);
     }
     plans.push_back(plan_gemm(p, hw, plan_options));
   }

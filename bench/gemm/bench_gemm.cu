@@ -136,7 +136,7 @@ template <class C, class E = StoreBf16>
 void bench(const Operand& A, const Operand& B, int replays, bool persistent = true, bool scales = true,
            const char* note = "") {
   const int m = A.rows, n = B.rows, k = A.k;
-  TensorMap ma = make_map(A, C::BM, C::BK, "A"), mb = make_map(B, C::BBoxRows, C::BK, "B");
+  TensorMap ma = make_map(A, C::ABoxRows, C::BK, "A"), mb = make_map(B, C::BBoxRows, C::BK, "B");
   __nv_bfloat16* out = nullptr;
   float *rs = nullptr, *cs = nullptr;
   CUDA_CHECK(cudaMalloc(&out, size_t(m) * n * 2));

@@ -37,7 +37,16 @@ int GemmConfig::smem_bytes(DType) const { return stages * stage_bytes() + stages
 bool in_device_skeleton(const GemmConfig& c) {
   return c.type != MmaType::tf32 && (c.bm == 64 || c.bm == 128) && c.consumers == c.bm / 64 && c.bn % 16 == 0 &&
          c.bn >= 16 && c.bn <= 256 && c.bk * mma_type_bytes(c.type) == 128 && c.stages >= 2 && c.stages <= 8 &&
-         c.split_k >= 1 && c.split_k <= 16 && c.cluster_m == 1 && c.cluster_n == 1;
+         c.split_k >= 1 && c.split_k <= 16 &&
+         ((c.cluster_m == 1 && (c.cluster_n == 1 || c.cluster_n == 2 || c.cluster_n == 4)) || (c.cluster_m == 2 && c.cluster_n == 1));
+}
+
+bool skeleton_cluster_fits(const GemmProblem& p, const GemmConfig& c) {
+  if (c.cluster_m > 1 && (p.b_k_major ? (c.bn / c.cluster_m) % 8 != 0 || c.bn % c.cluster_m != 0 : (c.bn / 64) % c.cluster_m != 0))
+    return false;
+  if (c.cluster_n > 1 && (p.a_k_major ? (c.bm / c.cluster_n) % 8 != 0 || c.bm % c.cluster_n != 0 : (c.bm / 64) % c.cluster_n != 0))
+    return false;
+  return true;
 }
 
 int GemmConfig::accumulator_registers() const { return bm * bn / (128 * consumers); }

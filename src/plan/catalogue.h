@@ -54,9 +54,17 @@ constexpr int kMaxAccumulatorRegisters = 168;  // f32 accumulators a consumer th
 
 // Whether device/solder/gemm (config.cuh, 2026-11-26) instantiates `config`: bf16/f16/e4m3/e5m2, BM 64
 // or 128 with one consumer warpgroup per 64 rows, BN a multiple of 16 in [16, 256], BK = 128 bytes,
-// 2-8 stages, split-K 1-16 (merged in the kernel through a global workspace), no cluster.
+// 2-8 stages, split-K 1-16 (merged in the kernel through a global workspace), clusters 1x1, 2x1 (B
+// multicast along M: ClusterM), 1x2 and 1x4 (A multicast along N: ClusterN). What also depends on the
+// operands' layout (a cluster's slices of the shared tile) is skeleton_cluster_fits (skeleton_choice.h).
 // `solder plan --skeleton-only` keeps these.
 bool in_device_skeleton(const GemmConfig& config);
+
+// Whether the skeleton's cluster slicing fits `problem`'s operand layouts (config.cuh's static_asserts):
+// a 2x1 cluster loads B in halves (K-major: BN/2 a multiple of 8 rows; N-major: BN/64 even), a 1xN
+// cluster loads A in N slices (K-major: BM/N a multiple of 8 rows; M-major: BM/64 a multiple of N).
+// True for 1x1. With in_device_skeleton, what the skeleton path may choose.
+bool skeleton_cluster_fits(const GemmProblem& problem, const GemmConfig& config);
 
 // "bf16 128x256x64 s4 w2 c2x1 k1": type, BM×BN×BK, stages, consumer warpgroups, cluster, split-K.
 std::string config_name(const GemmConfig& config);

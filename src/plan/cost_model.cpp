@@ -138,7 +138,7 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   // overlap the previous unit's epilogue, in the persistent loop).
   cost.fill_us = rates.memory_latency_ns * 1e-3 + c.stage_bytes() / (rates.sm_load_gbps * 1e3);
 
-  cost.launch_us = rates.launch_us + (c.cluster_size() > 1 ? rates.cluster_launch_us : 0);
+  cost.launch_us = rates.launch_us + (c.cluster_size() > 1 ? rates.cluster_launch_us + kSkeletonClusterUs : 0);
   if (c.split_k > 1) {
     // The skeleton's serial split-K: the last CTA of each tile reads the other split_k - 1 partials and
     // writes D, after its own main loop; no second launch. The larger of the whole launch's merge bytes

@@ -68,6 +68,14 @@ constexpr double kWgmmaIssueCycles = 8;
 // K 8192) ran 29.7 µs with the 128x64 s6 split 2 that 4 chose (27.2 predicted) and 27.1 µs with 64x64
 // s8 unsplit (H100, 2026-11-26 17:30 UTC, bench/NOTES.md "gemm-chains"); 128x64 s8 split 2 29.3, split 4 38.0.
 constexpr double kSplitKMergeLatencies = 7;
+// The skeleton's cost of a cluster launch beyond cluster_launch_us (the probe's empty kernel with two
+// cluster barriers): its own cluster barriers at start and end, and a ring whose stage is refilled only
+// once every block of the cluster released it, so the slower block of each cluster sets the pace.
+// Measured on the H100 (2026-11-26 20:27 UTC, bench/results/h100/gemm_chains.md, "Clusters"): the 24
+// larger gemm_chains cases with each product's tile as a 1x2 cluster along N (A multicast) ran 3.1–8.7 µs
+// slower per case than the same tiles without (48 kernels, 2.6 µs per kernel on average, against the
+// 1.26 µs of cluster_launch_us); the difference is charged here.
+constexpr double kSkeletonClusterUs = 1.3;
 // Fraction of L2 within which A and B count as read from HBM once.
 constexpr double kL2ResidentFraction = 0.5;
 // The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /

@@ -9,9 +9,19 @@ bool split_k_offered(const GemmProblem& p, const GemmConfig& c, int sm_count) {
   if (c.split_k == 1) return true;
   if ((c.split_k & (c.split_k - 1)) != 0) return false;  // 2, 4, 8, 16
   if (c.bn % 64 != 0) return false;  // the merge path run on the GPU so far (8 float4 per split and lane)
+  if (c.cluster_size() > 2) return false;  // 4-block clusters with a split: ptxas spills (64x128, 2026-11-26)
   const int64_t tiles = p.batch * ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn);
   const int64_t k_tiles = (p.k + c.bk - 1) / c.bk;
   return tiles < sm_count && k_tiles >= static_cast<int64_t>(kMinSplitKTiles) * c.split_k;
+}
+
+std::optional<std::pair<int, int>> forced_skeleton_cluster() {
+  const char* text = std::getenv("SOLDER_GEMM_CLUSTER");
+  if (!text || !*text) return std::nullopt;
+  int m = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(text, "%dx%d%c", &m, &n, &tail) != 2) return std::nullopt;
+  return std::pair{m, n};
 }
 
 std::optional<ForcedTile> forced_skeleton_tile(std::string* why) {
@@ -19,11 +29,14 @@ std::optional<ForcedTile> forced_skeleton_tile(std::string* why) {
   if (!text || !*text) return std::nullopt;
   ForcedTile t;
   char tail = 0;
-  if (std::sscanf(text, "%dx%ds%dk%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &tail) != 4) {
-    if (why) *why = std::string("SOLDER_GEMM_TILE='") + text + "' is not BMxBNsSTAGESkSPLIT (e.g. 128x64s8k2)";
-    return ForcedTile{};  // matches nothing: the choice refuses with `why`
+  const int fields = std::sscanf(text, "%dx%ds%dk%dc%dx%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &t.cluster_m, &t.cluster_n, &tail);
+  if (fields == 4) {
+    t.cluster_m = t.cluster_n = 1;
+    if (std::sscanf(text, "%dx%ds%dk%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &tail) == 4) return t;
   }
-  return t;
+  if (fields == 6) return t;
+  if (why) *why = std::string("SOLDER_GEMM_TILE='") + text + "' is not BMxBNsSTAGESkSPLIT[cMxN] (e.g. 128x64s8k2 or 128x64s6k1c1x2)";
+  return ForcedTile{};  // matches nothing: the choice refuses with `why`
 }
 
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output) {
@@ -42,19 +55,31 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   const HardwareDescription& hw = default_hardware();
   std::string forced_why;
   const std::optional<ForcedTile> forced = forced_skeleton_tile(&forced_why);
+  const std::optional<std::pair<int, int>> cluster = forced ? std::nullopt : forced_skeleton_cluster();
+  std::vector<GemmConfig> with_cluster;  // the offered configurations of that cluster shape
   for (const GemmConfig& c : gemm_catalogue(type)) {
     if (forced) {  // A/B runs: exactly this tile, when the skeleton has it (split-K offered or not)
       if (c.bm != forced->bm || c.bn != forced->bn * operands || c.stages != forced->stages || c.split_k != forced->split_k ||
-          !in_device_skeleton(c) || (operands == 2 && c.split_k != 1))
+          c.cluster_m != forced->cluster_m || c.cluster_n != forced->cluster_n || !in_device_skeleton(c) ||
+          !skeleton_cluster_fits(problem, c) || (operands == 2 && (c.split_k != 1 || c.cluster_m != 1)))
         continue;
       options.only.push_back(c);
       continue;
     }
     if (!in_device_skeleton(c) || !split_k_offered(problem, c, hw.sm_count)) continue;
-    // Dual-B: BN' = 2·BN with BN a multiple of 16 (64 when B is N-major), at most 128; no split-K.
-    if (operands == 2 && (c.split_k != 1 || c.bn % (p.b.k_major ? 32 : 128) != 0)) continue;
+    // Clusters: the operand slices must fit the layouts; the cost model charges the cluster launch and
+    // credits the multicast (fewer L2 -> SM bytes).
+    GemmConfig per_operand = c;
+    per_operand.bn = c.bn / operands;
+    if (!skeleton_cluster_fits(problem, operands == 2 ? per_operand : c)) continue;
+    // Dual-B: BN' = 2·BN with BN a multiple of 16 (64 when B is N-major), at most 128; no split-K and
+    // no cluster along M (B multicast); a cluster along N shares A as in the single-B kernel.
+    if (operands == 2 && (c.split_k != 1 || c.cluster_m != 1 || c.bn % (p.b.k_major ? 32 : 128) != 0)) continue;
     options.only.push_back(c);
+    if (cluster && c.cluster_m == cluster->first && c.cluster_n == cluster->second) with_cluster.push_back(c);
   }
+  // A/B runs: $SOLDER_GEMM_CLUSTER restricts the offer to one cluster shape where it has any.
+  if (cluster && !with_cluster.empty()) options.only = with_cluster;
   GemmPlan plan = plan_gemm(problem, hw, options);
   SkeletonChoice choice;
   if (!plan.chosen()) {
@@ -70,8 +95,8 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   std::snprintf(text, sizeof text, "cost model: %.1f us predicted, bound by %s%s", choice.chosen->cost.total_us,
                 std::string(resource_name(choice.chosen->cost.binding)).c_str(),
                 operands == 2 ? " (dual-B, modelled as one product of twice the columns)" : "");
-  if (forced) choice.why += " (forced by SOLDER_GEMM_TILE)";
   choice.why = text;
+  if (forced) choice.why += " (forced by SOLDER_GEMM_TILE)";
   return choice;
 }
 

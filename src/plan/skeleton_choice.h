@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "contract/gemm_skeleton_fit.h"
 #include "plan/plan.h"
@@ -23,7 +24,8 @@ constexpr int kMinSplitKTiles = 4;
 // Whether the skeleton choice offers `config`'s split-K for `problem`: split_k 1 always; 2, 4, 8 or 16
 // only when the output tiles leave SMs idle (fewer tiles than sm_count), every split keeps at least
 // kMinSplitKTiles K tiles, and BN is a multiple of 64 (the merge's variant verified on the H100; BN 96,
-// 160, 224 read 4 float4 at a time, compiled and in the device test but not yet run there). The cost
+// 160, 224 read 4 float4 at a time, compiled and in the device test but not yet run there), and the
+// cluster has at most 2 blocks (a 1x4 cluster with a split spills registers at 64x128). The cost
 // model then charges the partials' traffic and the merge.
 bool split_k_offered(const GemmProblem& problem, const GemmConfig& config, int sm_count);
 
@@ -33,12 +35,19 @@ bool split_k_offered(const GemmProblem& problem, const GemmConfig& config, int s
 // (config.cuh's dual-B limits). The chosen configuration's bn is per operand.
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& problem, MmaType type, DType output);
 
-// A/B runs: $SOLDER_GEMM_TILE = "BMxBNsSTAGESkSPLIT" (e.g. 128x64s8k2; BN per B operand) makes the
-// choice take exactly that tile where the device skeleton has it, split-K offered or not, and refuse
-// (the contraction is then tiled) where not. A malformed value matches nothing, and `why` says so.
+// A/B runs: $SOLDER_GEMM_TILE = "BMxBNsSTAGESkSPLIT[cMxN]" (e.g. 128x64s8k2, or 128x64s6k1c1x2 for a
+// 1x2 cluster along N; BN per B operand; no cMxN: no cluster) makes the choice take exactly that tile
+// where the device skeleton has it, split-K offered or not, and refuse (the contraction is then tiled)
+// where not. A malformed value matches nothing, and `why` says so.
 struct ForcedTile {
   int bm = 0, bn = 0, stages = 0, split_k = 0;
+  int cluster_m = 1, cluster_n = 1;
 };
 std::optional<ForcedTile> forced_skeleton_tile(std::string* why = nullptr);
+
+// A/B runs of clusters: $SOLDER_GEMM_CLUSTER = "MxN" (1x1, 2x1, 1x2, 1x4) makes the choice take the cost
+// model's best configuration of that cluster shape among those it offers, where there is one (else it
+// chooses as usual); SOLDER_GEMM_TILE, when set, wins. Nothing (or a malformed value): no restriction.
+std::optional<std::pair<int, int>> forced_skeleton_cluster();
 
 }  // namespace solder

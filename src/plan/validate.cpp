@@ -253,7 +253,7 @@ Validation validate_cost_model(const std::vector<SweepRecord>& sweep, const Hard
     PlanOptions options;
     options.top = 1;
     for (const GemmConfig& c : gemm_catalogue(pv.problem.type))
-      if (in_device_skeleton(c)) options.only.push_back(c);
+      if (in_device_skeleton(c) && skeleton_cluster_fits(pv.problem, c)) options.only.push_back(c);
     const GemmPlan plan = plan_gemm(pv.problem, hw, options);
     if (const GemmCandidate* c = plan.chosen()) {
       pv.skeleton_choice = config_name(c->config);

@@ -60,9 +60,13 @@ struct GemmShape {
 //   BOperands  1, or 2 (dual-B): a second B operand of B's type, layout and shape, read through its own
 //              tensor map into a second f32 accumulator; each stage holds A's tile once and both B
 //              tiles. Two accumulators of 64 × BN per consumer thread-group: BN ≤ 128. Not yet with
-//              SplitK > 1 or ClusterM = 2.
+//              SplitK > 1 or ClusterM = 2 (ClusterN is fine: each block loads its own B tiles).
+//   ClusterN   1, 2 or 4: clusters of ClusterN blocks on horizontally adjacent tile-columns of one
+//              tile-row that share the A tile, each loading 1/ClusterN of it with TMA multicast into
+//              all of them (A's L2 → SM traffic divided by ClusterN; for M = 128, where A is re-read
+//              by every tile of the row). ClusterM and ClusterN are not both above 1.
 template <Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool AKMajor_ = true, bool BKMajor_ = true,
-          int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1, int BOperands_ = 1>
+          int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1, int BOperands_ = 1, int ClusterN_ = 1>
 struct Config {
   static constexpr Dtype TA = TA_;
   static constexpr Dtype TB = TB_;
@@ -76,9 +80,12 @@ struct Config {
   static constexpr int GroupM = GroupM_;
   static constexpr int SplitK = SplitK_;
   static constexpr int BOperands = BOperands_;
+  static constexpr int ClusterN = ClusterN_;
+  static constexpr int ClusterSize = ClusterM_ * ClusterN_;  // blocks per cluster (the grid's x dimension)
   // The TMA box rows of each operand's tensor map (tile_rows for runtime::encode_gemm_operand): a
-  // K-major B is loaded in ClusterM slices of BN/ClusterM rows; MN-major boxes are 64 wide anyway.
-  static constexpr int ABoxRows = BM_;
+  // K-major B is loaded in ClusterM slices of BN/ClusterM rows, a K-major A in ClusterN slices of
+  // BM/ClusterN rows; MN-major boxes are 64 wide anyway.
+  static constexpr int ABoxRows = AKMajor_ ? BM_ / ClusterN_ : BM_;
   static constexpr int BBoxRows = BKMajor_ ? BN_ / ClusterM_ : BN_;
   static constexpr int Consumers = BM_ / 64;           // consumer warpgroups, 64 rows each
   static constexpr int Threads = 128 * (Consumers + 1);  // + one producer warpgroup
@@ -101,10 +108,32 @@ struct Config {
   static_assert(SplitK_ >= 1 && SplitK_ <= 16, "SplitK must be in [1, 16]");
   static_assert(BOperands_ == 1 || BOperands_ == 2, "BOperands must be 1 or 2");
   static_assert(BOperands_ == 1 || (BN_ <= 128 && SplitK_ == 1 && ClusterM_ == 1),
-                "a dual-B configuration takes BN <= 128 (two accumulators), no split-K and no cluster");
+                "a dual-B configuration takes BN <= 128 (two accumulators), no split-K and no cluster along M");
   static_assert(ClusterM_ == 1 || (BKMajor_ ? (BN_ / 2) % 8 == 0 : (BN_ / 64) % 2 == 0),
                 "a 2-block cluster splits B in halves: BN/2 a multiple of 8 (K-major) or BN/64 even (N-major)");
+  static_assert(ClusterN_ == 1 || ClusterN_ == 2 || ClusterN_ == 4, "ClusterN must be 1, 2 or 4");
+  static_assert(ClusterM_ == 1 || ClusterN_ == 1, "a cluster shares B along M or A along N, not both");
+  static_assert(ClusterN_ == 1 || (AKMajor_ ? (BM_ / ClusterN_) % 8 == 0 : (BM_ / 64) % ClusterN_ == 0),
+                "a cluster along N splits A in ClusterN slices: BM/ClusterN a multiple of 8 rows (K-major, whole "
+                "1024-byte swizzle atoms) or BM/64 a multiple of ClusterN (M-major)");
 };
+
+// A configuration type's ClusterN, 1 when it has none (prologue_config.cuh's PrologueConfig shares
+// launch_config and the split-K sizes below), and its blocks per cluster.
+namespace detail {
+template <class C, class = void>
+struct cluster_n_of {
+  static constexpr int value = 1;
+};
+template <class C>
+struct cluster_n_of<C, decltype((void)C::ClusterN)> {
+  static constexpr int value = C::ClusterN;
+};
+}  // namespace detail
+template <class C>
+constexpr int cluster_n_v = detail::cluster_n_of<C>::value;
+template <class C>
+constexpr int cluster_size_v = C::ClusterM * cluster_n_v<C>;
 
 // Split-K's global memory, provided by the launcher (no allocation in a launch); both null when
 // SplitK is 1. Sizes: splitk_workspace_floats / splitk_counters below, for the launch's shape.
@@ -125,31 +154,34 @@ struct SplitKWorkspace {
   unsigned* counters = nullptr;
 };
 
-// Output tiles of one launch as the workspace indexes them (unit-rows × ClusterM tile-rows).
-SOLDER_GEMM_HD constexpr long long splitk_tiles(int bm, int bn, int cluster_m, const GemmShape& shape) {
-  return (long long)((shape.m + bm - 1) / bm + cluster_m - 1) / cluster_m * cluster_m * ((shape.n + bn - 1) / bn) *
-         (shape.batch > 0 ? shape.batch : 1);
+// Output tiles of one launch as the workspace indexes them (tile units × the cluster's blocks: tile-rows
+// rounded up to ClusterM, tile-columns to ClusterN).
+SOLDER_GEMM_HD constexpr long long splitk_tiles(int bm, int bn, int cluster_m, const GemmShape& shape, int cluster_n = 1) {
+  return (long long)((shape.m + bm - 1) / bm + cluster_m - 1) / cluster_m * cluster_m *
+         (((shape.n + bn - 1) / bn + cluster_n - 1) / cluster_n * cluster_n) * (shape.batch > 0 ? shape.batch : 1);
 }
 // f32 elements of the partials buffer and unsigned counters (0 when split_k is 1). Plain ints, so the
 // code generator and the launcher can size them without the Config type.
-SOLDER_GEMM_HD constexpr long long splitk_workspace_floats(int bm, int bn, int cluster_m, int split_k, const GemmShape& shape) {
-  return split_k > 1 ? splitk_tiles(bm, bn, cluster_m, shape) * split_k * bm * bn : 0;
+SOLDER_GEMM_HD constexpr long long splitk_workspace_floats(int bm, int bn, int cluster_m, int split_k, const GemmShape& shape,
+                                                           int cluster_n = 1) {
+  return split_k > 1 ? splitk_tiles(bm, bn, cluster_m, shape, cluster_n) * split_k * bm * bn : 0;
 }
-SOLDER_GEMM_HD constexpr long long splitk_counters(int bm, int bn, int cluster_m, int split_k, const GemmShape& shape) {
-  return split_k > 1 ? splitk_tiles(bm, bn, cluster_m, shape) * (bm / 16) : 0;
+SOLDER_GEMM_HD constexpr long long splitk_counters(int bm, int bn, int cluster_m, int split_k, const GemmShape& shape,
+                                                   int cluster_n = 1) {
+  return split_k > 1 ? splitk_tiles(bm, bn, cluster_m, shape, cluster_n) * (bm / 16) : 0;
 }
 template <class C>
 SOLDER_GEMM_HD constexpr long long splitk_workspace_floats(C, const GemmShape& shape) {
-  return splitk_workspace_floats(C::BM, C::BN, C::ClusterM, C::SplitK, shape);
+  return splitk_workspace_floats(C::BM, C::BN, C::ClusterM, C::SplitK, shape, cluster_n_v<C>);
 }
 template <class C>
 SOLDER_GEMM_HD constexpr long long splitk_counters(C, const GemmShape& shape) {
-  return splitk_counters(C::BM, C::BN, C::ClusterM, C::SplitK, shape);
+  return splitk_counters(C::BM, C::BN, C::ClusterM, C::SplitK, shape, cluster_n_v<C>);
 }
 
 // Launch geometry: a 1-D grid over the work units of every batch (batch-major; inside a batch, groups
-// of GroupM tile-rows; each tile unit SplitK times). A unit is ClusterM vertically adjacent tiles, one per block of a cluster of
-// ClusterM × 1 × 1 blocks. With persistent_blocks > 0 (e.g. the SM count: one block per SM fits), the
+// of GroupM tile-rows; each tile unit SplitK times). A unit is ClusterM vertically (or ClusterN
+// horizontally) adjacent tiles, one per block of a cluster of ClusterSize × 1 × 1 blocks. With persistent_blocks > 0 (e.g. the SM count: one block per SM fits), the
 // grid has at most that many blocks and each cluster loops over units u = cluster id, + clusters, ...;
 // the TMA ring then runs on across tiles, so the next tile's loads overlap the current tile's
 // epilogue. With 0, one cluster per unit.
@@ -162,12 +194,12 @@ struct LaunchGeometry {
 
 SOLDER_GEMM_HD constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Work units of one launch (all batches): ClusterM tile-rows × one tile-column each, × SplitK K ranges
-// (unit u is tile unit u / SplitK, split u % SplitK: the splits of a tile are adjacent units, so they run
-// at the same time).
+// Work units of one launch (all batches): ClusterM tile-rows × ClusterN tile-columns each, × SplitK K
+// ranges (unit u is tile unit u / SplitK, split u % SplitK: the splits of a tile are adjacent units, so
+// they run at the same time).
 template <class C>
 SOLDER_GEMM_HD constexpr long long total_units(C, const GemmShape& shape) {
-  return (long long)ceil_div(ceil_div(shape.m, C::BM), C::ClusterM) * ceil_div(shape.n, C::BN) *
+  return (long long)ceil_div(ceil_div(shape.m, C::BM), C::ClusterM) * ceil_div(ceil_div(shape.n, C::BN), cluster_n_v<C>) *
          (shape.batch > 0 ? shape.batch : 1) * C::SplitK;
 }
 
@@ -182,10 +214,10 @@ SOLDER_GEMM_HD constexpr LaunchGeometry launch_config(C, const GemmShape& shape,
   LaunchGeometry g{};
   long long units = total_units(C{}, shape);
   if (units < 1) units = 1;
-  const long long clusters = persistent_blocks / C::ClusterM;
+  const long long clusters = persistent_blocks / cluster_size_v<C>;
   if (persistent_blocks > 0 && units > clusters) units = clusters > 0 ? clusters : 1;
-  g.grid[0] = static_cast<unsigned>(units * C::ClusterM);
-  g.cluster[0] = C::ClusterM;
+  g.grid[0] = static_cast<unsigned>(units * cluster_size_v<C>);
+  g.cluster[0] = cluster_size_v<C>;
   g.block[0] = C::Threads;
   g.smem_bytes = C::SmemBytes;
   return g;

@@ -35,8 +35,8 @@
 //
 // launched with launch_config(Config{}, shape[, persistent_blocks]) (config.cuh): grid, block, dynamic
 // shared memory (more than 48 KB: set cudaFuncAttributeMaxDynamicSharedMemorySize / CU_FUNC_ATTRIBUTE_
-// MAX_DYNAMIC_SHARED_SIZE_BYTES first) and the cluster shape (ClusterM × 1 × 1; launch with the cluster
-// attribute when ClusterM is 2). B's tensor map uses Config::BBoxRows rows per box. The tensor maps come from
+// MAX_DYNAMIC_SHARED_SIZE_BYTES first) and the cluster shape (ClusterSize × 1 × 1; launch with the cluster
+// attribute when ClusterSize > 1). A's and B's tensor maps use Config::ABoxRows and Config::BBoxRows rows per box. The tensor maps come from
 // solder::runtime::encode_gemm_operand (src/runtime/tma.h) for the same Config. NVRTC needs an
 // unmangled name: SOLDER_GEMM_KERNEL(name, Config, Epilogue) defines extern "C" __global__ `name`
 // with the same parameters and the right __launch_bounds__.
@@ -49,7 +49,9 @@
 // count, and issues the TMA loads of the A and B tiles (out-of-bounds boxes are zero-filled, so ragged
 // M, N and K need nothing else). With ClusterM = 2 the two blocks of a cluster work on vertically
 // adjacent tiles of one tile-column: each loads its A tile and one half of the shared B tile, multicast
-// into both blocks, and a stage is free only when the consumers of both blocks released it.
+// into both blocks, and a stage is free only when the consumers of both blocks released it. With
+// ClusterN = 2 or 4 the blocks of a cluster take horizontally adjacent tiles of one tile-row and share A
+// the same way (each loads BM/ClusterN rows of it, multicast into all; each loads its own B tiles).
 // Warpgroups 1..Consumers each own 64 rows of the tile: they wait on the full barrier, issue BK/k_atom
 // wgmma into their accumulators, commit, and release the previous stage (one arrival per warp, on every
 // block of the cluster) once at most one wgmma batch is in flight. Then each thread hands its accumulators to the epilogue
@@ -187,25 +189,28 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   uint64_t* full = reinterpret_cast<uint64_t*>(base + C::Stages * C::StageBytes);
   uint64_t* empty = full + C::Stages;
 
-  // Work units: ClusterM vertically adjacent tiles, one per block of the cluster (config.cuh).
+  // Work units: ClusterM vertically (or ClusterN horizontally) adjacent tiles, one per block of the
+  // cluster (config.cuh).
   const int tiles_m = ceil_div(ceil_div(shape.m, C::BM), C::ClusterM);  // unit rows
-  const int tiles_n = ceil_div(shape.n, C::BN);
+  const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
   const int tiles_per_batch = tiles_m * tiles_n;
   const int total_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1) * C::SplitK;  // × splits
   const int k_tiles = ceil_div(shape.k, C::BK);
-  const int rank = C::ClusterM > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
-  const int first_unit = static_cast<int>(blockIdx.x) / C::ClusterM;
-  const int unit_step = static_cast<int>(gridDim.x) / C::ClusterM;
-  // Where this block's tile of tile unit `t` (linear over batch × unit-rows × tile-columns) is. With a
-  // cluster, the second block's tile may lie below M: its loads are zero-filled, its stores skipped.
+  const int rank = C::ClusterSize > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
+  const int rank_m = C::ClusterM > 1 ? rank : 0, rank_n = C::ClusterN > 1 ? rank : 0;
+  const int first_unit = static_cast<int>(blockIdx.x) / C::ClusterSize;
+  const int unit_step = static_cast<int>(gridDim.x) / C::ClusterSize;
+  // Where this block's tile of tile unit `t` (linear over batch × unit-rows × unit-columns) is. With a
+  // cluster, a block's tile may lie below M (right of N): its own loads of B (A) are zero-filled, its
+  // stores skipped, and its slice of the shared operand still serves the other blocks.
   // Work unit u is tile unit u / SplitK and K tiles split_range(split u % SplitK).
   auto locate = [&](int t, int* batch, int* m0, int* n0) {
     *batch = t / tiles_per_batch;
     int tile_m = 0, tile_n = 0;
     tile_of(t - *batch * tiles_per_batch, tiles_m, tiles_n, C::GroupM / C::ClusterM > 0 ? C::GroupM / C::ClusterM : 1,
             &tile_m, &tile_n);
-    *m0 = (tile_m * C::ClusterM + rank) * C::BM;
-    *n0 = tile_n * C::BN;
+    *m0 = (tile_m * C::ClusterM + rank_m) * C::BM;
+    *n0 = (tile_n * C::ClusterN + rank_n) * C::BN;
   };
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
@@ -214,12 +219,12 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
-      cuda::ptx::mbarrier_init(&empty[s], C::ClusterM * C::Consumers * 4);  // one arrival per consumer warp
+      cuda::ptx::mbarrier_init(&empty[s], C::ClusterSize * C::Consumers * 4);  // one arrival per consumer warp and block
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
-  if constexpr (C::ClusterM > 1) {
-    cute::cluster_sync();  // the peer's barriers are initialised before anyone multicasts or arrives
+  if constexpr (C::ClusterSize > 1) {
+    cute::cluster_sync();  // the peers' barriers are initialised before anyone multicasts or arrives
   } else {
     __syncthreads();
   }
@@ -248,12 +253,26 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
           const int k0 = kt * C::BK;
           TA* sa = ring_a + stage * (C::BM * C::BK);
           TB* sb = ring_b + stage * C::BOperands * (C::BN * C::BK);
-          if constexpr (C::AKMajor) {
-            detail::tma_load(sa, a, k0, m0, batch_a, &full[stage]);  // box {BK, BM}
-          } else {
+          if constexpr (C::ClusterN == 1) {
+            if constexpr (C::AKMajor) {
+              detail::tma_load(sa, a, k0, m0, batch_a, &full[stage]);  // box {BK, BM}
+            } else {
 #pragma unroll
-            for (int i = 0; i < C::BM / 64; ++i)  // boxes {64, BK}
-              detail::tma_load(sa + i * 64 * C::BK, a, m0 + 64 * i, k0, batch_a, &full[stage]);
+              for (int i = 0; i < C::BM / 64; ++i)  // boxes {64, BK}
+                detail::tma_load(sa + i * 64 * C::BK, a, m0 + 64 * i, k0, batch_a, &full[stage]);
+            }
+          } else {
+            // This block's slice of the shared A tile, into every block of the cluster.
+            const uint16_t all = static_cast<uint16_t>((1u << C::ClusterN) - 1u);
+            if constexpr (C::AKMajor) {
+              constexpr int slice = C::BM / C::ClusterN;  // box {BK, BM/ClusterN}
+              detail::tma_load_multicast(sa + rank * slice * C::BK, a, k0, m0 + rank * slice, batch_a, &full[stage], all);
+            } else {
+#pragma unroll
+              for (int i = 0; i < C::BM / 64; ++i)
+                if (i % C::ClusterN == rank)
+                  detail::tma_load_multicast(sa + i * 64 * C::BK, a, m0 + 64 * i, k0, batch_a, &full[stage], all);
+            }
           }
           if constexpr (C::ClusterM == 1) {
 #pragma unroll
@@ -310,10 +329,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     // A stage is released once per consumer warp, on every block of the cluster.
     auto release = [&](int s) {
       __syncwarp();
-      if constexpr (C::ClusterM == 1) {
+      if constexpr (C::ClusterSize == 1) {
         if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
       } else {
-        if (lane < C::ClusterM) detail::arrive_remote(&empty[s], static_cast<uint32_t>(lane));
+        if (lane < C::ClusterSize) detail::arrive_remote(&empty[s], static_cast<uint32_t>(lane));
       }
     };
 
@@ -361,7 +380,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         // This warp's 16 × BN slice: BN/8 float4 per lane, float4 j of lane l at (32·j + l)·4.
         constexpr int Slice = 16 * C::BN;
         constexpr int Vectors = C::BN / 8;
-        const long long tile = static_cast<long long>(t) * C::ClusterM + rank;
+        const long long tile = static_cast<long long>(t) * C::ClusterSize + rank;
         const int slice = consumer * 4 + warp;  // 16-row slice of the tile
         float* own = workspace.partials + ((tile * C::SplitK + split) * C::BM / 16 + slice) * Slice;
 #pragma unroll
@@ -461,8 +480,8 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       }
     }
   }
-  // No block leaves while its peer may still multicast into it or arrive on its barriers.
-  if constexpr (C::ClusterM > 1) cute::cluster_sync();
+  // No block leaves while its peers may still multicast into it or arrive on its barriers.
+  if constexpr (C::ClusterSize > 1) cute::cluster_sync();
 }
 
 template <class C, class Epilogue>

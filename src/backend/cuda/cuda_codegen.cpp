@@ -208,8 +208,12 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       for (auto& s : schedule) {
         const GemmSkeletonLaunch& g = *gemm->info.gemm;
         s.skeleton = ContractionSchedule::kGemmSkeleton;
-        s.tile = "BM " + std::to_string(g.a.tile_rows) + " x BN " + std::to_string(g.b.tile_rows) + " x BK " + std::to_string(g.a.tile_k) + ", " +
-                 std::to_string(g.stages) + " stages" + (g.split_k > 1 ? ", split-K " + std::to_string(g.split_k) : "");
+        s.tile = "BM " + std::to_string(g.bm ? g.bm : g.a.tile_rows) + " x BN " + std::to_string(g.bn ? g.bn : g.b.tile_rows) + " x BK " +
+                 std::to_string(g.a.tile_k) + ", " + std::to_string(g.stages) + " stages" +
+                 (g.split_k > 1 ? ", split-K " + std::to_string(g.split_k) : "") +
+                 (g.cluster_m * g.cluster_n > 1 ? ", cluster " + std::to_string(g.cluster_m) + "x" + std::to_string(g.cluster_n) +
+                                                      (g.cluster_m > 1 ? " (B multicast)" : " (A multicast)")
+                                                : "");
         const std::string prefix = "cost model: ";
         s.figures = (g.plan.rfind(prefix, 0) == 0 ? g.plan.substr(prefix.size()) : g.plan) + "; " + s.figures;
         s.blocks = gemm->info.blocks;

@@ -47,6 +47,8 @@ struct GemmSkeletonLaunch {
   bool broadcast_a = false, broadcast_b = false;
   std::string config;       // the Config<...> instantiated, for reports
   int stages = 0;           // the Config's ring depth
+  int bm = 0, bn = 0;       // the Config's tile (0: the operands' tile_rows are the tile)
+  int cluster_m = 1, cluster_n = 1;  // the Config's ClusterM / ClusterN (the launch's cluster is their product)
   std::string plan;         // the cost model's figures for the chosen Config (skeleton_choice.h)
   // Split-K (Config's SplitK): the launcher provides, once per loaded module, `workspace_floats` f32 of
   // partials and `counters` zeroed unsigned counters (solder::gemm::SplitKWorkspace; both 0 for split 1).

@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_expr.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "ir/printer.h"
+#include "plan/feasibility.h"
 #include "plan/skeleton_choice.h"
 
 namespace solder {
@@ -27,6 +28,7 @@ constexpr int kSmCount = 132;               // H100 SXM; the persistent grid is 
 
 struct Tile {
   int bm, bn, stages, split_k;
+  int cluster_m, cluster_n;  // ClusterM (B multicast along M) or ClusterN (A multicast along N)
   int64_t tiles;
 };
 
@@ -73,13 +75,17 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   SkeletonChoice choice = choose_skeleton_config(p, c.type, program.find_global(c.dst.name)->dtype);
   if (!choice.chosen) return refuse(choice.why);
   const GemmConfig& chosen = choice.chosen->config;
-  const Tile tile{chosen.bm, chosen.bn, chosen.stages, chosen.split_k, ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch};
+  const Tile tile{chosen.bm, chosen.bn, chosen.stages, chosen.split_k, chosen.cluster_m, chosen.cluster_n,
+                  ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch};
+  const int cluster = tile.cluster_m * tile.cluster_n;
   const std::string plan_note = choice.why;
 
   GemmSkeletonLaunch launch;
   auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) { return skeleton_launch_operand(program, o, tile_rows); };
-  launch.a = operand(p.a, tile.bm);
-  launch.b = operand(p.b, tile.bn);
+  // The TMA boxes (Config::ABoxRows / BBoxRows): a K-major operand shared by a cluster is loaded in
+  // slices, one per block.
+  launch.a = operand(p.a, p.a.k_major ? tile.bm / tile.cluster_n : tile.bm);
+  launch.b = operand(p.b, p.b.k_major ? tile.bn / tile.cluster_m : tile.bn);
   const bool dual = p.b2.has_value();  // a paired contract: the dual-B configuration
   if (dual) launch.b2 = operand(*p.b2, tile.bn);
   launch.m = static_cast<int>(p.m);
@@ -91,11 +97,17 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   std::ostringstream config;
   config << "solder::gemm::Config<" << skeleton_dtype_name(p.a.dtype) << ", " << skeleton_dtype_name(p.b.dtype) << ", " << tile.bm << ", "
          << tile.bn << ", " << tile.stages << ", " << (p.a.k_major ? "true" : "false") << ", " << (p.b.k_major ? "true" : "false");
-  if (dual) config << ", 1, 16, 1, 2";  // ClusterM 1, GroupM 16, SplitK 1, BOperands 2
-  else if (tile.split_k > 1) config << ", 1, 16, " << tile.split_k;  // ClusterM 1, GroupM 16 (the defaults), SplitK
+  // Then ClusterM, GroupM 16 (the default), SplitK, BOperands, ClusterN, as far as they differ from the defaults.
+  if (tile.cluster_n > 1) config << ", " << tile.cluster_m << ", 16, " << tile.split_k << ", " << (dual ? 2 : 1) << ", " << tile.cluster_n;
+  else if (dual) config << ", " << tile.cluster_m << ", 16, 1, 2";
+  else if (tile.split_k > 1 || tile.cluster_m > 1) config << ", " << tile.cluster_m << ", 16, " << tile.split_k;
   config << ">";
   launch.config = config.str();
   launch.stages = tile.stages;
+  launch.bm = tile.bm;
+  launch.bn = tile.bn;
+  launch.cluster_m = tile.cluster_m;
+  launch.cluster_n = tile.cluster_n;
   launch.plan = plan_note;
   launch.split_k = tile.split_k;
   {
@@ -104,8 +116,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
     shape.n = launch.n;
     shape.k = launch.k;
     shape.batch = launch.batch;
-    launch.workspace_floats = solder::gemm::splitk_workspace_floats(tile.bm, tile.bn, 1, tile.split_k, shape);
-    launch.counters = solder::gemm::splitk_counters(tile.bm, tile.bn, 1, tile.split_k, shape);
+    launch.workspace_floats = solder::gemm::splitk_workspace_floats(tile.bm, tile.bn, tile.cluster_m, tile.split_k, shape, tile.cluster_n);
+    launch.counters = solder::gemm::splitk_counters(tile.bm, tile.bn, tile.cluster_m, tile.split_k, shape, tile.cluster_n);
   }
 
   // The epilogue: every global as a member (the launcher passes their pointers in this order).
@@ -118,6 +130,10 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   for (auto& d : kernel.definitions) out << " " << d;
   out << "\n// on the sm_90a GEMM skeleton: " << launch.config << ", M " << p.m << ", N " << p.n << ", K " << p.k;
   if (p.batch > 1) out << ", batch " << p.batch;
+ if (cluster > 1)
+    out << "\n// cluster " << tile.cluster_m << "x" << tile.cluster_n << ": "
+        << (tile.cluster_m > 1 ? "B's tile multicast into the blocks of adjacent tile-rows"
+                               : "A's tile multicast into the blocks of adjacent tile-columns");
   if (tile.split_k > 1)
     out << "\n// split-K " << tile.split_k << ": partials merged in the kernel through a global workspace of " << launch.workspace_floats
         << " f32 and " << launch.counters << " counters (the launcher's)";
@@ -183,8 +199,18 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   result.info.name = name;
   const int threads = 128 * (tile.bm / 64 + 1);
   result.info.threads = threads;
-  result.info.cluster = 1;
-  result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tile.tiles * tile.split_k, kSmCount));
+  // The persistent grid: at most the clusters resident at once (one block per SM; the DSM table's
+  // measured count for clusters, which GPC boundaries limit), never more than the work units.
+  result.info.cluster = cluster;
+  const int64_t units = (((p.m + tile.bm - 1) / tile.bm + tile.cluster_m - 1) / tile.cluster_m) *
+                        (((p.n + tile.bn - 1) / tile.bn + tile.cluster_n - 1) / tile.cluster_n) * p.batch * tile.split_k;
+  int64_t resident = kSmCount;
+  if (cluster > 1) {
+    GemmConfig per_block = chosen;
+    per_block.bn = tile.bn * (dual ? 2 : 1);  // the ring's bytes per stage, as the cost model sees them
+    resident = std::min<int64_t>(resident, concurrent_ctas(per_block, program.find_global(c.dst.name)->dtype, default_hardware()));
+  }
+  result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(units, resident / cluster)) * cluster;
   result.info.shared_bytes = static_cast<int64_t>(tile.stages) * (tile.bm + (dual ? 2 : 1) * tile.bn) * 128 + 16 * tile.stages + 1024;
   result.info.gemm = launch;
   return result;

@@ -189,24 +189,24 @@ int resident_blocks() {
     int device = 0, sms = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    if (C::ClusterM == 1) return sms;
+    if (C::ClusterSize == 1) return sms;
     auto kernel = solder::gemm::gemm_kernel<C, E>;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
     cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(sms / C::ClusterM * C::ClusterM);
+    config.gridDim = dim3(sms / C::ClusterSize * C::ClusterSize);
     config.blockDim = dim3(C::Threads);
     config.dynamicSmemBytes = C::SmemBytes;
     cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = C::ClusterM;
+    attribute[0].val.clusterDim.x = C::ClusterSize;
     attribute[0].val.clusterDim.y = 1;
     attribute[0].val.clusterDim.z = 1;
     config.attrs = attribute;
     config.numAttrs = 1;
     int clusters = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    std::printf("note: %d clusters of %d blocks fit at once (%d SMs)\n", clusters, C::ClusterM, sms);
-    return clusters > 0 ? clusters * C::ClusterM : sms;
+    std::printf("note: %d clusters of %d blocks fit at once (%d SMs)\n", clusters, C::ClusterSize, sms);
+    return clusters > 0 ? clusters * C::ClusterSize : sms;
   }();
   return blocks;
 }
@@ -257,6 +257,15 @@ void launch_dual(const TensorMap& a, const TensorMap& b, const TensorMap& b2, co
   config.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
   config.dynamicSmemBytes = g.smem_bytes;
   config.stream = stream;
+  // The cluster shape too (ClusterN with dual-B): without it a multicast kernel traps (illegal
+  // instruction, H100 2026-11-26 20:26 UTC: the test's first dual-B 1x2 case).
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = g.cluster[0];
+  attribute[0].val.clusterDim.y = g.cluster[1];
+  attribute[0].val.clusterDim.z = g.cluster[2];
+  config.attrs = attribute;
+  config.numAttrs = 1;
   solder::gemm::SplitKWorkspace workspace{};
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, b2, shape, epilogue, workspace));
   CUDA_CHECK(cudaGetLastError());

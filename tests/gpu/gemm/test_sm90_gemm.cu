@@ -36,7 +36,7 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
   const bool fp8 = solder::gemm::dtype_is_fp8(C::TA);
   Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
-  TensorMap map_a = make_map(A, C::BM, C::BK, "A");
+  TensorMap map_a = make_map(A, C::ABoxRows, C::BK, "A");
   TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
 
   std::vector<float> row_scale(c.m), col_scale(c.n);
@@ -91,9 +91,9 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
   solder::gemm::SplitKWorkspace workspace = make_workspace<C>(shape);
   const long long counters = solder::gemm::splitk_counters(C{}, shape);
   std::vector<float> got(count);
-  // One block (cluster) per work unit, then 3 persistent blocks (2 clusters of 2) looping over the
+  // One block (cluster) per work unit, then 3 persistent blocks (2 clusters of 2 or 4) looping over the
   // units; with split-K also a CUDA graph of the persistent launch, replayed twice (modes 2 and 3).
-  const int persistent_blocks = C::ClusterM == 1 ? 3 : 4;
+  const int persistent_blocks = C::ClusterSize == 1 ? 3 : 2 * C::ClusterSize;
   cudaGraphExec_t graph_exec = nullptr;
   cudaStream_t stream = nullptr;
   if (C::SplitK > 1) {
@@ -152,7 +152,7 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
         }
     const bool ok = bad == 0 && nan == 0 && dirty == 0;
     if (!ok) ++failures;
-    const char* mode_name = mode == 0 ? "block/unit" : mode == 1 ? (C::ClusterM == 1 ? "persistent:3" : "persistent:2x2")
+    const char* mode_name = mode == 0 ? "block/unit" : mode == 1 ? (C::ClusterSize == 1 ? "persistent:3" : C::ClusterSize == 2 ? "persistent:2x2" : "persistent:2x4")
                                                    : mode == 2 ? "graph replay 1" : "graph replay 2";
     std::printf("%s %-34s %-14s M=%-5d N=%-5d K=%-5d batch=%d%s%s%s  rel_l2=%.2e worst=%.2e", ok ? "PASS" : "FAIL",
                 config_name, mode_name, c.m, c.n, c.k, c.batch,
@@ -187,7 +187,7 @@ void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19
   Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
   Operand B2 = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
-  TensorMap map_a = make_map(A, C::BM, C::BK, "A");
+  TensorMap map_a = make_map(A, C::ABoxRows, C::BK, "A");
   TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
   TensorMap map_b2 = make_map(B2, C::BBoxRows, C::BK, "B2");
   const int ld = (c.n + 1) / 2 * 2;
@@ -227,15 +227,18 @@ void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19
   shape.batch = c.batch;
   shape.broadcast_b = c.broadcast_b ? 1 : 0;
   const double rel_acc = solder::gemm::dtype_is_fp8(C::TA) ? 2e-3 : 1e-4;  // as run_case: fp8 wgmma accumulates with fewer bits
+  const int persistent_blocks = C::ClusterSize == 1 ? 3 : 2 * C::ClusterSize;
   for (int mode = 0; mode < 2; ++mode) {
     ++cases;
     CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));  // NaN
     CUDA_CHECK(cudaMemset(out2, 0xFF, out_bytes));
     if (gated) {
-      launch_dual<C>(map_a, map_b, map_b2, shape, SwiGluBf16{static_cast<__nv_bfloat16*>(out), ld, batch_stride}, 0, mode ? 3 : 0);
+      launch_dual<C>(map_a, map_b, map_b2, shape, SwiGluBf16{static_cast<__nv_bfloat16*>(out), ld, batch_stride}, 0,
+                     mode ? persistent_blocks : 0);
     } else {
       launch_dual<C>(map_a, map_b, map_b2, shape,
-                     StoreDualF32{static_cast<float*>(out), static_cast<float*>(out2), ld, batch_stride}, 0, mode ? 3 : 0);
+                     StoreDualF32{static_cast<float*>(out), static_cast<float*>(out2), ld, batch_stride}, 0,
+                     mode ? persistent_blocks : 0);
     }
     CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> got(count), got2(count);
@@ -270,7 +273,7 @@ void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19
         }
     if (bad) ++failures;
     std::printf("%s %-34s %-14s M=%-5d N=%-5d K=%-5d batch=%d%s %s  worst/tol=%.2e%s\n", bad ? "FAIL" : "PASS", config_name,
-                mode == 0 ? "block/unit" : "persistent:3", c.m, c.n, c.k, c.batch, c.broadcast_b ? " bcastB" : "",
+                mode == 0 ? "block/unit" : C::ClusterSize == 1 ? "persistent:3" : "persistent:2 clusters", c.m, c.n, c.k, c.batch, c.broadcast_b ? " bcastB" : "",
                 gated ? "silu(acc)*acc2 ->bf16" : "acc, acc2 ->f32", worst, bad ? (" bad=" + std::to_string(bad)).c_str() : "");
     std::fflush(stdout);
   }
@@ -406,6 +409,33 @@ int main(int argc, char** argv) {
   const std::vector<Case> gated = {{17, 100, 129, 1}, {128, 1024, 3072, 1}, {129, 257, 513, 1}, {64, 200, 40, 2}};
   for (const Case& c : gated) run_dual_case<H_128x128_KN_d>("f16 128x128x64 s4 A:K B:N dual", c, true, rng);
   for (const Case& c : gated) run_dual_case<Bf_64x128_KK_d>("bf16 64x128x64 s5 A:K B:K dual", c, true, rng);
+
+  // 1x2 and 1x4 clusters along N (ClusterN): A multicast into every block of the cluster, each block
+  // loading BM/ClusterN rows of it (K-major) or its 64-row boxes (M-major); ragged N leaves the last
+  // cluster's right blocks outside N (their B loads zero-filled, their stores skipped); with split-K,
+  // dual-B, fp8 and every layout.
+  using Bf_128x64_KK_n2 = Config<Dtype::bf16, Dtype::bf16, 128, 64, 6, true, true, 1, 16, 1, 1, 2>;
+  using Bf_128x64_KK_n4 = Config<Dtype::bf16, Dtype::bf16, 128, 64, 6, true, true, 1, 16, 1, 1, 4>;
+  using Bf_64x64_KK_n2 = Config<Dtype::bf16, Dtype::bf16, 64, 64, 8, true, true, 1, 16, 1, 1, 2>;
+  using H_128x128_MN_n2 = Config<Dtype::f16, Dtype::f16, 128, 128, 5, false, false, 1, 16, 1, 1, 2>;
+  using H_128x64_KK_n2_k2 = Config<Dtype::f16, Dtype::f16, 128, 64, 6, true, true, 1, 16, 2, 1, 2>;
+  using H_64x128_KK_n2_k4 = Config<Dtype::f16, Dtype::f16, 64, 128, 6, true, true, 1, 16, 4, 1, 2>;
+  using E4_128x128_n2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6, true, true, 1, 16, 1, 1, 2>;
+  run_config<Bf_128x64_KK_n2>("bf16 128x64x64 s6 A:K B:K n2", all, rng);
+  run_config<Bf_128x64_KK_n2, StoreBf16>("bf16 128x64x64 s6 A:K B:K n2", small, rng, true);
+  run_config<Bf_128x64_KK_n4>("bf16 128x64x64 s6 A:K B:K n4", all, rng);
+  run_config<Bf_64x64_KK_n2>("bf16 64x64x64 s8 A:K B:K n2", small, rng);
+  run_config<H_128x128_MN_n2>("f16 128x128x64 s5 A:M B:N n2", all, rng);
+  run_config<H_128x64_KK_n2_k2>("f16 128x64x64 s6 A:K B:K n2 k2", split, rng);
+  run_config<H_64x128_KK_n2_k4>("f16 64x128x64 s6 A:K B:K n2 k4", split_small, rng);
+  run_config<E4_128x128_n2>("e4m3 128x128x128 s6 n2", scaled, rng);
+  using H_128x64_KK_d_n2 = Config<Dtype::f16, Dtype::f16, 128, 64, 5, true, true, 1, 16, 1, 2, 2>;
+  using Bf_64x128_KK_d_n4 = Config<Dtype::bf16, Dtype::bf16, 64, 128, 5, true, true, 1, 16, 1, 2, 4>;
+  using H_128x128_KN_d_n2 = Config<Dtype::f16, Dtype::f16, 128, 128, 4, true, false, 1, 16, 1, 2, 2>;
+  for (const Case& c : all) run_dual_case<H_128x64_KK_d_n2>("f16 128x64x64 s5 A:K B:K dual n2", c, false, rng);
+  for (const Case& c : gated) run_dual_case<H_128x64_KK_d_n2>("f16 128x64x64 s5 A:K B:K dual n2", c, true, rng);
+  for (const Case& c : small) run_dual_case<Bf_64x128_KK_d_n4>("bf16 64x128x64 s5 A:K B:K dual n4", c, false, rng);
+  for (const Case& c : small) run_dual_case<H_128x128_KN_d_n2>("f16 128x128x64 s4 A:K B:N dual n2", c, true, rng);
 
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;

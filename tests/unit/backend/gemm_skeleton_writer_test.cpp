@@ -3,6 +3,8 @@
 // module compiles with NVRTC for sm_90a (nothing runs here; skipped without NVRTC or the CuTe headers).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "backend/cuda/cuda_codegen.h"
 #include "driver/compile.h"
 #include "runtime/runtime.h"
@@ -78,7 +80,8 @@ TEST(GemmSkeletonWriter, SplitsKForASkinnyProductAndSizesItsWorkspace) {
   // The Config names the split (ClusterM 1, GroupM 16, SplitK), and the launch sizes its workspace:
   // one f32 partial tile per (tile, split), one counter per 16-row warp slice of a tile.
   EXPECT_NE(g.config.find(", 1, 16, " + std::to_string(g.split_k) + ">"), std::string::npos) << g.config;
-  const int bm = g.a.tile_rows, bn = g.b.tile_rows;
+  const int bm = g.bm, bn = g.bn;
+  ASSERT_EQ(g.cluster_m * g.cluster_n, 1) << g.config;  // the cost model does not pay a cluster launch here
   const int64_t tiles = ((128 + bm - 1) / bm) * ((1024 + bn - 1) / bn);
   EXPECT_EQ(g.workspace_floats, tiles * g.split_k * bm * bn);
   EXPECT_EQ(g.counters, tiles * (bm / 16));
@@ -143,14 +146,14 @@ TEST(GemmSkeletonWriter, WritesAPairedContractAsADualBKernel) {
   EXPECT_FALSE(g.b.k_major);  // b2[k, n]: N-major
   EXPECT_EQ(g.b2->k_major, g.b.k_major);
   EXPECT_EQ(g.b2->tile_rows, g.b.tile_rows);
-  EXPECT_LE(g.b.tile_rows, 128);
-  EXPECT_NE(g.config.find(", 1, 16, 1, 2>"), std::string::npos) << g.config;  // BOperands 2
+  EXPECT_LE(g.bn, 128);
+  EXPECT_NE(g.config.find(", 1, 16, 1, 2"), std::string::npos) << g.config;  // BOperands 2 (then ClusterN, if any)
   EXPECT_NE(m.source.find("SOLDER_GEMM_DUAL_KERNEL(h_kernel, h_kernel_config_, h_kernel_epilogue_)"), std::string::npos) << m.source;
   EXPECT_NE(m.source.find("float acc_, float acc2_) const"), std::string::npos) << m.source;
   EXPECT_NE(m.source.find("float pair_value_ = acc2_;"), std::string::npos) << m.source;
   // B = b2 (up), B2 = b1 (gate): the epilogue is silu(gate) · up.
   EXPECT_NE(m.source.find("B = b2 (N-major), B2 = b1 (dual-B"), std::string::npos) << m.source;
-  const int64_t stage = (g.a.tile_rows + 2 * g.b.tile_rows) * 128;
+  const int64_t stage = (g.bm + 2 * g.bn) * 128;
   EXPECT_EQ((m.kernels[0].shared_bytes - 1024) % (stage + 16), 0) << m.kernels[0].shared_bytes;
 }
 
@@ -164,6 +167,78 @@ TEST(GemmSkeletonWriter, DualBModuleCompilesWithNvrtc) {
   flags.use_cache = false;
   runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "gated.cu", flags);
   EXPECT_FALSE(compiled.cubin.empty());
+}
+
+// Forced tiles (SOLDER_GEMM_TILE) with clusters: how the writer instantiates and launches them.
+GeneratedModule with_tile(const char* tile, const std::string& text, bool fused = false) {
+  setenv("SOLDER_GEMM_TILE", tile, 1);
+  GeneratedModule m = fused ? fused_for_gpu(text) : unfused_for_gpu(text);
+  unsetenv("SOLDER_GEMM_TILE");
+  return m;
+}
+
+TEST(GemmSkeletonWriter, AClusterAlongNSharesAAndLaunchesWholeClusters) {
+  // M 128, N 1024: 16 tiles of 128 x 64 in one tile-row, 8 clusters of 2 along N.
+  GeneratedModule m = with_tile("128x64s6k1c1x2", kSkinnyGemm);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  ASSERT_TRUE(m.kernels[0].gemm.has_value()) << m.source;
+  const GeneratedKernel& k = m.kernels[0];
+  const GemmSkeletonLaunch& g = *k.gemm;
+  EXPECT_EQ(g.bm, 128);
+  EXPECT_EQ(g.bn, 64);
+  EXPECT_EQ(g.cluster_m, 1);
+  EXPECT_EQ(g.cluster_n, 2);
+  // ClusterM 1, GroupM 16, SplitK 1, BOperands 1, ClusterN 2.
+  EXPECT_NE(g.config.find(", 128, 64, 6, true, false, 1, 16, 1, 1, 2>"), std::string::npos) << g.config;
+  EXPECT_EQ(k.cluster, 2);
+  EXPECT_EQ(k.blocks, 16);  // every unit a cluster of 2 blocks; 8 clusters fit at once
+  EXPECT_EQ(k.blocks % k.cluster, 0);
+  EXPECT_EQ(g.a.tile_rows, 64);   // h is K-major: each block loads half of A's 128 rows (Config::ABoxRows)
+  EXPECT_EQ(g.b.tile_rows, 64);   // d is N-major: 64-wide boxes, whole BN per block
+  EXPECT_NE(m.source.find("// cluster 1x2: A's tile multicast"), std::string::npos) << m.source;
+}
+
+TEST(GemmSkeletonWriter, AClusterAlongMSharesBAndSlicesAKMajorB) {
+  // M 256, N 256, K 512, w K-major: 4 tile-rows x 2 tile-columns of 64 x 128 in 2x1 clusters along M.
+  GeneratedModule m = with_tile("64x128s6k1c2x1",
+                                "program kb\ndim M = 256, N = 256, K = 512\nin a[M, K] : bf16\nin w[N, K] : bf16\n"
+                                "out y[m, n] : bf16 = sum(k) a[m, k] * w[n, k]\n");
+  ASSERT_TRUE(m.kernels.at(0).gemm.has_value()) << m.source;
+  const GemmSkeletonLaunch& g = *m.kernels[0].gemm;
+  EXPECT_NE(g.config.find(", 64, 128, 6, true, true, 2, 16, 1>"), std::string::npos) << g.config;
+  EXPECT_EQ(m.kernels[0].cluster, 2);
+  EXPECT_EQ(m.kernels[0].blocks, 8);  // 4 tile-rows x 2 tile-columns
+  EXPECT_EQ(g.a.tile_rows, 64);
+  EXPECT_EQ(g.b.tile_rows, 64);  // K-major B: each block of the pair loads half of the 128 rows
+}
+
+TEST(GemmSkeletonWriter, ADualBKernelTakesAClusterAlongNButNotAlongM) {
+  GeneratedModule m = with_tile("128x64s5k1c1x2", kGated, true);
+  ASSERT_EQ(m.kernels.size(), 1u) << m.source;
+  ASSERT_TRUE(m.kernels[0].gemm.has_value() && m.kernels[0].gemm->b2.has_value()) << m.source;
+  EXPECT_NE(m.kernels[0].gemm->config.find(", 128, 64, 5, true, false, 1, 16, 1, 2, 2>"), std::string::npos)
+      << m.kernels[0].gemm->config;
+  EXPECT_EQ(m.kernels[0].cluster, 2);
+  // B multicast along M has no dual-B variant: the forced tile matches nothing and the contraction is
+  // not a dual-B skeleton kernel.
+  GeneratedModule refused = with_tile("64x64s6k1c2x1", kGated, true);
+  for (auto& k : refused.kernels) EXPECT_FALSE(k.gemm && k.gemm->b2 && k.cluster > 1) << refused.source;
+}
+
+TEST(GemmSkeletonWriter, ClusterModulesCompileWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  for (const char* tile : {"128x64s6k1c1x4", "128x64s6k2c1x2"}) {
+    GeneratedModule m = with_tile(tile, kSkinnyGemm);
+    ASSERT_TRUE(m.kernels.at(0).gemm.has_value()) << tile << "\n" << m.source;
+    EXPECT_FALSE(runtime::compile_cuda(m.source, "cluster.cu", flags).cubin.empty()) << tile;
+  }
+  GeneratedModule dual = with_tile("128x64s5k1c1x2", kGated, true);
+  EXPECT_FALSE(runtime::compile_cuda(dual.source, "dual_cluster.cu", flags).cubin.empty());
 }
 
 }  // namespace

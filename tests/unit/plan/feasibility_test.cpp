@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace solder {
 namespace {
 
@@ -112,15 +114,44 @@ TEST(Catalogue, AxesNamesAndSkeletonSubset) {
   c.cluster_m = 2;
   EXPECT_EQ(config_name(c), "bf16 128x256x64 s4 w2 c2x1 k1");
   EXPECT_EQ(c.smem_bytes(DType::bf16), 4 * 384 * 128 + 64 + 1024);
-  EXPECT_FALSE(in_device_skeleton(c));  // the skeleton has no clusters yet
+  EXPECT_TRUE(in_device_skeleton(c));  // 2x1: B multicast along M (ClusterM)
   c.cluster_m = 1;
   EXPECT_TRUE(in_device_skeleton(c));
+  for (auto [m, n, ok] : {std::tuple{1, 2, true}, {1, 4, true}, {2, 2, false}, {4, 1, false}}) {
+    c.cluster_m = m;
+    c.cluster_n = n;  // 1xN: A multicast along N (ClusterN); no 2-D or 4x1 clusters
+    EXPECT_EQ(in_device_skeleton(c), ok) << config_name(c);
+  }
+  c.cluster_m = c.cluster_n = 1;
   EXPECT_FALSE(in_device_skeleton(config(128, 256, 64, 4, 1)));  // the skeleton has one consumer per 64 rows
   int skeleton = 0;
   for (const GemmConfig& g : all) skeleton += in_device_skeleton(g);
-  EXPECT_EQ(skeleton, 2 * 9 * 7 * 9);  // BM 64/128, 9 BN, 7 stage counts, split-K 1-16 (9 values)
+  // BM 64/128, 9 BN, 7 stage counts, clusters 1x1, 2x1, 1x2, 1x4, split-K 1-16 (9 values)
+  EXPECT_EQ(skeleton, 2 * 9 * 7 * 4 * 9);
   c.split_k = 8;
   EXPECT_TRUE(in_device_skeleton(c));  // split-K merges in the kernel (config.cuh SplitKWorkspace)
+}
+
+TEST(Catalogue, SkeletonClustersSliceTheSharedOperandAsTheLayoutAllows) {
+  GemmProblem p;
+  p.m = 128;
+  p.n = 8192;
+  p.k = 3072;
+  p.type = MmaType::f16;
+  GemmConfig c = config(128, 64, 64, 6, 2);
+  EXPECT_TRUE(skeleton_cluster_fits(p, c));  // no cluster
+  c.cluster_n = 4;
+  EXPECT_TRUE(skeleton_cluster_fits(p, c));  // K-major A: 4 slices of 32 rows
+  p.a_k_major = false;
+  EXPECT_FALSE(skeleton_cluster_fits(p, c));  // M-major A: 2 boxes of 64 rows for 4 blocks
+  c.cluster_n = 2;
+  EXPECT_TRUE(skeleton_cluster_fits(p, c));
+  c = config(64, 64, 64, 6, 1);
+  c.cluster_m = 2;
+  p.b_k_major = false;
+  EXPECT_FALSE(skeleton_cluster_fits(p, c));  // N-major B: one 64-wide box for 2 blocks
+  p.b_k_major = true;
+  EXPECT_TRUE(skeleton_cluster_fits(p, c));   // K-major B: 2 slices of 32 rows
 }
 
 }  // namespace

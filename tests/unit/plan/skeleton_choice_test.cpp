@@ -2,7 +2,11 @@
 // splits K where the output tiles leave most SMs idle (M = 128) and not on a large square problem.
 #include "plan/skeleton_choice.h"
 
+#include "plan/cost_model.h"
+
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 namespace solder {
 namespace {
@@ -90,6 +94,68 @@ TEST(SkeletonChoice, DoesNotSplitALargeSquareProblem) {
   ASSERT_TRUE(choice.chosen.has_value()) << choice.why;
   EXPECT_EQ(choice.chosen->config.split_k, 1) << config_name(choice.chosen->config);
   EXPECT_EQ(choice.chosen->cost.merge_us, 0);
+}
+
+TEST(SkeletonChoice, ForcedTileMayNameACluster) {
+  std::string why;
+  setenv("SOLDER_GEMM_TILE", "128x64s6k1c1x2", 1);
+  std::optional<ForcedTile> t = forced_skeleton_tile(&why);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->bm, 128);
+  EXPECT_EQ(t->bn, 64);
+  EXPECT_EQ(t->stages, 6);
+  EXPECT_EQ(t->split_k, 1);
+  EXPECT_EQ(t->cluster_m, 1);
+  EXPECT_EQ(t->cluster_n, 2);
+  setenv("SOLDER_GEMM_TILE", "128x64s8k2", 1);
+  t = forced_skeleton_tile(&why);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->split_k, 2);
+  EXPECT_EQ(t->cluster_m * t->cluster_n, 1);
+  for (const char* bad : {"128x64s6k1c1", "128x64s6k1c1x2z", "128x64s6"}) {
+    setenv("SOLDER_GEMM_TILE", bad, 1);
+    why.clear();
+    t = forced_skeleton_tile(&why);
+    ASSERT_TRUE(t.has_value()) << bad;
+    EXPECT_EQ(t->bm, 0) << bad;  // matches no configuration
+    EXPECT_NE(why.find("BMxBNsSTAGESkSPLIT[cMxN]"), std::string::npos) << bad << ": " << why;
+  }
+  unsetenv("SOLDER_GEMM_TILE");
+  // The forced cluster is taken where the skeleton has it.
+  setenv("SOLDER_GEMM_TILE", "128x64s6k1c1x4", 1);
+  SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, 8192, 3072, false), MmaType::f16, DType::f16);
+  unsetenv("SOLDER_GEMM_TILE");
+  ASSERT_TRUE(c.chosen.has_value()) << c.why;
+  EXPECT_EQ(c.chosen->config.cluster_n, 4);
+  EXPECT_NE(c.why.find("forced by SOLDER_GEMM_TILE"), std::string::npos) << c.why;
+}
+
+TEST(SkeletonChoice, SplitsOnlyWithClustersOfAtMostTwoBlocks) {
+  const GemmProblem skinny = problem(128, 3072, 8192);
+  GemmConfig c = tile(128, 64, 2);
+  c.cluster_n = 2;
+  EXPECT_TRUE(split_k_offered(skinny, c, 132));
+  c.cluster_n = 4;
+  EXPECT_FALSE(split_k_offered(skinny, c, 132));
+  c.split_k = 1;
+  EXPECT_TRUE(split_k_offered(skinny, c, 132));
+}
+
+TEST(SkeletonChoice, KeepsClustersOffTheM128ProductsWhereTheyMeasuredSlower) {
+  // gemm_chains at M 128 (H100, 2026-11-26, gemm_chains.md "Clusters"): every product's tile as a 1x2
+  // cluster along N (A multicast) ran 2.6 us per kernel slower; the model charges a cluster launch
+  // kSkeletonClusterUs more than the probe's empty cluster kernel and chooses no cluster there.
+  for (auto [n, k] : {std::pair{8192, 3072}, std::pair{3072, 8192}, std::pair{11008, 4096}, std::pair{16384, 4096}}) {
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, n, k, false), MmaType::f16, DType::f16);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    EXPECT_EQ(c.chosen->config.cluster_size(), 1) << n << " " << k << ": " << config_name(c.chosen->config);
+  }
+  GemmConfig one = tile(128, 64, 1), pair = tile(128, 64, 1);
+  pair.cluster_n = 2;
+  const HardwareDescription& hw = default_hardware();
+  const GemmCost a = predict_gemm(problem(128, 8192, 3072), one, hw), b = predict_gemm(problem(128, 8192, 3072), pair, hw);
+  EXPECT_NEAR(b.launch_us - a.launch_us, hw.rates.cluster_launch_us + kSkeletonClusterUs, 1e-9);
+  EXPECT_LT(b.l2_us, a.l2_us);  // the multicast still halves A's L2 -> SM bytes in the model
 }
 
 }  // namespace
