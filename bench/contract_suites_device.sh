@@ -40,7 +40,9 @@ for e in $examples; do
     t0=$(date +%s%N)
     timeout 120 build/solder run --backend cuda $flag --json "examples/$e.sol" > "$out/run-$e-$sizes.json" 2> "$out/run-$e-$sizes.err"
     rc=$?
-    printf '   %-22s %-8s rc=%s %6.1f s\n' "$e" "$sizes" "$rc" "$(echo "($(date +%s%N) - $t0) / 1000000000" | bc -l)"
+    printf '   %-22s %-8s rc=%s %6d ms\n' "$e" "$sizes" "$rc" $(( ($(date +%s%N) - t0) / 1000000 ))
+    grep -o '"rel_error":[^,]*' "$out/run-$e-$sizes.json" 2>/dev/null | head -3 | sed 's/^/      /'
+    [ "$rc" = 0 ] || tail -n 3 "$out/run-$e-$sizes.err"
   done
 done
 
