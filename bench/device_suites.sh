@@ -2,7 +2,7 @@
 # Benchmarks suites on the GPU machine, Solder and the peers in the same call, so each table row compares
 # timings of one session on one GPU:
 #
-#   bench/device_suites.sh OUTDIR DEADLINE_S SUITE [SUITE...]      (SUITE: attention gemm_chains reductions decode)
+#   bench/device_suites.sh OUTDIR DEADLINE_S SUITE [SUITE...]      (SUITE: attention gemm_chains reductions decode contractions)
 #
 # For each suite: (1) every Solder case is compiled in parallel into the compile cache (`solder bench
 # --compile-only`, one per core); (2) the peers run (bench/peers.py); (3) Solder's cases run one at a time

@@ -2,7 +2,7 @@
 """Peers of Solder: the same computation as each bench case, written in PyTorch the way a user would,
 timed the way Solder is timed, and verified against a float64 reference.
 
-    python3 bench/peers.py --suite attention|gemm_chains|reductions|decode|all --out FILE.jsonl [--quick]
+    python3 bench/peers.py --suite attention|gemm_chains|reductions|decode|contractions|all --out FILE.jsonl [--quick]
 
 For every case of bench/suites.py (same .sol, same dims, same dtypes, inputs drawn from the .sol's
 distributions) and every peer that can express it:
@@ -72,6 +72,9 @@ PEERS = {
     "variance": ("eager", "compile", "torch_var"),
     "inertia": ("eager", "compile"),
     "llama_decode": ("eager", "compile", "eager_sdpa"),
+    "linear_relu_backward": ("eager", "compile"),
+    "nerf_mlp": ("eager", "compile"),
+    "conv_chain": ("eager", "compile"),
 }
 
 TOL = {"quant_gemm": 5e-2, "variance": 1e-5, "inertia": 1e-5}  # others: bf16 / f16 operands, 1e-2
@@ -477,7 +480,8 @@ def build_impl(case, peer, d, dev):
     if peer in ("eager", "compile"):
         return {"ffn": ffn_plain, "gated_ffn": gated_ffn_plain, "moe_routing": moe_plain,
                 "quant_gemm": quant_plain, "rmsnorm_gemm": rmsnorm_gemm_plain, "variance": variance_plain, "inertia": inertia_plain,
-                "llama_decode": decode_plain}[wl](d, dev)
+                "llama_decode": decode_plain, "linear_relu_backward": linear_relu_backward_plain,
+                "nerf_mlp": nerf_mlp_plain, "conv_chain": conv_chain_plain}[wl](d, dev)
     if wl == "variance" and peer == "torch_var":
         return variance_torch_var(d, dev)
     if wl == "llama_decode" and peer == "eager_sdpa":
@@ -609,6 +613,33 @@ def reference_pairs(case, d, x, out):
         s = torch.einsum("bhd,bjhd->bhj", q, kk) * D ** -0.5
         a = torch.einsum("bhj,bjhd->bhd", torch.softmax(s, dim=-1), vv).to(torch.float16).to(torch.float64)
         pairs.append((out, a.reshape(B, H * D) @ _f64(x["wo"]).view(H * D, HID)))
+    elif wl == "linear_relu_backward":
+        rows = _rows(d["N"], count=64)
+        g = _f64(x["dy"]) * (x["z"] > 0).to(torch.float64)      # exact in fp16, as the .sol's g
+        dx, dw = out
+        pairs.append((dx[rows], g[rows] @ _f64(x["w"]).t()))
+        pairs.append((dw, _f64(x["x"]).t() @ g))
+    elif wl == "nerf_mlp":
+        rows = _rows(d["N"], count=64)
+
+        def f16(t):                                             # the .sol's h, feat are f16
+            return t.to(torch.float16).to(torch.float64)
+
+        xr = _f64(x["x"][rows])
+        h = xr
+        for i in range(8):
+            if i == 5:
+                h = torch.cat([xr, h], dim=-1)
+            h = f16(torch.relu(h @ _f64(x[f"w{i}"]) + _f64(x[f"b{i}"])))
+        sigma, rgb = out
+        pairs.append((sigma[rows], h @ _f64(x["w_sigma"]) + _f64(x["b_sigma"])))
+        feat = f16(h @ _f64(x["w_feat"]) + _f64(x["b_feat"]))
+        hv = f16(torch.relu(torch.cat([feat, _f64(x["dir"][rows])], dim=-1) @ _f64(x["w_view"]) + _f64(x["b_view"])))
+        pairs.append((rgb[rows], hv @ _f64(x["w_rgb"]) + _f64(x["b_rgb"])))
+    elif wl == "conv_chain":
+        KS = d["KS"]
+        h = torch.relu(F.conv2d(_f64(x["x"]), _f64(x["w1"]), padding=KS // 2)).to(torch.float16).to(torch.float64)
+        pairs.append((out, F.conv2d(h, _f64(x["w2"])[:, :, None, None])))
     else:
         raise ValueError(f"no reference for {wl}")
     return pairs
@@ -795,6 +826,49 @@ def environment(dev, commit):
     else:
         env.update(device=f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} threads)")
     return env
+
+
+def linear_relu_backward_plain(d, dev):
+    def backward(x, w, z, dy):  # what autograd runs for y = relu(x @ w): threshold_backward, then two GEMMs
+        g = torch.where(z > 0, dy, 0)
+        dx = g @ w.t()
+        dw = (x.t() @ g).float()   # fp16 GEMM, the f32 master gradient of mixed precision
+        return dx, dw
+
+    return Impl(backward, lambda x: (x["x"], x["w"], x["z"], x["dy"]),
+                "g = where(z > 0, dy, 0); dx = g @ w.T; dw = (x.T @ g).float() (fp16 GEMMs)")
+
+
+def nerf_mlp_plain(d, dev):
+    def mlp(x, dir_, ws, bs, w_sigma, b_sigma, w_feat, b_feat, w_view, b_view, w_rgb, b_rgb):
+        # NeRF's MLP as its PyTorch implementations write it: Linear + ReLU, torch.cat skip after layer 5
+        h = x
+        for i in range(8):
+            if i == 5:
+                h = torch.cat([x, h], dim=-1)
+            h = F.relu(torch.addmm(bs[i], h, ws[i]))
+        sigma = torch.addmv(b_sigma, h, w_sigma)
+        feat = torch.addmm(b_feat, h, w_feat)
+        hv = F.relu(torch.addmm(b_view, torch.cat([feat, dir_], dim=-1), w_view))
+        return sigma, torch.addmm(b_rgb, hv, w_rgb)
+
+    def args(x):
+        return (x["x"], x["dir"], [x[f"w{i}"] for i in range(8)], [x[f"b{i}"] for i in range(8)], x["w_sigma"],
+                x["b_sigma"], x["w_feat"], x["b_feat"], x["w_view"], x["b_view"], x["w_rgb"], x["b_rgb"])
+
+    return Impl(mlp, args, "8 x (addmm + relu) with torch.cat([x, h]) before layer 6, sigma addmv, feature addmm, "
+                           "torch.cat([feature, dir]), view addmm + relu, rgb addmm; fp16")
+
+
+def conv_chain_plain(d, dev):
+    KS = d["KS"]
+
+    def chain(x, w1, w2):  # nn.Conv2d(IC, OC1, KS, padding=KS // 2, bias=False), ReLU, nn.Conv2d(OC1, OC2, 1)
+        return F.conv2d(F.relu(F.conv2d(x, w1, padding=KS // 2)), w2)
+
+    # the 1x1 weight as nn.Conv2d holds it: [OC2, OC1, 1, 1] (a view of the program's [OC2, OC1])
+    return Impl(chain, lambda x: (x["x"], x["w1"], x["w2"][:, :, None, None]),
+                "F.conv2d(KS x KS, padding KS // 2) -> relu -> F.conv2d(1 x 1), NCHW fp16 (cuDNN)")
 
 
 def input_sets_for(case, d, dev, opt, seed):

@@ -17,6 +17,8 @@ Conventions (also in bench/README.md):
   GEMM        2*M*N*K per GEMM.
   reductions  0 (the floor is the bytes).
   decode      2*HID*3*H*D (QKV) + 4*H*D*(KV+1) (attention) + 2*H*D*HID (output projection), per batch row.
+  contractions  2*M*N*K per matrix product: linear_relu_backward 2 * 2*N*CI*CO (dx and dw); nerf_mlp
+              the sum over its eleven layers; conv_chain (implicit GEMM) 2*N*HH*WW*(OC1*IC*KS^2 + OC2*OC1).
 
 This module needs only the Python standard library.
 """
@@ -40,7 +42,7 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1, "i32": 4
 REFERENCE_CEILINGS = {"copy_TBps": 3.00, "bf16_mm_TFLOPs": 710.0, "fp8_mm_TFLOPs": 1420.0}
 L2_BYTES = 50 * 1024 * 1024  # H100: 50 MB
 
-SUITES = ("attention", "gemm_chains", "reductions", "decode")
+SUITES = ("attention", "gemm_chains", "reductions", "decode", "contractions")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -338,6 +340,10 @@ FLOPS = {
     "rmsnorm_gemm": lambda d: 2 * d["T"] * d["HID"] * d["N"],
     "variance": lambda d: 0,
     "inertia": lambda d: 0,
+    "linear_relu_backward": lambda d: 2 * 2 * d["N"] * d["CI"] * d["CO"],
+    "nerf_mlp": lambda d: 2 * d["N"] * (d["IN"] * d["H"] + 6 * d["H"] * d["H"] + (d["IN"] + d["H"]) * d["H"] + d["H"]
+                                        + (d["H"] + d["DIN"]) * (d["H"] // 2) + (d["H"] // 2) * 3),
+    "conv_chain": lambda d: 2 * d["N"] * d["HH"] * d["WW"] * (d["OC1"] * d["IC"] * d["KS"] ** 2 + d["OC2"] * d["OC1"]),
     "llama_decode": lambda d: d["B"] * (2 * d["HID"] * 3 * d["H"] * d["D"] + 4 * d["H"] * d["D"] * (d["KV"] + 1)
                                         + 2 * d["H"] * d["D"] * d["HID"]),
 }
@@ -425,7 +431,27 @@ def _decode_cases():
                  quick=(kv == 1024)) for kv in (1024, 4096, 16384)]
 
 
-ALL_CASES = _attention_cases() + _gemm_cases() + _reduction_cases() + _decode_cases()
+# FlashFuser's convolution chains (workloads.md): id, IC, H (= W), OC1, OC2, k1 (k2 is 1), batch 1.
+CONV = [("C1", 64, 56, 256, 64, 1), ("C5", 64, 56, 64, 256, 3), ("C6", 128, 28, 128, 512, 3),
+        ("C7", 256, 14, 256, 1024, 3)]
+
+
+def _contraction_cases():
+    """Matrix products that are not attention or a plain GEMM chain (issue 15): the ReLU layer's
+    backward pass (two gradient GEMMs, one of them a reduction over the 65536 rows), NeRF's MLP
+    (eleven layers, two of them over a concatenated K), and convolution chains as implicit GEMMs."""
+    cases = [Case("linear_relu_backward-nerf", "contractions", "linear_relu_backward", {}, tag="N 65536, 256x256",
+                  quick=True),
+             Case("linear_relu_backward-wide", "contractions", "linear_relu_backward",
+                  {"N": 16384, "CI": 1024, "CO": 1024}, tag="N 16384, 1024x1024"),
+             Case("nerf_mlp-65536", "contractions", "nerf_mlp", {}, tag="1024 rays x 64 samples", quick=True)]
+    for tag, IC, HW, OC1, OC2, KS in CONV:
+        cases.append(Case(f"conv_chain-{tag}", "contractions", "conv_chain",
+                          {"IC": IC, "HH": HW, "WW": HW, "OC1": OC1, "OC2": OC2, "KS": KS}, tag=tag, quick=(tag == "C5")))
+    return cases
+
+
+ALL_CASES = _attention_cases() + _gemm_cases() + _reduction_cases() + _decode_cases() + _contraction_cases()
 CASES_BY_ID = {c.id: c for c in ALL_CASES}
 assert len(CASES_BY_ID) == len(ALL_CASES), "duplicate case ids"
 

@@ -69,7 +69,76 @@ bool meets(const std::set<std::string>& a, const std::set<std::string>& b) {
 
 bool is_fp8(MmaType t) { return t == MmaType::f8e4m3 || t == MmaType::f8e5m2; }
 
+// A concatenation along K: select(c, P, Q) whose condition uses a reduced axis and no kept axis
+// (only K and the loops outside the statement), with neither branch the constant 0 (that is a
+// zero-fill, not a concatenation).
+bool is_k_range_select(const Expr& e, const std::set<std::string>& reduced, const std::set<std::string>& kept) {
+  auto s = e.as<SelectNode>();
+  if (!s || is_constant_zero(s->if_true) || is_constant_zero(s->if_false)) return false;
+  auto vars = vars_of(s->cond);
+  return meets(vars, reduced) && !meets(vars, kept) && tensors_used(s->cond).empty();
+}
+
+// The operand factors of one product term with every concatenation along K split into its K
+// ranges: select(c, P, Q) becomes two variants, one with select(c, P, 0), one with select(c, 0, Q);
+// nested concatenations split again. Each variant is a product term of its own, zero outside its
+// range; together they accumulate into one acc. At most kMaxRanges variants.
+constexpr size_t kMaxRanges = 8;
+void split_k_ranges(const Expr& e, const std::set<std::string>& reduced, const std::set<std::string>& kept, std::vector<Expr>& out) {
+  if (!is_k_range_select(e, reduced, kept)) {
+    out.push_back(e);
+    return;
+  }
+  auto s = e.as<SelectNode>();
+  std::vector<Expr> first, second;
+  split_k_ranges(s->if_true, reduced, kept, first);
+  split_k_ranges(s->if_false, reduced, kept, second);
+  for (auto& p : first) out.push_back(make_select(s->cond, p, make_const(0.0)));
+  for (auto& q : second) out.push_back(make_select(s->cond, make_const(0.0), q));
+}
+
 }  // namespace
+
+bool is_constant_zero(const Expr& e) {
+  auto c = e.as<ConstNode>();
+  return c && c->value == 0;
+}
+
+std::optional<Expr> merge_k_ranges(const Expr& x, const Expr& y) {
+  if (is_constant_zero(x)) return y;
+  if (is_constant_zero(y)) return x;
+  auto a = x.as<SelectNode>(), b = y.as<SelectNode>();
+  if (!a || !b || !structurally_equal(a->cond, b->cond)) return std::nullopt;
+  auto t = merge_k_ranges(a->if_true, b->if_true);
+  auto f = t ? merge_k_ranges(a->if_false, b->if_false) : std::nullopt;
+  if (!f) return std::nullopt;
+  return make_select(a->cond, *t, *f);
+}
+
+std::vector<ContractTerm> merge_k_range_terms(const std::vector<ContractTerm>& terms) {
+  std::vector<ContractTerm> out;
+  for (auto& t : terms) {
+    bool merged = false;
+    for (auto& o : out) {
+      if (structurally_equal(o.b, t.b)) {
+        if (auto a = merge_k_ranges(o.a, t.a)) {
+          o.a = *a;
+          merged = true;
+          break;
+        }
+      }
+      if (structurally_equal(o.a, t.a)) {
+        if (auto b = merge_k_ranges(o.b, t.b)) {
+          o.b = *b;
+          merged = true;
+          break;
+        }
+      }
+    }
+    if (!merged) out.push_back(t);
+  }
+  return out;
+}
 
 std::optional<MmaType> exact_mma_type(const Expr& e, const DTypeOf& dtype_of) {
   if (auto load = e.as<LoadNode>()) {
@@ -78,6 +147,9 @@ std::optional<MmaType> exact_mma_type(const Expr& e, const DTypeOf& dtype_of) {
   }
   if (auto cast = e.as<CastNode>()) return mma_type_of(cast->dtype);
   if (auto s = e.as<SelectNode>()) {
+    // A zero-filled branch (a K range, padding) is exact in every type: the other branch decides.
+    if (is_constant_zero(s->if_false)) return exact_mma_type(s->if_true, dtype_of);
+    if (is_constant_zero(s->if_true)) return exact_mma_type(s->if_false, dtype_of);
     auto a = exact_mma_type(s->if_true, dtype_of), b = exact_mma_type(s->if_false, dtype_of);
     if (a && b && *a == *b) return a;
     return std::nullopt;
@@ -270,8 +342,35 @@ Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeO
       bool same = (!term_scale && !*common_scale) || (term_scale && *common_scale && structurally_equal(term_scale, *common_scale));
       if (!same) scales_agree = false;
     }
-    operands.emplace_back(product_of(sides.a), product_of(sides.b));
-    scales.push_back({scale, term_scale});
+    // Concatenations along K become K ranges: one product term per range, each zero outside it.
+    std::vector<std::vector<Expr>> variants[2];
+    bool ranges = false;
+    for (int side = 0; side < 2; ++side) {
+      variants[side].push_back({});
+      for (auto& f : side ? sides.b : sides.a) {
+        std::vector<Expr> pieces;
+        split_k_ranges(f, reduced, kept_axes, pieces);
+        if (pieces.size() > 1) {
+          ranges = true;
+          notes.push_back("concatenated K: operand factor " + print_expr(f) + " split into " + std::to_string(pieces.size()) +
+                          " K ranges (one product term each, zero outside its range, one acc)");
+        }
+        std::vector<std::vector<Expr>> next;
+        for (auto& v : variants[side])
+          for (auto& p : pieces) {
+            next.push_back(v);
+            next.back().push_back(p);
+          }
+        variants[side] = std::move(next);
+      }
+    }
+    if (ranges && variants[0].size() * variants[1].size() > kMaxRanges)
+      return refuse("the concatenations along K of " + print_expr(term.value) + " make more than " + std::to_string(kMaxRanges) + " K ranges");
+    for (auto& a : variants[0])
+      for (auto& b : variants[1]) {
+        operands.emplace_back(product_of(a), product_of(b));
+        scales.push_back({scale, term_scale});
+      }
   }
   if (operands.empty()) return refuse("no term uses the reduced axes");
   if (!scales_agree) {

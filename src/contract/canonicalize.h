@@ -14,7 +14,12 @@
 //                                A and B so that no axis of D is used by both sides except batch
 //                                axes (used by both); A's other axes are the rows, B's the columns.
 //     Several terms must agree on rows, columns and scale; they accumulate into one accumulator.
-//   * several reduced axes are one K, flattened in order.
+//   * several reduced axes are one K, flattened in order;
+//   * a concatenation along K — an operand factor select(c, P, Q) whose condition c uses a reduced
+//     axis and no kept axis (nerf_mlp's cat([x, h])) — becomes K ranges: one product term with
+//     select(c, P, 0), one with select(c, 0, Q) (nested concatenations split again, at most 8
+//     ranges), accumulating into one acc. Each range's operand is exact in the type of its branch
+//     (the zero-fill is exact in every type), so T follows the tensors concatenated.
 // The MMA input type T (the precision policy):
 //   * an operand that is exactly a value of a narrow type U — a load of a bf16, f16 or fp8 tensor,
 //     a cast to one, or a select between such values — is exact in U; two exact operands get the
@@ -60,6 +65,19 @@ using DTypeOf = std::function<std::optional<DType>(const std::string& tensor)>;
 // The narrow type every value of `e` belongs to, when there is one: a load of a bf16, f16 or fp8
 // tensor, a cast to one, a select between two values of one such type, or a negation of one.
 std::optional<MmaType> exact_mma_type(const Expr& e, const DTypeOf& dtype_of);
+
+// Whether `e` is the constant 0.
+bool is_constant_zero(const Expr& e);
+
+// Two K ranges of one operand as one expression: x and y zero-filled selects over the same
+// conditions whose non-zero branches do not overlap (select(c, P, 0) and select(c, 0, Q) give
+// select(c, P, Q)); nothing when they do not merge. Where the ranges partition K, the merged operand
+// times the shared other operand is, point by point, the sum of the two range terms.
+std::optional<Expr> merge_k_ranges(const Expr& x, const Expr& y);
+
+// The product terms with K ranges that share their other operand merged back into one term each
+// (the form a backend that evaluates the operand per element runs with one product per K step).
+std::vector<ContractTerm> merge_k_range_terms(const std::vector<ContractTerm>& terms);
 
 // The canonical form of `reduce` (any op; only sums are contractions).
 Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeOf& dtype_of, const ContractPolicy& policy);

@@ -363,7 +363,7 @@ class Planner {
         if (!tile_product_rows_) break;
       } else {
         if (tensor_core_product(inner, anchor->p_dims[k])) {
-          dim.tile = std::min(product_row_tile(*anchor, inner, anchor->p_dims[k]), dim.extent);
+          dim.tile = std::min(product_row_tile(plan_.members.front(), inner, anchor->p_dims[k]), dim.extent);  // the product member
           product_rows_tiled_ = true;
         }
         break;
@@ -511,12 +511,23 @@ class Planner {
   // layers, mla_decode's q·ckv; not attention (a stream), not a decode projection whose weight holds
   // both kept dims, not unrounded f32 operands.
   bool tensor_core_product(int column, int row) const {
-    if (plan_.stream >= 0 || plan_.members.size() != 1 || column < 0) return false;
+    if (plan_.stream >= 0 || plan_.members.empty() || column < 0) return false;
     const GroupMember& m = plan_.members.front();
     if (m.r_dims.size() != 1) return false;
+    // The product alone, or followed by pointwise members over its own dims (an MLP layer's
+    // h = relu(z + b), stored for the next layer): they read its tile where it is.
+    for (size_t i = 1; i < plan_.members.size(); ++i) {
+      const GroupMember& p = plan_.members[i];
+      if (p.def.reduce != ReduceOp::none || !p.r_dims.empty() || p.def.index_target ||
+          std::set<int>(p.p_dims.begin(), p.p_dims.end()) != std::set<int>(m.p_dims.begin(), m.p_dims.end()))
+        return false;
+    }
     Canonicalization c = member_contraction(m);
-    if (!c.contract || c.contract->terms.size() != 1 || c.contract->type == MmaType::f32) return false;
-    const ContractTerm& term = c.contract->terms.front();
+    if (!c.contract || c.contract->type == MmaType::f32) return false;
+    // K ranges (a concatenation along K) that share their other operand are one product.
+    const std::vector<ContractTerm> terms = merge_k_range_terms(c.contract->terms);
+    if (terms.size() != 1) return false;
+    const ContractTerm& term = terms.front();
     auto dtypes = [this](const std::string& name) { return dtype_of(name); };
     if (!exact_mma_type(term.a, dtypes) || !exact_mma_type(term.b, dtypes)) return false;
     auto dims_of = [&](const std::vector<std::string>& vars) {

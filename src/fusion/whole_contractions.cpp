@@ -21,6 +21,7 @@ namespace {
 
 constexpr double kBalanceFraction = 1.0 / 3.0;  // whole when FLOPs per byte materialised ≥ balance / 3
 constexpr int64_t kMinSide = 64;                // ... and M and N are each at least the skeleton's smallest tile side
+constexpr int64_t kMinReduced = 16;             // a sum over at least one mma's K is a matrix product (stored_anyway)
 
 std::string figure(double x) {
   char text[32];
@@ -135,6 +136,32 @@ std::optional<Kernel> pair_contracts(const BoundProgram& program, const Kernel& 
   kernel.buffers.push_back(std::move(value));
   kernel.body = {make_stmt(std::move(merged))};
   return kernel;
+}
+
+// Whether intermediate `name` is a pointwise function of a matrix product's result that the program
+// stores anyway (an MLP's h0 = relu(z0 + b0), read by the next layer's product): a sum over at least
+// kMinReduced reduced points whose result has at least kMinSide × kMinSide elements. Such a result cannot
+// stay on chip across the product that reads h0 (its tile would be the next product's whole A), so
+// the fused plan stores z0 (f32) or h0 whatever this contraction does; storing the 16-bit h0 adds no
+// round trip (it halves z0's), and the rule does not count it against the contraction. (nerf_mlp's
+// first layer has K = 63: at least kMinReduced.)
+bool stored_anyway(const BoundProgram& program, const std::string& name) {
+  for (auto& d : program.defs) {
+    if (d.def->target.name != name) continue;
+    if (d.def->reduce != ReduceOp::none || d.def->index_target) return false;
+    for (auto& t : tensors_used(d.def->body)) {
+      if (!program.has_tensor(t) || program.tensor(t).role != TensorRole::intermediate) continue;
+      for (auto& p : program.defs) {
+        if (p.def->target.name != t || p.def->reduce != ReduceOp::sum) continue;
+        int64_t reduced = 1, elements = 1;
+        for (int64_t e : p.r_extents) reduced *= e;
+        for (int64_t e : program.tensor(t).shape) elements *= e;
+        if (reduced >= kMinReduced && elements >= kMinSide * kMinSide) return true;
+      }
+    }
+    return false;
+  }
+  return false;
 }
 
 // Whether the skeleton's prologue path takes the kernel (fit_gemm_prologue); why not.
@@ -300,7 +327,7 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
       if (prologue && std::any_of(prologue->absorbed.begin(), prologue->absorbed.end(),
                                   [&](size_t d) { return program.defs[d].def->target.name == t; }))
         continue;  // computed in the kernel (inlined into A, or a side reduction): never materialised
-      bytes += round_trip(t);
+      if (!stored_anyway(program, t)) bytes += round_trip(t);
       operands.push_back(t);
     }
     const Rates& rates = default_hardware().rates;

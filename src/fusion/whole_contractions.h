@@ -14,7 +14,9 @@
 // where the FLOPs are 2·M·N·K·batch; the bytes materialised are what running it whole adds to the
 // traffic: its result written once and read back once (nothing for a program output, written
 // anyway), and the same round trip for each operand that is an intermediate not yet stored by an
-// earlier whole contraction; and the balance is the machine's tensor rate over its memory bandwidth
+// earlier whole contraction (except a pointwise function of another matrix product's result, stored
+// anyway: an MLP's previous layer h = relu(z + b), whose z cannot stay on chip across this product);
+// and the balance is the machine's tensor rate over its memory bandwidth
 // for the contraction's type (H100, f16: 785 TFLOP/s / 3.0 TB/s ≈ 262 FLOP/B). Attention's score
 // product (K = 64, f32 scores: 16 FLOP/B) stays fused; ffn's first product (K = 3072, its f16
 // epilogue h: 1536 FLOP/B) runs whole, and so does its second (an output; h is stored already).

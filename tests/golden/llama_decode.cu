@@ -10,9 +10,9 @@
 //   cost model: floor 0.00286 us (tensor 1.04e-05 us, HBM 0.00286 us)
 // contraction v_new_tile (M 1, N 64, K 64, T f16; 1 block): scalar; scalar because operand wqkv_tile3 spans two kept axes
 //   cost model: floor 0.00286 us (tensor 1.04e-05 us, HBM 0.00286 us)
-// contraction s_tile (M 33, N 1, K 16, batch 4, T f16; 1 block): scalar; scalar because operand select(j < KV, k_cache_tile[b, j, h, d], k_new_tile[b, h, d]) is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
+// contraction s_tile (M 33, N 1, K 16, batch 4, T f16; 1 block): scalar; scalar because operand select(j < KV, k_cache_tile[b, j, h, d], k_new_tile[b, h, d]) spans two kept axes
 //   cost model: floor 0.00163 us (tensor 5.38e-06 us, HBM 0.00163 us)
-// contraction a_tile (M 16, N 1, K 33, batch 4, T f16; 1 block): scalar; scalar because operand select(j < KV, v_cache_tile[b, j, h, d], v_new_tile[b, h, d]) is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
+// contraction a_tile (M 16, N 1, K 33, batch 4, T f16; 1 block): scalar; scalar because operand select(j < KV, v_cache_tile[b, j, h, d], v_new_tile[b, h, d]) spans two kept axes
 //   cost model: floor 0.00158 us (tensor 5.38e-06 us, HBM 0.00158 us)
 // contraction y_tile (M 1, N 64, K 64, T f16; 1 block): scalar; scalar because reduces over 2 axes (one is a matrix product)
 //   cost model: floor 0.00286 us (tensor 1.04e-05 us, HBM 0.00286 us)
@@ -362,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
   // s = sum (pre)
   for (int e = threadIdx.x; e < 132; e += blockDim.x) s_tile[e] = solder::round_f32(0.0f);
   // contract with T = f16
-  // tensor cores not used for s_tile: operand select(j < KV, k_cache_tile[b, j, h, d], k_new_tile[b, h, d]) is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
+  // tensor cores not used for s_tile: operand select(j < KV, k_cache_tile[b, j, h, d], k_new_tile[b, h, d]) spans two kept axes
   for (int point = threadIdx.x; point < 132; point += blockDim.x) {
     int rest = point;
     const long long j = rest % 33; rest /= 33;
@@ -414,7 +414,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_y(
   // a = sum (pre)
   for (int e = threadIdx.x; e < 64; e += blockDim.x) a_tile[e] = solder::round_f16(0.0f);
   // contract with T = f16
-  // tensor cores not used for a_tile_dot: operand select(j < KV, v_cache_tile[b, j, h, d], v_new_tile[b, h, d]) is an f32 value, not rounded to f16, bf16 or fp8 by the program (the tensor cores would round it: another result)
+  // tensor cores not used for a_tile_dot: operand select(j < KV, v_cache_tile[b, j, h, d], v_new_tile[b, h, d]) spans two kept axes
   __syncthreads();
   for (int point = threadIdx.x; point < 64; point += blockDim.x) {
     int rest = point;

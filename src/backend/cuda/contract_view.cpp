@@ -64,8 +64,19 @@ class Viewer {
     auto exact = exact_mma_type(x, [this](const std::string& n) { return dtype_of(n); });
     if (!exact && !cast_computed_ && !x.as<LoadNode>()) return x;
     if (exact && (*exact == type || (*exact != MmaType::bf16 && *exact != MmaType::f16 && type != MmaType::f8e4m3 && type != MmaType::f8e5m2)))
-      return x;  // already a value of T (fp8 values are exact in the 16-bit types)
+      return cast_computed_ && x.as<SelectNode>() ? written_exact(x, *to) : x;  // already a value of T (fp8 values are exact in the 16-bit types)
     return make_cast(*to, x);
+  }
+
+  // A select exact in T (K ranges merged, a zero-fill) with each branch written so that the generic
+  // writer sees it is exact: a branch that is neither a tile load, a cast nor 0 (a load of a 16-bit
+  // global) is cast to T, which changes no value.
+  Expr written_exact(const Expr& x, DType to) const {
+    if (auto s = x.as<SelectNode>()) return make_select(s->cond, written_exact(s->if_true, to), written_exact(s->if_false, to));
+    if (auto c = x.as<ConstNode>(); c && c->value == 0) return x;
+    if (x.as<CastNode>()) return x;
+    if (auto load = x.as<LoadNode>(); load && kernel_.find_buffer(load->tensor)) return x;
+    return make_cast(to, x);
   }
 
   // A buffer name not yet used by the kernel or the program.
@@ -78,7 +89,9 @@ class Viewer {
 
   void view(const ContractNode& c, Block& out) {
     Expr products;
-    for (auto& t : c.terms) {
+    // K ranges (a concatenation along K, split by the canonicalizer) that share their other operand
+    // run as one product of the merged operand: one MMA per K step, not one per range.
+    for (auto& t : merge_k_range_terms(c.terms)) {
       Expr p = rounded(t.a, c.type) * rounded(t.b, c.type);
       products = products ? products + p : p;
     }

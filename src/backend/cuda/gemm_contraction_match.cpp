@@ -69,15 +69,32 @@ struct Operand {
   bool computed() const { return tile == nullptr; }
 };
 
-// Whether `e` is exact in a 16-bit type as it stands: a load of a 16-bit or fp8 tile, or a cast to one.
-bool exact_as_written(const Expr& e, const Kernel& kernel) {
+bool zero(const Expr& e) {
+  auto c = e.as<ConstNode>();
+  return c && c->value == 0;
+}
+
+// The 16-bit or fp8 type every value of `e` belongs to as it stands: a load of a 16-bit or fp8 tile,
+// a cast to one, or a select between such values of one type or 0 (a concatenation along K, its K
+// ranges merged, or a zero-fill); nothing otherwise.
+std::optional<DType> exact_type_as_written(const Expr& e, const Kernel& kernel) {
   if (auto load = e.as<LoadNode>()) {
     const Buffer* tile = kernel.find_buffer(load->tensor);
-    return tile && (sixteen_bit(tile->dtype) || fp8(tile->dtype));
+    if (tile && (sixteen_bit(tile->dtype) || fp8(tile->dtype))) return tile->dtype;
+    return std::nullopt;
   }
-  auto cast = e.as<CastNode>();
-  return cast && (sixteen_bit(cast->dtype) || fp8(cast->dtype));
+  if (auto cast = e.as<CastNode>(); cast && (sixteen_bit(cast->dtype) || fp8(cast->dtype))) return cast->dtype;
+  if (auto s = e.as<SelectNode>()) {
+    if (zero(s->if_false)) return exact_type_as_written(s->if_true, kernel);
+    if (zero(s->if_true)) return exact_type_as_written(s->if_false, kernel);
+    auto a = exact_type_as_written(s->if_true, kernel), b = exact_type_as_written(s->if_false, kernel);
+    if (a && b && *a == *b) return a;
+  }
+  return std::nullopt;
 }
+
+// Whether `e` is exact in a 16-bit type as it stands (exact_type_as_written).
+bool exact_as_written(const Expr& e, const Kernel& kernel) { return exact_type_as_written(e, kernel).has_value(); }
 
 // The operand `e`, or nothing with `why` set.
 std::optional<Operand> operand_of(const Expr& e, const Kernel& kernel, const std::string& result,
@@ -108,7 +125,7 @@ std::optional<Operand> operand_of(const Expr& e, const Kernel& kernel, const std
           " (the tensor cores would round it: another result)";
     return std::nullopt;
   }
-  op.exact = e.as<CastNode>()->dtype;
+  op.exact = *exact_type_as_written(e, kernel);
   // It reads tiles (not the result) at whole axes, and globals the kernel never writes (rope's rotated
   // q, read at the row and depth being evaluated); it runs along the axes its loads and variables use.
   bool readable = true;
@@ -121,12 +138,12 @@ std::optional<Operand> operand_of(const Expr& e, const Kernel& kernel, const std
       readable = false;
       return;
     }
-    auto strides = axis_strides(Access{load.tensor, load.index}, *tile, extents, why);
-    if (!strides) {
-      readable = false;
-      return;
-    }
-    for (auto& [var, stride] : *strides) op.strides[var] = 0;
+    // Evaluated once per element, a computed operand may read a tile at any index the program
+    // keeps in bounds: a shifted K range of a concatenation (h[n, i - IN] under select(i < IN, …)),
+    // or a tile shorter than K under such a select. It runs along the variables it uses (below).
+    std::string shifted;
+    if (auto strides = axis_strides(Access{load.tensor, load.index}, *tile, extents, shifted))
+      for (auto& [var, stride] : *strides) op.strides[var] = 0;
   });
   if (!readable) return std::nullopt;
   struct Variables : ExprVisitor {
@@ -172,7 +189,16 @@ ContractionMatch match_contraction(const ReduceNode& n, const Kernel& kernel) {
   auto refuse = [](std::string why) { return ContractionMatch{std::nullopt, std::move(why)}; };
   if (n.op != ReduceOp::sum) return refuse("not a sum");
   if (n.domain.guard) return refuse("a guarded domain");
-  if (n.where) return refuse("a where condition on the reduced points");
+  // A where condition on the reduced points (a ragged last K tile, K ranges): both operands are
+  // zero-filled where it is false, as computed operands (evaluated once per element), so the points
+  // outside contribute 0 · 0.
+  Expr zero_filled_value;
+  if (n.where) {
+    auto product = n.value.as<BinaryNode>();
+    if (!product || product->op != BinaryOp::mul) return refuse("a where condition on the reduced points, and the summand is not a product");
+    zero_filled_value = make_select(n.where, product->lhs, make_const(0.0)) * make_select(n.where, product->rhs, make_const(0.0));
+  }
+  const Expr& value = n.where ? zero_filled_value : n.value;
   std::map<std::string, int64_t> extents;
   std::vector<std::string> kept, reduced;
   for (auto& a : n.domain.axes) {
@@ -184,7 +210,7 @@ ContractionMatch match_contraction(const ReduceNode& n, const Kernel& kernel) {
     if (a.extent != 1) reduced.push_back(a.var);
   }
   if (reduced.size() != 1) return refuse("reduces over " + std::to_string(reduced.size()) + " axes (one is a matrix product)");
-  auto product = n.value.as<BinaryNode>();
+  auto product = value.as<BinaryNode>();
   if (!product || product->op != BinaryOp::mul) return refuse("the summand is not a product");
   const Buffer* c = kernel.find_buffer(n.dst.name);
   std::string why;
@@ -276,6 +302,10 @@ ContractionMatch match_contraction(const ReduceNode& n, const Kernel& kernel) {
     if (!chosen || (chosen->a_depth != 1 && r.a_depth == 1)) chosen = r;
   }
   if (!chosen) return refuse(refusal);
+  // The zero-fill makes both operands computed; for a few-row product (decode's P · V) that evaluation
+  // is the whole cost, and the scalar loop skips the points outside instead.
+  if (n.where && chosen->m < 16)
+    return refuse("a where condition on the reduced points of a few-row product (M = " + std::to_string(chosen->m) + ")");
   std::string rule = rounded_row_rule(*chosen);
   if (!rule.empty()) return refuse(rule);
   return ContractionMatch{chosen, ""};

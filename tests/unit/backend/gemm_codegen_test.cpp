@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/gemm_codegen.h"
 #include "driver/compile.h"
+#include "ir/printer.h"
 #include "../kernel_builders.h"
 #include "../test_util.h"
 
@@ -278,10 +279,22 @@ TEST(GemmCodegen, RefusesF32OperandsAndOtherShapes) {
   auto n24 = match_contraction(narrow, kernel_with(DType::bf16, 16, 24));
   EXPECT_FALSE(n24.contraction);
   EXPECT_NE(n24.refusal.find("is not a multiple of 16"), std::string::npos) << n24.refusal;
-  // A where condition on the reduced points.
+  // A where condition on the reduced points (a ragged last K tile): both operands zero-filled outside
+  // it, evaluated per element (computed operands, exact: a select of a 16-bit tile value and 0).
   ReduceNode masked = r;
   masked.where = kb::less(kb::var("k"), kb::num(7));
-  EXPECT_EQ(match_contraction(masked, kernel_with(DType::bf16, 16, 32)).refusal, "a where condition on the reduced points");
+  auto zero_filled = match_contraction(masked, kernel_with(DType::bf16, 16, 32));
+  ASSERT_TRUE(zero_filled.contraction) << zero_filled.refusal;
+  EXPECT_TRUE(zero_filled.contraction->a_computed);
+  EXPECT_TRUE(zero_filled.contraction->b_computed);
+  EXPECT_EQ(zero_filled.contraction->type, DType::bf16);
+  EXPECT_NE(print_expr(zero_filled.contraction->a_value).find("select(k < 7"), std::string::npos) << print_expr(zero_filled.contraction->a_value);
+  // ... but not for a few-row product, which stays scalar.
+  ReduceNode few = masked;
+  few.domain = kb::over({Axis{"i", 4}, Axis{"j", 32}});
+  auto few_rows = match_contraction(few, kernel_with(DType::bf16, 4, 32));
+  EXPECT_FALSE(few_rows.contraction);
+  EXPECT_NE(few_rows.refusal.find("a where condition on the reduced points of a few-row product"), std::string::npos) << few_rows.refusal;
   // Not a sum.
   ReduceNode maximum = r;
   maximum.op = ReduceOp::max;
