@@ -25,10 +25,13 @@ namespace solder::gemm {
 //              BM × BK elements of TS, loaded as BK·bytes(TS)/128 TMA boxes of 128 bytes × BM rows.
 // Stages       ring depth; BKMajor as Config; no clusters and no split-K on this path.
 // SideSlots    side values per row kept in shared memory for the epilogue (≥ the prologue's Sides).
+// ClusterN     1, or 2: clusters of two blocks on horizontally adjacent tiles of one tile-row; each
+//              loads one of the A tile's two K boxes (fp8 MMA types: BK 128, A in 16 bits) and
+//              multicasts it to both, halving A's L2 reads. The grid must be even.
 // Shared memory: the ring (A's source and B per stage), two converted A buffers of BM × BK in TA (the
 // conversion of one K tile overlaps the wgmma of the previous one), the side values, the barriers.
 template <Dtype TS_, Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool BKMajor_ = true, int GroupM_ = 16,
-          int SideSlots_ = 1>
+          int SideSlots_ = 1, int ClusterN_ = 1>
 struct PrologueConfig {
   static constexpr Dtype TS = TS_;
   static constexpr Dtype TA = TA_;
@@ -40,6 +43,7 @@ struct PrologueConfig {
   static constexpr bool AKMajor = true;
   static constexpr bool BKMajor = BKMajor_;
   static constexpr int ClusterM = 1;
+  static constexpr int ClusterN = ClusterN_;
   static constexpr int GroupM = GroupM_;
   static constexpr int SplitK = 1;
   static constexpr int ABoxRows = BM_;
@@ -64,8 +68,25 @@ struct PrologueConfig {
   static_assert(!dtype_is_fp8(TB_) || BKMajor_, "fp8 wgmma needs a K-major B");
   static_assert(BKMajor_ || BN_ % 64 == 0, "an N-major B needs BN a multiple of 64");
   static_assert(SideSlots_ >= 1 && SideSlots_ <= 4, "SideSlots must be in [1, 4]");
+  static_assert(ClusterN_ == 1 || (ClusterN_ == 2 && ABoxes == 2), "ClusterN 2 splits A's two K boxes between the blocks");
   static_assert(SmemBytes <= 232448, "the ring does not fit in 227 KB of shared memory");
 };
+
+// The launch of a PrologueConfig: one block per tile (ClusterN per unit of ClusterN adjacent tiles), or
+// at most persistent_blocks (rounded down to whole clusters), each looping over its share of the tiles.
+template <class C>
+SOLDER_GEMM_HD constexpr LaunchGeometry prologue_launch_config(C, const GemmShape& shape, int persistent_blocks = 0) {
+  LaunchGeometry g{};
+  long long units = (long long)((shape.m + C::BM - 1) / C::BM) * (((shape.n + C::BN - 1) / C::BN + C::ClusterN - 1) / C::ClusterN);
+  if (units < 1) units = 1;
+  const long long clusters = persistent_blocks / C::ClusterN;
+  if (persistent_blocks > 0 && units > clusters) units = clusters > 0 ? clusters : 1;
+  g.grid[0] = static_cast<unsigned>(units * C::ClusterN);
+  g.cluster[0] = C::ClusterN;
+  g.block[0] = C::Threads;
+  g.smem_bytes = C::SmemBytes;
+  return g;
+}
 
 // PrologueConfig's SmemBytes from its numbers (the code generator sizes launches with it).
 SOLDER_GEMM_HD constexpr int prologue_smem_bytes(int bm, int bn, int source_bytes, int mma_bytes, int stages, int side_slots = 1) {

@@ -183,9 +183,12 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
   uint64_t* full = reinterpret_cast<uint64_t*>(side_smem + C::Consumers * 64 * C::SideSlots);
   uint64_t* empty = full + C::Stages;
 
+  // Work units: ClusterN horizontally adjacent tiles of one tile-row, one per block of the cluster
+  // (with ClusterN 2 the blocks share the A tile: each loads one of its two K boxes and multicasts it).
   const int tiles_m = ceil_div(shape.m, C::BM);
-  const int tiles_n = ceil_div(shape.n, C::BN);
+  const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
   const int total_units = tiles_m * tiles_n;
+  const int rank = C::ClusterN > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
   const int k_tiles = ceil_div(shape.k, C::BK);
   // Work: with PreSweep, block b takes a contiguous range of the tiles in row-major order, so its tiles
   // share their tile-row and the pre-sweep runs once per tile-row a block meets, not once per tile (the
@@ -201,11 +204,11 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
       tile_of(t, tiles_m, tiles_n, C::GroupM, &tile_m, &tile_n);
     }
     *m0 = tile_m * C::BM;
-    *n0 = tile_n * C::BN;
+    *n0 = (tile_n * C::ClusterN + rank) * C::BN;  // past N for the second block of a ragged pair: zero-filled, not stored
   };
-  int unit_begin = static_cast<int>(blockIdx.x), unit_end = total_units, unit_step = static_cast<int>(gridDim.x);
+  int unit_begin = static_cast<int>(blockIdx.x) / C::ClusterN, unit_end = total_units, unit_step = static_cast<int>(gridDim.x) / C::ClusterN;
   if constexpr (Prologue::PreSweep) {
-    const int blocks = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
+    const int blocks = static_cast<int>(gridDim.x) / C::ClusterN, block = static_cast<int>(blockIdx.x) / C::ClusterN;
     unit_step = 1;
     if (blocks >= tiles_m) {
       // At least one block per tile-row: block b serves tile-row r = ⌊b·R/G⌋ (each row ⌊G/R⌋ or ⌈G/R⌉
@@ -227,11 +230,15 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
-      cuda::ptx::mbarrier_init(&empty[s], C::Consumers * 4);
+      cuda::ptx::mbarrier_init(&empty[s], C::Consumers * 4 * C::ClusterN);  // every consumer warp of the cluster
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
-  __syncthreads();
+  if constexpr (C::ClusterN > 1) {
+    cute::cluster_sync();  // the peer's barriers are initialised before anyone multicasts or arrives
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     // ---- Producer ----
@@ -248,9 +255,14 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
         }
       };
       auto load_a = [&](int k0, int m0) {
+        if constexpr (C::ClusterN > 1) {  // K box `rank`, into both blocks (each full barrier expects the whole tile)
+          detail::tma_load_multicast(ring_a + (stage * C::ABoxes + rank) * C::BM * 128, a, k0 + rank * C::ABoxK, m0, 0, &full[stage],
+                                     static_cast<uint16_t>((1u << C::ClusterN) - 1));
+        } else {
 #pragma unroll
-        for (int j = 0; j < C::ABoxes; ++j)
-          detail::tma_load(ring_a + (stage * C::ABoxes + j) * C::BM * 128, a, k0 + j * C::ABoxK, m0, 0, &full[stage]);
+          for (int j = 0; j < C::ABoxes; ++j)
+            detail::tma_load(ring_a + (stage * C::ABoxes + j) * C::BM * 128, a, k0 + j * C::ABoxK, m0, 0, &full[stage]);
+        }
       };
       int swept_m0 = -1;  // the tile-row whose side values the consumers hold
       for (int u = unit_begin; u < unit_end; u += unit_step) {
@@ -325,9 +337,13 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
         phase ^= 1u;
       }
     };
-    auto release = [&](int s) {
+    auto release = [&](int s) {  // on every block of the cluster: the peer multicasts into this stage too
       __syncwarp();
-      if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
+      if constexpr (C::ClusterN == 1) {
+        if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
+      } else {
+        if (lane < C::ClusterN) detail::arrive_remote(&empty[s], static_cast<uint32_t>(lane));
+      }
     };
     // Side state of the thread's conversion rows, and of its two accumulator rows (the epilogue's).
     float side[Passes][NS];
@@ -568,6 +584,8 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
       }
     }
   }
+  // No block leaves while its peer may still multicast into it or arrive on its barriers.
+  if constexpr (C::ClusterN > 1) cute::cluster_sync();
 }
 
 template <class C, class Prologue, class Epilogue>

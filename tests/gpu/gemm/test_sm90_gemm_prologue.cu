@@ -13,8 +13,9 @@
 // row-divisor path must fall back to the division to round them to even.
 // Each case also checks the side values the epilogue receives (written for column 0) and runs ragged
 // M, N and K (K < BK, K not a multiple of BK, M and N not multiples of the tile), one block per tile
-// and persistent blocks. Outputs are poisoned with NaN; operand padding holds NaN. Exit 0 when every
-// case passes, 1 on a failure, 3 on a CUDA error. Build and run: tests/gpu/gemm/run.sh.
+// and persistent blocks, and 2-block clusters along N that share A's tile (ClusterN 2, the last
+// cases). Outputs are poisoned with NaN; operand padding holds NaN. Exit 0 when every case passes, 1
+// on a failure, 3 on a CUDA error. Build and run: tests/gpu/gemm/run.sh.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -95,8 +96,19 @@ void launch_prologue(const TensorMap& a, const TensorMap& b, const solder::gemm:
                      int persistent_blocks) {
   auto kernel = solder::gemm::gemm_prologue_kernel<C, P, E>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
-  solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
-  kernel<<<dim3(g.grid[0]), dim3(g.block[0]), g.smem_bytes>>>(a, b, shape, p, e);
+  solder::gemm::LaunchGeometry g = solder::gemm::prologue_launch_config(C{}, shape, persistent_blocks);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(g.grid[0]);
+  config.blockDim = dim3(g.block[0]);
+  config.dynamicSmemBytes = g.smem_bytes;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = g.cluster[0];
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, shape, p, e));
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -282,7 +294,7 @@ void run_exact(const char* name, int m, int k, int persistent, std::mt19937& rng
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each case's line survives a timeout
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each case's line survives a timeout (the cluster cases run last)
   std::mt19937 rng(argc > 1 ? std::atoi(argv[1]) : 2026);
   using solder::gemm::Dtype;
   run_family<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 128, 3>, true>("quant e4m3 128x128 s3", rng);
@@ -294,6 +306,13 @@ int main(int argc, char** argv) {
   run_exact<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 3>, QuantDividePrologue>("quant-divide e4m3 128x256 s3", 300, 512, 0, rng);
   run_exact<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 3>, QuantDividePrologue>("quant-divide e4m3 128x256 s3", 257, 300, 3, rng);
   run_exact<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 128, 3>, QuantPrologue>("quant e4m3 128x128 s3", 200, 384, 0, rng);
+  // Clusters of two blocks along N sharing the A tile (each loads one K box and multicasts it).
+  using Cluster256 = PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 3, true, 16, 1, 2>;
+  using Cluster192 = PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 192, 3, true, 16, 1, 2>;
+  run_family<Cluster256, true, QuantDividePrologue, QuantFactorEpilogue>("quant-divide-factor e4m3 128x256 s3 cluster 1x2", rng);
+  run_family<Cluster192, true, QuantDividePrologue>("quant-divide e4m3 128x192 s3 cluster 1x2", rng);
+  run_case<Cluster256, true, QuantDividePrologue>("quant-divide e4m3 128x256 s3 cluster 1x2", 1000, 2900, 700, 6, rng);  // 3 clusters, rows shared
+  run_exact<Cluster256, QuantDividePrologue>("quant-divide e4m3 128x256 s3 cluster 1x2", 300, 600, 4, rng);
   run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 256, 4, false>, false>("rms bf16 128x256 s4 B N-major", rng);
   run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 128, 4, true>, false>("rms bf16 128x128 s4 B K-major", rng);
   std::printf("%d of %d prologue cases passed\n", cases - failures, cases);
