@@ -40,7 +40,7 @@
 // from one input X[m, k] through pointwise definitions and row reductions over X (quant_gemm's amax,
 // rmsnorm_gemm's Σx²) runs whole too, with those definitions absorbed: the skeleton stages X, folds the
 // row reductions over the staged tiles (side reductions; a pre-sweep of the A stripe when A reads
-// them), computes A in registers (wgmma RS) and applies the scale after the dot. One kernel, and the
+// them), converts A into shared memory (wgmma SS) and applies the scale after the dot. One kernel, and the
 // computed operand never goes through memory (the bytes materialised are only the result's).
 #pragma once
 

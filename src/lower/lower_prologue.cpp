@@ -266,11 +266,11 @@ std::optional<PrologueContraction> lower_prologue_contraction(const BoundProgram
     for_each_load(node.terms[0].a, [&](const LoadNode& load) { a_reads_sides |= side_names.count(load.tensor) > 0; });
     if (!sides.empty())
       p.notes.push_back(a_reads_sides ? "A reads the side values: each block first sweeps its A stripe for them (a pre-sweep, once per "
-                                        "tile-row it meets; the extra reads come from L2), then the RS sweep"
-                                      : "only the scale reads the side values: they are folded during the one RS sweep and applied "
+                                        "tile-row it meets; the extra reads come from L2), then the main sweep"
+                                      : "only the scale reads the side values: they are folded during the one main sweep and applied "
                                         "after the dot product (exact by linearity)");
-    p.notes.push_back("operand A = " + print_expr(node.terms[0].a) + " computed in registers from the staged " + source + ", rounded to " +
-                      std::string(mma_type_name(node.type)) + " (wgmma RS)");
+    p.notes.push_back("operand A = " + print_expr(node.terms[0].a) + " converted from the staged " + source + " into a shared-memory tile of " +
+                      std::string(mma_type_name(node.type)) + " (wgmma SS; the conversion of one K tile overlaps the MMA of the previous)");
     for (auto& n : c.notes) p.notes.push_back(n);
     node.comment = def.target.name + " (the whole contraction with its operand prologue, one launch of the GEMM skeleton)";
     kernel.body.push_back(make_stmt(std::move(node)));

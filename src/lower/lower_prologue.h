@@ -11,7 +11,7 @@
 // folded into the operand), B a load of a global, and the scale an expression of the rows, columns,
 // inputs and side_i[m]. Statements run in order, so the side reductions are complete before the
 // contract reads them: exactly what the program computes. The skeleton computes the same values
-// (the side reductions over the A tiles it stages, then A in registers, rounded to T), up to the
+// (the side reductions over the A tiles it stages, then A converted and rounded to T), up to the
 // order of the f32 sums.
 //
 // The program shapes it takes (definition c = sum(k) …, reading through pointwise definitions that

@@ -1,20 +1,35 @@
 // The sm_90a GEMM skeleton with an operand-A prologue and side reductions (prologue_config.cuh: the
 // meaning of a launch). A separate kernel body beside gemm_body (sm90_gemm.cuh), which is unchanged:
 // the same TMA producer, mbarrier ring, persistent tile loop and setmaxnreg split, but A is staged in
-// its source type and each consumer warpgroup builds its wgmma register operand (RS) from it.
+// its source type and each consumer warpgroup converts it into a shared-memory tile of the MMA type
+// that an SS wgmma reads.
 //
 // ---- The prologue interface (what the code generator writes) -----------------------------------
 //
 //   struct Prologue {
-//     static constexpr int Sides = 1;          // side reductions (0 … 4), f32 each
+//     static constexpr int Sides = 1;          // side reductions (0 … C::SideSlots), f32 each
 //     static constexpr bool PreSweep = true;   // operand() reads the sides: sweep A once before
 //     __device__ void side_init(float* s) const;                        // s[i] = identity of side i
 //     __device__ void side_step(float* s, int row, int k, float x) const; // fold X(row, k) = x in
 //     __device__ void side_merge(float* s, const float* other) const;    // combine two partials
 //     __device__ float operand(int row, int k, float x, const float* s) const;  // A(row, k)
+//     // Optional: operand() is numerator(row, k, x, s) / divisor(row, s) in IEEE f32 arithmetic, the
+//     // divisor the same along a row (reading sides only with PreSweep). The kernel then multiplies
+//     // by RN(1/divisor) where row_divide.h proves the rounded result is the same, else calls operand().
+//     static constexpr bool RowDivisor = true;
+//     __device__ float numerator(int row, int k, float x, const float* s) const;
+//     __device__ float divisor(int row, const float* s) const;
 //   };
 //   struct Epilogue {
 //     __device__ void operator()(int batch, int row, int col, float acc, const float* s) const;
+//     // Optional: the scale depends on the row and its sides only. row_factor() computes it once per
+//     // row and tile; scaled() is operator() given it; with Pairs, scaled_pair() stores columns col
+//     // and col + 1 (col even) as operator() would, two at once.
+//     static constexpr bool RowFactor = true;
+//     __device__ float row_factor(int row, const float* s) const;
+//     __device__ void scaled(int batch, int row, int col, float acc, float factor) const;
+//     static constexpr bool Pairs = true;
+//     __device__ void scaled_pair(int batch, int row, int col, float acc0, float acc1, float factor) const;
 //   };
 //
 // side_step is called exactly once per in-bounds (row, k) of the thread's share (k < shape.k; rows
@@ -24,80 +39,125 @@
 // ---- Schedule ---------------------------------------------------------------------------------
 //
 // Per tile: (PreSweep, once per tile-row a block meets: with PreSweep each block takes a contiguous
-// row-major range of tiles, so the side values carry over along the row) the producer loads the A
+// row-major range of tiles, within one tile-row when there are at least as many blocks as tile-rows,
+// so the side values carry over along the row) the producer loads the A
 // stripe's K tiles alone into the ring and the consumers fold them into the side state, releasing each
-// stage at once; then the producer loads A and B per K tile as in gemm_body. Each consumer thread reads its fragment's elements of the swizzled A source
-// tile (plain index arithmetic: the 128-byte swizzle XORs the 16-byte chunk with the row mod 8),
-// folds them (no PreSweep), applies operand(), rounds to TA into its register fragment and issues the
-// RS wgmma, waiting for it before the next fill (a fragment redefined while its wgmma may be in flight
-// makes ptxas serialize every wgmma; the two consumer warpgroups interleave instead). The row's sides live in the 4 lanes of a quad (wgmma's A layout: lane l of warp w holds
-// rows 16w + l/4 and 16w + l/4 + 8), merged with two shuffles.
+// stage at once; then the producer loads A and B per K tile as in gemm_body. Each consumer warpgroup
+// converts its 64 rows of the staged source tile (16-byte shared-memory loads, 8 elements per thread
+// and chunk), folding the sides (no PreSweep) and applying operand(), rounds to TA and stores the
+// result into one of two converted buffers laid out as a 128-byte-swizzled K-major TMA tile of TA;
+// then fence.proxy.async, a warpgroup barrier and the SS wgmma of that K tile. The wait for the
+// previous K tile's wgmma follows this one's issue, so the conversion of K tile kt+1 overlaps the
+// wgmma of kt (the registers hold only the accumulator; no RS fragment, no C7513 serialisation).
+// The sides of a conversion row are spread over the lanes that convert its chunks (merged with
+// shuffles); the epilogue's rows read them back from a small shared-memory array.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
 #include "prologue_config.cuh"
+#include "row_divide.h"
 #include "sm90_gemm.cuh"
 
 namespace solder::gemm {
 
 namespace detail {
 
-// The CuTe types of a PrologueConfig: the RS atom and B's swizzled layout.
+// The CuTe types of a PrologueConfig: the SS atom, the converted A tile's and B's swizzled layouts.
 template <class C>
 struct PrologueTypes {
   using TA = typename cute_type<C::TA>::type;
   using TB = typename cute_type<C::TB>::type;
-  using TS = typename cute_type<C::TS>::type;
   static constexpr cute::GMMA::Major MajorB = C::BKMajor ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   using WarpgroupTile = cute::Shape<cute::_64, cute::Int<C::BN>, cute::Int<C::BK>>;
-  using MmaOp = decltype(cute::GMMA::rs_op_selector<TA, TB, float, WarpgroupTile, cute::GMMA::Major::K, MajorB>());
+  using MmaOp = decltype(cute::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, cute::GMMA::Major::K, MajorB>());
   using TiledMma = decltype(cute::make_tiled_mma(MmaOp{}));
+  // Converted A: (64 rows, BK, 2 buffers × Consumers); block b·Consumers + c is consumer c's rows of
+  // buffer b, each 64 × 128 bytes, row r at r·128 with 16-byte chunk j at j ^ (r % 8).
+  using SmemLayoutA = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_K_SW128_Atom<TA>{}, cute::make_shape(cute::_64{}, cute::Int<C::BK>{}, cute::Int<2 * C::Consumers>{}),
+      cute::Step<cute::_1, cute::_2, cute::_3>{}));
   using AtomB = cute::conditional_t<C::BKMajor, cute::GMMA::Layout_K_SW128_Atom<TB>, cute::GMMA::Layout_MN_SW128_Atom<TB>>;
   using StepB = cute::conditional_t<C::BKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
   using SmemLayoutB = decltype(cute::tile_to_shape(
       AtomB{}, cute::make_shape(cute::Int<C::BN>{}, cute::Int<C::BK>{}, cute::Int<C::Stages>{}), StepB{}));
-  static constexpr int KAtom = int(cute::size<2>(typename TiledMma::AtomShape_MNK{}));
-  static constexpr int KBlocks = C::BK / KAtom;
+  static constexpr int KBlocks = C::BK / int(cute::size<2>(typename TiledMma::AtomShape_MNK{}));
 };
 
-// The f32 value of A's source element (row r of the tile, k < BK) in stage `stage` of the ring: box
-// j = k / ABoxK holds BM rows of 128 bytes, 128-byte swizzled (chunk c of row r at chunk c ^ (r % 8)).
-template <class C>
-__device__ __forceinline__ float source_at(const unsigned char* ring_a, int stage, int r, int k) {
-  constexpr int esize = dtype_bytes(C::TS);
-  const int j = k / C::ABoxK, byte = (k % C::ABoxK) * esize;
-  const int offset = ((stage * C::ABoxes + j) * C::BM + r) * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
-  const unsigned short bits = *reinterpret_cast<const unsigned short*>(ring_a + offset);
-  if constexpr (C::TS == Dtype::bf16) {
-    return __uint_as_float(static_cast<unsigned>(bits) << 16);
-  } else {
-    return __half2float(__ushort_as_half(bits));
-  }
+}  // namespace detail
+
+namespace detail {
+
+// Shared-memory accesses by 32-bit shared address (the ring's pointer is computed through an integer,
+// which loses the state space: generic loads otherwise).
+__device__ __forceinline__ uint4 lds128(uint32_t address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
+  return v;
+}
+__device__ __forceinline__ void sts64(uint32_t address, uint32_t a, uint32_t b) {
+  asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(address), "r"(a), "r"(b));
+}
+__device__ __forceinline__ void sts128(uint32_t address, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(a), "r"(b), "r"(c), "r"(d));
+}
+// The consumer warpgroup's own barrier (named barrier 1 + consumer; 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int consumer) {
+  asm volatile("bar.sync %0, 128;" ::"r"(consumer + 1) : "memory");
 }
 
-// G consecutive source elements (row r, k … k + G - 1, k a multiple of G, G = 2 or 4: 4 or 8 bytes,
-// inside one 16-byte chunk) of stage `stage`, as f32, with one shared-memory load.
-template <class C, int G>
-__device__ __forceinline__ void source_group(const unsigned char* ring_a, int stage, int r, int k, float (&x)[G]) {
-  constexpr int esize = dtype_bytes(C::TS);
-  const int j = k / C::ABoxK, byte = (k % C::ABoxK) * esize;
-  const int offset = ((stage * C::ABoxes + j) * C::BM + r) * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
-  unsigned short bits[G];
-  if constexpr (G == 4) {
-    const uint2 v = *reinterpret_cast<const uint2*>(ring_a + offset);
-    bits[0] = v.x & 0xffffu; bits[1] = v.x >> 16; bits[2] = v.y & 0xffffu; bits[3] = v.y >> 16;
-  } else {
-    const unsigned v = *reinterpret_cast<const unsigned*>(ring_a + offset);
-    bits[0] = v & 0xffffu; bits[1] = v >> 16;
-  }
+// Eight 16-bit source values (one 16-byte chunk) as f32.
+template <Dtype TS>
+__device__ __forceinline__ void unpack8(const uint4& v, float (&x)[8]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-  for (int i = 0; i < G; ++i) {
-    if constexpr (C::TS == Dtype::bf16) {
-      x[i] = __uint_as_float(static_cast<unsigned>(bits[i]) << 16);
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (TS == Dtype::bf16) {
+      x[2 * i] = __uint_as_float(w[i] << 16);
+      x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
     } else {
-      x[i] = __half2float(__ushort_as_half(bits[i]));
+      x[2 * i] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] & 0xffffu)));
+      x[2 * i + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] >> 16)));
     }
   }
 }
+
+// Two f32 values rounded to the MMA type TA (round to nearest even; fp8 saturating, as cute's
+// float_e4m3_t / float_e5m2_t conversions), packed: 16 bits for fp8, 32 bits for 16-bit types.
+template <Dtype TA>
+__device__ __forceinline__ uint32_t round_pair(float a, float b) {
+  if constexpr (TA == Dtype::e4m3) {
+    return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+  } else if constexpr (TA == Dtype::e5m2) {
+    return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E5M2);
+  } else if constexpr (TA == Dtype::bf16) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
+// Whether the prologue divides by a per-row divisor (RowDivisor, numerator(), divisor(): see the
+// interface above).
+template <class P, class = void>
+struct has_row_divisor : cuda::std::false_type {};
+template <class P>
+struct has_row_divisor<P, cuda::std::enable_if_t<P::RowDivisor>> : cuda::std::true_type {};
+
+// Whether the epilogue computes its scale once per row (RowFactor: row_factor(), scaled()) and stores
+// two columns at once (Pairs: scaled_pair()); see the interface above.
+template <class E, class = void>
+struct has_row_factor : cuda::std::false_type {};
+template <class E>
+struct has_row_factor<E, cuda::std::enable_if_t<E::RowFactor>> : cuda::std::true_type {};
+template <class E, class = void>
+struct has_scaled_pair : cuda::std::false_type {};
+template <class E>
+struct has_scaled_pair<E, cuda::std::enable_if_t<E::Pairs>> : cuda::std::true_type {};
 
 }  // namespace detail
 
@@ -107,9 +167,10 @@ template <class C, class Prologue, class Epilogue>
 __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
                                                    const Prologue& prologue, const Epilogue& epilogue) {
   using T = detail::PrologueTypes<C>;
-  using TA = typename T::TA;
   using TB = typename T::TB;
   constexpr int NS = Prologue::Sides > 0 ? Prologue::Sides : 1;
+  constexpr bool Divide = detail::has_row_divisor<Prologue>::value;
+  static_assert(Prologue::Sides <= C::SideSlots, "more side reductions than the config's SideSlots");
   if (shape.m <= 0 || shape.n <= 0) return;
 
   extern __shared__ unsigned char solder_gemm_smem[];
@@ -117,17 +178,23 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
       (reinterpret_cast<uintptr_t>(solder_gemm_smem) + 1023) & ~uintptr_t(1023));
   unsigned char* ring_a = base;
   TB* ring_b = reinterpret_cast<TB*>(base + C::Stages * C::ABytesPerStage);
-  uint64_t* full = reinterpret_cast<uint64_t*>(base + C::Stages * C::StageBytes);
+  unsigned char* conv = base + C::Stages * C::StageBytes;  // (2 buffers × Consumers) blocks of 64 × BK of TA
+  float* side_smem = reinterpret_cast<float*>(conv + 2 * C::ConvBytesPerBuffer);  // (Consumers, 64, NS)
+  uint64_t* full = reinterpret_cast<uint64_t*>(side_smem + C::Consumers * 64 * C::SideSlots);
   uint64_t* empty = full + C::Stages;
 
+  // Work units: ClusterN horizontally adjacent tiles of one tile-row, one per block of the cluster
+  // (with ClusterN 2 the blocks share the A tile: each loads one of its two K boxes and multicasts it).
   const int tiles_m = ceil_div(shape.m, C::BM);
-  const int tiles_n = ceil_div(shape.n, C::BN);
+  const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
   const int total_units = tiles_m * tiles_n;
+  const int rank = C::ClusterN > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
   const int k_tiles = ceil_div(shape.k, C::BK);
-  // Work: with PreSweep, block b takes the contiguous range [b·U/G, (b+1)·U/G) of the tiles in row-major
-  // order, so consecutive tiles of a block mostly share their tile-row and the pre-sweep runs once per
-  // tile-row a block meets, not once per tile (the side values carry over); otherwise tiles
-  // b, b + G, … in the grouped order of tile_of (config.cuh).
+  // Work: with PreSweep, block b takes a contiguous range of the tiles in row-major order, so its tiles
+  // share their tile-row and the pre-sweep runs once per tile-row a block meets, not once per tile (the
+  // side values carry over): with G ≥ R blocks (R tile-rows) each block's range lies in one row (below);
+  // otherwise [b·U/G, (b+1)·U/G). Without PreSweep: tiles b, b + G, … in the grouped order of tile_of
+  // (config.cuh).
   auto locate = [&](int t, int* m0, int* n0) {
     int tile_m = 0, tile_n = 0;
     if constexpr (Prologue::PreSweep) {
@@ -137,22 +204,41 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
       tile_of(t, tiles_m, tiles_n, C::GroupM, &tile_m, &tile_n);
     }
     *m0 = tile_m * C::BM;
-    *n0 = tile_n * C::BN;
+    *n0 = (tile_n * C::ClusterN + rank) * C::BN;  // past N for the second block of a ragged pair: zero-filled, not stored
   };
-  const int unit_begin = Prologue::PreSweep ? static_cast<int>((long long)total_units * blockIdx.x / gridDim.x) : static_cast<int>(blockIdx.x);
-  const int unit_end = Prologue::PreSweep ? static_cast<int>((long long)total_units * (blockIdx.x + 1) / gridDim.x) : total_units;
-  const int unit_step = Prologue::PreSweep ? 1 : static_cast<int>(gridDim.x);
+  int unit_begin = static_cast<int>(blockIdx.x) / C::ClusterN, unit_end = total_units, unit_step = static_cast<int>(gridDim.x) / C::ClusterN;
+  if constexpr (Prologue::PreSweep) {
+    const int blocks = static_cast<int>(gridDim.x) / C::ClusterN, block = static_cast<int>(blockIdx.x) / C::ClusterN;
+    unit_step = 1;
+    if (blocks >= tiles_m) {
+      // At least one block per tile-row: block b serves tile-row r = ⌊b·R/G⌋ (each row ⌊G/R⌋ or ⌈G/R⌉
+      // consecutive blocks), an even share of that row's tiles, and sweeps one stripe only.
+      const int row = static_cast<int>((long long)block * tiles_m / blocks);
+      const int first = static_cast<int>(((long long)row * blocks + tiles_m - 1) / tiles_m);
+      const int count = static_cast<int>(((long long)(row + 1) * blocks + tiles_m - 1) / tiles_m) - first;
+      const int i = block - first;
+      unit_begin = row * tiles_n + static_cast<int>((long long)tiles_n * i / count);
+      unit_end = row * tiles_n + static_cast<int>((long long)tiles_n * (i + 1) / count);
+    } else {
+      unit_begin = static_cast<int>((long long)total_units * block / blocks);
+      unit_end = static_cast<int>((long long)total_units * (block + 1) / blocks);
+    }
+  }
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int thread = static_cast<int>(threadIdx.x) % 128;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
-      cuda::ptx::mbarrier_init(&empty[s], C::Consumers * 4);
+      cuda::ptx::mbarrier_init(&empty[s], C::Consumers * 4 * C::ClusterN);  // every consumer warp of the cluster
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
-  __syncthreads();
+  if constexpr (C::ClusterN > 1) {
+    cute::cluster_sync();  // the peer's barriers are initialised before anyone multicasts or arrives
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     // ---- Producer ----
@@ -169,9 +255,14 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
         }
       };
       auto load_a = [&](int k0, int m0) {
+        if constexpr (C::ClusterN > 1) {  // K box `rank`, into both blocks (each full barrier expects the whole tile)
+          detail::tma_load_multicast(ring_a + (stage * C::ABoxes + rank) * C::BM * 128, a, k0 + rank * C::ABoxK, m0, 0, &full[stage],
+                                     static_cast<uint16_t>((1u << C::ClusterN) - 1));
+        } else {
 #pragma unroll
-        for (int j = 0; j < C::ABoxes; ++j)
-          detail::tma_load(ring_a + (stage * C::ABoxes + j) * C::BM * 128, a, k0 + j * C::ABoxK, m0, 0, &full[stage]);
+          for (int j = 0; j < C::ABoxes; ++j)
+            detail::tma_load(ring_a + (stage * C::ABoxes + j) * C::BM * 128, a, k0 + j * C::ABoxK, m0, 0, &full[stage]);
+        }
       };
       int swept_m0 = -1;  // the tile-row whose side values the consumers hold
       for (int u = unit_begin; u < unit_end; u += unit_step) {
@@ -211,18 +302,32 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
     cutlass::arch::warpgroup_reg_alloc<232>();
     const int consumer = warpgroup - 1;
     typename T::TiledMma mma;
+    cute::Tensor sA = cute::make_tensor(cute::make_smem_ptr(reinterpret_cast<typename T::TA*>(conv)), typename T::SmemLayoutA{});
     cute::Tensor sB = cute::make_tensor(cute::make_smem_ptr(ring_b), typename T::SmemLayoutB{});  // (BN, BK, S)
     auto thr = mma.get_thread_slice(thread);
-    cute::Tensor tCsB = thr.partition_B(sB);
-    cute::Tensor tCrB = thr.make_fragment_B(tCsB);
-    // A's register fragments and the (row, k) each of their values holds, within the warpgroup's 64 × BK.
-    cute::Tensor cA = cute::make_identity_tensor(cute::Shape<cute::_64, cute::Int<C::BK>>{});
-    cute::Tensor tCcA = thr.partition_A(cA);
-    cute::Tensor frag = cute::make_tensor<TA>(cute::shape(tCcA));  // (V, 1, KBlocks), compact like tCcA
+    cute::Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // descriptors of the converted tiles
+    cute::Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
     cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
     const int warp = thread / 32, lane = thread % 32;
-    const int my_row = 16 * warp + lane / 4;  // this thread's rows: my_row and my_row + 8 (of the 64)
+    const int my_row = 16 * warp + lane / 4;  // the accumulator's rows: my_row and my_row + 8 (of the 64)
     const int tile_row = consumer * 64;
+
+    // The conversion's share of this thread: 16-byte source chunk q of rows r0 + RowsPerPass·j,
+    // j < Passes, of the warpgroup's 64 rows (8 consecutive lanes read 8 chunks of one row: no bank
+    // conflict through the 128-byte swizzle).
+    constexpr int SrcChunks = C::BK * dtype_bytes(C::TS) / 16;  // per row: 16 (fp8 MMA) or 8 (16-bit)
+    constexpr int RowsPerPass = 128 / SrcChunks;
+    constexpr int Passes = 64 / RowsPerPass;
+    constexpr int OutBytes = 8 * dtype_bytes(C::TA);  // one chunk's 8 values in TA
+    const int q = thread % SrcChunks, r0 = thread / SrcChunks;
+    const uint32_t ring_a_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring_a));
+    const uint32_t conv_s = static_cast<uint32_t>(__cvta_generic_to_shared(conv));
+    // Byte offsets of pass 0 (row r0; the swizzle's row bits r & 7 are the same for every pass, as
+    // RowsPerPass is a multiple of 8).
+    const uint32_t src_offset = ((q / 8) * C::BM + tile_row + r0) * 128 + (((q % 8) ^ (r0 & 7)) << 4);
+    const uint32_t out_byte = q * OutBytes;
+    const uint32_t conv_offset = (consumer * 64 + r0) * 128 + ((((out_byte >> 4) ^ (r0 & 7)) << 4) | (out_byte & 15));
+    const int kq = q * 8;  // the chunk's first k within the K tile
 
     int stage = 0;
     uint32_t phase = 0;
@@ -232,133 +337,255 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
         phase ^= 1u;
       }
     };
-    auto release = [&](int s) {
+    auto release = [&](int s) {  // on every block of the cluster: the peer multicasts into this stage too
       __syncwarp();
-      if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
-    };
-    // Side state of the thread's two rows (slot = row bit 3 within the warp's 16).
-    float side[2][NS];
-    // Folds the thread's elements of the staged A tile of stage s (K tile kt) into side.
-    // The (row, k) coordinates of the thread's fragment values are recomputed where they are used: an
-    // opaque copy of the thread index keeps the compiler from hoisting all of them (and their
-    // shared-memory offsets) out of the K loop into registers, which spilled.
-    auto coordinates = [&] {
-      int t = thread;
-      asm volatile("" : "+r"(t));
-      return mma.get_thread_slice(t).partition_A(cA);
-    };
-    auto fold = [&](int s, int k0, int m0) {
-      cute::Tensor tc = coordinates();
-#pragma unroll
-      for (int i = 0; i < cute::size(tc); ++i) {
-        const int r = cute::get<0>(tc(i)), kk = cute::get<1>(tc(i));
-        const int slot = (r >> 3) & 1;
-        if (k0 + kk < shape.k) {
-          const float x = detail::source_at<C>(ring_a, s, tile_row + r, kk);
-          prologue.side_step(side[slot], m0 + tile_row + r, k0 + kk, x);
-        }
+      if constexpr (C::ClusterN == 1) {
+        if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
+      } else {
+        if (lane < C::ClusterN) detail::arrive_remote(&empty[s], static_cast<uint32_t>(lane));
       }
     };
-    // Fills K block kb of `frag` from the staged tile (and folds the sides when there is no pre-sweep).
-    // wgmma's register A layout holds G = 4 (fp8) or 2 (16-bit) consecutive k per 32-bit register,
-    // starting at a multiple of G: each group is read with one shared-memory load.
-    constexpr int G = dtype_bytes(C::TA) == 1 ? 4 : 2;
-    auto fill = [&](auto& frag, int kb, int s, int k0, int m0) {
-      cute::Tensor coords = coordinates()(cute::_, cute::_, kb);
-      cute::Tensor values = frag(cute::_, cute::_, kb);
-      static_assert(decltype(cute::size(coords))::value % G == 0, "the fragment holds whole groups");
+    // Side state of the thread's conversion rows, and of its two accumulator rows (the epilogue's).
+    float side[Passes][NS];
+    float side_acc[2][NS];
+    // With a row divisor: r = RN(1/d) per conversion row, and whether the row may use it.
+    float inverse[Passes];
+    bool inverse_ok[Passes];
+    auto side_reset = [&] {
 #pragma unroll
-      for (int i = 0; i < cute::size(coords); i += G) {
-        const int r = cute::get<0>(coords(i)), kk = cute::get<1>(coords(i));
-        const int slot = (r >> 3) & 1;
-        const int row = m0 + tile_row + r;
-        float x[G];
-        detail::source_group<C, G>(ring_a, s, tile_row + r, kk, x);
-#pragma unroll
-        for (int j = 0; j < G; ++j) {
-          const int k = k0 + kk + j;
-          float v = 0.0f;
-          if (k < shape.k) {
-            if constexpr (!Prologue::PreSweep && Prologue::Sides > 0) prologue.side_step(side[slot], row, k, x[j]);
-            v = prologue.operand(row, k, x[j], side[slot]);
-          }
-          values(i + j) = TA(v);
-        }
-      }
+      for (int j = 0; j < Passes; ++j) prologue.side_init(side[j]);
     };
-    auto merge_quad = [&] {
+    // Completes the sides of the conversion rows (the SrcChunks lanes of a row hold partial folds) and
+    // publishes them for the accumulator rows through side_smem (read_sides), between two warpgroup
+    // barriers.
+    auto merge_sides = [&] {
+#pragma unroll
+      for (int j = 0; j < Passes; ++j)
+#pragma unroll
+        for (int d = 1; d < SrcChunks; d <<= 1) {
+          float other[NS];
+#pragma unroll
+          for (int i = 0; i < NS; ++i) other[i] = __shfl_xor_sync(0xffffffffu, side[j][i], d);
+          prologue.side_merge(side[j], other);
+        }
+      detail::warpgroup_sync(consumer);  // every thread has read the previous values (read_sides)
+      if (q == 0) {
+#pragma unroll
+        for (int j = 0; j < Passes; ++j)
+#pragma unroll
+          for (int i = 0; i < NS; ++i) side_smem[((consumer * 64) + r0 + RowsPerPass * j) * C::SideSlots + i] = side[j][i];
+      }
+      detail::warpgroup_sync(consumer);
+    };
+    auto read_sides = [&] {
 #pragma unroll
       for (int slot = 0; slot < 2; ++slot)
 #pragma unroll
-        for (int d = 1; d <= 2; d <<= 1) {
-          float other[NS];
+        for (int i = 0; i < NS; ++i) side_acc[slot][i] = side_smem[((consumer * 64) + my_row + 8 * slot) * C::SideSlots + i];
+    };
+    // Folds the thread's chunks of the staged source tile (stage s, K tile at k0) into side; Tail: the
+    // K tile crosses shape.k.
+    auto fold = [&](auto tail, int s, int k0, int m0) {
+      constexpr bool Tail = decltype(tail)::value;
 #pragma unroll
-          for (int j = 0; j < NS; ++j) other[j] = __shfl_xor_sync(0xffffffffu, side[slot][j], d);
-          prologue.side_merge(side[slot], other);
+      for (int j = 0; j < Passes; ++j) {
+        float x[8];
+        detail::unpack8<C::TS>(detail::lds128(ring_a_s + s * C::ABytesPerStage + src_offset + j * RowsPerPass * 128), x);
+        const int row = m0 + tile_row + r0 + RowsPerPass * j;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int k = k0 + kq + e;
+          if (!Tail || k < shape.k) prologue.side_step(side[j], row, k, x[e]);
         }
+      }
+    };
+    // Converts the thread's chunks of stage s into converted buffer `buffer` (folding the sides on the
+    // way when there is no pre-sweep).
+    auto convert = [&](auto tail, int s, int buffer, int k0, int m0) {
+      constexpr bool Tail = decltype(tail)::value;
+#pragma unroll
+      for (int j = 0; j < Passes; ++j) {
+        float x[8];
+        detail::unpack8<C::TS>(detail::lds128(ring_a_s + s * C::ABytesPerStage + src_offset + j * RowsPerPass * 128), x);
+        const int row = m0 + tile_row + r0 + RowsPerPass * j;
+        float v[8];
+        uint32_t packed[4];
+        if constexpr (Divide) {
+          // n · RN(1/d), kept where the window proves it rounds as RN(n / d) does (row_divide.h).
+          float lo[8], hi[8];
+          bool tiny = false;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int k = k0 + kq + e;
+            if constexpr (!Prologue::PreSweep && Prologue::Sides > 0)
+              if (!Tail || k < shape.k) prologue.side_step(side[j], row, k, x[e]);
+            const float qv = prologue.numerator(row, k, x[e], side[j]) * inverse[j];
+            row_divide_window(qv, &lo[e], &hi[e]);
+            if constexpr (row_divide_tiny(C::TA)) tiny |= fabsf(qv) < 7.52316385e-37f;  // 2⁻¹²⁰
+          }
+          uint32_t differ = 0;
+#pragma unroll
+          for (int e = 0; e < 8; e += 2) {
+            const uint32_t l = detail::round_pair<C::TA>(lo[e], lo[e + 1]);
+            differ |= l ^ detail::round_pair<C::TA>(hi[e], hi[e + 1]);
+            if constexpr (dtype_bytes(C::TA) == 1) {
+              if (e % 4 == 0) packed[e / 4] = l; else packed[e / 4] |= l << 16;
+            } else {
+              packed[e / 2] = l;
+            }
+          }
+          if (differ != 0 || tiny || !inverse_ok[j] || (Tail && k0 + kq + 8 > shape.k)) {
+            // The IEEE division (the program's operand), as the window could not prove the rounding.
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              const int k = k0 + kq + e;
+              v[e] = (!Tail || k < shape.k) ? prologue.operand(row, k, x[e], side[j]) : 0.0f;
+            }
+#pragma unroll
+            for (int e = 0; e < 8; e += 2) {
+              const uint32_t l = detail::round_pair<C::TA>(v[e], v[e + 1]);
+              if constexpr (dtype_bytes(C::TA) == 1) {
+                if (e % 4 == 0) packed[e / 4] = l; else packed[e / 4] |= l << 16;
+              } else {
+                packed[e / 2] = l;
+              }
+            }
+          }
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int k = k0 + kq + e;
+            v[e] = 0.0f;
+            if (!Tail || k < shape.k) {
+              if constexpr (!Prologue::PreSweep && Prologue::Sides > 0) prologue.side_step(side[j], row, k, x[e]);
+              v[e] = prologue.operand(row, k, x[e], side[j]);
+            }
+          }
+#pragma unroll
+          for (int e = 0; e < 8; e += 2) {
+            const uint32_t l = detail::round_pair<C::TA>(v[e], v[e + 1]);
+            if constexpr (dtype_bytes(C::TA) == 1) {
+              if (e % 4 == 0) packed[e / 4] = l; else packed[e / 4] |= l << 16;
+            } else {
+              packed[e / 2] = l;
+            }
+          }
+        }
+        const uint32_t out = conv_s + buffer * C::ConvBytesPerBuffer + conv_offset + j * RowsPerPass * 128;
+        if constexpr (OutBytes == 8) {
+          detail::sts64(out, packed[0], packed[1]);
+        } else {
+          detail::sts128(out, packed[0], packed[1], packed[2], packed[3]);
+        }
+      }
+    };
+    auto prepare_divisors = [&](int m0) {
+      if constexpr (Divide) {
+#pragma unroll
+        for (int j = 0; j < Passes; ++j) {
+          const float d = prologue.divisor(m0 + tile_row + r0 + RowsPerPass * j, side[j]);
+          inverse[j] = __frcp_rn(d);
+          inverse_ok[j] = row_divisor_ok(d, inverse[j]);
+        }
+      }
     };
 
     int swept_m0 = -1;
+    int buffer = 0;
     for (int u = unit_begin; u < unit_end; u += unit_step) {
       int m0, n0;
       locate(u, &m0, &n0);
       if constexpr (Prologue::PreSweep) {
         if (m0 != swept_m0) {  // a new tile-row: sweep its A stripe (the producer loads it alone)
-          prologue.side_init(side[0]);
-          prologue.side_init(side[1]);
+          side_reset();
           for (int kt = 0; kt < k_tiles; ++kt) {
             detail::wait_parity(&full[stage], phase);
-            fold(stage, kt * C::BK, m0);
+            if (kt * C::BK + C::BK <= shape.k) fold(cuda::std::false_type{}, stage, kt * C::BK, m0);
+            else fold(cuda::std::true_type{}, stage, kt * C::BK, m0);
             release(stage);
             advance();
           }
-          merge_quad();
+          merge_sides();
+          prepare_divisors(m0);
           swept_m0 = m0;
         }
       } else {
-        prologue.side_init(side[0]);
-        prologue.side_init(side[1]);
+        side_reset();
+        prepare_divisors(m0);  // a divisor that reads no side values (gemm_prologue_writer checks)
       }
       cute::clear(acc);
-      // One K tile, one K block at a time: fill the block's registers, then issue its wgmma in a
-      // stage of its own (warpgroup_arrive), so the next block's fill overlaps it; ptxas serializes
-      // every wgmma when a register operand is redefined inside a stage (C7513). The fragment is
-      // reused by the next K tile only after all its wgmma completed (wait<0>), which also frees the
-      // ring stage; the two consumer warpgroups interleave meanwhile.
+      // Per K tile: convert the staged source tile into a converted buffer (TA, 128-byte swizzled like
+      // a TMA tile), make it visible to the async proxy, then the SS wgmma. The wait for the previous
+      // K tile's wgmma (wait<1>) comes after this one's issue: converting K tile kt+1 overlaps the
+      // wgmma of kt, and the buffer it writes (that of kt-1) is free by then.
+      int previous = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         detail::wait_parity(&full[stage], phase);
+        if (kt * C::BK + C::BK <= shape.k) convert(cuda::std::false_type{}, stage, buffer, kt * C::BK, m0);
+        else convert(cuda::std::true_type{}, stage, buffer, kt * C::BK, m0);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the converted tile, for wgmma
+        detail::warpgroup_sync(consumer);
         cute::warpgroup_fence_operand(acc);
+        cute::warpgroup_arrive();
 #pragma unroll
-        for (int kb = 0; kb < T::KBlocks; ++kb) {
-          fill(frag, kb, stage, kt * C::BK, m0);
-          cute::warpgroup_fence_operand(frag);
-          cute::warpgroup_arrive();
-          cute::gemm(mma, frag(cute::_, cute::_, kb), tCrB(cute::_, cute::_, kb, stage), acc);
-          cute::warpgroup_commit_batch();
-        }
-        cute::warpgroup_wait<0>();
+        for (int kb = 0; kb < T::KBlocks; ++kb)
+          cute::gemm(mma, tCrA(cute::_, cute::_, kb, buffer * C::Consumers + consumer), tCrB(cute::_, cute::_, kb, stage), acc);
+        cute::warpgroup_commit_batch();
+        cute::warpgroup_wait<1>();  // the previous K tile's wgmma is done: its stage and buffer are free
         cute::warpgroup_fence_operand(acc);
-        cute::warpgroup_fence_operand(frag);
-        release(stage);
+        if (kt > 0) release(previous);
+        previous = stage;
+        buffer ^= 1;
         advance();
       }
-      if constexpr (!Prologue::PreSweep) merge_quad();
+      cute::warpgroup_wait<0>();
+      cute::warpgroup_fence_operand(acc);
+      if (k_tiles > 0) release(previous);
+      if constexpr (!Prologue::PreSweep) merge_sides();
+      read_sides();
 
       // ---- Epilogue (the m64nBNk accumulator layout, as gemm_body) ----
       const int row_base = m0 + tile_row + my_row;
       const int col_base = n0 + 2 * (lane % 4);
+      if constexpr (detail::has_row_factor<Epilogue>::value) {
+        // The scale once per row; pairs of columns stored together where the epilogue can.
+        float factor[2];
 #pragma unroll
-      for (int i = 0; i < C::BN / 2; i += 2) {
-        const int slot = (i / 2) % 2;
-        const int row = row_base + 8 * slot;
-        const int col = col_base + 8 * (i / 4);
-        if (row < shape.m) {
-          if (col < shape.n) epilogue(0, row, col, acc(i), side[slot]);
-          if (col + 1 < shape.n) epilogue(0, row, col + 1, acc(i + 1), side[slot]);
+        for (int slot = 0; slot < 2; ++slot) factor[slot] = epilogue.row_factor(row_base + 8 * slot, side_acc[slot]);
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; i += 2) {
+          const int slot = (i / 2) % 2;
+          const int row = row_base + 8 * slot;
+          const int col = col_base + 8 * (i / 4);
+          if (row < shape.m) {
+            if constexpr (detail::has_scaled_pair<Epilogue>::value) {
+              if (col + 1 < shape.n) {
+                epilogue.scaled_pair(0, row, col, acc(i), acc(i + 1), factor[slot]);
+              } else if (col < shape.n) {
+                epilogue.scaled(0, row, col, acc(i), factor[slot]);
+              }
+            } else {
+              if (col < shape.n) epilogue.scaled(0, row, col, acc(i), factor[slot]);
+              if (col + 1 < shape.n) epilogue.scaled(0, row, col + 1, acc(i + 1), factor[slot]);
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; i += 2) {
+          const int slot = (i / 2) % 2;
+          const int row = row_base + 8 * slot;
+          const int col = col_base + 8 * (i / 4);
+          if (row < shape.m) {
+            if (col < shape.n) epilogue(0, row, col, acc(i), side_acc[slot]);
+            if (col + 1 < shape.n) epilogue(0, row, col + 1, acc(i + 1), side_acc[slot]);
+          }
         }
       }
     }
   }
+  // No block leaves while its peer may still multicast into it or arrive on its barriers.
+  if constexpr (C::ClusterN > 1) cute::cluster_sync();
 }
 
 template <class C, class Prologue, class Epilogue>

@@ -221,7 +221,7 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       source = gemm->source;
       module.kernels.push_back(gemm->info);
     } else if (auto prologue = write_gemm_prologue_kernel(named, named.kernels[i], nullptr)) {
-      // side reductions + operand prologue on the GEMM skeleton's prologue path (wgmma RS)
+      // side reductions + operand prologue on the GEMM skeleton's prologue path (wgmma SS)
       for (auto& s : schedule) {
         const GemmSkeletonLaunch& g = *prologue->info.gemm;
         s.skeleton = ContractionSchedule::kGemmPrologue;

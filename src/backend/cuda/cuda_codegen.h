@@ -86,7 +86,7 @@ struct GeneratedKernel {
 struct ContractionSchedule {
   // The skeletons, by name.
   static constexpr const char* kGemmSkeleton = "sm90 GEMM skeleton";      // whole, on TMA + wgmma
-  static constexpr const char* kGemmPrologue = "sm90 GEMM skeleton, operand prologue";  // computed A, wgmma RS
+  static constexpr const char* kGemmPrologue = "sm90 GEMM skeleton, operand prologue";  // computed A, wgmma SS
   static constexpr const char* kAttentionSkeleton = "sm90 attention skeleton";  // TMA, K/V ring, wgmma SS + RS
   static constexpr const char* kAttentionWgmma = "attention wgmma";       // the tensor-core emitter
   static constexpr const char* kAttentionMmaSync = "attention mma.sync";  // the tensor-core emitter

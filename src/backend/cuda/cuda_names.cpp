@@ -29,6 +29,7 @@ const std::set<std::string>& reserved_cuda_words() {
         "dim", "extent", "index", "parameter", "channel_0", "channel_1",
         // The GEMM skeleton's prologue functor (gemm_prologue_writer.cpp).
         "SOLDER_GEMM_PROLOGUE_KERNEL", "Sides", "PreSweep", "side_init", "side_step", "side_merge", "operand",
+        "RowDivisor", "numerator", "divisor", "RowFactor", "row_factor", "scaled", "Pairs", "scaled_pair",
         // The attention skeleton's functor interface (device/solder/attention/functors.cuh).
         "kIdentity", "key_tiles", "partial", "scale_log2", "visible",
         // CUDA: built-in variables, vector and half types, namespaces, the runtime's names.

@@ -9,10 +9,12 @@
 #include "backend/cpu/inputs.h"
 #include "backend/cpu/reference.h"
 #include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/gemm_prologue_writer.h"
 #include "contract/gemm_prologue_fit.h"
 #include "driver/compile.h"
 #include "fusion/whole_contractions.h"
 #include "ir/parser.h"
+#include "ir/printer.h"
 #include "kernel/kernel_printer.h"
 #include "lower/lower_prologue.h"
 #include "lower/lower_unfused.h"
@@ -126,8 +128,8 @@ TEST(PrologueContraction, FusedGpuPlanIsOneKernelThatVerifiesOnTheExecutor) {
     CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
     ASSERT_EQ(compiled.kernels.kernels.size(), 1u) << compiled.report;
     EXPECT_NE(compiled.report.find("one kernel with its operand prologue"), std::string::npos) << compiled.report;
-    EXPECT_NE(compiled.report.find("computed in registers"), std::string::npos) << compiled.report;
-    EXPECT_NE(compiled.report.find(name == "quant_gemm" ? "each block first sweeps its A stripe" : "folded during the one RS sweep"),
+    EXPECT_NE(compiled.report.find("converted from the staged"), std::string::npos) << compiled.report;
+    EXPECT_NE(compiled.report.find(name == "quant_gemm" ? "each block first sweeps its A stripe" : "folded during the one main sweep"),
               std::string::npos)
         << compiled.report;
     expect_matches_reference(bound, compiled.kernels, 5);
@@ -146,12 +148,45 @@ TEST(PrologueContraction, FusedGpuPlanIsOneKernelThatVerifiesOnTheExecutor) {
       EXPECT_NE(m.source.find("return ((&x_)[(0LL)] / (s_[(0LL)] / static_cast<float>(448LL)));"), std::string::npos) << m.source;
       EXPECT_NE(m.source.find("rounded to f8e4m3 by the skeleton"), std::string::npos) << m.source;
       EXPECT_NE(m.source.find("Dtype::bf16, solder::gemm::Dtype::e4m3, solder::gemm::Dtype::e4m3"), std::string::npos) << m.source;
+      // a / (amax / 448): the row-divisor path, numerator x, divisor the side value over 448.
+      EXPECT_NE(m.source.find("static constexpr bool RowDivisor = true;"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("return (s_[(0LL)] / static_cast<float>(448LL));"), std::string::npos) << m.source;
+      // The scale amax / 448 once per row; c is bf16 [M, N] with N even: pairs.
+      EXPECT_NE(m.source.find("return (0.00223214296f * s_[(0LL)]);"), std::string::npos) << m.source;
+      // Clusters stay off until they have run on a GPU (ClusterN 1, one block per SM).
+      EXPECT_NE(m.source.find("16, 1, 1>;"), std::string::npos) << m.source;
+      EXPECT_EQ(m.kernels[0].cluster, 1);
     } else {
       EXPECT_NE(m.source.find("static constexpr bool PreSweep = false;"), std::string::npos) << m.source;
       EXPECT_NE(m.source.find("s_[0] += "), std::string::npos) << m.source;
       EXPECT_NE(m.source.find("rsqrt"), std::string::npos) << m.source;
+      EXPECT_EQ(m.source.find("RowDivisor"), std::string::npos) << m.source;  // x · g[k]: no division
+      EXPECT_NE(m.source.find("return solder::rsqrt_exact((s_[(0LL)] + 9.99999975e-06f));"), std::string::npos) << m.source;
     }
+    EXPECT_NE(m.source.find("static constexpr bool RowFactor = true;"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("static constexpr bool Pairs = true;"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("__floats2bfloat162_rn(value0_, value1_)"), std::string::npos) << m.source;
   }
+}
+
+// row_division: operand = n / d with d the same along a row (reads no x_, no k, no tensor but the
+// sides, and with a pre-sweep only), and no addition on either side.
+TEST(PrologueContraction, RowDivisionTakesOnlyAPerRowDivisorWithoutAdditions) {
+  const Expr x = make_load("x_", {make_int(0)});
+  const Expr side = make_load("amax_side", {make_int(0)});
+  const std::set<std::string> sides = {"amax_side"};
+  auto div = [](Expr a, Expr b) { return make_binary(BinaryOp::div, std::move(a), std::move(b)); };
+  auto quant = row_division(div(x, div(side, make_const(448))), "k", sides, true);
+  ASSERT_TRUE(quant.has_value());
+  EXPECT_EQ(print_expr(quant->numerator), print_expr(x));
+  EXPECT_FALSE(row_division(div(x, div(side, make_const(448))), "k", sides, false).has_value());  // sides only after a pre-sweep
+  EXPECT_TRUE(row_division(div(x, make_const(3)), "k", sides, false).has_value());                // a constant divisor
+  EXPECT_FALSE(row_division(div(x, make_var("k")), "k", sides, true).has_value());                // varies along the row
+  EXPECT_FALSE(row_division(div(x, x), "k", sides, true).has_value());                            // reads the element
+  EXPECT_FALSE(row_division(div(x, make_load("g", {make_var("k")})), "k", sides, true).has_value());
+  EXPECT_FALSE(row_division(div(x, make_binary(BinaryOp::add, side, make_const(1))), "k", sides, true).has_value());
+  EXPECT_FALSE(row_division(div(make_binary(BinaryOp::sub, x, make_const(1)), side), "k", sides, true).has_value());
+  EXPECT_FALSE(row_division(make_binary(BinaryOp::mul, x, side), "k", sides, true).has_value());  // not a division
 }
 
 }  // namespace
