@@ -15,6 +15,16 @@
 // or per-column factors go into operator(); it is called once per computed score (masked ones
 // included) and must be a pure function of its arguments.
 //
+// An affine score (optional: `static constexpr bool kAffine = true;`, then operator() is never called):
+//
+//     // score(bh, row, col, dot) = a·dot + u·(col − row) + w·row + c, the four factors of head bh
+//     __device__ void affine(int bh, float* a, float* u, float* w, float* c) const;
+//
+// The skeleton asks for the factors once per work tile, forms u·(col0 + lane's column − row) + w·row + c
+// once per key tile and row, and per score adds u times the element's column offset inside the tile
+// (a compile-time constant) and a·dot: two FFMA per score, no index conversion (ALiBi: a = scale, u =
+// the head's slope, w = c = 0).
+//
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
 //   struct Mask {
@@ -71,6 +81,16 @@ struct SoftcapScore {
   static constexpr bool kIdentity = false;
   __device__ float operator()(int, int, int, float dot) const { return cap * tanhf(dot * scale_over_cap); }
 };
+
+// Whether Score has the affine form above (kAffine true); functors without the member are not affine.
+template <class S>
+__host__ __device__ constexpr auto score_is_affine(int) -> decltype(S::kAffine, true) {
+  return S::kAffine;
+}
+template <class S>
+__host__ __device__ constexpr bool score_is_affine(long) {
+  return false;
+}
 
 // ---- Mask functors ----------------------------------------------------------------------------------
 
