@@ -37,6 +37,12 @@
 //     __device__ bool visible(int bh, int row, int col) const;
 //   };
 //
+// Optional (`static constexpr bool kRowInterval = true;`): the keys row `row` sees are exactly one
+// interval [*lo, *hi] (a conjunction of linear bounds: causal, sliding windows). Boundary tiles then
+// compare each score's constant column offset with the row's two ends instead of calling visible():
+//
+//     __device__ void row_columns(int bh, int row, int* lo, int* hi) const;
+//
 // ---- Row state (template parameter State, a template over the fragment size) ----------------------
 //
 //   template <int N> struct State {                 // N = BN / 2 scores per thread per tile, 2 rows
@@ -89,6 +95,16 @@ __host__ __device__ constexpr auto score_is_affine(int) -> decltype(S::kAffine, 
 }
 template <class S>
 __host__ __device__ constexpr bool score_is_affine(long) {
+  return false;
+}
+
+// Whether Mask declares its rows' visible keys one interval (kRowInterval true, row_columns()).
+template <class M>
+__host__ __device__ constexpr auto mask_has_row_interval(int) -> decltype(M::kRowInterval, true) {
+  return M::kRowInterval;
+}
+template <class M>
+__host__ __device__ constexpr bool mask_has_row_interval(long) {
   return false;
 }
 

@@ -355,10 +355,28 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             acc_s(i) = score(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
         }
         if (col0 + C::BN > shape.seq_k || mask.partial(w.bh, my_row0, 64, col0, C::BN)) {
+          if constexpr (mask_has_row_interval<Mask>(0)) {
+            // Each row's visible columns [lo, hi] (clamped to seq_k), relative to this thread's first
+            // column: a score is kept when its constant column offset lies inside.
+            int lo[2], hi[2];
 #pragma unroll
-          for (int i = 0; i < C::BN / 2; ++i) {
-            const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
-            if (!(col < shape.seq_k && mask.visible(w.bh, row, col))) acc_s(i) = negative_infinity();
+            for (int r = 0; r < 2; ++r) {
+              mask.row_columns(w.bh, row_base + 8 * r, &lo[r], &hi[r]);
+              if (hi[r] > shape.seq_k - 1) hi[r] = shape.seq_k - 1;
+              lo[r] -= col0 + col_lane;
+              hi[r] -= col0 + col_lane;
+            }
+#pragma unroll
+            for (int i = 0; i < C::BN / 2; ++i) {
+              const int r = (i / 2) % 2, offset = 8 * (i / 4) + i % 2;
+              if (offset < lo[r] || offset > hi[r]) acc_s(i) = negative_infinity();
+            }
+          } else {
+#pragma unroll
+            for (int i = 0; i < C::BN / 2; ++i) {
+              const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
+              if (!(col < shape.seq_k && mask.visible(w.bh, row, col))) acc_s(i) = negative_infinity();
+            }
           }
         }
       };

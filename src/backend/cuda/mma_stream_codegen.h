@@ -99,8 +99,10 @@ struct AttentionSkeletonKernel {
 // The key columns a mask may reach on the skeleton (mma_stream_skeleton.cpp): `mask` over the global
 // row `row_` and column `col_` (variables of those names), solved from its linear bounds for the rows
 // [row_lo, row_hi]: {lo, hi} (−inf / +inf where a side is not bounded; lo > hi: no column). Every
-// column where the mask holds for some of the rows lies in [lo, hi].
-std::pair<double, double> attention_mask_reach(const Expr& mask, const std::map<std::string, int64_t>& dims, int64_t row_lo, int64_t row_hi);
+// column where the mask holds for some of the rows lies in [lo, hi]. *exact (optional): the mask is a
+// conjunction of solved bounds, so on a single row (row_lo = row_hi) it holds exactly on [lo, hi].
+std::pair<double, double> attention_mask_reach(const Expr& mask, const std::map<std::string, int64_t>& dims, int64_t row_lo, int64_t row_hi,
+                                               bool* exact = nullptr);
 
 // The kernel on the attention skeleton, or nothing with *refusal saying which rule refused it (the
 // streamed two-contraction emitter below is then the fallback). `contracts` / `contract_kernel` are

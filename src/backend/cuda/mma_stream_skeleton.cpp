@@ -148,6 +148,9 @@ struct ColBound {
 };
 struct ColRange {
   std::optional<ColBound> lo, hi;
+  // The mask is exactly lo ≤ col ≤ hi on a single row (a conjunction of solved comparisons): its
+  // visible columns on each row are one interval.
+  bool exact = false;
 };
 
 struct LinearIndex {
@@ -207,6 +210,7 @@ ColRange column_range(const Expr& c, const std::map<std::string, int64_t>& dims)
   if (b->op == BinaryOp::logical_and || b->op == BinaryOp::logical_or) {
     ColRange l = column_range(b->lhs, dims), r = column_range(b->rhs, dims), out;
     const bool conj = b->op == BinaryOp::logical_and;
+    out.exact = conj && l.exact && r.exact;
     if (conj) {
       out.lo = l.lo && r.lo ? combine(*l.lo, *r.lo, true) : l.lo ? l.lo : r.lo;
       out.hi = l.hi && r.hi ? combine(*l.hi, *r.hi, false) : l.hi ? l.hi : r.hi;
@@ -230,6 +234,7 @@ ColRange column_range(const Expr& c, const std::map<std::string, int64_t>& dims)
   }
   const double m = -kr, q = -k0;  // col OP m·row + q
   ColRange out;
+  out.exact = true;
   if (op == BinaryOp::le || op == BinaryOp::eq) out.hi = linear_bound(m, std::floor(q), true);
   if (op == BinaryOp::lt) out.hi = linear_bound(m, std::ceil(q) - 1, true);
   if (op == BinaryOp::ge || op == BinaryOp::eq) out.lo = linear_bound(m, std::ceil(q), false);
@@ -780,13 +785,28 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "    const long long row_lo_ = row0_, row_hi_ = row0_ + rows_ - 1, col_lo_ = col0_, col_hi_ = col0_ + bn_ - 1;\n";
     out << "    (void)row_lo_; (void)row_hi_; (void)col_lo_; (void)col_hi_;\n";
     out << "    return " << (may_fail ? printer_.print_bool(*may_fail) : std::string("true")) << ";\n  }\n";
+    const bool row_interval = live && solved && reach.exact;
+    if (row_interval) {
+      // The mask is a conjunction of the solved bounds: on one row it holds exactly on [lo, hi], so a
+      // boundary tile compares each element's constant column offset with the row's two ends.
+      out << "  // on one row the mask holds exactly on the columns [lo, hi] of the bounds above (row_lo_ = row_hi_ = the row):\n";
+      out << "  // boundary tiles compare each score's column with the two ends instead of evaluating visible()\n";
+      out << "  static constexpr bool kRowInterval = true;\n";
+      out << "  __device__ void row_columns(int bh_, int row_, int* lo_, int* hi_) const {\n";
+      out << "    const long long row_lo_ = row_, row_hi_ = row_; (void)row_lo_; (void)row_hi_;\n";
+      out << "    const long long l_ = " << (reach.lo ? reach.lo->text : std::string("-1073741824LL")) << ", h_ = " << (reach.hi ? reach.hi->text : std::string("1073741824LL")) << ";\n";
+      out << "    *lo_ = static_cast<int>(min_ll_(max_ll_(l_, -1073741824LL), 1073741824LL));\n";
+      out << "    *hi_ = static_cast<int>(min_ll_(max_ll_(h_, -1073741824LL), 1073741824LL));\n  }\n";
+    }
     out << "  __device__ bool visible(int bh_, int row_, int col_) const {\n" << (live ? lead_decode : decode(true, true));
     if (live) out << "    return " << printer_.print_bool(globals_bounded(c)) << ";  // on global rows and columns\n  }\n";
     else out << "    return " << printer_.print_bool(globals_bounded(*cond)) << ";\n  }\n";
     if (live && solved)
       skip_text = "key tiles outside the columns " + print_expr(c) + " may reach from the block's rows, [" + (reach.lo ? reach.lo->text : std::string("0")) + ", " +
                   (reach.hi ? reach.hi->text : std::string("seq_k - 1")) + "] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (" +
-                  (may_fail ? std::string("interval bounds") : std::string("every tile")) + ") evaluate the mask per element, the others none";
+                  (may_fail ? std::string("interval bounds") : std::string("every tile")) +
+                  (row_interval ? ") mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing"
+                                : ") evaluate the mask per element, the others nothing");
     else if (live)
       skip_text = "key tiles outside [first, last] tile where " + print_expr(c) + " may hold (interval bounds over the block's rows and the tile's columns, a scan from both ends) are skipped; tiles where it may fail (" +
                   (may_fail ? std::string("interval bounds") : std::string("every tile")) + ") evaluate the mask per element";
@@ -865,8 +885,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
 
 namespace solder {
 
-std::pair<double, double> attention_mask_reach(const Expr& mask, const std::map<std::string, int64_t>& dims, int64_t row_lo, int64_t row_hi) {
+std::pair<double, double> attention_mask_reach(const Expr& mask, const std::map<std::string, int64_t>& dims, int64_t row_lo, int64_t row_hi, bool* exact) {
   const mma_stream::ColRange r = mma_stream::column_range(mask, dims);
+  if (exact) *exact = r.exact;
   const double lo = static_cast<double>(row_lo), hi = static_cast<double>(row_hi);
   return {r.lo ? r.lo->at(lo, hi) : -std::numeric_limits<double>::infinity(), r.hi ? r.hi->at(lo, hi) : std::numeric_limits<double>::infinity()};
 }

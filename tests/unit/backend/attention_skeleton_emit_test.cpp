@@ -149,10 +149,10 @@ TEST(AttentionSkeletonEmit, AffineScoresTakeRowAndConstantTerms) {
   auto k = emit(build("2 * s[b, h, i, j] + 0.25 * (j - i) + 0.5 * i + 3"), &refusal);
   ASSERT_TRUE(k) << refusal;
   EXPECT_NE(k->source.find("kAffine = true"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("*a_ = 2.0f * 0.125f;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("*a_ = static_cast<float>(2LL) * 0.125f;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("*u_ = 0.25f;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("*w_ = 0.5f;"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("*c_ = 3.0f;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("*c_ = static_cast<float>(3LL);"), std::string::npos) << k->source;
   // a product of the row and the column is not affine: the per-score functor
   auto q = emit(build("s[b, h, i, j] + 0.001 * i * j"), &refusal);
   ASSERT_TRUE(q) << refusal;
@@ -168,17 +168,18 @@ TEST(AttentionSkeletonEmit, MaskReachIsSoundAndTight) {
   struct Case {
     const char* name;
     Expr mask;
-    bool bounded_lo, bounded_hi;
+    bool bounded_lo, bounded_hi, exact;
   };
   const std::vector<Case> cases = {
-      {"causal", bin(BinaryOp::le, col, row), false, true},
-      {"sliding", bin(BinaryOp::logical_and, bin(BinaryOp::le, col, row), bin(BinaryOp::le, bin(BinaryOp::sub, row, col), win)), true, true},
-      {"prefix", bin(BinaryOp::logical_or, bin(BinaryOp::lt, col, pre), bin(BinaryOp::le, col, row)), false, true},
-      {"band", bin(BinaryOp::logical_and, bin(BinaryOp::gt, col, bin(BinaryOp::sub, row, make_int(5))), bin(BinaryOp::lt, col, bin(BinaryOp::add, row, make_int(7)))), true, true},
-      {"anti", bin(BinaryOp::ge, bin(BinaryOp::add, col, row), make_int(50)), true, false},
-      {"diagonal", bin(BinaryOp::eq, col, bin(BinaryOp::mul, make_int(2), row)), true, true},
-      {"even", bin(BinaryOp::le, bin(BinaryOp::mul, make_int(2), col), row), false, false},  // |coefficient of col| ≠ 1: open
-      {"not-equal", bin(BinaryOp::ne, col, row), false, false},
+      {"causal", bin(BinaryOp::le, col, row), false, true, true},
+      {"sliding", bin(BinaryOp::logical_and, bin(BinaryOp::le, col, row), bin(BinaryOp::le, bin(BinaryOp::sub, row, col), win)), true, true, true},
+      {"prefix", bin(BinaryOp::logical_or, bin(BinaryOp::lt, col, pre), bin(BinaryOp::le, col, row)), false, true, false},
+      {"band", bin(BinaryOp::logical_and, bin(BinaryOp::gt, col, bin(BinaryOp::sub, row, make_int(5))), bin(BinaryOp::lt, col, bin(BinaryOp::add, row, make_int(7)))), true, true, true},
+      {"anti", bin(BinaryOp::ge, bin(BinaryOp::add, col, row), make_int(50)), true, false, true},
+      {"diagonal", bin(BinaryOp::eq, col, bin(BinaryOp::mul, make_int(2), row)), true, true, true},
+      {"even", bin(BinaryOp::le, bin(BinaryOp::mul, make_int(2), col), row), false, false, false},  // |coefficient of col| ≠ 1: open
+      {"not-equal", bin(BinaryOp::ne, col, row), false, false, false},
+      {"window-and-even", bin(BinaryOp::logical_and, bin(BinaryOp::le, col, row), bin(BinaryOp::eq, bin(BinaryOp::mod, col, make_int(2)), make_int(0))), false, true, false},
   };
   for (const Case& c : cases) {
     CompiledExpr::Bindings bindings;
@@ -188,7 +189,9 @@ TEST(AttentionSkeletonEmit, MaskReachIsSoundAndTight) {
     for (int64_t lo_row : {0, 3, 40, 64, 100}) {
       for (int64_t rows : {1, 16, 64}) {
         const int64_t hi_row = lo_row + rows - 1;
-        auto [lo, hi] = attention_mask_reach(c.mask, dims, lo_row, hi_row);
+        bool exact = false;
+        auto [lo, hi] = attention_mask_reach(c.mask, dims, lo_row, hi_row, &exact);
+        EXPECT_EQ(exact, c.exact) << c.name;
         EXPECT_EQ(std::isfinite(lo), c.bounded_lo) << c.name;
         EXPECT_EQ(std::isfinite(hi), c.bounded_hi) << c.name;
         double seen_lo = 1e9, seen_hi = -1e9;
@@ -203,6 +206,13 @@ TEST(AttentionSkeletonEmit, MaskReachIsSoundAndTight) {
           }
         if (c.bounded_lo && seen_lo > -200) EXPECT_EQ(lo, seen_lo) << c.name << " rows " << lo_row << ".." << hi_row;
         if (c.bounded_hi && seen_hi < 399) EXPECT_EQ(hi, seen_hi) << c.name << " rows " << lo_row << ".." << hi_row;
+        // exact: on each single row the mask holds on every column of [lo, hi] and nowhere else
+        if (!c.exact || rows != 1) continue;
+        for (int64_t j = -200; j < 400; ++j) {
+          int64_t at[2] = {lo_row, j};
+          const bool inside = static_cast<double>(j) >= lo && static_cast<double>(j) <= hi;
+          EXPECT_EQ(holds.eval(at) != 0, inside) << c.name << " row " << lo_row << " col " << j;
+        }
       }
     }
   }
@@ -220,7 +230,16 @@ TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
     EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>"), std::string::npos) << seq;
     EXPECT_EQ(k->info.blocks, 132) << seq;
     EXPECT_NE(k->summary.find("solved from its linear bounds"), std::string::npos) << k->summary;
+    // a conjunction of bounds: boundary tiles compare with each row's two ends
+    EXPECT_NE(k->source.find("static constexpr bool kRowInterval = true;"), std::string::npos);
+    EXPECT_NE(k->source.find("const long long l_ = (1LL) * row_lo_ + (-256LL), h_ = (1LL) * row_hi_ + (0LL);"), std::string::npos) << k->source;
   }
+  // prefix_lm's || is not one interval per row in general: visible() per element on boundary tiles
+  std::string why;
+  auto prefix = emit(compile("prefix_lm", {}), &why);
+  ASSERT_TRUE(prefix) << why;
+  EXPECT_EQ(prefix->source.find("kRowInterval"), std::string::npos);
+  EXPECT_NE(prefix->source.find("max_ll_((255LL), (1LL) * row_hi_ + (0LL))"), std::string::npos) << prefix->source;
   // causal keeps one block per tile past 1k (16.5 key tiles per work tile at S 4k)
   std::string refusal;
   auto c = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
