@@ -23,6 +23,7 @@ export VERIFY=${VERIFY:-$(v \
   "examples/causal.sol --small" "examples/causal.sol" "examples/causal.sol --dim B=4 --dim S=4096" "examples/causal.sol --dim D=128" \
   "examples/softcap.sol" "examples/vanilla.sol" "examples/gqa.sol" \
   "examples/alibi.sol --small --dim S=256 --dim D=64")}
+VERIFY=${VERIFY%|}
 export CASES=${CASES:-'^(alibi|sliding_window|prefix_lm|causal|softcap)-d64-s(1024|4096|16384)$'}
 export DEADLINE=${DEADLINE:-290}
 bash "$here/emit_session.sh" "$out" "$bin"
