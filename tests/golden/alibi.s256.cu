@@ -4,9 +4,9 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>; 4 work tiles of 192 query rows x 128 keys; skipped tiles: none (no mask: every key tile of the sequence)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>; 4 work tiles of 192 query rows x 128 keys; skipped tiles: none (no mask: every key tile of the sequence)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o

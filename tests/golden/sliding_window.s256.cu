@@ -4,9 +4,9 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o

@@ -94,6 +94,9 @@ struct AttentionSkeletonKernel {
   std::string source;
   GeneratedKernel info;  // with info.attention set
   std::string summary;   // one line: configuration, tiles, the skipping rule
+  // For `solder emit --report` / --json (the contractions' reason): the work tiles and which key tiles
+  // are skipped by what rule.
+  std::string tiles_and_skipping;
 };
 
 // The key columns a mask may reach on the skeleton (mma_stream_skeleton.cpp): `mask` over the global

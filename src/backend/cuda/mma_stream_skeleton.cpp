@@ -843,6 +843,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
        << ", K = " << k->name << ", V = " << v->name << ", O = " << o->name << "\n";
   result.source = head.str() + out.str();
   result.summary = summary;
+  result.tiles_and_skipping = std::to_string(tiles) + " work tiles of " + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys" +
+                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks" : std::string("")) + "; skipped tiles: " + skip_text;
   result.info.name = name;
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;

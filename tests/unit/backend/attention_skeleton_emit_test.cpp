@@ -326,6 +326,17 @@ TEST(AttentionSkeletonEmit, FallbackStatesTheReasonInTheSource) {
   ASSERT_EQ(v.kernels.size(), 1u);
   EXPECT_TRUE(v.kernels[0].attention);
   EXPECT_NE(v.source.find("// on the sm_90a attention skeleton: "), std::string::npos);
+  // `solder emit --report` / --json: each contraction's reason names the work tiles and the skipping rule
+  ASSERT_FALSE(v.contractions.empty());
+  for (auto& s : v.contractions) {
+    EXPECT_EQ(s.skeleton, ContractionSchedule::kAttentionSkeleton);
+    EXPECT_NE(s.reason.find("1536 work tiles of 192 query rows x 128 keys; skipped tiles: none"), std::string::npos) << s.reason;
+  }
+  auto window = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/sliding_window.sol"));
+  GeneratedModule w = generate_cuda(compile_program(bind_program(window, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+  ASSERT_FALSE(w.contractions.empty());
+  EXPECT_NE(w.contractions[0].reason.find("on 132 persistent blocks; skipped tiles: key tiles outside the columns"), std::string::npos) << w.contractions[0].reason;
+  EXPECT_NE(contraction_schedule_text(w.contractions).find("solved from its linear bounds"), std::string::npos);
 }
 
 }  // namespace
