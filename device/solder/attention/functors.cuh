@@ -15,6 +15,16 @@
 // or per-column factors go into operator(); it is called once per computed score (masked ones
 // included) and must be a pure function of its arguments.
 //
+// An affine score (optional: `static constexpr bool kAffine = true;`, then operator() is never called):
+//
+//     // score(bh, row, col, dot) = a·dot + u·(col − row) + w·row + c, the four factors of head bh
+//     __device__ void affine(int bh, float* a, float* u, float* w, float* c) const;
+//
+// The skeleton asks for the factors once per work tile, forms u·(col0 + lane's column − row) + w·row + c
+// once per key tile and row, and per score adds u times the element's column offset inside the tile
+// (a compile-time constant) and a·dot: two FFMA per score, no index conversion (ALiBi: a = scale, u =
+// the head's slope, w = c = 0).
+//
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
 //   struct Mask {
@@ -26,6 +36,12 @@
 //     __device__ bool partial(int bh, int row0, int rows, int col0, int bn) const;
 //     __device__ bool visible(int bh, int row, int col) const;
 //   };
+//
+// Optional (`static constexpr bool kRowInterval = true;`): the keys row `row` sees are exactly one
+// interval [*lo, *hi] (a conjunction of linear bounds: causal, sliding windows). Boundary tiles then
+// compare each score's constant column offset with the row's two ends instead of calling visible():
+//
+//     __device__ void row_columns(int bh, int row, int* lo, int* hi) const;
 //
 // ---- Row state (template parameter State, a template over the fragment size) ----------------------
 //
@@ -71,6 +87,26 @@ struct SoftcapScore {
   static constexpr bool kIdentity = false;
   __device__ float operator()(int, int, int, float dot) const { return cap * tanhf(dot * scale_over_cap); }
 };
+
+// Whether Score has the affine form above (kAffine true); functors without the member are not affine.
+template <class S>
+__host__ __device__ constexpr auto score_is_affine(int) -> decltype(S::kAffine, true) {
+  return S::kAffine;
+}
+template <class S>
+__host__ __device__ constexpr bool score_is_affine(long) {
+  return false;
+}
+
+// Whether Mask declares its rows' visible keys one interval (kRowInterval true, row_columns()).
+template <class M>
+__host__ __device__ constexpr auto mask_has_row_interval(int) -> decltype(M::kRowInterval, true) {
+  return M::kRowInterval;
+}
+template <class M>
+__host__ __device__ constexpr bool mask_has_row_interval(long) {
+  return false;
+}
 
 // ---- Mask functors ----------------------------------------------------------------------------------
 

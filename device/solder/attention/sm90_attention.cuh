@@ -331,19 +331,52 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // 8·(i/4) + 2·(lane % 4) + i % 2 of the warpgroup's 64 × N tile.
       const int my_row0 = w.row0 + 64 * consumer;
       const int row_base = my_row0 + 16 * warp + lane / 4;
+      // An affine score's factors for this work tile's head (functors.cuh).
+      float affine_a = 1.0f, affine_u = 0.0f, affine_w = 0.0f, affine_c = 0.0f;
+      if constexpr (score_is_affine<Score>(0)) score.affine(w.bh, &affine_a, &affine_u, &affine_w, &affine_c);
       // Logits of key tile j: score functor, then the mask on boundary tiles (and keys ≥ seq_k).
       auto logits = [&](int j) {
         const int col0 = j * C::BN;
-        if constexpr (!Score::kIdentity) {
+        if constexpr (score_is_affine<Score>(0)) {
+          // a·dot + u·(col − row) + w·row + c: the row part once per tile and row (exact integer
+          // col0 + col_lane − row), then u times the element's constant column offset, then a·dot.
+          float base[2];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int row = row_base + 8 * r;
+            base[r] = fmaf(affine_u, static_cast<float>(col0 + col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c));
+          }
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i)
+            acc_s(i) = fmaf(acc_s(i), affine_a, fmaf(affine_u, static_cast<float>(8 * (i / 4) + i % 2), base[(i / 2) % 2]));
+        } else if constexpr (!Score::kIdentity) {
 #pragma unroll
           for (int i = 0; i < C::BN / 2; ++i)
             acc_s(i) = score(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
         }
         if (col0 + C::BN > shape.seq_k || mask.partial(w.bh, my_row0, 64, col0, C::BN)) {
+          if constexpr (mask_has_row_interval<Mask>(0)) {
+            // Each row's visible columns [lo, hi] (clamped to seq_k), relative to this thread's first
+            // column: a score is kept when its constant column offset lies inside.
+            int lo[2], hi[2];
 #pragma unroll
-          for (int i = 0; i < C::BN / 2; ++i) {
-            const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
-            if (!(col < shape.seq_k && mask.visible(w.bh, row, col))) acc_s(i) = negative_infinity();
+            for (int r = 0; r < 2; ++r) {
+              mask.row_columns(w.bh, row_base + 8 * r, &lo[r], &hi[r]);
+              if (hi[r] > shape.seq_k - 1) hi[r] = shape.seq_k - 1;
+              lo[r] -= col0 + col_lane;
+              hi[r] -= col0 + col_lane;
+            }
+#pragma unroll
+            for (int i = 0; i < C::BN / 2; ++i) {
+              const int r = (i / 2) % 2, offset = 8 * (i / 4) + i % 2;
+              if (offset < lo[r] || offset > hi[r]) acc_s(i) = negative_infinity();
+            }
+          } else {
+#pragma unroll
+            for (int i = 0; i < C::BN / 2; ++i) {
+              const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
+              if (!(col < shape.seq_k && mask.visible(w.bh, row, col))) acc_s(i) = negative_infinity();
+            }
           }
         }
       };

@@ -239,6 +239,7 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
         s.skeleton = ContractionSchedule::kAttentionSkeleton;
         s.tile = attention->info.attention->config;
         s.blocks = attention->info.blocks;
+        s.reason = attention->tiles_and_skipping;  // the work tiles and which key tiles are skipped by what rule
       }
       source = attention->source;
       module.kernels.push_back(attention->info);

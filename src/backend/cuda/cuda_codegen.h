@@ -101,7 +101,8 @@ struct ContractionSchedule {
   // where a loop's start depends on the block).
   int64_t batch = 1, m = 1, n = 1, k = 1;
   int64_t blocks = 1, steps = 1;
-  std::string reason;                // scalar: the rule that refused the tensor cores
+  std::string reason;                // scalar: the rule that refused the tensor cores; attention skeleton: its work
+                                     // tiles and which key tiles are skipped by what rule
   std::string figures;               // the cost model's figures: the skeleton's prediction; the roofline floor
                                      // of the kernel's whole work on it (plan/roofline.h)
   bool scalar() const { return skeleton == kScalar; }

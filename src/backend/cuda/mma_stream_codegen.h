@@ -42,6 +42,7 @@
 // cuda_codegen.cpp then handles them.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -93,7 +94,18 @@ struct AttentionSkeletonKernel {
   std::string source;
   GeneratedKernel info;  // with info.attention set
   std::string summary;   // one line: configuration, tiles, the skipping rule
+  // For `solder emit --report` / --json (the contractions' reason): the work tiles and which key tiles
+  // are skipped by what rule.
+  std::string tiles_and_skipping;
 };
+
+// The key columns a mask may reach on the skeleton (mma_stream_skeleton.cpp): `mask` over the global
+// row `row_` and column `col_` (variables of those names), solved from its linear bounds for the rows
+// [row_lo, row_hi]: {lo, hi} (−inf / +inf where a side is not bounded; lo > hi: no column). Every
+// column where the mask holds for some of the rows lies in [lo, hi]. *exact (optional): the mask is a
+// conjunction of solved bounds, so on a single row (row_lo = row_hi) it holds exactly on [lo, hi].
+std::pair<double, double> attention_mask_reach(const Expr& mask, const std::map<std::string, int64_t>& dims, int64_t row_lo, int64_t row_hi,
+                                               bool* exact = nullptr);
 
 // The kernel on the attention skeleton, or nothing with *refusal saying which rule refused it (the
 // streamed two-contraction emitter below is then the fallback). `contracts` / `contract_kernel` are

@@ -25,6 +25,7 @@
 // somewhere on the tile" (only those tiles evaluate C per element).
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "algebra/normal_form.h"
@@ -62,6 +63,183 @@ bool mentions(const Expr& e, const std::string& var) {
   for (auto& v : vars_used(e))
     if (v == var) return true;
   return false;
+}
+
+// ---- An affine score: G = a·S + u·(col_ − row_) + w·row_ + c ----
+// The factors a, u, w, c are expressions of the head (grid variables, dims, inputs at head indices):
+// they mention neither the row, nor the column, nor the scores. Constants are folded as the form is
+// built (1 − 1 of col_ − row_'s row part is 0), so ALiBi's S + slope·(j − i) is a = 1, u = slope,
+// w = c = 0.
+struct AffineForm {
+  Expr a, u, w, c;
+};
+
+bool is_const_value(const Expr& e, double v) { return e.kind() == ExprKind::Const && e.as<ConstNode>()->value == v; }
+
+Expr fold_add(const Expr& x, const Expr& y) {
+  if (is_const_value(x, 0)) return y;
+  if (is_const_value(y, 0)) return x;
+  if (x.kind() == ExprKind::Const && y.kind() == ExprKind::Const) return make_const(x.as<ConstNode>()->value + y.as<ConstNode>()->value);
+  return make_binary(BinaryOp::add, x, y);
+}
+Expr fold_neg(const Expr& x) {
+  if (x.kind() == ExprKind::Const) return make_const(-x.as<ConstNode>()->value);
+  return make_unary(UnaryOp::neg, x);
+}
+Expr fold_mul(const Expr& x, const Expr& y) {
+  if (is_const_value(x, 0) || is_const_value(y, 0)) return make_const(0);
+  if (is_const_value(x, 1)) return y;
+  if (is_const_value(y, 1)) return x;
+  if (x.kind() == ExprKind::Const && y.kind() == ExprKind::Const) return make_const(x.as<ConstNode>()->value * y.as<ConstNode>()->value);
+  return make_binary(BinaryOp::mul, x, y);
+}
+
+std::optional<AffineForm> affine_score(const Expr& e, const std::string& scores) {
+  auto pure = [&](const Expr& x) { return !mentions(x, "row_") && !mentions(x, "col_") && !uses_tensor(x, scores); };
+  const Expr zero = make_const(0), one = make_const(1);
+  if (pure(e)) return AffineForm{zero, zero, zero, e};
+  if (e.kind() == ExprKind::Load && e.as<LoadNode>()->tensor == scores) return AffineForm{one, zero, zero, zero};
+  if (is_var(e, "row_")) return AffineForm{zero, zero, one, zero};
+  if (is_var(e, "col_")) return AffineForm{zero, one, one, zero};  // col = (col − row) + row
+  auto scaled = [](const AffineForm& f, const std::function<Expr(const Expr&)>& by) { return AffineForm{by(f.a), by(f.u), by(f.w), by(f.c)}; };
+  if (e.kind() == ExprKind::Unary && e.as<UnaryNode>()->op == UnaryOp::neg) {
+    auto f = affine_score(e.as<UnaryNode>()->operand, scores);
+    if (!f) return std::nullopt;
+    return scaled(*f, fold_neg);
+  }
+  if (e.kind() == ExprKind::Cast) {
+    if (e.as<CastNode>()->dtype != DType::f32) return std::nullopt;
+    return affine_score(e.as<CastNode>()->operand, scores);
+  }
+  if (e.kind() != ExprKind::Binary) return std::nullopt;
+  auto b = e.as<BinaryNode>();
+  if (b->op == BinaryOp::add || b->op == BinaryOp::sub) {
+    auto l = affine_score(b->lhs, scores), r = affine_score(b->rhs, scores);
+    if (!l || !r) return std::nullopt;
+    if (b->op == BinaryOp::sub) r = scaled(*r, fold_neg);
+    return AffineForm{fold_add(l->a, r->a), fold_add(l->u, r->u), fold_add(l->w, r->w), fold_add(l->c, r->c)};
+  }
+  if (b->op == BinaryOp::mul) {
+    const bool pl = pure(b->lhs), pr = pure(b->rhs);
+    if (!pl && !pr) return std::nullopt;
+    auto f = affine_score(pl ? b->rhs : b->lhs, scores);
+    if (!f) return std::nullopt;
+    const Expr k = pl ? b->lhs : b->rhs;
+    return scaled(*f, [&](const Expr& x) { return fold_mul(k, x); });
+  }
+  if (b->op == BinaryOp::div && pure(b->rhs)) {
+    auto f = affine_score(b->lhs, scores);
+    if (!f) return std::nullopt;
+    return scaled(*f, [&](const Expr& x) { return is_const_value(x, 0) ? x : make_binary(BinaryOp::div, x, b->rhs); });
+  }
+  return std::nullopt;
+}
+
+// ---- The key columns a mask may reach, solved from its linear bounds ----
+// For a mask over global rows row_ and columns col_ made of comparisons of integer-linear terms
+// (col_ with coefficient ±1, row_ with an integer one, compile-time constants) under && and ||, the
+// columns where it may hold for some row of [row_lo_, row_hi_] lie in [lo, hi], each bound the max / min
+// of linear functions of row_lo_ or row_hi_: && intersects, || takes the hull, any other leaf leaves
+// the side open. Sound (a superset of the live columns) and, for sliding windows, causal and prefix
+// masks, exact to the tile.
+struct ColBound {
+  std::string text;                                 // C++ over row_lo_, row_hi_ (long long)
+  std::function<double(double, double)> at;         // the same on the host
+};
+struct ColRange {
+  std::optional<ColBound> lo, hi;
+  // The mask is exactly lo ≤ col ≤ hi on a single row (a conjunction of solved comparisons): its
+  // visible columns on each row are one interval.
+  bool exact = false;
+};
+
+struct LinearIndex {
+  double kc = 0, kr = 0, k0 = 0;
+};
+
+std::optional<LinearIndex> linear_index(const Expr& e, const std::map<std::string, int64_t>& dims) {
+  if (is_var(e, "row_")) return LinearIndex{0, 1, 0};
+  if (is_var(e, "col_")) return LinearIndex{1, 0, 0};
+  if (vars_used(e).empty() && tensors_used(e).empty()) {
+    const double v = evaluate_with(e, {}, {}, dims);
+    if (!std::isfinite(v)) return std::nullopt;
+    return LinearIndex{0, 0, v};
+  }
+  if (e.kind() == ExprKind::Cast) return linear_index(e.as<CastNode>()->operand, dims);
+  if (e.kind() == ExprKind::Unary && e.as<UnaryNode>()->op == UnaryOp::neg) {
+    auto f = linear_index(e.as<UnaryNode>()->operand, dims);
+    if (!f) return std::nullopt;
+    return LinearIndex{-f->kc, -f->kr, -f->k0};
+  }
+  if (e.kind() != ExprKind::Binary) return std::nullopt;
+  auto b = e.as<BinaryNode>();
+  auto l = linear_index(b->lhs, dims), r = linear_index(b->rhs, dims);
+  if (!l || !r) return std::nullopt;
+  if (b->op == BinaryOp::add) return LinearIndex{l->kc + r->kc, l->kr + r->kr, l->k0 + r->k0};
+  if (b->op == BinaryOp::sub) return LinearIndex{l->kc - r->kc, l->kr - r->kr, l->k0 - r->k0};
+  if (b->op == BinaryOp::mul) {
+    if (l->kc == 0 && l->kr == 0) return LinearIndex{l->k0 * r->kc, l->k0 * r->kr, l->k0 * r->k0};
+    if (r->kc == 0 && r->kr == 0) return LinearIndex{r->k0 * l->kc, r->k0 * l->kr, r->k0 * l->k0};
+  }
+  return std::nullopt;
+}
+
+std::string ll_literal(double v) { return "(" + std::to_string(static_cast<long long>(v)) + "LL)"; }
+
+// m·row + q at the row end that makes it largest (hi) or smallest (lo).
+ColBound linear_bound(double m, double q, bool largest) {
+  const bool at_hi = (m >= 0) == largest;
+  const std::string row = at_hi ? "row_hi_" : "row_lo_";
+  ColBound b;
+  b.text = m == 0 ? ll_literal(q) : ll_literal(m) + " * " + row + " + " + ll_literal(q);
+  b.at = [m, q, at_hi](double lo, double hi) { return m * (at_hi ? hi : lo) + q; };
+  return b;
+}
+
+ColBound combine(const ColBound& x, const ColBound& y, bool take_max) {
+  ColBound b;
+  b.text = std::string(take_max ? "max_ll_(" : "min_ll_(") + x.text + ", " + y.text + ")";
+  auto fx = x.at, fy = y.at;
+  b.at = [fx, fy, take_max](double lo, double hi) { return take_max ? std::max(fx(lo, hi), fy(lo, hi)) : std::min(fx(lo, hi), fy(lo, hi)); };
+  return b;
+}
+
+ColRange column_range(const Expr& c, const std::map<std::string, int64_t>& dims) {
+  if (c.kind() != ExprKind::Binary) return {};
+  auto b = c.as<BinaryNode>();
+  if (b->op == BinaryOp::logical_and || b->op == BinaryOp::logical_or) {
+    ColRange l = column_range(b->lhs, dims), r = column_range(b->rhs, dims), out;
+    const bool conj = b->op == BinaryOp::logical_and;
+    out.exact = conj && l.exact && r.exact;
+    if (conj) {
+      out.lo = l.lo && r.lo ? combine(*l.lo, *r.lo, true) : l.lo ? l.lo : r.lo;
+      out.hi = l.hi && r.hi ? combine(*l.hi, *r.hi, false) : l.hi ? l.hi : r.hi;
+    } else {
+      if (l.lo && r.lo) out.lo = combine(*l.lo, *r.lo, false);
+      if (l.hi && r.hi) out.hi = combine(*l.hi, *r.hi, true);
+    }
+    return out;
+  }
+  BinaryOp op = b->op;
+  if (op != BinaryOp::lt && op != BinaryOp::le && op != BinaryOp::gt && op != BinaryOp::ge && op != BinaryOp::eq) return {};
+  auto l = linear_index(b->lhs, dims), r = linear_index(b->rhs, dims);
+  if (!l || !r) return {};
+  // col·kc + row·kr + k0 OP 0
+  double kc = l->kc - r->kc, kr = l->kr - r->kr, k0 = l->k0 - r->k0;
+  if (kc != 1 && kc != -1) return {};
+  if (kr != std::floor(kr) || std::abs(kr) > 1e6 || std::abs(k0) > 1e15) return {};
+  if (kc == -1) {
+    kc = 1, kr = -kr, k0 = -k0;
+    op = op == BinaryOp::lt ? BinaryOp::gt : op == BinaryOp::le ? BinaryOp::ge : op == BinaryOp::gt ? BinaryOp::lt : op == BinaryOp::ge ? BinaryOp::le : op;
+  }
+  const double m = -kr, q = -k0;  // col OP m·row + q
+  ColRange out;
+  out.exact = true;
+  if (op == BinaryOp::le || op == BinaryOp::eq) out.hi = linear_bound(m, std::floor(q), true);
+  if (op == BinaryOp::lt) out.hi = linear_bound(m, std::ceil(q) - 1, true);
+  if (op == BinaryOp::ge || op == BinaryOp::eq) out.lo = linear_bound(m, std::ceil(q), false);
+  if (op == BinaryOp::gt) out.lo = linear_bound(m, std::floor(q) + 1, false);
+  return out;
 }
 
 }  // namespace
@@ -427,16 +605,58 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     }
   }
 
+  // ---- The score and the mask on global rows row_ and columns col_ ----
+  // The IR writes them i_t * BM + i and j_t * BN + j; the functors take the global row and column
+  // (int arithmetic instead of 64-bit divisions per score).
+  std::map<std::string, Expr> lead_zeros;
+  for (auto& lv : lead_vars) lead_zeros[lv] = make_int(0);
+  auto on_rows_and_columns = [&](const Expr& e) {
+    Expr r = substitute_vars(e, lead_zeros);
+    r = replace_tile_index(r, row_grid, BM_, row_var, make_var("row_"));
+    return replace_tile_index(r, key_tile, BN_, col_var, make_var("col_"));
+  };
+  auto tile_free = [&](const Expr& e) { return !mentions(e, row_grid) && !mentions(e, row_var) && !mentions(e, key_tile) && !mentions(e, col_var); };
+  std::optional<Expr> mask_rc;  // C on row_ and col_ (nullopt: no mask, or C reads the tile indices otherwise)
+  ColRange reach;               // the columns C may reach from rows [row_lo_, row_hi_]
+  if (cond) {
+    const Expr c = on_rows_and_columns(*cond);
+    if (tile_free(c)) {
+      mask_rc = c;
+      reach = column_range(c, program_.dims);
+    }
+  }
+  // Key tiles per 128-row work tile on average, from the reach (−1: not known at compile time).
+  double mean_key_tiles = -1;
+  if (reach.lo || reach.hi) {
+    const int64_t row_tiles = (seq_q + 127) / 128;
+    double sum = 0;
+    for (int64_t t = 0; t < row_tiles; ++t) {
+      const double rlo = static_cast<double>(t * 128), rhi = static_cast<double>(std::min<int64_t>(seq_q, t * 128 + 128) - 1);
+      const double lo = std::max(0.0, reach.lo ? reach.lo->at(rlo, rhi) : 0.0);
+      const double hi = std::min(static_cast<double>(seq_k - 1), reach.hi ? reach.hi->at(rlo, rhi) : static_cast<double>(seq_k - 1));
+      if (hi >= lo) sum += std::floor(hi / 128) - std::floor(lo / 128) + 1;
+    }
+    mean_key_tiles = sum / static_cast<double>(row_tiles);
+  }
+
   // ---- The configuration ----
   const double scale = has_scale_ ? evaluate_with(score_scale_, {}, {}, program_.dims) : 1.0;
   if (!std::isfinite(scale)) refuse("the scores' scale is not finite");
   const bool identity = g.kind() == ExprKind::Load && scale > 0;
+  const Expr g_rc = divisions_as_products(on_rows_and_columns(g));
+  std::optional<AffineForm> affine;  // the score as a·S + u·(col − row) + w·row + c (ALiBi)
+  if (!identity) {
+    // (S itself is read at the tile's own row and column, checked above)
+    const Expr g_s = rewrite_loads(g_rc, [&](const LoadNode& l, const Expr& self) -> Expr { return l.tensor == S_ ? make_load(S_, {}) : self; });
+    if (tile_free(g_s)) affine = affine_score(g_s, S_);
+  }
   // The configuration per cell, from the skeleton's own sweep (bench/results/h100/attention-skeleton.md):
-  // hd64 192 x 128 with 4 stages (3 consumers: only with the identity score, 160 registers each);
-  // hd128 128 x 128 with 2 stages; under a mask that skips tiles (causal-like) at short sequences
-  // (≤ 1k) persistent blocks, one per SM, 128 x 128 with 4 (hd64) or 3 stages (hd128).
-  const bool short_masked = cond && seq_q <= 1024 && D_ <= 128;  // hd128 S 4k: 546 µs persistent, 505 not
-  const int consumers = D_ == 64 && identity && !short_masked ? 3 : 2;
+  // hd64 192 x 128 with 4 stages (3 consumers: with the identity or an affine score, 160 registers
+  // each); hd128 128 x 128 with 2 stages; under a mask that leaves a work tile few key tiles (at most 8
+  // on average: causal at S ≤ 1k, sliding windows at any length; without the mask's reach, S ≤ 1k)
+  // persistent blocks, one per SM, 128 x 128 with 4 (hd64) or 3 stages (hd128).
+  const bool short_masked = cond && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
+  const int consumers = D_ == 64 && (identity || affine) && !short_masked ? 3 : 2;
   const int bn = D_ == 256 ? 64 : 128, stages = D_ == 64 ? 4 : short_masked ? 3 : 2;
   const bool persistent = short_masked;
   const int bm = 64 * consumers;
@@ -487,18 +707,25 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   } else {
     score_text = print_expr(g) + " with " + S_ + " = " + (has_scale_ ? print_expr(score_scale_) + " · " : std::string("")) + "dot";
     arrays_["(&s_)"] = CudaArray{"(&s_)", {}, DType::f32, false};
-    // As for the mask: the global row and column where the IR writes i_t * BM + i and j_t * BN + j
-    // (int arithmetic instead of 64-bit divisions per score), and x / c as x * (1 / c).
-    std::map<std::string, Expr> zeros;
-    for (auto& lv : lead_vars) zeros[lv] = make_int(0);
-    Expr g2 = substitute_vars(g, zeros);
-    g2 = replace_tile_index(g2, row_grid, BM_, row_var, make_var("row_"));
-    g2 = replace_tile_index(g2, key_tile, BN_, col_var, make_var("col_"));
-    g2 = divisions_as_products(g2);
-    const Expr gs = rewrite_loads(globals_bounded(g2), [&](const LoadNode& l, const Expr& self) -> Expr { return l.tensor == S_ ? make_load("(&s_)", {}) : self; });
+    // On global rows and columns (g_rc), x / c as x * (1 / c).
+    const Expr gs = rewrite_loads(globals_bounded(g_rc), [&](const LoadNode& l, const Expr& self) -> Expr { return l.tensor == S_ ? make_load("(&s_)", {}) : self; });
     out << "  // the logit: " << print_expr(g) << ", " << S_ << " = " << (has_scale_ ? print_expr(score_scale_) : std::string("1")) << " · the dot product\n";
     out << "  static constexpr float scale_log2 = " << cuda_float_literal(kLog2e) << ";\n";
     out << "  static constexpr bool kIdentity = false;\n";
+    if (affine) {
+      // The head's factors once per work tile; the skeleton adds u·(col − row) + w·row + c by one FFMA
+      // per score from a per-tile row base, and a·dot by another (functors.cuh, "An affine score").
+      const std::string a = print_expr(affine->a), u = print_expr(affine->u), w = print_expr(affine->w), c = print_expr(affine->c);
+      score_text += "; affine: a·dot + u·(col − row) + w·row + c with a = (" + a + ") · " + std::to_string(scale) + ", u = " + u + ", w = " + w + ", c = " + c +
+                    " per head, once per work tile (one FFMA per score for the bias, one for a·dot)";
+      out << "  // affine in the row and column: a = (" << a << ") * scale, u = " << u << " (per col - row), w = " << w << " (per row), c = " << c << "\n";
+      out << "  static constexpr bool kAffine = true;\n";
+      out << "  __device__ void affine(int bh_, float* a_, float* u_, float* w_, float* c_) const {\n" << decode(false, false);
+      out << "    *a_ = " << printer_.print_float(globals_bounded(affine->a)) << " * " << cuda_float_literal(scale) << ";\n";
+      out << "    *u_ = " << printer_.print_float(globals_bounded(affine->u)) << ";\n";
+      out << "    *w_ = " << printer_.print_float(globals_bounded(affine->w)) << ";\n";
+      out << "    *c_ = " << printer_.print_float(globals_bounded(affine->c)) << ";\n  }\n";
+    }
     out << "  __device__ float operator()(int bh_, int row_, int col_, float dot_) const {\n" << decode(true, true);
     out << "    const float s_ = dot_ * " << cuda_float_literal(scale) << ";\n";
     out << "    return " << printer_.print_float(gs) << ";\n  }\n";
@@ -513,14 +740,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "  __device__ bool visible(int, int, int) const { return true; }\n";
   } else {
     // The interval decision over rows [row_lo_, row_hi_] and columns [col_lo_, col_hi_].
-    Expr c = *cond;
-    std::map<std::string, Expr> zeros;
-    for (auto& lv : lead_vars) zeros[lv] = make_int(0);
-    c = substitute_vars(c, zeros);
-    c = replace_tile_index(c, row_grid, BM_, row_var, make_var("row_"));
-    c = replace_tile_index(c, key_tile, BN_, col_var, make_var("col_"));
+    const Expr c = mask_rc ? *mask_rc : on_rows_and_columns(*cond);
     std::optional<Expr> live, may_fail;
-    if (!mentions(c, row_grid) && !mentions(c, row_var) && !mentions(c, key_tile) && !mentions(c, col_var)) {
+    if (mask_rc) {
       IntervalBuilder ib;
       ib.dims = program_.dims;
       ib.vars["row_"] = {make_var("row_lo_"), make_var("row_hi_")};
@@ -535,11 +757,27 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "  __device__ bool live_(int bh_, long long row_lo_, long long row_hi_, long long col_lo_, long long col_hi_) const {\n" << lead_decode;
     out << "    (void)row_lo_; (void)row_hi_; (void)col_lo_; (void)col_hi_;\n";
     out << "    return " << (live ? printer_.print_bool(*live) : std::string("true")) << ";\n  }\n";
+    const bool solved = reach.lo || reach.hi;
     out << "  // the key tiles from the first to the last that may hold an unmasked score; those outside are skipped\n";
+    if (solved) {
+      out << "  // (first the columns the mask may reach from the block's rows, solved from its linear bounds:\n";
+      out << "  // [" << (reach.lo ? reach.lo->text : std::string("0")) << ", " << (reach.hi ? reach.hi->text : std::string("seq_k - 1")) << "];\n";
+      out << "  // then the interval test of the end tiles, which holds at once where the bounds are exact)\n";
+      out << "  static __device__ long long max_ll_(long long a_, long long b_) { return a_ > b_ ? a_ : b_; }\n";
+      out << "  static __device__ long long min_ll_(long long a_, long long b_) { return a_ < b_ ? a_ : b_; }\n";
+    }
     out << "  __device__ void key_tiles(int bh_, int row0_, int rows_, int seq_k_, int bn_, int* begin_, int* end_) const {\n";
     out << "    const int tiles_ = (seq_k_ + bn_ - 1) / bn_;\n";
-    out << "    int b_ = 0, e_ = tiles_;\n";
-    out << "    while (b_ < tiles_ && !live_(bh_, row0_, row0_ + rows_ - 1, static_cast<long long>(b_) * bn_, static_cast<long long>(b_) * bn_ + bn_ - 1)) ++b_;\n";
+    if (solved) {
+      out << "    const long long row_lo_ = row0_, row_hi_ = row0_ + rows_ - 1; (void)tiles_; (void)row_lo_; (void)row_hi_;\n";
+      out << "    const long long lo_ = max_ll_(0LL, " << (reach.lo ? reach.lo->text : std::string("0LL")) << ");\n";
+      out << "    const long long hi_ = min_ll_(static_cast<long long>(seq_k_) - 1, " << (reach.hi ? reach.hi->text : std::string("static_cast<long long>(seq_k_) - 1")) << ");\n";
+      out << "    int b_ = hi_ < lo_ ? 0 : static_cast<int>(lo_ / bn_), e_ = hi_ < lo_ ? 0 : static_cast<int>(hi_ / bn_) + 1;\n";
+      out << "    while (b_ < e_ && !live_(bh_, row0_, row0_ + rows_ - 1, static_cast<long long>(b_) * bn_, static_cast<long long>(b_) * bn_ + bn_ - 1)) ++b_;\n";
+    } else {
+      out << "    int b_ = 0, e_ = tiles_;\n";
+      out << "    while (b_ < tiles_ && !live_(bh_, row0_, row0_ + rows_ - 1, static_cast<long long>(b_) * bn_, static_cast<long long>(b_) * bn_ + bn_ - 1)) ++b_;\n";
+    }
     out << "    while (e_ > b_ && !live_(bh_, row0_, row0_ + rows_ - 1, static_cast<long long>(e_ - 1) * bn_, static_cast<long long>(e_) * bn_ - 1)) --e_;\n";
     out << "    *begin_ = b_; *end_ = e_;\n  }\n";
     out << "  // a boundary tile: the mask may be false somewhere on it (only these evaluate visible() per element)\n";
@@ -547,11 +785,30 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "    const long long row_lo_ = row0_, row_hi_ = row0_ + rows_ - 1, col_lo_ = col0_, col_hi_ = col0_ + bn_ - 1;\n";
     out << "    (void)row_lo_; (void)row_hi_; (void)col_lo_; (void)col_hi_;\n";
     out << "    return " << (may_fail ? printer_.print_bool(*may_fail) : std::string("true")) << ";\n  }\n";
+    const bool row_interval = live && solved && reach.exact;
+    if (row_interval) {
+      // The mask is a conjunction of the solved bounds: on one row it holds exactly on [lo, hi], so a
+      // boundary tile compares each element's constant column offset with the row's two ends.
+      out << "  // on one row the mask holds exactly on the columns [lo, hi] of the bounds above (row_lo_ = row_hi_ = the row):\n";
+      out << "  // boundary tiles compare each score's column with the two ends instead of evaluating visible()\n";
+      out << "  static constexpr bool kRowInterval = true;\n";
+      out << "  __device__ void row_columns(int bh_, int row_, int* lo_, int* hi_) const {\n";
+      out << "    const long long row_lo_ = row_, row_hi_ = row_; (void)row_lo_; (void)row_hi_;\n";
+      out << "    const long long l_ = " << (reach.lo ? reach.lo->text : std::string("-1073741824LL")) << ", h_ = " << (reach.hi ? reach.hi->text : std::string("1073741824LL")) << ";\n";
+      out << "    *lo_ = static_cast<int>(min_ll_(max_ll_(l_, -1073741824LL), 1073741824LL));\n";
+      out << "    *hi_ = static_cast<int>(min_ll_(max_ll_(h_, -1073741824LL), 1073741824LL));\n  }\n";
+    }
     out << "  __device__ bool visible(int bh_, int row_, int col_) const {\n" << (live ? lead_decode : decode(true, true));
     if (live) out << "    return " << printer_.print_bool(globals_bounded(c)) << ";  // on global rows and columns\n  }\n";
     else out << "    return " << printer_.print_bool(globals_bounded(*cond)) << ";\n  }\n";
-    if (live)
-      skip_text = "key tiles outside [first, last] tile where " + print_expr(c) + " may hold (interval bounds over the block's rows and the tile's columns) are skipped; tiles where it may fail (" +
+    if (live && solved)
+      skip_text = "key tiles outside the columns " + print_expr(c) + " may reach from the block's rows, [" + (reach.lo ? reach.lo->text : std::string("0")) + ", " +
+                  (reach.hi ? reach.hi->text : std::string("seq_k - 1")) + "] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (" +
+                  (may_fail ? std::string("interval bounds") : std::string("every tile")) +
+                  (row_interval ? ") mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing"
+                                : ") evaluate the mask per element, the others nothing");
+    else if (live)
+      skip_text = "key tiles outside [first, last] tile where " + print_expr(c) + " may hold (interval bounds over the block's rows and the tile's columns, a scan from both ends) are skipped; tiles where it may fail (" +
                   (may_fail ? std::string("interval bounds") : std::string("every tile")) + ") evaluate the mask per element";
     else
       skip_text = "none: the mask " + print_expr(*cond) + " has no interval bound over rows and columns (every tile computed, the mask per element)";
@@ -586,6 +843,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
        << ", K = " << k->name << ", V = " << v->name << ", O = " << o->name << "\n";
   result.source = head.str() + out.str();
   result.summary = summary;
+  result.tiles_and_skipping = std::to_string(tiles) + " work tiles of " + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys" +
+                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks" : std::string("")) + "; skipped tiles: " + skip_text;
   result.info.name = name;
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
@@ -627,6 +886,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
 }  // namespace solder::mma_stream
 
 namespace solder {
+
+std::pair<double, double> attention_mask_reach(const Expr& mask, const std::map<std::string, int64_t>& dims, int64_t row_lo, int64_t row_hi, bool* exact) {
+  const mma_stream::ColRange r = mma_stream::column_range(mask, dims);
+  if (exact) *exact = r.exact;
+  const double lo = static_cast<double>(row_lo), hi = static_cast<double>(row_hi);
+  return {r.lo ? r.lo->at(lo, hi) : -std::numeric_limits<double>::infinity(), r.hi ? r.hi->at(lo, hi) : std::numeric_limits<double>::infinity()};
+}
 
 std::optional<AttentionSkeletonKernel> generate_attention_skeleton_kernel(const KernelProgram& program, const Kernel& kernel, const Kernel& contract_kernel,
                                                                           std::string* refusal) {

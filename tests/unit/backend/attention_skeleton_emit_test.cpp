@@ -4,6 +4,7 @@
 // CudaCodegen.EveryExampleCompilesWithNvccForSm90a compiles the sources.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "backend/cuda/contract_view.h"
@@ -11,6 +12,7 @@
 #include "backend/cuda/cuda_names.h"
 #include "backend/cuda/mma_stream_codegen.h"
 #include "driver/compile.h"
+#include "ir/expr_eval.h"
 #include "runtime/runtime.h"
 #include "../test_util.h"
 
@@ -104,8 +106,150 @@ TEST(AttentionSkeletonEmit, ScoreModifiersBecomeTheScoreFunctor) {
     ASSERT_TRUE(k) << name << ": " << refusal;
     EXPECT_NE(k->source.find("static constexpr bool kIdentity = false;"), std::string::npos) << name;
     EXPECT_NE(k->source.find("const float s_ = dot_ * 0.125f;"), std::string::npos) << name << k->source;
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>"), std::string::npos) << name;
+    EXPECT_NE(k->source.find(std::string("Config<solder::gemm::Dtype::bf16, 64, 128, 4, ") + (std::string(name) == "alibi" ? "3>" : "2>")), std::string::npos) << name;
   }
+}
+
+// ALiBi's S + slope_h·(j − i) is affine in the row and column: the head's slope once per work tile
+// (no pow per score), the bias by FFMA from a per-tile row base, and three consumers like vanilla.
+TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
+  std::string refusal;
+  auto k = emit(compile("alibi", {}), &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("static constexpr bool kAffine = true;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("__device__ void affine(int bh_, float* a_, float* u_, float* w_, float* c_) const {"), std::string::npos);
+  EXPECT_NE(k->source.find("*a_ = 1.0f * 0.125f;"), std::string::npos) << k->source;
+  const size_t u = k->source.find("*u_ = ");
+  ASSERT_NE(u, std::string::npos);
+  EXPECT_NE(k->source.substr(u, k->source.find('\n', u) - u).find("powf("), std::string::npos) << "the slope is u";
+  EXPECT_NE(k->source.find("*w_ = 0.0f;"), std::string::npos) << "col − row's row parts cancel";
+  EXPECT_NE(k->source.find("*c_ = 0.0f;"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_NE(k->summary.find("affine: a·dot + u·(col − row) + w·row + c"), std::string::npos) << k->summary;
+  // softcap is not affine: the per-score functor
+  auto soft = emit(compile("softcap", {}), &refusal);
+  ASSERT_TRUE(soft) << refusal;
+  EXPECT_EQ(soft->source.find("kAffine"), std::string::npos);
+  EXPECT_NE(soft->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>"), std::string::npos);
+}
+
+TEST(AttentionSkeletonEmit, AffineScoresTakeRowAndConstantTerms) {
+  auto build = [](const std::string& score) {
+    std::string text =
+        "program biased\ndim B = 2, H = 4, S = 1024, D = 64\n"
+        "in q[B, H, S, D] : bf16\nin k[B, H, S, D] : bf16\nin v[B, H, S, D] : bf16\n"
+        "s[b, h, i, j] = sum(d) q[b, h, i, d] * k[b, h, j, d] * rsqrt(D)\n"
+        "sb[b, h, i, j] = " + score + "\n"
+        "m[b, h, i] = max(j) sb[b, h, i, j]\ne[b, h, i, j] = exp(sb[b, h, i, j] - m[b, h, i])\n"
+        "z[b, h, i] = sum(j) e[b, h, i, j]\n"
+        "out o[b, h, i, d] : bf16 = sum(j) e[b, h, i, j] / z[b, h, i] * v[b, h, j, d]\n";
+    auto program = std::make_shared<Program>(parse_program(text, "biased.sol"));
+    KernelProgram named = with_cuda_names(compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+    return Compiled{named, contracts_as_reduces(named, false)};
+  };
+  std::string refusal;
+  auto k = emit(build("2 * s[b, h, i, j] + 0.25 * (j - i) + 0.5 * i + 3"), &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("kAffine = true"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("*a_ = static_cast<float>(2LL) * 0.125f;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("*u_ = 0.25f;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("*w_ = 0.5f;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("*c_ = static_cast<float>(3LL);"), std::string::npos) << k->source;
+  // a product of the row and the column is not affine: the per-score functor
+  auto q = emit(build("s[b, h, i, j] + 0.001 * i * j"), &refusal);
+  ASSERT_TRUE(q) << refusal;
+  EXPECT_EQ(q->source.find("kAffine"), std::string::npos);
+}
+
+// The columns a mask may reach from a block of rows, solved from its linear bounds: every column where
+// the mask holds for one of the rows lies inside, and for these masks the bounds are attained.
+TEST(AttentionSkeletonEmit, MaskReachIsSoundAndTight) {
+  const Expr row = make_var("row_"), col = make_var("col_"), win = make_dim("WIN"), pre = make_dim("PRE");
+  auto bin = [](BinaryOp op, Expr a, Expr b) { return make_binary(op, a, b); };
+  const std::map<std::string, int64_t> dims{{"WIN", 37}, {"PRE", 20}};
+  struct Case {
+    const char* name;
+    Expr mask;
+    bool bounded_lo, bounded_hi, exact;
+  };
+  const std::vector<Case> cases = {
+      {"causal", bin(BinaryOp::le, col, row), false, true, true},
+      {"sliding", bin(BinaryOp::logical_and, bin(BinaryOp::le, col, row), bin(BinaryOp::le, bin(BinaryOp::sub, row, col), win)), true, true, true},
+      {"prefix", bin(BinaryOp::logical_or, bin(BinaryOp::lt, col, pre), bin(BinaryOp::le, col, row)), false, true, false},
+      {"band", bin(BinaryOp::logical_and, bin(BinaryOp::gt, col, bin(BinaryOp::sub, row, make_int(5))), bin(BinaryOp::lt, col, bin(BinaryOp::add, row, make_int(7)))), true, true, true},
+      {"anti", bin(BinaryOp::ge, bin(BinaryOp::add, col, row), make_int(50)), true, false, true},
+      {"diagonal", bin(BinaryOp::eq, col, bin(BinaryOp::mul, make_int(2), row)), true, true, true},
+      {"even", bin(BinaryOp::le, bin(BinaryOp::mul, make_int(2), col), row), false, false, false},  // |coefficient of col| ≠ 1: open
+      {"not-equal", bin(BinaryOp::ne, col, row), false, false, false},
+      {"window-and-even", bin(BinaryOp::logical_and, bin(BinaryOp::le, col, row), bin(BinaryOp::eq, bin(BinaryOp::mod, col, make_int(2)), make_int(0))), false, true, false},
+  };
+  for (const Case& c : cases) {
+    CompiledExpr::Bindings bindings;
+    bindings.dims = dims;
+    bindings.vars = {"row_", "col_"};
+    CompiledExpr holds(c.mask, bindings, Arithmetic::float64);
+    for (int64_t lo_row : {0, 3, 40, 64, 100}) {
+      for (int64_t rows : {1, 16, 64}) {
+        const int64_t hi_row = lo_row + rows - 1;
+        bool exact = false;
+        auto [lo, hi] = attention_mask_reach(c.mask, dims, lo_row, hi_row, &exact);
+        EXPECT_EQ(exact, c.exact) << c.name;
+        EXPECT_EQ(std::isfinite(lo), c.bounded_lo) << c.name;
+        EXPECT_EQ(std::isfinite(hi), c.bounded_hi) << c.name;
+        double seen_lo = 1e9, seen_hi = -1e9;
+        for (int64_t r = lo_row; r <= hi_row; ++r)
+          for (int64_t j = -200; j < 400; ++j) {
+            int64_t at[2] = {r, j};
+            if (holds.eval(at) == 0) continue;
+            EXPECT_GE(static_cast<double>(j), lo) << c.name << " row " << r << " col " << j;
+            EXPECT_LE(static_cast<double>(j), hi) << c.name << " row " << r << " col " << j;
+            seen_lo = std::min(seen_lo, static_cast<double>(j));
+            seen_hi = std::max(seen_hi, static_cast<double>(j));
+          }
+        // attained where every leaf is solved (a conjunction, or prefix's || of two solved bounds)
+        const bool tight = c.exact || std::string(c.name) == "prefix";
+        if (tight && c.bounded_lo && seen_lo > -200) EXPECT_EQ(lo, seen_lo) << c.name << " rows " << lo_row << ".." << hi_row;
+        if (tight && c.bounded_hi && seen_hi < 399) EXPECT_EQ(hi, seen_hi) << c.name << " rows " << lo_row << ".." << hi_row;
+        // exact: on each single row the mask holds on every column of [lo, hi] and nowhere else
+        if (!c.exact || rows != 1) continue;
+        for (int64_t j = -200; j < 400; ++j) {
+          int64_t at[2] = {lo_row, j};
+          const bool inside = static_cast<double>(j) >= lo && static_cast<double>(j) <= hi;
+          EXPECT_EQ(holds.eval(at) != 0, inside) << c.name << " row " << lo_row << " col " << j;
+        }
+      }
+    }
+  }
+}
+
+// Sliding windows: the key range from the window's linear bounds (no scan over the key tiles), and
+// persistent blocks at every length (a work tile has 3 key tiles at S 1k as at 16k).
+TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
+  for (int64_t seq : {1024, 4096, 16384}) {
+    std::string refusal;
+    auto k = emit(compile("sliding_window", {{"B", 16384 / seq}, {"S", seq}}), &refusal);
+    ASSERT_TRUE(k) << refusal;
+    EXPECT_NE(k->source.find("const long long lo_ = max_ll_(0LL, (1LL) * row_lo_ + (-256LL));"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("const long long hi_ = min_ll_(static_cast<long long>(seq_k_) - 1, (1LL) * row_hi_ + (0LL));"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>"), std::string::npos) << seq;
+    EXPECT_EQ(k->info.blocks, 132) << seq;
+    EXPECT_NE(k->summary.find("solved from its linear bounds"), std::string::npos) << k->summary;
+    // a conjunction of bounds: boundary tiles compare with each row's two ends
+    EXPECT_NE(k->source.find("static constexpr bool kRowInterval = true;"), std::string::npos);
+    EXPECT_NE(k->source.find("const long long l_ = (1LL) * row_lo_ + (-256LL), h_ = (1LL) * row_hi_ + (0LL);"), std::string::npos) << k->source;
+  }
+  // prefix_lm's || is not one interval per row in general: visible() per element on boundary tiles
+  std::string why;
+  auto prefix = emit(compile("prefix_lm", {}), &why);
+  ASSERT_TRUE(prefix) << why;
+  EXPECT_EQ(prefix->source.find("kRowInterval"), std::string::npos);
+  EXPECT_NE(prefix->source.find("max_ll_((255LL), (1LL) * row_hi_ + (0LL))"), std::string::npos) << prefix->source;
+  // causal keeps one block per tile past 1k (16.5 key tiles per work tile at S 4k)
+  std::string refusal;
+  auto c = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  ASSERT_TRUE(c) << refusal;
+  EXPECT_NE(c->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_NE(c->source.find("(1LL) * row_hi_ + (0LL)"), std::string::npos);
 }
 
 TEST(AttentionSkeletonEmit, GqaMapsQueryHeadsOnKvHeads) {
@@ -184,6 +328,17 @@ TEST(AttentionSkeletonEmit, FallbackStatesTheReasonInTheSource) {
   ASSERT_EQ(v.kernels.size(), 1u);
   EXPECT_TRUE(v.kernels[0].attention);
   EXPECT_NE(v.source.find("// on the sm_90a attention skeleton: "), std::string::npos);
+  // `solder emit --report` / --json: each contraction's reason names the work tiles and the skipping rule
+  ASSERT_FALSE(v.contractions.empty());
+  for (auto& s : v.contractions) {
+    EXPECT_EQ(s.skeleton, ContractionSchedule::kAttentionSkeleton);
+    EXPECT_NE(s.reason.find("1536 work tiles of 192 query rows x 128 keys; skipped tiles: none"), std::string::npos) << s.reason;
+  }
+  auto window = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/sliding_window.sol"));
+  GeneratedModule w = generate_cuda(compile_program(bind_program(window, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+  ASSERT_FALSE(w.contractions.empty());
+  EXPECT_NE(w.contractions[0].reason.find("on 132 persistent blocks; skipped tiles: key tiles outside the columns"), std::string::npos) << w.contractions[0].reason;
+  EXPECT_NE(contraction_schedule_text(w.contractions).find("solved from its linear bounds"), std::string::npos);
 }
 
 // Without the CuTe headers both skeletons are off together (skeletons_here): attention then goes to

@@ -58,8 +58,9 @@ TEST(Golden, GeneratedCudaOfTheSmallExamples) {
 // Masked attention streamed over several key tiles (S = 256 at the small sizes' batch and heads, 128-row
 // tiles on wgmma): the per-tile skip decision in the generated code (docs/architecture.md, "Tile
 // skipping and block order"), from the ids' per-tile min/max (document_mask) and from index expressions
-// with the longest-first block order (causal).
-const char* kGoldenMaskedExamples[] = {"document_mask", "causal"};
+// with the longest-first block order (causal); on the attention skeleton, the key range solved from the
+// mask's linear bounds (causal, sliding_window, prefix_lm) and the affine score (alibi).
+const char* kGoldenMaskedExamples[] = {"document_mask", "causal", "sliding_window", "prefix_lm", "alibi"};
 
 TEST(Golden, GeneratedCudaOfMaskedAttentionOverSeveralTiles) {
   for (const char* name : kGoldenMaskedExamples) {
