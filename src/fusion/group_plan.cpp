@@ -365,6 +365,7 @@ class Planner {
         if (tensor_core_product(inner, anchor->p_dims[k])) {
           dim.tile = std::min(product_row_tile(plan_.members.front(), inner, anchor->p_dims[k]), dim.extent);  // the product member
           product_rows_tiled_ = true;
+          narrow_columns_to_fill(inner);
         }
         break;
       }
@@ -433,6 +434,32 @@ class Planner {
                     describe(problem).c_str());
     plan_.notes.push_back(note);
     return tile;
+  }
+
+  // A tensor-core product keeps its row tile (64 or 128 rows: no fewer to fill the grid). While its
+  // grid would still fit in one wave at twice the blocks, the column tile halves instead, down to one
+  // mma fragment of 16 columns (ffn G1: h = gelu(a·b) at 128 × 512 ran in 8 blocks of 64 × 128,
+  // 11.9 µs under ncu; in 64 blocks of 64 × 16, about 1.7 µs). On the CPU (no cost model) nothing changes.
+  void narrow_columns_to_fill(int column) {
+    // Only a product followed by pointwise members (an MLP layer's h = act(a·b), 8aad03b): a product
+    // alone keeps the column tile that its tests and the skeleton's BN assume.
+    if (!params_.product_rows_from_cost_model || plan_.members.size() < 2) return;
+    GroupDim& dim = plan_.dims[static_cast<size_t>(column)];
+    constexpr int64_t kFragmentColumns = 16;
+    auto blocks = [&] {
+      int64_t n = 1;
+      for (int g : plan_.grid_dims()) n = saturating_mul(n, plan_.dims[static_cast<size_t>(g)].tiles());
+      return n;
+    };
+    const int64_t before = dim.tile, blocks_before = blocks();
+    while (2 * blocks() <= default_hardware().sm_count && dim.tile / 2 >= kFragmentColumns && dim.tile % 2 == 0) dim.tile /= 2;
+    if (dim.tile != before) {
+      char note[200];
+      std::snprintf(note, sizeof note, "column tile %lld of %s, not %lld: %lld blocks at %lld columns fill under half of the %d SMs",
+                    static_cast<long long>(dim.tile), dim.name.c_str(), static_cast<long long>(before),
+                    static_cast<long long>(blocks_before), static_cast<long long>(before), static_cast<int>(default_hardware().sm_count));
+      plan_.notes.push_back(note);
+    }
   }
 
   // FusionParams::split_k_to_fill: when no product got a row tile and the grid has fewer than

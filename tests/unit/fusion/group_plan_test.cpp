@@ -71,6 +71,26 @@ TEST(GroupPlan, ATensorCoreProductTilesItsRows) {
   EXPECT_EQ(plan_of("f16", "out c[m, h, n] = sum(k) a[m, k] * w[k, h, n]"), "m:grid/1 h:grid/1 n:grid/16 k:inner/16");
 }
 
+// On the GPU a tensor-core product keeps its 64- or 128-row tile; while twice its blocks still fit in
+// one wave, the column tile halves instead, down to 16 (ffn G1: gelu(a·b) at 128 × 512, 8 blocks at 128
+// columns, 64 at 16). A product with enough blocks keeps the wide column tile.
+TEST(GroupPlan, ASmallTensorCoreProductNarrowsItsColumnsNotItsRows) {
+  auto plan_of = [](int64_t n) {
+    PlanAttempt a = plan_text("program p\ndim M = 128, N = " + std::to_string(n) + ", K = 32\nin a[M, K] : f16\nin b[K, N] : f16\n" +
+                                  "out h[m, n] : f16 = gelu(sum(k) a[m, k] * b[k, n])\n",
+                              gpu_fusion_params());
+    EXPECT_TRUE(a.plan) << a.refusal;
+    return a.plan ? dims_summary(*a.plan) + "\n" + notes(*a.plan) : std::string();
+  };
+  const std::string small = plan_of(512);
+  EXPECT_NE(small.find("n:grid/16"), std::string::npos) << small;
+  EXPECT_EQ(small.find("m:grid/16 "), std::string::npos) << small;  // rows stay at 64 or 128
+  EXPECT_NE(small.find("column tile 16 of n, not 128"), std::string::npos) << small;
+  const std::string wide = plan_of(16384);  // 128 blocks of 128 columns: one wave on 132 SMs already
+  EXPECT_NE(wide.find("n:grid/128"), std::string::npos) << wide;
+  EXPECT_EQ(wide.find("column tile"), std::string::npos) << wide;
+}
+
 TEST(GroupPlan, AttentionStreamsKeysAndValues) {
   PlanAttempt a = plan_example("vanilla");
   ASSERT_TRUE(a.plan) << a.refusal;
