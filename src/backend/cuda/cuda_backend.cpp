@@ -196,7 +196,6 @@ CudaCodegenOptions skeletons_here(bool& gemm_skeleton, std::string* note) {
   CudaCodegenOptions codegen;
   std::string why;
   if (!runtime::cutlass_include_dir(&why).empty()) return codegen;
-  codegen.attention_skeleton = false;
   codegen.attention_skeleton_off = "the CUTLASS/CuTe headers were not found (" + why + ")";
   gemm_skeleton = false;
   if (note)

@@ -28,8 +28,8 @@ bool gpu_available(std::string* why = nullptr);
 // The sm_90a skeletons (GEMM and attention) are CuTe code that NVRTC compiles from the CUTLASS/CuTe
 // headers (runtime::cutlass_include_dir). The one switch for both: where the headers are found, returns
 // options with the attention skeleton on and leaves `gemm_skeleton` as asked; where they are missing,
-// sets `gemm_skeleton` false, returns options with the attention skeleton off, and *note (when given)
-// says so in one line, for standard error or a report.
+// sets `gemm_skeleton` false, returns options with the attention skeleton off (and why), and *note
+// (when given) says so in one line, for standard error or a report.
 CudaCodegenOptions skeletons_here(bool& gemm_skeleton, std::string* note = nullptr);
 
 GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs, const CudaCodegenOptions& codegen = {});

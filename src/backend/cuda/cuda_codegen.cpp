@@ -231,8 +231,8 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       }
       source = prologue->source;
       module.kernels.push_back(prologue->info);
-    } else if (std::string skeleton_refusal = options.attention_skeleton ? "" : options.attention_skeleton_off, refusal;
-               options.attention_skeleton &&
+    } else if (std::string skeleton_refusal = options.attention_skeleton_off, refusal;
+               skeleton_refusal.empty() &&
                (attention = generate_attention_skeleton_kernel(attention_view, attention_view.kernels[i], named.kernels[i], &skeleton_refusal))) {
       // the attention skeleton (device/solder/attention) for the online softmax it computes
       for (auto& s : schedule) {

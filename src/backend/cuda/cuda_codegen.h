@@ -125,9 +125,8 @@ struct GeneratedModule {
 
 // What the generator may use beyond its own writers. The attention skeleton (device/solder/attention)
 // is CuTe code: where the CUTLASS/CuTe headers are missing it is turned off (skeletons_here(),
-// cuda_backend.h), and each attention kernel's comment gives `attention_skeleton_off` as the reason.
+// cuda_backend.h). Empty: on; otherwise why it is off, which each attention kernel's comment gives.
 struct CudaCodegenOptions {
-  bool attention_skeleton = true;
   std::string attention_skeleton_off;
 };
 

@@ -347,7 +347,6 @@ TEST(AttentionSkeletonEmit, OffWhenTheCodegenOptionsSaySo) {
   auto vanilla = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/vanilla.sol"));
   KernelProgram kernels = compile_program(bind_program(vanilla, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels;
   CudaCodegenOptions off;
-  off.attention_skeleton = false;
   off.attention_skeleton_off = "the CUTLASS/CuTe headers were not found (test)";
   GeneratedModule v = generate_cuda(kernels, off);
   ASSERT_EQ(v.kernels.size(), 1u);
@@ -362,7 +361,7 @@ TEST(AttentionSkeletonEmit, SkeletonsHereTurnsBothOffTogether) {
   std::string note;
   CudaCodegenOptions codegen = skeletons_here(gemm, &note);
   const bool headers = !runtime::cutlass_include_dir().empty();
-  EXPECT_EQ(codegen.attention_skeleton, headers);
+  EXPECT_EQ(codegen.attention_skeleton_off.empty(), headers);
   EXPECT_EQ(gemm, headers);
   EXPECT_EQ(note.empty(), headers);
   bool asked_off = false;
