@@ -95,13 +95,7 @@ TEST(ContractProperty, CanonicalFormAgreesWithThePlainReduce) {
     TensorSet inputs = make_inputs(bound, seed);
     TensorSet reference = run_reference(bound, inputs);
     for (bool fuse : {true, false}) {
-      CompileOptions plain;
-      plain.fuse = fuse;
-      plain.contractions = false;
-      CompileOptions canonical = plain;
-      canonical.contractions = true;
-      KernelProgram reduce_form = compile_program(bound, plain).kernels;
-      KernelProgram contract_form = compile_program(bound, canonical).kernels;
+      auto [reduce_form, contract_form] = testing::compile_both_forms(bound, fuse);
       EXPECT_EQ(contracts_in(reduce_form), 0);
       const int contracts = contracts_in(contract_form);
       if (!generator.bias()) EXPECT_GE(contracts, 1) << "no contract (fuse " << fuse << ")";

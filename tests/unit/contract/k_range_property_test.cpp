@@ -113,13 +113,7 @@ TEST(KRangeProperty, ConcatenatedKAgreesWithThePlainReduce) {
     TensorSet inputs = make_inputs(bound, seed);
     TensorSet reference = run_reference(bound, inputs);
     for (bool fuse : {true, false}) {
-      CompileOptions plain;
-      plain.fuse = fuse;
-      plain.contractions = false;
-      CompileOptions canonical = plain;
-      canonical.contractions = true;
-      KernelProgram reduce_form = compile_program(bound, plain).kernels;
-      KernelProgram contract_form = compile_program(bound, canonical).kernels;
+      auto [reduce_form, contract_form] = testing::compile_both_forms(bound, fuse);
       EXPECT_EQ(contract_terms(reduce_form).first, 0);
       auto [contracts, terms] = contract_terms(contract_form);
       EXPECT_GE(contracts, 1) << "no contract (fuse " << fuse << ")\n" << print_kernel_program(contract_form);

@@ -11,6 +11,7 @@
 #include "backend/cpu/executor.h"
 #include "backend/cpu/inputs.h"
 #include "backend/cpu/reference.h"
+#include "driver/compile.h"
 #include "fusion/fuse.h"
 #include "kernel/kernel_verifier.h"
 #include "../test_util.h"
@@ -73,6 +74,20 @@ struct FusedRun {
   FusionResult fused;
   Verified verified;
 };
+
+// The two compilations the canonicalizer's property tests compare, fused or not: contractions off
+// (every product stays a plain reduce) and on (canonical contract statements).
+struct ContractForms {
+  KernelProgram reduce_form, contract_form;
+};
+inline ContractForms compile_both_forms(const BoundProgram& bound, bool fuse) {
+  CompileOptions plain;
+  plain.fuse = fuse;
+  plain.contractions = false;
+  CompileOptions canonical = plain;
+  canonical.contractions = true;
+  return {compile_program(bound, plain).kernels, compile_program(bound, canonical).kernels};
+}
 
 // Fuses `bound` with `params`, verifies the Kernel IR, runs it and compares with the reference.
 inline FusedRun run_fused(const BoundProgram& bound, const FusionParams& params = {}, uint64_t seed = 1) {
