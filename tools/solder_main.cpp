@@ -3,11 +3,13 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.h"
 #include "commands.h"
 #include "ir/diagnostics.h"
+#include "runtime/runtime.h"
 
 namespace {
 
@@ -47,6 +49,9 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return solder::cli::kExitOk;
   }
+  // The command forks safely while it compiles: a program of several kernels compiles them in child
+  // processes at once, one per hardware thread ($SOLDER_COMPILE_JOBS overrides; docs/runtime.md).
+  solder::runtime::set_default_compile_jobs(static_cast<int>(std::thread::hardware_concurrency()));
   for (auto& c : kCommands) {
     if (args[0] != c.name) continue;
     try {

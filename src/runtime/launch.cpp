@@ -49,14 +49,19 @@ std::string describe_launch(const std::string& kernel, const LaunchConfig& c) {
 
 // ---- Module -----------------------------------------------------------------------------------
 
-Module::Module(const CompiledModule& compiled) : Module(compiled.cubin, compiled.name) {}
+Module::Module(const CompiledModule& compiled) : name_(compiled.name) {
+  if (compiled.cubins.empty()) throw Error("cannot load module '" + name_ + "': it has no CUBIN");
+  for (const std::vector<char>& cubin : compiled.cubins) load(cubin);
+}
 
-Module::Module(const std::vector<char>& cubin, std::string name) : name_(std::move(name)) {
+Module::Module(const std::vector<char>& cubin, std::string name) : name_(std::move(name)) { load(cubin); }
+
+void Module::load(const std::vector<char>& cubin) {
   const DriverApi& api = ensure_context();
   if (cubin.empty()) throw Error("cannot load module '" + name_ + "': the CUBIN is empty");
   CUmodule module = nullptr;
   check(api, api.module_load_data(&module, cubin.data()), "cuModuleLoadData", "module '" + name_ + "'");
-  module_ = std::shared_ptr<CUmod_st>(module, [](CUmod_st* m) {
+  units_.emplace_back(module, [](CUmod_st* m) {
     try {
       ensure_context().module_unload(m);
     } catch (const Error&) {
@@ -67,11 +72,17 @@ Module::Module(const std::vector<char>& cubin, std::string name) : name_(std::mo
 Function Module::get_function(const std::string& name) const {
   const DriverApi& api = ensure_context();
   Function function;
-  CUresult result = api.module_get_function(&function.handle_, module_.get(), name.c_str());
+  CUresult result = CUDA_ERROR_NOT_FOUND;
+  for (const std::shared_ptr<CUmod_st>& unit : units_) {
+    result = api.module_get_function(&function.handle_, unit.get(), name.c_str());
+    if (result != CUDA_ERROR_NOT_FOUND) {
+      function.module_ = unit;
+      break;
+    }
+  }
   check(api, result, "cuModuleGetFunction",
         "kernel '" + name + "' in module '" + name_ + "' (is it declared extern \"C\" __global__?)");
   function.name_ = name;
-  function.module_ = module_;
   function.state_ = std::make_shared<Function::State>();
   return function;
 }
@@ -80,8 +91,12 @@ void Module::read_global(const std::string& name, void* host, size_t bytes) cons
   const DriverApi& api = ensure_context();
   CUdeviceptr pointer = 0;
   size_t size = 0;
-  check(api, api.module_get_global(&pointer, &size, module_.get(), name.c_str()), "cuModuleGetGlobal",
-        "variable '" + name + "' in module '" + name_ + "'");
+  CUresult result = CUDA_ERROR_NOT_FOUND;
+  for (const std::shared_ptr<CUmod_st>& unit : units_) {
+    result = api.module_get_global(&pointer, &size, unit.get(), name.c_str());
+    if (result != CUDA_ERROR_NOT_FOUND) break;
+  }
+  check(api, result, "cuModuleGetGlobal", "variable '" + name + "' in module '" + name_ + "'");
   if (size != bytes)
     throw Error("variable '" + name + "' in module '" + name_ + "' has " + std::to_string(size) + " bytes, expected " +
                 std::to_string(bytes));

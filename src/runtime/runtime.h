@@ -106,24 +106,45 @@ struct CompileFlags {
   // The cache (not part of the key): off, or a directory; empty = $SOLDER_CACHE_DIR or ~/.cache/solder.
   bool use_cache = true;
   std::string cache_dir;
+  // Translation units compiled at once (not part of the key): a source of several kernels, as the CUDA
+  // backend writes them, is split into at most this many units, each the shared prelude and some of the
+  // kernels, compiled in child processes (fork) at the same time. 0 = $SOLDER_COMPILE_JOBS, else
+  // set_default_compile_jobs (1 unless the host set it); 1 = one unit, in this process.
+  int jobs = 0;
 };
 
-// A compiled module: the CUBIN and what produced it.
+// A compiled module: its CUBINs (one per translation unit) and what produced them.
 struct CompiledModule {
-  std::string name;           // the source's name, e.g. "attention_fused.cu"
-  std::vector<char> cubin;    // an ELF image for cuModuleLoadData
-  std::string log;            // NVRTC's log (warnings), empty for a cache hit
-  bool from_cache = false;
-  std::string cache_path;     // the cache entry read or written ("" when the cache was not used)
-  double compile_seconds = 0; // time spent in NVRTC (0 for a cache hit)
+  std::string name;                      // the source's name, e.g. "attention_fused.cu"
+  std::vector<std::vector<char>> cubins; // ELF images for cuModuleLoadData, one per translation unit
+  std::string log;                       // NVRTC's log (warnings), empty for a cache hit
+  bool from_cache = false;               // every unit came from the cache
+  std::string cache_path;                // the first unit's cache entry ("" when the cache was not used)
+  double compile_seconds = 0;            // wall time spent in NVRTC (0 when every unit came from the cache)
 };
 
 // Compiles CUDA C++ with NVRTC for flags.arch with -std=c++20 -default-device, the CUDA toolkit's
 // include and include/cccl folders (found from $CUDA_HOME, $CUDA_PATH, the folder NVRTC was loaded
-// from, or /usr/local/cuda) and Solder's device headers. Looks in the on-disk cache first. Throws
-// solder::Error when NVRTC is missing or the source does not compile; the message holds NVRTC's log
-// with each offending line of `source` (or of a device header) quoted.
+// from, or /usr/local/cuda) and Solder's device headers. Looks in the on-disk cache first (per
+// translation unit). A source with several "// ---- kernel" sections (the CUDA backend's) and no
+// namespace-scope variable is split per flags.jobs and its units compiled in child processes at
+// once; a split that does not compile is compiled whole. Throws solder::Error when NVRTC is missing or the source does not
+// compile; the message holds NVRTC's log with each offending line of `source` (or of a device header)
+// quoted.
 CompiledModule compile_cuda(const std::string& source, const std::string& name, const CompileFlags& flags = {});
+
+// The jobs of a compile whose flags.jobs is 0 and $SOLDER_COMPILE_JOBS unset (1 to 16; 1 at start).
+// Compiling several units forks the process: only a host that forks safely at compile time (the
+// solder command does, with its hardware threads) should raise it.
+void set_default_compile_jobs(int jobs);
+
+namespace detail {
+// The translation units compile_cuda() compiles for `source` given at most `parts` of them: the source
+// itself, or the text before the first "// ---- kernel" line followed by contiguous runs of the kernel
+// sections, in order. The source stays whole when it has fewer than two sections, or defines a
+// namespace-scope variable (`__device__ T x[3];`), which each unit would otherwise get its own copy of.
+std::vector<std::string> split_by_kernel(const std::string& source, int parts);
+}  // namespace detail
 
 // Whether NVRTC can be loaded; *why says why not. "13.0" style version string, "" when missing.
 bool nvrtc_available(std::string* why = nullptr);
@@ -206,12 +227,14 @@ class Function {
   std::shared_ptr<State> state_;        // attributes already set on the kernel
 };
 
-// A CUBIN loaded into the device (cuModuleLoadData); unloaded when the last Module/Function copy goes.
+// CUBINs loaded into the device (cuModuleLoadData), one per translation unit of a compiled source;
+// each is unloaded when the last Module/Function copy using it goes.
 class Module {
  public:
   explicit Module(const CompiledModule& compiled);
   Module(const std::vector<char>& cubin, std::string name);
-  // The kernel of this (unmangled: declare kernels extern "C") name; throws naming the module if absent.
+  // The kernel of this (unmangled: declare kernels extern "C") name, from whichever unit defines it;
+  // throws naming the module if absent.
   Function get_function(const std::string& name) const;
   // Reads the bytes of the __device__ variable `name` (unmangled: declare it at global scope);
   // throws naming the module if it is absent or not `bytes` long. Synchronous (cuMemcpyDtoH).
@@ -219,8 +242,9 @@ class Module {
   const std::string& name() const { return name_; }
 
  private:
+  void load(const std::vector<char>& cubin);
   std::string name_;
-  std::shared_ptr<CUmod_st> module_;
+  std::vector<std::shared_ptr<CUmod_st>> units_;
 };
 
 // Launches through cuLaunchKernelEx. `args` points at each kernel parameter in order, as for

@@ -126,7 +126,7 @@ TEST(CudaCodegen, NvrtcCompilesGeneratedKernels) {
     runtime::CompileFlags flags;
     flags.use_cache = false;
     runtime::CompiledModule compiled = runtime::compile_cuda(m.source, std::string(name) + ".cu", flags);
-    EXPECT_FALSE(compiled.cubin.empty()) << name;
+    EXPECT_FALSE(compiled.cubins.front().empty()) << name;
   }
   // At their paper sizes the attention kernels take the attention skeleton (device/solder/attention,
   // CuTe) or, for data-dependent masks, the tensor-core emitter (device/solder/tile).
@@ -137,7 +137,7 @@ TEST(CudaCodegen, NvrtcCompilesGeneratedKernels) {
     flags.use_cache = false;
     flags.defines.push_back("NDEBUG");  // as the launcher compiles skeleton kernels (cuda_backend.cpp)
     runtime::CompiledModule compiled = runtime::compile_cuda(m.source, std::string(name) + "_mma.cu", flags);
-    EXPECT_FALSE(compiled.cubin.empty()) << name;
+    EXPECT_FALSE(compiled.cubins.front().empty()) << name;
   }
 }
 

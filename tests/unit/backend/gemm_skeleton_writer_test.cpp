@@ -107,7 +107,7 @@ TEST(GemmSkeletonWriter, SplitKModuleCompilesWithNvrtc) {
   flags.defines = {"NDEBUG"};
   flags.use_cache = false;
   runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "skinny.cu", flags);
-  EXPECT_FALSE(compiled.cubin.empty());
+  EXPECT_FALSE(compiled.cubins.front().empty());
 }
 
 TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {
@@ -119,7 +119,7 @@ TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {
   flags.defines = {"NDEBUG"};
   flags.use_cache = false;
   runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "scaled.cu", flags);
-  EXPECT_FALSE(compiled.cubin.empty());
+  EXPECT_FALSE(compiled.cubins.front().empty());
 }
 
 // gated_ffn's gate and up over one A (the default GPU path pairs them): one dual-B kernel.
@@ -166,7 +166,7 @@ TEST(GemmSkeletonWriter, DualBModuleCompilesWithNvrtc) {
   flags.defines = {"NDEBUG"};
   flags.use_cache = false;
   runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "gated.cu", flags);
-  EXPECT_FALSE(compiled.cubin.empty());
+  EXPECT_FALSE(compiled.cubins.front().empty());
 }
 
 // Forced tiles (SOLDER_GEMM_TILE) with clusters: how the writer instantiates and launches them.
@@ -235,10 +235,10 @@ TEST(GemmSkeletonWriter, ClusterModulesCompileWithNvrtc) {
   for (const char* tile : {"128x64s6k1c1x4", "128x64s6k2c1x2"}) {
     GeneratedModule m = with_tile(tile, kSkinnyGemm);
     ASSERT_TRUE(m.kernels.at(0).gemm.has_value()) << tile << "\n" << m.source;
-    EXPECT_FALSE(runtime::compile_cuda(m.source, "cluster.cu", flags).cubin.empty()) << tile;
+    EXPECT_FALSE(runtime::compile_cuda(m.source, "cluster.cu", flags).cubins.front().empty()) << tile;
   }
   GeneratedModule dual = with_tile("128x64s5k1c1x2", kGated, true);
-  EXPECT_FALSE(runtime::compile_cuda(dual.source, "dual_cluster.cu", flags).cubin.empty());
+  EXPECT_FALSE(runtime::compile_cuda(dual.source, "dual_cluster.cu", flags).cubins.front().empty());
 }
 
 }  // namespace

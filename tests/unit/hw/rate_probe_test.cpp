@@ -18,7 +18,7 @@ TEST(RateProbe, KernelsCompileForSm90a) {
   runtime::CompileFlags flags;
   flags.use_cache = false;
   runtime::CompiledModule module = runtime::compile_cuda(rate_probe_source(), "solder_rate_probe.cu", flags);
-  EXPECT_GT(module.cubin.size(), 1000u);
+  EXPECT_GT(module.cubins.front().size(), 1000u);
   const std::string source = rate_probe_source();
   for (const char* kernel : {"probe_wgmma_bf16", "probe_wgmma_f16", "probe_wgmma_e4m3", "probe_wgmma_e5m2", "probe_wgmma_tf32",
                              "probe_copy", "probe_l2_read", "probe_chase", "probe_empty", "probe_cluster_barriers"})

@@ -372,7 +372,7 @@ TEST(Gathers, GeneratedCudaGuardsTheIndexAndRecordsTheError) {
   if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
   runtime::CompileFlags flags;
   flags.use_cache = false;
-  EXPECT_FALSE(runtime::compile_cuda(m.source, "gather.cu", flags).cubin.empty());
+  EXPECT_FALSE(runtime::compile_cuda(m.source, "gather.cu", flags).cubins.front().empty());
 }
 
 // The new examples compile with NVRTC, small and at their default sizes (the tensor-core emitter for
@@ -388,7 +388,7 @@ TEST(LanguageExamples, NvrtcCompilesThem) {
       GeneratedModule m = generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
       runtime::CompileFlags flags;
       flags.use_cache = false;
-      EXPECT_FALSE(runtime::compile_cuda(m.source, std::string(name) + ".cu", flags).cubin.empty());
+      EXPECT_FALSE(runtime::compile_cuda(m.source, std::string(name) + ".cu", flags).cubins.front().empty());
     }
   }
 }

@@ -101,10 +101,10 @@ SOLDER_ATTENTION_KERNEL(solder_attention_bf16_d128, TestConfig, solder::attentio
   flags.cache_dir = pattern;
   CompiledModule compiled = compile_cuda(source, "attention_skeleton.cu", flags);
   EXPECT_FALSE(compiled.from_cache);
-  ASSERT_GT(compiled.cubin.size(), 4u);
-  EXPECT_EQ(compiled.cubin[0], 0x7f);
+  ASSERT_GT(compiled.cubins.front().size(), 4u);
+  EXPECT_EQ(compiled.cubins.front()[0], 0x7f);
   std::printf("NVRTC %s compiled one attention skeleton instantiation (bf16 hd128 128x128, causal) cold in %.2f s: %zu-byte CUBIN\n",
-              nvrtc_version().c_str(), compiled.compile_seconds, compiled.cubin.size());
+              nvrtc_version().c_str(), compiled.compile_seconds, compiled.cubins.front().size());
   EXPECT_EQ(compiled.log.find("C7508"), std::string::npos) << compiled.log;  // setmaxnreg ignored
   EXPECT_EQ(compiled.log.find("C7513"), std::string::npos) << compiled.log;  // wgmma serialized
   fs::remove_all(pattern);

@@ -48,16 +48,16 @@ bool is_elf(const std::vector<char>& image) {
 TEST_F(RuntimeNvrtc, CompilesASmallKernelForSm90aThenHitsTheCache) {
   SKIP_WITHOUT_NVRTC();
   CompiledModule first = compile_cuda(kSmallKernel, "scale.cu", flags_);
-  EXPECT_TRUE(is_elf(first.cubin));
+  EXPECT_TRUE(is_elf(first.cubins.front()));
   EXPECT_FALSE(first.from_cache);
   EXPECT_FALSE(first.cache_path.empty());
   EXPECT_TRUE(fs::exists(first.cache_path));
   std::printf("NVRTC %s compiled scale.cu for sm_90a in %.2f s: %zu-byte CUBIN\n", nvrtc_version().c_str(),
-              first.compile_seconds, first.cubin.size());
+              first.compile_seconds, first.cubins.front().size());
 
   CompiledModule second = compile_cuda(kSmallKernel, "scale.cu", flags_);
   EXPECT_TRUE(second.from_cache);
-  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.cubins, first.cubins);
   EXPECT_EQ(second.cache_path, first.cache_path);
 
   // Another flag is another key.
@@ -139,7 +139,7 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) cluster_sum(float* global, 
 }
 )";
   CompiledModule compiled = compile_cuda(source, "cluster_sum.cu", flags_);
-  EXPECT_TRUE(is_elf(compiled.cubin));
+  EXPECT_TRUE(is_elf(compiled.cubins.front()));
   std::printf("compiled against device headers (%s) in %.2f s\n", headers.origin.c_str(), compiled.compile_seconds);
 }
 
@@ -151,7 +151,87 @@ TEST_F(RuntimeNvrtc, RegisteredHeadersAreIncludableAndPartOfTheKey) {
   const char* source =
       "#include <solder/test/registered_value.cuh>\n"
       "extern \"C\" __global__ void seven(int* out) { *out = REGISTERED_VALUE; }\n";
-  EXPECT_TRUE(is_elf(compile_cuda(source, "seven.cu", flags_).cubin));
+  EXPECT_TRUE(is_elf(compile_cuda(source, "seven.cu", flags_).cubins.front()));
+}
+
+// Two kernels in the CUDA backend's layout: a prelude, then one "// ---- kernel" section each.
+const char* kTwoKernels = R"(// Generated (test)
+__device__ inline float twice(float x) { return 2 * x; }
+
+// ---- kernel first: no contraction ----
+extern "C" __global__ void first(float* data) { data[threadIdx.x] = twice(data[threadIdx.x]); }
+
+// ---- kernel second: no contraction ----
+extern "C" __global__ void second(float* data) { data[threadIdx.x] += twice(1.0f); }
+)";
+
+TEST_F(RuntimeNvrtc, KernelSectionsCompileAsParallelUnitsThenHitTheCache) {
+  SKIP_WITHOUT_NVRTC();
+  flags_.jobs = 2;
+  CompiledModule split = compile_cuda(kTwoKernels, "two.cu", flags_);
+  ASSERT_EQ(split.cubins.size(), 2u);
+  for (const std::vector<char>& cubin : split.cubins) EXPECT_TRUE(is_elf(cubin));
+  EXPECT_FALSE(split.from_cache);
+  CompiledModule again = compile_cuda(kTwoKernels, "two.cu", flags_);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.compile_seconds, 0);
+  EXPECT_EQ(again.cubins, split.cubins);
+  flags_.jobs = 1;
+  EXPECT_EQ(compile_cuda(kTwoKernels, "two.cu", flags_).cubins.size(), 1u);
+  // Without the cache the units still compile apart (through a private folder).
+  CompileFlags uncached = flags_;
+  uncached.use_cache = false;
+  uncached.jobs = 2;
+  CompiledModule fresh = compile_cuda(kTwoKernels, "two.cu", uncached);
+  ASSERT_EQ(fresh.cubins.size(), 2u);
+  EXPECT_FALSE(fresh.from_cache);
+  EXPECT_TRUE(fresh.cache_path.empty());
+}
+
+TEST_F(RuntimeNvrtc, ASplitThatDoesNotCompileIsCompiledWhole) {
+  SKIP_WITHOUT_NVRTC();
+  // The second section uses a struct the first one defines: alone it does not compile.
+  const char* source = R"(
+// ---- kernel first: no contraction ----
+struct Shared { float value; };
+extern "C" __global__ void first(Shared* s) { s->value = 1; }
+// ---- kernel second: no contraction ----
+extern "C" __global__ void second(Shared* s) { s->value = 2; }
+)";
+  flags_.jobs = 2;
+  CompiledModule compiled = compile_cuda(source, "shared.cu", flags_);
+  ASSERT_EQ(compiled.cubins.size(), 1u);
+  EXPECT_TRUE(is_elf(compiled.cubins.front()));
+}
+
+TEST(RuntimeCompileSplit, UnitsArePreludePlusContiguousKernelSections) {
+  const std::string prelude = "#include <x>\n";
+  const std::string a = "// ---- kernel a: no contraction ----\nA\n";
+  const std::string b = "// ---- kernel b: 1 contraction ----\nB\n";
+  const std::string c = "// ---- kernel c: no contraction ----\nC\n";
+  const std::string source = prelude + a + b + c;
+  EXPECT_EQ(detail::split_by_kernel(source, 1), std::vector<std::string>{source});
+  EXPECT_EQ(detail::split_by_kernel(source, 2), (std::vector<std::string>{prelude + a, prelude + b + c}));
+  EXPECT_EQ(detail::split_by_kernel(source, 3), (std::vector<std::string>{prelude + a, prelude + b, prelude + c}));
+  EXPECT_EQ(detail::split_by_kernel(source, 16), (std::vector<std::string>{prelude + a, prelude + b, prelude + c}));
+  // One section: nothing to split.
+  EXPECT_EQ(detail::split_by_kernel(prelude + a, 4), std::vector<std::string>{prelude + a});
+}
+
+TEST(RuntimeCompileSplit, AModuleVariableKeepsTheSourceWhole) {
+  const std::string source =
+      "__device__ long long solder_index_error[3];\n"
+      "// ---- kernel a: no contraction ----\nA\n// ---- kernel b: no contraction ----\nB\n";
+  EXPECT_EQ(detail::split_by_kernel(source, 4), std::vector<std::string>{source});
+  const std::string constant =
+      "// ---- kernel a: no contraction ----\n__constant__ float table[4] = {1, 2, 3, 4};\n"
+      "// ---- kernel b: no contraction ----\nB\n";
+  EXPECT_EQ(detail::split_by_kernel(constant, 4), std::vector<std::string>{constant});
+  // Device functions are not variables: they may be compiled into every unit.
+  const std::string functions =
+      "__device__ inline float f(float x) { return x; }\n"
+      "// ---- kernel a: no contraction ----\nA\n// ---- kernel b: no contraction ----\nB\n";
+  EXPECT_EQ(detail::split_by_kernel(functions, 4).size(), 2u);
 }
 
 TEST(RuntimeNvrtcMissing, ArchitectureMustBeReal) {

@@ -197,10 +197,10 @@ SOLDER_GEMM_KERNEL(solder_gemm_bf16_128x128, TestConfig, Epilogue)
   flags.cache_dir = pattern;
   CompiledModule compiled = compile_cuda(source, "gemm_skeleton.cu", flags);
   EXPECT_FALSE(compiled.from_cache);
-  ASSERT_GT(compiled.cubin.size(), 4u);
-  EXPECT_EQ(compiled.cubin[0], 0x7f);
+  ASSERT_GT(compiled.cubins.front().size(), 4u);
+  EXPECT_EQ(compiled.cubins.front()[0], 0x7f);
   std::printf("NVRTC %s compiled one GEMM skeleton instantiation (bf16 128x128x64, 6 stages) cold in %.2f s: %zu-byte CUBIN\n",
-              nvrtc_version().c_str(), compiled.compile_seconds, compiled.cubin.size());
+              nvrtc_version().c_str(), compiled.compile_seconds, compiled.cubins.front().size());
   EXPECT_EQ(compiled.log.find("C7508"), std::string::npos) << compiled.log;  // setmaxnreg ignored
   EXPECT_EQ(compiled.log.find("C7513"), std::string::npos) << compiled.log;  // wgmma serialized
   CompiledModule again = compile_cuda(source, "gemm_skeleton.cu", flags);
