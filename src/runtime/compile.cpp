@@ -290,11 +290,17 @@ static bool defines_module_variable(const std::string& line) {
   return end != std::string::npos && (paren == std::string::npos || end < paren);
 }
 
+// A section that includes a skeleton (CuTe) header: seconds of NVRTC, against well under one for the
+// shared prelude and a plain kernel.
+static bool heavy_section(const std::string& section) {
+  return section.find("#include <solder/gemm/") != std::string::npos ||
+         section.find("#include <solder/attention/") != std::string::npos;
+}
+
 std::vector<std::string> split_by_kernel(const std::string& source, int parts) {
   static const std::string kMarker = "// ---- kernel ";
   std::vector<size_t> starts;
   size_t line_start = 0;
-  std::string prelude;
   while (line_start < source.size()) {
     size_t line_end = source.find('\n', line_start);
     if (line_end == std::string::npos) line_end = source.size();
@@ -304,22 +310,24 @@ std::vector<std::string> split_by_kernel(const std::string& source, int parts) {
     line_start = line_end + 1;
   }
   if (parts <= 1 || starts.size() < 2) return {source};
-  prelude = source.substr(0, starts.front());
-  std::vector<std::string> chunks;
+  const std::string prelude = source.substr(0, starts.front());
+  std::vector<std::string> sections;
+  size_t heavy = 0;
   for (size_t i = 0; i < starts.size(); ++i) {
     const size_t end = i + 1 < starts.size() ? starts[i + 1] : source.size();
-    chunks.push_back(source.substr(starts[i], end - starts[i]));
+    sections.push_back(source.substr(starts[i], end - starts[i]));
+    heavy += heavy_section(sections.back()) ? 1 : 0;
   }
-  // Contiguous groups of about equal size (the kernels keep their order).
-  const size_t groups = std::min<size_t>(static_cast<size_t>(parts), chunks.size());
-  std::vector<std::string> units;
-  size_t next = 0;
-  for (size_t g = 0; g < groups; ++g) {
-    const size_t take = (chunks.size() - next) / (groups - g);
-    std::string unit = prelude;
-    for (size_t i = 0; i < take; ++i) unit += chunks[next + i];
-    next += take;
-    units.push_back(std::move(unit));
+  if (heavy < 2) return {source};
+  // The heavy sections in contiguous runs of about equal count, one run a unit; a plain section joins
+  // the unit of the heavy section before it (the first unit when none is), so that units keep the
+  // kernels' order.
+  const size_t groups = std::min<size_t>(static_cast<size_t>(parts), heavy);
+  std::vector<std::string> units(groups, prelude);
+  size_t seen = 0, unit = 0;
+  for (const std::string& section : sections) {
+    if (heavy_section(section)) unit = seen++ * groups / heavy;
+    units[unit] += section;
   }
   return units;
 }

@@ -141,7 +141,9 @@ void set_default_compile_jobs(int jobs);
 namespace detail {
 // The translation units compile_cuda() compiles for `source` given at most `parts` of them: the source
 // itself, or the text before the first "// ---- kernel" line followed by contiguous runs of the kernel
-// sections, in order. The source stays whole when it has fewer than two sections, or defines a
+// sections, in order. Only sections that include a skeleton header (solder/gemm/, solder/attention/:
+// seconds of NVRTC each) are spread over units; a plain section goes with the skeleton section before
+// it. The source stays whole when it has fewer than two skeleton sections, or defines a
 // namespace-scope variable (`__device__ T x[3];`), which each unit would otherwise get its own copy of.
 std::vector<std::string> split_by_kernel(const std::string& source, int parts);
 }  // namespace detail

@@ -154,19 +154,23 @@ TEST_F(RuntimeNvrtc, RegisteredHeadersAreIncludableAndPartOfTheKey) {
   EXPECT_TRUE(is_elf(compile_cuda(source, "seven.cu", flags_).cubins.front()));
 }
 
-// Two kernels in the CUDA backend's layout: a prelude, then one "// ---- kernel" section each.
+// Two kernels in the CUDA backend's layout: a prelude, then one "// ---- kernel" section each. Each
+// section includes a header under solder/gemm/ (registered below, tiny), as skeleton kernels do.
 const char* kTwoKernels = R"(// Generated (test)
 __device__ inline float twice(float x) { return 2 * x; }
 
 // ---- kernel first: no contraction ----
-extern "C" __global__ void first(float* data) { data[threadIdx.x] = twice(data[threadIdx.x]); }
+#include <solder/gemm/split_test.cuh>
+extern "C" __global__ void first(float* data) { data[threadIdx.x] = twice(data[threadIdx.x]) + kSplitTest; }
 
 // ---- kernel second: no contraction ----
+#include <solder/gemm/split_test.cuh>
 extern "C" __global__ void second(float* data) { data[threadIdx.x] += twice(1.0f); }
 )";
 
 TEST_F(RuntimeNvrtc, KernelSectionsCompileAsParallelUnitsThenHitTheCache) {
   SKIP_WITHOUT_NVRTC();
+  register_embedded_header("solder/gemm/split_test.cuh", "#pragma once\nconstexpr float kSplitTest = 1;\n");
   flags_.jobs = 2;
   CompiledModule split = compile_cuda(kTwoKernels, "two.cu", flags_);
   ASSERT_EQ(split.cubins.size(), 2u);
@@ -191,11 +195,14 @@ TEST_F(RuntimeNvrtc, KernelSectionsCompileAsParallelUnitsThenHitTheCache) {
 TEST_F(RuntimeNvrtc, ASplitThatDoesNotCompileIsCompiledWhole) {
   SKIP_WITHOUT_NVRTC();
   // The second section uses a struct the first one defines: alone it does not compile.
+  register_embedded_header("solder/gemm/split_test.cuh", "#pragma once\nconstexpr float kSplitTest = 1;\n");
   const char* source = R"(
 // ---- kernel first: no contraction ----
+#include <solder/gemm/split_test.cuh>
 struct Shared { float value; };
-extern "C" __global__ void first(Shared* s) { s->value = 1; }
+extern "C" __global__ void first(Shared* s) { s->value = kSplitTest; }
 // ---- kernel second: no contraction ----
+#include <solder/gemm/split_test.cuh>
 extern "C" __global__ void second(Shared* s) { s->value = 2; }
 )";
   flags_.jobs = 2;
@@ -206,31 +213,41 @@ extern "C" __global__ void second(Shared* s) { s->value = 2; }
 
 TEST(RuntimeCompileSplit, UnitsArePreludePlusContiguousKernelSections) {
   const std::string prelude = "#include <x>\n";
-  const std::string a = "// ---- kernel a: no contraction ----\nA\n";
-  const std::string b = "// ---- kernel b: 1 contraction ----\nB\n";
-  const std::string c = "// ---- kernel c: no contraction ----\nC\n";
+  const std::string a = "// ---- kernel a: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nA\n";
+  const std::string b = "// ---- kernel b: 1 contraction ----\n#include <solder/attention/sm90_attention.cuh>\nB\n";
+  const std::string c = "// ---- kernel c: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nC\n";
   const std::string source = prelude + a + b + c;
   EXPECT_EQ(detail::split_by_kernel(source, 1), std::vector<std::string>{source});
-  EXPECT_EQ(detail::split_by_kernel(source, 2), (std::vector<std::string>{prelude + a, prelude + b + c}));
+  EXPECT_EQ(detail::split_by_kernel(source, 2), (std::vector<std::string>{prelude + a + b, prelude + c}));
   EXPECT_EQ(detail::split_by_kernel(source, 3), (std::vector<std::string>{prelude + a, prelude + b, prelude + c}));
   EXPECT_EQ(detail::split_by_kernel(source, 16), (std::vector<std::string>{prelude + a, prelude + b, prelude + c}));
-  // One section: nothing to split.
+  // One skeleton section: nothing to split.
   EXPECT_EQ(detail::split_by_kernel(prelude + a, 4), std::vector<std::string>{prelude + a});
 }
 
+TEST(RuntimeCompileSplit, PlainSectionsGoWithTheSkeletonSectionBeforeThem) {
+  const std::string prelude = "#include <x>\n";
+  const std::string plain1 = "// ---- kernel p1: no contraction ----\nP1\n";
+  const std::string heavy1 = "// ---- kernel h1: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nH1\n";
+  const std::string plain2 = "// ---- kernel p2: no contraction ----\nP2\n";
+  const std::string heavy2 = "// ---- kernel h2: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nH2\n";
+  const std::string plain3 = "// ---- kernel p3: no contraction ----\nP3\n";
+  EXPECT_EQ(detail::split_by_kernel(prelude + plain1 + heavy1 + plain2 + heavy2 + plain3, 4),
+            (std::vector<std::string>{prelude + plain1 + heavy1 + plain2, prelude + heavy2 + plain3}));
+  // Plain kernels only (a few tenths of a second each): the source stays whole.
+  const std::string plain = prelude + plain1 + plain2 + plain3;
+  EXPECT_EQ(detail::split_by_kernel(plain, 4), std::vector<std::string>{plain});
+}
+
 TEST(RuntimeCompileSplit, AModuleVariableKeepsTheSourceWhole) {
-  const std::string source =
-      "__device__ long long solder_index_error[3];\n"
-      "// ---- kernel a: no contraction ----\nA\n// ---- kernel b: no contraction ----\nB\n";
+  const std::string a = "// ---- kernel a: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nA\n";
+  const std::string b = "// ---- kernel b: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nB\n";
+  const std::string source = "__device__ long long solder_index_error[3];\n" + a + b;
   EXPECT_EQ(detail::split_by_kernel(source, 4), std::vector<std::string>{source});
-  const std::string constant =
-      "// ---- kernel a: no contraction ----\n__constant__ float table[4] = {1, 2, 3, 4};\n"
-      "// ---- kernel b: no contraction ----\nB\n";
+  const std::string constant = a + "__constant__ float table[4] = {1, 2, 3, 4};\n" + b;
   EXPECT_EQ(detail::split_by_kernel(constant, 4), std::vector<std::string>{constant});
   // Device functions are not variables: they may be compiled into every unit.
-  const std::string functions =
-      "__device__ inline float f(float x) { return x; }\n"
-      "// ---- kernel a: no contraction ----\nA\n// ---- kernel b: no contraction ----\nB\n";
+  const std::string functions = "__device__ inline float f(float x) { return x; }\n" + a + b;
   EXPECT_EQ(detail::split_by_kernel(functions, 4).size(), 2u);
 }
 
