@@ -263,6 +263,8 @@ class Explanation:
         for k, p in enumerate(self.partitions):
             state = f"fell back: {p['error']}" if p.get("error") else "Solder"
             lines.append(f"-- partition {k} ({len(p['nodes'])} nodes, {state}): {', '.join(p['nodes'])}")
+            if p.get("stacked"):
+                lines.append(f"   one output, stacked (read as slices): {', '.join(p['stacked'])}")
             if p.get("guards"):
                 lines.append(f"   guarded on the values of {', '.join(p['guards'])} (read as index expressions; "
                              "changed in place, the call runs the program that reads them)")
@@ -347,17 +349,27 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
         for n, i in zip(outputs, program.output_index):
             first.setdefault(i, n)
         unique = [first[i] for i in range(len(program.output_dtypes))]
-        source = _op_source(_op_guards(program.text, program.guards, fallback),
-                            [fx_translate._shape(n) for n in unique], program.output_dtypes)
+        source = _op_source(_op_guards(program.text, program.guards, fallback), program.output_shapes, program.output_dtypes)
+        stacked = any(program.output_slices)
+        if stacked:
+            info["stacked"] = [f"{n.name}: [{', '.join(':' if d != sl[0] else f'{sl[1]}:{sl[2]}' for d in range(len(program.output_shapes[0])))}]"
+                               for n, sl in zip(outputs, program.output_slices)]
         last = nodes[-1]
         with gm.graph.inserting_after(last):
             call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
-            call.meta["val"] = [n.meta["val"] for n in unique]
-        for n, i in zip(outputs, program.output_index):
+            call.meta["val"] = ([_like(unique[0].meta["val"], program.output_shapes[0])] if stacked
+                                else [n.meta["val"] for n in unique])
+        for n, i, sl in zip(outputs, program.output_index, program.output_slices):
             with gm.graph.inserting_after(call):
                 item = gm.graph.call_function(operator.getitem, (call, i))
-                item.meta["val"] = n.meta["val"]
-            n.replace_all_uses_with(item, delete_user_cb=lambda u: u not in members and u is not item)
+                item.meta["val"] = call.meta["val"][i] if sl else n.meta["val"]
+            if sl:  # one of several outputs stacked into one (fx_translate.stack_outputs): its slice
+                with gm.graph.inserting_after(item):
+                    part = gm.graph.call_function(torch.ops.aten.slice.Tensor, (item, sl[0], sl[1], sl[2]))
+                    part.meta["val"] = _sliced(item.meta["val"], *sl)
+                n.replace_all_uses_with(part, delete_user_cb=lambda u: u not in members and u is not item and u is not part)
+            else:
+                n.replace_all_uses_with(item, delete_user_cb=lambda u: u not in members and u is not item)
     for name, why in reasons.items():
         explanation.fallback.setdefault(name, why)
     _legalize(gm)
@@ -367,8 +379,54 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     return gm
 
 
+def _like(val, shape):
+    """A new contiguous tensor of `shape` like the fake (or meta) tensor `val`: its dtype, device and mode."""
+    mode = getattr(val, "fake_mode", None)
+    if mode is None:
+        return torch.empty(tuple(shape), dtype=val.dtype, device=val.device)
+    with mode:
+        return torch.empty(tuple(shape), dtype=val.dtype, device=val.device)
+
+
+def _sliced(val, dim, start, end):
+    mode = getattr(val, "fake_mode", None)
+    if mode is None:
+        return torch.ops.aten.slice.Tensor(val, dim, start, end)
+    with mode:
+        return torch.ops.aten.slice.Tensor(val, dim, start, end)
+
+
 _GQA_VIEWS = {torch.ops.aten.unsqueeze.default, torch.ops.aten.expand.default, torch.ops.aten.clone.default,
               torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
+_RELAYOUT_OUTPUT = "solder_relayout_output"  # node meta: a view chain's end that a partition writes out
+
+
+def _relayout_chain(a, members):
+    """The nodes of the view chain ending at `a` inside the partition (a first), when it reads a value
+    from outside the partition and contains a permute or transpose; else []."""
+    chain, x = [], a
+    while hasattr(x, "op") and x in members and x.op == "call_function" and x.target in fx_translate.VIEWS:
+        chain.append(x)
+        x = x.args[0]
+    if not chain or (hasattr(x, "op") and x in members):
+        return []
+    if not any(c.target in (torch.ops.aten.permute.default, torch.ops.aten.transpose.int) for c in chain):
+        return []
+    return chain
+
+
+def _relayout_operands(sdpa, members):
+    """SDPA's operands (seen through GQA's expansion views) that are relayout view chains of outside values."""
+    found = []
+    for a in sdpa.args[:3]:
+        while hasattr(a, "op") and a in members and a.op == "call_function" and a.target in _GQA_VIEWS \
+                and len(a.users) == 1:
+            a = a.args[0]
+        if hasattr(a, "op") and len(a.users) == 1 and _relayout_chain(a, members) and a not in found:
+            found.append(a)
+    return found
 
 
 def _split_at_attention(nodes):
@@ -399,6 +457,13 @@ def _split_at_attention(nodes):
             stack += list(n.all_input_nodes)
         if not any(n.target not in _VIEWISH for n in before):
             continue  # the operands are views of the partition's inputs: nothing to write first
+        # An operand that is only a relayout of an outside value (V: the [T, Hkv·D] projection viewed and
+        # transposed to [1, Hkv, T, D]) is written by the first part too, beside the rotated Q and K: one
+        # kernel for all three (fx_translate.stack_outputs) instead of a copy of V of its own.
+        for a in _relayout_operands(s, members):
+            chain = _relayout_chain(a, members)
+            before |= set(chain)
+            a.meta[_RELAYOUT_OUTPUT] = True
         first = [n for n in nodes if n in before]
         rest = [n for n in nodes if n not in before]
         return _split_at_attention(first) + _split_at_attention(rest)
@@ -750,7 +815,8 @@ def _without_input_views(nodes):
     members = set(nodes)
     pure = set()
     for n in nodes:
-        if n.target in _VIEWISH and all(a not in members or a in pure for a in n.all_input_nodes):
+        if n.target in _VIEWISH and all(a not in members or a in pure for a in n.all_input_nodes) \
+                and not n.meta.get(_RELAYOUT_OUTPUT):
             pure.add(n)
     keep = list(nodes)
     changed = True

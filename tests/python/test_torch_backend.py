@@ -4,6 +4,7 @@ Solder programs, run on the CPU executor through the solder::call custom op, and
 Needs torch (scripts/test.sh installs it from PyPI unless SOLDER_TEST_TORCH=0); without it every test
 here is skipped with that reason."""
 import math
+import operator
 import os
 import re
 import warnings
@@ -544,8 +545,9 @@ def test_softmax_scale_after_the_max_is_put_back_into_the_scores():
 
 def test_gqa_expansion_stays_with_the_attention():
     # Llama: k and v repeat_interleave'd from the KV heads to the query heads. The RoPE partition writes
-    # the rotated k at its KV heads, v is read at its KV heads (Inductor's transpose, one copy), and the
-    # attention reads both as k[h // G] (GQA), its result the program's output.
+    # the rotated k at its KV heads and v relayouted to [Hkv, T, D], with the rotated q, as one stacked
+    # output (one kernel: v, q, k along the head dim, T·D flattened), and the attention reads k and v as
+    # k[h // G] (GQA), its result the program's output.
     import sys
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -561,6 +563,38 @@ def test_gqa_expansion_stays_with_the_attention():
     assert sorted(l.split("[", 1)[1] for l in decl) == sorted(["D0_2, D1_16, D1_16] : f32"] * 2 + ["D2_4, D1_16, D1_16] : f32"]), attention
     assert attention.count("(i0) // 2") == 2 and re.search(r"^out y0\[.*= sum\(r0", attention, re.M), attention
     rope = next(p for p in programs if "cos(" in p)
-    assert "[i0 : D" in rope and any(l.startswith("out y") and "_2, " in l.split("=")[0] for l in rope.splitlines()), rope
+    outs = [l for l in rope.splitlines() if l.startswith("out ")]
+    assert len(outs) == 1 and outs[0].startswith("out y0[i0 : D3_8, i1 : D4_256] : f32 = select(i0 < 2, x2["), rope
+    assert "select(i0 < 6, " in outs[0] and "(i0 - 6)" in outs[0], rope  # v heads 0..1, q 2..5, k 6..7
+    part = next(p for p in explanation.partitions if p.get("program") == rope)
+    assert len(part["stacked"]) == 3 and any(x.endswith("[:, 0:2, :, :]") for x in part["stacked"]), part
+    slices = [n for n in gm.graph.nodes if n.target is torch.ops.aten.slice.Tensor and n.args[0].target is operator.getitem]
+    assert sorted((n.args[1], n.args[2], n.args[3]) for n in slices) == [(1, 0, 2), (1, 2, 6), (1, 6, 8)], gm.graph
     with torch.no_grad():
         _compare(gm(*args), model(*inputs), "llama attention, GQA")
+
+
+def test_stacked_outputs_of_an_elementwise_partition():
+    # Two element-wise results of the same shape but one dim (and dtype) are one stacked output, each a
+    # slice of it; results that differ in two dims, or in dtype, stay separate outputs.
+    class Two(nn.Module):
+        def forward(self, a, b):
+            return torch.sin(a) * 2 + 1, (b * b) - 3  # [2, 3, 5, 4] and [2, 7, 5, 4]
+
+    class Apart(nn.Module):
+        def forward(self, a, b):
+            return torch.sin(a) * 2 + 1, (b * b).transpose(1, 2) - 3  # [2, 3, 5, 4] and [2, 5, 7, 4]
+
+    a, b = torch.randn(2, 3, 5, 4), torch.randn(2, 5, 7, 4).transpose(1, 2)
+    for model, stacked in ((Two(), True), (Apart(), False)):
+        gm, args = _aten_graph(model, (a, b))
+        explanation = torch_backend.Explanation()
+        torch_backend.partition_and_replace(gm, explanation)
+        part = next(p for p in explanation.partitions if p.get("program"))
+        outs = [l for l in part["program"].splitlines() if l.startswith("out ")]
+        assert (len(outs) == 1) == stacked and bool(part.get("stacked")) == stacked, part
+        if stacked:
+            # [2, 3 + 7, 5·4]: stacked along dim 1, the dims after it flattened
+            assert outs[0].startswith("out y0[i0 : D0_2, i1 : D5_10, i2 : D6_20] : f32 = select(i1 < 3, "), outs
+        with torch.no_grad():
+            _compare(gm(*args), model(a, b), "stacked" if stacked else "apart")
