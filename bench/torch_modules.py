@@ -12,9 +12,10 @@ against the reference.
                                   [--time-budget SECONDS] [--inductor-cache DIR] [--profile a,b]
                                   [--device cpu]
 
-The variants run in phases, each over every module before the next: Solder's first (solder, then
-solder-all), then eager and torch.compile, then max-autotune (the slowest to compile: Inductor tunes
-every GEMM shape). `--time-budget` skips the optional variants (max-autotune, solder-all) of the
+The variants run in phases, each over every module before the next: Solder's first (solder,
+solder-gated on the modules with a gated pair of linear layers, solder-all), then eager and
+torch.compile, then max-autotune (the slowest to compile: Inductor tunes every GEMM shape).
+`--time-budget` skips the optional variants (max-autotune, solder-all) of the
 modules they reach after that many seconds; `--max-autotune-modules` runs max-autotune on those
 modules only (the others' cells say so). `--inductor-cache DIR` keeps Inductor's caches (compiled
 kernels, autotuning results) in DIR, so that a later run given the same folder compiles warm (the
@@ -321,13 +322,15 @@ def coverage(explanations):
             "nodes": frac("nodes", "total_nodes"), "gflop": totals.get("total_flops", 0) / 1e9}
 
 
-VARIANTS = ("eager", "compile", "max-autotune", "solder", "solder-all")
-OPTIONAL = ("max-autotune", "solder-all")
+VARIANTS = ("eager", "compile", "max-autotune", "solder", "solder-gated", "solder-all")
+OPTIONAL = ("max-autotune", "solder-all", "solder-gated")
 # The phases, in order: Solder's variants first (the numbers this benchmark is for), max-autotune last.
-PHASES = (("solder", "solder-all"), ("eager", "compile"), ("max-autotune",))
+PHASES = (("solder", "solder-gated", "solder-all"), ("eager", "compile"), ("max-autotune",))
 COMPILE_KW = {"compile": {}, "max-autotune": {"mode": "max-autotune-no-cudagraphs"},
               "solder": {"backend": "solder"},
+              "solder-gated": {"backend": "solder", "options": {"solder.linear": "gated"}},
               "solder-all": {"backend": "solder", "options": {"solder.linear": "solder"}}}
+GATED_MODULES = {"llama_mlp_rmsnorm"}  # modules with a gated pair of linear layers (solder-gated differs from solder)
 
 
 class Case:
@@ -401,7 +404,7 @@ def run_variant(case, label, args, log):
             print(f"{name} {label}: {type(e).__name__}: {e}", file=log)
             log.flush()
             fn = None
-        if fn is not None and name in args.profile and label in ("solder", "compile", "solder-all") and case.device == "cuda":
+        if fn is not None and name in args.profile and label != "eager" and case.device == "cuda":
             try:
                 with torch.no_grad():
                     row[f"kernels {label}"] = kernel_times(fn, case.inputs)
@@ -445,6 +448,9 @@ def run_all(names, args, log, started, on_row=None):
             if label not in args.variants:
                 continue
             for case in cases:
+                if label == "solder-gated" and case.name not in GATED_MODULES:
+                    case.row[label] = "n/a (no gated pair of linear layers)"
+                    continue
                 if label == "max-autotune" and args.max_autotune_modules and case.name not in args.max_autotune_modules:
                     case.row[label] = "skipped (--max-autotune-modules)"
                     continue
@@ -467,8 +473,8 @@ def _cov(c):
 
 def table(rows, device_name, small, warm_inductor=False):
     unit = "µs per call, CUDA-graph replay (median of 50)" if device_name != "cpu" else "µs per call, wall clock (CPU dry run)"
-    cols = ["module", "eager", "compile", "max-autotune", "solder", "solder-all", "solder ÷ best other",
-            "solder-all ÷ best other", "on Solder: FLOPs / bytes / nodes (solder; solder-all)", "checks"]
+    cols = ["module", "eager", "compile", "max-autotune", "solder", "solder-gated", "solder-all", "solder ÷ best other",
+            "solder-gated ÷ best", "solder-all ÷ best", "on Solder: FLOPs / bytes / nodes (solder; solder-all)", "checks"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     notes = []
     for r in rows:
@@ -479,23 +485,25 @@ def table(rows, device_name, small, warm_inductor=False):
         if r.get("coverage solder-all"):
             cov_text += f"; {_cov(r['coverage solder-all'])}"
         checks = [f"{v}: {r[f'check {v}']}" for v in VARIANTS if r.get(f"check {v}") not in (None, "ok")]
-        cells = [r["module"]] + [_num(r.get(v)) if not isinstance(r.get(v), str) else ("skipped" if "skipped" in r[v] else "failed")
-                                 for v in ("eager", "compile", "max-autotune", "solder", "solder-all")]
-        cells += [ratio("solder"), ratio("solder-all"), cov_text, "ok" if not checks else "see below"]
+        cells = [r["module"]] + [_num(r.get(v)) if not isinstance(r.get(v), str) else
+                                 ("skipped" if "skipped" in r[v] else "n/a" if r[v].startswith("n/a") else "failed")
+                                 for v in ("eager", "compile", "max-autotune", "solder", "solder-gated", "solder-all")]
+        cells += [ratio("solder"), ratio("solder-gated"), ratio("solder-all"), cov_text, "ok" if not checks else "see below"]
         lines.append("| " + " | ".join(cells) + " |")
         for v in VARIANTS:
-            if isinstance(r.get(v), str):
+            if isinstance(r.get(v), str) and not r[v].startswith("n/a"):
                 notes.append(f"- {r['module']} {v}: {r[v]}")
         notes += [f"- {r['module']} {c}" for c in checks]
     # first-call compile seconds of every variant
-    ccols = ["module", "solder cold", "solder warm", "solder-all", "compile", "max-autotune"]
+    ccols = ["module", "solder cold", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune"]
     clines = ["| " + " | ".join(ccols) + " |", "|" + "---|" * len(ccols)]
     for r in rows:
         clines.append("| " + " | ".join([r["module"]] + [_num(r.get(f"compile s {k}")) for k in
-                                                          ("solder", "solder warm", "solder-all", "compile", "max-autotune")]) + " |")
+                                                          ("solder", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune")]) + " |")
     head = (f"GPU time in {unit}; {'bf16' if device_name != 'cpu' else 'f32'}"
             f"{', small shapes' if small else ''}. solder = backend=\"solder\" (linear layers on cuBLAS through Inductor, "
-            "the default); solder-all = options={\"solder.linear\": \"solder\"}. On Solder: the fraction of "
+            "the default); solder-gated = options={\"solder.linear\": \"gated\"} (Solder takes gated pairs of linear "
+            "layers, SwiGLU's gate and up, as one dual-B launch); solder-all = options={\"solder.linear\": \"solder\"}. On Solder: the fraction of "
             "the FLOPs, of the bytes an unfused run writes, and of the ATen nodes that Solder's kernels took.\n\n")
     ctext = ("\nFirst call's compile time, seconds (solder cold: empty Solder caches; warm: Solder's NVRTC disk cache "
              "and Inductor's caches filled; the others after the Solder variants, so Inductor's own kernels may be "

@@ -17,7 +17,9 @@ reason recorded.
 Linear layers (a 2-D mm/addmm with a weight: an operand that is, through views, an input of the graph)
 go to Inductor by default, which runs them on cuBLAS: on the H100, Solder's fused path runs a plain
 GEMM several times slower than cuBLAS (bench/results/h100/torch_modules.md). The option
-``options={"solder.linear": "solder"}`` (or ``SOLDER_TORCH_LINEAR=solder``) hands them to Solder too.
+``options={"solder.linear": "solder"}`` (or ``SOLDER_TORCH_LINEAR=solder``) hands them to Solder too;
+``"gated"`` hands Solder only the gated pairs (SwiGLU's gate and up projections, ``gated_pairs``), which
+it runs as one dual-B launch with the gating as the epilogue.
 ``mode`` and the other ``options`` are Inductor's (``mode="reduce-overhead"`` captures CUDA graphs).
 """
 import functools
@@ -135,7 +137,7 @@ def _solder_call_fake(program, inputs):
 
 # ---- Partitioning --------------------------------------------------------------------------------
 
-LINEAR_POLICIES = ("inductor", "solder")
+LINEAR_POLICIES = ("inductor", "solder", "gated")
 
 
 def _linear_policy(value=None) -> str:
@@ -161,16 +163,59 @@ def is_linear_layer(node) -> bool:
     return any(hasattr(x, "op") and _graph_input(x) for x in (a, b))
 
 
+def _linear_source(node):
+    """The activation operand of a linear layer's mm/addmm (the one that is not a weight), through views."""
+    a = node.args[-2]
+    while hasattr(a, "op") and a.op == "call_function" and a.target in fx_translate.VIEWS:
+        a = a.args[0]
+    return a
+
+
+GATE_DEPTH = 12  # element-wise nodes between a gated pair's products and the product of the two
+
+
+def gated_pairs(graph) -> set:
+    """The linear layers that come in gated pairs: two mm/addmm reading the same activation whose results
+    meet, each through element-wise nodes only (SiLU, GELU, conversions, views), in one `mul`: SwiGLU's
+    silu(x·Wg) · (x·Wu). Solder runs such a pair as one dual-B launch of the GEMM skeleton with the
+    gating as its epilogue (neither product is stored), where cuBLAS needs two GEMMs and a kernel that
+    reads both results back."""
+    linears = [n for n in graph.nodes if is_linear_layer(n)]
+    reach = {}
+    for lin in linears:
+        seen, frontier = set(), [lin]
+        for _ in range(GATE_DEPTH):
+            nxt = []
+            for x in frontier:
+                for u in x.users:
+                    if u.op == "call_function" and u not in seen and u.target not in (
+                            torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default):
+                        seen.add(u)
+                        nxt.append(u)
+            frontier = nxt
+        reach[lin] = {u for u in seen if u.target is torch.ops.aten.mul.Tensor}
+    found = set()
+    for i, a in enumerate(linears):
+        for b in linears[i + 1:]:
+            if _linear_source(a) is _linear_source(b) and reach[a] & reach[b]:
+                found |= {a, b}
+    return found
+
+
 class _Support(OperatorSupport):
-    def __init__(self, reasons, linear="inductor"):
+    def __init__(self, reasons, linear="inductor", gated=frozenset()):
         super().__init__()
         self.reasons = reasons
         self.linear = linear
+        self.gated = gated
 
     def is_node_supported(self, submodules, node) -> bool:
         why = fx_translate.supported(node)
         if why is None and self.linear == "inductor" and is_linear_layer(node):
             why = "a linear layer (GEMM with a weight): cuBLAS through Inductor (options={'solder.linear': 'solder'} gives it to Solder)"
+        if why is None and self.linear == "gated" and is_linear_layer(node) and node not in self.gated:
+            why = ("a linear layer that is not one of a gated pair: cuBLAS through Inductor (solder.linear='gated' gives "
+                   "Solder only the pairs it runs as one dual-B launch)")
         if why is not None and node.op == "call_function":
             self.reasons[node.name] = why
         return why is None
@@ -283,7 +328,7 @@ _last_explanations: list = []
 
 def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     """Replaces every translatable partition of the ATen graph `gm` by a call of solder::call. Returns
-    the rewritten graph module (in place). `linear`: "inductor" (default) or "solder", see the module's
+    the rewritten graph module (in place). `linear`: "inductor" (default), "solder" or "gated", see the module's
     documentation. `constants`: placeholder node -> the tensor it holds at compile time (the module's
     buffers; `_inner_compile` maps them), whose values the translator may read (fx_translate.translate)."""
     explanation = explanation if explanation is not None else Explanation()
@@ -295,7 +340,9 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
         if n.op == "call_function":
             explanation.costs[n.name] = node_cost(n)
     reasons = {}
-    partitioner = CapabilityBasedPartitioner(gm, _Support(reasons, _linear_policy(linear)), allows_single_node_partition=True)
+    policy = _linear_policy(linear)
+    gated = gated_pairs(gm.graph) if policy == "gated" else frozenset()
+    partitioner = CapabilityBasedPartitioner(gm, _Support(reasons, policy, gated), allows_single_node_partition=True)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = []
     for part in partitioner.propose_partitions():
@@ -890,7 +937,7 @@ def solder_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
     """The torch.compile backend (``backend="solder"``). ``mode`` is one of Inductor's modes
     (``"reduce-overhead"``: CUDA graphs; ``"max-autotune"``...), applied to what Inductor compiles and
     around the whole graph; ``options`` are Inductor's config options, plus ``"solder.linear"``
-    ("inductor" or "solder": who runs linear layers)."""
+    ("inductor", "solder" or "gated": who runs linear layers)."""
     from torch._inductor import list_mode_options
     from torch._inductor.compile_fx import compile_fx
 

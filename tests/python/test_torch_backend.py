@@ -343,6 +343,31 @@ def test_linear_size_gemms_read_stored_operands():
     assert not fx_translate.whole_gemm_candidate(64, 320, 32)
 
 
+def test_gated_policy_gives_solder_the_gated_pair_only():
+    # solder.linear="gated": SwiGLU's gate and up projections (one activation, their results multiplied
+    # after SiLU) go to Solder with the RMSNorm and the gating, as stored-operand products (one dual-B
+    # launch on the GPU); the down projection stays on Inductor with its reason.
+    model = LlamaMLP(dim=256, hidden=320)
+    x = torch.randn(1, 64, 256)
+    gm, args = _aten_graph(model, (x,))
+    assert {n.name for n in torch_backend.gated_pairs(gm.graph)} == {"mm", "mm_1"}, gm.graph
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation, linear="gated")
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    gated = next(p for p in programs if "exp(" in p)
+    products = [l for l in gated.splitlines() if "= sum(r0" in l and "pow" not in l]
+    assert len(products) == 2 and "rsqrt(" in gated and "out y0" in gated, gated
+    assert "not one of a gated pair" in explanation.fallback.get("mm_2", ""), explanation.format()
+    with torch.no_grad():
+        _compare(gm(*args), model(x), "llama mlp, gated pair on Solder")
+    # no gated pair: an MLP with one hidden product keeps every linear layer on Inductor
+    plain = nn.Sequential(nn.Linear(256, 320), nn.GELU(), nn.Linear(320, 256))
+    gm2, _ = _aten_graph(plain, (x,))
+    assert not torch_backend.gated_pairs(gm2.graph)
+    with pytest.raises(solder.SolderError):
+        torch_backend._linear_policy("gate")
+
+
 # ---- Attention written with bmm and a buffer mask (nanoGPT): the forms Solder's attention paths take ----
 
 def _compiled_programs(model, inputs):
