@@ -15,14 +15,14 @@ against the reference.
 The variants run in phases, each over every module before the next: Solder's first (solder,
 solder-gated on the modules with a gated pair of linear layers, solder-all), then eager and
 torch.compile, then max-autotune (the slowest to compile: Inductor tunes every GEMM shape).
-`--time-budget` skips the optional variants (max-autotune, solder-all) of the
-modules they reach after that many seconds; `--max-autotune-modules` runs max-autotune on those
-modules only (the others' cells say so). `--inductor-cache DIR` keeps Inductor's caches (compiled
-kernels, autotuning results) in DIR, so that a later run given the same folder compiles warm (the
-compile columns then say "warm Inductor cache"). `--profile a,b` adds, for those modules, each
-kernel's GPU time in the solder and compile variants (torch.profiler over 10 direct calls) to the log
-and the JSON. `--device cpu` is a dry run for a machine without a GPU (wall-clock times, no CUDA graphs,
-f32 at `--small` shapes).
+`--time-budget` skips the optional variants (max-autotune, solder-gated, solder-all) of the modules
+they reach after that many seconds; `--max-autotune-modules` runs max-autotune on those modules only
+(the others' cells say so) and whatever the time budget, which then cuts only Solder's optional
+variants. `--inductor-cache DIR` keeps Inductor's caches (compiled kernels, autotuning results) in
+DIR, so that a later run given the same folder compiles warm (the compile table then says so).
+`--profile a,b` adds, for those modules, each kernel's GPU µs per call in every compiled variant
+(torch.profiler over 10 direct calls) to the log and the JSON. `--device cpu` is a dry run for a
+machine without a GPU (wall-clock times, no CUDA graphs, f32 at `--small` shapes).
 
 To add a module: write it below and add a line to MODULES (name -> factory(device, dtype, small)
 returning (module, inputs)).
@@ -454,7 +454,8 @@ def run_all(names, args, log, started, on_row=None):
                 if label == "max-autotune" and args.max_autotune_modules and case.name not in args.max_autotune_modules:
                     case.row[label] = "skipped (--max-autotune-modules)"
                     continue
-                if label in OPTIONAL and time.perf_counter() - started > args.time_budget:
+                named = label == "max-autotune" and case.name in args.max_autotune_modules
+                if label in OPTIONAL and not named and time.perf_counter() - started > args.time_budget:
                     case.row[label] = "skipped (time budget)"
                     continue
                 run_variant(case, label, args, log)
