@@ -202,15 +202,68 @@ def gated_pairs(graph) -> set:
     return found
 
 
+TABLE_TARGETS = (torch.ops.aten.sin.default, torch.ops.aten.cos.default)
+TABLE_MIN_REUSE = 4  # a table is read by a consumer at least this many times its size
+
+
+def table_nodes(graph) -> set:
+    """The nodes that compute a table: a sin or cos whose inputs are no larger than itself (RoPE's
+    cos(position · frequency) over [T, D], from an arange and a [D/2] buffer), with all its ancestors and
+    the small element-wise nodes after it (the cast to the graph's dtype), when a consumer reads it
+    broadcast over at least TABLE_MIN_REUSE times its size (Q and K's [B, H, T, D]). These stay with
+    Inductor, which writes the table once; Solder's fused kernel reads it. In one Solder program the
+    table would be inlined and recomputed for every element that reads it (run 8: the stacked RoPE
+    kernel compute-bound on sin/cos of every element of Q and K, 40 heads)."""
+    found = set()
+    for n in graph.nodes:
+        if n.op != "call_function" or n.target not in TABLE_TARGETS:
+            continue
+        size = _numel(n)
+        if size == 0:
+            continue
+        small = lambda x: 0 < _numel(x) <= size
+        cone, stack, ok = set(), [n], True
+        while stack and ok:
+            x = stack.pop()
+            if x in cone:
+                continue
+            if x.op in ("placeholder", "get_attr"):
+                ok = small(x) or _numel(x) == 1
+                continue
+            if x.op != "call_function" or not (small(x) or _numel(x) == 1) or x.target is operator.getitem:
+                ok = False
+                continue
+            cone.add(x)
+            stack += list(x.all_input_nodes)
+        if not ok:
+            continue
+        grew = True
+        while grew:  # the small element-wise nodes that read only the cone (the cast to bf16)
+            grew = False
+            for x in list(cone):
+                for u in x.users:
+                    if u not in cone and u.op == "call_function" and small(u) and u.target is not operator.getitem \
+                            and all(a in cone for a in u.all_input_nodes):
+                        cone.add(u)
+                        grew = True
+        if any(_numel(u) >= TABLE_MIN_REUSE * size for x in cone for u in x.users if u not in cone):
+            found |= cone
+    return found
+
+
 class _Support(OperatorSupport):
-    def __init__(self, reasons, linear="inductor", gated=frozenset()):
+    def __init__(self, reasons, linear="inductor", gated=frozenset(), tables=frozenset()):
         super().__init__()
         self.reasons = reasons
         self.linear = linear
         self.gated = gated
+        self.tables = tables
 
     def is_node_supported(self, submodules, node) -> bool:
         why = fx_translate.supported(node)
+        if why is None and node in self.tables:
+            why = ("part of a table (sin/cos of small inputs, read broadcast): Inductor writes it once, Solder's "
+                   "kernel reads it rather than recomputing it for every element")
         if why is None and self.linear == "inductor" and is_linear_layer(node):
             why = "a linear layer (GEMM with a weight): cuBLAS through Inductor (options={'solder.linear': 'solder'} gives it to Solder)"
         if why is None and self.linear == "gated" and is_linear_layer(node) and node not in self.gated:
@@ -342,7 +395,8 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     reasons = {}
     policy = _linear_policy(linear)
     gated = gated_pairs(gm.graph) if policy == "gated" else frozenset()
-    partitioner = CapabilityBasedPartitioner(gm, _Support(reasons, policy, gated), allows_single_node_partition=True)
+    support = _Support(reasons, policy, gated, table_nodes(gm.graph))
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = []
     for part in partitioner.propose_partitions():

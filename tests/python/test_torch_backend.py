@@ -587,9 +587,14 @@ def test_gqa_expansion_stays_with_the_attention():
     decl = [l for l in attention.splitlines() if l.startswith("in ")]
     assert sorted(l.split("[", 1)[1] for l in decl) == sorted(["D0_2, D1_16, D1_16] : f32"] * 2 + ["D2_4, D1_16, D1_16] : f32"]), attention
     assert attention.count("(i0) // 2") == 2 and re.search(r"^out y0\[.*= sum\(r0", attention, re.M), attention
-    rope = next(p for p in programs if "cos(" in p)
+    rope = next(p for p in programs if "max(r0" not in p)
+    # cos and sin of position · frequency are [T, D] tables that Inductor writes once (table_nodes); the
+    # RoPE program reads them ([16, 16] inputs) rather than recomputing them for every head
+    assert not any("cos(" in p or "sin(" in p for p in programs), programs
+    assert "table" in explanation.fallback.get("cos", "") and "table" in explanation.fallback.get("iota", ""), explanation.format()
+    assert sum(l.startswith("in ") and "[D0_16, D0_16] : f32" in l for l in rope.splitlines()) == 2, rope
     outs = [l for l in rope.splitlines() if l.startswith("out ")]
-    assert len(outs) == 1 and outs[0].startswith("out y0[i0 : D3_8, i1 : D4_256] : f32 = select(i0 < 2, x2["), rope
+    assert len(outs) == 1 and re.match(r"out y0\[i0 : D\d_8, i1 : D\d_256\] : f32 = select\(i0 < 2, x2\[", outs[0]), rope
     assert "select(i0 < 6, " in outs[0] and "(i0 - 6)" in outs[0], rope  # v heads 0..1, q 2..5, k 6..7
     part = next(p for p in explanation.partitions if p.get("program") == rope)
     assert len(part["stacked"]) == 3 and any(x.endswith("[:, 0:2, :, :]") for x in part["stacked"]), part
@@ -597,6 +602,31 @@ def test_gqa_expansion_stays_with_the_attention():
     assert sorted((n.args[1], n.args[2], n.args[3]) for n in slices) == [(1, 0, 2), (1, 2, 6), (1, 6, 8)], gm.graph
     with torch.no_grad():
         _compare(gm(*args), model(*inputs), "llama attention, GQA")
+
+
+def test_small_sin_cos_read_broadcast_are_tables_for_inductor():
+    # cos of a small value read broadcast by a 16× larger product is a table: it and what computes it stay
+    # with Inductor (written once), the product reads it; cos of a value of the product's own size is not.
+    class Table(nn.Module):
+        def forward(self, a, y):
+            return (y * torch.cos(a * 0.5) + 1) * 2
+
+    class Plain(nn.Module):
+        def forward(self, a, y):
+            return (y * torch.cos(y * 0.5) + 1) * 2
+
+    a, y = torch.randn(4, 8), torch.randn(16, 4, 8)
+    for model, table in ((Table(), True), (Plain(), False)):
+        gm, args = _aten_graph(model, (a, y))
+        assert bool(torch_backend.table_nodes(gm.graph)) == table
+        explanation = torch_backend.Explanation()
+        torch_backend.partition_and_replace(gm, explanation)
+        programs = [p["program"] for p in explanation.partitions if p.get("program")]
+        assert programs and any("cos(" in p for p in programs) != table, explanation.format()
+        if table:
+            assert "table" in explanation.fallback["cos"] and "table" in explanation.fallback["mul"], explanation.format()
+        with torch.no_grad():
+            _compare(gm(*args), model(a, y), "table" if table else "plain")
 
 
 def test_stacked_outputs_of_an_elementwise_partition():
