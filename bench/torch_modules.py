@@ -3,15 +3,26 @@ tests/gpu/torch.sh checks each against a float32 reference (and CUDA-graph captu
 file's main times them on the GPU: eager, torch.compile (default and max-autotune), backend="solder"
 (linear layers on cuBLAS through Inductor, the default) and backend="solder" with
 options={"solder.linear": "solder"} (everything Solder translates), every one CUDA-graph replayed, in
-the same run; the first call's compile time (Solder: cold and warm caches); the fraction of the FLOPs,
-bytes and ATen nodes that Solder's kernels took; and each variant's error against the reference.
+the same run; the first call's compile time of every variant (Solder: cold and warm caches); the
+fraction of the FLOPs, bytes and ATen nodes that Solder's kernels took; and each variant's error
+against the reference.
 
-    python bench/torch_modules.py [--modules a,b] [--small] [--markdown bench/results/h100/torch_modules.md]
-                                  [--json FILE] [--log FILE] [--time-budget SECONDS] [--device cpu]
+    python bench/torch_modules.py [--modules a,b] [--variants v,w] [--max-autotune-modules a,b]
+                                  [--small] [--markdown FILE] [--json FILE] [--log FILE]
+                                  [--time-budget SECONDS] [--inductor-cache DIR] [--profile a,b]
+                                  [--device cpu]
 
-`--device cpu` is a dry run for a machine without a GPU (wall-clock times, no CUDA graphs, f32 at
-`--small` shapes). `--time-budget` skips max-autotune and the all-Solder variant of the modules that
-start after that many seconds (the cells say so).
+The variants run in phases, each over every module before the next: Solder's first (solder,
+solder-gated on the modules with a gated pair of linear layers, solder-all), then eager and
+torch.compile, then max-autotune (the slowest to compile: Inductor tunes every GEMM shape).
+`--time-budget` skips the optional variants (max-autotune, solder-gated, solder-all) of the modules
+they reach after that many seconds; `--max-autotune-modules` runs max-autotune on those modules only
+(the others' cells say so) and whatever the time budget, which then cuts only Solder's optional
+variants. `--inductor-cache DIR` keeps Inductor's caches (compiled kernels, autotuning results) in
+DIR, so that a later run given the same folder compiles warm (the compile table then says so).
+`--profile a,b` adds, for those modules, each kernel's GPU µs per call in every compiled variant
+(torch.profiler over 10 direct calls) to the log and the JSON. `--device cpu` is a dry run for a
+machine without a GPU (wall-clock times, no CUDA graphs, f32 at `--small` shapes).
 
 To add a module: write it below and add a line to MODULES (name -> factory(device, dtype, small)
 returning (module, inputs)).
@@ -311,48 +322,64 @@ def coverage(explanations):
             "nodes": frac("nodes", "total_nodes"), "gflop": totals.get("total_flops", 0) / 1e9}
 
 
-VARIANTS = ("eager", "compile", "max-autotune", "solder", "solder-all")
-OPTIONAL = ("max-autotune", "solder-all")
+VARIANTS = ("eager", "compile", "max-autotune", "solder", "solder-gated", "solder-all")
+OPTIONAL = ("max-autotune", "solder-all", "solder-gated")
+# The phases, in order: Solder's variants first (the numbers this benchmark is for), max-autotune last.
+PHASES = (("solder", "solder-gated", "solder-all"), ("eager", "compile"), ("max-autotune",))
+COMPILE_KW = {"compile": {}, "max-autotune": {"mode": "max-autotune-no-cudagraphs"},
+              "solder": {"backend": "solder"},
+              "solder-gated": {"backend": "solder", "options": {"solder.linear": "gated"}},
+              "solder-all": {"backend": "solder", "options": {"solder.linear": "solder"}}}
+GATED_MODULES = {"llama_mlp_rmsnorm"}  # modules with a gated pair of linear layers (solder-gated differs from solder)
 
 
-def run_module(name, args, log, started):
+class Case:
+    """One module's state across the phases: the module, its inputs, the float32 reference, eager's
+    outputs, and its row of results."""
+
+    def __init__(self, name, args):
+        device = args.device
+        self.name, self.device = name, device
+        self.dtype = torch.float32 if device == "cpu" else torch.bfloat16
+        self.module, self.inputs = make(name, device=device, dtype=self.dtype, small=args.small)
+        self.ref = reference(self.module, self.inputs)
+        with torch.no_grad():
+            self.eager_out = flat(self.module(*self.inputs))
+        self.row = {"module": name, "shapes": [list(x.shape) for x in self.inputs], "dtype": str(self.dtype).replace("torch.", ""),
+                    "error eager": max_error(self.eager_out, self.ref)}
+
+    def timer(self, fn):
+        return graph_replay_us(fn, self.inputs) if self.device == "cuda" else wall_us(fn, self.inputs)
+
+
+def _compile_and_call(case, kw):
+    start = time.perf_counter()
+    fn = torch.compile(case.module, **kw)
+    got = flat(fn(*case.inputs))
+    _sync(case.device)
+    return fn, got, time.perf_counter() - start
+
+
+def run_variant(case, label, args, log):
+    """Compiles and times one variant of one module into case.row (a failure is reported, not raised)."""
     import solder  # registers backend="solder"
     import solder._kernel
     import solder.torch_backend as tb
     import torch._dynamo
-    import torch._functorch.config
-    import torch._inductor.config
 
-    device = args.device
-    dtype = torch.float32 if device == "cpu" else torch.bfloat16
-    module, inputs = make(name, device=device, dtype=dtype, small=args.small)
-    ref = reference(module, inputs)
-    row = {"module": name, "shapes": [list(x.shape) for x in inputs], "dtype": str(dtype).replace("torch.", "")}
-    timer = (lambda fn: graph_replay_us(fn, inputs)) if device == "cuda" else (lambda fn: wall_us(fn, inputs))
+    name, row = case.name, case.row
     with torch.no_grad():
-        eager_out = flat(module(*inputs))
-        row["eager"], replayed = timer(module)
-        row["error eager"] = max_error(eager_out, ref)
-        for label in args.variants:
+        try:
             if label == "eager":
-                continue
-            if label in OPTIONAL and time.perf_counter() - started > args.time_budget:
-                row[label] = "skipped (time budget)"
-                continue
-            kw = {"compile": {}, "max-autotune": {"mode": "max-autotune-no-cudagraphs"},
-                  "solder": {"backend": "solder"},
-                  "solder-all": {"backend": "solder", "options": {"solder.linear": "solder"}}}[label]
-            torch._dynamo.reset()
-            first = len(tb._last_explanations)
-            try:
+                fn, got = case.module, case.eager_out
+            else:
+                kw = COMPILE_KW[label]
+                torch._dynamo.reset()
+                first = len(tb._last_explanations)
                 if label == "solder":  # cold: an empty NVRTC disk cache and no kernels in the process
                     os.environ["SOLDER_CACHE_DIR"] = tempfile.mkdtemp(prefix="solder-cold-")
                     solder._kernel._cache.clear()
-                start = time.perf_counter()
-                fn = torch.compile(module, **kw)
-                got = flat(fn(*inputs))
-                _sync(device)
-                row[f"compile s {label}"] = time.perf_counter() - start
+                fn, got, row[f"compile s {label}"] = _compile_and_call(case, kw)
                 if label.startswith("solder"):
                     found = tb._last_explanations[first:]
                     row[f"coverage {label}"] = coverage(found)
@@ -362,64 +389,127 @@ def run_module(name, args, log, started):
                 if label == "solder":  # warm: the disk caches filled, the in-process ones emptied
                     torch._dynamo.reset()
                     solder._kernel._cache.clear()
-                    start = time.perf_counter()
-                    fn = torch.compile(module, **kw)
-                    got = flat(fn(*inputs))
-                    _sync(device)
-                    row["compile s solder warm"] = time.perf_counter() - start
-                why = compare(got, ref, eager_out, dtype, INDEX_CHECKS.get(name), module, inputs)
-                row[f"error {label}"] = max_error(got, ref)
-                row[label], replayed = timer(fn)
-                if why is None and device == "cuda":
-                    for r, g in zip(replayed, got):
-                        if not torch.equal(r, g):
-                            why = "the CUDA-graph replay differs from the direct call"
-                            break
-                row[f"check {label}"] = why or "ok"
-            except Exception as e:  # report, keep going
-                row[label] = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
-                print(f"{name} {label}: {type(e).__name__}: {e}", file=log)
-                log.flush()
-            print(f"  {name} {label}: {row.get(label)}", file=sys.stderr, flush=True)
-    return row
+                    fn, got, row["compile s solder warm"] = _compile_and_call(case, kw)
+            why = compare(got, case.ref, case.eager_out, case.dtype, INDEX_CHECKS.get(name), case.module, case.inputs)
+            row[f"error {label}"] = max_error(got, case.ref)
+            row[label], replayed = case.timer(fn)
+            if why is None and case.device == "cuda":
+                for r, g in zip(replayed, got):
+                    if not torch.equal(r, g):
+                        why = "the CUDA-graph replay differs from the direct call"
+                        break
+            row[f"check {label}"] = why or "ok"
+        except Exception as e:  # report, keep going
+            row[label] = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            print(f"{name} {label}: {type(e).__name__}: {e}", file=log)
+            log.flush()
+            fn = None
+        if fn is not None and name in args.profile and label != "eager" and case.device == "cuda":
+            try:
+                with torch.no_grad():
+                    row[f"kernels {label}"] = kernel_times(fn, case.inputs)
+                print(f"== {name} {label}: GPU µs per call by kernel (torch.profiler, 10 calls)", file=log)
+                for k in row[f"kernels {label}"]:
+                    print(f"   {k['us']:9.1f}  x{k['count']}  {k['name']}", file=log)
+            except Exception as e:
+                print(f"{name} {label}: profile failed: {type(e).__name__}: {e}", file=log)
+            log.flush()
+    print(f"  {name} {label}: {row.get(label)}", file=sys.stderr, flush=True)
+
+
+def kernel_times(fn, inputs, calls=10):
+    """Each CUDA kernel's GPU µs per call of fn (torch.profiler over `calls` direct calls), largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(2):
+        fn(*inputs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn(*inputs)
+        torch.cuda.synchronize()
+    found = []
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None)
+        if us is None:
+            us = getattr(e, "cuda_time_total", 0)
+        if us > 0 and e.key and not e.key.startswith(("cudaGraph", "ProfilerStep")):
+            found.append({"name": e.key[:160], "us": us / calls, "count": e.count // calls})
+    return sorted(found, key=lambda k: -k["us"])[:25]
+
+
+def run_all(names, args, log, started, on_row=None):
+    """Every variant of every module, phase by phase (PHASES); returns the rows in module order."""
+    cases = []
+    for name in names:
+        cases.append(Case(name, args))
+    for phase in PHASES:
+        for label in phase:
+            if label not in args.variants:
+                continue
+            for case in cases:
+                if label == "solder-gated" and case.name not in GATED_MODULES:
+                    case.row[label] = "n/a (no gated pair of linear layers)"
+                    continue
+                if label == "max-autotune" and args.max_autotune_modules and case.name not in args.max_autotune_modules:
+                    case.row[label] = "skipped (--max-autotune-modules)"
+                    continue
+                named = label == "max-autotune" and case.name in args.max_autotune_modules
+                if label in OPTIONAL and not named and time.perf_counter() - started > args.time_budget:
+                    case.row[label] = "skipped (time budget)"
+                    continue
+                run_variant(case, label, args, log)
+                if on_row:
+                    on_row([c.row for c in cases])
+    return [c.row for c in cases]
 
 
 def _num(x, fmt="{:.1f}"):
     return fmt.format(x) if isinstance(x, (int, float)) else "—"
 
 
-def table(rows, device_name, small):
+def _cov(c):
+    return "—" if not c else f"{100 * c['flops']:.0f} % / {100 * c['bytes']:.0f} % / {100 * c['nodes']:.0f} %"
+
+
+def table(rows, device_name, small, warm_inductor=False):
     unit = "µs per call, CUDA-graph replay (median of 50)" if device_name != "cpu" else "µs per call, wall clock (CPU dry run)"
-    cols = ["module", "eager", "compile", "max-autotune", "solder", "solder-all", "solder ÷ best other",
-            "Solder compile cold / warm s", "on Solder: FLOPs / bytes / nodes", "checks"]
+    cols = ["module", "eager", "compile", "max-autotune", "solder", "solder-gated", "solder-all", "solder ÷ best other",
+            "solder-gated ÷ best", "solder-all ÷ best", "on Solder: FLOPs / bytes / nodes (solder; solder-all)", "checks"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     notes = []
     for r in rows:
         others = [r[v] for v in ("eager", "compile", "max-autotune") if isinstance(r.get(v), float)]
         best = min(others) if others else None
-        ratio = r["solder"] / best if best and isinstance(r.get("solder"), float) else None
-        cov = r.get("coverage solder")
-        cov_all = r.get("coverage solder-all")
-        cov_text = "—" if not cov else f"{100 * cov['flops']:.0f} % / {100 * cov['bytes']:.0f} % / {100 * cov['nodes']:.0f} %"
-        if cov_all:
-            cov_text += f" (all: {100 * cov_all['flops']:.0f} %)"
+        ratio = lambda v: f"{r[v] / best:.2f}×" if best and isinstance(r.get(v), float) else "—"
+        cov_text = _cov(r.get("coverage solder"))
+        if r.get("coverage solder-all"):
+            cov_text += f"; {_cov(r['coverage solder-all'])}"
         checks = [f"{v}: {r[f'check {v}']}" for v in VARIANTS if r.get(f"check {v}") not in (None, "ok")]
-        cells = [r["module"]] + [_num(r.get(v)) if not isinstance(r.get(v), str) else ("skipped" if "skipped" in r[v] else "failed")
-                                 for v in ("eager", "compile", "max-autotune", "solder", "solder-all")]
-        cells += [f"{ratio:.2f}×" if ratio else "—",
-                  f"{_num(r.get('compile s solder'))} / {_num(r.get('compile s solder warm'))}", cov_text,
-                  "ok" if not checks else "see below"]
+        cells = [r["module"]] + [_num(r.get(v)) if not isinstance(r.get(v), str) else
+                                 ("skipped" if "skipped" in r[v] else "n/a" if r[v].startswith("n/a") else "failed")
+                                 for v in ("eager", "compile", "max-autotune", "solder", "solder-gated", "solder-all")]
+        cells += [ratio("solder"), ratio("solder-gated"), ratio("solder-all"), cov_text, "ok" if not checks else "see below"]
         lines.append("| " + " | ".join(cells) + " |")
         for v in VARIANTS:
-            if isinstance(r.get(v), str):
+            if isinstance(r.get(v), str) and not r[v].startswith("n/a"):
                 notes.append(f"- {r['module']} {v}: {r[v]}")
         notes += [f"- {r['module']} {c}" for c in checks]
+    # first-call compile seconds of every variant
+    ccols = ["module", "solder cold", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune"]
+    clines = ["| " + " | ".join(ccols) + " |", "|" + "---|" * len(ccols)]
+    for r in rows:
+        clines.append("| " + " | ".join([r["module"]] + [_num(r.get(f"compile s {k}")) for k in
+                                                          ("solder", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune")]) + " |")
     head = (f"GPU time in {unit}; {'bf16' if device_name != 'cpu' else 'f32'}"
             f"{', small shapes' if small else ''}. solder = backend=\"solder\" (linear layers on cuBLAS through Inductor, "
-            "the default); solder-all = options={\"solder.linear\": \"solder\"}. Compile: seconds of the first call "
-            "(cold: empty Solder caches; warm: the NVRTC and Inductor disk caches filled). On Solder: the fraction of "
+            "the default); solder-gated = options={\"solder.linear\": \"gated\"} (Solder takes gated pairs of linear "
+            "layers, SwiGLU's gate and up, as one dual-B launch); solder-all = options={\"solder.linear\": \"solder\"}. On Solder: the fraction of "
             "the FLOPs, of the bytes an unfused run writes, and of the ATen nodes that Solder's kernels took.\n\n")
-    return head + "\n".join(lines) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else "")
+    ctext = ("\nFirst call's compile time, seconds (solder cold: empty Solder caches; warm: Solder's NVRTC disk cache "
+             "and Inductor's caches filled; the others after the Solder variants, so Inductor's own kernels may be "
+             f"warm{'; Inductor caches carried in from an earlier run (--inductor-cache)' if warm_inductor else ''}):\n\n")
+    return head + "\n".join(lines) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else "") + ctext + "\n".join(clines) + "\n"
 
 
 def _commit():
@@ -436,27 +526,45 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--modules", default=",".join(MODULES))
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--max-autotune-modules", default="", help="run max-autotune on these modules only (default: all)")
     ap.add_argument("--small", action="store_true", help="small shapes (a quick check)")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--markdown", help="write the table here")
     ap.add_argument("--json", help="write every number here")
-    ap.add_argument("--log", help="write the partitions (solder.explain) and failures here")
+    ap.add_argument("--log", help="write the partitions (solder.explain), kernel times and failures here")
     ap.add_argument("--time-budget", type=float, default=float("inf"))
+    ap.add_argument("--inductor-cache", help="keep Inductor's caches in this folder (TORCHINDUCTOR_CACHE_DIR)")
+    ap.add_argument("--profile", default="", help="modules whose kernels are timed one by one (torch.profiler)")
     args = ap.parse_args()
     args.variants = args.variants.split(",")
+    args.profile = [m for m in args.profile.split(",") if m]
+    args.max_autotune_modules = [m for m in args.max_autotune_modules.split(",") if m]
+    unknown = [m for m in args.modules.split(",") + args.profile + args.max_autotune_modules if m not in MODULES] + \
+        [v for v in args.variants if v not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown module or variant: {', '.join(unknown)} (modules: {', '.join(MODULES)}; variants: {', '.join(VARIANTS)})")
+    warm_inductor = False
+    if args.inductor_cache:
+        os.makedirs(args.inductor_cache, exist_ok=True)
+        warm_inductor = any(os.scandir(args.inductor_cache))
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(args.inductor_cache)
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(os.path.abspath(args.inductor_cache), "triton")
     if args.device == "cpu":
         args.small = True
     started = time.perf_counter()
     log = open(args.log, "w") if args.log else open(os.devnull, "w")
-    rows = []
-    for name in args.modules.split(","):
-        rows.append(run_module(name, args, log, started))
-        print(json.dumps(rows[-1], default=str), flush=True)
+
+    def save(rows):
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1, default=str)
+
+    rows = run_all(args.modules.split(","), args, log, started, on_row=save)
+    for r in rows:
+        print(json.dumps(r, default=str), flush=True)
+    save(rows)
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    text = table(rows, device_name, args.small)
+    text = table(rows, device_name, args.small, warm_inductor)
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:

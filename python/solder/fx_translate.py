@@ -275,6 +275,10 @@ class Program:
     output_dtypes: list = field(default_factory=list)  # torch dtypes of the program's outputs
     output_index: list = field(default_factory=list)   # per output node: the program output it reads
     guards: list = field(default_factory=list)   # (input position, "tril"): inputs read as index expressions
+    # per output node: None, or (dim, start, end) when its program output stacks several outputs along
+    # `dim` (`stack_outputs`): the node is that slice of it
+    output_slices: list = field(default_factory=list)
+    output_shapes: list = field(default_factory=list)  # torch shapes of the program's outputs
 
 
 class Builder:
@@ -1027,7 +1031,7 @@ def translate(name, nodes, inputs, outputs, constants=None) -> Program:
             tr.values[n] = tr.b.input(f"x{k}", _shape(n), _dtype(n))
     for n in nodes:
         tr.values[n] = tr.run(n)
-    out_dtypes, index, seen = [], [], {}
+    unique, index, seen = [], [], {}
     for n in outputs:
         v = tr.values[n]
         if isinstance(v, tuple):
@@ -1037,9 +1041,65 @@ def translate(name, nodes, inputs, outputs, constants=None) -> Program:
         # Two outputs with the same value (two views of one tensor, both read outside) are one output.
         key = (tuple(shape), dtype, _val(n).dtype, v.load([f"_i{d}_" for d in range(len(shape))]))
         if key not in seen:
-            seen[key] = len(out_dtypes)
-            if not tr.b.output_from_definition(v.load([f"i{d}" for d in range(len(shape))]), shape, dtype, f"y{len(out_dtypes)}"):
-                tr.b.define(shape, dtype, lambda p, r, v=v: v.load(p), out=True, name=f"y{len(out_dtypes)}")
-            out_dtypes.append(_val(n).dtype)
+            seen[key] = len(unique)
+            unique.append((n, v, shape, dtype))
         index.append(seen[key])
-    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes, index, guards)
+    stacked = stack_outputs(tr, unique)
+    if stacked is not None:
+        dim, offsets, shape = stacked
+        slices = [(dim, offsets[i], offsets[i + 1]) for i in index]
+        return Program(name, tr.b.text(), list(inputs), list(outputs), [_val(unique[0][0]).dtype], [0] * len(index),
+                       guards, slices, [shape])
+    out_dtypes = []
+    for n, v, shape, dtype in unique:
+        if not tr.b.output_from_definition(v.load([f"i{d}" for d in range(len(shape))]), shape, dtype, f"y{len(out_dtypes)}"):
+            tr.b.define(shape, dtype, lambda p, r, v=v: v.load(p), out=True, name=f"y{len(out_dtypes)}")
+        out_dtypes.append(_val(n).dtype)
+    return Program(name, tr.b.text(), list(inputs), list(outputs), out_dtypes, index, guards, [None] * len(index),
+                   [u[2] for u in unique])
+
+
+def stack_outputs(tr, unique):
+    """Several outputs of an element-wise partition (no definition but its outputs) that have the same
+    dtype and the same shape except along one dim `d` become one output: the outputs stacked along d,
+    the dims after d flattened into one, each element a select of the output it belongs to (uniform
+    per block: the stacked dim is outside the flattened one). Solder then writes all of them in one
+    kernel, with blocks as long as the flattened dim allows, where one kernel per output of [.., 128]
+    rows has blocks of 128 elements. The call views the result to the stacked torch shape and each
+    former output is a slice of it (`Program.output_slices`). For RoPE before an attention: the rotated
+    Q and K and the V relayout, [1, H, T, D], [1, Hkv, T, D] and [1, Hkv, T, D], are one
+    [H + 2·Hkv, T·D] output. Returns (d, offsets along d, stacked torch shape) or None (nothing done)."""
+    if len(unique) < 2 or tr.b.lines:
+        return None
+    shapes = [list(u[2]) for u in unique]
+    dtypes = {u[3] for u in unique}
+    torch_dtypes = {_val(u[0]).dtype for u in unique}
+    rank = len(shapes[0])
+    if len(dtypes) != 1 or len(torch_dtypes) != 1 or any(len(s) != rank for s in shapes) or rank < 2:
+        return None
+    differ = [d for d in range(rank) if len({s[d] for s in shapes}) > 1]
+    if len(differ) != 1:
+        return None
+    d = differ[0]
+    post = shapes[0][d + 1:]
+    flat = math.prod(post) if post else 1
+    if flat < 2:
+        return None
+    offsets = [0]
+    for s in shapes:
+        offsets.append(offsets[-1] + s[d])
+    dtype = next(iter(dtypes))
+    values = [u[1] for u in unique]
+
+    def body(p, r):
+        pre, at, f = p[:d], p[d], p[d + 1]
+        rest = _unflatten(f, post) if len(post) > 1 else [f]
+        text = None
+        for k in reversed(range(len(values))):
+            here = at if offsets[k] == 0 else f"({at} - {offsets[k]})"
+            load = values[k].load(pre + [here] + rest)
+            text = load if text is None else f"select({at} < {offsets[k + 1]}, {load}, {text})"
+        return text
+
+    tr.b.define(shapes[0][:d] + [offsets[-1], flat], dtype, body, out=True, name="y0")
+    return d, offsets, shapes[0][:d] + [offsets[-1]] + post

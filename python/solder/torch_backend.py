@@ -17,7 +17,9 @@ reason recorded.
 Linear layers (a 2-D mm/addmm with a weight: an operand that is, through views, an input of the graph)
 go to Inductor by default, which runs them on cuBLAS: on the H100, Solder's fused path runs a plain
 GEMM several times slower than cuBLAS (bench/results/h100/torch_modules.md). The option
-``options={"solder.linear": "solder"}`` (or ``SOLDER_TORCH_LINEAR=solder``) hands them to Solder too.
+``options={"solder.linear": "solder"}`` (or ``SOLDER_TORCH_LINEAR=solder``) hands them to Solder too;
+``"gated"`` hands Solder only the gated pairs (SwiGLU's gate and up projections, ``gated_pairs``), which
+it runs as one dual-B launch with the gating as the epilogue.
 ``mode`` and the other ``options`` are Inductor's (``mode="reduce-overhead"`` captures CUDA graphs).
 """
 import functools
@@ -135,7 +137,7 @@ def _solder_call_fake(program, inputs):
 
 # ---- Partitioning --------------------------------------------------------------------------------
 
-LINEAR_POLICIES = ("inductor", "solder")
+LINEAR_POLICIES = ("inductor", "solder", "gated")
 
 
 def _linear_policy(value=None) -> str:
@@ -161,16 +163,112 @@ def is_linear_layer(node) -> bool:
     return any(hasattr(x, "op") and _graph_input(x) for x in (a, b))
 
 
+def _linear_source(node):
+    """The activation operand of a linear layer's mm/addmm (the one that is not a weight), through views."""
+    a = node.args[-2]
+    while hasattr(a, "op") and a.op == "call_function" and a.target in fx_translate.VIEWS:
+        a = a.args[0]
+    return a
+
+
+GATE_DEPTH = 12  # element-wise nodes between a gated pair's products and the product of the two
+
+
+def gated_pairs(graph) -> set:
+    """The linear layers that come in gated pairs: two mm/addmm reading the same activation whose results
+    meet, each through element-wise nodes only (SiLU, GELU, conversions, views), in one `mul`: SwiGLU's
+    silu(x·Wg) · (x·Wu). Solder runs such a pair as one dual-B launch of the GEMM skeleton with the
+    gating as its epilogue (neither product is stored), where cuBLAS needs two GEMMs and a kernel that
+    reads both results back."""
+    linears = [n for n in graph.nodes if is_linear_layer(n)]
+    reach = {}
+    for lin in linears:
+        seen, frontier = set(), [lin]
+        for _ in range(GATE_DEPTH):
+            nxt = []
+            for x in frontier:
+                for u in x.users:
+                    if u.op == "call_function" and u not in seen and u.target not in (
+                            torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default):
+                        seen.add(u)
+                        nxt.append(u)
+            frontier = nxt
+        reach[lin] = {u for u in seen if u.target is torch.ops.aten.mul.Tensor}
+    found = set()
+    for i, a in enumerate(linears):
+        for b in linears[i + 1:]:
+            if _linear_source(a) is _linear_source(b) and reach[a] & reach[b]:
+                found |= {a, b}
+    return found
+
+
+TABLE_TARGETS = (torch.ops.aten.sin.default, torch.ops.aten.cos.default)
+TABLE_MIN_REUSE = 4  # a table is read by a consumer at least this many times its size
+
+
+def table_nodes(graph) -> set:
+    """The nodes that compute a table: a sin or cos whose inputs are no larger than itself (RoPE's
+    cos(position · frequency) over [T, D], from an arange and a [D/2] buffer), with all its ancestors and
+    the small element-wise nodes after it (the cast to the graph's dtype), when a consumer reads it
+    broadcast over at least TABLE_MIN_REUSE times its size (Q and K's [B, H, T, D]). These stay with
+    Inductor, which writes the table once; Solder's fused kernel reads it. In one Solder program the
+    table would be inlined and recomputed for every element that reads it (run 8: the stacked RoPE
+    kernel compute-bound on sin/cos of every element of Q and K, 40 heads)."""
+    found = set()
+    for n in graph.nodes:
+        if n.op != "call_function" or n.target not in TABLE_TARGETS:
+            continue
+        size = _numel(n)
+        if size == 0:
+            continue
+        small = lambda x: 0 < _numel(x) <= size
+        cone, stack, ok = set(), [n], True
+        while stack and ok:
+            x = stack.pop()
+            if x in cone:
+                continue
+            if x.op in ("placeholder", "get_attr"):
+                ok = small(x) or _numel(x) == 1
+                continue
+            if x.op != "call_function" or not (small(x) or _numel(x) == 1) or x.target is operator.getitem:
+                ok = False
+                continue
+            cone.add(x)
+            stack += list(x.all_input_nodes)
+        if not ok:
+            continue
+        grew = True
+        while grew:  # the small element-wise nodes that read only the cone (the cast to bf16)
+            grew = False
+            for x in list(cone):
+                for u in x.users:
+                    if u not in cone and u.op == "call_function" and small(u) and u.target is not operator.getitem \
+                            and all(a in cone for a in u.all_input_nodes):
+                        cone.add(u)
+                        grew = True
+        if any(_numel(u) >= TABLE_MIN_REUSE * size for x in cone for u in x.users if u not in cone):
+            found |= cone
+    return found
+
+
 class _Support(OperatorSupport):
-    def __init__(self, reasons, linear="inductor"):
+    def __init__(self, reasons, linear="inductor", gated=frozenset(), tables=frozenset()):
         super().__init__()
         self.reasons = reasons
         self.linear = linear
+        self.gated = gated
+        self.tables = tables
 
     def is_node_supported(self, submodules, node) -> bool:
         why = fx_translate.supported(node)
+        if why is None and node in self.tables:
+            why = ("part of a table (sin/cos of small inputs, read broadcast): Inductor writes it once, Solder's "
+                   "kernel reads it rather than recomputing it for every element")
         if why is None and self.linear == "inductor" and is_linear_layer(node):
             why = "a linear layer (GEMM with a weight): cuBLAS through Inductor (options={'solder.linear': 'solder'} gives it to Solder)"
+        if why is None and self.linear == "gated" and is_linear_layer(node) and node not in self.gated:
+            why = ("a linear layer that is not one of a gated pair: cuBLAS through Inductor (solder.linear='gated' gives "
+                   "Solder only the pairs it runs as one dual-B launch)")
         if why is not None and node.op == "call_function":
             self.reasons[node.name] = why
         return why is None
@@ -263,6 +361,8 @@ class Explanation:
         for k, p in enumerate(self.partitions):
             state = f"fell back: {p['error']}" if p.get("error") else "Solder"
             lines.append(f"-- partition {k} ({len(p['nodes'])} nodes, {state}): {', '.join(p['nodes'])}")
+            if p.get("stacked"):
+                lines.append(f"   one output, stacked (read as slices): {', '.join(p['stacked'])}")
             if p.get("guards"):
                 lines.append(f"   guarded on the values of {', '.join(p['guards'])} (read as index expressions; "
                              "changed in place, the call runs the program that reads them)")
@@ -281,7 +381,7 @@ _last_explanations: list = []
 
 def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     """Replaces every translatable partition of the ATen graph `gm` by a call of solder::call. Returns
-    the rewritten graph module (in place). `linear`: "inductor" (default) or "solder", see the module's
+    the rewritten graph module (in place). `linear`: "inductor" (default), "solder" or "gated", see the module's
     documentation. `constants`: placeholder node -> the tensor it holds at compile time (the module's
     buffers; `_inner_compile` maps them), whose values the translator may read (fx_translate.translate)."""
     explanation = explanation if explanation is not None else Explanation()
@@ -293,7 +393,10 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
         if n.op == "call_function":
             explanation.costs[n.name] = node_cost(n)
     reasons = {}
-    partitioner = CapabilityBasedPartitioner(gm, _Support(reasons, _linear_policy(linear)), allows_single_node_partition=True)
+    policy = _linear_policy(linear)
+    gated = gated_pairs(gm.graph) if policy == "gated" else frozenset()
+    support = _Support(reasons, policy, gated, table_nodes(gm.graph))
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = []
     for part in partitioner.propose_partitions():
@@ -347,17 +450,27 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
         for n, i in zip(outputs, program.output_index):
             first.setdefault(i, n)
         unique = [first[i] for i in range(len(program.output_dtypes))]
-        source = _op_source(_op_guards(program.text, program.guards, fallback),
-                            [fx_translate._shape(n) for n in unique], program.output_dtypes)
+        source = _op_source(_op_guards(program.text, program.guards, fallback), program.output_shapes, program.output_dtypes)
+        stacked = any(program.output_slices)
+        if stacked:
+            info["stacked"] = [f"{n.name}: [{', '.join(':' if d != sl[0] else f'{sl[1]}:{sl[2]}' for d in range(len(program.output_shapes[0])))}]"
+                               for n, sl in zip(outputs, program.output_slices)]
         last = nodes[-1]
         with gm.graph.inserting_after(last):
             call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
-            call.meta["val"] = [n.meta["val"] for n in unique]
-        for n, i in zip(outputs, program.output_index):
+            call.meta["val"] = ([_like(unique[0].meta["val"], program.output_shapes[0])] if stacked
+                                else [n.meta["val"] for n in unique])
+        for n, i, sl in zip(outputs, program.output_index, program.output_slices):
             with gm.graph.inserting_after(call):
                 item = gm.graph.call_function(operator.getitem, (call, i))
-                item.meta["val"] = n.meta["val"]
-            n.replace_all_uses_with(item, delete_user_cb=lambda u: u not in members and u is not item)
+                item.meta["val"] = call.meta["val"][i] if sl else n.meta["val"]
+            if sl:  # one of several outputs stacked into one (fx_translate.stack_outputs): its slice
+                with gm.graph.inserting_after(item):
+                    part = gm.graph.call_function(torch.ops.aten.slice.Tensor, (item, sl[0], sl[1], sl[2]))
+                    part.meta["val"] = _sliced(item.meta["val"], *sl)
+                n.replace_all_uses_with(part, delete_user_cb=lambda u: u not in members and u is not item and u is not part)
+            else:
+                n.replace_all_uses_with(item, delete_user_cb=lambda u: u not in members and u is not item)
     for name, why in reasons.items():
         explanation.fallback.setdefault(name, why)
     _legalize(gm)
@@ -367,8 +480,54 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     return gm
 
 
+def _like(val, shape):
+    """A new contiguous tensor of `shape` like the fake (or meta) tensor `val`: its dtype, device and mode."""
+    mode = getattr(val, "fake_mode", None)
+    if mode is None:
+        return torch.empty(tuple(shape), dtype=val.dtype, device=val.device)
+    with mode:
+        return torch.empty(tuple(shape), dtype=val.dtype, device=val.device)
+
+
+def _sliced(val, dim, start, end):
+    mode = getattr(val, "fake_mode", None)
+    if mode is None:
+        return torch.ops.aten.slice.Tensor(val, dim, start, end)
+    with mode:
+        return torch.ops.aten.slice.Tensor(val, dim, start, end)
+
+
 _GQA_VIEWS = {torch.ops.aten.unsqueeze.default, torch.ops.aten.expand.default, torch.ops.aten.clone.default,
               torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
+_RELAYOUT_OUTPUT = "solder_relayout_output"  # node meta: a view chain's end that a partition writes out
+
+
+def _relayout_chain(a, members):
+    """The nodes of the view chain ending at `a` inside the partition (a first), when it reads a value
+    from outside the partition and contains a permute or transpose; else []."""
+    chain, x = [], a
+    while hasattr(x, "op") and x in members and x.op == "call_function" and x.target in fx_translate.VIEWS:
+        chain.append(x)
+        x = x.args[0]
+    if not chain or (hasattr(x, "op") and x in members):
+        return []
+    if not any(c.target in (torch.ops.aten.permute.default, torch.ops.aten.transpose.int) for c in chain):
+        return []
+    return chain
+
+
+def _relayout_operands(sdpa, members):
+    """SDPA's operands (seen through GQA's expansion views) that are relayout view chains of outside values."""
+    found = []
+    for a in sdpa.args[:3]:
+        while hasattr(a, "op") and a in members and a.op == "call_function" and a.target in _GQA_VIEWS \
+                and len(a.users) == 1:
+            a = a.args[0]
+        if hasattr(a, "op") and len(a.users) == 1 and _relayout_chain(a, members) and a not in found:
+            found.append(a)
+    return found
 
 
 def _split_at_attention(nodes):
@@ -399,6 +558,13 @@ def _split_at_attention(nodes):
             stack += list(n.all_input_nodes)
         if not any(n.target not in _VIEWISH for n in before):
             continue  # the operands are views of the partition's inputs: nothing to write first
+        # An operand that is only a relayout of an outside value (V: the [T, Hkv·D] projection viewed and
+        # transposed to [1, Hkv, T, D]) is written by the first part too, beside the rotated Q and K: one
+        # kernel for all three (fx_translate.stack_outputs) instead of a copy of V of its own.
+        for a in _relayout_operands(s, members):
+            chain = _relayout_chain(a, members)
+            before |= set(chain)
+            a.meta[_RELAYOUT_OUTPUT] = True
         first = [n for n in nodes if n in before]
         rest = [n for n in nodes if n not in before]
         return _split_at_attention(first) + _split_at_attention(rest)
@@ -750,7 +916,8 @@ def _without_input_views(nodes):
     members = set(nodes)
     pure = set()
     for n in nodes:
-        if n.target in _VIEWISH and all(a not in members or a in pure for a in n.all_input_nodes):
+        if n.target in _VIEWISH and all(a not in members or a in pure for a in n.all_input_nodes) \
+                and not n.meta.get(_RELAYOUT_OUTPUT):
             pure.add(n)
     keep = list(nodes)
     changed = True
@@ -824,7 +991,7 @@ def solder_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
     """The torch.compile backend (``backend="solder"``). ``mode`` is one of Inductor's modes
     (``"reduce-overhead"``: CUDA graphs; ``"max-autotune"``...), applied to what Inductor compiles and
     around the whole graph; ``options`` are Inductor's config options, plus ``"solder.linear"``
-    ("inductor" or "solder": who runs linear layers)."""
+    ("inductor", "solder" or "gated": who runs linear layers)."""
     from torch._inductor import list_mode_options
     from torch._inductor.compile_fx import compile_fx
 

@@ -6,7 +6,7 @@ and CUDA-graph capture + replay of the compiled module gives the same outputs as
 Prints one line per module and each module's partitions (solder.explain); exits 1 on any mismatch.
 
     python tests/gpu/torch_check.py [--modules a,b] [--dtype bf16|f32] [--small] [--reduce-overhead]
-                                    [--linear inductor|solder] [--device cpu]
+                                    [--linear inductor|solder|gated] [--device cpu]
 """
 import argparse
 import os
@@ -80,7 +80,7 @@ def main():
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--reduce-overhead", action="store_true")
-    ap.add_argument("--linear", default=None, choices=("inductor", "solder"))
+    ap.add_argument("--linear", default=None, choices=("inductor", "solder", "gated"))
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu: a dry run (small f32, no CUDA graphs)")
     args = ap.parse_args()
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32, "f16": torch.float16}[args.dtype]

@@ -4,6 +4,7 @@ Solder programs, run on the CPU executor through the solder::call custom op, and
 Needs torch (scripts/test.sh installs it from PyPI unless SOLDER_TEST_TORCH=0); without it every test
 here is skipped with that reason."""
 import math
+import operator
 import os
 import re
 import warnings
@@ -342,6 +343,31 @@ def test_linear_size_gemms_read_stored_operands():
     assert not fx_translate.whole_gemm_candidate(64, 320, 32)
 
 
+def test_gated_policy_gives_solder_the_gated_pair_only():
+    # solder.linear="gated": SwiGLU's gate and up projections (one activation, their results multiplied
+    # after SiLU) go to Solder with the RMSNorm and the gating, as stored-operand products (one dual-B
+    # launch on the GPU); the down projection stays on Inductor with its reason.
+    model = LlamaMLP(dim=256, hidden=320)
+    x = torch.randn(1, 64, 256)
+    gm, args = _aten_graph(model, (x,))
+    assert {n.name for n in torch_backend.gated_pairs(gm.graph)} == {"mm", "mm_1"}, gm.graph
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation, linear="gated")
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    gated = next(p for p in programs if "exp(" in p)
+    products = [l for l in gated.splitlines() if "= sum(r0" in l and "pow" not in l]
+    assert len(products) == 2 and "rsqrt(" in gated and "out y0" in gated, gated
+    assert "not one of a gated pair" in explanation.fallback.get("mm_2", ""), explanation.format()
+    with torch.no_grad():
+        _compare(gm(*args), model(x), "llama mlp, gated pair on Solder")
+    # no gated pair: an MLP with one hidden product keeps every linear layer on Inductor
+    plain = nn.Sequential(nn.Linear(256, 320), nn.GELU(), nn.Linear(320, 256))
+    gm2, _ = _aten_graph(plain, (x,))
+    assert not torch_backend.gated_pairs(gm2.graph)
+    with pytest.raises(solder.SolderError):
+        torch_backend._linear_policy("gate")
+
+
 # ---- Attention written with bmm and a buffer mask (nanoGPT): the forms Solder's attention paths take ----
 
 def _compiled_programs(model, inputs):
@@ -544,8 +570,9 @@ def test_softmax_scale_after_the_max_is_put_back_into_the_scores():
 
 def test_gqa_expansion_stays_with_the_attention():
     # Llama: k and v repeat_interleave'd from the KV heads to the query heads. The RoPE partition writes
-    # the rotated k at its KV heads, v is read at its KV heads (Inductor's transpose, one copy), and the
-    # attention reads both as k[h // G] (GQA), its result the program's output.
+    # the rotated k at its KV heads and v relayouted to [Hkv, T, D], with the rotated q, as one stacked
+    # output (one kernel: v, q, k along the head dim, T·D flattened), and the attention reads k and v as
+    # k[h // G] (GQA), its result the program's output.
     import sys
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -560,7 +587,69 @@ def test_gqa_expansion_stays_with_the_attention():
     decl = [l for l in attention.splitlines() if l.startswith("in ")]
     assert sorted(l.split("[", 1)[1] for l in decl) == sorted(["D0_2, D1_16, D1_16] : f32"] * 2 + ["D2_4, D1_16, D1_16] : f32"]), attention
     assert attention.count("(i0) // 2") == 2 and re.search(r"^out y0\[.*= sum\(r0", attention, re.M), attention
-    rope = next(p for p in programs if "cos(" in p)
-    assert "[i0 : D" in rope and any(l.startswith("out y") and "_2, " in l.split("=")[0] for l in rope.splitlines()), rope
+    rope = next(p for p in programs if "max(r0" not in p)
+    # cos and sin of position · frequency are [T, D] tables that Inductor writes once (table_nodes); the
+    # RoPE program reads them ([16, 16] inputs) rather than recomputing them for every head
+    assert not any("cos(" in p or "sin(" in p for p in programs), programs
+    assert "table" in explanation.fallback.get("cos", "") and "table" in explanation.fallback.get("iota", ""), explanation.format()
+    assert sum(l.startswith("in ") and "[D0_16, D0_16] : f32" in l for l in rope.splitlines()) == 2, rope
+    outs = [l for l in rope.splitlines() if l.startswith("out ")]
+    assert len(outs) == 1 and re.match(r"out y0\[i0 : D\d_8, i1 : D\d_256\] : f32 = select\(i0 < 2, x2\[", outs[0]), rope
+    assert "select(i0 < 6, " in outs[0] and "(i0 - 6)" in outs[0], rope  # v heads 0..1, q 2..5, k 6..7
+    part = next(p for p in explanation.partitions if p.get("program") == rope)
+    assert len(part["stacked"]) == 3 and any(x.endswith("[:, 0:2, :, :]") for x in part["stacked"]), part
+    slices = [n for n in gm.graph.nodes if n.target is torch.ops.aten.slice.Tensor and n.args[0].target is operator.getitem]
+    assert sorted((n.args[1], n.args[2], n.args[3]) for n in slices) == [(1, 0, 2), (1, 2, 6), (1, 6, 8)], gm.graph
     with torch.no_grad():
         _compare(gm(*args), model(*inputs), "llama attention, GQA")
+
+
+def test_small_sin_cos_read_broadcast_are_tables_for_inductor():
+    # cos of a small value read broadcast by a 16× larger product is a table: it and what computes it stay
+    # with Inductor (written once), the product reads it; cos of a value of the product's own size is not.
+    class Table(nn.Module):
+        def forward(self, a, y):
+            return (y * torch.cos(a * 0.5) + 1) * 2
+
+    class Plain(nn.Module):
+        def forward(self, a, y):
+            return (y * torch.cos(y * 0.5) + 1) * 2
+
+    a, y = torch.randn(4, 8), torch.randn(16, 4, 8)
+    for model, table in ((Table(), True), (Plain(), False)):
+        gm, args = _aten_graph(model, (a, y))
+        assert bool(torch_backend.table_nodes(gm.graph)) == table
+        explanation = torch_backend.Explanation()
+        torch_backend.partition_and_replace(gm, explanation)
+        programs = [p["program"] for p in explanation.partitions if p.get("program")]
+        assert programs and any("cos(" in p for p in programs) != table, explanation.format()
+        if table:
+            assert "table" in explanation.fallback["cos"] and "table" in explanation.fallback["mul"], explanation.format()
+        with torch.no_grad():
+            _compare(gm(*args), model(a, y), "table" if table else "plain")
+
+
+def test_stacked_outputs_of_an_elementwise_partition():
+    # Two element-wise results of the same shape but one dim (and dtype) are one stacked output, each a
+    # slice of it; results that differ in two dims, or in dtype, stay separate outputs.
+    class Two(nn.Module):
+        def forward(self, a, b):
+            return torch.sin(a) * 2 + 1, (b * b) - 3  # [2, 3, 5, 4] and [2, 7, 5, 4]
+
+    class Apart(nn.Module):
+        def forward(self, a, b):
+            return torch.sin(a) * 2 + 1, (b * b).transpose(1, 2) - 3  # [2, 3, 5, 4] and [2, 5, 7, 4]
+
+    a, b = torch.randn(2, 3, 5, 4), torch.randn(2, 5, 7, 4).transpose(1, 2)
+    for model, stacked in ((Two(), True), (Apart(), False)):
+        gm, args = _aten_graph(model, (a, b))
+        explanation = torch_backend.Explanation()
+        torch_backend.partition_and_replace(gm, explanation)
+        part = next(p for p in explanation.partitions if p.get("program"))
+        outs = [l for l in part["program"].splitlines() if l.startswith("out ")]
+        assert (len(outs) == 1) == stacked and bool(part.get("stacked")) == stacked, part
+        if stacked:
+            # [2, 3 + 7, 5·4]: stacked along dim 1, the dims after it flattened
+            assert outs[0].startswith("out y0[i0 : D0_2, i1 : D5_10, i2 : D6_20] : f32 = select(i1 < 3, "), outs
+        with torch.no_grad():
+            _compare(gm(*args), model(a, b), "stacked" if stacked else "apart")
