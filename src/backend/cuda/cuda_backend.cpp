@@ -1,6 +1,9 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 #include <map>
 
 #include "backend/cuda/cuda_expr.h"
@@ -154,6 +157,15 @@ void launch_attention_skeleton(const runtime::Function& function, const Attentio
   runtime::launch(function, config, args);
 }
 
+// $SOLDER_PDL=0 launches every kernel without programmatic dependent launch (A/B runs); default on.
+bool programmatic_launch_enabled() {
+  static const bool enabled = [] {
+    const char* text = std::getenv("SOLDER_PDL");
+    return !(text && std::string(text) == "0");
+  }();
+  return enabled;
+}
+
 void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& pointers, CUstream_st* stream) {
   std::vector<void*> args;
   for (auto& p : pointers) args.push_back(&p);
@@ -165,6 +177,7 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = stream;
+    config.programmatic = info.programmatic && programmatic_launch_enabled();
     if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers, loaded.split_k[k]);
     else if (info.attention) launch_attention_skeleton(loaded.functions[k], *info.attention, config, pointers);
     else runtime::launch(loaded.functions[k], config, args.data());

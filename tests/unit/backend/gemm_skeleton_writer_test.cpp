@@ -59,6 +59,27 @@ TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
   EXPECT_EQ(skeleton, 1) << s.source;
 }
 
+TEST(GemmSkeletonWriter, SkeletonKernelsAreLaunchedWithProgrammaticDependentLaunch) {
+  // gemm_body waits (griddepcontrol.wait) for the previous kernel before any global access, so its
+  // kernels take the programmatic stream serialization attribute; the generic kernels (ffn's gelu at
+  // the unfused lowering) do not wait and must not.
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/ffn.sol"));
+  BoundProgram bound = bind_program(program, SizeChoice{false, {}});
+  GeneratedModule m = generate_cuda(compile_program(bound, CompileOptions::for_gpu(false)).kernels);
+  int programmatic = 0, generic = 0;
+  for (auto& k : m.kernels) {
+    if (k.gemm) {
+      EXPECT_TRUE(k.programmatic) << k.name;
+      ++programmatic;
+    } else {
+      EXPECT_FALSE(k.programmatic) << k.name;
+      ++generic;
+    }
+  }
+  EXPECT_EQ(programmatic, 2);
+  EXPECT_GE(generic, 1);
+}
+
 // A down projection at M 128 with few tiles: N 1024, K 4096 (the suite's G6; 16 tiles of 128 x 64 for
 // 132 SMs), where the cost model splits K.
 const char* kSkinnyGemm =
