@@ -14,7 +14,6 @@ kernels torch.profiler saw in the same range (name, grid, block, median µs).
 """
 import argparse
 import statistics
-import sys
 
 import torch
 import torch.nn.functional as F
@@ -41,9 +40,10 @@ def gated_ffn(a, b1, b2, d):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload", choices=("ffn", "gated_ffn"))
-    ap.add_argument("dims", type=int, nargs=4, metavar="M N K L")
+    ap.add_argument("dims", type=int, nargs=4, metavar=("M", "N", "K", "L"))
     ap.add_argument("--peers", default="eager,compile")
     ap.add_argument("--calls", type=int, default=3)
+    ap.add_argument("--no-profiler", action="store_true", help="no torch.profiler (under ncu, which holds CUPTI)")
     opt = ap.parse_args()
     M, N, K, L = opt.dims
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -56,7 +56,7 @@ def main():
             f(*s)
         torch.cuda.synchronize()
         prof = None
-        if "--no-profiler" not in sys.argv:
+        if not opt.no_profiler:
             try:
                 prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
                 prof.__enter__()
