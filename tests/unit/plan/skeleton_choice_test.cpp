@@ -170,6 +170,24 @@ TEST(SkeletonChoice, ForcedTileMayNameTheProductItApplies) {
   unsetenv("SOLDER_GEMM_TILE");
 }
 
+TEST(SkeletonChoice, SplitsKForFewTileDownProjectionsWhereItMeasuredFaster) {
+  // gemm_chains' down projections at M 128 (H100, 2026-11-26, gemm-chains3-sweep.json): split 4 of
+  // 64 x 64 beat split 1 at N 384-1024 with K >= 1536, lost at N 768 K 768, and at N 3072 K 8192 the
+  // unsplit 64 x 64 beat every split.
+  for (auto [n, k] : {std::pair{1024, 3072}, std::pair{768, 3072}, std::pair{512, 2048}, std::pair{384, 1536}}) {
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, n, k, false), MmaType::f16, DType::f16);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    EXPECT_EQ(c.chosen->config.split_k, 4) << n << " " << k << ": " << config_name(c.chosen->config);
+    EXPECT_EQ(c.chosen->config.bm, 64) << n << " " << k;
+    EXPECT_EQ(c.chosen->config.bn, 64) << n << " " << k;
+  }
+  for (auto [n, k] : {std::pair{768, 768}, std::pair{256, 512}, std::pair{64, 256}, std::pair{3072, 8192}, std::pair{3072, 1024}}) {
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, n, k, false), MmaType::f16, DType::f16);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    EXPECT_EQ(c.chosen->config.split_k, 1) << n << " " << k << ": " << config_name(c.chosen->config);
+  }
+}
+
 TEST(SkeletonChoice, SplitsOnlyWithClustersOfAtMostTwoBlocks) {
   const GemmProblem skinny = problem(128, 3072, 8192);
   GemmConfig c = tile(128, 64, 2);
