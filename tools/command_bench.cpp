@@ -37,14 +37,17 @@ double nominal_flops(const BoundProgram& program) {
 int command_bench(const std::vector<std::string>& args) {
   ProgramOptions options;
   int replays = 50;
+  int calls_per_replay = 0;  // 0: enough that a replay lasts about 2 ms, as bench/peers.py
   bool compile_only = false;
   double bandwidth_tbs = 3.0, tensor_tflops = 710;
   CompileOptions compile_options = CompileOptions::for_gpu();
-  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton] [--replays N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json] [--compile-only] [--no-fuse]",
+  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton] [--replays N] [--calls-per-replay N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json] [--compile-only] [--no-fuse]",
                   "Time one call of the compiled program on the GPU: every kernel launch of a call is captured\n"
                   "in a CUDA graph, replayed after a warm-up, and timed with CUDA events; the median of the\n"
-                  "replays is reported, with the minimum and maximum. Inputs are rotated among several copies\n"
-                  "when one copy fits in L2 (50 MB), so each call reads cold data. The floor is the larger of\n"
+                  "replays is reported, with the minimum and maximum, per call: one replay holds as many calls\n"
+                  "as last about 2 ms (at most 1000; --calls-per-replay N sets it), as bench/peers.py captures\n"
+                  "the peers, so the graph launch's latency is shared by many calls. Inputs are rotated among\n"
+                  "several copies when one copy fits in L2 (50 MB), so each call reads cold data. The floor is the larger of\n"
                   "bytes / bandwidth (each input read once, each output written once) and FLOPs / tensor rate\n"
                   "(matrix-multiply FLOPs of sum reductions of products); the defaults are the H100 ceilings\n"
                   "measured in shared/reference (3.0 TB/s copy, 710 TFLOP/s bf16). With --json, $SOLDER_COMMIT (when set)\n"
@@ -55,6 +58,10 @@ int command_bench(const std::vector<std::string>& args) {
   TilingOptions tiling;
   add_tiling_options(command, tiling);
   command.options.push_back({"--replays", "N", "timed replays (default 50)", [&replays](const std::string& v) { replays = static_cast<int>(parse_integer_option(v, "--replays", 1, 1000000)); }});
+  command.options.push_back({"--calls-per-replay", "N",
+                             "calls captured in one timed graph, cycling over the input copies (default: enough for about 2 ms, at most 1000; "
+                             "rounded up to a multiple of the copies)",
+                             [&calls_per_replay](const std::string& v) { calls_per_replay = static_cast<int>(parse_integer_option(v, "--calls-per-replay", 1, 100000)); }});
   command.options.push_back({"--bandwidth", "TB/s", "memory bandwidth for the floor (default 3.0)", [&bandwidth_tbs](const std::string& v) { bandwidth_tbs = parse_real_option(v, "--bandwidth", 1e-6, 1e6); }});
   command.options.push_back({"--tensor-rate", "TFLOP/s", "tensor-core rate for the floor (default 710)", [&tensor_tflops](const std::string& v) { tensor_tflops = parse_real_option(v, "--tensor-rate", 1e-6, 1e9); }});
   command.options.push_back({"--compile-only", "", "compile through the cache and stop (no GPU needed)",
@@ -86,7 +93,7 @@ int command_bench(const std::vector<std::string>& args) {
   for (const TensorInfo* t : program.inputs()) bytes += static_cast<double>(t->bytes());
   for (const TensorInfo* t : program.outputs()) bytes += static_cast<double>(t->bytes());
   int sets = bytes < 50e6 ? static_cast<int>(std::min(8.0, std::ceil(100e6 / std::max(bytes, 1.0)))) : 1;
-  GpuTiming t = compiler_step("GPU run", [&] { return time_on_gpu(kernels, inputs, sets, replays, codegen); });
+  GpuTiming t = compiler_step("GPU run", [&] { return time_on_gpu(kernels, inputs, sets, replays, codegen, calls_per_replay); });
   sets = t.input_sets;
   double flops = nominal_flops(program);
   double floor_us = std::max(bytes / (bandwidth_tbs * 1e12), flops / (tensor_tflops * 1e12)) * 1e6;
@@ -100,7 +107,7 @@ int command_bench(const std::vector<std::string>& args) {
     for (auto& [name, value] : program.dims) json.key(name).value(value);
     json.end_object().key("kernels").value(static_cast<int64_t>(kernels.kernels.size()));
     json.key("median_us").value(t.median_us).key("min_us").value(t.min_us).key("max_us").value(t.max_us).key("replays").value(t.replays);
-    json.key("input_sets").value(sets).key("flops").value(flops).key("bytes").value(bytes).key("floor_us").value(floor_us);
+    json.key("input_sets").value(sets).key("calls_per_replay").value(t.calls_per_replay).key("flops").value(flops).key("bytes").value(bytes).key("floor_us").value(floor_us);
     json.key("tflops").value(tflops).key("gbs").value(gbs).key("device").value(t.device).key("date").value(date);
     // the commit measured, when the caller says (a device copy of the tree has no .git)
     if (const char* commit = std::getenv("SOLDER_COMMIT"); commit && *commit) json.key("commit").value(std::string(commit));
@@ -108,8 +115,8 @@ int command_bench(const std::vector<std::string>& args) {
     std::cout << json.str() << "\n";
     return kExitOk;
   }
-  std::printf("program %s on %s (%s), %zu kernel(s), %d input set(s)\n", program.program->name.c_str(), t.device.c_str(), date,
-              kernels.kernels.size(), sets);
+  std::printf("program %s on %s (%s), %zu kernel(s), %d input set(s), %d call(s) per replay\n", program.program->name.c_str(),
+              t.device.c_str(), date, kernels.kernels.size(), sets, t.calls_per_replay);
   std::printf("  time    median %.2f us  (min %.2f, max %.2f, %d replays)\n", t.median_us, t.min_us, t.max_us, t.replays);
   std::printf("  rate    %.1f TFLOP/s, %.0f GB/s\n", tflops, gbs);
   std::printf("  floor   %.2f us (%.3g bytes at %.1f TB/s, %.3g FLOPs at %.0f TFLOP/s): %.2fx the floor\n", floor_us, bytes,

@@ -147,8 +147,10 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
     const double merge_bytes = (c.split_k - 1.0) * outputs * 4 + outputs * (out_bytes + p.epilogue_bytes_per_output);
     const double merge_tbps = partials_in_l2 ? rates.l2_tbps : rates.hbm_tbps;
     const double tile_merge_us = (c.split_k - 1.0) * c.bm * c.bn * 4 / (rates.sm_load_gbps * 1e3);
+    const double tiles_64 = static_cast<double>(p.batch) * static_cast<double>(ceil_div(p.m, 64)) * static_cast<double>(ceil_div(p.n, 64));
+    const double latencies = tiles_64 <= kFewTilesFraction * sms ? kSplitKMergeLatenciesFewTiles : kSplitKMergeLatencies;
     cost.merge_us = std::max(merge_bytes / (merge_tbps * 1e6), tile_merge_us) +
-                    static_cast<double>(units) * kSplitKMergeLatencies * rates.memory_latency_ns * 1e-3;  // per round of units
+                    static_cast<double>(units) * latencies * rates.memory_latency_ns * 1e-3;  // per round of units
   }
 
   // The tensor cores, one SM's loads and HBM overlap, but not perfectly: an SM whose loads barely keep

@@ -68,6 +68,19 @@ constexpr double kWgmmaIssueCycles = 8;
 // K 8192) ran 29.7 µs with the 128x64 s6 split 2 that 4 chose (27.2 predicted) and 27.1 µs with 64x64
 // s8 unsplit (H100, 2026-11-26 17:30 UTC, bench/NOTES.md "gemm-chains"); 128x64 s8 split 2 29.3, split 4 38.0.
 constexpr double kSplitKMergeLatencies = 7;
+// The same where the output has few tiles: at most kFewTilesFraction × sm_count tiles of 64 × 64
+// (ffn's down projections at M 128 and N ≤ 1024), where splitting K is what puts the SMs to work.
+// Measured on the H100 (2026-11-26 23:18 UTC, bench/results/h100/gemm-chains3-sweep.json, solder bench
+// with many calls per replay and programmatic dependent launch): a 64 x 64 split-K tile cost 0.5-2.2 µs
+// more than the model's main loop without its merge at N 384-1024 (two latencies, not seven), and split
+// 4 ran faster than split 1 at every such shape with K ≥ 1536 (N 1024 K 3072: 8.41 against 9.24 µs;
+// N 768 K 3072: 8.08 / 9.62; N 512 K 2048: 5.76 / 6.48; N 384 K 1536: 5.82 / 6.10), slower where a split
+// keeps under 8 K tiles (N 768 K 768, N 256 K 512, N 64 K 256). The seven latencies above stay for the
+// problems with many tiles: there they also absorb the model's overestimate of one-consumer tiles at
+// long K (64 x 64 at N 3072 K 8192: 29.4 µs predicted, 26.0 measured), so that 128 x 64 split 2 (27.4
+// measured) is not chosen over it; a refit of that main-loop term should replace both constants.
+constexpr double kSplitKMergeLatenciesFewTiles = 2;
+constexpr double kFewTilesFraction = 0.25;
 // The skeleton's cost of a cluster launch beyond cluster_launch_us (the probe's empty kernel with two
 // cluster barriers): its own cluster barriers at start and end, and a ring whose stage is refilled only
 // once every block of the cluster released it, so the slower block of each cluster sets the pace.

@@ -1,7 +1,10 @@
 #include "plan/skeleton_choice.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace solder {
 
@@ -24,19 +27,51 @@ std::optional<std::pair<int, int>> forced_skeleton_cluster() {
   return std::pair{m, n};
 }
 
-std::optional<ForcedTile> forced_skeleton_tile(std::string* why) {
-  const char* text = std::getenv("SOLDER_GEMM_TILE");
-  if (!text || !*text) return std::nullopt;
+namespace {
+
+// One tile "BMxBNsSTAGESkSPLIT[cMxN]"; nullopt when malformed.
+std::optional<ForcedTile> parse_forced_tile(const std::string& text) {
   ForcedTile t;
   char tail = 0;
-  const int fields = std::sscanf(text, "%dx%ds%dk%dc%dx%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &t.cluster_m, &t.cluster_n, &tail);
+  const int fields = std::sscanf(text.c_str(), "%dx%ds%dk%dc%dx%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &t.cluster_m, &t.cluster_n, &tail);
   if (fields == 4) {
     t.cluster_m = t.cluster_n = 1;
-    if (std::sscanf(text, "%dx%ds%dk%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &tail) == 4) return t;
+    if (std::sscanf(text.c_str(), "%dx%ds%dk%d%c", &t.bm, &t.bn, &t.stages, &t.split_k, &tail) == 4) return t;
   }
   if (fields == 6) return t;
-  if (why) *why = std::string("SOLDER_GEMM_TILE='") + text + "' is not BMxBNsSTAGESkSPLIT[cMxN] (e.g. 128x64s8k2 or 128x64s6k1c1x2)";
-  return ForcedTile{};  // matches nothing: the choice refuses with `why`
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ForcedTile> forced_skeleton_tile(std::string* why, const std::optional<std::array<int64_t, 3>>& shape) {
+  const char* env = std::getenv("SOLDER_GEMM_TILE");
+  if (!env || !*env) return std::nullopt;
+  const std::string text = env;
+  auto malformed = [&](const std::string& entry) {
+    if (why)
+      *why = "SOLDER_GEMM_TILE='" + text + "': '" + entry +
+             "' is not BMxBNsSTAGESkSPLIT[cMxN][@M,N,K] (e.g. 128x64s8k2, 128x64s6k1c1x2 or 64x64s8k4@128,1024,3072)";
+    return ForcedTile{};  // matches nothing: the choice refuses with `why`
+  };
+  // Entries separated by ';': "TILE" for every product, "TILE@M,N,K" for products of that shape only;
+  // the first entry that applies wins.
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(';', start), text.size());
+    const std::string entry = text.substr(start, end - start);
+    start = end + 1;
+    if (entry.empty()) continue;
+    const size_t at = entry.find('@');
+    const std::optional<ForcedTile> tile = parse_forced_tile(entry.substr(0, at));
+    if (!tile) return malformed(entry);
+    if (at == std::string::npos) return tile;
+    long long m = 0, n = 0, k = 0;
+    char tail = 0;
+    if (std::sscanf(entry.c_str() + at + 1, "%lld,%lld,%lld%c", &m, &n, &k, &tail) != 3) return malformed(entry);
+    if (shape && (*shape)[0] == m && (*shape)[1] == n && (*shape)[2] == k) return tile;
+  }
+  return std::nullopt;  // no entry for this product: the cost model chooses
 }
 
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output) {
@@ -54,7 +89,7 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   options.top = 1;
   const HardwareDescription& hw = default_hardware();
   std::string forced_why;
-  const std::optional<ForcedTile> forced = forced_skeleton_tile(&forced_why);
+  const std::optional<ForcedTile> forced = forced_skeleton_tile(&forced_why, std::array<int64_t, 3>{p.m, p.n, p.k});
   const std::optional<std::pair<int, int>> cluster = forced ? std::nullopt : forced_skeleton_cluster();
   std::vector<GemmConfig> with_cluster;  // the offered configurations of that cluster shape
   for (const GemmConfig& c : gemm_catalogue(type)) {

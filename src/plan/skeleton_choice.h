@@ -4,6 +4,8 @@
 // by the CUDA writer (which instantiates the chosen configuration).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,12 +40,16 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& problem, MmaTyp
 // A/B runs: $SOLDER_GEMM_TILE = "BMxBNsSTAGESkSPLIT[cMxN]" (e.g. 128x64s8k2, or 128x64s6k1c1x2 for a
 // 1x2 cluster along N; BN per B operand; no cMxN: no cluster) makes the choice take exactly that tile
 // where the device skeleton has it, split-K offered or not, and refuse (the contraction is then tiled)
-// where not. A malformed value matches nothing, and `why` says so.
+// where not. A malformed value matches nothing, and `why` says so. Several entries, ';'-separated, each
+// optionally "@M,N,K" (e.g. "64x64s8k4@128,1024,3072;128x64s6k1"): an entry with a shape applies only
+// to the product of that M, N and K (`shape`; per operand N for a dual-B product), one without to
+// every product; the first entry that applies wins, and with none the cost model chooses (nullopt).
 struct ForcedTile {
   int bm = 0, bn = 0, stages = 0, split_k = 0;
   int cluster_m = 1, cluster_n = 1;
 };
-std::optional<ForcedTile> forced_skeleton_tile(std::string* why = nullptr);
+std::optional<ForcedTile> forced_skeleton_tile(std::string* why = nullptr,
+                                               const std::optional<std::array<int64_t, 3>>& shape = std::nullopt);
 
 // A/B runs of clusters: $SOLDER_GEMM_CLUSTER = "MxN" (1x1, 2x1, 1x2, 1x4) makes the choice take the cost
 // model's best configuration of that cluster shape among those it offers, where there is one (else it

@@ -59,6 +59,7 @@ constexpr int CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14;
 
 // CUlaunchAttributeID, CUstreamCaptureMode and creation flags.
 constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
@@ -66,7 +67,7 @@ constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 constexpr nvrtcResult NVRTC_SUCCESS = 0;
 
 // CUlaunchAttribute: an id, padding to 8 bytes, and a 64-byte value union of which the runtime uses
-// only the cluster dimension.
+// the cluster dimension and programmaticStreamSerializationAllowed (an int at offset 0).
 struct CUlaunchAttribute {
   int id;
   char pad[4];
@@ -75,6 +76,7 @@ struct CUlaunchAttribute {
     struct {
       unsigned x, y, z;
     } cluster_dim;
+    int programmatic_stream_serialization_allowed;
   } value;
 };
 

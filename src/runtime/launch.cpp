@@ -144,7 +144,8 @@ void launch(const Function& function, const LaunchConfig& config, void** args) {
     state.max_dynamic_shared = shared;
   }
 
-  CUlaunchAttribute cluster_attribute{};
+  CUlaunchAttribute attributes[2]{};
+  unsigned attribute_count = 0;
   CUlaunchConfig launch_config{};
   launch_config.grid_dim_x = config.grid.x;
   launch_config.grid_dim_y = config.grid.y;
@@ -155,10 +156,18 @@ void launch(const Function& function, const LaunchConfig& config, void** args) {
   launch_config.shared_mem_bytes = shared;
   launch_config.stream = config.stream;
   if (cluster_blocks > 1) {
-    cluster_attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster_attribute.value.cluster_dim = {config.cluster.x, config.cluster.y, config.cluster.z};
-    launch_config.attrs = &cluster_attribute;
-    launch_config.num_attrs = 1;
+    CUlaunchAttribute& cluster = attributes[attribute_count++];
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.cluster_dim = {config.cluster.x, config.cluster.y, config.cluster.z};
+  }
+  if (config.programmatic) {
+    CUlaunchAttribute& programmatic = attributes[attribute_count++];
+    programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    programmatic.value.programmatic_stream_serialization_allowed = 1;
+  }
+  if (attribute_count > 0) {
+    launch_config.attrs = attributes;
+    launch_config.num_attrs = attribute_count;
   }
   check(api, api.launch_kernel_ex(&launch_config, function.handle_, args, nullptr), "cuLaunchKernelEx", description);
   note_launch(description);

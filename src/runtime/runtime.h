@@ -197,6 +197,10 @@ struct LaunchConfig {
   Dim3 cluster;                       // blocks per cluster; 1x1x1 = no cluster attribute
   unsigned dynamic_shared_bytes = 0;  // per block
   CUstream_st* stream = nullptr;      // nullptr = the default stream
+  // Programmatic dependent launch (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the kernel may
+  // start before the previous kernel in the stream completes. Only for kernels that execute
+  // griddepcontrol.wait before touching global memory (device/solder/gemm/sm90_gemm.cuh does).
+  bool programmatic = false;
 };
 
 // "kernel 'name' (grid 8x1x1, block 128x1x1, cluster 2x1x1, dynamic shared memory 0 bytes)".

@@ -60,6 +60,12 @@
 // same full barrier; the consumers issue the B2 wgmma into a second accumulator in the same batch, so A's
 // tile is read from global memory once for both products, and the epilogue gets both values.
 //
+// Programmatic dependent launch: after the barriers are initialised every thread executes
+// griddepcontrol.wait, then griddepcontrol.launch_dependents; a launch with the programmatic stream
+// serialization attribute (runtime::LaunchConfig::programmatic) thus overlaps this kernel's start with
+// the previous kernel's tail, and the next kernel's start with this one's. Without the attribute both
+// instructions do nothing.
+//
 // Split-K (SplitK > 1): a work unit is (tile, split); the producer and the consumers walk the split's
 // range of K tiles only. Each consumer warp then stores its 16 × BN partial to the workspace, and the
 // last of the SplitK warps for those rows (per-warp counter) sums the partials in split order and runs
@@ -167,6 +173,11 @@ __device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
       : "memory");
 }
 
+// Programmatic dependent launch (PTX griddepcontrol, sm_90): wait for the prerequisite grid's completion
+// and memory flush; allow the dependent grid to be scheduled.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 }  // namespace detail
 
 // The kernel's body; gemm_kernel and SOLDER_GEMM_KERNEL wrap it (they carry the __launch_bounds__).
@@ -217,6 +228,11 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   const int thread = static_cast<int>(threadIdx.x) % 128;
 
   if (threadIdx.x == 0) {
+    // The tensor maps are kernel parameters, never written by an earlier kernel: fetched before the
+    // dependency wait below.
+    asm volatile("prefetch.tensormap [%0];" ::"l"(&a) : "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"(&b) : "memory");
+    if constexpr (C::BOperands == 2) asm volatile("prefetch.tensormap [%0];" ::"l"(b2) : "memory");
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
       cuda::ptx::mbarrier_init(&empty[s], C::ClusterSize * C::Consumers * 4);  // one arrival per consumer warp and block
@@ -228,14 +244,18 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   } else {
     __syncthreads();
   }
+  // Programmatic dependent launch (both no-ops unless the launch carries the programmatic stream
+  // serialization attribute): everything above touches no global memory, so it may overlap the previous
+  // kernel's tail; every thread waits here for that kernel to complete (its writes visible) before any
+  // load, store or epilogue read. Then the next kernel may be scheduled at once: its blocks take SMs only
+  // as ours leave them, and wait at this same point for our completion.
+  detail::grid_dependency_wait();
+  detail::launch_dependents();
 
   if (warpgroup == 0) {
     // ---- Producer ----
     cutlass::arch::warpgroup_reg_dealloc<40>();
     if (thread == 0) {
-      asm volatile("prefetch.tensormap [%0];" ::"l"(&a) : "memory");
-      asm volatile("prefetch.tensormap [%0];" ::"l"(&b) : "memory");
-      if constexpr (C::BOperands == 2) asm volatile("prefetch.tensormap [%0];" ::"l"(b2) : "memory");
       // The ring's position carries over from tile to tile: the next tile's loads start while the
       // consumers are still in the previous tile's epilogue.
       int stage = 0;

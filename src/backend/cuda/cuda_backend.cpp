@@ -1,6 +1,9 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 #include <map>
 
 #include "backend/cuda/cuda_expr.h"
@@ -154,6 +157,15 @@ void launch_attention_skeleton(const runtime::Function& function, const Attentio
   runtime::launch(function, config, args);
 }
 
+// $SOLDER_PDL=0 launches every kernel without programmatic dependent launch (A/B runs); default on.
+bool programmatic_launch_enabled() {
+  static const bool enabled = [] {
+    const char* text = std::getenv("SOLDER_PDL");
+    return !(text && std::string(text) == "0");
+  }();
+  return enabled;
+}
+
 void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& pointers, CUstream_st* stream) {
   std::vector<void*> args;
   for (auto& p : pointers) args.push_back(&p);
@@ -165,11 +177,16 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = stream;
+    config.programmatic = info.programmatic && programmatic_launch_enabled();
     if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers, loaded.split_k[k]);
     else if (info.attention) launch_attention_skeleton(loaded.functions[k], *info.attention, config, pointers);
     else runtime::launch(loaded.functions[k], config, args.data());
   }
 }
+
+// Calls per timed graph replay when time_on_gpu picks (as bench/peers.py does for the peers).
+constexpr double kTargetReplayUs = 2000.0;
+constexpr int kMaxCallsPerReplay = 1000;
 
 }  // namespace
 
@@ -238,16 +255,19 @@ GpuCompileReport compile_for_gpu(const KernelProgram& program, const CudaCodegen
   return report;
 }
 
-GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets, int replays, const CudaCodegenOptions& codegen) {
+GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets, int replays, const CudaCodegenOptions& codegen,
+                      int calls_per_replay) {
   GpuTiming timing;
   timing.device = runtime::query_device().name;
   LoadedProgram loaded = load(program, codegen);
   runtime::Stream stream;
-  auto capture = [&](std::vector<std::vector<runtime::DeviceBuffer>>& sets) {
+  // `calls` calls in one graph, call c on input copy c % sets (calls 0: one per copy).
+  auto capture = [&](std::vector<std::vector<runtime::DeviceBuffer>>& sets, size_t calls = 0) {
+    if (calls == 0) calls = sets.size();
     return runtime::capture_graph(stream, [&] {
-      for (auto& set : sets) {
+      for (size_t c = 0; c < calls; ++c) {
         std::vector<runtime::DevicePtr> pointers;
-        for (auto& b : set) pointers.push_back(b.pointer());
+        for (auto& b : sets[c % sets.size()]) pointers.push_back(b.pointer());
         launch_all(loaded, pointers, stream.handle());
       }
     });
@@ -266,15 +286,26 @@ GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int
     }
   }
   for (int s = 1; s < std::max(1, input_sets); ++s) sets.push_back(allocate(program, encoded));
-  // One graph holds `sets` calls, each on its own copy of the inputs: a replay is `sets` calls.
-  runtime::Graph graph = capture(sets);
+  // One graph holds `calls` calls, a multiple of the copies, call c on copy c % sets.
+  size_t calls = sets.size();
+  if (calls_per_replay > 0) {
+    calls = static_cast<size_t>(calls_per_replay);
+  } else {
+    runtime::Graph one_round = capture(sets);
+    const double round_us = 1000.0 * runtime::time_replays(one_round, stream, 1, 3).median_ms;
+    const double call_us = std::max(round_us / static_cast<double>(sets.size()), 1.0);
+    calls = static_cast<size_t>(std::clamp(std::ceil(kTargetReplayUs / call_us), 1.0, static_cast<double>(kMaxCallsPerReplay)));
+  }
+  calls = std::max(sets.size(), (calls + sets.size() - 1) / sets.size() * sets.size());
+  runtime::Graph graph = capture(sets, calls);
   runtime::ReplayTiming t = runtime::time_replays(graph, stream, 5, replays);
-  double per_call = 1000.0 / static_cast<double>(sets.size());
+  double per_call = 1000.0 / static_cast<double>(calls);
   timing.median_us = t.median_ms * per_call;
   timing.min_us = t.min_ms * per_call;
   timing.max_us = t.max_ms * per_call;
   timing.replays = t.replays;
   timing.input_sets = static_cast<int>(sets.size());
+  timing.calls_per_replay = static_cast<int>(calls);
   return timing;
 }
 

@@ -38,6 +38,7 @@ struct GpuTiming {
   double median_us = 0, min_us = 0, max_us = 0;
   int replays = 0;
   int input_sets = 1;  // copies of the inputs rotated among (1 for a call over 2 ms)
+  int calls_per_replay = 1;  // calls captured in the timed graph, cycling over the input copies
   std::string device;
 };
 
@@ -55,7 +56,10 @@ GpuCompileReport compile_for_gpu(const KernelProgram& program, const CudaCodegen
 // among that many copies of the inputs (each replay reads a different copy), so inputs larger than
 // L2 are read cold as they would be in a model. A program whose call takes over 2 ms runs on one copy
 // with replays capped at about 2 s of GPU time (timing.replays and timing.input_sets say what ran).
+// One graph holds `calls_per_replay` calls (a multiple of the input copies, cycling over them); 0 picks
+// as bench/peers.py does for the peers: enough calls that a replay lasts about 2 ms, at most 1000, so
+// the graph launch's own latency is shared by many calls. Times are per call (replay / calls).
 GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets = 1, int replays = 50,
-                      const CudaCodegenOptions& codegen = {});
+                      const CudaCodegenOptions& codegen = {}, int calls_per_replay = 0);
 
 }  // namespace solder

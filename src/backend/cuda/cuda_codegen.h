@@ -77,6 +77,10 @@ struct GeneratedKernel {
   int64_t shared_bytes = 0;  // dynamic shared memory per block
   std::optional<GemmSkeletonLaunch> gemm;  // runs on the GEMM skeleton
   std::optional<AttentionSkeletonLaunch> attention;  // runs on the attention skeleton
+  // Launched with programmatic dependent launch (runtime::LaunchConfig::programmatic): the kernel waits
+  // for the previous one (griddepcontrol.wait) before touching global memory. The GEMM skeleton's
+  // kernels (gemm_body) do; $SOLDER_PDL=0 turns the attribute off for A/B runs.
+  bool programmatic = false;
 };
 
 // How the CUDA backend runs one `contract` statement: the skeleton that took it, the tile, the MMA

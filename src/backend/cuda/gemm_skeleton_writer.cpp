@@ -213,6 +213,9 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(units, resident / cluster)) * cluster;
   result.info.shared_bytes = static_cast<int64_t>(tile.stages) * (tile.bm + (dual ? 2 : 1) * tile.bn) * 128 + 16 * tile.stages + 1024;
   result.info.gemm = launch;
+  // gemm_body waits for the previous kernel before any global access, so any of its kernels may take
+  // programmatic dependent launch; it is given to the short ones only (kProgrammaticLaunchMaxUs).
+  result.info.programmatic = choice.chosen->cost.total_us <= kProgrammaticLaunchMaxUs;
   return result;
 }
 

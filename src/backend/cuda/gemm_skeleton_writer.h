@@ -15,6 +15,17 @@
 
 namespace solder {
 
+// Skeleton kernels whose predicted time (the cost model's, for the chosen tile) is at most this take
+// programmatic dependent launch (GeneratedKernel::programmatic); longer ones are launched plainly.
+// Measured on the H100 (2026-11-26 23:15 UTC, bench/results/h100/gemm-chains3/solder-ab.jsonl, many
+// calls per graph replay): with every skeleton kernel launched programmatically, the six gemm_chains
+// cases whose kernels are predicted at 3-12 µs ran 0.3-1.2 µs faster per call (ffn S8 17.51 -> 16.44,
+// G2 8.68 -> 7.99, G4 17.12 -> 16.08; gated_ffn S8, G2, G4 likewise), and the four whose kernels are
+// predicted at 21-59 µs ran 0.5-2.7 µs slower (ffn S1 50.07 -> 51.17, S3 77.93 -> 80.63, G5
+// 109.78 -> 110.27, gated_ffn S1 65.72 -> 66.83); why the long kernels lose is not profiled yet
+// (bench/NOTES.md, gemm-chains3).
+constexpr double kProgrammaticLaunchMaxUs = 16.0;
+
 struct GemmSkeletonKernel {
   std::string source;
   GeneratedKernel info;  // with info.gemm set

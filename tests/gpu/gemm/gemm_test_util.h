@@ -214,9 +214,11 @@ int resident_blocks() {
 // Launches gemm_kernel<C, E> on `stream` (sets the dynamic shared-memory limit once per instantiation);
 // persistent_blocks > 0: at most that many blocks, each looping over tiles; < 0: resident_blocks().
 // SplitK > 1 needs `workspace` (config.cuh: splitk_workspace_floats / splitk_counters, counters zeroed).
+// programmatic: with the programmatic stream serialization attribute (programmatic dependent launch: the
+// kernel may start before the previous one in the stream completes; gemm_body waits for it).
 template <class C, class E>
 void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epilogue, cudaStream_t stream,
-            int persistent_blocks = 0, const solder::gemm::SplitKWorkspace& workspace = {}) {
+            int persistent_blocks = 0, const solder::gemm::SplitKWorkspace& workspace = {}, bool programmatic = false) {
   static bool configured = false;
   auto kernel = solder::gemm::gemm_kernel<C, E>;
   if (!configured) {
@@ -230,13 +232,15 @@ void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, cons
   config.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
   config.dynamicSmemBytes = g.smem_bytes;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[2];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
   attribute[0].val.clusterDim.x = g.cluster[0];
   attribute[0].val.clusterDim.y = g.cluster[1];
   attribute[0].val.clusterDim.z = g.cluster[2];
+  attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[1].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = programmatic ? 2 : 1;
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, shape, epilogue, workspace));
   CUDA_CHECK(cudaGetLastError());
 }

@@ -5,7 +5,10 @@
 // and column scales after the dot product, f32 and bf16 (pair hook) outputs; split-K 2, 3, 4 and 8 for
 // every dtype (ragged K ranges, splits with no K tile, a cluster), whose counters must be zero again
 // after every launch, and which also runs as a CUDA graph replayed twice (checked after each replay);
-// dual-B configurations (two B operands over one A: both products, and silu(acc)·acc2 as gated FFN).
+// dual-B configurations (two B operands over one A: both products, and silu(acc)·acc2 as gated FFN);
+// programmatic dependent launch: a chain C = A·B (bf16), E = C·D launched with the programmatic stream
+// serialization attribute, directly and as a CUDA graph of several chains, C and E poisoned first, so a
+// kernel that read its operand before the previous kernel completed would see NaN.
 //
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
@@ -284,6 +287,129 @@ void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19
   free_operand(B2);
 }
 
+// Programmatic dependent launch: kernel 1 (C1, bf16 out) writes C = A·B, kernel 2 (C2, f32 out) reads C
+// as its A operand (K-major, K = N1) and writes E = C·D; both launched with the programmatic attribute,
+// `chains` times in a row (kernel 1 of chain i+1 overwrites the C that kernel 2 of chain i reads), C and E
+// poisoned with NaN before the first chain. Mode 0: direct launches on a stream; mode 1: the same
+// captured in a CUDA graph, replayed twice. E is checked against float64 of the C read back (C against
+// A·B within bf16 rounding), so an early read of C (NaN) or a late overwrite fails.
+template <class C1, class C2>
+void run_pdl_chain_case(const char* config_name, int m, int n1, int k1, int n2, std::mt19937& rng) {
+  static_assert(C1::TA == Dtype::bf16 && C1::AKMajor && C2::TA == Dtype::bf16 && C2::AKMajor, "bf16, A K-major");
+  Operand A = make_operand(Dtype::bf16, true, m, k1, 1, rng);
+  Operand B = make_operand(Dtype::bf16, C1::BKMajor, n1, k1, 1, rng);
+  Operand D = make_operand(Dtype::bf16, C2::BKMajor, n2, n1, 1, rng);
+  // C [m, n1] bf16, row-major with ld a multiple of 8 (16-byte TMA strides), as kernel 2's A operand.
+  Operand Cop;
+  Cop.dtype = Dtype::bf16;
+  Cop.k_major = true;
+  Cop.rows = m;
+  Cop.k = n1;
+  Cop.ld = (n1 + 7) / 8 * 8;
+  Cop.batch_stride = Cop.ld * m;
+  Cop.bytes = size_t(Cop.batch_stride) * 2;
+  CUDA_CHECK(cudaMalloc(&Cop.device, Cop.bytes));
+  const int ld_e = (n2 + 1) / 2 * 2;
+  const size_t e_bytes = size_t(ld_e) * m * sizeof(float);
+  float* E = nullptr;
+  CUDA_CHECK(cudaMalloc(&E, e_bytes));
+  TensorMap map_a = make_map(A, C1::ABoxRows, C1::BK, "A");
+  TensorMap map_b = make_map(B, C1::BBoxRows, C1::BK, "B");
+  TensorMap map_c = make_map(Cop, C2::ABoxRows, C2::BK, "C");
+  TensorMap map_d = make_map(D, C2::BBoxRows, C2::BK, "D");
+  GemmShape s1{}, s2{};
+  s1.m = m, s1.n = n1, s1.k = k1, s1.batch = 1;
+  s2.m = m, s2.n = n2, s2.k = n1, s2.batch = 1;
+  StoreBf16 e1{static_cast<__nv_bfloat16*>(Cop.device), int(Cop.ld), Cop.batch_stride, nullptr, nullptr};
+  StoreF32 e2{E, ld_e, (long long)ld_e * m, nullptr, nullptr};
+  solder::gemm::SplitKWorkspace w1 = make_workspace<C1>(s1), w2 = make_workspace<C2>(s2);
+  const long long counters = solder::gemm::splitk_counters(C2{}, s2);
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const int chains = 3;
+  auto enqueue = [&] {
+    CUDA_CHECK(cudaMemsetAsync(Cop.device, 0xFF, Cop.bytes, stream));
+    CUDA_CHECK(cudaMemsetAsync(E, 0xFF, e_bytes, stream));
+    for (int i = 0; i < chains; ++i) {
+      launch<C1>(map_a, map_b, s1, e1, stream, 0, w1, true);
+      launch<C2>(map_c, map_d, s2, e2, stream, 0, w2, true);
+    }
+  };
+  enqueue();  // attributes set outside the capture; also mode 0's first run
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t graph_exec = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  enqueue();
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  for (int mode = 0; mode < 3; ++mode) {
+    ++cases;
+    if (mode == 0) {
+      enqueue();
+    } else {
+      CUDA_CHECK(cudaGraphLaunch(graph_exec, stream));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> c_raw(size_t(Cop.batch_stride));
+    CUDA_CHECK(cudaMemcpy(c_raw.data(), Cop.device, Cop.bytes, cudaMemcpyDeviceToHost));
+    std::vector<float> e(size_t(ld_e) * m);
+    CUDA_CHECK(cudaMemcpy(e.data(), E, e_bytes, cudaMemcpyDeviceToHost));
+    long long bad_c = 0, bad_e = 0, nan = 0, dirty = 0;
+    if (counters > 0) {
+      std::vector<unsigned> raw(counters);
+      CUDA_CHECK(cudaMemcpy(raw.data(), w2.counters, counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
+      for (unsigned v : raw) dirty += v != 0;
+    }
+    double err2 = 0, ref2 = 0;
+#pragma omp parallel for reduction(+ : bad_c, bad_e, nan, err2, ref2) schedule(static)
+    for (int r = 0; r < m; ++r) {
+      for (int col = 0; col < n1; ++col) {  // C against A·B, within bf16 rounding
+        double dot = 0, sum_abs = 0;
+        for (int kk = 0; kk < k1; ++kk) {
+          const double p = double(A.at(0, r, kk)) * double(B.at(0, col, kk));
+          dot += p;
+          sum_abs += std::fabs(p);
+        }
+        const double g = decode16(Dtype::bf16, c_raw[size_t(r) * Cop.ld + col]);
+        if (std::isnan(g)) ++nan;
+        if (!(std::fabs(g - dot) <= 1e-4 * sum_abs + 1e-6 + std::fabs(dot) / 128)) ++bad_c;
+      }
+      for (int col = 0; col < n2; ++col) {  // E against the C read back times D
+        double dot = 0, sum_abs = 0;
+        for (int kk = 0; kk < n1; ++kk) {
+          const double p = double(decode16(Dtype::bf16, c_raw[size_t(r) * Cop.ld + kk])) * double(D.at(0, col, kk));
+          dot += p;
+          sum_abs += std::fabs(p);
+        }
+        const double g = e[size_t(r) * ld_e + col];
+        if (std::isnan(g)) ++nan;
+        if (!(std::fabs(g - dot) <= 1e-4 * sum_abs + 1e-6)) ++bad_e;
+        err2 += (g - dot) * (g - dot);
+        ref2 += dot * dot;
+      }
+    }
+    const bool ok = bad_c == 0 && bad_e == 0 && nan == 0 && dirty == 0;
+    if (!ok) ++failures;
+    std::printf("%s %-34s %-14s M=%-5d N1=%-5d K=%-5d N2=%-5d chains=%d  rel_l2=%.2e", ok ? "PASS" : "FAIL", config_name,
+                mode == 0 ? "pdl stream" : mode == 1 ? "pdl graph 1" : "pdl graph 2", m, n1, k1, n2, chains,
+                ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2));
+    if (!ok) std::printf("  bad_c=%lld bad_e=%lld nan=%lld dirty_counters=%lld", bad_c, bad_e, nan, dirty);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(graph_exec));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  free_workspace(w1);
+  free_workspace(w2);
+  CUDA_CHECK(cudaFree(E));
+  free_operand(Cop);
+  free_operand(A);
+  free_operand(B);
+  free_operand(D);
+}
+
 template <class C, class E = StoreF32>
 void run_config(const char* name, const std::vector<Case>& list, std::mt19937& rng, bool bf16_out = false) {
   for (const Case& c : list) run_case<C, E>(name, c, bf16_out, rng);
@@ -436,6 +562,12 @@ int main(int argc, char** argv) {
   for (const Case& c : gated) run_dual_case<H_128x64_KK_d_n2>("f16 128x64x64 s5 A:K B:K dual n2", c, true, rng);
   for (const Case& c : small) run_dual_case<Bf_64x128_KK_d_n4>("bf16 64x128x64 s5 A:K B:K dual n4", c, false, rng);
   for (const Case& c : small) run_dual_case<H_128x128_KN_d_n2>("f16 128x128x64 s4 A:K B:N dual n2", c, true, rng);
+
+  // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
+  // split-K (its counters must be zero after every chain).
+  run_pdl_chain_case<Bf_128x256_KK, Bf_64x128_KK>("pdl bf16 128x256 s4 -> 64x128 s6", 128, 1024, 3072, 512, rng);
+  run_pdl_chain_case<Bf_128x256_KK, Bf_64x128_KK_k4>("pdl bf16 128x256 s4 -> 64x128 s6 k4", 128, 1024, 3072, 512, rng);
+  run_pdl_chain_case<Bf_64x128_KK, Bf_128x128_KK_k2>("pdl bf16 64x128 s6 -> 128x128 s6 k2", 100, 264, 700, 130, rng);
 
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;

@@ -59,6 +59,34 @@ TEST(GemmSkeletonWriter, FfnUnfusedRunsBothGemmsOnTheSkeleton) {
   EXPECT_EQ(skeleton, 1) << s.source;
 }
 
+TEST(GemmSkeletonWriter, ShortSkeletonKernelsAreLaunchedWithProgrammaticDependentLaunch) {
+  // gemm_body waits (griddepcontrol.wait) for the previous kernel before any global access, so its
+  // kernels may take the programmatic stream serialization attribute: those predicted at most
+  // kProgrammaticLaunchMaxUs (ffn S8's, 6-12 us) do, longer ones (ffn S1's, 21-29 us) do not; the
+  // generic kernels (ffn's gelu at the unfused lowering) do not wait and never do.
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/ffn.sol"));
+  auto count = [&](const SizeChoice& sizes, int* generic) {
+    GeneratedModule m = generate_cuda(compile_program(bind_program(program, sizes), CompileOptions::for_gpu(false)).kernels);
+    int programmatic = 0, skeleton = 0;
+    *generic = 0;
+    for (auto& k : m.kernels) {
+      if (k.gemm) {
+        ++skeleton;
+        programmatic += k.programmatic;
+      } else {
+        EXPECT_FALSE(k.programmatic) << k.name;
+        ++*generic;
+      }
+    }
+    EXPECT_EQ(skeleton, 2);
+    return programmatic;
+  };
+  int generic = 0;
+  EXPECT_EQ(count(SizeChoice{false, {{"N", 3072}, {"K", 1024}, {"L", 1024}}}, &generic), 2);  // ffn S8
+  EXPECT_GE(generic, 1);
+  EXPECT_EQ(count(SizeChoice{false, {}}, &generic), 0);  // ffn S1
+}
+
 // A down projection at M 128 with few tiles: N 1024, K 4096 (the suite's G6; 16 tiles of 128 x 64 for
 // 132 SMs), where the cost model splits K.
 const char* kSkinnyGemm =

@@ -120,6 +120,24 @@ TEST(CostModel, SplitKChargesTheMergeAndHelpsASkinnyProblem) {
   EXPECT_NE(whole.binding, Resource::launch);
 }
 
+TEST(CostModel, FewTileProblemsChargeFewerMergeLatencies) {
+  // At most a quarter of the SMs' worth of 64 x 64 output tiles: the merge's serial tail is charged
+  // kSplitKMergeLatenciesFewTiles latencies per round, else kSplitKMergeLatencies.
+  const HardwareDescription& hw = default_hardware();
+  GemmConfig tile = big_tile();
+  tile.bm = 64;
+  tile.bn = 64;
+  tile.consumers = 1;
+  tile.stages = 8;
+  tile.split_k = 4;
+  const double latency_us = hw.rates.memory_latency_ns * 1e-3;
+  const GemmCost few = predict_gemm(problem(128, 1024, 3072), tile, hw);    // 32 tiles of 64 x 64
+  const GemmCost many = predict_gemm(problem(128, 3072, 8192), tile, hw);   // 96 tiles: 384 units, 3 rounds
+  EXPECT_LT(few.merge_us, (kSplitKMergeLatenciesFewTiles + 1) * latency_us);
+  EXPECT_GE(few.merge_us, kSplitKMergeLatenciesFewTiles * latency_us);
+  EXPECT_GE(many.merge_us, many.waves * kSplitKMergeLatencies * latency_us);
+}
+
 TEST(CostModel, TinyProblemsAreBoundByLaunchOrLatency) {
   const GemmCost cost = predict_gemm(problem(64, 64, 64), big_tile(), default_hardware());
   EXPECT_TRUE(cost.binding == Resource::launch || cost.binding == Resource::fill) << resource_name(cost.binding);

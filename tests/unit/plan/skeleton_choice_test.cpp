@@ -130,6 +130,64 @@ TEST(SkeletonChoice, ForcedTileMayNameACluster) {
   EXPECT_NE(c.why.find("forced by SOLDER_GEMM_TILE"), std::string::npos) << c.why;
 }
 
+TEST(SkeletonChoice, ForcedTileMayNameTheProductItApplies) {
+  // "TILE@M,N,K" entries apply to that product only; the first entry that applies wins; a product no
+  // entry names is the cost model's.
+  std::string why;
+  setenv("SOLDER_GEMM_TILE", "64x64s8k4@128,1024,3072;128x64s6k1@128,3072,1024", 1);
+  std::optional<ForcedTile> t = forced_skeleton_tile(&why, std::array<int64_t, 3>{128, 1024, 3072});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->bm, 64);
+  EXPECT_EQ(t->split_k, 4);
+  t = forced_skeleton_tile(&why, std::array<int64_t, 3>{128, 3072, 1024});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->bm, 128);
+  EXPECT_EQ(t->split_k, 1);
+  EXPECT_FALSE(forced_skeleton_tile(&why, std::array<int64_t, 3>{128, 8192, 3072}).has_value());
+  EXPECT_FALSE(forced_skeleton_tile(&why).has_value());  // no shape: only unqualified entries apply
+  // In the choice: the named product takes the tile, the other keeps the model's.
+  SkeletonChoice forced = choose_skeleton_config(skeleton_problem(128, 1024, 3072, false), MmaType::f16, DType::f16);
+  ASSERT_TRUE(forced.chosen.has_value()) << forced.why;
+  EXPECT_EQ(forced.chosen->config.split_k, 4);
+  EXPECT_NE(forced.why.find("forced by SOLDER_GEMM_TILE"), std::string::npos) << forced.why;
+  SkeletonChoice other = choose_skeleton_config(skeleton_problem(128, 8192, 3072, false), MmaType::f16, DType::f16);
+  ASSERT_TRUE(other.chosen.has_value()) << other.why;
+  EXPECT_EQ(other.why.find("forced"), std::string::npos) << other.why;
+  // An unqualified entry after a shaped one applies to the rest.
+  setenv("SOLDER_GEMM_TILE", "64x64s8k4@128,1024,3072;128x64s6k1", 1);
+  t = forced_skeleton_tile(&why, std::array<int64_t, 3>{128, 8192, 3072});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->bm, 128);
+  // A malformed entry or shape matches nothing and says why.
+  for (const char* bad : {"64x64s8k4@128,1024", "64x64s8k4@a,b,c", "64x64s8@128,1024,3072"}) {
+    setenv("SOLDER_GEMM_TILE", bad, 1);
+    why.clear();
+    t = forced_skeleton_tile(&why, std::array<int64_t, 3>{128, 1024, 3072});
+    ASSERT_TRUE(t.has_value()) << bad;
+    EXPECT_EQ(t->bm, 0) << bad;
+    EXPECT_NE(why.find("@M,N,K"), std::string::npos) << bad << ": " << why;
+  }
+  unsetenv("SOLDER_GEMM_TILE");
+}
+
+TEST(SkeletonChoice, SplitsKForFewTileDownProjectionsWhereItMeasuredFaster) {
+  // gemm_chains' down projections at M 128 (H100, 2026-11-26, gemm-chains3-sweep.json): split 4 of
+  // 64 x 64 beat split 1 at N 384-1024 with K >= 1536, lost at N 768 K 768, and at N 3072 K 8192 the
+  // unsplit 64 x 64 beat every split.
+  for (auto [n, k] : {std::pair{1024, 3072}, std::pair{768, 3072}, std::pair{512, 2048}, std::pair{384, 1536}}) {
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, n, k, false), MmaType::f16, DType::f16);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    EXPECT_EQ(c.chosen->config.split_k, 4) << n << " " << k << ": " << config_name(c.chosen->config);
+    EXPECT_EQ(c.chosen->config.bm, 64) << n << " " << k;
+    EXPECT_EQ(c.chosen->config.bn, 64) << n << " " << k;
+  }
+  for (auto [n, k] : {std::pair{768, 768}, std::pair{256, 512}, std::pair{64, 256}, std::pair{3072, 8192}, std::pair{3072, 1024}}) {
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, n, k, false), MmaType::f16, DType::f16);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    EXPECT_EQ(c.chosen->config.split_k, 1) << n << " " << k << ": " << config_name(c.chosen->config);
+  }
+}
+
 TEST(SkeletonChoice, SplitsOnlyWithClustersOfAtMostTwoBlocks) {
   const GemmProblem skinny = problem(128, 3072, 8192);
   GemmConfig c = tile(128, 64, 2);

@@ -112,6 +112,8 @@ TEST(CliNumbers, EveryNumberIsValidatedWithExitTwo) {
       {"bench " + softmax + " --replays -1", "--replays"},
       {"bench " + softmax + " --replays 1.5", "--replays"},
       {"bench " + softmax + " --replays 99999999999999999999", "--replays"},
+      {"bench " + softmax + " --calls-per-replay 0", "--calls-per-replay"},
+      {"bench " + softmax + " --calls-per-replay 2.5", "--calls-per-replay"},
       {"run " + softmax + " --seed x", "--seed"},
       {"run " + softmax + " --seed -1", "--seed"},
       {"run " + softmax + " --dim N=abc", "--dim N="},
