@@ -330,7 +330,7 @@ std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram
   GemmSkeletonKernel result;
   result.source = out.str();
   result.info.name = name;
-  result.info.threads = 128 * (bm / 64 + 1);
+  result.info.threads = solder::gemm::prologue_threads(bm);
   result.info.cluster = cluster_n;
   result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tiles, kSmCount) / cluster_n) * cluster_n;
   result.info.shared_bytes = solder::gemm::prologue_smem_bytes(bm, bn, source_bytes, mma_bytes, stages, side_slots);

@@ -204,6 +204,9 @@ void run_family(const char* name, std::mt19937& rng) {
   const int shapes[][3] = {{1, 17, 100}, {100, 129, 1000}, {256, 256, 512}, {129, 64, 64}, {77, 300, 200}, {50, 40, 30}, {300, 520, 777}};
   for (auto& s : shapes) run_case<C, quant, QP, QE>(name, s[0], s[1], s[2], 0, rng);
   run_case<C, quant, QP, QE>(name, 700, 900, 1100, 5, rng);  // persistent: 5 blocks loop over the tiles
+  // Fewer blocks than tile-rows and at most two K tiles: each block meets several tile-rows, and the
+  // converter runs a whole tile ahead of the consumers' epilogue (the side values' hand-over).
+  run_case<C, quant, QP, QE>(name, 1000, 300, 200, 3, rng);
 }
 
 // An operand from explicit values f(row, k) (K-major, rounded to dtype, padding NaN).
@@ -315,6 +318,11 @@ int main(int argc, char** argv) {
   run_exact<Cluster256, QuantDividePrologue>("quant-divide e4m3 128x256 s3 cluster 1x2", 300, 600, 4, rng);
   run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 256, 4, false>, false>("rms bf16 128x256 s4 B N-major", rng);
   run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 128, 4, true>, false>("rms bf16 128x128 s4 B K-major", rng);
+  // BM 64: two converter threads per row (each half of the row's chunks), 16-bit MMA type.
+  run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 64, 128, 4, true>, false>("rms bf16 64x128 s4 B K-major", rng);
+  // Two ring stages only (each load waits for the stage read one K tile earlier).
+  run_family<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 2>, true, QuantDividePrologue, QuantFactorEpilogue>(
+      "quant-divide-factor e4m3 128x256 s2", rng);
   std::printf("%d of %d prologue cases passed\n", cases - failures, cases);
   return failures ? 1 : 0;
 }
