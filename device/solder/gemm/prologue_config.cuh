@@ -25,14 +25,17 @@ namespace solder::gemm {
 //              BM × BK elements of TS, loaded as BK·bytes(TS)/128 TMA boxes of 128 bytes × BM rows.
 // Stages       ring depth; BKMajor as Config; no clusters and no split-K on this path.
 // SideSlots    side values per row kept in shared memory for the epilogue (≥ the prologue's Sides).
+// ConverterWarpgroup  the schedule: false (the default, what the code generator writes) converts in
+//              the consumer warpgroups; true in a dedicated converter warpgroup (measured slower on
+//              2026-11-26: bench/NOTES.md, "converter warpgroup").
 // ClusterN     1, or 2: clusters of two blocks on horizontally adjacent tiles of one tile-row; each
 //              loads one of the A tile's two K boxes (fp8 MMA types: BK 128, A in 16 bits) and
 //              multicasts it to both, halving A's L2 reads. The grid must be even.
-// Shared memory: two rings of Stages each (A's source, which only the converter reads, and B, which
-// only wgmma reads), two converted A buffers of BM × BK in TA (the converter warpgroup fills one while
-// the consumers' wgmma reads the other), the side values, the barriers.
+// Shared memory: Stages stages of A's source and of B (one ring in the inline schedule, two in the
+// converter schedule), two converted A buffers of BM × BK in TA (one is filled while wgmma reads the
+// other), the side values, the barriers.
 template <Dtype TS_, Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool BKMajor_ = true, int GroupM_ = 16,
-          int SideSlots_ = 1, int ClusterN_ = 1>
+          int SideSlots_ = 1, int ClusterN_ = 1, bool ConverterWarpgroup_ = false>
 struct PrologueConfig {
   static constexpr Dtype TS = TS_;
   static constexpr Dtype TA = TA_;
@@ -52,9 +55,12 @@ struct PrologueConfig {
   static constexpr int ABoxes = BK * dtype_bytes(TS_) / 128;  // 128-byte K boxes of A per stage
   static constexpr int ABoxK = 128 / dtype_bytes(TS_);        // A's elements per box row
   static constexpr int Consumers = BM_ / 64;
-  // Warpgroups: the converter (which also loads A's source tiles), then Consumers MMA warpgroups (the
-  // first consumer's thread 0 also loads B). No setmaxnreg split: ptxas compiles every role at the
-  // launch's 65536 / Threads registers, so a fourth warpgroup would leave a 64 × 256 accumulator 128.
+  // The schedule (sm90_gemm_prologue.cuh). false (inline): a producer warpgroup loads A and B, each
+  // consumer warpgroup converts its 64 rows and runs the wgmma. true: a converter warpgroup (which
+  // also loads A's source tiles) and Consumers MMA warpgroups (the first one's thread 0 loads B).
+  // Either way 128 · (Consumers + 1) threads: ptxas compiles every role at the launch's 65536 / Threads
+  // registers (setmaxnreg or not), so a fourth warpgroup would leave a 64 × 256 accumulator 128.
+  static constexpr bool ConverterWarpgroup = ConverterWarpgroup_;
   static constexpr int Threads = 128 * (Consumers + 1);
   static constexpr int ABytesPerStage = BM_ * BK * dtype_bytes(TS_);
   static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);

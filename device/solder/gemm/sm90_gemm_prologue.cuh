@@ -36,28 +36,42 @@
 // past M see zero-filled x and are never stored); operand() for k ≥ shape.k is replaced by 0. The
 // side values s passed to operand() (PreSweep) and to the epilogue are the row's complete folds.
 //
-// ---- Schedule ---------------------------------------------------------------------------------
+// ---- Schedules (PrologueConfig::ConverterWarpgroup) -------------------------------------------
 //
-// Three roles, no producer warpgroup (a fourth warpgroup would cap every thread at 128 registers,
-// below a 64 × 256 accumulator: ptxas compiles all roles at the launch's count, setmaxnreg or not):
+// Inline (false, the default; gemm_prologue_body_inline). Per tile: (PreSweep, once per tile-row a
+// block meets: with PreSweep each block takes a contiguous row-major range of tiles, within one
+// tile-row when there are at least as many blocks as tile-rows, so the side values carry over along
+// the row) the producer loads the A stripe's K tiles alone into the ring and the consumers fold them
+// into the side state, releasing each stage at once; then the producer loads A and B per K tile as in
+// gemm_body. Each consumer warpgroup converts its 64 rows of the staged source tile (16-byte
+// shared-memory loads, 8 elements per thread and chunk), folding the sides (no PreSweep) and applying
+// operand(), rounds to TA (round_pack) and stores the result into one of two converted buffers laid
+// out as a 128-byte-swizzled K-major TMA tile of TA; then fence.proxy.async, a warpgroup barrier and
+// the SS wgmma of that K tile. The wait for the previous K tile's wgmma follows this one's issue, so
+// the conversion of K tile kt+1 overlaps the wgmma of kt. The sides of a conversion row are spread
+// over the lanes that convert its chunks (merged with shuffles); the epilogue's rows read them back
+// from a small shared-memory array.
+//
+// Converter warpgroup (true; gemm_prologue_body_converter). No producer warpgroup (a fourth one would
+// cap every thread at 128 registers, below a 64 × 256 accumulator: ptxas compiles all roles at the
+// launch's count, setmaxnreg or not):
 // - The converter warpgroup (warpgroup 0) owns A's source ring: its thread 0 issues A's TMA loads,
 //   Stages ahead of its own reads (a stage is reused once the converter warps, of both blocks with
-//   ClusterN 2, have read it). With PreSweep it first sweeps each new tile-row's A stripe into the
-//   side state (with PreSweep each block takes a contiguous row-major range of tiles, within one
-//   tile-row when there are at least as many blocks as tile-rows, so the side values carry over
-//   along the row). Then per K tile: thread r converts row r of the staged source tile (BM 64: two
-//   threads per row, half the chunks each), folding the sides (no PreSweep) and applying operand(),
-//   rounds to TA (round_pack) and writes 16-byte chunks into one of two converted buffers laid out as
-//   the 128-byte-swizzled K-major tile the GMMA descriptor expects; eight consecutive lanes touch
-//   eight rows at one logical chunk, which the swizzle spreads over all 32 banks (loads and stores
-//   conflict-free). fence.proxy.async, then one arrival per thread on the buffer's full barrier. After
-//   a tile's last K tile it publishes the tile's side values to shared memory (its own barrier pair:
-//   the consumers have read the previous tile's).
+//   ClusterN 2, have read it), the pre-sweep stripes included. Per K tile thread r converts row r of
+//   the staged source tile (BM 64: two threads per row, half the chunks each), folding the sides (no
+//   PreSweep) and applying operand(), rounds to TA (round_pack) and writes 16-byte chunks into one of
+//   two converted buffers laid out as the 128-byte-swizzled K-major tile the GMMA descriptor expects;
+//   eight consecutive lanes touch eight rows at one logical chunk, which the swizzle spreads over all
+//   32 banks (loads and stores conflict-free). fence.proxy.async, then one arrival per thread on the
+//   buffer's full barrier. After a tile's last K tile it publishes the tile's side values to shared
+//   memory (its own barrier pair: the consumers have read the previous tile's).
 // - The consumer warpgroups (BM / 64, 64 rows each) own B's ring: the first one's thread 0 issues
 //   B's loads, Stages ahead. Per K tile: wait for the converted buffer and B's stage, SS wgmma; the
 //   wait for the previous K tile's wgmma follows this one's issue, then that K tile's B stage and
-//   converted buffer go back. So converting K tile kt+1 overlaps the wgmma of kt, and the converter
-//   runs on into the next tile while the consumers store the epilogue.
+//   converted buffer go back.
+//   Measured 2026-11-26 (bench/NOTES.md, "converter warpgroup"): correct, but 2-3x slower than the
+//   inline schedule; one likely cause is that with two converted buffers the conversion of K tile
+//   kt+1 waits for the consumers to issue kt's wgmma and retire kt-1's (two hand-overs per K tile).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -222,8 +236,414 @@ __device__ __forceinline__ void round_pack(const float (&v)[N], uint32_t (&packe
 
 struct NoSides {};
 
+// ---- The inline schedule (ConverterWarpgroup false, the default) ----
 template <class C, class Prologue, class Epilogue>
-__device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
+__device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
+                                                   const Prologue& prologue, const Epilogue& epilogue) {
+  using T = detail::PrologueTypes<C>;
+  using TB = typename T::TB;
+  constexpr int NS = Prologue::Sides > 0 ? Prologue::Sides : 1;
+  constexpr bool Divide = detail::has_row_divisor<Prologue>::value;
+  static_assert(Prologue::Sides <= C::SideSlots, "more side reductions than the config's SideSlots");
+  if (shape.m <= 0 || shape.n <= 0) return;
+
+  extern __shared__ unsigned char solder_gemm_smem[];
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(solder_gemm_smem) + 1023) & ~uintptr_t(1023));
+  unsigned char* ring_a = base;
+  TB* ring_b = reinterpret_cast<TB*>(base + C::Stages * C::ABytesPerStage);
+  unsigned char* conv = base + C::Stages * C::StageBytes;  // (2 buffers × Consumers) blocks of 64 × BK of TA
+  float* side_smem = reinterpret_cast<float*>(conv + 2 * C::ConvBytesPerBuffer);  // (Consumers, 64, NS)
+  uint64_t* full = reinterpret_cast<uint64_t*>(side_smem + C::Consumers * 64 * C::SideSlots);
+  uint64_t* empty = full + C::Stages;
+
+  // Work units: ClusterN horizontally adjacent tiles of one tile-row, one per block of the cluster
+  // (with ClusterN 2 the blocks share the A tile: each loads one of its two K boxes and multicasts it).
+  const int tiles_m = ceil_div(shape.m, C::BM);
+  const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
+  const int total_units = tiles_m * tiles_n;
+  const int rank = C::ClusterN > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
+  const int k_tiles = ceil_div(shape.k, C::BK);
+  // Work: with PreSweep, block b takes a contiguous range of the tiles in row-major order, so its tiles
+  // share their tile-row and the pre-sweep runs once per tile-row a block meets, not once per tile (the
+  // side values carry over): with G ≥ R blocks (R tile-rows) each block's range lies in one row (below);
+  // otherwise [b·U/G, (b+1)·U/G). Without PreSweep: tiles b, b + G, … in the grouped order of tile_of
+  // (config.cuh).
+  auto locate = [&](int t, int* m0, int* n0) {
+    int tile_m = 0, tile_n = 0;
+    if constexpr (Prologue::PreSweep) {
+      tile_m = t / tiles_n;
+      tile_n = t % tiles_n;
+    } else {
+      tile_of(t, tiles_m, tiles_n, C::GroupM, &tile_m, &tile_n);
+    }
+    *m0 = tile_m * C::BM;
+    *n0 = (tile_n * C::ClusterN + rank) * C::BN;  // past N for the second block of a ragged pair: zero-filled, not stored
+  };
+  int unit_begin = static_cast<int>(blockIdx.x) / C::ClusterN, unit_end = total_units, unit_step = static_cast<int>(gridDim.x) / C::ClusterN;
+  if constexpr (Prologue::PreSweep) {
+    const int blocks = static_cast<int>(gridDim.x) / C::ClusterN, block = static_cast<int>(blockIdx.x) / C::ClusterN;
+    unit_step = 1;
+    if (blocks >= tiles_m) {
+      // At least one block per tile-row: block b serves tile-row r = ⌊b·R/G⌋ (each row ⌊G/R⌋ or ⌈G/R⌉
+      // consecutive blocks), an even share of that row's tiles, and sweeps one stripe only.
+      const int row = static_cast<int>((long long)block * tiles_m / blocks);
+      const int first = static_cast<int>(((long long)row * blocks + tiles_m - 1) / tiles_m);
+      const int count = static_cast<int>(((long long)(row + 1) * blocks + tiles_m - 1) / tiles_m) - first;
+      const int i = block - first;
+      unit_begin = row * tiles_n + static_cast<int>((long long)tiles_n * i / count);
+      unit_end = row * tiles_n + static_cast<int>((long long)tiles_n * (i + 1) / count);
+    } else {
+      unit_begin = static_cast<int>((long long)total_units * block / blocks);
+      unit_end = static_cast<int>((long long)total_units * (block + 1) / blocks);
+    }
+  }
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::Stages; ++s) {
+      cuda::ptx::mbarrier_init(&full[s], 1);
+      cuda::ptx::mbarrier_init(&empty[s], C::Consumers * 4 * C::ClusterN);  // every consumer warp of the cluster
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  if constexpr (C::ClusterN > 1) {
+    cute::cluster_sync();  // the peer's barriers are initialised before anyone multicasts or arrives
+  } else {
+    __syncthreads();
+  }
+
+  if (warpgroup == 0) {
+    // ---- Producer ----
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    if (thread == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&a) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&b) : "memory");
+      int stage = 0;
+      uint32_t phase = 0;
+      auto next = [&] {
+        if (++stage == C::Stages) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      };
+      auto load_a = [&](int k0, int m0) {
+        if constexpr (C::ClusterN > 1) {  // K box `rank`, into both blocks (each full barrier expects the whole tile)
+          detail::tma_load_multicast(ring_a + (stage * C::ABoxes + rank) * C::BM * 128, a, k0 + rank * C::ABoxK, m0, 0, &full[stage],
+                                     static_cast<uint16_t>((1u << C::ClusterN) - 1));
+        } else {
+#pragma unroll
+          for (int j = 0; j < C::ABoxes; ++j)
+            detail::tma_load(ring_a + (stage * C::ABoxes + j) * C::BM * 128, a, k0 + j * C::ABoxK, m0, 0, &full[stage]);
+        }
+      };
+      int swept_m0 = -1;  // the tile-row whose side values the consumers hold
+      for (int u = unit_begin; u < unit_end; u += unit_step) {
+        int m0, n0;
+        locate(u, &m0, &n0);
+        if constexpr (Prologue::PreSweep) {
+          if (m0 != swept_m0) {  // a new tile-row: its A stripe alone, for the consumers' side reductions
+            for (int kt = 0; kt < k_tiles; ++kt) {
+              detail::wait_parity(&empty[stage], phase ^ 1u);
+              cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                                   &full[stage], static_cast<uint32_t>(C::ABytesPerStage));
+              load_a(kt * C::BK, m0);
+              next();
+            }
+          }
+          swept_m0 = m0;
+        }
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          detail::wait_parity(&empty[stage], phase ^ 1u);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               &full[stage], static_cast<uint32_t>(C::StageBytes));
+          const int k0 = kt * C::BK;
+          load_a(k0, m0);
+          TB* sb = ring_b + stage * (C::BN * C::BK);
+          if constexpr (C::BKMajor) {
+            detail::tma_load(sb, b, k0, n0, 0, &full[stage]);
+          } else {
+#pragma unroll
+            for (int i = 0; i < C::BN / 64; ++i) detail::tma_load(sb + i * 64 * C::BK, b, n0 + 64 * i, k0, 0, &full[stage]);
+          }
+          next();
+        }
+      }
+    }
+  } else {
+    // ---- Consumers ----
+    cutlass::arch::warpgroup_reg_alloc<232>();
+    const int consumer = warpgroup - 1;
+    typename T::TiledMma mma;
+    cute::Tensor sA = cute::make_tensor(cute::make_smem_ptr(reinterpret_cast<typename T::TA*>(conv)), typename T::SmemLayoutA{});
+    cute::Tensor sB = cute::make_tensor(cute::make_smem_ptr(ring_b), typename T::SmemLayoutB{});  // (BN, BK, S)
+    auto thr = mma.get_thread_slice(thread);
+    cute::Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // descriptors of the converted tiles
+    cute::Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
+    cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
+    const int warp = thread / 32, lane = thread % 32;
+    const int my_row = 16 * warp + lane / 4;  // the accumulator's rows: my_row and my_row + 8 (of the 64)
+    const int tile_row = consumer * 64;
+
+    // The conversion's share of this thread: 16-byte source chunk q of rows r0 + RowsPerPass·j,
+    // j < Passes, of the warpgroup's 64 rows (8 consecutive lanes read 8 chunks of one row: no bank
+    // conflict through the 128-byte swizzle).
+    constexpr int SrcChunks = C::BK * dtype_bytes(C::TS) / 16;  // per row: 16 (fp8 MMA) or 8 (16-bit)
+    constexpr int RowsPerPass = 128 / SrcChunks;
+    constexpr int Passes = 64 / RowsPerPass;
+    constexpr int OutBytes = 8 * dtype_bytes(C::TA);  // one chunk's 8 values in TA
+    const int q = thread % SrcChunks, r0 = thread / SrcChunks;
+    const uint32_t ring_a_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring_a));
+    const uint32_t conv_s = static_cast<uint32_t>(__cvta_generic_to_shared(conv));
+    // Byte offsets of pass 0 (row r0; the swizzle's row bits r & 7 are the same for every pass, as
+    // RowsPerPass is a multiple of 8).
+    const uint32_t src_offset = ((q / 8) * C::BM + tile_row + r0) * 128 + (((q % 8) ^ (r0 & 7)) << 4);
+    const uint32_t out_byte = q * OutBytes;
+    const uint32_t conv_offset = (consumer * 64 + r0) * 128 + ((((out_byte >> 4) ^ (r0 & 7)) << 4) | (out_byte & 15));
+    const int kq = q * 8;  // the chunk's first k within the K tile
+
+    int stage = 0;
+    uint32_t phase = 0;
+    auto advance = [&] {
+      if (++stage == C::Stages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    };
+    auto release = [&](int s) {  // on every block of the cluster: the peer multicasts into this stage too
+      __syncwarp();
+      if constexpr (C::ClusterN == 1) {
+        if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
+      } else {
+        if (lane < C::ClusterN) detail::arrive_remote(&empty[s], static_cast<uint32_t>(lane));
+      }
+    };
+    // Side state of the thread's conversion rows, and of its two accumulator rows (the epilogue's).
+    float side[Passes][NS];
+    float side_acc[2][NS];
+    // With a row divisor: r = RN(1/d) per conversion row, and whether the row may use it.
+    float inverse[Passes];
+    bool inverse_ok[Passes];
+    auto side_reset = [&] {
+#pragma unroll
+      for (int j = 0; j < Passes; ++j) prologue.side_init(side[j]);
+    };
+    // Completes the sides of the conversion rows (the SrcChunks lanes of a row hold partial folds) and
+    // publishes them for the accumulator rows through side_smem (read_sides), between two warpgroup
+    // barriers.
+    auto merge_sides = [&] {
+#pragma unroll
+      for (int j = 0; j < Passes; ++j)
+#pragma unroll
+        for (int d = 1; d < SrcChunks; d <<= 1) {
+          float other[NS];
+#pragma unroll
+          for (int i = 0; i < NS; ++i) other[i] = __shfl_xor_sync(0xffffffffu, side[j][i], d);
+          prologue.side_merge(side[j], other);
+        }
+      detail::warpgroup_sync(consumer);  // every thread has read the previous values (read_sides)
+      if (q == 0) {
+#pragma unroll
+        for (int j = 0; j < Passes; ++j)
+#pragma unroll
+          for (int i = 0; i < NS; ++i) side_smem[((consumer * 64) + r0 + RowsPerPass * j) * C::SideSlots + i] = side[j][i];
+      }
+      detail::warpgroup_sync(consumer);
+    };
+    auto read_sides = [&] {
+#pragma unroll
+      for (int slot = 0; slot < 2; ++slot)
+#pragma unroll
+        for (int i = 0; i < NS; ++i) side_acc[slot][i] = side_smem[((consumer * 64) + my_row + 8 * slot) * C::SideSlots + i];
+    };
+    // Folds the thread's chunks of the staged source tile (stage s, K tile at k0) into side; Tail: the
+    // K tile crosses shape.k.
+    auto fold = [&](auto tail, int s, int k0, int m0) {
+      constexpr bool Tail = decltype(tail)::value;
+#pragma unroll
+      for (int j = 0; j < Passes; ++j) {
+        float x[8];
+        detail::unpack8<C::TS>(detail::lds128(ring_a_s + s * C::ABytesPerStage + src_offset + j * RowsPerPass * 128), x);
+        const int row = m0 + tile_row + r0 + RowsPerPass * j;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int k = k0 + kq + e;
+          if (!Tail || k < shape.k) prologue.side_step(side[j], row, k, x[e]);
+        }
+      }
+    };
+    // Converts the thread's chunks of stage s into converted buffer `buffer` (folding the sides on the
+    // way when there is no pre-sweep).
+    auto convert = [&](auto tail, int s, int buffer, int k0, int m0) {
+      constexpr bool Tail = decltype(tail)::value;
+#pragma unroll
+      for (int j = 0; j < Passes; ++j) {
+        float x[8];
+        detail::unpack8<C::TS>(detail::lds128(ring_a_s + s * C::ABytesPerStage + src_offset + j * RowsPerPass * 128), x);
+        const int row = m0 + tile_row + r0 + RowsPerPass * j;
+        float v[8];
+        uint32_t packed[8 * dtype_bytes(C::TA) / 4];
+        if constexpr (Divide) {
+          // n · RN(1/d), kept where the window proves it rounds as RN(n / d) does (row_divide.h).
+          float lo[8], hi[8];
+          bool tiny = false;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int k = k0 + kq + e;
+            if constexpr (!Prologue::PreSweep && Prologue::Sides > 0)
+              if (!Tail || k < shape.k) prologue.side_step(side[j], row, k, x[e]);
+            const float qv = prologue.numerator(row, k, x[e], side[j]) * inverse[j];
+            row_divide_window(qv, &lo[e], &hi[e]);
+            if constexpr (row_divide_tiny(C::TA)) tiny |= fabsf(qv) < 7.52316385e-37f;  // 2⁻¹²⁰
+          }
+          uint32_t upper[8 * dtype_bytes(C::TA) / 4];
+          detail::round_pack<C::TA>(lo, packed);
+          detail::round_pack<C::TA>(hi, upper);
+          uint32_t differ = 0;
+#pragma unroll
+          for (int w = 0; w < 8 * dtype_bytes(C::TA) / 4; ++w) differ |= packed[w] ^ upper[w];
+          if (differ != 0 || tiny || !inverse_ok[j] || (Tail && k0 + kq + 8 > shape.k)) {
+            // The IEEE division (the program's operand), as the window could not prove the rounding.
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              const int k = k0 + kq + e;
+              v[e] = (!Tail || k < shape.k) ? prologue.operand(row, k, x[e], side[j]) : 0.0f;
+            }
+            detail::round_pack<C::TA>(v, packed);
+          }
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int k = k0 + kq + e;
+            v[e] = 0.0f;
+            if (!Tail || k < shape.k) {
+              if constexpr (!Prologue::PreSweep && Prologue::Sides > 0) prologue.side_step(side[j], row, k, x[e]);
+              v[e] = prologue.operand(row, k, x[e], side[j]);
+            }
+          }
+          detail::round_pack<C::TA>(v, packed);
+        }
+        const uint32_t out = conv_s + buffer * C::ConvBytesPerBuffer + conv_offset + j * RowsPerPass * 128;
+        if constexpr (OutBytes == 8) {
+          detail::sts64(out, packed[0], packed[1]);
+        } else {
+          detail::sts128(out, packed[0], packed[1], packed[2], packed[3]);
+        }
+      }
+    };
+    auto prepare_divisors = [&](int m0) {
+      if constexpr (Divide) {
+#pragma unroll
+        for (int j = 0; j < Passes; ++j) {
+          const float d = prologue.divisor(m0 + tile_row + r0 + RowsPerPass * j, side[j]);
+          inverse[j] = __frcp_rn(d);
+          inverse_ok[j] = row_divisor_ok(d, inverse[j]);
+        }
+      }
+    };
+
+    int swept_m0 = -1;
+    int buffer = 0;
+    for (int u = unit_begin; u < unit_end; u += unit_step) {
+      int m0, n0;
+      locate(u, &m0, &n0);
+      if constexpr (Prologue::PreSweep) {
+        if (m0 != swept_m0) {  // a new tile-row: sweep its A stripe (the producer loads it alone)
+          side_reset();
+          for (int kt = 0; kt < k_tiles; ++kt) {
+            detail::wait_parity(&full[stage], phase);
+            if (kt * C::BK + C::BK <= shape.k) fold(cuda::std::false_type{}, stage, kt * C::BK, m0);
+            else fold(cuda::std::true_type{}, stage, kt * C::BK, m0);
+            release(stage);
+            advance();
+          }
+          merge_sides();
+          prepare_divisors(m0);
+          swept_m0 = m0;
+        }
+      } else {
+        side_reset();
+        prepare_divisors(m0);  // a divisor that reads no side values (gemm_prologue_writer checks)
+      }
+      cute::clear(acc);
+      // Per K tile: convert the staged source tile into a converted buffer (TA, 128-byte swizzled like
+      // a TMA tile), make it visible to the async proxy, then the SS wgmma. The wait for the previous
+      // K tile's wgmma (wait<1>) comes after this one's issue: converting K tile kt+1 overlaps the
+      // wgmma of kt, and the buffer it writes (that of kt-1) is free by then.
+      int previous = 0;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        detail::wait_parity(&full[stage], phase);
+        if (kt * C::BK + C::BK <= shape.k) convert(cuda::std::false_type{}, stage, buffer, kt * C::BK, m0);
+        else convert(cuda::std::true_type{}, stage, buffer, kt * C::BK, m0);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the converted tile, for wgmma
+        detail::warpgroup_sync(consumer);
+        cute::warpgroup_fence_operand(acc);
+        cute::warpgroup_arrive();
+#pragma unroll
+        for (int kb = 0; kb < T::KBlocks; ++kb)
+          cute::gemm(mma, tCrA(cute::_, cute::_, kb, buffer * C::Consumers + consumer), tCrB(cute::_, cute::_, kb, stage), acc);
+        cute::warpgroup_commit_batch();
+        cute::warpgroup_wait<1>();  // the previous K tile's wgmma is done: its stage and buffer are free
+        cute::warpgroup_fence_operand(acc);
+        if (kt > 0) release(previous);
+        previous = stage;
+        buffer ^= 1;
+        advance();
+      }
+      cute::warpgroup_wait<0>();
+      cute::warpgroup_fence_operand(acc);
+      if (k_tiles > 0) release(previous);
+      if constexpr (!Prologue::PreSweep) merge_sides();
+      read_sides();
+
+      // ---- Epilogue (the m64nBNk accumulator layout, as gemm_body) ----
+      const int row_base = m0 + tile_row + my_row;
+      const int col_base = n0 + 2 * (lane % 4);
+      if constexpr (detail::has_row_factor<Epilogue>::value) {
+        // The scale once per row; pairs of columns stored together where the epilogue can.
+        float factor[2];
+#pragma unroll
+        for (int slot = 0; slot < 2; ++slot) factor[slot] = epilogue.row_factor(row_base + 8 * slot, side_acc[slot]);
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; i += 2) {
+          const int slot = (i / 2) % 2;
+          const int row = row_base + 8 * slot;
+          const int col = col_base + 8 * (i / 4);
+          if (row < shape.m) {
+            if constexpr (detail::has_scaled_pair<Epilogue>::value) {
+              if (col + 1 < shape.n) {
+                epilogue.scaled_pair(0, row, col, acc(i), acc(i + 1), factor[slot]);
+              } else if (col < shape.n) {
+                epilogue.scaled(0, row, col, acc(i), factor[slot]);
+              }
+            } else {
+              if (col < shape.n) epilogue.scaled(0, row, col, acc(i), factor[slot]);
+              if (col + 1 < shape.n) epilogue.scaled(0, row, col + 1, acc(i + 1), factor[slot]);
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; i += 2) {
+          const int slot = (i / 2) % 2;
+          const int row = row_base + 8 * slot;
+          const int col = col_base + 8 * (i / 4);
+          if (row < shape.m) {
+            if (col < shape.n) epilogue(0, row, col, acc(i), side_acc[slot]);
+            if (col + 1 < shape.n) epilogue(0, row, col + 1, acc(i + 1), side_acc[slot]);
+          }
+        }
+      }
+    }
+  }
+  // No block leaves while its peer may still multicast into it or arrive on its barriers.
+  if constexpr (C::ClusterN > 1) cute::cluster_sync();
+}
+
+// ---- The converter-warpgroup schedule (ConverterWarpgroup true) ----
+template <class C, class Prologue, class Epilogue>
+__device__ __forceinline__ void gemm_prologue_body_converter(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
                                                    const Prologue& prologue, const Epilogue& epilogue) {
   using T = detail::PrologueTypes<C>;
   using TB = typename T::TB;
@@ -676,6 +1096,17 @@ __device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const Ten
   }
   // No block leaves while its peer may still multicast into it or arrive on its barriers.
   if constexpr (C::ClusterN > 1) cute::cluster_sync();
+}
+
+// The kernel's body: the schedule the config names.
+template <class C, class Prologue, class Epilogue>
+__device__ __forceinline__ void gemm_prologue_body(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
+                                                   const Prologue& prologue, const Epilogue& epilogue) {
+  if constexpr (C::ConverterWarpgroup) {
+    gemm_prologue_body_converter<C>(a, b, shape, prologue, epilogue);
+  } else {
+    gemm_prologue_body_inline<C>(a, b, shape, prologue, epilogue);
+  }
 }
 
 template <class C, class Prologue, class Epilogue>
