@@ -7,7 +7,8 @@
 #   ROOT=<repository> bash BIN_DIR/prologue_fast2_device.sh OUTDIR DEADLINE_S BIN_DIR
 # BIN_DIR holds a stripped `solder` and `test_sm90_gemm_prologue` built elsewhere (the device headers
 # are embedded in solder); SOLDER_CUTLASS_INCLUDE names the CuTe headers. With $OUT set, OUTDIR is
-# tarred into it. Solder's timings stop when fewer than 150 s are left.
+# tarred into it. Solder's timings stop when fewer than 150 s are left. With AB_CASES set (a case
+# regex), those cases are timed again with SOLDER_PROLOGUE_SCHEDULE=converter right after.
 set -uo pipefail
 cd "${ROOT:-$(dirname "$0")/..}"
 out=$1; deadline=$2; bin=$3
@@ -40,6 +41,25 @@ for l in open('/tmp/pb/solder-reductions.jsonl'):
     print("  ", r.get("case") or r.get("id"), r.get("status"), r.get("median_us"), r.get("floor_us"))
 PY
 cp /tmp/pb/solder-reductions.jsonl "$out/"
+if [ -n "${AB_CASES:-}" ] && [ "$(left)" -gt 220 ]; then
+  # A/B in the same call: the cases AB_CASES (a regex, e.g. 'quant_gemm-Q(1|5)$|rmsnorm_gemm-L1') with
+  # SOLDER_PROLOGUE_SCHEDULE=converter (docs/runtime.md).
+  echo "== bench: the converter schedule, $AB_CASES ($(left) s left)"
+  python3 bench/suites.py --suite reductions --cases "$AB_CASES" --solder-commands --compile-only --timeout 300 |
+    SOLDER_PROLOGUE_SCHEDULE=converter xargs -d '\n' -P "$(nproc)" -n 1 sh -c > /tmp/pb/compile-conv.log 2>&1
+  while IFS= read -r line; do
+    if [ "$(left)" -lt 150 ]; then echo "   deadline: stopped before $line"; break; fi
+    SOLDER_PROLOGUE_SCHEDULE=converter sh -c "$line" 2>> /tmp/pb/solder-conv.err || echo "   failed: $line"
+  done < <(python3 bench/suites.py --suite reductions --cases "$AB_CASES" --solder-commands --resume --timeout 150 \
+             --out /tmp/pb/solder-converter.jsonl)
+  python3 - <<'PY'
+import json
+for l in open('/tmp/pb/solder-converter.jsonl'):
+    r = json.loads(l)
+    print("   converter", r.get("case") or r.get("id"), r.get("status"), r.get("median_us"))
+PY
+  cp /tmp/pb/solder-converter.jsonl "$out/"
+fi
 echo "== solder run --backend cuda ($(left) s left)"
 run() {  # name, args
   local name=$1; shift
