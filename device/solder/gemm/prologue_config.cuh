@@ -10,8 +10,8 @@
 // converted shared-memory tile that wgmma reads (SS). The side reductions fold the staged elements of
 // each row.
 // With PreSweep, operand() reads the final side values: each block first sweeps its A stripe (TMA
-// loads of A only, no MMA) to complete them, then runs the RS sweep; without it, the side reductions
-// are folded during the one RS sweep and only the epilogue reads them.
+// loads of A only, no MMA) to complete them, then the converting sweep; without it, the side reductions
+// are folded during the one sweep and only the epilogue reads them.
 #pragma once
 
 #include "config.cuh"
@@ -25,13 +25,17 @@ namespace solder::gemm {
 //              BM × BK elements of TS, loaded as BK·bytes(TS)/128 TMA boxes of 128 bytes × BM rows.
 // Stages       ring depth; BKMajor as Config; no clusters and no split-K on this path.
 // SideSlots    side values per row kept in shared memory for the epilogue (≥ the prologue's Sides).
+// ConverterWarpgroup  the schedule: false (the default, what the code generator writes) converts in
+//              the consumer warpgroups; true in a dedicated converter warpgroup (measured slower on
+//              2026-11-26: bench/NOTES.md, "converter warpgroup").
 // ClusterN     1, or 2: clusters of two blocks on horizontally adjacent tiles of one tile-row; each
 //              loads one of the A tile's two K boxes (fp8 MMA types: BK 128, A in 16 bits) and
 //              multicasts it to both, halving A's L2 reads. The grid must be even.
-// Shared memory: the ring (A's source and B per stage), two converted A buffers of BM × BK in TA (the
-// conversion of one K tile overlaps the wgmma of the previous one), the side values, the barriers.
+// Shared memory: Stages stages of A's source and of B (one ring in the inline schedule, two in the
+// converter schedule), two converted A buffers of BM × BK in TA (one is filled while wgmma reads the
+// other), the side values, the barriers.
 template <Dtype TS_, Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool BKMajor_ = true, int GroupM_ = 16,
-          int SideSlots_ = 1, int ClusterN_ = 1>
+          int SideSlots_ = 1, int ClusterN_ = 1, bool ConverterWarpgroup_ = false>
 struct PrologueConfig {
   static constexpr Dtype TS = TS_;
   static constexpr Dtype TA = TA_;
@@ -51,13 +55,21 @@ struct PrologueConfig {
   static constexpr int ABoxes = BK * dtype_bytes(TS_) / 128;  // 128-byte K boxes of A per stage
   static constexpr int ABoxK = 128 / dtype_bytes(TS_);        // A's elements per box row
   static constexpr int Consumers = BM_ / 64;
+  // The schedule (sm90_gemm_prologue.cuh). false (inline): a producer warpgroup loads A and B, each
+  // consumer warpgroup converts its 64 rows and runs the wgmma. true: a converter warpgroup (which
+  // also loads A's source tiles) and Consumers MMA warpgroups (the first one's thread 0 loads B).
+  // Either way 128 · (Consumers + 1) threads: ptxas compiles every role at the launch's 65536 / Threads
+  // registers (setmaxnreg or not), so a fourth warpgroup would leave a 64 × 256 accumulator 128.
+  static constexpr bool ConverterWarpgroup = ConverterWarpgroup_;
   static constexpr int Threads = 128 * (Consumers + 1);
   static constexpr int ABytesPerStage = BM_ * BK * dtype_bytes(TS_);
   static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);
   static constexpr int StageBytes = ABytesPerStage + BBytesPerStage;
   static constexpr int SideSlots = SideSlots_;
   static constexpr int ConvBytesPerBuffer = BM_ * BK * dtype_bytes(TA_);  // = BM × 128
-  static constexpr int SmemBytes = Stages_ * StageBytes + 2 * ConvBytesPerBuffer + BM_ * SideSlots_ * 4 + 16 * Stages_ + 1024;
+  static constexpr int ConvStages = 2;  // converted A buffers: the converter fills one while wgmma reads the other
+  static constexpr int SmemBytes =
+      Stages_ * StageBytes + ConvStages * ConvBytesPerBuffer + BM_ * SideSlots_ * 4 + 32 * Stages_ + 16 * ConvStages + 16 + 1024;
 
   static_assert(TS_ == Dtype::bf16 || TS_ == Dtype::f16, "A's source must be bf16 or f16");
   static_assert(dtype_bytes(TA_) == dtype_bytes(TB_) && (TA_ == TB_ || dtype_is_fp8(TA_)),
@@ -88,10 +100,14 @@ SOLDER_GEMM_HD constexpr LaunchGeometry prologue_launch_config(C, const GemmShap
   return g;
 }
 
+// Threads per block of the prologue path for a BM (the converter and BM / 64 consumer warpgroups).
+SOLDER_GEMM_HD constexpr int prologue_threads(int bm) { return 128 * (bm / 64 + 1); }
+
 // PrologueConfig's SmemBytes from its numbers (the code generator sizes launches with it).
 SOLDER_GEMM_HD constexpr int prologue_smem_bytes(int bm, int bn, int source_bytes, int mma_bytes, int stages, int side_slots = 1) {
   const int bk = 128 / mma_bytes;
-  return stages * (bm * bk * source_bytes + bn * bk * mma_bytes) + 2 * bm * bk * mma_bytes + bm * side_slots * 4 + 16 * stages + 1024;
+  return stages * (bm * bk * source_bytes + bn * bk * mma_bytes) + 2 * bm * bk * mma_bytes + bm * side_slots * 4 + 32 * stages + 16 * 2 + 16 +
+         1024;
 }
 
 // The largest ring depth (≤ max_stages) whose shared memory fits 227 KB, for A staged in `source`

@@ -3,10 +3,12 @@
 #include "solder/gemm/prologue_config.cuh"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
+#include "support/refusal.h"
 #include "contract/gemm_prologue_fit.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
@@ -28,6 +30,17 @@ constexpr int kSmCount = 132;
 // ClusterN 2 for fp8 T (below). Off until it has run on a GPU: tests/gpu/gemm/test_sm90_gemm_prologue
 // covers the cluster kernels (its last cases); turn on once they pass and the bench says it is faster.
 constexpr bool kPrologueClusters = false;
+
+// The prologue kernel's schedule (PrologueConfig's ConverterWarpgroup): inline (conversion in the
+// consumer warpgroups) unless SOLDER_PROLOGUE_SCHEDULE=converter asks for the converter-warpgroup
+// schedule, an A/B knob (docs/runtime.md): measured 2.0-3.2x slower on the H100 (bench/NOTES.md, fifth
+// session). Any other value is the user's error (a Refusal: exit 2).
+bool converter_schedule() {
+  const char* value = std::getenv("SOLDER_PROLOGUE_SCHEDULE");
+  if (!value || !*value || std::string(value) == "inline") return false;
+  if (std::string(value) == "converter") return true;
+  throw Refusal(std::string("SOLDER_PROLOGUE_SCHEDULE: expected inline or converter, found '") + value + "' (unset it for the default)");
+}
 
 // Loads of the staged source X[row, k] → x_, loads of side buffers → s_[i].
 class PrologueLoads : public ExprMutator {
@@ -145,6 +158,7 @@ std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram
   // at 128 × 256 instead of 64). 66 clusters of two fit on the H100's 132 SMs (measured 2026-11-26).
   const int cluster_n = kPrologueClusters && mma_bytes == 1 && source_bytes == 2 && tiles_n >= 2 ? 2 : 1;
   const int64_t tiles = tiles_m * ((tiles_n + cluster_n - 1) / cluster_n) * cluster_n;
+  const bool converter = converter_schedule();
 
   GemmSkeletonLaunch launch;
   auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) { return skeleton_launch_operand(program, o, tile_rows); };
@@ -156,7 +170,8 @@ std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram
   launch.prologue = true;
   std::ostringstream config;
   config << "solder::gemm::PrologueConfig<" << skeleton_dtype_name(p.a.dtype) << ", " << mma_enum(c.type) << ", " << skeleton_dtype_name(p.b.dtype) << ", " << bm
-         << ", " << bn << ", " << stages << ", " << (p.b.k_major ? "true" : "false") << ", 16, " << side_slots << ", " << cluster_n << ">";
+         << ", " << bn << ", " << stages << ", " << (p.b.k_major ? "true" : "false") << ", 16, " << side_slots << ", " << cluster_n
+         << (converter ? ", true" : "") << ">";
   launch.config = config.str();
 
   const std::string name = cuda_identifier(kernel.name);
@@ -190,6 +205,7 @@ std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram
   for (auto& d : kernel.definitions) out << " " << d;
   out << "\n// on the sm_90a GEMM skeleton's operand-prologue path: " << launch.config << ", M " << p.m << ", N " << p.n << ", K " << p.k;
   out << "\n// tile: " << plan_note << "; ring refitted to " << stages << " stages for A staged in " << dtype_name(p.a.dtype);
+  out << "\n// schedule: " << (converter ? "converter warpgroup (SOLDER_PROLOGUE_SCHEDULE=converter)" : "inline (the consumer warpgroups convert A)");
   out << "\n// A = " << print_expr(c.terms[0].a) << ", converted from the staged " << p.a.tensor << " and rounded to "
       << mma_type_name(c.type) << " into a shared-memory tile (wgmma SS); B = " << p.b.tensor << (p.b.k_major ? " (K-major)" : " (N-major)");
   for (auto* s : pp.sides)
@@ -330,7 +346,7 @@ std::optional<GemmSkeletonKernel> write_gemm_prologue_kernel(const KernelProgram
   GemmSkeletonKernel result;
   result.source = out.str();
   result.info.name = name;
-  result.info.threads = 128 * (bm / 64 + 1);
+  result.info.threads = solder::gemm::prologue_threads(bm);
   result.info.cluster = cluster_n;
   result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(tiles, kSmCount) / cluster_n) * cluster_n;
   result.info.shared_bytes = solder::gemm::prologue_smem_bytes(bm, bn, source_bytes, mma_bytes, stages, side_slots);

@@ -13,9 +13,10 @@
 // row-divisor path must fall back to the division to round them to even.
 // Each case also checks the side values the epilogue receives (written for column 0) and runs ragged
 // M, N and K (K < BK, K not a multiple of BK, M and N not multiples of the tile), one block per tile
-// and persistent blocks, and 2-block clusters along N that share A's tile (ClusterN 2, the last
-// cases). Outputs are poisoned with NaN; operand padding holds NaN. Exit 0 when every case passes, 1
-// on a failure, 3 on a CUDA error. Build and run: tests/gpu/gemm/run.sh.
+// and persistent blocks, and 2-block clusters along N that share A's tile (ClusterN 2); then the same
+// families on the converter-warpgroup schedule (ConverterWarpgroup true, the last cases). Outputs
+// are poisoned with NaN; operand padding holds NaN. Exit 0 when every case passes, 1 on a failure, 3
+// on a CUDA error. Build and run: tests/gpu/gemm/run.sh.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -204,6 +205,9 @@ void run_family(const char* name, std::mt19937& rng) {
   const int shapes[][3] = {{1, 17, 100}, {100, 129, 1000}, {256, 256, 512}, {129, 64, 64}, {77, 300, 200}, {50, 40, 30}, {300, 520, 777}};
   for (auto& s : shapes) run_case<C, quant, QP, QE>(name, s[0], s[1], s[2], 0, rng);
   run_case<C, quant, QP, QE>(name, 700, 900, 1100, 5, rng);  // persistent: 5 blocks loop over the tiles
+  // Fewer blocks than tile-rows and at most two K tiles: each block meets several tile-rows, and the
+  // converter runs a whole tile ahead of the consumers' epilogue (the side values' hand-over).
+  run_case<C, quant, QP, QE>(name, 1000, 300, 200, 3, rng);
 }
 
 // An operand from explicit values f(row, k) (K-major, rounded to dtype, padding NaN).
@@ -315,6 +319,26 @@ int main(int argc, char** argv) {
   run_exact<Cluster256, QuantDividePrologue>("quant-divide e4m3 128x256 s3 cluster 1x2", 300, 600, 4, rng);
   run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 256, 4, false>, false>("rms bf16 128x256 s4 B N-major", rng);
   run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 128, 4, true>, false>("rms bf16 128x128 s4 B K-major", rng);
+  // BM 64: two converter threads per row (each half of the row's chunks), 16-bit MMA type.
+  run_family<PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 64, 128, 4, true>, false>("rms bf16 64x128 s4 B K-major", rng);
+  // Two ring stages only (each load waits for the stage read one K tile earlier).
+  run_family<PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 2>, true, QuantDividePrologue, QuantFactorEpilogue>(
+      "quant-divide-factor e4m3 128x256 s2", rng);
+  // The converter-warpgroup schedule (ConverterWarpgroup true): a dedicated converter warpgroup
+  // loads and converts A, the consumers load B and run the wgmma.
+  using ConvQ256 = PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 3, true, 16, 1, 1, true>;
+  using ConvQ64 = PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 64, 128, 4, true, 16, 1, 1, true>;
+  using ConvQ256S2 = PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 2, true, 16, 1, 1, true>;
+  using ConvCluster = PrologueConfig<Dtype::bf16, Dtype::e4m3, Dtype::e4m3, 128, 256, 3, true, 16, 1, 2, true>;
+  using ConvRmsN = PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 128, 256, 4, false, 16, 1, 1, true>;
+  using ConvRms64 = PrologueConfig<Dtype::bf16, Dtype::bf16, Dtype::bf16, 64, 128, 4, true, 16, 1, 1, true>;
+  run_family<ConvQ256, true, QuantDividePrologue, QuantFactorEpilogue>("converter quant-divide-factor e4m3 128x256 s3", rng);
+  run_family<ConvQ64, true>("converter quant e4m3 64x128 s4", rng);
+  run_family<ConvQ256S2, true, QuantDividePrologue>("converter quant-divide e4m3 128x256 s2", rng);
+  run_exact<ConvQ256, QuantDividePrologue>("converter quant-divide e4m3 128x256 s3", 257, 300, 3, rng);
+  run_family<ConvCluster, true, QuantDividePrologue>("converter quant-divide e4m3 128x256 s3 cluster 1x2", rng);
+  run_family<ConvRmsN, false>("converter rms bf16 128x256 s4 B N-major", rng);
+  run_family<ConvRms64, false>("converter rms bf16 64x128 s4 B K-major", rng);
   std::printf("%d of %d prologue cases passed\n", cases - failures, cases);
   return failures ? 1 : 0;
 }

@@ -189,5 +189,46 @@ TEST(PrologueContraction, RowDivisionTakesOnlyAPerRowDivisorWithoutAdditions) {
   EXPECT_FALSE(row_division(make_binary(BinaryOp::mul, x, side), "k", sides, true).has_value());  // not a division
 }
 
+// SOLDER_PROLOGUE_SCHEDULE (docs/runtime.md): the generated config names the converter-warpgroup
+// schedule only when asked; unset or `inline` keeps the default; anything else is an error.
+TEST(PrologueContraction, ScheduleKnobPicksTheConverterWarpgroupOnlyWhenAsked) {
+  BoundProgram bound = example("quant_gemm", kQuant);
+  CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
+  ASSERT_EQ(compiled.kernels.kernels.size(), 1u) << compiled.report;
+  struct Scope {  // the variable for the life of a scope
+    explicit Scope(const char* value) { setenv("SOLDER_PROLOGUE_SCHEDULE", value, 1); }
+    ~Scope() { unsetenv("SOLDER_PROLOGUE_SCHEDULE"); }
+  };
+  int inline_threads = 0;
+  {
+    GeneratedModule m = generate_cuda(compiled.kernels);
+    EXPECT_NE(m.source.find("16, 1, 1>;"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("// schedule: inline"), std::string::npos) << m.source;
+    ASSERT_EQ(m.kernels.size(), 1u);
+    inline_threads = m.kernels[0].threads;
+  }
+  {
+    Scope scope("inline");
+    EXPECT_NE(generate_cuda(compiled.kernels).source.find("16, 1, 1>;"), std::string::npos);
+  }
+  {
+    Scope scope("converter");
+    GeneratedModule m = generate_cuda(compiled.kernels);
+    EXPECT_NE(m.source.find("16, 1, 1, true>;"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("// schedule: converter warpgroup"), std::string::npos) << m.source;
+    ASSERT_EQ(m.kernels.size(), 1u);
+    EXPECT_EQ(m.kernels[0].threads, inline_threads);  // the same warpgroup count (BM / 64 + 1)
+  }
+  {
+    Scope scope("fast");
+    try {
+      generate_cuda(compiled.kernels);
+      ADD_FAILURE() << "SOLDER_PROLOGUE_SCHEDULE=fast accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("expected inline or converter, found 'fast'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace solder
