@@ -10,6 +10,7 @@
 # (SOLDER_COMPILE_JOBS=1), for comparison. Programs run one after another so that each cold compile has the machine's cores to
 # itself (a program of several kernels compiles them in parallel, $SOLDER_COMPILE_JOBS). Writes a
 # markdown table to OUT.md, with the machine and the commit ($SOLDER_COMMIT or git).
+# Env: EXAMPLES="ffn nerf_mlp ..." times only those; ONE_UNIT=0 skips the one-unit comparison.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/compile_times.sh OUT.md [SOLDER]}
@@ -20,7 +21,9 @@ seconds() { python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1])
   echo "| program | kernels | cold compile s | cold, one unit s | warm s | plan s |"
   echo "|---|---|---|---|---|---|"
 } > "$out.rows"
-for file in examples/*.sol; do
+files=examples/*.sol
+[ -n "${EXAMPLES:-}" ] && files=$(for e in $EXAMPLES; do echo "examples/$e.sol"; done)
+for file in $files; do
   name=$(basename "$file" .sol)
   cache=$(mktemp -d)
   t0=$(date +%s.%N)
@@ -35,8 +38,8 @@ for file in examples/*.sol; do
   rm -rf "$cache"
   kernels=$(echo "$line" | sed -n 's/.*: \([0-9]*\) kernel(s).*/\1/p')
   case "$line" in *"compiled in"*|*"already in"*) ;; *) cold="failed: ${line:0:80}";; esac
-  single="="
-  if [ "${kernels:-1}" -gt 1 ]; then  # the same compile as one translation unit, for comparison
+  single="="; [ "${kernels:-1}" -gt 1 ] && single="—"
+  if [ "${kernels:-1}" -gt 1 ] && [ "${ONE_UNIT:-1}" = 1 ]; then  # the same compile as one translation unit, for comparison
     cache=$(mktemp -d)
     t0=$(date +%s.%N)
     SOLDER_COMPILE_JOBS=1 SOLDER_CACHE_DIR=$cache timeout 300 "$solder" bench "$file" --compile-only > /dev/null 2>&1
