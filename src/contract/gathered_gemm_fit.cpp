@@ -2,6 +2,7 @@
 #include "contract/gathered_gemm_fit.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "contract/canonicalize.h"
@@ -34,6 +35,7 @@ bool innermost_uses(const Expr& e, const std::string& var) {
 
 GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<GlobalTensor>& globals) {
   auto refuse = [](std::string why) { return GatheredGemmFit{std::nullopt, std::move(why)}; };
+  if (const char* off = std::getenv("SOLDER_GATHERED_GEMM"); off && std::string(off) == "0") return refuse("off by SOLDER_GATHERED_GEMM=0");
   if (c.type != MmaType::f16 && c.type != MmaType::bf16)
     return refuse("T is " + std::string(mma_type_name(c.type)) + " (the gathered GEMM takes bf16 or f16)");
   if (!c.pair_terms.empty()) return refuse("a paired product");
@@ -85,6 +87,9 @@ GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<Globa
   }
   p.reduce_axes = c.reduce_axes;
   for (auto& axis : c.reduce_axes) p.k *= axis.extent;
+  if (p.row_axes.empty() || p.column_axes.empty()) return refuse("no row or no column axis (a matrix-vector product)");
+  if (p.m < 16 || p.n < 16)
+    return refuse(std::to_string(p.m) + " rows × " + std::to_string(p.n) + " columns: fewer than one 16 × 16 mma tile (a decode's product)");
   auto uses_only = [&](const Expr& e, const std::vector<Axis>& side) {
     for (auto& v : vars_used(e)) {
       bool known = false;

@@ -20,7 +20,8 @@
 // select of such values: exact_mma_type), so converting it to T changes nothing; A uses only row,
 // reduced and batch axes and B only column, reduced and batch axes; every load reads a global tensor
 // (the kernel holds nothing else) and no global is both read and written; there is no `where`, no
-// guard, no accumulation and no paired product. The scale, the bias, the epilogue and the
+// guard, no accumulation and no paired product; it has a row and a column axis and M, N ≥ 16 (a
+// matrix-vector or decode product is not one). The scale, the bias, the epilogue and the
 // destination's index are any expressions of the domain's axes (and the epilogue of `value`).
 #pragma once
 
@@ -48,6 +49,9 @@ struct GatheredGemmFit {
   std::string refusal;
 };
 
+// SOLDER_GATHERED_GEMM=0 turns the gathered GEMM off (every whole contraction it would take stays in
+// the fused kernels, as before it existed): refused with the reason "off by SOLDER_GATHERED_GEMM=0".
+// Any other value, or none, leaves it on.
 GatheredGemmFit fit_gathered_gemm(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
 
 }  // namespace solder

@@ -123,5 +123,19 @@ TEST(ConvImplicitGemmProperty, RefusesFloat32Operands) {
   EXPECT_NE(why.find("not a gathered GEMM either"), std::string::npos) << why;
 }
 
+// What the skeleton refuses for its layout alone (rows of 126 bytes) the gathered GEMM takes; a
+// matrix-vector product it refuses too.
+TEST(ConvImplicitGemmProperty, TakesUnalignedRowsButNotMatrixVectorProducts) {
+  BoundProgram unaligned = testing::bind_text(
+      "program p\ndim M = 40, N = 48, K = 63\nin a[M, K] : bf16\nin b[K, N] : bf16\nout y[m, n] = sum(k) a[m, k] * b[k, n]\n");
+  std::string why;
+  auto kernel = lower_whole_contraction(unaligned, 0, &why, false);
+  ASSERT_TRUE(kernel.has_value()) << why;
+  EXPECT_NE(kernel->body[0].get()->comment.find("gathered GEMM"), std::string::npos);
+  BoundProgram matvec = testing::bind_text("program p\ndim M = 40, K = 64\nin a[M, K] : bf16\nin w[K] : bf16\nout y[m] = sum(k) a[m, k] * w[k]\n");
+  EXPECT_FALSE(lower_whole_contraction(matvec, 0, &why, false).has_value());
+  EXPECT_NE(why.find("not a gathered GEMM either: no row or no column axis"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace solder
