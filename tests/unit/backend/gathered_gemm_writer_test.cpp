@@ -86,5 +86,13 @@ TEST(GatheredGemmWriter, TileOverrideIsCheckedAndApplied) {
   unsetenv("SOLDER_GATHERED_TILE");
 }
 
+TEST(GatheredGemmWriter, OffSwitchRestoresTheFusedPlan) {
+  setenv("SOLDER_GATHERED_GEMM", "0", 1);
+  GeneratedModule off = example_for_gpu("conv_chain");
+  unsetenv("SOLDER_GATHERED_GEMM");
+  EXPECT_EQ(gathered_kernels(off), 0) << contraction_schedule_text(off.contractions);
+  EXPECT_EQ(gathered_kernels(example_for_gpu("conv_chain")), 2);
+}
+
 }  // namespace
 }  // namespace solder
