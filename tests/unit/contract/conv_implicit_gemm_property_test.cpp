@@ -1,5 +1,6 @@
 // The implicit-GEMM form of convolutions (contract/gathered_gemm_fit.h, lower_whole_contraction):
-// random small 2-D convolutions — NCHW, kernel 1×1 to 5×5, stride 1 or 2, zero padding, ragged sizes,
+// random small 2-D convolutions — NCHW, kernel 1×1 to 5×5, stride 1 or 2, zero padding, ragged sizes
+// (at least 16 output pixels and channels: one mma tile),
 // a bias and ReLU consumer or none — lowered as one whole `contract` (K = C_in·KH·KW flattened, the
 // padding a zero-filled select in the gathered A operand), run on the CPU executor, must agree with
 // the plain reduce (the unfused lowering without contracts) and with the float64 reference. The
@@ -30,9 +31,9 @@ Conv random_conv(uint64_t seed) {
   Conv v;
   v.n = pick(1, 2);
   v.c = pick(1, 6);
-  v.h = pick(1, 9);
-  v.w = pick(1, 11);
-  v.o = pick(1, 20);
+  v.h = pick(4, 9);
+  v.w = pick(4, 11);
+  v.o = pick(16, 40);  // at least one 16 x 16 mma tile (fit_gathered_gemm), ragged against 32
   const int kernels[] = {1, 3, 5};
   v.kh = kernels[pick(0, 2)];
   v.kw = pick(0, 3) == 0 ? kernels[pick(0, 2)] : v.kh;
@@ -41,7 +42,7 @@ Conv random_conv(uint64_t seed) {
   v.pw = v.kw / 2;
   v.ho = (v.h + 2 * v.ph - v.kh) / v.stride + 1;
   v.wo = (v.w + 2 * v.pw - v.kw) / v.stride + 1;
-  if (v.ho < 1 || v.wo < 1) v.stride = 1, v.ho = v.h + 2 * v.ph - v.kh + 1, v.wo = v.w + 2 * v.pw - v.kw + 1;
+  if (v.ho < 1 || v.wo < 1 || v.n * v.ho * v.wo < 16) v.stride = 1, v.ho = v.h + 2 * v.ph - v.kh + 1, v.wo = v.w + 2 * v.pw - v.kw + 1;
   const bool relu = pick(0, 1) == 1;
   const std::string type = pick(0, 2) ? "f16" : "bf16";
   auto s = [](int x) { return std::to_string(x); };
