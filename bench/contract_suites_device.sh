@@ -9,7 +9,8 @@
 # reference (what tests/gpu/run.sh does per example); (3) Solder's bench cases of the suite, one at a
 # time (`solder bench --json`), Solder first; (4) the peers of bench/peers.py in the same call, torch
 # eager for every case, then torch.compile (max-autotune-no-cudagraphs) until the deadline; (5) ncu's
-# duration of each kernel of nerf_mlp at the default sizes. Everything goes to OUTDIR as it runs.
+# duration of each kernel of conv_chain at its slowest cell (against the floor; the full set) and of nerf_mlp at the
+# default sizes. conv_chain is also verified at the suite's cells C1, C6 and C7. Everything goes to OUTDIR as it runs.
 # Env: SOLDER_COMMIT (stamped in the records), SOLDER_CUTLASS_INCLUDE (CuTe headers).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,17 @@ for e in $examples; do
   done
 done
 
+# conv_chain at the suite's other cells (C1: 1x1 then 1x1; C6, C7: deeper ResNet stages), default sizes.
+for cell in "C1 --dim KS=1 --dim OC1=256 --dim OC2=64" "C6 --dim IC=128 --dim HH=28 --dim WW=28 --dim OC1=128 --dim OC2=512" \
+            "C7 --dim IC=256 --dim HH=14 --dim WW=14 --dim OC1=256 --dim OC2=1024"; do
+  set -- $cell; tag=$1; shift
+  timeout 120 build/solder run --backend cuda --json "$@" examples/conv_chain.sol > "$out/run-conv_chain-$tag.json" 2> "$out/run-conv_chain-$tag.err"
+  rc=$?
+  printf '   %-22s %-8s rc=%s\n' conv_chain "$tag" "$rc"
+  grep -o '"rel_error":[^,]*' "$out/run-conv_chain-$tag.json" 2>/dev/null | head -3 | sed 's/^/      /'
+  [ "$rc" = 0 ] || tail -n 3 "$out/run-conv_chain-$tag.err"
+done
+
 echo "== 3. solder bench, $(left) s left"
 python3 bench/suites.py --suite contractions --solder-commands --timeout 90 --out "$out/solder-contractions.jsonl" |
   while IFS= read -r line; do
@@ -62,6 +74,18 @@ for l in open(sys.argv[1]):
           f"{r.get('median_us')} us (floor {r.get('floor_us')})")
 PY
 
+echo "== 3b. gathered-GEMM tile variants (SOLDER_GATHERED_TILE=BM,BN,BK,THREADS), $(left) s left"
+for v in "C5:: 64,32,64,128 32,32,32,128 32,32,64,256 64,64,64,128" \
+         "C7:--dim IC=256 --dim HH=14 --dim WW=14 --dim OC1=256 --dim OC2=1024: 32,32,64,128 32,32,32,256 64,32,64,256"; do
+  tag=${v%%:*}; rest=${v#*:}; dims=${rest%%:*}; tiles=${rest#*:}
+  for t in $tiles; do
+    [ "$(left)" -lt 150 ] && { echo "   deadline: skipped $tag $t"; continue; }
+    r=$(SOLDER_GATHERED_TILE=$t timeout 60 build/solder bench --json $dims examples/conv_chain.sol 2>> "$out/variants.err")
+    echo "{\"cell\": \"$tag\", \"tile\": \"$t\", \"result\": $r}" >> "$out/variants.jsonl"
+    printf '   %-4s %-14s %s us\n' "$tag" "$t" "$(echo "$r" | grep -o '"median_us":[^,]*' | head -1)"
+  done
+done
+
 echo "== 4. peers, $(left) s left"
 timeout $(( $(left) > 40 ? $(left) - 30 : 10 )) python3 bench/peers.py --suite contractions --peers eager --no-ceilings \
   --out "$out/peers-contractions.jsonl" --commit "${SOLDER_COMMIT:-unknown}" 2>&1 | tail -n 12
@@ -69,10 +93,30 @@ timeout $(( $(left) > 50 ? $(left) - 40 : 10 )) python3 bench/peers.py --suite c
   --cases 'linear_relu_backward-nerf|nerf_mlp|conv_chain-C5|conv_chain-C1' --time-limit $(( $(left) > 120 ? $(left) - 110 : 10 )) \
   --out "$out/peers-contractions.jsonl" --commit "${SOLDER_COMMIT:-unknown}" 2>&1 | tail -n 12
 
+echo "== 5a. ncu: conv_chain's kernels at its slowest cell against its floor, $(left) s left"
+worst=$(python3 - "$out/solder-contractions.jsonl" <<'PY'
+import json, sys
+best = None
+for l in open(sys.argv[1]):
+    try: r = json.loads(l)
+    except Exception: continue
+    r = r.get("result", r)
+    if r.get("program") != "conv_chain" or not r.get("median_us"): continue
+    ratio = r["median_us"] / max(r.get("floor_us") or 1e-9, 1e-9)
+    if best is None or ratio > best[0]: best = (ratio, " ".join(f"--dim {k}={v}" for k, v in r["dims"].items()))
+print(best[1] if best else "")
+PY
+)
+echo "   worst conv cell: $worst"
+if [ "$(left)" -gt 40 ] && command -v ncu > /dev/null; then
+  timeout 60 ncu --set full --launch-count 2 build/solder run --backend cuda $worst examples/conv_chain.sol > "$out/ncu-conv.txt" 2>&1
+  grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|L1/TEX Hit|L2 Hit|Theoretical Occupancy|Block Limit" "$out/ncu-conv.txt" | head -40
+fi
+
 echo "== 5. ncu: nerf_mlp's kernels, $(left) s left"
 if [ "$(left)" -gt 40 ] && command -v ncu > /dev/null; then
   timeout $(( $(left) - 10 )) ncu --metrics gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
-    --launch-count 14 build/solder run --backend cuda examples/nerf_mlp.sol > "$out/ncu-nerf.txt" 2>&1
+    --launch-count 16 build/solder run --backend cuda examples/nerf_mlp.sol > "$out/ncu-nerf.txt" 2>&1
   grep -E "^  [a-zA-Z_0-9]+.*\(|gpu__time_duration|sm__throughput|dram__throughput" "$out/ncu-nerf.txt" | head -60
 fi
 echo "== done after $(( $(date +%s) - start )) s"

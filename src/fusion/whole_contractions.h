@@ -16,6 +16,9 @@
 // anyway), and the same round trip for each operand that is an intermediate not yet stored by an
 // earlier whole contraction (except a pointwise function of another matrix product's result, stored
 // anyway: an MLP's previous layer h = relu(z + b), whose z cannot stay on chip across this product);
+// (and, where that alone would keep it fused, not its result either when the result is such a
+// pointwise function of this product read only by matrix products: conv_chain's h = relu(y1), read by
+// the 1×1 convolution, or nerf_mlp's h0 = relu(z0 + b0))
 // and the balance is the machine's tensor rate over its memory bandwidth
 // for the contraction's type (H100, f16: 785 TFLOP/s / 3.0 TB/s ≈ 262 FLOP/B). Attention's score
 // product (K = 64, f32 scores: 16 FLOP/B) stays fused; ffn's first product (K = 3072, its f16

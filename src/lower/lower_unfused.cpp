@@ -3,10 +3,12 @@
 #include <limits>
 
 #include "contract/canonicalize.h"
+#include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "plan/skeleton_choice.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
+#include "fusion/inline_pointwise.h"
 #include "lower/internal_names.h"
 
 namespace solder {
@@ -261,6 +263,47 @@ class ReplaceLoads : public ExprMutator {
 
 }  // namespace
 
+namespace {
+
+// `body` with every load of a pointwise intermediate that is not `stored` substituted by that
+// definition's body (its index variables replaced by the load's indices; a declared 16-bit dtype
+// kept as a cast: the program's rounding point) where that body reads only program inputs and
+// `stored` tensors (what earlier kernels store): nerf_mlp's cat[n, c] = select(c < IN, x[n, c],
+// h4[n, c - IN]) read by z5 becomes the concatenation itself, a K range of x and one of h4 (stored
+// by z4's whole kernel), so the gathered GEMM reads x and h4 and cat is never stored.
+Expr inline_pointwise_operands(const BoundProgram& program, const Expr& body, const std::set<std::string>& stored) {
+  class Inline : public ExprMutator {
+   public:
+    const BoundProgram* program;
+    const std::set<std::string>* stored;
+    using ExprMutator::mutate;
+
+   protected:
+    Expr mutate(const LoadNode& load, const Expr& self) override {
+      for (auto& d : program->defs) {
+        const Definition& def = *d.def;
+        if (def.target.name != load.tensor) continue;
+        if (def.reduce != ReduceOp::none || def.index_target || def.target.is_output || def.target.index.size() != load.index.size() ||
+            stored->count(def.target.name))
+          return self;
+        for (auto& t : tensors_used(def.body))
+          if (!program->has_tensor(t) || (program->tensor(t).role != TensorRole::input && !stored->count(t))) return self;
+        std::map<std::string, Expr> at;
+        for (size_t i = 0; i < load.index.size(); ++i) at[def.target.index[i].name] = load.index[i];
+        Expr value = substitute_vars(def.body, at);
+        const DType dtype = program->tensor(def.target.name).dtype;
+        return dtype == DType::f32 ? value : make_cast(dtype, value);
+      }
+      return self;
+    }
+  } inliner;
+  inliner.program = &program;
+  inliner.stored = &stored;
+  return inliner.mutate(body);
+}
+
+}  // namespace
+
 std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why, bool feasible_only,
                                               std::optional<size_t> epilogue, const std::set<std::string>& stored) {
   const BoundDefinition& bd = program.defs[index];
@@ -286,14 +329,34 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
   }
   std::vector<GlobalTensor> globals = program_globals(program);
   GemmSkeletonFit fit = fit_gemm_skeleton(*c.contract, globals);
+  // What the skeleton does not stage (a convolution's im2col operand, a concatenation along K, rows
+  // that are not TMA-aligned) runs whole as an implicit GEMM with gathered operands on mma.sync
+  // (gathered_gemm_fit.h), when that takes it.
+  bool gathered = false;
   if (!fit.problem) {
-    if (why) *why = fit.refusal;
-    return std::nullopt;
+    // The gathered GEMM evaluates its operands per element: pointwise intermediates it reads are
+    // inlined into them (never stored), as the fused kernels would.
+    if (Expr inlined = inline_pointwise_operands(program, r.value, stored); !structurally_equal(inlined, r.value)) {
+      ReduceNode inlined_reduce = r;
+      inlined_reduce.value = inlined;
+      Canonicalization ci = canonicalize_contraction(inlined_reduce, dtype_of, contract_policy_of(program));
+      if (ci.contract && fit_gathered_gemm(*ci.contract, globals).problem) c = std::move(ci);
+    }
+    GatheredGemmFit g = fit_gathered_gemm(*c.contract, globals);
+    if (!g.problem) {
+      if (why) *why = fit.refusal + "; not a gathered GEMM either: " + g.refusal;
+      return std::nullopt;
+    }
+    gathered = true;
+    r.comment = def.target.name + " (the whole contraction, one launch of the gathered GEMM on mma.sync: the skeleton does not stage it: " +
+                fit.refusal + ")";
+    c.contract->comment = r.comment;
   }
   SkeletonChoice choice;
-  if (feasible_only) choice = choose_skeleton_config(*fit.problem, c.contract->type,
-                                                   program.tensor(epilogue ? program.defs[*epilogue].def->target.name : def.target.name).dtype);
-  if (feasible_only && !choice.chosen) {
+  if (feasible_only && !gathered)
+    choice = choose_skeleton_config(*fit.problem, c.contract->type,
+                                    program.tensor(epilogue ? program.defs[*epilogue].def->target.name : def.target.name).dtype);
+  if (feasible_only && !gathered && !choice.chosen) {
     if (why) *why = choice.why;
     return std::nullopt;
   }

@@ -38,6 +38,9 @@ struct UnfusedOptions {
 // With `epilogue` (the index of a pointwise definition p that reads the contraction c only as
 // c[i…] at p's own index i…, see absorbable_epilogue), the kernel computes p instead of c: the
 // contract's epilogue is p's body with c's value in place of the loads of c, and c is never stored.
+// A contraction the skeleton does not stage runs as the gathered GEMM when fit_gathered_gemm takes it
+// (contract/gathered_gemm_fit.h), with the pointwise intermediates its operands read inlined where
+// they read only inputs and `stored` tensors (and are not stored themselves).
 std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why,
                                               bool feasible_only = true, std::optional<size_t> epilogue = std::nullopt,
                                               const std::set<std::string>& stored = {});

@@ -2,6 +2,7 @@
 
 #include "backend/cuda/contract_view.h"
 #include "backend/cuda/gemm_prologue_writer.h"
+#include "backend/cuda/gathered_gemm_writer.h"
 #include "backend/cuda/gemm_skeleton_writer.h"
 
 #include <algorithm>
@@ -231,6 +232,17 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       }
       source = prologue->source;
       module.kernels.push_back(prologue->info);
+    } else if (auto gathered = write_gathered_gemm_kernel(named, named.kernels[i], nullptr)) {
+      // a whole contract the skeleton does not stage (a convolution's im2col operand, a
+      // concatenation along K): an implicit GEMM with gathered operands on mma.sync
+      for (auto& s : schedule) {
+        s.skeleton = ContractionSchedule::kGatheredGemm;
+        s.tile = "BM " + std::to_string(gathered->bm) + " x BN " + std::to_string(gathered->bn) + " x BK " + std::to_string(gathered->bk) +
+                 ", 2 buffers, " + std::to_string(gathered->info.threads) + " threads";
+        s.blocks = gathered->info.blocks;
+      }
+      source = gathered->source;
+      module.kernels.push_back(gathered->info);
     } else if (std::string skeleton_refusal = options.attention_skeleton_off, refusal;
                skeleton_refusal.empty() &&
                (attention = generate_attention_skeleton_kernel(attention_view, attention_view.kernels[i], named.kernels[i], &skeleton_refusal))) {

@@ -94,6 +94,7 @@ struct ContractionSchedule {
   static constexpr const char* kAttentionSkeleton = "sm90 attention skeleton";  // TMA, K/V ring, wgmma SS + RS
   static constexpr const char* kAttentionWgmma = "attention wgmma";       // the tensor-core emitter
   static constexpr const char* kAttentionMmaSync = "attention mma.sync";  // the tensor-core emitter
+  static constexpr const char* kGatheredGemm = "mma.sync implicit GEMM";  // whole, gathered operands (gathered_gemm_writer.h)
   static constexpr const char* kMmaSync = "mma.sync";                     // the generic writer's block_gemm
   static constexpr const char* kScalar = "scalar";                        // the generic writer's loop
   std::string kernel, contraction;   // the kernel and the contract's destination, as the source names them

@@ -64,17 +64,21 @@ TEST(ContractionSchedule, NoContractionWithMAndNOf16RunsScalar) {
 
 TEST(ContractionSchedule, ConcatenatedKRunsOnTensorCores) {
   // nerf_mlp's skip connection cat([x, h4]) and view input cat([feature, dir]) feed z5 and zv: K ranges
-  // merged into one f16 operand (small sizes), and a ragged last K tile zero-filled (default sizes);
-  // its 256 x 256 layers run whole on the GEMM skeleton at the default sizes.
+  // merged into one f16 operand (small sizes, fused), and at the default sizes whole contractions on
+  // the gathered GEMM (cat inlined into the operand: x and h4 read directly; h5 and hv their
+  // epilogues); its 256 x 256 layers run whole on the GEMM skeleton at the default sizes.
   for (bool small : {true, false}) {
     GeneratedModule m = generate(example("nerf_mlp"), small);
     int concatenated = 0, skeleton = 0;
     for (auto& c : m.contractions) {
       skeleton += c.skeleton == ContractionSchedule::kGemmSkeleton;
-      if (c.contraction != "z5_tile" && c.contraction != "zv_tile") continue;
+      const bool fused = c.contraction == "z5_tile" || c.contraction == "zv_tile";
+      const bool whole = c.contraction == "h5" || c.contraction == "hv";
+      if (!fused && !whole) continue;
       ++concatenated;
       EXPECT_FALSE(c.scalar()) << c.contraction << ": " << c.reason;
       EXPECT_EQ(c.type, "f16") << c.contraction;
+      if (whole) EXPECT_EQ(c.skeleton, ContractionSchedule::kGatheredGemm) << c.contraction;
     }
     EXPECT_EQ(concatenated, 2) << contraction_schedule_text(m.contractions);
     if (!small) EXPECT_EQ(skeleton, 7) << contraction_schedule_text(m.contractions);

@@ -1,0 +1,37 @@
+// The CUDA code generator's writer for whole contracts that run as an implicit GEMM with gathered
+// operands on mma.sync (src/contract/gathered_gemm_fit.h): convolutions (im2col with padding as
+// zero-fill), concatenations along K, operands whose rows are not TMA-aligned — whole contractions
+// the sm_90a GEMM skeleton does not stage.
+//
+// The kernel: 128 threads (4 warps; 8 when the grid has fewer blocks than SMs), one BM × BN output
+// tile per block (BM, BN from {128 × 64, 64 × 64, 64 × 32, 32 × 32}: the largest that still gives
+// every SM a block; the column tiles of a row tile run together, so A is read from L2 once), K in steps of
+// BK = 64 (K ≥ 256 and BM ≤ 64) or 32. Per step each thread gathers its share of the next step's A
+// and B tiles — every element evaluated from the operand's expression at its flattened (m, k) or
+// (n, k), 0 outside M, N and K, and stored as T (exact: the operands are exact in T) into the other
+// of two swizzled shared-memory buffers — then the tensor cores (block_gemm.cuh: mma.sync m16n8k16,
+// accumulators in registers across K) run the current step; one barrier per step, and the other
+// blocks on the SM overlap one block's loads with their mma. The epilogue goes through
+// shared memory as float: scale, bias and the absorbed consumer (as the skeleton's epilogue), rounded
+// to the destination's dtype by the store; threads run along the destination's contiguous axis.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct GatheredGemmKernel {
+  std::string source;
+  GeneratedKernel info;
+  int bm = 0, bn = 0, bk = 0;  // SOLDER_GATHERED_TILE=BM,BN,BK,THREADS overrides the choice (tuning)
+};
+
+// The gathered-GEMM kernel for `kernel`, or nothing (with `why`) when its body is not one whole
+// contract that fit_gathered_gemm takes.
+std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why);
+
+}  // namespace solder

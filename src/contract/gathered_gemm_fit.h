@@ -1,0 +1,57 @@
+// Whether a whole contract runs as an implicit GEMM with gathered operands on mma.sync (the CUDA
+// backend's gathered-GEMM writer, src/backend/cuda/gathered_gemm_writer.h), and as which problem.
+//
+// The sm_90a GEMM skeleton stages its operands with TMA, so it takes only plain loads of global
+// tensors over one reduced axis, rows of whole 16-byte multiples (gemm_skeleton_fit.h). A
+// convolution's A operand is not one: conv_chain's y1[n, o, r, c] = Σ_{ci, kr, kc} select(inside,
+// x[n, ci, r + kr − 1, c + kc − 1], 0) · w1[o, ci, kr, kc] reads x at an affine index of a row and a
+// reduced axis (im2col), zero-filled at the padding, over three reduced axes. Here the contract is
+// read as the implicit GEMM
+//     C[b, m, n] = scale · Σ_k A(b, m, k) · B(b, n, k) + bias,  then the epilogue,
+// with m the row axes flattened in the destination's order (M = N·H·W output pixels for a
+// convolution), n the column axes likewise (C_out), k the reduced axes flattened in the contract's
+// order (K = C_in·KH·KW), b the other kept axes (the batch), and A and B any expressions of them —
+// each element evaluated where the writer gathers it into shared memory, out-of-range rows, columns
+// and depth (ragged edges) read as 0, so they contribute 0 · 0.
+//
+// It fits when: T is bf16 or f16; the terms are one product after merging K ranges that share their
+// other operand (a concatenation along K, nerf_mlp's cat([x, h]): one operand select(c, P, Q));
+// each operand is exact in T as written (a load of a T or fp8 tensor, a cast to one, a zero-filled
+// select of such values: exact_mma_type), so converting it to T changes nothing; A uses only row,
+// reduced and batch axes and B only column, reduced and batch axes; every load reads a global tensor
+// (the kernel holds nothing else) and no global is both read and written; there is no `where`, no
+// guard, no accumulation and no paired product; it has a row and a column axis and M, N ≥ 16 (a
+// matrix-vector or decode product is not one). The scale, the bias, the epilogue and the
+// destination's index are any expressions of the domain's axes (and the epilogue of `value`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+struct GatheredGemmProblem {
+  Expr a, b;                                       // A(b, m, k), B(b, n, k): the one product term
+  std::vector<Axis> row_axes, column_axes, batch_axes;  // in the destination's order
+  std::vector<Axis> reduce_axes;                   // K, flattened in the contract's order
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  // Which index runs fastest across a warp's threads when the operand is gathered: its rows (M or N)
+  // when the innermost index of its first load uses the innermost row (column) axis — NCHW's pixel
+  // column, contiguous in memory — otherwise its depth (K).
+  bool a_rows_fastest = false, b_columns_fastest = false;
+};
+
+struct GatheredGemmFit {
+  std::optional<GatheredGemmProblem> problem;
+  std::string refusal;
+};
+
+// SOLDER_GATHERED_GEMM=0 turns the gathered GEMM off (every whole contraction it would take stays in
+// the fused kernels, as before it existed): refused with the reason "off by SOLDER_GATHERED_GEMM=0".
+// Any other value, or none, leaves it on.
+GatheredGemmFit fit_gathered_gemm(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
+
+}  // namespace solder

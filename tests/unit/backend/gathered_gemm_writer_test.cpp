@@ -1,0 +1,98 @@
+// The gathered-GEMM writer (backend/cuda/gathered_gemm_writer.h): conv_chain at its default sizes runs
+// both convolutions whole as implicit GEMMs on mma.sync (the 3×3 one with ReLU as its epilogue, h
+// stored as f16), nerf_mlp's concatenated products too; the module compiles with NVRTC for sm_90a
+// (nothing runs here; skipped without NVRTC).
+#include <gtest/gtest.h>
+
+#include "backend/cuda/contract_view.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "driver/compile.h"
+#include "runtime/runtime.h"
+#include "support/refusal.h"
+#include "../fusion/fusion_test_util.h"
+
+namespace solder {
+namespace {
+
+GeneratedModule example_for_gpu(const std::string& name, std::vector<std::pair<std::string, int64_t>> dims = {}) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));
+  SizeChoice sizes{false, std::move(dims)};
+  BoundProgram bound = bind_program(program, sizes);
+  return generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
+}
+
+int gathered_kernels(const GeneratedModule& m) {
+  int n = 0;
+  for (auto& c : m.contractions) n += c.skeleton == ContractionSchedule::kGatheredGemm;
+  return n;
+}
+
+TEST(GatheredGemmWriter, ConvChainRunsBothConvolutionsAsImplicitGemms) {
+  GeneratedModule m = example_for_gpu("conv_chain");
+  ASSERT_EQ(m.kernels.size(), 2u) << m.source;
+  EXPECT_EQ(gathered_kernels(m), 2) << contraction_schedule_text(m.contractions);
+  EXPECT_NE(m.source.find("implicit GEMM with gathered operands on mma.sync"), std::string::npos);
+  // y1: M = 56·56 pixels (n, r, col), N = 64 output channels, K = 64·3·3 flattened.
+  EXPECT_NE(m.source.find("// M 3136 (rows n__ r col) x N 64 (columns o__) x K 576 (reduced ci kr kc)"), std::string::npos) << m.source;
+  // The padding is the operand's zero-filled select; ReLU is y1's epilogue (h stored, y1 never).
+  EXPECT_NE(m.source.find("then max("), std::string::npos) << m.source;
+  for (auto& k : m.kernels) {
+    EXPECT_EQ(k.threads, 128);
+    EXPECT_LE(k.shared_bytes, 48 * 1024);
+  }
+}
+
+TEST(GatheredGemmWriter, ConvChainModuleCompilesWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  GeneratedModule m = example_for_gpu("conv_chain");
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "conv_chain.cu", flags);
+  EXPECT_FALSE(compiled.cubin.empty());
+}
+
+
+// The GPU plan with its gathered whole contractions (nerf_mlp's concatenations inlined into the
+// operands: cat and catv never stored; conv_chain's two convolutions) computes the program: through
+// the CUDA backend's view of the contracts, on the CPU executor, against the reference.
+TEST(GatheredGemmWriter, GpuPlansVerifyOnTheExecutor) {
+  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, int64_t>>>> cases = {
+      {"nerf_mlp", {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}}},
+      {"conv_chain", {{"HH", 10}, {"WW", 10}, {"IC", 8}, {"OC1", 64}, {"OC2", 64}}},
+      {"conv_chain", {{"HH", 9}, {"WW", 8}, {"IC", 5}, {"OC1", 80}, {"OC2", 64}, {"KS", 5}}}};
+  for (auto& [name, dims] : cases) {
+    SCOPED_TRACE(name);
+    auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));
+    BoundProgram bound = bind_program(program, SizeChoice{false, dims});
+    KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu()).kernels;
+    GeneratedModule m = generate_cuda(kernels);
+    EXPECT_GE(gathered_kernels(m), 2) << contraction_schedule_text(m.contractions);
+    KernelProgram view = contracts_as_reduces(kernels);
+    verify_kernel_program(view);
+    TensorSet inputs = make_inputs(bound, 3);
+    auto v = testing::verify_kernels(bound, view, inputs);
+    EXPECT_TRUE(v.ok()) << v.failures();
+  }
+}
+
+TEST(GatheredGemmWriter, TileOverrideIsCheckedAndApplied) {
+  setenv("SOLDER_GATHERED_TILE", "64,64,32,256", 1);
+  GeneratedModule m = example_for_gpu("conv_chain");
+  EXPECT_NE(m.source.find("tile BM 64 x BN 64 x BK 32, 256 threads"), std::string::npos);
+  setenv("SOLDER_GATHERED_TILE", "64,48,32,128", 1);
+  EXPECT_THROW(example_for_gpu("conv_chain"), Refusal);
+  unsetenv("SOLDER_GATHERED_TILE");
+}
+
+TEST(GatheredGemmWriter, OffSwitchRestoresTheFusedPlan) {
+  setenv("SOLDER_GATHERED_GEMM", "0", 1);
+  GeneratedModule off = example_for_gpu("conv_chain");
+  unsetenv("SOLDER_GATHERED_GEMM");
+  EXPECT_EQ(gathered_kernels(off), 0) << contraction_schedule_text(off.contractions);
+  EXPECT_EQ(gathered_kernels(example_for_gpu("conv_chain")), 2);
+}
+
+}  // namespace
+}  // namespace solder
