@@ -1,6 +1,7 @@
 #include "fusion/fuse.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -118,13 +119,25 @@ std::vector<std::string> costly_pre_members(const GroupPlan& plan) {
 
 }  // namespace
 
-// A sum over a product of two program inputs (attention's q·k, a GEMM of two inputs).
+// A sum over a product of two program inputs (attention's q·k, a GEMM of two inputs): two of the
+// body's factors are plain loads of inputs. (P·V with P a function of inputs -- evoformer's pair bias
+// and mask inside exp(...) -- is not: its other factor is computed.)
 bool contracts_two_inputs(const BoundProgram& program, const Definition& d) {
   if (d.reduce != ReduceOp::sum) return false;
   std::set<std::string> inputs;
   for (const TensorInfo* t : program.inputs()) inputs.insert(t->name);
   int loaded = 0;
-  for (auto& t : tensors_used(d.body)) loaded += inputs.count(t) > 0;
+  std::function<void(const Expr&)> factors = [&](const Expr& e) {
+    if (e.kind() == ExprKind::Binary && e.as<BinaryNode>()->op == BinaryOp::mul) {
+      factors(e.as<BinaryNode>()->lhs);
+      factors(e.as<BinaryNode>()->rhs);
+    } else if (e.kind() == ExprKind::Cast) {
+      factors(e.as<CastNode>()->operand);
+    } else if (e.kind() == ExprKind::Load) {
+      loaded += inputs.count(e.as<LoadNode>()->tensor) > 0;
+    }
+  };
+  factors(d.body);
   return loaded >= 2;
 }
 
@@ -243,8 +256,19 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       // one tensor-core kernel, while each half alone is one such kernel.)
       int input_contractions = 0;
       for (auto& d : group) input_contractions += contracts_two_inputs(program, d);
-      const int64_t smallest_grid_tile =
-          std::min<int64_t>(params.grid_tile, group.size() == 1 ? FusionParams{}.grid_tile : input_contractions > 1 ? params.grid_tile : 64);
+      // (A group of one contraction of inputs that reads nothing but program inputs may go down to 32
+      // rows: evoformer at head dim 128, whose pair-bias and gate tiles outgrow the budget at 64; the
+      // attention skeleton then takes 128 rows per work tile of its own.)
+      bool reads_inputs_only = true;
+      {
+        std::set<std::string> own;
+        for (const TensorInfo* t : program.inputs()) own.insert(t->name);
+        for (auto& d : group) own.insert(d.target.name);
+        for (auto& d : group)
+          for (auto& t : tensors_used(d.body)) reads_inputs_only &= own.count(t) > 0;
+      }
+      const int64_t smallest_grid_tile = std::min<int64_t>(
+          params.grid_tile, group.size() == 1 ? FusionParams{}.grid_tile : input_contractions > 1 ? params.grid_tile : reads_inputs_only ? 32 : 64);
       const int64_t smallest_inner_tile = group.size() > 1 ? params.inner_tile : std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile);
       // Short cascade dims held whole (hold_whole_up_to) at the largest row tile where that fits and
       // the grid alone fills the GPU; otherwise they are streamed.

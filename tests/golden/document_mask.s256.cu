@@ -4,9 +4,9 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns; attention skeleton not used: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns; attention skeleton not used: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 // attention skeleton not used for fused_o: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
 // kernel fused_o: computes s m z o

@@ -25,6 +25,17 @@
 // (a compile-time constant) and a·dot: two FFMA per score, no index conversion (ALiBi: a = scale, u =
 // the head's slope, w = c = 0).
 //
+// A score with a bias (optional: `static constexpr bool kBias = true;`, then operator() is never called):
+//
+//     // score(bh, row, col, dot) = dot_factor(bh) · dot + bias(bh, row, col)
+//     __device__ float dot_factor(int bh) const;
+//     __device__ float bias(int bh, int row, int col) const;   // any pure function: a pair bias read
+//                                                             // from global memory, a column mask bias
+//
+// The skeleton reads the bias of a key tile (one call per score) right after issuing that tile's
+// S = Q·Kᵀ, so that the loads (from L2 or HBM) overlap the tensor cores, and adds it with one FFMA per
+// score once S is there. dot_factor() is asked once per work tile.
+//
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
 //   struct Mask {
@@ -95,6 +106,16 @@ __host__ __device__ constexpr auto score_is_affine(int) -> decltype(S::kAffine, 
 }
 template <class S>
 __host__ __device__ constexpr bool score_is_affine(long) {
+  return false;
+}
+
+// Whether Score has the bias form above (kBias true).
+template <class S>
+__host__ __device__ constexpr auto score_has_bias(int) -> decltype(S::kBias, true) {
+  return S::kBias;
+}
+template <class S>
+__host__ __device__ constexpr bool score_has_bias(long) {
   return false;
 }
 

@@ -334,10 +334,26 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // An affine score's factors for this work tile's head (functors.cuh).
       float affine_a = 1.0f, affine_u = 0.0f, affine_w = 0.0f, affine_c = 0.0f;
       if constexpr (score_is_affine<Score>(0)) score.affine(w.bh, &affine_a, &affine_u, &affine_w, &affine_c);
+      // A score with a bias: its factor of the dot product for this head, and the bias of the key tile
+      // whose S is in flight (read right after S is issued, added once S is there).
+      float dot_factor = 1.0f;
+      if constexpr (score_has_bias<Score>(0)) dot_factor = score.dot_factor(w.bh);
+      float bias[C::BN / 2];
+      auto load_bias = [&](int j) {
+        if constexpr (score_has_bias<Score>(0)) {
+          const int col0 = j * C::BN;
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i)
+            bias[i] = score.bias(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2);
+        }
+      };
       // Logits of key tile j: score functor, then the mask on boundary tiles (and keys ≥ seq_k).
       auto logits = [&](int j) {
         const int col0 = j * C::BN;
-        if constexpr (score_is_affine<Score>(0)) {
+        if constexpr (score_has_bias<Score>(0)) {
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), dot_factor, bias[i]);
+        } else if constexpr (score_is_affine<Score>(0)) {
           // a·dot + u·(col − row) + w·row + c: the row part once per tile and row (exact integer
           // col0 + col_lane − row), then u times the element's constant column offset, then a·dot.
           float base[2];
@@ -404,6 +420,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::named_sync(my_turn, kTurnThreads);
           issue_s(ks);
           detail::named_arrive(next_turn, kTurnThreads);
+          load_bias(w.begin);
           cute::warpgroup_wait<0>();
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);
@@ -421,6 +438,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + j - 1));
           issue_o(vs);
           detail::named_arrive(next_turn, kTurnThreads);
+          load_bias(j);
           cute::warpgroup_wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);

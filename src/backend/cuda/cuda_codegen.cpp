@@ -263,13 +263,18 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       for (auto& s : schedule) {
         s.skeleton = wgmma ? ContractionSchedule::kAttentionWgmma : ContractionSchedule::kAttentionMmaSync;
         s.tile = tile;
+        if (!skeleton_refusal.empty()) s.reason = "attention skeleton not used: " + skeleton_refusal;
       }
       source = "// attention skeleton not used for " + k.name + ": " + skeleton_refusal + "\n" + mma->source;
       module.kernels.push_back(mma->info);
     } else {
       // the generic writer for the rest: block_gemm where a reduce is a product it takes, else scalar
       generic::KernelWriter writer(program, k);
-      source = "// tensor-core emitter not used for " + k.name + ": " + refusal + "\n" + writer.write();
+      // (the skeleton's reason where it differs from the emitter's: a kernel of the attention shape
+      // that both refuse, e.g. one whose score reads a [rows, keys] tile the skeleton cannot take)
+      const bool say_skeleton = options.attention_skeleton_off.empty() && !skeleton_refusal.empty() && skeleton_refusal != refusal;
+      source = (say_skeleton ? "// attention skeleton not used for " + k.name + ": " + skeleton_refusal + "\n" : std::string()) +
+               "// tensor-core emitter not used for " + k.name + ": " + refusal + "\n" + writer.write();
       module.kernels.push_back(writer.info());
       for (size_t c = 0; c < schedule.size(); ++c) {
         // The view computes a contract into its destination or into a fresh `<dst>_dot` tile.
@@ -287,6 +292,7 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
           s.skeleton = ContractionSchedule::kScalar;
           s.reason = choice ? choice->refusal : "the generic writer's reduce loop (no product it runs on tensor cores)";
         }
+        if (say_skeleton) s.reason += (s.reason.empty() ? "" : "; ") + std::string("attention skeleton not used: ") + skeleton_refusal;
       }
     }
     out << schedule_header(named.kernels[i].name, schedule) << source << "\n";

@@ -101,6 +101,7 @@ void MmaStreamWriter::analyze() {
     else if (b.elements() == 1) roles_[b.name] = Role::scalar;
     // a tile staged from an input each step is a column tile, also where BN == BM
     else if (leading_ones(b.shape, 1) && b.shape.back() == BN_ && column_source(b.name)) roles_[b.name] = Role::column;
+    else if (leading_ones(b.shape, 2) && b.shape[b.shape.size() - 2] == BM_ && b.shape.back() == BN_ && score_source(b.name)) roles_[b.name] = Role::score_input;
     else if (leading_ones(b.shape, 1) && b.shape.back() == BM_) roles_[b.name] = Role::row;
     else if (leading_ones(b.shape, 2) && b.shape[b.shape.size() - 2] == BM_ && b.shape.back() == DV_) roles_[b.name] = Role::wide;
     else refuse("buffer " + b.name + " is neither a row state [" + std::to_string(BM_) + "] nor a [" + std::to_string(BM_) + ", " + std::to_string(DV_) + "] tile");
@@ -285,6 +286,30 @@ bool MmaStreamWriter::column_source(const std::string& name) {
   return true;
 }
 
+bool MmaStreamWriter::score_source(const std::string& name) {
+  const Buffer* buf = kernel_.find_buffer(name);
+  if (!buf || buf->shape.size() < 2 || buf->shape[buf->shape.size() - 2] != BM_ || buf->shape.back() != BN_ || !leading_ones(buf->shape, 2)) return false;
+  const CopyNode* found = nullptr;
+  for (auto& s : loop_->body)
+    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == name) {
+      if (found) return false;
+      found = s.as<CopyNode>();
+    }
+  for (auto& s : kernel_.body)
+    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == name) return false;
+  if (!found || found->domain.guard.defined()) return false;
+  const GlobalTensor* g = program_.find_global(found->src.name);
+  if (!g || g->role != GlobalRole::input) return false;
+  for (size_t k = 0; k < found->domain.axes.size(); ++k)
+    if (k >= found->dst.index.size() || !is_var(found->dst.index[k], found->domain.axes[k].var)) return false;
+  // rows from the block's row tile, columns from the key tile (K and V, staged at the key tile's rows,
+  // are not: where BN equals the head dim they have the same shape)
+  const size_t n = found->src.index.size();
+  if (n < 2 || uses_var(found->src.index[n - 2], loop_->var) || !uses_var(found->src.index[n - 1], loop_->var)) return false;
+  score_copies_[name] = found;
+  return true;
+}
+
 // S[.., i, j] = sum(d) A[.., i, d] * B[.., j, d] * scalars
 bool MmaStreamWriter::is_scores_contraction(const ReduceNode& r) {
   if (r.op != ReduceOp::sum || r.reduce_axes.size() != 1 || r.domain.axes.size() < 2 || r.where.defined()) return false;
@@ -345,7 +370,7 @@ bool MmaStreamWriter::is_second_contraction(const ReduceNode& r) {
     bool tile = false;
     for (auto& t : tensors_used(f)) {
       const Buffer* buf = kernel_.find_buffer(t);
-      tile |= buf && buf->scope == Scope::shared && t != S_ && is_16bit(buf->dtype) && !leading_ones(buf->shape, 1);
+      tile |= buf && buf->scope == Scope::shared && t != S_ && is_16bit(buf->dtype) && !leading_ones(buf->shape, 1) && !score_source(t);
     }
     if (f.kind() == ExprKind::Load && tile && !v) {
       auto l = f.as<LoadNode>();

@@ -14,6 +14,8 @@ namespace solder::mma_stream {
 
 MmaStreamKernel MmaStreamWriter::write() {
   analyze();
+  for (auto& [name, role] : roles_)
+    if (role == Role::score_input) refuse("the scores read tile " + name + " (a [rows, keys] input staged per step: the attention skeleton's, not this schedule's)");
   const int threads = warps_ * 32;
   int64_t smem = 0;
   std::map<std::string, int64_t> offsets;

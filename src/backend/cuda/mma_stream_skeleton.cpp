@@ -135,6 +135,52 @@ std::optional<AffineForm> affine_score(const Expr& e, const std::string& scores)
   return std::nullopt;
 }
 
+// ---- A score linear in S: G = a·S + bias, a a factor of the head, bias free of S ----
+// (evoformer: S + pair_bias[h, row, col] + 1e9 · (mask[r, col] − 1)). The skeleton loads the bias of a
+// key tile while its S = Q·Kᵀ runs and adds it with one FFMA per score (functors.cuh, "A score with a bias").
+struct LinearForm {
+  Expr a, bias;
+};
+
+std::optional<LinearForm> linear_score(const Expr& e, const std::string& scores) {
+  auto pure = [&](const Expr& x) { return !mentions(x, "row_") && !mentions(x, "col_") && !uses_tensor(x, scores); };
+  const Expr zero = make_const(0), one = make_const(1);
+  if (!uses_tensor(e, scores)) return LinearForm{zero, e};
+  if (e.kind() == ExprKind::Load && e.as<LoadNode>()->tensor == scores) return LinearForm{one, zero};
+  if (e.kind() == ExprKind::Unary && e.as<UnaryNode>()->op == UnaryOp::neg) {
+    auto f = linear_score(e.as<UnaryNode>()->operand, scores);
+    if (!f) return std::nullopt;
+    return LinearForm{fold_neg(f->a), fold_neg(f->bias)};
+  }
+  if (e.kind() == ExprKind::Cast) {
+    if (e.as<CastNode>()->dtype != DType::f32) return std::nullopt;
+    return linear_score(e.as<CastNode>()->operand, scores);
+  }
+  if (e.kind() != ExprKind::Binary) return std::nullopt;
+  auto b = e.as<BinaryNode>();
+  if (b->op == BinaryOp::add || b->op == BinaryOp::sub) {
+    auto l = linear_score(b->lhs, scores), r = linear_score(b->rhs, scores);
+    if (!l || !r) return std::nullopt;
+    if (b->op == BinaryOp::sub) r = LinearForm{fold_neg(r->a), fold_neg(r->bias)};
+    return LinearForm{fold_add(l->a, r->a), fold_add(l->bias, r->bias)};
+  }
+  if (b->op == BinaryOp::mul) {
+    const bool pl = pure(b->lhs), pr = pure(b->rhs);
+    if (!pl && !pr) return std::nullopt;
+    auto f = linear_score(pl ? b->rhs : b->lhs, scores);
+    if (!f) return std::nullopt;
+    const Expr k = pl ? b->lhs : b->rhs;
+    return LinearForm{fold_mul(k, f->a), fold_mul(k, f->bias)};
+  }
+  if (b->op == BinaryOp::div && pure(b->rhs)) {
+    auto f = linear_score(b->lhs, scores);
+    if (!f) return std::nullopt;
+    auto over = [&](const Expr& x) { return is_const_value(x, 0) ? x : make_binary(BinaryOp::div, x, b->rhs); };
+    return LinearForm{over(f->a), over(f->bias)};
+  }
+  return std::nullopt;
+}
+
 // ---- The key columns a mask may reach, solved from its linear bounds ----
 // For a mask over global rows row_ and columns col_ made of comparisons of integer-linear terms
 // (col_ with coefficient ±1, row_ with an integer one, compile-time constants) under && and ||, the
@@ -250,7 +296,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // ---- The operands and the tile configuration ----
   if (!is_16bit(in_dtype_)) refuse("the inputs are " + std::string(dtype_name(in_dtype_)) + " (the skeleton takes bf16 and f16)");
   if (D_ != DV_) refuse("the head dims of Q·Kᵀ (" + std::to_string(D_) + ") and P·V (" + std::to_string(DV_) + ") differ");
-  if (D_ != 64 && D_ != 128 && D_ != 256) refuse("head dim " + std::to_string(D_) + " (the skeleton takes 64, 128 and 256)");
+  if (D_ != 32 && D_ != 64 && D_ != 128 && D_ != 256) refuse("head dim " + std::to_string(D_) + " (the skeleton takes 32, 64, 128 and 256)");
   {
     const MmaType want = in_dtype_ == DType::bf16 ? MmaType::bf16 : MmaType::f16;
     int contract_count = 0;
@@ -288,6 +334,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       column_staged.push_back(s.as<CopyNode>()->dst.name);  // an input tile over the keys (a mask's ids): read where it is
       continue;
     }
+    if (s.kind() == StmtKind::Copy && roles_.count(s.as<CopyNode>()->dst.name) && roles_.at(s.as<CopyNode>()->dst.name) == Role::score_input && body.empty())
+      continue;  // an input tile over the rows and keys (a pair bias): read where it is, by the score functor
     body.push_back(&s);
   }
   if (!stage_b || !stage_v) refuse("K and V are not both staged at the start of the stream step");
@@ -356,6 +404,23 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     cond = x.as<SelectNode>()->cond;
     g = x.as<SelectNode>()->if_true;
   }
+  // Input tiles staged per step over the keys (Role::column: a per-column bias) or over the rows and
+  // keys (Role::score_input: a pair bias) are read where they are: their loads become the global
+  // loads the copies make (the score functor reads them from global memory / L2, no extra pass).
+  auto staged_as_global = [&](const Expr& e) {
+    return rewrite_loads(e, [&](const LoadNode& l, const Expr& self) -> Expr {
+      const CopyNode* c = nullptr;
+      if (auto it = score_copies_.find(l.tensor); it != score_copies_.end() && roles_.count(l.tensor) && roles_.at(l.tensor) == Role::score_input) c = it->second;
+      if (auto it = column_copies_.find(l.tensor); it != column_copies_.end() && roles_.count(l.tensor) && roles_.at(l.tensor) == Role::column) c = it->second;
+      if (!c || l.index.size() != c->domain.axes.size()) return self;
+      std::map<std::string, Expr> at;
+      for (size_t k2 = 0; k2 < c->domain.axes.size(); ++k2) at[c->domain.axes[k2].var] = l.index[k2];
+      std::vector<Expr> index;
+      for (auto& i : c->src.index) index.push_back(substitute_vars(i, at));
+      return make_load(c->src.name, index);
+    });
+  };
+  g = staged_as_global(g);
   const auto& max_axes = max.domain.axes;
   const std::string row_var = max_axes.back().var, col_var = max.reduce_axes[0].var;
   std::vector<std::string> lead_vars;
@@ -402,10 +467,19 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
 
   // ---- Q, K, V and the output: [lead..., seq, head dim], the lead dims flattened into bh ----
   const CopyNode* stage_a = nullptr;
+  std::map<std::string, const CopyNode*> row_staged;  // [BM, head dim] input tiles staged once (a gate): read by the epilogue
   for (auto* s : before) {
     if (s->kind() == StmtKind::Copy && s->as<CopyNode>()->dst.name == A_ && !stage_a) { stage_a = s->as<CopyNode>(); continue; }
     if (s->kind() == StmtKind::Fill) continue;
-    refuse("a statement before the stream other than staging Q and fills");
+    if (s->kind() == StmtKind::Copy) {
+      auto c = s->as<CopyNode>();
+      const GlobalTensor* src = program_.find_global(c->src.name);
+      bool plain = src && src->role == GlobalRole::input && !c->domain.guard.defined() && roles_.count(c->dst.name) && roles_.at(c->dst.name) == Role::wide &&
+                   c->dst.index.size() == c->domain.axes.size() && !row_staged.count(c->dst.name);
+      for (size_t k2 = 0; plain && k2 < c->domain.axes.size(); ++k2) plain = is_var(c->dst.index[k2], c->domain.axes[k2].var);
+      if (plain) { row_staged[c->dst.name] = c; continue; }
+    }
+    refuse("a statement before the stream other than staging Q, fills and input tiles of the output's shape");
   }
   if (!stage_a) refuse("Q is not staged before the stream");
   for (auto* s : before) {
@@ -517,6 +591,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // After the stream: o_tile = o_acc · (1 / z) and its store.
   const CopyNode* store = nullptr;
   const MapNode* finish = nullptr;
+  std::vector<const MapNode*> post;  // pointwise maps of o_acc / z before the store (a gate): the epilogue's
   for (auto* s : after) {
     if (s->kind() == StmtKind::Copy && !store) { store = s->as<CopyNode>(); continue; }
     if (s->kind() == StmtKind::Map && !store) {
@@ -524,8 +599,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       if (guarded(mp->domain)) refuse("a guarded statement after the stream");
       if ((mp->dst.name == m && load_of(mp->value, acc_m)) || (mp->dst.name == z && load_of(mp->value, acc_z))) continue;
       if (!finish) { finish = mp; continue; }
+      post.push_back(mp);
+      continue;
     }
-    refuse("the statements after the stream are not o = o_acc / z and its store");
+    refuse("the statements after the stream are not o = o_acc / z, pointwise maps of it and its store");
   }
   if (!finish || !store) refuse("no o = o_acc / z stored after the stream");
   {
@@ -535,8 +612,47 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (text != acc_o + all + " * (1.0 / " + z + row + ")" && text != acc_o + all + " / " + z + row) refuse("the result is " + text + ", not o_acc / z");
   }
   const GlobalTensor* o = program_.find_global(store->dst.name);
-  if (!o || o->role != GlobalRole::output || store->src.name != finish->dst.name || o->shape.size() != rank || store->domain.guard.defined())
+  const std::string stored = post.empty() ? finish->dst.name : post.back()->dst.name;
+  if (!o || o->role != GlobalRole::output || store->src.name != stored || o->shape.size() != rank || store->domain.guard.defined())
     refuse("the result is not stored whole to an output");
+  // The value stored, as an expression of o_acc / z (the load "(&a_)") and of global inputs read at
+  // the store's element: the post maps composed (each map's tile reads substituted by its definition).
+  arrays_["(&a_)"] = CudaArray{"(&a_)", {}, DType::f32, false};
+  std::function<Expr(const std::string&, const std::vector<Expr>&)> value_of = [&](const std::string& tile, const std::vector<Expr>& index) -> Expr {
+    if (tile == finish->dst.name) return make_load("(&a_)", {});
+    auto substituted = [&](const Domain& d, const std::vector<Expr>& dst, const Expr& e) {
+      if (dst.size() != index.size() || d.axes.size() != dst.size()) refuse("tile " + tile + " is read at another rank than it is written");
+      std::map<std::string, Expr> at;
+      for (size_t k2 = 0; k2 < d.axes.size(); ++k2) {
+        if (!is_var(dst[k2], d.axes[k2].var)) refuse("tile " + tile + " is written at index " + print_expr(dst[k2]));
+        at[d.axes[k2].var] = index[k2];
+      }
+      return substitute_vars(e, at);
+    };
+    if (auto it = row_staged.find(tile); it != row_staged.end()) {
+      const CopyNode* c = it->second;
+      std::vector<Expr> src;
+      for (auto& i : c->src.index) src.push_back(substituted(c->domain, c->dst.index, i));
+      return make_load(c->src.name, src);
+    }
+    for (auto* mp : post)
+      if (mp->dst.name == tile) {
+        const DType t = kernel_.find_buffer(tile)->dtype;
+        if (mp != post.back() && t != DType::f32) refuse("the epilogue rounds tile " + tile + " to " + std::string(dtype_name(t)) + " before it is stored");
+        const Expr inner = rewrite_loads(mp->value, [&](const LoadNode& l, const Expr& self) -> Expr {
+          if (program_.find_global(l.tensor)) return self;
+          return value_of(l.tensor, l.index);
+        });
+        return substituted(mp->domain, mp->dst.index, inner);
+      }
+    refuse("the epilogue reads tile " + tile + " (neither o_acc / z, a post map, nor an input staged before the stream)");
+  };
+  for (auto* mp : post) {
+    if (kernel_.find_buffer(mp->dst.name)->shape != kernel_.find_buffer(finish->dst.name)->shape) refuse("post map " + mp->dst.name + " is not of the output tile's shape");
+    if (uses_tensor(mp->value, acc_o) || uses_tensor(mp->value, acc_z) || uses_tensor(mp->value, acc_m) || uses_tensor(mp->value, m) || uses_tensor(mp->value, z))
+      refuse("post map " + mp->dst.name + " reads the row state");
+  }
+  const Expr stored_value = value_of(store->src.name, store->src.index);
   for (size_t k2 = 0; k2 < rank; ++k2)
     if (o->shape[k2] != q->shape[k2]) refuse("the output's shape differs from Q's");
   for (size_t k2 = 0; k2 + 2 < rank; ++k2)
@@ -546,7 +662,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     as_read.src = store->dst;
     check_tail(as_read, *o, row_grid, BM_, "the output");
   }
-  const DType tile_type = kernel_.find_buffer(finish->dst.name)->dtype;
+  const DType tile_type = kernel_.find_buffer(stored)->dtype;
+  if (!post.empty() && kernel_.find_buffer(finish->dst.name)->dtype != DType::f32) refuse("o_acc / z is rounded before the epilogue's maps");
   if (tile_type != o->dtype && tile_type != DType::f32) refuse("the result is rounded to " + std::string(dtype_name(tile_type)) + " before its " + std::string(dtype_name(o->dtype)) + " store");
 
   // ---- Every query row sees a key ----
@@ -610,10 +727,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // (int arithmetic instead of 64-bit divisions per score).
   std::map<std::string, Expr> lead_zeros;
   for (auto& lv : lead_vars) lead_zeros[lv] = make_int(0);
-  auto on_rows_and_columns = [&](const Expr& e) {
+  std::function<Expr(const Expr&)> on_rows_and_columns = [&](const Expr& e) {
     Expr r = substitute_vars(e, lead_zeros);
     r = replace_tile_index(r, row_grid, BM_, row_var, make_var("row_"));
-    return replace_tile_index(r, key_tile, BN_, col_var, make_var("col_"));
+    r = replace_tile_index(r, key_tile, BN_, col_var, make_var("col_"));
+    // and inside the indices of global loads (a pair bias read at [.., row, col])
+    return rewrite_loads(r, [&](const LoadNode& l, const Expr& self) -> Expr {
+      if (l.tensor == S_ || !program_.find_global(l.tensor)) return self;
+      std::vector<Expr> index;
+      for (auto& i : l.index) index.push_back(on_rows_and_columns(i));
+      return make_load(l.tensor, index);
+    });
   };
   auto tile_free = [&](const Expr& e) { return !mentions(e, row_grid) && !mentions(e, row_var) && !mentions(e, key_tile) && !mentions(e, col_var); };
   std::optional<Expr> mask_rc;  // C on row_ and col_ (nullopt: no mask, or C reads the tile indices otherwise)
@@ -645,10 +769,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool identity = g.kind() == ExprKind::Load && scale > 0;
   const Expr g_rc = divisions_as_products(on_rows_and_columns(g));
   std::optional<AffineForm> affine;  // the score as a·S + u·(col − row) + w·row + c (ALiBi)
+  std::optional<LinearForm> linear;  // else a·S + bias(row, col) (evoformer's pair bias and mask bias)
   if (!identity) {
     // (S itself is read at the tile's own row and column, checked above)
     const Expr g_s = rewrite_loads(g_rc, [&](const LoadNode& l, const Expr& self) -> Expr { return l.tensor == S_ ? make_load(S_, {}) : self; });
     if (tile_free(g_s)) affine = affine_score(g_s, S_);
+    if (!affine && tile_free(g_s)) linear = linear_score(g_s, S_);
   }
   // The configuration per cell, from the skeleton's own sweep (bench/results/h100/attention-skeleton.md):
   // hd64 192 x 128 with 4 stages (3 consumers: with the identity or an affine score, 160 registers
@@ -656,11 +782,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // on average: causal at S ≤ 1k, sliding windows at any length; without the mask's reach, S ≤ 1k)
   // persistent blocks, one per SM, 128 x 128 with 4 (hd64) or 3 stages (hd128).
   const bool short_masked = cond && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
-  const int consumers = D_ == 64 && (identity || affine) && !short_masked ? 3 : 2;
-  const int bn = D_ == 256 ? 64 : 128, stages = D_ == 64 ? 4 : short_masked ? 3 : 2;
+  // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
+  // products are exact) and V's (those output columns are 0 and not stored).
+  const int64_t kHeadDim = D_ < 64 ? 64 : D_;
+  const int consumers = kHeadDim == 64 && (identity || affine) && !short_masked ? 3 : 2;
+  // A score with a per-element bias keeps the key tile's bias in registers while S runs (BN / 2 floats
+  // per thread): 64 keys per tile, so that it fits beside S, P and O without spilling, and 4 stages.
+  const bool with_bias = linear && !affine && !identity;
+  const int bn = kHeadDim == 256 || with_bias ? 64 : 128, stages = kHeadDim == 64 || with_bias ? 4 : short_masked ? 3 : 2;
   const bool persistent = short_masked;
   const int bm = 64 * consumers;
-  const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(D_) + ", " + std::to_string(bn) + ", " +
+  const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) + (persistent ? ", true" : "") + ">";
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
@@ -725,6 +857,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       out << "    *u_ = " << printer_.print_float(globals_bounded(affine->u)) << ";\n";
       out << "    *w_ = " << printer_.print_float(globals_bounded(affine->w)) << ";\n";
       out << "    *c_ = " << printer_.print_float(globals_bounded(affine->c)) << ";\n  }\n";
+    }
+    if (linear && !affine) {
+      // a·dot + bias(row, col): the skeleton loads a key tile's bias while its S = Q·Kᵀ runs
+      const std::string a = print_expr(linear->a), bias = print_expr(linear->bias);
+      score_text += "; linear: a·dot + bias with a = (" + a + ") · " + std::to_string(scale) + " per head, bias = " + bias +
+                    " per score, loaded while the key tile's Q·Kᵀ runs (one FFMA per score)";
+      out << "  // linear in the dot product: a = (" << a << ") * scale per head, bias = " << bias << " per score\n";
+      out << "  static constexpr bool kBias = true;\n";
+      out << "  __device__ float dot_factor(int bh_) const {\n" << decode(false, false);
+      out << "    return " << printer_.print_float(globals_bounded(linear->a)) << " * " << cuda_float_literal(scale) << ";\n  }\n";
+      out << "  __device__ float bias(int bh_, int row_, int col_) const {\n" << decode(true, true);
+      out << "    return " << printer_.print_float(globals_bounded(linear->bias)) << ";\n  }\n";
     }
     out << "  __device__ float operator()(int bh_, int row_, int col_, float dot_) const {\n" << decode(true, true);
     out << "    const float s_ = dot_ * " << cuda_float_literal(scale) << ";\n";
@@ -815,10 +959,30 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   out << "};\n";
   out << "struct " << epilogue << " {\n" << members.str();
+  std::string epilogue_text = "o / Σp stored";
   {
     const std::string op = cuda_identifier(o->name);
-    out << "  // " << o->name << "[.., row, col], [.., row, col + 1] = o / Σp, rounded to " << dtype_name(o->dtype) << "\n";
+    // The stored value on the skeleton's row_ and column col_ (the store's lead axes are 0, its row the
+    // global row, its last axis the column).
+    std::map<std::string, Expr> at;
+    const auto& saxes = store->domain.axes;
+    for (size_t k2 = 0; k2 + 2 < saxes.size(); ++k2) at[saxes[k2].var] = make_int(0);
+    if (saxes.size() >= 2) {
+      at[saxes[saxes.size() - 2].var] = make_var(row_var);
+      at[saxes.back().var] = make_var("col_");
+    }
+    const Expr value = substitute_vars(stored_value, at);
+    const bool plain = value.kind() == ExprKind::Load && value.as<LoadNode>()->tensor == "(&a_)";
+    out << "  // " << o->name << "[.., row, col], [.., row, col + 1] = " << (plain ? std::string("o / Σp") : print_expr(stored_value) + " with a_ = o / Σp") << ", rounded to "
+        << dtype_name(o->dtype) << (D_ < kHeadDim ? " (head dim " + std::to_string(D_) + " padded to " + std::to_string(kHeadDim) + ": the padding columns are not stored)" : std::string("")) << "\n";
+    if (!plain) {
+      epilogue_text = print_expr(stored_value) + " with a_ = o / Σp, inputs read at the stored element";
+      out << "  __device__ float value_(int bh_, int row_, int col_, float a_) const {\n" << decode(true, false);
+      out << "    (void)col_;\n    return " << printer_.print_float(globals_bounded(value)) << ";\n  }\n";
+    }
     out << "  __device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_) const {\n";
+    if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
+    if (!plain) out << "    o0_ = value_(bh_, row_, col_, o0_);\n    o1_ = value_(bh_, row_, col_ + 1, o1_);\n";
     out << "    const long long at_ = (static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL + col_;\n";
     if (o->dtype == DType::bf16) out << "    *reinterpret_cast<__nv_bfloat162*>(&" << op << "[at_]) = __floats2bfloat162_rn(o0_, o1_);\n";
     else if (o->dtype == DType::f16) out << "    *reinterpret_cast<__half2*>(&" << op << "[at_]) = __floats2half2_rn(o0_, o1_);\n";
@@ -834,7 +998,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               std::to_string(consumers) + " consumer warpgroups in ping-pong + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, snake order)" : std::string("")) + ", " +
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
-                              "score: " + score_text + "; skipped tiles: " + skip_text + "; block order: the query tiles of a head last to first (the longest causal rows first)";
+                              (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text + "; block order: the query tiles of a head last to first (the longest causal rows first)";
   head << "#include <solder/attention/sm90_attention.cuh>\n";
   head << "// kernel " << kernel_.name << ": computes";
   for (auto& d : kernel_.definitions) head << " " << d;
@@ -849,7 +1013,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
-  result.info.shared_bytes = static_cast<int64_t>(bm) * D_ * 2 + 2LL * stages * bn * D_ * 2 + 8 * (2 + 4 * stages) + 1024;
+  result.info.shared_bytes = static_cast<int64_t>(bm) * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 + 4 * stages) + 1024;
   AttentionSkeletonLaunch launch;
   auto global_index = [&](const std::string& n) {
     for (size_t i = 0; i < program_.globals.size(); ++i)

@@ -29,7 +29,10 @@ struct Refusal {
 
 inline bool is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
 
-enum class Role { row, wide, scores, tile_a, tile_b, tile_v, column, scalar };
+// score_input: a [BM, BN] tile staged from an input each step and read by the score (evoformer's pair
+// bias); only the attention skeleton reads it (from global memory, where it is); the emitter's own
+// schedule refuses it.
+enum class Role { row, wide, scores, tile_a, tile_b, tile_v, column, scalar, score_input };
 
 // How the variables of one statement map onto a thread's fragment elements.
 struct Binding {
@@ -127,6 +130,10 @@ class MmaStreamWriter {
   int64_t cols_of(const std::string& tile) const { return kernel_.find_buffer(tile)->shape.back(); }
 
   static bool leading_ones(const std::vector<int64_t>& shape, size_t keep);
+  // A [.., BM, BN] tile staged once per stream step from an input (the copy is remembered in
+  // score_copies_): a bias over the scores' rows and columns.
+  bool score_source(const std::string& name);
+  std::map<std::string, const CopyNode*> score_copies_;
 
   // ---- Analysis ---------------------------------------------------------------------------------
   void analyze();

@@ -2,8 +2,11 @@
 // float64 host reference of the rounded inputs: bf16 and f16, head dims 64, 128 and 256, 2 and 3 consumer
 // warpgroups, 2 to 4 stages, persistent blocks or one per work tile; ragged sequence lengths (1, 17, 100, 129, 257, 300, 1000, 2048),
 // seq_q ≠ seq_k, grouped-query heads, padded rows; no mask, causal (top-left, bottom-right, and an
-// offset that leaves rows with no visible key: zeros), and two score functors (softcap, an ALiBi-style
-// bias that depends on row, column and head).
+// offset that leaves rows with no visible key: zeros), and three score functors (softcap, an ALiBi-style
+// bias that depends on row, column and head, and evoformer's form with a bias (kBias): a pair bias
+// [head][row][col] read from global memory plus a finite column mask bias 1e9 · (keep[batch][col] − 1)).
+// Head dim 32 runs in the hd64 configurations with Q, K and V of 32 columns (TMA zero-fills columns
+// 32..63; the epilogue stores the first 32 only).
 //
 // Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
 // holds NaN, so a read past HeadDim fails too. Each case runs twice and must give the same bits (a
@@ -39,6 +42,39 @@ struct AlibiScore {
   }
 };
 
+// Evoformer's score: dot · scale + pair[head][row][col] + 1e9 · (keep[batch][col] − 1) (kBias: the bias
+// is read while S runs). The host copies of pair and keep are kept for the reference.
+struct BiasScore {
+  float scale_log2;
+  float scale;
+  const float* pair;
+  const unsigned char* keep;
+  int heads, seq_q, seq_k;
+  static constexpr bool kIdentity = false;
+  static constexpr bool kBias = true;
+  __device__ float dot_factor(int) const { return scale; }
+  __device__ float bias(int bh, int row, int col) const {
+    if (row >= seq_q || col >= seq_k) return 0.0f;  // rows past seq_q are not stored, keys past seq_k masked
+    return pair[(size_t(bh % heads) * seq_q + row) * seq_k + col] + 1e9f * (float(keep[size_t(bh / heads) * seq_k + col]) - 1.0f);
+  }
+  __device__ float operator()(int bh, int row, int col, float dot) const { return dot * scale + bias(bh, row, col); }
+};
+std::vector<float> host_pair;
+std::vector<unsigned char> host_keep;
+
+// o[bh][row][col] for col < cols (head dims below the configuration's: the padding columns are dropped).
+template <Dtype T>
+struct StoreCols {
+  void* out;
+  int ld;
+  int seq;
+  int cols;
+  __device__ void operator()(int bh, int row, int col, float o0, float o1) const {
+    if (col >= cols) return;
+    Store16<T>{out, ld, seq}(bh, row, col, o0, o1);
+  }
+};
+
 struct Case {
   int batch, heads, heads_kv, seq_q, seq_k, pad;
 };
@@ -51,17 +87,21 @@ double host_logit(const SoftcapScore& s, double dot, int, int, int, double scale
 double host_logit(const AlibiScore& s, double dot, int bh, int row, int col, double scale) {
   return dot * scale - double(s.slope(bh)) * std::abs(row - col);
 }
+double host_logit(const BiasScore& s, double dot, int bh, int row, int col, double) {
+  return dot * double(s.scale) + double(host_pair[(size_t(bh % s.heads) * s.seq_q + row) * s.seq_k + col]) +
+         1e9 * (double(host_keep[size_t(bh / s.heads) * s.seq_k + col]) - 1.0);
+}
 bool host_visible(const NoMask&, int, int) { return true; }
 bool host_visible(const CausalMask& m, int row, int col) { return col <= row + m.offset; }
 
 template <class C, class Score, class Mask>
-void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng) {
-  constexpr int D = C::HeadDim;
+void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng, int D = C::HeadDim) {
   const int bh = c.batch * c.heads, bh_kv = c.batch * c.heads_kv;
   Tensor q = make_tensor(C::T, bh, c.seq_q, D, D + c.pad, &rng, 2.0f);
   Tensor k = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 2.0f);
   Tensor v = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 1.0f);
   Tensor o = make_tensor(C::T, bh, c.seq_q, D, D, nullptr, 0.0f);  // all NaN
+  if (D > C::HeadDim || D % 8) std::exit(3);
   TensorMap mq = make_map(q, C::QBoxRows, "q"), mk = make_map(k, C::KVBoxRows, "k"), mv = make_map(v, C::KVBoxRows, "v");
   AttentionShape shape;
   shape.batch = c.batch;
@@ -69,7 +109,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   shape.heads_kv = c.heads_kv;
   shape.seq_q = c.seq_q;
   shape.seq_k = c.seq_k;
-  Store16<C::T> epilogue{o.device, D, c.seq_q};
+  StoreCols<C::T> epilogue{o.device, D, c.seq_q, D};
 
   // float64 reference.
   const double scale = 1.0 / std::sqrt(double(D));
@@ -135,8 +175,8 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   }
   const bool ok = bad == 0 && nan == 0 && moved == 0;
   if (!ok) ++failures;
-  std::printf("%s %-34s B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent/not, worst err/bound %.3f, rel L2 %.2e\n",
-              ok ? "OK  " : "FAIL", name, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, worst,
+  std::printf("%s %-34s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent/not, worst err/bound %.3f, rel L2 %.2e\n",
+              ok ? "OK  " : "FAIL", name, D, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, worst,
               std::sqrt(err2 / (ref2 + 1e-300)));
   if (!ok && first_bad != size_t(-1)) {
     const size_t row = first_bad / D;
@@ -183,6 +223,47 @@ void run_config(const char* name, std::mt19937& rng) {
   }
 }
 
+// Evoformer's score (kBias) on random pair biases in [-2, 2) and keep masks (90 % kept, key 0 always),
+// at head dim D (32: the padded path).
+template <class C>
+void run_bias(const char* name, std::mt19937& rng, int D) {
+  const float log2e = 1.4426950408889634f;
+  char label[96];
+  for (const Case& c : {Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 2, 129, 300, 8}, Case{2, 4, 4, 256, 256, 0}, Case{1, 1, 1, 17, 1, 0}}) {
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    std::bernoulli_distribution kept(0.9);
+    host_pair.assign(size_t(c.heads) * c.seq_q * c.seq_k, 0.0f);
+    for (auto& x : host_pair) x = dist(rng);
+    host_keep.assign(size_t(c.batch) * c.seq_k, 1);
+    for (size_t i = 0; i < host_keep.size(); ++i) host_keep[i] = i % c.seq_k == 0 ? 1 : kept(rng);
+    float* pair = nullptr;
+    unsigned char* keep = nullptr;
+    CUDA_CHECK(cudaMalloc(&pair, host_pair.size() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&keep, host_keep.size()));
+    CUDA_CHECK(cudaMemcpy(pair, host_pair.data(), host_pair.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(keep, host_keep.data(), host_keep.size(), cudaMemcpyHostToDevice));
+    const BiasScore score{log2e, 1.0f / std::sqrt(float(D)), pair, keep, c.heads, c.seq_q, c.seq_k};
+    std::snprintf(label, sizeof label, "%s pair+mask bias", name);
+    run_case<C>(label, c, score, NoMask{}, rng, D);
+    CUDA_CHECK(cudaFree(pair));
+    CUDA_CHECK(cudaFree(keep));
+  }
+}
+
+// Head dim 32 in an hd64 configuration (plain and causal).
+template <class C>
+void run_padded(const char* name, std::mt19937& rng) {
+  const float log2e = 1.4426950408889634f;
+  const PlainScore plain{log2e / std::sqrt(32.0f)};
+  char label[96];
+  for (const Case& c : {Case{1, 2, 2, 17, 17, 8}, Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 1, 129, 300, 8}, Case{1, 2, 2, 1000, 1000, 0}}) {
+    std::snprintf(label, sizeof label, "%s plain", name);
+    run_case<C>(label, c, plain, NoMask{}, rng, 32);
+    std::snprintf(label, sizeof label, "%s causal", name);
+    run_case<C>(label, c, plain, CausalMask{0}, rng, 32);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,6 +279,12 @@ int main(int argc, char** argv) {
   run_config<Config<Dtype::bf16, 128, 128, 3, 2>, true>("bf16 d128 128x128 s3", rng);
   run_config<Config<Dtype::f16, 64, 128, 4, 2, true>, false>("f16 d64 128x128 s4 P", rng);
   run_config<Config<Dtype::bf16, 256, 64, 2, 2>, false>("bf16 d256 128x64 s2", rng);
+  // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
+  run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
+  run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);
+  run_bias<Config<Dtype::bf16, 128, 64, 4, 2>>("bf16 d128 128x64 s4 bias", rng, 128);
+  run_padded<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64(32) 128x128 s4 P", rng);
+  run_padded<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64(32) 192x128 s4", rng);
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;
 }

@@ -369,5 +369,76 @@ TEST(AttentionSkeletonEmit, SkeletonsHereTurnsBothOffTogether) {
   EXPECT_FALSE(asked_off);  // never turns a skeleton on that the caller turned off
 }
 
+// evoformer (examples/evoformer.sol): one kernel on the skeleton at head dims 64, 32 and 128 -- the pair
+// bias and the mask bias in the score functor (the kBias form, read while S runs), the sigmoid gate in
+// the epilogue; (b, r, h) flattened into the skeleton's batch and heads.
+TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
+  Compiled c = compile("evoformer", {});
+  ASSERT_EQ(c.view.kernels.size(), 1u);
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("static constexpr bool kBias = true;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("return 1.0f * 0.125f;"), std::string::npos) << k->source;  // a = 1, scale 1 / sqrt(64)
+  // the pair bias at [h, row, col] and the mask at [r, col], on global rows and columns
+  EXPECT_NE(k->source.find("pair_bias[((((0LL) * 4LL + ((h_t + 0LL))) * 256LL + (row_)) * 256LL + (col_))]"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("mask[(((0LL) * 256LL + ((r_t + 0LL))) * 256LL + (col_))]"), std::string::npos) << k->source;
+  // the gate: sigmoid(g) at the stored element, times o / sum p
+  EXPECT_NE(k->source.find("solder::sigmoid("), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_);"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("epilogue: sigmoid(g["), std::string::npos) << k->summary;
+  ASSERT_TRUE(k->info.attention);
+  const AttentionSkeletonLaunch& a = *k->info.attention;
+  EXPECT_EQ(a.batch, 256);  // B · S1
+  EXPECT_EQ(a.heads, 4);
+  EXPECT_EQ(a.heads_kv, 4);
+  EXPECT_EQ(a.seq_q, 256);
+  EXPECT_EQ(a.seq_k, 256);
+  EXPECT_EQ(a.q.k, 64);
+  EXPECT_EQ(a.k.tile_rows, 64);
+  EXPECT_EQ(k->info.blocks, 2 * 1024);
+  // the emitter's own schedule does not take the [rows, keys] bias tile
+  std::string mma_refusal;
+  EXPECT_FALSE(generate_mma_stream_kernel(c.view, c.view.kernels.front(), &mma_refusal));
+  EXPECT_NE(mma_refusal.find("the scores read tile pair_bias"), std::string::npos) << mma_refusal;
+}
+
+TEST(AttentionSkeletonEmit, EvoformerHeadDim32RunsPaddedInTheHd64Configuration) {
+  Compiled c = compile("evoformer", {{"D", 32}});
+  ASSERT_EQ(c.view.kernels.size(), 1u);
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("if (col_ >= 32) return;  // padding columns"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("head dim 32 zero-padded to 64 by TMA"), std::string::npos) << k->summary;
+  ASSERT_TRUE(k->info.attention);
+  EXPECT_EQ(k->info.attention->q.k, 32);  // TMA zero-fills columns 32..63 of the 64-column box
+  EXPECT_EQ(k->info.attention->q.ld, 32);
+  EXPECT_EQ(k->info.attention->q.tile_k, 64);
+  EXPECT_EQ(k->info.attention->v.batch_stride, 256 * 32);
+}
+
+TEST(AttentionSkeletonEmit, EvoformerHeadDim128IsOneKernel) {
+  Compiled c = compile("evoformer", {{"D", 128}, {"B", 8}});
+  ASSERT_EQ(c.view.kernels.size(), 1u);  // 32-row IR tiles: the pair-bias and gate tiles fit the budget
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2>"), std::string::npos) << k->source;
+  ASSERT_TRUE(k->info.attention);
+  EXPECT_EQ(k->info.attention->batch, 8 * 256);
+}
+
+// Head dims the skeleton does not take keep the emitter's own schedule, with the reason.
+TEST(AttentionSkeletonEmit, EvoformerSmallHeadDimFallsBackWithTheReason) {
+  Compiled c = compile("evoformer", {{"D", 16}});
+  ASSERT_EQ(c.view.kernels.size(), 1u);
+  std::string refusal;
+  EXPECT_FALSE(emit(c, &refusal));
+  EXPECT_NE(refusal.find("head dim 16 (the skeleton takes 32, 64, 128 and 256)"), std::string::npos) << refusal;
+}
+
 }  // namespace
 }  // namespace solder

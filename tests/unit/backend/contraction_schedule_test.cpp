@@ -145,6 +145,23 @@ TEST(ContractionSchedule, DataMaskedAttentionStaysOnTheEmittersWgmma) {
     EXPECT_NE(c.tile.find(" rows x "), std::string::npos) << c.tile;
   }
   EXPECT_NE(m.source.find("// attention skeleton not used for "), std::string::npos);
+  for (auto& c : m.contractions)  // the report says why (solder emit --report)
+    EXPECT_NE(c.reason.find("attention skeleton not used: the mask reads staged tile doc_tile"), std::string::npos) << c.reason;
+}
+
+// evoformer: on the skeleton at head dim 64; at head dim 16 (which it does not take) the generic
+// writer's mma.sync, with the skeleton's reason in the report and the source.
+TEST(ContractionSchedule, EvoformerRunsOnTheSkeletonOrSaysWhyNot) {
+  GeneratedModule m = generate(example("evoformer"), false);
+  ASSERT_EQ(m.contractions.size(), 2u) << contraction_schedule_text(m.contractions);
+  for (auto& c : m.contractions) EXPECT_EQ(c.skeleton, ContractionSchedule::kAttentionSkeleton) << contraction_schedule_text(m.contractions);
+  GeneratedModule d16 = generate(example("evoformer"), false, {{"D", 16}});
+  ASSERT_EQ(d16.contractions.size(), 2u) << contraction_schedule_text(d16.contractions);
+  for (auto& c : d16.contractions) {
+    EXPECT_EQ(c.skeleton, ContractionSchedule::kMmaSync) << contraction_schedule_text(d16.contractions);
+    EXPECT_NE(c.reason.find("attention skeleton not used: head dim 16"), std::string::npos) << c.reason;
+  }
+  EXPECT_NE(d16.source.find("// attention skeleton not used for fused_o: head dim 16"), std::string::npos);
 }
 
 TEST(ContractionSchedule, TextAndJsonNameEveryField) {

@@ -208,6 +208,20 @@ TEST(Fuse, ShortCascadeDimsAreHeldWholeWhenTheGridFillsTheGpu) {
   EXPECT_NE(few_tokens.find("for e_t in"), std::string::npos) << few_tokens;
 }
 
+// evoformer's group (scores, softmax, P·V whose P reads the pair bias and the mask, the gate) is one
+// kernel at the GPU's tiles and head dims 32, 64 and 128: P·V is not a contraction of two inputs (only
+// plain input factors count), so the group halves its row tile instead of splitting; at 128 it goes
+// down to 32 rows (it reads inputs only). diff_attn, whose second group reads the first's output,
+// keeps its three kernels at D = 128.
+TEST(Fuse, EvoformerIsOneKernelAtGpuTiles) {
+  for (int64_t d : {32, 64, 128}) {
+    FusionResult r = fuse_program(bind_example("evoformer", false, {{"D", d}}), gpu_fusion_params());
+    EXPECT_EQ(r.kernels.kernels.size(), 1u) << "D = " << d;
+  }
+  FusionResult diff = fuse_program(bind_example("diff_attn", false, {{"D", 128}}), gpu_fusion_params());
+  EXPECT_EQ(diff.kernels.kernels.size(), 3u);
+}
+
 TEST(Fuse, RaggedTilesAreGuarded) {
   testing::FusedRun run = run_fused(bind_example("vanilla", true, {{"S", 50}}));
   std::string text = print_kernel(run.fused.kernels.kernels[0]);
