@@ -93,7 +93,7 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
         else
           idx.push_back(print_int(i));
       }
-      std::string element = a->pointer + "[" + offset(*a, idx) + "]";
+      std::string element = !a->global && !a->element.empty() ? a->element : a->pointer + "[" + offset(*a, idx) + "]";
       if (a->global) {
         if (a->dtype == DType::i32) return "static_cast<long long>(" + element + ")";
         if (a->dtype == DType::boolean) return "(" + element + " != 0)";

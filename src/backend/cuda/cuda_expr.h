@@ -22,6 +22,9 @@ struct CudaArray {
   DType dtype = DType::f32;
   bool global = false;          // a typed global (else a float tile)
   int parameter = -1;           // a global's position among the kernel parameters
+  // When set, a load of this tile prints this text instead of pointer[offset] (the generic writer's
+  // register-resident tiles, read only at the point's own element: kernel_writer_registers.cpp).
+  std::string element;
 };
 
 // The generated code's check of a data-dependent index (docs/kernel-ir.md, "Bounds"): the module

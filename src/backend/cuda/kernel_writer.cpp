@@ -67,7 +67,8 @@ std::string KernelWriter::write() {
   if (has_reduce())
     out << "  float* const reduce_scratch = reinterpret_cast<float*>(smem + " << reduce_scratch_offset_ << ");  // partials of cooperative reduces\n";
   out << "  (void)block_linear;\n";
-  statements(out, kernel_.body, 1);
+  if (register_plan_) register_pass(out);
+  else statements(out, kernel_.body, 1);
   collective_teardown(out);
   out << "}\n";
   return out.str();

@@ -5,6 +5,7 @@
 //                              vector staging plans
 //   kernel_writer_reduce.cpp   reductions: cooperative (a thread group per point) and per point
 //   kernel_writer_topk.cpp     top-k with a thread group per point
+//   kernel_writer_registers.cpp  memory-bound kernels whose tiles stay in registers (the register pass)
 //   kernel_writer_cluster.cpp  cluster collectives, through the device library (device/solder/cluster)
 //   gemm_codegen.cpp           contractions and gemm on tensor cores (gemm_codegen.h)
 // cuda_codegen.h describes what the generated code looks like; generate_cuda picks the writer.
@@ -86,8 +87,11 @@ class KernelWriter {
                     "'; queues are not supported by the CUDA backend yet (run it with --backend cpu)");
       arrays_[b.name] = CudaArray{cuda_identifier(b.name), b.shape, b.dtype, false};
     }
-    // Tiles that only a contraction loop stages and reads live in its 16-bit buffers instead.
-    const std::set<std::string> staged = contraction_staged_tiles();
+    // Tiles that only a contraction loop stages and reads live in its 16-bit buffers instead; the
+    // register pass's point tiles live in registers.
+    register_plan_ = plan_registers();
+    std::set<std::string> staged = contraction_staged_tiles();
+    if (register_plan_) staged.insert(register_plan_->tiles.begin(), register_plan_->tiles.end());
     for (auto& b : kernel.buffers) {
       if (staged.count(b.name)) continue;
       tile_offsets_.emplace_back(b.name, offset);
@@ -388,6 +392,34 @@ class KernelWriter {
     out << p << "}\n";
   }
 
+  // ---- The register pass (kernel_writer_registers.cpp) -------------------------------------------
+  // A kernel of top-level copies, maps, fills and reduces whose tiles of N elements are each touched
+  // only at the point's own element (the "point tiles") keeps those tiles in registers: thread t holds
+  // the 16-byte vectors t, t + 256, ... (V elements each) of every point tile, loads its inputs with
+  // 16-byte accesses straight into registers, computes every map element by element there, reduces
+  // over the whole tile from registers (warp shuffles, then 8 partials through shared memory) and
+  // stores 16-byte vectors. Other tiles (a reduce's result, read by every thread) stay in shared
+  // memory, written only by fills and reduces, each followed by a block barrier.
+  struct RegisterPlan {
+    std::set<std::string> tiles;  // the point tiles
+    int64_t elements = 0;         // N
+    int64_t vector = 8;           // V
+    int64_t vectors = 0, batch = 0;  // N / V; vectors per thread
+  };
+  std::optional<RegisterPlan> register_plan_;
+  std::optional<RegisterPlan> plan_registers() const;
+  bool register_owned(const std::vector<Expr>& index, const std::vector<int64_t>& shape, const std::vector<Axis>& axes) const;
+  // Declares the axes of element vec_ * V + i_ of a domain of N points (the last axis of extent > 1
+  // moves within a vector): b_<axis>_ per vector, then each axis per element inside the i_ loop.
+  void register_axes_base(std::ostringstream& out, const std::vector<Axis>& axes, int indent);
+  void register_axes_element(std::ostringstream& out, const std::vector<Axis>& axes, int indent);
+  void register_pass(std::ostringstream& out);
+
+ public:
+  // Whether write() keeps this kernel's point tiles in registers (tests, the emit report).
+  bool register_pass_used() const { return register_plan_.has_value(); }
+
+ private:
   // ---- Cooperative reduces --------------------------------------------------------------------------
   // A sum / prod / max / min whose reduced extent is large gives each output point a group of threads
   // that splits the reduce axes, then combines the partials (f32 at each step; the order differs from
