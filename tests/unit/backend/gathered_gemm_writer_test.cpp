@@ -50,7 +50,7 @@ TEST(GatheredGemmWriter, ConvChainModuleCompilesWithNvrtc) {
   flags.defines = {"NDEBUG"};
   flags.use_cache = false;
   runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "conv_chain.cu", flags);
-  EXPECT_FALSE(compiled.cubin.empty());
+  EXPECT_FALSE(compiled.cubins.front().empty());
 }
 
 
