@@ -129,15 +129,15 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   }
   out << ") {\n";
   out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
-  out << "  constexpr int BM = " << bm << ", BN = " << bn << ", BK = " << bk << ", KT = " << k_tiles << ";\n";
-  out << "  constexpr int M = " << p.m << ", N = " << p.n << ", K = " << p.k << ";\n";
-  out << "  " << T << "* const a_s_ = reinterpret_cast<" << T << "*>(smem);  // two buffers of A [BM][BK], Swizzle<BK>\n";
-  out << "  " << T << "* const b_s_ = a_s_ + 2 * BM * BK;  // two buffers of B [BN][BK] (k-major), Swizzle<BK>\n";
+  out << "  constexpr int BM_ = " << bm << ", BN_ = " << bn << ", BK_ = " << bk << ", KT_ = " << k_tiles << ";\n";
+  out << "  constexpr int M_ = " << p.m << ", N_ = " << p.n << ", K_ = " << p.k << ";\n";
+  out << "  " << T << "* const a_s_ = reinterpret_cast<" << T << "*>(smem);  // two buffers of A [BM_][BK_], Swizzle<BK_>\n";
+  out << "  " << T << "* const b_s_ = a_s_ + 2 * BM_ * BK_;  // two buffers of B [BN_][BK_] (k-major), Swizzle<BK_>\n";
   out << "  int block_ = blockIdx.x;\n";
   // Column tiles fastest: the blocks that share a row tile of A (the gathered, large operand) run
   // together and read it from L2 once; B (the weights) is small and stays in L2.
-  out << "  const int n0_ = (block_ % " << n_tiles << ") * BN; block_ /= " << n_tiles << ";\n";
-  out << "  const int m0_ = (block_ % " << m_tiles << ") * BM; block_ /= " << m_tiles << ";\n";
+  out << "  const int n0_ = (block_ % " << n_tiles << ") * BN_; block_ /= " << n_tiles << ";\n";
+  out << "  const int m0_ = (block_ % " << m_tiles << ") * BM_; block_ /= " << m_tiles << ";\n";
   unflatten(out, "  ", p.batch_axes, "block_", "batch_rest_");
   // One operand's gather for tile step kt_ into buffer s_: each element evaluated and stored as T
   // (exact: the operand is exact in T). Loads of several elements are in flight together (the loop
@@ -153,35 +153,35 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
     if (rows_fastest)
       out << "      const int row_ = e_ % " << rows << ", depth_ = e_ / " << rows << ";\n";
     else
-      out << "      const int row_ = e_ / BK, depth_ = e_ % BK;\n";
-    out << "      const int side_ = " << origin << " + row_, k_ = kt_ * BK + depth_;\n";
+      out << "      const int row_ = e_ / BK_, depth_ = e_ % BK_;\n";
+    out << "      const int side_ = " << origin << " + row_, k_ = kt_ * BK_ + depth_;\n";
     out << "      float v_ = 0.0f;\n";
-    out << "      if (side_ < " << bound << " && k_ < K) {\n";
+    out << "      if (side_ < " << bound << " && k_ < K_) {\n";
     unflatten(out, "        ", side, "side_", "side_rest_");
     unflatten(out, "        ", p.reduce_axes, "k_", "k_rest_");
     out << "        v_ = " << printer.print_float(value) << ";\n";
     out << "      }\n";
-    out << "      " << base << "[solder::tile::Swizzle<BK>::offset(row_, depth_)] = " << T << "(v_);  // exact in T\n";
+    out << "      " << base << "[solder::tile::Swizzle<BK_>::offset(row_, depth_)] = " << T << "(v_);  // exact in T\n";
     out << "    }\n";
   };
   out << "  auto gather_ = [&](int kt_, int s_) {\n";
   out << "    // A(m, k) = " << print_expr(p.a) << "\n";
-  gather("(a_s_ + s_ * BM * BK)", p.a, bm, p.a_rows_fastest, p.row_axes, "m0_", "M");
+  gather("(a_s_ + s_ * BM_ * BK_)", p.a, bm, p.a_rows_fastest, p.row_axes, "m0_", "M_");
   out << "    // B(n, k) = " << print_expr(p.b) << "\n";
-  gather("(b_s_ + s_ * BN * BK)", p.b, bn, p.b_columns_fastest, p.column_axes, "n0_", "N");
+  gather("(b_s_ + s_ * BN_ * BK_)", p.b, bn, p.b_columns_fastest, p.column_axes, "n0_", "N_");
   out << "  };\n";
-  out << "  solder::tile::BlockGemm<" << T << ", BM, BN, BK, " << kWarps << "> gemm_;\n";
+  out << "  solder::tile::BlockGemm<" << T << ", BM_, BN_, BK_, " << kWarps << "> gemm_;\n";
   out << "  gather_(0, 0);\n";
   out << "  __syncthreads();\n";
-  out << "  for (int kt_ = 0; kt_ < KT; ++kt_) {\n";
+  out << "  for (int kt_ = 0; kt_ < KT_; ++kt_) {\n";
   out << "    const int s_ = kt_ & 1;\n";
   out << "    // the next step into the other buffer (every thread finished reading it before the last barrier)\n";
-  out << "    if (kt_ + 1 < KT) gather_(kt_ + 1, s_ ^ 1);\n";
-  out << "    gemm_.accumulate(solder::tile::SwizzledA<" << T << ", BM, BK>{a_s_ + s_ * BM * BK}, solder::tile::SwizzledB<" << T
-      << ", BK, BN, true>{b_s_ + s_ * BN * BK});\n";
+  out << "    if (kt_ + 1 < KT_) gather_(kt_ + 1, s_ ^ 1);\n";
+  out << "    gemm_.accumulate(solder::tile::SwizzledA<" << T << ", BM_, BK_>{a_s_ + s_ * BM_ * BK_}, solder::tile::SwizzledB<" << T
+      << ", BK_, BN_, true>{b_s_ + s_ * BN_ * BK_});\n";
   out << "    __syncthreads();\n";
   out << "  }\n";
-  out << "  float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM][" << c_stride << "] over the operand buffers\n";
+  out << "  float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][" << c_stride << "] over the operand buffers\n";
   out << "  gemm_.write(c_s_, " << c_stride << ", 1, false);\n";
   out << "  __syncthreads();\n";
   // The epilogue, element by element, threads along the destination's contiguous axis.
@@ -197,11 +197,11 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   out << "  for (int i_ = 0; i_ < " << bm * bn / kThreads << "; ++i_) {\n";
   out << "    const int e_ = threadIdx.x + i_ * " << kThreads << ";\n";
   if (c_rows_fastest)
-    out << "    const int row_ = e_ % BM, col_ = e_ / BM;\n";
+    out << "    const int row_ = e_ % BM_, col_ = e_ / BM_;\n";
   else
-    out << "    const int row_ = e_ / BN, col_ = e_ % BN;\n";
+    out << "    const int row_ = e_ / BN_, col_ = e_ % BN_;\n";
   out << "    const int m_ = m0_ + row_, n_ = n0_ + col_;\n";
-  out << "    if (m_ >= M || n_ >= N) continue;\n";
+  out << "    if (m_ >= M_ || n_ >= N_) continue;\n";
   unflatten(out, "    ", p.row_axes, "m_", "m_rest_");
   unflatten(out, "    ", p.column_axes, "n_", "n_rest_");
   out << "    float value_ = c_s_[row_ * " << c_stride << " + col_];\n";
