@@ -143,7 +143,8 @@ namespace detail {
 // itself, or the text before the first "// ---- kernel" line followed by contiguous runs of the kernel
 // sections, in order. Only sections that include a skeleton header (solder/gemm/, solder/attention/:
 // seconds of NVRTC each) are spread over units; a plain section goes with the skeleton section before
-// it. The source stays whole when it has fewer than two skeleton sections, or defines a
+// it. The source stays whole when it has fewer than four skeleton sections (a unit re-parses the CuTe
+// headers: the split pays only for many skeleton kernels, docs/runtime.md), or defines a
 // namespace-scope variable (`__device__ T x[3];`), which each unit would otherwise get its own copy of.
 std::vector<std::string> split_by_kernel(const std::string& source, int parts);
 }  // namespace detail

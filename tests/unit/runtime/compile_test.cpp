@@ -154,101 +154,119 @@ TEST_F(RuntimeNvrtc, RegisteredHeadersAreIncludableAndPartOfTheKey) {
   EXPECT_TRUE(is_elf(compile_cuda(source, "seven.cu", flags_).cubins.front()));
 }
 
-// Two kernels in the CUDA backend's layout: a prelude, then one "// ---- kernel" section each. Each
-// section includes a header under solder/gemm/ (registered below, tiny), as skeleton kernels do.
-const char* kTwoKernels = R"(// Generated (test)
+// Four kernels in the CUDA backend's layout: a prelude, then one "// ---- kernel" section each. Each
+// section includes a header under solder/gemm/ (registered below, tiny), as skeleton kernels do, and
+// four are the fewest that compile_cuda splits.
+const char* kFourKernels = R"(// Generated (test)
 __device__ inline float twice(float x) { return 2 * x; }
 
-// ---- kernel first: no contraction ----
+// ---- kernel k1: no contraction ----
 #include <solder/gemm/split_test.cuh>
-extern "C" __global__ void first(float* data) { data[threadIdx.x] = twice(data[threadIdx.x]) + kSplitTest; }
+extern "C" __global__ void k1(float* data) { data[threadIdx.x] = twice(data[threadIdx.x]) + kSplitTest; }
 
-// ---- kernel second: no contraction ----
+// ---- kernel k2: no contraction ----
 #include <solder/gemm/split_test.cuh>
-extern "C" __global__ void second(float* data) { data[threadIdx.x] += twice(1.0f); }
+extern "C" __global__ void k2(float* data) { data[threadIdx.x] += twice(1.0f); }
+
+// ---- kernel k3: no contraction ----
+#include <solder/gemm/split_test.cuh>
+extern "C" __global__ void k3(float* data) { data[threadIdx.x] += 3; }
+
+// ---- kernel k4: no contraction ----
+#include <solder/gemm/split_test.cuh>
+extern "C" __global__ void k4(float* data) { data[threadIdx.x] += 4; }
 )";
 
 TEST_F(RuntimeNvrtc, KernelSectionsCompileAsParallelUnitsThenHitTheCache) {
   SKIP_WITHOUT_NVRTC();
   register_embedded_header("solder/gemm/split_test.cuh", "#pragma once\nconstexpr float kSplitTest = 1;\n");
   flags_.jobs = 2;
-  CompiledModule split = compile_cuda(kTwoKernels, "two.cu", flags_);
+  CompiledModule split = compile_cuda(kFourKernels, "four.cu", flags_);
   ASSERT_EQ(split.cubins.size(), 2u);
   for (const std::vector<char>& cubin : split.cubins) EXPECT_TRUE(is_elf(cubin));
   EXPECT_FALSE(split.from_cache);
-  CompiledModule again = compile_cuda(kTwoKernels, "two.cu", flags_);
+  CompiledModule again = compile_cuda(kFourKernels, "four.cu", flags_);
   EXPECT_TRUE(again.from_cache);
   EXPECT_EQ(again.compile_seconds, 0);
   EXPECT_EQ(again.cubins, split.cubins);
   flags_.jobs = 1;
-  EXPECT_EQ(compile_cuda(kTwoKernels, "two.cu", flags_).cubins.size(), 1u);
+  EXPECT_EQ(compile_cuda(kFourKernels, "four.cu", flags_).cubins.size(), 1u);
   // Without the cache the units still compile apart (through a private folder).
   CompileFlags uncached = flags_;
   uncached.use_cache = false;
-  uncached.jobs = 2;
-  CompiledModule fresh = compile_cuda(kTwoKernels, "two.cu", uncached);
-  ASSERT_EQ(fresh.cubins.size(), 2u);
+  uncached.jobs = 4;
+  CompiledModule fresh = compile_cuda(kFourKernels, "four.cu", uncached);
+  ASSERT_EQ(fresh.cubins.size(), 4u);
   EXPECT_FALSE(fresh.from_cache);
   EXPECT_TRUE(fresh.cache_path.empty());
 }
 
 TEST_F(RuntimeNvrtc, ASplitThatDoesNotCompileIsCompiledWhole) {
   SKIP_WITHOUT_NVRTC();
-  // The second section uses a struct the first one defines: alone it does not compile.
+  // The last section uses a struct the first one defines: alone it does not compile.
   register_embedded_header("solder/gemm/split_test.cuh", "#pragma once\nconstexpr float kSplitTest = 1;\n");
   const char* source = R"(
-// ---- kernel first: no contraction ----
+// ---- kernel k1: no contraction ----
 #include <solder/gemm/split_test.cuh>
 struct Shared { float value; };
-extern "C" __global__ void first(Shared* s) { s->value = kSplitTest; }
-// ---- kernel second: no contraction ----
+extern "C" __global__ void k1(Shared* s) { s->value = kSplitTest; }
+// ---- kernel k2: no contraction ----
 #include <solder/gemm/split_test.cuh>
-extern "C" __global__ void second(Shared* s) { s->value = 2; }
+extern "C" __global__ void k2(Shared* s) { s->value = 2; }
+// ---- kernel k3: no contraction ----
+#include <solder/gemm/split_test.cuh>
+extern "C" __global__ void k3(Shared* s) { s->value = 3; }
+// ---- kernel k4: no contraction ----
+#include <solder/gemm/split_test.cuh>
+extern "C" __global__ void k4(Shared* s) { s->value = 4; }
 )";
-  flags_.jobs = 2;
+  flags_.jobs = 4;
   CompiledModule compiled = compile_cuda(source, "shared.cu", flags_);
   ASSERT_EQ(compiled.cubins.size(), 1u);
   EXPECT_TRUE(is_elf(compiled.cubins.front()));
 }
 
+std::string skeleton_section(const std::string& name) {
+  return "// ---- kernel " + name + ": 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\n" + name + "\n";
+}
+
 TEST(RuntimeCompileSplit, UnitsArePreludePlusContiguousKernelSections) {
   const std::string prelude = "#include <x>\n";
-  const std::string a = "// ---- kernel a: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nA\n";
+  const std::string a = skeleton_section("a"), c = skeleton_section("c"), d = skeleton_section("d");
   const std::string b = "// ---- kernel b: 1 contraction ----\n#include <solder/attention/sm90_attention.cuh>\nB\n";
-  const std::string c = "// ---- kernel c: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nC\n";
-  const std::string source = prelude + a + b + c;
+  const std::string source = prelude + a + b + c + d;
   EXPECT_EQ(detail::split_by_kernel(source, 1), std::vector<std::string>{source});
-  EXPECT_EQ(detail::split_by_kernel(source, 2), (std::vector<std::string>{prelude + a + b, prelude + c}));
-  EXPECT_EQ(detail::split_by_kernel(source, 3), (std::vector<std::string>{prelude + a, prelude + b, prelude + c}));
-  EXPECT_EQ(detail::split_by_kernel(source, 16), (std::vector<std::string>{prelude + a, prelude + b, prelude + c}));
-  // One skeleton section: nothing to split.
-  EXPECT_EQ(detail::split_by_kernel(prelude + a, 4), std::vector<std::string>{prelude + a});
+  EXPECT_EQ(detail::split_by_kernel(source, 2), (std::vector<std::string>{prelude + a + b, prelude + c + d}));
+  EXPECT_EQ(detail::split_by_kernel(source, 3), (std::vector<std::string>{prelude + a + b, prelude + c, prelude + d}));
+  EXPECT_EQ(detail::split_by_kernel(source, 16),
+            (std::vector<std::string>{prelude + a, prelude + b, prelude + c, prelude + d}));
+  // Fewer than four skeleton sections: a unit re-parses the CuTe headers, so the source stays whole.
+  EXPECT_EQ(detail::split_by_kernel(prelude + a + b + c, 16), std::vector<std::string>{prelude + a + b + c});
 }
 
 TEST(RuntimeCompileSplit, PlainSectionsGoWithTheSkeletonSectionBeforeThem) {
   const std::string prelude = "#include <x>\n";
   const std::string plain1 = "// ---- kernel p1: no contraction ----\nP1\n";
-  const std::string heavy1 = "// ---- kernel h1: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nH1\n";
   const std::string plain2 = "// ---- kernel p2: no contraction ----\nP2\n";
-  const std::string heavy2 = "// ---- kernel h2: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nH2\n";
   const std::string plain3 = "// ---- kernel p3: no contraction ----\nP3\n";
-  EXPECT_EQ(detail::split_by_kernel(prelude + plain1 + heavy1 + plain2 + heavy2 + plain3, 4),
-            (std::vector<std::string>{prelude + plain1 + heavy1 + plain2, prelude + heavy2 + plain3}));
+  const std::string h1 = skeleton_section("h1"), h2 = skeleton_section("h2"), h3 = skeleton_section("h3"),
+                    h4 = skeleton_section("h4");
+  EXPECT_EQ(detail::split_by_kernel(prelude + plain1 + h1 + h2 + plain2 + h3 + h4 + plain3, 2),
+            (std::vector<std::string>{prelude + plain1 + h1 + h2 + plain2, prelude + h3 + h4 + plain3}));
   // Plain kernels only (a few tenths of a second each): the source stays whole.
   const std::string plain = prelude + plain1 + plain2 + plain3;
   EXPECT_EQ(detail::split_by_kernel(plain, 4), std::vector<std::string>{plain});
 }
 
 TEST(RuntimeCompileSplit, AModuleVariableKeepsTheSourceWhole) {
-  const std::string a = "// ---- kernel a: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nA\n";
-  const std::string b = "// ---- kernel b: 1 contraction ----\n#include <solder/gemm/sm90_gemm.cuh>\nB\n";
-  const std::string source = "__device__ long long solder_index_error[3];\n" + a + b;
+  const std::string four = skeleton_section("a") + skeleton_section("b") + skeleton_section("c") + skeleton_section("d");
+  const std::string source = "__device__ long long solder_index_error[3];\n" + four;
   EXPECT_EQ(detail::split_by_kernel(source, 4), std::vector<std::string>{source});
-  const std::string constant = a + "__constant__ float table[4] = {1, 2, 3, 4};\n" + b;
+  const std::string constant = four + "__constant__ float table[4] = {1, 2, 3, 4};\n";
   EXPECT_EQ(detail::split_by_kernel(constant, 4), std::vector<std::string>{constant});
   // Device functions are not variables: they may be compiled into every unit.
-  const std::string functions = "__device__ inline float f(float x) { return x; }\n" + a + b;
-  EXPECT_EQ(detail::split_by_kernel(functions, 4).size(), 2u);
+  const std::string functions = "__device__ inline float f(float x) { return x; }\n" + four;
+  EXPECT_EQ(detail::split_by_kernel(functions, 4).size(), 4u);
 }
 
 TEST(RuntimeNvrtcMissing, ArchitectureMustBeReal) {
