@@ -237,6 +237,52 @@ __device__ __forceinline__ void round_pack(const float (&v)[N], uint32_t (&packe
 struct NoSides {};
 
 // ---- The inline schedule (ConverterWarpgroup false, the default) ----
+namespace detail {
+
+// The epilogue of one consumer's m64nBNk accumulator (rows row_base and row_base + 8, columns col_base +
+// 8j and + 1), shared by both prologue schedules: the row factor once per row and pairs of columns
+// stored together where the epilogue can, else one element at a time with its side reductions.
+template <class C, class Acc, int NS, class Epilogue>
+__device__ __forceinline__ void store_prologue_tile(Acc& acc, const float (&side_acc)[2][NS], int row_base, int col_base,
+                                                    const GemmShape& shape, const Epilogue& epilogue) {
+  if constexpr (has_row_factor<Epilogue>::value) {
+    float factor[2];
+#pragma unroll
+    for (int slot = 0; slot < 2; ++slot) factor[slot] = epilogue.row_factor(row_base + 8 * slot, side_acc[slot]);
+#pragma unroll
+    for (int i = 0; i < C::BN / 2; i += 2) {
+      const int slot = (i / 2) % 2;
+      const int row = row_base + 8 * slot;
+      const int col = col_base + 8 * (i / 4);
+      if (row < shape.m) {
+        if constexpr (has_scaled_pair<Epilogue>::value) {
+          if (col + 1 < shape.n) {
+            epilogue.scaled_pair(0, row, col, acc(i), acc(i + 1), factor[slot]);
+          } else if (col < shape.n) {
+            epilogue.scaled(0, row, col, acc(i), factor[slot]);
+          }
+        } else {
+          if (col < shape.n) epilogue.scaled(0, row, col, acc(i), factor[slot]);
+          if (col + 1 < shape.n) epilogue.scaled(0, row, col + 1, acc(i + 1), factor[slot]);
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < C::BN / 2; i += 2) {
+      const int slot = (i / 2) % 2;
+      const int row = row_base + 8 * slot;
+      const int col = col_base + 8 * (i / 4);
+      if (row < shape.m) {
+        if (col < shape.n) epilogue(0, row, col, acc(i), side_acc[slot]);
+        if (col + 1 < shape.n) epilogue(0, row, col + 1, acc(i + 1), side_acc[slot]);
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
 template <class C, class Prologue, class Epilogue>
 __device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
                                                    const Prologue& prologue, const Epilogue& epilogue) {
@@ -598,43 +644,7 @@ __device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, co
       read_sides();
 
       // ---- Epilogue (the m64nBNk accumulator layout, as gemm_body) ----
-      const int row_base = m0 + tile_row + my_row;
-      const int col_base = n0 + 2 * (lane % 4);
-      if constexpr (detail::has_row_factor<Epilogue>::value) {
-        // The scale once per row; pairs of columns stored together where the epilogue can.
-        float factor[2];
-#pragma unroll
-        for (int slot = 0; slot < 2; ++slot) factor[slot] = epilogue.row_factor(row_base + 8 * slot, side_acc[slot]);
-#pragma unroll
-        for (int i = 0; i < C::BN / 2; i += 2) {
-          const int slot = (i / 2) % 2;
-          const int row = row_base + 8 * slot;
-          const int col = col_base + 8 * (i / 4);
-          if (row < shape.m) {
-            if constexpr (detail::has_scaled_pair<Epilogue>::value) {
-              if (col + 1 < shape.n) {
-                epilogue.scaled_pair(0, row, col, acc(i), acc(i + 1), factor[slot]);
-              } else if (col < shape.n) {
-                epilogue.scaled(0, row, col, acc(i), factor[slot]);
-              }
-            } else {
-              if (col < shape.n) epilogue.scaled(0, row, col, acc(i), factor[slot]);
-              if (col + 1 < shape.n) epilogue.scaled(0, row, col + 1, acc(i + 1), factor[slot]);
-            }
-          }
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < C::BN / 2; i += 2) {
-          const int slot = (i / 2) % 2;
-          const int row = row_base + 8 * slot;
-          const int col = col_base + 8 * (i / 4);
-          if (row < shape.m) {
-            if (col < shape.n) epilogue(0, row, col, acc(i), side_acc[slot]);
-            if (col + 1 < shape.n) epilogue(0, row, col + 1, acc(i + 1), side_acc[slot]);
-          }
-        }
-      }
+      detail::store_prologue_tile<C>(acc, side_acc, m0 + tile_row + my_row, n0 + 2 * (lane % 4), shape, epilogue);
     }
   }
   // No block leaves while its peer may still multicast into it or arrive on its barriers.
@@ -1055,43 +1065,7 @@ __device__ __forceinline__ void gemm_prologue_body_converter(const TensorMap& a,
       ++tiles_done;
 
       // ---- Epilogue (the m64nBNk accumulator layout, as gemm_body) ----
-      const int row_base = m0 + tile_row + my_row;
-      const int col_base = n0 + 2 * (lane % 4);
-      if constexpr (detail::has_row_factor<Epilogue>::value) {
-        // The scale once per row; pairs of columns stored together where the epilogue can.
-        float factor[2];
-#pragma unroll
-        for (int slot = 0; slot < 2; ++slot) factor[slot] = epilogue.row_factor(row_base + 8 * slot, side_acc[slot]);
-#pragma unroll
-        for (int i = 0; i < C::BN / 2; i += 2) {
-          const int slot = (i / 2) % 2;
-          const int row = row_base + 8 * slot;
-          const int col = col_base + 8 * (i / 4);
-          if (row < shape.m) {
-            if constexpr (detail::has_scaled_pair<Epilogue>::value) {
-              if (col + 1 < shape.n) {
-                epilogue.scaled_pair(0, row, col, acc(i), acc(i + 1), factor[slot]);
-              } else if (col < shape.n) {
-                epilogue.scaled(0, row, col, acc(i), factor[slot]);
-              }
-            } else {
-              if (col < shape.n) epilogue.scaled(0, row, col, acc(i), factor[slot]);
-              if (col + 1 < shape.n) epilogue.scaled(0, row, col + 1, acc(i + 1), factor[slot]);
-            }
-          }
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < C::BN / 2; i += 2) {
-          const int slot = (i / 2) % 2;
-          const int row = row_base + 8 * slot;
-          const int col = col_base + 8 * (i / 4);
-          if (row < shape.m) {
-            if (col < shape.n) epilogue(0, row, col, acc(i), side_acc[slot]);
-            if (col + 1 < shape.n) epilogue(0, row, col + 1, acc(i + 1), side_acc[slot]);
-          }
-        }
-      }
+      detail::store_prologue_tile<C>(acc, side_acc, m0 + tile_row + my_row, n0 + 2 * (lane % 4), shape, epilogue);
     }
   }
   // No block leaves while its peer may still multicast into it or arrive on its barriers.
