@@ -268,20 +268,26 @@ bool MmaStreamWriter::leading_indices_trivial(const std::vector<Expr>& index, co
   return true;
 }
 
-bool MmaStreamWriter::column_source(const std::string& name) {
+const CopyNode* MmaStreamWriter::staged_input_copy(const std::string& name) const {
   const CopyNode* found = nullptr;
   for (auto& s : loop_->body)
     if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == name) {
-      if (found) return false;
+      if (found) return nullptr;
       found = s.as<CopyNode>();
     }
   for (auto& s : kernel_.body)
-    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == name) return false;
-  if (!found || found->domain.guard.defined()) return false;
+    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == name) return nullptr;
+  if (!found || found->domain.guard.defined()) return nullptr;
   const GlobalTensor* g = program_.find_global(found->src.name);
-  if (!g || g->role != GlobalRole::input) return false;
+  if (!g || g->role != GlobalRole::input) return nullptr;
   for (size_t k = 0; k < found->domain.axes.size(); ++k)
-    if (k >= found->dst.index.size() || !is_var(found->dst.index[k], found->domain.axes[k].var)) return false;
+    if (k >= found->dst.index.size() || !is_var(found->dst.index[k], found->domain.axes[k].var)) return nullptr;
+  return found;
+}
+
+bool MmaStreamWriter::column_source(const std::string& name) {
+  const CopyNode* found = staged_input_copy(name);
+  if (!found) return false;
   column_copies_[name] = found;
   return true;
 }
@@ -289,19 +295,8 @@ bool MmaStreamWriter::column_source(const std::string& name) {
 bool MmaStreamWriter::score_source(const std::string& name) {
   const Buffer* buf = kernel_.find_buffer(name);
   if (!buf || buf->shape.size() < 2 || buf->shape[buf->shape.size() - 2] != BM_ || buf->shape.back() != BN_ || !leading_ones(buf->shape, 2)) return false;
-  const CopyNode* found = nullptr;
-  for (auto& s : loop_->body)
-    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == name) {
-      if (found) return false;
-      found = s.as<CopyNode>();
-    }
-  for (auto& s : kernel_.body)
-    if (s.kind() == StmtKind::Copy && s.as<CopyNode>()->dst.name == name) return false;
-  if (!found || found->domain.guard.defined()) return false;
-  const GlobalTensor* g = program_.find_global(found->src.name);
-  if (!g || g->role != GlobalRole::input) return false;
-  for (size_t k = 0; k < found->domain.axes.size(); ++k)
-    if (k >= found->dst.index.size() || !is_var(found->dst.index[k], found->domain.axes[k].var)) return false;
+  const CopyNode* found = staged_input_copy(name);
+  if (!found) return false;
   // rows from the block's row tile, columns from the key tile (K and V, staged at the key tile's rows,
   // are not: where BN equals the head dim they have the same shape)
   const size_t n = found->src.index.size();

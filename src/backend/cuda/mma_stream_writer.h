@@ -130,6 +130,9 @@ class MmaStreamWriter {
   int64_t cols_of(const std::string& tile) const { return kernel_.find_buffer(tile)->shape.back(); }
 
   static bool leading_ones(const std::vector<int64_t>& shape, size_t keep);
+  // The one unguarded copy in the stream loop (none outside it) that stages the tile `name` from an
+  // input, its destination indexed by its own axes; nullptr when there is no such copy.
+  const CopyNode* staged_input_copy(const std::string& name) const;
   // A [.., BM, BN] tile staged once per stream step from an input (the copy is remembered in
   // score_copies_): a bias over the scores' rows and columns.
   bool score_source(const std::string& name);
