@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../../tests/gpu/attention_skeleton/attention_test_util.h"
+#include "../common/graph_timer.h"
 
 using namespace attention_test;
 using solder::attention::CausalMask;
@@ -94,38 +95,15 @@ void bench(int batch, int heads, int seq, const Mask& mask, bool causal, int rep
     free_tensor(o);
     return;
   }
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream, blocks);
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 2; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  std::vector<float> times;
-  for (int i = 0; i < replays; ++i) {
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms / per_graph);
-  }
-  std::sort(times.begin(), times.end());
-  const double ms = times[times.size() / 2];
+  const double ms = graph_timing::graph_median_ms(stream, per_graph, replays, [&](cudaStream_t s) {
+    launch<C>(mq, mk, mv, shape, score, mask, epilogue, s, blocks);
+  });
   char name[64];
   std::snprintf(name, sizeof name, "%dx%d s%d%s", C::BM, C::BN, C::Stages, persistent ? " pers" : "");
   results.push_back({name, batch, heads, seq, D, causal, ms, flops / ms / 1e9});
   std::printf("solder %-7s d%-3d S=%-6d B=%-3d H=%d %-19s %9.4f ms %7.1f TFLOP/s\n", causal ? "causal" : "vanilla", D, seq,
               batch, heads, name, ms, flops / ms / 1e9);
   std::fflush(stdout);
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  CUDA_CHECK(cudaGraphExecDestroy(exec));
-  CUDA_CHECK(cudaGraphDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(stream));
   free_tensor(q);
   free_tensor(k);

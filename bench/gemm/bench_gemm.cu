@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../../tests/gpu/gemm/gemm_test_util.h"
+#include "../common/graph_timer.h"
 
 using namespace gemm_test;
 using solder::gemm::Config;
@@ -43,33 +44,10 @@ double time_ms(const TensorMap& a, const TensorMap& b, const GemmShape& shape, c
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   launch<C>(a, b, shape, epi, stream, persistent, ws);  // first launch outside the capture (sets attributes, loads)
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch<C>(a, b, shape, epi, stream, persistent, ws);
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 2; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  std::vector<float> times;
-  for (int i = 0; i < replays; ++i) {
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms / per_graph);
-  }
-  std::sort(times.begin(), times.end());
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  CUDA_CHECK(cudaGraphExecDestroy(exec));
-  CUDA_CHECK(cudaGraphDestroy(graph));
+  const double ms =
+      graph_timing::graph_median_ms(stream, per_graph, replays, [&](cudaStream_t s) { launch<C>(a, b, shape, epi, s, persistent, ws); });
   CUDA_CHECK(cudaStreamDestroy(stream));
-  return times[times.size() / 2];
+  return ms;
 }
 
 const char* dtype_name(Dtype d) {
