@@ -122,7 +122,7 @@ ProloguePlanChoice choose_prologue_plan(const GemmPrologueProblem& pp, int bm, i
                std::to_string(k_tiles) + " K tiles × " + fig(k_tile_us) + " us: MMA " + fig(mma_us) + ", L2 reads " + fig(load_us) +
                ", conversion " + fig(convert_us) + (pp.pre_sweep ? "; pre-sweep " + fig(sweep_us) + " us" : std::string()) +
                ") against two kernels " + fig(choice.split_us) + " us (the row kernel " + fig(row_us) + " us for " + fig(row_bytes / 1e6) +
-               " MB at half the copy rate, the plain skeleton " + fig(split_gemm_us) + " us): " +
+               " MB at " + fig(kRowKernelCopyFraction * 100) + " % of the copy rate, the plain skeleton " + fig(split_gemm_us) + " us): " +
                (forced ? std::string("forced by SOLDER_PROLOGUE_PLAN=") + (*forced ? "split" : "one")
                        : std::string(choice.split ? "two kernels are cheaper" : "one kernel is cheaper"));
   return choice;

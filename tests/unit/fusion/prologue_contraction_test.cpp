@@ -241,7 +241,9 @@ TEST(PrologueContraction, ScheduleKnobPicksTheConverterWarpgroupOnlyWhenAsked) {
 
 // One kernel or two (gemm_prologue_fit.h, choose_prologue_plan): at Q5 the one-kernel form pays a
 // pre-sweep and the conversion of every staged tile in each of its 7 tiles per block, the split pays
-// one memory-bound pass and the plain fp8 skeleton; the model picks the split and says why.
+// one memory-bound pass and the plain fp8 skeleton; the model picks the split and says why (measured
+// on the H100: 268 µs against 340). At Q8 (N = 768) the row pass outweighs the GEMM: one kernel
+// (measured 60.8 µs against 88.8).
 TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
   BoundProgram bound = example("quant_gemm", kQ5);
   WholeContractionPlan plan = plan_whole_contractions(bound);
@@ -262,13 +264,17 @@ TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
   EXPECT_TRUE(c.split);
   EXPECT_GT(c.one_us, 250);
   EXPECT_LT(c.one_us, 400);
-  EXPECT_GT(c.split_us, 143.3 + 10);
-  EXPECT_LT(c.split_us, 143.3 + 30);
+  EXPECT_GT(c.split_us, 143.3 + 50);  // the row kernel: 25 MB at 13 % of the copy rate (measured)
+  EXPECT_LT(c.split_us, 143.3 + 80);
   // With a free skeleton and no conversion cost the one-kernel form could not lose by that margin:
   // a slow enough skeleton makes the model keep one kernel.
   ProloguePlanChoice slow = choose_prologue_plan(*fit.problem, 128, 256, 128, 1000.0, 4096LL * 2048);
   EXPECT_FALSE(slow.split);
   EXPECT_NE(slow.why.find("one kernel is cheaper"), std::string::npos) << slow.why;
+  BoundProgram q8 = example("quant_gemm", {{"M", 4096}, {"N", 768}, {"K", 2048}});
+  WholeContractionPlan plan8 = plan_whole_contractions(q8);
+  ASSERT_EQ(plan8.whole.size(), 1u);
+  EXPECT_EQ(plan8.whole[0].absorbed.size(), 3u) << whole_contractions_text(q8, plan8);
 }
 
 // The split plan computes what the program says (aq rounded to e4m3 and stored, the scale after the
@@ -339,10 +345,13 @@ TEST(PrologueContraction, PlanKnobForcesOneOrTwoKernelsAndRefusesOtherValues) {
   }
 }
 
-// rmsnorm_gemm at L1: xn is f32 in the program; the plan stores it in bf16 (what the product rounds
-// it to) and runs two kernels, saying why with the figures of the program as written.
+// rmsnorm_gemm at L2: xn is f32 in the program; the plan stores it in bf16 (what the product rounds
+// it to) and runs two kernels, saying why with the figures of the program as written (measured on
+// the H100: 958 µs against 1222). At L1 one kernel is cheaper (211 µs against 246).
 TEST(PrologueContraction, RmsnormGemmStoresXnInBf16WhereTwoKernelsCostLess) {
-  BoundProgram bound = example("rmsnorm_gemm", {{"T", 2048}, {"HID", 4096}, {"N", 6144}});
+  BoundProgram l1 = example("rmsnorm_gemm", {{"T", 2048}, {"HID", 4096}, {"N", 6144}});
+  EXPECT_TRUE(plan_whole_contractions(l1).store_in_t.empty());
+  BoundProgram bound = example("rmsnorm_gemm", {{"T", 4096}, {"HID", 4096}, {"N", 14336}});
   WholeContractionPlan plan = plan_whole_contractions(bound);
   ASSERT_EQ(plan.store_in_t.size(), 1u) << whole_contractions_text(bound, plan);
   EXPECT_EQ(plan.store_in_t.at("xn"), DType::bf16);
@@ -350,11 +359,12 @@ TEST(PrologueContraction, RmsnormGemmStoresXnInBf16WhereTwoKernelsCostLess) {
   EXPECT_EQ(stored.tensor("xn").dtype, DType::bf16);
   EXPECT_EQ(bound.tensor("xn").dtype, DType::f32);  // the program itself is unchanged
   FusionResult fused = fuse_for(bound, CompileOptions::for_gpu(), plan);
-  EXPECT_EQ(fused.kernels.kernels.size(), 2u);
+  EXPECT_GE(fused.kernels.kernels.size(), 2u);
+  EXPECT_NE(fused.kernels.find_global("xn"), nullptr);
   std::string notes;
   for (auto& n : fused.whole_notes) notes += n + "\n";
   EXPECT_NE(notes.find("two kernels once the operand is stored in T"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("3 tiles per block × 64 K tiles"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("28 tiles per block × 64 K tiles"), std::string::npos) << notes;
   EXPECT_NE(notes.find("xn is stored in bf16"), std::string::npos) << notes;
 }
 
