@@ -48,6 +48,9 @@ std::string skeletons_text(const BoundProgram& program, const WholeContractionPl
   std::string text = whole_contractions_text(program, plan);
   if (text.empty()) return "No contraction the sm_90a GEMM skeleton takes: every one stays in the fused kernels.\n";
   for (auto& w : plan.whole) text += "\n" + print_kernel(w.kernel);
+  for (auto& [name, dtype] : plan.store_in_t)  // fuse_for plans again (whole_contractions.h, store_in_t)
+    text += "\nThis plan is made again with " + name + " stored in " + std::string(dtype_name(dtype)) +
+            " (the two-kernel form above is cheaper): `solder fuse --gpu` shows the kernels that run.\n";
   return text;
 }
 
