@@ -1,7 +1,13 @@
 #include "contract/gemm_prologue_fit.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+
+#include "hw/hardware.h"
+#include "support/refusal.h"
 
 #include "ir/expr_visitor.h"
 #include "lower/lower_prologue.h"
@@ -68,6 +74,58 @@ GemmPrologueFit fit_gemm_prologue(const Kernel& kernel, const std::vector<Global
   p.b = *b;
   fit.problem = pp;
   return fit;
+}
+
+std::optional<bool> forced_prologue_split() {
+  const char* value = std::getenv("SOLDER_PROLOGUE_PLAN");
+  if (!value || !*value || std::string(value) == "cost") return std::nullopt;
+  if (std::string(value) == "one") return false;
+  if (std::string(value) == "split") return true;
+  throw Refusal(std::string("SOLDER_PROLOGUE_PLAN: expected one, split or cost, found '") + value + "' (unset it for the cost model's choice)");
+}
+
+ProloguePlanChoice choose_prologue_plan(const GemmPrologueProblem& pp, int bm, int bn, int bk, double split_gemm_us, int64_t a_t_bytes) {
+  ProloguePlanChoice choice;
+  const HardwareDescription& hw = default_hardware();
+  const Rates& rates = hw.rates;
+  const int sms = hw.sm_count > 0 ? hw.sm_count : 132;
+  const double l2_tbps = rates.l2_tbps > 0 ? rates.l2_tbps : 9.0;
+  const double hbm_tbps = rates.hbm_tbps > 0 ? rates.hbm_tbps : 3.0;
+  const double launch_us = rates.launch_us > 0 ? rates.launch_us : 1.0;
+  const ContractNode& c = *pp.contract;
+  const bool fp8 = c.type == MmaType::f8e4m3 || c.type == MmaType::f8e5m2;
+  double tensor_tflops = rates.tensor(mma_type_name(c.type));
+  if (!(tensor_tflops > 0)) tensor_tflops = fp8 ? 1425 : 785;
+  const GemmSkeletonProblem& p = pp.problem;
+  const double src_bytes = dtype_bytes(p.a.dtype), b_bytes = dtype_bytes(p.b.dtype);
+  const int64_t tiles = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn);
+  const int64_t per_block = (tiles + sms - 1) / sms;
+  const int64_t k_tiles = (p.k + bk - 1) / bk;
+  const double sm_l2 = l2_tbps * 1e12 / sms;  // bytes per second into one SM, all loading
+  const double mma_us = 2.0 * bm * bn * bk / (tensor_tflops * 1e12 / sms) * 1e6;
+  const double load_us = (bm * src_bytes + bn * b_bytes) * bk / sm_l2 * 1e6;
+  const double convert_us = (pp.pre_sweep ? kConvertNsPerElement : kConvertNsPerElementNoSides) * bm * bk * 1e-3;
+  const double k_tile_us = std::max(mma_us, load_us) + convert_us;
+  const double sweep_us = pp.pre_sweep ? bm * src_bytes * static_cast<double>(p.k) / sm_l2 * 1e6 : 0.0;
+  choice.one_us = static_cast<double>(per_block) * k_tiles * k_tile_us + sweep_us + launch_us;
+  const double row_bytes = static_cast<double>(p.m) * p.k * src_bytes + static_cast<double>(a_t_bytes);
+  const double row_us = row_bytes / (hbm_tbps * 1e12 * kRowKernelCopyFraction) * 1e6 + launch_us;
+  choice.split_us = row_us + split_gemm_us;
+  auto fig = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", x);
+    return std::string(text);
+  };
+  const std::optional<bool> forced = forced_prologue_split();
+  choice.split = forced ? *forced : choice.split_us < choice.one_us;
+  choice.why = "one kernel " + fig(choice.one_us) + " us predicted (" + std::to_string(per_block) + " tiles per block × " +
+               std::to_string(k_tiles) + " K tiles × " + fig(k_tile_us) + " us: MMA " + fig(mma_us) + ", L2 reads " + fig(load_us) +
+               ", conversion " + fig(convert_us) + (pp.pre_sweep ? "; pre-sweep " + fig(sweep_us) + " us" : std::string()) +
+               ") against two kernels " + fig(choice.split_us) + " us (the row kernel " + fig(row_us) + " us for " + fig(row_bytes / 1e6) +
+               " MB at " + fig(kRowKernelCopyFraction * 100) + " % of the copy rate, the plain skeleton " + fig(split_gemm_us) + " us): " +
+               (forced ? std::string("forced by SOLDER_PROLOGUE_PLAN=") + (*forced ? "split" : "one")
+                       : std::string(choice.split ? "two kernels are cheaper" : "one kernel is cheaper"));
+  return choice;
 }
 
 }  // namespace solder

@@ -27,4 +27,42 @@ struct GemmPrologueFit {
 
 GemmPrologueFit fit_gemm_prologue(const Kernel& kernel, const std::vector<GlobalTensor>& globals);
 
+// One kernel or two (issue 15, sixth session). A prologue contraction whose A reads its side values
+// (quant_gemm's a / (amax/448)) needs each row's whole K before its first rounding: the one-kernel
+// form sweeps the block's A stripe before its main loop and converts every staged tile in the
+// consumers. The alternative is the program's own plan without the prologue: the row definitions
+// fused into one memory-bound kernel that stores A's operand in its declared type (which must be T:
+// the MMA then reads exactly the values the prologue would have rounded), then the plain skeleton with
+// the scale after the dot. Costs:
+//   one kernel: per block ceil(tiles / SMs) tiles × K/BK K tiles, each max(MMA at the tensor rate,
+//     its A (source type) and B bytes at the per-SM L2 rate) + the conversion of BM × BK elements at
+//     kConvertNsPerElement (calibrated on the H100's inline schedule, fourth session: Q5 355 µs in
+//     7 × 16 K tiles of 128 × 256 × 128 = 2.8 µs per K tile against 0.96 µs of L2 reads; below), plus
+//     the pre-sweep of one BM × K stripe at the per-SM L2 rate;
+//   two kernels: the row kernel's bytes (X read, A written in T) at kRowKernelCopyFraction of the HBM
+//     copy rate (measured), plus a launch, plus the plain skeleton's predicted time (its own cost model,
+//     which underpredicts these short-K products: Q5 143 µs predicted, 202 measured alone).
+// With these figures the choice matches the measured faster plan in all twelve suite cases (sixth
+// session: two kernels at Q2-Q6, Q9, Q10 and L2; one kernel at Q1, Q7, Q8 and L1).
+// `forced` (SOLDER_PROLOGUE_PLAN=one|split, A/B runs) overrides the comparison.
+struct ProloguePlanChoice {
+  bool split = false;
+  double one_us = 0, split_us = 0;
+  std::string why;  // the figures and the decision, for `solder fuse --report`
+};
+// Conversion per SM and staged element, inline schedule, from the fourth session's H100 times: A reading
+// its side values (quant_gemm: a division by the row's amax / 448, e4m3 rounding) 0.112 ns (Q5, above);
+// A without them (rmsnorm_gemm: x · g[k], bf16 rounding) 0.044 ns (L1 203 µs in 3 × 64 K tiles of
+// 128 × 256 × 64: 1.06 µs each against 0.70 µs of MMA and L2 reads).
+constexpr double kConvertNsPerElement = 0.112;
+constexpr double kConvertNsPerElementNoSides = 0.044;
+// The generic fused row kernel against a plain copy: measured on the H100 (sixth session, ncu) 0.39 TB/s
+// at Q5 (amax, scale, aq: 25.2 MB in 64.3 µs) and 0.47 TB/s at L1 (ms, xn: 33.6 MB in 71.4 µs), 13-16 %
+// of the 3.0 TB/s copy; the lower is taken. (torch.compile's quantisation alone: 21 µs at Q5.)
+constexpr double kRowKernelCopyFraction = 0.13;
+ProloguePlanChoice choose_prologue_plan(const GemmPrologueProblem& pp, int bm, int bn, int bk, double split_gemm_us, int64_t a_t_bytes);
+// $SOLDER_PROLOGUE_PLAN: "one" or "split" force that plan, unset/"" or "cost" leave it to the costs;
+// anything else is the user's error (a Refusal, exit 2).
+std::optional<bool> forced_prologue_split();
+
 }  // namespace solder

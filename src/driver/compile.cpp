@@ -48,10 +48,26 @@ std::string skeletons_text(const BoundProgram& program, const WholeContractionPl
   std::string text = whole_contractions_text(program, plan);
   if (text.empty()) return "No contraction the sm_90a GEMM skeleton takes: every one stays in the fused kernels.\n";
   for (auto& w : plan.whole) text += "\n" + print_kernel(w.kernel);
+  for (auto& [name, dtype] : plan.store_in_t)  // fuse_for plans again (whole_contractions.h, store_in_t)
+    text += "\nThis plan is made again with " + name + " stored in " + std::string(dtype_name(dtype)) +
+            " (the two-kernel form above is cheaper): `solder fuse --gpu` shows the kernels that run.\n";
   return text;
 }
 
 FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options, const WholeContractionPlan& whole) {
+  // A plan that stores an operand in T (whole_contractions.h, store_in_t: the two-kernel form of a
+  // prologue contraction) is made again on the program with those dtypes; that plan asks for none.
+  if (options.gemm_skeleton && !whole.store_in_t.empty()) {
+    const BoundProgram stored = with_storage_dtypes(program, whole.store_in_t);
+    const WholeContractionPlan again = plan_whole_contractions(stored);
+    if (again.store_in_t.empty()) {
+      FusionResult result = fuse_for(stored, options, again);
+      for (auto& w : whole.whole)  // the decision, with the figures of the program as written
+        for (auto& note : w.notes)
+          if (note.rfind("two kernels once", 0) == 0) result.whole_notes.push_back("  " + note);
+      return result;
+    }
+  }
   // fuse: inline pointwise definitions, group, decompose cascades, tile and lower each group. A
   // definition too large for the on-chip budget at the requested row tile is retried with half the
   // tile, down to the CPU executor's default tile.

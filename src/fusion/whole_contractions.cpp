@@ -195,7 +195,117 @@ bool prologue_skeleton_takes(const BoundProgram& program, const Kernel& kernel, 
   return fit.problem.has_value();
 }
 
+
+// The two-kernel alternative to a prologue contraction (gemm_prologue_fit.h, choose_prologue_plan):
+// the plain whole contraction whose A is a load of an intermediate stored in T (the row definitions
+// then fuse into one memory-bound kernel before it), and the choice between the two by cost. Nothing
+// when there is no such alternative (rmsnorm_gemm: its xn is f32, not T).
+std::optional<ProloguePlanChoice> prologue_plan(const BoundProgram& program, size_t index, const PrologueContraction& prologue,
+                                                const std::set<std::string>& materialised, std::optional<Kernel>* plain,
+                                                std::map<std::string, DType>* store) {
+  const std::vector<GlobalTensor> globals = program_globals(program);
+  GemmPrologueFit fit = fit_gemm_prologue(prologue.kernel, globals);
+  if (!fit.problem) return std::nullopt;
+  // The split stores the operand (M × K in T) and reads it back: it must pass the whole-contraction
+  // rule with that round trip (header), else the product would stay fused, slower than either form.
+  auto passes_rule = [&](int64_t operand_bytes) {
+    const GemmSkeletonProblem& q = fit.problem->problem;
+    const Rates& rates = default_hardware().rates;
+    double balance = rates.tensor(mma_type_name(fit.problem->contract->type)) / rates.hbm_tbps;
+    if (!(balance > 0 && balance < 1e6)) balance = 262;
+    double bytes = 2.0 * static_cast<double>(operand_bytes);
+    const TensorInfo& result = program.tensor(fit.problem->contract->dst.name);
+    if (result.role == TensorRole::intermediate) bytes += 2.0 * static_cast<double>(result.bytes());
+    return 2.0 * static_cast<double>(q.m) * q.n * q.k / bytes >= balance * kBalanceFraction;
+  };
+  auto whole = lower_whole_contraction(program, index, nullptr, true, std::nullopt, materialised);
+  if (!whole || whole->body.empty() || !whole->body.back().as<ContractNode>()) {
+    // An f32 intermediate P[row, k] as A (rmsnorm_gemm's xn), read by this contraction alone, which
+    // rounds it to a 16-bit T: stored in T instead, the plain skeleton takes the product (store_in_t).
+    const ContractNode& pc = *fit.problem->contract;
+    const MmaType t = pc.type;
+    if ((t != MmaType::bf16 && t != MmaType::f16) || !store) return std::nullopt;
+    const Definition& def = *program.defs[index].def;
+    const std::string row = pc.row_axes[0], k = pc.reduce_axes[0].var;
+    std::string operand;
+    bool several = false;
+    for_each_load(def.body, [&](const LoadNode& l) {
+      if (!program.has_tensor(l.tensor) || program.tensor(l.tensor).role != TensorRole::intermediate) return;
+      if (l.index.size() == 2 && l.index[0].as<VarNode>() && l.index[1].as<VarNode>() && l.index[0].as<VarNode>()->name == row &&
+          l.index[1].as<VarNode>()->name == k && (operand.empty() || operand == l.tensor))
+        operand = l.tensor;
+      else
+        several = true;
+    });
+    if (operand.empty() || several) return std::nullopt;
+    const TensorInfo& info = program.tensor(operand);
+    if (info.dtype != DType::f32 || info.def_index < 0 || program.defs[static_cast<size_t>(info.def_index)].def->reduce != ReduceOp::none)
+      return std::nullopt;
+    for (size_t j = 0; j < program.defs.size(); ++j)
+      if (j != index)
+        for (auto& used : tensors_used(program.defs[j].def->body))
+          if (used == operand) return std::nullopt;
+    GemmSkeletonProblem plain_problem = fit.problem->problem;
+    plain_problem.a.tensor = operand;
+    plain_problem.a.dtype = t == MmaType::bf16 ? DType::bf16 : DType::f16;
+    const DType out = program.tensor(pc.dst.name).dtype;
+    SkeletonChoice plain_choice = choose_skeleton_config(plain_problem, t, out);
+    if (!plain_choice.chosen || !passes_rule(info.elements() * 2)) return std::nullopt;
+    int bm = 128, bn = 128;
+    SkeletonChoice one = choose_skeleton_config(fit.problem->problem, t, out);
+    if (one.chosen && one.chosen->config.split_k == 1 && one.chosen->config.cluster_size() == 1) {
+      bm = one.chosen->config.bm;
+      bn = one.chosen->config.bn;
+    }
+    ProloguePlanChoice choice = choose_prologue_plan(*fit.problem, bm, bn, 64, plain_choice.chosen->cost.total_us, info.elements() * 2);
+    if (choice.split) {
+      (*store)[operand] = plain_problem.a.dtype;
+      choice.why += "; " + operand + " is stored in " + std::string(dtype_name(plain_problem.a.dtype)) +
+                    " (the type the product rounds it to; read by it alone)";
+    }
+    return choice;
+  }
+  const ContractNode& c = *whole->body.back().as<ContractNode>();
+  if (c.terms.size() != 1) return std::nullopt;
+  Expr a = c.terms[0].a;
+  if (auto cast = a.as<CastNode>()) a = cast->operand;
+  auto load = a.as<LoadNode>();
+  if (!load || !program.has_tensor(load->tensor) || program.tensor(load->tensor).role != TensorRole::intermediate) return std::nullopt;
+  const TensorInfo& a_info = program.tensor(load->tensor);
+  const bool exact = (a_info.dtype == DType::f8e4m3 && c.type == MmaType::f8e4m3) || (a_info.dtype == DType::f8e5m2 && c.type == MmaType::f8e5m2) ||
+                     (a_info.dtype == DType::bf16 && c.type == MmaType::bf16) || (a_info.dtype == DType::f16 && c.type == MmaType::f16);
+  if (!exact) return std::nullopt;  // the stored operand would be rounded again at the MMA
+  GemmSkeletonFit plain_fit = fit_gemm_skeleton(c, globals);
+  if (!plain_fit.problem) return std::nullopt;
+  const DType out = program.tensor(c.dst.name).dtype;
+  SkeletonChoice plain_choice = choose_skeleton_config(*plain_fit.problem, c.type, out);
+  if (!plain_choice.chosen) return std::nullopt;
+  // The prologue kernel's tile, as gemm_prologue_writer chooses it.
+  int bm = 128, bn = 128;
+  SkeletonChoice one = choose_skeleton_config(fit.problem->problem, fit.problem->contract->type, out);
+  if (one.chosen && one.chosen->config.split_k == 1 && one.chosen->config.cluster_size() == 1) {
+    bm = one.chosen->config.bm;
+    bn = one.chosen->config.bn;
+  }
+  const MmaType t = fit.problem->contract->type;
+  const int bk = (t == MmaType::f8e4m3 || t == MmaType::f8e5m2) ? 128 : 64;
+  int64_t a_bytes = dtype_bytes(a_info.dtype);
+  for (int64_t e : a_info.shape) a_bytes *= e;
+  if (!passes_rule(a_bytes)) return std::nullopt;
+  ProloguePlanChoice choice = choose_prologue_plan(*fit.problem, bm, bn, bk, plain_choice.chosen->cost.total_us, a_bytes);
+  *plain = std::move(whole);
+  return choice;
+}
 }  // namespace
+
+BoundProgram with_storage_dtypes(const BoundProgram& program, const std::map<std::string, DType>& dtypes) {
+  auto text = std::make_shared<Program>(*program.program);
+  for (auto& d : text->defs) {
+    auto it = dtypes.find(d.target.name);
+    if (it != dtypes.end()) d.target.dtype = it->second;
+  }
+  return bind_program(text, program.sizes);
+}
 
 const WholeContraction* WholeContractionPlan::computing(const BoundProgram& program, const std::string& target) const {
   for (auto& w : whole) {
@@ -309,6 +419,22 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
           prologue.reset();
         } else {
           kernel = prologue->kernel;
+          std::optional<Kernel> plain;
+          std::map<std::string, DType> store;
+          if (auto plan_choice = prologue_plan(program, i, *prologue, materialised, &plain, &store)) {
+            if (plan_choice->split && !store.empty()) {
+              // Two kernels once the operand is stored in T: planned again on that program (fuse_for).
+              for (auto& [name, dtype] : store) plan.store_in_t[name] = dtype;
+              prologue->notes.push_back("two kernels once the operand is stored in T (planned again): " + plan_choice->why);
+            } else if (plan_choice->split) {
+              plan.fused.push_back(def.target.name + ": no operand prologue: two kernels (the row definitions fused into one memory-bound kernel "
+                                   "storing the operand in T, then the plain skeleton): " + plan_choice->why);
+              prologue.reset();
+              kernel = std::move(plain);
+            } else {
+              prologue->notes.push_back("one kernel, not two: " + plan_choice->why);
+            }
+          }
         }
       }
     }

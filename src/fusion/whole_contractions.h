@@ -45,8 +45,12 @@
 // row reductions over the staged tiles (side reductions; a pre-sweep of the A stripe when A reads
 // them), converts A into shared memory (wgmma SS) and applies the scale after the dot. One kernel, and the
 // computed operand never goes through memory (the bytes materialised are only the result's).
+// Unless two kernels cost less (contract/gemm_prologue_fit.h, choose_prologue_plan): then the
+// prologue is not taken, the row definitions fuse into one memory-bound kernel that stores A's
+// operand in T (its declared type, or store_in_t below), and the plain skeleton runs the product.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -73,12 +77,22 @@ struct WholeContractionPlan {
   std::vector<WholeContraction> whole;  // in program order
   std::set<std::string> kept;           // tensors that must stay materialised (operands of whole contractions)
   std::vector<std::string> fused;       // contractions the skeleton takes that stay fused, with the figures
+  // Intermediates to store in the MMA input type T instead of their declared f32 (issue 15, sixth
+  // session): the A operand of a prologue contraction whose two-kernel form costs less, read by that
+  // contraction alone, which rounds it to T anyway, so storing it rounded changes no value. Non-empty:
+  // fuse_for plans again on the program with those dtypes (with_storage_dtypes), where the plain
+  // skeleton then takes the contraction.
+  std::map<std::string, DType> store_in_t;
 
   // The whole contraction that computes definition `target` (directly or as its epilogue), or nullptr.
   const WholeContraction* computing(const BoundProgram& program, const std::string& target) const;
 };
 
 WholeContractionPlan plan_whole_contractions(const BoundProgram& program);
+
+// `program` with the intermediates of `dtypes` declared in those types (a copy of the program text,
+// bound at the same sizes).
+BoundProgram with_storage_dtypes(const BoundProgram& program, const std::map<std::string, DType>& dtypes);
 
 // The report lines (`solder fuse`), empty when there is nothing to say.
 std::string whole_contractions_text(const BoundProgram& program, const WholeContractionPlan& plan);
