@@ -208,6 +208,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   static_assert(!(kData && C::Persistent), "a data mask classifies its key tiles once per block: one block per work tile");
   constexpr int kListSize = mask_max_key_tiles<Mask>(0);
   static_assert(kListSize <= 32767, "a data mask's list holds at most 32767 key tiles");
+  // (static shared memory, 3 bytes per key tile: on top of Config::SmemBytes, within 227 KB)
   __shared__ uint16_t tile_list[kData ? kListSize : 1];
   __shared__ uint8_t tile_classes[kData ? kListSize : 1];
   __shared__ int tile_count;

@@ -1205,6 +1205,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
   result.info.shared_bytes = static_cast<int64_t>(bm) * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 + 4 * stages) + 1024;
+  // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count),
+  // on top of the launch's dynamic shared memory: both within sm_90's 227 KB per block.
+  if (data && result.info.shared_bytes + 3 * ((seq_k + bn - 1) / bn) + 16 > 232448)
+    refuse("the data mask's key-tile list (" + std::to_string(3 * ((seq_k + bn - 1) / bn)) + " bytes of shared memory) does not fit beside the K/V ring");
   AttentionSkeletonLaunch launch;
   auto global_index = [&](const std::string& n) {
     for (size_t i = 0; i < program_.globals.size(); ++i)
