@@ -369,8 +369,8 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         // (TensorMap q, k, v, AttentionShape, score, mask and epilogue = every global's pointer).
         const AttentionSkeletonLaunch& a = *info.attention;
         struct {  // solder::attention::AttentionShape
-          int batch, heads, heads_kv, seq_q, seq_k;
-        } shape{a.batch, a.heads, a.heads_kv, a.seq_q, a.seq_k};
+          int batch, heads, heads_kv, seq_q, seq_k, q_heads, q_head0, k_heads, k_head0, v_heads, v_head0;
+        } shape{a.batch, a.heads, a.heads_kv, a.seq_q, a.seq_k, a.q_heads, a.q_head0, a.k_heads, a.k_head0, a.v_heads, a.v_head0};
         void* attention_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, pointers.data(), pointers.data(), pointers.data()};
         runtime::launch(st.functions[k], config, attention_args);
         continue;

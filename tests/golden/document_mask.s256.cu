@@ -4,403 +4,84 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns; attention skeleton not used: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>; 4 work tiles of 128 query rows x 128 keys; skipped tiles: a data mask: key tiles where rid_ == cid_ holds for no pair of ids (rid_ = doc[0, row_] over the block's rows, cid_ = doc[0, col_] over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score; every key tile classified once per block in the kernel (one warp per tile, before the loads), a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): attention wgmma, tile 128 rows x 64 columns; attention skeleton not used: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>; 4 work tiles of 128 query rows x 128 keys; skipped tiles: a data mask: key tiles where rid_ == cid_ holds for no pair of ids (rid_ = doc[0, row_] over the block's rows, cid_ = doc[0, col_] over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score; every key tile classified once per block in the kernel (one warp per tile, before the loads), a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// attention skeleton not used for fused_o: the mask reads staged tile doc_tile (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)
+#include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o
-// tensor-core emitter: 128 rows x 64 columns per step, 2 warpgroups of 64 rows, wgmma m64n64k16 and m64n64k16 bf16, 4-stage ring of k_tile and v_tile; tiles the mask empties are skipped (interval bounds of doc_tile[b, i] == doc_tile2[b, j] over each tile, with the min/max of doc_tile over the block's rows, doc_tile2 over each key tile; every key tile classified once per block into shared memory); no overlap of the row statements with P · V (the overlap is off by default (SOLDER_MMA_PATH=wgmma-overlap: measured slower))
-extern "C" __global__ void __launch_bounds__(256, 2) fused_o(
-    const __nv_bfloat16* __restrict__ q,
-    const __nv_bfloat16* __restrict__ k,
-    const __nv_bfloat16* __restrict__ v__,
-    const int* __restrict__ doc,
-    __nv_bfloat16* __restrict__ o__) {
-  extern __shared__ __align__(1024) unsigned char smem_unaligned[];
-  unsigned char* const smem = smem_unaligned + (1024 - static_cast<unsigned>(__cvta_generic_to_shared(smem_unaligned)) % 1024) % 1024;
-  using T = __nv_bfloat16;
-  long long block_linear = blockIdx.x;
-  const long long i_t = block_linear % 2LL; block_linear /= 2LL;
-  const long long h_t = block_linear % 2LL; block_linear /= 2LL;
-  (void)block_linear;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = warp * 16 + (lane >> 2);  // this thread's rows: row0 + 16 g + 8 h (row slot rs = 2 g + h)
-  // warp w of warpgroup k holds rows 64 k + 16 w .. + 15: the wgmma accumulator's fragments are the mma.sync m16n8
-  // C fragments (tile/wgmma.cuh), so row0 and the element indexing [nt][e] are those of the mma.sync path
-  T* const q_tile = reinterpret_cast<T*>(smem + 0);  // shared, 128-byte-swizzled (Swizzle128) [128][64]
-  T* const k_tile_stages = reinterpret_cast<T*>(smem + 16384);  // shared, 128-byte-swizzled (Swizzle128) [4][64][64]
-  T* const v_tile_stages = reinterpret_cast<T*>(smem + 49152);  // shared, 128-byte-swizzled (Swizzle128) [4][64][64]
-  float s_tile[8][4];  // score fragments (row group g: [g * 8 + n])
-  float m_tile[2];  // row state, f32
-  float z_tile[2];  // row state, f32
-  float o_tile[8][4];  // fragments (row group g: [g * 8 + n]), bf16
-  float doc_tile[2];  // row state, i32
-  float acc_m[2];  // row state, f32
-  float acc_z[2];  // row state, f32
-  float acc_o[8][4];  // fragments (row group g: [g * 8 + n]), f32
-  float old_m[2];  // row state, f32
-  float p_frag[8][4];  // P of the second contraction
-  // stage q_tile = q (cp.async, 16 bytes per copy, every index in bounds: no guard)
-  #pragma unroll
-  for (int copy = 0; copy < 4; ++copy) { const int chunk = threadIdx.x + copy * 256;
-    const long long b = 0; const long long h = 0; const long long i = chunk / 8; const long long d = (chunk % 8) * 8;
-    solder::tile::cp_async_16(reinterpret_cast<unsigned char*>(q_tile) + solder::tile::Swizzle128<128>::byte_offset(static_cast<int>(i), static_cast<int>(d)), q + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 128LL) + i))) * 64LL + (d)));
+// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2> (128 query rows x 128 keys per tile, 4-stage K/V ring, 2 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles, score: the dot product (scale 0.125000 folded into exp2); skipped tiles: a data mask: key tiles where rid_ == cid_ holds for no pair of ids (rid_ = doc[0, row_] over the block's rows, cid_ = doc[0, col_] over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score; every key tile classified once per block in the kernel (one warp per tile, before the loads), a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0); epilogue: o / Σp stored; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them)
+// the Kernel IR's online softmax (running max acc_m, sum acc_z, accumulator acc_o) is the skeleton's row state; Q = q, K = k, V = v__, O = o__
+struct fused_o_score_ {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v__;
+  const int* doc;
+  __nv_bfloat16* o__;
+  // the logit is the dot product: its scale rsqrt(D) is folded into the exponent
+  static constexpr float scale_log2 = 0.180336878f;
+  static constexpr bool kIdentity = true;
+  __device__ float operator()(int, int, int, float dot_) const { return dot_; }
+};
+struct fused_o_mask_ {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v__;
+  const int* doc;
+  __nv_bfloat16* o__;
+  // mask doc_tile[b, i] == doc_tile2[b, j]; on inputs, rows row_ and columns col_: doc[0, row_] == doc[0, col_]
+  // a data mask: the id of each query row doc[0, row_] and of each key doc[0, col_], compared by match(rid_, cid_);
+  // the skeleton classifies every key tile of a block once, from the ids' min/max over the block's rows and the tile's keys
+  static constexpr bool kDataTiles = true;
+  static constexpr bool kEmptyRowNaN = true;  // a row that sees no key: the program's 0/0
+  static constexpr int kMaxKeyTiles = 2;
+  __device__ void key_tiles(int, int, int, int seq_k_, int bn_, int* begin_, int* end_) const { *begin_ = 0; *end_ = (seq_k_ + bn_ - 1) / bn_; }
+  __device__ bool partial(int, int, int, int, int) const { return true; }
+  __device__ int row_id(int bh_, int row_) const {
+    const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;
+    const long long b = 0; (void)b;
+    const long long h = 0; (void)h;
+    (void)row_;
+    return static_cast<int>((((row_ >= 0LL) && (row_ < 256LL)) ? static_cast<long long>(doc[((0LL) * 256LL + (row_))]) : 0LL));
   }
-  solder::tile::cp_async_commit();
-  solder::tile::cp_async_wait<0>();
-  __syncthreads();
-  { const float scale = solder::rsqrt_exact(static_cast<float>(64LL));  // a power of two: the scores' scale, applied to q_tile once, in shared memory (exact)
-    for (int chunk = threadIdx.x; chunk < 1024; chunk += 256) {
-      uint4* const at = reinterpret_cast<uint4*>(q_tile) + chunk;
-      uint4 v = *at; unsigned eight[4] = {v.x, v.y, v.z, v.w};
-      solder::tile::scale_bf16_fragment(eight, scale);
-      *at = make_uint4(eight[0], eight[1], eight[2], eight[3]);
-    } }
-  solder::tile::warpgroup::fence_proxy_async();  // q_tile was written through the generic proxy: visible to wgmma (the async proxy) after the barrier
-  __syncthreads();
-  // this warpgroup's 64 rows of q_tile as wgmma descriptors (k-major), one per k-step of 16, built once
-  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x >> 7), 0);  // warp-uniform, as descriptors must be
-  cuda::std::uint64_t a_desc[4];
-  #pragma unroll
-  for (int ks = 0; ks < 4; ++ks) a_desc[ks] = solder::tile::warpgroup::k_major_descriptor<128>(q_tile, ks, warpgroup * 64);
-  // doc_tile = doc[b, i_t * 128 + i]
-  #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-    doc_tile[rs] = solder::round_i32(static_cast<float>(static_cast<long long>(doc[((b) * 256LL + (((i_t * 128LL) + i)))]))); }
-  for (int rs = 0; rs < 2; ++rs) acc_m[rs] = (-solder::infinity());  // fill acc_m
-  for (int rs = 0; rs < 2; ++rs) m_tile[rs] = (-solder::infinity());  // fill m_tile
-  for (int rs = 0; rs < 2; ++rs) acc_z[rs] = 0.0f;  // fill acc_z
-  for (int rs = 0; rs < 2; ++rs) z_tile[rs] = 0.0f;  // fill z_tile
-  for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) acc_o[nt][e] = 0.0f;  // fill acc_o
-  for (int nt = 0; nt < 8; ++nt) for (int e = 0; e < 4; ++e) o_tile[nt][e] = 0.0f;  // fill o_tile
-  // the stream: j_t in 0 .. 4; a ring of 4 stages of k_tile and v_tile (3 live tiles load while one computes), one barrier per tile
-  const long long stream_end = 4LL;
-  // block-wide bounds of the row states the mask reads
-  long long* const row_range_exchange = reinterpret_cast<long long*>(smem + 81920);  // [2][8]
-  long long row_lo0 = 0x7fffffffffffffffLL, row_hi0 = (-0x7fffffffffffffffLL - 1);
-  {
-    for (int rs = 0; rs < 2; ++rs) { const long long v = static_cast<long long>(doc_tile[rs]); row_lo0 = v < row_lo0 ? v : row_lo0; row_hi0 = v > row_hi0 ? v : row_hi0; }
-    for (int o = 16; o > 0; o >>= 1) { row_lo0 = solder::min_int(row_lo0, __shfl_xor_sync(0xffffffffu, row_lo0, o)); row_hi0 = solder::max_int(row_hi0, __shfl_xor_sync(0xffffffffu, row_hi0, o)); }
-    if (lane == 0) { row_range_exchange[warp] = row_lo0; row_range_exchange[8 + warp] = row_hi0; }
-    __syncthreads();
-    for (int w = 0; w < 8; ++w) { row_lo0 = solder::min_int(row_lo0, row_range_exchange[w]); row_hi0 = solder::max_int(row_hi0, row_range_exchange[8 + w]); }
-    __syncthreads();
+  __device__ int col_id(int bh_, int col_) const {
+    const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;
+    const long long b = 0; (void)b;
+    const long long h = 0; (void)h;
+    (void)col_;
+    return static_cast<int>((((col_ >= 0LL) && (col_ < 256LL)) ? static_cast<long long>(doc[((0LL) * 256LL + (col_))]) : 0LL));
   }
-  // bounds of doc_tile2 over the columns of tile j_t: this lane's columns (column_part0_)
-  auto column_part0_ = [&](long long j_t, long long& lo, long long& hi) {
-    lo = 0x7fffffffffffffffLL; hi = (-0x7fffffffffffffffLL - 1);
-    #pragma unroll
-    for (int c = lane; c < 64; c += 32) { const long long b = 0; const long long j = c;
-      const long long v = static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))]); lo = v < lo ? v : lo; hi = v > hi ? v : hi; }
-  };
-  // the key tiles' classes, once per block, from the per-tile min/max of the ids the mask compares:
-  // 0 masked everywhere (skipped), 1 boundary (mask code), 2 unmasked everywhere (no mask code)
-  const long long stream_begin_ = 0LL, stream_tiles_ = stream_end - stream_begin_;
-  unsigned char* const tile_class_ = smem + 82048;  // [4]
-  long long* const next_live_tile_ = reinterpret_cast<long long*>(smem + 82056);  // [5]: the first live tile at or after each tile
-  for (long long round_ = static_cast<long long>(warp) * 8; round_ < stream_tiles_; round_ += 64) {
-    long long col_lo0_of_[8], col_hi0_of_[8];
-    #pragma unroll
-    for (int u_ = 0; u_ < 8; ++u_) { const long long j_t = stream_begin_ + solder::min_int(round_ + u_, stream_tiles_ - 1); column_part0_(j_t, col_lo0_of_[u_], col_hi0_of_[u_]); }
-    #pragma unroll
-    for (int u_ = 0; u_ < 8; ++u_) {
-      const long long j_t = stream_begin_ + round_ + u_; (void)j_t;
-      long long col_lo0 = col_lo0_of_[u_], col_hi0 = col_hi0_of_[u_];
-      for (int o = 16; o > 0; o >>= 1) { col_lo0 = solder::min_int(col_lo0, __shfl_xor_sync(0xffffffffu, col_lo0, o)); col_hi0 = solder::max_int(col_hi0, __shfl_xor_sync(0xffffffffu, col_hi0, o)); }
-      if (lane == 0 && round_ + u_ < stream_tiles_) tile_class_[round_ + u_] = ((row_lo0 <= col_hi0) && (col_lo0 <= row_hi0)) ? ((((row_lo0 == row_hi0) && (col_lo0 == col_hi0)) && (row_lo0 == col_lo0)) ? 2 : 1) : 0;
-    }
+  __device__ bool match(int bh_, int rid_, int cid_) const {
+    const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;
+    const long long b = 0; (void)b;
+    const long long h = 0; (void)h;
+    (void)rid_; (void)cid_;
+    return (rid_ == cid_);
   }
-  __syncthreads();
-  if (warp == 0) {  // the next live tile at or after each tile: a suffix minimum, 32 tiles at a time from the end
-    long long next_ = stream_end;
-    for (long long base_ = (stream_tiles_ - 1) / 32 * 32; base_ >= 0; base_ -= 32) {
-      const long long t = base_ + lane;
-      long long first_ = t < stream_tiles_ && tile_class_[t] != 0 ? stream_begin_ + t : next_;
-      for (int o = 1; o < 32; o <<= 1) { const long long other_ = __shfl_down_sync(0xffffffffu, first_, o); if (lane + o < 32) first_ = solder::min_int(first_, other_); }
-      if (t < stream_tiles_) next_live_tile_[t] = first_;
-      next_ = __shfl_sync(0xffffffffu, first_, 0);
-    }
+  // 0: no pair of ids in [rid_lo_, rid_hi_] x [cid_lo_, cid_hi_] matches (skipped); 1: every pair (no mask code); 2: a boundary tile
+  __device__ int tile_class(int bh_, int rid_lo_, int rid_hi_, int cid_lo_, int cid_hi_) const {
+    const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;
+    const long long b = 0; (void)b;
+    const long long h = 0; (void)h;
+    (void)rid_lo_; (void)rid_hi_; (void)cid_lo_; (void)cid_hi_;
+    if (!(((rid_lo_ <= cid_hi_) && (cid_lo_ <= rid_hi_)))) return 0;
+    if (!((!(((rid_lo_ == rid_hi_) && (cid_lo_ == cid_hi_)) && (rid_lo_ == cid_lo_))))) return 1;
+    return 2;
   }
-  __syncthreads();
-  auto tile_full = [&](long long j_t) -> bool { return tile_class_[j_t - stream_begin_] == 2; };
-  auto next_live = [&](long long t) -> long long { return t < stream_end ? next_live_tile_[t - stream_begin_] : t; };
-  long long j_t = next_live(0LL);
-  long long load_next = j_t;  // the next live tile to load
-  // k_tile and v_tile of tile load_next into `stage`: one cp.async group, empty past the end (group counts stay uniform)
-  auto load_tile = [&](int stage) {
-    if (load_next < stream_end) {
-      T* const k_tile = k_tile_stages + stage * 4096; T* const v_tile = v_tile_stages + stage * 4096;
-      const long long j_t = load_next;
-      // stage k_tile = k (cp.async, 16 bytes per copy, every index in bounds: no guard)
-      #pragma unroll
-      for (int copy = 0; copy < 2; ++copy) { const int chunk = threadIdx.x + copy * 256;
-        const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d = (chunk % 8) * 8;
-        solder::tile::cp_async_16(reinterpret_cast<unsigned char*>(k_tile) + solder::tile::Swizzle128<64>::byte_offset(static_cast<int>(j), static_cast<int>(d)), k + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d)));
-      }
-      // stage v_tile = v__ (cp.async, 16 bytes per copy, every index in bounds: no guard)
-      #pragma unroll
-      for (int copy = 0; copy < 2; ++copy) { const int chunk = threadIdx.x + copy * 256;
-        const long long b = 0; const long long h = 0; const long long j = chunk / 8; const long long d2 = (chunk % 8) * 8;
-        solder::tile::cp_async_16(reinterpret_cast<unsigned char*>(v_tile) + solder::tile::Swizzle128<64>::byte_offset(static_cast<int>(j), static_cast<int>(d2)), v__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((j_t * 64LL) + j))) * 64LL + (d2)));
-      }
-      load_next = next_live(load_next + 1);
-    }
-    solder::tile::cp_async_commit();
-  };
-  for (int stage = 0; stage < 3; ++stage) load_tile(stage);
-  int tiles_done = 0;
-  while (j_t < stream_end) {
-    solder::tile::cp_async_wait<2>();  // this tile's group is in; the later ones may be in flight
-    solder::tile::warpgroup::fence_proxy_async();  // cp.async wrote it: visible to wgmma after the barrier
-    __syncthreads();  // ... which also says every warpgroup is done with the previous tile, whose stage loads now
-    load_tile((tiles_done + 3) % 4);
-    const int stage = __shfl_sync(0xffffffffu, tiles_done % 4, 0);  // warp-uniform, as descriptors must be
-    T* const k_tile = k_tile_stages + stage * 4096; T* const v_tile = v_tile_stages + stage * 4096;
-    if (tile_full(j_t)) {  // the mask holds on the whole tile
-      // s_tile = q_tile · k_tileᵀ on tensor cores: wgmma m64n64k16, both operands from shared memory
-      {
-        cuda::std::uint64_t b_desc[4];
-        #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) b_desc[ks] = solder::tile::warpgroup::k_major_descriptor<64>(k_tile, ks);
-        // operands defined before the fence (ptxas serializes a batch whose operands are defined after it, C7513)
-        #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) asm volatile("" : "+l"(a_desc[ks]), "+l"(b_desc[ks]));
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
-        solder::tile::warpgroup::fence();
-        #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) solder::tile::warpgroup::mma_ss<64, false>(solder::tile::warpgroup::as_accumulator<64>(s_tile), a_desc[ks], b_desc[ks], ks > 0);
-        solder::tile::warpgroup::commit_group();
-        solder::tile::warpgroup::wait_group<0>();
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
-      }
-      // old_m = m_tile[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        old_m[rs] = solder::round_f32((&m_tile[rs])[0]); }
-      // acc_m max= over j: select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf)
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = (-solder::infinity());
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = (&s_tile[nt][e])[0];
-            part = solder::max_nan(part, v); }
-        }
-        part = solder::tile::quad_max(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_m[rs] = solder::round_f32(solder::max_nan(acc_m[rs], part)); }
-      }
-      // m_tile = acc_m[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_z[b, h, i], 0.0))
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : (((&m_tile[rs])[0] == (&old_m[rs])[0]) ? (&acc_z[rs])[0] : 0.0f))); }
-      // acc_z sum= over j: exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = 0.0f;
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = solder::tile::fast_exp_diff((&s_tile[nt][e])[0], (&m_tile[rs])[0]); p_frag[nt][e] = v;
-            part = part + v; }
-        }
-        part = solder::tile::quad_sum(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_z[rs] = solder::round_f32(acc_z[rs] + part); }
-      }
-      // z_tile = acc_z[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_o[b, h, i, d], 0.0))
-      float row_value0[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value0[rs] = (((&m_tile[rs])[0] == (&old_m[rs])[0])) ? 1.0f : 0.0f; }
-      float row_value1[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value1[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
-      float row_value2[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value2[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
-      if (row_value2[0] != 0.0f && row_value2[1] != 0.0f) {  // the condition holds on every row: no select per element
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value1[rs])[0])); }
-        }
-      } else {
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32((((&row_value2[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value1[rs])[0]) : (((&row_value0[rs])[0] != 0.0f) ? (&acc_o[nt][e])[0] : 0.0f))); }
-        }
-      }
-      // acc_o += sum over j of (exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
-      // P: the values the reduction above computed
-      // on tensor cores: wgmma m64n64k16, P (rounded to T) from registers, v_tile from shared memory (MN-major)
-      {
-        solder::tile::warpgroup::ARegisters p_regs[4];
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) solder::tile::c_fragments_to_a<T>(p_regs[kk].reg, p_frag[2 * kk], p_frag[2 * kk + 1]);
-        cuda::std::uint64_t v_desc[4];
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) v_desc[kk] = solder::tile::warpgroup::mn_major_descriptor<64>(v_tile, kk);
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) asm volatile("" : "+l"(v_desc[kk]));
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
-        solder::tile::warpgroup::fence();
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::mma_rs<64, true>(solder::tile::warpgroup::as_accumulator<64>(acc_o), p_regs[kk], v_desc[kk], true);
-        solder::tile::warpgroup::commit_group();
-        solder::tile::warpgroup::wait_group<0>();
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::fence_operand(p_regs[kk]);  // P's registers are P's until its mma retired
-      }
-    } else {
-      // s_tile = q_tile · k_tileᵀ on tensor cores: wgmma m64n64k16, both operands from shared memory
-      {
-        cuda::std::uint64_t b_desc[4];
-        #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) b_desc[ks] = solder::tile::warpgroup::k_major_descriptor<64>(k_tile, ks);
-        // operands defined before the fence (ptxas serializes a batch whose operands are defined after it, C7513)
-        #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) asm volatile("" : "+l"(a_desc[ks]), "+l"(b_desc[ks]));
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
-        solder::tile::warpgroup::fence();
-        #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) solder::tile::warpgroup::mma_ss<64, false>(solder::tile::warpgroup::as_accumulator<64>(s_tile), a_desc[ks], b_desc[ks], ks > 0);
-        solder::tile::warpgroup::commit_group();
-        solder::tile::warpgroup::wait_group<0>();
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(s_tile));
-      }
-      // old_m = m_tile[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        old_m[rs] = solder::round_f32((&m_tile[rs])[0]); }
-      // acc_m max= over j: select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf)
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = (-solder::infinity());
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = ((static_cast<long long>((&doc_tile[rs])[0]) == static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))])) ? (&s_tile[nt][e])[0] : (-solder::infinity()));
-            part = solder::max_nan(part, v); }
-        }
-        part = solder::tile::quad_max(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_m[rs] = solder::round_f32(solder::max_nan(acc_m[rs], part)); }
-      }
-      // m_tile = acc_m[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-      // acc_z = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_z[b, h, i] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_z[b, h, i], 0.0))
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        acc_z[rs] = solder::round_f32((((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity())) ? ((&acc_z[rs])[0] * __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) : (((&m_tile[rs])[0] == (&old_m[rs])[0]) ? (&acc_z[rs])[0] : 0.0f))); }
-      // acc_z sum= over j: exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) {
-        float part = 0.0f;
-        #pragma unroll
-        for (int n = 0; n < 8; ++n) { const int nt = (rs >> 1) * 8 + n;
-          #pragma unroll
-          for (int e2 = 0; e2 < 2; ++e2) { const int e = (rs & 1) * 2 + e2; const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long j = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)j; 
-            const float v = solder::tile::fast_exp_diff(((static_cast<long long>((&doc_tile[rs])[0]) == static_cast<long long>(doc[((b) * 256LL + (((j_t * 64LL) + j)))])) ? (&s_tile[nt][e])[0] : (-solder::infinity())), (&m_tile[rs])[0]); p_frag[nt][e] = v;
-            part = part + v; }
-        }
-        part = solder::tile::quad_sum(part);
-        { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; acc_z[rs] = solder::round_f32(acc_z[rs] + part); }
-      }
-      // z_tile = acc_z[b, h, i]
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-        z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-      // acc_o = select(abs(old_m[b, h, i]) < inf && abs(exp(-m_tile[b, h, i] + old_m[b, h, i])) < inf, acc_o[b, h, i, d] * exp(-m_tile[b, h, i] + old_m[b, h, i]), select(m_tile[b, h, i] == old_m[b, h, i], acc_o[b, h, i, d], 0.0))
-      float row_value3[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value3[rs] = (((&m_tile[rs])[0] == (&old_m[rs])[0])) ? 1.0f : 0.0f; }
-      float row_value4[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value4[rs] = __expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0])); }
-      float row_value5[2];
-      #pragma unroll
-      for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value5[rs] = (((fabsf((&old_m[rs])[0]) < solder::infinity()) && (fabsf(__expf(((-(&m_tile[rs])[0]) + (&old_m[rs])[0]))) < solder::infinity()))) ? 1.0f : 0.0f; }
-      if (row_value5[0] != 0.0f && row_value5[1] != 0.0f) {  // the condition holds on every row: no select per element
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32(((&acc_o[nt][e])[0] * (&row_value4[rs])[0])); }
-        }
-      } else {
-        #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-            acc_o[nt][e] = solder::round_f32((((&row_value5[rs])[0] != 0.0f) ? ((&acc_o[nt][e])[0] * (&row_value4[rs])[0]) : (((&row_value3[rs])[0] != 0.0f) ? (&acc_o[nt][e])[0] : 0.0f))); }
-        }
-      }
-      // acc_o += sum over j of (exp(select(doc_tile[b, i] == doc_tile2[b, j], s_tile[b, h, i, j], -inf) - m_tile[b, h, i])) * v_tile on tensor cores
-      // P: the values the reduction above computed
-      // on tensor cores: wgmma m64n64k16, P (rounded to T) from registers, v_tile from shared memory (MN-major)
-      {
-        solder::tile::warpgroup::ARegisters p_regs[4];
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) solder::tile::c_fragments_to_a<T>(p_regs[kk].reg, p_frag[2 * kk], p_frag[2 * kk + 1]);
-        cuda::std::uint64_t v_desc[4];
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) v_desc[kk] = solder::tile::warpgroup::mn_major_descriptor<64>(v_tile, kk);
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) asm volatile("" : "+l"(v_desc[kk]));
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
-        solder::tile::warpgroup::fence();
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::mma_rs<64, true>(solder::tile::warpgroup::as_accumulator<64>(acc_o), p_regs[kk], v_desc[kk], true);
-        solder::tile::warpgroup::commit_group();
-        solder::tile::warpgroup::wait_group<0>();
-        solder::tile::warpgroup::fence_operand(solder::tile::warpgroup::as_accumulator<64>(acc_o));
-        #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) solder::tile::warpgroup::fence_operand(p_regs[kk]);  // P's registers are P's until its mma retired
-      }
-    }
-    ++tiles_done;
-    j_t = next_live(j_t + 1);
+  __device__ bool visible(int bh_, int row_, int col_) const { return match(bh_, row_id(bh_, row_), col_id(bh_, col_)); }
+};
+struct fused_o_epilogue_ {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v__;
+  const int* doc;
+  __nv_bfloat16* o__;
+  // o__[.., row, col], [.., row, col + 1] = o / Σp, rounded to bf16
+  __device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_) const {
+    const long long at_ = (static_cast<long long>(bh_) * 256LL + row_) * 64LL + col_;
+    *reinterpret_cast<__nv_bfloat162*>(&o__[at_]) = __floats2bfloat162_rn(o0_, o1_);
   }
-  // m_tile = acc_m[b, h, i]
-  #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-    m_tile[rs] = solder::round_f32((&acc_m[rs])[0]); }
-  // z_tile = acc_z[b, h, i]
-  #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; 
-    z_tile[rs] = solder::round_f32((&acc_z[rs])[0]); }
-  // o_tile = acc_o[b, h, i, d] * (1.0 / z_tile[b, h, i])
-  float row_value6[2];
-  #pragma unroll
-  for (int rs = 0; rs < 2; ++rs) { const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; row_value6[rs] = (1.0f * (1.0f / (&z_tile[rs])[0])); }
-  #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-      o_tile[nt][e] = solder::round_bf16(((&acc_o[nt][e])[0] * (&row_value6[rs])[0])); }
-  }
-  // store o__
-  #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) { const int rs = (nt / 8) * 2 + (e >> 1); const long long b = 0; (void)b; const long long h = 0; (void)h; const long long i = row0 + (rs >> 1) * 16 + (rs & 1) * 8; (void)i; const long long d = (nt % 8) * 8 + ((lane & 3) << 1) + (e & 1); (void)d; 
-      if ((b) >= 0 && (b) < 1LL && ((h_t + h)) >= 0 && ((h_t + h)) < 2LL && (((i_t * 128LL) + i)) >= 0 && (((i_t * 128LL) + i)) < 256LL && (d) >= 0 && (d) < 64LL) solder::store(o__ + ((((b) * 2LL + ((h_t + h))) * 256LL + (((i_t * 128LL) + i))) * 64LL + (d)), (&o_tile[nt][e])[0]); }
-  }
-}
+};
+using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>;
+SOLDER_ATTENTION_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)
 

@@ -36,7 +36,19 @@ struct AttentionShape {
   int heads_kv = 1;
   int seq_q = 0;
   int seq_k = 0;
+  // Operands whose lead dims hold more heads than the launch's (a fixed index in a dim between the batch
+  // and the head dims: differential attention's q[b, 1, h] of a [B, 2, H, S, D] tensor): head h of batch
+  // b reads batch coordinate b · X_heads + X_head0 + h of X's tensor map (batch = B · X_heads there).
+  // 0 (the default): the plain layout, b · heads + h (q) and b · heads_kv + g (k, v).
+  int q_heads = 0, q_head0 = 0;
+  int k_heads = 0, k_head0 = 0;
+  int v_heads = 0, v_head0 = 0;
 };
+
+// The batch coordinate of an operand's tensor map for head `bh` = b · heads + h (AttentionShape above).
+SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
+  return all > 0 ? (bh / heads) * all + head0 + bh % heads : bh;
+}
 
 // One tile configuration.
 //   T          bf16 or f16 (Q, K, V and P; f32 accumulation and softmax).

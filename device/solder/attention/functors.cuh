@@ -54,6 +54,26 @@
 //
 //     __device__ void row_columns(int bh, int row, int* lo, int* hi) const;
 //
+// Optional (`static constexpr bool kDataTiles = true;`): a mask that depends on data, an integer id per
+// query row and per key compared across them (document ids: row_id == col_id). Each block classifies
+// every key tile of [begin, end) once, before its producer and consumers start, from the ids' minimum
+// and maximum over the block's rows and over the tile's keys, into a list in shared memory that both
+// sides walk in the same order: tiles of class 0 are skipped (no loads, no MMA), class 1 run without
+// mask code, class 2 (boundary) compare ids per score with match(). Only with one block per work tile
+// (not Config::Persistent). kMaxKeyTiles bounds ceil(seq_k / BN) (the list's size; ≤ 32767).
+//
+//     static constexpr int kMaxKeyTiles = ...;
+//     __device__ int row_id(int bh, int row) const;    // row < seq_q
+//     __device__ int col_id(int bh, int col) const;    // col < seq_k
+//     __device__ bool match(int bh, int row_id, int col_id) const;   // visible(bh, row, col) of the ids
+//     // 0: match() is false for every pair of ids in [row_lo, row_hi] × [col_lo, col_hi]; 1: true for
+//     // every pair; 2: either (sound: 0 and 1 only when certain)
+//     __device__ int tile_class(int bh, int row_lo, int row_hi, int col_lo, int col_hi) const;
+//
+// Optional (`static constexpr bool kEmptyRowNaN = true;`): a row that sees no key gets NaN (what the
+// program's softmax gives it: max = −inf, exp(−inf − (−inf)) = NaN) instead of zeros; for masks where
+// that is not known at compile time.
+//
 // ---- Row state (template parameter State, a template over the fragment size) ----------------------
 //
 //   template <int N> struct State {                 // N = BN / 2 scores per thread per tile, 2 rows
@@ -126,6 +146,34 @@ __host__ __device__ constexpr auto mask_has_row_interval(int) -> decltype(M::kRo
 }
 template <class M>
 __host__ __device__ constexpr bool mask_has_row_interval(long) {
+  return false;
+}
+
+// Whether Mask decides key tiles from data (kDataTiles true: row_id, col_id, match, tile_class).
+template <class M>
+__host__ __device__ constexpr auto mask_has_data_tiles(int) -> decltype(M::kDataTiles, true) {
+  return M::kDataTiles;
+}
+template <class M>
+__host__ __device__ constexpr bool mask_has_data_tiles(long) {
+  return false;
+}
+// The size of the key-tile list of a data mask (1 for the others).
+template <class M>
+__host__ __device__ constexpr auto mask_max_key_tiles(int) -> decltype(M::kMaxKeyTiles, 1) {
+  return M::kMaxKeyTiles > 0 ? M::kMaxKeyTiles : 1;
+}
+template <class M>
+__host__ __device__ constexpr int mask_max_key_tiles(long) {
+  return 1;
+}
+// Whether a row that sees no key gets NaN (kEmptyRowNaN true) instead of zeros.
+template <class M>
+__host__ __device__ constexpr auto mask_empty_row_nan(int) -> decltype(M::kEmptyRowNaN, true) {
+  return M::kEmptyRowNaN;
+}
+template <class M>
+__host__ __device__ constexpr bool mask_empty_row_nan(long) {
   return false;
 }
 

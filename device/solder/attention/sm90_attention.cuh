@@ -200,6 +200,27 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     }
   };
 
+  // A data mask (Mask::kDataTiles, functors.cuh): the block's key tiles of [begin, end), classified
+  // once from the ids' min/max before the roles split, as a list in shared memory that the producer and
+  // the consumers walk in the same order (entry: tile | 0x8000 for a boundary tile); skipped tiles are
+  // not in it. Other masks: tiles begin .. end − 1, boundaries from Mask::partial.
+  constexpr bool kData = mask_has_data_tiles<Mask>(0);
+  static_assert(!(kData && C::Persistent), "a data mask classifies its key tiles once per block: one block per work tile");
+  constexpr int kListSize = mask_max_key_tiles<Mask>(0);
+  static_assert(kListSize <= 32767, "a data mask's list holds at most 32767 key tiles");
+  // (static shared memory, 3 bytes per key tile: on top of Config::SmemBytes, within 227 KB)
+  __shared__ uint16_t tile_list[kData ? kListSize : 1];
+  __shared__ uint8_t tile_classes[kData ? kListSize : 1];
+  __shared__ int tile_count;
+  auto tiles_of = [&](const Work& w) -> int {
+    if constexpr (kData) return tile_count;
+    else return w.end - w.begin;
+  };
+  auto tile_at = [&](const Work& w, int n) -> int {
+    if constexpr (kData) return static_cast<int>(tile_list[n] & 0x7fffu);
+    else return w.begin + n;
+  };
+
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int thread = static_cast<int>(threadIdx.x) % 128;
 
@@ -214,6 +235,58 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
+  if constexpr (kData) {
+    // Every warp of the block: the ids' range over the block's rows (each warp alone), then key tiles
+    // begin + warp, begin + warp + warps, ...: the range of the tile's ids, its class.
+    const int t0 = tile_index(0);
+    const int warp_all = static_cast<int>(threadIdx.x) / 32, lane_all = static_cast<int>(threadIdx.x) % 32;
+    int tiles = 0;
+    Work w{};
+    if (t0 < total) {
+      w = locate(t0);
+      tiles = w.end > w.begin ? w.end - w.begin : 0;
+      if (tiles > kListSize) __trap();  // Mask::kMaxKeyTiles below ceil(seq_k / BN)
+      int row_lo = 0x7fffffff, row_hi = -0x7fffffff - 1;
+      const int rows_end = w.row0 + C::BM < shape.seq_q ? w.row0 + C::BM : shape.seq_q;
+      for (int r = w.row0 + lane_all; r < rows_end; r += 32) {
+        const int id = mask.row_id(w.bh, r);
+        row_lo = id < row_lo ? id : row_lo;
+        row_hi = id > row_hi ? id : row_hi;
+      }
+      row_lo = __reduce_min_sync(0xffffffffu, row_lo);
+      row_hi = __reduce_max_sync(0xffffffffu, row_hi);
+      for (int n = warp_all; n < tiles; n += C::Threads / 32) {
+        const int col0 = (w.begin + n) * C::BN;
+        int col_lo = 0x7fffffff, col_hi = -0x7fffffff - 1;
+#pragma unroll
+        for (int u = 0; u < (C::BN + 31) / 32; ++u) {
+          const int col = col0 + 32 * u + lane_all;
+          if (32 * u + lane_all < C::BN && col < shape.seq_k) {
+            const int id = mask.col_id(w.bh, col);
+            col_lo = id < col_lo ? id : col_lo;
+            col_hi = id > col_hi ? id : col_hi;
+          }
+        }
+        col_lo = __reduce_min_sync(0xffffffffu, col_lo);
+        col_hi = __reduce_max_sync(0xffffffffu, col_hi);
+        if (lane_all == 0)
+          tile_classes[n] = static_cast<uint8_t>(row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi));
+      }
+    }
+    __syncthreads();
+    // Warp 0: the live tiles in order (a ballot per 32 tiles).
+    if (warp_all == 0) {
+      int count = 0;
+      for (int base = 0; base < tiles; base += 32) {
+        const int n = base + lane_all;
+        const int c = n < tiles ? tile_classes[n] : 0;
+        const unsigned live = __ballot_sync(0xffffffffu, c != 0);
+        if (c != 0) tile_list[count + __popc(live & ((1u << lane_all) - 1u))] = static_cast<uint16_t>((w.begin + n) | (c == 2 ? 0x8000 : 0));
+        count += __popc(live);
+      }
+      if (lane_all == 0) tile_count = count;
+    }
+  }
   __syncthreads();
 
   if (warpgroup == 0) {
@@ -227,7 +300,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       uint32_t q_phase = 0;
       for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
         const Work w = locate(t);
-        if (w.end <= w.begin) continue;
+        const int count = tiles_of(w);
+        if (count <= 0) continue;
         // Q of this tile once every consumer is done with the previous tile's Q.
         detail::wait_parity(q_empty, q_phase ^ 1u);
         cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
@@ -236,9 +310,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         for (int c = 0; c < C::Consumers; ++c)
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_q + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c, w.bh, q_full);
+            detail::tma_load(smem_q + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
+                             operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), q_full);
         q_phase ^= 1u;
-        for (int j = w.begin; j < w.end; ++j, ++loaded) {
+        const int k_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
+        const int v_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
+        for (int n = 0; n < count; ++n, ++loaded) {
+          const int j = tile_at(w, n);
           const int stage = detail::stage_of<C::Stages>(loaded);
           const uint32_t phase = detail::phase_of<C::Stages>(loaded);
           detail::wait_parity(&k_empty[stage], phase ^ 1u);
@@ -246,14 +324,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
                                                &k_full[stage], static_cast<uint32_t>(C::KVTileBytes));
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_k + (stage * C::Chunks + chunk) * C::BN * 64, k, 64 * chunk, j * C::BN, w.bh_kv,
+            detail::tma_load(smem_k + (stage * C::Chunks + chunk) * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch,
                              &k_full[stage]);
           detail::wait_parity(&v_empty[stage], phase ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &v_full[stage], static_cast<uint32_t>(C::KVTileBytes));
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, w.bh_kv,
+            detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch,
                              &v_full[stage]);
         }
       }
@@ -347,8 +425,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             bias[i] = score.bias(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2);
         }
       };
-      // Logits of key tile j: score functor, then the mask on boundary tiles (and keys ≥ seq_k).
-      auto logits = [&](int j) {
+      // Logits of key tile j (the n-th of the work tile): score functor, then the mask on boundary tiles
+      // (and keys ≥ seq_k).
+      auto logits = [&](int j, int n) {
         const int col0 = j * C::BN;
         if constexpr (score_has_bias<Score>(0)) {
 #pragma unroll
@@ -370,8 +449,36 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           for (int i = 0; i < C::BN / 2; ++i)
             acc_s(i) = score(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
         }
-        if (col0 + C::BN > shape.seq_k || mask.partial(w.bh, my_row0, 64, col0, C::BN)) {
-          if constexpr (mask_has_row_interval<Mask>(0)) {
+        bool boundary;
+        if constexpr (kData) boundary = (tile_list[n] & 0x8000u) != 0;
+        else boundary = mask.partial(w.bh, my_row0, 64, col0, C::BN);
+        (void)n;
+        if (col0 + C::BN > shape.seq_k || boundary) {
+          if constexpr (kData) {
+            // The ids of this thread's two rows (rows past seq_q are not stored: the last row's) and of
+            // each of its BN/4 columns (keys ≥ seq_k masked), compared by match() into one bit per score
+            // and row (a loop that keeps few registers live: the tile's S, P and O hold most of them).
+            int row_ids[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int row = row_base + 8 * r;
+              row_ids[r] = mask.row_id(w.bh, row < shape.seq_q ? row : shape.seq_q - 1);
+            }
+            static_assert(C::BN / 4 <= 64, "one bit per column of a thread");
+            unsigned long long keep[2] = {0ull, 0ull};
+#pragma unroll 4
+            for (int c = 0; c < C::BN / 4; ++c) {  // column 8·(c/2) + c%2 past the thread's first
+              const int col = col0 + 8 * (c / 2) + col_lane + c % 2;
+              const bool in = col < shape.seq_k;
+              const int col_id = in ? mask.col_id(w.bh, col) : 0;
+#pragma unroll
+              for (int r = 0; r < 2; ++r)
+                if (in && mask.match(w.bh, row_ids[r], col_id)) keep[r] |= 1ull << c;
+            }
+#pragma unroll
+            for (int i = 0; i < C::BN / 2; ++i)
+              if (!((keep[(i / 2) % 2] >> (2 * (i / 4) + i % 2)) & 1ull)) acc_s(i) = negative_infinity();
+          } else if constexpr (mask_has_row_interval<Mask>(0)) {
             // Each row's visible columns [lo, hi] (clamped to seq_k), relative to this thread's first
             // column: a score is kept when its constant column offset lies inside.
             int lo[2], hi[2];
@@ -400,7 +507,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       state.init();
       cute::clear(acc_o);
 
-      if (w.end > w.begin) {
+      const int count = tiles_of(w);
+      if (count > 0) {
         // The factor of the O rows from the last State::update, applied just before the next P·V is
         // issued (O then holds the tiles before the updated one), while the tensor cores run S. No
         // branch around it: a conditional write of O before a wgmma makes ptxas serialize (C7520).
@@ -409,41 +517,43 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 #pragma unroll
           for (int i = 0; i < C::HeadDim / 2; ++i) acc_o(i) *= correction[(i / 2) % 2];
         };
-        // Key tile j of this work tile is the (consumed + j − begin)-th use of the K and V rings.
-        const uint32_t first = consumed - static_cast<uint32_t>(w.begin);
+        // The n-th key tile of this work tile (tile_at) is the (consumed + n)-th use of the K and V rings.
+        const uint32_t first = consumed;
         detail::wait_parity(q_full, q_phase);
         q_phase ^= 1u;
         // First tile: S only.
         {
-          const int ks = detail::stage_of<C::Stages>(first + w.begin);
-          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + w.begin));
+          const int j0 = tile_at(w, 0);
+          const int ks = detail::stage_of<C::Stages>(first);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
           detail::named_sync(my_turn, kTurnThreads);
           issue_s(ks);
           detail::named_arrive(next_turn, kTurnThreads);
-          load_bias(w.begin);
+          load_bias(j0);
           cute::warpgroup_wait<0>();
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);
-          if (w.end - w.begin == 1) release(q_empty);
-          logits(w.begin);
+          if (count == 1) release(q_empty);
+          logits(j0, 0);
           state.update(acc_s, score.scale_log2, correction);  // O is 0: nothing to rescale
           to_p();
         }
-        for (int j = w.begin + 1; j < w.end; ++j) {
-          const int ks = detail::stage_of<C::Stages>(first + j), vs = detail::stage_of<C::Stages>(first + j - 1);
-          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + j));
+        for (int n = 1; n < count; ++n) {
+          const int j = tile_at(w, n);
+          const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + n));
           detail::named_sync(my_turn, kTurnThreads);
           issue_s(ks);
           rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
-          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + j - 1));
+          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
           issue_o(vs);
           detail::named_arrive(next_turn, kTurnThreads);
           load_bias(j);
           cute::warpgroup_wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);
-          if (j == w.end - 1) release(q_empty);  // the tile's last read of Q is done
-          logits(j);
+          if (n == count - 1) release(q_empty);  // the tile's last read of Q is done
+          logits(j, n);
           state.update(acc_s, score.scale_log2, correction);
           cute::warpgroup_wait<0>();
           cute::warpgroup_fence_operand(acc_o);
@@ -453,8 +563,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         }
         // Last P·V.
         {
-          const int vs = detail::stage_of<C::Stages>(first + w.end - 1);
-          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + w.end - 1));
+          const int vs = detail::stage_of<C::Stages>(first + count - 1);
+          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + count - 1));
           detail::named_sync(my_turn, kTurnThreads);
           rescale_o();
           issue_o(vs);
@@ -463,12 +573,17 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           cute::warpgroup_fence_operand(acc_o);
           release(&v_empty[vs]);
         }
-        consumed += static_cast<uint32_t>(w.end - w.begin);
+        consumed += static_cast<uint32_t>(count);
       }
 
-      // ---- Epilogue: O / Σ p (zeros for rows that see no key) ----
+      // ---- Epilogue: O / Σ p (zeros for rows that see no key; NaN with Mask::kEmptyRowNaN) ----
       float inverse[2];
       state.finish(inverse);
+      if constexpr (mask_empty_row_nan<Mask>(0)) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          if (inverse[r] == 0.0f) inverse[r] = __int_as_float(0x7fc00000);
+      }
 #pragma unroll
       for (int i = 0; i < C::HeadDim / 2; i += 2) {
         const int r = (i / 2) % 2;

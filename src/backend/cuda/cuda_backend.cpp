@@ -151,8 +151,8 @@ void launch_attention_skeleton(const runtime::Function& function, const Attentio
   };
   runtime::TensorMapBytes q = map(g.q, "Q"), k = map(g.k, "K"), v = map(g.v, "V");
   struct {  // solder::attention::AttentionShape
-    int batch, heads, heads_kv, seq_q, seq_k;
-  } shape{g.batch, g.heads, g.heads_kv, g.seq_q, g.seq_k};
+    int batch, heads, heads_kv, seq_q, seq_k, q_heads, q_head0, k_heads, k_head0, v_heads, v_head0;
+  } shape{g.batch, g.heads, g.heads_kv, g.seq_q, g.seq_k, g.q_heads, g.q_head0, g.k_heads, g.k_head0, g.v_heads, g.v_head0};
   void* args[] = {&q, &k, &v, &shape, pointers.data(), pointers.data(), pointers.data()};
   runtime::launch(function, config, args);
 }

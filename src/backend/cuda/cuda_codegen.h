@@ -66,6 +66,8 @@ struct GemmSkeletonLaunch {
 struct AttentionSkeletonLaunch {
   GemmSkeletonLaunch::Operand q, k, v;
   int batch = 1, heads = 1, heads_kv = 1, seq_q = 1, seq_k = 1;  // solder::attention::AttentionShape
+  // an operand's batch coordinate b · X_heads + X_head0 + h (0: the plain layout; AttentionShape)
+  int q_heads = 0, q_head0 = 0, k_heads = 0, k_head0 = 0, v_heads = 0, v_head0 = 0;
   std::string config;  // the Config<...> instantiated, for reports
 };
 

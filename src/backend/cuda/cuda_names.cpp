@@ -33,6 +33,7 @@ const std::set<std::string>& reserved_cuda_words() {
         // The attention skeleton's functor interface (device/solder/attention/functors.cuh).
         "kIdentity", "key_tiles", "partial", "scale_log2", "visible", "kAffine", "affine", "kRowInterval", "row_columns",
         "kBias", "bias", "dot_factor",
+        "kDataTiles", "kEmptyRowNaN", "kMaxKeyTiles", "row_id", "col_id", "match", "tile_class",
         "max_ll_", "min_ll_",
         // CUDA: built-in variables, vector and half types, namespaces, the runtime's names.
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2", "nv_bfloat16",

@@ -27,6 +27,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "algebra/normal_form.h"
 #include "backend/cuda/mma_stream_writer.h"
@@ -458,11 +459,40 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   scan(g);
   if (!bad_read.empty()) refuse(bad_read);
   if (!reads_s) refuse("the running max does not read the scores");
+  // A data mask (C reads tensors: document ids): its tiles' loads become the global loads of their
+  // copies, an input staged over the rows before the stream (row_state_value) or over the keys each step
+  // (column_source_load); the skeleton then classifies key tiles from the ids' min/max (kDataTiles).
+  std::optional<Expr> cond_in;             // C on inputs (data masks only)
+  std::set<std::string> mask_row_tiles;    // row tiles C reads, staged before the stream
   if (cond) {
     if (uses_tensor(*cond, S_)) refuse("the mask reads the scores");
-    for (auto& t : tensors_used(*cond))
-      if (!program_.find_global(t) || program_.find_global(t)->role != GlobalRole::input)
-        refuse("the mask reads staged tile " + t + " (data-dependent bounds: the emitter's per-tile min/max classification, not on the skeleton yet)");
+    if (!tensors_used(*cond).empty()) {
+      std::string why;
+      Expr in = rewrite_loads(*cond, [&](const LoadNode& l, const Expr& self) -> Expr {
+        const GlobalTensor* gl = program_.find_global(l.tensor);
+        if (gl && gl->role == GlobalRole::input) return self;
+        auto role = roles_.find(l.tensor);
+        if (role != roles_.end() && role->second == Role::row) {
+          Expr v = row_state_value(l.tensor, l.index.back());
+          if (v.defined()) {
+            mask_row_tiles.insert(l.tensor);
+            return v;
+          }
+        }
+        if (role != roles_.end() && role->second == Role::column && column_copies_.count(l.tensor)) {
+          const CopyNode* c = column_copies_.at(l.tensor);
+          if (l.index.size() == c->domain.axes.size()) {
+            std::map<std::string, Expr> at;
+            for (size_t a = 0; a < c->domain.axes.size(); ++a) at[c->domain.axes[a].var] = l.index[a];
+            return column_source_load(c, at);
+          }
+        }
+        if (why.empty()) why = "the mask reads tile " + l.tensor + ", neither an input staged over the rows before the stream nor one staged over the keys";
+        return self;
+      });
+      if (!why.empty()) refuse(why + " (data masks: the skeleton reads ids of inputs)");
+      cond_in = in;
+    }
   }
 
   // ---- Q, K, V and the output: [lead..., seq, head dim], the lead dims flattened into bh ----
@@ -474,11 +504,19 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (s->kind() == StmtKind::Copy) {
       auto c = s->as<CopyNode>();
       const GlobalTensor* src = program_.find_global(c->src.name);
-      bool plain = src && src->role == GlobalRole::input && !c->domain.guard.defined() && roles_.count(c->dst.name) && roles_.at(c->dst.name) == Role::wide &&
+      // (an input, or an intermediate an earlier kernel wrote: differential attention's a0)
+      const bool readable = src && (src->role == GlobalRole::input || src->role == GlobalRole::intermediate);
+      if (readable && c->domain.axes.empty() && src->shape.empty() && roles_.count(c->dst.name) && roles_.at(c->dst.name) == Role::scalar && !row_staged.count(c->dst.name)) {
+        row_staged[c->dst.name] = c;  // a 0-d input (differential attention's lambda), read at the stored element
+        continue;
+      }
+      bool plain = readable && !c->domain.guard.defined() && roles_.count(c->dst.name) && roles_.at(c->dst.name) == Role::wide &&
                    c->dst.index.size() == c->domain.axes.size() && !row_staged.count(c->dst.name);
       for (size_t k2 = 0; plain && k2 < c->domain.axes.size(); ++k2) plain = is_var(c->dst.index[k2], c->domain.axes[k2].var);
       if (plain) { row_staged[c->dst.name] = c; continue; }
     }
+    // a data mask's row ids (read where they are by its row_id())
+    if ((s->kind() == StmtKind::Copy && mask_row_tiles.count(s->as<CopyNode>()->dst.name)) || (s->kind() == StmtKind::Map && mask_row_tiles.count(s->as<MapNode>()->dst.name))) continue;
     refuse("a statement before the stream other than staging Q, fills and input tiles of the output's shape");
   }
   if (!stage_a) refuse("Q is not staged before the stream");
@@ -521,18 +559,63 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   };
   auto check_tail = [&](const CopyNode& c, const GlobalTensor& t, const std::string& tile_var, int64_t tile, const char* what) {
     int64_t ext = 0;
-    const std::string d = copy_var(c, c.src.index[rank - 1], &ext);
-    if (d.empty() || ext != t.shape[rank - 1]) refuse(std::string(what) + "'s head-dim index is not the whole row");
-    const Expr& seq = c.src.index[rank - 2];
+    const size_t r = t.shape.size();
+    if (r < 3 || c.src.index.size() != r) refuse(std::string(what) + " has " + std::to_string(r) + " dims (the skeleton takes [lead..., seq, head dim])");
+    const std::string d = copy_var(c, c.src.index[r - 1], &ext);
+    if (d.empty() || ext != t.shape[r - 1]) refuse(std::string(what) + "'s head-dim index is not the whole row");
+    const Expr& seq = c.src.index[r - 2];
     bool ok = false;
     for (auto& a : c.domain.axes) ok |= a.extent == tile && is_tile_index(seq, tile_var, tile, a.var);
     if (!ok) refuse(std::string(what) + " is read at sequence index " + print_expr(seq) + ", not " + tile_var + " * " + std::to_string(tile) + " + its row");
-    if (t.shape[rank - 2] % tile != 0) refuse(std::string(what) + "'s sequence (" + std::to_string(t.shape[rank - 2]) + ") is not a multiple of the tile (" + std::to_string(tile) + ": ragged)");
+    if (t.shape[r - 2] % tile != 0) refuse(std::string(what) + "'s sequence (" + std::to_string(t.shape[r - 2]) + ") is not a multiple of the tile (" + std::to_string(tile) + ": ragged)");
     if (c.domain.guard.defined()) refuse(std::string(what) + "'s staging is guarded");
   };
   if (stage_a->src.index.size() != rank) refuse("Q's staging index");
-  std::vector<std::string> lead_grid(rank - 2);
-  for (size_t k = 0; k + 2 < rank; ++k) lead_grid[k] = lead_index(*stage_a, stage_a->src.index[k], q->shape[k], "Q");
+  // The lead dims of an operand: grid variables (or extent-1 axes), and possibly a block of fixed
+  // indices right before the head dim (differential attention's q[b, 1, h] of [B, 2, H, S, D]): the
+  // skeleton's heads are the grid's, the operand's batch coordinate b · (C · H) + c · H + h
+  // (AttentionShape's X_heads = C · H, X_head0 = c · H; C the block's extent, c its flat index).
+  struct Lead {
+    std::vector<std::string> grid;   // per lead dim: its grid variable ("" for none or a fixed index)
+    std::vector<bool> fixed;         // per lead dim: a fixed index
+    int64_t block = 1, at = 0;       // the fixed block's extent C and flat index c
+  };
+  auto lead_of = [&](const CopyNode& c, const GlobalTensor& t, const char* what) {
+    const size_t r = t.shape.size();
+    Lead l;
+    l.grid.assign(r - 2, "");
+    l.fixed.assign(r - 2, false);
+    for (size_t k = 0; k + 2 < r; ++k) {
+      const Expr& e = c.src.index[k];
+      if (k + 3 < r && t.shape[k] > 1 && e.kind() == ExprKind::Const) {
+        const double x = e.as<ConstNode>()->value;
+        if (x >= 0 && x < static_cast<double>(t.shape[k]) && x == std::floor(x)) {
+          l.fixed[k] = true;
+          l.at = l.at * t.shape[k] + static_cast<int64_t>(x);
+          l.block *= t.shape[k];
+          continue;
+        }
+      }
+      if (k + 3 == r) continue;  // the head dim: checked by the caller (Q's variable, or GQA's h // G)
+      l.grid[k] = lead_index(c, e, t.shape[k], what);
+    }
+    for (size_t k = 0; k + 3 < r; ++k)
+      if (l.fixed[k])
+        for (size_t k2 = k + 1; k2 + 3 < r; ++k2)
+          if (!l.fixed[k2]) refuse(std::string(what) + "'s fixed lead index " + print_expr(c.src.index[k]) + " is not next to the head dim (the skeleton takes b · (C · H) + c · H + h)");
+    return l;
+  };
+  Lead q_lead = lead_of(*stage_a, *q, "Q");
+  std::vector<std::string> lead_grid = q_lead.grid;
+  lead_grid[rank - 3] = lead_index(*stage_a, stage_a->src.index[rank - 3], q->shape[rank - 3], "Q");
+  // Q's batch grid variables (with their extents), in order: K, V and the output share them.
+  auto batch_vars = [&](const Lead& l, const GlobalTensor& t) {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (size_t k = 0; k + 3 < t.shape.size(); ++k)
+      if (!l.fixed[k] && t.shape[k] > 1) out.push_back({l.grid[k], t.shape[k]});
+    return out;
+  };
+  const auto q_batch = batch_vars(q_lead, *q);
   // The row-tile grid variable: the one in Q's sequence index.
   std::string row_grid;
   for (auto& gd : kernel_.grid)
@@ -548,15 +631,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // K and V: the same lead indices, except the head (the last lead dim) may be `head // G` (GQA).
   const std::string key_tile = loop_->var;
   int64_t heads_kv = q->shape[rank - 3], kv_rows = 0;
+  std::map<std::string, Lead> kv_leads;
   auto check_kv = [&](const CopyNode& c, const char* what) -> const GlobalTensor* {
     const GlobalTensor* t = program_.find_global(c.src.name);
-    if (!t || t->role != GlobalRole::input || t->dtype != in_dtype_ || t->shape.size() != rank || c.src.index.size() != rank) refuse(std::string(what) + " is not an input of Q's rank and type");
-    for (size_t k = 0; k + 3 < rank; ++k)
-      if (print_expr(c.src.index[k]) != print_expr(stage_a->src.index[k]) || t->shape[k] != q->shape[k]) refuse(std::string(what) + "'s batch index differs from Q's");
-    const Expr& h = c.src.index[rank - 3];
+    if (!t || t->role != GlobalRole::input || t->dtype != in_dtype_ || t->shape.size() < 3 || c.src.index.size() != t->shape.size()) refuse(std::string(what) + " is not an input of Q's type with a sequence and a head dim");
+    const size_t r = t->shape.size();
+    const Lead l = lead_of(c, *t, what);
+    if (batch_vars(l, *t) != q_batch) refuse(std::string(what) + "'s batch index differs from Q's");
+    kv_leads[what] = l;
+    const Expr& h = c.src.index[r - 3];
     const std::string qh = print_expr(stage_a->src.index[rank - 3]);
     int64_t kv = q->shape[rank - 3];
-    if (print_expr(h) != qh || t->shape[rank - 3] != q->shape[rank - 3]) {
+    if (print_expr(h) != qh || t->shape[r - 3] != q->shape[rank - 3]) {
       bool gqa = false;
       if (h.kind() == ExprKind::Binary && h.as<BinaryNode>()->op == BinaryOp::floordiv) {
         auto b = h.as<BinaryNode>();
@@ -564,23 +650,24 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
         // Q's head index, or its grid variable alone (the extent-1 axis dropped from the tile)
         bool same = lhs == qh || lhs == lead_grid[rank - 3];
         double group = evaluate_with(b->rhs, {}, {}, program_.dims);
-        if (same && group >= 1 && group == std::floor(group) && static_cast<int64_t>(group) * t->shape[rank - 3] == q->shape[rank - 3]) {
+        if (same && group >= 1 && group == std::floor(group) && static_cast<int64_t>(group) * t->shape[r - 3] == q->shape[rank - 3]) {
           gqa = true;
-          kv = t->shape[rank - 3];
+          kv = t->shape[r - 3];
         }
       }
       if (!gqa) refuse(std::string(what) + "'s head index " + print_expr(h) + " is neither Q's nor Q's // (heads / kv heads)");
     }
     heads_kv = kv;
     check_tail(c, *t, key_tile, BN_, what);
-    if (kv_rows && t->shape[rank - 2] != kv_rows) refuse("K and V differ in length");
-    kv_rows = t->shape[rank - 2];
+    if (kv_rows && t->shape[r - 2] != kv_rows) refuse("K and V differ in length");
+    if (t->shape[r - 1] != q->shape[rank - 1]) refuse(std::string(what) + "'s head dim differs from Q's");
+    kv_rows = t->shape[r - 2];
     return t;
   };
   const GlobalTensor* k = check_kv(*stage_b, "K");
   const int64_t heads_k = heads_kv;
   const GlobalTensor* v = check_kv(*stage_v, "V");
-  if (heads_kv != heads_k || v->shape != k->shape) refuse("K and V differ in shape");
+  if (heads_kv != heads_k || v->shape[v->shape.size() - 2] != k->shape[k->shape.size() - 2]) refuse("K and V differ in shape");
   const int64_t seq_k = kv_rows;
   {
     RangeFacts facts;
@@ -613,7 +700,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   const GlobalTensor* o = program_.find_global(store->dst.name);
   const std::string stored = post.empty() ? finish->dst.name : post.back()->dst.name;
-  if (!o || o->role != GlobalRole::output || store->src.name != stored || o->shape.size() != rank || store->domain.guard.defined())
+  // (an intermediate too: a later kernel reads it, as differential attention's second pass reads a0)
+  if (!o || (o->role != GlobalRole::output && o->role != GlobalRole::intermediate) || store->src.name != stored || o->shape.size() < 3 || store->domain.guard.defined())
     refuse("the result is not stored whole to an output");
   // The value stored, as an expression of o_acc / z (the load "(&a_)") and of global inputs read at
   // the store's element: the post maps composed (each map's tile reads substituted by its definition).
@@ -631,6 +719,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     };
     if (auto it = row_staged.find(tile); it != row_staged.end()) {
       const CopyNode* c = it->second;
+      if (c->domain.axes.empty()) return make_load(c->src.name, c->src.index);  // a 0-d input
       std::vector<Expr> src;
       for (auto& i : c->src.index) src.push_back(substituted(c->domain, c->dst.index, i));
       return make_load(c->src.name, src);
@@ -653,13 +742,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       refuse("post map " + mp->dst.name + " reads the row state");
   }
   const Expr stored_value = value_of(store->src.name, store->src.index);
-  for (size_t k2 = 0; k2 < rank; ++k2)
-    if (o->shape[k2] != q->shape[k2]) refuse("the output's shape differs from Q's");
-  for (size_t k2 = 0; k2 + 2 < rank; ++k2)
-    if (print_expr(store->dst.index[k2]) != print_expr(stage_a->src.index[k2])) refuse("the output's lead index differs from Q's");
   {
+    // [batch..., heads, seq_q, head dim] with Q's batch variables and head, no fixed index: the epilogue
+    // stores at (bh · seq_q + row) · D + col
+    const size_t r = o->shape.size();
+    if (o->shape[r - 1] != q->shape[rank - 1] || o->shape[r - 2] != q->shape[rank - 2] || o->shape[r - 3] != q->shape[rank - 3]) refuse("the output's shape differs from Q's");
     CopyNode as_read = *store;  // the store's destination index read like a staging index
     as_read.src = store->dst;
+    const Lead l = lead_of(as_read, *o, "the output");
+    for (bool f : l.fixed)
+      if (f) refuse("the output is stored at a fixed lead index");
+    if (batch_vars(l, *o) != q_batch || print_expr(store->dst.index[r - 3]) != print_expr(stage_a->src.index[rank - 3])) refuse("the output's lead index differs from Q's");
     check_tail(as_read, *o, row_grid, BM_, "the output");
   }
   const DType tile_type = kernel_.find_buffer(stored)->dtype;
@@ -670,7 +763,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // The skeleton gives a row that sees no key zeros; the program's softmax gives it 0/0. The skeleton
   // is taken only where C holds for some key of every row (of every head C depends on), checked here
   // on the diagonal, the first and the last key, then every key of a row that fails those.
-  if (cond) {
+  // A data mask cannot be checked at compile time: a row that sees no key gets NaN there, the program's
+  // 0/0 (kEmptyRowNaN).
+  if (cond && !cond_in) {
     if (!tensors_used(*cond).empty()) refuse("the mask reads a tensor: that every query row sees a key is not known at compile time");
     std::map<std::string, Expr> zeros;
     for (auto& lv : lead_vars) zeros[lv] = make_int(0);
@@ -743,11 +838,69 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   std::optional<Expr> mask_rc;  // C on row_ and col_ (nullopt: no mask, or C reads the tile indices otherwise)
   ColRange reach;               // the columns C may reach from rows [row_lo_, row_hi_]
   if (cond) {
-    const Expr c = on_rows_and_columns(*cond);
+    const Expr c = on_rows_and_columns(cond_in ? *cond_in : *cond);
     if (tile_free(c)) {
       mask_rc = c;
-      reach = column_range(c, program_.dims);
+      if (!cond_in) reach = column_range(c, program_.dims);
     }
+  }
+  // ---- A data mask: C(row id, column id) ----
+  // C on rows and columns reads at most one integer id per query row (a load whose index mentions row_
+  // and not col_) and one per key, and mentions row_ and col_ nowhere else: match(rid_, cid_) is C
+  // with those loads replaced, tile_class() its interval decision over the ids' ranges.
+  struct DataMask {
+    Expr row_id = make_const(0), col_id = make_const(0), match;
+    std::optional<Expr> live, may_fail;
+    std::string row_text = "none", col_text = "none";
+  };
+  std::optional<DataMask> data;
+  if (cond_in) {
+    if (!mask_rc) refuse("the data mask reads the tile indices otherwise than as the global row and column");
+    DataMask dm;
+    std::vector<Expr> row_loads, col_loads;
+    std::string why;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (e.kind() == ExprKind::Load) {
+        auto l = e.as<LoadNode>();
+        const bool r = mentions(e, "row_"), c = mentions(e, "col_");
+        for (auto& i : l->index)
+          if (!tensors_used(i).empty()) why = "the data mask indexes " + l->tensor + " by a tensor";
+        if (!r && !c) return;  // a value of the head
+        if (r && c) { why = "the data mask reads " + print_expr(e) + " at both the row and the column"; return; }
+        if (program_.find_global(l->tensor)->dtype != DType::i32) { why = "the data mask's ids " + print_expr(e) + " are " + std::string(dtype_name(program_.find_global(l->tensor)->dtype)) + ", not i32"; return; }
+        auto& list = r ? row_loads : col_loads;
+        bool known = false;
+        for (auto& x : list) known |= structurally_equal(x, e);
+        if (!known) list.push_back(e);
+        return;
+      }
+      switch (e.kind()) {
+        case ExprKind::Unary: walk(e.as<UnaryNode>()->operand); break;
+        case ExprKind::Binary: walk(e.as<BinaryNode>()->lhs); walk(e.as<BinaryNode>()->rhs); break;
+        case ExprKind::Select: walk(e.as<SelectNode>()->cond); walk(e.as<SelectNode>()->if_true); walk(e.as<SelectNode>()->if_false); break;
+        case ExprKind::Cast: walk(e.as<CastNode>()->operand); break;
+        default: break;
+      }
+    };
+    walk(*mask_rc);
+    if (!why.empty()) refuse(why);
+    if (row_loads.size() > 1 || col_loads.size() > 1) refuse("the data mask reads more than one id per query row or per key");
+    if (!row_loads.empty()) dm.row_id = row_loads[0], dm.row_text = print_expr(row_loads[0]);
+    if (!col_loads.empty()) dm.col_id = col_loads[0], dm.col_text = print_expr(col_loads[0]);
+    dm.match = rewrite_loads(*mask_rc, [&](const LoadNode&, const Expr& self) -> Expr {
+      if (!row_loads.empty() && structurally_equal(self, row_loads[0])) return make_var("rid_");
+      if (!col_loads.empty() && structurally_equal(self, col_loads[0])) return make_var("cid_");
+      return self;
+    });
+    if (mentions(dm.match, "row_") || mentions(dm.match, "col_")) refuse("the data mask reads the row or the column outside its ids (" + print_expr(*mask_rc) + ")");
+    IntervalBuilder ib;
+    ib.dims = program_.dims;
+    ib.vars["rid_"] = {make_var("rid_lo_"), make_var("rid_hi_")};
+    ib.vars["cid_"] = {make_var("cid_lo_"), make_var("cid_hi_")};
+    ib.load_range = [](const LoadNode&) -> std::optional<IntervalExpr> { return std::nullopt; };
+    dm.live = ib.may_be_true(dm.match);
+    dm.may_fail = ib.may_be_false(dm.match);
+    data = dm;
   }
   // Key tiles per 128-row work tile on average, from the reach (−1: not known at compile time).
   double mean_key_tiles = -1;
@@ -781,11 +934,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // each); hd128 128 x 128 with 2 stages; under a mask that leaves a work tile few key tiles (at most 8
   // on average: causal at S ≤ 1k, sliding windows at any length; without the mask's reach, S ≤ 1k)
   // persistent blocks, one per SM, 128 x 128 with 4 (hd64) or 3 stages (hd128).
-  const bool short_masked = cond && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
+  // (A data mask: one block per work tile, the hardware's dispatch: its key tiles are classified once
+  // per block, and which rows are longest is not known at compile time.)
+  const bool short_masked = cond && !data && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
   const int64_t kHeadDim = D_ < 64 ? 64 : D_;
-  const int consumers = kHeadDim == 64 && (identity || affine) && !short_masked ? 3 : 2;
+  // A data mask: 2 consumers (128 query rows per work tile: a block's rows span fewer documents, so more
+  // key tiles are skipped, and the per-score id compares of boundary tiles fit in 240 registers).
+  const int consumers = kHeadDim == 64 && (identity || affine) && !short_masked && !data ? 3 : 2;
   // A score with a per-element bias keeps the key tile's bias in registers while S runs (BN / 2 floats
   // per thread): 64 keys per tile, so that it fits beside S, P and O without spilling, and 4 stages.
   const bool with_bias = linear && !affine && !identity;
@@ -796,7 +953,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                              std::to_string(stages) + ", " + std::to_string(consumers) + (persistent ? ", true" : "") + ">";
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
-  for (size_t k2 = 0; k2 + 3 < rank; ++k2) batch *= q->shape[k2];
+  for (size_t k2 = 0; k2 + 3 < rank; ++k2)
+    if (!q_lead.fixed[k2]) batch *= q->shape[k2];
   const int64_t tiles = (seq_q + bm - 1) / bm * batch * heads;
 
   // ---- The functors ----
@@ -810,6 +968,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     int64_t stride = 1;
     std::vector<std::string> lines;
     for (size_t k2 = rank - 2; k2-- > 0;) {
+      if (q_lead.fixed[k2]) continue;  // not a dim of bh_
       if (!lead_grid[k2].empty())
         lines.push_back("    const long long " + cuda_identifier(lead_grid[k2]) + " = (static_cast<long long>(bh_) / " + std::to_string(stride) + "LL) % " +
                         std::to_string(q->shape[k2]) + "LL; (void)" + cuda_identifier(lead_grid[k2]) + ";\n");
@@ -877,7 +1036,30 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   out << "};\n";
   std::string skip_text = "none (no mask: every key tile of the sequence)";
   out << "struct " << mask << " {\n" << members.str();
-  if (!cond) {
+  if (data) {
+    const std::string lead_decode = decode(false, false);
+    out << "  // mask " << print_expr(*cond) << "; on inputs, rows row_ and columns col_: " << print_expr(*mask_rc) << "\n";
+    out << "  // a data mask: the id of each query row " << data->row_text << " and of each key " << data->col_text << ", compared by match(rid_, cid_);\n";
+    out << "  // the skeleton classifies every key tile of a block once, from the ids' min/max over the block's rows and the tile's keys\n";
+    out << "  static constexpr bool kDataTiles = true;\n";
+    out << "  static constexpr bool kEmptyRowNaN = true;  // a row that sees no key: the program's 0/0\n";
+    out << "  static constexpr int kMaxKeyTiles = " << (seq_k + bn - 1) / bn << ";\n";
+    out << "  __device__ void key_tiles(int, int, int, int seq_k_, int bn_, int* begin_, int* end_) const { *begin_ = 0; *end_ = (seq_k_ + bn_ - 1) / bn_; }\n";
+    out << "  __device__ bool partial(int, int, int, int, int) const { return true; }\n";
+    out << "  __device__ int row_id(int bh_, int row_) const {\n" << lead_decode << "    (void)row_;\n    return static_cast<int>(" << printer_.print_int(globals_bounded(data->row_id)) << ");\n  }\n";
+    out << "  __device__ int col_id(int bh_, int col_) const {\n" << lead_decode << "    (void)col_;\n    return static_cast<int>(" << printer_.print_int(globals_bounded(data->col_id)) << ");\n  }\n";
+    out << "  __device__ bool match(int bh_, int rid_, int cid_) const {\n" << lead_decode << "    (void)rid_; (void)cid_;\n    return " << printer_.print_bool(globals_bounded(data->match)) << ";\n  }\n";
+    out << "  // 0: no pair of ids in [rid_lo_, rid_hi_] x [cid_lo_, cid_hi_] matches (skipped); 1: every pair (no mask code); 2: a boundary tile\n";
+    out << "  __device__ int tile_class(int bh_, int rid_lo_, int rid_hi_, int cid_lo_, int cid_hi_) const {\n" << lead_decode;
+    out << "    (void)rid_lo_; (void)rid_hi_; (void)cid_lo_; (void)cid_hi_;\n";
+    if (data->live) out << "    if (!(" << printer_.print_bool(*data->live) << ")) return 0;\n";
+    if (data->may_fail) out << "    if (!(" << printer_.print_bool(*data->may_fail) << ")) return 1;\n";
+    out << "    return 2;\n  }\n";
+    out << "  __device__ bool visible(int bh_, int row_, int col_) const { return match(bh_, row_id(bh_, row_), col_id(bh_, col_)); }\n";
+    skip_text = data->live ? "a data mask: key tiles where " + print_expr(data->match) + " holds for no pair of ids (rid_ = " + data->row_text + " over the block's rows, cid_ = " + data->col_text +
+                                 " over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score; every key tile classified once per block in the kernel (one warp per tile, before the loads), a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0)"
+                           : "none: the data mask " + print_expr(data->match) + " has no interval bound over its ids (every tile computed, the ids compared per score)";
+  } else if (!cond) {
     out << "  // no mask: every key tile, no element masked (keys past the sequence: the skeleton's own mask)\n";
     out << "  __device__ void key_tiles(int, int, int, int seq_k_, int bn_, int* begin_, int* end_) const { *begin_ = 0; *end_ = (seq_k_ + bn_ - 1) / bn_; }\n";
     out << "  __device__ bool partial(int, int, int, int, int) const { return false; }\n";
@@ -992,13 +1174,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   out << "using " << name << "_config_ = " << config << ";\n";
   out << "SOLDER_ATTENTION_KERNEL(" << name << ", " << name << "_config_, " << score << ", " << mask << ", " << epilogue << ")\n";
 
+  // Operands read at a fixed lead index (differential attention's halves q[b, c, h]).
+  std::string lead_text;
+  for (auto [what, l, h] : {std::tuple{"Q", &q_lead, heads}, std::tuple{"K", &kv_leads.at("K"), heads_kv}, std::tuple{"V", &kv_leads.at("V"), heads_kv}})
+    if (l->block > 1)
+      lead_text += std::string(what) + " at fixed lead index " + std::to_string(l->at) + " of " + std::to_string(l->block) + " (batch coordinate b·" + std::to_string(l->block * h) + " + " +
+                   std::to_string(l->at * h) + " + h), ";
   AttentionSkeletonKernel result;
   std::ostringstream head;
   const std::string summary = config + " (" + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys per tile, " + std::to_string(stages) + "-stage K/V ring, " +
                               std::to_string(consumers) + " consumer warpgroups in ping-pong + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, snake order)" : std::string("")) + ", " +
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
-                              (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text + "; block order: the query tiles of a head last to first (the longest causal rows first)";
+                              (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + lead_text + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text +
+                              (data ? std::string("; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them)")
+                                    : std::string("; block order: the query tiles of a head last to first (the longest causal rows first)"));
   head << "#include <solder/attention/sm90_attention.cuh>\n";
   head << "// kernel " << kernel_.name << ": computes";
   for (auto& d : kernel_.definitions) head << " " << d;
@@ -1008,12 +1198,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.source = head.str() + out.str();
   result.summary = summary;
   result.tiles_and_skipping = std::to_string(tiles) + " work tiles of " + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys" +
-                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks" : std::string("")) + "; skipped tiles: " + skip_text;
+                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks" : std::string("")) +
+                              (lead_text.empty() ? std::string("") : "; " + lead_text.substr(0, lead_text.size() - 2)) + "; skipped tiles: " + skip_text;
   result.info.name = name;
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
   result.info.shared_bytes = static_cast<int64_t>(bm) * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 + 4 * stages) + 1024;
+  // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count),
+  // on top of the launch's dynamic shared memory: both within sm_90's 227 KB per block.
+  if (data && result.info.shared_bytes + 3 * ((seq_k + bn - 1) / bn) + 16 > 232448)
+    refuse("the data mask's key-tile list (" + std::to_string(3 * ((seq_k + bn - 1) / bn)) + " bytes of shared memory) does not fit beside the K/V ring");
   AttentionSkeletonLaunch launch;
   auto global_index = [&](const std::string& n) {
     for (size_t i = 0; i < program_.globals.size(); ++i)
@@ -1034,9 +1229,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     r.tile_k = 64;
     return r;
   };
-  launch.q = operand(*q, seq_q, batch * heads, 64);
-  launch.k = operand(*k, seq_k, batch * heads_kv, bn);
-  launch.v = operand(*v, seq_k, batch * heads_kv, bn);
+  // (an operand with a fixed lead block: its map covers all its heads, the shape says where ours are)
+  launch.q = operand(*q, seq_q, batch * heads * q_lead.block, 64);
+  launch.k = operand(*k, seq_k, batch * heads_kv * kv_leads.at("K").block, bn);
+  launch.v = operand(*v, seq_k, batch * heads_kv * kv_leads.at("V").block, bn);
+  if (q_lead.block > 1) launch.q_heads = static_cast<int>(q_lead.block * heads), launch.q_head0 = static_cast<int>(q_lead.at * heads);
+  if (kv_leads.at("K").block > 1) launch.k_heads = static_cast<int>(kv_leads.at("K").block * heads_kv), launch.k_head0 = static_cast<int>(kv_leads.at("K").at * heads_kv);
+  if (kv_leads.at("V").block > 1) launch.v_heads = static_cast<int>(kv_leads.at("V").block * heads_kv), launch.v_head0 = static_cast<int>(kv_leads.at("V").at * heads_kv);
   launch.batch = static_cast<int>(batch);
   launch.heads = static_cast<int>(heads);
   launch.heads_kv = static_cast<int>(heads_kv);

@@ -62,6 +62,34 @@ struct BiasScore {
 std::vector<float> host_pair;
 std::vector<unsigned char> host_keep;
 
+// A data mask (kDataTiles): query row i of batch b sees key j when ids_q[b][i] == ids_k[b][j] (document
+// ids; `less_equal`: ids_q ≤ ids_k instead). Rows that see no key get NaN (kEmptyRowNaN), as the
+// program's softmax (0/0). The host copies are kept for the reference.
+struct DataMask {
+  const int* ids_q;
+  const int* ids_k;
+  int heads, seq_q, seq_k;
+  bool less_equal;
+  static constexpr bool kDataTiles = true;
+  static constexpr bool kEmptyRowNaN = true;
+  static constexpr int kMaxKeyTiles = 64;  // seq_k ≤ 64 · BN
+  __device__ void key_tiles(int, int, int, int seq_k_, int bn, int* begin, int* end) const {
+    *begin = 0;
+    *end = (seq_k_ + bn - 1) / bn;
+  }
+  __device__ bool partial(int, int, int, int, int) const { return true; }
+  __device__ int row_id(int bh, int row) const { return ids_q[size_t(bh / heads) * seq_q + row]; }
+  __device__ int col_id(int bh, int col) const { return ids_k[size_t(bh / heads) * seq_k + col]; }
+  __device__ bool match(int, int r, int c) const { return less_equal ? r <= c : r == c; }
+  __device__ int tile_class(int, int row_lo, int row_hi, int col_lo, int col_hi) const {
+    if (less_equal) return row_hi <= col_lo ? 1 : row_lo > col_hi ? 0 : 2;
+    if (col_hi < row_lo || col_lo > row_hi) return 0;
+    return row_lo == row_hi && col_lo == col_hi && row_lo == col_lo ? 1 : 2;
+  }
+  __device__ bool visible(int bh, int row, int col) const { return match(bh, row_id(bh, row), col_id(bh, col)); }
+};
+std::vector<int> host_ids_q, host_ids_k;
+
 // o[bh][row][col] for col < cols (head dims below the configuration's: the padding columns are dropped).
 template <Dtype T>
 struct StoreCols {
@@ -91,14 +119,32 @@ double host_logit(const BiasScore& s, double dot, int bh, int row, int col, doub
   return dot * double(s.scale) + double(host_pair[(size_t(bh % s.heads) * s.seq_q + row) * s.seq_k + col]) +
          1e9 * (double(host_keep[size_t(bh / s.heads) * s.seq_k + col]) - 1.0);
 }
-bool host_visible(const NoMask&, int, int) { return true; }
-bool host_visible(const CausalMask& m, int row, int col) { return col <= row + m.offset; }
+bool host_visible(const NoMask&, int, int, int) { return true; }
+bool host_visible(const CausalMask& m, int, int row, int col) { return col <= row + m.offset; }
+bool host_visible(const DataMask& m, int bh, int row, int col) {
+  const int r = host_ids_q[size_t(bh / m.heads) * m.seq_q + row], c = host_ids_k[size_t(bh / m.heads) * m.seq_k + col];
+  return m.less_equal ? r <= c : r == c;
+}
+// What a row that sees no key gets: NaN under a data mask (the program's 0/0), zeros otherwise.
+template <class M>
+double host_empty_row(const M&) {
+  return solder::attention::mask_empty_row_nan<M>(0) ? NAN : 0.0;
+}
+
+// Q and K with a fixed lead block (AttentionShape::q_heads / k_heads): [batch][block][heads], the
+// launch's heads at block index `at` (differential attention's q[b, 1, h]); block 1: the plain layout.
+struct LeadBlock {
+  int q_block = 1, q_at = 0, k_block = 1, k_at = 0;
+};
 
 template <class C, class Score, class Mask>
-void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng, int D = C::HeadDim) {
+void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng, int D = C::HeadDim,
+              LeadBlock lead = {}) {
   const int bh = c.batch * c.heads, bh_kv = c.batch * c.heads_kv;
-  Tensor q = make_tensor(C::T, bh, c.seq_q, D, D + c.pad, &rng, 2.0f);
-  Tensor k = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 2.0f);
+  Tensor q = make_tensor(C::T, bh * lead.q_block, c.seq_q, D, D + c.pad, &rng, 2.0f);
+  Tensor k = make_tensor(C::T, bh_kv * lead.k_block, c.seq_k, D, D + c.pad, &rng, 2.0f);
+  auto q_of = [&](int b) { return (b / c.heads) * c.heads * lead.q_block + lead.q_at * c.heads + b % c.heads; };
+  auto k_of = [&](int g) { return (g / c.heads_kv) * c.heads_kv * lead.k_block + lead.k_at * c.heads_kv + g % c.heads_kv; };
   Tensor v = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 1.0f);
   Tensor o = make_tensor(C::T, bh, c.seq_q, D, D, nullptr, 0.0f);  // all NaN
   if (D > C::HeadDim || D % 8) std::exit(3);
@@ -107,6 +153,8 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   shape.batch = c.batch;
   shape.heads = c.heads;
   shape.heads_kv = c.heads_kv;
+  if (lead.q_block > 1) shape.q_heads = c.heads * lead.q_block, shape.q_head0 = lead.q_at * c.heads;
+  if (lead.k_block > 1) shape.k_heads = c.heads_kv * lead.k_block, shape.k_head0 = lead.k_at * c.heads_kv;
   shape.seq_q = c.seq_q;
   shape.seq_k = c.seq_k;
   StoreCols<C::T> epilogue{o.device, D, c.seq_q, D};
@@ -122,15 +170,15 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
       std::vector<double> w(c.seq_k, 0.0);
       double mx = -INFINITY;
       for (int j = 0; j < c.seq_k; ++j) {
-        if (!host_visible(mask, i, j)) continue;
+        if (!host_visible(mask, b, i, j)) continue;
         double dot = 0;
-        for (int d = 0; d < D; ++d) dot += double(q.at(b, i, d)) * double(k.at(g, j, d));
+        for (int d = 0; d < D; ++d) dot += double(q.at(q_of(b), i, d)) * double(k.at(k_of(g), j, d));
         w[j] = host_logit(score, dot, b, i, j, scale);
         mx = std::max(mx, w[j]);
       }
       double total = 0;
       for (int j = 0; j < c.seq_k; ++j) {
-        w[j] = host_visible(mask, i, j) ? std::exp(w[j] - mx) : 0.0;
+        w[j] = host_visible(mask, b, i, j) ? std::exp(w[j] - mx) : 0.0;
         total += w[j];
       }
       for (int d = 0; d < D; ++d) {
@@ -140,7 +188,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
           m += w[j] * std::fabs(double(v.at(g, j, d)));
         }
         const size_t at = (size_t(b) * c.seq_q + i) * D + d;
-        ref[at] = total > 0 ? acc / total : 0.0;
+        ref[at] = total > 0 ? acc / total : host_empty_row(mask);
         mag[at] = total > 0 ? m / total : 0.0;
       }
     }
@@ -163,12 +211,14 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
     const double g = decode16(C::T, got[i]);
     const double err = std::fabs(g - ref[i]);
     const double bound = 2 * unit * mag[i] + unit * std::fabs(ref[i]) + 1e-5;
-    if (std::isnan(g)) ++nan;
+    const bool want_nan = std::isnan(ref[i]);  // a row that sees no key under a data mask
+    if (std::isnan(g) && !want_nan) ++nan;
     if (got[i] != first[i]) ++moved;
-    if (!(err <= bound)) {
+    if (want_nan ? !std::isnan(g) : !(err <= bound)) {
       ++bad;
       if (first_bad == size_t(-1)) first_bad = i;
     }
+    if (want_nan) continue;
     worst = std::max(worst, err / bound);
     err2 += (g - ref[i]) * (g - ref[i]);
     ref2 += ref[i] * ref[i];
@@ -264,6 +314,61 @@ void run_padded(const char* name, std::mt19937& rng) {
   }
 }
 
+// Data masks (kDataTiles: key tiles classified per block from the ids' min/max): document ids of random
+// lengths (1 included, documents longer than a tile so whole key tiles are skipped and others fully
+// visible), unsorted ids in runs (live tiles not contiguous), ids_q ≠ ids_k at seq_q ≠ seq_k (rows that
+// see no key: NaN), and ids_q ≤ ids_k; ragged and grouped-query shapes.
+template <class C>
+void run_data(const char* name, std::mt19937& rng) {
+  const float log2e = 1.4426950408889634f;
+  const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
+  char label[96];
+  // kind 0: sorted documents of random lengths; 1: unsorted runs; 2: separate q / k ids (rows may see nothing)
+  auto fill_docs = [&](std::vector<int>& ids, int batch, int seq, int kind) {
+    ids.assign(size_t(batch) * seq, 0);
+    for (int b = 0; b < batch; ++b) {
+      int doc = 0, left = 0, id = 0;
+      for (int i = 0; i < seq; ++i) {
+        if (left == 0) {
+          const int pick = int(rng() % 8);
+          left = pick == 0 ? 1 : pick == 1 ? 2 : pick < 5 ? 1 + int(rng() % 40) : 100 + int(rng() % 300);
+          ++doc;
+          id = kind == 0 ? doc : int(rng() % 5);
+        }
+        ids[size_t(b) * seq + i] = id;
+        --left;
+      }
+    }
+  };
+  struct DataCase {
+    Case shape;
+    int kind;
+    bool less_equal;
+  };
+  const DataCase data_cases[] = {
+      {{1, 2, 2, 1000, 1000, 0}, 0, false}, {{2, 3, 3, 300, 300, 0}, 0, false}, {{1, 1, 1, 2048, 2048, 0}, 0, false},
+      {{1, 1, 1, 1, 1, 0}, 0, false},       {{2, 4, 2, 257, 257, 8}, 1, false}, {{1, 2, 2, 1000, 1000, 0}, 1, false},
+      {{1, 2, 1, 129, 300, 8}, 2, false},   {{1, 2, 2, 300, 129, 0}, 2, false}, {{2, 3, 3, 300, 300, 0}, 1, true},
+      {{1, 2, 2, 1000, 1000, 0}, 0, true},
+  };
+  for (const DataCase& d : data_cases) {
+    const Case& c = d.shape;
+    fill_docs(host_ids_q, c.batch, c.seq_q, d.kind);
+    if (d.kind == 2) fill_docs(host_ids_k, c.batch, c.seq_k, 1);
+    else host_ids_k = host_ids_q;
+    int *ids_q = nullptr, *ids_k = nullptr;
+    CUDA_CHECK(cudaMalloc(&ids_q, host_ids_q.size() * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&ids_k, host_ids_k.size() * sizeof(int)));
+    CUDA_CHECK(cudaMemcpy(ids_q, host_ids_q.data(), host_ids_q.size() * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(ids_k, host_ids_k.data(), host_ids_k.size() * sizeof(int), cudaMemcpyHostToDevice));
+    const DataMask mask{ids_q, ids_k, c.heads, c.seq_q, c.seq_k, d.less_equal};
+    std::snprintf(label, sizeof label, "%s %s %s", name, d.less_equal ? "ids<=" : "docs", d.kind == 0 ? "sorted" : d.kind == 1 ? "runs" : "q!=k");
+    run_case<C>(label, c, plain, mask, rng);
+    CUDA_CHECK(cudaFree(ids_q));
+    CUDA_CHECK(cudaFree(ids_k));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -285,6 +390,17 @@ int main(int argc, char** argv) {
   run_bias<Config<Dtype::bf16, 128, 64, 4, 2>>("bf16 d128 128x64 s4 bias", rng, 128);
   run_padded<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64(32) 128x128 s4 P", rng);
   run_padded<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64(32) 192x128 s4", rng);
+  // a fixed lead block in Q and K (differential attention's halves: q[b, at, h] of [B, 2, H, S, D])
+  {
+    const PlainScore plain{1.4426950408889634f / 8.0f};
+    run_case<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64 192x128 s4 q/k half 1", Case{2, 3, 3, 300, 300, 0}, plain, NoMask{}, rng, 64, LeadBlock{2, 1, 2, 1});
+    run_case<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64 192x128 s4 q/k half 0", Case{2, 4, 2, 257, 257, 8}, plain, NoMask{}, rng, 64, LeadBlock{2, 0, 2, 0});
+    run_case<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P q half 1 of 3", Case{2, 2, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng, 64, LeadBlock{3, 1, 1, 0});
+  }
+  // data masks (document ids): one block per work tile
+  run_data<Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 128x128 s4 data", rng);
+  run_data<Config<Dtype::bf16, 128, 128, 2, 2>>("bf16 d128 128x128 s2 data", rng);
+  run_data<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 data", rng);
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;
 }

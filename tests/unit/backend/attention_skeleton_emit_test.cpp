@@ -272,9 +272,6 @@ TEST(AttentionSkeletonEmit, HeadDim128TakesTheTwoStageConfig) {
 
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   std::string refusal;
-  // data-dependent masks stay on the emitter's per-tile min/max classification
-  EXPECT_FALSE(emit(compile("document_mask", {}), &refusal));
-  EXPECT_NE(refusal.find("data-dependent"), std::string::npos) << refusal;
   // small sizes: head dim 16, one key tile
   refusal.clear();
   EXPECT_FALSE(emit(compile("vanilla", {}, true), &refusal));
@@ -289,6 +286,105 @@ TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   EXPECT_FALSE(emit(compile("vanilla", {}), &refusal));
   EXPECT_NE(refusal.find("SOLDER_MMA_PATH"), std::string::npos);
   unsetenv("SOLDER_MMA_PATH");
+}
+
+// document_mask: a data mask. The key tiles are classified per block from the min/max of the document
+// ids (kDataTiles), skipped ones neither loaded nor computed; one block per work tile of 128 rows.
+TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
+  for (auto dims : {std::vector<std::pair<std::string, int64_t>>{}, std::vector<std::pair<std::string, int64_t>>{{"B", 1}, {"S", 16384}},
+                    std::vector<std::pair<std::string, int64_t>>{{"D", 128}}}) {
+    std::string refusal;
+    auto k = emit(compile("document_mask", dims), &refusal);
+    ASSERT_TRUE(k) << refusal;
+    const int64_t seq = dims.size() == 2 ? 16384 : 1024, head_dim = dims.size() == 1 ? 128 : 64;
+    EXPECT_NE(k->source.find("static constexpr bool kDataTiles = true;"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("static constexpr bool kEmptyRowNaN = true;"), std::string::npos);
+    EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = " + std::to_string(seq / 128) + ";"), std::string::npos) << k->source;
+    // the ids of a row and of a key are the document ids of the block's batch at the global row / column
+    EXPECT_NE(k->source.find(std::to_string(seq) + "LL + (row_))]"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find(std::to_string(seq) + "LL + (col_))]"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("__device__ int row_id(int bh_, int row_) const {"), std::string::npos);
+    EXPECT_NE(k->source.find("return (rid_ == cid_);"), std::string::npos) << k->source;
+    // skipped when the ranges do not meet, full when both are one and the same id
+    EXPECT_NE(k->source.find("if (!(((rid_lo_ <= cid_hi_) && (cid_lo_ <= rid_hi_)))) return 0;"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("return 1;"), std::string::npos);
+    // one block per work tile (no persistent loop), 2 consumers
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " + (head_dim == 64 ? "4" : "2") + ", 2>;"), std::string::npos) << k->source;
+    EXPECT_EQ(k->info.blocks, seq / 128 * (dims.size() == 2 ? 16 : 256));
+    EXPECT_NE(k->summary.find("a data mask: key tiles where rid_ == cid_ holds for no pair of ids"), std::string::npos) << k->summary;
+    EXPECT_NE(k->summary.find("walk in the same order"), std::string::npos) << k->summary;
+    EXPECT_NE(k->tiles_and_skipping.find("(no loads, no MMA)"), std::string::npos) << k->tiles_and_skipping;
+  }
+}
+
+// diff_attn: the two skeleton passes of its fusion plan (at head dim 128 the plan stores a1 too and
+// adds a pointwise kernel for o). Q and K are read at a fixed index of their
+// [B, 2, H] lead dims (AttentionShape's q_heads / q_head0: batch coordinate b·2H + c·H + h), the first
+// pass stores a0 in f32, the second's epilogue computes a0 − λ·a1.
+TEST(AttentionSkeletonEmit, DiffAttnRunsAsTwoSkeletonPasses) {
+  for (int64_t d : {64, 128}) {
+    Compiled c = compile("diff_attn", {{"D", d}});
+    ASSERT_EQ(c.view.kernels.size(), d == 64 ? 2u : 3u);
+    std::string refusal;
+    std::vector<AttentionSkeletonKernel> passes;
+    for (size_t i = 0; i < 2; ++i) {
+      auto k = generate_attention_skeleton_kernel(c.view, c.view.kernels[i], c.named.kernels[i], &refusal);
+      ASSERT_TRUE(k) << "pass " << i << ": " << refusal;
+      passes.push_back(*k);
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      const AttentionSkeletonLaunch& a = *passes[i].info.attention;
+      EXPECT_EQ(a.batch, 16);
+      EXPECT_EQ(a.heads, 8);
+      EXPECT_EQ(a.q.batch, 16 * 2 * 8) << "Q's map covers both halves";
+      EXPECT_EQ(a.k.batch, 16 * 2 * 8);
+      EXPECT_EQ(a.v.batch, 16 * 8) << "V has no fixed index";
+      EXPECT_EQ(a.q_heads, 16);
+      EXPECT_EQ(a.q_head0, static_cast<int>(8 * i));
+      EXPECT_EQ(a.k_heads, 16);
+      EXPECT_EQ(a.k_head0, static_cast<int>(8 * i));
+      EXPECT_EQ(a.v_heads, 0);
+      EXPECT_EQ(passes[i].info.blocks, 16 * 8 * (1024 / (d == 64 ? 192 : 128) + (d == 64 ? 1 : 0)));
+    }
+    // the first pass stores a0 in f32; the second reads it and lambda at the stored element (hd64)
+    EXPECT_NE(passes[0].source.find("solder::store(&a0["), std::string::npos) << passes[0].source;
+    if (d == 64) {
+      EXPECT_NE(passes[1].source.find("a0["), std::string::npos) << passes[1].source;
+      EXPECT_NE(passes[1].source.find("lam"), std::string::npos) << passes[1].source;
+      EXPECT_NE(passes[1].source.find("__floats2bfloat162_rn(o0_, o1_)"), std::string::npos);
+    } else {
+      EXPECT_NE(passes[1].source.find("solder::store(&a1["), std::string::npos) << passes[1].source;
+    }
+  }
+}
+
+// Any i32 ids compared across the row and the key are a data mask; a mask that also reads the row or
+// the column directly is refused with the rule (the emitter's own classification runs it).
+TEST(AttentionSkeletonEmit, DataMasksOfOtherComparisons) {
+  auto build = [](const std::string& cond) {
+    std::string text =
+        "program ids\ndim B = 2, H = 4, S = 1024, D = 64\n"
+        "in q[B, H, S, D] : bf16\nin k[B, H, S, D] : bf16\nin v[B, H, S, D] : bf16\nin g[B, S] : i32 ~ randint(0, 4)\n"
+        "s[b, h, i, j] = sum(d) q[b, h, i, d] * k[b, h, j, d] * rsqrt(D)\n"
+        "sm[b, h, i, j] = select(" + cond + ", s[b, h, i, j], -inf)\n"
+        "m[b, h, i] = max(j) sm[b, h, i, j]\ne[b, h, i, j] = exp(sm[b, h, i, j] - m[b, h, i])\n"
+        "z[b, h, i] = sum(j) e[b, h, i, j]\n"
+        "out o[b, h, i, d] : bf16 = sum(j) e[b, h, i, j] / z[b, h, i] * v[b, h, j, d]\n";
+    auto program = std::make_shared<Program>(parse_program(text, "ids.sol"));
+    KernelProgram named = with_cuda_names(compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+    return Compiled{named, contracts_as_reduces(named, false)};
+  };
+  std::string refusal;
+  auto le = emit(build("g[b, i] <= g[b, j]"), &refusal);
+  ASSERT_TRUE(le) << refusal;
+  EXPECT_NE(le->source.find("return (rid_ <= cid_);"), std::string::npos) << le->source;
+  // no pair matches when every row id exceeds every key id; all match when the largest row id is at most the smallest key id
+  EXPECT_NE(le->source.find("if (!((rid_lo_ <= cid_hi_))) return 0;"), std::string::npos) << le->source;
+  EXPECT_NE(le->source.find("if (!((rid_hi_ > cid_lo_))) return 1;"), std::string::npos) << le->source;
+  refusal.clear();
+  auto other = emit(build("g[b, i] == g[b, j] && j <= i"), &refusal);
+  EXPECT_FALSE(other);
+  EXPECT_NE(refusal.find("outside its ids"), std::string::npos) << refusal;
 }
 
 // A mask under which a query row sees no key: the program's softmax is 0/0 there, the skeleton would
@@ -318,7 +414,16 @@ TEST(AttentionSkeletonEmit, RefusesMasksThatLeaveARowWithoutKeys) {
 }
 
 TEST(AttentionSkeletonEmit, FallbackStatesTheReasonInTheSource) {
-  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/document_mask.sol"));
+  // a data mask that also reads the row and the column (documents, causal inside): the emitter's schedule
+  const std::string text =
+      "program doc_causal\ndim B = 2, H = 4, S = 1024, D = 64\n"
+      "in q[B, H, S, D] : bf16\nin k[B, H, S, D] : bf16\nin v[B, H, S, D] : bf16\nin doc[B, S] : i32 ~ sorted_randint(0, 12)\n"
+      "s[b, h, i, j] = sum(d) q[b, h, i, d] * k[b, h, j, d] * rsqrt(D)\n"
+      "sm[b, h, i, j] = select(doc[b, i] == doc[b, j] && j <= i, s[b, h, i, j], -inf)\n"
+      "m[b, h, i] = max(j) sm[b, h, i, j]\ne[b, h, i, j] = exp(sm[b, h, i, j] - m[b, h, i])\n"
+      "z[b, h, i] = sum(j) e[b, h, i, j]\n"
+      "out o[b, h, i, d] : bf16 = sum(j) e[b, h, i, j] / z[b, h, i] * v[b, h, j, d]\n";
+  auto program = std::make_shared<Program>(parse_program(text, "doc_causal.sol"));
   BoundProgram bound = bind_program(program, SizeChoice{false, {}});
   GeneratedModule m = generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
   EXPECT_NE(m.source.find("// attention skeleton not used for"), std::string::npos);
