@@ -113,6 +113,11 @@ constexpr double kOneConsumerStepCycles = 180;
 // 128x128 s4 take 7.8 and 3.7 µs per tile beyond their tensor time (307 and 303 µs for 16 and 32 tiles
 // per SM): 64 KB and 32 KB per SM at 8.4 and 8.8 GB/s, × 132 SMs = 1.14 TB/s.
 constexpr double kEpilogueStoreTbps = 1.14;
+// The same for the row-store hooks (GemmProblem::row_store): after a 4 × 4 exchange inside each quad, a
+// warp instruction stores 64 contiguous bytes of each of 8 rows (whole 32-byte sectors, 16 bytes per
+// lane: 4× the bytes per instruction of the pair stores and no partial sectors). Predicted (2026-11-27,
+// before the first measurement): 3.5× the pair rate; bench/NOTES.md (gemm-shortk) has what was measured.
+constexpr double kEpilogueRowStoreTbps = 4.0;
 
 // The main loop's time is the kMainloopNorm-norm of its tensor, load and HBM times (then at least its
 // shared-memory and L2 times) rather than the maximum of all five. Calibrated on the calibration sweep
