@@ -13,9 +13,12 @@
 //
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
-// Build and run: tests/gpu/gemm/run.sh (nvcc -gencode=arch=compute_90a,code=sm_90a).
+// Build and run: tests/gpu/gemm/run.sh (nvcc -gencode=arch=compute_90a,code=sm_90a). GEMM_TEST_FILTER=TEXT
+// runs only the configurations whose name contains TEXT (" rows": the row-store families).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "gemm_test_util.h"
@@ -27,6 +30,13 @@ namespace {
 
 int failures = 0, cases = 0;
 
+// $GEMM_TEST_FILTER: run only the configurations whose name contains it (e.g. " rows": the row-store
+// families); unset or empty: every case.
+bool selected(const char* config_name) {
+  const char* filter = std::getenv("GEMM_TEST_FILTER");
+  return !filter || !*filter || std::strstr(config_name, filter) != nullptr;
+}
+
 struct Case {
   int m, n, k, batch;
   bool broadcast_b = false;
@@ -37,6 +47,7 @@ struct Case {
 // wgmma accumulates with fewer bits) plus the output rounding.
 template <class C, class E>
 void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt19937& rng) {
+  if (!selected(config_name)) return;
   const bool fp8 = solder::gemm::dtype_is_fp8(C::TA);
   Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
@@ -188,6 +199,7 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
 // checked against its own reference. One block per tile, then 3 persistent blocks.
 template <class C>
 void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19937& rng) {
+  if (!selected(config_name)) return;
   Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
   Operand B2 = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
@@ -296,6 +308,7 @@ void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19
 // A·B within bf16 rounding), so an early read of C (NaN) or a late overwrite fails.
 template <class C1, class C2>
 void run_pdl_chain_case(const char* config_name, int m, int n1, int k1, int n2, std::mt19937& rng) {
+  if (!selected(config_name)) return;
   static_assert(C1::TA == Dtype::bf16 && C1::AKMajor && C2::TA == Dtype::bf16 && C2::AKMajor, "bf16, A K-major");
   Operand A = make_operand(Dtype::bf16, true, m, k1, 1, rng);
   Operand B = make_operand(Dtype::bf16, C1::BKMajor, n1, k1, 1, rng);
