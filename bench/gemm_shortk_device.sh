@@ -12,7 +12,7 @@
 # the CUDA backend at the default sizes (row stores on); (4) `solder bench` of the three cases, row stores on
 # (new) then off (SOLDER_GEMM_ROW_STORE=0: the element-wise stores of before), Solder first; (5) ncu's
 # per-kernel durations of nerf_mlp, both variants; (6) the peers (torch eager, then torch.compile in its
-# default mode) on the same cases. Everything goes to OUTDIR as it runs.
+# default mode) on the same cases, before the ncu step (peers are the workload target). Everything goes to OUTDIR as it runs.
 set -uo pipefail
 out=${1:?usage: bench/gemm_shortk_device.sh OUTDIR [DEADLINE_S]}
 deadline=${2:-230}
@@ -34,10 +34,11 @@ echo "== 1+2. compile cache (background) and the GEMM device test"
   done | xargs -d '\n' -P 6 -n 1 sh -c > "$out/compile.log" 2>&1
 ) &
 compile_pid=$!
-timeout 100 "$GEMM_TEST" 2026 > "$out/test_sm90_gemm.txt" 2>&1
-echo "   device test rc=$? PASS=$(grep -c '^PASS' "$out/test_sm90_gemm.txt") FAIL=$(grep -c '^FAIL' "$out/test_sm90_gemm.txt") rows-PASS=$(grep '^PASS' "$out/test_sm90_gemm.txt" | grep -c ' rows ')"
-grep '^FAIL' "$out/test_sm90_gemm.txt" | head -5
-tail -n 1 "$out/test_sm90_gemm.txt"
+# The row-store families first (GEMM_TEST_FILTER; a binary without the filter runs everything).
+GEMM_TEST_FILTER=" rows" timeout 100 "$GEMM_TEST" 2026 > "$out/test_sm90_gemm_rows.txt" 2>&1
+echo "   device test (rows) rc=$? PASS=$(grep -c '^PASS' "$out/test_sm90_gemm_rows.txt") FAIL=$(grep -c '^FAIL' "$out/test_sm90_gemm_rows.txt") rows-PASS=$(grep '^PASS' "$out/test_sm90_gemm_rows.txt" | grep -c ' rows ')"
+grep '^FAIL' "$out/test_sm90_gemm_rows.txt" | head -5
+tail -n 1 "$out/test_sm90_gemm_rows.txt"
 wait "$compile_pid"
 echo "   compile done after $(( $(date +%s) - start )) s; errors: $(grep -ci error "$out/compile.log")"
 
@@ -57,28 +58,11 @@ for variant in on off; do
   done
 done
 
-echo "== 5. ncu: nerf_mlp's kernels (durations), $(left) s left"
-if command -v ncu > /dev/null; then
-  for variant in on off; do
-    [ "$(left)" -lt 110 ] && { echo "   skipped ncu $variant"; continue; }
-    env_=""; [ $variant = off ] && env_="SOLDER_GEMM_ROW_STORE=0"
-    env $env_ timeout 40 ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
-      --launch-count 12 "$SOLDER" run --backend cuda examples/nerf_mlp.sol > "$out/ncu-nerf-$variant.txt" 2>&1
-    echo "   $variant:"; grep -E "^  [a-zA-Z_0-9]+.*\(|gpu__time_duration|dram__throughput" "$out/ncu-nerf-$variant.txt" | paste - - - | awk '{print "     " $1, $(NF-6), $(NF-5), $NF}' | head -14
-  done
-fi
-
-if command -v ncu > /dev/null && [ "$(left)" -gt 100 ]; then
-  timeout 25 ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
-    --launch-count 4 "$SOLDER" run --backend cuda examples/linear_relu_backward.sol > "$out/ncu-lrb-on.txt" 2>&1
-  echo "   linear_relu_backward (on):"; grep -E "^  [a-zA-Z_0-9]+.*\(|gpu__time_duration|dram__throughput" "$out/ncu-lrb-on.txt" | paste - - - | awk '{print "     " $1, $(NF-6), $(NF-5), $NF}' | head -6
-fi
-
-echo "== 6. peers (eager, then torch.compile default), $(left) s left"
-timeout $(( $(left) > 30 ? $(left) - 20 : 5 )) python3 bench/peers.py --suite contractions --peers eager --no-ceilings \
+echo "== 5. peers (eager, then torch.compile default), $(left) s left"
+timeout $(( $(left) > 130 ? 40 : 20 )) python3 bench/peers.py --suite contractions --peers eager --no-ceilings \
   --cases 'linear_relu_backward|nerf_mlp' --out "$out/peers.jsonl" --commit "${SOLDER_COMMIT:-gemm-shortk}" 2>&1 | tail -n 4
-timeout $(( $(left) > 15 ? $(left) - 8 : 5 )) python3 bench/peers.py --suite contractions --peers compile --compile-mode default --no-ceilings \
-  --cases 'nerf_mlp|linear_relu_backward-nerf|linear_relu_backward-wide' --time-limit $(( $(left) > 60 ? $(left) - 50 : 5 )) \
+timeout $(( $(left) > 100 ? $(left) - 70 : 20 )) python3 bench/peers.py --suite contractions --peers compile --compile-mode default --no-ceilings \
+  --cases 'nerf_mlp|linear_relu_backward-nerf' --time-limit $(( $(left) > 130 ? $(left) - 120 : 5 )) \
   --out "$out/peers.jsonl" --commit "${SOLDER_COMMIT:-gemm-shortk}" 2>&1 | tail -n 4
 python3 - "$out/peers.jsonl" <<'PY'
 import json, sys
@@ -89,4 +73,28 @@ try:
 except Exception as e:
     print("   peers:", e)
 PY
+echo "== 6. ncu: nerf_mlp's kernels (durations), $(left) s left"
+if command -v ncu > /dev/null; then
+  for variant in on off; do
+    [ "$(left)" -lt 45 ] && { echo "   skipped ncu $variant"; continue; }
+    env_=""; [ $variant = off ] && env_="SOLDER_GEMM_ROW_STORE=0"
+    env $env_ timeout $(( $(left) > 70 ? 35 : $(left) - 10 )) ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+      --launch-count 12 "$SOLDER" run --backend cuda examples/nerf_mlp.sol > "$out/ncu-nerf-$variant.txt" 2>&1
+    echo "   $variant:"; grep -E "^  [a-zA-Z_0-9]+.*\(|gpu__time_duration" "$out/ncu-nerf-$variant.txt" | sed -E 's/, Context.*//; s/ +/ /g' | paste - - | head -14
+  done
+fi
+
+if command -v ncu > /dev/null && [ "$(left)" -gt 60 ]; then
+  timeout 25 ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+    --launch-count 4 "$SOLDER" run --backend cuda examples/linear_relu_backward.sol > "$out/ncu-lrb-on.txt" 2>&1
+  echo "   linear_relu_backward (on):"; grep -E "^  [a-zA-Z_0-9]+.*\(|gpu__time_duration" "$out/ncu-lrb-on.txt" | sed -E 's/, Context.*//; s/ +/ /g' | paste - - | head -6
+fi
+
+echo "== 7. the whole GEMM device test with what is left, $(left) s left"
+if [ "$(left)" -gt 25 ]; then
+  timeout $(( $(left) - 5 )) "$GEMM_TEST" 2026 > "$out/test_sm90_gemm.txt" 2>&1
+  echo "   rc=$? PASS=$(grep -c '^PASS' "$out/test_sm90_gemm.txt") FAIL=$(grep -c '^FAIL' "$out/test_sm90_gemm.txt") (rc 124: cut by the deadline)"
+  grep '^FAIL' "$out/test_sm90_gemm.txt" | head -5
+fi
 echo "== done after $(( $(date +%s) - start )) s"
+[ -n "${PACK:-}" ] && tar czf "$PACK" -C "$out" . && echo "packed $PACK"

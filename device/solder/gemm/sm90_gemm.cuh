@@ -128,9 +128,7 @@ struct has_row_store<E, decltype((void)cuda::std::declval<const E&>().value(0, 0
 template <class Element>
 __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
   const Element a = static_cast<Element>(lo), b = static_cast<Element>(hi);
-  uint16_t ua, ub;
-  __builtin_memcpy(&ua, &a, 2);
-  __builtin_memcpy(&ub, &b, 2);
+  const uint16_t ua = *reinterpret_cast<const uint16_t*>(&a), ub = *reinterpret_cast<const uint16_t*>(&b);
   return static_cast<uint32_t>(ua) | (static_cast<uint32_t>(ub) << 16);
 }
 
@@ -551,7 +549,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
               for (int e = 0; e < 8; ++e)
                 if (col + e < shape.n) {
                   const uint16_t bits = static_cast<uint16_t>(out[e / 2] >> (16 * (e % 2)));
-                  __builtin_memcpy(dst + col + e, &bits, 2);
+                  *reinterpret_cast<uint16_t*>(dst + col + e) = bits;
                 }
             }
           }
