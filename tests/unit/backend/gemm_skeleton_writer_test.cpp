@@ -192,7 +192,8 @@ TEST(GemmSkeletonWriter, GivesARowMajor16BitResultTheRowStoreHooks) {
   EXPECT_NE(off.source.find("solder::store(&"), std::string::npos);
 }
 
-TEST(GemmSkeletonWriter, NoRowStoreHooksForF32OrTransposedResults) {
+TEST(GemmSkeletonWriter, RowStoreHooksFollowTheFitsRowsAndColumns) {
+  // An f32 result: none (16-bit elements only).
   GeneratedModule f32 = fused_for_gpu(
       "program layer32\n"
       "dim N = 4096, H = 256\n"
@@ -200,13 +201,16 @@ TEST(GemmSkeletonWriter, NoRowStoreHooksForF32OrTransposedResults) {
       "out z[n, o] : f32 = sum(i) x[n, i] * w[i, o]\n");
   ASSERT_TRUE(f32.kernels.at(0).gemm.has_value()) << f32.source;
   EXPECT_EQ(f32.source.find("row_pointer"), std::string::npos) << f32.source;
+  // A transposed destination zt[o, n]: the fit makes o the rows (A = w, M-major) and n the columns, so
+  // the columns are zt's last index again and the hooks apply, with n at 0 in row_pointer.
   GeneratedModule transposed = fused_for_gpu(
       "program layert\n"
       "dim N = 4096, H = 256\n"
       "in x[N, H] : f16\nin w[H, H] : f16\n"
       "out zt[o, n] : f16 = sum(i) x[n, i] * w[i, o]\n");
-  for (auto& k : transposed.kernels)
-    if (k.gemm) EXPECT_EQ(transposed.source.find("row_pointer"), std::string::npos) << transposed.source;
+  ASSERT_TRUE(transposed.kernels.at(0).gemm.has_value()) << transposed.source;
+  EXPECT_NE(transposed.source.find("const long long n__ = 0;"), std::string::npos) << transposed.source;
+  EXPECT_NE(transposed.source.find("return &zt[((o__) * 4096LL + (n__))];"), std::string::npos) << transposed.source;
 }
 
 TEST(GemmSkeletonWriter, RowStoreModuleCompilesWithNvrtc) {

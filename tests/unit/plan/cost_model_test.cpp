@@ -53,15 +53,16 @@ TEST(CostModel, TermsAddUpToTheTotal) {
 // nerf_mlp's 256 x 256 layers (M 65536, K 256: four K steps per tile) spend most of a tile in the
 // epilogue; the row-store hooks (GemmProblem::row_store) store at kEpilogueRowStoreTbps, not the pair rate,
 // where BN is a multiple of 32 and there is no split (the merge writes float partials).
-TEST(CostModel, RowStoresChargeTheFasterEpilogueRate) {
+TEST(CostModel, RowStoresChargeTheirOwnEpilogueRate) {
   GemmProblem p = problem(65536, 256, 256, MmaType::f16);
   p.output = DType::f16;
   p.b_k_major = false;
   const GemmCost pairs = predict_gemm(p, big_tile(), default_hardware());
   p.row_store = true;
   const GemmCost rows = predict_gemm(p, big_tile(), default_hardware());
-  EXPECT_LT(rows.tensor_us, pairs.tensor_us);
-  EXPECT_LT(rows.total_us, pairs.total_us);
+  // Measured on the H100 (bench/NOTES.md, gemm-shortk): 52.4-55.7 us per layer with row stores.
+  EXPECT_GT(rows.total_us, 48.0);
+  EXPECT_LT(rows.total_us, 60.0);
   // The store term alone scales with the rate: the tensor time without it is the same.
   const double units = pairs.waves;
   const double tile_bytes = 128.0 * 256 * 2;
