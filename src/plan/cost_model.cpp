@@ -89,7 +89,9 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   if (c.consumers == 1)
     unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kOneConsumerStepCycles / (hw.sm_clock_mhz > 0 ? hw.sm_clock_mhz : 1500);
   const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);
-  const double store_gbps = std::min(rates.sm_load_gbps, kEpilogueStoreTbps * 1e3 / static_cast<double>(blocks));
+  const bool row_store = p.row_store && c.split_k == 1 && c.bn % 32 == 0;  // the row-store hooks (sm90_gemm.cuh)
+  const double store_gbps =
+      std::min(rates.sm_load_gbps, (row_store ? kEpilogueRowStoreTbps : kEpilogueStoreTbps) * 1e3 / static_cast<double>(blocks));
   const double store_us = tile_store_bytes / (store_gbps * 1e3);
   cost.tensor_us = static_cast<double>(units) * (unit_tensor_us + store_us);
 

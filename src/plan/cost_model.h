@@ -113,6 +113,15 @@ constexpr double kOneConsumerStepCycles = 180;
 // 128x128 s4 take 7.8 and 3.7 µs per tile beyond their tensor time (307 and 303 µs for 16 and 32 tiles
 // per SM): 64 KB and 32 KB per SM at 8.4 and 8.8 GB/s, × 132 SMs = 1.14 TB/s.
 constexpr double kEpilogueStoreTbps = 1.14;
+// The same for the row-store hooks (GemmProblem::row_store): after a 4 × 4 exchange inside each quad, a
+// warp instruction stores 64 contiguous bytes of each of 8 rows (whole 32-byte sectors, 16 bytes per
+// lane). Predicted 4.0 TB/s before the first measurement; measured (2026-11-27, H100, ncu): nerf_mlp's
+// 65536 × 256 × 256 f16 layers (f16 128x256 s4, 3.9 tiles per SM, four K steps) take 52.4–55.7 µs, which
+// the model reproduces with 0.88 TB/s (9.8 µs per 64 KB tile beyond its wgmma); with one 2-byte store per
+// element (the writer's epilogue before the hooks) the same layers took 90.8–91.7 µs (≈ 0.45 TB/s). So
+// the store's instruction count is not what limits a short-K epilogue: the per-SM rate stays within 25 %
+// of the pair stores' (above) whatever the instruction width (bench/NOTES.md, gemm-shortk).
+constexpr double kEpilogueRowStoreTbps = 0.88;
 
 // The main loop's time is the kMainloopNorm-norm of its tensor, load and HBM times (then at least its
 // shared-memory and L2 times) rather than the maximum of all five. Calibrated on the calibration sweep

@@ -35,6 +35,10 @@ struct GemmProblem {
   bool a_k_major = true;       // A stored [M, K]
   bool b_k_major = true;       // B stored [N, K] (true, as cuBLAS "TN") or [K, N] (false)
   double epilogue_bytes_per_output = 0;
+  // The epilogue stores through the skeleton's row-store hooks (16-byte vectors of a 16-bit output's
+  // rows: sm90_gemm.cuh) where the tile's BN is a multiple of 32; the cost model charges that store rate
+  // (kEpilogueRowStoreTbps) instead of the element-pair one.
+  bool row_store = false;
 
   double flops() const { return 2.0 * static_cast<double>(batch) * m * n * k; }
   // Bytes of A, B and D once each, plus the epilogue's reads: the floor of the memory traffic.

@@ -17,6 +17,15 @@
 //     __device__ void pair(int batch, int row, int col, float acc0, float acc1) const;
 //   };
 //
+//     // Optional, fastest (a 16-bit result stored row-major, columns contiguous): both of
+//     using element = __half;                                            // or __nv_bfloat16
+//     __device__ float value(int batch, int row, int col, float acc) const;  // operator() without the store
+//     __device__ element* row_pointer(int batch, int row) const;             // the row's column 0
+//     // When present (single B, BN a multiple of 32) the skeleton calls neither operator() nor pair():
+//     // it rounds value() to `element` (nearest) and stores 8 consecutive columns of a row per lane as
+//     // one 16-byte vector (one scalar store per element where the row's address or N is not aligned to
+//     // 16 bytes, or the 8 columns run past N). value() is called once per in-bounds element.
+//
 // With two B operands (Config::BOperands = 2, dual-B) the same two hooks take both accumulators of an
 // element, acc (A·B) then acc2 (A·B2):
 //     __device__ void operator()(int batch, int row, int col, float acc, float acc2) const;
@@ -106,6 +115,31 @@ struct has_dual_pair : cuda::std::false_type {};
 template <class E>
 struct has_dual_pair<E, decltype((void)cuda::std::declval<const E&>().pair(0, 0, 0, 0.0f, 0.0f, 0.0f, 0.0f))>
     : cuda::std::true_type {};
+// Whether the epilogue has the optional row-store hooks (value(), row_pointer(), a 16-bit `element`).
+template <class E, class = void>
+struct has_row_store : cuda::std::false_type {};
+template <class E>
+struct has_row_store<E, decltype((void)cuda::std::declval<const E&>().value(0, 0, 0, 0.0f),
+                                 (void)cuda::std::declval<const E&>().row_pointer(0, 0))>
+    : cuda::std::bool_constant<sizeof(typename E::element) == 2> {};
+
+// Two f32 values rounded to a 16-bit element type (E's conversion from float: round to nearest),
+// packed low then high into one 32-bit word.
+template <class Element>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  const Element a = static_cast<Element>(lo), b = static_cast<Element>(hi);
+  const uint16_t ua = *reinterpret_cast<const uint16_t*>(&a), ub = *reinterpret_cast<const uint16_t*>(&b);
+  return static_cast<uint32_t>(ua) | (static_cast<uint32_t>(ub) << 16);
+}
+
+// w[i] of this lane; i in [0, 4) known only at run time (selects, no local memory).
+__device__ __forceinline__ uint32_t pick4(const uint32_t (&w)[4], int i) {
+  uint32_t r = w[0];
+  r = i == 1 ? w[1] : r;
+  r = i == 2 ? w[2] : r;
+  r = i == 3 ? w[3] : r;
+  return r;
+}
 
 // The CuTe types of one Config: element types, the GMMA atom, the swizzled shared-memory layouts.
 template <class C>
@@ -468,8 +502,61 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       // column 8·(i/4) + 2·(l%4) + i%2.
       const int row_base = m0 + consumer * 64 + warp * 16 + lane / 4;
       const int col_base = n0 + 2 * (lane % 4);
+      constexpr bool kRowStore = C::BOperands == 1 && C::BN % 32 == 0 && detail::has_row_store<Epilogue>::value;
+      if constexpr (kRowStore) {
+        // Row stores (the epilogue's value() and row_pointer(), a 16-bit element): the 4 lanes of a quad
+        // hold 8 consecutive columns of a row (2 each) per 8-column group; a 4 × 4 exchange of packed
+        // pairs inside the quad (3 shuffles) gives each lane 8 consecutive columns of one group, stored as
+        // one 16-byte vector: a warp's store then writes 64 contiguous bytes of each of 8 rows (whole
+        // sectors) instead of 4-byte pieces. Columns past N and rows whose pointer or width is not 16-byte
+        // aligned take one scalar store per element.
+        using Element = typename Epilogue::element;
+        const int q = lane % 4;
 #pragma unroll
-      for (int i = 0; i < C::BN / 2; i += 2) {
+        for (int h = 0; h < 2; ++h) {
+          const int row = row_base + 8 * h;
+          const bool row_in = row < shape.m;
+          Element* dst = row_in ? epilogue.row_pointer(batch, row) : nullptr;
+          const bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
+#pragma unroll
+          for (int j0 = 0; j0 < C::BN / 8; j0 += 4) {
+            uint32_t w[4];
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj) {
+              const int i = 4 * (j0 + jj) + 2 * h;
+              const int col = col_base + 8 * (j0 + jj);
+              const float v0 = row_in && col < shape.n ? epilogue.value(batch, row, col, acc(i)) : 0.0f;
+              const float v1 = row_in && col + 1 < shape.n ? epilogue.value(batch, row, col + 1, acc(i + 1)) : 0.0f;
+              w[jj] = detail::pack_pair<Element>(v0, v1);
+            }
+            // Lane q ends with group j0 + q: word p from quad lane p (columns 2p, 2p + 1 of the group).
+            uint32_t out[4] = {w[0], w[1], w[2], w[3]};  // out[q] = w[q]; the other three are replaced
+#pragma unroll
+            for (int r = 1; r < 4; ++r) {
+              const uint32_t got = __shfl_xor_sync(0xffffffffu, detail::pick4(w, q ^ r), r);
+              const int p = q ^ r;
+              out[0] = p == 0 ? got : out[0];
+              out[1] = p == 1 ? got : out[1];
+              out[2] = p == 2 ? got : out[2];
+              out[3] = p == 3 ? got : out[3];
+            }
+            const int col = n0 + 8 * (j0 + q);
+            if (!row_in || col >= shape.n) continue;
+            if (aligned && col + 8 <= shape.n) {
+              *reinterpret_cast<uint4*>(dst + col) = make_uint4(out[0], out[1], out[2], out[3]);
+            } else {
+#pragma unroll
+              for (int e = 0; e < 8; ++e)
+                if (col + e < shape.n) {
+                  const uint16_t bits = static_cast<uint16_t>(out[e / 2] >> (16 * (e % 2)));
+                  *reinterpret_cast<uint16_t*>(dst + col + e) = bits;
+                }
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < (kRowStore ? 0 : C::BN / 2); i += 2) {
         const int row = row_base + 8 * ((i / 2) % 2);
         const int col = col_base + 8 * (i / 4);
         if constexpr (C::BOperands == 2) {

@@ -30,6 +30,8 @@ const std::set<std::string>& reserved_cuda_words() {
         // The GEMM skeleton's prologue functor (gemm_prologue_writer.cpp).
         "SOLDER_GEMM_PROLOGUE_KERNEL", "Sides", "PreSweep", "side_init", "side_step", "side_merge", "operand",
         "RowDivisor", "numerator", "divisor", "RowFactor", "row_factor", "scaled", "Pairs", "scaled_pair",
+        // The GEMM skeleton's row-store epilogue hooks (gemm_skeleton_writer.cpp, sm90_gemm.cuh).
+        "element", "value", "row_pointer",
         // The attention skeleton's functor interface (device/solder/attention/functors.cuh).
         "kIdentity", "key_tiles", "partial", "scale_log2", "visible", "kAffine", "affine", "kRowInterval", "row_columns",
         "kBias", "bias", "dot_factor",

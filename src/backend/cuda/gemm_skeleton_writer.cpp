@@ -3,6 +3,7 @@
 #include "solder/gemm/config.cuh"
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
@@ -72,7 +73,22 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   GemmSkeletonFit fit = fit_gemm_skeleton(c, program.globals);
   if (!fit.problem) return refuse(fit.refusal);
   const GemmSkeletonProblem& p = *fit.problem;
-  SkeletonChoice choice = choose_skeleton_config(p, c.type, program.find_global(c.dst.name)->dtype);
+  const DType dst_dtype = program.find_global(c.dst.name)->dtype;
+  // Row stores (sm90_gemm.cuh: value() and row_pointer()): a single product whose 16-bit destination
+  // is written, not accumulated, with the column axis as its last (contiguous) index, named nowhere
+  // else in it. The skeleton then stores 16 bytes of a row per lane. SOLDER_GEMM_ROW_STORE=0 leaves the
+  // hooks out (A/B runs: the element-wise stores of operator()).
+  bool row_store = !p.b2 && !c.accumulate && (dst_dtype == DType::f16 || dst_dtype == DType::bf16) && p.column_axes.size() == 1 &&
+                   !c.dst.index.empty();
+  if (const char* env = std::getenv("SOLDER_GEMM_ROW_STORE"); env && std::string(env) == "0") row_store = false;
+  if (row_store) {
+    for (size_t i = 0; i < c.dst.index.size(); ++i) {
+      const VarNode* v = c.dst.index[i].as<VarNode>();
+      const bool last = i + 1 == c.dst.index.size();
+      if (!v || (last != (v->name == p.column_axes[0]))) row_store = false;
+    }
+  }
+  SkeletonChoice choice = choose_skeleton_config(p, c.type, dst_dtype, row_store);
   if (!choice.chosen) return refuse(choice.why);
   const GemmConfig& chosen = choice.chosen->config;
   const Tile tile{chosen.bm, chosen.bn, chosen.stages, chosen.split_k, chosen.cluster_m, chosen.cluster_n,
@@ -190,7 +206,29 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (c.bias) out << "    value_ = value_ + (" << printer.print_float(c.bias) << ");\n";
   if (c.epilogue) out << "    value_ = " << printer.print_float(c.epilogue) << ";\n";
   out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], value_);\n";
-  out << "  }\n};\n";
+  out << "  }\n";
+  if (row_store) {
+    // The same value without the store, and the row's first element (the column axis at 0).
+    out << "  // row stores: the skeleton stores 16 bytes of a row of " << c.dst.name << " per lane (value(), row_pointer())\n";
+    out << "  using element = " << cuda_element_type(dst.dtype) << ";\n";
+    out << "  __device__ float value(int batch_, int row_, int col_, float acc_) const {\n";
+    unflatten(p.row_axes, p.row_extents, "row_");
+    unflatten(p.column_axes, p.column_extents, "col_");
+    if (!p.batch_axes.empty()) unflatten(p.batch_axes, p.batch_extents, "batch_");
+    out << "    (void)batch_;\n";
+    out << "    float value_ = acc_;\n";
+    if (c.scale) out << "    value_ = value_ * (" << printer.print_float(c.scale) << ");\n";
+    if (c.bias) out << "    value_ = value_ + (" << printer.print_float(c.bias) << ");\n";
+    if (c.epilogue) out << "    value_ = " << printer.print_float(c.epilogue) << ";\n";
+    out << "    return value_;\n  }\n";
+    out << "  __device__ element* row_pointer(int batch_, int row_) const {\n";
+    unflatten(p.row_axes, p.row_extents, "row_");
+    if (!p.batch_axes.empty()) unflatten(p.batch_axes, p.batch_extents, "batch_");
+    out << "    (void)batch_;\n";
+    out << "    const long long " << cuda_identifier(p.column_axes[0]) << " = 0;\n";
+    out << "    return &" << dst.pointer << "[" << printer.offset(dst, index) << "];\n  }\n";
+  }
+  out << "};\n";
   out << "using " << name << "_config_ = " << launch.config << ";\n";
   out << (dual ? "SOLDER_GEMM_DUAL_KERNEL(" : "SOLDER_GEMM_KERNEL(") << name << ", " << name << "_config_, " << functor << ")\n";
 

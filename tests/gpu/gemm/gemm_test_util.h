@@ -332,6 +332,27 @@ struct StoreBf16 {
   }
 };
 
+// The same values through the row-store hooks (value(), row_pointer(), element): the skeleton stores
+// 16 bytes of a row per lane, or one element at a time where a row is not 16-byte aligned (ld not a
+// multiple of 8) or the 8 columns run past N.
+struct RowStoreBf16 {
+  __nv_bfloat16* out;
+  int ld;
+  long long batch_stride;
+  const float* row_scale;
+  const float* col_scale;
+  using element = __nv_bfloat16;
+  __device__ float value(int, int row, int col, float acc) const {
+    if (row_scale) acc *= __ldg(row_scale + row);
+    if (col_scale) acc *= __ldg(col_scale + col);
+    return acc;
+  }
+  __device__ element* row_pointer(int b, int row) const { return out + b * batch_stride + (long long)row * ld; }
+  // Never called when the hooks are taken (BN a multiple of 32); the fallback for other tiles.
+  __device__ void operator()(int b, int row, int col, float acc) const {
+    out[b * batch_stride + (long long)row * ld + col] = __float2bfloat16_rn(value(b, row, col, acc));
+  }
+};
 
 // Dual-B epilogues: out[b][row][col] = acc and out2[...] = acc2 as f32 (each product checked alone).
 struct StoreDualF32 {

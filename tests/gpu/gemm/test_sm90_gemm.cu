@@ -8,13 +8,17 @@
 // dual-B configurations (two B operands over one A: both products, and silu(acc)·acc2 as gated FFN);
 // programmatic dependent launch: a chain C = A·B (bf16), E = C·D launched with the programmatic stream
 // serialization attribute, directly and as a CUDA graph of several chains, C and E poisoned first, so a
-// kernel that read its operand before the previous kernel completed would see NaN.
+// kernel that read its operand before the previous kernel completed would see NaN; row stores (the
+// value() / row_pointer() hooks: 16-byte stores per lane after a quad exchange) on the short-K shapes.
 //
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
-// Build and run: tests/gpu/gemm/run.sh (nvcc -gencode=arch=compute_90a,code=sm_90a).
+// Build and run: tests/gpu/gemm/run.sh (nvcc -gencode=arch=compute_90a,code=sm_90a). GEMM_TEST_FILTER=TEXT
+// runs only the configurations whose name contains TEXT (" rows": the row-store families).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "gemm_test_util.h"
@@ -26,6 +30,13 @@ namespace {
 
 int failures = 0, cases = 0;
 
+// $GEMM_TEST_FILTER: run only the configurations whose name contains it (e.g. " rows": the row-store
+// families); unset or empty: every case.
+bool selected(const char* config_name) {
+  const char* filter = std::getenv("GEMM_TEST_FILTER");
+  return !filter || !*filter || std::strstr(config_name, filter) != nullptr;
+}
+
 struct Case {
   int m, n, k, batch;
   bool broadcast_b = false;
@@ -36,6 +47,7 @@ struct Case {
 // wgmma accumulates with fewer bits) plus the output rounding.
 template <class C, class E>
 void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt19937& rng) {
+  if (!selected(config_name)) return;
   const bool fp8 = solder::gemm::dtype_is_fp8(C::TA);
   Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
@@ -187,6 +199,7 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
 // checked against its own reference. One block per tile, then 3 persistent blocks.
 template <class C>
 void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19937& rng) {
+  if (!selected(config_name)) return;
   Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
   Operand B2 = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
@@ -295,6 +308,7 @@ void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19
 // A·B within bf16 rounding), so an early read of C (NaN) or a late overwrite fails.
 template <class C1, class C2>
 void run_pdl_chain_case(const char* config_name, int m, int n1, int k1, int n2, std::mt19937& rng) {
+  if (!selected(config_name)) return;
   static_assert(C1::TA == Dtype::bf16 && C1::AKMajor && C2::TA == Dtype::bf16 && C2::AKMajor, "bf16, A K-major");
   Operand A = make_operand(Dtype::bf16, true, m, k1, 1, rng);
   Operand B = make_operand(Dtype::bf16, C1::BKMajor, n1, k1, 1, rng);
@@ -562,6 +576,27 @@ int main(int argc, char** argv) {
   for (const Case& c : gated) run_dual_case<H_128x64_KK_d_n2>("f16 128x64x64 s5 A:K B:K dual n2", c, true, rng);
   for (const Case& c : small) run_dual_case<Bf_64x128_KK_d_n4>("bf16 64x128x64 s5 A:K B:K dual n4", c, false, rng);
   for (const Case& c : small) run_dual_case<H_128x128_KN_d_n2>("f16 128x128x64 s4 A:K B:N dual n2", c, true, rng);
+
+  // Row stores (the epilogue's value() / row_pointer() hooks: a quad exchange, then 16-byte stores per
+  // lane): the short-K shapes they are for (K = 256, N = 256, tall M), ragged M/N/K, N not a multiple of 8
+  // (rows not 16-byte aligned: scalar stores), batches, scales, split-K, a cluster along N, fp8 and
+  // every 16-bit layout; persistent grids of 3 blocks over many tiles (mode persistent:3).
+  const std::vector<Case> rows = {
+      {8192, 256, 256, 1}, {1000, 256, 256, 1}, {129, 257, 513, 1}, {300, 260, 8, 1}, {17, 100, 129, 1},
+      {64, 64, 0, 1},      {100, 130, 70, 3},   {129, 65, 200, 2, true}, {1000, 1000, 1000, 1, false, true},
+  };
+  const std::vector<Case> rows_small = {{2048, 256, 256, 1}, {129, 257, 513, 1}, {17, 100, 129, 1}, {64, 200, 40, 2, false, true}};
+  using H_128x256_KN = Config<Dtype::f16, Dtype::f16, 128, 256, 3, true, false>;
+  using Bf_64x96_KK = Config<Dtype::bf16, Dtype::bf16, 64, 96, 6>;
+  run_config<Bf_128x256_KK, RowStoreBf16>("bf16 128x256x64 s4 A:K B:K rows", rows, rng, true);
+  run_config<H_128x256_KN, RowStoreBf16>("f16 128x256x64 s3 A:K B:N rows", rows, rng, true);
+  run_config<Bf_128x256_MN, RowStoreBf16>("bf16 128x256x64 s3 A:M B:N rows", rows_small, rng, true);
+  run_config<Bf_64x64_MN, RowStoreBf16>("bf16 64x64x64 s4 A:M B:N rows", rows, rng, true);
+  run_config<Bf_64x96_KK, RowStoreBf16>("bf16 64x96x64 s6 A:K B:K rows", rows_small, rng, true);
+  run_config<H_128x128_KK, RowStoreBf16>("f16 128x128x64 s6 A:K B:K rows", rows, rng, true);
+  run_config<Bf_128x256_KK_k3, RowStoreBf16>("bf16 128x256x64 s4 A:K B:K k3 rows", split_small, rng, true);
+  run_config<Bf_128x64_KK_n2, RowStoreBf16>("bf16 128x64x64 s6 A:K B:K n2 rows", rows_small, rng, true);
+  run_config<E4_128x256, RowStoreBf16>("e4m3 128x256x128 s4 rows", rows_small, rng, true);
 
   // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
   // split-K (its counters must be zero after every chain).

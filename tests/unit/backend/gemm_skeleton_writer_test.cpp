@@ -164,6 +164,68 @@ GeneratedModule fused_for_gpu(const std::string& text) {
   return generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
 }
 
+// nerf_mlp's layer: a 16-bit result stored row-major with bias and ReLU as the epilogue. The functor
+// gets the row-store hooks (value() without the store, row_pointer() at column 0, the element type);
+// SOLDER_GEMM_ROW_STORE=0 leaves them out; an f32 result or a destination whose last index is not the
+// column axis never has them.
+const char* kLayer =
+    "program layer\n"
+    "dim N = 4096, H = 256\n"
+    "in x[N, H] : f16\nin w[H, H] : f16 ~ normal(0, 0.1)\nin b[H] : f16\n"
+    "z[n, o] = sum(i) x[n, i] * w[i, o]\n"
+    "out h[n, o] : f16 = max(z[n, o] + b[o], 0)\n";
+
+TEST(GemmSkeletonWriter, GivesARowMajor16BitResultTheRowStoreHooks) {
+  GeneratedModule m = fused_for_gpu(kLayer);
+  ASSERT_EQ(m.kernels.size(), 1u) << m.source;
+  ASSERT_TRUE(m.kernels[0].gemm.has_value()) << m.source;
+  EXPECT_NE(m.source.find("  using element = __half;"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("__device__ float value(int batch_, int row_, int col_, float acc_) const {"), std::string::npos);
+  EXPECT_NE(m.source.find("__device__ element* row_pointer(int batch_, int row_) const {"), std::string::npos);
+  EXPECT_NE(m.source.find("const long long o__ = 0;"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("    return value_;"), std::string::npos);
+  // The row-store rate is what the cost model charged (the plan note is the writer's choice).
+  ::setenv("SOLDER_GEMM_ROW_STORE", "0", 1);
+  GeneratedModule off = fused_for_gpu(kLayer);
+  ::unsetenv("SOLDER_GEMM_ROW_STORE");
+  EXPECT_EQ(off.source.find("row_pointer"), std::string::npos) << off.source;
+  EXPECT_NE(off.source.find("solder::store(&"), std::string::npos);
+}
+
+TEST(GemmSkeletonWriter, RowStoreHooksFollowTheFitsRowsAndColumns) {
+  // An f32 result: none (16-bit elements only).
+  GeneratedModule f32 = fused_for_gpu(
+      "program layer32\n"
+      "dim N = 4096, H = 256\n"
+      "in x[N, H] : f16\nin w[H, H] : f16\n"
+      "out z[n, o] : f32 = sum(i) x[n, i] * w[i, o]\n");
+  ASSERT_TRUE(f32.kernels.at(0).gemm.has_value()) << f32.source;
+  EXPECT_EQ(f32.source.find("row_pointer"), std::string::npos) << f32.source;
+  // A transposed destination zt[o, n]: the fit makes o the rows (A = w, M-major) and n the columns, so
+  // the columns are zt's last index again and the hooks apply, with n at 0 in row_pointer.
+  GeneratedModule transposed = fused_for_gpu(
+      "program layert\n"
+      "dim N = 4096, H = 256\n"
+      "in x[N, H] : f16\nin w[H, H] : f16\n"
+      "out zt[o, n] : f16 = sum(i) x[n, i] * w[i, o]\n");
+  ASSERT_TRUE(transposed.kernels.at(0).gemm.has_value()) << transposed.source;
+  EXPECT_NE(transposed.source.find("const long long n__ = 0;"), std::string::npos) << transposed.source;
+  EXPECT_NE(transposed.source.find("return &zt[((o__) * 4096LL + (n__))];"), std::string::npos) << transposed.source;
+}
+
+TEST(GemmSkeletonWriter, RowStoreModuleCompilesWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  GeneratedModule m = fused_for_gpu(kLayer);
+  ASSERT_NE(m.source.find("row_pointer"), std::string::npos);
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "layer.cu", flags);
+  EXPECT_FALSE(compiled.cubins.front().empty());
+}
+
 TEST(GemmSkeletonWriter, WritesAPairedContractAsADualBKernel) {
   GeneratedModule m = fused_for_gpu(kGated);
   ASSERT_EQ(m.kernels.size(), 1u) << m.source;

@@ -50,6 +50,33 @@ TEST(CostModel, TermsAddUpToTheTotal) {
   EXPECT_LT(cost.tflops(), 785);
 }
 
+// nerf_mlp's 256 x 256 layers (M 65536, K 256: four K steps per tile) spend most of a tile in the
+// epilogue; the row-store hooks (GemmProblem::row_store) store at kEpilogueRowStoreTbps, not the pair rate,
+// where BN is a multiple of 32 and there is no split (the merge writes float partials).
+TEST(CostModel, RowStoresChargeTheirOwnEpilogueRate) {
+  GemmProblem p = problem(65536, 256, 256, MmaType::f16);
+  p.output = DType::f16;
+  p.b_k_major = false;
+  const GemmCost pairs = predict_gemm(p, big_tile(), default_hardware());
+  p.row_store = true;
+  const GemmCost rows = predict_gemm(p, big_tile(), default_hardware());
+  // Measured on the H100 (bench/NOTES.md, gemm-shortk): 52.4-55.7 us per layer with row stores.
+  EXPECT_GT(rows.total_us, 48.0);
+  EXPECT_LT(rows.total_us, 60.0);
+  // The store term alone scales with the rate: the tensor time without it is the same.
+  const double units = pairs.waves;
+  const double tile_bytes = 128.0 * 256 * 2;
+  const double blocks = static_cast<double>(pairs.concurrent_ctas);
+  EXPECT_NEAR(pairs.tensor_us - rows.tensor_us,
+              units * tile_bytes * blocks * (1.0 / (kEpilogueStoreTbps * 1e9) - 1.0 / (kEpilogueRowStoreTbps * 1e9)) * 1e3, 1e-6);
+  GemmConfig odd = big_tile();
+  odd.bn = 48;  // not a multiple of 32: the kernel takes the pair stores
+  p.row_store = false;
+  const double pair_48 = predict_gemm(p, odd, default_hardware()).total_us;
+  p.row_store = true;
+  EXPECT_DOUBLE_EQ(predict_gemm(p, odd, default_hardware()).total_us, pair_48);
+}
+
 TEST(CostModel, MoreKTakesLonger) {
   const HardwareDescription& hw = default_hardware();
   for (int64_t m : {128, 1024, 8192}) {
