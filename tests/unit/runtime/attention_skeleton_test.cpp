@@ -46,6 +46,17 @@ TEST(AttentionConfig, LaunchGeometryAndSharedMemory) {
   static_assert(C3::BM == 192 && C3::Threads == 512 && C3::ProducerRegisters == 32 && C3::ConsumerRegisters == 160);
   static_assert(C3::SmemBytes == 192 * 64 * 2 + 2 * 4 * 128 * 64 * 2 + 8 * (2 + 16) + 1024);
   static_assert(C3::SmemBytes <= 232448);
+  // A staged bias: each K stage also holds the bias tile (BM × BN × 2 bytes) and 128 column bytes;
+  // the mbarriers follow them.
+  using CB = at::Config<at::Dtype::bf16, 128, 64, 4, 2, true, 3>;
+  static_assert(CB::BiasTileBytes == 128 * 64 * 2 && CB::BiasColumnBytes == 128);
+  static_assert(CB::BiasTileOffset == 128 * 128 * 2 + 2 * 4 * 64 * 128 * 2 && CB::BiasTileOffset % 1024 == 0);
+  static_assert(CB::BiasColumnOffset == CB::BiasTileOffset + 4 * 128 * 64 * 2 && CB::BiasColumnOffset % 1024 == 0);
+  static_assert(CB::BarrierOffset == CB::BiasColumnOffset + 4 * 128);
+  static_assert(CB::SmemBytes == CB::BarrierOffset + 8 * (2 + 16) + 1024 && CB::SmemBytes <= 232448);
+  static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2, false, 1>::BiasColumnBytes == 0);
+  static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2, false, 2>::BiasTileBytes == 0);
+  static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2>::BarrierOffset == 128 * 64 * 2 + 2 * 4 * 64 * 64 * 2);
 }
 
 // q, k and v are K-major GEMM operands: rows = sequence, k = head dim, batch = batch · heads.
@@ -74,6 +85,30 @@ TEST(AttentionTma, OperandsArePlannedAsKMajorGemmOperands) {
   k.tile_rows = at::Config<at::Dtype::bf16, 128, 128, 2, 2>::KVBoxRows;
   ASSERT_EQ(plan_gemm_operand(k, "k", &args), "");
   EXPECT_EQ(args.box[1], 128u);
+}
+
+// A staged bias's column map: a 1-byte operand, one 128-byte box per row, no swizzle.
+TEST(AttentionTma, StagedBiasColumnIsAnUnswizzledByteRow) {
+  GemmOperand c;
+  c.dtype = GemmDtype::e4m3;  // one byte (UINT8 in the map)
+  c.rows = 8 * 256;
+  c.k = 256;
+  c.ld = 256;
+  c.tile_rows = 1;
+  c.tile_k = 128;
+  c.swizzle = false;
+  c.base = 0x10000;
+  TmaEncodeArgs args;
+  ASSERT_EQ(plan_gemm_operand(c, "bias column", &args), "");
+  EXPECT_EQ(args.data_type, 0);  // CU_TENSOR_MAP_DATA_TYPE_UINT8
+  EXPECT_EQ(args.dims[0], 256u);
+  EXPECT_EQ(args.dims[1], 2048u);
+  EXPECT_EQ(args.box[0], 128u);
+  EXPECT_EQ(args.box[1], 1u);
+  EXPECT_EQ(args.swizzle, 0);  // CU_TENSOR_MAP_SWIZZLE_NONE
+  c.ld = 200;  // rows must be 16-byte multiples
+  c.k = 200;
+  EXPECT_NE(plan_gemm_operand(c, "bias column", &args).find("multiple of 16 bytes"), std::string::npos);
 }
 
 // One instantiation compiled by NVRTC through compile_cuda, as generated code will be.
