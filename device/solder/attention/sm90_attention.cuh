@@ -400,20 +400,17 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             const int key = 8 * group + col_lane;
             unsigned short column_word = 0;
             if constexpr ((C::StagedBias & 2) != 0) column_word = detail::lds_u16(column + key);
-            const unsigned char c0 = static_cast<unsigned char>(column_word & 0xffu), c1 = static_cast<unsigned char>(column_word >> 8);
-            BiasColumn bc0, bc1;
-            __builtin_memcpy(&bc0, &c0, 1);
-            __builtin_memcpy(&bc1, &c1, 1);
+            // (the raw bytes as the functor's types: a register reinterpreted, no memcpy under NVRTC)
+            const BiasColumn bc0 = reinterpret_cast<const BiasColumn*>(&column_word)[0];
+            const BiasColumn bc1 = reinterpret_cast<const BiasColumn*>(&column_word)[1];
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int tile_row = tile_row0 + 8 * r, i = 4 * group + 2 * r;
               unsigned int tile_word = 0;
               if constexpr ((C::StagedBias & 1) != 0)
                 tile_word = detail::lds_u32(tile + (key / 64) * C::BM * 128 + tile_row * 128 + (((key % 64) * 2) ^ ((tile_row % 8) << 4)));
-              const unsigned short t0 = static_cast<unsigned short>(tile_word & 0xffffu), t1 = static_cast<unsigned short>(tile_word >> 16);
-              BiasTile bt0, bt1;
-              __builtin_memcpy(&bt0, &t0, 2);
-              __builtin_memcpy(&bt1, &t1, 2);
+              const BiasTile bt0 = reinterpret_cast<const BiasTile*>(&tile_word)[0];
+              const BiasTile bt1 = reinterpret_cast<const BiasTile*>(&tile_word)[1];
               bias[i] = score.staged_bias(w.bh, row_base + 8 * r, col0 + key, bt0, bc0);
               bias[i + 1] = score.staged_bias(w.bh, row_base + 8 * r, col0 + key + 1, bt1, bc1);
             }

@@ -145,5 +145,52 @@ SOLDER_ATTENTION_KERNEL(solder_attention_bf16_d128, TestConfig, solder::attentio
   fs::remove_all(pattern);
 }
 
+// A staged-bias instantiation under NVRTC (the emitter's evoformer kernels): NVRTC has fewer builtins
+// than nvcc (a __builtin_memcpy compiled with nvcc and failed here, 2026-11-27).
+TEST(AttentionNvrtc, CompilesAStagedBiasInstantiation) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (cutlass_include_dir(&why).empty()) GTEST_SKIP() << why;
+  const char* source = R"(
+#include <solder/attention/sm90_attention.cuh>
+struct Score {
+  solder::attention::TensorMap bias_tile;
+  solder::attention::TensorMap bias_column;
+  static constexpr float scale_log2 = 1.4426950408889634f;
+  static constexpr bool kIdentity = false;
+  static constexpr bool kBias = true;
+  static constexpr int kStagedBias = 3;
+  using BiasTile = __nv_bfloat16;
+  using BiasColumn = unsigned char;
+  __device__ float dot_factor(int) const { return 0.125f; }
+  __device__ float bias(int, int, int) const { return 0.0f; }
+  __device__ int bias_tile_batch(int bh) const { return bh % 4; }
+  __device__ int bias_column_row(int bh) const { return bh / 4; }
+  __device__ float staged_bias(int, int, int, BiasTile t, BiasColumn c) const {
+    return __bfloat162float(t) + 1e9f * (c != 0 ? 0.0f : -1.0f);
+  }
+  __device__ float operator()(int, int, int, float dot) const { return dot; }
+};
+struct Epilogue {
+  __nv_bfloat16* out;
+  __device__ void operator()(int bh, int row, int col, float o0, float o1) const {
+    *reinterpret_cast<__nv_bfloat162*>(out + ((long long)bh * 256 + row) * 64 + col) = __floats2bfloat162_rn(o0, o1);
+  }
+};
+using TestConfig = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>;
+SOLDER_ATTENTION_KERNEL(solder_attention_staged_bias, TestConfig, Score, solder::attention::NoMask, Epilogue)
+)";
+  CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  std::string pattern = (fs::temp_directory_path() / "solder-attention-nvrtc-XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  flags.cache_dir = pattern;
+  CompiledModule compiled = compile_cuda(source, "attention_staged_bias.cu", flags);
+  ASSERT_GT(compiled.cubins.front().size(), 4u);
+  EXPECT_EQ(compiled.log.find("C7508"), std::string::npos) << compiled.log;  // setmaxnreg ignored
+  EXPECT_EQ(compiled.log.find("C7513"), std::string::npos) << compiled.log;  // wgmma serialized
+  fs::remove_all(pattern);
+}
+
 }  // namespace
 }  // namespace solder::runtime
