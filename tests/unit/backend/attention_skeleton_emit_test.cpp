@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <cstdlib>
 
 #include "backend/cuda/contract_view.h"
@@ -480,18 +484,32 @@ TEST(AttentionSkeletonEmit, EvoformerStagesThePairBiasAndTheMaskByTma) {
   EXPECT_EQ(k->info.shared_bytes, 16384 + 2 * 4 * 8192 + 4 * (16384 + 128) + 8 * 18 + 1024);
 }
 
-// Rows TMA cannot address (a mask row of 8 bytes: not a multiple of 16) stay global reads inside
-// staged_bias(), with the reason in the summary; the pair bias (rows of 16 bytes) is still staged.
-TEST(AttentionSkeletonEmit, EvoformerMaskRowsTmaCannotReadStayGlobal) {
-  Compiled c = compile("evoformer", {{"B", 1}, {"S1", 2}, {"S2", 8}, {"H", 2}, {"D", 64}});
+// A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
+// [.., row, col] tile nor bool bytes) stays a bounded global read inside staged_bias(), with the reason
+// in the summary; the pair bias is still staged.
+TEST(AttentionSkeletonEmit, EvoformerBiasReadsNotStagedStayGlobal) {
+  std::ifstream in(std::string(SOLDER_SOURCE_DIR) + "/examples/evoformer.sol");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string source = text.str();
+  const std::string bool_mask = "in mask[B, S1, S2] : bool ~ bernoulli(0.9)";
+  ASSERT_NE(source.find(bool_mask), std::string::npos);
+  source.replace(source.find(bool_mask), bool_mask.size(), "in mask[B, S1, S2] : bf16");
+  const std::string path = (std::filesystem::temp_directory_path() / "solder-evoformer-bf16-mask.sol").string();
+  std::ofstream(path) << source;
+  auto program = std::make_shared<Program>(parse_program_file(path));
+  KernelProgram named = with_cuda_names(compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+  KernelProgram view = contracts_as_reduces(named, false);
+  std::remove(path.c_str());
   std::string refusal;
-  auto k = emit(c, &refusal);
+  auto k = generate_attention_skeleton_kernel(view, view.kernels.front(), named.kernels.front(), &refusal);
   ASSERT_TRUE(k) << refusal;
   EXPECT_NE(k->source.find("static constexpr int kStagedBias = 1;"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("still read per score from global memory: the bias reads mask"), std::string::npos) << k->summary;
   const size_t at = k->source.find("staged_bias(int bh_");
   ASSERT_NE(at, std::string::npos);
   EXPECT_NE(k->source.find("mask[", at), std::string::npos);
+  EXPECT_NE(k->source.find("solder::to_float((&bt_)[0])", at), std::string::npos);
   ASSERT_TRUE(k->info.attention);
   EXPECT_TRUE(k->info.attention->bias_tile);
   EXPECT_FALSE(k->info.attention->bias_column);
