@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # evoformer-fast's check for the merged tree (issues 17/15): the staged-bias evoformer kernel verified
-# and timed, Solder first, then FlexAttention in the same call. At most ~120 s. Run from the repo root on
+# and timed, Solder first (with the A/B variants at B8 D64: the per-score global reads, one block per
+# work tile), then FlexAttention in the same call. At most ~120 s. Run from the repo root on
 # the device machine:
 #
 #   SOLDER=build/solder ATTN_TEST=build-attn/test_sm90_attention \
@@ -37,6 +38,7 @@ benches=("b1-d64|--dim B=1" "b8-d64|--dim B=8" "b32-d64|--dim B=32" "b8-d128|--d
   for a in "${verify[@]}"; do echo "$bin bench --compile-only $a"; done
   for b in "${benches[@]}"; do echo "$bin bench --compile-only examples/evoformer.sol ${b#*|}"; done
   echo "SOLDER_ATTN_BIAS_GLOBAL=1 $bin bench --compile-only examples/evoformer.sol --dim B=8"
+  echo "SOLDER_ATTN_PERSISTENT=0 $bin bench --compile-only examples/evoformer.sol --dim B=8"
 } | xargs -d '\n' -P "$(nproc)" -n 1 sh -c > "$out/compile.log" 2>&1
 for a in "${verify[@]}"; do
   timeout 30 "$bin" run --backend cuda $a > "$out/verify.log" 2>&1
@@ -48,7 +50,7 @@ done
 us() { python3 -c 'import json,sys
 try: print("%.1f" % json.loads(sys.stdin.read())["median_us"])
 except Exception: print("failed")'; }
-for b in "${benches[@]}" "b8-d64-global|--dim B=8|SOLDER_ATTN_BIAS_GLOBAL=1"; do
+for b in "${benches[@]}" "b8-d64-global|--dim B=8|SOLDER_ATTN_BIAS_GLOBAL=1" "b8-d64-per-tile-blocks|--dim B=8|SOLDER_ATTN_PERSISTENT=0"; do
   id=${b%%|*}; rest=${b#*|}; dims=${rest%%|*}; env=X=1; [ "$rest" != "$dims" ] && env=${rest#*|}
   line=$(env $env timeout 30 "$bin" bench examples/evoformer.sol $dims --json 2>> "$out/solder.err" | tail -n 1)
   echo "{\"case\": \"evoformer-$id\", \"env\": \"$env\", \"result\": ${line:-null}}" >> "$out/solder.jsonl"
