@@ -66,7 +66,14 @@ std::string check_attention_operands(const AttentionSkeletonLaunch& launch, std:
   if (!q.empty()) return q;
   std::string k = runtime::plan_gemm_operand(gemm_operand(launch.k, pointers), "K", &args);
   if (!k.empty()) return k;
-  return runtime::plan_gemm_operand(gemm_operand(launch.v, pointers), "V", &args);
+  std::string v = runtime::plan_gemm_operand(gemm_operand(launch.v, pointers), "V", &args);
+  if (!v.empty()) return v;
+  if (launch.bias_tile) {
+    std::string t = runtime::plan_gemm_operand(gemm_operand(*launch.bias_tile, pointers), "bias tile", &args);
+    if (!t.empty()) return t;
+  }
+  if (launch.bias_column) return runtime::plan_gemm_operand(gemm_operand(*launch.bias_column, pointers), "bias column", &args);
+  return "";
 }
 
 }  // namespace solder::api::detail

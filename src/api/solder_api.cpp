@@ -331,6 +331,7 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
     // The skeleton kernels' tensor maps for this call's pointers, all checked before anything launches.
     struct Maps {
       runtime::TensorMapBytes a, b, b2;  // attention: q, k, v
+      std::vector<runtime::TensorMapBytes> score;  // attention with a staged bias: the score functor's bytes
     };
     std::vector<Maps> maps(st.functions.size());
     for (size_t k = 0; k < st.functions.size(); ++k) {
@@ -342,6 +343,14 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         maps[k].a = runtime::encode_gemm_operand(detail::gemm_operand(attention->q, pointers), "Q");
         maps[k].b = runtime::encode_gemm_operand(detail::gemm_operand(attention->k, pointers), "K");
         maps[k].b2 = runtime::encode_gemm_operand(detail::gemm_operand(attention->v, pointers), "V");
+        if (attention->bias_tile || attention->bias_column) {
+          // (bias tile map, bias column map, every global's pointer): the score functor of a staged bias
+          auto& score = maps[k].score;
+          score.resize(2 + (pointers.size() * sizeof(runtime::DevicePtr) + 127) / 128);
+          if (attention->bias_tile) score[0] = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_tile, pointers), "bias tile");
+          if (attention->bias_column) score[1] = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_column, pointers), "bias column");
+          std::memcpy(&score[2], pointers.data(), pointers.size() * sizeof(runtime::DevicePtr));
+        }
         continue;
       }
       const auto& gemm = st.generated.kernels[k].gemm;
@@ -371,7 +380,8 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         struct {  // solder::attention::AttentionShape
           int batch, heads, heads_kv, seq_q, seq_k, q_heads, q_head0, k_heads, k_head0, v_heads, v_head0;
         } shape{a.batch, a.heads, a.heads_kv, a.seq_q, a.seq_k, a.q_heads, a.q_head0, a.k_heads, a.k_head0, a.v_heads, a.v_head0};
-        void* attention_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, pointers.data(), pointers.data(), pointers.data()};
+        void* score_arg = maps[k].score.empty() ? static_cast<void*>(pointers.data()) : static_cast<void*>(maps[k].score.data());
+        void* attention_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, score_arg, pointers.data(), pointers.data()};
         runtime::launch(st.functions[k], config, attention_args);
         continue;
       }

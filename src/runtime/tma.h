@@ -41,6 +41,7 @@ struct GemmOperand {
   int tile_rows = 0;           // BM (A) or BN (B)
   int tile_k = 0;              // BK
   unsigned long long base = 0; // device address
+  bool swizzle = true;         // 128-byte swizzle (the skeletons' operands); false: none (a staged bias column)
 };
 
 // cuTensorMapEncodeTiled's arguments (cuda.h enum values).

@@ -83,6 +83,7 @@ std::string plan_gemm_operand(const GemmOperand& op, const char* what, TmaEncode
     a.box[1] = static_cast<uint32_t>(op.tile_k);
   }
   a.box[2] = 1;
+  if (!op.swizzle) a.swizzle = 0;  // CU_TENSOR_MAP_SWIZZLE_NONE
   *args = a;
   return "";
 }

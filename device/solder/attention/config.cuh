@@ -59,7 +59,10 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              issuing their products (ping-pong), so one's softmax overlaps the other's MMAs.
 //   Persistent blocks loop over work tiles (launch_config's persistent_blocks); false: one block per
 //              work tile, and the loop's registers are saved (3 consumers at 160 registers need them).
-template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false>
+//   StagedBias a score's bias staged by the producer into each K stage (functors.cuh, "A staged bias"):
+//              bit 1: a 16-bit [BM × BN] tile (a pair bias), bit 2: a byte vector of 128 keys (a column
+//              mask). 0: none.
+template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -78,14 +81,25 @@ struct Config {
   static constexpr int KVBoxRows = BN_;
   static constexpr int QBytes = BM * HeadDim_ * 2;
   static constexpr int KVTileBytes = BN_ * HeadDim_ * 2;  // one K or one V tile
-  // Q, the K ring, the V ring, 2 + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
-  static constexpr int SmemBytes = QBytes + 2 * Stages_ * KVTileBytes + 8 * (2 + 4 * Stages_) + 1024;
+  // The staged bias of one K stage: the tile (64-column chunks of BM rows × 128 bytes, 128-byte
+  // swizzled like K) and the column bytes (one 128-byte box, not swizzled).
+  static constexpr int StagedBias = StagedBias_;
+  static constexpr int BiasTileBytes = (StagedBias_ & 1) ? BM * BN_ * 2 : 0;
+  static constexpr int BiasColumnBytes = (StagedBias_ & 2) ? 128 : 0;
+  static constexpr int BiasTileOffset = QBytes + 2 * Stages_ * KVTileBytes;
+  static constexpr int BiasColumnOffset = BiasTileOffset + Stages_ * BiasTileBytes;
+  static constexpr int BarrierOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
+  // Q, the K ring, the V ring, the staged bias, 2 + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
+  static constexpr int SmemBytes = BarrierOffset + 8 * (2 + 4 * Stages_) + 1024;
 
   static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the attention skeleton takes bf16 or f16 (fp8: not yet)");
   static_assert(HeadDim_ == 64 || HeadDim_ == 128 || HeadDim_ == 256, "HeadDim must be 64, 128 or 256");
   static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
   static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
   static_assert(Consumers_ == 2 || Consumers_ == 3, "Consumers must be 2 or 3");
+  static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
+  static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
+  static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");
   static_assert(SmemBytes <= 232448, "Q and the K/V rings do not fit in 227 KB of shared memory");
   static_assert(128 * (ProducerRegisters + Consumers_ * ConsumerRegisters) <= 65536, "setmaxnreg: over 64 K registers");
 };

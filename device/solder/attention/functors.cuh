@@ -36,6 +36,26 @@
 // S = Q·Kᵀ, so that the loads (from L2 or HBM) overlap the tensor cores, and adds it with one FFMA per
 // score once S is there. dot_factor() is asked once per work tile.
 //
+// A staged bias (optional, with kBias: `static constexpr int kStagedBias = 1, 2 or 3;` and the Config's
+// StagedBias the same): the bias is a function of one element of a 16-bit tile tensor at [row][col]
+// (bit 1: a pair bias) and one byte of a column vector at [col] (bit 2: a key mask), which the producer
+// loads by TMA into each K stage, on K's mbarrier; the consumers read them from shared memory in the
+// accumulator layout (one 4-byte load per two scores of the tile, one 2-byte load per two columns),
+// right after issuing S = Q·Kᵀ, and bias() is never called:
+//
+//     using BiasTile = __nv_bfloat16;      // the tile's element type (2 bytes)
+//     using BiasColumn = unsigned char;    // the column vector's element type (1 byte)
+//     TensorMap bias_tile;                 // bit 1: K-major rank 3 {keys, rows, batches}, box {64, 64, 1},
+//                                          //        128-byte swizzle (a GEMM operand, tile_rows = tile_k = 64)
+//     TensorMap bias_column;               // bit 2: rank 3 {keys, rows, 1}, box {128, 1, 1}, no swizzle
+//     __device__ int bias_tile_batch(int bh) const;    // the tile map's batch of head bh
+//     __device__ int bias_column_row(int bh) const;    // the column map's row of head bh
+//     // the bias from the staged elements (t: tile[bh][row][col], c: column[bh][col]; 0 when not staged)
+//     __device__ float staged_bias(int bh, int row, int col, BiasTile t, BiasColumn c) const;
+//
+// Rows and keys past the tensors' extents read zeros (TMA fill); keys ≥ seq_k are masked as always. The
+// kernel takes the functor as a __grid_constant__ parameter, so the maps are read in parameter space.
+//
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
 //   struct Mask {
@@ -137,6 +157,16 @@ __host__ __device__ constexpr auto score_has_bias(int) -> decltype(S::kBias, tru
 template <class S>
 __host__ __device__ constexpr bool score_has_bias(long) {
   return false;
+}
+
+// The bits of Score's staged bias (kStagedBias; 0 without the member).
+template <class S>
+__host__ __device__ constexpr auto score_staged_bias(int) -> decltype(S::kStagedBias, 0) {
+  return S::kStagedBias;
+}
+template <class S>
+__host__ __device__ constexpr int score_staged_bias(long) {
+  return 0;
 }
 
 // Whether Mask declares its rows' visible keys one interval (kRowInterval true, row_columns()).

@@ -9,7 +9,8 @@
 //
 //   template <class Config, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
 //   __global__ void attention_kernel(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
-//                                    const __grid_constant__ TensorMap v, AttentionShape shape, Score score,
+//                                    const __grid_constant__ TensorMap v, AttentionShape shape,
+//                                    const __grid_constant__ Score score,
 //                                    Mask mask, Epilogue epilogue);
 //
 // Score, Mask and State: functors.cuh. The epilogue receives each output row in pairs of columns:
@@ -34,7 +35,9 @@
 // list (see `locate` below): query rows [row0, row0 + BM) of head bh and the key tiles [begin, end) of
 // Mask::key_tiles. Warpgroup 0 is the producer: one thread loads Q once per work tile (after the
 // consumers released the previous Q), then for each key tile waits for a free K stage, loads K, waits
-// for a free V stage, loads V (each stage on its own full/empty mbarrier pair). Consumer warpgroup c
+// for a free V stage, loads V (each stage on its own full/empty mbarrier pair); with a staged bias
+// (functors.cuh, Config's StagedBias) the key tile's bias tile and column bytes go into the K stage on
+// K's mbarrier, and the consumers read them from there right after issuing S. Consumer warpgroup c
 // owns Q rows 64c..64c+63 and, per key tile j:
 //     wait K_j; [take the turn]; issue S_j = Q·K_jᵀ; O *= correction_{j-1}; wait V_{j-1};
 //     issue O += P_{j-1}·V_{j-1}; [pass the turn];
@@ -114,6 +117,20 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Shared-memory loads at a 32-bit shared address (the staged bias: a pointer computed from the aligned
+// dynamic shared memory is generic to the compiler, which would emit 64-bit generic loads). Volatile:
+// kept after the mbarrier wait that makes the bytes visible.
+__device__ __forceinline__ unsigned int lds_u32(uint32_t address) {
+  unsigned int v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(address) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned short lds_u16(uint32_t address) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(address) : "memory");
+  return v;
+}
+
 // The stage and the phase parity of the n-th use of a ring of Stages stages.
 template <int Stages>
 __device__ __forceinline__ int stage_of(uint32_t n) {
@@ -142,7 +159,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   T* smem_q = reinterpret_cast<T*>(base);
   T* smem_k = reinterpret_cast<T*>(base + C::QBytes);
   T* smem_v = reinterpret_cast<T*>(base + C::QBytes + C::Stages * C::KVTileBytes);
-  uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::QBytes + 2 * C::Stages * C::KVTileBytes);
+  // A staged bias (functors.cuh): stage s's tile at BiasTileOffset + s·BiasTileBytes, its column bytes at
+  // BiasColumnOffset + s·BiasColumnBytes (both empty without); the mbarriers after them.
+  unsigned char* smem_bias_tile = base + C::BiasTileOffset;
+  unsigned char* smem_bias_column = base + C::BiasColumnOffset;
+  static_assert(score_staged_bias<Score>(0) == C::StagedBias, "the Config's StagedBias must be the score's kStagedBias");
+  static_assert(C::StagedBias == 0 || score_has_bias<Score>(0), "a staged bias needs a score with a bias (kBias)");
+  uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::BarrierOffset);
   uint64_t* q_empty = q_full + 1;
   uint64_t* k_full = q_full + 2;
   uint64_t* k_empty = k_full + C::Stages;
@@ -296,6 +319,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       asm volatile("prefetch.tensormap [%0];" ::"l"(&q) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(&k) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(&v) : "memory");
+      if constexpr ((C::StagedBias & 1) != 0) asm volatile("prefetch.tensormap [%0];" ::"l"(&score.bias_tile) : "memory");
+      if constexpr ((C::StagedBias & 2) != 0) asm volatile("prefetch.tensormap [%0];" ::"l"(&score.bias_column) : "memory");
       uint32_t loaded = 0;  // K (and V) tiles loaded so far, over all work tiles
       uint32_t q_phase = 0;
       for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
@@ -315,17 +340,34 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         q_phase ^= 1u;
         const int k_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
         const int v_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
+        // A staged bias: the tile map's batch and the column map's row of this head.
+        int bias_batch = 0, bias_row = 0;
+        if constexpr ((C::StagedBias & 1) != 0) bias_batch = score.bias_tile_batch(w.bh);
+        if constexpr ((C::StagedBias & 2) != 0) bias_row = score.bias_column_row(w.bh);
         for (int n = 0; n < count; ++n, ++loaded) {
           const int j = tile_at(w, n);
           const int stage = detail::stage_of<C::Stages>(loaded);
           const uint32_t phase = detail::phase_of<C::Stages>(loaded);
           detail::wait_parity(&k_empty[stage], phase ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                               &k_full[stage], static_cast<uint32_t>(C::KVTileBytes));
+                                               &k_full[stage],
+                                               static_cast<uint32_t>(C::KVTileBytes + C::BiasTileBytes + C::BiasColumnBytes));
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
             detail::tma_load(smem_k + (stage * C::Chunks + chunk) * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch,
                              &k_full[stage]);
+          // The staged bias of key tile j on K's mbarrier: the tile in 64-key chunks of BM rows (one box
+          // of 64 rows per consumer), the column bytes as one box of 128 keys.
+          if constexpr ((C::StagedBias & 1) != 0) {
+#pragma unroll
+            for (int chunk = 0; chunk < C::BN / 64; ++chunk)
+#pragma unroll
+              for (int c = 0; c < C::Consumers; ++c)
+                detail::tma_load(smem_bias_tile + stage * C::BiasTileBytes + chunk * C::BM * 128 + c * 64 * 128, score.bias_tile,
+                                 j * C::BN + 64 * chunk, w.row0 + 64 * c, bias_batch, &k_full[stage]);
+          }
+          if constexpr ((C::StagedBias & 2) != 0)
+            detail::tma_load(smem_bias_column + stage * C::BiasColumnBytes, score.bias_column, j * C::BN, bias_row, 0, &k_full[stage]);
           detail::wait_parity(&v_empty[stage], phase ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &v_full[stage], static_cast<uint32_t>(C::KVTileBytes));
@@ -417,8 +459,41 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       float dot_factor = 1.0f;
       if constexpr (score_has_bias<Score>(0)) dot_factor = score.dot_factor(w.bh);
       float bias[C::BN / 2];
-      auto load_bias = [&](int j) {
-        if constexpr (score_has_bias<Score>(0)) {
+      auto load_bias = [&](int j, int stage) {
+        (void)stage;
+        if constexpr (C::StagedBias != 0) {
+          // From the K stage's shared memory in the accumulator layout: scores i, i + 1 (one row, two
+          // adjacent keys) are one 4-byte word of the tile (the 128-byte swizzle: the row's 16-byte chunk
+          // XOR row % 8) and one 2-byte word of the column bytes.
+          using BiasTile = typename Score::BiasTile;
+          using BiasColumn = typename Score::BiasColumn;
+          static_assert(sizeof(BiasTile) == 2 && sizeof(BiasColumn) == 1, "a staged bias: 16-bit tile, 8-bit column");
+          const uint32_t tile = static_cast<uint32_t>(__cvta_generic_to_shared(smem_bias_tile)) + stage * C::BiasTileBytes;
+          const uint32_t column = static_cast<uint32_t>(__cvta_generic_to_shared(smem_bias_column)) + stage * C::BiasColumnBytes;
+          const int col0 = j * C::BN;
+          const int tile_row0 = 64 * consumer + 16 * warp + lane / 4;
+#pragma unroll
+          for (int group = 0; group < C::BN / 8; ++group) {
+            // keys key, key + 1 of both rows: scores 4·group + 2·r + {0, 1}
+            const int key = 8 * group + col_lane;
+            unsigned short column_word = 0;
+            if constexpr ((C::StagedBias & 2) != 0) column_word = detail::lds_u16(column + key);
+            // (the raw bytes as the functor's types: a register reinterpreted, no memcpy under NVRTC)
+            const BiasColumn bc0 = reinterpret_cast<const BiasColumn*>(&column_word)[0];
+            const BiasColumn bc1 = reinterpret_cast<const BiasColumn*>(&column_word)[1];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int tile_row = tile_row0 + 8 * r, i = 4 * group + 2 * r;
+              unsigned int tile_word = 0;
+              if constexpr ((C::StagedBias & 1) != 0)
+                tile_word = detail::lds_u32(tile + (key / 64) * C::BM * 128 + tile_row * 128 + (((key % 64) * 2) ^ ((tile_row % 8) << 4)));
+              const BiasTile bt0 = reinterpret_cast<const BiasTile*>(&tile_word)[0];
+              const BiasTile bt1 = reinterpret_cast<const BiasTile*>(&tile_word)[1];
+              bias[i] = score.staged_bias(w.bh, row_base + 8 * r, col0 + key, bt0, bc0);
+              bias[i + 1] = score.staged_bias(w.bh, row_base + 8 * r, col0 + key + 1, bt1, bc1);
+            }
+          }
+        } else if constexpr (score_has_bias<Score>(0)) {
           const int col0 = j * C::BN;
 #pragma unroll
           for (int i = 0; i < C::BN / 2; ++i)
@@ -529,7 +604,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::named_sync(my_turn, kTurnThreads);
           issue_s(ks);
           detail::named_arrive(next_turn, kTurnThreads);
-          load_bias(j0);
+          load_bias(j0, ks);
           cute::warpgroup_wait<0>();
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);
@@ -548,7 +623,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
           issue_o(vs);
           detail::named_arrive(next_turn, kTurnThreads);
-          load_bias(j);
+          load_bias(j, ks);
           cute::warpgroup_wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);
@@ -599,7 +674,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 template <class C, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
 __global__ void __launch_bounds__(C::Threads, 1)
     attention_kernel(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
-                     const __grid_constant__ TensorMap v, AttentionShape shape, Score score, Mask mask,
+                     const __grid_constant__ TensorMap v, AttentionShape shape, const __grid_constant__ Score score, Mask mask,
                      Epilogue epilogue) {
   attention_body<C, Score, Mask, Epilogue, State>(q, k, v, shape, score, mask, epilogue);
 }
@@ -611,6 +686,6 @@ __global__ void __launch_bounds__(C::Threads, 1)
   extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                       \
       name(const __grid_constant__ ::solder::attention::TensorMap q, const __grid_constant__ ::solder::attention::TensorMap k, \
            const __grid_constant__ ::solder::attention::TensorMap v, ::solder::attention::AttentionShape shape, \
-           ScoreType score, MaskType mask, EpilogueType epilogue) {                                           \
+           const __grid_constant__ ScoreType score, MaskType mask, EpilogueType epilogue) {                                           \
     ::solder::attention::attention_body<ConfigType>(q, k, v, shape, score, mask, epilogue);                   \
   }

@@ -40,6 +40,7 @@ struct GemmSkeletonLaunch {
     bool k_major = true;
     int64_t rows = 1, k = 1, ld = 1, batch = 1, batch_stride = 0;
     int tile_rows = 64, tile_k = 64;
+    bool swizzle = true;  // 128-byte swizzle; false: none (the attention skeleton's staged bias column)
   };
   Operand a, b;
   std::optional<Operand> b2;  // dual-B (a paired contract): the kernel takes B2's tensor map after B's
@@ -63,8 +64,12 @@ struct GemmSkeletonLaunch {
 // takes (TensorMap q, TensorMap k, TensorMap v, AttentionShape, score, mask, epilogue), each functor a
 // struct of every global's pointer in KernelProgram::globals order; the launcher encodes the three
 // tensor maps (runtime::encode_gemm_operand: K-major, rows = the sequence, k = the head dim).
+// With a staged bias (functors.cuh, kStagedBias) the score functor starts with two tensor maps, the
+// bias tile's and the bias column's (bias_tile / bias_column; an absent one is left zero), then the
+// pointers: the launcher passes that struct (2 × 128 bytes + the pointers) as the score argument.
 struct AttentionSkeletonLaunch {
   GemmSkeletonLaunch::Operand q, k, v;
+  std::optional<GemmSkeletonLaunch::Operand> bias_tile, bias_column;  // a staged bias's tensor maps
   int batch = 1, heads = 1, heads_kv = 1, seq_q = 1, seq_k = 1;  // solder::attention::AttentionShape
   // an operand's batch coordinate b · X_heads + X_head0 + h (0: the plain layout; AttentionShape)
   int q_heads = 0, q_head0 = 0, k_heads = 0, k_head0 = 0, v_heads = 0, v_head0 = 0;

@@ -946,11 +946,61 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // A score with a per-element bias keeps the key tile's bias in registers while S runs (BN / 2 floats
   // per thread): 64 keys per tile, so that it fits beside S, P and O without spilling, and 4 stages.
   const bool with_bias = linear && !affine && !identity;
+  // A staged bias (functors.cuh): the bias reads at most one 16-bit input at [lead.., row, col] (a pair
+  // bias: a [BM x BN] tile per key tile) and one byte input at [lead.., col] (a key mask: BN bytes),
+  // every lead index fixed per head; the producer loads both by TMA into the K stage, the consumers
+  // read them from shared memory. Any other read in the bias (other inputs, indices of another form,
+  // rows not 16-byte multiples) stays a per-score global read; with nothing staged, the bias() path.
+  struct StagedInput {
+    const GlobalTensor* g = nullptr;
+    std::vector<Expr> index;
+  };
+  StagedInput staged_tile, staged_column;
+  Expr staged_expr;  // the bias with the two loads as the staged elements (&bt_)[0], (&bc_)[0]
+  std::string staged_refusal;
+  if (with_bias && !std::getenv("SOLDER_ATTN_BIAS_GLOBAL")) {
+    auto is_var = [](const Expr& e, const char* n) { return e.kind() == ExprKind::Var && e.as<VarNode>()->name == n; };
+    auto same = [](const std::vector<Expr>& a, const std::vector<Expr>& b) {
+      if (a.size() != b.size()) return false;
+      for (size_t d = 0; d < a.size(); ++d)
+        if (print_expr(a[d]) != print_expr(b[d])) return false;
+      return true;
+    };
+    staged_expr = rewrite_loads(linear->bias, [&](const LoadNode& l, const Expr& self) -> Expr {
+      const GlobalTensor* gt = program_.find_global(l.tensor);
+      if (l.tensor == S_ || !gt) return self;
+      const size_t n = l.index.size();
+      bool lead_ok = n >= 1;
+      const size_t lead_end = n >= 2 && is_var(l.index[n - 2], "row_") ? n - 2 : n - 1;
+      for (size_t d = 0; d < lead_end && lead_ok; ++d)
+        lead_ok = !mentions(l.index[d], "row_") && !mentions(l.index[d], "col_") && tensors_used(l.index[d]).empty() &&
+                  (l.index[d].kind() == ExprKind::Const || provably_inside(l.index[d], gt->shape[d]));
+      if (lead_ok && n >= 2 && is_var(l.index[n - 1], "col_") && is_var(l.index[n - 2], "row_") &&
+          (gt->dtype == DType::bf16 || gt->dtype == DType::f16) && gt->shape[n - 1] % 8 == 0 && (!staged_tile.g || (staged_tile.g == gt && same(staged_tile.index, l.index)))) {
+        staged_tile = StagedInput{gt, l.index};
+        return make_load("(&bt_)", {});
+      }
+      if (lead_ok && is_var(l.index[n - 1], "col_") && lead_end == n - 1 && gt->dtype == DType::boolean && gt->shape[n - 1] % 16 == 0 &&
+          (!staged_column.g || (staged_column.g == gt && same(staged_column.index, l.index)))) {
+        staged_column = StagedInput{gt, l.index};
+        return make_load("(&bc_)", {});
+      }
+      if (staged_refusal.empty()) staged_refusal = "the bias reads " + l.tensor + " in a form the producer does not stage (not a 16-bit [.., row, col] tile with rows of 8k elements nor a bool [.., col] vector of 16k)";
+      return self;
+    });
+    // (an input it does not stage stays a global read inside staged_bias(), bounded as before)
+  }
+  const int staged_bits = (staged_tile.g ? 1 : 0) | (staged_column.g ? 2 : 0);
   const int bn = kHeadDim == 256 || with_bias ? 64 : 128, stages = kHeadDim == 64 || with_bias ? 4 : short_masked ? 3 : 2;
-  const bool persistent = short_masked;
+  // A staged bias runs on persistent blocks too: evoformer's work tiles have few key tiles (4 of 64 at
+  // S2 = 256), and the producer then loads the next tile's Q, K and bias while the consumers finish
+  // this one. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for a score with a bias (A/B runs).
+  bool persistent = short_masked || staged_bits != 0;
+  if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); with_bias && forced && *forced) persistent = std::string(forced) == "1";
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
-                             std::to_string(stages) + ", " + std::to_string(consumers) + (persistent ? ", true" : "") + ">";
+                             std::to_string(stages) + ", " + std::to_string(consumers) +
+                             (staged_bits ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) + ">";
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
   for (size_t k2 = 0; k2 + 3 < rank; ++k2)
@@ -986,7 +1036,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   };
   auto globals_bounded = [&](const Expr& e) { return rewrite_loads(e, [&](const LoadNode& l, const Expr& self) -> Expr { return l.tensor == S_ ? self : bounded(l, self); }); };
   const std::string score = name + "_score_", mask = name + "_mask_", epilogue = name + "_epilogue_";
-  out << "struct " << score << " {\n" << members.str();
+  out << "struct " << score << " {\n";
+  if (staged_bits)
+    out << "  // the staged bias's tensor maps (encoded by the launcher for each call), then every global's pointer\n"
+           "  solder::attention::TensorMap bias_tile;\n  solder::attention::TensorMap bias_column;\n";
+  out << members.str();
   constexpr double kLog2e = 1.4426950408889634;
   std::string score_text;
   if (identity) {
@@ -1028,6 +1082,36 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       out << "    return " << printer_.print_float(globals_bounded(linear->a)) << " * " << cuda_float_literal(scale) << ";\n  }\n";
       out << "  __device__ float bias(int bh_, int row_, int col_) const {\n" << decode(true, true);
       out << "    return " << printer_.print_float(globals_bounded(linear->bias)) << ";\n  }\n";
+      if (staged_bits) {
+        // The flattened lead index of a staged input (its tensor map's batch or row) for head bh_.
+        auto flat_lead = [&](const StagedInput& in, size_t lead_end) {
+          Expr flat = make_int(0);
+          for (size_t d = 0; d < lead_end; ++d)
+            flat = make_binary(BinaryOp::add, make_binary(BinaryOp::mul, flat, make_int(in.g->shape[d])), in.index[d]);
+          return printer_.print_int(flat);
+        };
+        arrays_["(&bt_)"] = CudaArray{"(&bt_)", {}, staged_tile.g ? staged_tile.g->dtype : DType::bf16, true, -1};
+        arrays_["(&bc_)"] = CudaArray{"(&bc_)", {}, DType::boolean, true, -1};
+        std::string staged_text;
+        out << "  // the bias staged by the producer into each K stage (TMA, on K's mbarrier) and read from shared memory:\n";
+        out << "  static constexpr int kStagedBias = " << staged_bits << ";\n";
+        out << "  using BiasTile = " << (staged_tile.g ? std::string(cuda_element_type(staged_tile.g->dtype)) : std::string("unsigned short")) << ";\n";
+        out << "  using BiasColumn = unsigned char;\n";
+        out << "  __device__ int bias_tile_batch(int bh_) const {\n" << decode(false, false);
+        out << "    return static_cast<int>(" << (staged_tile.g ? flat_lead(staged_tile, staged_tile.index.size() - 2) : std::string("0")) << ");\n  }\n";
+        out << "  __device__ int bias_column_row(int bh_) const {\n" << decode(false, false);
+        out << "    return static_cast<int>(" << (staged_column.g ? flat_lead(staged_column, staged_column.index.size() - 1) : std::string("0")) << ");\n  }\n";
+        out << "  __device__ float staged_bias(int bh_, int row_, int col_, BiasTile bt_, BiasColumn bc_) const {\n" << decode(true, true);
+        out << "    (void)bt_; (void)bc_;\n    return " << printer_.print_float(globals_bounded(staged_expr)) << ";\n  }\n";
+        if (staged_tile.g)
+          staged_text += " the " + std::string(dtype_name(staged_tile.g->dtype)) + " tile " + staged_tile.g->name + "[.., row, col] of the work tile's " + std::to_string(bm) + " rows x " + std::to_string(bn) +
+                         " keys (" + std::to_string(bm * bn * 2) + " bytes, 128-byte swizzle; tensor map batch = its lead index per head)";
+        if (staged_column.g)
+          staged_text += std::string(staged_tile.g ? " and" : "") + " the " + std::to_string(bn) + " bytes of " + staged_column.g->name + "[.., col] (one 128-byte box, map row = its lead index per head)";
+        score_text += "; staged bias: the producer TMA-loads" + staged_text + " into each K stage on K's mbarrier; the consumers read them from shared memory in the accumulator layout right after issuing Q·Kᵀ (one 4-byte load per two scores" +
+                      (staged_column.g ? std::string(", one 2-byte load per two keys") : std::string("")) + ") and form the bias " + print_expr(staged_expr) + " with bt_ = the tile element, bc_ = the column byte";
+      }
+      if (!staged_refusal.empty()) score_text += std::string(staged_bits ? "; still" : "; bias") + " read per score from global memory: " + staged_refusal;
     }
     out << "  __device__ float operator()(int bh_, int row_, int col_, float dot_) const {\n" << decode(true, true);
     out << "    const float s_ = dot_ * " << cuda_float_literal(scale) << ";\n";
@@ -1204,7 +1288,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
-  result.info.shared_bytes = static_cast<int64_t>(bm) * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 + 4 * stages) + 1024;
+  result.info.shared_bytes = static_cast<int64_t>(bm) * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 + 4 * stages) + 1024 +
+                             static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count),
   // on top of the launch's dynamic shared memory: both within sm_90's 227 KB per block.
   if (data && result.info.shared_bytes + 3 * ((seq_k + bn - 1) / bn) + 16 > 232448)
@@ -1236,6 +1321,39 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   if (q_lead.block > 1) launch.q_heads = static_cast<int>(q_lead.block * heads), launch.q_head0 = static_cast<int>(q_lead.at * heads);
   if (kv_leads.at("K").block > 1) launch.k_heads = static_cast<int>(kv_leads.at("K").block * heads_kv), launch.k_head0 = static_cast<int>(kv_leads.at("K").at * heads_kv);
   if (kv_leads.at("V").block > 1) launch.v_heads = static_cast<int>(kv_leads.at("V").block * heads_kv), launch.v_head0 = static_cast<int>(kv_leads.at("V").at * heads_kv);
+  if (staged_tile.g) {
+    // [lead..][rows][keys] as a K-major 16-bit operand: batch = the lead dims flattened, box 64 x 64
+    const auto& sh = staged_tile.g->shape;
+    int64_t lead = 1;
+    for (size_t d = 0; d + 2 < sh.size(); ++d) lead *= sh[d];
+    GemmSkeletonLaunch::Operand t;
+    t.global = global_index(staged_tile.g->name);
+    t.dtype = staged_tile.g->dtype == DType::f16 ? 1 : 0;
+    t.rows = sh[sh.size() - 2];
+    t.k = t.ld = sh.back();
+    t.batch = lead;
+    t.batch_stride = t.rows * t.k;
+    t.tile_rows = 64;
+    t.tile_k = 64;
+    launch.bias_tile = t;
+  }
+  if (staged_column.g) {
+    // [lead..][keys] bytes: rows = the lead dims flattened, box 128 x 1, no swizzle
+    const auto& sh = staged_column.g->shape;
+    int64_t lead = 1;
+    for (size_t d = 0; d + 1 < sh.size(); ++d) lead *= sh[d];
+    GemmSkeletonLaunch::Operand c;
+    c.global = global_index(staged_column.g->name);
+    c.dtype = 2;  // one byte (the map's element type is UINT8)
+    c.rows = lead;
+    c.k = c.ld = sh.back();
+    c.batch = 1;
+    c.batch_stride = 0;
+    c.tile_rows = 1;
+    c.tile_k = 128;
+    c.swizzle = false;
+    launch.bias_column = c;
+  }
   launch.batch = static_cast<int>(batch);
   launch.heads = static_cast<int>(heads);
   launch.heads_kv = static_cast<int>(heads_kv);

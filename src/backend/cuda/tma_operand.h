@@ -19,6 +19,7 @@ inline runtime::GemmOperand tma_operand(const GemmSkeletonLaunch::Operand& o, un
   op.tile_rows = o.tile_rows;
   op.tile_k = o.tile_k;
   op.base = base;
+  op.swizzle = o.swizzle;
   return op;
 }
 

@@ -5,6 +5,8 @@
 // offset that leaves rows with no visible key: zeros), and three score functors (softcap, an ALiBi-style
 // bias that depends on row, column and head, and evoformer's form with a bias (kBias): a pair bias
 // [head][row][col] read from global memory plus a finite column mask bias 1e9 · (keep[batch][col] − 1)).
+// The same score with the bias staged by TMA into the K stages (kStagedBias: a bf16 pair-bias tile and
+// the keep bytes; each alone too), ragged key counts with padded rows.
 // Head dim 32 runs in the hd64 configurations with Q, K and V of 32 columns (TMA zero-fills columns
 // 32..63; the epilogue stores the first 32 only).
 //
@@ -90,6 +92,31 @@ struct DataMask {
 };
 std::vector<int> host_ids_q, host_ids_k;
 
+// The same score with the bias staged by TMA into the K stages (kStagedBias = Bits): bit 1 the pair
+// bias as a bf16 tile [head][row][col] (rows ld ≥ seq_k apart, NaN padding), bit 2 the keep bytes
+// [batch][col] (rows ld ≥ seq_k apart). Without bit 1 the pair term is 0, without bit 2 the mask term.
+template <int Bits>
+struct StagedBiasScore {
+  TensorMap bias_tile;
+  TensorMap bias_column;
+  float scale_log2;
+  float scale;
+  int heads, seq_q, seq_k;  // (seq_q, seq_k: for the host reference)
+  static constexpr bool kIdentity = false;
+  static constexpr bool kBias = true;
+  static constexpr int kStagedBias = Bits;
+  using BiasTile = __nv_bfloat16;
+  using BiasColumn = unsigned char;
+  __device__ float dot_factor(int) const { return scale; }
+  __device__ int bias_tile_batch(int bh) const { return bh % heads; }
+  __device__ int bias_column_row(int bh) const { return bh / heads; }
+  __device__ float staged_bias(int, int, int, BiasTile t, BiasColumn c) const {
+    return ((Bits & 1) ? __bfloat162float(t) : 0.0f) + ((Bits & 2) ? 1e9f * (float(c) - 1.0f) : 0.0f);
+  }
+  __device__ float bias(int, int, int) const { return 0.0f; }  // never called (staged)
+  __device__ float operator()(int, int, int, float dot) const { return dot; }
+};
+
 // o[bh][row][col] for col < cols (head dims below the configuration's: the padding columns are dropped).
 template <Dtype T>
 struct StoreCols {
@@ -118,6 +145,11 @@ double host_logit(const AlibiScore& s, double dot, int bh, int row, int col, dou
 double host_logit(const BiasScore& s, double dot, int bh, int row, int col, double) {
   return dot * double(s.scale) + double(host_pair[(size_t(bh % s.heads) * s.seq_q + row) * s.seq_k + col]) +
          1e9 * (double(host_keep[size_t(bh / s.heads) * s.seq_k + col]) - 1.0);
+}
+template <int Bits>
+double host_logit(const StagedBiasScore<Bits>& s, double dot, int bh, int row, int col, double) {
+  return dot * double(s.scale) + ((Bits & 1) ? double(host_pair[(size_t(bh % s.heads) * s.seq_q + row) * s.seq_k + col]) : 0.0) +
+         ((Bits & 2) ? 1e9 * (double(host_keep[size_t(bh / s.heads) * s.seq_k + col]) - 1.0) : 0.0);
 }
 bool host_visible(const NoMask&, int, int, int) { return true; }
 bool host_visible(const CausalMask& m, int, int row, int col) { return col <= row + m.offset; }
@@ -300,6 +332,71 @@ void run_bias(const char* name, std::mt19937& rng, int D) {
   }
 }
 
+// The staged bias (kStagedBias = Bits) on the same random pair biases and keep masks, ragged key counts
+// (the pair rows and the keep rows padded to 8 and 16 elements for TMA), at head dim D.
+inline TensorMap make_byte_map(const unsigned char* device, int rows, int cols, int ld) {
+  rt::GemmOperand g;
+  g.dtype = rt::GemmDtype::e4m3;  // 1 byte
+  g.k_major = true;
+  g.rows = rows;
+  g.k = cols;
+  g.ld = ld;
+  g.batch = 1;
+  g.tile_rows = 1;
+  g.tile_k = 128;
+  g.swizzle = false;
+  g.base = reinterpret_cast<uintptr_t>(device);
+  rt::TmaEncodeArgs args;
+  const std::string problem = rt::plan_gemm_operand(g, "keep", &args);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "plan_gemm_operand: %s\n", problem.c_str());
+    std::exit(3);
+  }
+  TensorMap map;
+  CUresult r = gemm_test::encode_fn()(
+      reinterpret_cast<CUtensorMap*>(&map), CUtensorMapDataType(args.data_type), args.rank, const_cast<unsigned char*>(device),
+      reinterpret_cast<const cuuint64_t*>(args.dims), reinterpret_cast<const cuuint64_t*>(args.strides), args.box,
+      args.element_strides, CUtensorMapInterleave(args.interleave), CUtensorMapSwizzle(args.swizzle),
+      CUtensorMapL2promotion(args.l2_promotion), CUtensorMapFloatOOBfill(args.oob_fill));
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuTensorMapEncodeTiled failed (%d) for keep\n", int(r));
+    std::exit(3);
+  }
+  return map;
+}
+
+template <class C, int Bits>
+void run_staged(const char* name, std::mt19937& rng, int D) {
+  const float log2e = 1.4426950408889634f;
+  char label[96];
+  for (const Case& c : {Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 2, 129, 300, 8}, Case{2, 4, 4, 256, 256, 0}, Case{1, 1, 1, 17, 1, 0},
+                        Case{1, 2, 2, 200, 72, 0}}) {
+    const int pair_ld = (c.seq_k + 7) / 8 * 8, keep_ld = (c.seq_k + 15) / 16 * 16;
+    Tensor pair = make_tensor(Dtype::bf16, c.heads, c.seq_q, c.seq_k, pair_ld, &rng, 2.0f);
+    host_pair = pair.values;
+    std::bernoulli_distribution kept(0.9);
+    std::vector<unsigned char> keep_rows(size_t(c.batch) * keep_ld, 7);  // padding: neither 0 nor 1
+    host_keep.assign(size_t(c.batch) * c.seq_k, 1);
+    for (int b = 0; b < c.batch; ++b)
+      for (int j = 0; j < c.seq_k; ++j) keep_rows[size_t(b) * keep_ld + j] = host_keep[size_t(b) * c.seq_k + j] = j == 0 ? 1 : kept(rng);
+    unsigned char* keep = nullptr;
+    CUDA_CHECK(cudaMalloc(&keep, keep_rows.size()));
+    CUDA_CHECK(cudaMemcpy(keep, keep_rows.data(), keep_rows.size(), cudaMemcpyHostToDevice));
+    StagedBiasScore<Bits> score{};
+    score.bias_tile = make_map(pair, 64, "pair");
+    score.bias_column = make_byte_map(keep, c.batch, c.seq_k, keep_ld);
+    score.scale_log2 = log2e;
+    score.scale = 1.0f / std::sqrt(float(D));
+    score.heads = c.heads;
+    score.seq_q = c.seq_q;
+    score.seq_k = c.seq_k;
+    std::snprintf(label, sizeof label, "%s staged%s%s", name, (Bits & 1) ? " pair" : "", (Bits & 2) ? " mask" : "");
+    run_case<C>(label, c, score, NoMask{}, rng, D);
+    free_tensor(pair);
+    CUDA_CHECK(cudaFree(keep));
+  }
+}
+
 // Head dim 32 in an hd64 configuration (plain and causal).
 template <class C>
 void run_padded(const char* name, std::mt19937& rng) {
@@ -388,6 +485,14 @@ int main(int argc, char** argv) {
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);
   run_bias<Config<Dtype::bf16, 128, 64, 4, 2>>("bf16 d128 128x64 s4 bias", rng, 128);
+  // the staged bias (TMA into the K stages): pair + mask at head dims 64, 32, 128 and 128-key tiles;
+  // the pair bias alone and the mask alone; a persistent configuration (tiles loop: the rings run on)
+  run_staged<Config<Dtype::bf16, 64, 64, 4, 2, true, 3>, 3>("bf16 d64 128x64 s4 P sb3", rng, 64);
+  run_staged<Config<Dtype::bf16, 64, 64, 4, 2, true, 3>, 3>("bf16 d64(32) 128x64 s4 P sb3", rng, 32);
+  run_staged<Config<Dtype::bf16, 128, 64, 4, 2, true, 3>, 3>("bf16 d128 128x64 s4 P sb3", rng, 128);
+  run_staged<Config<Dtype::bf16, 64, 64, 4, 2, false, 3>, 3>("bf16 d64 128x64 s4 sb3", rng, 64);
+  run_staged<Config<Dtype::bf16, 64, 64, 4, 2, true, 1>, 1>("bf16 d64 128x64 s4 P sb1", rng, 64);
+  run_staged<Config<Dtype::bf16, 64, 64, 4, 2, false, 2>, 2>("bf16 d64 128x64 s4 sb2", rng, 64);
   run_padded<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64(32) 128x128 s4 P", rng);
   run_padded<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64(32) 192x128 s4", rng);
   // a fixed lead block in Q and K (differential attention's halves: q[b, at, h] of [B, 2, H, S, D])

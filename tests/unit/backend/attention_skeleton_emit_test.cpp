@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <cstdlib>
 
 #include "backend/cuda/contract_view.h"
@@ -483,7 +487,7 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr bool kBias = true;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("return 1.0f * 0.125f;"), std::string::npos) << k->source;  // a = 1, scale 1 / sqrt(64)
   // the pair bias at [h, row, col] and the mask at [r, col], on global rows and columns
@@ -502,7 +506,7 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   EXPECT_EQ(a.seq_k, 256);
   EXPECT_EQ(a.q.k, 64);
   EXPECT_EQ(a.k.tile_rows, 64);
-  EXPECT_EQ(k->info.blocks, 2 * 1024);
+  EXPECT_EQ(k->info.blocks, 132);  // persistent blocks, one per SM, over 2 x 1024 work tiles
   // the emitter's own schedule does not take the [rows, keys] bias tile
   std::string mma_refusal;
   EXPECT_FALSE(generate_mma_stream_kernel(c.view, c.view.kernels.front(), &mma_refusal));
@@ -515,7 +519,7 @@ TEST(AttentionSkeletonEmit, EvoformerHeadDim32RunsPaddedInTheHd64Configuration) 
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("head dim 32 zero-padded to 64 by TMA"), std::string::npos) << k->summary;
   ASSERT_TRUE(k->info.attention);
@@ -531,9 +535,104 @@ TEST(AttentionSkeletonEmit, EvoformerHeadDim128IsOneKernel) {
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, true, 3>"), std::string::npos) << k->source;
   ASSERT_TRUE(k->info.attention);
   EXPECT_EQ(k->info.attention->batch, 8 * 256);
+  // Q 32 KB, K and V 4 x 16 KB each, the staged bias 4 x (16 KB + 128 B), barriers, 1 KB slack: under 227 KB
+  EXPECT_EQ(k->info.shared_bytes, 32768 + 2 * 4 * 16384 + 4 * (16384 + 128) + 8 * 18 + 1024);
+  EXPECT_LE(k->info.shared_bytes, 232448);
+}
+
+// The pair bias and the mask are staged by TMA into the K stages (functors.cuh, "A staged bias"): the
+// score functor carries the two tensor maps first, the launch their operands, the summary says so.
+TEST(AttentionSkeletonEmit, EvoformerStagesThePairBiasAndTheMaskByTma) {
+  Compiled c = compile("evoformer", {{"B", 2}});
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  const std::string& src = k->source;
+  EXPECT_NE(src.find("  solder::attention::TensorMap bias_tile;\n  solder::attention::TensorMap bias_column;\n  const __nv_bfloat16* q;"), std::string::npos) << src;
+  EXPECT_NE(src.find("static constexpr int kStagedBias = 3;"), std::string::npos) << src;
+  EXPECT_NE(src.find("using BiasTile = __nv_bfloat16;"), std::string::npos) << src;
+  EXPECT_NE(src.find("__device__ float staged_bias(int bh_, int row_, int col_, BiasTile bt_, BiasColumn bc_) const"), std::string::npos) << src;
+  // the staged elements replace both loads: no global read is left in staged_bias()
+  const size_t at = src.find("staged_bias(int bh_");
+  ASSERT_NE(at, std::string::npos);
+  const std::string body = src.substr(at, src.find("\n  }\n", at) - at);
+  EXPECT_NE(body.find("solder::to_float((&bt_)[0])"), std::string::npos) << body;
+  EXPECT_NE(body.find("(&bc_)[0]"), std::string::npos) << body;
+  EXPECT_EQ(body.find("pair_bias["), std::string::npos) << body;
+  EXPECT_EQ(body.find("mask["), std::string::npos) << body;
+  // the maps' batch (b·H + h) and row (b·S1 + r) per head
+  EXPECT_NE(src.find("__device__ int bias_tile_batch(int bh_) const"), std::string::npos) << src;
+  EXPECT_NE(src.find("__device__ int bias_column_row(int bh_) const"), std::string::npos) << src;
+  EXPECT_NE(k->summary.find("staged bias: the producer TMA-loads the bf16 tile pair_bias[.., row, col] of the work tile's 128 rows x 64 keys"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("the 64 bytes of mask[.., col]"), std::string::npos) << k->summary;
+  ASSERT_TRUE(k->info.attention);
+  const AttentionSkeletonLaunch& a = *k->info.attention;
+  ASSERT_TRUE(a.bias_tile);
+  ASSERT_TRUE(a.bias_column);
+  EXPECT_EQ(a.bias_tile->rows, 256);
+  EXPECT_EQ(a.bias_tile->k, 256);
+  EXPECT_EQ(a.bias_tile->ld, 256);
+  EXPECT_EQ(a.bias_tile->batch, 2 * 4);  // B · H
+  EXPECT_EQ(a.bias_tile->batch_stride, 256 * 256);
+  EXPECT_EQ(a.bias_tile->tile_rows, 64);
+  EXPECT_EQ(a.bias_tile->tile_k, 64);
+  EXPECT_TRUE(a.bias_tile->swizzle);
+  EXPECT_EQ(a.bias_column->rows, 2 * 256);  // B · S1
+  EXPECT_EQ(a.bias_column->k, 256);
+  EXPECT_EQ(a.bias_column->dtype, 2);  // one byte
+  EXPECT_EQ(a.bias_column->tile_rows, 1);
+  EXPECT_EQ(a.bias_column->tile_k, 128);
+  EXPECT_FALSE(a.bias_column->swizzle);
+  EXPECT_EQ(k->info.shared_bytes, 16384 + 2 * 4 * 8192 + 4 * (16384 + 128) + 8 * 18 + 1024);
+}
+
+// A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
+// [.., row, col] tile nor bool bytes) stays a bounded global read inside staged_bias(), with the reason
+// in the summary; the pair bias is still staged.
+TEST(AttentionSkeletonEmit, EvoformerBiasReadsNotStagedStayGlobal) {
+  std::ifstream in(std::string(SOLDER_SOURCE_DIR) + "/examples/evoformer.sol");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string source = text.str();
+  const std::string bool_mask = "in mask[B, S1, S2] : bool ~ bernoulli(0.9)";
+  ASSERT_NE(source.find(bool_mask), std::string::npos);
+  source.replace(source.find(bool_mask), bool_mask.size(), "in mask[B, S1, S2] : bf16");
+  const std::string path = (std::filesystem::temp_directory_path() / "solder-evoformer-bf16-mask.sol").string();
+  std::ofstream(path) << source;
+  auto program = std::make_shared<Program>(parse_program_file(path));
+  KernelProgram named = with_cuda_names(compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);
+  KernelProgram view = contracts_as_reduces(named, false);
+  std::remove(path.c_str());
+  std::string refusal;
+  auto k = generate_attention_skeleton_kernel(view, view.kernels.front(), named.kernels.front(), &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("static constexpr int kStagedBias = 1;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("still read per score from global memory: the bias reads mask"), std::string::npos) << k->summary;
+  const size_t at = k->source.find("staged_bias(int bh_");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(k->source.find("mask[", at), std::string::npos);
+  EXPECT_NE(k->source.find("solder::to_float((&bt_)[0])", at), std::string::npos);
+  ASSERT_TRUE(k->info.attention);
+  EXPECT_TRUE(k->info.attention->bias_tile);
+  EXPECT_FALSE(k->info.attention->bias_column);
+}
+
+// $SOLDER_ATTN_BIAS_GLOBAL keeps the previous path (every bias read per score from global memory).
+TEST(AttentionSkeletonEmit, EvoformerBiasGlobalEnvironmentKeepsThePerScoreReads) {
+  setenv("SOLDER_ATTN_BIAS_GLOBAL", "1", 1);
+  Compiled c = compile("evoformer", {});
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  unsetenv("SOLDER_ATTN_BIAS_GLOBAL");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2>"), std::string::npos) << k->source;
+  EXPECT_EQ(k->source.find("kStagedBias"), std::string::npos) << k->source;
+  ASSERT_TRUE(k->info.attention);
+  EXPECT_FALSE(k->info.attention->bias_tile);
+  EXPECT_FALSE(k->info.attention->bias_column);
 }
 
 // Head dims the skeleton does not take keep the emitter's own schedule, with the reason.

@@ -46,6 +46,17 @@ TEST(AttentionConfig, LaunchGeometryAndSharedMemory) {
   static_assert(C3::BM == 192 && C3::Threads == 512 && C3::ProducerRegisters == 32 && C3::ConsumerRegisters == 160);
   static_assert(C3::SmemBytes == 192 * 64 * 2 + 2 * 4 * 128 * 64 * 2 + 8 * (2 + 16) + 1024);
   static_assert(C3::SmemBytes <= 232448);
+  // A staged bias: each K stage also holds the bias tile (BM × BN × 2 bytes) and 128 column bytes;
+  // the mbarriers follow them.
+  using CB = at::Config<at::Dtype::bf16, 128, 64, 4, 2, true, 3>;
+  static_assert(CB::BiasTileBytes == 128 * 64 * 2 && CB::BiasColumnBytes == 128);
+  static_assert(CB::BiasTileOffset == 128 * 128 * 2 + 2 * 4 * 64 * 128 * 2 && CB::BiasTileOffset % 1024 == 0);
+  static_assert(CB::BiasColumnOffset == CB::BiasTileOffset + 4 * 128 * 64 * 2 && CB::BiasColumnOffset % 1024 == 0);
+  static_assert(CB::BarrierOffset == CB::BiasColumnOffset + 4 * 128);
+  static_assert(CB::SmemBytes == CB::BarrierOffset + 8 * (2 + 16) + 1024 && CB::SmemBytes <= 232448);
+  static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2, false, 1>::BiasColumnBytes == 0);
+  static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2, false, 2>::BiasTileBytes == 0);
+  static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2>::BarrierOffset == 128 * 64 * 2 + 2 * 4 * 64 * 64 * 2);
 }
 
 // q, k and v are K-major GEMM operands: rows = sequence, k = head dim, batch = batch · heads.
@@ -74,6 +85,30 @@ TEST(AttentionTma, OperandsArePlannedAsKMajorGemmOperands) {
   k.tile_rows = at::Config<at::Dtype::bf16, 128, 128, 2, 2>::KVBoxRows;
   ASSERT_EQ(plan_gemm_operand(k, "k", &args), "");
   EXPECT_EQ(args.box[1], 128u);
+}
+
+// A staged bias's column map: a 1-byte operand, one 128-byte box per row, no swizzle.
+TEST(AttentionTma, StagedBiasColumnIsAnUnswizzledByteRow) {
+  GemmOperand c;
+  c.dtype = GemmDtype::e4m3;  // one byte (UINT8 in the map)
+  c.rows = 8 * 256;
+  c.k = 256;
+  c.ld = 256;
+  c.tile_rows = 1;
+  c.tile_k = 128;
+  c.swizzle = false;
+  c.base = 0x10000;
+  TmaEncodeArgs args;
+  ASSERT_EQ(plan_gemm_operand(c, "bias column", &args), "");
+  EXPECT_EQ(args.data_type, 0);  // CU_TENSOR_MAP_DATA_TYPE_UINT8
+  EXPECT_EQ(args.dims[0], 256u);
+  EXPECT_EQ(args.dims[1], 2048u);
+  EXPECT_EQ(args.box[0], 128u);
+  EXPECT_EQ(args.box[1], 1u);
+  EXPECT_EQ(args.swizzle, 0);  // CU_TENSOR_MAP_SWIZZLE_NONE
+  c.ld = 200;  // rows must be 16-byte multiples
+  c.k = 200;
+  EXPECT_NE(plan_gemm_operand(c, "bias column", &args).find("multiple of 16 bytes"), std::string::npos);
 }
 
 // One instantiation compiled by NVRTC through compile_cuda, as generated code will be.
@@ -105,6 +140,53 @@ SOLDER_ATTENTION_KERNEL(solder_attention_bf16_d128, TestConfig, solder::attentio
   EXPECT_EQ(compiled.cubins.front()[0], 0x7f);
   std::printf("NVRTC %s compiled one attention skeleton instantiation (bf16 hd128 128x128, causal) cold in %.2f s: %zu-byte CUBIN\n",
               nvrtc_version().c_str(), compiled.compile_seconds, compiled.cubins.front().size());
+  EXPECT_EQ(compiled.log.find("C7508"), std::string::npos) << compiled.log;  // setmaxnreg ignored
+  EXPECT_EQ(compiled.log.find("C7513"), std::string::npos) << compiled.log;  // wgmma serialized
+  fs::remove_all(pattern);
+}
+
+// A staged-bias instantiation under NVRTC (the emitter's evoformer kernels): NVRTC has fewer builtins
+// than nvcc (a __builtin_memcpy compiled with nvcc and failed here, 2026-11-27).
+TEST(AttentionNvrtc, CompilesAStagedBiasInstantiation) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (cutlass_include_dir(&why).empty()) GTEST_SKIP() << why;
+  const char* source = R"(
+#include <solder/attention/sm90_attention.cuh>
+struct Score {
+  solder::attention::TensorMap bias_tile;
+  solder::attention::TensorMap bias_column;
+  static constexpr float scale_log2 = 1.4426950408889634f;
+  static constexpr bool kIdentity = false;
+  static constexpr bool kBias = true;
+  static constexpr int kStagedBias = 3;
+  using BiasTile = __nv_bfloat16;
+  using BiasColumn = unsigned char;
+  __device__ float dot_factor(int) const { return 0.125f; }
+  __device__ float bias(int, int, int) const { return 0.0f; }
+  __device__ int bias_tile_batch(int bh) const { return bh % 4; }
+  __device__ int bias_column_row(int bh) const { return bh / 4; }
+  __device__ float staged_bias(int, int, int, BiasTile t, BiasColumn c) const {
+    return __bfloat162float(t) + 1e9f * (c != 0 ? 0.0f : -1.0f);
+  }
+  __device__ float operator()(int, int, int, float dot) const { return dot; }
+};
+struct Epilogue {
+  __nv_bfloat16* out;
+  __device__ void operator()(int bh, int row, int col, float o0, float o1) const {
+    *reinterpret_cast<__nv_bfloat162*>(out + ((long long)bh * 256 + row) * 64 + col) = __floats2bfloat162_rn(o0, o1);
+  }
+};
+using TestConfig = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>;
+SOLDER_ATTENTION_KERNEL(solder_attention_staged_bias, TestConfig, Score, solder::attention::NoMask, Epilogue)
+)";
+  CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  std::string pattern = (fs::temp_directory_path() / "solder-attention-nvrtc-XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  flags.cache_dir = pattern;
+  CompiledModule compiled = compile_cuda(source, "attention_staged_bias.cu", flags);
+  ASSERT_GT(compiled.cubins.front().size(), 4u);
   EXPECT_EQ(compiled.log.find("C7508"), std::string::npos) << compiled.log;  // setmaxnreg ignored
   EXPECT_EQ(compiled.log.find("C7513"), std::string::npos) << compiled.log;  // wgmma serialized
   fs::remove_all(pattern);
