@@ -12,12 +12,23 @@
 # (3) `solder bench` of the suite's conv_chain cells, Solder first; (4) the peers of bench/peers.py in
 # the same call: torch eager, then torch.compile in its default mode; (5) a short ncu of C5's 3×3
 # kernel (h_kernel). Prints one line per check ("PASS"/"FAIL") and the timings; everything under OUTDIR.
+#
+# The gathered GEMM is planned only where the sm_90a skeletons are on, i.e. with the CuTe headers:
+# SOLDER_CUTLASS_INCLUDE (default .devcarry/gemm/cutlass; carry it). Without them every contraction
+# falls back to the fused kernels and this script stops after a FAIL line (the first call of branch
+# conv-gather2 ran without them and measured the fallback: bench/NOTES.md).
 set -uo pipefail
 out=${1:?usage: bench/conv_gather_device.sh OUTDIR [PROGRAMS_DIR] [DEADLINE_S]}
 programs=${2:-}
 deadline=${3:-220}
 SOLDER=${SOLDER:-build/solder}
 mkdir -p "$out"
+export SOLDER_CUTLASS_INCLUDE=${SOLDER_CUTLASS_INCLUDE:-$PWD/.devcarry/gemm/cutlass}
+if [ ! -f "$SOLDER_CUTLASS_INCLUDE/cute/tensor.hpp" ]; then
+  echo "   FAIL setup: no cute/tensor.hpp under SOLDER_CUTLASS_INCLUDE=$SOLDER_CUTLASS_INCLUDE (carry .devcarry/gemm/cutlass):"
+  echo "        without it run and bench plan no gathered GEMM and this call would measure the fused fallback"
+  exit 1
+fi
 export SOLDER_CACHE_DIR=${SOLDER_CACHE_DIR:-$PWD/build/kernel-cache}
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.cache/inductor}
 start=$(date +%s)
@@ -63,6 +74,7 @@ sort -k2 "$out/verify.txt" | while read -r rc name; do
   [ "$rc" = 0 ] && echo "   PASS $name" || { echo "   FAIL $name (rc $rc)"; tail -n 3 "$out/run-$name.err" | sed 's/^/      /'; }
 done
 echo "   $(grep -c '^0 ' "$out/verify.txt") of $(wc -l < "$out/verify.txt") passed"
+if grep -l "skeletons are off" "$out"/run-*.err > /dev/null 2>&1; then echo "   FAIL setup: the skeletons were off (no CuTe headers): the fused fallback ran"; fi
 
 echo "== 3. solder bench (conv_chain cells), $(left) s left"
 python3 bench/suites.py --suite contractions --cases 'conv_chain' --solder "$SOLDER" --solder-commands --timeout 60 \

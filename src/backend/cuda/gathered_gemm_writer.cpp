@@ -316,7 +316,7 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
         for (auto& i : load->index) index.push_back(printer.print_int(i));
         const CudaArray& array = arrays.at(load->tensor);
         const std::string raw = tag + "_raw" + std::to_string(j) + "_[i_]";
-        out << "      " << raw << " = " << raw_types[j] << "{};\n";
+        out << "      " << raw << " = " << raw_types[j] << "(0.0f);\n";
         out << "      if (" << guard << ") " << raw << " = " << array.pointer << "[" << ix(printer.offset(array, index)) << "];\n";
       }
     }
