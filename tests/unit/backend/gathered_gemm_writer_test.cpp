@@ -85,7 +85,7 @@ TEST(GatheredGemmWriter, OperandsAreIssuedBeforeTheMmaAndCommittedAfter) {
   GeneratedModule conv = example_for_gpu("conv_chain");
   EXPECT_EQ(conv.source.find("evaluated as written"), std::string::npos) << conv.source;
   EXPECT_EQ(conv.source.find("64-bit indices"), std::string::npos) << conv.source;
-  const size_t issue = conv.source.find("a_issue_(kt_ + 1)"), mma = conv.source.find("gemm_.accumulate", issue),
+  const size_t issue = conv.source.find("a_issue_(kt_ + 1, s_ ^ 1)"), mma = conv.source.find("gemm_.accumulate", issue),
                commit = conv.source.find("a_commit_(s_ ^ 1)", mma);
   ASSERT_NE(issue, std::string::npos);
   ASSERT_NE(mma, std::string::npos);
