@@ -50,6 +50,7 @@ cases=$(
   echo "conv-C5-t256|SOLDER_GATHERED_TILE=32,32,32,256|examples/conv_chain.sol"
   echo "conv-C7-t128x64|SOLDER_GATHERED_TILE=128,64,32,128|$C7 examples/conv_chain.sol"
   echo "nerf-small||--small examples/nerf_mlp.sol"
+  echo "nerf-default||examples/nerf_mlp.sol"
   if [ -n "$programs" ] && [ -d "$programs" ]; then
     n=0
     for f in "$programs"/*.sol; do
