@@ -6,7 +6,8 @@
 #
 # (1) every kernel compiled into the NVRTC cache in parallel; (2) verification through the CUDA backend
 # against the float64 reference: conv_chain small, C1, C5 (default), C6, C7; C5 with the split-K cluster
-# forced to 2 and 8 and with 256-thread tiles; nerf_mlp small; every random convolution program in
+# forced to 2 and 8 and with 256-thread tiles; nerf_mlp small (its default size, where z0, z5, zv are
+# gathered, is in tests/gpu/run.sh); every convolution program in
 # PROGRAMS_DIR (the property test's, written by SOLDER_DUMP_CONV_PROGRAMS=DIR: strides 1 and 2, 1×1 to
 # 5×5 kernels, ragged sizes), the first four also with the split forced to 4 (ranks with no K step);
 # (3) `solder bench` of the suite's conv_chain cells, Solder first; (4) the peers of bench/peers.py in
@@ -50,7 +51,6 @@ cases=$(
   echo "conv-C5-t256|SOLDER_GATHERED_TILE=32,32,32,256|examples/conv_chain.sol"
   echo "conv-C7-t128x64|SOLDER_GATHERED_TILE=128,64,32,128|$C7 examples/conv_chain.sol"
   echo "nerf-small||--small examples/nerf_mlp.sol"
-  echo "nerf-default||examples/nerf_mlp.sol"
   if [ -n "$programs" ] && [ -d "$programs" ]; then
     n=0
     for f in "$programs"/*.sol; do
