@@ -7,9 +7,9 @@
 # (1) every kernel compiled into the NVRTC cache in parallel; (2) verification through the CUDA backend
 # against the float64 reference: conv_chain small, C1, C5 (default), C6, C7; C5 with the split-K cluster
 # forced to 2 and 8 and with 256-thread tiles; nerf_mlp small (its default size, where z0, z5, zv are
-# gathered, is in tests/gpu/run.sh); every convolution program in
-# PROGRAMS_DIR (the property test's, written by SOLDER_DUMP_CONV_PROGRAMS=DIR: strides 1 and 2, 1×1 to
-# 5×5 kernels, ragged sizes), the first four also with the split forced to 4 (ranks with no K step);
+# gathered, is in tests/gpu/run.sh); every program in PROGRAMS_DIR (tests/gpu/conv_gather: strides 1
+# and 2, 1×1 to 5×5 kernels, ragged sizes), the first four also with the split forced to 4 (ranks with
+# no K step);
 # (3) `solder bench` of the suite's conv_chain cells, Solder first; (4) the peers of bench/peers.py in
 # the same call: torch eager, then torch.compile in its default mode; (5) a short ncu of C5's 3×3
 # kernel (h_kernel). Prints one line per check ("PASS"/"FAIL") and the timings; everything under OUTDIR.
