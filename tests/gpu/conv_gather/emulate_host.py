@@ -136,6 +136,25 @@ def nerf(opt, d, kernels, blocks):
     return 0 if ok else 1
 
 
+def gemm_cast(opt, d, kernels, blocks):
+    """tests/gpu/conv_gather/gemm_cast.sol: y = cast(a * 2, bf16) b."""
+    m, n, k = d["M"], d["N"], d["K"]
+    shapes = {"a": (m, k), "b": (k, n), "y": (m, n)}
+    sig = re.search(r"\w+_kernel\(([^)]*)\)", kernels[0][1]).group(1)
+    params = re.findall(r"(const )?(__half|__nv_bfloat16|float)\* __restrict__ (\w+)", sig)
+    names, dtype = [p[2] for p in params], params[0][1]
+    rng = np.random.default_rng(opt.seed)
+    bits = {nm: to_bits(rng.normal(0, 1, shapes[nm]), dtype) for nm in ("a", "b")}
+    vals = {nm: from_bits(b, dtype).reshape(shapes[nm]) for nm, b in bits.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = run_host(kernels, blocks, names, dtype, {nm: int(np.prod(shapes[nm])) for nm in names}, bits, tmp)
+    ref = (vals["a"] * 2) @ vals["b"]  # a * 2 is exact in bf16
+    err = np.abs(from_bits(out["y"], dtype).reshape(shapes["y"]) - ref).max() / np.abs(ref).max()
+    ok = err < 1e-2
+    print(f"{'PASS' if ok else 'FAIL'} gemm_cast {' '.join(opt.dim)} {' '.join(opt.env)}: y rel {err:.1e}")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("program")
@@ -164,6 +183,8 @@ def main():
     d = parse_dims(opt.program, opt.dim)
     if os.path.basename(opt.program).startswith("nerf_mlp"):
         return nerf(opt, d, kernels, blocks)
+    if os.path.basename(opt.program).startswith("gemm_cast"):
+        return gemm_cast(opt, d, kernels, blocks)
     nb, c, h, w, o1, o2, kh, kw, stride, ph, pw, ho, wo, has_bias = geometry(opt.program, d)
     shapes = {"x": (nb, c, h, w), "w1": (o1, c, kh, kw), "b1": (o1,), "w2": (o2, o1), "h": (nb, o1, ho, wo), "y2": (nb, o2, ho, wo)}
     sig = re.search(r"h?\w+_kernel\(([^)]*)\)", kernels[0][1]).group(1)
