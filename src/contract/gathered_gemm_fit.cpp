@@ -7,6 +7,7 @@
 
 #include "contract/canonicalize.h"
 #include "ir/expr_visitor.h"
+#include "ir/interval.h"
 #include "ir/printer.h"
 
 namespace solder {
@@ -31,9 +32,106 @@ bool innermost_uses(const Expr& e, const std::string& var) {
   return contains(vars_used(load->index.back()), var);
 }
 
+bool collect_leaves(const Expr& e, std::vector<std::pair<Expr, bool>>& guards, std::vector<DType>& casts, std::vector<GatherLeaf>& leaves) {
+  switch (e.kind()) {
+    case ExprKind::Load: {
+      for (auto& i : e.as<LoadNode>()->index)
+        if (!tensors_used(i).empty()) return false;  // a data-dependent index: element by element
+      leaves.push_back(GatherLeaf{e, guards, casts});
+      return true;
+    }
+    case ExprKind::Cast: {
+      casts.push_back(e.as<CastNode>()->dtype);
+      const bool ok = collect_leaves(e.as<CastNode>()->operand, guards, casts, leaves);
+      casts.pop_back();
+      return ok;
+    }
+    case ExprKind::Select: {
+      auto s = e.as<SelectNode>();
+      if (!tensors_used(s->cond).empty()) return false;
+      for (bool holds : {true, false}) {
+        guards.emplace_back(s->cond, holds);
+        const bool ok = collect_leaves(holds ? s->if_true : s->if_false, guards, casts, leaves);
+        guards.pop_back();
+        if (!ok) return false;
+      }
+      return true;
+    }
+    case ExprKind::Const: return e.as<ConstNode>()->value == 0;
+    default: return false;
+  }
+}
+
+constexpr int64_t kInt32Limit = (int64_t{1} << 31) - 1;
+
+bool within_int32(Interval i) { return i.lo >= -kInt32Limit && i.hi <= kInt32Limit; }
+
+// Whether every integer sub-expression of `e` (an index or a condition) has a bound within ±2^31.
+bool integers_fit_int32(const Expr& e, const RangeFacts& facts) {
+  switch (e.kind()) {
+    case ExprKind::Const:
+    case ExprKind::DimRef:
+    case ExprKind::Var: {
+      auto b = facts.bound(e);
+      return b && within_int32(*b);
+    }
+    case ExprKind::Unary: {
+      auto u = e.as<UnaryNode>();
+      if (u->op == UnaryOp::logical_not) return integers_fit_int32(u->operand, facts);
+      auto b = facts.bound(e);
+      return b && within_int32(*b) && integers_fit_int32(u->operand, facts);
+    }
+    case ExprKind::Binary: {
+      auto b = e.as<BinaryNode>();
+      if (is_logical(b->op) || is_comparison(b->op)) return integers_fit_int32(b->lhs, facts) && integers_fit_int32(b->rhs, facts);
+      auto r = facts.bound(e);
+      return r && within_int32(*r) && integers_fit_int32(b->lhs, facts) && integers_fit_int32(b->rhs, facts);
+    }
+    default: return false;  // loads, selects, casts in an index: not proved
+  }
+}
+
+// The 32-bit proof of a leafy operand (GatheredGemmProblem::a_index32): every guard's and index's
+// integers, and each load's row-major offset (Horner, as the printer writes it), within ±2^31.
+bool leaves_fit_int32(const std::vector<GatherLeaf>& leaves, const RangeFacts& facts, const std::vector<GlobalTensor>& globals) {
+  if (leaves.empty()) return false;
+  for (auto& leaf : leaves) {
+    for (auto& [cond, holds] : leaf.guards)
+      if (!integers_fit_int32(cond, facts)) return false;
+    auto load = leaf.load.as<LoadNode>();
+    const GlobalTensor* g = nullptr;
+    for (auto& t : globals)
+      if (t.name == load->tensor) g = &t;
+    if (!g || g->shape.size() != load->index.size()) return false;
+    Interval offset{0, 0};
+    for (size_t d = 0; d < load->index.size(); ++d) {
+      if (!integers_fit_int32(load->index[d], facts)) return false;
+      auto i = facts.bound(load->index[d]);
+      if (!i) return false;
+      if (d > 0) {
+        const int64_t s = g->shape[d];
+        if (s > kInt32Limit) return false;
+        offset = Interval{offset.lo * s, offset.hi * s};
+        if (!within_int32(offset)) return false;
+      }
+      offset = Interval{offset.lo + i->lo, offset.hi + i->hi};
+      if (!within_int32(offset)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<GlobalTensor>& globals) {
+std::optional<std::vector<GatherLeaf>> gather_leaves(const Expr& operand) {
+  std::vector<std::pair<Expr, bool>> guards;
+  std::vector<DType> casts;
+  std::vector<GatherLeaf> leaves;
+  if (!collect_leaves(operand, guards, casts, leaves) || leaves.empty()) return std::nullopt;
+  return leaves;
+}
+
+GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<GlobalTensor>& globals, const std::map<std::string, int64_t>* dims) {
   auto refuse = [](std::string why) { return GatheredGemmFit{std::nullopt, std::move(why)}; };
   if (const char* off = std::getenv("SOLDER_GATHERED_GEMM"); off && std::string(off) == "0") return refuse("off by SOLDER_GATHERED_GEMM=0");
   if (c.type != MmaType::f16 && c.type != MmaType::bf16)
@@ -106,6 +204,41 @@ GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<Globa
     return refuse("M, N, K or the batch reaches 2^30 (the writer's flat indices are 32-bit)");
   p.a_rows_fastest = !p.row_axes.empty() && innermost_uses(p.a, p.row_axes.back().var);
   p.b_columns_fastest = !p.column_axes.empty() && innermost_uses(p.b, p.column_axes.back().var);
+  // The leaves and the 32-bit proof. The writer decodes a thread's row (column) and depth from
+  // m0 + row < M + BM and kt · BK + depth < K + BK: the outermost row (column) and reduced axis may
+  // exceed its extent by up to one tile (128 rows, 64 of depth), the others stay in range.
+  RangeFacts facts;
+  if (dims) facts.dims = *dims;
+  auto add_range = [&](const std::vector<Axis>& axes, int64_t widen) {
+    for (size_t i = 0; i < axes.size(); ++i) facts.vars[axes[i].var] = Interval{0, axes[i].extent - 1 + (i == 0 ? widen : 0)};
+  };
+  add_range(p.row_axes, 128);
+  add_range(p.column_axes, 128);
+  add_range(p.reduce_axes, 64);
+  for (auto& axis : p.batch_axes) facts.vars[axis.var] = Interval{0, axis.extent - 1};
+  if (auto leaves = gather_leaves(p.a)) {
+    p.a_leaves = *leaves;
+    p.a_index32 = leaves_fit_int32(p.a_leaves, facts, globals);
+  }
+  if (auto leaves = gather_leaves(p.b)) {
+    p.b_leaves = *leaves;
+    p.b_index32 = leaves_fit_int32(p.b_leaves, facts, globals);
+  }
+  p.b_rows_contiguous = [&] {
+    if (p.b_leaves.size() != 1 || !p.b_leaves[0].guards.empty() || !p.b_leaves[0].casts.empty() || p.k % 8 != 0 || p.n * p.k >= kInt32Limit)
+      return false;
+    auto load = p.b_leaves[0].load.as<LoadNode>();
+    const GlobalTensor* g = global(load->tensor);
+    if (!g || g->dtype != (c.type == MmaType::bf16 ? DType::bf16 : DType::f16)) return false;
+    std::vector<Axis> axes = p.column_axes;
+    axes.insert(axes.end(), p.reduce_axes.begin(), p.reduce_axes.end());
+    if (load->index.size() != axes.size() || g->shape.size() != axes.size()) return false;
+    for (size_t d = 0; d < axes.size(); ++d) {
+      auto v = load->index[d].as<VarNode>();
+      if (!v || v->name != axes[d].var || g->shape[d] != axes[d].extent) return false;
+    }
+    return true;
+  }();
   return GatheredGemmFit{std::move(p), ""};
 }
 

@@ -25,6 +25,7 @@
 // destination's index are any expressions of the domain's axes (and the epilogue of `value`).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,18 @@
 #include "kernel/kernel_ir.h"
 
 namespace solder {
+
+// One leaf of an operand the writer gathers in two phases (issue the loads of a K step into registers
+// before the mma of the previous one, store them to shared memory after it): the operand is a tree of
+// zero-filled selects over loads of globals, each maybe under casts (conv_chain's select(inside,
+// x[..], 0), nerf_mlp's cat: select(c, x[..], h4[..])). Exactly one leaf, or none, is taken at every
+// point (its guards: the select conditions along its path, each with the side it takes), so the
+// operand's value is the taken leaf's load, cast outermost-last, or 0 where none is.
+struct GatherLeaf {
+  Expr load;                                         // a LoadNode of a global, its index free of loads
+  std::vector<std::pair<Expr, bool>> guards;         // (condition, holds) along the path
+  std::vector<DType> casts;                          // outermost first
+};
 
 struct GatheredGemmProblem {
   Expr a, b;                                       // A(b, m, k), B(b, n, k): the one product term
@@ -42,7 +55,25 @@ struct GatheredGemmProblem {
   // when the innermost index of its first load uses the innermost row (column) axis — NCHW's pixel
   // column, contiguous in memory — otherwise its depth (K).
   bool a_rows_fastest = false, b_columns_fastest = false;
+  // The operand's leaves (GatherLeaf), or empty when it is another expression (the writer evaluates it
+  // element by element as written, one load round trip at a time).
+  std::vector<GatherLeaf> a_leaves, b_leaves;
+  // Whether every integer the operand's gather computes (each index and condition sub-expression,
+  // each load's row-major offset) provably stays within ±2^31 over the axes' ranges, the outermost
+  // row / reduced axis widened by one tile for the ragged edge (interval analysis, ir/interval.h): the
+  // writer then computes indices as 32-bit int; otherwise as the printer's 64-bit long long.
+  bool a_index32 = false, b_index32 = false;
+  // Whether B is one plain load of a T tensor whose index is exactly the column axes then the reduced
+  // axes, in order, with the tensor's shape their extents (a weight w[o, ci, kr, kc] read as
+  // B(n, k) = w's row n, element k), K a multiple of 8 and N·K < 2^31: each row of a K step is then
+  // whole 16-byte chunks in memory, and the writer copies them with cp.async (no registers, no
+  // index decode).
+  bool b_rows_contiguous = false;
 };
+
+// The operand's GatherLeafs, or nullopt when it is not a tree of selects over (cast) loads of globals
+// with load-free indices and conditions, and zeros.
+std::optional<std::vector<GatherLeaf>> gather_leaves(const Expr& operand);
 
 struct GatheredGemmFit {
   std::optional<GatheredGemmProblem> problem;
@@ -52,6 +83,9 @@ struct GatheredGemmFit {
 // SOLDER_GATHERED_GEMM=0 turns the gathered GEMM off (every whole contraction it would take stays in
 // the fused kernels, as before it existed): refused with the reason "off by SOLDER_GATHERED_GEMM=0".
 // Any other value, or none, leaves it on.
-GatheredGemmFit fit_gathered_gemm(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
+// `dims` (the program's dim values) bound the operands' DimRefs for the 32-bit proof; without them an
+// operand that uses one keeps 64-bit indices.
+GatheredGemmFit fit_gathered_gemm(const ContractNode& contract, const std::vector<GlobalTensor>& globals,
+                                  const std::map<std::string, int64_t>* dims = nullptr);
 
 }  // namespace solder

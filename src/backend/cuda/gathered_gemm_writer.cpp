@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
@@ -35,6 +36,16 @@ std::optional<std::array<int, 4>> tile_override() {
     throw Refusal(std::string("SOLDER_GATHERED_TILE: expected BM,BN,BK,THREADS with BM 32, 64 or 128, BN 32 or 64, BK 32 or 64 "
                               "(not 64 with BM 128), THREADS 128 or 256; found '") + text + "'");
   return v;
+}
+
+// SOLDER_GATHERED_SPLIT=S (tuning): the split-K cluster size, 1, 2, 4 or 8; nothing when unset.
+std::optional<int> split_override() {
+  const char* text = std::getenv("SOLDER_GATHERED_SPLIT");
+  if (!text || !*text) return std::nullopt;
+  const std::string s = text;
+  if (s != "1" && s != "2" && s != "4" && s != "8")
+    throw Refusal("SOLDER_GATHERED_SPLIT: expected the split-K cluster size 1, 2, 4 or 8; found '" + s + "'");
+  return std::stoi(s);
 }
 
 // The largest tile whose grid still gives every SM a block; the smallest when none does.
@@ -71,17 +82,28 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   };
   if (kernel.body.size() != 1 || !kernel.body[0].as<ContractNode>()) return refuse("its body is not one whole contract");
   const ContractNode& c = *kernel.body[0].as<ContractNode>();
-  GatheredGemmFit fit = fit_gathered_gemm(c, program.globals);
+  GatheredGemmFit fit = fit_gathered_gemm(c, program.globals, &program.dims);
   if (!fit.problem) return refuse(fit.refusal);
   const GatheredGemmProblem& p = *fit.problem;
   const TileChoice tile = choose_tile(p);
   // K in steps of 64 where K is long and the tile small (fewer barriers and load round trips per
   // block; 16 KB of buffers at 64 x 64), else 32.
   int bm = tile.bm, bn = tile.bn, bk = p.k >= 256 && bm <= 64 ? 64 : 32;
-  // 8 warps where the grid leaves SMs without a block (a deep convolution at batch 1: few tiles,
-  // long K): each thread gathers half as much per step, and the warps split the k-steps.
-  int threads = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch < kSmCount ? 256 : 128;
-  if (auto o = tile_override()) bm = (*o)[0], bn = (*o)[1], bk = (*o)[2], threads = (*o)[3];
+  if (auto o = tile_override()) bm = o->at(0), bn = o->at(1), bk = o->at(2);
+  // Split-K across a thread-block cluster where the grid leaves SMs without a block and K is deep (a
+  // deep convolution at batch 1: C7's 56 tiles of 36 K steps): S blocks of one cluster take S
+  // consecutive ranges of the K steps, and after the loop each reduces 1/S of the tile's C from the
+  // S blocks' shared memory (distributed shared memory) and runs the epilogue on it; no workspace.
+  int split = 1;
+  {
+    const int64_t tiles = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch, steps = (p.k + bk - 1) / bk;
+    while (split < 8 && tiles * split < kSmCount && steps >= 4 * split) split *= 2;
+    if (auto o = split_override()) split = *o;
+  }
+  // 8 warps where the grid still leaves SMs without a block: each thread gathers half as much per
+  // step, and the warps split the k-steps.
+  int threads = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch * split < kSmCount ? 256 : 128;
+  if (auto o = tile_override()) threads = o->at(3);
   const int kThreads = threads, kWarps = threads / 32;
   const int64_t m_tiles = (p.m + bm - 1) / bm, n_tiles = (p.n + bn - 1) / bn, k_tiles = (p.k + bk - 1) / bk;
   const int c_stride = bn + 4;  // floats per row of the epilogue's C tile
@@ -133,52 +155,209 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   out << "  constexpr int M_ = " << p.m << ", N_ = " << p.n << ", K_ = " << p.k << ";\n";
   out << "  " << T << "* const a_s_ = reinterpret_cast<" << T << "*>(smem);  // two buffers of A [BM_][BK_], Swizzle<BK_>\n";
   out << "  " << T << "* const b_s_ = a_s_ + 2 * BM_ * BK_;  // two buffers of B [BN_][BK_] (k-major), Swizzle<BK_>\n";
-  out << "  int block_ = blockIdx.x;\n";
+  out << "  int block_ = blockIdx.x" << (split > 1 ? " / " + std::to_string(split) : std::string("")) << ";\n";
+  if (split > 1) {
+    // The cluster's blocks are consecutive in x: rank = blockIdx.x % S takes K steps [kt0_, kt1_).
+    const int64_t per = (k_tiles + split - 1) / split;
+    out << "  const int rank_ = blockIdx.x % " << split << ";  // split-K: this block's rank in its cluster of " << split << "\n";
+    out << "  const int kt0_ = rank_ * " << per << ", kt1_ = kt0_ + " << per << " < KT_ ? kt0_ + " << per << " : KT_;\n";
+  } else {
+    out << "  constexpr int kt0_ = 0, kt1_ = KT_;\n";
+  }
   // Column tiles fastest: the blocks that share a row tile of A (the gathered, large operand) run
   // together and read it from L2 once; B (the weights) is small and stays in L2.
   out << "  const int n0_ = (block_ % " << n_tiles << ") * BN_; block_ /= " << n_tiles << ";\n";
   out << "  const int m0_ = (block_ % " << m_tiles << ") * BM_; block_ /= " << m_tiles << ";\n";
   unflatten(out, "  ", p.batch_axes, "block_", "batch_rest_");
-  // One operand's gather for tile step kt_ into buffer s_: each element evaluated and stored as T
-  // (exact: the operand is exact in T). Loads of several elements are in flight together (the loop
-  // is unrolled by 4; the stores go to shared memory, which the loads cannot alias).
-  auto gather = [&](const char* base, const Expr& value, int rows, bool rows_fastest, const std::vector<Axis>& side, const char* origin,
-                    const char* bound) {
-    const int per_thread = rows * bk / kThreads;
-    // Four elements in flight per thread and operand: the loops fully unrolled kept every element's
-    // 64-bit index arithmetic live at once (255 registers and spills at 32 x 32 x 64).
-    out << "    #pragma unroll 4\n";
-    out << "    for (int i_ = 0; i_ < " << per_thread << "; ++i_) {\n";
-    out << "      const int e_ = threadIdx.x + i_ * " << kThreads << ";\n";
-    if (rows_fastest)
-      out << "      const int row_ = e_ % " << rows << ", depth_ = e_ / " << rows << ";\n";
-    else
-      out << "      const int row_ = e_ / BK_, depth_ = e_ % BK_;\n";
-    out << "      const int side_ = " << origin << " + row_, k_ = kt_ * BK_ + depth_;\n";
-    out << "      float v_ = 0.0f;\n";
-    out << "      if (side_ < " << bound << " && k_ < K_) {\n";
-    unflatten(out, "        ", side, "side_", "side_rest_");
-    unflatten(out, "        ", p.reduce_axes, "k_", "k_rest_");
-    out << "        v_ = " << printer.print_float(value) << ";\n";
-    out << "      }\n";
-    out << "      " << base << "[solder::tile::Swizzle<BK_>::offset(row_, depth_)] = " << T << "(v_);  // exact in T\n";
-    out << "    }\n";
+  // The operands' gathers, in two phases per K step (the software pipeline): issue_(kt) computes each
+  // of the thread's elements' index and guard and starts its load into a register (predicated: no
+  // branch, no store between the loads, so all of a thread's loads are in flight together); the mma of
+  // the previous step runs; commit_(s) then converts the registers and stores them into shared buffer
+  // s. A thread's row (rows-fastest) or depth (depth-fastest) is the same in every step when the
+  // block's threads are a multiple of the tile's rows (depth): its decode is hoisted out of the K loop
+  // (rows) or out of the element loop (depth, once per step). Indices are 32-bit int where the fit
+  // proved they fit (GatheredGemmProblem::a_index32), else long long.
+  struct Operand {
+    std::string tag;  // "a" or "b"
+    const Expr* value;
+    int rows;
+    bool rows_fastest;
+    const std::vector<Axis>* side;
+    std::string origin, bound, buffer;
+    const std::vector<GatherLeaf>* leaves;
+    bool index32;
   };
-  out << "  auto gather_ = [&](int kt_, int s_) {\n";
-  out << "    // A(m, k) = " << print_expr(p.a) << "\n";
-  gather("(a_s_ + s_ * BM_ * BK_)", p.a, bm, p.a_rows_fastest, p.row_axes, "m0_", "M_");
-  out << "    // B(n, k) = " << print_expr(p.b) << "\n";
-  gather("(b_s_ + s_ * BN_ * BK_)", p.b, bn, p.b_columns_fastest, p.column_axes, "n0_", "N_");
-  out << "  };\n";
+  const Operand operands[2] = {
+      {"a", &p.a, bm, p.a_rows_fastest, &p.row_axes, "m0_", "M_", "a_s_", &p.a_leaves, p.a_index32},
+      {"b", &p.b, bn, p.b_columns_fastest, &p.column_axes, "n0_", "N_", "b_s_", &p.b_leaves, p.b_index32}};
+  static const std::regex long_literal("\\b([0-9]+)LL\\b");
+  for (const Operand& o : operands) {
+    const int per_thread = o.rows * bk / kThreads;
+    const bool rows_fixed = o.rows_fastest && kThreads % o.rows == 0;
+    const bool depth_fixed = !o.rows_fastest && kThreads % bk == 0;
+    const std::string int_t = o.index32 ? "int" : "long long";
+    // 32-bit text: literals without LL, constant floor divisions folded (the printer's solder::floordiv
+    // is long long and would widen the arithmetic around it).
+    auto ix = [&](const std::string& text) {
+      if (!o.index32) return text;
+      std::string t = std::regex_replace(text, long_literal, "$1");
+      static const std::regex constant_div("solder::floor(div|mod)\\((-?[0-9]+), (-?[0-9]+)\\)");
+      std::string folded;
+      auto begin = std::sregex_iterator(t.begin(), t.end(), constant_div);
+      size_t last = 0;
+      for (auto it = begin; it != std::sregex_iterator(); ++it) {
+        const long long a = std::stoll((*it)[2]), b = std::stoll((*it)[3]);
+        if (b == 0) continue;
+        long long q = a / b;
+        if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+        const long long value = (*it)[1] == "div" ? q : a - b * q;
+        folded += t.substr(last, it->position() - last) + "(" + std::to_string(value) + ")";
+        last = it->position() + it->length();
+      }
+      return folded + t.substr(last);
+    };
+    auto decode = [&](const std::string& pad, const std::vector<Axis>& axes, const std::string& flat, const std::string& rest) {
+      if (axes.empty()) return;
+      out << pad << "int " << rest << " = " << flat << ";\n";
+      for (size_t i = axes.size(); i-- > 0;) {
+        const std::string v = cuda_identifier(axes[i].var);
+        if (i == 0)
+          out << pad << "const " << int_t << " " << v << " = " << rest << "; (void)" << v << ";\n";
+        else
+          out << pad << "const " << int_t << " " << v << " = " << rest << " % " << axes[i].extent << "; " << rest << " /= " << axes[i].extent
+              << "; (void)" << v << ";\n";
+      }
+    };
+    const std::string tag = o.tag;
+    if (tag == "b" && p.b_rows_contiguous) {
+      // B's rows are whole 16-byte chunks of one tensor (GatheredGemmProblem::b_rows_contiguous):
+      // cp.async straight into the buffer (zero-filled past N and K), waited for before the barrier.
+      const GlobalTensor* g = find_global(p.b_leaves[0].load.as<LoadNode>()->tensor);
+      const std::string pointer = arrays.at(g->name).pointer;
+      out << "  // B(n, k) = " << print_expr(*o.value) << ": rows of K contiguous in " << g->name << ", copied 16 bytes at a time (cp.async)\n";
+      out << "  auto b_issue_ = [&](int kt_, int s_) {\n";
+      out << "    " << T << "* const buffer_ = b_s_ + s_ * BN_ * BK_;\n";
+      const int chunks = bn * bk / 8, per = (chunks + kThreads - 1) / kThreads;
+      out << "    #pragma unroll\n";
+      out << "    for (int j_ = 0; j_ < " << per << "; ++j_) {\n";
+      out << "      const int c_ = threadIdx.x + j_ * " << kThreads << ";\n";
+      if (chunks % kThreads != 0) out << "      if (c_ >= " << chunks << ") break;\n";
+      out << "      const int row_ = c_ / (BK_ / 8), depth_ = (c_ % (BK_ / 8)) * 8;\n";
+      out << "      const int n_ = n0_ + row_, k_ = kt_ * BK_ + depth_;\n";
+      out << "      const bool ok_ = n_ < N_ && k_ < K_;\n";
+      out << "      solder::tile::cp_async_16(buffer_ + solder::tile::Swizzle<BK_>::offset(row_, depth_), " << pointer
+          << " + (ok_ ? n_ * K_ + k_ : 0), ok_);\n";
+      out << "    }\n";
+      out << "    solder::tile::cp_async_commit();\n";
+      out << "  };\n";
+      out << "  auto b_commit_ = [&](int) { solder::tile::cp_async_wait<0>(); };\n";
+      continue;
+    }
+    out << "  // " << (tag == "a" ? "A(m, k) = " : "B(n, k) = ") << print_expr(*o.value) << ": " << per_thread << " elements per thread, "
+        << (o.leaves->empty() ? "evaluated as written" : std::to_string(o.leaves->size()) + " load(s) in flight each") << ", "
+        << (o.index32 ? "32-bit" : "64-bit") << " indices\n";
+    if (rows_fixed) {
+      out << "  const int " << tag << "_row_ = threadIdx.x % " << o.rows << ";\n";
+      out << "  const bool " << tag << "_side_ok_ = " << o.origin << " + " << tag << "_row_ < " << o.bound << ";\n";
+      decode("  ", *o.side, o.origin + " + " + tag + "_row_", tag + "_side_rest_");
+    }
+    // The element's row_ and depth_ in the tile.
+    auto element_position = [&](const std::string& pad) {
+      if (rows_fixed)
+        out << pad << "const int row_ = " << tag << "_row_, depth_ = threadIdx.x / " << o.rows << " + i_ * " << kThreads / o.rows << ";\n";
+      else if (depth_fixed)
+        out << pad << "const int row_ = threadIdx.x / BK_ + i_ * " << kThreads / bk << ", depth_ = threadIdx.x % BK_;\n";
+      else if (o.rows_fastest)
+        out << pad << "const int e_ = threadIdx.x + i_ * " << kThreads << ", row_ = e_ % " << o.rows << ", depth_ = e_ / " << o.rows << ";\n";
+      else
+        out << pad << "const int e_ = threadIdx.x + i_ * " << kThreads << ", row_ = e_ / BK_, depth_ = e_ % BK_;\n";
+    };
+    // Registers: one per element and leaf (the raw element), or the evaluated value.
+    std::vector<std::string> raw_types;
+    if (o.leaves->empty()) {
+      out << "  float " << tag << "_value_[" << per_thread << "];\n";
+    } else {
+      for (size_t j = 0; j < o.leaves->size(); ++j) {
+        const GlobalTensor* g = find_global((*o.leaves)[j].load.as<LoadNode>()->tensor);
+        raw_types.push_back(std::string(cuda_element_type(g->dtype)));
+        out << "  " << raw_types.back() << " " << tag << "_raw" << j << "_[" << per_thread << "];\n";
+      }
+    }
+    out << "  auto " << tag << "_issue_ = [&](int kt_, int) {\n";
+    if (depth_fixed) {
+      out << "    const int k_ = kt_ * BK_ + threadIdx.x % BK_;\n";
+      out << "    const bool k_ok_ = k_ < K_;\n";
+      decode("    ", p.reduce_axes, "k_", "k_rest_");
+    }
+    out << "    #pragma unroll\n";
+    out << "    for (int i_ = 0; i_ < " << per_thread << "; ++i_) {\n";
+    element_position("      ");
+    if (!rows_fixed) {
+      out << "      const bool side_ok_ = " << o.origin << " + row_ < " << o.bound << ";\n";
+      decode("      ", *o.side, o.origin + " + row_", "side_rest_");
+    }
+    if (!depth_fixed) {
+      out << "      const int k_ = kt_ * BK_ + depth_;\n";
+      out << "      const bool k_ok_ = k_ < K_;\n";
+      decode("      ", p.reduce_axes, "k_", "k_rest_");
+    }
+    out << "      const bool ok_ = " << (rows_fixed ? tag + "_side_ok_" : std::string("side_ok_")) << " && k_ok_;\n";
+    if (o.leaves->empty()) {
+      out << "      float v_ = 0.0f;\n";
+      out << "      if (ok_) v_ = " << printer.print_float(*o.value) << ";\n";
+      out << "      " << tag << "_value_[i_] = v_;\n";
+    } else {
+      for (size_t j = 0; j < o.leaves->size(); ++j) {
+        const GatherLeaf& leaf = (*o.leaves)[j];
+        auto load = leaf.load.as<LoadNode>();
+        std::string guard = "ok_";
+        for (auto& [cond, holds] : leaf.guards) guard += std::string(" && ") + (holds ? "" : "!") + ix(printer.print_bool(cond));
+        std::vector<std::string> index;
+        for (auto& i : load->index) index.push_back(printer.print_int(i));
+        const CudaArray& array = arrays.at(load->tensor);
+        const std::string raw = tag + "_raw" + std::to_string(j) + "_[i_]";
+        out << "      " << raw << " = " << raw_types[j] << "(0.0f);\n";
+        out << "      if (" << guard << ") " << raw << " = " << array.pointer << "[" << ix(printer.offset(array, index)) << "];\n";
+      }
+    }
+    out << "    }\n";
+    out << "  };\n";
+    out << "  auto " << tag << "_commit_ = [&](int s_) {\n";
+    out << "    " << T << "* const buffer_ = " << o.buffer << " + s_ * " << o.rows << " * BK_;\n";
+    out << "    #pragma unroll\n";
+    out << "    for (int i_ = 0; i_ < " << per_thread << "; ++i_) {\n";
+    element_position("      ");
+    std::string value;
+    const std::string T_raw = c.type == MmaType::bf16 ? "__nv_bfloat16" : "__half";
+    if (o.leaves->empty()) {
+      value = T + "(" + tag + "_value_[i_])";
+    } else if (o.leaves->size() == 1 && (*o.leaves)[0].casts.empty() && raw_types[0] == T_raw) {
+      value = tag + "_raw0_[i_]";  // already T
+    } else {
+      std::string sum;
+      for (size_t j = 0; j < o.leaves->size(); ++j) {
+        std::string v = "solder::to_float(" + tag + "_raw" + std::to_string(j) + "_[i_])";
+        const auto& casts = (*o.leaves)[j].casts;
+        for (size_t k = casts.size(); k-- > 0;) v = round_function(casts[k]) + "(" + v + ")";
+        sum += (j ? " + " : "") + v;  // at most one leaf is taken; the others hold 0
+      }
+      value = T + "(" + sum + ")";
+    }
+    out << "      buffer_[solder::tile::Swizzle<BK_>::offset(row_, depth_)] = " << value << ";  // exact in T\n";
+    out << "    }\n";
+    out << "  };\n";
+  }
   out << "  solder::tile::BlockGemm<" << T << ", BM_, BN_, BK_, " << kWarps << "> gemm_;\n";
-  out << "  gather_(0, 0);\n";
+  out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    b_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
   out << "  __syncthreads();\n";
-  out << "  for (int kt_ = 0; kt_ < KT_; ++kt_) {\n";
-  out << "    const int s_ = kt_ & 1;\n";
-  out << "    // the next step into the other buffer (every thread finished reading it before the last barrier)\n";
-  out << "    if (kt_ + 1 < KT_) gather_(kt_ + 1, s_ ^ 1);\n";
+  out << "  for (int kt_ = kt0_; kt_ < kt1_; ++kt_) {\n";
+  out << "    const int s_ = (kt_ - kt0_) & 1;\n";
+  out << "    // the next step's loads in flight during this step's mma; stored into the other buffer after it\n";
+  out << "    // (every thread finished reading that buffer before the last barrier)\n";
+  out << "    if (kt_ + 1 < kt1_) {\n      a_issue_(kt_ + 1, s_ ^ 1);\n      b_issue_(kt_ + 1, s_ ^ 1);\n    }\n";
   out << "    gemm_.accumulate(solder::tile::SwizzledA<" << T << ", BM_, BK_>{a_s_ + s_ * BM_ * BK_}, solder::tile::SwizzledB<" << T
       << ", BK_, BN_, true>{b_s_ + s_ * BN_ * BK_});\n";
+  out << "    if (kt_ + 1 < kt1_) {\n      a_commit_(s_ ^ 1);\n      b_commit_(s_ ^ 1);\n    }\n";
   out << "    __syncthreads();\n";
   out << "  }\n";
   out << "  float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][" << c_stride << "] over the operand buffers\n";
@@ -193,9 +372,17 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
       << (c.bias ? " + " + print_expr(c.bias) : std::string(""));
   if (c.epilogue) out << ", then " << print_expr(c.epilogue) << " with " << c.value << "[0] that value";
   out << ", rounded to " << dtype_name(dst_global->dtype) << " by the store\n";
-  out << "  #pragma unroll 4\n";
-  out << "  for (int i_ = 0; i_ < " << bm * bn / kThreads << "; ++i_) {\n";
-  out << "    const int e_ = threadIdx.x + i_ * " << kThreads << ";\n";
+  if (split > 1) {
+    out << "  // split-K: the cluster's partial C tiles are all in shared memory; rank_ sums its " << bm * bn / split
+        << " elements over the " << split << " blocks\n";
+    out << "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n";
+    out << "  for (int e_ = rank_ * " << bm * bn / split << " + threadIdx.x; e_ < (rank_ + 1) * " << bm * bn / split << "; e_ += "
+        << kThreads << ") {\n";
+  } else {
+    out << "  #pragma unroll 4\n";
+    out << "  for (int i_ = 0; i_ < " << bm * bn / kThreads << "; ++i_) {\n";
+    out << "    const int e_ = threadIdx.x + i_ * " << kThreads << ";\n";
+  }
   if (c_rows_fastest)
     out << "    const int row_ = e_ % BM_, col_ = e_ / BM_;\n";
   else
@@ -204,19 +391,37 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   out << "    if (m_ >= M_ || n_ >= N_) continue;\n";
   unflatten(out, "    ", p.row_axes, "m_", "m_rest_");
   unflatten(out, "    ", p.column_axes, "n_", "n_rest_");
-  out << "    float value_ = c_s_[row_ * " << c_stride << " + col_];\n";
+  if (split > 1) {
+    out << "    const unsigned local_ = static_cast<unsigned>(__cvta_generic_to_shared(c_s_ + row_ * " << c_stride << " + col_));\n";
+    out << "    float value_ = 0.0f;\n";
+    out << "    #pragma unroll\n";
+    out << "    for (unsigned q_ = 0; q_ < " << split << "; ++q_) {\n";
+    out << "      unsigned remote_;\n";
+    out << "      float part_;\n";
+    out << "      asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote_) : \"r\"(local_), \"r\"(q_));\n";
+    out << "      asm volatile(\"ld.shared::cluster.f32 %0, [%1];\" : \"=f\"(part_) : \"r\"(remote_) : \"memory\");\n";
+    out << "      value_ += part_;\n";
+    out << "    }\n";
+  } else {
+    out << "    float value_ = c_s_[row_ * " << c_stride << " + col_];\n";
+  }
   if (c.scale) out << "    value_ = value_ * (" << printer.print_float(c.scale) << ");\n";
   if (c.bias) out << "    value_ = value_ + (" << printer.print_float(c.bias) << ");\n";
   if (c.epilogue) out << "    value_ = " << printer.print_float(c.epilogue) << ";\n";
   out << "    solder::store(&" << dst.pointer << "[" << printer.offset(dst, index) << "], value_);\n";
   out << "  }\n";
+  if (split > 1) {
+    out << "  // no block leaves while another may still read its shared memory\n";
+    out << "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n";
+  }
   out << "}\n";
 
   GatheredGemmKernel result;
   result.source = out.str();
   result.info.name = name;
   result.info.threads = kThreads;
-  result.info.blocks = m_tiles * n_tiles * p.batch;
+  result.info.blocks = m_tiles * n_tiles * p.batch * split;
+  result.info.cluster = split;
   result.info.shared_bytes = std::max(operand_bytes, c_bytes);
   result.bm = bm;
   result.bn = bn;

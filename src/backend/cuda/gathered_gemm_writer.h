@@ -3,17 +3,21 @@
 // zero-fill), concatenations along K, operands whose rows are not TMA-aligned — whole contractions
 // the sm_90a GEMM skeleton does not stage.
 //
-// The kernel: 128 threads (4 warps; 8 when the grid has fewer blocks than SMs), one BM × BN output
-// tile per block (BM, BN from {128 × 64, 64 × 64, 64 × 32, 32 × 32}: the largest that still gives
-// every SM a block; the column tiles of a row tile run together, so A is read from L2 once), K in steps of
-// BK = 64 (K ≥ 256 and BM ≤ 64) or 32. Per step each thread gathers its share of the next step's A
-// and B tiles — every element evaluated from the operand's expression at its flattened (m, k) or
-// (n, k), 0 outside M, N and K, and stored as T (exact: the operands are exact in T) into the other
-// of two swizzled shared-memory buffers — then the tensor cores (block_gemm.cuh: mma.sync m16n8k16,
-// accumulators in registers across K) run the current step; one barrier per step, and the other
-// blocks on the SM overlap one block's loads with their mma. The epilogue goes through
-// shared memory as float: scale, bias and the absorbed consumer (as the skeleton's epilogue), rounded
-// to the destination's dtype by the store; threads run along the destination's contiguous axis.
+// The kernel: 128 threads (256 when the grid has fewer blocks than SMs), one BM × BN output tile per
+// block (BM, BN from {128 × 64, 64 × 64, 64 × 32, 32 × 32}: the largest that still gives every SM a
+// block; the column tiles of a row tile run together, so A is read from L2 once), K in steps of BK = 64
+// (K ≥ 256 and BM ≤ 64) or 32, two swizzled shared-memory buffers. Per step, in two phases: issue_(kt+1)
+// starts the next step's loads into registers — each element of an operand that is a tree of
+// zero-filled selects over loads (GatheredGemmProblem's leaves) as a predicated load, indices 32-bit
+// where the fit proved them, the thread's row decode hoisted out of the K loop; B rows that are whole
+// 16-byte chunks of one tensor go by cp.async straight into the buffer — then the tensor cores
+// (block_gemm.cuh: mma.sync m16n8k16, accumulators in registers) run the current step, then commit_
+// stores the registers as T (exact: the operands are exact in T) into the other buffer; one barrier per
+// step. Another operand is evaluated element by element as written. Where the grid leaves SMs idle and
+// K is deep, S blocks of a thread-block cluster split the K steps (split-K) and each sums 1/S of the C
+// tile over the cluster's shared memory before the epilogue. The epilogue goes through shared memory as
+// float: scale, bias and the absorbed consumer (as the skeleton's epilogue), rounded to the
+// destination's dtype by the store; threads run along the destination's contiguous axis.
 #pragma once
 
 #include <optional>
@@ -27,7 +31,8 @@ namespace solder {
 struct GatheredGemmKernel {
   std::string source;
   GeneratedKernel info;
-  int bm = 0, bn = 0, bk = 0;  // SOLDER_GATHERED_TILE=BM,BN,BK,THREADS overrides the choice (tuning)
+  int bm = 0, bn = 0, bk = 0;  // SOLDER_GATHERED_TILE=BM,BN,BK,THREADS overrides the choice (tuning);
+                               // SOLDER_GATHERED_SPLIT=S the split-K cluster size (info.cluster)
 };
 
 // The gathered-GEMM kernel for `kernel`, or nothing (with `why`) when its body is not one whole

@@ -77,6 +77,58 @@ TEST(GatheredGemmWriter, GpuPlansVerifyOnTheExecutor) {
   }
 }
 
+// The two-phase gather: every operand of conv_chain and nerf_mlp is a tree of selects over loads, so
+// each K step's loads are issued (predicated, no branch) before the previous step's mma and stored
+// after it; 32-bit indices (proved). nerf_mlp's concatenations are two loads under complementary
+// guards.
+TEST(GatheredGemmWriter, OperandsAreIssuedBeforeTheMmaAndCommittedAfter) {
+  GeneratedModule conv = example_for_gpu("conv_chain");
+  EXPECT_EQ(conv.source.find("evaluated as written"), std::string::npos) << conv.source;
+  EXPECT_EQ(conv.source.find("64-bit indices"), std::string::npos) << conv.source;
+  const size_t issue = conv.source.find("a_issue_(kt_ + 1, s_ ^ 1)"), mma = conv.source.find("gemm_.accumulate", issue),
+               commit = conv.source.find("a_commit_(s_ ^ 1)", mma);
+  ASSERT_NE(issue, std::string::npos);
+  ASSERT_NE(mma, std::string::npos);
+  ASSERT_NE(commit, std::string::npos);
+  // The pixel decode is hoisted: once per thread, before the K loop (a_row_ is the thread's row).
+  EXPECT_NE(conv.source.find("const int a_row_ = threadIdx.x % 32;"), std::string::npos) << conv.source;
+  GeneratedModule nerf = example_for_gpu("nerf_mlp");
+  EXPECT_NE(nerf.source.find("2 load(s) in flight each"), std::string::npos);
+  EXPECT_EQ(nerf.source.find("evaluated as written"), std::string::npos);
+}
+
+// Split-K across a cluster where the grid leaves SMs idle and K is deep: C7's first convolution (56
+// tiles of 36 K steps) runs as clusters of 4 (224 blocks of 9 steps), C5's (196 tiles) does not.
+// SOLDER_GATHERED_SPLIT overrides the size and is checked.
+TEST(GatheredGemmWriter, DeepFewTileCellsSplitKAcrossACluster) {
+  GeneratedModule c7 = example_for_gpu("conv_chain", {{"IC", 256}, {"HH", 14}, {"WW", 14}, {"OC1", 256}, {"OC2", 1024}});
+  ASSERT_EQ(c7.kernels.size(), 2u);
+  EXPECT_EQ(c7.kernels[0].cluster, 4) << c7.source;
+  EXPECT_EQ(c7.kernels[0].blocks, 224);
+  EXPECT_NE(c7.source.find("barrier.cluster.arrive.release.aligned"), std::string::npos);
+  EXPECT_NE(c7.source.find("mapa.shared::cluster.u32"), std::string::npos);
+  GeneratedModule c5 = example_for_gpu("conv_chain");
+  for (auto& k : c5.kernels) EXPECT_EQ(k.cluster, 1);
+  setenv("SOLDER_GATHERED_SPLIT", "8", 1);
+  GeneratedModule forced = example_for_gpu("conv_chain");
+  EXPECT_EQ(forced.kernels[0].cluster, 8);
+  EXPECT_EQ(forced.kernels[0].blocks, 196 * 8);
+  setenv("SOLDER_GATHERED_SPLIT", "3", 1);
+  EXPECT_THROW(example_for_gpu("conv_chain"), Refusal);
+  unsetenv("SOLDER_GATHERED_SPLIT");
+}
+
+TEST(GatheredGemmWriter, SplitKModuleCompilesWithNvrtc) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  GeneratedModule m = example_for_gpu("conv_chain", {{"IC", 256}, {"HH", 14}, {"WW", 14}, {"OC1", 256}, {"OC2", 1024}});
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "conv_chain_c7.cu", flags);
+  EXPECT_FALSE(compiled.cubins.front().empty());
+}
+
 TEST(GatheredGemmWriter, TileOverrideIsCheckedAndApplied) {
   setenv("SOLDER_GATHERED_TILE", "64,64,32,256", 1);
   GeneratedModule m = example_for_gpu("conv_chain");

@@ -8,8 +8,11 @@
 // M = N·HO·WO rows, N = C_out columns and K = C_in·KH·KW. Seeded; a failure prints the program.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <random>
 
+#include "backend/cuda/gathered_gemm_writer.h"
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "driver/compile.h"
@@ -82,18 +85,39 @@ TEST(ConvImplicitGemmProperty, WholeGatheredContractAgreesWithThePlainReduce) {
     ASSERT_NE(c, nullptr);
     KernelProgram plain = lower_unfused(bound, UnfusedOptions{});
     EXPECT_FALSE(fit_gemm_skeleton(*c, plain.globals).problem.has_value()) << "the skeleton stages no im2col operand";
-    GatheredGemmFit fit = fit_gathered_gemm(*c, plain.globals);
+    GatheredGemmFit fit = fit_gathered_gemm(*c, plain.globals, &plain.dims);
     ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
     EXPECT_EQ(fit.problem->m, int64_t{v.n} * v.ho * v.wo);
     EXPECT_EQ(fit.problem->n, v.o);
     EXPECT_EQ(fit.problem->k, int64_t{v.c} * v.kh * v.kw);
     EXPECT_TRUE(fit.problem->a_rows_fastest);   // x's contiguous axis is the output column's
     EXPECT_FALSE(fit.problem->b_columns_fastest);  // wt's is the reduced kw
+    // The writer's two-phase gather: A is one zero-filled select over x (the padding: four guards,
+    // one leaf), B one load of wt; both index in 32 bits (small extents; the dims bound H and W in the
+    // conditions).
+    ASSERT_EQ(fit.problem->a_leaves.size(), 1u);
+    EXPECT_EQ(fit.problem->a_leaves[0].guards.size(), 1u);  // the select's one condition (a conjunction), taken
+    EXPECT_TRUE(fit.problem->a_leaves[0].guards[0].second);
+    ASSERT_EQ(fit.problem->b_leaves.size(), 1u);
+    EXPECT_TRUE(fit.problem->b_leaves[0].guards.empty());
+    EXPECT_TRUE(fit.problem->a_index32);
+    EXPECT_TRUE(fit.problem->b_index32);
     // The whole contract in place of y's kernel, the rest as the plain lowering has it.
     KernelProgram rewritten = plain;
     for (auto& k : rewritten.kernels)
       if (std::find(k.definitions.begin(), k.definitions.end(), "y") != k.definitions.end()) k = *whole;
     verify_kernel_program(rewritten);
+    // The CUDA writer takes it (the kernel runs on the GPU: tests/gpu, bench/contract_suites_device.sh
+    // runs these programs through the CUDA backend; SOLDER_DUMP_CONV_PROGRAMS=DIR writes them there).
+    std::string writer_why;
+    for (auto& k : rewritten.kernels)
+      if (k.name == whole->name) {
+        auto written = write_gathered_gemm_kernel(rewritten, k, &writer_why);
+        ASSERT_TRUE(written.has_value()) << writer_why;
+        EXPECT_NE(written->source.find("a_issue_"), std::string::npos);
+        EXPECT_NE(written->source.find("32-bit indices"), std::string::npos);
+      }
+    if (const char* dir = std::getenv("SOLDER_DUMP_CONV_PROGRAMS")) std::ofstream(std::string(dir) + "/conv_" + std::to_string(seed) + ".sol") << v.text;
     TensorSet inputs = make_inputs(bound, seed);
     TensorSet reference = run_reference(bound, inputs);
     auto a = testing::verify_kernels(bound, plain, inputs, &reference);
@@ -108,6 +132,23 @@ TEST(ConvImplicitGemmProperty, WholeGatheredContractAgreesWithThePlainReduce) {
       for (size_t e = 0; e < x.size(); ++e) ASSERT_NEAR(x[e], y[e], 1e-2 * (1 + std::abs(x[e]))) << out->name << " element " << e;
     }
   }
+}
+
+// The 32-bit proof refuses where an operand's offset can pass 2^31 (a 2^31-element operand, x's
+// 40 000 × 60 000 rows): that operand keeps 64-bit indices; the small one still gets 32-bit ones.
+TEST(ConvImplicitGemmProperty, IndicesAre32BitOnlyWhereProved) {
+  BoundProgram big = testing::bind_text(
+      "program p\ndim M = 40000, N = 48, K = 60000\nin a[M, K] : bf16\nin b[N, K] : bf16\nout y[m, n] = sum(k) a[m, k] * b[n, k]\n");
+  std::string why;
+  auto kernel = lower_whole_contraction(big, 0, &why, false);
+  ASSERT_TRUE(kernel.has_value()) << why;
+  const ContractNode* c = kernel->body.back().as<ContractNode>();
+  KernelProgram plain = lower_unfused(big, UnfusedOptions{});
+  GatheredGemmFit fit = fit_gathered_gemm(*c, plain.globals);
+  if (!fit.problem) GTEST_SKIP() << "taken by the skeleton's fit: " << fit.refusal;
+  EXPECT_FALSE(fit.problem->a_index32);
+  EXPECT_TRUE(fit.problem->b_index32);
+  ASSERT_EQ(fit.problem->a_leaves.size(), 1u);
 }
 
 // The gathered GEMM refuses what it cannot run exactly: f32 operands (no 16-bit T).

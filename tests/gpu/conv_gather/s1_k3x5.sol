@@ -1,0 +1,11 @@
+# s1_k3x5: conv_chain's shape with a 3x5 kernel, stride 1, zero padding (1, 2), bf16:
+# conv1 M = 66, N = 66, K = 60; ReLU with a bias; conv2 (1x1) M = 66, N = 33, K = 66.
+program conv_s1_k3x5
+dim NB = 1, C = 4, H = 6, W = 11, O1 = 66, O2 = 33, KH = 3, KW = 5, HO = 6, WO = 11
+in x[NB, C, H, W] : bf16
+in w1[O1, C, KH, KW] : bf16 ~ normal(0, 0.1)
+in b1[O1] : bf16 ~ normal(0, 0.5)
+in w2[O2, O1] : bf16 ~ normal(0, 0.1)
+y1[b, o, r : HO, q : WO] = sum(ci, u, v) select(r * 1 + u - 1 >= 0 && r * 1 + u - 1 < H && q * 1 + v - 2 >= 0 && q * 1 + v - 2 < W, x[b, ci, r * 1 + u - 1, q * 1 + v - 2], 0) * w1[o, ci, u, v]
+h[b, o, r, q] : bf16 = max(y1[b, o, r, q] + b1[o], 0)
+out y2[b, o2, r, q] : bf16 = sum(o) h[b, o, r, q] * w2[o2, o]
