@@ -202,16 +202,7 @@ def main():
     if "h" not in written:  # a fused kernel computes h: the gathered y2 reads the reference's
         values["h"] = h_ref
     with tempfile.TemporaryDirectory() as tmp:
-        body = []
-        for name, text in kernels:
-            t = re.sub(r"extern __shared__ __align__\(128\) unsigned char smem\[\];", "unsigned char* smem = shim_smem;", text)
-            t = re.sub(r'asm volatile\("barrier\.cluster[^;]*;[^;]*;" ::: "memory"\);', "shim_cluster_barrier->arrive_and_wait();", t)
-            t = re.sub(r'asm volatile\("mapa[^;]*;" : "=r"\(remote_\) : "r"\(local_\), "r"\(q_\)\);', "remote_ = shim_mapa(local_, q_);", t)
-            t = re.sub(r'asm volatile\("ld\.shared::cluster[^;]*;" : "=f"\(part_\) : "r"\(remote_\) : "memory"\);', "part_ = shim_ld_cluster(remote_);", t)
-            assert "asm" not in t, "unhandled asm in " + name
-            if os.environ.get("EMULATE_CORRUPT"):  # negative control: drop each rank's last K step
-                t = t.replace("kt_ < kt1_; ++kt_", "kt_ < kt1_ - 1; ++kt_")
-            body.append(t)
+        body = host_source(kernels)
         names = [p[2] for p in params]
         main_cpp = ['#include "host_shim.h"', "#include <cstdio>"] + body + ["int main() {"]
         for n in names:
