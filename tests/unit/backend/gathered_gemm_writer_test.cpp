@@ -147,4 +147,17 @@ TEST(GatheredGemmWriter, OffSwitchRestoresTheFusedPlan) {
 }
 
 }  // namespace
+// A short K (at most 64) asks for four blocks per SM: conv_chain's 1×1 convolutions at K = 64 (C1's
+// first, C5's second) take 32 × 32 tiles; a deeper K keeps one block per SM as the bar (C5's first
+// convolution, K = 576: 196 tiles of 32 × 32 already; C1's second, K = 256: 32 × 32 from 196 tiles).
+TEST(GatheredGemmWriter, ShortKTakesSmallTilesForFourBlocksPerSm) {
+  GeneratedModule c1 = example_for_gpu("conv_chain", {{"KS", 1}, {"OC1", 256}, {"OC2", 64}});
+  ASSERT_EQ(c1.kernels.size(), 2u);
+  EXPECT_EQ(c1.kernels[0].blocks, 98 * 8) << c1.source;  // M 3136 / 32, N 256 / 32
+  GeneratedModule c5 = example_for_gpu("conv_chain");
+  ASSERT_EQ(c5.kernels.size(), 2u);
+  EXPECT_EQ(c5.kernels[1].blocks, 98 * 8) << c5.source;  // M 3136 / 32, N 256 / 32
+  EXPECT_EQ(c5.kernels[0].blocks, 196);
+}
+
 }  // namespace solder
