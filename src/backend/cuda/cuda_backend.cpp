@@ -154,12 +154,17 @@ void launch_attention_skeleton(const runtime::Function& function, const Attentio
   struct {  // solder::attention::AttentionShape
     int batch, heads, heads_kv, seq_q, seq_k, q_heads, q_head0, k_heads, k_head0, v_heads, v_head0;
   } shape{g.batch, g.heads, g.heads_kv, g.seq_q, g.seq_k, g.q_heads, g.q_head0, g.k_heads, g.k_head0, g.v_heads, g.v_head0};
-  // A staged bias: the score functor is (bias tile map, bias column map, every global's pointer).
-  std::vector<runtime::TensorMapBytes> score(2 + (pointers.size() * sizeof(runtime::DevicePtr) + 127) / 128);
-  if (g.bias_tile) score[0] = map(*g.bias_tile, "bias tile");
-  if (g.bias_column) score[1] = map(*g.bias_column, "bias column");
-  std::memcpy(&score[2], pointers.data(), pointers.size() * sizeof(runtime::DevicePtr));
-  void* score_arg = g.bias_tile || g.bias_column ? static_cast<void*>(score.data()) : static_cast<void*>(pointers.data());
+  // A staged bias: the score functor is (bias tile map, bias column map, every global's pointer); any
+  // other score functor is the pointers alone, passed as they are.
+  std::vector<runtime::TensorMapBytes> score;
+  void* score_arg = pointers.data();
+  if (g.bias_tile || g.bias_column) {
+    score.resize(2 + (pointers.size() * sizeof(runtime::DevicePtr) + 127) / 128);
+    if (g.bias_tile) score[0] = map(*g.bias_tile, "bias tile");
+    if (g.bias_column) score[1] = map(*g.bias_column, "bias column");
+    std::memcpy(&score[2], pointers.data(), pointers.size() * sizeof(runtime::DevicePtr));
+    score_arg = score.data();
+  }
   void* args[] = {&q, &k, &v, &shape, score_arg, pointers.data(), pointers.data()};
   runtime::launch(function, config, args);
 }
