@@ -3,7 +3,7 @@
 GEMM alone costs in cuBLAS / torch._scaled_mm, and what the quantisation (or RMSNorm) alone costs in
 torch eager and torch.compile (default mode), at the suite's shapes. Compared in the same call with
 Solder's plain skeleton alone (bench/programs/fp8_rowscale_gemm.sol, bf16_rowscale_gemm.sol) and
-Solder's two-kernel plans (bench/prologue_fast_device.sh).
+Solder's two-kernel plans (bench/prologue_fast3_device.sh).
 
     python3 bench/prologue_fast3_peers.py [--cases Q1,Q5,L1,L2] [--out FILE.jsonl]
 
