@@ -12,9 +12,13 @@ copies, median of the replays, µs per call. Inputs random (never zeros). Prints
 """
 import argparse
 import json
-import statistics
+import os
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
+from graph_timing import median_us  # noqa: E402
 
 SHAPES = {  # M, N, K (quant) / T, N, HID (rmsnorm): bench/suites.py
     "Q1": ("quant", 4096, 1536, 2560),
@@ -27,28 +31,7 @@ COPIES = 4
 
 def time_us(fn, inputs, calls=64, replays=12):
     """fn(*inputs[i % COPIES]) captured `calls` times in one graph; median µs per call."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for i in range(3):
-            fn(*inputs[i % len(inputs)])
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(calls):
-            fn(*inputs[i % len(inputs)])
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    return statistics.median(times)
+    return median_us(fn, inputs, calls=calls, replays=replays)
 
 
 def quantise(a):

@@ -8,36 +8,20 @@ Prints one line per measurement and writes JSON (argv[1]): {"peers": [{"name", "
 "ms", "tflops"}]}. A backend that refuses a shape or graph capture is reported and skipped.
 """
 import json
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from graph_timing import median_us  # noqa: E402
+
 
 def time_graph(fn, flops, replays=15):
-    per_graph = max(2, min(50, int(2e12 / flops)))
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        fn()
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(per_graph):
-                fn()
-        for _ in range(2):
-            graph.replay()
-        times = []
-        for _ in range(replays):
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
-            start.record(stream)
-            graph.replay()
-            stop.record(stream)
-            stop.synchronize()
-            times.append(start.elapsed_time(stop) / per_graph)
-    times.sort()
-    return times[len(times) // 2]
+    """Median ms per call: one graph of 2–50 calls (about 2 TFLOP in all)."""
+    return median_us(fn, calls=max(2, min(50, int(2e12 / flops))), replays=replays) / 1e3
 
 
 def main():

@@ -2,10 +2,13 @@
 torch.compile (Inductor's Triton kernels) and eager, bf16, CUDA-graph replays timed with CUDA events,
 median of 30, inputs rotated through copies larger than L2 together (as `solder bench` does). Prints one line per case: name, µs, floor µs (bytes once at 3.0 TB/s).
 Usage: python bench/programs/pointwise_peers.py  (needs torch with CUDA)."""
-import statistics
+import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from graph_timing import median_us  # noqa: E402
 
 
 def silu_mul(g, u):
@@ -20,28 +23,7 @@ def rmsnorm(x, w):
 def time_graph(fn, copies, replays=30):
     """µs per call: one graph calls fn on each copy of the inputs in turn (together larger than the
     50 MB L2, as `solder bench` rotates its inputs), timed over the whole graph."""
-    for args in copies:
-        fn(*args)
-    torch.cuda.synchronize()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for args in copies:
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for args in copies:
-            fn(*args)
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / len(copies))
-    return statistics.median(times)
+    return median_us(fn, copies, replays=replays)
 
 
 def main():
