@@ -281,6 +281,60 @@ __device__ __forceinline__ void store_prologue_tile(Acc& acc, const float (&side
   }
 }
 
+// Which work units block blockIdx.x takes, and where a unit's tile is. Work units: ClusterN horizontally
+// adjacent tiles of one tile-row, one per block of the cluster (with ClusterN 2 the blocks share the A
+// tile: each loads one of its two K boxes and multicasts it). With PreSweep, block b takes a contiguous
+// range of the tiles in row-major order, so its tiles share their tile-row and the pre-sweep runs once
+// per tile-row a block meets, not once per tile (the side values carry over): with G ≥ R blocks (R
+// tile-rows) each block's range lies in one row (below); otherwise [b·U/G, (b+1)·U/G). Without PreSweep:
+// tiles b, b + G, … in the grouped order of tile_of (config.cuh).
+template <class C, bool PreSweep>
+struct PrologueWork {
+  int tiles_m, tiles_n, total_units, rank, k_tiles;
+  int begin, end, step;  // units begin, begin + step, … below end
+
+  __device__ __forceinline__ explicit PrologueWork(const GemmShape& shape) {
+    tiles_m = ceil_div(shape.m, C::BM);
+    tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
+    total_units = tiles_m * tiles_n;
+    rank = C::ClusterN > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
+    k_tiles = ceil_div(shape.k, C::BK);
+    const int blocks = static_cast<int>(gridDim.x) / C::ClusterN, block = static_cast<int>(blockIdx.x) / C::ClusterN;
+    begin = block;
+    end = total_units;
+    step = blocks;
+    if constexpr (PreSweep) {
+      step = 1;
+      if (blocks >= tiles_m) {
+        // At least one block per tile-row: block b serves tile-row r = ⌊b·R/G⌋ (each row ⌊G/R⌋ or ⌈G/R⌉
+        // consecutive blocks), an even share of that row's tiles, and sweeps one stripe only.
+        const int row = static_cast<int>((long long)block * tiles_m / blocks);
+        const int first = static_cast<int>(((long long)row * blocks + tiles_m - 1) / tiles_m);
+        const int count = static_cast<int>(((long long)(row + 1) * blocks + tiles_m - 1) / tiles_m) - first;
+        const int i = block - first;
+        begin = row * tiles_n + static_cast<int>((long long)tiles_n * i / count);
+        end = row * tiles_n + static_cast<int>((long long)tiles_n * (i + 1) / count);
+      } else {
+        begin = static_cast<int>((long long)total_units * block / blocks);
+        end = static_cast<int>((long long)total_units * (block + 1) / blocks);
+      }
+    }
+  }
+
+  // The first row and column of unit t's tile in this block.
+  __device__ __forceinline__ void locate(int t, int* m0, int* n0) const {
+    int tile_m = 0, tile_n = 0;
+    if constexpr (PreSweep) {
+      tile_m = t / tiles_n;
+      tile_n = t % tiles_n;
+    } else {
+      tile_of(t, tiles_m, tiles_n, C::GroupM, &tile_m, &tile_n);
+    }
+    *m0 = tile_m * C::BM;
+    *n0 = (tile_n * C::ClusterN + rank) * C::BN;  // past N for the second block of a ragged pair: zero-filled, not stored
+  }
+};
+
 }  // namespace detail
 
 template <class C, class Prologue, class Epilogue>
@@ -303,47 +357,10 @@ __device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, co
   uint64_t* full = reinterpret_cast<uint64_t*>(side_smem + C::Consumers * 64 * C::SideSlots);
   uint64_t* empty = full + C::Stages;
 
-  // Work units: ClusterN horizontally adjacent tiles of one tile-row, one per block of the cluster
-  // (with ClusterN 2 the blocks share the A tile: each loads one of its two K boxes and multicasts it).
-  const int tiles_m = ceil_div(shape.m, C::BM);
-  const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
-  const int total_units = tiles_m * tiles_n;
-  const int rank = C::ClusterN > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
-  const int k_tiles = ceil_div(shape.k, C::BK);
-  // Work: with PreSweep, block b takes a contiguous range of the tiles in row-major order, so its tiles
-  // share their tile-row and the pre-sweep runs once per tile-row a block meets, not once per tile (the
-  // side values carry over): with G ≥ R blocks (R tile-rows) each block's range lies in one row (below);
-  // otherwise [b·U/G, (b+1)·U/G). Without PreSweep: tiles b, b + G, … in the grouped order of tile_of
-  // (config.cuh).
-  auto locate = [&](int t, int* m0, int* n0) {
-    int tile_m = 0, tile_n = 0;
-    if constexpr (Prologue::PreSweep) {
-      tile_m = t / tiles_n;
-      tile_n = t % tiles_n;
-    } else {
-      tile_of(t, tiles_m, tiles_n, C::GroupM, &tile_m, &tile_n);
-    }
-    *m0 = tile_m * C::BM;
-    *n0 = (tile_n * C::ClusterN + rank) * C::BN;  // past N for the second block of a ragged pair: zero-filled, not stored
-  };
-  int unit_begin = static_cast<int>(blockIdx.x) / C::ClusterN, unit_end = total_units, unit_step = static_cast<int>(gridDim.x) / C::ClusterN;
-  if constexpr (Prologue::PreSweep) {
-    const int blocks = static_cast<int>(gridDim.x) / C::ClusterN, block = static_cast<int>(blockIdx.x) / C::ClusterN;
-    unit_step = 1;
-    if (blocks >= tiles_m) {
-      // At least one block per tile-row: block b serves tile-row r = ⌊b·R/G⌋ (each row ⌊G/R⌋ or ⌈G/R⌉
-      // consecutive blocks), an even share of that row's tiles, and sweeps one stripe only.
-      const int row = static_cast<int>((long long)block * tiles_m / blocks);
-      const int first = static_cast<int>(((long long)row * blocks + tiles_m - 1) / tiles_m);
-      const int count = static_cast<int>(((long long)(row + 1) * blocks + tiles_m - 1) / tiles_m) - first;
-      const int i = block - first;
-      unit_begin = row * tiles_n + static_cast<int>((long long)tiles_n * i / count);
-      unit_end = row * tiles_n + static_cast<int>((long long)tiles_n * (i + 1) / count);
-    } else {
-      unit_begin = static_cast<int>((long long)total_units * block / blocks);
-      unit_end = static_cast<int>((long long)total_units * (block + 1) / blocks);
-    }
-  }
+  const detail::PrologueWork<C, Prologue::PreSweep> work(shape);  // this block's units and their tiles
+  const int rank = work.rank, k_tiles = work.k_tiles;
+  const int unit_begin = work.begin, unit_end = work.end, unit_step = work.step;
+  auto locate = [&](int t, int* m0, int* n0) { work.locate(t, m0, n0); };
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int thread = static_cast<int>(threadIdx.x) % 128;
 
@@ -678,47 +695,10 @@ __device__ __forceinline__ void gemm_prologue_body_converter(const TensorMap& a,
   uint64_t* sides_full = conv_empty + C::ConvStages;
   uint64_t* sides_empty = sides_full + 1;
 
-  // Work units: ClusterN horizontally adjacent tiles of one tile-row, one per block of the cluster
-  // (with ClusterN 2 the blocks share the A tile: each loads one of its two K boxes and multicasts it).
-  const int tiles_m = ceil_div(shape.m, C::BM);
-  const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
-  const int total_units = tiles_m * tiles_n;
-  const int rank = C::ClusterN > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
-  const int k_tiles = ceil_div(shape.k, C::BK);
-  // Work: with PreSweep, block b takes a contiguous range of the tiles in row-major order, so its tiles
-  // share their tile-row and the pre-sweep runs once per tile-row a block meets, not once per tile (the
-  // side values carry over): with G ≥ R blocks (R tile-rows) each block's range lies in one row (below);
-  // otherwise [b·U/G, (b+1)·U/G). Without PreSweep: tiles b, b + G, … in the grouped order of tile_of
-  // (config.cuh).
-  auto locate = [&](int t, int* m0, int* n0) {
-    int tile_m = 0, tile_n = 0;
-    if constexpr (Prologue::PreSweep) {
-      tile_m = t / tiles_n;
-      tile_n = t % tiles_n;
-    } else {
-      tile_of(t, tiles_m, tiles_n, C::GroupM, &tile_m, &tile_n);
-    }
-    *m0 = tile_m * C::BM;
-    *n0 = (tile_n * C::ClusterN + rank) * C::BN;  // past N for the second block of a ragged pair: zero-filled, not stored
-  };
-  int unit_begin = static_cast<int>(blockIdx.x) / C::ClusterN, unit_end = total_units, unit_step = static_cast<int>(gridDim.x) / C::ClusterN;
-  if constexpr (Prologue::PreSweep) {
-    const int blocks = static_cast<int>(gridDim.x) / C::ClusterN, block = static_cast<int>(blockIdx.x) / C::ClusterN;
-    unit_step = 1;
-    if (blocks >= tiles_m) {
-      // At least one block per tile-row: block b serves tile-row r = ⌊b·R/G⌋ (each row ⌊G/R⌋ or ⌈G/R⌉
-      // consecutive blocks), an even share of that row's tiles, and sweeps one stripe only.
-      const int row = static_cast<int>((long long)block * tiles_m / blocks);
-      const int first = static_cast<int>(((long long)row * blocks + tiles_m - 1) / tiles_m);
-      const int count = static_cast<int>(((long long)(row + 1) * blocks + tiles_m - 1) / tiles_m) - first;
-      const int i = block - first;
-      unit_begin = row * tiles_n + static_cast<int>((long long)tiles_n * i / count);
-      unit_end = row * tiles_n + static_cast<int>((long long)tiles_n * (i + 1) / count);
-    } else {
-      unit_begin = static_cast<int>((long long)total_units * block / blocks);
-      unit_end = static_cast<int>((long long)total_units * (block + 1) / blocks);
-    }
-  }
+  const detail::PrologueWork<C, Prologue::PreSweep> work(shape);  // this block's units and their tiles
+  const int rank = work.rank, k_tiles = work.k_tiles;
+  const int unit_begin = work.begin, unit_end = work.end, unit_step = work.step;
+  auto locate = [&](int t, int* m0, int* n0) { work.locate(t, m0, n0); };
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int thread = static_cast<int>(threadIdx.x) % 128;
   const int lane = thread % 32;
