@@ -48,13 +48,14 @@ std::optional<int> split_override() {
   return std::stoi(s);
 }
 
-// The largest tile whose grid still gives every SM a block (four blocks where K is at most 64: one or two
-// K steps, so a block is mostly its load latency and epilogue, and more blocks per SM hide them); the
-// smallest when none does. Measured on the H100 (bench/NOTES.md, sixth session): conv_chain C1's first
-// convolution (K 64) 11.2 -> 9.6 µs and C5's second (K 64) 18.4 -> 16.7 µs with 32 x 32 instead of 64 x 64.
+// The largest tile whose grid still gives every SM a block (four blocks where K is at most 128: one or
+// two K steps of 64, so a block is mostly its load latency and epilogue, and more blocks per SM hide
+// them); the smallest when none does. Measured on the H100 (bench/NOTES.md, sixth and seventh sessions):
+// conv_chain C1's first convolution (K 64) 11.2 -> 9.6 µs and C5's second (K 64) 18.4 -> 16.7 µs with
+// 32 x 32 instead of 64 x 64; C6's second (K 128) 64 x 32 x 32 -> 32 x 32 x 64 took the chain 21.2 -> 19.1 µs.
 TileChoice choose_tile(const GatheredGemmProblem& p) {
   const TileChoice tiles[] = {{128, 64}, {64, 64}, {64, 32}, {32, 32}};
-  const int64_t wanted = p.k <= 64 ? 4 * kSmCount : kSmCount;
+  const int64_t wanted = p.k <= 128 ? 4 * kSmCount : kSmCount;
   for (auto t : tiles) {
     if (p.n < t.bn && t.bn > 32) continue;  // narrow N: narrow tiles
     const int64_t blocks = ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn) * p.batch;
@@ -91,8 +92,8 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   const GatheredGemmProblem& p = *fit.problem;
   const TileChoice tile = choose_tile(p);
   // K in steps of 64 where K is long and the tile small (fewer barriers and load round trips per
-  // block; 16 KB of buffers at 64 x 64) or where one step of 64 covers K, else 32.
-  int bm = tile.bm, bn = tile.bn, bk = (p.k >= 256 || p.k <= 64) && bm <= 64 ? 64 : 32;
+  // block; 16 KB of buffers at 64 x 64) or where one or two steps of 64 cover K, else 32.
+  int bm = tile.bm, bn = tile.bn, bk = (p.k >= 256 || p.k <= 128) && bm <= 64 ? 64 : 32;
   if (auto o = tile_override()) bm = o->at(0), bn = o->at(1), bk = o->at(2);
   // Split-K across a thread-block cluster where the grid leaves SMs without a block and K is deep (a
   // deep convolution at batch 1: C7's 56 tiles of 36 K steps): S blocks of one cluster take S

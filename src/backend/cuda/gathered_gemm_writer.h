@@ -5,8 +5,8 @@
 //
 // The kernel: 128 threads (256 when the grid has fewer blocks than SMs), one BM × BN output tile per
 // block (BM, BN from {128 × 64, 64 × 64, 64 × 32, 32 × 32}: the largest that still gives every SM a
-// block, four blocks where K ≤ 64; the column tiles of a row tile run together, so A is read from L2
-// once), K in steps of BK = 64 (K ≥ 256 or K ≤ 64, and BM ≤ 64) or 32, two swizzled shared-memory buffers. Per step, in two phases: issue_(kt+1)
+// block, four blocks where K ≤ 128; the column tiles of a row tile run together, so A is read from L2
+// once), K in steps of BK = 64 (K ≥ 256 or K ≤ 128, and BM ≤ 64) or 32, two swizzled shared-memory buffers. Per step, in two phases: issue_(kt+1)
 // starts the next step's loads into registers — each element of an operand that is a tree of
 // zero-filled selects over loads (GatheredGemmProblem's leaves) as a predicated load, indices 32-bit
 // where the fit proved them, the thread's row decode hoisted out of the K loop; B rows that are whole

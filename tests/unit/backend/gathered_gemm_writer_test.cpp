@@ -147,7 +147,7 @@ TEST(GatheredGemmWriter, OffSwitchRestoresTheFusedPlan) {
 }
 
 }  // namespace
-// A short K (at most 64) asks for four blocks per SM: conv_chain's 1×1 convolutions at K = 64 (C1's
+// A short K (at most 128) asks for four blocks per SM: conv_chain's 1×1 convolutions at K = 64 (C1's
 // first, C5's second) take 32 × 32 tiles; a deeper K keeps one block per SM as the bar (C5's first
 // convolution, K = 576: 196 tiles of 32 × 32 already; C1's second, K = 256: 32 × 32 from 196 tiles).
 TEST(GatheredGemmWriter, ShortKTakesSmallTilesForFourBlocksPerSm) {
@@ -158,6 +158,11 @@ TEST(GatheredGemmWriter, ShortKTakesSmallTilesForFourBlocksPerSm) {
   ASSERT_EQ(c5.kernels.size(), 2u);
   EXPECT_EQ(c5.kernels[1].blocks, 98 * 8) << c5.source;  // M 3136 / 32, N 256 / 32
   EXPECT_EQ(c5.kernels[0].blocks, 196);
+  // C6's second convolution (1 × 1, K = 128: two steps of 64) too: 25 × 16 tiles of 32 × 32, not 13 × 16
+  // of 64 × 32 with K steps of 32.
+  GeneratedModule c6 = example_for_gpu("conv_chain", {{"IC", 128}, {"HH", 28}, {"WW", 28}, {"OC1", 128}, {"OC2", 512}});
+  ASSERT_EQ(c6.kernels.size(), 2u);
+  EXPECT_EQ(c6.kernels[1].blocks, 25 * 16) << c6.source;
 }
 
 }  // namespace solder
