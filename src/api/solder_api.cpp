@@ -24,6 +24,7 @@
 #include "kernel/kernel_printer.h"
 #include "kernel/kernel_verifier.h"
 #include "lower/lower_unfused.h"
+#include "runtime/attention_args.h"
 #include "runtime/runtime.h"
 #include "runtime/tma.h"
 
@@ -330,8 +331,8 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       if (st.workspace_offset[g] >= 0) pointers[g] = base + static_cast<runtime::DevicePtr>(st.workspace_offset[g]);
     // The skeleton kernels' tensor maps for this call's pointers, all checked before anything launches.
     struct Maps {
-      runtime::TensorMapBytes a, b, b2;  // attention: q, k, v
-      std::vector<runtime::TensorMapBytes> score;  // attention with a staged bias: the score functor's bytes
+      runtime::TensorMapBytes a, b, b2;
+      std::optional<runtime::AttentionLaunchArgs> attention;  // q, k, v, shape and score functor
     };
     std::vector<Maps> maps(st.functions.size());
     for (size_t k = 0; k < st.functions.size(); ++k) {
@@ -340,17 +341,13 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         if (!problem.empty())
           throw Error("call of kernel '" + st.name + "': attention kernel '" + st.generated.kernels[k].name +
                       "' cannot read its operand " + problem);
-        maps[k].a = runtime::encode_gemm_operand(detail::gemm_operand(attention->q, pointers), "Q");
-        maps[k].b = runtime::encode_gemm_operand(detail::gemm_operand(attention->k, pointers), "K");
-        maps[k].b2 = runtime::encode_gemm_operand(detail::gemm_operand(attention->v, pointers), "V");
-        if (attention->bias_tile || attention->bias_column) {
-          // (bias tile map, bias column map, every global's pointer): the score functor of a staged bias
-          auto& score = maps[k].score;
-          score.resize(2 + (pointers.size() * sizeof(runtime::DevicePtr) + 127) / 128);
-          if (attention->bias_tile) score[0] = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_tile, pointers), "bias tile");
-          if (attention->bias_column) score[1] = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_column, pointers), "bias column");
-          std::memcpy(&score[2], pointers.data(), pointers.size() * sizeof(runtime::DevicePtr));
-        }
+        runtime::TensorMapBytes q = runtime::encode_gemm_operand(detail::gemm_operand(attention->q, pointers), "Q");
+        runtime::TensorMapBytes kk = runtime::encode_gemm_operand(detail::gemm_operand(attention->k, pointers), "K");
+        runtime::TensorMapBytes v = runtime::encode_gemm_operand(detail::gemm_operand(attention->v, pointers), "V");
+        std::optional<runtime::TensorMapBytes> bias_tile, bias_column;
+        if (attention->bias_tile) bias_tile = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_tile, pointers), "bias tile");
+        if (attention->bias_column) bias_column = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_column, pointers), "bias column");
+        maps[k].attention.emplace(q, kk, v, attention_shape_arg(*attention), bias_tile, bias_column, pointers);
         continue;
       }
       const auto& gemm = st.generated.kernels[k].gemm;
@@ -375,14 +372,9 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
       config.stream = static_cast<CUstream_st*>(stream);
       if (info.attention) {
-        // (TensorMap q, k, v, AttentionShape, score, mask and epilogue = every global's pointer).
-        const AttentionSkeletonLaunch& a = *info.attention;
-        struct {  // solder::attention::AttentionShape
-          int batch, heads, heads_kv, seq_q, seq_k, q_heads, q_head0, k_heads, k_head0, v_heads, v_head0;
-        } shape{a.batch, a.heads, a.heads_kv, a.seq_q, a.seq_k, a.q_heads, a.q_head0, a.k_heads, a.k_head0, a.v_heads, a.v_head0};
-        void* score_arg = maps[k].score.empty() ? static_cast<void*>(pointers.data()) : static_cast<void*>(maps[k].score.data());
-        void* attention_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, score_arg, pointers.data(), pointers.data()};
-        runtime::launch(st.functions[k], config, attention_args);
+        // (TensorMap q, k, v, AttentionShape, score, mask and epilogue functors): runtime/attention_args.h.
+        auto attention_args = maps[k].attention->parameters(pointers.data());
+        runtime::launch(st.functions[k], config, attention_args.data());
         continue;
       }
       if (!info.gemm) {
