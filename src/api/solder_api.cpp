@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "backend/cpu/executor.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/host_encoding.h"
+#include "contract/contract_pass.h"
 #include "driver/compile.h"
 #include "fusion/fuse.h"
 #include "ir/diagnostics.h"
@@ -216,6 +218,17 @@ Kernel Program::compile(const CompileOptions& options) const {
     st->report_text = skeleton_note + fusion_report_text(bound, fused);
     st->report_json = fusion_report_json(bound, fused);
     st->program = std::move(fused.kernels);
+  }
+  // Step fuse's last part, as compile_program (driver/compile.cpp) and so every `solder` command runs
+  // it: each `reduce sum` that is a matrix product becomes a `contract`, which the CUDA backend's
+  // writers take on tensor cores (without it a fused product stays a scalar reduce loop).
+  if (driver.contractions) {
+    ContractPassResult contracts = canonicalize_contractions(st->program);
+    st->program = std::move(contracts.program);
+    if (options.fuse) {
+      std::string text = contract_report_text(contracts);
+      if (!text.empty()) st->report_text += "\n" + text;
+    }
   }
   verify_kernel_program(st->program);
 
