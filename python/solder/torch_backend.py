@@ -352,6 +352,18 @@ class Explanation:
                 "bytes": sum(self.costs.get(n, (0, 0))[1] for n in on), "total_bytes": written,
                 "all_nodes": len(names)}
 
+    @staticmethod
+    def schedule(partition) -> list:
+        """Where the partition's contractions run on the GPU (Kernel.schedule: the skeleton, its
+        configuration and work tiles, a staged bias, or why not), made once on first use from the
+        program (the CUDA backend's plan; no GPU needed) and kept in partition["schedule"]."""
+        if "schedule" not in partition and partition.get("program") and not partition.get("error"):
+            try:
+                partition["schedule"] = solder_compile(partition["program"], device="cpu").schedule()
+            except SolderError as e:
+                partition["schedule"] = [f"(no GPU plan: {str(e).splitlines()[0]})"]
+        return partition.get("schedule", [])
+
     def format(self) -> str:
         lines = []
         c = self.coverage()
@@ -368,6 +380,8 @@ class Explanation:
                              "changed in place, the call runs the program that reads them)")
             if p.get("program"):
                 lines += ["   " + l for l in p["program"].rstrip().splitlines()]
+                if not p.get("error"):
+                    lines += ["   gpu: " + l for l in self.schedule(p)]
         if self.fallback:
             lines.append("-- left to Inductor:")
             for name, why in self.fallback.items():

@@ -172,6 +172,12 @@ struct Kernel::State {
   std::vector<int64_t> workspace_offset;          // per global: byte offset in the workspace, -1 if none
   size_t workspace_bytes = 0;
   std::string report_text, report_json;
+  // schedule_text() of a cpu kernel: the CUDA backend's plan, made on the first call from these
+  std::shared_ptr<const solder::Program> source;
+  SizeChoice sizes;
+  bool fuse = true, gemm_skeleton = true;
+  std::once_flag schedule_once;
+  std::string schedule;
   // cuda only
   GeneratedModule generated;
   std::optional<runtime::Module> module;
@@ -195,6 +201,10 @@ Kernel Program::compile(const CompileOptions& options) const {
   st->device = device;
   st->name = source.name;
   st->dims = bound.dims;
+  st->source = state_->program;
+  st->sizes = size_choice(source, options);
+  st->fuse = options.fuse;
+  st->gemm_skeleton = options.gemm_skeleton;
 
   // The driver's steps (driver/compile.cpp), keeping the fusion result for the JSON report.
   solder::CompileOptions driver = device == Device::cuda ? solder::CompileOptions::for_gpu(options.fuse) : solder::CompileOptions{};
@@ -286,6 +296,22 @@ int Kernel::kernel_count() const { return static_cast<int>(state_->program.kerne
 std::string Kernel::report_text() const { return state_->report_text; }
 std::string Kernel::report_json() const { return state_->report_json; }
 std::string Kernel::kernel_ir() const { return print_kernel_program(state_->program); }
+
+std::string Kernel::schedule_text() const {
+  State& st = *state_;
+  std::call_once(st.schedule_once, [&st] {
+    if (st.device == Device::cuda) {
+      st.schedule = contraction_schedule_text(st.generated.contractions);
+      return;
+    }
+    // As `solder emit --cuda --report` plans it: the GPU's fusion and tiles, the skeletons on.
+    BoundProgram bound = bind_program(st.source, st.sizes);
+    solder::CompileOptions driver = solder::CompileOptions::for_gpu(st.fuse);
+    driver.gemm_skeleton = st.gemm_skeleton;
+    st.schedule = contraction_schedule_text(generate_cuda(compile_program(bound, driver).kernels).contractions);
+  });
+  return st.schedule;
+}
 std::string Kernel::cuda_source() const { return state_->device == Device::cuda ? state_->generated.source : std::string(); }
 
 namespace {
