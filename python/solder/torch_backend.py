@@ -479,7 +479,8 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
             call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
             call.meta["val"] = ([_like(unique[0].meta["val"], program.output_shapes[0])] if stacked
                                 else [n.meta["val"] for n in unique])
-        call.args = (source, [_contiguous_input(gm, a, call) for a in inputs])
+        guarded = {k for k, _ in program.guards}  # read by the call's guard as they are (a buffer's storage)
+        call.args = (source, [a if k in guarded else _contiguous_input(gm, a, call) for k, a in enumerate(inputs)])
         for n, i, sl in zip(outputs, program.output_index, program.output_slices):
             with gm.graph.inserting_after(call):
                 item = gm.graph.call_function(operator.getitem, (call, i))
