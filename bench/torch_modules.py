@@ -9,12 +9,23 @@ against the reference.
 
     python bench/torch_modules.py [--modules a,b] [--variants v,w] [--max-autotune-modules a,b]
                                   [--small] [--markdown FILE] [--json FILE] [--log FILE]
-                                  [--time-budget SECONDS] [--inductor-cache DIR] [--profile a,b]
+                                  [--time-budget SECONDS] [--deadline SECONDS] [--max-autotune-cost S]
+                                  [--inductor-cache DIR] [--profile a,b]
                                   [--device cpu]
 
 The variants run in phases, each over every module before the next: Solder's first (solder,
 solder-gated on the modules with a gated pair of linear layers, solder-all), then eager and
 torch.compile, then max-autotune (the slowest to compile: Inductor tunes every GEMM shape).
+`--deadline SECONDS` fits the whole run in a device call: max-autotune runs on one module after another,
+those where Solder is closest to (or behind) the best of eager and compile first, while a compile
+(`--max-autotune-cost`, ~45 s on the H100) still fits; the others' cells say skipped, and why.
+`--max-autotune-workers N` (with `--inductor-cache`) compiles max-autotune for the modules in N processes at
+once first (the cold first call, in the table's last compile column), then times each module alone in
+this process from the warm caches (its "max-autotune" compile column): the autotuning's benchmarks of
+different modules then share the GPU, the timed calls never do.
+`--warm-max-autotune` makes this a worker (compile and call each of --modules once with max-autotune,
+one JSON line each); `--max-autotune-warmed FILES` reads such lines from workers started earlier with the
+same --inductor-cache (bench/torch_modules_device.sh runs them beside the correctness tests).
 `--time-budget` skips the optional variants (max-autotune, solder-gated, solder-all) of the modules
 they reach after that many seconds; `--max-autotune-modules` runs max-autotune on those modules only
 (the others' cells say so) and whatever the time budget, which then cuts only Solder's optional
@@ -438,6 +449,101 @@ def kernel_times(fn, inputs, calls=10):
     return sorted(found, key=lambda k: -k["us"])[:25]
 
 
+def warm_max_autotune(names, args):
+    """A worker of --max-autotune-workers: compiles each module with max-autotune and calls it once,
+    filling Inductor's caches (--inductor-cache, shared with the main process); prints one JSON line per
+    module with the seconds of that first call."""
+    import torch._dynamo
+
+    for name in names:
+        case_args = argparse.Namespace(device=args.device, small=args.small)
+        module, inputs = make(name, device=case_args.device, dtype=torch.bfloat16 if args.device == "cuda" else torch.float32,
+                              small=args.small)
+        torch._dynamo.reset()
+        try:
+            with torch.no_grad():
+                start = time.perf_counter()
+                fn = torch.compile(module, **COMPILE_KW["max-autotune"])
+                fn(*inputs)
+                _sync(args.device)
+                print(json.dumps({"module": name, "seconds": time.perf_counter() - start}), flush=True)
+        except Exception as e:
+            print(json.dumps({"module": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}), flush=True)
+
+
+def _warm_in_workers(cases, args, log, started):
+    """Runs max-autotune's first compile of every module in args.max_autotune_workers processes at once
+    (each its share of the modules, in the order given), sharing --inductor-cache with this process,
+    which then compiles from the warm caches and times each module alone. Returns {module: seconds of
+    the cold first call in its worker}; a worker still running at the deadline is stopped."""
+    names = [c.name for c in cases]
+    shares = [names[k::args.max_autotune_workers] for k in range(args.max_autotune_workers)]
+    procs = []
+    for share in shares:
+        if not share:
+            continue
+        cmd = [sys.executable, os.path.abspath(__file__), "--warm-max-autotune", "--modules", ",".join(share),
+               "--device", args.device] + (["--small"] if args.small else [])
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True))
+    cold = {}
+    for p in procs:
+        left = None
+        if args.deadline:
+            # leave the main pass about 10 s per module to compile from the caches, check and time
+            left = max(1.0, args.deadline - (time.perf_counter() - started) - 10.0 * len(names))
+        try:
+            out, err = p.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            out, err = p.communicate()
+            print(f"max-autotune worker stopped at the deadline: {' '.join(p.args[-4:])}", file=log)
+        for line in out.splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if "seconds" in r:
+                cold[r["module"]] = r["seconds"]
+            else:
+                print(f"max-autotune worker: {r}", file=log)
+        if err.strip():
+            print("max-autotune worker stderr (tail):\n" + "\n".join(err.strip().splitlines()[-8:]), file=log)
+    log.flush()
+    print(f"  max-autotune workers: {len(cold)} of {len(names)} modules compiled, "
+          f"{time.perf_counter() - started:.0f} s since the start", file=sys.stderr, flush=True)
+    return cold
+
+
+def _read_warmed(files, log):
+    """{module: seconds} from the JSON lines of --warm-max-autotune workers started before this run."""
+    cold = {}
+    for path in files.split(","):
+        try:
+            with open(path) as f:
+                for line in f:
+                    try:
+                        r = json.loads(line)
+                    except ValueError:
+                        continue
+                    if "seconds" in r:
+                        cold[r["module"]] = r["seconds"]
+                    elif "module" in r:
+                        print(f"max-autotune worker: {r}", file=log)
+        except OSError as e:
+            print(f"max-autotune worker log {path}: {e}", file=log)
+    return cold
+
+
+def _max_autotune_order(cases):
+    """The modules in the order max-autotune runs on them under --deadline: the largest solder ÷ best of
+    eager and compile first (where the third peer can change the verdict), then those without a ratio."""
+    def key(case):
+        r = case.row
+        others = [r[v] for v in ("eager", "compile") if isinstance(r.get(v), float)]
+        return -(r["solder"] / min(others)) if others and isinstance(r.get("solder"), float) else 0.0
+    return sorted(cases, key=key)
+
+
 def run_all(names, args, log, started, on_row=None):
     """Every variant of every module, phase by phase (PHASES); returns the rows in module order."""
     cases = []
@@ -447,13 +553,29 @@ def run_all(names, args, log, started, on_row=None):
         for label in phase:
             if label not in args.variants:
                 continue
-            for case in cases:
+            order = _max_autotune_order(cases) if label == "max-autotune" and args.deadline else cases
+            cold = {}
+            if label == "max-autotune" and args.max_autotune_warmed:
+                cold = _read_warmed(args.max_autotune_warmed, log)
+            elif label == "max-autotune" and args.max_autotune_workers > 0:
+                todo = [c for c in order if not args.max_autotune_modules or c.name in args.max_autotune_modules]
+                cold = _warm_in_workers(todo, args, log, started)
+            for case in order:
                 if label == "solder-gated" and case.name not in GATED_MODULES:
                     case.row[label] = "n/a (no gated pair of linear layers)"
                     continue
                 if label == "max-autotune" and args.max_autotune_modules and case.name not in args.max_autotune_modules:
                     case.row[label] = "skipped (--max-autotune-modules)"
                     continue
+                if label == "max-autotune" and case.name in cold:
+                    case.row["compile s max-autotune cold"] = cold[case.name]
+                if label == "max-autotune" and args.deadline:
+                    left = args.deadline - (time.perf_counter() - started)
+                    need = 8.0 if case.name in cold else args.max_autotune_cost
+                    if left < need:
+                        case.row[label] = (f"skipped (--deadline: {left:.0f} s left, its max-autotune needs "
+                                           f"~{need:.0f} s{' from the warm cache' if case.name in cold else ' (cold)'})")
+                        continue
                 named = label == "max-autotune" and case.name in args.max_autotune_modules
                 if label in OPTIONAL and not named and time.perf_counter() - started > args.time_budget:
                     case.row[label] = "skipped (time budget)"
@@ -496,11 +618,13 @@ def table(rows, device_name, small, warm_inductor=False):
                 notes.append(f"- {r['module']} {v}: {r[v]}")
         notes += [f"- {r['module']} {c}" for c in checks]
     # first-call compile seconds of every variant
-    ccols = ["module", "solder cold", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune"]
+    ccols = ["module", "solder cold", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune",
+             "max-autotune cold (worker)"]
     clines = ["| " + " | ".join(ccols) + " |", "|" + "---|" * len(ccols)]
     for r in rows:
         clines.append("| " + " | ".join([r["module"]] + [_num(r.get(f"compile s {k}")) for k in
-                                                          ("solder", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune")]) + " |")
+                                                          ("solder", "solder warm", "solder-gated", "solder-all", "compile", "max-autotune",
+                                                           "max-autotune cold")]) + " |")
     head = (f"GPU time in {unit}; {'bf16' if device_name != 'cpu' else 'f32'}"
             f"{', small shapes' if small else ''}. solder = backend=\"solder\" (linear layers on cuBLAS through Inductor, "
             "the default); solder-gated = options={\"solder.linear\": \"gated\"} (Solder takes gated pairs of linear "
@@ -508,7 +632,9 @@ def table(rows, device_name, small, warm_inductor=False):
             "the FLOPs, of the bytes an unfused run writes, and of the ATen nodes that Solder's kernels took.\n\n")
     ctext = ("\nFirst call's compile time, seconds (solder cold: empty Solder caches; warm: Solder's NVRTC disk cache "
              "and Inductor's caches filled; the others after the Solder variants, so Inductor's own kernels may be "
-             f"warm{'; Inductor caches carried in from an earlier run (--inductor-cache)' if warm_inductor else ''}):\n\n")
+             f"warm{'; Inductor caches carried in from an earlier run (--inductor-cache)' if warm_inductor is True else ''}"
+             f"{'; the cache holds the max-autotune workers compiles of this call, so compile may find some of its Triton kernels built' if warm_inductor == 'warmed' else ''}"
+             f"{'; max-autotune cold (worker): its first call in a worker process, several at once' if warm_inductor == 'warmed' else ''}):\n\n")
     return head + "\n".join(lines) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else "") + ctext + "\n".join(clines) + "\n"
 
 
@@ -533,6 +659,21 @@ def main():
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--log", help="write the partitions (solder.explain), kernel times and failures here")
     ap.add_argument("--time-budget", type=float, default=float("inf"))
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="seconds from the start by which the run must end: max-autotune (the last phase) runs on "
+                         "one module after another, largest solder ÷ best of eager and compile first, while "
+                         "--max-autotune-cost seconds remain; the rest say 'skipped (--deadline)'")
+    ap.add_argument("--max-autotune-cost", type=float, default=45.0,
+                    help="seconds one module's max-autotune takes (compile, checks, timing) for --deadline")
+    ap.add_argument("--max-autotune-workers", type=int, default=0,
+                    help="compile max-autotune first in this many processes at once (needs --inductor-cache), "
+                         "then time each module alone from the warm caches")
+    ap.add_argument("--warm-max-autotune", action="store_true",
+                    help="only compile max-autotune for --modules and call each once (filling --inductor-cache); "
+                         "prints one JSON line per module with the seconds it took")
+    ap.add_argument("--max-autotune-warmed", default="",
+                    help="files of --warm-max-autotune lines from workers run before this (same --inductor-cache): "
+                         "those modules' max-autotune compiles warm here, their cold seconds come from the files")
     ap.add_argument("--inductor-cache", help="keep Inductor's caches in this folder (TORCHINDUCTOR_CACHE_DIR)")
     ap.add_argument("--profile", default="", help="modules whose kernels are timed one by one (torch.profiler)")
     args = ap.parse_args()
@@ -547,30 +688,41 @@ def main():
     if args.inductor_cache:
         os.makedirs(args.inductor_cache, exist_ok=True)
         warm_inductor = any(os.scandir(args.inductor_cache))
+        if warm_inductor and args.max_autotune_warmed:
+            warm_inductor = "warmed"
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(args.inductor_cache)
         os.environ["TRITON_CACHE_DIR"] = os.path.join(os.path.abspath(args.inductor_cache), "triton")
     if args.device == "cpu":
         args.small = True
+    if args.warm_max_autotune:
+        warm_max_autotune(args.modules.split(","), args)
+        return
+    if (args.max_autotune_workers > 0 or args.max_autotune_warmed) and not args.inductor_cache:
+        ap.error("--max-autotune-workers and --max-autotune-warmed need --inductor-cache (the workers fill it, this process reads it)")
     started = time.perf_counter()
     log = open(args.log, "w") if args.log else open(os.devnull, "w")
 
-    def save(rows):
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+
+    def write_markdown(rows):
+        with open(args.markdown, "w") as f:
+            f.write(f"# torch modules on {device_name}\n\n{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+                    f"commit {_commit()}, torch {torch.__version__}, `python bench/torch_modules.py`"
+                    f"{' --small' if args.small else ''}; {time.perf_counter() - started:.0f} s in all.\n\n"
+                    + table(rows, device_name, args.small, warm_inductor))
+
+    def save(rows):  # after every variant, so that a run stopped at its deadline keeps what it measured
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1, default=str)
+        if args.markdown:
+            write_markdown(rows)
 
     rows = run_all(args.modules.split(","), args, log, started, on_row=save)
     for r in rows:
         print(json.dumps(r, default=str), flush=True)
     save(rows)
-    device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    text = table(rows, device_name, args.small, warm_inductor)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(f"# torch modules on {device_name}\n\n{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-                    f"commit {_commit()}, torch {torch.__version__}, `python bench/torch_modules.py`"
-                    f"{' --small' if args.small else ''}; {time.perf_counter() - started:.0f} s in all.\n\n" + text)
+    print(table(rows, device_name, args.small, warm_inductor))
 
 
 if __name__ == "__main__":

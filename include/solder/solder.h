@@ -155,6 +155,12 @@ class Kernel {
   std::string report_text() const;  // the fusion report (solder fuse)
   std::string report_json() const;  // the same as one JSON object (solder fuse --json)
   std::string kernel_ir() const;    // the Kernel IR that runs (solder print --after fuse)
+  // Where each contraction runs on the GPU, one line per contraction as `solder emit --cuda --report`
+  // prints it (its kernel; the sm90 GEMM or attention skeleton with its configuration, work tiles and
+  // staged bias, the tensor-core emitter, or scalar code and why). On cuda: the kernels this Kernel
+  // launches. On cpu: the plan the CUDA backend would make for the same program and options, with the
+  // skeletons on (computed on the first call, no GPU needed); "" for a program without contractions.
+  std::string schedule_text() const;
   std::string cuda_source() const;  // the generated CUDA C++ (Device::cuda only; "" on cpu)
 
   struct State;

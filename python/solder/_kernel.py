@@ -136,8 +136,18 @@ class Kernel:
 
     def report(self) -> dict:
         """The fusion report as Python objects: kernels, what each holds, the derivations of the online
-        forms of cascaded reductions, refused fusions (``solder fuse --json``)."""
-        return json.loads(self._native.report_json())
+        forms of cascaded reductions, refused fusions (``solder fuse --json``); and under ``"schedule"``
+        the lines of :meth:`schedule`: where each contraction runs on the GPU."""
+        report = json.loads(self._native.report_json())
+        report["schedule"] = self.schedule()
+        return report
+
+    def schedule(self) -> list:
+        """Where each contraction runs on the GPU, one line per contraction as ``solder emit --cuda
+        --report`` prints it: the sm90 GEMM or attention skeleton (configuration, work tiles, skipped
+        tiles, a staged bias), the tensor-core emitter, or scalar code and why. A CUDA kernel's own
+        kernels; for a CPU kernel, the plan the CUDA backend would make (skeletons on, no GPU needed)."""
+        return [line for line in self._native.schedule_text().splitlines() if line]
 
     def report_text(self) -> str:
         return self._native.report_text()

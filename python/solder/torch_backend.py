@@ -352,6 +352,18 @@ class Explanation:
                 "bytes": sum(self.costs.get(n, (0, 0))[1] for n in on), "total_bytes": written,
                 "all_nodes": len(names)}
 
+    @staticmethod
+    def schedule(partition) -> list:
+        """Where the partition's contractions run on the GPU (Kernel.schedule: the skeleton, its
+        configuration and work tiles, a staged bias, or why not), made once on first use from the
+        program (the CUDA backend's plan; no GPU needed) and kept in partition["schedule"]."""
+        if "schedule" not in partition and partition.get("program") and not partition.get("error"):
+            try:
+                partition["schedule"] = solder_compile(partition["program"], device="cpu").schedule()
+            except SolderError as e:
+                partition["schedule"] = [f"(no GPU plan: {str(e).splitlines()[0]})"]
+        return partition.get("schedule", [])
+
     def format(self) -> str:
         lines = []
         c = self.coverage()
@@ -368,6 +380,8 @@ class Explanation:
                              "changed in place, the call runs the program that reads them)")
             if p.get("program"):
                 lines += ["   " + l for l in p["program"].rstrip().splitlines()]
+                if not p.get("error"):
+                    lines += ["   gpu: " + l for l in self.schedule(p)]
         if self.fallback:
             lines.append("-- left to Inductor:")
             for name, why in self.fallback.items():
@@ -401,12 +415,17 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
     groups = []
     for part in partitioner.propose_partitions():
         for g in _split_at_attention(sorted(part.nodes, key=order.get)):
-            groups += _split_at_products(g)
+            for h in _split_at_products(g):
+                groups += _split_components(h)
     for k, group in enumerate(groups):
         group, relayout = _relayout_at_batched_products(group)
         for n in relayout:
             explanation.fallback[n.name] = ("a relayout view of a batched product's operand or result, left to "
                                             "Inductor: the product reads and writes whole [.., rows, cols] tiles")
+        group, reshapes = _trailing_reshapes(group)
+        for n in reshapes:
+            explanation.fallback[n.name] = ("a reshape of the partition's result, left to Inductor (free on the "
+                                            "contiguous result; the program writes the value in its own shape)")
         nodes, pure = _without_input_views(group)
         for n in group:
             if n not in nodes:
@@ -460,6 +479,8 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
             call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
             call.meta["val"] = ([_like(unique[0].meta["val"], program.output_shapes[0])] if stacked
                                 else [n.meta["val"] for n in unique])
+        guarded = {k for k, _ in program.guards}  # read by the call's guard as they are (a buffer's storage)
+        call.args = (source, [a if k in guarded else _contiguous_input(gm, a, call) for k, a in enumerate(inputs)])
         for n, i, sl in zip(outputs, program.output_index, program.output_slices):
             with gm.graph.inserting_after(call):
                 item = gm.graph.call_function(operator.getitem, (call, i))
@@ -768,6 +789,105 @@ def _scale_after_products(gm):
                 gm.graph.erase_node(x)
             break  # one scaling per product
     gm.graph.eliminate_dead_code()
+
+
+_ROW_REDUCTIONS = set(fx_translate.REDUCTIONS) | {torch.ops.aten.var.correction, torch.ops.aten.var_mean.correction,
+                                                   torch.ops.aten._softmax.default, torch.ops.aten._log_softmax.default,
+                                                   torch.ops.aten.native_layer_norm.default}
+
+
+def _split_components(nodes):
+    """A partition of independent parts (no value of one read by another), each with a reduction, becomes
+    one partition per part: Evoformer's two LayerNorms (of m and of z) in one program fuse into four
+    kernels, statistics and normalisation apart (the fusion planner's choice for a program of two
+    unrelated cascades), and into one kernel each as programs of their own (`solder fuse --gpu`).
+    Parts without a reduction stay together (Llama's rotated Q and K and V's relayout: one stacked
+    kernel, fx_translate.stack_outputs)."""
+    members = set(nodes)
+    parent = {n: n for n in nodes}
+
+    def find(x):
+        while parent[x] is not x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for n in nodes:
+        for a in n.all_input_nodes:
+            if a in members:
+                ra, rn = find(a), find(n)
+                if ra is not rn:
+                    parent[ra] = rn
+    parts = {}
+    for n in nodes:
+        parts.setdefault(find(n), []).append(n)
+    # views alone (a weight's transpose for a linear layer on Inductor: _without_input_views drops them)
+    # stay with the first part
+    computed = [p for p in parts.values() if any(x.target not in _VIEWISH for x in p)]
+    if len(computed) < 2 or not all(any(x.target in _ROW_REDUCTIONS for x in p) for p in computed):
+        return [nodes]
+    first = set(computed[0]) | {x for p in parts.values() if p not in computed for x in p}
+    return [[x for x in nodes if x in first]] + [[x for x in nodes if x in set(p)] for p in computed[1:]]
+
+
+_RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
+def _trailing_reshapes(nodes):
+    """The reshapes at a partition's end (view, _unsafe_view, reshape of a value the partition computes,
+    read only outside it, through further reshapes): Inductor takes them for free on the partition's
+    contiguous result, and the program writes the value in its own shape. Written through the reshape,
+    the program indexes its tensors with // and % of the merged dims, and the fusion planner no longer
+    sees that a row statistic and the row it scales share their dims (Evoformer's two LayerNorms,
+    `[R, R, C]` viewed as `[R·R, C]` for the linear layers: four kernels, statistics and normalisation
+    apart, instead of one each). Reshapes of a batched product's result, of SDPA's, and of a value read
+    in the partition stay (the attention paths need their [lead.., rows, cols] form). Returns (nodes kept,
+    reshapes moved to Inductor)."""
+    members = set(nodes)
+    moved = []
+    changed = True
+    while changed:
+        changed = False
+        for n in reversed(nodes):
+            if n in moved or n.op != "call_function" or n.target not in _RESHAPES:
+                continue
+            src = n.args[0]
+            if not hasattr(src, "op") or src not in members or src in moved:
+                continue
+            if any(u in members and u not in moved for u in n.users):
+                continue
+            root = src  # the computed value under a chain of reshapes
+            while root.op == "call_function" and root.target in _RESHAPES and root.args[0] in members:
+                root = root.args[0]
+            if root.op != "call_function" or (root.target in _VIEWISH and root.target is not torch.ops.aten.clone.default) \
+                    or root.target in (torch.ops.aten.bmm.default, torch.ops.aten.mm.default) \
+                    or root.target in fx_translate.SDPA or n.meta.get(_RELAYOUT_OUTPUT):
+                continue
+            val = src.meta.get("val")
+            if val is None or not isinstance(val, torch.Tensor) or not val.is_contiguous():
+                continue
+            moved.append(n)
+            changed = True
+    return [x for x in nodes if x not in moved], [x for x in nodes if x in moved]
+
+
+def _contiguous_input(gm, a, before):
+    """A partition input whose value is not contiguous (a relayout view of a projection left to Inductor:
+    Evoformer's q, k, v as [S, H, R, C] views of [S·R, H·C]) is read through an explicit contiguous clone
+    in the graph, so that Inductor makes the copy (one Triton kernel, fused with what produces it where it
+    can) rather than solder::call's `.contiguous()`, an eager ATen copy at about half the bandwidth."""
+    val = a.meta.get("val") if hasattr(a, "meta") else None
+    if not isinstance(val, torch.Tensor) or val.is_contiguous():
+        return a
+    with gm.graph.inserting_before(before):
+        c = gm.graph.call_function(torch.ops.aten.clone.default, (a,), {"memory_format": torch.contiguous_format})
+    mode = getattr(val, "fake_mode", None)
+    if mode is None:
+        c.meta["val"] = val.clone(memory_format=torch.contiguous_format)
+    else:
+        with mode:
+            c.meta["val"] = val.clone(memory_format=torch.contiguous_format)
+    return c
 
 
 def _relayout_at_batched_products(nodes):

@@ -121,6 +121,7 @@ NB_MODULE(_solder, m) {
       .def("report_text", &solder::Kernel::report_text)
       .def("report_json", &solder::Kernel::report_json)
       .def("kernel_ir", &solder::Kernel::kernel_ir)
+      .def("schedule_text", &solder::Kernel::schedule_text)
       .def("cuda_source", &solder::Kernel::cuda_source)
       .def("call", [](const solder::Kernel& k, const std::vector<nb::ndarray<>>& inputs, const std::vector<nb::ndarray<>>& outputs,
                       uintptr_t workspace, uintptr_t stream) {

@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "backend/cpu/executor.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/host_encoding.h"
+#include "contract/contract_pass.h"
 #include "driver/compile.h"
 #include "fusion/fuse.h"
 #include "ir/diagnostics.h"
@@ -24,6 +26,7 @@
 #include "kernel/kernel_printer.h"
 #include "kernel/kernel_verifier.h"
 #include "lower/lower_unfused.h"
+#include "runtime/attention_args.h"
 #include "runtime/runtime.h"
 #include "runtime/tma.h"
 
@@ -169,6 +172,12 @@ struct Kernel::State {
   std::vector<int64_t> workspace_offset;          // per global: byte offset in the workspace, -1 if none
   size_t workspace_bytes = 0;
   std::string report_text, report_json;
+  // schedule_text() of a cpu kernel: the CUDA backend's plan, made on the first call from these
+  std::shared_ptr<const solder::Program> source;
+  SizeChoice sizes;
+  bool fuse = true, gemm_skeleton = true;
+  std::once_flag schedule_once;
+  std::string schedule;
   // cuda only
   GeneratedModule generated;
   std::optional<runtime::Module> module;
@@ -192,6 +201,10 @@ Kernel Program::compile(const CompileOptions& options) const {
   st->device = device;
   st->name = source.name;
   st->dims = bound.dims;
+  st->source = state_->program;
+  st->sizes = size_choice(source, options);
+  st->fuse = options.fuse;
+  st->gemm_skeleton = options.gemm_skeleton;
 
   // The driver's steps (driver/compile.cpp), keeping the fusion result for the JSON report.
   solder::CompileOptions driver = device == Device::cuda ? solder::CompileOptions::for_gpu(options.fuse) : solder::CompileOptions{};
@@ -215,6 +228,17 @@ Kernel Program::compile(const CompileOptions& options) const {
     st->report_text = skeleton_note + fusion_report_text(bound, fused);
     st->report_json = fusion_report_json(bound, fused);
     st->program = std::move(fused.kernels);
+  }
+  // Step fuse's last part, as compile_program (driver/compile.cpp) and so every `solder` command runs
+  // it: each `reduce sum` that is a matrix product becomes a `contract`, which the CUDA backend's
+  // writers take on tensor cores (without it a fused product stays a scalar reduce loop).
+  if (driver.contractions) {
+    ContractPassResult contracts = canonicalize_contractions(st->program);
+    st->program = std::move(contracts.program);
+    if (options.fuse) {
+      std::string text = contract_report_text(contracts);
+      if (!text.empty()) st->report_text += "\n" + text;
+    }
   }
   verify_kernel_program(st->program);
 
@@ -272,6 +296,22 @@ int Kernel::kernel_count() const { return static_cast<int>(state_->program.kerne
 std::string Kernel::report_text() const { return state_->report_text; }
 std::string Kernel::report_json() const { return state_->report_json; }
 std::string Kernel::kernel_ir() const { return print_kernel_program(state_->program); }
+
+std::string Kernel::schedule_text() const {
+  State& st = *state_;
+  std::call_once(st.schedule_once, [&st] {
+    if (st.device == Device::cuda) {
+      st.schedule = contraction_schedule_text(st.generated.contractions);
+      return;
+    }
+    // As `solder emit --cuda --report` plans it: the GPU's fusion and tiles, the skeletons on.
+    BoundProgram bound = bind_program(st.source, st.sizes);
+    solder::CompileOptions driver = solder::CompileOptions::for_gpu(st.fuse);
+    driver.gemm_skeleton = st.gemm_skeleton;
+    st.schedule = contraction_schedule_text(generate_cuda(compile_program(bound, driver).kernels).contractions);
+  });
+  return st.schedule;
+}
 std::string Kernel::cuda_source() const { return state_->device == Device::cuda ? state_->generated.source : std::string(); }
 
 namespace {
@@ -330,8 +370,8 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       if (st.workspace_offset[g] >= 0) pointers[g] = base + static_cast<runtime::DevicePtr>(st.workspace_offset[g]);
     // The skeleton kernels' tensor maps for this call's pointers, all checked before anything launches.
     struct Maps {
-      runtime::TensorMapBytes a, b, b2;  // attention: q, k, v
-      std::vector<runtime::TensorMapBytes> score;  // attention with a staged bias: the score functor's bytes
+      runtime::TensorMapBytes a, b, b2;
+      std::optional<runtime::AttentionLaunchArgs> attention;  // q, k, v, shape and score functor
     };
     std::vector<Maps> maps(st.functions.size());
     for (size_t k = 0; k < st.functions.size(); ++k) {
@@ -340,17 +380,13 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         if (!problem.empty())
           throw Error("call of kernel '" + st.name + "': attention kernel '" + st.generated.kernels[k].name +
                       "' cannot read its operand " + problem);
-        maps[k].a = runtime::encode_gemm_operand(detail::gemm_operand(attention->q, pointers), "Q");
-        maps[k].b = runtime::encode_gemm_operand(detail::gemm_operand(attention->k, pointers), "K");
-        maps[k].b2 = runtime::encode_gemm_operand(detail::gemm_operand(attention->v, pointers), "V");
-        if (attention->bias_tile || attention->bias_column) {
-          // (bias tile map, bias column map, every global's pointer): the score functor of a staged bias
-          auto& score = maps[k].score;
-          score.resize(2 + (pointers.size() * sizeof(runtime::DevicePtr) + 127) / 128);
-          if (attention->bias_tile) score[0] = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_tile, pointers), "bias tile");
-          if (attention->bias_column) score[1] = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_column, pointers), "bias column");
-          std::memcpy(&score[2], pointers.data(), pointers.size() * sizeof(runtime::DevicePtr));
-        }
+        runtime::TensorMapBytes q = runtime::encode_gemm_operand(detail::gemm_operand(attention->q, pointers), "Q");
+        runtime::TensorMapBytes kk = runtime::encode_gemm_operand(detail::gemm_operand(attention->k, pointers), "K");
+        runtime::TensorMapBytes v = runtime::encode_gemm_operand(detail::gemm_operand(attention->v, pointers), "V");
+        std::optional<runtime::TensorMapBytes> bias_tile, bias_column;
+        if (attention->bias_tile) bias_tile = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_tile, pointers), "bias tile");
+        if (attention->bias_column) bias_column = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_column, pointers), "bias column");
+        maps[k].attention.emplace(q, kk, v, attention_shape_arg(*attention), bias_tile, bias_column, pointers);
         continue;
       }
       const auto& gemm = st.generated.kernels[k].gemm;
@@ -375,14 +411,9 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
       config.stream = static_cast<CUstream_st*>(stream);
       if (info.attention) {
-        // (TensorMap q, k, v, AttentionShape, score, mask and epilogue = every global's pointer).
-        const AttentionSkeletonLaunch& a = *info.attention;
-        struct {  // solder::attention::AttentionShape
-          int batch, heads, heads_kv, seq_q, seq_k, q_heads, q_head0, k_heads, k_head0, v_heads, v_head0;
-        } shape{a.batch, a.heads, a.heads_kv, a.seq_q, a.seq_k, a.q_heads, a.q_head0, a.k_heads, a.k_head0, a.v_heads, a.v_head0};
-        void* score_arg = maps[k].score.empty() ? static_cast<void*>(pointers.data()) : static_cast<void*>(maps[k].score.data());
-        void* attention_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, score_arg, pointers.data(), pointers.data()};
-        runtime::launch(st.functions[k], config, attention_args);
+        // (TensorMap q, k, v, AttentionShape, score, mask and epilogue functors): runtime/attention_args.h.
+        auto attention_args = maps[k].attention->parameters(pointers.data());
+        runtime::launch(st.functions[k], config, attention_args.data());
         continue;
       }
       if (!info.gemm) {

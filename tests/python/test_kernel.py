@@ -94,6 +94,31 @@ def test_report_is_python_objects():
     assert "softmax" in repr(k)
 
 
+# Evoformer's row attention as the torch backend writes it: the pair bias z is added to the scores.
+PAIR_BIAS = """program pair_bias_attention
+dim S = 128, H = 8, R = 256, C = 32
+in k[S, H, R, C] : bf16
+in q[S, H, R, C] : bf16
+in z[H, R, R] : bf16
+in v[S, H, R, C] : bf16
+t1[s, h, i, j] : f32 = sum(c) q[s, h, i, c] * k[s, h, j, c] * 0.17677669529663687
+t2[s, h, i] : f32 = max(j) (t1[s, h, i, j] + z[h, i, j])
+t3[s, h, i] : f32 = sum(j) exp(t1[s, h, i, j] + z[h, i, j] - t2[s, h, i])
+out y[s, h, i, c] : bf16 = sum(j) exp(t1[s, h, i, j] + z[h, i, j] - t2[s, h, i]) / t3[s, h, i] * v[s, h, j, c]
+"""
+
+
+def test_schedule_says_where_contractions_run():
+    # A CPU kernel's schedule is the CUDA backend's plan (no GPU needed): both contractions of the
+    # attention on the sm90 attention skeleton, the pair bias staged as a tile (StagedBias 1).
+    k = solder.compile(PAIR_BIAS, device="cpu")
+    lines = k.schedule()
+    assert len(lines) == 2, lines
+    assert all("sm90 attention skeleton" in line and "true, 1>" in line for line in lines), lines
+    assert k.report()["schedule"] == lines
+    assert solder.compile(SOFTMAX, device="cpu", T=3, N=7).schedule() == []
+
+
 def test_program_error_has_file_line_column(tmp_path):
     bad = tmp_path / "bad.sol"
     bad.write_text("program p\ndim N = 4\nin x[N] : f32\nout y[n] = x[n] * zz[n]\n")

@@ -653,3 +653,57 @@ def test_stacked_outputs_of_an_elementwise_partition():
             assert outs[0].startswith("out y0[i0 : D0_2, i1 : D5_10, i2 : D6_20] : f32 = select(i1 < 3, "), outs
         with torch.no_grad():
             _compare(gm(*args), model(a, b), "stacked" if stacked else "apart")
+
+
+def test_evoformer_layer_norms_and_gate_write_their_own_shapes():
+    # The two LayerNorms are separate partitions that write [.., rows, C] (their reshape to [rows, C]
+    # for the linear layers is Inductor's, free): each fuses statistics and normalisation into one
+    # kernel; the gate writes [S, R, H, C] without the merged dims' // and %; q, k, v (non-contiguous
+    # relayout views of the projections) reach solder::call through explicit contiguous clones in the
+    # graph, which Inductor copies, rather than solder::call's own .contiguous().
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+    import torch_modules
+
+    model, inputs = torch_modules.make("evoformer_row_attention", device="cpu", dtype=torch.float32, small=True)
+    gm, args = _aten_graph(model, inputs)
+    explanation = torch_backend.Explanation()
+    torch_backend.partition_and_replace(gm, explanation)
+    programs = [p["program"] for p in explanation.partitions if p.get("program") and not p.get("error")]
+    norms = [p for p in programs if "rsqrt" in p]
+    assert len(norms) == 2, explanation.format()
+    for p in norms:
+        outs = [l for l in p.splitlines() if l.startswith("out ")]
+        assert len(outs) == 1 and outs[0].count(":") == 4 and "//" not in p, p  # [a, b, c], no merged dims
+        assert solder.compile(p, device="cpu").kernel_count == 1, p
+    gate = next(p for p in programs if "sigmoid" in p)
+    assert "%" not in gate.split("out ", 1)[1].split("=", 1)[0], gate
+    assert any("a reshape of the partition's result" in why for why in explanation.fallback.values()), explanation.format()
+    calls = [n for n in gm.graph.nodes if n.target is torch.ops.solder.call.default]
+    clones = [a for c in calls for a in c.args[1] if a.target is torch.ops.aten.clone.default
+              and a.kwargs.get("memory_format") is torch.contiguous_format]
+    assert len(clones) >= 3, gm.graph  # q, k, v (and the permuted pair bias)
+    with torch.no_grad():
+        _compare(gm(*args), model(*inputs), "evoformer row attention")
+
+
+def test_independent_parts_split_only_with_reductions():
+    # Two unrelated row reductions become two partitions; two unrelated element-wise maps stay one.
+    class TwoNorms(nn.Module):
+        def forward(self, a, b):
+            return F.layer_norm(a, (8,)) * 2, torch.softmax(b, dim=-1) + 1
+
+    class TwoMaps(nn.Module):
+        def forward(self, a, b):
+            return torch.sigmoid(a) * 3, torch.tanh(b) - 1
+
+    for model, parts in ((TwoNorms(), 2), (TwoMaps(), 1)):
+        inputs = (torch.randn(4, 6, 8), torch.randn(5, 7))
+        gm, args = _aten_graph(model, inputs)
+        explanation = torch_backend.Explanation()
+        torch_backend.partition_and_replace(gm, explanation)
+        ok = [p for p in explanation.partitions if not p.get("error")]
+        assert len(ok) == parts, explanation.format()
+        with torch.no_grad():
+            _compare(gm(*args), model(*inputs), type(model).__name__)

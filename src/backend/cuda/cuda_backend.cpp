@@ -6,11 +6,13 @@
 #include <cstring>
 #include <string>
 #include <map>
+#include <optional>
 
 #include "backend/cuda/cuda_expr.h"
 #include "backend/cuda/host_encoding.h"
 #include "backend/cuda/tma_operand.h"
 #include "ir/diagnostics.h"
+#include "runtime/attention_args.h"
 #include "runtime/runtime.h"
 #include "runtime/tma.h"
 
@@ -142,31 +144,21 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
   runtime::launch(function, config, args);
 }
 
-// A kernel on the attention skeleton (AttentionSkeletonLaunch): q, k and v as K-major tensor maps
-// encoded for this call's pointers, the shape, and the score, mask and epilogue functors, each a struct
-// of every global's pointer.
+// A kernel on the attention skeleton (AttentionSkeletonLaunch): q, k and v (and a staged bias's tile and
+// column) as tensor maps encoded for this call's pointers, packed with the shape and the functors by
+// runtime::AttentionLaunchArgs.
 void launch_attention_skeleton(const runtime::Function& function, const AttentionSkeletonLaunch& g, const runtime::LaunchConfig& config,
                                std::vector<runtime::DevicePtr>& pointers) {
   auto map = [&](const GemmSkeletonLaunch::Operand& o, const char* what) {
     return runtime::encode_gemm_operand(tma_operand(o, pointers.at(o.global)), what);
   };
   runtime::TensorMapBytes q = map(g.q, "Q"), k = map(g.k, "K"), v = map(g.v, "V");
-  struct {  // solder::attention::AttentionShape
-    int batch, heads, heads_kv, seq_q, seq_k, q_heads, q_head0, k_heads, k_head0, v_heads, v_head0;
-  } shape{g.batch, g.heads, g.heads_kv, g.seq_q, g.seq_k, g.q_heads, g.q_head0, g.k_heads, g.k_head0, g.v_heads, g.v_head0};
-  // A staged bias: the score functor is (bias tile map, bias column map, every global's pointer); any
-  // other score functor is the pointers alone, passed as they are.
-  std::vector<runtime::TensorMapBytes> score;
-  void* score_arg = pointers.data();
-  if (g.bias_tile || g.bias_column) {
-    score.resize(2 + (pointers.size() * sizeof(runtime::DevicePtr) + 127) / 128);
-    if (g.bias_tile) score[0] = map(*g.bias_tile, "bias tile");
-    if (g.bias_column) score[1] = map(*g.bias_column, "bias column");
-    std::memcpy(&score[2], pointers.data(), pointers.size() * sizeof(runtime::DevicePtr));
-    score_arg = score.data();
-  }
-  void* args[] = {&q, &k, &v, &shape, score_arg, pointers.data(), pointers.data()};
-  runtime::launch(function, config, args);
+  std::optional<runtime::TensorMapBytes> bias_tile, bias_column;
+  if (g.bias_tile) bias_tile = map(*g.bias_tile, "bias tile");
+  if (g.bias_column) bias_column = map(*g.bias_column, "bias column");
+  runtime::AttentionLaunchArgs packed(q, k, v, attention_shape_arg(g), bias_tile, bias_column, pointers);
+  auto args = packed.parameters(pointers.data());
+  runtime::launch(function, config, args.data());
 }
 
 // $SOLDER_PDL=0 launches every kernel without programmatic dependent launch (A/B runs); default on.
@@ -201,6 +193,10 @@ constexpr double kTargetReplayUs = 2000.0;
 constexpr int kMaxCallsPerReplay = 1000;
 
 }  // namespace
+
+runtime::AttentionShapeArg attention_shape_arg(const AttentionSkeletonLaunch& g) {
+  return {g.batch, g.heads, g.heads_kv, g.seq_q, g.seq_k, g.q_heads, g.q_head0, g.k_heads, g.k_head0, g.v_heads, g.v_head0};
+}
 
 bool gpu_available(std::string* why) {
   runtime::DeviceInfo device = runtime::query_device();

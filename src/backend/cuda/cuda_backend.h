@@ -11,6 +11,7 @@
 #include "backend/cpu/host_tensor.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "kernel/kernel_ir.h"
+#include "runtime/attention_args.h"
 
 namespace solder {
 
@@ -21,6 +22,10 @@ struct GpuRunResult {
   double compile_seconds = 0;  // NVRTC time (0 when every module came from the cache)
   bool from_cache = false;
 };
+
+// The attention skeleton's AttentionShape parameter for a launch (runtime/attention_args.h packs it with
+// the rest of the launch's parameters; the backend and the C++ API both take it from here).
+runtime::AttentionShapeArg attention_shape_arg(const AttentionSkeletonLaunch& launch);
 
 // Whether the GPU backend can run here; *why says why not.
 bool gpu_available(std::string* why = nullptr);

@@ -59,6 +59,34 @@ TEST(PublicApi, SoftmaxOnHostBuffersMatchesFloat64) {
   EXPECT_EQ(kernel.cuda_source(), "");
 }
 
+// Evoformer's row attention as the torch backend's translator writes it (q, k, v [S, H, R, C], the pair
+// bias [H, R, R] added to the scores): on the GPU it runs on the attention skeleton with the bias
+// staged per key tile (the Config's last parameter, StagedBias, is 1: a tile).
+const char* kPairBiasAttention = R"(program pair_bias_attention
+dim S = 128, H = 8, R = 256, C = 32
+in k[S, H, R, C] : bf16
+in q[S, H, R, C] : bf16
+in z[H, R, R] : bf16
+in v[S, H, R, C] : bf16
+t1[s, h, i, j] : f32 = sum(c) q[s, h, i, c] * k[s, h, j, c] * 0.17677669529663687
+t2[s, h, i] : f32 = max(j) (t1[s, h, i, j] + z[h, i, j])
+t3[s, h, i] : f32 = sum(j) exp(t1[s, h, i, j] + z[h, i, j] - t2[s, h, i])
+out y[s, h, i, c] : bf16 = sum(j) exp(t1[s, h, i, j] + z[h, i, j] - t2[s, h, i]) / t3[s, h, i] * v[s, h, j, c]
+)";
+
+TEST(PublicApi, ScheduleTextSaysWhereContractionsRun) {
+  solder::Kernel kernel = solder::Program::from_text(kPairBiasAttention, "pair_bias.sol").compile(cpu_options({}));
+  std::string schedule = kernel.schedule_text();
+  EXPECT_NE(schedule.find("sm90 attention skeleton"), std::string::npos) << schedule;
+  EXPECT_NE(schedule.find("true, 1>"), std::string::npos) << "the pair bias is staged: " << schedule;
+  EXPECT_EQ(schedule, kernel.schedule_text());  // made once, the same every call
+  // A copy shares it; a program without contractions has no lines.
+  solder::Kernel copy = kernel;
+  EXPECT_EQ(copy.schedule_text(), schedule);
+  solder::Kernel softmax = solder::Program::from_text(kSoftmax, "softmax.sol").compile(cpu_options({{"T", 2}, {"N", 4}}));
+  EXPECT_EQ(softmax.schedule_text(), "");
+}
+
 TEST(PublicApi, Bf16AndUnfusedWorkspace) {
   const char* text = R"(program scale
 dim N = 8
