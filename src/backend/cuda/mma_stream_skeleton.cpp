@@ -995,11 +995,16 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // A staged bias runs on persistent blocks too: evoformer's work tiles have few key tiles (4 of 64 at
   // S2 = 256), and the producer then loads the next tile's Q, K and bias while the consumers finish
   // this one. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for a score with a bias (A/B runs).
-  // A data mask runs on persistent blocks, one per SM: a block's work tile has few live key tiles (2-5 of
-  // 8-128 at 12 documents per sequence), and one block per tile left a fixed ≈ 8-10 µs per block (ids,
-  // classification, Q load, pipeline fill, epilogue) that nothing overlapped (2026-11-27: 187 µs at S 1k).
-  // $SOLDER_ATTN_PERSISTENT=0|1 overrides it for data masks too.
-  bool persistent = short_masked || staged_bits != 0 || data;
+  // A data mask runs on persistent blocks, one per SM, when a work tile has at most 32 key tiles to
+  // classify (seq_k ≤ 4096 at BN 128): there one block per tile left a fixed ≈ 8-10 µs per block (ids,
+  // classification, Q load, pipeline fill, epilogue) that nothing overlapped, and persistent blocks
+  // measured 126.9 / 207.3 µs against 204.2 / 226.9 at S 1k / 4k (H100, 2026-11-27, same call). At
+  // 128 key tiles (S 16k) one block per tile measured faster (464.9 against 518.3 µs): the three
+  // classifier warps' 128 tiles per work tile no longer hide under the consumers' 30 µs per tile, and
+  // the fixed latency is a small share there. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for data masks too.
+  constexpr int64_t kDataPersistentMaxKeyTiles = 32;
+  const bool data_persistent = data && (seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles;
+  bool persistent = short_masked || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
@@ -1279,7 +1284,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
                               (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + lead_text + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text +
                               (data ? std::string(persistent ? "; block order: persistent blocks deal out the work tiles longest first in a snake (query tiles of a head last to first; a data mask's live tiles are not known at compile time)"
-                                                             : "; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them)")
+                                                             : "; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them; persistent blocks only up to " +
+                                                                   std::to_string(kDataPersistentMaxKeyTiles) + " key tiles per work tile, measured slower at 128)")
                                     : std::string("; block order: the query tiles of a head last to first (the longest causal rows first)"));
   head << "#include <solder/attention/sm90_attention.cuh>\n";
   head << "// kernel " << kernel_.name << ": computes";
