@@ -48,15 +48,15 @@ fi
 wait "$compile_pid"
 echo "== compiled in $(( $(date +%s) - start )) s; errors: $(grep -ci error "$out/compile.log")"
 echo "== 1. verified through the CUDA backend (float64 reference)"
-: > "$out/verify.tsv"
+: > "$out/verify-docmask.tsv"
 while IFS= read -r args; do
   [ -z "$args" ] && continue
   timeout 60 "$bin" run --backend cuda $args > "$out/verify.log" 2>&1
   rc=$?
-  printf '%s\trc %s\t%s\n' "$args" "$rc" "$(grep -v '^$' "$out/verify.log" | tail -n 1 | cut -c1-160)" | tee -a "$out/verify.tsv"
+  printf '%s\trc %s\t%s\n' "$args" "$rc" "$(grep -v '^$' "$out/verify.log" | tail -n 1 | cut -c1-160)" | tee -a "$out/verify-docmask.tsv"
   [ $rc -ne 0 ] && cp "$out/verify.log" "$out/verify-fail-$(echo "$args" | tr ' /=' '___').log"
 done < "$out/runs.txt"
-echo "   passed: $(grep -c $'\trc 0\t' "$out/verify.tsv") of $(grep -c . "$out/runs.txt")"
+echo "   passed: $(grep -c $'\trc 0\t' "$out/verify-docmask.tsv") of $(grep -c . "$out/runs.txt")"
 echo "== 2. solder bench document_mask with SOLDER_ATTN_PERSISTENT=0 (one block per work tile)"
 : > "$out/ab.jsonl"
 for mode in 0; do  # (the default, persistent: step 4, first, before the peers)
