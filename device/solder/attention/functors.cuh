@@ -75,12 +75,15 @@
 //     __device__ void row_columns(int bh, int row, int* lo, int* hi) const;
 //
 // Optional (`static constexpr bool kDataTiles = true;`): a mask that depends on data, an integer id per
-// query row and per key compared across them (document ids: row_id == col_id). Each block classifies
-// every key tile of [begin, end) once, before its producer and consumers start, from the ids' minimum
-// and maximum over the block's rows and over the tile's keys, into a list in shared memory that both
-// sides walk in the same order: tiles of class 0 are skipped (no loads, no MMA), class 1 run without
-// mask code, class 2 (boundary) compare ids per score with match(). Only with one block per work tile
-// (not Config::Persistent). kMaxKeyTiles bounds ceil(seq_k / BN) (the list's size; ≤ 32767).
+// query row and per key compared across them (document ids: row_id == col_id). Every key tile of
+// [begin, end) of a work tile is classified from the ids' minimum and maximum over the work tile's rows
+// and over the key tile's keys, into a list in shared memory that both sides walk in the same order:
+// tiles of class 0 are skipped (no loads, no MMA), class 1 run without mask code, class 2 (boundary)
+// compare ids per score with match() (the keys' ids loaded once per tile right after S is issued and
+// shared by shuffles). One block per work tile: classified once before the roles split. With
+// Config::Persistent: the first tile's likewise, then the producer warpgroup's idle warps classify
+// the next work tile while the consumers run the current one (a double-buffered list).
+// kMaxKeyTiles bounds ceil(seq_k / BN) (the list's size; ≤ 32767).
 //
 //     static constexpr int kMaxKeyTiles = ...;
 //     __device__ int row_id(int bh, int row) const;    // row < seq_q

@@ -223,25 +223,102 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     }
   };
 
-  // A data mask (Mask::kDataTiles, functors.cuh): the block's key tiles of [begin, end), classified
-  // once from the ids' min/max before the roles split, as a list in shared memory that the producer and
-  // the consumers walk in the same order (entry: tile | 0x8000 for a boundary tile); skipped tiles are
-  // not in it. Other masks: tiles begin .. end − 1, boundaries from Mask::partial.
+  // A data mask (Mask::kDataTiles, functors.cuh): the key tiles of [begin, end) of a work tile,
+  // classified from the ids' min/max, as a list in shared memory that the producer and the consumers
+  // walk in the same order (entry: tile | 0x8000 for a boundary tile); skipped tiles are not in it.
+  // One block per work tile: classified once before the roles split, by every warp. Persistent blocks:
+  // the first work tile's list the same way, then the producer warpgroup's three idle warps (1..3)
+  // classify work tile n + 1 while the consumers compute tile n, into a double-buffered list (buffer
+  // round & 1, mbarriers list_full / list_empty), so that the producer loads the next tile's Q, K and V
+  // during this tile's epilogue. Other masks: tiles begin .. end − 1, boundaries from Mask::partial.
   constexpr bool kData = mask_has_data_tiles<Mask>(0);
-  static_assert(!(kData && C::Persistent), "a data mask classifies its key tiles once per block: one block per work tile");
+  constexpr bool kDataLoop = kData && C::Persistent;
   constexpr int kListSize = mask_max_key_tiles<Mask>(0);
   static_assert(kListSize <= 32767, "a data mask's list holds at most 32767 key tiles");
-  // (static shared memory, 3 bytes per key tile: on top of Config::SmemBytes, within 227 KB)
-  __shared__ uint16_t tile_list[kData ? kListSize : 1];
+  constexpr int kLists = kDataLoop ? 2 : 1;
+  // (static shared memory, 3 bytes per key tile, 5 with persistent blocks: on top of Config::SmemBytes,
+  // within 227 KB)
+  __shared__ uint16_t tile_list[kLists][kData ? kListSize : 1];
   __shared__ uint8_t tile_classes[kData ? kListSize : 1];
-  __shared__ int tile_count;
-  auto tiles_of = [&](const Work& w) -> int {
-    if constexpr (kData) return tile_count;
+  __shared__ int tile_count[kLists];
+  __shared__ alignas(8) uint64_t list_barriers[kDataLoop ? 4 : 1];
+  uint64_t* list_full = list_barriers;       // [2]: buffer b holds the list of the round being read
+  uint64_t* list_empty = list_barriers + 2;  // [2]: the producer thread and every consumer warp are done with it
+  // Named barrier of the three classifier warps (the consumers' turn ring uses 1 .. Consumers).
+  constexpr int kClassifyBarrier = 8;
+  constexpr int kClassifyWarps = 3;
+  // The list buffer of round `round` (0 without persistent blocks).
+  auto list_of = [&](int round) { return kDataLoop ? (round & 1) : 0; };
+  auto tiles_of = [&](const Work& w, int buf) -> int {
+    if constexpr (kData) return tile_count[buf];
     else return w.end - w.begin;
   };
-  auto tile_at = [&](const Work& w, int n) -> int {
-    if constexpr (kData) return static_cast<int>(tile_list[n] & 0x7fffu);
+  auto tile_at = [&](const Work& w, int buf, int n) -> int {
+    if constexpr (kData) return static_cast<int>(tile_list[buf][n] & 0x7fffu);
     else return w.begin + n;
+  };
+  // One warp's share of a work tile's classification (warp `cw` of `warps`, lane `lane_c`): the ids'
+  // range over the tile's rows (each warp alone), then key tiles begin + cw·U .., U tiles at a time
+  // (their id loads issued together: 16 per lane in flight at BN 128, 8 at 64), each tile's id range reduced over the
+  // warp, its class into tile_classes. Returns the number of key tiles of [begin, end).
+  auto classify = [&](const Work& w, int cw, int warps, int lane_c) -> int {
+    if constexpr (!kData) {
+      return 0;
+    } else {
+      const int tiles = w.end > w.begin ? w.end - w.begin : 0;
+      if (tiles > kListSize) __trap();  // Mask::kMaxKeyTiles below ceil(seq_k / BN)
+      int row_lo = 0x7fffffff, row_hi = -0x7fffffff - 1;
+      const int rows_end = w.row0 + C::BM < shape.seq_q ? w.row0 + C::BM : shape.seq_q;
+      for (int r = w.row0 + lane_c; r < rows_end; r += 32) {
+        const int id = mask.row_id(w.bh, r);
+        row_lo = id < row_lo ? id : row_lo;
+        row_hi = id > row_hi ? id : row_hi;
+      }
+      row_lo = __reduce_min_sync(0xffffffffu, row_lo);
+      row_hi = __reduce_max_sync(0xffffffffu, row_hi);
+      constexpr int kLoads = (C::BN + 31) / 32;                   // id loads per lane and key tile
+      constexpr int kBatch = kLoads >= 4 ? (kLoads >= 16 ? 1 : 16 / kLoads) : 4;  // key tiles per batch (≤ 4)
+      for (int n0 = cw * kBatch; n0 < tiles; n0 += warps * kBatch) {
+        int lo[kBatch], hi[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          lo[b] = 0x7fffffff;
+          hi[b] = -0x7fffffff - 1;
+          const int col0 = (w.begin + n0 + b) * C::BN;
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) {
+            const int col = col0 + 32 * u + lane_c;
+            if (n0 + b < tiles && 32 * u + lane_c < C::BN && col < shape.seq_k) {
+              const int id = mask.col_id(w.bh, col);
+              lo[b] = id < lo[b] ? id : lo[b];
+              hi[b] = id > hi[b] ? id : hi[b];
+            }
+          }
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int col_lo = __reduce_min_sync(0xffffffffu, lo[b]);
+          const int col_hi = __reduce_max_sync(0xffffffffu, hi[b]);
+          if (lane_c == 0 && n0 + b < tiles)
+            tile_classes[n0 + b] =
+                static_cast<uint8_t>(row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi));
+        }
+      }
+      return tiles;
+    }
+  };
+  // One warp: the live tiles of tile_classes in order (a ballot per 32 tiles) into list buffer `buf`.
+  auto compact = [&](const Work& w, int tiles, int buf, int lane_c) {
+    if constexpr (!kData) return;
+    int count = 0;
+    for (int base = 0; base < tiles; base += 32) {
+      const int n = base + lane_c;
+      const int c = n < tiles ? tile_classes[n] : 0;
+      const unsigned live = __ballot_sync(0xffffffffu, c != 0);
+      if (c != 0) tile_list[buf][count + __popc(live & ((1u << lane_c) - 1u))] = static_cast<uint16_t>((w.begin + n) | (c == 2 ? 0x8000 : 0));
+      count += __popc(live);
+    }
+    if (lane_c == 0) tile_count[buf] = count;
   };
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
@@ -256,65 +333,40 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       cuda::ptx::mbarrier_init(&k_empty[s], C::Consumers * 4);
       cuda::ptx::mbarrier_init(&v_empty[s], C::Consumers * 4);
     }
+    if constexpr (kDataLoop) {
+      for (int b = 0; b < 2; ++b) {
+        cuda::ptx::mbarrier_init(&list_full[b], 1);                        // the classifier warp that compacts
+        cuda::ptx::mbarrier_init(&list_empty[b], C::Consumers * 4 + 1);  // every consumer warp + the TMA thread
+      }
+    }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
   if constexpr (kData) {
-    // Every warp of the block: the ids' range over the block's rows (each warp alone), then key tiles
-    // begin + warp, begin + warp + warps, ...: the range of the tile's ids, its class.
+    // The first work tile's list, by every warp of the block (nothing to overlap yet).
     const int t0 = tile_index(0);
     const int warp_all = static_cast<int>(threadIdx.x) / 32, lane_all = static_cast<int>(threadIdx.x) % 32;
     int tiles = 0;
     Work w{};
     if (t0 < total) {
       w = locate(t0);
-      tiles = w.end > w.begin ? w.end - w.begin : 0;
-      if (tiles > kListSize) __trap();  // Mask::kMaxKeyTiles below ceil(seq_k / BN)
-      int row_lo = 0x7fffffff, row_hi = -0x7fffffff - 1;
-      const int rows_end = w.row0 + C::BM < shape.seq_q ? w.row0 + C::BM : shape.seq_q;
-      for (int r = w.row0 + lane_all; r < rows_end; r += 32) {
-        const int id = mask.row_id(w.bh, r);
-        row_lo = id < row_lo ? id : row_lo;
-        row_hi = id > row_hi ? id : row_hi;
-      }
-      row_lo = __reduce_min_sync(0xffffffffu, row_lo);
-      row_hi = __reduce_max_sync(0xffffffffu, row_hi);
-      for (int n = warp_all; n < tiles; n += C::Threads / 32) {
-        const int col0 = (w.begin + n) * C::BN;
-        int col_lo = 0x7fffffff, col_hi = -0x7fffffff - 1;
-#pragma unroll
-        for (int u = 0; u < (C::BN + 31) / 32; ++u) {
-          const int col = col0 + 32 * u + lane_all;
-          if (32 * u + lane_all < C::BN && col < shape.seq_k) {
-            const int id = mask.col_id(w.bh, col);
-            col_lo = id < col_lo ? id : col_lo;
-            col_hi = id > col_hi ? id : col_hi;
-          }
-        }
-        col_lo = __reduce_min_sync(0xffffffffu, col_lo);
-        col_hi = __reduce_max_sync(0xffffffffu, col_hi);
-        if (lane_all == 0)
-          tile_classes[n] = static_cast<uint8_t>(row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi));
-      }
+      tiles = classify(w, warp_all, C::Threads / 32, lane_all);
     }
     __syncthreads();
-    // Warp 0: the live tiles in order (a ballot per 32 tiles).
-    if (warp_all == 0) {
-      int count = 0;
-      for (int base = 0; base < tiles; base += 32) {
-        const int n = base + lane_all;
-        const int c = n < tiles ? tile_classes[n] : 0;
-        const unsigned live = __ballot_sync(0xffffffffu, c != 0);
-        if (c != 0) tile_list[count + __popc(live & ((1u << lane_all) - 1u))] = static_cast<uint16_t>((w.begin + n) | (c == 2 ? 0x8000 : 0));
-        count += __popc(live);
-      }
-      if (lane_all == 0) tile_count = count;
-    }
+    if (warp_all == 0) compact(w, tiles, 0, lane_all);
   }
   __syncthreads();
+  if constexpr (kDataLoop) {
+    if (threadIdx.x == 0) cuda::ptx::mbarrier_arrive(&list_full[0]);  // round 0's list (the block's barrier above)
+  }
+  // Registers after setmaxnreg: persistent data-mask blocks with two consumers give the producer
+  // warpgroup 40 (its classifier warps keep ≈ 16 id loads per lane in flight) and the consumers 232.
+  constexpr int kProducerRegisters = kDataLoop && C::Consumers == 2 ? 40 : C::ProducerRegisters;
+  constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? 232 : C::ConsumerRegisters;
+  static_assert(128 * (kProducerRegisters + C::Consumers * kConsumerRegisters) <= 65536, "setmaxnreg: over 64 K registers");
 
   if (warpgroup == 0) {
     // ---- Producer: one thread issues every TMA load; the rings run on across work tiles ----
-    cutlass::arch::warpgroup_reg_dealloc<C::ProducerRegisters>();
+    cutlass::arch::warpgroup_reg_dealloc<kProducerRegisters>();
     if (thread == 0) {
       asm volatile("prefetch.tensormap [%0];" ::"l"(&q) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(&k) : "memory");
@@ -325,8 +377,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       uint32_t q_phase = 0;
       for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
         const Work w = locate(t);
-        const int count = tiles_of(w);
-        if (count <= 0) continue;
+        const int buf = list_of(round);
+        if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
+        const int count = tiles_of(w, buf);
+        if (count <= 0) {
+          if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);
+          continue;
+        }
         // Q of this tile once every consumer is done with the previous tile's Q.
         detail::wait_parity(q_empty, q_phase ^ 1u);
         cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
@@ -345,7 +402,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         if constexpr ((C::StagedBias & 1) != 0) bias_batch = score.bias_tile_batch(w.bh);
         if constexpr ((C::StagedBias & 2) != 0) bias_row = score.bias_column_row(w.bh);
         for (int n = 0; n < count; ++n, ++loaded) {
-          const int j = tile_at(w, n);
+          const int j = tile_at(w, buf, n);
           const int stage = detail::stage_of<C::Stages>(loaded);
           const uint32_t phase = detail::phase_of<C::Stages>(loaded);
           detail::wait_parity(&k_empty[stage], phase ^ 1u);
@@ -376,11 +433,31 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch,
                              &v_full[stage]);
         }
+        if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);  // this round's list read
+      }
+    } else if constexpr (kDataLoop) {
+      if (thread / 32 < 1 || thread / 32 > kClassifyWarps) return;
+      // ---- Persistent data-mask blocks: warps 1..3 classify the next work tile's key tiles ----
+      // Round r's list goes into buffer r & 1 once the producer thread and the consumers are done with
+      // round r − 2's (list_empty), then list_full; round 0's was built before the roles split.
+      const int cw = thread / 32 - 1, lane_c = thread % 32;
+      for (int round = 1, t = tile_index(1); t < total; t = tile_index(++round)) {
+        const int buf = list_of(round);
+        detail::wait_parity(&list_empty[buf], (static_cast<uint32_t>(round >> 1) & 1u) ^ 1u);
+        detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // the last compaction has read tile_classes
+        const Work w = locate(t);
+        const int tiles = classify(w, cw, kClassifyWarps, lane_c);
+        detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
+        if (cw == 0) {
+          compact(w, tiles, buf, lane_c);
+          __syncwarp();
+          if (lane_c == 0) cuda::ptx::mbarrier_arrive(&list_full[buf]);
+        }
       }
     }
   } else {
     // ---- Consumers ----
-    cutlass::arch::warpgroup_reg_alloc<C::ConsumerRegisters>();
+    cutlass::arch::warpgroup_reg_alloc<kConsumerRegisters>();
     const int consumer = warpgroup - 1;
     const int warp = thread / 32, lane = thread % 32;
     typename Ty::TiledMmaS mma_s;
@@ -451,6 +528,39 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // 8·(i/4) + 2·(lane % 4) + i % 2 of the warpgroup's 64 × N tile.
       const int my_row0 = w.row0 + 64 * consumer;
       const int row_base = my_row0 + 16 * warp + lane / 4;
+      // A data mask: this round's list (persistent blocks: built by the classifier warps while the
+      // previous tile ran), the ids of this thread's two rows once per work tile (rows past seq_q are
+      // not stored: the last row's), and per boundary tile the ids of its keys, loaded right after S is
+      // issued, one key per lane and 32 keys per register (kIdRegs), shared by shuffles.
+      const int buf = list_of(round);
+      if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
+      constexpr bool kIdShuffle = kData && C::BN % 32 == 0;
+      constexpr int kIdRegs = kIdShuffle ? C::BN / 32 : 1;
+      int row_ids[2] = {0, 0};
+      int key_ids[kIdRegs];
+      if constexpr (kData) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = row_base + 8 * r;
+          row_ids[r] = mask.row_id(w.bh, row < shape.seq_q ? row : shape.seq_q - 1);
+        }
+      }
+      auto is_boundary = [&](int n) -> bool {
+        if constexpr (kData) return (tile_list[buf][n] & 0x8000u) != 0;
+        else return false;
+      };
+      auto load_ids = [&](int j, int n) {
+        if constexpr (kIdShuffle) {
+          const int col0 = j * C::BN;
+          if (col0 + C::BN > shape.seq_k || is_boundary(n)) {
+#pragma unroll
+            for (int u = 0; u < kIdRegs; ++u) {
+              const int col = col0 + 32 * u + lane;
+              key_ids[u] = col < shape.seq_k ? mask.col_id(w.bh, col) : 0;
+            }
+          }
+        }
+      };
       // An affine score's factors for this work tile's head (functors.cuh).
       float affine_a = 1.0f, affine_u = 0.0f, affine_w = 0.0f, affine_c = 0.0f;
       if constexpr (score_is_affine<Score>(0)) score.affine(w.bh, &affine_a, &affine_u, &affine_w, &affine_c);
@@ -525,27 +635,23 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             acc_s(i) = score(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
         }
         bool boundary;
-        if constexpr (kData) boundary = (tile_list[n] & 0x8000u) != 0;
+        if constexpr (kData) boundary = is_boundary(n);
         else boundary = mask.partial(w.bh, my_row0, 64, col0, C::BN);
         (void)n;
         if (col0 + C::BN > shape.seq_k || boundary) {
           if constexpr (kData) {
-            // The ids of this thread's two rows (rows past seq_q are not stored: the last row's) and of
-            // each of its BN/4 columns (keys ≥ seq_k masked), compared by match() into one bit per score
-            // and row (a loop that keeps few registers live: the tile's S, P and O hold most of them).
-            int row_ids[2];
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              const int row = row_base + 8 * r;
-              row_ids[r] = mask.row_id(w.bh, row < shape.seq_q ? row : shape.seq_q - 1);
-            }
+            // The ids of each of the thread's BN/4 columns (keys ≥ seq_k masked) against its two rows',
+            // compared by match() into one bit per score and row. Column 8·(c/2) + col_lane + c%2 of the
+            // tile is key_ids[c/8] of lane 8·((c/2)%4) + col_lane + c%2 (load_ids: key 32u + lane).
             static_assert(C::BN / 4 <= 64, "one bit per column of a thread");
             unsigned long long keep[2] = {0ull, 0ull};
-#pragma unroll 4
-            for (int c = 0; c < C::BN / 4; ++c) {  // column 8·(c/2) + c%2 past the thread's first
+#pragma unroll
+            for (int c = 0; c < C::BN / 4; ++c) {
               const int col = col0 + 8 * (c / 2) + col_lane + c % 2;
               const bool in = col < shape.seq_k;
-              const int col_id = in ? mask.col_id(w.bh, col) : 0;
+              int col_id;
+              if constexpr (kIdShuffle) col_id = __shfl_sync(0xffffffffu, key_ids[c / 8], 8 * ((c / 2) % 4) + col_lane + c % 2);
+              else col_id = in ? mask.col_id(w.bh, col) : 0;
 #pragma unroll
               for (int r = 0; r < 2; ++r)
                 if (in && mask.match(w.bh, row_ids[r], col_id)) keep[r] |= 1ull << c;
@@ -582,7 +688,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       state.init();
       cute::clear(acc_o);
 
-      const int count = tiles_of(w);
+      const int count = tiles_of(w, buf);
       if (count > 0) {
         // The factor of the O rows from the last State::update, applied just before the next P·V is
         // issued (O then holds the tiles before the updated one), while the tensor cores run S. No
@@ -598,13 +704,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         q_phase ^= 1u;
         // First tile: S only.
         {
-          const int j0 = tile_at(w, 0);
+          const int j0 = tile_at(w, buf, 0);
           const int ks = detail::stage_of<C::Stages>(first);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
           detail::named_sync(my_turn, kTurnThreads);
           issue_s(ks);
           detail::named_arrive(next_turn, kTurnThreads);
           load_bias(j0, ks);
+          load_ids(j0, 0);
           cute::warpgroup_wait<0>();
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);
@@ -614,7 +721,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           to_p();
         }
         for (int n = 1; n < count; ++n) {
-          const int j = tile_at(w, n);
+          const int j = tile_at(w, buf, n);
           const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + n));
           detail::named_sync(my_turn, kTurnThreads);
@@ -624,6 +731,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           issue_o(vs);
           detail::named_arrive(next_turn, kTurnThreads);
           load_bias(j, ks);
+          load_ids(j, n);
           cute::warpgroup_wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
           cute::warpgroup_fence_operand(acc_s);
           release(&k_empty[ks]);
@@ -650,6 +758,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         }
         consumed += static_cast<uint32_t>(count);
       }
+      if constexpr (kDataLoop) release(&list_empty[buf]);  // this warp's last read of the round's list
 
       // ---- Epilogue: O / Σ p (zeros for rows that see no key; NaN with Mask::kEmptyRowNaN) ----
       float inverse[2];

@@ -934,8 +934,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // each); hd128 128 x 128 with 2 stages; under a mask that leaves a work tile few key tiles (at most 8
   // on average: causal at S ≤ 1k, sliding windows at any length; without the mask's reach, S ≤ 1k)
   // persistent blocks, one per SM, 128 x 128 with 4 (hd64) or 3 stages (hd128).
-  // (A data mask: one block per work tile, the hardware's dispatch: its key tiles are classified once
-  // per block, and which rows are longest is not known at compile time.)
+  // (A data mask: persistent blocks too, below: the producer warpgroup's idle warps classify the next
+  // work tile's key tiles while the consumers run this one.)
   const bool short_masked = cond && !data && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
@@ -995,8 +995,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // A staged bias runs on persistent blocks too: evoformer's work tiles have few key tiles (4 of 64 at
   // S2 = 256), and the producer then loads the next tile's Q, K and bias while the consumers finish
   // this one. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for a score with a bias (A/B runs).
-  bool persistent = short_masked || staged_bits != 0;
-  if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); with_bias && forced && *forced) persistent = std::string(forced) == "1";
+  // A data mask runs on persistent blocks, one per SM, when a work tile has at most 32 key tiles to
+  // classify (seq_k ≤ 4096 at BN 128): there one block per tile left a fixed ≈ 8-10 µs per block (ids,
+  // classification, Q load, pipeline fill, epilogue) that nothing overlapped, and persistent blocks
+  // measured 126.9 / 207.3 µs against 204.2 / 226.9 at S 1k / 4k (H100, 2026-11-27, same call). At
+  // 128 key tiles (S 16k) one block per tile measured faster (464.9 against 518.3 µs): the three
+  // classifier warps' 128 tiles per work tile no longer hide under the consumers' 30 µs per tile, and
+  // the fixed latency is a small share there. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for data masks too.
+  constexpr int64_t kDataPersistentMaxKeyTiles = 32;
+  const bool data_persistent = data && (seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles;
+  bool persistent = short_masked || staged_bits != 0 || data_persistent;
+  if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) +
@@ -1124,7 +1133,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const std::string lead_decode = decode(false, false);
     out << "  // mask " << print_expr(*cond) << "; on inputs, rows row_ and columns col_: " << print_expr(*mask_rc) << "\n";
     out << "  // a data mask: the id of each query row " << data->row_text << " and of each key " << data->col_text << ", compared by match(rid_, cid_);\n";
-    out << "  // the skeleton classifies every key tile of a block once, from the ids' min/max over the block's rows and the tile's keys\n";
+    out << "  // the skeleton classifies every key tile of a work tile from the ids' min/max over the tile's rows and the key tile's keys" << (persistent ? " (persistent blocks: the next work tile's while this one runs)" : "") << "\n";
     out << "  static constexpr bool kDataTiles = true;\n";
     out << "  static constexpr bool kEmptyRowNaN = true;  // a row that sees no key: the program's 0/0\n";
     out << "  static constexpr int kMaxKeyTiles = " << (seq_k + bn - 1) / bn << ";\n";
@@ -1140,8 +1149,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (data->may_fail) out << "    if (!(" << printer_.print_bool(*data->may_fail) << ")) return 1;\n";
     out << "    return 2;\n  }\n";
     out << "  __device__ bool visible(int bh_, int row_, int col_) const { return match(bh_, row_id(bh_, row_), col_id(bh_, col_)); }\n";
-    skip_text = data->live ? "a data mask: key tiles where " + print_expr(data->match) + " holds for no pair of ids (rid_ = " + data->row_text + " over the block's rows, cid_ = " + data->col_text +
-                                 " over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score; every key tile classified once per block in the kernel (one warp per tile, before the loads), a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0)"
+    skip_text = data->live ? "a data mask: key tiles where " + print_expr(data->match) + " holds for no pair of ids (rid_ = " + data->row_text + " over the work tile's rows, cid_ = " + data->col_text +
+                                 " over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score (the keys' ids loaded once per tile right after S is issued, shared by shuffles); the key tiles of every work tile classified in the kernel, " +
+                                 std::string(persistent ? "per work tile: the first by every warp, each next one by the producer warpgroup's three idle warps while the consumers run the current one (double-buffered list), so the next tile's Q, K and V loads start during this tile's epilogue"
+                                                        : "once per block by every warp before the loads") +
+                                 ", a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0)"
                            : "none: the data mask " + print_expr(data->match) + " has no interval bound over its ids (every tile computed, the ids compared per score)";
   } else if (!cond) {
     out << "  // no mask: every key tile, no element masked (keys past the sequence: the skeleton's own mask)\n";
@@ -1271,7 +1283,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, snake order)" : std::string("")) + ", " +
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
                               (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + lead_text + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text +
-                              (data ? std::string("; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them)")
+                              (data ? std::string(persistent ? "; block order: persistent blocks deal out the work tiles longest first in a snake (query tiles of a head last to first; a data mask's live tiles are not known at compile time)"
+                                                             : "; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them; persistent blocks only up to " +
+                                                                   std::to_string(kDataPersistentMaxKeyTiles) + " key tiles per work tile, measured slower at 128)")
                                     : std::string("; block order: the query tiles of a head last to first (the longest causal rows first)"));
   head << "#include <solder/attention/sm90_attention.cuh>\n";
   head << "// kernel " << kernel_.name << ": computes";
@@ -1290,10 +1304,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
   result.info.shared_bytes = static_cast<int64_t>(bm) * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 + 4 * stages) + 1024 +
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
-  // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count),
-  // on top of the launch's dynamic shared memory: both within sm_90's 227 KB per block.
-  if (data && result.info.shared_bytes + 3 * ((seq_k + bn - 1) / bn) + 16 > 232448)
-    refuse("the data mask's key-tile list (" + std::to_string(3 * ((seq_k + bn - 1) / bn)) + " bytes of shared memory) does not fit beside the K/V ring");
+  // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
+  // 5 and two mbarrier pairs with persistent blocks: a double-buffered list), on top of the launch's
+  // dynamic shared memory: both within sm_90's 227 KB per block.
+  const int64_t list_bytes = (persistent ? 5 : 3) * ((seq_k + bn - 1) / bn) + (persistent ? 48 : 16);
+  if (data && result.info.shared_bytes + list_bytes > 232448)
+    refuse("the data mask's key-tile list (" + std::to_string(list_bytes) + " bytes of shared memory) does not fit beside the K/V ring");
   AttentionSkeletonLaunch launch;
   auto global_index = [&](const std::string& n) {
     for (size_t i = 0; i < program_.globals.size(); ++i)

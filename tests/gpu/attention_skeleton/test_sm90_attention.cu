@@ -420,7 +420,9 @@ void run_data(const char* name, std::mt19937& rng) {
   const float log2e = 1.4426950408889634f;
   const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
   char label[96];
-  // kind 0: sorted documents of random lengths; 1: unsorted runs; 2: separate q / k ids (rows may see nothing)
+  // kind 0: sorted documents of random lengths; 1: unsorted runs; 2: separate q / k ids (rows may see nothing);
+  // 3: sorted documents, the query rows of a few stretches (whole 128-row work tiles among them) with an
+  // id no key has (work tiles with no live key tile at all: rows that see no key)
   auto fill_docs = [&](std::vector<int>& ids, int batch, int seq, int kind) {
     ids.assign(size_t(batch) * seq, 0);
     for (int b = 0; b < batch; ++b) {
@@ -430,7 +432,7 @@ void run_data(const char* name, std::mt19937& rng) {
           const int pick = int(rng() % 8);
           left = pick == 0 ? 1 : pick == 1 ? 2 : pick < 5 ? 1 + int(rng() % 40) : 100 + int(rng() % 300);
           ++doc;
-          id = kind == 0 ? doc : int(rng() % 5);
+          id = kind == 0 || kind == 3 ? doc : int(rng() % 5);
         }
         ids[size_t(b) * seq + i] = id;
         --left;
@@ -447,12 +449,17 @@ void run_data(const char* name, std::mt19937& rng) {
       {{1, 1, 1, 1, 1, 0}, 0, false},       {{2, 4, 2, 257, 257, 8}, 1, false}, {{1, 2, 2, 1000, 1000, 0}, 1, false},
       {{1, 2, 1, 129, 300, 8}, 2, false},   {{1, 2, 2, 300, 129, 0}, 2, false}, {{2, 3, 3, 300, 300, 0}, 1, true},
       {{1, 2, 2, 1000, 1000, 0}, 0, true},
+      {{2, 2, 2, 2048, 2048, 0}, 3, false}, {{1, 3, 3, 1500, 1500, 8}, 3, false}, {{3, 2, 2, 700, 700, 0}, 0, false},
   };
   for (const DataCase& d : data_cases) {
     const Case& c = d.shape;
     fill_docs(host_ids_q, c.batch, c.seq_q, d.kind);
     if (d.kind == 2) fill_docs(host_ids_k, c.batch, c.seq_k, 1);
     else host_ids_k = host_ids_q;
+    if (d.kind == 3)
+      for (int b = 0; b < c.batch; ++b)
+        for (int from = int(rng() % 200); from < c.seq_q; from += 700 + int(rng() % 600))
+          for (int i = from; i < std::min(c.seq_q, from + 1 + int(rng() % 400)); ++i) host_ids_q[size_t(b) * c.seq_q + i] = -7;
     int *ids_q = nullptr, *ids_k = nullptr;
     CUDA_CHECK(cudaMalloc(&ids_q, host_ids_q.size() * sizeof(int)));
     CUDA_CHECK(cudaMalloc(&ids_k, host_ids_k.size() * sizeof(int)));
@@ -502,10 +509,16 @@ int main(int argc, char** argv) {
     run_case<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64 192x128 s4 q/k half 0", Case{2, 4, 2, 257, 257, 8}, plain, NoMask{}, rng, 64, LeadBlock{2, 0, 2, 0});
     run_case<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P q half 1 of 3", Case{2, 2, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng, 64, LeadBlock{3, 1, 1, 0});
   }
-  // data masks (document ids): one block per work tile
+  // data masks (document ids): one block per work tile (non-persistent configurations)
   run_data<Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 128x128 s4 data", rng);
   run_data<Config<Dtype::bf16, 128, 128, 2, 2>>("bf16 d128 128x128 s2 data", rng);
   run_data<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 data", rng);
+  // persistent data-mask blocks (the next tile's list classified by the producer's idle warps while the
+  // consumers run this one; double-buffered): 3 blocks loop over every work tile, compared bit for bit
+  // with one block per tile
+  run_data<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P data", rng);
+  run_data<Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 128x128 s2 P data", rng);
+  run_data<Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P data", rng);
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;
 }

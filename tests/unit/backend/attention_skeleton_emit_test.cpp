@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <cstdlib>
 
 #include "backend/cuda/contract_view.h"
@@ -312,13 +313,59 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     // skipped when the ranges do not meet, full when both are one and the same id
     EXPECT_NE(k->source.find("if (!(((rid_lo_ <= cid_hi_) && (cid_lo_ <= rid_hi_)))) return 0;"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("return 1;"), std::string::npos);
-    // one block per work tile (no persistent loop), 2 consumers
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " + (head_dim == 64 ? "4" : "2") + ", 2>;"), std::string::npos) << k->source;
-    EXPECT_EQ(k->info.blocks, seq / 128 * (dims.size() == 2 ? 16 : 256));
+    // 2048 work tiles of 128 rows, 2 consumers: persistent blocks, one per SM, where a work tile has at
+    // most 32 key tiles (S 1k); one block per work tile at S 16k (128 key tiles: measured faster there);
+    // the schedule stated either way
+    EXPECT_EQ(seq / 128 * (dims.size() == 2 ? 16 : 256), 2048);
+    const bool persistent = seq <= 4096;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " + (head_dim == 64 ? "4" : "2") + ", 2" + (persistent ? ", true" : "") + ">;"), std::string::npos) << k->source;
+    EXPECT_EQ(k->info.blocks, persistent ? 132 : 2048);
     EXPECT_NE(k->summary.find("a data mask: key tiles where rid_ == cid_ holds for no pair of ids"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("walk in the same order"), std::string::npos) << k->summary;
+    EXPECT_NE(k->summary.find("loaded once per tile right after S is issued, shared by shuffles"), std::string::npos) << k->summary;
     EXPECT_NE(k->tiles_and_skipping.find("(no loads, no MMA)"), std::string::npos) << k->tiles_and_skipping;
+    if (persistent) {
+      EXPECT_NE(k->summary.find("on 132 persistent blocks"), std::string::npos) << k->summary;
+      EXPECT_NE(k->summary.find("each next one by the producer warpgroup's three idle warps while the consumers run the current one"), std::string::npos) << k->summary;
+      EXPECT_NE(k->summary.find("block order: persistent blocks deal out the work tiles longest first"), std::string::npos) << k->summary;
+      EXPECT_NE(k->tiles_and_skipping.find("on 132 persistent blocks"), std::string::npos) << k->tiles_and_skipping;
+    } else {
+      EXPECT_NE(k->summary.find("once per block by every warp before the loads"), std::string::npos) << k->summary;
+      EXPECT_NE(k->summary.find("block order: one block per work tile"), std::string::npos) << k->summary;
+    }
   }
+}
+
+// The crossover: S 4096 (32 key tiles per work tile) still persistent, S 8192 (64) one block per tile;
+// $SOLDER_ATTN_PERSISTENT=1 forces persistent blocks at S 16k.
+TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTiles) {
+  for (auto [seq, b, want] : {std::tuple{int64_t{4096}, int64_t{4}, true}, std::tuple{int64_t{8192}, int64_t{2}, false}}) {
+    std::string refusal;
+    auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
+    ASSERT_TRUE(k) << refusal;
+    EXPECT_EQ(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;") != std::string::npos, want) << seq;
+    EXPECT_EQ(k->info.blocks, want ? 132 : seq / 128 * b * 16) << seq;
+  }
+  setenv("SOLDER_ATTN_PERSISTENT", "1", 1);
+  std::string refusal;
+  auto k = emit(compile("document_mask", {{"B", 1}, {"S", 16384}}), &refusal);
+  unsetenv("SOLDER_ATTN_PERSISTENT");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos);
+  EXPECT_EQ(k->info.blocks, 132);
+}
+
+// $SOLDER_ATTN_PERSISTENT=0 puts a data mask back on one block per work tile at S 1k (the A/B switch).
+TEST(AttentionSkeletonEmit, DocumentMaskPersistentSwitch) {
+  setenv("SOLDER_ATTN_PERSISTENT", "0", 1);
+  std::string refusal;
+  auto k = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_PERSISTENT");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>;"), std::string::npos) << k->source;
+  EXPECT_EQ(k->info.blocks, 2048);
+  EXPECT_NE(k->summary.find("once per block by every warp before the loads"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("block order: one block per work tile"), std::string::npos) << k->summary;
 }
 
 // diff_attn: the two skeleton passes of its fusion plan (at head dim 128 the plan stores a1 too and
