@@ -6,7 +6,10 @@ bench/prologue_fast3_peers.py times them (CUDA events around CUDA-graph replays 
 over 4 input copies, median µs per call). Compared in the same call with `solder bench` of
 bench/programs/quant_rows.sol and rmsnorm_rows.sol (the row kernels alone).
 
-    python3 bench/row_kernel_peers.py [--cases Q5,Q1,L1] [--out FILE.jsonl]
+    python3 bench/row_kernel_peers.py [--cases Q5,Q1,L1] [--out FILE.jsonl] [--warm-only]
+
+--warm-only compiles (one call per case, nothing timed), so that a later run finds Inductor's caches
+warm (bench/row_kernel/device.sh starts it beside Solder's verification).
 """
 import argparse
 import json
@@ -23,6 +26,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default="Q5,Q1,L1")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--warm-only", action="store_true")
     args = ap.parse_args()
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev).manual_seed(2026)
@@ -30,6 +34,14 @@ def main():
     compiled_quantise, compiled_rmsnorm = torch.compile(quantise), torch.compile(rmsnorm)
     for case in args.cases.split(","):
         kind, M, N, K = SHAPES[case]
+        if args.warm_only:
+            if kind == "quant":
+                compiled_quantise(torch.randn(M, K, device=dev).to(torch.bfloat16))
+            else:
+                compiled_rmsnorm(torch.randn(M, K, device=dev).to(torch.bfloat16), torch.ones(K, device=dev, dtype=torch.bfloat16))
+            torch.cuda.synchronize()
+            print(f"warm {case}", flush=True)
+            continue
         if kind == "quant":
             a = [torch.randn(M, K, generator=gen, device=dev).to(torch.bfloat16) for _ in range(COPIES)]
             us = time_us(compiled_quantise, [(x,) for x in a])

@@ -28,6 +28,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2
 echo "solder: $S ($(git log -1 --format=%h 2>/dev/null || echo '?'))"
 status=0
 
+# The peer's compiles (torch.compile, Inductor) beside Solder's verification: nothing is timed there;
+# its caches are warm for the timed run after Solder's benches.
+if python3 -c "import torch" 2>/dev/null; then
+  PYTHONUNBUFFERED=1 timeout 100 python3 bench/row_kernel_peers.py --cases Q5,L1,Q1 --warm-only > "$out/peers-warm.txt" 2>&1 &
+  warm_pid=$!
+fi
+
 echo "== 1. 8-bit vector stores ($(left) s left)"
 if [ -x "$carry/fp8_vector_store" ]; then
   "$carry/fp8_vector_store" | tee "$out/fp8_vector_store.txt" || status=1
@@ -56,7 +63,7 @@ silu_mul.ragged bench/programs/silu_mul.sol --dim T=64 --dim F=5000
 LIST
 # Each line: label, then the arguments of `solder run --backend cuda`; 8 at a time (NVRTC compiles).
 export S out
-timeout $(( $(left) - 62 )) xargs -P 8 -L 1 sh -c '
+timeout $(( $(left) - 66 )) xargs -P 8 -L 1 sh -c '
   label=$0
   if timeout 50 $S run --backend cuda "$@" > "$out/run.$label.txt" 2>&1; then echo "verify $label: verified"
   else echo "verify $label: FAILED rc=$? $(tail -c 240 "$out/run.$label.txt" | tr "\n" " ")"; fi' < "$out/verify-list.txt" | tee "$out/verify.txt"
@@ -66,6 +73,11 @@ echo "verify: $n_ok of $n_all verified"
 for label in quant_gemm.Q5 rmsnorm_gemm.L1; do
   grep -h -E "register pass|two kernels|one kernel" "$out/run.$label.txt" 2>/dev/null | head -2 | sed "s/^/   $label: /"
 done
+
+if [ -n "${warm_pid:-}" ]; then  # no compile beside the timings
+  timeout $(( $(left) > 60 ? $(left) - 60 : 1 )) tail --pid="$warm_pid" -f /dev/null
+  kill "$warm_pid" 2>/dev/null && echo "   peer warm-up stopped ($(cat "$out/peers-warm.txt" | tr '\n' ' '))"
+fi
 
 echo "== 3. bench, Solder ($(left) s left)"
 bench() {  # label, args...
