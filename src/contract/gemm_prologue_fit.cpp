@@ -109,7 +109,9 @@ ProloguePlanChoice choose_prologue_plan(const GemmPrologueProblem& pp, int bm, i
   const double sweep_us = pp.pre_sweep ? bm * src_bytes * static_cast<double>(p.k) / sm_l2 * 1e6 : 0.0;
   choice.one_us = static_cast<double>(per_block) * k_tiles * k_tile_us + sweep_us + launch_us;
   const double row_bytes = static_cast<double>(p.m) * p.k * src_bytes + static_cast<double>(a_t_bytes);
-  const double row_us = row_bytes / (hbm_tbps * 1e12 * kRowKernelCopyFraction) * 1e6 + launch_us;
+  const bool in_registers = row_kernel_in_registers(p.k, static_cast<int64_t>(src_bytes));
+  const double row_fraction = in_registers ? kRowKernelCopyFraction : kRowKernelSharedCopyFraction;
+  const double row_us = row_bytes / (hbm_tbps * 1e12 * row_fraction) * 1e6 + launch_us;
   choice.split_us = row_us + split_gemm_us;
   auto fig = [](double x) {
     char text[32];
@@ -122,7 +124,8 @@ ProloguePlanChoice choose_prologue_plan(const GemmPrologueProblem& pp, int bm, i
                std::to_string(k_tiles) + " K tiles × " + fig(k_tile_us) + " us: MMA " + fig(mma_us) + ", L2 reads " + fig(load_us) +
                ", conversion " + fig(convert_us) + (pp.pre_sweep ? "; pre-sweep " + fig(sweep_us) + " us" : std::string()) +
                ") against two kernels " + fig(choice.split_us) + " us (the row kernel " + fig(row_us) + " us for " + fig(row_bytes / 1e6) +
-               " MB at " + fig(kRowKernelCopyFraction * 100) + " % of the copy rate, the plain skeleton " + fig(split_gemm_us) + " us): " +
+               " MB at " + fig(row_fraction * 100) + " % of the copy rate" +
+               (in_registers ? ", rows in registers" : ", rows in shared memory") + ", the plain skeleton " + fig(split_gemm_us) + " us): " +
                (forced ? std::string("forced by SOLDER_PROLOGUE_PLAN=") + (*forced ? "split" : "one")
                        : std::string(choice.split ? "two kernels are cheaper" : "one kernel is cheaper"));
   return choice;

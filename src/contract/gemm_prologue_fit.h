@@ -40,7 +40,8 @@ GemmPrologueFit fit_gemm_prologue(const Kernel& kernel, const std::vector<Global
 //     7 × 16 K tiles of 128 × 256 × 128 = 2.8 µs per K tile against 0.96 µs of L2 reads; below), plus
 //     the pre-sweep of one BM × K stripe at the per-SM L2 rate;
 //   two kernels: the row kernel's bytes (X read, A written in T) at kRowKernelCopyFraction of the HBM
-//     copy rate (measured), plus a launch, plus the plain skeleton's predicted time (its own cost model,
+//     copy rate (predicted for the register pass; kRowKernelSharedCopyFraction, measured, for rows it
+//     does not take), plus a launch, plus the plain skeleton's predicted time (its own cost model,
 //     which underpredicts these short-K products: Q5 143 µs predicted, 202 measured alone).
 // With these figures the choice matches the measured faster plan in all twelve suite cases (sixth
 // session: two kernels at Q2-Q6, Q9, Q10 and L2; one kernel at Q1, Q7, Q8 and L1).
@@ -56,10 +57,21 @@ struct ProloguePlanChoice {
 // 128 × 256 × 64: 1.06 µs each against 0.70 µs of MMA and L2 reads).
 constexpr double kConvertNsPerElement = 0.112;
 constexpr double kConvertNsPerElementNoSides = 0.044;
-// The generic fused row kernel against a plain copy: measured on the H100 (sixth session, ncu) 0.39 TB/s
-// at Q5 (amax, scale, aq: 25.2 MB in 64.3 µs) and 0.47 TB/s at L1 (ms, xn: 33.6 MB in 71.4 µs), 13-16 %
-// of the 3.0 TB/s copy; the lower is taken. (torch.compile's quantisation alone: 21 µs at Q5.)
-constexpr double kRowKernelCopyFraction = 0.13;
+// The row kernel against a plain copy. Its rows run on the generic writer's register pass
+// (kernel_writer_registers.cpp, seventh session): a warp or more per row, the row's bf16 elements
+// held in registers as loaded (16-byte loads), warp-shuffle reductions, vector stores of the operand
+// (8 e4m3 or 8 bf16 elements per store), 2 blocks per SM (89-94 registers). Predicted, before the
+// device call (bench/NOTES.md, "the row kernel in registers"): 60 % of the 3.0 TB/s copy, 1.8 TB/s,
+// i.e. Q5 (25.2 MB) 14 us and L1 (33.6 MB) 19 us, against 0.39-0.47 TB/s measured for the
+// shared-memory form (sixth session: Q5 64.3 us, L1 71.4 us, ncu). The register pass needs the row
+// (K) a whole number of 16-byte vectors and at most 8 vectors per thread (K <= 16384 at one row per
+// block); other rows keep the shared-memory form and its measured 13 %.
+constexpr double kRowKernelCopyFraction = 0.60;
+constexpr double kRowKernelSharedCopyFraction = 0.13;
+// Whether a row of k elements of `source_bytes` each (the staged source X) runs on the register pass.
+constexpr bool row_kernel_in_registers(int64_t k, int64_t source_bytes) {
+  return source_bytes > 0 && (k * source_bytes) % 16 == 0 && k * source_bytes <= 16384 * 2;
+}
 ProloguePlanChoice choose_prologue_plan(const GemmPrologueProblem& pp, int bm, int bn, int bk, double split_gemm_us, int64_t a_t_bytes);
 // $SOLDER_PROLOGUE_PLAN: "one" or "split" force that plan, unset/"" or "cost" leave it to the costs;
 // anything else is the user's error (a Refusal, exit 2).

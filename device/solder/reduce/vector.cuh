@@ -29,6 +29,37 @@ __device__ __forceinline__ void load_vector(const __nv_bfloat16* p, float (&v)[8
   for (int i = 0; i < 4; ++i) { float2 f = __bfloat1622float2(h[i]); v[2 * i] = f.x; v[2 * i + 1] = f.y; }
 }
 
+// Packed: a 16-bit tile equal to its global keeps the loaded pairs (8 elements in 4 registers); its
+// elements read back as float exactly (unpack, with i a compile-time index after unrolling).
+__device__ __forceinline__ void load_packed(const __nv_bfloat16* p, __nv_bfloat162 (&v)[4]) {
+  uint4 raw = *reinterpret_cast<const uint4*>(p);
+  v[0] = *reinterpret_cast<const __nv_bfloat162*>(&raw.x);
+  v[1] = *reinterpret_cast<const __nv_bfloat162*>(&raw.y);
+  v[2] = *reinterpret_cast<const __nv_bfloat162*>(&raw.z);
+  v[3] = *reinterpret_cast<const __nv_bfloat162*>(&raw.w);
+}
+__device__ __forceinline__ void load_packed(const __half* p, __half2 (&v)[4]) {
+  uint4 raw = *reinterpret_cast<const uint4*>(p);
+  v[0] = *reinterpret_cast<const __half2*>(&raw.x);
+  v[1] = *reinterpret_cast<const __half2*>(&raw.y);
+  v[2] = *reinterpret_cast<const __half2*>(&raw.z);
+  v[3] = *reinterpret_cast<const __half2*>(&raw.w);
+}
+__device__ __forceinline__ void zero_packed(__nv_bfloat162 (&v)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] = __floats2bfloat162_rn(0.0f, 0.0f);
+}
+__device__ __forceinline__ void zero_packed(__half2 (&v)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] = __floats2half2_rn(0.0f, 0.0f);
+}
+__device__ __forceinline__ float unpack(const __nv_bfloat162 (&v)[4], int i) {
+  return (i & 1) ? __high2float(v[i >> 1]) : __low2float(v[i >> 1]);
+}
+__device__ __forceinline__ float unpack(const __half2 (&v)[4], int i) {
+  return (i & 1) ? __high2float(v[i >> 1]) : __low2float(v[i >> 1]);
+}
+
 // ---- Global stores: round to nearest even into the dtype, one 16-byte access ---------------------
 __device__ __forceinline__ void store_vector(float* p, const float (&v)[4]) {
   *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
@@ -46,6 +77,32 @@ __device__ __forceinline__ void store_vector(__nv_bfloat16* p, const float (&v)[
 #pragma unroll
   for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
   *reinterpret_cast<uint4*>(p) = raw;
+}
+// 8-bit floats: N elements (4, 8 or 16) as one N-byte access (p N-byte aligned), each rounded exactly as
+// solder::store rounds it: e4m3 round to nearest even, saturating to ±448 (cvt.rn.satfinite.e4m3x2.f32,
+// two elements per conversion, the first in the low byte); e5m2 round to nearest even, unsaturated.
+template <int N>
+__device__ __forceinline__ void store_vector_fp8(unsigned char* p, const float (&v)[N], __nv_saturation_t saturate,
+                                                 __nv_fp8_interpretation_t kind) {
+  static_assert(N == 4 || N == 8 || N == 16, "8-bit vector stores hold 4, 8 or 16 elements");
+  unsigned int words[N / 4];
+#pragma unroll
+  for (int k = 0; k < N / 4; ++k) {
+    const unsigned int lo = __nv_cvt_float2_to_fp8x2(make_float2(v[4 * k], v[4 * k + 1]), saturate, kind);
+    const unsigned int hi = __nv_cvt_float2_to_fp8x2(make_float2(v[4 * k + 2], v[4 * k + 3]), saturate, kind);
+    words[k] = (lo & 0xffffu) | ((hi & 0xffffu) << 16);
+  }
+  if constexpr (N == 4) *reinterpret_cast<unsigned int*>(p) = words[0];
+  else if constexpr (N == 8) *reinterpret_cast<uint2*>(p) = make_uint2(words[0], words[1]);
+  else *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+}
+template <int N>
+__device__ __forceinline__ void store_vector(__nv_fp8_e4m3* p, const float (&v)[N]) {
+  store_vector_fp8<N>(reinterpret_cast<unsigned char*>(p), v, __NV_SATFINITE, __NV_E4M3);
+}
+template <int N>
+__device__ __forceinline__ void store_vector(__nv_fp8_e5m2* p, const float (&v)[N]) {
+  store_vector_fp8<N>(reinterpret_cast<unsigned char*>(p), v, __NV_NOSAT, __NV_E5M2);
 }
 
 // ---- Float tiles in shared memory: N floats (a multiple of 4) as float4 accesses ----------------

@@ -91,7 +91,10 @@ class KernelWriter {
     // register pass's point tiles live in registers.
     register_plan_ = plan_registers();
     std::set<std::string> staged = contraction_staged_tiles();
-    if (register_plan_) staged.insert(register_plan_->tiles.begin(), register_plan_->tiles.end());
+    if (register_plan_) {
+      staged.insert(register_plan_->tiles.begin(), register_plan_->tiles.end());
+      staged.insert(register_plan_->columns.begin(), register_plan_->columns.end());
+    }
     for (auto& b : kernel.buffers) {
       if (staged.count(b.name)) continue;
       tile_offsets_.emplace_back(b.name, offset);
@@ -393,18 +396,28 @@ class KernelWriter {
   }
 
   // ---- The register pass (kernel_writer_registers.cpp) -------------------------------------------
-  // A kernel of top-level copies, maps, fills and reduces whose tiles of N elements are each touched
-  // only at the point's own element (the "point tiles") keeps those tiles in registers: thread t holds
-  // the 16-byte vectors t, t + 256, ... (V elements each) of every point tile, loads its inputs with
-  // 16-byte accesses straight into registers, computes every map element by element there, reduces
-  // over the whole tile from registers (warp shuffles, then 8 partials through shared memory) and
-  // stores 16-byte vectors. Other tiles (a reduce's result, read by every thread) stay in shared
-  // memory, written only by fills and reduces, each followed by a block barrier.
+  // A kernel of top-level copies, maps, fills and reduces whose tiles of R rows × N elements are each
+  // touched only at the point's own element (the "point tiles") keeps those tiles in registers: the
+  // block's threads form R groups of G = 256 / R (one row each), and thread g of group r holds the
+  // 16-byte vectors g, g + G, ... (V elements each) of row r of every point tile (R = 1: thread t
+  // holds vectors t, t + 256, ... of the tile). Inputs load with 16-byte accesses straight into
+  // registers, every map runs element by element there, a reduce over each row (R points, N elements
+  // each) combines from registers (warp shuffles, then the group's warps through shared memory), and
+  // stores are vectors (16 bytes; V bytes for 8-bit globals). Tiles of one row's N elements read at
+  // the row's element ("column tiles": RMSNorm's weight when R > 1) are held the same way by every
+  // group. Other tiles (a reduce's result, per-row values) stay in shared memory, written by fills,
+  // reduces and per-row statements (maps and copies over the R rows, run as the generic writer does),
+  // each followed by a block barrier.
   struct RegisterPlan {
-    std::set<std::string> tiles;  // the point tiles
-    int64_t elements = 0;         // N
-    int64_t vector = 8;           // V
-    int64_t vectors = 0, batch = 0;  // N / V; vectors per thread
+    std::set<std::string> tiles;    // the point tiles (R × N elements)
+    std::set<std::string> columns;  // the column tiles (N elements)
+    std::set<const void*> row_statements;  // maps and copies over the R rows (shared tiles only)
+    std::set<std::string> packed;   // 16-bit tiles kept as their loaded pairs (written only by that load)
+    int64_t elements = 0;           // R × N: a point tile's elements
+    int64_t rows = 1, row = 0;      // R; N
+    int64_t group = 256;            // G = 256 / R threads per row
+    int64_t vector = 8;             // V
+    int64_t vectors = 0, batch = 0;  // N / V vectors per row; vectors per thread
   };
   std::optional<RegisterPlan> register_plan_;
   std::optional<RegisterPlan> plan_registers() const;

@@ -6,6 +6,7 @@
 // between the statements that touch them. What each statement computes is unchanged: the same
 // expressions, rounded to the same dtypes; a reduce over the whole tile combines its partials in a
 // different (fixed) order, as the cooperative reduces do.
+#include <map>
 #include <sstream>
 
 #include "backend/cuda/kernel_writer.h"
@@ -35,7 +36,10 @@ std::string op_identity(ReduceOp op) {
   return op == ReduceOp::sum ? "0.0f" : op == ReduceOp::prod ? "1.0f" : op == ReduceOp::min ? "solder::infinity()" : "(-solder::infinity())";
 }
 
-constexpr int64_t kMaxRegisterFloats = 128;  // point tiles × vectors per thread × V, per thread
+constexpr int64_t kMaxRegisterFloats = 128;  // register tiles × vectors per thread × V, per thread (packed: half)
+// Vectors of each tile per thread (all loaded before any is used): Q1's rows of 2560 at 8 rows per
+// block take 10.
+constexpr int64_t kMaxRegisterBatch = 16;
 
 }  // namespace
 
@@ -63,48 +67,102 @@ bool KernelWriter::register_owned(const std::vector<Expr>& index, const std::vec
   return k == moving.size();
 }
 
+// The first i with axes[0, i) holding `rows` points (the row axes; the rest walk one row), or none.
+static std::optional<size_t> row_split(const std::vector<Axis>& axes, int64_t rows) {
+  int64_t p = 1;
+  for (size_t i = 0; i <= axes.size(); ++i) {
+    if (p == rows) return i;
+    if (i < axes.size()) p *= axes[i].extent;
+    if (p > rows) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+static std::vector<Axis> column_axes(const std::vector<Axis>& axes, int64_t rows) {
+  auto i = row_split(axes, rows);
+  return i ? std::vector<Axis>(axes.begin() + static_cast<std::ptrdiff_t>(*i), axes.end()) : std::vector<Axis>{};
+}
+
+static bool is_float8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
+
 std::optional<KernelWriter::RegisterPlan> KernelWriter::plan_registers() const {
   if (kernel_.cluster > 1 || !contraction_staged_tiles().empty() || kernel_.body.empty()) return std::nullopt;
   RegisterPlan plan;
   plan.vector = 0;
-  // Pass 1: the statement kinds, N, V and the candidate point tiles.
   auto tile = [&](const std::string& name) -> const CudaArray* {
     auto it = arrays_.find(name);
     return it == arrays_.end() || it->second.global ? nullptr : &it->second;
-  };
-  auto set_n = [&](int64_t n) {
-    if (!plan.elements) plan.elements = n;
-    return plan.elements == n;
   };
   auto index_reads = [](const Access& a) {
     for (auto& i : a.index)
       if (!tensors_used(i).empty()) return true;
     return false;
   };
-  std::set<std::string> shared_written;  // by fills and reduces
+  // Pass 0: the rows. Every reduce reduces R points (the rows) over N elements each; without a
+  // reduce, R = 1 and N is the point tiles' size.
+  for (auto& s : kernel_.body)
+    if (auto r = s.as<ReduceNode>()) {
+      const int64_t rows = points_of(r->domain.axes), row = points_of(r->reduce_axes);
+      if (!plan.row) plan.rows = rows, plan.row = row;
+      else if (plan.rows != rows || plan.row != row) return std::nullopt;
+    }
+  // One warp or more per row: R divides the block's 8 warps.
+  if (plan.rows < 1 || plan.rows > kWarps || kWarps % plan.rows != 0) return std::nullopt;
+  plan.group = kThreads / plan.rows;
+  if (plan.row) plan.elements = plan.rows * plan.row;
+  auto set_n = [&](int64_t n) {
+    if (!plan.elements) plan.elements = n, plan.row = n;
+    return plan.elements == n;
+  };
+  auto set_v = [&](int64_t v) {
+    if (plan.vector && plan.vector != v) return false;
+    plan.vector = v;
+    return true;
+  };
+  // Pass 1: the statement kinds, N, V and the candidate point, column and per-row statements.
+  std::set<std::string> shared_written;  // by fills, reduces and per-row statements
+  std::vector<const CopyNode*> narrow_stores;  // point tiles into 8-bit globals: V elements per store
   for (auto& s : kernel_.body) {
     switch (s.kind()) {
       case StmtKind::Copy: {
         auto c = s.as<CopyNode>();
         const CudaArray& src = array(c->src.name);
         const CudaArray& dst = array(c->dst.name);
-        if (src.global == dst.global || index_reads(c->src) || index_reads(c->dst)) return std::nullopt;
+        if (src.global == dst.global) return std::nullopt;
+        const int64_t points = points_of(c->domain.axes);
         const Access& g = src.global ? c->src : c->dst;
         const Access& t = src.global ? c->dst : c->src;
+        if (points == plan.rows && plan.elements != plan.rows) {
+          // A per-row copy (a statistic in or out): the generic statement, between barriers.
+          plan.row_statements.insert(c);
+          if (src.global) shared_written.insert(t.name);
+          break;
+        }
+        if (index_reads(c->src) || index_reads(c->dst) || c->domain.axes.empty()) return std::nullopt;
         const CudaArray& global = array(g.name);
-        if (global.dtype != DType::f32 && global.dtype != DType::f16 && global.dtype != DType::bf16) return std::nullopt;
-        const int64_t v = 16 / dtype_bytes(global.dtype);
-        if (plan.vector && plan.vector != v) return std::nullopt;
-        plan.vector = v;
-        if (!set_n(points_of(c->domain.axes)) || c->domain.axes.empty()) return std::nullopt;
-        if (!contiguous_run(g, c->domain.axes, 1, v)) return std::nullopt;
+        const bool narrow_store = !src.global && is_float8(global.dtype);
+        if (!narrow_store && global.dtype != DType::f32 && global.dtype != DType::f16 && global.dtype != DType::bf16) return std::nullopt;
+        if (plan.rows > 1 && points == plan.row && src.global) {
+          // A column tile: one row's N elements, the same in every row group.
+          if (!set_v(16 / dtype_bytes(global.dtype)) || !contiguous_run(g, c->domain.axes, 1, plan.vector)) return std::nullopt;
+          plan.columns.insert(t.name);
+          break;
+        }
+        if (!set_n(points)) return std::nullopt;
+        if (narrow_store) narrow_stores.push_back(c);
+        else if (!set_v(16 / dtype_bytes(global.dtype)) || !contiguous_run(g, c->domain.axes, 1, plan.vector)) return std::nullopt;
         plan.tiles.insert(t.name);
         break;
       }
       case StmtKind::Map: {
         auto m = s.as<MapNode>();
-        if (!tile(m->dst.name) || index_reads(m->dst) || m->domain.axes.empty()) return std::nullopt;
-        if (!set_n(points_of(m->domain.axes))) return std::nullopt;
+        if (!tile(m->dst.name) || m->domain.axes.empty()) return std::nullopt;
+        if (points_of(m->domain.axes) == plan.rows && plan.elements != plan.rows) {
+          plan.row_statements.insert(m);
+          shared_written.insert(m->dst.name);
+          break;
+        }
+        if (index_reads(m->dst) || !set_n(points_of(m->domain.axes))) return std::nullopt;
         plan.tiles.insert(m->dst.name);
         break;
       }
@@ -112,25 +170,36 @@ std::optional<KernelWriter::RegisterPlan> KernelWriter::plan_registers() const {
       case StmtKind::Reduce: {
         auto r = s.as<ReduceNode>();
         if (r->op != ReduceOp::sum && r->op != ReduceOp::prod && r->op != ReduceOp::max && r->op != ReduceOp::min) return std::nullopt;
-        if (!r->index_dst.name.empty() || r->domain.guard || points_of(r->domain.axes) != 1 || r->reduce_axes.empty()) return std::nullopt;
-        if (!tile(r->dst.name) || index_reads(r->dst) || !set_n(points_of(r->reduce_axes))) return std::nullopt;
+        if (!r->index_dst.name.empty() || r->reduce_axes.empty()) return std::nullopt;
+        if (!tile(r->dst.name) || index_reads(r->dst)) return std::nullopt;
         shared_written.insert(r->dst.name);
         break;
       }
       default: return std::nullopt;
     }
   }
-  if (!plan.vector || plan.elements % plan.vector != 0) return std::nullopt;
-  // Pass 2: every point tile has N float elements and is touched only at the point's own element;
-  // the other tiles are written only by fills and reduces.
+  // 8-bit stores take the plan's V (4, 8 or 16 elements: 4 to 16 bytes); a plan of them alone, 16.
+  if (!plan.vector && !narrow_stores.empty()) plan.vector = 16;
+  if (!plan.vector || plan.vector > 16 || !plan.row || plan.row % plan.vector != 0) return std::nullopt;
+  for (auto c : narrow_stores)
+    if (!contiguous_run(c->dst, c->domain.axes, 1, plan.vector)) return std::nullopt;
+  // Pass 2: every point tile has R × N float elements and every column tile N, each touched only at
+  // the point's own element; the other tiles are written only by fills, reduces and per-row statements.
   for (auto& name : plan.tiles) {
     const Buffer* b = kernel_.find_buffer(name);
-    if (!b || b->elements() != plan.elements || b->dtype == DType::i32 || shared_written.count(name)) return std::nullopt;
+    if (!b || b->elements() != plan.elements || b->dtype == DType::i32 || shared_written.count(name) || plan.columns.count(name))
+      return std::nullopt;
   }
+  for (auto& name : plan.columns) {
+    const Buffer* b = kernel_.find_buffer(name);
+    if (!b || b->elements() != plan.row || b->dtype == DType::i32 || shared_written.count(name)) return std::nullopt;
+  }
+  auto in_registers = [&](const std::string& name) { return plan.tiles.count(name) || plan.columns.count(name); };
   bool ok = true;
-  // The element of a vector moves along the domain's last axis: it must hold whole vectors.
+  // The element of a vector moves along the domain's last axis: it must hold whole vectors; the
+  // leading axes hold the R rows.
   auto check_axes = [&](const std::vector<Axis>& axes) {
-    if (axes.empty() || axes.back().extent % plan.vector != 0) ok = false;
+    if (axes.empty() || axes.back().extent % plan.vector != 0 || !row_split(axes, plan.rows)) ok = false;
   };
   auto check_loads = [&](const Expr& e, const std::vector<Axis>& axes) {
     if (!e) return;
@@ -138,11 +207,39 @@ std::optional<KernelWriter::RegisterPlan> KernelWriter::plan_registers() const {
       for (auto& i : load.index)
         if (!tensors_used(i).empty()) ok = false;
       if (plan.tiles.count(load.tensor) && !register_owned(load.index, array(load.tensor).shape, axes)) ok = false;
+      if (plan.columns.count(load.tensor) && !register_owned(load.index, array(load.tensor).shape, column_axes(axes, plan.rows))) ok = false;
     });
   };
+  // A per-row statement reads and writes no register tile.
+  auto check_shared_only = [&](const Expr& e) {
+    if (e)
+      for_each_load(e, [&](const LoadNode& load) {
+        if (in_registers(load.tensor)) ok = false;
+      });
+  };
   for (auto& s : kernel_.body) {
+    if (plan.row_statements.count(s.get())) {
+      if (auto c = s.as<CopyNode>()) {
+        if (in_registers(c->src.name) || in_registers(c->dst.name)) ok = false;
+        check_shared_only(c->domain.guard);
+        for (auto& i : c->src.index) check_shared_only(i);
+        for (auto& i : c->dst.index) check_shared_only(i);
+      } else if (auto m = s.as<MapNode>()) {
+        if (in_registers(m->dst.name)) ok = false;
+        check_shared_only(m->value);
+        check_shared_only(m->domain.guard);
+        for (auto& i : m->dst.index) check_shared_only(i);
+      }
+      continue;
+    }
     if (auto c = s.as<CopyNode>()) {
       const Access& t = array(c->src.name).global ? c->dst : c->src;
+      if (plan.columns.count(t.name)) {
+        if (c->domain.axes.empty() || c->domain.axes.back().extent % plan.vector != 0) ok = false;
+        check_loads(c->domain.guard, c->domain.axes);
+        if (!register_owned(t.index, array(t.name).shape, c->domain.axes)) ok = false;
+        continue;
+      }
       check_axes(c->domain.axes);
       check_loads(c->domain.guard, c->domain.axes);
       if (!register_owned(t.index, array(t.name).shape, c->domain.axes)) ok = false;
@@ -153,22 +250,49 @@ std::optional<KernelWriter::RegisterPlan> KernelWriter::plan_registers() const {
       if (!register_owned(m->dst.index, array(m->dst.name).shape, m->domain.axes)) ok = false;
     } else if (auto r = s.as<ReduceNode>()) {
       const auto axes = concat(r->domain.axes, r->reduce_axes);
-      check_axes(r->reduce_axes);
+      check_axes(axes);
+      if (r->reduce_axes.back().extent % plan.vector != 0) ok = false;
       check_loads(r->value, axes);
       check_loads(r->where, axes);
-      if (plan.tiles.count(r->dst.name)) ok = false;
+      check_shared_only(r->domain.guard);  // per row: evaluated where the row's result is written
+      if (in_registers(r->dst.name)) ok = false;
     } else if (auto f = s.as<FillNode>()) {
-      if (plan.tiles.count(f->buffer)) ok = false;
+      if (in_registers(f->buffer)) ok = false;
     }
   }
   if (!ok) return std::nullopt;
-  plan.vectors = plan.elements / plan.vector;
-  // At least half the block busy (fewer vectors leave most threads idle: the shared tiles then let
-  // every thread compute).
-  if (plan.vectors < kThreads / 2) return std::nullopt;
-  plan.batch = (plan.vectors + kThreads - 1) / kThreads;
-  if (plan.batch > kVectorBatch || static_cast<int64_t>(plan.tiles.size()) * plan.batch * plan.vector > kMaxRegisterFloats)
-    return std::nullopt;
+  plan.vectors = plan.row / plan.vector;
+  // At least half of each row's threads busy (fewer vectors leave most threads idle: the shared tiles
+  // then let every thread compute).
+  if (plan.vectors < plan.group / 2) return std::nullopt;
+  plan.batch = (plan.vectors + plan.group - 1) / plan.group;
+  // 16-bit tiles written only by their load from a global of their dtype stay packed (pairs).
+  if (plan.vector == 8) {
+    std::map<std::string, int> writers;
+    std::set<std::string> loaded_same, stored;
+    for (auto& s : kernel_.body) {
+      if (plan.row_statements.count(s.get())) continue;
+      if (auto c = s.as<CopyNode>()) {
+        if (array(c->src.name).global) {
+          ++writers[c->dst.name];
+          if (array(c->src.name).dtype == kernel_.find_buffer(c->dst.name)->dtype) loaded_same.insert(c->dst.name);
+        } else {
+          stored.insert(c->src.name);
+        }
+      } else if (auto m = s.as<MapNode>()) {
+        ++writers[m->dst.name];
+      }
+    }
+    for (auto* set : {&plan.tiles, &plan.columns})
+      for (auto& t : *set) {
+        const DType d = kernel_.find_buffer(t)->dtype;
+        if ((d == DType::bf16 || d == DType::f16) && writers[t] == 1 && loaded_same.count(t) && !stored.count(t)) plan.packed.insert(t);
+      }
+  }
+  int64_t floats = 0;  // per thread: packed tiles count half
+  for (auto* set : {&plan.tiles, &plan.columns})
+    for (auto& t : *set) floats += plan.batch * plan.vector / (plan.packed.count(t) ? 2 : 1);
+  if (plan.batch > kMaxRegisterBatch || floats > kMaxRegisterFloats) return std::nullopt;
   return plan;
 }
 
@@ -190,20 +314,39 @@ void KernelWriter::register_axes_element(std::ostringstream& out, const std::vec
 
 void KernelWriter::register_pass(std::ostringstream& out) {
   const RegisterPlan& plan = *register_plan_;
-  const std::string V = std::to_string(plan.vector), B = std::to_string(plan.batch);
+  const std::string V = std::to_string(plan.vector), B = std::to_string(plan.batch), G = std::to_string(plan.group);
   auto reg = [](const std::string& tile) { return "reg_" + cuda_identifier(tile); };
-  out << "  // the register pass: " << plan.elements << " elements of each point tile per block, " << plan.batch
-      << " vectors of " << plan.vector << " per thread (vector v of a tile in thread v % " << kThreads << ")\n";
-  for (auto& t : plan.tiles) {
-    out << "  float " << reg(t) << "[" << B << "][" << V << "] = {};  // " << t << "\n";
-    arrays_[t].element = reg(t) + "[u_][i_]";
-  }
-  // Opens the per-vector loop (indent 2 inside); returns the body's indentation.
-  auto open_vectors = [&](const std::vector<Axis>& axes) {
+  if (plan.rows == 1)
+    out << "  // the register pass: " << plan.elements << " elements of each point tile per block, " << plan.batch
+        << " vectors of " << plan.vector << " per thread (vector v of a tile in thread v % " << kThreads << ")\n";
+  else
+    out << "  // the register pass: " << plan.rows << " rows of " << plan.row << " elements per block, one row per " << plan.group
+        << " threads, " << plan.batch << " vectors of " << plan.vector << " per thread (vector v of row r in thread r * " << G << " + v % "
+        << G << ")\n";
+  out << "  const int row_ = threadIdx.x / " << G << ", lane_ = threadIdx.x % " << G << ";\n";
+  out << "  (void)row_;\n";
+  for (auto* set : {&plan.tiles, &plan.columns})
+    for (auto& t : *set) {
+      const std::string what = t + (set == &plan.columns ? ": one row's elements, the same in every row" : "");
+      if (plan.packed.count(t)) {
+        const bool bf16 = kernel_.find_buffer(t)->dtype == DType::bf16;
+        out << "  " << (bf16 ? "__nv_bfloat162 " : "__half2 ") << reg(t) << "[" << B << "][" << plan.vector / 2 << "];  // " << what
+            << ", as loaded (16-bit pairs)\n";
+        arrays_[t].element = "solder::reduce::unpack(" + reg(t) + "[u_], i_)";
+      } else {
+        out << "  float " << reg(t) << "[" << B << "][" << V << "] = {};  // " << what << "\n";
+        arrays_[t].element = reg(t) + "[u_][i_]";
+      }
+    }
+  // Opens the per-vector loop (indent 2 inside); returns the body's indentation. A column tile's
+  // vector is the row's vector j_; a point tile's is row_ * vectors + j_.
+  auto open_vectors = [&](const std::vector<Axis>& axes, bool column = false) {
     out << "  #pragma unroll\n";
     out << "  for (int u_ = 0; u_ < " << B << "; ++u_) {\n";
-    out << "    const int vec_ = threadIdx.x + u_ * " << kThreads << ";\n";
-    out << "    if (vec_ >= " << plan.vectors << ") continue;\n";
+    out << "    const int j_ = lane_ + u_ * " << G << ";\n";
+    out << "    if (j_ >= " << plan.vectors << ") continue;\n";
+    if (column || plan.rows == 1) out << "    const int vec_ = j_;\n";
+    else out << "    const int vec_ = row_ * " << plan.vectors << " + j_;\n";
     register_axes_base(out, axes, 2);
     return 2;
   };
@@ -213,10 +356,26 @@ void KernelWriter::register_pass(std::ostringstream& out) {
   auto reads_shared = [&](const Expr& e) {
     if (e)
       for_each_load(e, [&](const LoadNode& load) {
-        if (!array(load.tensor).global && !plan.tiles.count(load.tensor)) shared_touched = true;
+        if (!array(load.tensor).global && !plan.tiles.count(load.tensor) && !plan.columns.count(load.tensor)) shared_touched = true;
       });
   };
   for (auto& s : kernel_.body) {
+    if (plan.row_statements.count(s.get())) {
+      // A per-row statement (a map or copy over the R rows, shared tiles and globals only): the generic
+      // statement, after a barrier when a shared tile was touched since the last one, then a barrier.
+      if (shared_touched) out << "  __syncthreads();\n";
+      touched_.clear();
+      statement(out, s, 1);
+      touched_.clear();
+      auto c = s.as<CopyNode>();
+      if (c && array(c->dst.name).global) {
+        shared_touched = true;  // it read a shared tile; nothing it wrote is read in this kernel
+      } else {
+        out << "  __syncthreads();  // the per-row values for every thread\n";
+        shared_touched = false;
+      }
+      continue;
+    }
     if (!s.get()->comment.empty()) out << "  // " << s.get()->comment << "\n";
     switch (s.kind()) {
       case StmtKind::Copy: {
@@ -228,9 +387,20 @@ void KernelWriter::register_pass(std::ostringstream& out) {
         const CudaArray& global = array(g.name);
         const Buffer* tb = kernel_.find_buffer(t.name);
         const auto& axes = c->domain.axes;
-        out << "  // copy " << c->dst.name << " = " << c->src.name << ": 16-byte vectors, " << (load ? "into" : "from") << " registers\n";
-        int in = open_vectors(axes);
-        if (load) {
+        const bool column = plan.columns.count(t.name) > 0;
+        out << "  // copy " << c->dst.name << " = " << c->src.name << ": " << plan.vector * dtype_bytes(global.dtype) << "-byte vectors, "
+            << (load ? "into" : "from") << " registers" << (column ? " (in every row)" : "") << "\n";
+        int in = open_vectors(axes, column);
+        if (load && plan.packed.count(t.name)) {
+          // Kept as the loaded 16-bit pairs (the tile's dtype is the global's: no rounding).
+          out << pad(in) << "{\n";
+          out << pad(in + 1) << "const int i_ = 0;\n";
+          register_axes_element(out, axes, in + 1);
+          out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::load_packed(" << global.pointer << " + "
+              << printer_.offset(global, index_texts(g)) << ", " << reg(t.name) << "[u_]);\n";
+          out << pad(in + 1) << "else solder::reduce::zero_packed(" << reg(t.name) << "[u_]);  // outside the global: 0\n";
+          out << pad(in) << "}\n";
+        } else if (load) {
           // The vector is wholly in or out of the global (its dims are whole vectors); a guard does
           // not hold the load back (an element it skips is never read).
           out << pad(in) << "{\n";
@@ -301,30 +471,47 @@ void KernelWriter::register_pass(std::ostringstream& out) {
       }
       case StmtKind::Reduce: {
         auto r = s.as<ReduceNode>();
-        out << "  {  // reduce into " << r->dst.name << " from registers: per thread, across the warp, then 8 warps through shared memory\n";
+        const int64_t warps = plan.group / 32;  // per row
+        out << "  {  // reduce into " << r->dst.name << " from registers: per thread, across the warp"
+            << (warps > 1 ? ", then the row's " + std::to_string(warps) + " warps through shared memory" : "") << "\n";
         out << "  float acc_ = " << op_identity(r->op) << ";\n";
-        // The domain's axes (extent 1) are 0; the reduce axes walk the point tiles' elements.
-        int in = open_vectors(r->reduce_axes);
+        // The domain's axes are the row's; the reduce axes walk the point tiles' elements.
+        const auto axes = concat(r->domain.axes, r->reduce_axes);
+        int in = open_vectors(axes);
         out << pad(in) << "#pragma unroll\n";
         out << pad(in) << "for (int i_ = 0; i_ < " << V << "; ++i_) {\n";
-        for (auto& a : r->domain.axes) out << pad(in + 1) << "const long long " << cuda_identifier(a.var) << " = 0; (void)" << cuda_identifier(a.var) << ";\n";
-        register_axes_element(out, r->reduce_axes, in + 1);
+        register_axes_element(out, axes, in + 1);
         std::string update = "acc_ = " + op_functor(r->op) + "(acc_, " + printer_.print_float(r->value) + ");";
         if (r->where) out << pad(in + 1) << "if (" << printer_.print_bool(r->where) << ") " << update << "\n";
         else out << pad(in + 1) << update << "\n";
         out << pad(in) << "}\n";
         close(1);
         out << "  acc_ = solder::reduce::warp_combine(acc_, 1, 32, " << op_functor(r->op) << ");\n";
-        out << "  if (threadIdx.x % 32 == 0) reduce_scratch[threadIdx.x / 32] = acc_;\n";
-        out << "  __syncthreads();\n";
-        out << "  if (threadIdx.x == 0) {\n";
-        out << "    acc_ = reduce_scratch[0];\n";
-        out << "    for (int j_ = 1; j_ < " << kWarps << "; ++j_) acc_ = " << op_functor(r->op) << "(acc_, reduce_scratch[j_]);\n";
-        for (auto& a : r->domain.axes) out << "    const long long " << cuda_identifier(a.var) << " = 0; (void)" << cuda_identifier(a.var) << ";\n";
-        if (r->accumulate) out << "    acc_ = " << op_functor(r->op) << "(" << read_access(r->dst) << ", acc_);\n";
-        write_access(out, r->dst, "acc_", 2);
+        if (warps > 1) {
+          out << "  if (threadIdx.x % 32 == 0) reduce_scratch[threadIdx.x / 32] = acc_;\n";
+          out << "  __syncthreads();\n";
+        }
+        out << "  if (lane_ == 0) {\n";
+        if (warps > 1) {
+          out << "    acc_ = reduce_scratch[row_ * " << warps << "];\n";
+          out << "    for (int j_ = 1; j_ < " << warps << "; ++j_) acc_ = " << op_functor(r->op) << "(acc_, reduce_scratch[row_ * " << warps << " + j_]);\n";
+        }
+        out << "    int rest_ = row_;\n";
+        for (size_t d = r->domain.axes.size(); d-- > 0;) {
+          const std::string id = cuda_identifier(r->domain.axes[d].var);
+          out << "    const long long " << id << " = rest_ % " << r->domain.axes[d].extent << "; rest_ /= " << r->domain.axes[d].extent
+              << "; (void)" << id << ";\n";
+        }
+        out << "    (void)rest_;\n";
+        // A guard on the rows (ragged M): a row outside keeps what the destination held (its partial,
+        // from zeros, is dropped).
+        const int body = r->domain.guard ? 3 : 2;
+        if (r->domain.guard) out << "    if (" << printer_.print_bool(r->domain.guard) << ") {\n";
+        if (r->accumulate) out << pad(body) << "acc_ = " << op_functor(r->op) << "(" << read_access(r->dst) << ", acc_);\n";
+        write_access(out, r->dst, "acc_", body);
+        if (r->domain.guard) out << "    }\n";
         out << "  }\n";
-        out << "  __syncthreads();  // " << r->dst.name << " for every thread; the scratch free again\n";
+        out << "  __syncthreads();  // " << r->dst.name << " for every thread" << (warps > 1 ? "; the scratch free again" : "") << "\n";
         out << "  }\n";
         shared_touched = false;
         break;
@@ -333,6 +520,7 @@ void KernelWriter::register_pass(std::ostringstream& out) {
     }
   }
   for (auto& t : plan.tiles) arrays_[t].element.clear();
+  for (auto& t : plan.columns) arrays_[t].element.clear();
 }
 
 }  // namespace solder::generic

@@ -8,6 +8,11 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "driver/compile.h"
 #include "runtime/runtime.h"
+#include "backend/cpu/compare.h"
+#include "backend/cpu/executor.h"
+#include "backend/cpu/inputs.h"
+#include "backend/cpu/reference.h"
+#include "ir/parser.h"
 #include "../test_util.h"
 
 namespace solder {
@@ -32,14 +37,15 @@ TEST(RegisterPass, SiluMulLoadsComputesAndStoresInRegisters) {
   ASSERT_EQ(m.kernels.size(), 1u);
   EXPECT_NE(m.source.find("// the register pass: 4096 elements of each point tile per block, 2 vectors of 8 per thread"), std::string::npos)
       << m.source;
-  // Two 16-byte loads (g, u) and one 16-byte store per vector; nothing staged in shared memory.
-  EXPECT_EQ(count(m.source, "solder::reduce::load_vector("), 2);
+  // Two 16-byte loads (g, u, kept as loaded bf16 pairs) and one 16-byte store per vector; nothing
+  // staged in shared memory.
+  EXPECT_EQ(count(m.source, "solder::reduce::load_packed("), 2);
   EXPECT_EQ(count(m.source, "solder::reduce::store_vector("), 1);
   EXPECT_EQ(count(m.source, "__syncthreads"), 0);
   EXPECT_EQ(count(m.source, "store_tile"), 0);
   EXPECT_EQ(m.kernels[0].shared_bytes, 0);
   // The map reads its operands from the registers, element by element.
-  EXPECT_NE(m.source.find("reg_g_tile[u_][i_]"), std::string::npos);
+  EXPECT_NE(m.source.find("solder::reduce::unpack(reg_g_tile[u_], i_)"), std::string::npos);
   EXPECT_NE(m.source.find("reg_y_tile[u_][i_] = solder::round_bf16("), std::string::npos);
 }
 
@@ -59,7 +65,7 @@ TEST(RegisterPass, RmsNormReducesTheRowFromRegisters) {
   ASSERT_NE(m.source.find("the register pass"), std::string::npos) << m.source;
   EXPECT_NE(m.source.find("reduce into ms_tile from registers"), std::string::npos);
   // x and w once each, y once; the statistic (one float) and the 8 warp partials in shared memory.
-  EXPECT_EQ(count(m.source, "solder::reduce::load_vector("), 2);
+  EXPECT_EQ(count(m.source, "solder::reduce::load_packed("), 2);
   EXPECT_EQ(count(m.source, "solder::reduce::store_vector("), 1);
   EXPECT_LE(count(m.source, "__syncthreads"), 3);
   EXPECT_LT(m.kernels[0].shared_bytes, 5000);
@@ -67,10 +73,12 @@ TEST(RegisterPass, RmsNormReducesTheRowFromRegisters) {
 }
 
 TEST(RegisterPass, StreamLoopsAndSharedReadsKeepTheSharedTiles) {
-  // Stream loops (variance), reduces over many points (softmax) and contractions keep their tiles.
+  // Stream loops (variance), reduces over many points (softmax at its small size: 8 rows of 64) and
+  // contractions (rmsnorm_gemm's one-kernel forms at its small size) keep their tiles.
   for (const char* name : {"variance", "softmax", "inertia", "rmsnorm_gemm"}) {
     SCOPED_TRACE(name);
     for (bool small : {true, false}) {
+      if (!small && (std::string(name) == "softmax" || std::string(name) == "rmsnorm_gemm")) continue;  // below
       GeneratedModule m = generate_file(example(name), small);
       EXPECT_EQ(m.source.find("the register pass"), std::string::npos);
     }
@@ -89,6 +97,176 @@ TEST(RegisterPass, NvrtcCompilesTheRegisterKernels) {
       runtime::CompiledModule compiled = runtime::compile_cuda(m.source, std::string(name) + ".cu", flags);
       EXPECT_FALSE(compiled.cubins.front().empty());
     }
+}
+
+// ---- Several rows per block (seventh session): the row kernels of quant_gemm and rmsnorm_gemm's
+// two-kernel plans (SOLDER_PROLOGUE_PLAN=split), a reduce over each of R rows then a map of the row.
+
+struct EnvScope {  // an environment variable for the life of a scope
+  EnvScope(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvScope() { unsetenv(name_); }
+  const char* name_;
+};
+
+using Dims = std::vector<std::pair<std::string, int64_t>>;
+const Dims kQ1{{"M", 4096}, {"N", 1536}, {"K", 2560}};
+const Dims kQ5{{"M", 4096}, {"N", 7168}, {"K", 2048}};
+const Dims kL1{{"T", 2048}, {"HID", 4096}, {"N", 6144}};
+
+// The first kernel's section of a module's source (the includes before it, its own text).
+std::string first_kernel(const std::string& source) {
+  const std::string marker = "// ---- kernel ";
+  const size_t first = source.find(marker);
+  const size_t second = first == std::string::npos ? first : source.find(marker, first + 1);
+  return second == std::string::npos ? source : source.substr(0, second);
+}
+
+TEST(RegisterPass, QuantRowKernelHoldsEightRowsOnePerWarp) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const std::string row = first_kernel(m.source);
+  ASSERT_NE(row.find("// kernel fused_aq"), std::string::npos) << row;
+  EXPECT_NE(row.find("// the register pass: 8 rows of 2048 elements per block, one row per 32 threads, 8 vectors of 8 per thread"),
+            std::string::npos)
+      << row;
+  // a is read once, as 16-byte vectors kept as bf16 pairs; aq is stored as 8-byte vectors of e4m3
+  // (8 elements per store), rounded by the map as the IR says.
+  EXPECT_EQ(count(row, "solder::reduce::load_packed(a + "), 1);
+  EXPECT_NE(row.find("__nv_bfloat162 reg_a_tile[8][4];"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "solder::reduce::store_vector(aq + "), 1);
+  EXPECT_NE(row.find("copy aq = aq_tile: 8-byte vectors, from registers"), std::string::npos) << row;
+  EXPECT_NE(row.find("reg_aq_tile[u_][i_] = solder::round_f8e4m3((solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]))"),
+            std::string::npos)
+      << row;
+  // One warp per row: the max combines by shuffles alone; amax and scale (8 floats each) in shared
+  // memory, written by the reduce and the per-row map, each followed by a barrier.
+  EXPECT_NE(row.find("reduce into amax_tile from registers: per thread, across the warp\n"), std::string::npos) << row;
+  EXPECT_EQ(row.find("reduce_scratch[threadIdx.x / 32] = acc_"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "__syncthreads"), 3);  // after the fill, the reduce and the per-row map
+  EXPECT_LT(m.kernels[0].shared_bytes, 5000);
+  EXPECT_EQ(m.kernels[0].blocks, 512);
+  EXPECT_EQ(row.find("store_tile("), std::string::npos) << row;  // nothing staged into shared memory
+}
+
+TEST(RegisterPass, QuantRowKernelTakesTenVectorsPerThreadAtQ1) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ1);
+  const std::string row = first_kernel(m.source);
+  EXPECT_NE(row.find("// the register pass: 8 rows of 2560 elements per block, one row per 32 threads, 10 vectors of 8 per thread"),
+            std::string::npos)
+      << row;
+}
+
+TEST(RegisterPass, RmsnormRowKernelHoldsTheWeightInEveryRow) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("rmsnorm_gemm"), false, kL1);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const std::string row = first_kernel(m.source);
+  EXPECT_NE(row.find("// the register pass: 4 rows of 4096 elements per block, one row per 64 threads, 8 vectors of 8 per thread"),
+            std::string::npos)
+      << row;
+  // g: one row's elements, loaded by every group at its own vectors (a column tile); x packed; xn
+  // stored in bf16 as 16-byte vectors.
+  EXPECT_NE(row.find("__nv_bfloat162 reg_g_tile[8][4];  // g_tile: one row's elements, the same in every row"), std::string::npos) << row;
+  EXPECT_NE(row.find("copy g_tile = g: 16-byte vectors, into registers (in every row)"), std::string::npos) << row;
+  EXPECT_NE(row.find("solder::reduce::load_packed(g + (c__), reg_g_tile[u_])"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "solder::reduce::store_vector(xn + "), 1);
+  // Two warps per row: shuffles, then the row's 2 partials through shared memory.
+  EXPECT_NE(row.find("then the row's 2 warps through shared memory"), std::string::npos) << row;
+  EXPECT_NE(row.find("acc_ = reduce_scratch[row_ * 2];"), std::string::npos) << row;
+  EXPECT_NE(row.find("solder::rsqrt_exact((ms_tile[(t__)] + 9.99999975e-06f))"), std::string::npos) << row;
+  EXPECT_LT(m.kernels[0].shared_bytes, 5000);
+}
+
+TEST(RegisterPass, RaggedRowsWriteOnlyTheRowsInside) {
+  // T = 2045 rows in tiles of 4 (the last block holds one row outside), rows of 2056 = 257 vectors
+  // (5 per thread, the fifth of one thread in 64).
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("rmsnorm_gemm"), false, {{"T", 2045}, {"HID", 2056}, {"N", 264}});
+  const std::string row = first_kernel(m.source);
+  ASSERT_NE(row.find("the register pass: 4 rows of 2056 elements per block, one row per 64 threads, 5 vectors of 8"), std::string::npos) << row;
+  EXPECT_NE(row.find("if (j_ >= 257) continue;"), std::string::npos) << row;
+  EXPECT_NE(row.find("    if ((((t_t * 4LL) + t__) < 2045LL)) {\n      acc_ = solder::reduce::Sum()(ms_tile[(t__)], acc_);"), std::string::npos)
+      << row;
+}
+
+TEST(RegisterPass, SoftmaxNormalisationReadsItsRowStatisticsFromSharedMemory) {
+  // softmax at its default size: the last kernel (y = exp(x - m) / z over one row's slice) loads m
+  // and z per row (generic copies, then a barrier) and keeps x and y in registers.
+  GeneratedModule m = generate_file(example("softmax"), false);
+  ASSERT_EQ(count(m.source, "// the register pass"), 1) << m.source;
+  const size_t at = m.source.find("// the register pass");
+  const std::string pass = m.source.substr(at);
+  EXPECT_NE(pass.find("m_tile[(t__)] = solder::round_f32("), std::string::npos) << pass;
+  EXPECT_NE(pass.find("__syncthreads();  // the per-row values for every thread"), std::string::npos) << pass;
+  EXPECT_NE(pass.find("reg_y_tile[u_][i_] = solder::round_f32((expf((reg_x_tile[u_][i_] - m_tile[(t__)])) / z_tile[(t__)]))"), std::string::npos)
+      << pass;
+}
+
+TEST(RegisterPass, RowKernelPlansVerifyOnTheExecutor) {
+  // The Kernel IR that the pass compiles, at sizes where it takes the row kernel, against the float64
+  // reference on the CPU executor (a row of 1040 = 130 vectors: the last thread group part-used).
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", {{"M", 64}, {"N", 192}, {"K", 1024}}},
+                                                                    {"rmsnorm_gemm", {{"T", 64}, {"HID", 1040}, {"N", 192}}}}) {
+    SCOPED_TRACE(name + " " + std::to_string(dims[2].second));
+    auto program = std::make_shared<Program>(parse_program_file(example(name)));
+    BoundProgram bound = bind_program(program, SizeChoice{false, dims});
+    CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
+    GeneratedModule m = generate_cuda(compiled.kernels);
+    EXPECT_EQ(count(m.source, "// the register pass"), 1) << m.source;
+    TensorSet inputs = make_inputs(bound, 7);
+    ExecutionResult result = execute_kernel_program(compiled.kernels, inputs);
+    TensorSet reference = run_reference(bound, inputs);
+    for (const TensorInfo* out : bound.outputs()) {
+      OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance_for(bound));
+      EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
+    }
+  }
+}
+
+TEST(RegisterPass, NvrtcCompilesTheRowKernels) {
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", kQ5},
+                                                                    {"rmsnorm_gemm", {{"T", 2045}, {"HID", 2056}, {"N", 264}}}}) {
+    SCOPED_TRACE(name + " " + std::to_string(dims[0].second));
+    GeneratedModule m = generate_file(example(name), false, dims);
+    const std::string row = first_kernel(m.source);
+    ASSERT_NE(row.find("the register pass"), std::string::npos) << row;
+    runtime::CompileFlags flags;
+    flags.use_cache = false;
+    runtime::CompiledModule compiled = runtime::compile_cuda(row, name + "_rows.cu", flags);
+    EXPECT_FALSE(compiled.cubins.front().empty());
+  }
+}
+
+TEST(RegisterPass, NvrtcCompilesTheEightBitVectorStores) {
+  // store_vector for e4m3 / e5m2 at 4, 8 and 16 elements, and the packed 16-bit loads.
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  const std::string source = R"(#include <solder/runtime.cuh>
+#include <solder/reduce/vector.cuh>
+extern "C" __global__ void stores(const __nv_bfloat16* a, const __half* h, __nv_fp8_e4m3* e4, __nv_fp8_e5m2* e5) {
+  __nv_bfloat162 pa[4];
+  __half2 ph[4];
+  solder::reduce::load_packed(a + 8 * threadIdx.x, pa);
+  solder::reduce::load_packed(h + 8 * threadIdx.x, ph);
+  float v[16];
+  for (int i = 0; i < 16; ++i) v[i] = solder::reduce::unpack(pa, i % 8) + solder::reduce::unpack(ph, i % 8);
+  float v4[4] = {v[0], v[1], v[2], v[3]}, v8[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+  solder::reduce::store_vector(e4 + 16 * threadIdx.x, v);
+  solder::reduce::store_vector(e4 + 8 * threadIdx.x, v8);
+  solder::reduce::store_vector(e5 + 4 * threadIdx.x, v4);
+  solder::reduce::store_vector(e5 + 16 * threadIdx.x, v);
+}
+)";
+  runtime::CompileFlags flags;
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(source, "fp8_stores.cu", flags);
+  EXPECT_FALSE(compiled.cubins.front().empty());
 }
 
 }  // namespace

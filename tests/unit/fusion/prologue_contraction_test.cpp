@@ -242,8 +242,10 @@ TEST(PrologueContraction, ScheduleKnobPicksTheConverterWarpgroupOnlyWhenAsked) {
 // One kernel or two (gemm_prologue_fit.h, choose_prologue_plan): at Q5 the one-kernel form pays a
 // pre-sweep and the conversion of every staged tile in each of its 7 tiles per block, the split pays
 // one memory-bound pass and the plain fp8 skeleton; the model picks the split and says why (measured
-// on the H100: 268 µs against 340). At Q8 (N = 768) the row pass outweighs the GEMM: one kernel
-// (measured 60.8 µs against 88.8).
+// on the H100: 268 µs against 340). Since the row kernel runs on the register pass (seventh session,
+// predicted 60 % of the copy rate against the shared-memory form's measured 13 %), Q8 (N = 768) takes
+// two kernels too (predicted 32 µs against 52; the shared-memory row kernel measured 88.8 µs against
+// one kernel's 60.8).
 TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
   BoundProgram bound = example("quant_gemm", kQ5);
   WholeContractionPlan plan = plan_whole_contractions(bound);
@@ -264,8 +266,9 @@ TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
   EXPECT_TRUE(c.split);
   EXPECT_GT(c.one_us, 250);
   EXPECT_LT(c.one_us, 400);
-  EXPECT_GT(c.split_us, 143.3 + 50);  // the row kernel: 25 MB at 13 % of the copy rate (measured)
-  EXPECT_LT(c.split_us, 143.3 + 80);
+  EXPECT_GT(c.split_us, 143.3 + 10);  // the row kernel: 25 MB at 60 % of the copy rate (predicted)
+  EXPECT_LT(c.split_us, 143.3 + 25);
+  EXPECT_NE(c.why.find("at 60.0 % of the copy rate, rows in registers"), std::string::npos) << c.why;
   // With a free skeleton and no conversion cost the one-kernel form could not lose by that margin:
   // a slow enough skeleton makes the model keep one kernel.
   ProloguePlanChoice slow = choose_prologue_plan(*fit.problem, 128, 256, 128, 1000.0, 4096LL * 2048);
@@ -274,7 +277,19 @@ TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
   BoundProgram q8 = example("quant_gemm", {{"M", 4096}, {"N", 768}, {"K", 2048}});
   WholeContractionPlan plan8 = plan_whole_contractions(q8);
   ASSERT_EQ(plan8.whole.size(), 1u);
-  EXPECT_EQ(plan8.whole[0].absorbed.size(), 3u) << whole_contractions_text(q8, plan8);
+  EXPECT_TRUE(plan8.whole[0].absorbed.empty()) << whole_contractions_text(q8, plan8);
+  // Rows the register pass does not take (over 16384 elements of 16 bits) keep the measured 13 %.
+  BoundProgram long_rows = example("quant_gemm", {{"M", 4096}, {"N", 7168}, {"K", 20480}});
+  auto lr = lower_prologue_contraction(long_rows, def_index(long_rows, "c"), nullptr);
+  ASSERT_TRUE(lr.has_value());
+  GemmPrologueFit lr_fit = fit_gemm_prologue(lr->kernel, program_globals(long_rows));
+  ASSERT_TRUE(lr_fit.problem.has_value()) << lr_fit.refusal;
+  ProloguePlanChoice shared = choose_prologue_plan(*lr_fit.problem, 128, 256, 128, 1430.0, 4096LL * 20480);
+  EXPECT_NE(shared.why.find("at 13.0 % of the copy rate, rows in shared memory"), std::string::npos) << shared.why;
+  EXPECT_TRUE(row_kernel_in_registers(2048, 2));
+  EXPECT_TRUE(row_kernel_in_registers(16384, 2));
+  EXPECT_FALSE(row_kernel_in_registers(16392, 2));
+  EXPECT_FALSE(row_kernel_in_registers(2044, 2));
 }
 
 // The split plan computes what the program says (aq rounded to e4m3 and stored, the scale after the
@@ -347,10 +362,11 @@ TEST(PrologueContraction, PlanKnobForcesOneOrTwoKernelsAndRefusesOtherValues) {
 
 // rmsnorm_gemm at L2: xn is f32 in the program; the plan stores it in bf16 (what the product rounds
 // it to) and runs two kernels, saying why with the figures of the program as written (measured on
-// the H100: 958 µs against 1222). At L1 one kernel is cheaper (211 µs against 246).
+// the H100: 958 µs against 1222). At L1 one kernel was the cheaper with the shared-memory row kernel
+// (211 µs against 246); with the register pass's (predicted 20 µs against 71) two kernels are.
 TEST(PrologueContraction, RmsnormGemmStoresXnInBf16WhereTwoKernelsCostLess) {
   BoundProgram l1 = example("rmsnorm_gemm", {{"T", 2048}, {"HID", 4096}, {"N", 6144}});
-  EXPECT_TRUE(plan_whole_contractions(l1).store_in_t.empty());
+  EXPECT_EQ(plan_whole_contractions(l1).store_in_t.size(), 1u);
   BoundProgram bound = example("rmsnorm_gemm", {{"T", 4096}, {"HID", 4096}, {"N", 14336}});
   WholeContractionPlan plan = plan_whole_contractions(bound);
   ASSERT_EQ(plan.store_in_t.size(), 1u) << whole_contractions_text(bound, plan);
