@@ -7,7 +7,7 @@
 // [head][row][col] read from global memory plus a finite column mask bias 1e9 · (keep[batch][col] − 1)).
 // The same score with the bias staged by TMA into the K stages (kStagedBias: a bf16 pair-bias tile and
 // the keep bytes; each alone too), ragged key counts with padded rows; and with evoformer's sigmoid gate
-// in a preloading epilogue (kPreload) at 4 and 6 stages.
+// in a preloading epilogue (kPreload) at 4 and 6 stages (hd64 and hd32 padded).
 // Head dim 32 runs in the hd64 configurations with Q, K and V of 32 columns (TMA zero-fills columns
 // 32..63; the epilogue stores the first 32 only).
 //
@@ -537,10 +537,12 @@ int main(int argc, char** argv) {
   run_staged<Config<Dtype::bf16, 64, 64, 4, 2, false, 3>, 3>("bf16 d64 128x64 s4 sb3", rng, 64);
   run_staged<Config<Dtype::bf16, 64, 64, 4, 2, true, 1>, 1>("bf16 d64 128x64 s4 P sb1", rng, 64);
   run_staged<Config<Dtype::bf16, 64, 64, 4, 2, false, 2>, 2>("bf16 d64 128x64 s4 sb2", rng, 64);
-  // evoformer as emitted (evoformer2): the staged bias, the gate preloaded, 6 stages at hd64 (4 at hd128)
+  // evoformer as emitted (evoformer2): the staged bias, the gate preloaded, 6 stages at hd64. (hd128's
+  // gated form, 4 stages, passed on the H100 on 2026-11-27 but spills 36 bytes under nvcc's ptxas (the 32
+  // preloaded words beside O, S, P and the bias), which compile_check.sh refuses: it is verified through
+  // `solder run --dim D=128` instead; bench/NOTES.md, evoformer2.)
   run_staged<Config<Dtype::bf16, 64, 64, 6, 2, true, 3>, 3, true>("bf16 d64 128x64 s6 P sb3", rng, 64);
   run_staged<Config<Dtype::bf16, 64, 64, 6, 2, true, 3>, 3, true>("bf16 d64(32) 128x64 s6 P sb3", rng, 32);
-  run_staged<Config<Dtype::bf16, 128, 64, 4, 2, true, 3>, 3, true>("bf16 d128 128x64 s4 P sb3", rng, 128);
   run_staged<Config<Dtype::bf16, 64, 64, 4, 2, true, 3>, 3, true>("bf16 d64 128x64 s4 P sb3", rng, 64);
   run_staged<Config<Dtype::bf16, 64, 64, 6, 2, false, 3>, 3, true>("bf16 d64 128x64 s6 sb3", rng, 64);
   run_padded<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64(32) 128x128 s4 P", rng);
