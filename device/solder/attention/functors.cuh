@@ -97,6 +97,21 @@
 // program's softmax gives it: max = −inf, exp(−inf − (−inf)) = NaN) instead of zeros; for masks where
 // that is not known at compile time.
 //
+// ---- Epilogue preload (optional, template parameter Epilogue) ---------------------------------------
+//
+// An epilogue that reads inputs at the stored element (a gate: o = sigmoid(g) · a) may declare
+// `static constexpr bool kPreload = true;` with a value type Preload (a few registers: the 4-byte words
+// of the pairs of input elements a pair of output columns needs):
+//
+//     __device__ Preload preload(int bh, int row, int col) const;    // row < seq_q, col even
+//     __device__ void operator()(int bh, int row, int col, float o0, float o1, const Preload& pre) const;
+//
+// The skeleton calls preload() for every pair of columns a thread stores (HeadDim / 4 of them) when it
+// starts a work tile, before its first key tile, and keeps the values in registers until the
+// epilogue: the loads of the whole tile are in flight together and their latency is hidden behind the
+// tile's MMAs (a plain epilogue that loads at the store issues them one after another: the stores
+// may alias the inputs).
+//
 // ---- Row state (template parameter State, a template over the fragment size) ----------------------
 //
 //   template <int N> struct State {                 // N = BN / 2 scores per thread per tile, 2 rows
@@ -207,6 +222,16 @@ __host__ __device__ constexpr auto mask_empty_row_nan(int) -> decltype(M::kEmpty
 }
 template <class M>
 __host__ __device__ constexpr bool mask_empty_row_nan(long) {
+  return false;
+}
+
+// Whether Epilogue preloads its inputs (kPreload true: Preload, preload(), the six-argument operator()).
+template <class E>
+__host__ __device__ constexpr auto epilogue_preloads(int) -> decltype(E::kPreload, true) {
+  return E::kPreload;
+}
+template <class E>
+__host__ __device__ constexpr bool epilogue_preloads(long) {
   return false;
 }
 

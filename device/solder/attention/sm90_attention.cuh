@@ -20,6 +20,9 @@
 //     __device__ void operator()(int bh, int row, int col, float o0, float o1) const;
 //   };
 //
+// or, with kPreload (functors.cuh, "Epilogue preload"), preload(bh, row, col) at the start of each
+// work tile and operator()(bh, row, col, o0, o1, preloaded) at the store.
+//
 // Tensor maps (solder::runtime::encode_gemm_operand / plan_gemm_operand, src/runtime/tma.h): each of
 // q, k, v is a K-major "GEMM operand" with rows = its sequence length, k = HeadDim, batch = batch ·
 // heads (q) or batch · heads_kv (k, v), ld = the row stride, tile_k = 64, tile_rows = Config::QBoxRows
@@ -131,6 +134,17 @@ __device__ __forceinline__ unsigned short lds_u16(uint32_t address) {
   return v;
 }
 
+// The epilogue's preloaded values per pair of columns (functors.cuh, "Epilogue preload"); none without.
+struct NoPreload {};
+template <class E, bool = epilogue_preloads<E>(0)>
+struct PreloadOf {
+  using type = NoPreload;
+};
+template <class E>
+struct PreloadOf<E, true> {
+  using type = typename E::Preload;
+};
+
 // The stage and the phase parity of the n-th use of a ring of Stages stages.
 template <int Stages>
 __device__ __forceinline__ int stage_of(uint32_t n) {
@@ -187,6 +201,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     const long long kv_bytes = (long long)(shape.seq_k > 0 ? shape.seq_k : 1) * C::HeadDim * 4;  // K and V, 16-bit
     const long long fit = (24ll << 20) / kv_bytes;
     group_heads = fit < 1 ? 1 : fit > heads_all ? heads_all : static_cast<int>(fit);
+    if constexpr (C::StagedBias != 0) {
+      // With a staged bias a work tile also streams its bias tiles and the epilogue's inputs, so a
+      // group of heads sized by K and V alone (evoformer: 384 heads, ≈ 43 MB of traffic between a
+      // head's first and last query tile) lets K and V fall out of L2 before their second read. Here a
+      // group is at most one round's heads: the query tiles of a head run in the same round on
+      // neighbouring blocks, and K, V (and the bias tile of the heads that share it) come from HBM once.
+      const int round_heads = static_cast<int>(gridDim.x) / tiles_m;
+      if (group_heads > round_heads) group_heads = round_heads < 1 ? 1 : round_heads;
+    }
   }
   struct Work {
     int bh, bh_kv, row0, begin, end;
@@ -561,6 +584,22 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           }
         }
       };
+      // An epilogue that preloads its inputs (a gate): every pair this thread stores, loaded now so
+      // that the loads are in flight together while the tile's key tiles run (functors.cuh).
+      constexpr bool kPreload = epilogue_preloads<Epilogue>(0);
+      typename detail::PreloadOf<Epilogue>::type preloaded[C::HeadDim / 4];
+      (void)preloaded;
+      if constexpr (kPreload) {
+        // (row by row: the row's part of the address is computed once under its guard)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = row_base + 8 * r;
+          if (row < shape.seq_q) {
+#pragma unroll
+            for (int i = 2 * r; i < C::HeadDim / 2; i += 4) preloaded[i / 2] = epilogue.preload(w.bh, row, 8 * (i / 4) + col_lane);
+          }
+        }
+      }
       // An affine score's factors for this work tile's head (functors.cuh).
       float affine_a = 1.0f, affine_u = 0.0f, affine_w = 0.0f, affine_c = 0.0f;
       if constexpr (score_is_affine<Score>(0)) score.affine(w.bh, &affine_a, &affine_u, &affine_w, &affine_c);
@@ -772,8 +811,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       for (int i = 0; i < C::HeadDim / 2; i += 2) {
         const int r = (i / 2) % 2;
         const int row = row_base + 8 * r;
-        if (row < shape.seq_q)
-          epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]);
+        if (row < shape.seq_q) {
+          if constexpr (kPreload)
+            epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r], preloaded[i / 2]);
+          else
+            epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]);
+        }
       }
     } while (C::Persistent && (t = tile_index(++round)) < total);
     if (consumer == 0) detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival

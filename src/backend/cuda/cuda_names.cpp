@@ -38,6 +38,8 @@ const std::set<std::string>& reserved_cuda_words() {
         "kDataTiles", "kEmptyRowNaN", "kMaxKeyTiles", "row_id", "col_id", "match", "tile_class",
         // a staged bias (functors.cuh, kStagedBias): the score functor's members and types
         "kStagedBias", "BiasTile", "BiasColumn", "bias_tile", "bias_column", "bias_tile_batch", "bias_column_row", "staged_bias",
+        // an epilogue preload (functors.cuh, kPreload): the epilogue functor's members and type
+        "kPreload", "Preload", "preload",
         "max_ll_", "min_ll_",
         // CUDA: built-in variables, vector and half types, namespaces, the runtime's names.
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2", "nv_bfloat16",

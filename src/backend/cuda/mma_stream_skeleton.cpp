@@ -991,7 +991,24 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // (an input it does not stage stays a global read inside staged_bias(), bounded as before)
   }
   const int staged_bits = (staged_tile.g ? 1 : 0) | (staged_column.g ? 2 : 0);
-  const int bn = kHeadDim == 256 || with_bias ? 64 : 128, stages = kHeadDim == 64 || with_bias ? 4 : short_masked ? 3 : 2;
+  const int bn = kHeadDim == 256 || with_bias ? 64 : 128;
+  int stages = kHeadDim == 64 || with_bias ? 4 : short_masked ? 3 : 2;
+  if (staged_bits) {
+    // A staged bias: as deep a ring as shared memory holds, up to 6 stages (hd64: Q 16 KB + 6 x 32.1 KB
+    // of K, V, bias tile and column bytes; hd128: 4), so that the producer runs more than one work tile
+    // (4 key tiles at S2 = 256) ahead of the consumers. $SOLDER_ATTN_STAGES=N (2..8) overrides it where N
+    // stages fit (A/B runs).
+    const int bm_ = 64 * consumers;
+    auto fits = [&](int n) {
+      return static_cast<int64_t>(bm_) * kHeadDim * 2 + n * (2LL * bn * kHeadDim * 2 + (staged_bits & 1 ? bm_ * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + 8 * (2 + 4 * n) + 1024 <= 232448;
+    };
+    stages = 6;
+    while (stages > 2 && !fits(stages)) --stages;
+    if (const char* forced = std::getenv("SOLDER_ATTN_STAGES"); forced && *forced) {
+      const int n = std::atoi(forced);
+      if (n >= 2 && n <= 8 && fits(n)) stages = n;
+    }
+  }
   // A staged bias runs on persistent blocks too: evoformer's work tiles have few key tiles (4 of 64 at
   // S2 = 256), and the producer then loads the next tile's Q, K and bias while the consumers finish
   // this one. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for a score with a bias (A/B runs).
@@ -1253,6 +1270,71 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const bool plain = value.kind() == ExprKind::Load && value.as<LoadNode>()->tensor == "(&a_)";
     out << "  // " << o->name << "[.., row, col], [.., row, col + 1] = " << (plain ? std::string("o / Σp") : print_expr(stored_value) + " with a_ = o / Σp") << ", rounded to "
         << dtype_name(o->dtype) << (D_ < kHeadDim ? " (head dim " + std::to_string(D_) + " padded to " + std::to_string(kHeadDim) + ": the padding columns are not stored)" : std::string("")) << "\n";
+    // Inputs read at the stored element (evoformer's gate): when every such read is a 16-bit input
+    // indexed [.., col_] along a last dim of even extent, the epilogue preloads them (functors.cuh,
+    // "Epilogue preload"): one 4-byte word per input and pair of columns, loaded by the skeleton at the
+    // start of each work tile, so that the loads are in flight together while the tile's MMAs run. A
+    // plain epilogue reads them at the store, one dependent load after another (the stores may alias).
+    // $SOLDER_ATTN_EPILOGUE_PRELOAD=0 keeps the loads at the store (A/B runs).
+    std::vector<Expr> pre_loads;  // distinct loads, in order
+    bool preload = !plain;
+    if (const char* forced = std::getenv("SOLDER_ATTN_EPILOGUE_PRELOAD"); forced && std::string(forced) == "0") preload = false;
+    if (preload) {
+      rewrite_loads(value, [&](const LoadNode& l, const Expr& self) -> Expr {
+        if (l.tensor == "(&a_)") return self;
+        const GlobalTensor* gt = program_.find_global(l.tensor);
+        if (!gt || gt->role != GlobalRole::input || (gt->dtype != DType::bf16 && gt->dtype != DType::f16) || gt->shape.empty() || gt->shape.back() % 2 != 0 ||
+            l.index.size() != gt->shape.size() || !is_var(l.index.back(), "col_")) {
+          preload = false;
+          return self;
+        }
+        for (const Expr& i : l.index)
+          if (!tensors_used(i).empty()) preload = false;  // a data-dependent index
+        bool seen = false;
+        for (const Expr& e : pre_loads) seen = seen || print_expr(e) == print_expr(self);
+        if (!seen) pre_loads.push_back(self);
+        return self;
+      });
+      if (pre_loads.empty()) preload = false;
+    }
+    if (preload) {
+      out << "  // the inputs of the stored value, preloaded per pair of columns at the start of each work tile\n";
+      out << "  static constexpr bool kPreload = true;\n";
+      out << "  struct Preload {\n    unsigned int w[" << pre_loads.size() << "];\n  };\n";
+      out << "  __device__ Preload preload(int bh_, int row_, int col_) const {\n" << decode(true, false);
+      out << "    Preload p_{};\n";
+      if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return p_;  // padding columns\n";
+      std::map<std::string, std::string> element_of;  // the load's text -> its element in p_
+      for (size_t n = 0; n < pre_loads.size(); ++n) {
+        const LoadNode& l = *pre_loads[n].as<LoadNode>();
+        const GlobalTensor* gt = program_.find_global(l.tensor);
+        const CudaArray* a = printer_.array(l.tensor);
+        std::vector<std::string> idx;
+        std::string in_range;
+        for (size_t d = 0; d < l.index.size(); ++d) {
+          idx.push_back(printer_.print_int(l.index[d]));
+          in_range += std::string(d ? " && " : "") + "(" + idx.back() + ") >= 0LL && (" + idx.back() + ") + " + (d + 1 == l.index.size() ? "1" : "0") + "LL < " +
+                      std::to_string(gt->shape[d]) + "LL";
+        }
+        // (an even offset: the last dim's extent and col_ are even, so the word is 4-byte aligned)
+        out << "    if (" << in_range << ")\n      p_.w[" << n << "] = __ldg(reinterpret_cast<const unsigned int*>(&" << a->pointer << "[" << printer_.offset(*a, idx) << "]));\n";
+        const std::string word = "(&pw" + std::to_string(n) + "_)";
+        arrays_[word] = CudaArray{"reinterpret_cast<const " + std::string(cuda_element_type(gt->dtype)) + "*>(&p_.w[" + std::to_string(n) + "])", {2}, gt->dtype, true, -1};
+        element_of[print_expr(pre_loads[n])] = word;
+      }
+      out << "    return p_;\n  }\n";
+      const Expr from_words = rewrite_loads(value, [&](const LoadNode&, const Expr& self) -> Expr {
+        auto it = element_of.find(print_expr(self));
+        return it == element_of.end() ? self : make_load(it->second, {make_var("half_")});
+      });
+      epilogue_text = print_expr(stored_value) + " with a_ = o / Σp; the inputs (" + std::to_string(pre_loads.size()) +
+                      " 16-bit, one 4-byte word per pair of columns) preloaded at the start of each work tile";
+      out << "  __device__ float value_(int bh_, int row_, int col_, float a_, const Preload& p_, int half_) const {\n" << decode(true, false);
+      out << "    (void)col_; (void)p_; (void)half_;\n    return " << printer_.print_float(from_words) << ";\n  }\n";
+      out << "  __device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_, const Preload& p_) const {\n";
+      if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
+      out << "    o0_ = value_(bh_, row_, col_, o0_, p_, 0);\n    o1_ = value_(bh_, row_, col_ + 1, o1_, p_, 1);\n";
+    } else {
     if (!plain) {
       epilogue_text = print_expr(stored_value) + " with a_ = o / Σp, inputs read at the stored element";
       out << "  __device__ float value_(int bh_, int row_, int col_, float a_) const {\n" << decode(true, false);
@@ -1261,6 +1343,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "  __device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_) const {\n";
     if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
     if (!plain) out << "    o0_ = value_(bh_, row_, col_, o0_);\n    o1_ = value_(bh_, row_, col_ + 1, o1_);\n";
+    }
     out << "    const long long at_ = (static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL + col_;\n";
     if (o->dtype == DType::bf16) out << "    *reinterpret_cast<__nv_bfloat162*>(&" << op << "[at_]) = __floats2bfloat162_rn(o0_, o1_);\n";
     else if (o->dtype == DType::f16) out << "    *reinterpret_cast<__half2*>(&" << op << "[at_]) = __floats2half2_rn(o0_, o1_);\n";
@@ -1286,7 +1369,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               (data ? std::string(persistent ? "; block order: persistent blocks deal out the work tiles longest first in a snake (query tiles of a head last to first; a data mask's live tiles are not known at compile time)"
                                                              : "; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them; persistent blocks only up to " +
                                                                    std::to_string(kDataPersistentMaxKeyTiles) + " key tiles per work tile, measured slower at 128)")
-                                    : std::string("; block order: the query tiles of a head last to first (the longest causal rows first)"));
+                                    : std::string("; block order: the query tiles of a head last to first (the longest causal rows first)")) +
+                              (staged_bits && persistent
+                                   ? "; schedule: heads in groups of at most one round's (" + std::to_string(std::max<int64_t>(1, std::min<int64_t>(tiles, kSmCount) / ((seq_q + bm - 1) / bm))) +
+                                         " heads x " + std::to_string((seq_q + bm - 1) / bm) +
+                                         " query tiles), so a head's query tiles run in one round on neighbouring blocks and its K, V and bias tiles are read from HBM once; the producer runs up to " +
+                                         std::to_string(stages) + " key tiles ahead"
+                                   : std::string(""));
   head << "#include <solder/attention/sm90_attention.cuh>\n";
   head << "// kernel " << kernel_.name << ": computes";
   for (auto& d : kernel_.definitions) head << " " << d;

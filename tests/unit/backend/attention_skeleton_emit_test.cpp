@@ -534,7 +534,7 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr bool kBias = true;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("return 1.0f * 0.125f;"), std::string::npos) << k->source;  // a = 1, scale 1 / sqrt(64)
   // the pair bias at [h, row, col] and the mask at [r, col], on global rows and columns
@@ -542,7 +542,7 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   EXPECT_NE(k->source.find("mask[(((0LL) * 256LL + ((r_t + 0LL))) * 256LL + (col_))]"), std::string::npos) << k->source;
   // the gate: sigmoid(g) at the stored element, times o / sum p
   EXPECT_NE(k->source.find("solder::sigmoid("), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_);"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_, p_, 0);"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("epilogue: sigmoid(g["), std::string::npos) << k->summary;
   ASSERT_TRUE(k->info.attention);
   const AttentionSkeletonLaunch& a = *k->info.attention;
@@ -566,8 +566,9 @@ TEST(AttentionSkeletonEmit, EvoformerHeadDim32RunsPaddedInTheHd64Configuration) 
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return;  // padding columns"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("if (col_ >= 32) return p_;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("head dim 32 zero-padded to 64 by TMA"), std::string::npos) << k->summary;
   ASSERT_TRUE(k->info.attention);
   EXPECT_EQ(k->info.attention->q.k, 32);  // TMA zero-fills columns 32..63 of the 64-column box
@@ -633,7 +634,56 @@ TEST(AttentionSkeletonEmit, EvoformerStagesThePairBiasAndTheMaskByTma) {
   EXPECT_EQ(a.bias_column->tile_rows, 1);
   EXPECT_EQ(a.bias_column->tile_k, 128);
   EXPECT_FALSE(a.bias_column->swizzle);
-  EXPECT_EQ(k->info.shared_bytes, 16384 + 2 * 4 * 8192 + 4 * (16384 + 128) + 8 * 18 + 1024);
+  EXPECT_EQ(k->info.shared_bytes, 16384 + 2 * 6 * 8192 + 6 * (16384 + 128) + 8 * 26 + 1024);  // 6 stages
+}
+
+// The sigmoid gate is preloaded (functors.cuh, "Epilogue preload"): one 4-byte word of g per pair of
+// columns, loaded when a work tile starts, and the stored value reads the word, not g. The summary
+// states the schedule (one round's heads per group) and the ring depth.
+TEST(AttentionSkeletonEmit, EvoformerPreloadsTheGateAndStatesTheSchedule) {
+  Compiled c = compile("evoformer", {{"B", 8}});
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  const std::string& src = k->source;
+  EXPECT_NE(src.find("static constexpr bool kPreload = true;"), std::string::npos) << src;
+  EXPECT_NE(src.find("struct Preload {\n    unsigned int w[1];\n  };"), std::string::npos) << src;
+  EXPECT_NE(src.find("p_.w[0] = __ldg(reinterpret_cast<const unsigned int*>(&g[((((((b_t + 0LL)) * 256LL + ((r_t + 0LL))) * 4LL + ((h_t + 0LL))) * 256LL + (((i_t * 64LL) + i))) * 64LL + (col_))]));"),
+            std::string::npos)
+      << src;
+  // the pair's bounds: col_ + 1 inside the last dim
+  EXPECT_NE(src.find("(col_) >= 0LL && (col_) + 1LL < 64LL"), std::string::npos) << src;
+  const size_t at = src.find("__device__ float value_(int bh_, int row_, int col_, float a_, const Preload& p_, int half_) const");
+  ASSERT_NE(at, std::string::npos) << src;
+  const std::string body = src.substr(at, src.find("\n  }\n", at) - at);
+  EXPECT_NE(body.find("solder::sigmoid(solder::to_float(reinterpret_cast<const __nv_bfloat16*>(&p_.w[0])[(half_)]))"), std::string::npos) << body;
+  EXPECT_EQ(body.find("g["), std::string::npos) << body;
+  EXPECT_NE(src.find("__device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_, const Preload& p_) const"), std::string::npos) << src;
+  EXPECT_NE(k->summary.find("preloaded at the start of each work tile"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("schedule: heads in groups of at most one round's (66 heads x 2 query tiles)"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("6-stage K/V ring"), std::string::npos) << k->summary;
+}
+
+// $SOLDER_ATTN_EPILOGUE_PRELOAD=0 reads the gate at the store (A/B runs); $SOLDER_ATTN_STAGES picks the
+// ring depth where it fits (8 does not at hd64 with the staged bias: the default 6 stays).
+TEST(AttentionSkeletonEmit, EvoformerPreloadAndStagesEnvironment) {
+  setenv("SOLDER_ATTN_EPILOGUE_PRELOAD", "0", 1);
+  setenv("SOLDER_ATTN_STAGES", "4", 1);
+  Compiled c = compile("evoformer", {});
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  unsetenv("SOLDER_ATTN_EPILOGUE_PRELOAD");
+  unsetenv("SOLDER_ATTN_STAGES");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_EQ(k->source.find("kPreload"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_);"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>"), std::string::npos) << k->source;
+  setenv("SOLDER_ATTN_STAGES", "8", 1);
+  Compiled c8 = compile("evoformer", {});
+  auto k8 = emit(c8, &refusal);
+  unsetenv("SOLDER_ATTN_STAGES");
+  ASSERT_TRUE(k8) << refusal;
+  EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>"), std::string::npos) << k8->source;
 }
 
 // A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
