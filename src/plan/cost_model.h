@@ -122,6 +122,12 @@ constexpr double kEpilogueStoreTbps = 1.14;
 // the store's instruction count is not what limits a short-K epilogue: the per-SM rate stays within 25 %
 // of the pair stores' (above) whatever the instruction width (bench/NOTES.md, gemm-shortk).
 constexpr double kEpilogueRowStoreTbps = 0.88;
+// The registers-first and staged row-store schedules (GemmProblem::row_store_mode 1 and 2, the
+// skeleton's default): every value() before any store, with the tile's edge rows and columns clamped
+// rather than predicated, so a row's scale and a column's bias are loaded once, not once per element;
+// staged, the rows go through shared memory and bulk copies that drain during the next tile's main
+// loop. CALIBRATION below (bench/NOTES.md, gemm-epilogue).
+constexpr double kEpilogueRowStagedTbps = 1.4;
 
 // The main loop's time is the kMainloopNorm-norm of its tensor, load and HBM times (then at least its
 // shared-memory and L2 times) rather than the maximum of all five. Calibrated on the calibration sweep
