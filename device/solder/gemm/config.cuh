@@ -44,19 +44,15 @@ struct GemmShape {
 };
 
 // The staged row-store epilogue (sm90_gemm.cuh): a consumer warpgroup writes its 64 rows of 16-bit
-// results into shared memory, EpilogueColumns columns at a time, and one bulk copy per row
-// (cp.async.bulk, shared → global) stores them while the warpgroup goes on to the next tile. The
-// buffer is the whole BM × BN tile where it fits beside the ring in 227 KB, else BN/2 or BN/4 columns
-// (a multiple of 32: the quad exchange's four column groups), else none (the direct row stores).
+// results into shared memory and one bulk copy per row (cp.async.bulk, shared → global) stores them
+// while the warpgroup goes on to the next tile. The buffer is the whole BM × BN tile where it fits
+// beside the ring in 227 KB, else none (the registers-first row stores). Half a tile, stored in two
+// rounds, was tried: its second round's accumulators stay live across the first round's copies, and
+// ptxas spilled under the 168-register bound of a 384-thread block (2026-11-27).
 // ring_bytes: the ring, its barriers and the alignment slack (Config::RingSmemBytes).
 inline constexpr int kGemmSmemLimit = 232448;
 SOLDER_GEMM_HD constexpr int epilogue_staging_columns(int bm, int bn, int b_operands, int ring_bytes) {
-  if (b_operands != 1 || bn % 32 != 0) return 0;
-  for (int parts = 1; parts <= 4; parts *= 2) {
-    const int columns = bn / parts;
-    if (bn % parts == 0 && columns % 32 == 0 && ring_bytes + bm * columns * 2 <= kGemmSmemLimit) return columns;
-  }
-  return 0;
+  return b_operands == 1 && bn % 32 == 0 && ring_bytes + bm * bn * 2 <= kGemmSmemLimit ? bn : 0;
 }
 // Dynamic shared memory of a plain skeleton launch (Config::SmemBytes without the Config type).
 // A stage holds 128 bytes of K per row of A and of each B, whatever the type.

@@ -131,10 +131,11 @@ struct has_row_store<E, decltype((void)cuda::std::declval<const E&>().value(0, 0
 //   1 registers first: every value() of the thread's 2 × BN/2 elements before any store (the scale and
 //     bias loads are not re-issued behind stores that might alias them), then the quad exchange and
 //     the 16-byte global stores;
-//   2 staged (the default): as 1, but the rows go into shared memory (Config::EpilogueColumns at a
-//     time) and one bulk copy per row (cp.async.bulk shared → global) stores them asynchronously: the
-//     warpgroup starts the next tile's wgmma while the stores drain. Where the Config has no buffer
-//     (EpilogueColumns 0) or with split-K, mode 1.
+//   2 staged (the default): as 1, but the rows go into shared memory (the whole tile:
+//     Config::EpilogueColumns = BN) and one bulk copy per row (cp.async.bulk shared → global) stores
+//     them asynchronously: the warpgroup starts the next tile's wgmma while the stores drain. Where the
+//     Config has no buffer (EpilogueColumns 0: the tile does not fit beside the ring) or with split-K,
+//     mode 1.
 template <class E, class = void>
 struct row_store_mode_of : cuda::std::integral_constant<int, 2> {};
 template <class E>
@@ -143,6 +144,11 @@ struct row_store_mode_of<E, decltype((void)E::row_store_mode)> : cuda::std::inte
 __device__ __forceinline__ uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void st_shared_v4(uint32_t address, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(a), "r"(b), "r"(c), "r"(d));
+}
+__device__ __forceinline__ uint16_t ld_shared_u16(uint32_t address) {
+  uint16_t v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(address) : "memory");
+  return v;
 }
 // The 128 threads of one consumer warpgroup (named barrier 1 + consumer; 0 is __syncthreads').
 __device__ __forceinline__ void warpgroup_barrier(int consumer) {
@@ -302,8 +308,8 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   TB* ring_b = reinterpret_cast<TB*>(base + C::Stages * C::ABytesPerStage);
   // The staged epilogue's buffer (C::EpilogueBytes, consumer c's 64 rows at c · 64 · EpilogueColumns
   // elements) sits between the ring and the barriers.
-  unsigned char* staging = base + C::Stages * C::StageBytes;
-  uint64_t* full = reinterpret_cast<uint64_t*>(staging + C::EpilogueBytes);
+  const uint32_t staging_address = detail::smem_address(base + C::Stages * C::StageBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(base + C::Stages * C::StageBytes + C::EpilogueBytes);
   uint64_t* empty = full + C::Stages;
 
   // Work units: ClusterM vertically (or ClusterN horizontally) adjacent tiles, one per block of the
@@ -614,37 +620,50 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
             }
           }
         } else {
-          // Every value() of the thread first (2 rows × BN/8 groups, packed pairs): the loads of scales
-          // and biases all go out before the first store. Rows and columns past the edge are clamped to the
-          // last one instead of predicated (their results are never stored): value() is then called
-          // unconditionally, so the compiler loads a row's factor once for all its columns and a column's
-          // once for both rows (predicated calls measured one load per element: 2026-11-27, ncu, fp8 Q5).
-          uint32_t packed[2][C::BN / 8];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = min(row_base + 8 * h, shape.m - 1);
-#pragma unroll
-            for (int j = 0; j < C::BN / 8; ++j) {
-              const int i = 4 * j + 2 * h;
-              const int col = col_base + 8 * j;
-              const float v0 = epilogue.value(batch, row, min(col, shape.n - 1), acc(i));
-              const float v1 = epilogue.value(batch, row, min(col + 1, shape.n - 1), acc(i + 1));
-              packed[h][j] = detail::pack_pair<Element>(v0, v1);
-            }
-          }
-          if constexpr (kRowMode == 1) {
+          // Parts of Part columns (64, or 32 where 64 does not divide the tile or the buffer): every
+          // value() of a part first (2 rows × Part/8 groups, packed pairs), so its scale and bias loads all
+          // go out before its stores; then its exchanges and stores. Rows and columns past the edge are
+          // clamped to the last one instead of predicated (their results are never stored): value() is
+          // called unconditionally, so the compiler loads a row's factor once for all its columns and a
+          // column's once for both rows (predicated calls measured one load per element: 2026-11-27, ncu,
+          // fp8 Q5). A whole 128 × 256 tile at once held 128 accumulators and 64 column factors at the same
+          // time and spilled under the 168-register bound of a 384-thread block.
+          constexpr int Cols = kRowMode == 2 ? C::EpilogueColumns : C::BN;  // columns per staged chunk
+          constexpr int Part = kRowMode == 1 && C::BN % 64 == 0 ? 64 : 32;
+          // This part's values: packed[h][g] = columns 2q, 2q + 1 of group p0/8 + g of row h.
+          auto part_values = [&](int p0, uint32_t (&packed)[2][Part / 8]) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const int row = row_base + 8 * h;
-              const bool row_in = row < shape.m;
-              Element* dst = row_in ? epilogue.row_pointer(batch, row) : nullptr;
-              const bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
+              const int row = min(row_base + 8 * h, shape.m - 1);
 #pragma unroll
-              for (int j0 = 0; j0 < C::BN / 8; j0 += 4) {
-                const uint32_t w[4] = {packed[h][j0], packed[h][j0 + 1], packed[h][j0 + 2], packed[h][j0 + 3]};
-                uint32_t out[4];
-                detail::quad_exchange(w, q, out);
-                detail::store_row_group(dst, row_in, aligned, n0 + 8 * (j0 + q), shape.n, out);
+              for (int g = 0; g < Part / 8; ++g) {
+                const int j = p0 / 8 + g;
+                const int i = 4 * j + 2 * h;
+                const int col = col_base + 8 * j;
+                const float v0 = epilogue.value(batch, row, min(col, shape.n - 1), acc(i));
+                const float v1 = epilogue.value(batch, row, min(col + 1, shape.n - 1), acc(i + 1));
+                packed[h][g] = detail::pack_pair<Element>(v0, v1);
+              }
+            }
+          };
+          if constexpr (kRowMode == 1) {
+#pragma unroll
+            for (int p0 = 0; p0 < C::BN; p0 += Part) {
+              uint32_t packed[2][Part / 8];
+              part_values(p0, packed);
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = row_base + 8 * h;
+                const bool row_in = row < shape.m;
+                Element* dst = row_in ? epilogue.row_pointer(batch, row) : nullptr;
+                const bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
+#pragma unroll
+                for (int g0 = 0; g0 < Part / 8; g0 += 4) {
+                  const uint32_t w[4] = {packed[h][g0], packed[h][g0 + 1], packed[h][g0 + 2], packed[h][g0 + 3]};
+                  uint32_t out[4];
+                  detail::quad_exchange(w, q, out);
+                  detail::store_row_group(dst, row_in, aligned, n0 + p0 + 8 * (g0 + q), shape.n, out);
+                }
               }
             }
           } else {
@@ -654,29 +673,32 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
             // multiple of 16 bytes; the copy takes uniform operands, so each warp issues its 16 in turn).
             // Before the buffer is rewritten (next chunk, next tile) the storing threads wait until their
             // copies have read it, and the warpgroup meets at a barrier.
-            constexpr int Cols = C::EpilogueColumns;
-            const uint32_t buffer = detail::smem_address(staging) + static_cast<uint32_t>(consumer * 64 * Cols * 2);
-            const bool storer = lane < 16;
-            const int store_row = warp * 16 + lane;  // the storing lane's row of the warpgroup's 64
+            const uint32_t buffer = staging_address + static_cast<uint32_t>(consumer * 64 * Cols * 2);
 #pragma unroll
             for (int c0 = 0; c0 < C::BN; c0 += Cols) {
-              if (storer) detail::bulk_wait_read();
+              if (lane < 16) detail::bulk_wait_read();
               detail::warpgroup_barrier(consumer);
 #pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                const int local_row = warp * 16 + lane / 4 + 8 * h;
+              for (int p0 = c0; p0 < c0 + Cols; p0 += Part) {
+                uint32_t packed[2][Part / 8];
+                part_values(p0, packed);
 #pragma unroll
-                for (int j0 = c0 / 8; j0 < (c0 + Cols) / 8; j0 += 4) {
-                  const uint32_t w[4] = {packed[h][j0], packed[h][j0 + 1], packed[h][j0 + 2], packed[h][j0 + 3]};
-                  uint32_t out[4];
-                  detail::quad_exchange(w, q, out);
-                  detail::st_shared_v4(buffer + static_cast<uint32_t>((local_row * Cols + 8 * (j0 + q) - c0) * 2), out[0], out[1],
-                                       out[2], out[3]);
+                for (int h = 0; h < 2; ++h) {
+                  const int local_row = warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+                  for (int g0 = 0; g0 < Part / 8; g0 += 4) {
+                    const uint32_t w[4] = {packed[h][g0], packed[h][g0 + 1], packed[h][g0 + 2], packed[h][g0 + 3]};
+                    uint32_t out[4];
+                    detail::quad_exchange(w, q, out);
+                    detail::st_shared_v4(buffer + static_cast<uint32_t>((local_row * Cols + p0 - c0 + 8 * (g0 + q)) * 2), out[0],
+                                         out[1], out[2], out[3]);
+                  }
                 }
               }
               detail::fence_async_shared();
               detail::warpgroup_barrier(consumer);
-              if (storer) {
+              if (lane < 16) {
+                const int store_row = warp * 16 + lane;  // the storing lane's row of the warpgroup's 64
                 const int row = m0 + consumer * 64 + store_row;
                 const int col0 = n0 + c0;
                 if (row < shape.m && col0 < shape.n) {
@@ -686,8 +708,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
                   if ((reinterpret_cast<uintptr_t>(dst) & 15u) == 0 && count % 8 == 0) {
                     detail::bulk_store(dst, src, static_cast<uint32_t>(count * 2));
                   } else {
-                    const uint16_t* from = reinterpret_cast<const uint16_t*>(staging) + (consumer * 64 + store_row) * Cols;
-                    for (int e = 0; e < count; ++e) reinterpret_cast<uint16_t*>(dst)[e] = from[e];
+                    for (int e = 0; e < count; ++e) reinterpret_cast<uint16_t*>(dst)[e] = detail::ld_shared_u16(src + 2 * e);
                   }
                 }
                 detail::bulk_commit();

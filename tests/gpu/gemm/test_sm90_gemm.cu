@@ -598,10 +598,9 @@ int main(int argc, char** argv) {
   run_config<Bf_128x256_KK_k3, RowStoreBf16>("bf16 128x256x64 s4 A:K B:K k3 rows", split_small, rng, true);
   run_config<Bf_128x64_KK_n2, RowStoreBf16>("bf16 128x64x64 s6 A:K B:K n2 rows", rows_small, rng, true);
   run_config<E4_128x256, RowStoreBf16>("e4m3 128x256x128 s4 rows", rows_small, rng, true);
-  // The schedules named: direct (0) and registers first (1) beside the default staged one above (2:
-  // every family above with a buffer, Config::EpilogueColumns: half the tile at s4 128 x 256, the whole
-  // tile elsewhere; split-K takes 1).
-  static_assert(Bf_128x256_KK::EpilogueColumns == 128 && H_128x256_KN::EpilogueColumns == 256, "staging buffer sizes");
+  // The schedules named: direct (0) and registers first (1) beside the default above (2, staged, where the
+  // whole tile fits beside the ring: Config::EpilogueColumns; else 1, as with split-K).
+  static_assert(Bf_128x256_KK::EpilogueColumns == 0 && H_128x256_KN::EpilogueColumns == 256, "staging buffer sizes");
   run_config<Bf_128x256_KK, RowStoreBf16Mode<0>>("bf16 128x256x64 s4 A:K B:K rows direct", rows, rng, true);
   run_config<Bf_128x256_KK, RowStoreBf16Mode<1>>("bf16 128x256x64 s4 A:K B:K rows registers", rows, rng, true);
   run_config<E4_128x256, RowStoreBf16Mode<1>>("e4m3 128x256x128 s4 rows registers", rows_small, rng, true);
