@@ -55,7 +55,7 @@ echo "== compile misses ($(left) s left)"
   echo "$WORKLOADS" | sed 's/^\([^|]*\)|/\1|SOLDER_GEMM_EPILOGUE=|/'; } | while IFS='|' read -r label env args; do
     jobs=2; case "$args" in *nerf_mlp*) jobs=8 ;; esac  # nerf_mlp: a dozen kernels
     echo "env $env SOLDER_COMPILE_JOBS=$jobs timeout 150 $S bench $args --compile-only"; done |
-  xargs -d '\n' -P "$(nproc)" -n 1 sh -c > "$out/compile.log" 2>&1
+  timeout $(( phase == 2 ? 100 : 150 )) xargs -d "\n" -P "$(nproc)" -n 1 sh -c > "$out/compile.log" 2>&1
 echo "   cache hits $(grep -c 'already in the compile cache' "$out/compile.log"), compiled $(grep -c 'compiled in' "$out/compile.log")"
 
 if [ "$phase" = 2 ] && [ -x "$bin/test_sm90_gemm" ]; then
