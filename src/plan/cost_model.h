@@ -128,8 +128,8 @@ constexpr double kEpilogueRowStoreTbps = 0.88;
 // staged, the rows go through shared memory and bulk copies that drain during the next tile's main
 // loop. Calibrated on the H100 (2026-11-27, bench/NOTES.md, gemm-epilogue, call 2; the skeleton alone,
 // cost-model tiles): fp8 Q5 128x256 s4 110.1 µs, fp8 Q1 128x192 s4 29.6, bf16 L1 149.4, the nerf layer
-// 65536 × 256 × 256 29.7; 3.0 TB/s (2.9 µs per 64 KB tile) predicts 110 / 31 / 151 / 27. Before, with one
-// load per element, the same schedules took 121 / 33 / 154 / 48.
+// 65536 × 256 × 256 29.7; 3.0 TB/s (2.9 µs per 64 KB tile) predicts 111.1 / 31.2 / 151.3 / 29.5. Before,
+// with one load per element, the same schedules took 121 / 33 / 154 / 48.
 constexpr double kEpilogueRowStagedTbps = 3.0;
 
 // The main loop's time is the kMainloopNorm-norm of its tensor, load and HBM times (then at least its
