@@ -89,9 +89,12 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   if (c.consumers == 1)
     unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kOneConsumerStepCycles / (hw.sm_clock_mhz > 0 ? hw.sm_clock_mhz : 1500);
   const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);
-  const bool row_store = p.row_store && c.split_k == 1 && c.bn % 32 == 0;  // the row-store hooks (sm90_gemm.cuh)
-  const double store_gbps =
-      std::min(rates.sm_load_gbps, (row_store ? kEpilogueRowStoreTbps : kEpilogueStoreTbps) * 1e3 / static_cast<double>(blocks));
+  const bool row_store = p.row_store && c.bn % 32 == 0;  // the row-store hooks (sm90_gemm.cuh)
+  // Split-K's merge runs the registers-first schedule (the staged one needs the whole warpgroup).
+  const double epilogue_tbps = !row_store                   ? kEpilogueStoreTbps
+                               : p.row_store_mode == 0      ? (c.split_k == 1 ? kEpilogueRowStoreTbps : kEpilogueStoreTbps)
+                                                            : kEpilogueRowStagedTbps;
+  const double store_gbps = std::min(rates.sm_load_gbps, epilogue_tbps * 1e3 / static_cast<double>(blocks));
   const double store_us = tile_store_bytes / (store_gbps * 1e3);
   cost.tensor_us = static_cast<double>(units) * (unit_tensor_us + store_us);
 

@@ -122,6 +122,15 @@ constexpr double kEpilogueStoreTbps = 1.14;
 // the store's instruction count is not what limits a short-K epilogue: the per-SM rate stays within 25 %
 // of the pair stores' (above) whatever the instruction width (bench/NOTES.md, gemm-shortk).
 constexpr double kEpilogueRowStoreTbps = 0.88;
+// The registers-first and staged row-store schedules (GemmProblem::row_store_mode 1 and 2, the
+// skeleton's default): every value() before any store, with the tile's edge rows and columns clamped
+// rather than predicated, so a row's scale and a column's bias are loaded once, not once per element;
+// staged, the rows go through shared memory and bulk copies that drain during the next tile's main
+// loop. Calibrated on the H100 (2026-11-27, bench/NOTES.md, gemm-epilogue, call 2; the skeleton alone,
+// cost-model tiles): fp8 Q5 128x256 s4 110.1 µs, fp8 Q1 128x192 s4 29.6, bf16 L1 149.4, the nerf layer
+// 65536 × 256 × 256 29.7; 3.0 TB/s (2.9 µs per 64 KB tile) predicts 111.1 / 31.2 / 151.3 / 29.5. Before,
+// with one load per element, the same schedules took 121 / 33 / 154 / 48.
+constexpr double kEpilogueRowStagedTbps = 3.0;
 
 // The main loop's time is the kMainloopNorm-norm of its tensor, load and HBM times (then at least its
 // shared-memory and L2 times) rather than the maximum of all five. Calibrated on the calibration sweep

@@ -39,6 +39,10 @@ struct GemmProblem {
   // rows: sm90_gemm.cuh) where the tile's BN is a multiple of 32; the cost model charges that store rate
   // (kEpilogueRowStoreTbps) instead of the element-pair one.
   bool row_store = false;
+  // Which row-store schedule (sm90_gemm.cuh, row_store_mode_of): 0 direct (loads and stores
+  // interleaved: kEpilogueRowStoreTbps), 1 registers first or 2 staged in shared memory with bulk copies
+  // (the skeleton's default: kEpilogueRowStagedTbps).
+  int row_store_mode = 2;
 
   double flops() const { return 2.0 * static_cast<double>(batch) * m * n * k; }
   // Bytes of A, B and D once each, plus the epilogue's reads: the floor of the memory traffic.

@@ -74,9 +74,10 @@ std::optional<ForcedTile> forced_skeleton_tile(std::string* why, const std::opti
   return std::nullopt;  // no entry for this product: the cost model chooses
 }
 
-SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output, bool row_store) {
+SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output, bool row_store, int row_store_mode) {
   GemmProblem problem;
   problem.row_store = row_store && !p.b2;
+  problem.row_store_mode = row_store_mode;
   problem.batch = p.batch;
   problem.m = p.m;
   const int operands = p.b2 ? 2 : 1;

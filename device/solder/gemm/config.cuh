@@ -43,6 +43,24 @@ struct GemmShape {
   int broadcast_a = 0, broadcast_b = 0;
 };
 
+// The staged row-store epilogue (sm90_gemm.cuh): a consumer warpgroup writes its 64 rows of 16-bit
+// results into shared memory and one bulk copy per row (cp.async.bulk, shared → global) stores them
+// while the warpgroup goes on to the next tile. The buffer is the whole BM × BN tile where it fits
+// beside the ring in 227 KB, else none (the registers-first row stores). Half a tile, stored in two
+// rounds, was tried: its second round's accumulators stay live across the first round's copies, and
+// ptxas spilled under the 168-register bound of a 384-thread block (2026-11-27).
+// ring_bytes: the ring, its barriers and the alignment slack (Config::RingSmemBytes).
+inline constexpr int kGemmSmemLimit = 232448;
+SOLDER_GEMM_HD constexpr int epilogue_staging_columns(int bm, int bn, int b_operands, int ring_bytes) {
+  return b_operands == 1 && bn % 32 == 0 && ring_bytes + bm * bn * 2 <= kGemmSmemLimit ? bn : 0;
+}
+// Dynamic shared memory of a plain skeleton launch (Config::SmemBytes without the Config type).
+// A stage holds 128 bytes of K per row of A and of each B, whatever the type.
+SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_operands) {
+  const int ring = stages * (bm + b_operands * bn) * 128 + 16 * stages + 1024;
+  return ring + bm * epilogue_staging_columns(bm, bn, b_operands, ring) * 2;
+}
+
 // One tile configuration.
 //   TA, TB     MMA input types: both 16-bit and equal (bf16 or f16), or both fp8 (e4m3/e5m2, mixed ok).
 //   BM         64 (one consumer warpgroup) or 128 (two consumer warpgroups, 64 rows each).
@@ -93,7 +111,12 @@ struct Config {
   static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);  // one B operand's tile
   static constexpr int StageBytes = ABytesPerStage + BOperands_ * BBytesPerStage;
   // The ring, 2 mbarriers per stage, and 1 KB of slack to align the ring to 1024 bytes (128B swizzle).
-  static constexpr int SmemBytes = Stages_ * StageBytes + 16 * Stages_ + 1024;
+  static constexpr int RingSmemBytes = Stages_ * StageBytes + 16 * Stages_ + 1024;
+  // The staged row-store epilogue's buffer (sm90_gemm.cuh, epilogue_staging_columns): BM rows ×
+  // EpilogueColumns 16-bit results, between the ring and the barriers; 0 where none fits.
+  static constexpr int EpilogueColumns = epilogue_staging_columns(BM_, BN_, BOperands_, RingSmemBytes);
+  static constexpr int EpilogueBytes = BM_ * EpilogueColumns * 2;
+  static constexpr int SmemBytes = RingSmemBytes + EpilogueBytes;
 
   static_assert(dtype_bytes(TA_) == dtype_bytes(TB_) && (TA_ == TB_ || dtype_is_fp8(TA_)),
                 "A and B: the same 16-bit type, or two fp8 types");
@@ -103,7 +126,7 @@ struct Config {
   static_assert(!dtype_is_fp8(TA_) || (AKMajor_ && BKMajor_), "fp8 wgmma needs K-major A and B");
   static_assert(AKMajor_ || BM_ % 64 == 0, "an M-major A needs BM a multiple of 64");
   static_assert(BKMajor_ || BN_ % 64 == 0, "an N-major B needs BN a multiple of 64");
-  static_assert(SmemBytes <= 232448, "the ring does not fit in 227 KB of shared memory");
+  static_assert(SmemBytes <= kGemmSmemLimit, "the ring does not fit in 227 KB of shared memory");
   static_assert(ClusterM_ == 1 || ClusterM_ == 2, "ClusterM must be 1 or 2");
   static_assert(SplitK_ >= 1 && SplitK_ <= 16, "SplitK must be in [1, 16]");
   static_assert(BOperands_ == 1 || BOperands_ == 2, "BOperands must be 1 or 2");

@@ -24,7 +24,10 @@
 //     // When present (single B, BN a multiple of 32) the skeleton calls neither operator() nor pair():
 //     // it rounds value() to `element` (nearest) and stores 8 consecutive columns of a row per lane as
 //     // one 16-byte vector (one scalar store per element where the row's address or N is not aligned to
-//     // 16 bytes, or the 8 columns run past N). value() is called once per in-bounds element.
+//     // 16 bytes, or the 8 columns run past N), or stages the rows in shared memory and stores them with
+//     // bulk copies (row_store_mode_of below). value() must be pure (it reads, never writes): it is
+//     // called for every in-bounds element, and at the tile's edges also with indices clamped to the last
+//     // row / column, whose results are discarded. Optional: `static constexpr int row_store_mode` (0, 1, 2).
 //
 // With two B operands (Config::BOperands = 2, dual-B) the same two hooks take both accumulators of an
 // element, acc (A·B) then acc2 (A·B2):
@@ -123,6 +126,45 @@ struct has_row_store<E, decltype((void)cuda::std::declval<const E&>().value(0, 0
                                  (void)cuda::std::declval<const E&>().row_pointer(0, 0))>
     : cuda::std::bool_constant<sizeof(typename E::element) == 2> {};
 
+// The row-store epilogue's schedule (an optional `static constexpr int row_store_mode` of the functor):
+//   0 direct: value() and a 16-byte global store per group of 8 columns, interleaved (the first form);
+//   1 registers first: every value() of the thread's 2 × BN/2 elements before any store (the scale and
+//     bias loads are not re-issued behind stores that might alias them), then the quad exchange and
+//     the 16-byte global stores;
+//   2 staged (the default): as 1, but the rows go into shared memory (the whole tile:
+//     Config::EpilogueColumns = BN) and one bulk copy per row (cp.async.bulk shared → global) stores
+//     them asynchronously: the warpgroup starts the next tile's wgmma while the stores drain. Where the
+//     Config has no buffer (EpilogueColumns 0: the tile does not fit beside the ring) or with split-K,
+//     mode 1.
+template <class E, class = void>
+struct row_store_mode_of : cuda::std::integral_constant<int, 2> {};
+template <class E>
+struct row_store_mode_of<E, decltype((void)E::row_store_mode)> : cuda::std::integral_constant<int, E::row_store_mode> {};
+
+__device__ __forceinline__ uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void st_shared_v4(uint32_t address, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(a), "r"(b), "r"(c), "r"(d));
+}
+__device__ __forceinline__ uint16_t ld_shared_u16(uint32_t address) {
+  uint16_t v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(address) : "memory");
+  return v;
+}
+// The 128 threads of one consumer warpgroup (named barrier 1 + consumer; 0 is __syncthreads').
+__device__ __forceinline__ void warpgroup_barrier(int consumer) {
+  asm volatile("bar.sync %0, 128;" ::"r"(1 + consumer) : "memory");
+}
+// Generic-proxy writes of shared memory made visible to the async proxy (the bulk copy's reads).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void bulk_store(void* global, uint32_t shared, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(global), "r"(shared), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// This thread's bulk copies have read their shared memory (the buffer may be rewritten).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// This thread's bulk copies are complete (their global writes performed).
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
 // Two f32 values rounded to a 16-bit element type (E's conversion from float: round to nearest),
 // packed low then high into one 32-bit word.
 template <class Element>
@@ -139,6 +181,39 @@ __device__ __forceinline__ uint32_t pick4(const uint32_t (&w)[4], int i) {
   r = i == 2 ? w[2] : r;
   r = i == 3 ? w[3] : r;
   return r;
+}
+
+// The 4 × 4 exchange inside a quad: w[jj] holds this lane's packed pair (columns 2q, 2q + 1) of group
+// jj; afterwards out[p] holds quad lane p's pair of group q, i.e. out = columns 0..7 of group q.
+__device__ __forceinline__ void quad_exchange(const uint32_t (&w)[4], int q, uint32_t (&out)[4]) {
+  out[0] = w[0];
+  out[1] = w[1];
+  out[2] = w[2];
+  out[3] = w[3];  // out[q] = w[q]; the other three are replaced
+#pragma unroll
+  for (int r = 1; r < 4; ++r) {
+    const uint32_t got = __shfl_xor_sync(0xffffffffu, pick4(w, q ^ r), r);
+    const int p = q ^ r;
+    out[0] = p == 0 ? got : out[0];
+    out[1] = p == 1 ? got : out[1];
+    out[2] = p == 2 ? got : out[2];
+    out[3] = p == 3 ? got : out[3];
+  }
+}
+
+// Stores 8 consecutive 16-bit results (out, packed pairs) at columns col.. of a row starting at dst:
+// one 16-byte vector, or one scalar per in-bounds element where the row is not 16-byte aligned or the
+// 8 columns run past n.
+template <class Element>
+__device__ __forceinline__ void store_row_group(Element* dst, bool row_in, bool aligned, int col, int n, const uint32_t (&out)[4]) {
+  if (!row_in || col >= n) return;
+  if (aligned && col + 8 <= n) {
+    *reinterpret_cast<uint4*>(dst + col) = make_uint4(out[0], out[1], out[2], out[3]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (col + e < n) *reinterpret_cast<uint16_t*>(dst + col + e) = static_cast<uint16_t>(out[e / 2] >> (16 * (e % 2)));
+  }
 }
 
 // The CuTe types of one Config: element types, the GMMA atom, the swizzled shared-memory layouts.
@@ -231,7 +306,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       (reinterpret_cast<uintptr_t>(solder_gemm_smem) + 1023) & ~uintptr_t(1023));
   TA* ring_a = reinterpret_cast<TA*>(base);
   TB* ring_b = reinterpret_cast<TB*>(base + C::Stages * C::ABytesPerStage);
-  uint64_t* full = reinterpret_cast<uint64_t*>(base + C::Stages * C::StageBytes);
+  // The staged epilogue's buffer (C::EpilogueBytes, consumer c's 64 rows at c · 64 · EpilogueColumns
+  // elements) sits between the ring and the barriers.
+  const uint32_t staging_address = detail::smem_address(base + C::Stages * C::StageBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(base + C::Stages * C::StageBytes + C::EpilogueBytes);
   uint64_t* empty = full + C::Stages;
 
   // Work units: ClusterM vertically (or ClusterN horizontally) adjacent tiles, one per block of the
@@ -377,6 +455,12 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
     cute::Tensor acc2 = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});  // dual-B only
     const int warp = thread / 32, lane = thread % 32;
+    constexpr bool kRowStore = C::BOperands == 1 && C::BN % 32 == 0 && detail::has_row_store<Epilogue>::value;
+    // The staged mode needs a buffer and the whole warpgroup at its barriers (split-K's merge is per
+    // warp: a warp whose split is not the last skips the epilogue), else registers first.
+    constexpr int kRowMode = detail::row_store_mode_of<Epilogue>::value == 2 && (C::EpilogueColumns == 0 || C::SplitK > 1)
+                                 ? 1
+                                 : detail::row_store_mode_of<Epilogue>::value;
 
     int stage = 0;
     uint32_t phase = 0;
@@ -502,55 +586,133 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       // column 8·(i/4) + 2·(l%4) + i%2.
       const int row_base = m0 + consumer * 64 + warp * 16 + lane / 4;
       const int col_base = n0 + 2 * (lane % 4);
-      constexpr bool kRowStore = C::BOperands == 1 && C::BN % 32 == 0 && detail::has_row_store<Epilogue>::value;
       if constexpr (kRowStore) {
         // Row stores (the epilogue's value() and row_pointer(), a 16-bit element): the 4 lanes of a quad
         // hold 8 consecutive columns of a row (2 each) per 8-column group; a 4 × 4 exchange of packed
-        // pairs inside the quad (3 shuffles) gives each lane 8 consecutive columns of one group, stored as
-        // one 16-byte vector: a warp's store then writes 64 contiguous bytes of each of 8 rows (whole
-        // sectors) instead of 4-byte pieces. Columns past N and rows whose pointer or width is not 16-byte
-        // aligned take one scalar store per element.
+        // pairs inside the quad (3 shuffles, detail::quad_exchange) gives each lane 8 consecutive columns
+        // of one group: a 16-byte vector. kRowMode (detail::row_store_mode_of) says where it goes.
         using Element = typename Epilogue::element;
         const int q = lane % 4;
+        if constexpr (kRowMode == 0) {
+          // Direct: value() per group of four, then one 16-byte global store per lane: a warp's store
+          // writes 64 contiguous bytes of each of 8 rows. Columns past N and rows whose pointer or width
+          // is not 16-byte aligned take one scalar store per element.
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row_base + 8 * h;
-          const bool row_in = row < shape.m;
-          Element* dst = row_in ? epilogue.row_pointer(batch, row) : nullptr;
-          const bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
+          for (int h = 0; h < 2; ++h) {
+            const int row = row_base + 8 * h;
+            const bool row_in = row < shape.m;
+            Element* dst = row_in ? epilogue.row_pointer(batch, row) : nullptr;
+            const bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
 #pragma unroll
-          for (int j0 = 0; j0 < C::BN / 8; j0 += 4) {
-            uint32_t w[4];
+            for (int j0 = 0; j0 < C::BN / 8; j0 += 4) {
+              uint32_t w[4];
 #pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-              const int i = 4 * (j0 + jj) + 2 * h;
-              const int col = col_base + 8 * (j0 + jj);
-              const float v0 = row_in && col < shape.n ? epilogue.value(batch, row, col, acc(i)) : 0.0f;
-              const float v1 = row_in && col + 1 < shape.n ? epilogue.value(batch, row, col + 1, acc(i + 1)) : 0.0f;
-              w[jj] = detail::pack_pair<Element>(v0, v1);
+              for (int jj = 0; jj < 4; ++jj) {
+                const int i = 4 * (j0 + jj) + 2 * h;
+                const int col = col_base + 8 * (j0 + jj);
+                const float v0 = row_in && col < shape.n ? epilogue.value(batch, row, col, acc(i)) : 0.0f;
+                const float v1 = row_in && col + 1 < shape.n ? epilogue.value(batch, row, col + 1, acc(i + 1)) : 0.0f;
+                w[jj] = detail::pack_pair<Element>(v0, v1);
+              }
+              uint32_t out[4];
+              detail::quad_exchange(w, q, out);
+              detail::store_row_group(dst, row_in, aligned, n0 + 8 * (j0 + q), shape.n, out);
             }
-            // Lane q ends with group j0 + q: word p from quad lane p (columns 2p, 2p + 1 of the group).
-            uint32_t out[4] = {w[0], w[1], w[2], w[3]};  // out[q] = w[q]; the other three are replaced
+          }
+        } else {
+          // Parts of Part columns (64, or 32 where 64 does not divide the tile or the buffer): every
+          // value() of a part first (2 rows × Part/8 groups, packed pairs), so its scale and bias loads all
+          // go out before its stores; then its exchanges and stores. Rows and columns past the edge are
+          // clamped to the last one instead of predicated (their results are never stored): value() is
+          // called unconditionally, so the compiler loads a row's factor once for all its columns and a
+          // column's once for both rows (predicated calls measured one load per element: 2026-11-27, ncu,
+          // fp8 Q5). A whole 128 × 256 tile at once held 128 accumulators and 64 column factors at the same
+          // time and spilled under the 168-register bound of a 384-thread block.
+          constexpr int Cols = kRowMode == 2 ? C::EpilogueColumns : C::BN;  // columns per staged chunk
+          constexpr int Part = kRowMode == 1 && C::BN % 64 == 0 ? 64 : 32;
+          // This part's values: packed[h][g] = columns 2q, 2q + 1 of group p0/8 + g of row h.
+          auto part_values = [&](int p0, uint32_t (&packed)[2][Part / 8]) {
 #pragma unroll
-            for (int r = 1; r < 4; ++r) {
-              const uint32_t got = __shfl_xor_sync(0xffffffffu, detail::pick4(w, q ^ r), r);
-              const int p = q ^ r;
-              out[0] = p == 0 ? got : out[0];
-              out[1] = p == 1 ? got : out[1];
-              out[2] = p == 2 ? got : out[2];
-              out[3] = p == 3 ? got : out[3];
+            for (int h = 0; h < 2; ++h) {
+              const int row = min(row_base + 8 * h, shape.m - 1);
+#pragma unroll
+              for (int g = 0; g < Part / 8; ++g) {
+                const int j = p0 / 8 + g;
+                const int i = 4 * j + 2 * h;
+                const int col = col_base + 8 * j;
+                const float v0 = epilogue.value(batch, row, min(col, shape.n - 1), acc(i));
+                const float v1 = epilogue.value(batch, row, min(col + 1, shape.n - 1), acc(i + 1));
+                packed[h][g] = detail::pack_pair<Element>(v0, v1);
+              }
             }
-            const int col = n0 + 8 * (j0 + q);
-            if (!row_in || col >= shape.n) continue;
-            if (aligned && col + 8 <= shape.n) {
-              *reinterpret_cast<uint4*>(dst + col) = make_uint4(out[0], out[1], out[2], out[3]);
-            } else {
+          };
+          if constexpr (kRowMode == 1) {
 #pragma unroll
-              for (int e = 0; e < 8; ++e)
-                if (col + e < shape.n) {
-                  const uint16_t bits = static_cast<uint16_t>(out[e / 2] >> (16 * (e % 2)));
-                  *reinterpret_cast<uint16_t*>(dst + col + e) = bits;
+            for (int p0 = 0; p0 < C::BN; p0 += Part) {
+              uint32_t packed[2][Part / 8];
+              part_values(p0, packed);
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = row_base + 8 * h;
+                const bool row_in = row < shape.m;
+                Element* dst = row_in ? epilogue.row_pointer(batch, row) : nullptr;
+                const bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
+#pragma unroll
+                for (int g0 = 0; g0 < Part / 8; g0 += 4) {
+                  const uint32_t w[4] = {packed[h][g0], packed[h][g0 + 1], packed[h][g0 + 2], packed[h][g0 + 3]};
+                  uint32_t out[4];
+                  detail::quad_exchange(w, q, out);
+                  detail::store_row_group(dst, row_in, aligned, n0 + p0 + 8 * (g0 + q), shape.n, out);
                 }
+              }
+            }
+          } else {
+            // Staged: Cols columns at a time into this warpgroup's 64 × Cols buffer (row r at r · Cols
+            // elements: what one bulk copy per row reads), then lanes 0..15 of each warp store the warp's
+            // 16 rows with one cp.async.bulk each (a scalar copy where the row's address or width is not a
+            // multiple of 16 bytes; the copy takes uniform operands, so each warp issues its 16 in turn).
+            // Before the buffer is rewritten (next chunk, next tile) the storing threads wait until their
+            // copies have read it, and the warpgroup meets at a barrier.
+            const uint32_t buffer = staging_address + static_cast<uint32_t>(consumer * 64 * Cols * 2);
+#pragma unroll
+            for (int c0 = 0; c0 < C::BN; c0 += Cols) {
+              if (lane < 16) detail::bulk_wait_read();
+              detail::warpgroup_barrier(consumer);
+#pragma unroll
+              for (int p0 = c0; p0 < c0 + Cols; p0 += Part) {
+                uint32_t packed[2][Part / 8];
+                part_values(p0, packed);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const int local_row = warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+                  for (int g0 = 0; g0 < Part / 8; g0 += 4) {
+                    const uint32_t w[4] = {packed[h][g0], packed[h][g0 + 1], packed[h][g0 + 2], packed[h][g0 + 3]};
+                    uint32_t out[4];
+                    detail::quad_exchange(w, q, out);
+                    detail::st_shared_v4(buffer + static_cast<uint32_t>((local_row * Cols + p0 - c0 + 8 * (g0 + q)) * 2), out[0],
+                                         out[1], out[2], out[3]);
+                  }
+                }
+              }
+              detail::fence_async_shared();
+              detail::warpgroup_barrier(consumer);
+              if (lane < 16) {
+                const int store_row = warp * 16 + lane;  // the storing lane's row of the warpgroup's 64
+                const int row = m0 + consumer * 64 + store_row;
+                const int col0 = n0 + c0;
+                if (row < shape.m && col0 < shape.n) {
+                  const int count = shape.n - col0 < Cols ? shape.n - col0 : Cols;
+                  Element* dst = epilogue.row_pointer(batch, row) + col0;
+                  const uint32_t src = buffer + static_cast<uint32_t>(store_row * Cols * 2);
+                  if ((reinterpret_cast<uintptr_t>(dst) & 15u) == 0 && count % 8 == 0) {
+                    detail::bulk_store(dst, src, static_cast<uint32_t>(count * 2));
+                  } else {
+                    for (int e = 0; e < count; ++e) reinterpret_cast<uint16_t*>(dst)[e] = detail::ld_shared_u16(src + 2 * e);
+                  }
+                }
+                detail::bulk_commit();
+              }
             }
           }
         }
@@ -585,6 +747,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
           }
         }
       }
+    }
+    // The staged epilogue's last bulk copies: complete before the block (and its shared memory) goes.
+    if constexpr (kRowStore && kRowMode == 2) {
+      if (lane < 16) detail::bulk_wait_all();
     }
   }
   // No block leaves while its peers may still multicast into it or arrive on its barriers.

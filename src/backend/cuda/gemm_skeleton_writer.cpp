@@ -35,6 +35,17 @@ struct Tile {
 
 }  // namespace
 
+int gemm_row_store_mode_from_env() {
+  const char* env = std::getenv("SOLDER_GEMM_EPILOGUE");
+  if (!env || !*env) return -1;
+  const std::string v(env);
+  if (v == "direct") return 0;
+  if (v == "registers") return 1;
+  if (v == "staged") return 2;
+  std::fprintf(stderr, "solder: SOLDER_GEMM_EPILOGUE='%s' is not one of direct, registers, staged; ignored\n", env);
+  return -1;
+}
+
 GemmSkeletonLaunch::Operand skeleton_launch_operand(const KernelProgram& program, const GemmSkeletonOperand& o, int tile_rows) {
   GemmSkeletonLaunch::Operand r;
   for (size_t i = 0; i < program.globals.size(); ++i)
@@ -88,7 +99,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
       if (!v || (last != (v->name == p.column_axes[0]))) row_store = false;
     }
   }
-  SkeletonChoice choice = choose_skeleton_config(p, c.type, dst_dtype, row_store);
+  const int env_mode = gemm_row_store_mode_from_env();
+  SkeletonChoice choice = choose_skeleton_config(p, c.type, dst_dtype, row_store, env_mode < 0 ? 2 : env_mode);
   if (!choice.chosen) return refuse(choice.why);
   const GemmConfig& chosen = choice.chosen->config;
   const Tile tile{chosen.bm, chosen.bn, chosen.stages, chosen.split_k, chosen.cluster_m, chosen.cluster_n,
@@ -211,6 +223,9 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
     // The same value without the store, and the row's first element (the column axis at 0).
     out << "  // row stores: the skeleton stores 16 bytes of a row of " << c.dst.name << " per lane (value(), row_pointer())\n";
     out << "  using element = " << cuda_element_type(dst.dtype) << ";\n";
+    // SOLDER_GEMM_EPILOGUE=direct|registers|staged: the skeleton's row-store schedule for A/B runs
+    // (sm90_gemm.cuh, row_store_mode_of: 0, 1, 2); unset, the skeleton's default (staged).
+    if (env_mode >= 0) out << "  static constexpr int row_store_mode = " << env_mode << ";  // SOLDER_GEMM_EPILOGUE\n";
     out << "  __device__ float value(int batch_, int row_, int col_, float acc_) const {\n";
     unflatten(p.row_axes, p.row_extents, "row_");
     unflatten(p.column_axes, p.column_extents, "col_");
@@ -249,7 +264,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
     resident = std::min<int64_t>(resident, concurrent_ctas(per_block, program.find_global(c.dst.name)->dtype, default_hardware()));
   }
   result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(units, resident / cluster)) * cluster;
-  result.info.shared_bytes = static_cast<int64_t>(tile.stages) * (tile.bm + (dual ? 2 : 1) * tile.bn) * 128 + 16 * tile.stages + 1024;
+  // The ring, its barriers and the staged epilogue's buffer where it fits (config.cuh: Config::SmemBytes).
+  result.info.shared_bytes = solder::gemm::gemm_smem_bytes(tile.bm, tile.bn, tile.stages, dual ? 2 : 1);
   result.info.gemm = launch;
   // gemm_body waits for the previous kernel before any global access, so any of its kernels may take
   // programmatic dependent launch; it is given to the short ones only (kProgrammaticLaunchMaxUs).

@@ -40,6 +40,11 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
 // 128 bytes along K).
 GemmSkeletonLaunch::Operand skeleton_launch_operand(const KernelProgram& program, const GemmSkeletonOperand& o, int tile_rows);
 
+// $SOLDER_GEMM_EPILOGUE as the skeleton's row-store mode (sm90_gemm.cuh, row_store_mode_of): "direct"
+// 0, "registers" 1, "staged" 2; -1 when unset (the skeleton's default, staged) or not one of those
+// (with a warning on stderr).
+int gemm_row_store_mode_from_env();
+
 // The solder::gemm::Dtype enumerator of a narrow float dtype ("solder::gemm::Dtype::bf16", ...).
 const char* skeleton_dtype_name(DType t);
 

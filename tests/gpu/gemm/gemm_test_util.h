@@ -354,6 +354,14 @@ struct RowStoreBf16 {
   }
 };
 
+// The same hooks with the skeleton's row-store schedule named (sm90_gemm.cuh, row_store_mode_of): 0
+// direct, 1 registers first; RowStoreBf16 itself (no member) takes the default, 2 (staged in shared
+// memory, bulk copies) where the Config has a buffer.
+template <int Mode>
+struct RowStoreBf16Mode : RowStoreBf16 {
+  static constexpr int row_store_mode = Mode;
+};
+
 // Dual-B epilogues: out[b][row][col] = acc and out2[...] = acc2 as f32 (each product checked alone).
 struct StoreDualF32 {
   float* out;

@@ -9,7 +9,8 @@
 // programmatic dependent launch: a chain C = A·B (bf16), E = C·D launched with the programmatic stream
 // serialization attribute, directly and as a CUDA graph of several chains, C and E poisoned first, so a
 // kernel that read its operand before the previous kernel completed would see NaN; row stores (the
-// value() / row_pointer() hooks: 16-byte stores per lane after a quad exchange) on the short-K shapes.
+// value() / row_pointer() hooks: 16-byte stores per lane after a quad exchange) on the short-K shapes,
+// under each row-store schedule (direct, registers first, staged in shared memory + bulk copies).
 //
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
@@ -597,6 +598,13 @@ int main(int argc, char** argv) {
   run_config<Bf_128x256_KK_k3, RowStoreBf16>("bf16 128x256x64 s4 A:K B:K k3 rows", split_small, rng, true);
   run_config<Bf_128x64_KK_n2, RowStoreBf16>("bf16 128x64x64 s6 A:K B:K n2 rows", rows_small, rng, true);
   run_config<E4_128x256, RowStoreBf16>("e4m3 128x256x128 s4 rows", rows_small, rng, true);
+  // The schedules named: direct (0) and registers first (1) beside the default above (2, staged, where the
+  // whole tile fits beside the ring: Config::EpilogueColumns; else 1, as with split-K).
+  static_assert(Bf_128x256_KK::EpilogueColumns == 0 && H_128x256_KN::EpilogueColumns == 256, "staging buffer sizes");
+  run_config<Bf_128x256_KK, RowStoreBf16Mode<0>>("bf16 128x256x64 s4 A:K B:K rows direct", rows, rng, true);
+  run_config<Bf_128x256_KK, RowStoreBf16Mode<1>>("bf16 128x256x64 s4 A:K B:K rows registers", rows, rng, true);
+  run_config<E4_128x256, RowStoreBf16Mode<1>>("e4m3 128x256x128 s4 rows registers", rows_small, rng, true);
+  run_config<Bf_64x96_KK, RowStoreBf16Mode<0>>("bf16 64x96x64 s6 A:K B:K rows direct", rows_small, rng, true);
 
   // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
   // split-K (its counters must be zero after every chain).

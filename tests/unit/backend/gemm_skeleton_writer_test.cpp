@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/gemm_skeleton_writer.h"
 #include "driver/compile.h"
 #include "runtime/runtime.h"
 #include "../test_util.h"
@@ -190,6 +191,19 @@ TEST(GemmSkeletonWriter, GivesARowMajor16BitResultTheRowStoreHooks) {
   ::unsetenv("SOLDER_GEMM_ROW_STORE");
   EXPECT_EQ(off.source.find("row_pointer"), std::string::npos) << off.source;
   EXPECT_NE(off.source.find("solder::store(&"), std::string::npos);
+  // The skeleton's default row-store schedule (staged) unless SOLDER_GEMM_EPILOGUE names one.
+  EXPECT_EQ(m.source.find("row_store_mode"), std::string::npos) << m.source;
+  const char* names[] = {"direct", "registers", "staged"};
+  for (int mode = 0; mode < 3; ++mode) {
+    ::setenv("SOLDER_GEMM_EPILOGUE", names[mode], 1);
+    GeneratedModule named = fused_for_gpu(kLayer);
+    EXPECT_NE(named.source.find("static constexpr int row_store_mode = " + std::to_string(mode) + ";"), std::string::npos)
+        << names[mode];
+  }
+  ::setenv("SOLDER_GEMM_EPILOGUE", "sideways", 1);
+  EXPECT_EQ(gemm_row_store_mode_from_env(), -1);
+  ::unsetenv("SOLDER_GEMM_EPILOGUE");
+  EXPECT_EQ(gemm_row_store_mode_from_env(), -1);
 }
 
 TEST(GemmSkeletonWriter, RowStoreHooksFollowTheFitsRowsAndColumns) {
@@ -244,7 +258,7 @@ TEST(GemmSkeletonWriter, WritesAPairedContractAsADualBKernel) {
   // B = b2 (up), B2 = b1 (gate): the epilogue is silu(gate) · up.
   EXPECT_NE(m.source.find("B = b2 (N-major), B2 = b1 (dual-B"), std::string::npos) << m.source;
   const int64_t stage = (g.bm + 2 * g.bn) * 128;
-  EXPECT_EQ((m.kernels[0].shared_bytes - 1024) % (stage + 16), 0) << m.kernels[0].shared_bytes;
+  EXPECT_EQ((m.kernels[0].shared_bytes - 1024) % (stage + 16), 0) << m.kernels[0].shared_bytes;  // no staging buffer (dual-B)
 }
 
 TEST(GemmSkeletonWriter, DualBModuleCompilesWithNvrtc) {

@@ -59,6 +59,7 @@ TEST(CostModel, RowStoresChargeTheirOwnEpilogueRate) {
   p.b_k_major = false;
   const GemmCost pairs = predict_gemm(p, big_tile(), default_hardware());
   p.row_store = true;
+  p.row_store_mode = 0;  // direct: loads and stores interleaved
   const GemmCost rows = predict_gemm(p, big_tile(), default_hardware());
   // Measured on the H100 (bench/NOTES.md, gemm-shortk): 52.4-55.7 us per layer with row stores.
   EXPECT_GT(rows.total_us, 48.0);
@@ -69,6 +70,18 @@ TEST(CostModel, RowStoresChargeTheirOwnEpilogueRate) {
   const double blocks = static_cast<double>(pairs.concurrent_ctas);
   EXPECT_NEAR(pairs.tensor_us - rows.tensor_us,
               units * tile_bytes * blocks * (1.0 / (kEpilogueStoreTbps * 1e9) - 1.0 / (kEpilogueRowStoreTbps * 1e9)) * 1e3, 1e-6);
+  // The default schedule (registers first or staged: one load per row scale and column bias),
+  // measured 29.7 us per layer (bench/NOTES.md, gemm-epilogue, call 2); registers first is charged the
+  // same rate.
+  p.row_store_mode = 2;
+  const GemmCost staged = predict_gemm(p, big_tile(), default_hardware());
+  EXPECT_GT(staged.total_us, 25.0);
+  EXPECT_LT(staged.total_us, 35.0);
+  EXPECT_NEAR(rows.tensor_us - staged.tensor_us,
+              units * tile_bytes * blocks * (1.0 / (kEpilogueRowStoreTbps * 1e9) - 1.0 / (kEpilogueRowStagedTbps * 1e9)) * 1e3, 1e-6);
+  p.row_store_mode = 1;
+  EXPECT_DOUBLE_EQ(predict_gemm(p, big_tile(), default_hardware()).total_us, staged.total_us);
+  p.row_store_mode = 0;
   GemmConfig odd = big_tile();
   odd.bn = 48;  // not a multiple of 32: the kernel takes the pair stores
   p.row_store = false;

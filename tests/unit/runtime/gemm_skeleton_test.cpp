@@ -126,10 +126,35 @@ TEST(GemmTma, KOfZeroIsEncodedAsOne) {
   EXPECT_EQ(args.dims[0], 1u);
 }
 
+TEST(GemmConfig, EpilogueStagingBufferFitsBesideTheRing) {
+  using S3 = gemm::Config<gemm::Dtype::bf16, gemm::Dtype::bf16, 128, 256, 3>;
+  static_assert(S3::EpilogueColumns == 256 && S3::SmemBytes == S3::RingSmemBytes + 128 * 256 * 2);
+  using E4 = gemm::Config<gemm::Dtype::e4m3, gemm::Dtype::e4m3, 128, 256, 4>;  // fp8 Q5's tile: no room
+  static_assert(E4::EpilogueColumns == 0);
+  using Q1 = gemm::Config<gemm::Dtype::e4m3, gemm::Dtype::e4m3, 128, 192, 4>;  // fp8 Q1's tile: 48 KB beside 161 KB
+  static_assert(Q1::EpilogueColumns == 192 && Q1::SmemBytes == Q1::RingSmemBytes + 128 * 192 * 2);
+  using S7 = gemm::Config<gemm::Dtype::bf16, gemm::Dtype::bf16, 128, 128, 7>;  // 7 × 32 KB: no room at all
+  static_assert(S7::EpilogueColumns == 0 && S7::SmemBytes == S7::RingSmemBytes);
+  using N48 = gemm::Config<gemm::Dtype::bf16, gemm::Dtype::bf16, 64, 48, 4>;  // BN not a multiple of 32
+  static_assert(N48::EpilogueColumns == 0);
+  using Dual = gemm::Config<gemm::Dtype::f16, gemm::Dtype::f16, 128, 128, 4, true, true, 1, 16, 1, 2>;
+  static_assert(Dual::EpilogueColumns == 0);  // no row stores with two B operands
+  EXPECT_EQ(gemm::gemm_smem_bytes(128, 128, 4, 2), Dual::SmemBytes);
+  EXPECT_EQ(gemm::gemm_smem_bytes(128, 128, 7, 1), S7::SmemBytes);
+  // The whole tile or nothing.
+  EXPECT_EQ(gemm::epilogue_staging_columns(128, 256, 1, gemm::kGemmSmemLimit - 128 * 256 * 2), 256);
+  EXPECT_EQ(gemm::epilogue_staging_columns(128, 256, 1, gemm::kGemmSmemLimit - 128 * 256 * 2 + 16), 0);
+}
+
 TEST(GemmConfig, LaunchGeometryAndSharedMemory) {
   using C = gemm::Config<gemm::Dtype::bf16, gemm::Dtype::bf16, 128, 256, 4>;
   static_assert(C::BK == 64 && C::Consumers == 2 && C::Threads == 384);
-  static_assert(C::SmemBytes == 4 * (128 + 256) * 128 + 64 + 1024);
+  // The ring, its barriers and alignment, then the staged epilogue's buffer where the whole tile fits:
+  // not beside a 4-stage 128 × 256 ring (EpilogueStagingBufferFitsBesideTheRing).
+  static_assert(C::RingSmemBytes == 4 * (128 + 256) * 128 + 64 + 1024);
+  static_assert(C::EpilogueColumns == 0 && C::SmemBytes == C::RingSmemBytes);
+  static_assert(C::SmemBytes <= gemm::kGemmSmemLimit);
+  static_assert(gemm::gemm_smem_bytes(128, 256, 4, 1) == C::SmemBytes);
   gemm::GemmShape shape;
   shape.m = 1000;
   shape.n = 300;
