@@ -154,4 +154,14 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   return fit;
 }
 
+bool gemm_row_stores(const ContractNode& c, const GemmSkeletonProblem& p, DType dst) {
+  if (p.b2 || c.accumulate || (dst != DType::f16 && dst != DType::bf16) || p.column_axes.size() != 1 || c.dst.index.empty()) return false;
+  for (size_t i = 0; i < c.dst.index.size(); ++i) {
+    const VarNode* v = c.dst.index[i].as<VarNode>();
+    const bool last = i + 1 == c.dst.index.size();
+    if (!v || (last != (v->name == p.column_axes[0]))) return false;
+  }
+  return true;
+}
+
 }  // namespace solder

@@ -64,4 +64,11 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
 
 GemmSkeletonFit fit_gemm_skeleton(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
 
+// Whether the skeleton can store the product's result by rows (sm90_gemm.cuh's value() and row_pointer():
+// 16 bytes of a row per lane, the registers-first or staged epilogue): a single product (no second B)
+// whose 16-bit destination (`dst`: its dtype) is written, not accumulated, with the column axis as its
+// last (contiguous) index, named nowhere else in it. The writer emits the hooks and the cost model prices
+// the epilogue by this rule (SOLDER_GEMM_ROW_STORE=0 turns the writer's use off for A/B runs).
+bool gemm_row_stores(const ContractNode& contract, const GemmSkeletonProblem& problem, DType dst);
+
 }  // namespace solder

@@ -249,7 +249,8 @@ std::optional<ProloguePlanChoice> prologue_plan(const BoundProgram& program, siz
     plain_problem.a.tensor = operand;
     plain_problem.a.dtype = t == MmaType::bf16 ? DType::bf16 : DType::f16;
     const DType out = program.tensor(pc.dst.name).dtype;
-    SkeletonChoice plain_choice = choose_skeleton_config(plain_problem, t, out);
+    // The plain kernel's epilogue priced as the writer will emit it (row stores where they apply).
+    SkeletonChoice plain_choice = choose_skeleton_config(plain_problem, t, out, gemm_row_stores(pc, plain_problem, out));
     if (!plain_choice.chosen || !passes_rule(info.elements() * 2)) return std::nullopt;
     int bm = 128, bn = 128;
     SkeletonChoice one = choose_skeleton_config(fit.problem->problem, t, out);
@@ -278,7 +279,7 @@ std::optional<ProloguePlanChoice> prologue_plan(const BoundProgram& program, siz
   GemmSkeletonFit plain_fit = fit_gemm_skeleton(c, globals);
   if (!plain_fit.problem) return std::nullopt;
   const DType out = program.tensor(c.dst.name).dtype;
-  SkeletonChoice plain_choice = choose_skeleton_config(*plain_fit.problem, c.type, out);
+  SkeletonChoice plain_choice = choose_skeleton_config(*plain_fit.problem, c.type, out, gemm_row_stores(c, *plain_fit.problem, out));
   if (!plain_choice.chosen) return std::nullopt;
   // The prologue kernel's tile, as gemm_prologue_writer chooses it.
   int bm = 128, bn = 128;

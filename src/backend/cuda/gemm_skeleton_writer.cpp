@@ -85,20 +85,11 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (!fit.problem) return refuse(fit.refusal);
   const GemmSkeletonProblem& p = *fit.problem;
   const DType dst_dtype = program.find_global(c.dst.name)->dtype;
-  // Row stores (sm90_gemm.cuh: value() and row_pointer()): a single product whose 16-bit destination
-  // is written, not accumulated, with the column axis as its last (contiguous) index, named nowhere
-  // else in it. The skeleton then stores 16 bytes of a row per lane. SOLDER_GEMM_ROW_STORE=0 leaves the
-  // hooks out (A/B runs: the element-wise stores of operator()).
-  bool row_store = !p.b2 && !c.accumulate && (dst_dtype == DType::f16 || dst_dtype == DType::bf16) && p.column_axes.size() == 1 &&
-                   !c.dst.index.empty();
+  // Row stores (sm90_gemm.cuh: value() and row_pointer(); the rule: gemm_row_stores): the skeleton then
+  // stores 16 bytes of a row per lane. SOLDER_GEMM_ROW_STORE=0 leaves the hooks out (A/B runs: the
+  // element-wise stores of operator()).
+  bool row_store = gemm_row_stores(c, p, dst_dtype);
   if (const char* env = std::getenv("SOLDER_GEMM_ROW_STORE"); env && std::string(env) == "0") row_store = false;
-  if (row_store) {
-    for (size_t i = 0; i < c.dst.index.size(); ++i) {
-      const VarNode* v = c.dst.index[i].as<VarNode>();
-      const bool last = i + 1 == c.dst.index.size();
-      if (!v || (last != (v->name == p.column_axes[0]))) row_store = false;
-    }
-  }
   const int env_mode = gemm_row_store_mode_from_env();
   SkeletonChoice choice = choose_skeleton_config(p, c.type, dst_dtype, row_store, env_mode < 0 ? 2 : env_mode);
   if (!choice.chosen) return refuse(choice.why);
