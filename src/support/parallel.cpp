@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -11,12 +12,19 @@
 namespace solder {
 
 int worker_count() {
+  unsigned hardware = std::thread::hardware_concurrency();
+  const int fallback = hardware == 0 ? 1 : static_cast<int>(hardware);
   if (const char* env = std::getenv("SOLDER_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n > 0 && n <= 4096) return static_cast<int>(n);
+    // Not an error (the loops still run), but never silent: said once per process.
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      std::fprintf(stderr, "solder: SOLDER_THREADS='%s' is not a whole number from 1 to 4096; using %d threads\n", env, fallback);
+    });
   }
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  return fallback;
 }
 
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body, int64_t min_chunk) {

@@ -6,6 +6,8 @@
 
 namespace solder {
 
+// SOLDER_THREADS when it is a whole number from 1 to 4096, else the machine's hardware threads (a
+// malformed value is said once on standard error).
 int worker_count();
 
 // Calls body(begin, end) on disjoint chunks covering [0, n), on up to worker_count() threads.
