@@ -26,8 +26,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 date -u +%Y-%m-%dT%H:%M:%SZ | tee -a "$out/device.txt"
 
 # dw's tile against the cost model's choice (128x64s6k16), nerf case: SOLDER_GEMM_TILE for dw's product only.
-DW_TILES=${DW_TILES:-"128x128s5k16 64x128s6k16 128x64s6k16c1x2"}
-DW_WIDE_TILES=${DW_WIDE_TILES:-"128x256s4k4"}  # wide: the model's 7th (128x128s5k2c1x2 chosen)
+DW_TILES=${DW_TILES-"128x128s5k16 64x128s6k16 128x64s6k16c1x2"}
+DW_WIDE_TILES=${DW_WIDE_TILES-"128x256s4k4"}  # wide: the model's 7th (128x128s5k2c1x2 chosen)
 echo "== 0. compile (NVRTC, in parallel) [$(left) s left]"
 for b in "$S" $BASE; do
   timeout 60 "$b" bench $P --compile-only > "$out/compile-$(basename "$b")-nerf.log" 2>&1 &
@@ -90,13 +90,15 @@ if len(rows) < 3:
     print("   %s: no kernels profiled" % sys.argv[2]); sys.exit(0)
 head = rows[0]
 col = {name: head.index(name) for name in head}
+units = dict(zip(head, rows[1])) if rows[1][0] == "" else {}
+scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
 seen = {}
-for r in rows[2:]:
+for r in rows[2:] if rows[1][0] == "" else rows[1:]:
     name = r[col["Kernel Name"]].split("(")[0]
     seen.setdefault(name, []).append(r)
 for name, rs in seen.items():
     r = rs[-1]  # the last launch of each kernel (the first may see a warm L2)
-    t = float(r[col["gpu__time_duration.sum"]]) / 1000.0
+    t = float(r[col["gpu__time_duration.sum"]].replace(",", "")) * scale.get(units.get("gpu__time_duration.sum", "nsecond"), 1e-3)
     print("   %s %-10s %8.2f us  DRAM %5s %%  SM %5s %%" % (sys.argv[2], name, t, r[col["dram__throughput.avg.pct_of_peak_sustained_elapsed"]],
                                                      r[col["sm__throughput.avg.pct_of_peak_sustained_elapsed"]]))
 PY
