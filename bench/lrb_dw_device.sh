@@ -8,14 +8,18 @@
 #     bash bench/lrb_dw_device.sh [DEADLINE_S]
 #
 # SOLDER_BASE (optional): a second solder binary (the tree before the change) benched and profiled beside
-# SOLDER on the nerf case, for an A/B in the same call. Results under $OUT/lrb-dw/ (or /tmp/lrb-dw), with
+# SOLDER on the nerf case, for an A/B in the same call. Results in $OUT/lrb-dw.tgz, with
 # a table at the end: pass/fail per verification, µs per case, per kernel (ncu) and per peer.
 set -uo pipefail
 S=${SOLDER:-build/solder}
 BASE=${SOLDER_BASE:-}
 deadline=${1:-230}
-out=${OUT:-/tmp}/lrb-dw
+# Files go to /tmp/lrb-dw-results/lrb-dw and, at the end, into one tarball $OUT/lrb-dw.tgz (a call returns
+# at most 8 files).
+out=/tmp/lrb-dw-results/lrb-dw
 mkdir -p "$out"
+pack() { [ -n "${OUT:-}" ] && tar czf "$OUT/lrb-dw.tgz" -C /tmp/lrb-dw-results lrb-dw; }
+trap pack EXIT
 start=$(date +%s)
 left() { echo $(( deadline - ($(date +%s) - start) )); }
 export SOLDER_CACHE_DIR=${SOLDER_CACHE_DIR:-/tmp/lrb-dw-cache}
