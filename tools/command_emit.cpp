@@ -1,5 +1,7 @@
 // solder emit FILE --cuda [-o OUT] — the generated CUDA C++ of a program.
 #include <iostream>
+#include <set>
+#include <string>
 
 #include "backend/cuda/cuda_codegen.h"
 #include "cli.h"
@@ -8,6 +10,26 @@
 #include "support/json.h"
 
 namespace solder::cli {
+
+namespace {
+
+// `--report`'s line for each kernel that holds no contraction (an element-wise or reduction kernel of
+// the generic writer), so that the report lists every launch: linear_relu_backward's g = dy · (z > 0)
+// kernel moved more bytes than either GEMM, and a report of the contractions alone left it out.
+std::string other_kernels_text(const GeneratedModule& module) {
+  std::set<std::string> with_contraction;
+  for (auto& c : module.contractions) with_contraction.insert(c.kernel);
+  std::string text;
+  for (auto& k : module.kernels) {
+    if (with_contraction.count(k.name) || k.gemm || k.attention) continue;
+    text += k.name + ": no contraction (generic writer), " + std::to_string(k.blocks) + (k.blocks == 1 ? " block" : " blocks") + " of " +
+            std::to_string(k.threads) + " threads" + (k.cluster > 1 ? " in clusters of " + std::to_string(k.cluster) : std::string()) + ", " +
+            std::to_string(k.shared_bytes) + " bytes of shared memory\n";
+  }
+  return text;
+}
+
+}  // namespace
 
 int command_emit(const std::vector<std::string>& args) {
   ProgramOptions options;
@@ -25,7 +47,8 @@ int command_emit(const std::vector<std::string>& args) {
                                 "                        skeleton, tile, type, batch, m, n, k, blocks, steps, scalar, reason, figures) and the source";
   command.options.push_back({"--cuda", "", "emit CUDA C++ (the only target for now)", [&cuda](const std::string&) { cuda = true; }});
   command.options.push_back({"--report", "", "print one line per contraction (its kernel, skeleton, tile, T, M N K, why scalar,\n"
-                             "                        cost-model figures) instead of the source", [&report](const std::string&) { report = true; }});
+                             "                        cost-model figures), then one per kernel without a contraction (blocks, threads,\n"
+                             "                        shared memory), instead of the source", [&report](const std::string&) { report = true; }});
   command.options.push_back({"--no-fuse", "", "emit the unfused lowering", [&no_fuse](const std::string&) { no_fuse = true; }});
   command.options.push_back({"-o", "OUT", "write to OUT (atomically) instead of standard output", [&output](const std::string& v) { output = v; }});
   std::vector<std::string> files;
@@ -47,7 +70,7 @@ int command_emit(const std::vector<std::string>& args) {
     text += "," + rest.str().substr(1) + "\n";  // the source after the contractions, in the same object
     write_output(output, text);
   } else if (report) {
-    write_output(output, contraction_schedule_text(module.contractions));
+    write_output(output, contraction_schedule_text(module.contractions) + other_kernels_text(module));
   } else {
     write_output(output, module.source);
   }

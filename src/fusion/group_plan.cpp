@@ -595,6 +595,38 @@ class Planner {
     return p;
   }
 
+  // A purely element-wise group (no member reduces, no stream) whose innermost grid dim is held whole
+  // in fewer than streaming_tile_elements elements: the next grid dim out (in the first member's
+  // index order) takes rows until a block holds about that many elements, while the grid keeps at
+  // least fill_blocks() blocks. One row per block left linear_relu_backward's g = dy · (z > 0) at
+  // 65536 blocks of 256 elements, each thread with under one 16-byte vector: too few bytes in flight
+  // per SM, and too few vectors per thread for the generic writer's register pass (which needs half
+  // the block's threads busy). Returns the blocks of the grid dims other than `inner`.
+  int64_t group_rows_for_elementwise(int inner, int64_t other_blocks) {
+    const GroupDim& dim = plan_.dims[static_cast<size_t>(inner)];
+    const int64_t elements = params_.streaming_tile_elements;
+    if (dim.tile != dim.extent || dim.tile >= elements) return other_blocks;
+    for (auto& m : plan_.members)
+      if (!m.r_dims.empty()) return other_blocks;
+    for (auto& d : plan_.dims)
+      if (d.role != DimRole::grid) return other_blocks;
+    const std::vector<int>& order = plan_.members.front().p_dims;
+    auto at = std::find(order.begin(), order.end(), inner);
+    if (at == order.begin() || at == order.end()) return other_blocks;
+    GroupDim& outer = plan_.dims[static_cast<size_t>(*(at - 1))];
+    if (outer.tile != 1 || outer.extent < 2) return other_blocks;
+    const int64_t rest = other_blocks / outer.extent;  // the blocks of the grid dims besides these two
+    int64_t rows = std::min(floor_pow2(elements / dim.tile), floor_pow2(outer.extent));
+    while (rows > 1 && saturating_mul(rest, (outer.extent + rows - 1) / rows) < fill_blocks()) rows /= 2;
+    if (rows <= 1) return other_blocks;
+    outer.tile = rows;
+    char note[200];
+    std::snprintf(note, sizeof note, "%lld rows of %s per block: element-wise, %lld elements of %s per row", static_cast<long long>(rows),
+                  outer.name.c_str(), static_cast<long long>(dim.tile), dim.name.c_str());
+    plan_.notes.push_back(note);
+    return saturating_mul(rest, outer.tiles());
+  }
+
   // Few rows per block and a long stream (or inner, or contiguous grid) tile: each block stages about
   // streaming_tile_elements elements per step, in enough blocks to fill the GPU.
   void retile_for_streaming() {
@@ -631,6 +663,7 @@ class Planner {
         grid_tile = std::max(sector, floor_pow2(std::max<int64_t>(1, dim.extent * other_blocks / fill_blocks())));
       grid_tile = std::min({grid_tile, elements, dim.extent});
       dim.tile = grid_tile;
+      if (plan_.stream < 0) other_blocks = group_rows_for_elementwise(inner_grid, other_blocks);
     }
     int64_t blocks = other_blocks * (inner_grid >= 0 ? plan_.dims[static_cast<size_t>(inner_grid)].tiles() : 1);
     // Few blocks: a longer step per block keeps more bytes in flight.

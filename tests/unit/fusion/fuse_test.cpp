@@ -222,6 +222,18 @@ TEST(Fuse, EvoformerIsOneKernelAtGpuTiles) {
   EXPECT_EQ(diff.kernels.kernels.size(), 3u);
 }
 
+// The GPU's grouped element-wise rows (group_plan.cpp, group_rows_for_elementwise) at a ragged row
+// count: 32 rows of 40 per block, the last tile 15 rows; verified on the CPU executor.
+TEST(Fuse, GroupedElementwiseRowsAreGuarded) {
+  BoundProgram bound = testing::bind_text(
+      "program p\ndim N = 9999, O = 40\nin dy[N, O] : f16\nin z[N, O] : f16\nout g[n, o] : f16 = dy[n, o] * (z[n, o] > 0)\n");
+  testing::FusedRun run = run_fused(bound, gpu_fusion_params());
+  ASSERT_EQ(run.fused.kernels.kernels.size(), 1u);
+  std::string text = print_kernel(run.fused.kernels.kernels[0]);
+  EXPECT_NE(text.find("n_t * 32"), std::string::npos) << text;
+  EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
+}
+
 TEST(Fuse, RaggedTilesAreGuarded) {
   testing::FusedRun run = run_fused(bind_example("vanilla", true, {{"S", 50}}));
   std::string text = print_kernel(run.fused.kernels.kernels[0]);

@@ -91,6 +91,32 @@ TEST(GroupPlan, ASmallTensorCoreProductNarrowsItsColumnsNotItsRows) {
   EXPECT_EQ(wide.find("column tile"), std::string::npos) << wide;
 }
 
+// On the GPU an element-wise group whose contiguous row is shorter than a streaming step takes
+// several rows per block (about 4096 elements), as long as the grid keeps two blocks per SM
+// (linear_relu_backward's g = dy · (z > 0): one row of 256 per block was 65536 blocks of 256
+// elements). Rows of a reduction keep one row per block; long rows are unchanged.
+TEST(GroupPlan, ElementwiseRowsAreGroupedOnTheGpu) {
+  auto plan_of = [](int64_t n, int64_t o, const std::string& body) {
+    PlanAttempt a = plan_text("program p\ndim N = " + std::to_string(n) + ", O = " + std::to_string(o) +
+                                  "\nin dy[N, O] : f16\nin z[N, O] : f16\n" + body + "\n",
+                              gpu_fusion_params());
+    EXPECT_TRUE(a.plan) << a.refusal;
+    return a.plan ? dims_summary(*a.plan) + "\n" + notes(*a.plan) : std::string();
+  };
+  const std::string mask = "out g[n, o] : f16 = dy[n, o] * (z[n, o] > 0)";
+  const std::string nerf = plan_of(65536, 256, mask);
+  EXPECT_NE(nerf.find("n:grid/16 o:grid/256\n"), std::string::npos) << nerf;
+  EXPECT_NE(nerf.find("16 rows of n per block: element-wise, 256 elements of o per row"), std::string::npos) << nerf;
+  // 1024 rows: 16 per block would leave 64 blocks; 2 per block keeps 512 (two per SM on 132 SMs: 264).
+  EXPECT_NE(plan_of(1024, 256, mask).find("n:grid/2 o:grid/256\n"), std::string::npos);
+  EXPECT_NE(plan_of(300, 256, mask).find("n:grid/1 o:grid/256\n"), std::string::npos);  // 300 rows: no room
+  EXPECT_NE(plan_of(65536, 4096, mask).find("n:grid/1 o:grid/4096\n"), std::string::npos);  // a whole step per row
+  EXPECT_NE(plan_of(65536, 6000, mask).find("n:grid/1 o:grid/4096\n"), std::string::npos);  // the row itself tiled
+  // A row reduction keeps one row per block.
+  const std::string rows = plan_of(65536, 256, "out s[n] = sum(o) dy[n, o] * z[n, o]");
+  EXPECT_EQ(rows.find("rows of n per block"), std::string::npos) << rows;
+}
+
 TEST(GroupPlan, AttentionStreamsKeysAndValues) {
   PlanAttempt a = plan_example("vanilla");
   ASSERT_TRUE(a.plan) << a.refusal;

@@ -213,4 +213,16 @@ TEST(CliEmit, AGridBeyondTheHardwareLimitIsRefused) {
   EXPECT_FALSE(contains(r.output, "__global__")) << r.output;
 }
 
+// --report lists every launch: the contractions, then the kernels without one (linear_relu_backward's
+// g = dy · (z > 0), 16 rows of 256 per block on the GPU's tiles: 4096 blocks).
+TEST(CliEmit, TheReportListsKernelsWithoutAContraction) {
+  Result r = run(solder() + " emit " + example("linear_relu_backward.sol") + " --cuda --report");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "dx_kernel dx: sm90 GEMM skeleton")) << r.output;
+  EXPECT_TRUE(contains(r.output, "dw_kernel dw: sm90 GEMM skeleton")) << r.output;
+  EXPECT_TRUE(contains(r.output, "g_kernel: no contraction (generic writer), 4096 blocks of 256 threads, 0 bytes of shared memory\n"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "__global__")) << r.output;
+}
+
 }  // namespace
