@@ -2,8 +2,10 @@
 // rings of Config::Stages shared-memory stages on mbarriers, and 2 or 3 consumer warpgroups of 64 query
 // rows each that compute S = Q·Kᵀ with wgmma from shared memory (SS), keep the online softmax state and
 // P in registers, and accumulate O += P·V with wgmma taking P from registers (RS). setmaxnreg moves
-// registers from the producer to the consumers. Built on CuTe (GMMA atoms, swizzled layouts) and CCCL
-// <cuda/ptx> (mbarrier, TMA); compiles with nvcc and NVRTC like gemm/sm90_gemm.cuh.
+// registers from the producer to the consumers. Built on CuTe's wgmma instruction wrappers, with the
+// descriptors and fragments by index arithmetic (gemm/wgmma.cuh: CuTe's generic partitioning cost
+// two thirds of the NVRTC front end), and CCCL <cuda/ptx> (mbarrier, TMA); compiles with nvcc and NVRTC
+// like gemm/sm90_gemm.cuh.
 //
 // ---- Interface ------------------------------------------------------------------------------------
 //
@@ -55,11 +57,11 @@
 
 #include <cuda/ptx>
 
-#include <cute/tensor.hpp>
-#include <cute/atom/mma_atom.hpp>
 #include <cute/arch/mma_sm90.hpp>
-#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cute/numeric/numeric_types.hpp>
 #include <cutlass/arch/reg_reconfig.h>
+
+#include "../gemm/wgmma.cuh"
 
 #include "config.cuh"
 #include "functors.cuh"
@@ -72,31 +74,34 @@ template <Dtype T> struct cute_type;
 template <> struct cute_type<Dtype::bf16> { using type = cute::bfloat16_t; };
 template <> struct cute_type<Dtype::f16> { using type = cute::half_t; };
 
-// The CuTe types of one Config.
+// Two floats rounded to nearest even and packed as one A-operand register, the first in the low half.
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (sizeof(T) == 2 && cute::is_same_v<T, cute::bfloat16_t>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+// The element and wgmma instruction types of one Config (the instruction wrappers of CuTe's selectors;
+// descriptors and fragments by plain index arithmetic: gemm/wgmma.cuh).
 template <class C>
 struct Types {
   using T = typename cute_type<C::T>::type;
   using BN = cute::Int<C::BN>;
   using D = cute::Int<C::HeadDim>;
   // S = Q·Kᵀ for one warpgroup: 64 × BN × HeadDim, both operands K-major in shared memory.
-  using MmaS = decltype(cute::GMMA::ss_op_selector<T, T, float, cute::Shape<cute::_64, BN, D>, cute::GMMA::Major::K,
-                                                   cute::GMMA::Major::K>());
+  using MmaS = decltype(cute::SM90::GMMA::ss_op_selector<T, T, float, cute::Shape<cute::_64, BN, D>, cute::SM90::GMMA::Major::K,
+                                                   cute::SM90::GMMA::Major::K>());
   // O += P·V: 64 × HeadDim × BN, P from registers, V ([key][d], d contiguous) MN-major in shared memory.
-  using MmaO = decltype(cute::GMMA::rs_op_selector<T, T, float, cute::Shape<cute::_64, D, BN>, cute::GMMA::Major::K,
-                                                   cute::GMMA::Major::MN>());
-  using TiledMmaS = decltype(cute::make_tiled_mma(MmaS{}));
-  using TiledMmaO = decltype(cute::make_tiled_mma(MmaO{}));
-  // Q: (64, HeadDim, Consumers), K: (BN, HeadDim, Stages): 64-column chunks of 128-byte swizzled rows,
-  // each chunk (rows × 64) contiguous, which is what one TMA box {64, rows} writes.
-  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<T>{},
-                                                   cute::make_shape(cute::_64{}, D{}, cute::Int<C::Consumers>{})));
-  using SmemLayoutK = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<T>{},
-                                                   cute::make_shape(BN{}, D{}, cute::Int<C::Stages>{})));
-  // V: (HeadDim, BN, Stages), MN-major: the 64-wide d chunks outermost (Step<_2,_1,_3>), each chunk
-  // BN rows of 128 bytes: the same bytes as K's layout of the same tile.
-  using SmemLayoutV = decltype(cute::tile_to_shape(cute::GMMA::Layout_MN_SW128_Atom<T>{},
-                                                   cute::make_shape(D{}, BN{}, cute::Int<C::Stages>{}),
-                                                   cute::Step<cute::_2, cute::_1, cute::_3>{}));
+  using MmaO = decltype(cute::SM90::GMMA::rs_op_selector<T, T, float, cute::Shape<cute::_64, D, BN>, cute::SM90::GMMA::Major::K,
+                                                   cute::SM90::GMMA::Major::MN>());
+  // Shared memory (what the producer's TMA boxes write, 128-byte swizzle): Q is (Consumers × Chunks)
+  // chunks of 64 rows × 64 columns, consumer c's chunks first; K and V are (Stages × Chunks) chunks of
+  // BN key rows × 64 columns. K is Kᵀ's K-major B; V's [key][d] chunks are P·V's MN-major B.
   static constexpr int KBlocksS = C::HeadDim / 16;
   static constexpr int KBlocksO = C::BN / 16;
 };
@@ -483,23 +488,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     cutlass::arch::warpgroup_reg_alloc<kConsumerRegisters>();
     const int consumer = warpgroup - 1;
     const int warp = thread / 32, lane = thread % 32;
-    typename Ty::TiledMmaS mma_s;
-    typename Ty::TiledMmaO mma_o;
-    cute::Tensor sQ = cute::make_tensor(cute::make_smem_ptr(smem_q), typename Ty::SmemLayoutQ{});  // (64, D, C)
-    cute::Tensor sK = cute::make_tensor(cute::make_smem_ptr(smem_k), typename Ty::SmemLayoutK{});  // (BN, D, S)
-    cute::Tensor sV = cute::make_tensor(cute::make_smem_ptr(smem_v), typename Ty::SmemLayoutV{});  // (D, BN, S)
-    auto thr_s = mma_s.get_thread_slice(thread);
-    auto thr_o = mma_o.get_thread_slice(thread);
-    cute::Tensor tSrQ = thr_s.make_fragment_A(thr_s.partition_A(sQ));  // descriptors
-    cute::Tensor tSrK = thr_s.make_fragment_B(thr_s.partition_B(sK));
-    cute::Tensor tOrV = thr_o.make_fragment_B(thr_o.partition_B(sV));
-    cute::Tensor acc_s = cute::partition_fragment_C(mma_s, cute::Shape<cute::_64, typename Ty::BN>{});
-    cute::Tensor acc_o = cute::partition_fragment_C(mma_o, cute::Shape<cute::_64, typename Ty::D>{});
-    // P: the A operand of P·V in registers, ((2,2,2), 1, BN/16); element 8·kb + v is acc_s(8·kb + v).
-    cute::Tensor p = thr_o.partition_fragment_A(
-        cute::make_tensor(cute::make_smem_ptr(smem_q), cute::Shape<cute::_64, typename Ty::BN>{}));
-    static_assert(decltype(cute::size(acc_s))::value == C::BN / 2, "S fragment: BN/2 floats per thread");
-    static_assert(decltype(cute::size(p))::value == C::BN / 2, "P fragment: BN/2 values per thread");
+    // Descriptors and fragments by index arithmetic (gemm/wgmma.cuh), in CuTe's register order.
+    const uint64_t q_desc = wgmma::k_major(wgmma::shared_address(smem_q) + consumer * C::Chunks * 64 * 128);
+    const uint64_t k_desc = wgmma::k_major(wgmma::shared_address(smem_k));
+    const uint64_t v_desc = wgmma::mn_major(wgmma::shared_address(smem_v), C::BN);
+    constexpr uint32_t kKVStageBytes = C::Chunks * C::BN * 128;
+    wgmma::Fragment<float, C::BN / 2> acc_s;
+    wgmma::Fragment<float, C::HeadDim / 2> acc_o;
+    // P: the A operand of P·V in registers, bf16/f16 pairs; register 4·kb + j holds acc_s(8·kb + 2j, + 1).
+    wgmma::Fragment<uint32_t, C::BN / 4> p;
     const int col_lane = 2 * (lane % 4);
 
     // The turn ring: consumer c waits on barrier 1 + c and passes the turn to the next consumer's
@@ -516,27 +513,27 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     };
     auto to_p = [&] {
 #pragma unroll
-      for (int i = 0; i < C::BN / 2; ++i) p(i) = static_cast<T>(acc_s(i));
+      for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(acc_s(2 * i), acc_s(2 * i + 1));
     };
     auto issue_s = [&](int stage) {
-      cute::warpgroup_fence_operand(acc_s);
-      cute::warpgroup_arrive();
-      mma_s.accumulate_ = cute::GMMA::ScaleOut::Zero;
+      wgmma::fence(acc_s);
+      wgmma::arrive();
+      const uint64_t k_stage = wgmma::advance(k_desc, stage * kKVStageBytes);
 #pragma unroll
-      for (int kb = 0; kb < Ty::KBlocksS; ++kb) {
-        cute::gemm(mma_s, tSrQ(cute::_, cute::_, kb, consumer), tSrK(cute::_, cute::_, kb, stage), acc_s);
-        mma_s.accumulate_ = cute::GMMA::ScaleOut::One;
-      }
-      cute::warpgroup_commit_batch();
+      for (int kb = 0; kb < Ty::KBlocksS; ++kb)
+        wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_desc, wgmma::k_major_block(64, kb)),
+                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb)), acc_s, kb > 0);
+      wgmma::commit();
     };
     auto issue_o = [&](int stage) {
-      cute::warpgroup_fence_operand(p);
-      cute::warpgroup_fence_operand(acc_o);
-      cute::warpgroup_arrive();
+      wgmma::fence(p);
+      wgmma::fence(acc_o);
+      wgmma::arrive();
+      const uint64_t v_stage = wgmma::advance(v_desc, stage * kKVStageBytes);
 #pragma unroll
       for (int kb = 0; kb < Ty::KBlocksO; ++kb)
-        cute::gemm(mma_o, p(cute::_, cute::_, kb), tOrV(cute::_, cute::_, kb, stage), acc_o);
-      cute::warpgroup_commit_batch();
+        wgmma::mma_rs<typename Ty::MmaO>(p, kb, wgmma::advance(v_stage, wgmma::mn_major_block(kb)), acc_o, true);
+      wgmma::commit();
     };
 
     uint32_t consumed = 0;  // K (and V) tiles consumed so far, over all work tiles
@@ -725,7 +722,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       };
       State<C::BN / 2> state;
       state.init();
-      cute::clear(acc_o);
+      wgmma::clear(acc_o);
 
       const int count = tiles_of(w, buf);
       if (count > 0) {
@@ -751,8 +748,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::named_arrive(next_turn, kTurnThreads);
           load_bias(j0, ks);
           load_ids(j0, 0);
-          cute::warpgroup_wait<0>();
-          cute::warpgroup_fence_operand(acc_s);
+          wgmma::wait<0>();
+          wgmma::fence(acc_s);
           release(&k_empty[ks]);
           if (count == 1) release(q_empty);
           logits(j0, 0);
@@ -771,15 +768,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::named_arrive(next_turn, kTurnThreads);
           load_bias(j, ks);
           load_ids(j, n);
-          cute::warpgroup_wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
-          cute::warpgroup_fence_operand(acc_s);
+          wgmma::wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
+          wgmma::fence(acc_s);
           release(&k_empty[ks]);
           if (n == count - 1) release(q_empty);  // the tile's last read of Q is done
           logits(j, n);
           state.update(acc_s, score.scale_log2, correction);
-          cute::warpgroup_wait<0>();
-          cute::warpgroup_fence_operand(acc_o);
-          cute::warpgroup_fence_operand(p);
+          wgmma::wait<0>();
+          wgmma::fence(acc_o);
+          wgmma::fence(p);
           release(&v_empty[vs]);
           to_p();
         }
@@ -791,8 +788,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           rescale_o();
           issue_o(vs);
           detail::named_arrive(next_turn, kTurnThreads);
-          cute::warpgroup_wait<0>();
-          cute::warpgroup_fence_operand(acc_o);
+          wgmma::wait<0>();
+          wgmma::fence(acc_o);
           release(&v_empty[vs]);
         }
         consumed += static_cast<uint32_t>(count);

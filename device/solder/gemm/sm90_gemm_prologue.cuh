@@ -81,6 +81,7 @@
 #include "prologue_config.cuh"
 #include "row_divide.h"
 #include "sm90_gemm.cuh"
+#include "wgmma.cuh"
 
 namespace solder::gemm {
 
@@ -94,17 +95,21 @@ struct PrologueTypes {
   static constexpr cute::GMMA::Major MajorB = C::BKMajor ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   using WarpgroupTile = cute::Shape<cute::_64, cute::Int<C::BN>, cute::Int<C::BK>>;
   using MmaOp = decltype(cute::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, cute::GMMA::Major::K, MajorB>());
-  using TiledMma = decltype(cute::make_tiled_mma(MmaOp{}));
-  // Converted A: (64 rows, BK, ConvStages buffers × Consumers); block b·Consumers + c is consumer c's
-  // rows of buffer b, each 64 × 128 bytes, row r at r·128 with 16-byte chunk j at j ^ (r % 8).
-  using SmemLayoutA = decltype(cute::tile_to_shape(
-      cute::GMMA::Layout_K_SW128_Atom<TA>{}, cute::make_shape(cute::_64{}, cute::Int<C::BK>{}, cute::Int<C::ConvStages * C::Consumers>{}),
-      cute::Step<cute::_1, cute::_2, cute::_3>{}));
-  using AtomB = cute::conditional_t<C::BKMajor, cute::GMMA::Layout_K_SW128_Atom<TB>, cute::GMMA::Layout_MN_SW128_Atom<TB>>;
-  using StepB = cute::conditional_t<C::BKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
-  using SmemLayoutB = decltype(cute::tile_to_shape(
-      AtomB{}, cute::make_shape(cute::Int<C::BN>{}, cute::Int<C::BK>{}, cute::Int<C::Stages>{}), StepB{}));
-  static constexpr int KBlocks = C::BK / int(cute::size<2>(typename TiledMma::AtomShape_MNK{}));
+  // Converted A: (ConvStages buffers × Consumers) blocks of 64 rows × 128 bytes (BK of TA), block
+  // b·Consumers + c consumer c's rows of buffer b, row r at r·128 with 16-byte chunk j at j ^ (r % 8).
+  // B: Stages tiles of BN × BK; K-major: BN rows of 128 bytes; MN-major: BN / 64 chunks of BK rows of
+  // 128 bytes (what B's TMA boxes write). Descriptors by index arithmetic (wgmma.cuh).
+  static constexpr int KBlocks = C::BK * static_cast<int>(sizeof(TA)) / 32;  // 32-byte k-blocks: 16 of 16 bits, 32 of 8
+  // k-block kb of consumer c's rows of converted buffer b, and of B's stage s, from the two base descriptors.
+  __device__ static __forceinline__ uint32_t a_offset(int buffer_block, int kb) {
+    return static_cast<uint32_t>(buffer_block * 64 * 128) + wgmma::k_major_block(64, kb);
+  }
+  __device__ static __forceinline__ uint32_t b_offset(int stage, int kb) {
+    return static_cast<uint32_t>(stage * C::BBytesPerStage) + (C::BKMajor ? wgmma::k_major_block(C::BN, kb) : wgmma::mn_major_block(kb));
+  }
+  __device__ static __forceinline__ uint64_t b_descriptor(const void* ring_b) {
+    return C::BKMajor ? wgmma::k_major(wgmma::shared_address(ring_b)) : wgmma::mn_major(wgmma::shared_address(ring_b), C::BK);
+  }
 };
 
 }  // namespace detail
@@ -438,13 +443,9 @@ __device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, co
     // ---- Consumers ----
     cutlass::arch::warpgroup_reg_alloc<232>();
     const int consumer = warpgroup - 1;
-    typename T::TiledMma mma;
-    cute::Tensor sA = cute::make_tensor(cute::make_smem_ptr(reinterpret_cast<typename T::TA*>(conv)), typename T::SmemLayoutA{});
-    cute::Tensor sB = cute::make_tensor(cute::make_smem_ptr(ring_b), typename T::SmemLayoutB{});  // (BN, BK, S)
-    auto thr = mma.get_thread_slice(thread);
-    cute::Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // descriptors of the converted tiles
-    cute::Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
-    cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
+    const uint64_t a_desc = wgmma::k_major(wgmma::shared_address(conv));  // the converted tiles
+    const uint64_t b_desc = T::b_descriptor(ring_b);
+    wgmma::Fragment<float, C::BN / 2> acc;  // the m64nBNk accumulator, in the instruction's register order
     const int warp = thread / 32, lane = thread % 32;
     const int my_row = 16 * warp + lane / 4;  // the accumulator's rows: my_row and my_row + 8 (of the 64)
     const int tile_row = consumer * 64;
@@ -629,7 +630,7 @@ __device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, co
         side_reset();
         prepare_divisors(m0);  // a divisor that reads no side values (gemm_prologue_writer checks)
       }
-      cute::clear(acc);
+      wgmma::clear(acc);
       // Per K tile: convert the staged source tile into a converted buffer (TA, 128-byte swizzled like
       // a TMA tile), make it visible to the async proxy, then the SS wgmma. The wait for the previous
       // K tile's wgmma (wait<1>) comes after this one's issue: converting K tile kt+1 overlaps the
@@ -641,21 +642,22 @@ __device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, co
         else convert(cuda::std::true_type{}, stage, buffer, kt * C::BK, m0);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the converted tile, for wgmma
         detail::warpgroup_sync(consumer);
-        cute::warpgroup_fence_operand(acc);
-        cute::warpgroup_arrive();
+        wgmma::fence(acc);
+        wgmma::arrive();
 #pragma unroll
         for (int kb = 0; kb < T::KBlocks; ++kb)
-          cute::gemm(mma, tCrA(cute::_, cute::_, kb, buffer * C::Consumers + consumer), tCrB(cute::_, cute::_, kb, stage), acc);
-        cute::warpgroup_commit_batch();
-        cute::warpgroup_wait<1>();  // the previous K tile's wgmma is done: its stage and buffer are free
-        cute::warpgroup_fence_operand(acc);
+          wgmma::mma_ss<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(buffer * C::Consumers + consumer, kb)),
+                                           wgmma::advance(b_desc, T::b_offset(stage, kb)), acc, true);
+        wgmma::commit();
+        wgmma::wait<1>();  // the previous K tile's wgmma is done: its stage and buffer are free
+        wgmma::fence(acc);
         if (kt > 0) release(previous);
         previous = stage;
         buffer ^= 1;
         advance();
       }
-      cute::warpgroup_wait<0>();
-      cute::warpgroup_fence_operand(acc);
+      wgmma::wait<0>();
+      wgmma::fence(acc);
       if (k_tiles > 0) release(previous);
       if constexpr (!Prologue::PreSweep) merge_sides();
       read_sides();
@@ -949,13 +951,9 @@ __device__ __forceinline__ void gemm_prologue_body_converter(const TensorMap& a,
   } else {
     // ---- Consumers (and B's loads) ----
     const int consumer = warpgroup - 1;
-    typename T::TiledMma mma;
-    cute::Tensor sA = cute::make_tensor(cute::make_smem_ptr(reinterpret_cast<typename T::TA*>(conv)), typename T::SmemLayoutA{});
-    cute::Tensor sB = cute::make_tensor(cute::make_smem_ptr(ring_b), typename T::SmemLayoutB{});  // (BN, BK, S)
-    auto thr = mma.get_thread_slice(thread);
-    cute::Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // descriptors of the converted tiles
-    cute::Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
-    cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
+    const uint64_t a_desc = wgmma::k_major(wgmma::shared_address(conv));  // the converted tiles
+    const uint64_t b_desc = T::b_descriptor(ring_b);
+    wgmma::Fragment<float, C::BN / 2> acc;  // the m64nBNk accumulator, in the instruction's register order
     const int warp = thread / 32;
     const int my_row = 16 * warp + lane / 4;  // the accumulator's rows: my_row and my_row + 8 (of the 64)
     const int tile_row = consumer * 64;
@@ -1006,21 +1004,22 @@ __device__ __forceinline__ void gemm_prologue_body_converter(const TensorMap& a,
     for (int u = unit_begin; u < unit_end; u += unit_step) {
       int m0, n0;
       locate(u, &m0, &n0);
-      cute::clear(acc);
+      wgmma::clear(acc);
       // Per K tile: the converter's tile of TA and the staged B, the SS wgmma; the wait for the previous
       // K tile's wgmma (wait<1>) comes after this one's issue, then that K tile's stage and converted
       // buffer go back.
       for (int kt = 0; kt < k_tiles; ++kt) {
         detail::wait_parity(&conv_full[cb], cphase);
         detail::wait_parity(&b_full[stage], phase);
-        cute::warpgroup_fence_operand(acc);
-        cute::warpgroup_arrive();
+        wgmma::fence(acc);
+        wgmma::arrive();
 #pragma unroll
         for (int kb = 0; kb < T::KBlocks; ++kb)
-          cute::gemm(mma, tCrA(cute::_, cute::_, kb, cb * C::Consumers + consumer), tCrB(cute::_, cute::_, kb, stage), acc);
-        cute::warpgroup_commit_batch();
-        cute::warpgroup_wait<1>();
-        cute::warpgroup_fence_operand(acc);
+          wgmma::mma_ss<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(cb * C::Consumers + consumer, kb)),
+                                           wgmma::advance(b_desc, T::b_offset(stage, kb)), acc, true);
+        wgmma::commit();
+        wgmma::wait<1>();
+        wgmma::fence(acc);
         if (kt > 0) release(stage == 0 ? C::Stages - 1 : stage - 1, cb == 0 ? C::ConvStages - 1 : cb - 1);
         if (++stage == C::Stages) {
           stage = 0;
@@ -1031,8 +1030,8 @@ __device__ __forceinline__ void gemm_prologue_body_converter(const TensorMap& a,
           cphase ^= 1u;
         }
       }
-      cute::warpgroup_wait<0>();
-      cute::warpgroup_fence_operand(acc);
+      wgmma::wait<0>();
+      wgmma::fence(acc);
       if (k_tiles > 0) release(stage == 0 ? C::Stages - 1 : stage - 1, cb == 0 ? C::ConvStages - 1 : cb - 1);
       // The tile's side values (the converter publishes them after the tile's last K tile).
       detail::wait_parity(sides_full, tiles_done & 1);
