@@ -63,10 +63,16 @@ constexpr double kConvertNsPerElementNoSides = 0.044;
 // (8 e4m3 or 8 bf16 elements per store), 2 blocks per SM (89-94 registers). Predicted, before the
 // device call (bench/NOTES.md, "the row kernel in registers"): 60 % of the 3.0 TB/s copy, 1.8 TB/s,
 // i.e. Q5 (25.2 MB) 14 us and L1 (33.6 MB) 19 us, against 0.39-0.47 TB/s measured for the
-// shared-memory form (sixth session: Q5 64.3 us, L1 71.4 us, ncu). The register pass needs the row
-// (K) a whole number of 16-byte vectors and at most 8 vectors per thread (K <= 16384 at one row per
-// block); other rows keep the shared-memory form and its measured 13 %.
-constexpr double kRowKernelCopyFraction = 0.60;
+// shared-memory form (sixth session: Q5 64.3 us, L1 71.4 us, ncu). Measured on the merged tree
+// (seventh session, call 2): Q5 16.1 us (52 %), L1 16.3 (69 %), Q1 20.0 (52 %), two blocks of 256
+// threads per SM (89-113 registers), latency-bound. Eighth session (branch quant-tiler): the operand
+// tile kept packed as stored (e4m3: 16 words per thread at Q5, was 64 floats) and the rows per block
+// chosen for at most 64 tile registers per thread (register_pass_bytes.h): Q5 60 registers, 4 blocks
+// per SM; the long rows (K 3584-8192, HID 4096 at T 4096) one row kernel instead of a statistics and a
+// map kernel. Predicted, before the device call: 70 % (2.1 TB/s). The register pass needs the row
+// (K) a whole number of 16-byte vectors and at most 16 vectors per thread (K <= 16384 kept here, at
+// one row per block); other rows keep the shared-memory form and its measured 13 %.
+constexpr double kRowKernelCopyFraction = 0.70;
 constexpr double kRowKernelSharedCopyFraction = 0.13;
 // Whether a row of k elements of `source_bytes` each (the staged source X) runs on the register pass.
 constexpr bool row_kernel_in_registers(int64_t k, int64_t source_bytes) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "backend/cuda/register_pass_bytes.h"
 #include "fusion/inline_pointwise.h"
 #include "fusion/lower_fused.h"
 #include "kernel/kernel_verifier.h"
@@ -60,6 +61,97 @@ int64_t on_chip_bytes(const std::vector<Kernel>& kernels, std::string* largest) 
     }
   }
   return worst;
+}
+
+// A group lowered as the CUDA backend's register pass runs it (backend/cuda/register_pass_bytes.h).
+struct RegisterFit {
+  GroupPlan plan;
+  LoweredGroup lowered;
+};
+
+// The rows per block of a group on the CUDA backend's register pass (GPU parameters only:
+// FusionParams::streaming_tiles). From `plan`'s rows, halving down to one row: the first tile at
+// which the pass takes a kernel of the lowered group and every kernel fits the budget counted as the
+// backend holds it (the pass: its shared memory only; other kernels: their tiles' sum), then, for a
+// group with a reduction (a row kernel), fewer rows while the pass's tile registers per thread exceed
+// kRegisterFloatsTarget and it still takes the kernel: more blocks per SM, the same bytes in flight.
+// The rows are the grid dim of the largest tile (the streaming tiles' innermost grid dim). A long row
+// (quant_gemm's K 8192: 8 rows are 256 + 128 floats per thread) needs fewer rows to fit the registers
+// at all. `over_budget`: the plan's tiles exceed the shared-memory budget (else it fits as it is, and
+// only the registers may move its rows). nullopt: keep `plan` (or, over budget, refuse).
+std::optional<RegisterFit> fit_in_registers(const BoundProgram& program, const GroupPlan& plan, const std::string& name,
+                                            const FusionParams& params, bool over_budget) {
+  if (!params.streaming_tiles) return std::nullopt;  // the CPU executor: every tile is a tile
+  bool reduces = false;
+  for (auto& m : plan.members) reduces |= m.def.reduce != ReduceOp::none;
+  if (!over_budget && !reduces) return std::nullopt;
+  KernelProgram context;
+  context.name = program.program->name;
+  context.dims = program.dims;
+  for (auto& t : program.tensors)
+    context.globals.push_back({t.name, t.shape, t.dtype,
+                               t.role == TensorRole::input ? GlobalRole::input
+                               : t.role == TensorRole::output ? GlobalRole::output : GlobalRole::intermediate});
+  int rows = -1;
+  for (int g : plan.grid_dims())
+    if (plan.dims[static_cast<size_t>(g)].tile > 1 && (rows < 0 || plan.dims[static_cast<size_t>(g)].tile > plan.dims[static_cast<size_t>(rows)].tile))
+      rows = g;
+  // The lowered group at `p`'s tiles and its register pass's worst kernel, if taken and within budget.
+  struct Taken {
+    LoweredGroup lowered;
+    int64_t shared = 0, floats = 0;
+  };
+  auto take = [&](const GroupPlan& p) -> std::optional<Taken> {
+    Taken t{lower_group(program, p, name)};
+    KernelProgram here = context;
+    here.globals.insert(here.globals.end(), t.lowered.scratch.begin(), t.lowered.scratch.end());
+    bool taken = false, fits = !t.lowered.kernels.empty();
+    for (auto& k : t.lowered.kernels) {
+      std::optional<RegisterPassFit> fit = register_pass_fit(here, k);
+      taken |= fit.has_value();
+      const int64_t b = fit ? fit->shared_bytes : on_chip_bytes({k}, nullptr);
+      t.shared = std::max(t.shared, b);
+      if (fit) t.floats = std::max(t.floats, fit->floats);
+      fits &= b <= params.on_chip_budget;
+    }
+    if (!taken || !fits) return std::nullopt;
+    return t;
+  };
+  const int64_t first_tile = rows >= 0 ? plan.dims[static_cast<size_t>(rows)].tile : 1;
+  GroupPlan tried = plan;
+  std::optional<RegisterFit> best;
+  int64_t best_floats = 0, best_shared = 0, first_floats = 0;
+  while (true) {
+    if (std::optional<Taken> t = take(tried)) {
+      if (!best) first_floats = t->floats;
+      best = RegisterFit{tried, std::move(t->lowered)};
+      best_floats = t->floats;
+      best_shared = t->shared;
+      if (!reduces || t->floats <= kRegisterFloatsTarget) break;
+    } else if (best) {
+      break;  // taken at more rows, not at these: keep those
+    } else if (!over_budget) {
+      return std::nullopt;  // not the pass's at the plan's own rows: as planned
+    }
+    if (rows < 0 || tried.dims[static_cast<size_t>(rows)].tile <= 1) break;
+    tried.dims[static_cast<size_t>(rows)].tile /= 2;
+  }
+  if (!best) return std::nullopt;
+  const int64_t tile = rows >= 0 ? best->plan.dims[static_cast<size_t>(rows)].tile : 1;
+  if (!over_budget && tile == first_tile) return std::nullopt;  // nothing moved
+  std::string why;
+  if (over_budget)
+    why = "as shared tiles " + std::to_string((on_chip_bytes(lower_group(program, plan, name).kernels, nullptr) + 1023) / 1024) + " KB at " +
+          std::to_string(first_tile) + " rows, over the " + std::to_string(params.on_chip_budget / 1024) + " KB budget";
+  if (tile != first_tile && first_floats > 0)
+    why += std::string(why.empty() ? "" : "; ") + std::to_string(best_floats) + " tile registers per thread" +
+           (first_floats > best_floats ? " (" + std::to_string(first_floats) + " at the first rows the pass takes)" : std::string()) +
+           ", target " + std::to_string(kRegisterFloatsTarget);
+  best->plan.notes.push_back("rows in registers at " + best->plan.dims[static_cast<size_t>(rows >= 0 ? rows : 0)].name + " tile " +
+                             std::to_string(tile) + ": the backend's register pass holds the row tiles (" + std::to_string(best_shared) +
+                             " bytes of shared memory per block; " + why + ")");
+  best->plan.on_chip_bytes = best_shared;
+  return best;
 }
 
 // `wanted`, or `wanted_2`, `wanted_3`, ... when a kernel already lowered has that name (or its merge
@@ -304,6 +396,17 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
             if (bytes <= params.on_chip_budget) {
               plan = attempt.plan;
               lowered = std::move(candidate);
+              if (std::optional<RegisterFit> fit = fit_in_registers(program, *attempt.plan, name, params, false)) {
+                plan = std::move(fit->plan);  // fewer rows per block for the register pass's registers
+                lowered = std::move(fit->lowered);
+              }
+              refusal.clear();
+              over_capacity = false;
+              break;
+            }
+            if (std::optional<RegisterFit> fit = fit_in_registers(program, *attempt.plan, name, params, true)) {
+              plan = std::move(fit->plan);
+              lowered = std::move(fit->lowered);
               refusal.clear();
               over_capacity = false;
               break;

@@ -81,20 +81,39 @@ __device__ __forceinline__ void store_vector(__nv_bfloat16* p, const float (&v)[
 // 8-bit floats: N elements (4, 8 or 16) as one N-byte access (p N-byte aligned), each rounded exactly as
 // solder::store rounds it: e4m3 round to nearest even, saturating to ±448 (cvt.rn.satfinite.e4m3x2.f32,
 // two elements per conversion, the first in the low byte); e5m2 round to nearest even, unsaturated.
+// N floats converted to 8-bit floats, 4 per word (element i in byte i % 4 of word i / 4): the bytes an
+// N-element store writes. The register pass keeps an 8-bit tile that only such stores read in this
+// form (kernel_writer_registers.cpp): a quarter of the f32 tile's registers.
 template <int N>
-__device__ __forceinline__ void store_vector_fp8(unsigned char* p, const float (&v)[N], __nv_saturation_t saturate,
-                                                 __nv_fp8_interpretation_t kind) {
-  static_assert(N == 4 || N == 8 || N == 16, "8-bit vector stores hold 4, 8 or 16 elements");
-  unsigned int words[N / 4];
+__device__ __forceinline__ void pack_fp8(const float (&v)[N], unsigned int (&words)[N / 4], __nv_saturation_t saturate,
+                                         __nv_fp8_interpretation_t kind) {
+  static_assert(N == 4 || N == 8 || N == 16, "8-bit vectors hold 4, 8 or 16 elements");
 #pragma unroll
   for (int k = 0; k < N / 4; ++k) {
     const unsigned int lo = __nv_cvt_float2_to_fp8x2(make_float2(v[4 * k], v[4 * k + 1]), saturate, kind);
     const unsigned int hi = __nv_cvt_float2_to_fp8x2(make_float2(v[4 * k + 2], v[4 * k + 3]), saturate, kind);
     words[k] = (lo & 0xffffu) | ((hi & 0xffffu) << 16);
   }
-  if constexpr (N == 4) *reinterpret_cast<unsigned int*>(p) = words[0];
-  else if constexpr (N == 8) *reinterpret_cast<uint2*>(p) = make_uint2(words[0], words[1]);
+}
+// W packed words (4 * W bytes, p 4 * W-byte aligned) as one access.
+template <int W>
+__device__ __forceinline__ void store_packed_fp8(unsigned char* p, const unsigned int (&words)[W]) {
+  static_assert(W == 1 || W == 2 || W == 4, "8-bit vectors hold 4, 8 or 16 elements");
+  if constexpr (W == 1) *reinterpret_cast<unsigned int*>(p) = words[0];
+  else if constexpr (W == 2) *reinterpret_cast<uint2*>(p) = make_uint2(words[0], words[1]);
   else *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+}
+// Element i of packed words, for a store element by element (a ragged edge).
+template <int W>
+__device__ __forceinline__ void store_packed_fp8_element(unsigned char* p, const unsigned int (&words)[W], int i) {
+  *p = static_cast<unsigned char>(words[i >> 2] >> (8 * (i & 3)));
+}
+template <int N>
+__device__ __forceinline__ void store_vector_fp8(unsigned char* p, const float (&v)[N], __nv_saturation_t saturate,
+                                                 __nv_fp8_interpretation_t kind) {
+  unsigned int words[N / 4];
+  pack_fp8<N>(v, words, saturate, kind);
+  store_packed_fp8<N / 4>(p, words);
 }
 template <int N>
 __device__ __forceinline__ void store_vector(__nv_fp8_e4m3* p, const float (&v)[N]) {

@@ -412,7 +412,8 @@ class KernelWriter {
     std::set<std::string> tiles;    // the point tiles (R × N elements)
     std::set<std::string> columns;  // the column tiles (N elements)
     std::set<const void*> row_statements;  // maps and copies over the R rows (shared tiles only)
-    std::set<std::string> packed;   // 16-bit tiles kept as their loaded pairs (written only by that load)
+    std::set<std::string> packed;   // 16-bit tiles kept as their loaded pairs (written only by that load);
+                                    // 8-bit tiles kept as stored, 4 per word (one map writes them, only stores read them)
     int64_t elements = 0;           // R × N: a point tile's elements
     int64_t rows = 1, row = 0;      // R; N
     int64_t group = 256;            // G = 256 / R threads per row
@@ -421,6 +422,7 @@ class KernelWriter {
   };
   std::optional<RegisterPlan> register_plan_;
   std::optional<RegisterPlan> plan_registers() const;
+  int64_t plan_floats(const RegisterPlan& plan) const;
   bool register_owned(const std::vector<Expr>& index, const std::vector<int64_t>& shape, const std::vector<Axis>& axes) const;
   // Declares the axes of element vec_ * V + i_ of a domain of N points (the last axis of extent > 1
   // moves within a vector): b_<axis>_ per vector, then each axis per element inside the i_ loop.
@@ -431,6 +433,10 @@ class KernelWriter {
  public:
   // Whether write() keeps this kernel's point tiles in registers (tests, the emit report).
   bool register_pass_used() const { return register_plan_.has_value(); }
+  // The register pass's tile registers per thread (packed 16-bit pairs count half, packed 8-bit
+  // words a quarter), 0 without the pass: the fusion tiler trades rows per block against it
+  // (backend/cuda/register_pass_bytes.h).
+  int64_t register_floats() const;
 
  private:
   // ---- Cooperative reduces --------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "backend/cuda/kernel_writer.h"
+#include "backend/cuda/register_pass_bytes.h"
 #include "ir/expr_visitor.h"
 
 namespace solder::generic {
@@ -289,12 +290,54 @@ std::optional<KernelWriter::RegisterPlan> KernelWriter::plan_registers() const {
         if ((d == DType::bf16 || d == DType::f16) && writers[t] == 1 && loaded_same.count(t) && !stored.count(t)) plan.packed.insert(t);
       }
   }
-  int64_t floats = 0;  // per thread: packed tiles count half
-  for (auto* set : {&plan.tiles, &plan.columns})
-    for (auto& t : *set) floats += plan.batch * plan.vector / (plan.packed.count(t) ? 2 : 1);
-  if (plan.batch > kMaxRegisterBatch || floats > kMaxRegisterFloats) return std::nullopt;
+  // 8-bit tiles written by one map and read only by their stores into globals of their dtype stay
+  // packed as those stores write them (`packed` too; the dtype tells them from 16-bit pairs): 4
+  // elements per word, converted once by the map with the store's conversion (the map's rounding to
+  // the dtype and the store's are the same cvt, and a value of the dtype converts to itself), a
+  // quarter of the f32 tile's registers (quant_gemm's aq: 16 words per thread at Q5, was 64 floats).
+  if (plan.vector % 4 == 0) {
+    std::map<std::string, int> map_writers;
+    std::set<std::string> loaded, read, stored_same, stored_other;
+    auto reads = [&](const Expr& e) {
+      if (e) for_each_load(e, [&](const LoadNode& load) { read.insert(load.tensor); });
+    };
+    for (auto& s : kernel_.body) {
+      if (auto c = s.as<CopyNode>()) {
+        reads(c->domain.guard);
+        if (array(c->src.name).global) loaded.insert(c->dst.name);
+        else if (const Buffer* b = kernel_.find_buffer(c->src.name))
+          (array(c->dst.name).dtype == b->dtype ? stored_same : stored_other).insert(c->src.name);
+      } else if (auto m = s.as<MapNode>()) {
+        ++map_writers[m->dst.name];
+        reads(m->value);
+        reads(m->domain.guard);
+      } else if (auto r = s.as<ReduceNode>()) {
+        reads(r->value);
+        reads(r->where);
+        reads(r->domain.guard);
+      }
+    }
+    for (auto& t : plan.tiles)
+      if (is_float8(kernel_.find_buffer(t)->dtype) && map_writers[t] == 1 && !loaded.count(t) && !read.count(t) &&
+          stored_same.count(t) && !stored_other.count(t))
+        plan.packed.insert(t);
+  }
+  if (plan.batch > kMaxRegisterBatch || plan_floats(plan) > kMaxRegisterFloats) return std::nullopt;
   return plan;
 }
+
+// Per thread: packed tiles count half (16-bit pairs) or a quarter (8-bit).
+int64_t KernelWriter::plan_floats(const RegisterPlan& plan) const {
+  int64_t floats = 0;
+  for (auto* set : {&plan.tiles, &plan.columns})
+    for (auto& t : *set) {
+      const int64_t per_register = !plan.packed.count(t) ? 1 : is_float8(kernel_.find_buffer(t)->dtype) ? 4 : 2;
+      floats += plan.batch * plan.vector / per_register;
+    }
+  return floats;
+}
+
+int64_t KernelWriter::register_floats() const { return register_plan_ ? plan_floats(*register_plan_) : 0; }
 
 void KernelWriter::register_axes_base(std::ostringstream& out, const std::vector<Axis>& axes, int indent) {
   out << pad(indent) << "int rest_ = vec_ * " << register_plan_->vector << ";\n";
@@ -328,7 +371,11 @@ void KernelWriter::register_pass(std::ostringstream& out) {
   for (auto* set : {&plan.tiles, &plan.columns})
     for (auto& t : *set) {
       const std::string what = t + (set == &plan.columns ? ": one row's elements, the same in every row" : "");
-      if (plan.packed.count(t)) {
+      if (plan.packed.count(t) && is_float8(kernel_.find_buffer(t)->dtype)) {
+        out << "  unsigned int " << reg(t) << "[" << B << "][" << plan.vector / 4 << "] = {};  // " << what
+            << ", as stored (8-bit, 4 per word)\n";
+        arrays_[t].element = "/* " + t + ": packed 8-bit, read only by its store */";
+      } else if (plan.packed.count(t)) {
         const bool bf16 = kernel_.find_buffer(t)->dtype == DType::bf16;
         out << "  " << (bf16 ? "__nv_bfloat162 " : "__half2 ") << reg(t) << "[" << B << "][" << plan.vector / 2 << "];  // " << what
             << ", as loaded (16-bit pairs)\n";
@@ -426,16 +473,25 @@ void KernelWriter::register_pass(std::ostringstream& out) {
           out << pad(in) << "if (whole_) {\n";
           out << pad(in + 1) << "const int i_ = 0;\n";
           register_axes_element(out, axes, in + 1);
-          out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::store_vector(" << global.pointer << " + "
-              << printer_.offset(global, index_texts(g)) << ", " << reg(t.name) << "[u_]);\n";
+          const bool narrow = plan.packed.count(t.name) && is_float8(tb->dtype);  // its bytes, as packed
+          if (narrow)
+            out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::store_packed_fp8(reinterpret_cast<unsigned char*>("
+                << global.pointer << " + " << printer_.offset(global, index_texts(g)) << "), " << reg(t.name) << "[u_]);\n";
+          else
+            out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::store_vector(" << global.pointer << " + "
+                << printer_.offset(global, index_texts(g)) << ", " << reg(t.name) << "[u_]);\n";
           out << pad(in) << "} else {\n";
           out << pad(in + 1) << "#pragma unroll\n";
           out << pad(in + 1) << "for (int i_ = 0; i_ < " << V << "; ++i_) {\n";
           register_axes_element(out, axes, in + 2);
           if (c->domain.guard) out << pad(in + 2) << "if (!" << printer_.print_bool(c->domain.guard) << ") continue;\n";
           auto idx = index_texts(g);
-          out << pad(in + 2) << "if (" << in_bounds(global, idx) << ") solder::store(&" << global.pointer << "[" << printer_.offset(global, idx)
-              << "], " << reg(t.name) << "[u_][i_]);\n";
+          if (narrow)
+            out << pad(in + 2) << "if (" << in_bounds(global, idx) << ") solder::reduce::store_packed_fp8_element(reinterpret_cast<unsigned char*>(&"
+                << global.pointer << "[" << printer_.offset(global, idx) << "]), " << reg(t.name) << "[u_], i_);\n";
+          else
+            out << pad(in + 2) << "if (" << in_bounds(global, idx) << ") solder::store(&" << global.pointer << "[" << printer_.offset(global, idx)
+                << "], " << reg(t.name) << "[u_][i_]);\n";
           out << pad(in + 1) << "}\n";
           out << pad(in) << "}\n";
         }
@@ -448,14 +504,22 @@ void KernelWriter::register_pass(std::ostringstream& out) {
         reads_shared(m->domain.guard);
         const auto& axes = m->domain.axes;
         const Buffer* b = kernel_.find_buffer(m->dst.name);
-        out << "  // " << m->dst.name << " element by element, in registers\n";
+        const bool narrow = plan.packed.count(m->dst.name) && is_float8(b->dtype);
+        out << "  // " << m->dst.name << " element by element, in registers" << (narrow ? " (packed as its store writes it)" : "") << "\n";
         int in = open_vectors(axes);
+        if (narrow) out << pad(in) << "float v_[" << V << "] = {};\n";
         out << pad(in) << "#pragma unroll\n";
         out << pad(in) << "for (int i_ = 0; i_ < " << V << "; ++i_) {\n";
         register_axes_element(out, axes, in + 1);
         if (m->domain.guard) out << pad(in + 1) << "if (!" << printer_.print_bool(m->domain.guard) << ") continue;\n";
-        out << pad(in + 1) << reg(m->dst.name) << "[u_][i_] = " << round_function(b->dtype) << "(" << printer_.print_float(m->value) << ");\n";
+        if (narrow)  // rounded to the dtype by the conversion below, the one the store would make
+          out << pad(in + 1) << "v_[i_] = " << printer_.print_float(m->value) << ";\n";
+        else
+          out << pad(in + 1) << reg(m->dst.name) << "[u_][i_] = " << round_function(b->dtype) << "(" << printer_.print_float(m->value) << ");\n";
         out << pad(in) << "}\n";
+        if (narrow)
+          out << pad(in) << "solder::reduce::pack_fp8<" << V << ">(v_, " << reg(m->dst.name) << "[u_], "
+              << (b->dtype == DType::f8e4m3 ? "__NV_SATFINITE, __NV_E4M3" : "__NV_NOSAT, __NV_E5M2") << ");\n";
         close(1);
         break;
       }
@@ -524,3 +588,17 @@ void KernelWriter::register_pass(std::ostringstream& out) {
 }
 
 }  // namespace solder::generic
+
+namespace solder {
+
+std::optional<RegisterPassFit> register_pass_fit(const KernelProgram& context, const Kernel& kernel) {
+  try {
+    generic::KernelWriter writer(context, kernel);
+    if (!writer.register_pass_used()) return std::nullopt;
+    return RegisterPassFit{writer.info().shared_bytes, writer.register_floats()};
+  } catch (const std::exception&) {
+    return std::nullopt;  // a kernel the generic writer refuses (queues): not the pass's
+  }
+}
+
+}  // namespace solder

@@ -3,7 +3,9 @@
 // must write exactly the bytes that solder::store writes element by element (round to nearest even;
 // e4m3 saturating to ±448, e5m2 unsaturated), and load_packed + unpack must read exactly what
 // load_vector reads. Inputs: every bf16 bit pattern as a float, the f32 neighbours of every e4m3 and
-// e5m2 rounding midpoint, and pseudo-random floats. Prints one line per check; exit 1 on a mismatch.
+// e5m2 rounding midpoint, and pseudo-random floats. Also the register pass's packed 8-bit tiles
+// (pack_fp8 of the value against store_vector of the value rounded first), every f32 bit pattern.
+// Prints one line per check; exit 1 on a mismatch.
 //   nvcc -std=c++17 -arch=sm_90a -O2 -I device tests/gpu/fp8_vector_store/fp8_vector_store.cu -o fp8_vector_store
 #include <cstdio>
 #include <cstdint>
@@ -44,6 +46,38 @@ __global__ void loads(const __nv_bfloat16* a, const __half* h, int vectors, floa
     direct[16 * t + 8 + i] = vh[i];
     packed[16 * t + i] = solder::reduce::unpack(pa, i);
     packed[16 * t + 8 + i] = solder::reduce::unpack(ph, i);
+  }
+}
+
+// The register pass's packed 8-bit tiles (issue 15, eighth session): pack_fp8 of the unrounded value
+// must give the bytes that store_vector writes for the value first rounded by round_f8e4m3 /
+// round_f8e5m2 (the map's rounding, then the store's conversion): every f32 bit pattern, 8 per thread.
+__global__ void packed_all(unsigned long long first, unsigned long long count, unsigned long long* bad4, unsigned long long* bad5,
+                           unsigned int* example) {
+  const unsigned long long t = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  if (t * 8 >= count) return;
+  float v[8], r4[8], r5[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    v[i] = __uint_as_float(static_cast<unsigned int>(first + t * 8 + i));
+    r4[i] = solder::round_f8e4m3(v[i]);
+    r5[i] = solder::round_f8e5m2(v[i]);
+  }
+  unsigned int p4[2], p5[2];
+  solder::reduce::pack_fp8<8>(v, p4, __NV_SATFINITE, __NV_E4M3);
+  solder::reduce::pack_fp8<8>(v, p5, __NV_NOSAT, __NV_E5M2);
+  unsigned char s4[8], s5[8];
+  solder::reduce::store_vector(reinterpret_cast<__nv_fp8_e4m3*>(s4), r4);
+  solder::reduce::store_vector(reinterpret_cast<__nv_fp8_e5m2*>(s5), r5);
+  unsigned char e4[8], e5[8];
+  solder::reduce::store_packed_fp8<2>(e4, p4);
+  solder::reduce::store_packed_fp8<2>(e5, p5);
+  for (int i = 0; i < 8; ++i) {
+    unsigned char one4, one5;  // the element-by-element path of a ragged edge
+    solder::reduce::store_packed_fp8_element<2>(&one4, p4, i);
+    solder::reduce::store_packed_fp8_element<2>(&one5, p5, i);
+    if (e4[i] != s4[i] || one4 != s4[i]) { atomicAdd(bad4, 1ULL); atomicExch(example, __float_as_uint(v[i])); }
+    if (e5[i] != s5[i] || one5 != s5[i]) { atomicAdd(bad5, 1ULL); atomicExch(example, __float_as_uint(v[i])); }
   }
 }
 
@@ -145,6 +179,30 @@ int main() {
   for (int i = 0; i < vectors * 16; ++i) bad += p[i] != q[i];  // bit-exact (NaN payloads included)
   std::printf("packed 16-bit loads: %d of %d floats equal: %s\n", vectors * 16 - bad, vectors * 16, bad ? "FAIL" : "pass");
   failures += bad > 0;
+  {
+    unsigned long long* counts;
+    unsigned int* example;
+    cudaMalloc(&counts, 16);
+    cudaMalloc(&example, 4);
+    cudaMemset(counts, 0, 16);
+    cudaMemset(example, 0, 4);
+    const unsigned long long all = 1ULL << 32, chunk = 1ULL << 30;
+    for (unsigned long long first = 0; first < all; first += chunk)
+      packed_all<<<static_cast<unsigned int>(chunk / 8 / 256), 256>>>(first, chunk, counts, counts + 1, example);
+    unsigned long long host[2] = {0, 0};
+    unsigned int ex = 0;
+    if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
+      std::printf("packed 8-bit tiles: CUDA error %s: FAIL\n", cudaGetErrorString(e));
+      return 1;
+    }
+    cudaMemcpy(host, counts, 16, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&ex, example, 4, cudaMemcpyDeviceToHost);
+    std::printf("packed 8-bit tiles (every f32): e4m3 %llu, e5m2 %llu bytes differ from round + store_vector: %s", host[0], host[1],
+                host[0] || host[1] ? "FAIL" : "pass");
+    if (host[0] || host[1]) std::printf(" (e.g. x bits %08x)", ex);
+    std::printf("\n");
+    failures += host[0] || host[1] ? 1 : 0;
+  }
   std::printf("fp8_vector_store: %s\n", failures ? "FAILED" : "all passed");
   return failures ? 1 : 0;
 }

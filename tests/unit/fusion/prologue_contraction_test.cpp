@@ -243,7 +243,7 @@ TEST(PrologueContraction, ScheduleKnobPicksTheConverterWarpgroupOnlyWhenAsked) {
 // pre-sweep and the conversion of every staged tile in each of its 7 tiles per block, the split pays
 // one memory-bound pass and the plain fp8 skeleton; the model picks the split and says why (measured
 // on the H100: 268 µs against 340). Since the row kernel runs on the register pass (seventh session,
-// predicted 60 % of the copy rate against the shared-memory form's measured 13 %), Q8 (N = 768) takes
+// predicted 70 % of the copy rate against the shared-memory form's measured 13 %), Q8 (N = 768) takes
 // two kernels too (predicted 32 µs against 52; the shared-memory row kernel measured 88.8 µs against
 // one kernel's 60.8).
 TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
@@ -266,9 +266,9 @@ TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
   EXPECT_TRUE(c.split);
   EXPECT_GT(c.one_us, 250);
   EXPECT_LT(c.one_us, 400);
-  EXPECT_GT(c.split_us, 143.3 + 10);  // the row kernel: 25 MB at 60 % of the copy rate (predicted)
+  EXPECT_GT(c.split_us, 143.3 + 10);  // the row kernel: 25 MB at 70 % of the copy rate (predicted)
   EXPECT_LT(c.split_us, 143.3 + 25);
-  EXPECT_NE(c.why.find("at 60.0 % of the copy rate, rows in registers"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("at 70.0 % of the copy rate, rows in registers"), std::string::npos) << c.why;
   // With a free skeleton and no conversion cost the one-kernel form could not lose by that margin:
   // a slow enough skeleton makes the model keep one kernel.
   ProloguePlanChoice slow = choose_prologue_plan(*fit.problem, 128, 256, 128, 1000.0, 4096LL * 2048);
