@@ -108,7 +108,8 @@ def _choose_program(program, inputs):
 _SOLDER_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i32": torch.int32, "bool": torch.bool}
 
 
-def _solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+@torch.library.custom_op("solder::call", mutates_args=())
+def solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """Runs `program` (.sol text headed by its outputs line) on `inputs`; returns its outputs (new tensors)."""
     device = inputs[0].device if inputs else torch.device("cpu")
     program, inputs = _choose_program(program, inputs)
@@ -128,26 +129,10 @@ def _solder_call(program: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]
     return [(o if o.dtype == dt else o.to(dt)).view(shape) for o, (shape, dt) in zip(outs, _op_outputs(program))]
 
 
+@solder_call.register_fake
 def _solder_call_fake(program, inputs):
     device = inputs[0].device if inputs else torch.device("cpu")
     return [torch.empty(s, dtype=dt, device=device) for s, dt in _op_outputs(program)]
-
-
-# Two registrations of one op. solder::call_contiguous (every partition without a guarded input) asks
-# Inductor for contiguous inputs (the needs_contiguous_strides tag): a relayout view that Solder reads
-# (Evoformer's q, k, v as [S, H, R, C] views of [S·R, H·C], the pair bias as [H, R, R]) is then
-# copied by Inductor's own kernel, which Inductor may fuse with its producer. Without the tag Inductor
-# drops the explicit contiguous clones the partitioner puts in the graph (_contiguous_input) and passes
-# the view, which the call then copies with ATen at about half the bandwidth (run 9 and the seventh
-# session's merged tree: four eager copies, 84 µs of Evoformer's 543). solder::call (a partition with a
-# guarded input: a constant buffer whose values pick the program, nanoGPT's causal mask) takes its
-# inputs as they are, so that the guard keeps seeing the buffer itself, not a copy made every call.
-solder_call = torch.library.custom_op("solder::call", mutates_args=())(_solder_call)
-solder_call.register_fake(_solder_call_fake)
-solder_call_contiguous = torch.library.custom_op("solder::call_contiguous", mutates_args=(),
-                                                 tags=(torch._C.Tag.needs_contiguous_strides,))(_solder_call)
-solder_call_contiguous.register_fake(_solder_call_fake)
-SOLDER_CALLS = (torch.ops.solder.call.default, torch.ops.solder.call_contiguous.default)
 
 
 # ---- Partitioning --------------------------------------------------------------------------------
@@ -491,8 +476,7 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
                                for n, sl in zip(outputs, program.output_slices)]
         last = nodes[-1]
         with gm.graph.inserting_after(last):
-            op = torch.ops.solder.call.default if program.guards else torch.ops.solder.call_contiguous.default
-            call = gm.graph.call_function(op, (source, list(inputs)))
+            call = gm.graph.call_function(torch.ops.solder.call.default, (source, list(inputs)))
             call.meta["val"] = ([_like(unique[0].meta["val"], program.output_shapes[0])] if stacked
                                 else [n.meta["val"] for n in unique])
         guarded = {k for k, _ in program.guards}  # read by the call's guard as they are (a buffer's storage)

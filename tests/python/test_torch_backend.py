@@ -154,7 +154,7 @@ def test_partitioned_graph_matches_eager(name):
     torch_backend.partition_and_replace(gm, explanation)
     solder_parts = [p for p in explanation.partitions if not p.get("error")]
     assert solder_parts, explanation.format()
-    assert any(n.target in torch_backend.SOLDER_CALLS for n in gm.graph.nodes), explanation.format()
+    assert any(n.target is torch.ops.solder.call.default for n in gm.graph.nodes), explanation.format()
     with torch.no_grad():
         got = gm(*args)
     _compare(got, want, name)
@@ -166,7 +166,7 @@ def test_whole_attention_is_one_solder_partition():
     explanation = torch_backend.Explanation()
     torch_backend.partition_and_replace(gm, explanation)
     assert [p for p in explanation.partitions if not p.get("error")], explanation.format()
-    calls = [n for n in gm.graph.nodes if n.target in torch_backend.SOLDER_CALLS]
+    calls = [n for n in gm.graph.nodes if n.target is torch.ops.solder.call.default]
     assert len(calls) == 1
     text = next(p["program"] for p in explanation.partitions if p.get("program"))
     assert "select(" in text and "-inf" in text  # the causal mask, decomposed into its math
@@ -200,12 +200,12 @@ def test_fake_implementation_and_opcheck():
     model, inputs = CASES["moe_router"]
     gm, args = _aten_graph(model, inputs)
     torch_backend.partition_and_replace(gm, torch_backend.Explanation())
-    call = next(n for n in gm.graph.nodes if n.target in torch_backend.SOLDER_CALLS)
+    call = next(n for n in gm.graph.nodes if n.target is torch.ops.solder.call.default)
     source = call.args[0]
     assert source.startswith("# solder::call outputs ") and "program fx_partition_" in source
     real_inputs = [torch.randn(n.meta["val"].shape) if n.meta["val"].dtype.is_floating_point else n.meta["val"] for n in call.args[1]]
-    for op in torch_backend.SOLDER_CALLS:
-        torch.library.opcheck(op, (source, real_inputs), test_utils=("test_schema", "test_faketensor"))
+    torch.library.opcheck(torch.ops.solder.call.default, (source, real_inputs),
+                          test_utils=("test_schema", "test_faketensor"))
 
 
 def test_backend_is_registered():
@@ -680,14 +680,10 @@ def test_evoformer_layer_norms_and_gate_write_their_own_shapes():
     gate = next(p for p in programs if "sigmoid" in p)
     assert "%" not in gate.split("out ", 1)[1].split("=", 1)[0], gate
     assert any("a reshape of the partition's result" in why for why in explanation.fallback.values()), explanation.format()
-    calls = [n for n in gm.graph.nodes if n.target in torch_backend.SOLDER_CALLS]
+    calls = [n for n in gm.graph.nodes if n.target is torch.ops.solder.call.default]
     clones = [a for c in calls for a in c.args[1] if a.target is torch.ops.aten.clone.default
               and a.kwargs.get("memory_format") is torch.contiguous_format]
     assert len(clones) >= 3, gm.graph  # q, k, v (and the permuted pair bias)
-    # No guarded input: the op that asks Inductor for contiguous inputs, so that Inductor keeps the
-    # clones (it drops them before solder::call, whose .contiguous() then copies with ATen).
-    assert all(c.target is torch.ops.solder.call_contiguous.default for c in calls), gm.graph
-    assert torch._C.Tag.needs_contiguous_strides in torch.ops.solder.call_contiguous.default.tags
     with torch.no_grad():
         _compare(gm(*args), model(*inputs), "evoformer row attention")
 
