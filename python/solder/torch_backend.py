@@ -422,6 +422,10 @@ def partition_and_replace(gm, explanation=None, linear=None, constants=None):
         for n in relayout:
             explanation.fallback[n.name] = ("a relayout view of a batched product's operand or result, left to "
                                             "Inductor: the product reads and writes whole [.., rows, cols] tiles")
+        group, reshapes = _trailing_reshapes(group)
+        for n in reshapes:
+            explanation.fallback[n.name] = ("a reshape of the partition's result, left to Inductor (free on the "
+                                            "contiguous result; the program writes the value in its own shape)")
         nodes, pure = _without_input_views(group)
         for n in group:
             if n not in nodes:
@@ -824,6 +828,47 @@ def _split_components(nodes):
         return [nodes]
     first = set(computed[0]) | {x for p in parts.values() if p not in computed for x in p}
     return [[x for x in nodes if x in first]] + [[x for x in nodes if x in set(p)] for p in computed[1:]]
+
+
+_RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
+def _trailing_reshapes(nodes):
+    """The reshapes at a partition's end (view, _unsafe_view, reshape of a value the partition computes,
+    read only outside it, through further reshapes): Inductor takes them for free on the partition's
+    contiguous result, and the program writes the value in its own shape. Written through the reshape,
+    the program indexes its tensors with // and % of the merged dims, and the fusion planner no longer
+    sees that a row statistic and the row it scales share their dims (Evoformer's two LayerNorms,
+    `[R, R, C]` viewed as `[R·R, C]` for the linear layers: four kernels, statistics and normalisation
+    apart, instead of one each). Reshapes of a batched product's result, of SDPA's, and of a value read
+    in the partition stay (the attention paths need their [lead.., rows, cols] form). Returns (nodes kept,
+    reshapes moved to Inductor)."""
+    members = set(nodes)
+    moved = []
+    changed = True
+    while changed:
+        changed = False
+        for n in reversed(nodes):
+            if n in moved or n.op != "call_function" or n.target not in _RESHAPES:
+                continue
+            src = n.args[0]
+            if not hasattr(src, "op") or src not in members or src in moved:
+                continue
+            if any(u in members and u not in moved for u in n.users):
+                continue
+            root = src  # the computed value under a chain of reshapes
+            while root.op == "call_function" and root.target in _RESHAPES and root.args[0] in members:
+                root = root.args[0]
+            if root.op != "call_function" or (root.target in _VIEWISH and root.target is not torch.ops.aten.clone.default) \
+                    or root.target in (torch.ops.aten.bmm.default, torch.ops.aten.mm.default) \
+                    or root.target in fx_translate.SDPA or n.meta.get(_RELAYOUT_OUTPUT):
+                continue
+            val = src.meta.get("val")
+            if val is None or not isinstance(val, torch.Tensor) or not val.is_contiguous():
+                continue
+            moved.append(n)
+            changed = True
+    return [x for x in nodes if x not in moved], [x for x in nodes if x in moved]
 
 
 def _contiguous_input(gm, a, before):

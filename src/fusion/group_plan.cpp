@@ -595,36 +595,78 @@ class Planner {
     return p;
   }
 
-  // A purely element-wise group (no member reduces, no stream) whose innermost grid dim is held whole
-  // in fewer than streaming_tile_elements elements: the next grid dim out (in the first member's
-  // index order) takes rows until a block holds about that many elements, while the grid keeps at
-  // least fill_blocks() blocks. One row per block left linear_relu_backward's g = dy · (z > 0) at
-  // 65536 blocks of 256 elements, each thread with under one 16-byte vector: too few bytes in flight
-  // per SM, and too few vectors per thread for the generic writer's register pass (which needs half
-  // the block's threads busy). Returns the blocks of the grid dims other than `inner`.
-  int64_t group_rows_for_elementwise(int inner, int64_t other_blocks) {
-    const GroupDim& dim = plan_.dims[static_cast<size_t>(inner)];
-    const int64_t elements = params_.streaming_tile_elements;
-    if (dim.tile != dim.extent || dim.tile >= elements) return other_blocks;
+  // A contiguous tile of about `elements` along a dim of `extent`: `elements` when the dim is shorter or
+  // that divides it, else the largest tile that divides the extent into whole 16-byte vectors with at
+  // most twice the tiles (Llama's 11008 in 4 tiles of 2752, not 4096, 4096 and a ragged 2816: no
+  // guarded elements in any block), else `elements`.
+  static int64_t divisor_tile(int64_t extent, int64_t elements, int64_t sector) {
+    if (extent <= elements || extent % elements == 0) return elements;
+    const int64_t vector = std::max<int64_t>(1, sector / 2);  // 16 bytes: half a 32-byte sector
+    const int64_t tiles = (extent + elements - 1) / elements;
+    for (int64_t n = tiles; n <= 2 * tiles; ++n)
+      if (extent % n == 0 && (extent / n) % vector == 0) return extent / n;
+    return elements;
+  }
+
+  // Rows per block of a row-statistics group (retile_for_streaming): the generic writer's register
+  // pass holds one row per warp or more (kernel_writer_registers.cpp, 8 warps).
+  static constexpr int64_t kRowsPerBlock = 8;
+
+  // Whether a member reduces (a row statistic, a sum) and none streams.
+  bool reduces_rows() const {
     for (auto& m : plan_.members)
-      if (!m.r_dims.empty()) return other_blocks;
+      if (!m.r_dims.empty()) return true;
+    return false;
+  }
+
+  // The elements of one row: the product of the non-grid dims' tiles.
+  int64_t row_elements() const {
+    int64_t e = 1;
     for (auto& d : plan_.dims)
-      if (d.role != DimRole::grid) return other_blocks;
-    const std::vector<int>& order = plan_.members.front().p_dims;
-    auto at = std::find(order.begin(), order.end(), inner);
-    if (at == order.begin() || at == order.end()) return other_blocks;
-    GroupDim& outer = plan_.dims[static_cast<size_t>(*(at - 1))];
-    if (outer.tile != 1 || outer.extent < 2) return other_blocks;
-    const int64_t rest = other_blocks / outer.extent;  // the blocks of the grid dims besides these two
-    int64_t rows = std::min(floor_pow2(elements / dim.tile), floor_pow2(outer.extent));
-    while (rows > 1 && saturating_mul(rest, (outer.extent + rows - 1) / rows) < fill_blocks()) rows /= 2;
-    if (rows <= 1) return other_blocks;
-    outer.tile = rows;
-    char note[200];
-    std::snprintf(note, sizeof note, "%lld rows of %s per block: element-wise, %lld elements of %s per row", static_cast<long long>(rows),
-                  outer.name.c_str(), static_cast<long long>(dim.tile), dim.name.c_str());
-    plan_.notes.push_back(note);
-    return saturating_mul(rest, outer.tiles());
+      if (d.role != DimRole::grid) e = saturating_mul(e, d.tile);
+    return e;
+  }
+
+  // No member reduces, none is a top-k or gather target: element-wise definitions only.
+  bool pure_elementwise() const {
+    for (auto& m : plan_.members)
+      if (!m.r_dims.empty() || m.def.reduce != ReduceOp::none || m.def.index_target) return false;
+    return true;
+  }
+
+  // Tiles the exported member's grid dims outward from `inner` (whole already) until a block holds
+  // about `elements` elements, keeping at least fill_blocks() blocks.
+  void widen_grid_tiles(int inner, int64_t elements) {
+    const GroupMember* anchor = nullptr;
+    for (auto& m : plan_.members)
+      if (m.exported) anchor = &m;
+    if (!anchor) return;
+    auto blocks = [&] {
+      int64_t b = 1;
+      for (int g : plan_.grid_dims()) b = saturating_mul(b, plan_.dims[static_cast<size_t>(g)].tiles());
+      return b;
+    };
+    int64_t per_block = plan_.dims[static_cast<size_t>(inner)].tile;
+    bool past_inner = false;
+    for (size_t k = anchor->p_dims.size(); k-- > 0;) {
+      const int d = anchor->p_dims[k];
+      if (d == inner) { past_inner = true; continue; }
+      GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
+      if (!past_inner || dim.role != DimRole::grid || dim.tile != 1) break;
+      const int64_t want = std::min(dim.extent, floor_pow2(std::max<int64_t>(1, elements / per_block)));
+      if (want <= 1) break;
+      dim.tile = want;
+      while (dim.tile > 1 && blocks() < fill_blocks()) dim.tile /= 2;
+      if (dim.tile <= 1) { dim.tile = 1; break; }
+      char note[200];
+      const GroupDim& in = plan_.dims[static_cast<size_t>(inner)];
+      std::snprintf(note, sizeof note, "%lld rows of %s per block: element-wise, %lld elements of %s per row",
+                    static_cast<long long>(dim.tile), dim.name.c_str(), static_cast<long long>(per_block),
+                    per_block == in.tile ? in.name.c_str() : "the inner dims");
+      plan_.notes.push_back(note);
+      per_block *= dim.tile;
+      if (dim.tile < dim.extent || per_block >= elements) break;
+    }
   }
 
   // Few rows per block and a long stream (or inner, or contiguous grid) tile: each block stages about
@@ -658,14 +700,25 @@ class Planner {
       auto c = contiguous_bytes.find(inner_grid);
       int64_t sector = c == contiguous_bytes.end() ? 1 : std::max<int64_t>(1, 32 / c->second);
       if (plan_.stream < 0 && other_blocks >= fill_blocks() && c != contiguous_bytes.end())
-        grid_tile = elements;  // rows enough: a long contiguous tile per block
+        grid_tile = divisor_tile(dim.extent, elements, sector);  // rows enough: a long contiguous tile per block
       else  // as many blocks as wanted, down to one sector of the contiguous dim
         grid_tile = std::max(sector, floor_pow2(std::max<int64_t>(1, dim.extent * other_blocks / fill_blocks())));
       grid_tile = std::min({grid_tile, elements, dim.extent});
+      // Row statistics (a reduce over the non-grid dims, rows not contiguous): at most one row per warp
+      // of the block, so that the generic writer keeps the rows in registers (its register pass)
+      // rather than staging up to 64 rows of a LayerNorm through shared memory in a few large blocks.
+      if (plan_.stream < 0 && c == contiguous_bytes.end() && reduces_rows() && row_elements() >= 128)
+        grid_tile = std::min<int64_t>(grid_tile, kRowsPerBlock);
       dim.tile = grid_tile;
-      if (plan_.stream < 0) other_blocks = group_rows_for_elementwise(inner_grid, other_blocks);
+      // A pure element-wise group whose innermost grid dim is short and whole (Evoformer's gate written
+      // [S, R, H, C], read from [S, H, R, C]: 32 elements a block) tiles the next grid dims out too,
+      // up to `elements` per block while the grid still fills the GPU: a block then stages a
+      // [.., H, tile R, C] box of the transposed input and stores whole rows of the result.
+      if (plan_.stream < 0 && dim.tile == dim.extent && dim.tile < elements && pure_elementwise())
+        widen_grid_tiles(inner_grid, elements);
     }
-    int64_t blocks = other_blocks * (inner_grid >= 0 ? plan_.dims[static_cast<size_t>(inner_grid)].tiles() : 1);
+    int64_t blocks = 1;
+    for (int g : plan_.grid_dims()) blocks = saturating_mul(blocks, plan_.dims[static_cast<size_t>(g)].tiles());
     // Few blocks: a longer step per block keeps more bytes in flight.
     int64_t per_step = blocks < fill_blocks() ? 4 * elements : elements;
     if (plan_.stream >= 0) {

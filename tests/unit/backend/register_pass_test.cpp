@@ -35,8 +35,12 @@ int count(const std::string& text, const std::string& what) {
 TEST(RegisterPass, SiluMulLoadsComputesAndStoresInRegisters) {
   GeneratedModule m = generate_file(bench_program("silu_mul"), false);
   ASSERT_EQ(m.kernels.size(), 1u);
-  EXPECT_NE(m.source.find("// the register pass: 4096 elements of each point tile per block, 2 vectors of 8 per thread"), std::string::npos)
+  // F = 11008 in four tiles of 2752 (group_plan.cpp divisor_tile), not 4096, 4096 and a ragged 2816:
+  // no element guard anywhere.
+  EXPECT_NE(m.source.find("// the register pass: 2752 elements of each point tile per block, 2 vectors of 8 per thread"), std::string::npos)
       << m.source;
+  EXPECT_EQ(m.source.find("whole_ = whole_ && "), std::string::npos) << m.source;
+  EXPECT_EQ(m.kernels[0].blocks, 512 * 4);
   // Two 16-byte loads (g, u, kept as loaded bf16 pairs) and one 16-byte store per vector; nothing
   // staged in shared memory.
   EXPECT_EQ(count(m.source, "solder::reduce::load_packed("), 2);
@@ -229,6 +233,82 @@ TEST(RegisterPass, RowKernelPlansVerifyOnTheExecutor) {
       EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
     }
   }
+}
+
+// Evoformer's two LayerNorms and its gate, as the torch backend writes them (bench/NOTES.md, eighth
+// session): rows of 256 / 128 over two grid dims, and a gate written [S, R, H, C] from [S, H, R, C].
+constexpr const char* kLayerNorm = R"(program layer_norm
+dim S = 128, R = 256, C = 256
+in x[S, R, C] : bf16
+in w[C] : bf16
+in b[C] : bf16
+mu[s : S, r : R] : f32 = sum(c : C) (x[s, r, c]) / 256
+var[s : S, r : R] : f32 = sum(c : C) (x[s, r, c] - mu[s, r]) * (x[s, r, c] - mu[s, r])
+out y[s : S, r : R, c : C] : bf16 = ((((x[s, r, c] - mu[s, r]) * rsqrt(((var[s, r]) / 256 + 1e-05))) * w[c]) + b[c])
+)";
+constexpr const char* kGate = R"(program gate
+dim S = 128, H = 8, R = 256, C = 32, SR = 32768, HC = 256
+in a[S, H, R, C] : bf16
+in g[SR, HC] : bf16
+out y[s : S, r : R, h : H, c : C] : bf16 = (a[s, h, r, c] * sigmoid(g[s * 256 + r, h * 32 + c]))
+)";
+
+CompileResult compile_text(const char* text, const Dims& dims, BoundProgram& bound) {
+  auto program = std::make_shared<Program>(parse_program(text, "test.sol"));
+  bound = bind_program(program, SizeChoice{false, dims});
+  return compile_program(bound, CompileOptions::for_gpu());
+}
+
+void expect_verified(const CompileResult& compiled, const BoundProgram& bound) {
+  TensorSet inputs = make_inputs(bound, 11);
+  ExecutionResult result = execute_kernel_program(compiled.kernels, inputs);
+  TensorSet reference = run_reference(bound, inputs);
+  for (const TensorInfo* out : bound.outputs()) {
+    OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance_for(bound));
+    EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
+  }
+}
+
+TEST(RegisterPass, LayerNormOverTwoGridDimsHoldsEightRowsOnePerWarp) {
+  // Before: 64 rows of 256 per block through 137 KB of shared memory (512 blocks, one per SM at a
+  // time); the tiler now gives a row-statistics group at most 8 rows per block (group_plan.cpp).
+  BoundProgram bound;
+  CompileResult compiled = compile_text(kLayerNorm, {}, bound);
+  GeneratedModule m = generate_cuda(compiled.kernels);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_NE(m.source.find("// the register pass: 8 rows of 256 elements per block, one row per 32 threads, 1 vectors of 8 per thread"),
+            std::string::npos) << m.source;
+  EXPECT_EQ(m.kernels[0].blocks, 128 * 256 / 8);
+  EXPECT_LT(m.kernels[0].shared_bytes, 5000);
+  // Rows of 128 (the second LayerNorm's [R, R, 128]): 8 rows too, half a vector batch per lane pair.
+  BoundProgram bound2;
+  CompileResult c2 = compile_text(kLayerNorm, {{"S", 256}, {"C", 128}}, bound2);
+  GeneratedModule m2 = generate_cuda(c2.kernels);
+  EXPECT_NE(m2.source.find("// the register pass: 8 rows of 128 elements per block"), std::string::npos) << m2.source;
+  // The plan the pass compiles, smaller, on the executor against the float64 reference.
+  BoundProgram small;
+  CompileResult c3 = compile_text(kLayerNorm, {{"S", 2}, {"R", 1024}}, small);
+  EXPECT_NE(generate_cuda(c3.kernels).source.find("// the register pass: 4 rows of 256"), std::string::npos);  // 512 blocks
+  expect_verified(c3, small);
+}
+
+TEST(RegisterPass, TransposingGateStagesABoxOfItsInputPerBlock) {
+  // Before: one block per 32 elements (the short whole inner dim C alone), 262144 blocks; the tiler
+  // now widens the grid tiles out from C (H whole, 16 of R): 4096 elements a block, the [H, 16, C]
+  // box of a staged with 16-byte loads, the result stored as whole [16, H, C] rows.
+  BoundProgram bound;
+  CompileResult compiled = compile_text(kGate, {}, bound);
+  GeneratedModule m = generate_cuda(compiled.kernels);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].blocks, 128 * 16);
+  EXPECT_NE(m.source.find("shared bf16 [1, 8, 16, 32]"), std::string::npos) << m.source;
+  EXPECT_EQ(count(m.source, "solder::reduce::store_vector("), 1);
+  // Smaller (the grid keeps two blocks per SM: 8 of R per block), on the executor.
+  BoundProgram small;
+  CompileResult c2 = compile_text(kGate, {{"S", 16}, {"SR", 4096}}, small);
+  GeneratedModule m2 = generate_cuda(c2.kernels);
+  EXPECT_EQ(m2.kernels[0].blocks, 16 * 32) << m2.source;
+  expect_verified(c2, small);
 }
 
 TEST(RegisterPass, NvrtcCompilesTheRowKernels) {

@@ -222,7 +222,7 @@ TEST(Fuse, EvoformerIsOneKernelAtGpuTiles) {
   EXPECT_EQ(diff.kernels.kernels.size(), 3u);
 }
 
-// The GPU's grouped element-wise rows (group_plan.cpp, group_rows_for_elementwise) at a ragged row
+// The GPU's grouped element-wise rows (group_plan.cpp, widen_grid_tiles) at a ragged row
 // count: 32 rows of 40 per block, the last tile 15 rows; verified on the CPU executor.
 TEST(Fuse, GroupedElementwiseRowsAreGuarded) {
   BoundProgram bound = testing::bind_text(
