@@ -3,7 +3,7 @@
 # test_sm90_attention.cu, bench/attention/bench_attention.cu) and each header of device/solder/attention
 # for sm_90a with nvcc. No GPU needed, nothing runs. Fails when ptxas reports register spills, a stack
 # frame (a call that was not inlined), an ignored setmaxnreg (C7508) or serialized wgmma (C7510, C7513,
-# C7520).
+# C7514, C7515, C7517, C7518, C7520).
 # Usage: tests/gpu/attention_skeleton/compile_check.sh [test|bench|headers|all]
 #   CUDA=/usr/local/cuda, BUILD=build-attn, SOLDER_CUTLASS_INCLUDE=<folder with cute/> (default: python3
 #   -c 'import cutlass_library'); OUT_BIN=1 links executables into $BUILD instead of compiling objects.
@@ -23,8 +23,8 @@ cd "$ROOT"
 echo "nvcc: $($CUDA/bin/nvcc --version | tail -1); CuTe: $CUTLASS"
 
 check_ptxas() {  # $1: ptxas log
-  if grep -E "C7508|C7510|C7513|C7520|spill stores, [1-9]|[1-9][0-9]* bytes spill|[1-9][0-9]* bytes stack frame" "$1"; then
-    echo "FAILED: ptxas reports spills, a stack frame (a call not inlined), an ignored setmaxnreg (C7508) or serialized wgmma (C7510/C7513/C7520): $1"
+  if grep -E "C7508|C7510|C7513|C7514|C7515|C7517|C7518|C7520|spill stores, [1-9]|[1-9][0-9]* bytes spill|[1-9][0-9]* bytes stack frame" "$1"; then
+    echo "FAILED: ptxas reports spills, a stack frame (a call not inlined), an ignored setmaxnreg (C7508) or serialized wgmma (C7510/C7513/C7514/C7515/C7517/C7518/C7520): $1"
     exit 1
   fi
 }

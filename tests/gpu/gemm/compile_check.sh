@@ -2,7 +2,7 @@
 # Compiles the GEMM skeleton's device test and benchmark (tests/gpu/gemm/test_sm90_gemm.cu,
 # bench/gemm/bench_gemm.cu) and each header of device/solder/gemm for sm_90a with nvcc. No GPU needed,
 # nothing runs. Fails when ptxas reports register spills, an ignored setmaxnreg (C7508) or serialized
-# wgmma (C7513).
+# wgmma (C7510, C7513, C7514, C7515, C7517, C7518, C7520).
 # Usage: tests/gpu/gemm/compile_check.sh [test|prologue|bench|headers|all]   (test includes prologue:
 # tests/gpu/gemm/test_sm90_gemm_prologue.cu, the operand-prologue path)
 #   CUDA=/usr/local/cuda, BUILD=build-gemm, SOLDER_CUTLASS_INCLUDE=<folder with cute/> (default: python3
@@ -23,8 +23,8 @@ cd "$ROOT"
 echo "nvcc: $($CUDA/bin/nvcc --version | tail -1); CuTe: $CUTLASS"
 
 check_ptxas() {  # $1: ptxas log
-  if grep -E "C7508|C7513|spill stores, [1-9]|[1-9][0-9]* bytes spill" "$1"; then
-    echo "FAILED: ptxas reports spills, an ignored setmaxnreg (C7508) or serialized wgmma (C7513): $1"
+  if grep -E "C7508|C7510|C7513|C7514|C7515|C7517|C7518|C7520|spill stores, [1-9]|[1-9][0-9]* bytes spill" "$1"; then
+    echo "FAILED: ptxas reports spills, an ignored setmaxnreg (C7508) or serialized wgmma (C7510/C7513/C7514/C7515/C7517/C7518/C7520): $1"
     exit 1
   fi
 }
