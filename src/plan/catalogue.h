@@ -74,7 +74,7 @@ bool in_device_skeleton(const GemmConfig& config);
 bool skeleton_cluster_fits(const GemmProblem& problem, const GemmConfig& config);
 
 // "bf16 128x256x64 s4 w2 c2x1 k1": type, BM×BN×BK, stages, consumer warpgroups, cluster, split-K; the
-// ping-pong schedule adds " pingpong" ("e4m3 64x256x128 s4 w2 c2x1 k1 pingpong").
+// ping-pong schedule adds " pingpong" ("f8e4m3 64x256x128 s4 w2 c2x1 k1 pingpong").
 std::string config_name(const GemmConfig& config);
 
 // The axes whose product is the catalogue.

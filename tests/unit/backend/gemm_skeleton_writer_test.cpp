@@ -163,7 +163,8 @@ TEST(GemmSkeletonWriter, WritesThePingpongScheduleWhenItIsChosen) {
   ASSERT_TRUE(m.kernels[0].gemm.has_value());
   const GemmSkeletonLaunch& g = *m.kernels[0].gemm;
   EXPECT_EQ(g.bm, 64);
-  EXPECT_NE(g.config.find(", true>"), std::string::npos) << g.config;
+  EXPECT_TRUE(g.pingpong);
+  EXPECT_NE(g.config.find(", 16, 1, 1, 1, true>"), std::string::npos) << g.config;  // ..., ClusterN 1, Pingpong
   EXPECT_EQ(m.kernels[0].threads, 384);
   EXPECT_EQ(m.kernels[0].shared_bytes, solder::gemm::gemm_smem_bytes(64, g.bn, g.stages, 1, true));
   EXPECT_NE(m.source.find("// ping-pong schedule"), std::string::npos) << m.source;
@@ -171,7 +172,8 @@ TEST(GemmSkeletonWriter, WritesThePingpongScheduleWhenItIsChosen) {
   GeneratedModule c = unfused_for_gpu(kScaledGemm);
   unsetenv("SOLDER_GEMM_SCHEDULE");
   ASSERT_TRUE(c.kernels[0].gemm.has_value());
-  EXPECT_EQ(c.kernels[0].gemm->config.find(", true>"), std::string::npos) << c.kernels[0].gemm->config;
+  EXPECT_FALSE(c.kernels[0].gemm->pingpong) << c.kernels[0].gemm->config;
+  EXPECT_EQ(c.source.find("// ping-pong schedule"), std::string::npos);
   std::string why;
   if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
   if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;

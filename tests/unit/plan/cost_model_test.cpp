@@ -116,7 +116,7 @@ TEST(CostModel, PingpongHidesAllButTheLastEpilogue) {
                                                      kEpilogueRowStagedTbps * 1e3 / static_cast<double>(b.concurrent_ctas)) * 1e3);
   const double gaps_us = units * (8192 / 128) * (kOneConsumerStepCycles - kPingpongStepCycles) / default_hardware().sm_clock_mhz;
   EXPECT_NEAR(a.tensor_us - b.tensor_us, (units - 1) * store_us + gaps_us, 1e-6);
-  EXPECT_LT(b.total_us, a.total_us);
+  EXPECT_LE(b.total_us, a.total_us);  // (both may be bound by another level)
   // One unit per block (M 128: 24 tiles of 64 x 256): the second warpgroup has nothing to do.
   GemmProblem skinny = problem(128, 3072, 8192, MmaType::f8e4m3);
   const GemmCost c = predict_gemm(skinny, one, default_hardware()), d = predict_gemm(skinny, pp, default_hardware());

@@ -170,7 +170,7 @@ TEST(Catalogue, PingpongIsTheBm64TwoConsumerPoint) {
   EXPECT_EQ(c.rows_per_consumer(), 64);
   EXPECT_EQ(c.accumulator_registers(), 128);  // 64 x 256 / 128 threads
   EXPECT_EQ(c.threads(), 384);
-  EXPECT_EQ(config_name(c), "e4m3 64x256x128 s4 w2 c1x1 k1 pingpong");
+  EXPECT_EQ(config_name(c), "f8e4m3 64x256x128 s4 w2 c1x1 k1 pingpong");
   EXPECT_TRUE(in_device_skeleton(c));
   GemmProblem p;
   p.m = p.n = p.k = 8192;
