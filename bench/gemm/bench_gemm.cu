@@ -5,6 +5,10 @@
 //   bench_gemm sweep JSON        ≥ 50 (shape, configuration) pairs for the cost model (bench/gemm/README.md).
 //   bench_gemm diag [JSON]       epilogue and raster diagnostics (no-store and no-scale epilogues, GroupM 8/32).
 //   bench_gemm profile           bf16 128x256 s3 and e4m3 128x256 s4 at 8192³, a few launches each (for ncu).
+//   bench_gemm pingpong [JSON]   e4m3 and bf16 8192³: the cooperative 128x256 tiles against the ping-pong
+//                                schedule's 64xBN tiles (Config::Pingpong), pair-store and row-store
+//                                epilogues, two rounds (peer: peer.py in the same call).
+//   bench_gemm pingpong-profile  one launch each of the fastest cooperative and ping-pong e4m3 kernels (ncu).
 //   bench_gemm splitk [JSON]     f16 M = 128 GEMMs of ffn (N 3072 K 8192, N 4096 K 11008, N 8192 K 3072)
 //                                without and with split-K; each split-K output is compared with the
 //                                split-1 output of the same tile (peer: peer.py splitk).
@@ -33,6 +37,7 @@ struct Result {
   int bm, bn, bk, stages, consumers, cluster_m, blocks;
   double ms, tflops;
   int split_k = 1;
+  bool pingpong = false;
 };
 
 std::vector<Result> results;
@@ -142,10 +147,10 @@ void bench(const Operand& A, const Operand& B, int replays, bool persistent = tr
   char name[96];
   char split[16] = "";
   if (C::SplitK > 1) std::snprintf(split, sizeof split, " k%d", C::SplitK);
-  std::snprintf(name, sizeof name, "%dx%dx%d s%d%s%s%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "", split,
-                persistent ? " pers" : "", note);
+  std::snprintf(name, sizeof name, "%dx%dx%d s%d%s%s%s%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "", split,
+                C::Pingpong ? " pp" : "", persistent ? " pers" : "", note);
   Result r{dtype_name(C::TA), name, m, n, k, 1, C::BM, C::BN, C::BK, C::Stages, C::Consumers, C::ClusterM,
-           int(solder::gemm::launch_config(C{}, shape, blocks).grid[0]), ms, flops / ms / 1e9, C::SplitK};
+           int(solder::gemm::launch_config(C{}, shape, blocks).grid[0]), ms, flops / ms / 1e9, C::SplitK, C::Pingpong};
   results.push_back(r);
   std::printf("solder %-5s %-18s M=%-6d N=%-6d K=%-6d %9.4f ms %7.1f TFLOP/s\n", r.dtype.c_str(), name, m, n, k, ms, r.tflops);
   std::fflush(stdout);
@@ -172,8 +177,8 @@ void write_json(const char* path) {
     std::fprintf(f,
                  "    {\"dtype\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"batch\": %d, \"config\": {\"bm\": %d, \"bn\": %d, "
                  "\"bk\": %d, \"stages\": %d, \"consumers\": %d, \"a_k_major\": true, \"b_k_major\": true, \"split_k\": %d, "
-                 "\"cluster_m\": %d, \"cluster_n\": 1, \"blocks\": %d}, \"ms\": %.6f, \"tflops\": %.2f}%s\n",
-                 r.dtype.c_str(), r.m, r.n, r.k, r.batch, r.bm, r.bn, r.bk, r.stages, r.consumers, r.split_k, r.cluster_m, r.blocks, r.ms, r.tflops,
+                 "\"cluster_m\": %d, \"cluster_n\": 1, \"pingpong\": %s, \"blocks\": %d}, \"ms\": %.6f, \"tflops\": %.2f}%s\n",
+                 r.dtype.c_str(), r.m, r.n, r.k, r.batch, r.bm, r.bn, r.bk, r.stages, r.consumers, r.split_k, r.cluster_m, r.pingpong ? "true" : "false", r.blocks, r.ms, r.tflops,
                  i + 1 < results.size() ? "," : "");
   }
   std::fprintf(f, "  ]\n}\n");
@@ -198,6 +203,9 @@ using F8_128x128_s6 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6>;
 using F8_128x256_s4_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2>;
 using F8_128x256_s4 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4>;
 using F8_64x256_s4 = Config<Dtype::e4m3, Dtype::e4m3, 64, 256, 4>;
+// The ping-pong schedule (Config::Pingpong): BM 64, two consumer warpgroups on alternate tiles.
+template <Dtype T, int BN, int S, int CM>
+using PP = Config<T, T, 64, BN, S, true, true, CM, 16, 1, 1, 1, true>;
 
 // Split-K at M = 128 (f16; ffn's GEMMs): the split-1 tiles and split 2/4/8.
 template <int BM, int BN, int S, int Split>
@@ -315,6 +323,34 @@ int main(int argc, char** argv) {
     bench<F8_128x256_s4>(A8, B8, 1);
     free_operand(A8);
     free_operand(B8);
+  } else if (mode == "pingpong" || mode == "pingpong-profile") {
+    const int n = 8192;
+    const bool profile = mode == "pingpong-profile";
+    const int replays = profile ? 1 : 15;
+    Operand A8 = device_operand(Dtype::e4m3, n, n, 3), B8 = device_operand(Dtype::e4m3, n, n, 4);
+    for (int rep = 0; rep < (profile ? 1 : 2); ++rep) {
+      bench<F8_128x256_s4_c2>(A8, B8, replays);
+      bench<PP<Dtype::e4m3, 256, 5, 2>>(A8, B8, replays);
+      if (profile) break;
+      bench<F8_128x256_s4_c2, RowStoreBf16>(A8, B8, replays, true, true, " rows");
+      bench<PP<Dtype::e4m3, 256, 4, 1>>(A8, B8, replays);
+      bench<PP<Dtype::e4m3, 256, 4, 2>, RowStoreBf16>(A8, B8, replays, true, true, " rows");
+      bench<PP<Dtype::e4m3, 128, 8, 2>>(A8, B8, replays);
+      bench<PP<Dtype::e4m3, 192, 6, 2>>(A8, B8, replays);
+    }
+    free_operand(A8);
+    free_operand(B8);
+    if (!profile) {
+      Operand A = device_operand(Dtype::bf16, n, n, 1), B = device_operand(Dtype::bf16, n, n, 2);
+      for (int rep = 0; rep < 2; ++rep) {
+        bench<B_128x256_s4_c2>(A, B, replays);
+        bench<PP<Dtype::bf16, 256, 4, 1>>(A, B, replays);
+        bench<PP<Dtype::bf16, 256, 5, 2>>(A, B, replays);
+        bench<PP<Dtype::bf16, 256, 4, 2>, RowStoreBf16>(A, B, replays, true, true, " rows");
+      }
+      free_operand(A);
+      free_operand(B);
+    }
   } else if (mode == "splitk") {
     splitk_shape(128, 3072, 8192);
     splitk_shape(128, 4096, 11008);
@@ -325,7 +361,7 @@ int main(int argc, char** argv) {
                              {128, 3072, 8192},  {512, 4096, 4096},  {4096, 1024, 4096}, {16384, 4096, 1024}};
     for (const auto& s : shapes) sweep_shape(s[0], s[1], s[2]);
   } else {
-    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile|splitk [JSON]\n");
+    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile|pingpong|pingpong-profile|splitk [JSON]\n");
     return 2;
   }
   write_json(json);

@@ -419,7 +419,8 @@ class Planner {
     PlanOptions options;
     options.top = 1;
     for (const GemmConfig& config : gemm_catalogue(problem.type))
-      if ((config.bm == 64 || config.bm == 128) && config.bn == bn && config.split_k == 1 && config.cluster_size() == 1 && in_device_skeleton(config))
+      if ((config.bm == 64 || config.bm == 128) && config.bn == bn && config.split_k == 1 && config.cluster_size() == 1 &&
+          !config.pingpong && in_device_skeleton(config))
         options.only.push_back(config);
     GemmPlan plan;
     if (!options.only.empty()) plan = plan_gemm(problem, default_hardware(), options);

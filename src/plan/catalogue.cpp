@@ -35,7 +35,8 @@ int GemmConfig::stage_bytes() const { return (bm + bn) * bk * mma_type_bytes(typ
 int GemmConfig::smem_bytes(DType) const { return stages * stage_bytes() + stages * 2 * 8 + 1024; }
 
 bool in_device_skeleton(const GemmConfig& c) {
-  return c.type != MmaType::tf32 && (c.bm == 64 || c.bm == 128) && c.consumers == c.bm / 64 && c.bn % 16 == 0 &&
+  const bool schedule = c.pingpong ? c.bm == 64 && c.consumers == 2 && c.split_k == 1 : c.consumers == c.bm / 64;
+  return c.type != MmaType::tf32 && (c.bm == 64 || c.bm == 128) && schedule && c.bn % 16 == 0 &&
          c.bn >= 16 && c.bn <= 256 && c.bk * mma_type_bytes(c.type) == 128 && c.stages >= 2 && c.stages <= 8 &&
          c.split_k >= 1 && c.split_k <= 16 &&
          ((c.cluster_m == 1 && (c.cluster_n == 1 || c.cluster_n == 2 || c.cluster_n == 4)) || (c.cluster_m == 2 && c.cluster_n == 1));
@@ -49,7 +50,7 @@ bool skeleton_cluster_fits(const GemmProblem& p, const GemmConfig& c) {
   return true;
 }
 
-int GemmConfig::accumulator_registers() const { return bm * bn / (128 * consumers); }
+int GemmConfig::accumulator_registers() const { return rows_per_consumer() * bn / 128; }
 
 int GemmConfig::launch_registers() const {
   const int consumer = std::min(255, (accumulator_registers() + kConsumerOverheadRegisters + 7) / 8 * 8);
@@ -60,7 +61,8 @@ int GemmConfig::launch_registers() const {
 std::string config_name(const GemmConfig& c) {
   return std::string(mma_type_name(c.type)) + " " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
          std::to_string(c.bk) + " s" + std::to_string(c.stages) + " w" + std::to_string(c.consumers) + " c" +
-         std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) + " k" + std::to_string(c.split_k);
+         std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) + " k" + std::to_string(c.split_k) +
+         (c.pingpong ? " pingpong" : "");
 }
 
 const GemmCatalogueAxes& gemm_catalogue_axes() { return kGemmCatalogueAxes; }
@@ -85,6 +87,7 @@ std::vector<GemmConfig> gemm_catalogue(MmaType type) {
                 c.cluster_m = cm;
                 c.cluster_n = cn;
                 c.split_k = split;
+                c.pingpong = bm == 64 && consumers == 2;  // the only schedule that point can run
                 configs.push_back(c);
               }
   return configs;
@@ -112,7 +115,8 @@ std::string catalogue_json() {
   for (MmaType t : {MmaType::bf16, MmaType::f16, MmaType::f8e4m3, MmaType::f8e5m2, MmaType::tf32}) json.value(mma_type_name(t));
   json.end_array();
   json.key("configurations_per_type").value(static_cast<int64_t>(gemm_catalogue(MmaType::bf16).size()));
-  json.key("name_format").value("TYPE BMxBNxBK sSTAGES wCONSUMERS cCLUSTER_MxCLUSTER_N kSPLIT_K");
+  json.key("name_format").value("TYPE BMxBNxBK sSTAGES wCONSUMERS cCLUSTER_MxCLUSTER_N kSPLIT_K[ pingpong]");
+  json.key("pingpong").value("BM 64 with 2 consumers: the ping-pong schedule (each warpgroup a whole tile, in turn)");
   json.end_object();
   return json.str();
 }
@@ -126,7 +130,7 @@ std::string catalogue_text() {
          "  BN         " + join(axes.bn) + "\n"
          "  BK         " + join(axes.bk) + "\n"
          "  stages     " + join(axes.stages) + "\n"
-         "  consumers  " + join(axes.consumers) + " warpgroups (plus one producer)\n"
+         "  consumers  " + join(axes.consumers) + " warpgroups (plus one producer); BM 64 with 2: the ping-pong schedule\n"
          "  cluster    " + clusters + " (M x N)\n"
          "  split-K    " + join(axes.split_k) + "\n"
          "  " + std::to_string(gemm_catalogue(MmaType::bf16).size()) + " configurations per type before the feasibility rules\n"

@@ -31,6 +31,10 @@ struct GemmConfig {
   int consumers = 2;               // consumer warpgroups; the producer adds one more warpgroup
   int cluster_m = 1, cluster_n = 1;
   int split_k = 1;
+  // The ping-pong schedule (config.cuh Config::Pingpong): BM 64 and two consumer warpgroups that take
+  // whole tiles in turn, one's epilogue overlapping the other's main loop. In the catalogue it is the
+  // (BM 64, 2 consumers) point of the axes, which the cooperative schedule cannot use (32 rows each).
+  bool pingpong = false;
 
   int threads() const { return 128 * (consumers + 1); }
   int cluster_size() const { return cluster_m * cluster_n; }
@@ -39,7 +43,9 @@ struct GemmConfig {
   // The CTA's shared memory: the stage ring, two mbarriers per stage, and 1 KB to align the ring to 1024
   // bytes (the 128-byte swizzle); the epilogue stores from registers. `output` is for a staged epilogue.
   int smem_bytes(DType output) const;
-  // f32 accumulators per consumer thread: BM × BN / (128 × consumers).
+  // Rows of a tile each consumer warpgroup computes: BM / consumers (cooperative) or BM (ping-pong).
+  int rows_per_consumer() const { return pingpong ? bm : bm / consumers; }
+  // f32 accumulators per consumer thread: rows_per_consumer × BN / 128.
   int accumulator_registers() const;
   // Registers per thread the CTA launches with (setmaxnreg moves them between warpgroups): producers keep
   // kProducerRegisters, consumers hold the accumulators plus kConsumerOverheadRegisters.
@@ -53,7 +59,8 @@ constexpr int kConsumerOverheadRegisters = 56;
 constexpr int kMaxAccumulatorRegisters = 168;  // f32 accumulators a consumer thread may hold
 
 // Whether device/solder/gemm (config.cuh, 2026-11-26) instantiates `config`: bf16/f16/e4m3/e5m2, BM 64
-// or 128 with one consumer warpgroup per 64 rows, BN a multiple of 16 in [16, 256], BK = 128 bytes,
+// or 128 with one consumer warpgroup per 64 rows (or the ping-pong schedule: BM 64, two consumer
+// warpgroups on alternate tiles, split-K 1), BN a multiple of 16 in [16, 256], BK = 128 bytes,
 // 2-8 stages, split-K 1-16 (merged in the kernel through a global workspace), clusters 1x1, 2x1 (B
 // multicast along M: ClusterM), 1x2 and 1x4 (A multicast along N: ClusterN). What also depends on the
 // operands' layout (a cluster's slices of the shared tile) is skeleton_cluster_fits (skeleton_choice.h).
@@ -66,7 +73,8 @@ bool in_device_skeleton(const GemmConfig& config);
 // True for 1x1. With in_device_skeleton, what the skeleton path may choose.
 bool skeleton_cluster_fits(const GemmProblem& problem, const GemmConfig& config);
 
-// "bf16 128x256x64 s4 w2 c2x1 k1": type, BM×BN×BK, stages, consumer warpgroups, cluster, split-K.
+// "bf16 128x256x64 s4 w2 c2x1 k1": type, BM×BN×BK, stages, consumer warpgroups, cluster, split-K; the
+// ping-pong schedule adds " pingpong" ("f8e4m3 64x256x128 s4 w2 c2x1 k1 pingpong").
 std::string config_name(const GemmConfig& config);
 
 // The axes whose product is the catalogue.

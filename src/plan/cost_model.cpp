@@ -85,9 +85,13 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   const double sm_tflops = std::min(tensor_tflops * kIdleSmTensorBoost / sms, tensor_tflops / static_cast<double>(blocks));
   double unit_tensor_us = unit_flops / (sm_tflops * 1e6 * cost.wgmma_efficiency);
   // One consumer warpgroup waits for each K step's stage and for its previous wgmma batch with nothing
-  // else to issue; a second consumer's wgmma fill those gaps.
-  if (c.consumers == 1)
-    unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kOneConsumerStepCycles / (hw.sm_clock_mhz > 0 ? hw.sm_clock_mhz : 1500);
+  // else to issue; a second consumer's wgmma fill those gaps. The ping-pong schedule's block with a single
+  // unit runs one warpgroup alone, the same way.
+  const double clock_mhz = hw.sm_clock_mhz > 0 ? hw.sm_clock_mhz : 1500;
+  if (c.consumers == 1 || (c.pingpong && units < 2))
+    unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kOneConsumerStepCycles / clock_mhz;
+  else if (c.pingpong)
+    unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kPingpongStepCycles / clock_mhz;
   const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);
   const bool row_store = p.row_store && c.bn % 32 == 0;  // the row-store hooks (sm90_gemm.cuh)
   // Split-K's merge runs the registers-first schedule (the staged one needs the whole warpgroup).
@@ -97,6 +101,15 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   const double store_gbps = std::min(rates.sm_load_gbps, epilogue_tbps * 1e3 / static_cast<double>(blocks));
   const double store_us = tile_store_bytes / (store_gbps * 1e3);
   cost.tensor_us = static_cast<double>(units) * (unit_tensor_us + store_us);
+  if (c.pingpong) {
+    // Ping-pong: the block's units alternate between two warpgroups and the ring orders their main loops,
+    // so each epilogue but the last runs under the other warpgroup's main loop: units main loops and one
+    // store, unless a store outlasts a main loop (then each warpgroup's own units, back to back, bind).
+    const double own_units = static_cast<double>((units + 1) / 2);
+    cost.tensor_us = std::max(static_cast<double>(units) * unit_tensor_us + store_us, own_units * (unit_tensor_us + store_us));
+  }
+  // A cluster's ring advances at its slowest block's pace.
+  cost.tensor_us *= 1.0 + kClusterPacing * (c.cluster_size() - 1);
 
   // Shared memory: TMA writes (BM + BN) × BK per stage; wgmma reads A once and B once per m64 block.
   const double k_elems = static_cast<double>(c.bk) * k_tiles_per_cta;

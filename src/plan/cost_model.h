@@ -9,7 +9,9 @@
 //          (p = kMainloopNorm: the three overlap imperfectly)
 //
 //   tensor  padded tile FLOPs of the busiest SM (waves of CTAs over SMs × CTAs per SM) at the measured
-//           rate for T × wgmma efficiency (issue overhead per m64nBNk instruction)
+//           rate for T × wgmma efficiency (issue overhead per m64nBNk instruction), and each tile's
+//           epilogue store after it (the ping-pong schedule: only the last, the others overlapping the
+//           other warpgroup's main loop)
 //   smem    bytes through shared memory per SM: TMA writes of A and B tiles, wgmma reads of A once and of
 //           B once per m64 row block, at the measured shared-memory bandwidth (DSM table, cluster size 1)
 //   load    what one SM receives: the A and B tiles of its CTAs through its load port (sm_load_gbps), and
@@ -106,6 +108,20 @@ constexpr double kSmemBytesPerClock = 128;
 // takes 34.6 µs: 12 µs beyond its wgmma at the idle-SM rate (20.3 µs), launch and fill (2.3 µs), which is
 // 91 ns = 180 cycles at 1980 MHz per K step. Two consumers hide it (128x64 s8: 31.2 µs, the port's time).
 constexpr double kOneConsumerStepCycles = 180;
+// Cycles per K step that a ping-pong unit (GemmConfig::pingpong) loses with two or more units per block:
+// one warpgroup issues at a time, so part of each step's wait for the previous wgmma batch and the next
+// stage is exposed. Fitted on the H100 (2026-11-27, bench/NOTES.md, gemm-mainloop): e4m3 8192³ with row
+// stores, cooperative 128x256 s4 c2 0.790 ms against ping-pong 64x256 s4 c2 0.905 ms (1.146×; the model
+// without this term said 1.084×); with 50 cycles it says 1.144×, and bf16 L2 (4096 x 14336 x 4096)
+// ping-pong 830 µs against 813 measured (785 without).
+constexpr double kPingpongStepCycles = 50;
+// The tensor term's growth per extra block of a cluster: a stage is refilled only once every block of
+// the cluster released it, so the slowest block sets the pace of all (kSkeletonClusterUs charges the
+// launch; this the main loop). Measured on the H100 (2026-11-27, bench/NOTES.md, gemm-mainloop): bf16 L2
+// (4096 x 14336 x 4096, 128x256 s4) with a 1x4 cluster 677.6 and 719.7 µs (min 666, max 761) against
+// 669.4 (min 636, max 679) without, where the model had preferred the cluster by 6.5 µs; with 1 % per
+// extra block it prefers none (696.9 against 711.1).
+constexpr double kClusterPacing = 0.01;
 // The epilogue's store rate, for the whole chip: the consumers hand their accumulators to the epilogue
 // functor after the last wgmma of a tile and store pairs of outputs from registers (8 rows × 16 bytes per
 // warp instruction) before the next tile's wgmma; the busy SMs share this rate. Measured: at M=16384

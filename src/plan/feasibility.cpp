@@ -77,7 +77,7 @@ std::optional<PruneRefusal> check_feasibility(const GemmProblem& p, const GemmCo
                                               std::to_string(c.bk * bytes) + ", not 128"};
   if (c.bn % 8 != 0 || c.bn < 8 || c.bn > 256)
     return PruneRefusal{PruneRule::wgmma_shape, "BN " + std::to_string(c.bn) + " is not a multiple of 8 in [8, 256]"};
-  if (c.bm % c.consumers != 0 || (c.bm / c.consumers) % 64 != 0)
+  if (!c.pingpong && (c.bm % c.consumers != 0 || (c.bm / c.consumers) % 64 != 0))
     return PruneRefusal{PruneRule::wgmma_shape, "BM " + std::to_string(c.bm) + " over " + std::to_string(c.consumers) +
                                                " consumer warpgroups is not a multiple of 64 rows each"};
   if ((!p.b_k_major && c.bn % 64 != 0) || (!p.a_k_major && c.bm % 64 != 0))

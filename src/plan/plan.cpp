@@ -16,6 +16,7 @@ bool better(const GemmCandidate& a, const GemmCandidate& b, DType output) {
   const int sa = a.config.smem_bytes(output), sb = b.config.smem_bytes(output);
   if (sa != sb) return sa < sb;
   if (a.config.cluster_size() != b.config.cluster_size()) return a.config.cluster_size() < b.config.cluster_size();
+  if (a.config.pingpong != b.config.pingpong) return !a.config.pingpong;  // a tie: the simpler schedule
   return a.config.split_k < b.config.split_k;
 }
 
@@ -32,6 +33,7 @@ void write_config(JsonWriter& json, const GemmConfig& c) {
   json.key("bm").value(c.bm).key("bn").value(c.bn).key("bk").value(c.bk);
   json.key("stages").value(c.stages).key("consumers").value(c.consumers);
   json.key("cluster_m").value(c.cluster_m).key("cluster_n").value(c.cluster_n).key("split_k").value(c.split_k);
+  json.key("pingpong").value(c.pingpong);
   json.end_object();
 }
 

@@ -18,6 +18,16 @@ bool split_k_offered(const GemmProblem& p, const GemmConfig& c, int sm_count) {
   return tiles < sm_count && k_tiles >= static_cast<int64_t>(kMinSplitKTiles) * c.split_k;
 }
 
+std::optional<bool> forced_skeleton_schedule() {
+  const char* text = std::getenv("SOLDER_GEMM_SCHEDULE");
+  if (!text || !*text) return std::nullopt;
+  const std::string v(text);
+  if (v == "pingpong") return true;
+  if (v == "cooperative") return false;
+  std::fprintf(stderr, "solder: SOLDER_GEMM_SCHEDULE='%s' is not pingpong or cooperative; ignored\n", text);
+  return std::nullopt;
+}
+
 std::optional<std::pair<int, int>> forced_skeleton_cluster() {
   const char* text = std::getenv("SOLDER_GEMM_CLUSTER");
   if (!text || !*text) return std::nullopt;
@@ -93,12 +103,14 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   std::string forced_why;
   const std::optional<ForcedTile> forced = forced_skeleton_tile(&forced_why, std::array<int64_t, 3>{p.m, p.n, p.k});
   const std::optional<std::pair<int, int>> cluster = forced ? std::nullopt : forced_skeleton_cluster();
+  const std::optional<bool> schedule = forced_skeleton_schedule();
   std::vector<GemmConfig> with_cluster;  // the offered configurations of that cluster shape
   for (const GemmConfig& c : gemm_catalogue(type)) {
     if (forced) {  // A/B runs: exactly this tile, when the skeleton has it (split-K offered or not)
       if (c.bm != forced->bm || c.bn != forced->bn * operands || c.stages != forced->stages || c.split_k != forced->split_k ||
           c.cluster_m != forced->cluster_m || c.cluster_n != forced->cluster_n || !in_device_skeleton(c) ||
-          !skeleton_cluster_fits(problem, c) || (operands == 2 && (c.split_k != 1 || c.cluster_m != 1)))
+          !skeleton_cluster_fits(problem, c) || (operands == 2 && (c.split_k != 1 || c.cluster_m != 1 || c.pingpong)) ||
+          (schedule && *schedule != c.pingpong))
         continue;
       options.only.push_back(c);
       continue;
@@ -111,7 +123,8 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
     if (!skeleton_cluster_fits(problem, operands == 2 ? per_operand : c)) continue;
     // Dual-B: BN' = 2·BN with BN a multiple of 16 (64 when B is N-major), at most 128; no split-K and
     // no cluster along M (B multicast); a cluster along N shares A as in the single-B kernel.
-    if (operands == 2 && (c.split_k != 1 || c.cluster_m != 1 || c.bn % (p.b.k_major ? 32 : 128) != 0)) continue;
+    if (operands == 2 && (c.split_k != 1 || c.cluster_m != 1 || c.pingpong || c.bn % (p.b.k_major ? 32 : 128) != 0)) continue;
+    if (schedule && *schedule != c.pingpong) continue;
     options.only.push_back(c);
     if (cluster && c.cluster_m == cluster->first && c.cluster_n == cluster->second) with_cluster.push_back(c);
   }

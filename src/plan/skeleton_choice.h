@@ -60,4 +60,9 @@ std::optional<ForcedTile> forced_skeleton_tile(std::string* why = nullptr,
 // chooses as usual); SOLDER_GEMM_TILE, when set, wins. Nothing (or a malformed value): no restriction.
 std::optional<std::pair<int, int>> forced_skeleton_cluster();
 
+// A/B runs of the main loop's schedule: $SOLDER_GEMM_SCHEDULE = "pingpong" offers only the ping-pong
+// configurations (GemmConfig::pingpong; BM 64), "cooperative" only the others; with SOLDER_GEMM_TILE the
+// forced tile is taken in that schedule. Unset: both, chosen by cost. Anything else: a warning, unset.
+std::optional<bool> forced_skeleton_schedule();
+
 }  // namespace solder

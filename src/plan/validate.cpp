@@ -89,6 +89,8 @@ class SweepReader {
     g.split_k = static_cast<int>(positive_or(c, "split_k", 1));
     g.cluster_m = static_cast<int>(positive_or(c, "cluster_m", 1));
     g.cluster_n = static_cast<int>(positive_or(c, "cluster_n", 1));
+    // bench_gemm pingpong writes "pingpong": true for the ping-pong schedule (BM 64, 2 consumers).
+    if (const JsonValue* pp = c.member("pingpong"); pp && pp->kind == JsonValue::boolean) g.pingpong = pp->bool_value;
     record.blocks = positive_or(c, "blocks", 0);
     if (const JsonValue* ms = r.member("ms")) {
       if (ms->kind != JsonValue::number || !(ms->number_value > 0))

@@ -56,9 +56,12 @@ SOLDER_GEMM_HD constexpr int epilogue_staging_columns(int bm, int bn, int b_oper
 }
 // Dynamic shared memory of a plain skeleton launch (Config::SmemBytes without the Config type).
 // A stage holds 128 bytes of K per row of A and of each B, whatever the type.
-SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_operands) {
+// pingpong: the ping-pong schedule (Config::Pingpong): two consumer warpgroups of 64 rows each own a
+// staging buffer whatever BM (64) is, so the buffer holds 128 rows.
+SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_operands, bool pingpong = false) {
   const int ring = stages * (bm + b_operands * bn) * 128 + 16 * stages + 1024;
-  return ring + bm * epilogue_staging_columns(bm, bn, b_operands, ring) * 2;
+  const int rows = pingpong ? 128 : bm;
+  return ring + rows * epilogue_staging_columns(rows, bn, b_operands, ring) * 2;
 }
 
 // One tile configuration.
@@ -83,8 +86,15 @@ SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_o
 //              tile-row that share the A tile, each loading 1/ClusterN of it with TMA multicast into
 //              all of them (A's L2 → SM traffic divided by ClusterN; for M = 128, where A is re-read
 //              by every tile of the row). ClusterM and ClusterN are not both above 1.
+//   Pingpong   false: the cooperative schedule (the BM/64 consumer warpgroups share each tile, 64 rows
+//              each, and reach its epilogue together). true: the ping-pong schedule: BM = 64, two consumer
+//              warpgroups, each computing whole tiles, the block's work units alternating between them
+//              (unit i of the block to warpgroup i % 2); the ring holds one warpgroup's K tiles after the
+//              other's, so one warpgroup's epilogue runs while the other's wgmma use the tensor cores.
+//              SplitK 1 and BOperands 1. Worth it with persistent blocks of two or more units each.
 template <Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool AKMajor_ = true, bool BKMajor_ = true,
-          int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1, int BOperands_ = 1, int ClusterN_ = 1>
+          int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1, int BOperands_ = 1, int ClusterN_ = 1,
+          bool Pingpong_ = false>
 struct Config {
   static constexpr Dtype TA = TA_;
   static constexpr Dtype TB = TB_;
@@ -100,22 +110,28 @@ struct Config {
   static constexpr int BOperands = BOperands_;
   static constexpr int ClusterN = ClusterN_;
   static constexpr int ClusterSize = ClusterM_ * ClusterN_;  // blocks per cluster (the grid's x dimension)
+  static constexpr bool Pingpong = Pingpong_;
   // The TMA box rows of each operand's tensor map (tile_rows for runtime::encode_gemm_operand): a
   // K-major B is loaded in ClusterM slices of BN/ClusterM rows, a K-major A in ClusterN slices of
   // BM/ClusterN rows; MN-major boxes are 64 wide anyway.
   static constexpr int ABoxRows = AKMajor_ ? BM_ / ClusterN_ : BM_;
   static constexpr int BBoxRows = BKMajor_ ? BN_ / ClusterM_ : BN_;
-  static constexpr int Consumers = BM_ / 64;           // consumer warpgroups, 64 rows each
+  // Consumer warpgroups: 64 rows of each tile each (cooperative), or 2 taking turns (ping-pong).
+  static constexpr int Consumers = Pingpong_ ? 2 : BM_ / 64;
+  static constexpr int ABlocks = BM_ / 64;              // 64-row blocks of A in one stage
+  // Consumer warpgroups that read each stage (and release it: its empty barrier's arrivals per block / 4).
+  static constexpr int StageReaders = Pingpong_ ? 1 : Consumers;
   static constexpr int Threads = 128 * (Consumers + 1);  // + one producer warpgroup
   static constexpr int ABytesPerStage = BM_ * BK * dtype_bytes(TA_);
   static constexpr int BBytesPerStage = BN_ * BK * dtype_bytes(TB_);  // one B operand's tile
   static constexpr int StageBytes = ABytesPerStage + BOperands_ * BBytesPerStage;
   // The ring, 2 mbarriers per stage, and 1 KB of slack to align the ring to 1024 bytes (128B swizzle).
   static constexpr int RingSmemBytes = Stages_ * StageBytes + 16 * Stages_ + 1024;
-  // The staged row-store epilogue's buffer (sm90_gemm.cuh, epilogue_staging_columns): BM rows ×
-  // EpilogueColumns 16-bit results, between the ring and the barriers; 0 where none fits.
-  static constexpr int EpilogueColumns = epilogue_staging_columns(BM_, BN_, BOperands_, RingSmemBytes);
-  static constexpr int EpilogueBytes = BM_ * EpilogueColumns * 2;
+  // The staged row-store epilogue's buffer (sm90_gemm.cuh, epilogue_staging_columns): 64 rows per
+  // consumer warpgroup × EpilogueColumns 16-bit results, between the ring and the barriers; 0 where none
+  // fits.
+  static constexpr int EpilogueColumns = epilogue_staging_columns(64 * Consumers, BN_, BOperands_, RingSmemBytes);
+  static constexpr int EpilogueBytes = 64 * Consumers * EpilogueColumns * 2;
   static constexpr int SmemBytes = RingSmemBytes + EpilogueBytes;
 
   static_assert(dtype_bytes(TA_) == dtype_bytes(TB_) && (TA_ == TB_ || dtype_is_fp8(TA_)),
@@ -136,6 +152,8 @@ struct Config {
                 "a 2-block cluster splits B in halves: BN/2 a multiple of 8 (K-major) or BN/64 even (N-major)");
   static_assert(ClusterN_ == 1 || ClusterN_ == 2 || ClusterN_ == 4, "ClusterN must be 1, 2 or 4");
   static_assert(ClusterM_ == 1 || ClusterN_ == 1, "a cluster shares B along M or A along N, not both");
+  static_assert(!Pingpong_ || (BM_ == 64 && SplitK_ == 1 && BOperands_ == 1),
+                "the ping-pong schedule takes BM 64 (one warpgroup per tile), no split-K and one B operand");
   static_assert(ClusterN_ == 1 || (AKMajor_ ? (BM_ / ClusterN_) % 8 == 0 : (BM_ / 64) % ClusterN_ == 0),
                 "a cluster along N splits A in ClusterN slices: BM/ClusterN a multiple of 8 rows (K-major, whole "
                 "1024-byte swizzle atoms) or BM/64 a multiple of ClusterN (M-major)");

@@ -72,6 +72,20 @@
 // same full barrier; the consumers issue the B2 wgmma into a second accumulator in the same batch, so A's
 // tile is read from global memory once for both products, and the epilogue gets both values.
 //
+// Ping-pong (Config::Pingpong, BM 64): the two consumer warpgroups take the block's work units in turn
+// (unit i to warpgroup i % 2), each computing whole 64 × BN tiles. The producer fills the ring in unit
+// order, so a warpgroup's K tiles follow the other's in the ring: each consumer skips the other's stages
+// (advancing its stage and phase by their count), and a stage is read and released by one warpgroup
+// (StageReaders). A handoff orders them: a warpgroup starts waiting for its unit's first stage only after
+// the other has seen its previous unit's last stage full (named barrier 3 + c, "warpgroup c's turn":
+// bar.arrive by the one, bar.sync by the other). Without it the skipping warpgroup would wait on a stage
+// whose barrier is several phases behind the fill it wants, and an mbarrier parity wait cannot tell
+// phase j from phase j - 2. The ring then keeps the main loops in turn (the next warpgroup's first stage
+// is loaded once the previous one released all but Stages - 1 of its own), so one warpgroup's epilogue
+// (and the stores it waits for) runs while the other's wgmma keep the tensor cores busy; in the
+// cooperative schedule the tensor cores idle during every tile's epilogue but for the producer's
+// prefetch. Each warpgroup has its own staging buffer (64 rows) and named barrier.
+//
 // Programmatic dependent launch: after the barriers are initialised every thread executes
 // griddepcontrol.wait, then griddepcontrol.launch_dependents; a launch with the programmatic stream
 // serialization attribute (runtime::LaunchConfig::programmatic) thus overlaps this kernel's start with
@@ -154,6 +168,10 @@ __device__ __forceinline__ uint16_t ld_shared_u16(uint32_t address) {
 __device__ __forceinline__ void warpgroup_barrier(int consumer) {
   asm volatile("bar.sync %0, 128;" ::"r"(1 + consumer) : "memory");
 }
+// The ping-pong handoff between the two consumer warpgroups (256 threads): named barrier 3 + c is
+// "consumer c's turn"; the other warpgroup arrives, c waits.
+__device__ __forceinline__ void turn_wait(int consumer) { asm volatile("bar.sync %0, 256;" ::"r"(3 + consumer) : "memory"); }
+__device__ __forceinline__ void turn_give(int consumer) { asm volatile("bar.arrive %0, 256;" ::"r"(3 + consumer) : "memory"); }
 // Generic-proxy writes of shared memory made visible to the async proxy (the bulk copy's reads).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void bulk_store(void* global, uint32_t shared, uint32_t bytes) {
@@ -230,13 +248,14 @@ struct Types {
 
   using AtomA = cute::conditional_t<C::AKMajor, cute::GMMA::Layout_K_SW128_Atom<TA>, cute::GMMA::Layout_MN_SW128_Atom<TA>>;
   using AtomB = cute::conditional_t<C::BKMajor, cute::GMMA::Layout_K_SW128_Atom<TB>, cute::GMMA::Layout_MN_SW128_Atom<TB>>;
-  // A: (64 rows, BK, Stages × Consumers) — block s*Consumers + c is consumer c's rows of stage s; each
+  // A: (64 rows, BK, Stages × BM/64) — block s*BM/64 + c is rows 64c.. of stage s (cooperative: consumer
+  // c's rows; ping-pong: BM 64, one block per stage); each
   // (64, BK) block is contiguous, which is what the TMA boxes write (tma.h). MN-major tiles put the
   // 64-wide MN atoms outermost (Step<_2,_1,_3>), so one 64 × BK box fills one of them.
   using StepA = cute::conditional_t<C::AKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
   using StepB = cute::conditional_t<C::BKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
   using SmemLayoutA = decltype(cute::tile_to_shape(
-      AtomA{}, cute::make_shape(cute::_64{}, cute::Int<C::BK>{}, cute::Int<C::Stages * C::Consumers>{}), StepA{}));
+      AtomA{}, cute::make_shape(cute::_64{}, cute::Int<C::BK>{}, cute::Int<C::Stages * (C::BM / 64)>{}), StepA{}));
   // B: (BN, BK, Stages × BOperands) — block s*BOperands + j is operand j's tile of stage s.
   using SmemLayoutB = decltype(cute::tile_to_shape(
       AtomB{}, cute::make_shape(cute::Int<C::BN>{}, cute::Int<C::BK>{}, cute::Int<C::Stages * C::BOperands>{}), StepB{}));
@@ -347,7 +366,8 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     if constexpr (C::BOperands == 2) asm volatile("prefetch.tensormap [%0];" ::"l"(b2) : "memory");
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
-      cuda::ptx::mbarrier_init(&empty[s], C::ClusterSize * C::Consumers * 4);  // one arrival per consumer warp and block
+      // One arrival per consumer warp that reads the stage, on every block of the cluster.
+      cuda::ptx::mbarrier_init(&empty[s], C::ClusterSize * C::StageReaders * 4);
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
@@ -443,6 +463,9 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     // ---- Consumers ----
     cutlass::arch::warpgroup_reg_alloc<232>();
     const int consumer = warpgroup - 1;
+    // The 64-row block of each tile (and of each stage's A) this warpgroup computes: its own in the
+    // cooperative schedule, the whole (64-row) tile in the ping-pong one.
+    const int row_block = C::Pingpong ? 0 : consumer;
     typename T::TiledMma mma;
     mma.accumulate_ = cute::GMMA::ScaleOut::One;
     cute::Tensor sA = cute::make_tensor(cute::make_smem_ptr(ring_a), typename T::SmemLayoutA{});  // (64, BK, S*C)
@@ -474,11 +497,25 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       }
     };
 
-    for (int u = first_unit; u < total_units; u += unit_step) {
+    int local_unit = 0;  // the block's units in order: the ping-pong schedule alternates them
+    for (int u = first_unit; u < total_units; u += unit_step, ++local_unit) {
       int batch, m0, n0, kt_begin, kt_end;
       const int t = u / C::SplitK, split = u % C::SplitK;
-      locate(t, &batch, &m0, &n0);
       split_range(k_tiles, split, C::SplitK, &kt_begin, &kt_end);
+      if constexpr (C::Pingpong) {
+        if (local_unit % 2 != consumer) {
+          // The other warpgroup's unit: its K tiles fill the ring's next kt_end - kt_begin stages.
+          const int next = stage + (kt_end - kt_begin);
+          phase ^= static_cast<uint32_t>((next / C::Stages) & 1);
+          stage = next % C::Stages;
+          continue;
+        }
+      }
+      // Ping-pong: wait until the other warpgroup has seen its previous unit's stages full.
+      if constexpr (C::Pingpong) {
+        if (local_unit > 0) detail::turn_wait(consumer);
+      }
+      locate(t, &batch, &m0, &n0);
       cute::clear(acc);
       if constexpr (C::BOperands == 2) cute::clear(acc2);
       int previous = 0;
@@ -489,12 +526,12 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         cute::warpgroup_arrive();
 #pragma unroll
         for (int kb = 0; kb < T::KBlocks; ++kb)
-          cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * C::Consumers + consumer),
+          cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * (C::BM / 64) + row_block),
                      tCrB(cute::_, cute::_, kb, stage * C::BOperands), acc);
         if constexpr (C::BOperands == 2) {
 #pragma unroll
           for (int kb = 0; kb < T::KBlocks; ++kb)
-            cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * C::Consumers + consumer),
+            cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * (C::BM / 64) + row_block),
                        tCrB(cute::_, cute::_, kb, stage * C::BOperands + 1), acc2);
         }
         cute::warpgroup_commit_batch();
@@ -508,6 +545,11 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
           phase ^= 1u;
         }
       }
+      // Ping-pong: every stage of this unit has been seen full; the other warpgroup's next unit may start
+      // waiting for its own (only when there is one: each arrival meets exactly one wait).
+      if constexpr (C::Pingpong) {
+        if (u + unit_step < total_units) detail::turn_give(1 - consumer);
+      }
       cute::warpgroup_wait<0>();
       cute::warpgroup_fence_operand(acc);
       if constexpr (C::BOperands == 2) cute::warpgroup_fence_operand(acc2);
@@ -519,7 +561,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         constexpr int Slice = 16 * C::BN;
         constexpr int Vectors = C::BN / 8;
         const long long tile = static_cast<long long>(t) * C::ClusterSize + rank;
-        const int slice = consumer * 4 + warp;  // 16-row slice of the tile
+        const int slice = row_block * 4 + warp;  // 16-row slice of the tile
         float* own = workspace.partials + ((tile * C::SplitK + split) * C::BM / 16 + slice) * Slice;
 #pragma unroll
         for (int j = 0; j < Vectors; ++j)
@@ -584,7 +626,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       // ---- Epilogue: the m64nBNk accumulator layout ----
       // Register i of thread t (warp w = t/32, lane l): row 16w + l/4 + 8·((i/2)%2),
       // column 8·(i/4) + 2·(l%4) + i%2.
-      const int row_base = m0 + consumer * 64 + warp * 16 + lane / 4;
+      const int row_base = m0 + row_block * 64 + warp * 16 + lane / 4;
       const int col_base = n0 + 2 * (lane % 4);
       if constexpr (kRowStore) {
         // Row stores (the epilogue's value() and row_pointer(), a 16-bit element): the 4 lanes of a quad
@@ -699,7 +741,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
               detail::warpgroup_barrier(consumer);
               if (lane < 16) {
                 const int store_row = warp * 16 + lane;  // the storing lane's row of the warpgroup's 64
-                const int row = m0 + consumer * 64 + store_row;
+                const int row = m0 + row_block * 64 + store_row;
                 const int col0 = n0 + c0;
                 if (row < shape.m && col0 < shape.n) {
                   const int count = shape.n - col0 < Cols ? shape.n - col0 : Cols;

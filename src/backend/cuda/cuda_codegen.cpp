@@ -214,7 +214,8 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
                  (g.split_k > 1 ? ", split-K " + std::to_string(g.split_k) : "") +
                  (g.cluster_m * g.cluster_n > 1 ? ", cluster " + std::to_string(g.cluster_m) + "x" + std::to_string(g.cluster_n) +
                                                       (g.cluster_m > 1 ? " (B multicast)" : " (A multicast)")
-                                                : "");
+                                                : "") +
+                 (g.pingpong ? ", ping-pong" : "");
         const std::string prefix = "cost model: ";
         s.figures = (g.plan.rfind(prefix, 0) == 0 ? g.plan.substr(prefix.size()) : g.plan) + "; " + s.figures;
         s.blocks = gemm->info.blocks;

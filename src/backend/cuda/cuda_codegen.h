@@ -54,6 +54,7 @@ struct GemmSkeletonLaunch {
   // Split-K (Config's SplitK): the launcher provides, once per loaded module, `workspace_floats` f32 of
   // partials and `counters` zeroed unsigned counters (solder::gemm::SplitKWorkspace; both 0 for split 1).
   int split_k = 1;
+  bool pingpong = false;  // the Config's Pingpong: two consumer warpgroups on alternate tiles (BM 64)
   int64_t workspace_floats = 0, counters = 0;
   // The operand-prologue path (gemm_prologue_writer.h): the kernel takes (a, b, shape, prologue,
   // epilogue), both functors holding every global's pointer in order.

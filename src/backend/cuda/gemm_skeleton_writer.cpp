@@ -31,6 +31,7 @@ struct Tile {
   int bm, bn, stages, split_k;
   int cluster_m, cluster_n;  // ClusterM (B multicast along M) or ClusterN (A multicast along N)
   int64_t tiles;
+  bool pingpong;  // Config::Pingpong: two consumer warpgroups on alternate tiles (BM 64)
 };
 
 }  // namespace
@@ -95,7 +96,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (!choice.chosen) return refuse(choice.why);
   const GemmConfig& chosen = choice.chosen->config;
   const Tile tile{chosen.bm, chosen.bn, chosen.stages, chosen.split_k, chosen.cluster_m, chosen.cluster_n,
-                  ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch};
+                  ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch, chosen.pingpong};
   const int cluster = tile.cluster_m * tile.cluster_n;
   const std::string plan_note = choice.why;
 
@@ -116,8 +117,11 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   std::ostringstream config;
   config << "solder::gemm::Config<" << skeleton_dtype_name(p.a.dtype) << ", " << skeleton_dtype_name(p.b.dtype) << ", " << tile.bm << ", "
          << tile.bn << ", " << tile.stages << ", " << (p.a.k_major ? "true" : "false") << ", " << (p.b.k_major ? "true" : "false");
-  // Then ClusterM, GroupM 16 (the default), SplitK, BOperands, ClusterN, as far as they differ from the defaults.
-  if (tile.cluster_n > 1) config << ", " << tile.cluster_m << ", 16, " << tile.split_k << ", " << (dual ? 2 : 1) << ", " << tile.cluster_n;
+  // Then ClusterM, GroupM 16 (the default), SplitK, BOperands, ClusterN, Pingpong, as far as they differ
+  // from the defaults.
+  if (tile.pingpong)
+    config << ", " << tile.cluster_m << ", 16, 1, 1, " << tile.cluster_n << ", true";
+  else if (tile.cluster_n > 1) config << ", " << tile.cluster_m << ", 16, " << tile.split_k << ", " << (dual ? 2 : 1) << ", " << tile.cluster_n;
   else if (dual) config << ", " << tile.cluster_m << ", 16, 1, 2";
   else if (tile.split_k > 1 || tile.cluster_m > 1) config << ", " << tile.cluster_m << ", 16, " << tile.split_k;
   config << ">";
@@ -129,6 +133,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   launch.cluster_n = tile.cluster_n;
   launch.plan = plan_note;
   launch.split_k = tile.split_k;
+  launch.pingpong = tile.pingpong;
   {
     solder::gemm::GemmShape shape;
     shape.m = launch.m;
@@ -156,6 +161,9 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (tile.split_k > 1)
     out << "\n// split-K " << tile.split_k << ": partials merged in the kernel through a global workspace of " << launch.workspace_floats
         << " f32 and " << launch.counters << " counters (the launcher's)";
+  if (tile.pingpong)
+    out << "\n// ping-pong schedule: two consumer warpgroups take the block's tiles in turn, one's epilogue under the "
+           "other's main loop";
   out << "\n// tile chosen by the " << plan_note;
   out << "\n// A = " << p.a.tensor << (p.a.k_major ? " (K-major)" : " (M-major)") << ", B = " << p.b.tensor
       << (p.b.k_major ? " (K-major)" : " (N-major)");
@@ -241,7 +249,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   GemmSkeletonKernel result;
   result.source = out.str();
   result.info.name = name;
-  const int threads = 128 * (tile.bm / 64 + 1);
+  const int threads = 128 * ((tile.pingpong ? 2 : tile.bm / 64) + 1);  // Config::Threads
   result.info.threads = threads;
   // The persistent grid: at most the clusters resident at once (one block per SM; the DSM table's
   // measured count for clusters, which GPC boundaries limit), never more than the work units.
@@ -256,7 +264,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   }
   result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(units, resident / cluster)) * cluster;
   // The ring, its barriers and the staged epilogue's buffer where it fits (config.cuh: Config::SmemBytes).
-  result.info.shared_bytes = solder::gemm::gemm_smem_bytes(tile.bm, tile.bn, tile.stages, dual ? 2 : 1);
+  result.info.shared_bytes = solder::gemm::gemm_smem_bytes(tile.bm, tile.bn, tile.stages, dual ? 2 : 1, tile.pingpong);
   result.info.gemm = launch;
   // gemm_body waits for the previous kernel before any global access, so any of its kernels may take
   // programmatic dependent launch; it is given to the short ones only (kProgrammaticLaunchMaxUs).

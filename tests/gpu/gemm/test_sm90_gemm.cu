@@ -606,6 +606,42 @@ int main(int argc, char** argv) {
   run_config<E4_128x256, RowStoreBf16Mode<1>>("e4m3 128x256x128 s4 rows registers", rows_small, rng, true);
   run_config<Bf_64x96_KK, RowStoreBf16Mode<0>>("bf16 64x96x64 s6 A:K B:K rows direct", rows_small, rng, true);
 
+  // The ping-pong schedule (Config::Pingpong: BM 64, two consumer warpgroups taking the block's tiles in
+  // turn, each skipping the other's ring stages): every dtype and layout, ragged and batched shapes, the
+  // persistent grid of 3 blocks over many tiles (both warpgroups busy, odd and even unit counts per block),
+  // clusters along M and N, the elementwise, pair and row-store epilogues (staged: a 128-row buffer).
+  using Bf_64x256_KK_pp = Config<Dtype::bf16, Dtype::bf16, 64, 256, 4, true, true, 1, 16, 1, 1, 1, true>;
+  using Bf_64x128_MN_pp = Config<Dtype::bf16, Dtype::bf16, 64, 128, 6, false, false, 1, 16, 1, 1, 1, true>;
+  using H_64x128_KN_pp = Config<Dtype::f16, Dtype::f16, 64, 128, 6, true, false, 1, 16, 1, 1, 1, true>;
+  using H_64x64_MK_pp = Config<Dtype::f16, Dtype::f16, 64, 64, 8, false, true, 1, 16, 1, 1, 1, true>;
+  using E4_64x256_pp = Config<Dtype::e4m3, Dtype::e4m3, 64, 256, 4, true, true, 1, 16, 1, 1, 1, true>;
+  using E4_64x256_c2_pp = Config<Dtype::e4m3, Dtype::e4m3, 64, 256, 5, true, true, 2, 16, 1, 1, 1, true>;
+  using E4_64x128_n2_pp = Config<Dtype::e4m3, Dtype::e4m3, 64, 128, 6, true, true, 1, 16, 1, 1, 2, true>;
+  using E5_64x256_pp = Config<Dtype::e5m2, Dtype::e5m2, 64, 256, 4, true, true, 1, 16, 1, 1, 1, true>;
+  using E4E5_64x192_pp = Config<Dtype::e4m3, Dtype::e5m2, 64, 192, 5, true, true, 1, 16, 1, 1, 1, true>;
+  using Bf_64x256_KK_c2_pp = Config<Dtype::bf16, Dtype::bf16, 64, 256, 4, true, true, 2, 16, 1, 1, 1, true>;
+  static_assert(Bf_64x256_KK_pp::Consumers == 2 && Bf_64x256_KK_pp::Threads == 384 && Bf_64x256_KK_pp::StageReaders == 1,
+                "ping-pong: two consumer warpgroups, one reads each stage");
+  static_assert(E4_64x256_pp::EpilogueColumns == 256 && E4_64x256_pp::EpilogueBytes == 128 * 256 * 2,
+                "ping-pong's staging buffer: 64 rows per consumer warpgroup");
+  run_config<Bf_64x256_KK_pp>("bf16 64x256x64 s4 A:K B:K pingpong", all, rng);
+  run_config<Bf_64x256_KK_pp, StoreBf16>("bf16 64x256x64 s4 A:K B:K pingpong", small, rng, true);
+  run_config<Bf_64x128_MN_pp>("bf16 64x128x64 s6 A:M B:N pingpong", all, rng);
+  run_config<H_64x128_KN_pp>("f16 64x128x64 s6 A:K B:N pingpong", all, rng);
+  run_config<H_64x64_MK_pp>("f16 64x64x64 s8 A:M B:K pingpong", small, rng);
+  run_config<E4_64x256_pp>("e4m3 64x256x128 s4 pingpong", all, rng);
+  run_config<E4_64x256_pp, StoreBf16>("e4m3 64x256x128 s4 pingpong", scaled, rng, true);
+  run_config<E4_64x256_c2_pp>("e4m3 64x256x128 s5 c2 pingpong", ragged, rng);
+  run_config<E4_64x256_c2_pp, StoreBf16>("e4m3 64x256x128 s5 c2 pingpong", scaled, rng, true);
+  run_config<E4_64x128_n2_pp>("e4m3 64x128x128 s6 n2 pingpong", scaled, rng);
+  run_config<E5_64x256_pp>("e5m2 64x256x128 s4 pingpong", small, rng);
+  run_config<E4E5_64x192_pp>("e4m3xe5m2 64x192x128 s5 pingpong", small, rng);
+  run_config<Bf_64x256_KK_c2_pp>("bf16 64x256x64 s4 A:K B:K c2 pingpong", all, rng);
+  run_config<Bf_64x256_KK_pp, RowStoreBf16>("bf16 64x256x64 s4 A:K B:K pingpong rows", rows, rng, true);
+  run_config<Bf_64x256_KK_pp, RowStoreBf16Mode<1>>("bf16 64x256x64 s4 A:K B:K pingpong rows registers", rows_small, rng, true);
+  run_config<E4_64x256_pp, RowStoreBf16>("e4m3 64x256x128 s4 pingpong rows", rows, rng, true);
+  run_config<H_64x128_KN_pp, RowStoreBf16>("f16 64x128x64 s6 A:K B:N pingpong rows", rows_small, rng, true);
+
   // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
   // split-K (its counters must be zero after every chain).
   run_pdl_chain_case<Bf_128x256_KK, Bf_64x128_KK>("pdl bf16 128x256 s4 -> 64x128 s6", 128, 1024, 3072, 512, rng);

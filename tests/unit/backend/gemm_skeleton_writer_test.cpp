@@ -9,6 +9,7 @@
 #include "backend/cuda/gemm_skeleton_writer.h"
 #include "driver/compile.h"
 #include "runtime/runtime.h"
+#include "../../../device/solder/gemm/config.cuh"
 #include "../test_util.h"
 
 namespace solder {
@@ -148,6 +149,38 @@ TEST(GemmSkeletonWriter, ModuleCompilesWithNvrtc) {
   flags.defines = {"NDEBUG"};
   flags.use_cache = false;
   runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "scaled.cu", flags);
+  EXPECT_FALSE(compiled.cubins.front().empty());
+}
+
+// SOLDER_GEMM_SCHEDULE=pingpong offers only the ping-pong configurations (BM 64, two consumer warpgroups on
+// alternate tiles): the writer instantiates Config<..., Pingpong = true> with 384 threads and the 128-row
+// staging buffer in its shared memory, and the module compiles with NVRTC.
+TEST(GemmSkeletonWriter, WritesThePingpongScheduleWhenItIsChosen) {
+  setenv("SOLDER_GEMM_SCHEDULE", "pingpong", 1);
+  GeneratedModule m = unfused_for_gpu(kScaledGemm);
+  unsetenv("SOLDER_GEMM_SCHEDULE");
+  ASSERT_EQ(m.kernels.size(), 1u);
+  ASSERT_TRUE(m.kernels[0].gemm.has_value());
+  const GemmSkeletonLaunch& g = *m.kernels[0].gemm;
+  EXPECT_EQ(g.bm, 64);
+  EXPECT_TRUE(g.pingpong);
+  EXPECT_NE(g.config.find(", 16, 1, 1, 1, true>"), std::string::npos) << g.config;  // ..., ClusterN 1, Pingpong
+  EXPECT_EQ(m.kernels[0].threads, 384);
+  EXPECT_EQ(m.kernels[0].shared_bytes, solder::gemm::gemm_smem_bytes(64, g.bn, g.stages, 1, true));
+  EXPECT_NE(m.source.find("// ping-pong schedule"), std::string::npos) << m.source;
+  setenv("SOLDER_GEMM_SCHEDULE", "cooperative", 1);
+  GeneratedModule c = unfused_for_gpu(kScaledGemm);
+  unsetenv("SOLDER_GEMM_SCHEDULE");
+  ASSERT_TRUE(c.kernels[0].gemm.has_value());
+  EXPECT_FALSE(c.kernels[0].gemm->pingpong) << c.kernels[0].gemm->config;
+  EXPECT_EQ(c.source.find("// ping-pong schedule"), std::string::npos);
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "scaled_pingpong.cu", flags);
   EXPECT_FALSE(compiled.cubins.front().empty());
 }
 

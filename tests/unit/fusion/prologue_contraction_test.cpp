@@ -255,7 +255,7 @@ TEST(PrologueContraction, QuantGemmTakesTwoKernelsWhereTheyCostLess) {
   EXPECT_EQ(plan.whole[0].kernel.body.size(), 1u) << text;  // one plain contract
   EXPECT_NE(text.find("no operand prologue: two kernels"), std::string::npos) << text;
   EXPECT_NE(text.find("two kernels are cheaper"), std::string::npos) << text;
-  EXPECT_NE(text.find("7 tiles per block × 16 K tiles"), std::string::npos) << text;
+  EXPECT_NE(text.find("14 tiles per block × 16 K tiles"), std::string::npos) << text;
   EXPECT_TRUE(plan.kept.count("aq")) << text;  // the operand is stored, in its declared e4m3
   // The figures: one kernel ≈ 7 × 16 K tiles of ≈ 2.8 µs, two ≈ the row kernel + the skeleton.
   auto p = lower_prologue_contraction(bound, def_index(bound, "c"), nullptr);
@@ -380,7 +380,7 @@ TEST(PrologueContraction, RmsnormGemmStoresXnInBf16WhereTwoKernelsCostLess) {
   std::string notes;
   for (auto& n : fused.whole_notes) notes += n + "\n";
   EXPECT_NE(notes.find("two kernels once the operand is stored in T"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("28 tiles per block × 64 K tiles"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("14 tiles per block × 64 K tiles"), std::string::npos) << notes;
   EXPECT_NE(notes.find("xn is stored in bf16"), std::string::npos) << notes;
 }
 

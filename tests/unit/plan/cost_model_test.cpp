@@ -90,6 +90,54 @@ TEST(CostModel, RowStoresChargeTheirOwnEpilogueRate) {
   EXPECT_DOUBLE_EQ(predict_gemm(p, odd, default_hardware()).total_us, pair_48);
 }
 
+// The ping-pong schedule (GemmConfig::pingpong): a block's units alternate between two warpgroups, so
+// all epilogues but the last run under the other warpgroup's main loop; with one unit per block it is one
+// warpgroup alone, priced as the one-consumer tile of the same shape.
+TEST(CostModel, PingpongHidesAllButTheLastEpilogue) {
+  GemmProblem p = problem(8192, 8192, 8192, MmaType::f8e4m3);
+  p.row_store = true;
+  GemmConfig one;
+  one.type = MmaType::f8e4m3;
+  one.bm = 64;
+  one.bn = 256;
+  one.bk = 128;
+  one.stages = 4;
+  one.consumers = 1;
+  GemmConfig pp = one;
+  pp.consumers = 2;
+  pp.pingpong = true;
+  const GemmCost a = predict_gemm(p, one, default_hardware()), b = predict_gemm(p, pp, default_hardware());
+  ASSERT_EQ(a.concurrent_ctas, b.concurrent_ctas);
+  const double units = b.waves;
+  ASSERT_GT(units, 2);
+  // Same main loop per unit but for the per-step gaps (one consumer's against ping-pong's smaller ones),
+  // and units - 1 fewer stores.
+  const double store_us = 64.0 * 256 * 2 / (std::min(default_hardware().rates.sm_load_gbps,
+                                                     kEpilogueRowStagedTbps * 1e3 / static_cast<double>(b.concurrent_ctas)) * 1e3);
+  const double gaps_us = units * (8192 / 128) * (kOneConsumerStepCycles - kPingpongStepCycles) / default_hardware().sm_clock_mhz;
+  EXPECT_NEAR(a.tensor_us - b.tensor_us, (units - 1) * store_us + gaps_us, 1e-6);
+  EXPECT_LE(b.total_us, a.total_us);  // (both may be bound by another level)
+  // One unit per block (M 128: 24 tiles of 64 x 256): the second warpgroup has nothing to do.
+  GemmProblem skinny = problem(128, 3072, 8192, MmaType::f8e4m3);
+  const GemmCost c = predict_gemm(skinny, one, default_hardware()), d = predict_gemm(skinny, pp, default_hardware());
+  ASSERT_EQ(c.waves, 1);
+  EXPECT_DOUBLE_EQ(c.tensor_us, d.tensor_us);
+}
+
+// A cluster's ring moves at its slowest block's pace: the tensor term grows by kClusterPacing per extra
+// block. bf16 L2 (4096 x 14336 x 4096, 128x256 s4): measured faster without its 1x4 cluster (bench/NOTES.md,
+// gemm-mainloop), which the model now prefers.
+TEST(CostModel, ClustersPayForTheirSlowestBlock) {
+  GemmProblem p = problem(4096, 14336, 4096);
+  p.row_store = true;
+  GemmConfig one = big_tile();
+  GemmConfig four = one;
+  four.cluster_n = 4;
+  const GemmCost a = predict_gemm(p, one, default_hardware()), b = predict_gemm(p, four, default_hardware());
+  EXPECT_LT(a.total_us, b.total_us);
+  EXPECT_LT(a.tensor_us, b.tensor_us);
+}
+
 TEST(CostModel, MoreKTakesLonger) {
   const HardwareDescription& hw = default_hardware();
   for (int64_t m : {128, 1024, 8192}) {

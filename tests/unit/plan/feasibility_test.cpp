@@ -124,10 +124,17 @@ TEST(Catalogue, AxesNamesAndSkeletonSubset) {
   }
   c.cluster_m = c.cluster_n = 1;
   EXPECT_FALSE(in_device_skeleton(config(128, 256, 64, 4, 1)));  // the skeleton has one consumer per 64 rows
-  int skeleton = 0;
-  for (const GemmConfig& g : all) skeleton += in_device_skeleton(g);
-  // BM 64/128, 9 BN, 7 stage counts, clusters 1x1, 2x1, 1x2, 1x4, split-K 1-16 (9 values)
-  EXPECT_EQ(skeleton, 2 * 9 * 7 * 4 * 9);
+  int skeleton = 0, pingpong = 0;
+  for (const GemmConfig& g : all) {
+    skeleton += in_device_skeleton(g);
+    pingpong += in_device_skeleton(g) && g.pingpong;
+    // The catalogue's (BM 64, 2 consumers) point is the ping-pong schedule, and only that point.
+    EXPECT_EQ(g.pingpong, g.bm == 64 && g.consumers == 2) << config_name(g);
+  }
+  // BM 64/128, 9 BN, 7 stage counts, clusters 1x1, 2x1, 1x2, 1x4, split-K 1-16 (9 values); and the
+  // ping-pong schedule: BM 64, 9 BN, 7 stage counts, the 4 clusters, split-K 1 only.
+  EXPECT_EQ(skeleton, 2 * 9 * 7 * 4 * 9 + 9 * 7 * 4);
+  EXPECT_EQ(pingpong, 9 * 7 * 4);
   c.split_k = 8;
   EXPECT_TRUE(in_device_skeleton(c));  // split-K merges in the kernel (config.cuh SplitKWorkspace)
 }
@@ -152,6 +159,37 @@ TEST(Catalogue, SkeletonClustersSliceTheSharedOperandAsTheLayoutAllows) {
   EXPECT_FALSE(skeleton_cluster_fits(p, c));  // N-major B: one 64-wide box for 2 blocks
   p.b_k_major = true;
   EXPECT_TRUE(skeleton_cluster_fits(p, c));   // K-major B: 2 slices of 32 rows
+}
+
+// The ping-pong schedule (GemmConfig::pingpong): BM 64 with two consumer warpgroups that take whole
+// tiles in turn; each holds a whole 64 x BN accumulator, and only split-K 1 is in the skeleton.
+TEST(Catalogue, PingpongIsTheBm64TwoConsumerPoint) {
+  GemmConfig c = config(64, 256, 128, 4, 2);
+  c.type = MmaType::f8e4m3;
+  c.pingpong = true;
+  EXPECT_EQ(c.rows_per_consumer(), 64);
+  EXPECT_EQ(c.accumulator_registers(), 128);  // 64 x 256 / 128 threads
+  EXPECT_EQ(c.threads(), 384);
+  EXPECT_EQ(config_name(c), "f8e4m3 64x256x128 s4 w2 c1x1 k1 pingpong");
+  EXPECT_TRUE(in_device_skeleton(c));
+  GemmProblem p;
+  p.m = p.n = p.k = 8192;
+  p.type = MmaType::f8e4m3;
+  EXPECT_FALSE(check_feasibility(p, c, default_hardware()).has_value());
+  c.cluster_m = 2;
+  EXPECT_TRUE(in_device_skeleton(c));
+  c.cluster_m = 1;
+  c.split_k = 2;
+  EXPECT_FALSE(in_device_skeleton(c));  // the skeleton's ping-pong takes no split-K
+  c.split_k = 1;
+  c.bm = 128;
+  EXPECT_FALSE(in_device_skeleton(c));  // BM 64 only
+  // Without the flag the same point is refused: 32 rows per consumer is no wgmma shape.
+  GemmConfig cooperative = config(64, 256, 128, 4, 2);
+  cooperative.type = MmaType::f8e4m3;
+  EXPECT_FALSE(in_device_skeleton(cooperative));
+  ASSERT_TRUE(check_feasibility(p, cooperative, default_hardware()).has_value());
+  EXPECT_EQ(check_feasibility(p, cooperative, default_hardware())->rule, PruneRule::wgmma_shape);
 }
 
 }  // namespace

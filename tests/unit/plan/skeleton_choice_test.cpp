@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <tuple>
 
 namespace solder {
 namespace {
@@ -214,6 +215,43 @@ TEST(SkeletonChoice, KeepsClustersOffTheM128ProductsWhereTheyMeasuredSlower) {
   const GemmCost a = predict_gemm(problem(128, 8192, 3072), one, hw), b = predict_gemm(problem(128, 8192, 3072), pair, hw);
   EXPECT_NEAR(b.launch_us - a.launch_us, hw.rates.cluster_launch_us + kSkeletonClusterUs, 1e-9);
   EXPECT_LT(b.l2_us, a.l2_us);  // the multicast still halves A's L2 -> SM bytes in the model
+}
+
+// The eighth session's measurements (H100, bench/NOTES.md, gemm-mainloop): with row stores, e4m3 8192³
+// and Q5 run the cooperative 128-row tiles (ping-pong 64x256 was 1.15x slower at 8192³ and no faster at
+// Q5), and bf16 L2 runs without its former 1x4 cluster (669 against 678-720 us). SOLDER_GEMM_SCHEDULE
+// restricts the choice to one schedule.
+TEST(SkeletonChoice, ChoosesTheMeasuredScheduleAndCluster) {
+  auto fp8 = [](int64_t m, int64_t n, int64_t k) {
+    GemmSkeletonProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.a = GemmSkeletonOperand{"a", DType::f8e4m3, true, m, k, k, 1, 0};
+    p.b = GemmSkeletonOperand{"b", DType::f8e4m3, true, n, k, k, 1, 0};
+    return p;
+  };
+  for (auto [m, n, k] : {std::tuple{8192, 8192, 8192}, {4096, 7168, 2048}}) {
+    SkeletonChoice c = choose_skeleton_config(fp8(m, n, k), MmaType::f8e4m3, DType::bf16, true);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    EXPECT_FALSE(c.chosen->config.pingpong) << config_name(c.chosen->config);
+    EXPECT_EQ(c.chosen->config.bm, 128) << config_name(c.chosen->config);
+  }
+  GemmSkeletonProblem l2;
+  l2.m = 4096;
+  l2.n = 14336;
+  l2.k = 4096;
+  l2.a = GemmSkeletonOperand{"a", DType::bf16, true, 4096, 4096, 4096, 1, 0};
+  l2.b = GemmSkeletonOperand{"b", DType::bf16, false, 14336, 4096, 14336, 1, 0};
+  SkeletonChoice c = choose_skeleton_config(l2, MmaType::bf16, DType::bf16, true);
+  ASSERT_TRUE(c.chosen.has_value()) << c.why;
+  EXPECT_EQ(c.chosen->config.cluster_size(), 1) << config_name(c.chosen->config);
+  setenv("SOLDER_GEMM_SCHEDULE", "pingpong", 1);
+  SkeletonChoice forced = choose_skeleton_config(fp8(4096, 7168, 2048), MmaType::f8e4m3, DType::bf16, true);
+  unsetenv("SOLDER_GEMM_SCHEDULE");
+  ASSERT_TRUE(forced.chosen.has_value()) << forced.why;
+  EXPECT_TRUE(forced.chosen->config.pingpong);
+  EXPECT_EQ(forced.chosen->config.bm, 64);
 }
 
 }  // namespace
