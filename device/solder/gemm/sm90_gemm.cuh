@@ -67,7 +67,8 @@
 // Warpgroups 1..Consumers each own 64 rows of the tile: they wait on the full barrier, issue BK/k_atom
 // wgmma into their accumulators, commit, and release the previous stage (one arrival per warp, on every
 // block of the cluster) once at most one wgmma batch is in flight. Then each thread hands its accumulators to the epilogue
-// by plain index arithmetic (wgmma's accumulator layout: no CuTe partitioning, which is slow to compile).
+// by plain index arithmetic (wgmma's accumulator layout). The descriptors and accumulators are built
+// by index arithmetic too (wgmma.cuh): CuTe's TiledMMA partitioning cost most of the NVRTC front end.
 // Dual-B (BOperands = 2): each stage also holds B2's tile, loaded by the same producer thread onto the
 // same full barrier; the consumers issue the B2 wgmma into a second accumulator in the same batch, so A's
 // tile is read from global memory once for both products, and the epilogue gets both values.
@@ -102,13 +103,13 @@
 
 #include <cuda/ptx>
 
-#include <cute/tensor.hpp>
-#include <cute/atom/mma_atom.hpp>
+#include <cute/arch/cluster_sm90.hpp>
 #include <cute/arch/mma_sm90.hpp>
-#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cute/numeric/numeric_types.hpp>
 #include <cutlass/arch/reg_reconfig.h>
 
 #include "config.cuh"
+#include "wgmma.cuh"
 
 namespace solder::gemm {
 
@@ -234,32 +235,43 @@ __device__ __forceinline__ void store_row_group(Element* dst, bool row_in, bool 
   }
 }
 
-// The CuTe types of one Config: element types, the GMMA atom, the swizzled shared-memory layouts.
+// The element and wgmma instruction types of one Config (the instruction wrapper of CuTe's selector;
+// descriptors and fragments by plain index arithmetic: wgmma.cuh).
 template <class C>
 struct Types {
   using TA = typename cute_type<C::TA>::type;
   using TB = typename cute_type<C::TB>::type;
-  static constexpr cute::GMMA::Major MajorA = C::AKMajor ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
-  static constexpr cute::GMMA::Major MajorB = C::BKMajor ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
+  static constexpr cute::SM90::GMMA::Major MajorA = C::AKMajor ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
+  static constexpr cute::SM90::GMMA::Major MajorB = C::BKMajor ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
   // One consumer warpgroup computes 64 × BN.
   using WarpgroupTile = cute::Shape<cute::_64, cute::Int<C::BN>, cute::Int<C::BK>>;
-  using MmaOp = decltype(cute::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, MajorA, MajorB>());
-  using TiledMma = decltype(cute::make_tiled_mma(MmaOp{}));
-
-  using AtomA = cute::conditional_t<C::AKMajor, cute::GMMA::Layout_K_SW128_Atom<TA>, cute::GMMA::Layout_MN_SW128_Atom<TA>>;
-  using AtomB = cute::conditional_t<C::BKMajor, cute::GMMA::Layout_K_SW128_Atom<TB>, cute::GMMA::Layout_MN_SW128_Atom<TB>>;
-  // A: (64 rows, BK, Stages × BM/64) — block s*BM/64 + c is rows 64c.. of stage s (cooperative: consumer
-  // c's rows; ping-pong: BM 64, one block per stage); each
-  // (64, BK) block is contiguous, which is what the TMA boxes write (tma.h). MN-major tiles put the
-  // 64-wide MN atoms outermost (Step<_2,_1,_3>), so one 64 × BK box fills one of them.
-  using StepA = cute::conditional_t<C::AKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
-  using StepB = cute::conditional_t<C::BKMajor, cute::Step<cute::_1, cute::_2, cute::_3>, cute::Step<cute::_2, cute::_1, cute::_3>>;
-  using SmemLayoutA = decltype(cute::tile_to_shape(
-      AtomA{}, cute::make_shape(cute::_64{}, cute::Int<C::BK>{}, cute::Int<C::Stages * (C::BM / 64)>{}), StepA{}));
-  // B: (BN, BK, Stages × BOperands) — block s*BOperands + j is operand j's tile of stage s.
-  using SmemLayoutB = decltype(cute::tile_to_shape(
-      AtomB{}, cute::make_shape(cute::Int<C::BN>{}, cute::Int<C::BK>{}, cute::Int<C::Stages * C::BOperands>{}), StepB{}));
-  static constexpr int KBlocks = C::BK / int(cute::size<2>(typename TiledMma::AtomShape_MNK{}));
+  using MmaOp = decltype(cute::SM90::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, MajorA, MajorB>());
+  // Shared memory (what the TMA boxes write, tma.h; 128-byte swizzle):
+  // A: Stages × BM/64 blocks of 64 rows × BK, block s·BM/64 + c rows 64c.. of stage s (cooperative:
+  //   consumer c's rows; ping-pong: BM 64, one block per stage). K-major: 64 rows of 128 bytes per
+  //   128-byte K chunk; MN-major: BK K rows of 128 bytes (the 64 rows).
+  // B: Stages × BOperands tiles of BN × BK, tile s·BOperands + j operand j's tile of stage s. K-major: BN
+  //   rows of 128 bytes per K chunk; MN-major: BN / 64 chunks of BK K rows of 128 bytes.
+  static constexpr int KBlocks = C::BK * static_cast<int>(sizeof(TA)) / 32;  // 32-byte k-blocks
+  static constexpr int ABlockBytes = 64 * C::BK * static_cast<int>(sizeof(TA));
+  __device__ static __forceinline__ uint64_t a_descriptor(const void* ring_a) {
+    return C::AKMajor ? wgmma::k_major(wgmma::shared_address(ring_a)) : wgmma::mn_major(wgmma::shared_address(ring_a), C::BK);
+  }
+  __device__ static __forceinline__ uint64_t b_descriptor(const void* ring_b) {
+    return C::BKMajor ? wgmma::k_major(wgmma::shared_address(ring_b)) : wgmma::mn_major(wgmma::shared_address(ring_b), C::BK);
+  }
+  // k-block kb of A's block `block` and of B's tile `tile`, in bytes from the ring.
+  __device__ static __forceinline__ uint32_t a_offset(int block, int kb) {
+    return static_cast<uint32_t>(block * ABlockBytes) + (C::AKMajor ? wgmma::k_major_block(64, kb) : wgmma::mn_major_block(kb));
+  }
+  __device__ static __forceinline__ uint32_t b_offset(int tile, int kb) {
+    return static_cast<uint32_t>(tile * C::BBytesPerStage) + (C::BKMajor ? wgmma::k_major_block(C::BN, kb) : wgmma::mn_major_block(kb));
+  }
+  // B's column c (an instruction narrower than BN starts there), in bytes: K-major a row of 128 bytes,
+  // MN-major an element of a 64-column chunk of BK rows.
+  __device__ static __forceinline__ uint32_t b_column(int c) {
+    return static_cast<uint32_t>(C::BKMajor ? c * 128 : (c / 64) * C::BK * 128 + (c % 64) * static_cast<int>(sizeof(TB)));
+  }
 };
 
 __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
@@ -466,17 +478,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     // The 64-row block of each tile (and of each stage's A) this warpgroup computes: its own in the
     // cooperative schedule, the whole (64-row) tile in the ping-pong one.
     const int row_block = C::Pingpong ? 0 : consumer;
-    typename T::TiledMma mma;
-    mma.accumulate_ = cute::GMMA::ScaleOut::One;
-    cute::Tensor sA = cute::make_tensor(cute::make_smem_ptr(ring_a), typename T::SmemLayoutA{});  // (64, BK, S*C)
-    cute::Tensor sB = cute::make_tensor(cute::make_smem_ptr(ring_b), typename T::SmemLayoutB{});  // (BN, BK, S)
-    auto thr = mma.get_thread_slice(thread);
-    cute::Tensor tCsA = thr.partition_A(sA);
-    cute::Tensor tCsB = thr.partition_B(sB);
-    cute::Tensor tCrA = thr.make_fragment_A(tCsA);  // smem descriptors
-    cute::Tensor tCrB = thr.make_fragment_B(tCsB);
-    cute::Tensor acc = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});
-    cute::Tensor acc2 = cute::partition_fragment_C(mma, cute::Shape<cute::_64, cute::Int<C::BN>>{});  // dual-B only
+    const uint64_t a_desc = T::a_descriptor(ring_a), b_desc = T::b_descriptor(ring_b);
+    // The m64nBNk accumulators, in the instruction's register order (wgmma.cuh); acc2: dual-B only.
+    wgmma::Fragment<float, C::BN / 2> acc;
+    wgmma::Fragment<float, C::BN / 2> acc2;
     const int warp = thread / 32, lane = thread % 32;
     constexpr bool kRowStore = C::BOperands == 1 && C::BN % 32 == 0 && detail::has_row_store<Epilogue>::value;
     // The staged mode needs a buffer and the whole warpgroup at its barriers (split-K's merge is per
@@ -516,28 +521,30 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
         if (local_unit > 0) detail::turn_wait(consumer);
       }
       locate(t, &batch, &m0, &n0);
-      cute::clear(acc);
-      if constexpr (C::BOperands == 2) cute::clear(acc2);
+      wgmma::clear(acc);
+      if constexpr (C::BOperands == 2) wgmma::clear(acc2);
       int previous = 0;
       for (int kt = kt_begin; kt < kt_end; ++kt) {
         detail::wait_parity(&full[stage], phase);
-        cute::warpgroup_fence_operand(acc);
-        if constexpr (C::BOperands == 2) cute::warpgroup_fence_operand(acc2);
-        cute::warpgroup_arrive();
+        wgmma::fence(acc);
+        if constexpr (C::BOperands == 2) wgmma::fence(acc2);
+        wgmma::arrive();
 #pragma unroll
         for (int kb = 0; kb < T::KBlocks; ++kb)
-          cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * (C::BM / 64) + row_block),
-                     tCrB(cute::_, cute::_, kb, stage * C::BOperands), acc);
+          wgmma::mma_ss_columns<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(stage * (C::BM / 64) + row_block, kb)),
+                                                   wgmma::advance(b_desc, T::b_offset(stage * C::BOperands, kb)), acc, true,
+                                                   T::b_column);
         if constexpr (C::BOperands == 2) {
 #pragma unroll
           for (int kb = 0; kb < T::KBlocks; ++kb)
-            cute::gemm(mma, tCrA(cute::_, cute::_, kb, stage * (C::BM / 64) + row_block),
-                       tCrB(cute::_, cute::_, kb, stage * C::BOperands + 1), acc2);
+            wgmma::mma_ss_columns<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(stage * (C::BM / 64) + row_block, kb)),
+                                                     wgmma::advance(b_desc, T::b_offset(stage * C::BOperands + 1, kb)), acc2, true,
+                                                     T::b_column);
         }
-        cute::warpgroup_commit_batch();
-        cute::warpgroup_wait<1>();  // the previous batch is done: its stage can be refilled
-        cute::warpgroup_fence_operand(acc);
-        if constexpr (C::BOperands == 2) cute::warpgroup_fence_operand(acc2);
+        wgmma::commit();
+        wgmma::wait<1>();  // the previous batch is done: its stage can be refilled
+        wgmma::fence(acc);
+        if constexpr (C::BOperands == 2) wgmma::fence(acc2);
         if (kt > kt_begin) release(previous);
         previous = stage;
         if (++stage == C::Stages) {
@@ -550,9 +557,9 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       if constexpr (C::Pingpong) {
         if (u + unit_step < total_units) detail::turn_give(1 - consumer);
       }
-      cute::warpgroup_wait<0>();
-      cute::warpgroup_fence_operand(acc);
-      if constexpr (C::BOperands == 2) cute::warpgroup_fence_operand(acc2);
+      wgmma::wait<0>();
+      wgmma::fence(acc);
+      if constexpr (C::BOperands == 2) wgmma::fence(acc2);
       if (kt_end > kt_begin) release(previous);
 
       if constexpr (C::SplitK > 1) {

@@ -81,7 +81,6 @@
 #include "prologue_config.cuh"
 #include "row_divide.h"
 #include "sm90_gemm.cuh"
-#include "wgmma.cuh"
 
 namespace solder::gemm {
 
@@ -92,9 +91,9 @@ template <class C>
 struct PrologueTypes {
   using TA = typename cute_type<C::TA>::type;
   using TB = typename cute_type<C::TB>::type;
-  static constexpr cute::GMMA::Major MajorB = C::BKMajor ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
+  static constexpr cute::SM90::GMMA::Major MajorB = C::BKMajor ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
   using WarpgroupTile = cute::Shape<cute::_64, cute::Int<C::BN>, cute::Int<C::BK>>;
-  using MmaOp = decltype(cute::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, cute::GMMA::Major::K, MajorB>());
+  using MmaOp = decltype(cute::SM90::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, cute::SM90::GMMA::Major::K, MajorB>());
   // Converted A: (ConvStages buffers × Consumers) blocks of 64 rows × 128 bytes (BK of TA), block
   // b·Consumers + c consumer c's rows of buffer b, row r at r·128 with 16-byte chunk j at j ^ (r % 8).
   // B: Stages tiles of BN × BK; K-major: BN rows of 128 bytes; MN-major: BN / 64 chunks of BK rows of
@@ -109,6 +108,10 @@ struct PrologueTypes {
   }
   __device__ static __forceinline__ uint64_t b_descriptor(const void* ring_b) {
     return C::BKMajor ? wgmma::k_major(wgmma::shared_address(ring_b)) : wgmma::mn_major(wgmma::shared_address(ring_b), C::BK);
+  }
+  // B's column c (an instruction narrower than BN starts there), in bytes (as Types<C>::b_column).
+  __device__ static __forceinline__ uint32_t b_column(int c) {
+    return static_cast<uint32_t>(C::BKMajor ? c * 128 : (c / 64) * C::BK * 128 + (c % 64) * static_cast<int>(sizeof(TB)));
   }
 };
 
@@ -646,8 +649,8 @@ __device__ __forceinline__ void gemm_prologue_body_inline(const TensorMap& a, co
         wgmma::arrive();
 #pragma unroll
         for (int kb = 0; kb < T::KBlocks; ++kb)
-          wgmma::mma_ss<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(buffer * C::Consumers + consumer, kb)),
-                                           wgmma::advance(b_desc, T::b_offset(stage, kb)), acc, true);
+          wgmma::mma_ss_columns<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(buffer * C::Consumers + consumer, kb)),
+                                                   wgmma::advance(b_desc, T::b_offset(stage, kb)), acc, true, T::b_column);
         wgmma::commit();
         wgmma::wait<1>();  // the previous K tile's wgmma is done: its stage and buffer are free
         wgmma::fence(acc);
@@ -1015,8 +1018,8 @@ __device__ __forceinline__ void gemm_prologue_body_converter(const TensorMap& a,
         wgmma::arrive();
 #pragma unroll
         for (int kb = 0; kb < T::KBlocks; ++kb)
-          wgmma::mma_ss<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(cb * C::Consumers + consumer, kb)),
-                                           wgmma::advance(b_desc, T::b_offset(stage, kb)), acc, true);
+          wgmma::mma_ss_columns<typename T::MmaOp>(wgmma::advance(a_desc, T::a_offset(cb * C::Consumers + consumer, kb)),
+                                                   wgmma::advance(b_desc, T::b_offset(stage, kb)), acc, true, T::b_column);
         wgmma::commit();
         wgmma::wait<1>();
         wgmma::fence(acc);

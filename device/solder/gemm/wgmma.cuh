@@ -105,16 +105,38 @@ __device__ __forceinline__ void rs(const uint32_t* a, uint64_t b, float* d, Scal
 }
 }  // namespace detail
 
-// One wgmma with both operands in shared memory: D (+)= A·B (Op: a CuTe MMA_64xNxK_*_SS wrapper).
+// The accumulator registers one instruction of Op writes per thread (N / 2 of a 64 × N instruction).
+template <class Op>
+inline constexpr int op_registers = static_cast<int>(sizeof(typename Op::CRegisters) / sizeof(float));
+
+// One wgmma with both operands in shared memory: D (+)= A·B (Op: a CuTe MMA_64xNxK_*_SS wrapper whose N is
+// the fragment's).
 template <class Op, int N>
 __device__ __forceinline__ void mma_ss(uint64_t a, uint64_t b, Fragment<float, N>& d, bool accumulate) {
+  static_assert(op_registers<Op> == N, "one instruction per fragment: use mma_ss_columns for several");
   detail::ss<Op>(a, b, d.v, accumulate ? ScaleOut::One : ScaleOut::Zero, cuda::std::make_integer_sequence<int, N>{});
+}
+
+// A 64 × 2N fragment computed by instructions of Op side by side along N (CuTe's selector picks a
+// narrower instruction for a tile like 160 = 5 × 32 columns): instruction t writes registers
+// t·R .. t·R + R − 1 (R = op_registers<Op>), i.e. columns 2R·t .., which keeps the fragment's register
+// order that of one wide instruction; `b_columns(c)` is the byte offset of B's column c from `b`.
+template <class Op, int N, class BColumns>
+__device__ __forceinline__ void mma_ss_columns(uint64_t a, uint64_t b, Fragment<float, N>& d, bool accumulate,
+                                               BColumns b_columns) {
+  constexpr int R = op_registers<Op>;
+  static_assert(N % R == 0, "the fragment is a whole number of instructions wide");
+#pragma unroll
+  for (int t = 0; t < N / R; ++t)
+    detail::ss<Op>(a, advance(b, b_columns(2 * R * t)), d.v + t * R, accumulate ? ScaleOut::One : ScaleOut::Zero,
+                   cuda::std::make_integer_sequence<int, R>{});
 }
 
 // One wgmma with A from registers (four 32-bit registers of k-block kb: a.v + 4·kb) and B in shared memory.
 template <class Op, int N, int NA>
 __device__ __forceinline__ void mma_rs(const Fragment<uint32_t, NA>& a, int kb, uint64_t b, Fragment<float, N>& d,
                                        bool accumulate) {
+  static_assert(op_registers<Op> == N, "one instruction per fragment");
   detail::rs<Op>(a.v + 4 * kb, b, d.v, accumulate ? ScaleOut::One : ScaleOut::Zero,
                  cuda::std::make_integer_sequence<int, N>{});
 }
