@@ -5,13 +5,16 @@ dw = (x.T @ g).float() (cuBLAS, f16), so that Solder's per-kernel times (ncu) ha
 
     python3 bench/lrb_dw_torch_parts.py [N CI CO]
 
-CUDA events around CUDA-graph replays of 20 calls each, median of 30 replays, inputs rotated over
-three sets (each set is larger than the 50 MB L2 at the default sizes). Prints one line per part.
+CUDA events around CUDA-graph replays of 20 calls each, median of 30 replays (bench/common/graph_timing.py),
+inputs rotated over three sets (each set is larger than the 50 MB L2 at the default sizes). Prints one line per part.
 """
-import statistics
+import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
+from graph_timing import median_us  # noqa: E402
 
 N, CI, CO = (int(a) for a in sys.argv[1:4]) if len(sys.argv) >= 4 else (65536, 256, 256)
 dev = torch.device("cuda")
@@ -38,21 +41,5 @@ parts = {
 }
 calls = 20
 for name, fn in parts.items():
-    for s in sets:
-        fn(s)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(calls):
-            fn(sets[i % len(sets)])
-    for _ in range(3):
-        graph.replay()
-    times = []
-    for _ in range(30):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000.0 / calls)
-    print("torch part %-24s N %d CI %d CO %d: %8.2f us (min %.2f)" % (name, N, CI, CO, statistics.median(times), min(times)), flush=True)
+    us = median_us(fn, arg_sets=[(s,) for s in sets], calls=calls, replays=30, warm=3)
+    print("torch part %-24s N %d CI %d CO %d: %8.2f us" % (name, N, CI, CO, us), flush=True)
