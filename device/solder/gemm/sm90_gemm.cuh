@@ -235,10 +235,30 @@ __device__ __forceinline__ void store_row_group(Element* dst, bool row_in, bool 
   }
 }
 
+// B's ring as its TMA boxes write it (128-byte swizzle), for wgmma: tiles of BN × BK bytes-per-stage
+// apart; K-major: BN rows of 128 bytes per K chunk; MN-major: BN / 64 chunks of BK K rows of 128 bytes.
+// Shared by Types (this file) and PrologueTypes (sm90_gemm_prologue.cuh): C needs BN, BK, BKMajor and
+// BBytesPerStage.
+template <class C, class TB>
+struct BTiles {
+  __device__ static __forceinline__ uint64_t b_descriptor(const void* ring_b) {
+    return C::BKMajor ? wgmma::k_major(wgmma::shared_address(ring_b)) : wgmma::mn_major(wgmma::shared_address(ring_b), C::BK);
+  }
+  // k-block kb of B's tile `tile`, in bytes from the ring.
+  __device__ static __forceinline__ uint32_t b_offset(int tile, int kb) {
+    return static_cast<uint32_t>(tile * C::BBytesPerStage) + (C::BKMajor ? wgmma::k_major_block(C::BN, kb) : wgmma::mn_major_block(kb));
+  }
+  // B's column c (an instruction narrower than BN starts there), in bytes: K-major a row of 128 bytes,
+  // MN-major an element of a 64-column chunk of BK rows.
+  __device__ static __forceinline__ uint32_t b_column(int c) {
+    return static_cast<uint32_t>(C::BKMajor ? c * 128 : (c / 64) * C::BK * 128 + (c % 64) * static_cast<int>(sizeof(TB)));
+  }
+};
+
 // The element and wgmma instruction types of one Config (the instruction wrapper of CuTe's selector;
 // descriptors and fragments by plain index arithmetic: wgmma.cuh).
 template <class C>
-struct Types {
+struct Types : BTiles<C, typename cute_type<C::TB>::type> {
   using TA = typename cute_type<C::TA>::type;
   using TB = typename cute_type<C::TB>::type;
   static constexpr cute::SM90::GMMA::Major MajorA = C::AKMajor ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
@@ -250,27 +270,15 @@ struct Types {
   // A: Stages × BM/64 blocks of 64 rows × BK, block s·BM/64 + c rows 64c.. of stage s (cooperative:
   //   consumer c's rows; ping-pong: BM 64, one block per stage). K-major: 64 rows of 128 bytes per
   //   128-byte K chunk; MN-major: BK K rows of 128 bytes (the 64 rows).
-  // B: Stages × BOperands tiles of BN × BK, tile s·BOperands + j operand j's tile of stage s. K-major: BN
-  //   rows of 128 bytes per K chunk; MN-major: BN / 64 chunks of BK K rows of 128 bytes.
+  // B: Stages × BOperands tiles (BTiles), tile s·BOperands + j operand j's tile of stage s.
   static constexpr int KBlocks = C::BK * static_cast<int>(sizeof(TA)) / 32;  // 32-byte k-blocks
   static constexpr int ABlockBytes = 64 * C::BK * static_cast<int>(sizeof(TA));
   __device__ static __forceinline__ uint64_t a_descriptor(const void* ring_a) {
     return C::AKMajor ? wgmma::k_major(wgmma::shared_address(ring_a)) : wgmma::mn_major(wgmma::shared_address(ring_a), C::BK);
   }
-  __device__ static __forceinline__ uint64_t b_descriptor(const void* ring_b) {
-    return C::BKMajor ? wgmma::k_major(wgmma::shared_address(ring_b)) : wgmma::mn_major(wgmma::shared_address(ring_b), C::BK);
-  }
-  // k-block kb of A's block `block` and of B's tile `tile`, in bytes from the ring.
+  // k-block kb of A's block `block`, in bytes from the ring.
   __device__ static __forceinline__ uint32_t a_offset(int block, int kb) {
     return static_cast<uint32_t>(block * ABlockBytes) + (C::AKMajor ? wgmma::k_major_block(64, kb) : wgmma::mn_major_block(kb));
-  }
-  __device__ static __forceinline__ uint32_t b_offset(int tile, int kb) {
-    return static_cast<uint32_t>(tile * C::BBytesPerStage) + (C::BKMajor ? wgmma::k_major_block(C::BN, kb) : wgmma::mn_major_block(kb));
-  }
-  // B's column c (an instruction narrower than BN starts there), in bytes: K-major a row of 128 bytes,
-  // MN-major an element of a 64-column chunk of BK rows.
-  __device__ static __forceinline__ uint32_t b_column(int c) {
-    return static_cast<uint32_t>(C::BKMajor ? c * 128 : (c / 64) * C::BK * 128 + (c % 64) * static_cast<int>(sizeof(TB)));
   }
 };
 

@@ -86,9 +86,9 @@ namespace solder::gemm {
 
 namespace detail {
 
-// The CuTe types of a PrologueConfig: the SS atom, the converted A tile's and B's swizzled layouts.
+// The element and wgmma instruction types of a PrologueConfig, the converted A tiles' and B's layouts.
 template <class C>
-struct PrologueTypes {
+struct PrologueTypes : BTiles<C, typename cute_type<C::TB>::type> {
   using TA = typename cute_type<C::TA>::type;
   using TB = typename cute_type<C::TB>::type;
   static constexpr cute::SM90::GMMA::Major MajorB = C::BKMajor ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
@@ -96,22 +96,11 @@ struct PrologueTypes {
   using MmaOp = decltype(cute::SM90::GMMA::ss_op_selector<TA, TB, float, WarpgroupTile, cute::SM90::GMMA::Major::K, MajorB>());
   // Converted A: (ConvStages buffers × Consumers) blocks of 64 rows × 128 bytes (BK of TA), block
   // b·Consumers + c consumer c's rows of buffer b, row r at r·128 with 16-byte chunk j at j ^ (r % 8).
-  // B: Stages tiles of BN × BK; K-major: BN rows of 128 bytes; MN-major: BN / 64 chunks of BK rows of
-  // 128 bytes (what B's TMA boxes write). Descriptors by index arithmetic (wgmma.cuh).
+  // B: Stages tiles (BTiles, sm90_gemm.cuh). Descriptors by index arithmetic (wgmma.cuh).
   static constexpr int KBlocks = C::BK * static_cast<int>(sizeof(TA)) / 32;  // 32-byte k-blocks: 16 of 16 bits, 32 of 8
-  // k-block kb of consumer c's rows of converted buffer b, and of B's stage s, from the two base descriptors.
+  // k-block kb of consumer c's rows of converted buffer b, from its base descriptor (B's: BTiles).
   __device__ static __forceinline__ uint32_t a_offset(int buffer_block, int kb) {
     return static_cast<uint32_t>(buffer_block * 64 * 128) + wgmma::k_major_block(64, kb);
-  }
-  __device__ static __forceinline__ uint32_t b_offset(int stage, int kb) {
-    return static_cast<uint32_t>(stage * C::BBytesPerStage) + (C::BKMajor ? wgmma::k_major_block(C::BN, kb) : wgmma::mn_major_block(kb));
-  }
-  __device__ static __forceinline__ uint64_t b_descriptor(const void* ring_b) {
-    return C::BKMajor ? wgmma::k_major(wgmma::shared_address(ring_b)) : wgmma::mn_major(wgmma::shared_address(ring_b), C::BK);
-  }
-  // B's column c (an instruction narrower than BN starts there), in bytes (as Types<C>::b_column).
-  __device__ static __forceinline__ uint32_t b_column(int c) {
-    return static_cast<uint32_t>(C::BKMajor ? c * 128 : (c / 64) * C::BK * 128 + (c % 64) * static_cast<int>(sizeof(TB)));
   }
 };
 

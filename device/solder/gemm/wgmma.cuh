@@ -66,7 +66,6 @@ struct Fragment {
   R v[N];
   __device__ __forceinline__ R& operator()(int i) { return v[i]; }
   __device__ __forceinline__ const R& operator()(int i) const { return v[i]; }
-  static constexpr int size = N;
 };
 
 template <int N>
