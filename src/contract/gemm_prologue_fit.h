@@ -67,7 +67,7 @@ constexpr double kConvertNsPerElementNoSides = 0.044;
 // (seventh session, call 2): Q5 16.1 us (52 %), L1 16.3 (69 %), Q1 20.0 (52 %), two blocks of 256
 // threads per SM (89-113 registers), latency-bound. Eighth session (branch quant-tiler): the operand
 // tile kept packed as stored (e4m3: 16 words per thread at Q5, was 64 floats) and the rows per block
-// chosen for at most 64 tile registers per thread (register_pass_bytes.h): Q5 60 registers, 4 blocks
+// chosen for at most 64 tile registers per thread (backend/cuda/fusion_params.h): Q5 60 registers, 4 blocks
 // per SM; the long rows (K 3584-8192, HID 4096 at T 4096) one row kernel instead of a statistics and a
 // map kernel. Predicted, before the device call: 70 % (2.1 TB/s). The register pass needs the row
 // (K) a whole number of 16-byte vectors and at most 16 vectors per thread (K <= 16384 kept here, at

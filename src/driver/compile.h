@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/cuda/fusion_params.h"
 #include "fusion/fuse.h"
 #include "fusion/group_plan.h"
 #include "ir/verifier.h"

@@ -6,7 +6,6 @@
 #include <optional>
 #include <set>
 
-#include "backend/cuda/register_pass_bytes.h"
 #include "fusion/inline_pointwise.h"
 #include "fusion/lower_fused.h"
 #include "kernel/kernel_verifier.h"
@@ -63,25 +62,25 @@ int64_t on_chip_bytes(const std::vector<Kernel>& kernels, std::string* largest) 
   return worst;
 }
 
-// A group lowered as the CUDA backend's register pass runs it (backend/cuda/register_pass_bytes.h).
+// A group lowered as the backend's register pass runs it (FusionParams::register_pass).
 struct RegisterFit {
   GroupPlan plan;
   LoweredGroup lowered;
 };
 
-// The rows per block of a group on the CUDA backend's register pass (GPU parameters only:
-// FusionParams::streaming_tiles). From `plan`'s rows, halving down to one row: the first tile at
+// The rows per block of a group on the backend's register pass (FusionParams::register_pass: the CUDA
+// backend's, backend/cuda/fusion_params.h). From `plan`'s rows, halving down to one row: the first tile at
 // which the pass takes a kernel of the lowered group and every kernel fits the budget counted as the
 // backend holds it (the pass: its shared memory only; other kernels: their tiles' sum), then, for a
 // group with a reduction (a row kernel), fewer rows while the pass's tile registers per thread exceed
-// kRegisterFloatsTarget and it still takes the kernel: more blocks per SM, the same bytes in flight.
+// params.register_floats_target and it still takes the kernel: more blocks per SM, the same bytes in flight.
 // The rows are the grid dim of the largest tile (the streaming tiles' innermost grid dim). A long row
 // (quant_gemm's K 8192: 8 rows are 256 + 128 floats per thread) needs fewer rows to fit the registers
 // at all. `over_budget`: the plan's tiles exceed the shared-memory budget (else it fits as it is, and
 // only the registers may move its rows). nullopt: keep `plan` (or, over budget, refuse).
 std::optional<RegisterFit> fit_in_registers(const BoundProgram& program, const GroupPlan& plan, const std::string& name,
                                             const FusionParams& params, bool over_budget) {
-  if (!params.streaming_tiles) return std::nullopt;  // the CPU executor: every tile is a tile
+  if (!params.register_pass) return std::nullopt;  // the CPU executor: every tile is a tile
   bool reduces = false;
   for (auto& m : plan.members) reduces |= m.def.reduce != ReduceOp::none;
   if (!over_budget && !reduces) return std::nullopt;
@@ -107,7 +106,7 @@ std::optional<RegisterFit> fit_in_registers(const BoundProgram& program, const G
     here.globals.insert(here.globals.end(), t.lowered.scratch.begin(), t.lowered.scratch.end());
     bool taken = false, fits = !t.lowered.kernels.empty();
     for (auto& k : t.lowered.kernels) {
-      std::optional<RegisterPassFit> fit = register_pass_fit(here, k);
+      std::optional<RegisterPassFit> fit = params.register_pass(here, k);
       taken |= fit.has_value();
       const int64_t b = fit ? fit->shared_bytes : on_chip_bytes({k}, nullptr);
       t.shared = std::max(t.shared, b);
@@ -127,7 +126,7 @@ std::optional<RegisterFit> fit_in_registers(const BoundProgram& program, const G
       best = RegisterFit{tried, std::move(t->lowered)};
       best_floats = t->floats;
       best_shared = t->shared;
-      if (!reduces || t->floats <= kRegisterFloatsTarget) break;
+      if (!reduces || t->floats <= params.register_floats_target) break;
     } else if (best) {
       break;  // taken at more rows, not at these: keep those
     } else if (!over_budget) {
@@ -146,7 +145,7 @@ std::optional<RegisterFit> fit_in_registers(const BoundProgram& program, const G
   if (tile != first_tile && first_floats > 0)
     why += std::string(why.empty() ? "" : "; ") + std::to_string(best_floats) + " tile registers per thread" +
            (first_floats > best_floats ? " (" + std::to_string(first_floats) + " at the first rows the pass takes)" : std::string()) +
-           ", target " + std::to_string(kRegisterFloatsTarget);
+           ", target " + std::to_string(params.register_floats_target);
   best->plan.notes.push_back("rows in registers at " + best->plan.dims[static_cast<size_t>(rows >= 0 ? rows : 0)].name + " tile " +
                              std::to_string(tile) + ": the backend's register pass holds the row tiles (" + std::to_string(best_shared) +
                              " bytes of shared memory per block; " + why + ")");

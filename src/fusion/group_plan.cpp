@@ -18,18 +18,6 @@
 
 namespace solder {
 
-FusionParams gpu_fusion_params() {
-  FusionParams params;
-  params.grid_tile = 128;
-  params.stream_tile = 64;
-  params.hold_whole_up_to = 128;
-  params.inner_tile = 128;  // head dims up to 128 held whole
-  params.streaming_tiles = true;
-  params.product_rows_from_cost_model = true;
-  params.split_k_to_fill = true;
-  return params;
-}
-
 std::string_view dim_role_name(DimRole role) {
   switch (role) {
     case DimRole::grid: return "grid";

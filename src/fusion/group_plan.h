@@ -24,6 +24,8 @@
 // decomposable and its dim cannot be held whole, or the on-chip buffers exceed the budget.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +34,15 @@
 #include "ir/verifier.h"
 
 namespace solder {
+
+struct KernelProgram;
+struct Kernel;
+
+// A kernel as a backend's register pass holds it (FusionParams::register_pass).
+struct RegisterPassFit {
+  int64_t shared_bytes = 0;  // the block's dynamic shared memory
+  int64_t floats = 0;        // tile registers per thread (packed 16-bit pairs half, packed 8-bit a quarter)
+};
 
 struct FusionParams {
   int64_t grid_tile = 16;         // tile of the innermost grid dim (others: 1; a tensor-core product's rows: below)
@@ -60,15 +71,18 @@ struct FusionParams {
   bool streaming_tiles = false;
   int64_t streaming_tile_elements = 4096;
   int64_t streaming_blocks_per_sm = 2;
+
+  // A backend that keeps a row kernel's point tiles in registers (the CUDA generic writer's register
+  // pass) says so here, and the tiler (fuse.cpp, fit_in_registers) counts such a kernel's on-chip need
+  // as the pass holds it: its shared memory alone, not the sum of its tiles. `register_pass` answers
+  // for one lowered kernel (nullopt: the pass does not take it); `register_floats_target` is the tile
+  // registers per thread the tiler aims at for a row kernel (fewer rows per block above it). Empty
+  // (the CPU executor, and the default): every tile is counted as a tile.
+  std::function<std::optional<RegisterPassFit>(const KernelProgram& context, const Kernel& kernel)> register_pass;
+  int64_t register_floats_target = 64;
 };
 
-// The parameters for the CUDA backend: tiles that fill a block of 8 warps (128 rows of the innermost
-// grid dim, one 16-row tensor-core fragment per warp; a product's rows from the cost model) and stream
-// 64 elements per step for groups with a contraction, holding a cascade dim of up to 128 whole (two steps of a stream would re-stage the
-// other operands of its contraction: moe_routing R7, E = 128, 46 -> 39 us on the H100, session 4);
-// streaming tiles (few rows, ~4K elements per step) for the memory-bound rest. The CPU
-// defaults above stay small so that the executor's tests stay fast.
-FusionParams gpu_fusion_params();
+// The CUDA backend's parameters: gpu_fusion_params (backend/cuda/fusion_params.h).
 
 enum class DimRole { grid, stream, resident, inner };
 std::string_view dim_role_name(DimRole role);

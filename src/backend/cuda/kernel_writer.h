@@ -435,7 +435,7 @@ class KernelWriter {
   bool register_pass_used() const { return register_plan_.has_value(); }
   // The register pass's tile registers per thread (packed 16-bit pairs count half, packed 8-bit
   // words a quarter), 0 without the pass: the fusion tiler trades rows per block against it
-  // (backend/cuda/register_pass_bytes.h).
+  // (backend/cuda/fusion_params.h).
   int64_t register_floats() const;
 
  private:

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "backend/cuda/kernel_writer.h"
-#include "backend/cuda/register_pass_bytes.h"
+#include "backend/cuda/fusion_params.h"
 #include "ir/expr_visitor.h"
 
 namespace solder::generic {

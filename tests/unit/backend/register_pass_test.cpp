@@ -171,7 +171,7 @@ TEST(RegisterPass, RmsnormRowKernelHoldsTheWeightInEveryRow) {
   ASSERT_EQ(m.kernels.size(), 2u);
   const std::string row = first_kernel(m.source);
   // 2 rows per block (eighth session): at 4, x and g as pairs and xn as floats are 128 tile registers
-  // per thread; the tiler halves the rows to the target of 64 (register_pass_bytes.h).
+  // per thread; the tiler halves the rows to the target of 64 (backend/cuda/fusion_params.h).
   EXPECT_NE(row.find("// the register pass: 2 rows of 4096 elements per block, one row per 128 threads, 4 vectors of 8 per thread"),
             std::string::npos)
       << row;

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "backend/cuda/fusion_params.h"
 #include "fusion_test_util.h"
 #include "kernel/kernel_printer.h"
 

@@ -7,6 +7,7 @@
 //   members: name:phase, (decomposition) for cascade members, "*" when stored to global memory
 #include <gtest/gtest.h>
 
+#include "backend/cuda/fusion_params.h"
 #include "fusion/group_plan.h"
 #include "fusion/inline_pointwise.h"
 #include "../test_util.h"

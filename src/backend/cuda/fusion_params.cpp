@@ -1,0 +1,19 @@
+#include "backend/cuda/fusion_params.h"
+
+namespace solder {
+
+FusionParams gpu_fusion_params() {
+  FusionParams params;
+  params.grid_tile = 128;
+  params.stream_tile = 64;
+  params.hold_whole_up_to = 128;
+  params.inner_tile = 128;  // head dims up to 128 held whole
+  params.streaming_tiles = true;
+  params.product_rows_from_cost_model = true;
+  params.split_k_to_fill = true;
+  params.register_pass = register_pass_fit;
+  params.register_floats_target = kRegisterFloatsTarget;
+  return params;
+}
+
+}  // namespace solder
