@@ -92,7 +92,7 @@ def run_host(kernels, blocks, names, dtype, counts, inputs, tmp):
     for name, text in kernels:
         threads = int(re.search(r"__launch_bounds__\((\d+)\)", text).group(1))
         m = re.search(r"blockIdx\.x % (\d+);  // split-K", text)
-        main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {int(m.group(1)) if m else 1}, 65536);")
+        main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {int(m.group(1)) if m else 1}, 232448);")
     for n in names:
         main_cpp.append(f'  {{ FILE* f = fopen("{tmp}/{n}.out", "wb"); fwrite({n}_buf.data(), 2, {n}_buf.size(), f); fclose(f); }}')
     main_cpp.append("}")
@@ -214,7 +214,7 @@ def main():
             threads = int(re.search(r"__launch_bounds__\((\d+)\)", text).group(1))
             m = re.search(r"blockIdx\.x % (\d+);  // split-K", text)
             cluster = int(m.group(1)) if m else 1
-            main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {cluster}, 65536);")
+            main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {cluster}, 232448);")
         for n in names:
             main_cpp.append(f'  {{ FILE* f = fopen("{tmp}/{n}.out", "wb"); fwrite({n}_buf.data(), 2, {n}_buf.size(), f); fclose(f); }}')
         main_cpp.append("}")
