@@ -27,6 +27,9 @@ extern "C" __global__ void __launch_bounds__(256) y2_kernel(
     solder::tile::cp_async_16(w2_s_ + (depth_ / 64) * 16384 + solder::tile::Swizzle<64>::offset(row_, depth_ % 64), w2 + (ok_ ? row_ * 64 + depth_ : 0), ok_);
   }
   solder::tile::cp_async_commit();
+  // programmatic dependent launch: the previous kernel's results, then the next kernel may start
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   constexpr int BM_ = 32, BN_ = 64, BK_ = 64, KT_ = 9;
   constexpr int M_ = 3136, N_ = 64, K_ = 576;
   __half* const a_s_ = reinterpret_cast<__half*>(smem);  // two buffers of A [BM_][BK_], Swizzle<BK_>

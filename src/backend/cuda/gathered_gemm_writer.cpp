@@ -90,7 +90,33 @@ struct Product {
   std::map<std::string, CudaArray> arrays;
   CudaExprPrinter printer;
   bool c_rows_fastest = false;  // the destination's innermost index runs along the rows
+  bool grid_dependency = false;  // programmatic dependent launch: write_product waits for the previous kernel
 };
+
+// Programmatic dependent launch (GeneratedKernel::programmatic; the GEMM skeleton's griddepcontrol): every
+// thread waits for the previous kernel to finish and its writes to be visible before touching anything it
+// may have written, then lets the next kernel's blocks launch. Without the launch attribute both do nothing.
+void write_grid_dependency(std::ostringstream& out) {
+  out << "  // programmatic dependent launch: the previous kernel's results, then the next kernel may start\n";
+  out << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n";
+  out << "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n";
+}
+
+// Kernels of at most this many FLOPs (2·M·N·K·batch; ~10 µs at mma.sync's rate) take programmatic
+// dependent launch: their launch and first loads overlap the previous kernel's tail. The GEMM skeleton
+// measured a loss on long kernels with the early trigger (bench/NOTES.md, gemm-chains3), so long ones
+// do not.
+constexpr double kProgrammaticMaxFlops = 1e9;
+
+double product_flops(const GatheredGemmProblem& p) { return 2.0 * static_cast<double>(p.m) * p.n * p.k * p.batch; }
+
+// Whether B is copied by cp.async from a program input (the weights): nothing before this kernel writes
+// it, so its first copies may start before griddepcontrol.wait.
+bool b_is_input_rows(const KernelProgram& program, const GatheredGemmProblem& p) {
+  if (!p.b_rows_contiguous) return false;
+  const GlobalTensor* g = program.find_global(p.b_leaves[0].load.as<LoadNode>()->tensor);
+  return g && g->role == GlobalRole::input;
+}
 
 void init_product(Product& pr, const KernelProgram& program, const ContractNode& c, const GatheredGemmProblem& p) {
   pr.program_ = &program;
@@ -343,7 +369,17 @@ void write_product(std::ostringstream& out, Product& pr) {
     out << "  };\n";
   }
   out << "  solder::tile::BlockGemm<" << T << ", BM_, BN_, BK_, " << kWarps << "> gemm_;\n";
-  out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    b_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
+  if (!pr.grid_dependency) {
+    out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    b_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
+  } else if (b_is_input_rows(program, p)) {
+    // the first step's weights (an input) are copied while the previous kernel finishes
+    out << "  if (kt0_ < kt1_) b_issue_(kt0_, 0);\n";
+    write_grid_dependency(out);
+    out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
+  } else {
+    write_grid_dependency(out);
+    out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    b_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
+  }
   out << "  __syncthreads();\n";
   out << "  for (int kt_ = kt0_; kt_ < kt1_; ++kt_) {\n";
   out << "    const int s_ = (kt_ - kt0_) & 1;\n";
@@ -458,6 +494,7 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   Product pr;
   init_product(pr, program, c, p);
   pr.bm = bm, pr.bn = bn, pr.bk = bk, pr.split = split, pr.threads = kThreads;
+  pr.grid_dependency = product_flops(p) <= kProgrammaticMaxFlops;
   std::ostringstream out;
   out << "// implicit GEMM with gathered operands on mma.sync (gathered_gemm_writer.h): " << c.dst.name << " = Σ " << print_expr(p.a) << " · "
       << print_expr(p.b) << "\n";
@@ -483,6 +520,7 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   result.info.blocks = m_tiles * n_tiles * p.batch * split;
   result.info.cluster = split;
   result.info.shared_bytes = std::max(operand_bytes, c_bytes);
+  result.info.programmatic = pr.grid_dependency;
   result.bm = bm;
   result.bn = bn;
   result.bk = bk;
@@ -533,8 +571,13 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
       << kt2 << " chunk(s) [BM][64], Swizzle<64>\n";
   out << "  " << T << "* const w2_s_ = h_s_ + " << bm * bn1 << ";  // " << w2->name << ": " << kt2 << " chunk(s) [" << n2_rows
       << "][64], Swizzle<64>\n";
+  const bool grid_dependency = product_flops(p1) + product_flops(p2) <= kProgrammaticMaxFlops;
+  const GlobalTensor* w2_global = program.find_global(w2->name);
+  const bool w2_first = grid_dependency && w2_global && w2_global->role == GlobalRole::input;
+  if (grid_dependency && !w2_first) write_grid_dependency(out);
   // The second product's B, staged whole by cp.async before the first product starts (its copies land
-  // while the first product's K steps run; waited for with theirs).
+  // while the first product's K steps run; waited for with theirs); before griddepcontrol.wait where
+  // it is an input.
   {
     const int chunks = n2_rows * kt2 * 8;  // 16-byte chunks
     out << "  // " << w2->name << " rows of K " << p2.k << " contiguous: copied 16 bytes at a time (cp.async), zero past N and K\n";
@@ -546,6 +589,7 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
     out << "  }\n";
     out << "  solder::tile::cp_async_commit();\n";
   }
+  if (w2_first) write_grid_dependency(out);
   write_product(out, one);
   // h's row tile: the first contract's scale, bias and epilogue, rounded to T (what storing h in its
   // declared dtype, T, does), zero past M and N1.
@@ -610,6 +654,7 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
   result.info.blocks = gathered_chain_blocks(*fit.problem);
   result.info.cluster = 1;
   result.info.shared_bytes = region + h_bytes + w_bytes;
+  result.info.programmatic = grid_dependency;
   result.bm = bm;
   result.bn = bn1;
   result.bk = bk;

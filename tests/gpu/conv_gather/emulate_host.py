@@ -75,6 +75,7 @@ def host_source(kernels):
         t = re.sub(r'asm volatile\("barrier\.cluster[^;]*;[^;]*;" ::: "memory"\);', "shim_cluster_barrier->arrive_and_wait();", t)
         t = re.sub(r'asm volatile\("mapa[^;]*;" : "=r"\(remote_\) : "r"\(local_\), "r"\(q_\)\);', "remote_ = shim_mapa(local_, q_);", t)
         t = re.sub(r'asm volatile\("ld\.shared::cluster[^;]*;" : "=f"\(part_\) : "r"\(remote_\) : "memory"\);', "part_ = shim_ld_cluster(remote_);", t)
+        t = re.sub(r'asm volatile\("griddepcontrol\.\w+;" ::: "memory"\);', "", t)  # programmatic launch: nothing to emulate
         assert "asm" not in t, "unhandled asm in " + name
         if os.environ.get("EMULATE_CORRUPT"):  # negative control: drop each rank's last K step
             t = t.replace("kt_ < kt1_; ++kt_", "kt_ < kt1_ - 1; ++kt_")

@@ -86,6 +86,13 @@ TEST(GatheredGemmWriter, ConvChainAtPaperSizesRunsAsOneChainedKernel) {
     EXPECT_EQ(m.source.find("solder::store(&h["), std::string::npos) << m.source;  // h is never stored
     EXPECT_NE(m.source.find("solder::store(&y2["), std::string::npos) << m.source;
     EXPECT_NE(m.source.find("into h_s_ (never stored)"), std::string::npos) << m.source;
+    // programmatic dependent launch: w2 (an input) is staged before the wait, x read after it
+    EXPECT_TRUE(m.kernels[0].programmatic);
+    const size_t staged = m.source.find("cp_async_commit()"), wait = m.source.find("griddepcontrol.wait;"), x = m.source.find("x[");
+    ASSERT_NE(wait, std::string::npos) << m.source;
+    EXPECT_LT(staged, wait);
+    EXPECT_LT(wait, m.source.find("a_issue_(kt0_, 0)"));
+    EXPECT_NE(x, std::string::npos);
   }
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/conv_chain.sol"));
   // C6: w2 is 512 x 128 (128 KB), more than the chain stages on chip.
@@ -192,6 +199,22 @@ TEST(GatheredGemmWriter, TileOverrideIsCheckedAndApplied) {
   setenv("SOLDER_GATHERED_TILE", "64,48,32,128", 1);
   EXPECT_THROW(example_for_gpu("conv_chain"), Refusal);
   unsetenv("SOLDER_GATHERED_TILE");
+}
+
+// Programmatic dependent launch for short gathered kernels (≤ 1 GFLOP): C7's two kernels (the first
+// split across clusters) wait for the previous kernel after their first weight copies; nerf_mlp's
+// gathered layers at 65536 rows (≥ 10 GFLOP) do not take it.
+TEST(GatheredGemmWriter, ShortKernelsTakeProgrammaticLaunch) {
+  GeneratedModule c7 = example_for_gpu("conv_chain", {{"IC", 256}, {"HH", 14}, {"WW", 14}, {"OC1", 256}, {"OC2", 1024}});
+  ASSERT_EQ(c7.kernels.size(), 2u);
+  for (auto& k : c7.kernels) EXPECT_TRUE(k.programmatic) << k.name;
+  const size_t weights = c7.source.find("if (kt0_ < kt1_) b_issue_(kt0_, 0);"), wait = c7.source.find("griddepcontrol.wait;");
+  ASSERT_NE(weights, std::string::npos) << c7.source;
+  EXPECT_LT(weights, wait);
+  GeneratedModule nerf = example_for_gpu("nerf_mlp");
+  for (size_t i = 0; i < nerf.kernels.size(); ++i)
+    for (auto& c : nerf.contractions)
+      if (c.kernel == nerf.kernels[i].name && c.skeleton == ContractionSchedule::kGatheredGemm) EXPECT_FALSE(nerf.kernels[i].programmatic) << c.kernel;
 }
 
 TEST(GatheredGemmWriter, OffSwitchRestoresTheFusedPlan) {
