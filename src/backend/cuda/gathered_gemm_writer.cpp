@@ -90,7 +90,6 @@ struct Product {
   std::map<std::string, CudaArray> arrays;
   CudaExprPrinter printer;
   bool c_rows_fastest = false;  // the destination's innermost index runs along the rows
-  bool grid_dependency = false;  // programmatic dependent launch: write_product waits for the previous kernel
 };
 
 // Programmatic dependent launch (GeneratedKernel::programmatic; the GEMM skeleton's griddepcontrol): every
@@ -102,21 +101,14 @@ void write_grid_dependency(std::ostringstream& out) {
   out << "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n";
 }
 
-// Kernels of at most this many FLOPs (2·M·N·K·batch; ~10 µs at mma.sync's rate) take programmatic
-// dependent launch: their launch and first loads overlap the previous kernel's tail. The GEMM skeleton
-// measured a loss on long kernels with the early trigger (bench/NOTES.md, gemm-chains3), so long ones
-// do not.
+// A chain of at most this many FLOPs (2·M·N·K·batch over both products; ~10 µs at mma.sync's rate)
+// takes programmatic dependent launch: its launch and w2's copies overlap the previous kernel's tail
+// (measured on the H100: C1 6.19 -> 5.57 µs, C5 13.96 -> 13.31). The one-contract kernels do not: with
+// the same early trigger, conv_chain's two-kernel plans got slower (C7 20.17 -> 21.4-21.8 µs; C5 as two
+// kernels 25.5 µs against 16.8 without), as the GEMM skeleton's long kernels did (bench/NOTES.md).
 constexpr double kProgrammaticMaxFlops = 1e9;
 
 double product_flops(const GatheredGemmProblem& p) { return 2.0 * static_cast<double>(p.m) * p.n * p.k * p.batch; }
-
-// Whether B is copied by cp.async from a program input (the weights): nothing before this kernel writes
-// it, so its first copies may start before griddepcontrol.wait.
-bool b_is_input_rows(const KernelProgram& program, const GatheredGemmProblem& p) {
-  if (!p.b_rows_contiguous) return false;
-  const GlobalTensor* g = program.find_global(p.b_leaves[0].load.as<LoadNode>()->tensor);
-  return g && g->role == GlobalRole::input;
-}
 
 void init_product(Product& pr, const KernelProgram& program, const ContractNode& c, const GatheredGemmProblem& p) {
   pr.program_ = &program;
@@ -369,17 +361,7 @@ void write_product(std::ostringstream& out, Product& pr) {
     out << "  };\n";
   }
   out << "  solder::tile::BlockGemm<" << T << ", BM_, BN_, BK_, " << kWarps << "> gemm_;\n";
-  if (!pr.grid_dependency) {
-    out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    b_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
-  } else if (b_is_input_rows(program, p)) {
-    // the first step's weights (an input) are copied while the previous kernel finishes
-    out << "  if (kt0_ < kt1_) b_issue_(kt0_, 0);\n";
-    write_grid_dependency(out);
-    out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
-  } else {
-    write_grid_dependency(out);
-    out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    b_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
-  }
+  out << "  if (kt0_ < kt1_) {\n    a_issue_(kt0_, 0);\n    b_issue_(kt0_, 0);\n    a_commit_(0);\n    b_commit_(0);\n  }\n";
   out << "  __syncthreads();\n";
   out << "  for (int kt_ = kt0_; kt_ < kt1_; ++kt_) {\n";
   out << "    const int s_ = (kt_ - kt0_) & 1;\n";
@@ -494,7 +476,6 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   Product pr;
   init_product(pr, program, c, p);
   pr.bm = bm, pr.bn = bn, pr.bk = bk, pr.split = split, pr.threads = kThreads;
-  pr.grid_dependency = product_flops(p) <= kProgrammaticMaxFlops;
   std::ostringstream out;
   out << "// implicit GEMM with gathered operands on mma.sync (gathered_gemm_writer.h): " << c.dst.name << " = Σ " << print_expr(p.a) << " · "
       << print_expr(p.b) << "\n";
@@ -520,7 +501,6 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   result.info.blocks = m_tiles * n_tiles * p.batch * split;
   result.info.cluster = split;
   result.info.shared_bytes = std::max(operand_bytes, c_bytes);
-  result.info.programmatic = pr.grid_dependency;
   result.bm = bm;
   result.bn = bn;
   result.bk = bk;
