@@ -16,6 +16,11 @@ for name in $masked; do
   ${SOLDER_BIN:-build/solder} emit --cuda --small --dim S=256 --dim D=64 "examples/$name.sol" > "tests/golden/$name.s256.cu"
   echo "tests/golden/$name.s256.cu"
 done
+defaults=$(grep -o 'kGoldenDefaultExamples\[\] = {[^}]*}' tests/unit/e2e/golden_test.cpp | grep -o '"[a-z_0-9]*"' | tr -d '"')
+for name in $defaults; do
+  ${SOLDER_BIN:-build/solder} emit --cuda "examples/$name.sol" > "tests/golden/$name.default.cu"
+  echo "tests/golden/$name.default.cu"
+done
 # The dumps of the compile's named steps (tests/unit/driver/steps_test.cpp) at the default sizes.
 mkdir -p tests/golden/steps
 step_examples=$(grep -o 'kStepGoldenExamples\[\] = {[^}]*}' tests/unit/driver/steps_test.cpp | grep -o '"[a-z_0-9]*"' | tr -d '"')

@@ -242,4 +242,85 @@ GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<Globa
   return GatheredGemmFit{std::move(p), ""};
 }
 
+namespace {
+
+// Replaces index variables by expressions.
+class RenameVars : public ExprMutator {
+ public:
+  std::map<std::string, Expr> replacement;
+  using ExprMutator::mutate;
+
+ protected:
+  Expr mutate(const VarNode& v, const Expr& self) override {
+    auto it = replacement.find(v.name);
+    return it == replacement.end() ? self : it->second;
+  }
+};
+
+}  // namespace
+
+int64_t gathered_chain_b2_rows(int64_t n2) { return n2 <= 128 ? (n2 + 15) / 16 * 16 : (n2 + 127) / 128 * 128; }
+
+bool gathered_chain_forced() {
+  const char* text = std::getenv("SOLDER_GATHERED_CHAIN");
+  return text && std::string(text) == "1";
+}
+
+int64_t gathered_chain_blocks(const GatheredChainProblem& p) {
+  return (p.first.m + kGatheredChainRows - 1) / kGatheredChainRows * p.first.batch;
+}
+
+GatheredChainFit fit_gathered_chain(const ContractNode& first, const ContractNode& second, const std::vector<GlobalTensor>& globals,
+                                    const std::map<std::string, int64_t>* dims) {
+  auto refuse = [](std::string why) { return GatheredChainFit{std::nullopt, std::move(why)}; };
+  if (const char* off = std::getenv("SOLDER_GATHERED_CHAIN"); off && std::string(off) == "0") return refuse("off by SOLDER_GATHERED_CHAIN=0");
+  GatheredGemmFit f1 = fit_gathered_gemm(first, globals, dims);
+  if (!f1.problem) return refuse("the first product is not a gathered GEMM: " + f1.refusal);
+  GatheredGemmFit f2 = fit_gathered_gemm(second, globals, dims);
+  if (!f2.problem) return refuse("the second product is not a gathered GEMM: " + f2.refusal);
+  GatheredChainProblem p{std::move(*f1.problem), std::move(*f2.problem)};
+  if (first.type != second.type) return refuse("the products round their operands to different types");
+  const std::string& h = first.dst.name;
+  const GlobalTensor* h_global = nullptr;
+  for (auto& g : globals)
+    if (g.name == h) h_global = &g;
+  const DType t = first.type == MmaType::bf16 ? DType::bf16 : DType::f16;
+  if (!h_global || h_global->dtype != t)
+    return refuse(h + " is not stored in " + std::string(mma_type_name(first.type)) + " (the on-chip tile is rounded to T)");
+  // The second's A is h at the first's destination index, renamed into the second's axes.
+  Expr a = p.second.a;
+  auto load = a.as<LoadNode>();
+  if (!load || load->tensor != h) return refuse("the second product's A is not a plain load of " + h);
+  const GatheredGemmProblem &one = p.first, &two = p.second;
+  if (one.row_axes.size() != two.row_axes.size() || one.batch_axes.size() != two.batch_axes.size() ||
+      one.column_axes.size() != two.reduce_axes.size())
+    return refuse("the second product's rows, batch and K are not the first's rows, batch and columns");
+  RenameVars rename;
+  auto map_axes = [&](const std::vector<Axis>& from, const std::vector<Axis>& to) {
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (from[i].extent != to[i].extent) return false;
+      rename.replacement[from[i].var] = make_var(to[i].var);
+    }
+    return true;
+  };
+  if (!map_axes(one.row_axes, two.row_axes) || !map_axes(one.batch_axes, two.batch_axes) || !map_axes(one.column_axes, two.reduce_axes))
+    return refuse("the second product's rows, batch and K differ in extent from the first's rows, batch and columns");
+  if (first.dst.index.size() != load->index.size()) return refuse("the second product reads " + h + " at another index");
+  for (size_t i = 0; i < load->index.size(); ++i)
+    if (!structurally_equal(rename.mutate(first.dst.index[i]), load->index[i]))
+      return refuse("the second product reads " + h + " at another index than the first writes it");
+  for (const Expr* e : {static_cast<const Expr*>(&p.second.b), &second.scale, &second.bias, &second.epilogue})
+    if (*e)
+      for (auto& used : tensors_used(*e))
+        if (used == h) return refuse("the second product reads " + h + " outside its A operand");
+  if (one.n > kGatheredChainMaxN1)
+    return refuse(std::to_string(one.n) + " columns of " + h + ", more than the " + std::to_string(kGatheredChainMaxN1) + " a row tile holds on chip");
+  if (!two.b_rows_contiguous) return refuse("the second product's B is not contiguous rows of one tensor (cp.async)");
+  const int64_t k2 = (two.k + 63) / 64 * 64, n2 = gathered_chain_b2_rows(two.n);
+  if (n2 * k2 * 2 > kGatheredChainMaxB2Bytes)
+    return refuse("the second product's B (" + std::to_string(n2 * k2 * 2 / 1024) + " KB) does not fit on chip beside the tiles (" +
+                  std::to_string(kGatheredChainMaxB2Bytes / 1024) + " KB)");
+  return GatheredChainFit{std::move(p), ""};
+}
+
 }  // namespace solder

@@ -88,4 +88,46 @@ struct GatheredGemmFit {
 GatheredGemmFit fit_gathered_gemm(const ContractNode& contract, const std::vector<GlobalTensor>& globals,
                                   const std::map<std::string, int64_t>* dims = nullptr);
 
+// Two whole contracts run as ONE gathered kernel (a chain): the first's result h = epilogue(Σ A1·B1),
+// rounded to its declared dtype, stays on chip in shared memory and is the second's A operand. A
+// block owns BM rows of both products: it computes h's whole row tile [BM × N1] (the first product's
+// K steps, gathered as in the one-contract kernel), applies the first's scale, bias and epilogue,
+// rounds to T into shared memory, then runs the second product over every column tile of N2 with its
+// K = N1 read from that tile and its B staged whole in shared memory at the kernel's start.
+// conv_chain's two convolutions are the case: y1 (3×3, ReLU as its epilogue, h in f16), then y2 (1×1)
+// with K = OC1.
+//
+// It fits when each contract fits the gathered GEMM alone; both have T bf16 or f16, the same T;
+// the first's destination is a global of exactly T's type (storing it rounds to T, which the tile
+// does too); the second's A is exactly a load of that destination whose index is the first's
+// destination index with the first's row, batch and column axes replaced by the second's row, batch
+// and reduced axes (by position, equal extents), so h's row tile is the second's A row tile and h's
+// columns its K; nothing else of the second reads the first's destination; N1 ≤ 256 (h's row tile
+// of 32 rows fits in 16 KB); the second's B is a contiguous row load (cp.async) of at most 64 KB
+// (staged whole); the batch is the same.
+struct GatheredChainProblem {
+  GatheredGemmProblem first, second;
+};
+
+struct GatheredChainFit {
+  std::optional<GatheredChainProblem> problem;
+  std::string refusal;
+};
+
+// SOLDER_GATHERED_CHAIN=0 turns chains off (refused with "off by SOLDER_GATHERED_CHAIN=0"); =1 chains
+// every pair that fits, whatever the planner's grid rule says (gathered_chain_forced; tests, tuning).
+GatheredChainFit fit_gathered_chain(const ContractNode& first, const ContractNode& second, const std::vector<GlobalTensor>& globals,
+                                    const std::map<std::string, int64_t>* dims = nullptr);
+
+// The chained kernel's figures, shared by the planner's rule and the writer: rows per block, and the
+// grid (row tiles × batch).
+constexpr int kGatheredChainRows = 32;
+constexpr int kGatheredChainMaxN1 = 256;
+constexpr int64_t kGatheredChainMaxB2Bytes = 64 * 1024;
+int64_t gathered_chain_blocks(const GatheredChainProblem& p);
+bool gathered_chain_forced();
+// The second product's column tile (N2 rounded to 16 up to 128, else tiles of 128) times their count:
+// the rows of its B staged on chip.
+int64_t gathered_chain_b2_rows(int64_t n2);
+
 }  // namespace solder

@@ -255,6 +255,10 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
         line += ", with " + program.defs[*w.epilogue].def->target.name + " as its epilogue (" + program.defs[w.def].def->target.name +
                 " is never stored)";
       }
+      if (!w.chained.empty()) {
+        line += ", in one kernel after";
+        for (size_t d : w.chained) line += " " + program.defs[d].def->target.name;
+      }
       result.whole_notes.push_back(line + ": " + w.why);
       if (!w.absorbed.empty()) {  // the prologue form (whole_contractions.h)
         std::string absorbed_names;
@@ -329,6 +333,8 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       k.name = unique_kernel_name(kp, k.name);
       result.whole.push_back(k.name);
       global_names.insert(k.body.back().as<ContractNode>()->dst.name);  // the contract is last (prologue form: side reductions first)
+      for (auto& statement : k.body)  // a chain's first result: a global of the executor's (the CUDA kernel keeps it on chip)
+        if (auto c = statement.as<ContractNode>()) global_names.insert(c->dst.name);
       kp.kernels.push_back(std::move(k));
       continue;
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_prologue_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "fusion/inline_pointwise.h"
@@ -297,6 +298,63 @@ std::optional<ProloguePlanChoice> prologue_plan(const BoundProgram& program, siz
   *plain = std::move(whole);
   return choice;
 }
+// Chains (header): adjacent whole contractions on the gathered GEMM whose first result is the second's
+// A, merged into one kernel where the chained grid is wide enough.
+void chain_gathered_contractions(const BoundProgram& program, WholeContractionPlan& plan,
+                                 std::map<std::string, std::vector<size_t>>& readers) {
+  const std::vector<GlobalTensor> globals = program_globals(program);
+  const int64_t sms = default_hardware().sm_count > 0 ? default_hardware().sm_count : 132;
+  for (size_t i = 0; i + 1 < plan.whole.size(); ++i) {
+    WholeContraction& w1 = plan.whole[i];
+    WholeContraction& w2 = plan.whole[i + 1];
+    if (w1.pair || w2.pair || !w1.absorbed.empty() || !w2.absorbed.empty() || !w1.chained.empty() || w1.kernel.body.size() != 1 ||
+        w2.kernel.body.size() != 1)
+      continue;
+    auto c1 = w1.kernel.body[0].as<ContractNode>();
+    auto c2 = w2.kernel.body[0].as<ContractNode>();
+    if (!c1 || !c2) continue;
+    const std::string& h = c1->dst.name;
+    bool reads_h = false;
+    for (auto& term : c2->terms)
+      for (auto& t : tensors_used(term.a)) reads_h |= t == h;
+    if (!reads_h) continue;
+    const std::string names = program.defs[w1.def].def->target.name + " and " + program.defs[w2.def].def->target.name;
+    // both on the gathered GEMM: the skeleton stages neither (the CUDA backend tries it first)
+    if (fit_gemm_skeleton(*c1, globals).problem || fit_gemm_skeleton(*c2, globals).problem || !fit_gathered_gemm(*c1, globals).problem ||
+        !fit_gathered_gemm(*c2, globals).problem)
+      continue;
+    const TensorInfo& info = program.tensor(h);
+    std::vector<size_t> h_readers = readers[h];
+    if (info.role != TensorRole::intermediate || h_readers.size() != 1 || h_readers[0] != w2.def) {
+      plan.fused.push_back(names + ": not chained: " + h + " is " + (info.role == TensorRole::output ? "an output" : "read by other definitions"));
+      continue;
+    }
+    GatheredChainFit fit = fit_gathered_chain(*c1, *c2, globals);
+    if (!fit.problem) {
+      plan.fused.push_back(names + ": not chained: " + fit.refusal);
+      continue;
+    }
+    const int64_t blocks = gathered_chain_blocks(*fit.problem);
+    const std::string figures = std::to_string(blocks) + " blocks of " + std::to_string(kGatheredChainRows) + " rows, " +
+                                (2 * blocks >= sms ? "≥" : "<") + " half of the " + std::to_string(sms) + " SMs";
+    if (2 * blocks < sms && !gathered_chain_forced()) {
+      plan.fused.push_back(names + ": not chained: " + figures + " (the first product's " + std::to_string(fit.problem->first.n) +
+                           " columns would run in one block per row tile)");
+      continue;
+    }
+    Kernel merged = w2.kernel;
+    merged.definitions.insert(merged.definitions.begin(), w1.kernel.definitions.begin(), w1.kernel.definitions.end());
+    merged.buffers.insert(merged.buffers.begin(), w1.kernel.buffers.begin(), w1.kernel.buffers.end());
+    merged.body.insert(merged.body.begin(), w1.kernel.body[0]);
+    w2.kernel = std::move(merged);
+    w2.chained.push_back(w1.def);
+    if (w1.epilogue) w2.chained.push_back(*w1.epilogue);
+    w2.why = "chained after " + program.defs[w1.def].def->target.name + " (" + h + " kept on chip as its A: " + figures +
+             (2 * blocks < sms ? ", forced by SOLDER_GATHERED_CHAIN=1" : "") + "); " + w2.why;
+    plan.whole.erase(plan.whole.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
 }  // namespace
 
 BoundProgram with_storage_dtypes(const BoundProgram& program, const std::map<std::string, DType>& dtypes) {
@@ -315,6 +373,8 @@ const WholeContraction* WholeContractionPlan::computing(const BoundProgram& prog
       if (program.defs[d].def->target.name == target) return &w;
     if (w.epilogue && program.defs[*w.epilogue].def->target.name == target) return &w;
     if (w.pair && program.defs[*w.pair].def->target.name == target) return &w;
+    for (size_t d : w.chained)
+      if (program.defs[d].def->target.name == target) return &w;
   }
   return nullptr;
 }
@@ -547,6 +607,7 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     materialised.insert(c.dst.name);
     plan.whole.push_back(std::move(w));
   }
+  chain_gathered_contractions(program, plan, readers);
   return plan;
 }
 
@@ -561,6 +622,10 @@ std::string whole_contractions_text(const BoundProgram& program, const WholeCont
                               " and " + program.defs[w.def].def->target.name + " are never stored)";
     } else if (w.epilogue) {
       text += " with epilogue " + program.defs[*w.epilogue].def->target.name + " (" + program.defs[w.def].def->target.name + " is never stored)";
+    }
+    if (!w.chained.empty()) {
+      text += ", one kernel with";
+      for (size_t d : w.chained) text += " " + program.defs[d].def->target.name;
     }
     text += ": " + w.why + "\n";
     if (!w.absorbed.empty()) {

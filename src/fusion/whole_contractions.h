@@ -37,6 +37,15 @@
 // paired terms (kernel_ir.h, pair_terms), so A is read once and neither c1 nor c2 is stored. gated_ffn's
 // gate and up with h = silu(gate) · up are the case. Refused pairs fall back to the rule above, and the
 // report says why.
+// Two whole contractions c1 then c2 that both run on the gathered GEMM (no skeleton stages them) run as
+// ONE chained kernel when c2's A is c1's result h (after c1's epilogue, stored in T) at c2's rows and K,
+// h is read by c2 only and is not an output, and the chained grid still gives at least half the SMs a
+// block: one block per 32 rows computes h's row tile (all of N1 ≤ 256 columns) on chip and then c2's
+// rows from it (fit_gathered_chain). That saves a launch, h's round trip and the second kernel's tail,
+// and costs the first product's parallelism along N1 (its column tiles run in one block), so a chain
+// with fewer row tiles than half the SMs stays two kernels (conv_chain at 28 × 28 and 14 × 14 pixels:
+// 25 and 7 blocks). conv_chain's y1 (3×3 or 1×1, h = relu(y1) as its epilogue, h f16) and y2 (1×1) at
+// 56 × 56 pixels are the case. The report gives the figures either way.
 // Tensors a whole contraction reads stay materialised (the inliner keeps them).
 //
 // The prologue form (lower/lower_prologue.h) is tried first: a contraction whose A operand is computed
@@ -71,6 +80,10 @@ struct WholeContraction {
   std::vector<size_t> absorbed;     // prologue form: the definitions it computes besides (reductions
                                     // as side reductions, pointwise ones inlined into A or the scale)
   std::vector<std::string> notes;   // prologue form: what runs where (fusion report)
+  // A chain: the whole contraction before this one (and its epilogue) computed in the same kernel, its
+  // result kept on chip as this one's A (gathered_gemm_fit.h, fit_gathered_chain). The kernel's body is
+  // that contract, then this one's.
+  std::vector<size_t> chained;
 };
 
 struct WholeContractionPlan {

@@ -233,6 +233,20 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       }
       source = prologue->source;
       module.kernels.push_back(prologue->info);
+    } else if (auto chain = write_gathered_chain_kernel(named, named.kernels[i], nullptr)) {
+      // two whole contracts chained (the planner's decision, whole_contractions.h): the first's result
+      // stays on chip as the second's A
+      for (size_t c = 0; c < schedule.size(); ++c) {
+        ContractionSchedule& s = schedule[c];
+        s.skeleton = ContractionSchedule::kGatheredGemm;
+        s.tile = c == 0 ? "BM " + std::to_string(chain->bm) + " x BN " + std::to_string(chain->bn) + " x BK " + std::to_string(chain->bk) +
+                              ", 2 buffers, " + std::to_string(chain->info.threads) + " threads, result kept on chip"
+                        : "BM " + std::to_string(chain->bm) + " x BN " + std::to_string(chain->chain_bn) + " x BK 64, A on chip, B staged whole, " +
+                              std::to_string(chain->info.threads) + " threads";
+        s.blocks = chain->info.blocks;
+      }
+      source = chain->source;
+      module.kernels.push_back(chain->info);
     } else if (auto gathered = write_gathered_gemm_kernel(named, named.kernels[i], nullptr)) {
       // a whole contract the skeleton does not stage (a convolution's im2col operand, a
       // concatenation along K): an implicit GEMM with gathered operands on mma.sync

@@ -78,76 +78,63 @@ void unflatten(std::ostringstream& out, const std::string& pad, const std::vecto
   }
 }
 
-}  // namespace
 
-std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why) {
-  auto refuse = [&](std::string text) -> std::optional<GatheredGemmKernel> {
-    if (why) *why = std::move(text);
-    return std::nullopt;
-  };
-  if (kernel.body.size() != 1 || !kernel.body[0].as<ContractNode>()) return refuse("its body is not one whole contract");
-  const ContractNode& c = *kernel.body[0].as<ContractNode>();
-  GatheredGemmFit fit = fit_gathered_gemm(c, program.globals, &program.dims);
-  if (!fit.problem) return refuse(fit.refusal);
-  const GatheredGemmProblem& p = *fit.problem;
-  const TileChoice tile = choose_tile(p);
-  // K in steps of 64 where K is long and the tile small (fewer barriers and load round trips per
-  // block; 16 KB of buffers at 64 x 64) or where one or two steps of 64 cover K, else 32.
-  int bm = tile.bm, bn = tile.bn, bk = (p.k >= 256 || p.k <= 128) && bm <= 64 ? 64 : 32;
-  if (auto o = tile_override()) bm = o->at(0), bn = o->at(1), bk = o->at(2);
-  // Split-K across a thread-block cluster where the grid leaves SMs without a block and K is deep (a
-  // deep convolution at batch 1: C7's 56 tiles of 36 K steps): S blocks of one cluster take S
-  // consecutive ranges of the K steps, and after the loop each reduces 1/S of the tile's C from the
-  // S blocks' shared memory (distributed shared memory) and runs the epilogue on it; no workspace.
-  int split = 1;
-  {
-    const int64_t tiles = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch, steps = (p.k + bk - 1) / bk;
-    while (split < 8 && tiles * split < kSmCount && steps >= 4 * split) split *= 2;
-    if (auto o = split_override()) split = *o;
-  }
-  // 8 warps where the grid still leaves SMs without a block: each thread gathers half as much per
-  // step, and the warps split the k-steps.
-  int threads = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch * split < kSmCount ? 256 : 128;
-  if (auto o = tile_override()) threads = o->at(3);
-  const int kThreads = threads, kWarps = threads / 32;
-  const int64_t m_tiles = (p.m + bm - 1) / bm, n_tiles = (p.n + bn - 1) / bn, k_tiles = (p.k + bk - 1) / bk;
-  const int c_stride = bn + 4;  // floats per row of the epilogue's C tile
-  const int64_t operand_bytes = 2LL * (bm + bn) * bk * 2, c_bytes = int64_t{bm} * c_stride * 4;
-  const std::string T = c.type == MmaType::bf16 ? "__nv_bfloat16" : "__half";
-  const std::string name = cuda_identifier(kernel.name);
-
+// One product's writer state: the contract, its fit, the tile, and the CUDA names the printer knows
+// (every global, the contract's `value` register). Built in place (the printer points into `arrays`).
+struct Product {
+  const KernelProgram* program_ = nullptr;
+  const ContractNode* c_ = nullptr;
+  const GatheredGemmProblem* p_ = nullptr;
+  int bm = 0, bn = 0, bk = 0, split = 1, threads = 128;
+  std::string T;
   std::map<std::string, CudaArray> arrays;
+  CudaExprPrinter printer;
+  bool c_rows_fastest = false;  // the destination's innermost index runs along the rows
+};
+
+// Programmatic dependent launch (GeneratedKernel::programmatic; the GEMM skeleton's griddepcontrol): every
+// thread waits for the previous kernel to finish and its writes to be visible before touching anything it
+// may have written, then lets the next kernel's blocks launch. Without the launch attribute both do nothing.
+void write_grid_dependency(std::ostringstream& out) {
+  out << "  // programmatic dependent launch: the previous kernel's results, then the next kernel may start\n";
+  out << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n";
+  out << "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n";
+}
+
+// A chain of at most this many FLOPs (2·M·N·K·batch over both products; ~10 µs at mma.sync's rate)
+// takes programmatic dependent launch: its launch and w2's copies overlap the previous kernel's tail
+// (measured on the H100: C1 6.19 -> 5.57 µs, C5 13.96 -> 13.31). The one-contract kernels do not: with
+// the same early trigger, conv_chain's two-kernel plans got slower (C7 20.17 -> 21.4-21.8 µs; C5 as two
+// kernels 25.5 µs against 16.8 without), as the GEMM skeleton's long kernels did (bench/NOTES.md).
+constexpr double kProgrammaticMaxFlops = 1e9;
+
+double product_flops(const GatheredGemmProblem& p) { return 2.0 * static_cast<double>(p.m) * p.n * p.k * p.batch; }
+
+void init_product(Product& pr, const KernelProgram& program, const ContractNode& c, const GatheredGemmProblem& p) {
+  pr.program_ = &program;
+  pr.c_ = &c;
+  pr.p_ = &p;
+  pr.T = c.type == MmaType::bf16 ? "__nv_bfloat16" : "__half";
+  auto& arrays = pr.arrays;
   for (size_t i = 0; i < program.globals.size(); ++i) {
     const GlobalTensor& g = program.globals[i];
     arrays[g.name] = CudaArray{cuda_identifier(g.name), g.shape, g.dtype, true, static_cast<int>(i)};
   }
   if (!c.value.empty()) arrays[c.value] = CudaArray{"(&value_)", {1}, DType::f32, false};
-  CudaExprPrinter printer;
-  printer.array = [&](const std::string& n) -> const CudaArray* {
+  pr.printer.array = [&arrays](const std::string& n) -> const CudaArray* {
     auto it = arrays.find(n);
     return it == arrays.end() ? nullptr : &it->second;
   };
-  printer.dims = program.dims;
-  auto find_global = [&](const std::string& n) -> const GlobalTensor* { return program.find_global(n); };
+  pr.printer.dims = program.dims;
 
   // The destination's innermost index decides how the epilogue's threads run.
-  bool c_rows_fastest = false;
   if (!c.dst.index.empty() && !p.row_axes.empty())
-    for (auto& v : vars_used(c.dst.index.back())) c_rows_fastest |= v == p.row_axes.back().var;
+    for (auto& v : vars_used(c.dst.index.back())) pr.c_rows_fastest |= v == p.row_axes.back().var;
 
-  std::ostringstream out;
-  out << "// implicit GEMM with gathered operands on mma.sync (gathered_gemm_writer.h): " << c.dst.name << " = Σ " << print_expr(p.a) << " · "
-      << print_expr(p.b) << "\n";
-  out << "// M " << p.m << " (rows";
-  for (auto& a : p.row_axes) out << " " << a.var;
-  out << ") x N " << p.n << " (columns";
-  for (auto& a : p.column_axes) out << " " << a.var;
-  out << ") x K " << p.k << " (reduced";
-  for (auto& a : p.reduce_axes) out << " " << a.var;
-  out << ")";
-  if (p.batch > 1) out << ", batch " << p.batch;
-  out << "; tile BM " << bm << " x BN " << bn << " x BK " << bk << ", " << threads << " threads, T = " << mma_type_name(c.type) << "; A gathered "
-      << (p.a_rows_fastest ? "rows" : "depth") << "-fastest, B " << (p.b_columns_fastest ? "columns" : "depth") << "-fastest\n";
+}
+
+// The kernel's signature: every global, inputs const.
+void write_signature(std::ostringstream& out, const KernelProgram& program, const std::string& name, int kThreads) {
   out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << name << "(";
   for (size_t i = 0; i < program.globals.size(); ++i) {
     const GlobalTensor& g = program.globals[i];
@@ -156,6 +143,27 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   }
   out << ") {\n";
   out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
+}
+
+#define SOLDER_PRODUCT_LOCALS                                                                                        \
+  const KernelProgram& program = *pr.program_;                                                                       \
+  const ContractNode& c = *pr.c_;                                                                                    \
+  const GatheredGemmProblem& p = *pr.p_;                                                                             \
+  const int bm = pr.bm, bn = pr.bn, bk = pr.bk, split = pr.split, kThreads = pr.threads, kWarps = kThreads / 32;    \
+  const int64_t m_tiles = (p.m + bm - 1) / bm, n_tiles = (p.n + bn - 1) / bn, k_tiles = (p.k + bk - 1) / bk;       \
+  const int c_stride = bn + 4;                                                                                       \
+  const std::string& T = pr.T;                                                                                       \
+  auto& arrays = pr.arrays;                                                                                          \
+  auto& printer = pr.printer;                                                                                        \
+  const bool c_rows_fastest = pr.c_rows_fastest;                                                                     \
+  auto find_global = [&](const std::string& n) -> const GlobalTensor* { return program.find_global(n); };          \
+  (void)kWarps, (void)m_tiles, (void)n_tiles, (void)k_tiles, (void)c_stride, (void)c_rows_fastest, (void)split, (void)find_global, (void)T
+
+// The product's K loop: the tile's constants (BM_, BN_, BK_, KT_, M_, N_, K_), the block's tile (m0_,
+// n0_, the batch axes), the operands' two-phase gathers into the two shared buffers, BlockGemm over this
+// block's K steps; ends with C as float [BM_][BN_ + 4] at c_s_ (over the operand buffers) after a barrier.
+void write_product(std::ostringstream& out, Product& pr) {
+  SOLDER_PRODUCT_LOCALS;
   out << "  constexpr int BM_ = " << bm << ", BN_ = " << bn << ", BK_ = " << bk << ", KT_ = " << k_tiles << ";\n";
   out << "  constexpr int M_ = " << p.m << ", N_ = " << p.n << ", K_ = " << p.k << ";\n";
   out << "  " << T << "* const a_s_ = reinterpret_cast<" << T << "*>(smem);  // two buffers of A [BM_][BK_], Swizzle<BK_>\n";
@@ -368,6 +376,12 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   out << "  float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][" << c_stride << "] over the operand buffers\n";
   out << "  gemm_.write(c_s_, " << c_stride << ", 1, false);\n";
   out << "  __syncthreads();\n";
+}
+
+// The store epilogue: C from shared memory (summed over the cluster's blocks under split-K), then the
+// contract's scale, bias and epilogue, stored to its destination (rounded by the store).
+void write_store_epilogue(std::ostringstream& out, Product& pr) {
+  SOLDER_PRODUCT_LOCALS;
   // The epilogue, element by element, threads along the destination's contiguous axis.
   const GlobalTensor* dst_global = find_global(c.dst.name);
   const CudaArray& dst = arrays.at(c.dst.name);
@@ -419,6 +433,65 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
     out << "  // no block leaves while another may still read its shared memory\n";
     out << "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n";
   }
+
+}
+
+}  // namespace
+
+std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why) {
+  auto refuse = [&](std::string text) -> std::optional<GatheredGemmKernel> {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  if (kernel.body.size() != 1 || !kernel.body[0].as<ContractNode>()) return refuse("its body is not one whole contract");
+  const ContractNode& c = *kernel.body[0].as<ContractNode>();
+  GatheredGemmFit fit = fit_gathered_gemm(c, program.globals, &program.dims);
+  if (!fit.problem) return refuse(fit.refusal);
+  const GatheredGemmProblem& p = *fit.problem;
+  const TileChoice tile = choose_tile(p);
+  // K in steps of 64 where K is long and the tile small (fewer barriers and load round trips per
+  // block; 16 KB of buffers at 64 x 64) or where one or two steps of 64 cover K, else 32.
+  int bm = tile.bm, bn = tile.bn, bk = (p.k >= 256 || p.k <= 128) && bm <= 64 ? 64 : 32;
+  if (auto o = tile_override()) bm = o->at(0), bn = o->at(1), bk = o->at(2);
+  // Split-K across a thread-block cluster where the grid leaves SMs without a block and K is deep (a
+  // deep convolution at batch 1: C7's 56 tiles of 36 K steps): S blocks of one cluster take S
+  // consecutive ranges of the K steps, and after the loop each reduces 1/S of the tile's C from the
+  // S blocks' shared memory (distributed shared memory) and runs the epilogue on it; no workspace.
+  int split = 1;
+  {
+    const int64_t tiles = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch, steps = (p.k + bk - 1) / bk;
+    while (split < 8 && tiles * split < kSmCount && steps >= 4 * split) split *= 2;
+    if (auto o = split_override()) split = *o;
+  }
+  // 8 warps where the grid still leaves SMs without a block: each thread gathers half as much per
+  // step, and the warps split the k-steps.
+  int threads = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch * split < kSmCount ? 256 : 128;
+  if (auto o = tile_override()) threads = o->at(3);
+  const int kThreads = threads;
+  const int64_t m_tiles = (p.m + bm - 1) / bm, n_tiles = (p.n + bn - 1) / bn;
+  const int c_stride = bn + 4;  // floats per row of the epilogue's C tile
+  const int64_t operand_bytes = 2LL * (bm + bn) * bk * 2, c_bytes = int64_t{bm} * c_stride * 4;
+  const std::string name = cuda_identifier(kernel.name);
+
+  Product pr;
+  init_product(pr, program, c, p);
+  pr.bm = bm, pr.bn = bn, pr.bk = bk, pr.split = split, pr.threads = kThreads;
+  std::ostringstream out;
+  out << "// implicit GEMM with gathered operands on mma.sync (gathered_gemm_writer.h): " << c.dst.name << " = Σ " << print_expr(p.a) << " · "
+      << print_expr(p.b) << "\n";
+  out << "// M " << p.m << " (rows";
+  for (auto& a : p.row_axes) out << " " << a.var;
+  out << ") x N " << p.n << " (columns";
+  for (auto& a : p.column_axes) out << " " << a.var;
+  out << ") x K " << p.k << " (reduced";
+  for (auto& a : p.reduce_axes) out << " " << a.var;
+  out << ")";
+  if (p.batch > 1) out << ", batch " << p.batch;
+  out << "; tile BM " << bm << " x BN " << bn << " x BK " << bk << ", " << threads << " threads, T = " << mma_type_name(c.type) << "; A gathered "
+      << (p.a_rows_fastest ? "rows" : "depth") << "-fastest, B " << (p.b_columns_fastest ? "columns" : "depth") << "-fastest\n";
+  write_signature(out, program, name, kThreads);
+  write_product(out, pr);
+  write_store_epilogue(out, pr);
   out << "}\n";
 
   GatheredGemmKernel result;
@@ -431,6 +504,141 @@ std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram
   result.bm = bm;
   result.bn = bn;
   result.bk = bk;
+  return result;
+}
+
+std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why) {
+  auto refuse = [&](std::string text) -> std::optional<GatheredGemmKernel> {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  if (kernel.body.size() != 2 || !kernel.body[0].as<ContractNode>() || !kernel.body[1].as<ContractNode>())
+    return refuse("its body is not two whole contracts");
+  const ContractNode& c1 = *kernel.body[0].as<ContractNode>();
+  const ContractNode& c2 = *kernel.body[1].as<ContractNode>();
+  GatheredChainFit fit = fit_gathered_chain(c1, c2, program.globals, &program.dims);
+  if (!fit.problem) return refuse(fit.refusal);
+  const GatheredGemmProblem& p1 = fit.problem->first;
+  const GatheredGemmProblem& p2 = fit.problem->second;
+  constexpr int kThreads = 256, bm = kGatheredChainRows, bk = 64;
+  const int bn1 = static_cast<int>((p1.n + 63) / 64 * 64), kt2 = bn1 / 64;  // h's row tile: kt2 chunks of 64 columns
+  const int n2_rows = static_cast<int>(gathered_chain_b2_rows(p2.n));
+  const int bn2 = n2_rows <= 128 ? n2_rows : 128, nt2 = n2_rows / bn2;
+  const int64_t operand_bytes = 2LL * (bm + bn1) * bk * 2, c1_bytes = int64_t{bm} * (bn1 + 4) * 4, c2_bytes = int64_t{bm} * (bn2 + 4) * 4;
+  const int64_t region = (std::max({operand_bytes, c1_bytes, c2_bytes}) + 127) / 128 * 128;
+  const int64_t h_bytes = int64_t{bm} * bn1 * 2, w_bytes = int64_t{n2_rows} * kt2 * 64 * 2;
+  const std::string name = cuda_identifier(kernel.name);
+
+  Product one, two;
+  init_product(one, program, c1, p1);
+  one.bm = bm, one.bn = bn1, one.bk = bk, one.split = 1, one.threads = kThreads;
+  init_product(two, program, c2, p2);
+  two.bm = bm, two.bn = bn2, two.bk = 64, two.split = 1, two.threads = kThreads;
+  const std::string& T = one.T;
+  const GlobalTensor* w2 = program.find_global(p2.b_leaves[0].load.as<LoadNode>()->tensor);
+
+  std::ostringstream out;
+  out << "// two implicit GEMMs chained in one kernel (gathered_gemm_writer.h): " << c1.dst.name << " = Σ " << print_expr(p1.a) << " · "
+      << print_expr(p1.b) << ", then " << c2.dst.name << " = Σ " << print_expr(p2.a) << " · " << print_expr(p2.b) << "\n";
+  out << "// " << c1.dst.name << " stays on chip: each block computes its [" << bm << " x " << p1.n << "] row tile (M " << p1.m << ", K " << p1.k
+      << "), rounded to " << mma_type_name(c1.type) << " in shared memory, then " << c2.dst.name << "'s " << bm << " x " << p2.n << " rows (K "
+      << p2.k << ") from it; " << w2->name << " staged whole (" << w_bytes / 1024 << " KB); " << kThreads << " threads, T = "
+      << mma_type_name(c1.type) << "\n";
+  out << "// implicit GEMM with gathered operands on mma.sync: tile BM " << bm << " x BN " << bn1 << " x BK " << bk << ", then BM " << bm
+      << " x BN " << bn2 << " x BK 64 over " << nt2 << " column tile(s)\n";
+  write_signature(out, program, name, kThreads);
+  out << "  " << T << "* const h_s_ = reinterpret_cast<" << T << "*>(smem + " << region << ");  // " << c1.dst.name << "'s row tile: "
+      << kt2 << " chunk(s) [BM][64], Swizzle<64>\n";
+  out << "  " << T << "* const w2_s_ = h_s_ + " << bm * bn1 << ";  // " << w2->name << ": " << kt2 << " chunk(s) [" << n2_rows
+      << "][64], Swizzle<64>\n";
+  const bool grid_dependency = product_flops(p1) + product_flops(p2) <= kProgrammaticMaxFlops;
+  const GlobalTensor* w2_global = program.find_global(w2->name);
+  const bool w2_first = grid_dependency && w2_global && w2_global->role == GlobalRole::input;
+  if (grid_dependency && !w2_first) write_grid_dependency(out);
+  // The second product's B, staged whole by cp.async before the first product starts (its copies land
+  // while the first product's K steps run; waited for with theirs); before griddepcontrol.wait where
+  // it is an input.
+  {
+    const int chunks = n2_rows * kt2 * 8;  // 16-byte chunks
+    out << "  // " << w2->name << " rows of K " << p2.k << " contiguous: copied 16 bytes at a time (cp.async), zero past N and K\n";
+    out << "  for (int c_ = threadIdx.x; c_ < " << chunks << "; c_ += " << kThreads << ") {\n";
+    out << "    const int row_ = c_ / " << kt2 * 8 << ", depth_ = (c_ % " << kt2 * 8 << ") * 8;\n";
+    out << "    const bool ok_ = row_ < " << p2.n << " && depth_ < " << p2.k << ";\n";
+    out << "    solder::tile::cp_async_16(w2_s_ + (depth_ / 64) * " << n2_rows * 64 << " + solder::tile::Swizzle<64>::offset(row_, depth_ % 64), "
+        << one.arrays.at(w2->name).pointer << " + (ok_ ? row_ * " << p2.k << " + depth_ : 0), ok_);\n";
+    out << "  }\n";
+    out << "  solder::tile::cp_async_commit();\n";
+  }
+  if (w2_first) write_grid_dependency(out);
+  write_product(out, one);
+  // h's row tile: the first contract's scale, bias and epilogue, rounded to T (what storing h in its
+  // declared dtype, T, does), zero past M and N1.
+  out << "  // " << c1.dst.name << " = " << (c1.scale ? "acc · (" + print_expr(c1.scale) + ")" : std::string("acc"))
+      << (c1.bias ? " + " + print_expr(c1.bias) : std::string(""));
+  if (c1.epilogue) out << ", then " << print_expr(c1.epilogue) << " with " << c1.value << "[0] that value";
+  out << ", rounded to " << mma_type_name(c1.type) << " into h_s_ (never stored)\n";
+  out << "  #pragma unroll 4\n";
+  out << "  for (int i_ = 0; i_ < " << bm * bn1 / kThreads << "; ++i_) {\n";
+  out << "    const int e_ = threadIdx.x + i_ * " << kThreads << ", row_ = e_ / BN_, col_ = e_ % BN_;\n";
+  out << "    const int m_ = m0_ + row_, n_ = col_;\n";
+  out << "    float value_ = 0.0f;\n";
+  out << "    if (m_ < M_ && n_ < N_) {\n";
+  unflatten(out, "      ", p1.row_axes, "m_", "m_rest_");
+  unflatten(out, "      ", p1.column_axes, "n_", "n_rest_");
+  out << "      value_ = c_s_[row_ * " << bn1 + 4 << " + col_];\n";
+  if (c1.scale) out << "      value_ = value_ * (" << one.printer.print_float(c1.scale) << ");\n";
+  if (c1.bias) out << "      value_ = value_ + (" << one.printer.print_float(c1.bias) << ");\n";
+  if (c1.epilogue) out << "      value_ = " << one.printer.print_float(c1.epilogue) << ";\n";
+  out << "    }\n";
+  out << "    h_s_[(col_ / 64) * " << bm * 64 << " + solder::tile::Swizzle<64>::offset(row_, col_ % 64)] = " << T << "(value_);\n";
+  out << "  }\n";
+  out << "  solder::tile::cp_async_wait<0>();\n";
+  out << "  __syncthreads();\n";
+  // The second product: every column tile of N2 from h's tile and the staged B, each stored by the
+  // second contract's epilogue.
+  out << "  // " << c2.dst.name << ": " << nt2 << " column tile(s) of " << bn2 << ", K " << p2.k << " from h_s_\n";
+  out << "  for (int j_ = 0; j_ < " << nt2 << "; ++j_) {\n";
+  out << "    constexpr int BM_ = " << bm << ", BN_ = " << bn2 << ", M_ = " << p2.m << ", N_ = " << p2.n << ";\n";
+  out << "    const int n0_ = j_ * BN_;\n";
+  unflatten(out, "    ", p2.batch_axes, "block_", "batch2_rest_");
+  out << "    solder::tile::BlockGemm<" << T << ", BM_, BN_, 64, " << kThreads / 32 << "> gemm2_;\n";
+  out << "    #pragma unroll\n";
+  out << "    for (int kt_ = 0; kt_ < " << kt2 << "; ++kt_)\n";
+  out << "      gemm2_.accumulate(solder::tile::SwizzledA<" << T << ", BM_, 64>{h_s_ + kt_ * " << bm * 64 << "}, solder::tile::SwizzledB<" << T
+      << ", 64, BN_, true>{w2_s_ + kt_ * " << n2_rows * 64 << " + n0_ * 64});\n";
+  out << "    float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][" << bn2 + 4 << "]\n";
+  out << "    gemm2_.write(c_s_, " << bn2 + 4 << ", 1, false);\n";
+  out << "    __syncthreads();\n";
+  {
+    std::ostringstream epilogue;
+    write_store_epilogue(epilogue, two);
+    // indented one level: it runs inside the column-tile loop
+    std::string text = epilogue.str(), indented;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      indented += "  " + text.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+    out << indented;
+  }
+  out << "    __syncthreads();\n";
+  out << "  }\n";
+  out << "}\n";
+
+  GatheredGemmKernel result;
+  result.source = out.str();
+  result.info.name = name;
+  result.info.threads = kThreads;
+  result.info.blocks = gathered_chain_blocks(*fit.problem);
+  result.info.cluster = 1;
+  result.info.shared_bytes = region + h_bytes + w_bytes;
+  result.info.programmatic = grid_dependency;
+  result.bm = bm;
+  result.bn = bn1;
+  result.bk = bk;
+  result.chain_bn = bn2;
   return result;
 }
 

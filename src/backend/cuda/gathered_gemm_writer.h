@@ -33,10 +33,20 @@ struct GatheredGemmKernel {
   GeneratedKernel info;
   int bm = 0, bn = 0, bk = 0;  // SOLDER_GATHERED_TILE=BM,BN,BK,THREADS overrides the choice (tuning);
                                // SOLDER_GATHERED_SPLIT=S the split-K cluster size (info.cluster)
+  int chain_bn = 0;            // a chain's second product: its column tile (BK 64)
 };
 
 // The gathered-GEMM kernel for `kernel`, or nothing (with `why`) when its body is not one whole
 // contract that fit_gathered_gemm takes.
 std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why);
+
+// A chain (gathered_gemm_fit.h, fit_gathered_chain): a kernel whose body is two whole contracts, the
+// second reading the first's result as its A. One block per 32 rows (256 threads): the first product
+// over all of N1 (≤ 256) as above, its epilogue into h's row tile in shared memory, rounded to T (never
+// stored), then the second product over every column tile of N2 (128 wide) with K = N1 from that tile
+// and B (≤ 64 KB) copied whole by cp.async at the kernel's start, stored by the second's epilogue. The
+// one-contract writer's gathers, main loop and store epilogue, unchanged. Nothing (with `why`) when
+// fit_gathered_chain refuses.
+std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why);
 
 }  // namespace solder

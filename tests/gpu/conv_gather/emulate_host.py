@@ -75,6 +75,7 @@ def host_source(kernels):
         t = re.sub(r'asm volatile\("barrier\.cluster[^;]*;[^;]*;" ::: "memory"\);', "shim_cluster_barrier->arrive_and_wait();", t)
         t = re.sub(r'asm volatile\("mapa[^;]*;" : "=r"\(remote_\) : "r"\(local_\), "r"\(q_\)\);', "remote_ = shim_mapa(local_, q_);", t)
         t = re.sub(r'asm volatile\("ld\.shared::cluster[^;]*;" : "=f"\(part_\) : "r"\(remote_\) : "memory"\);', "part_ = shim_ld_cluster(remote_);", t)
+        t = re.sub(r'asm volatile\("griddepcontrol\.\w+;" ::: "memory"\);', "", t)  # programmatic launch: nothing to emulate
         assert "asm" not in t, "unhandled asm in " + name
         if os.environ.get("EMULATE_CORRUPT"):  # negative control: drop each rank's last K step
             t = t.replace("kt_ < kt1_; ++kt_", "kt_ < kt1_ - 1; ++kt_")
@@ -92,7 +93,7 @@ def run_host(kernels, blocks, names, dtype, counts, inputs, tmp):
     for name, text in kernels:
         threads = int(re.search(r"__launch_bounds__\((\d+)\)", text).group(1))
         m = re.search(r"blockIdx\.x % (\d+);  // split-K", text)
-        main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {int(m.group(1)) if m else 1}, 65536);")
+        main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {int(m.group(1)) if m else 1}, 232448);")
     for n in names:
         main_cpp.append(f'  {{ FILE* f = fopen("{tmp}/{n}.out", "wb"); fwrite({n}_buf.data(), 2, {n}_buf.size(), f); fclose(f); }}')
     main_cpp.append("}")
@@ -214,7 +215,7 @@ def main():
             threads = int(re.search(r"__launch_bounds__\((\d+)\)", text).group(1))
             m = re.search(r"blockIdx\.x % (\d+);  // split-K", text)
             cluster = int(m.group(1)) if m else 1
-            main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {cluster}, 65536);")
+            main_cpp.append(f"  shim_launch([&] {{ {name}({args}); }}, {blocks[name]}, {threads}, {cluster}, 232448);")
         for n in names:
             main_cpp.append(f'  {{ FILE* f = fopen("{tmp}/{n}.out", "wb"); fwrite({n}_buf.data(), 2, {n}_buf.size(), f); fclose(f); }}')
         main_cpp.append("}")

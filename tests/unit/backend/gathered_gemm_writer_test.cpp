@@ -1,7 +1,8 @@
-// The gathered-GEMM writer (backend/cuda/gathered_gemm_writer.h): conv_chain at its default sizes runs
-// both convolutions whole as implicit GEMMs on mma.sync (the 3×3 one with ReLU as its epilogue, h
-// stored as f16), nerf_mlp's concatenated products too; the module compiles with NVRTC for sm_90a
-// (nothing runs here; skipped without NVRTC).
+// The gathered-GEMM writer (backend/cuda/gathered_gemm_writer.h): conv_chain runs both convolutions
+// whole as implicit GEMMs on mma.sync (the 3×3 one with ReLU as its epilogue, h f16) — as one chained
+// kernel at its default sizes (h kept on chip), as two where the chained grid would be too narrow or
+// chains are off (SOLDER_GATHERED_CHAIN=0) — and nerf_mlp's concatenated products too; the modules
+// compile with NVRTC for sm_90a (nothing runs here; skipped without NVRTC).
 #include <gtest/gtest.h>
 
 #include "backend/cuda/contract_view.h"
@@ -21,6 +22,13 @@ GeneratedModule example_for_gpu(const std::string& name, std::vector<std::pair<s
   return generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
 }
 
+// Sets an environment variable for the scope (the writer's and planner's tuning switches).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { setenv(name.c_str(), value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
 int gathered_kernels(const GeneratedModule& m) {
   int n = 0;
   for (auto& c : m.contractions) n += c.skeleton == ContractionSchedule::kGatheredGemm;
@@ -28,6 +36,7 @@ int gathered_kernels(const GeneratedModule& m) {
 }
 
 TEST(GatheredGemmWriter, ConvChainRunsBothConvolutionsAsImplicitGemms) {
+  ScopedEnv unchained("SOLDER_GATHERED_CHAIN", "0");
   GeneratedModule m = example_for_gpu("conv_chain");
   ASSERT_EQ(m.kernels.size(), 2u) << m.source;
   EXPECT_EQ(gathered_kernels(m), 2) << contraction_schedule_text(m.contractions);
@@ -45,12 +54,61 @@ TEST(GatheredGemmWriter, ConvChainRunsBothConvolutionsAsImplicitGemms) {
 TEST(GatheredGemmWriter, ConvChainModuleCompilesWithNvrtc) {
   std::string why;
   if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
-  GeneratedModule m = example_for_gpu("conv_chain");
   runtime::CompileFlags flags;
   flags.defines = {"NDEBUG"};
   flags.use_cache = false;
-  runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "conv_chain.cu", flags);
+  for (const char* chain : {"0", ""}) {  // two kernels, then the chained one
+    ScopedEnv env("SOLDER_GATHERED_CHAIN", chain);
+    GeneratedModule m = example_for_gpu("conv_chain");
+    ASSERT_EQ(m.kernels.size(), *chain ? 2u : 1u);
+    runtime::CompiledModule compiled = runtime::compile_cuda(m.source, "conv_chain.cu", flags);
+    EXPECT_FALSE(compiled.cubins.front().empty());
+  }
+  // C1 (1×1 then 1×1: N1 = 256, the widest row tile on chip) chained.
+  GeneratedModule c1 = example_for_gpu("conv_chain", {{"KS", 1}, {"OC1", 256}, {"OC2", 64}});
+  ASSERT_EQ(c1.kernels.size(), 1u);
+  runtime::CompiledModule compiled = runtime::compile_cuda(c1.source, "conv_chain_c1.cu", flags);
   EXPECT_FALSE(compiled.cubins.front().empty());
+}
+
+// The chain (fit_gathered_chain, whole_contractions.h): at 56 × 56 pixels (98 row tiles of 32, at least
+// half the SMs) both convolutions run in one kernel that never stores h; at 28 × 28 (25 row tiles) and
+// 14 × 14 (7) they stay two kernels, and the report says why. SOLDER_GATHERED_CHAIN=1 chains those too.
+TEST(GatheredGemmWriter, ConvChainAtPaperSizesRunsAsOneChainedKernel) {
+  for (auto dims : std::vector<std::vector<std::pair<std::string, int64_t>>>{{}, {{"KS", 1}, {"OC1", 256}, {"OC2", 64}}}) {
+    GeneratedModule m = example_for_gpu("conv_chain", dims);
+    ASSERT_EQ(m.kernels.size(), 1u) << m.source;
+    EXPECT_EQ(gathered_kernels(m), 2) << contraction_schedule_text(m.contractions);
+    EXPECT_EQ(m.kernels[0].blocks, 98);
+    EXPECT_EQ(m.kernels[0].threads, 256);
+    EXPECT_LE(m.kernels[0].shared_bytes, 227 * 1024);
+    EXPECT_NE(m.source.find("two implicit GEMMs chained in one kernel"), std::string::npos) << m.source;
+    EXPECT_EQ(m.source.find("solder::store(&h["), std::string::npos) << m.source;  // h is never stored
+    EXPECT_NE(m.source.find("solder::store(&y2["), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("into h_s_ (never stored)"), std::string::npos) << m.source;
+    // programmatic dependent launch: w2 (an input) is staged before the wait, x read after it
+    EXPECT_TRUE(m.kernels[0].programmatic);
+    const size_t staged = m.source.find("cp_async_commit()"), wait = m.source.find("griddepcontrol.wait;"), x = m.source.find("x[");
+    ASSERT_NE(wait, std::string::npos) << m.source;
+    EXPECT_LT(staged, wait);
+    EXPECT_LT(wait, m.source.find("a_issue_(kt0_, 0)"));
+    EXPECT_NE(x, std::string::npos);
+  }
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/conv_chain.sol"));
+  // C6: w2 is 512 x 128 (128 KB), more than the chain stages on chip.
+  BoundProgram c6 = bind_program(program, SizeChoice{false, {{"IC", 128}, {"HH", 28}, {"WW", 28}, {"OC1", 128}, {"OC2", 512}}});
+  std::string report = skeletons_text(c6, choose_skeletons(c6, CompileOptions::for_gpu()));
+  EXPECT_NE(report.find("y1 and y2: not chained: the second product's B (128 KB) does not fit on chip"), std::string::npos) << report;
+  EXPECT_EQ(generate_cuda(compile_program(c6, CompileOptions::for_gpu()).kernels).kernels.size(), 2u);
+  // 28 x 28 pixels with a w2 that fits: 25 row tiles, under half the SMs.
+  BoundProgram narrow = bind_program(program, SizeChoice{false, {{"IC", 128}, {"HH", 28}, {"WW", 28}, {"OC1", 128}, {"OC2", 128}}});
+  report = skeletons_text(narrow, choose_skeletons(narrow, CompileOptions::for_gpu()));
+  EXPECT_NE(report.find("y1 and y2: not chained: 25 blocks of 32 rows, < half of the 132 SMs"), std::string::npos) << report;
+  EXPECT_EQ(generate_cuda(compile_program(narrow, CompileOptions::for_gpu()).kernels).kernels.size(), 2u);
+  ScopedEnv forced("SOLDER_GATHERED_CHAIN", "1");
+  GeneratedModule chained = generate_cuda(compile_program(narrow, CompileOptions::for_gpu()).kernels);
+  ASSERT_EQ(chained.kernels.size(), 1u);
+  EXPECT_EQ(chained.kernels[0].blocks, 25);
 }
 
 
@@ -62,13 +120,16 @@ TEST(GatheredGemmWriter, GpuPlansVerifyOnTheExecutor) {
       {"nerf_mlp", {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}}},
       {"conv_chain", {{"HH", 10}, {"WW", 10}, {"IC", 8}, {"OC1", 64}, {"OC2", 64}}},
       {"conv_chain", {{"HH", 9}, {"WW", 8}, {"IC", 5}, {"OC1", 80}, {"OC2", 64}, {"KS", 5}}}};
+  for (const char* chain : {"", "1"})  // as planned (two kernels), then chained (one kernel: two contracts, h between them)
   for (auto& [name, dims] : cases) {
-    SCOPED_TRACE(name);
+    SCOPED_TRACE(name + std::string(*chain ? " chained" : ""));
+    ScopedEnv env("SOLDER_GATHERED_CHAIN", chain);
     auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));
     BoundProgram bound = bind_program(program, SizeChoice{false, dims});
     KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu()).kernels;
     GeneratedModule m = generate_cuda(kernels);
     EXPECT_GE(gathered_kernels(m), 2) << contraction_schedule_text(m.contractions);
+    if (*chain && name == "conv_chain") EXPECT_EQ(m.kernels.size(), 1u) << m.source;
     KernelProgram view = contracts_as_reduces(kernels);
     verify_kernel_program(view);
     TensorSet inputs = make_inputs(bound, 3);
@@ -109,6 +170,7 @@ TEST(GatheredGemmWriter, DeepFewTileCellsSplitKAcrossACluster) {
   EXPECT_NE(c7.source.find("mapa.shared::cluster.u32"), std::string::npos);
   GeneratedModule c5 = example_for_gpu("conv_chain");
   for (auto& k : c5.kernels) EXPECT_EQ(k.cluster, 1);
+  ScopedEnv unchained("SOLDER_GATHERED_CHAIN", "0");
   setenv("SOLDER_GATHERED_SPLIT", "8", 1);
   GeneratedModule forced = example_for_gpu("conv_chain");
   EXPECT_EQ(forced.kernels[0].cluster, 8);
@@ -130,12 +192,30 @@ TEST(GatheredGemmWriter, SplitKModuleCompilesWithNvrtc) {
 }
 
 TEST(GatheredGemmWriter, TileOverrideIsCheckedAndApplied) {
+  ScopedEnv unchained("SOLDER_GATHERED_CHAIN", "0");
   setenv("SOLDER_GATHERED_TILE", "64,64,32,256", 1);
   GeneratedModule m = example_for_gpu("conv_chain");
   EXPECT_NE(m.source.find("tile BM 64 x BN 64 x BK 32, 256 threads"), std::string::npos);
   setenv("SOLDER_GATHERED_TILE", "64,48,32,128", 1);
   EXPECT_THROW(example_for_gpu("conv_chain"), Refusal);
   unsetenv("SOLDER_GATHERED_TILE");
+}
+
+// Programmatic dependent launch for short chains only (≤ 1 GFLOP: the chained conv_chain cells); the
+// one-contract kernels (C7's two, nerf_mlp's gathered layers) keep the plain launch (a measured loss).
+TEST(GatheredGemmWriter, OnlyShortChainsTakeProgrammaticLaunch) {
+  GeneratedModule c7 = example_for_gpu("conv_chain", {{"IC", 256}, {"HH", 14}, {"WW", 14}, {"OC1", 256}, {"OC2", 1024}});
+  ASSERT_EQ(c7.kernels.size(), 2u);
+  for (auto& k : c7.kernels) EXPECT_FALSE(k.programmatic) << k.name;
+  EXPECT_EQ(c7.source.find("griddepcontrol"), std::string::npos);
+  GeneratedModule c5 = example_for_gpu("conv_chain");
+  ASSERT_EQ(c5.kernels.size(), 1u);
+  EXPECT_TRUE(c5.kernels[0].programmatic);
+  GeneratedModule nerf = example_for_gpu("nerf_mlp");
+  for (auto& c : nerf.contractions)
+    if (c.skeleton == ContractionSchedule::kGatheredGemm)
+      for (auto& k : nerf.kernels)
+        if (k.name == c.kernel) EXPECT_FALSE(k.programmatic) << c.kernel;
 }
 
 TEST(GatheredGemmWriter, OffSwitchRestoresTheFusedPlan) {
@@ -151,6 +231,7 @@ TEST(GatheredGemmWriter, OffSwitchRestoresTheFusedPlan) {
 // first, C5's second) take 32 × 32 tiles; a deeper K keeps one block per SM as the bar (C5's first
 // convolution, K = 576: 196 tiles of 32 × 32 already; C1's second, K = 256: 32 × 32 from 196 tiles).
 TEST(GatheredGemmWriter, ShortKTakesSmallTilesForFourBlocksPerSm) {
+  ScopedEnv unchained("SOLDER_GATHERED_CHAIN", "0");
   GeneratedModule c1 = example_for_gpu("conv_chain", {{"KS", 1}, {"OC1", 256}, {"OC2", 64}});
   ASSERT_EQ(c1.kernels.size(), 2u);
   EXPECT_EQ(c1.kernels[0].blocks, 98 * 8) << c1.source;  // M 3136 / 32, N 256 / 32

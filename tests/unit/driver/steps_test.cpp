@@ -158,7 +158,7 @@ std::string read_file(const std::string& path) {
 }
 
 // The examples and steps whose dumps are pinned (scripts/update_golden.sh reads this list).
-const char* kStepGoldenExamples[] = {"ffn", "gated_ffn", "moe_routing", "vanilla", "llama_decode"};
+const char* kStepGoldenExamples[] = {"ffn", "gated_ffn", "moe_routing", "vanilla", "llama_decode", "conv_chain"};
 const char* kStepGoldenSteps[] = {"skeletons", "tiles", "schedule"};
 
 TEST(CompileSteps, GoldenDumpsAtDefaultSizes) {

@@ -69,6 +69,17 @@ TEST(Golden, GeneratedCudaOfMaskedAttentionOverSeveralTiles) {
   }
 }
 
+// Examples whose generated CUDA is pinned at the default sizes: conv_chain's two convolutions chained in
+// one gathered kernel (at the small sizes the chained grid is too narrow and they stay two kernels).
+const char* kGoldenDefaultExamples[] = {"conv_chain"};
+
+TEST(Golden, GeneratedCudaAtDefaultSizes) {
+  for (const char* name : kGoldenDefaultExamples) {
+    std::string file = std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol";
+    expect_golden(std::string(SOLDER_BINARY) + " emit --cuda " + file, std::string(name) + ".default.cu");
+  }
+}
+
 TEST(Golden, FusedKernelIrOfTheSmallExamples) {
   for (const char* name : kGoldenExamples) {
     std::string file = std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol";
