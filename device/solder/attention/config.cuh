@@ -62,7 +62,11 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //   StagedBias a score's bias staged by the producer into each K stage (functors.cuh, "A staged bias"):
 //              bit 1: a 16-bit [BM × BN] tile (a pair bias), bit 2: a byte vector of 128 keys (a column
 //              mask). 0: none.
-template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0>
+//   QBuffers   Q tiles in shared memory: 1, or 2 with Persistent (the producer loads the next work
+//              tile's Q, and then its K and V, while the consumers still read this tile's Q; with 1 it
+//              waits until every consumer has issued this tile's last S).
+template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
+          int QBuffers_ = 1>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -70,6 +74,7 @@ struct Config {
   static constexpr int Stages = Stages_;
   static constexpr int Consumers = Consumers_;
   static constexpr bool Persistent = Persistent_;
+  static constexpr int QBuffers = QBuffers_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -86,17 +91,19 @@ struct Config {
   static constexpr int StagedBias = StagedBias_;
   static constexpr int BiasTileBytes = (StagedBias_ & 1) ? BM * BN_ * 2 : 0;
   static constexpr int BiasColumnBytes = (StagedBias_ & 2) ? 128 : 0;
-  static constexpr int BiasTileOffset = QBytes + 2 * Stages_ * KVTileBytes;
+  static constexpr int BiasTileOffset = QBuffers_ * QBytes + 2 * Stages_ * KVTileBytes;
   static constexpr int BiasColumnOffset = BiasTileOffset + Stages_ * BiasTileBytes;
   static constexpr int BarrierOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
-  // Q, the K ring, the V ring, the staged bias, 2 + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
-  static constexpr int SmemBytes = BarrierOffset + 8 * (2 + 4 * Stages_) + 1024;
+  // Q (QBuffers tiles), the K ring, the V ring, the staged bias, 2·QBuffers + 4·Stages mbarriers, 1 KB
+  // of slack to align to 1024 bytes.
+  static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ + 4 * Stages_) + 1024;
 
   static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the attention skeleton takes bf16 or f16 (fp8: not yet)");
   static_assert(HeadDim_ == 64 || HeadDim_ == 128 || HeadDim_ == 256, "HeadDim must be 64, 128 or 256");
   static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
   static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
   static_assert(Consumers_ == 2 || Consumers_ == 3, "Consumers must be 2 or 3");
+  static_assert(QBuffers_ == 1 || (QBuffers_ == 2 && Persistent_), "QBuffers: 1, or 2 with persistent blocks");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
   static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");

@@ -39,7 +39,9 @@
 // A block takes work tile blockIdx.x, or with Config::Persistent one tile per round of a longest-first
 // list (see `locate` below): query rows [row0, row0 + BM) of head bh and the key tiles [begin, end) of
 // Mask::key_tiles. Warpgroup 0 is the producer: one thread loads Q once per work tile (after the
-// consumers released the previous Q), then for each key tile waits for a free K stage, loads K, waits
+// consumers released the Q that used its buffer before: the previous tile's, or with Config::QBuffers = 2
+// the one before, so that the next tile's Q, K and V load while this tile's last S runs), then for each
+// key tile waits for a free K stage, loads K, waits
 // for a free V stage, loads V (each stage on its own full/empty mbarrier pair); with a staged bias
 // (functors.cuh, Config's StagedBias) the key tile's bias tile and column bytes go into the K stage on
 // K's mbarrier, and the consumers read them from there right after issuing S. Consumer warpgroup c
@@ -176,17 +178,18 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   unsigned char* base = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(solder_attention_smem) + 1023) & ~uintptr_t(1023));
   T* smem_q = reinterpret_cast<T*>(base);
-  T* smem_k = reinterpret_cast<T*>(base + C::QBytes);
-  T* smem_v = reinterpret_cast<T*>(base + C::QBytes + C::Stages * C::KVTileBytes);
+  T* smem_k = reinterpret_cast<T*>(base + C::QBuffers * C::QBytes);
+  T* smem_v = reinterpret_cast<T*>(base + C::QBuffers * C::QBytes + C::Stages * C::KVTileBytes);
   // A staged bias (functors.cuh): stage s's tile at BiasTileOffset + s·BiasTileBytes, its column bytes at
   // BiasColumnOffset + s·BiasColumnBytes (both empty without); the mbarriers after them.
   unsigned char* smem_bias_tile = base + C::BiasTileOffset;
   unsigned char* smem_bias_column = base + C::BiasColumnOffset;
   static_assert(score_staged_bias<Score>(0) == C::StagedBias, "the Config's StagedBias must be the score's kStagedBias");
   static_assert(C::StagedBias == 0 || score_has_bias<Score>(0), "a staged bias needs a score with a bias (kBias)");
+  // Q buffer b (Config::QBuffers of them; work tiles with key tiles take them in turn): q_full[b], q_empty[b].
   uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::BarrierOffset);
-  uint64_t* q_empty = q_full + 1;
-  uint64_t* k_full = q_full + 2;
+  uint64_t* q_empty = q_full + C::QBuffers;
+  uint64_t* k_full = q_full + 2 * C::QBuffers;
   uint64_t* k_empty = k_full + C::Stages;
   uint64_t* v_full = k_empty + C::Stages;
   uint64_t* v_empty = v_full + C::Stages;
@@ -353,8 +356,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   const int thread = static_cast<int>(threadIdx.x) % 128;
 
   if (threadIdx.x == 0) {
-    cuda::ptx::mbarrier_init(q_full, 1);
-    cuda::ptx::mbarrier_init(q_empty, C::Consumers * 4);  // one arrival per consumer warp
+    for (int b = 0; b < C::QBuffers; ++b) {
+      cuda::ptx::mbarrier_init(&q_full[b], 1);
+      cuda::ptx::mbarrier_init(&q_empty[b], C::Consumers * 4);  // one arrival per consumer warp
+    }
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&k_full[s], 1);
       cuda::ptx::mbarrier_init(&v_full[s], 1);
@@ -402,7 +407,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       if constexpr ((C::StagedBias & 1) != 0) asm volatile("prefetch.tensormap [%0];" ::"l"(&score.bias_tile) : "memory");
       if constexpr ((C::StagedBias & 2) != 0) asm volatile("prefetch.tensormap [%0];" ::"l"(&score.bias_column) : "memory");
       uint32_t loaded = 0;  // K (and V) tiles loaded so far, over all work tiles
-      uint32_t q_phase = 0;
+      uint32_t q_loads = 0;  // Q tiles loaded so far (work tiles with key tiles)
       for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
         const Work w = locate(t);
         const int buf = list_of(round);
@@ -412,17 +417,19 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);
           continue;
         }
-        // Q of this tile once every consumer is done with the previous tile's Q.
-        detail::wait_parity(q_empty, q_phase ^ 1u);
+        // Q of this tile once every consumer is done with the Q that used its buffer before (the previous
+        // tile's with one buffer; the one before that with two).
+        const int qb = detail::stage_of<C::QBuffers>(q_loads);
+        detail::wait_parity(&q_empty[qb], detail::phase_of<C::QBuffers>(q_loads) ^ 1u);
         cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                             q_full, static_cast<uint32_t>(C::QBytes));
+                                             &q_full[qb], static_cast<uint32_t>(C::QBytes));
 #pragma unroll
         for (int c = 0; c < C::Consumers; ++c)
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_q + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
-                             operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), q_full);
-        q_phase ^= 1u;
+            detail::tma_load(smem_q + qb * (C::QBytes / 2) + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
+                             operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), &q_full[qb]);
+        ++q_loads;
         const int k_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
         const int v_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
         // A staged bias: the tile map's batch and the column map's row of this head.
@@ -515,13 +522,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 #pragma unroll
       for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(acc_s(2 * i), acc_s(2 * i + 1));
     };
-    auto issue_s = [&](int stage) {
+    // S = Q·Kᵀ from Q buffer `qb` and K stage `stage`.
+    auto issue_s = [&](int qb, int stage) {
       wgmma::fence(acc_s);
       wgmma::arrive();
       const uint64_t k_stage = wgmma::advance(k_desc, stage * kKVStageBytes);
+      const uint64_t q_buffer = wgmma::advance(q_desc, qb * static_cast<uint32_t>(C::QBytes));
 #pragma unroll
       for (int kb = 0; kb < Ty::KBlocksS; ++kb)
-        wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_desc, wgmma::k_major_block(64, kb)),
+        wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_buffer, wgmma::k_major_block(64, kb)),
                                          wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb)), acc_s, kb > 0);
       wgmma::commit();
     };
@@ -537,7 +546,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     };
 
     uint32_t consumed = 0;  // K (and V) tiles consumed so far, over all work tiles
-    uint32_t q_phase = 0;
+    uint32_t q_uses = 0;    // Q tiles used so far (work tiles with key tiles)
     // One pass per work tile. Without Config::Persistent the condition is false at compile time and
     // there is no loop (its registers matter at 160 per thread); a lambda called in a loop is not
     // always inlined, and wgmma across a call is serialized (C7520).
@@ -736,22 +745,23 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         };
         // The n-th key tile of this work tile (tile_at) is the (consumed + n)-th use of the K and V rings.
         const uint32_t first = consumed;
-        detail::wait_parity(q_full, q_phase);
-        q_phase ^= 1u;
+        const int qb = detail::stage_of<C::QBuffers>(q_uses);
+        detail::wait_parity(&q_full[qb], detail::phase_of<C::QBuffers>(q_uses));
+        ++q_uses;
         // First tile: S only.
         {
           const int j0 = tile_at(w, buf, 0);
           const int ks = detail::stage_of<C::Stages>(first);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
           detail::named_sync(my_turn, kTurnThreads);
-          issue_s(ks);
+          issue_s(qb, ks);
           detail::named_arrive(next_turn, kTurnThreads);
           load_bias(j0, ks);
           load_ids(j0, 0);
           wgmma::wait<0>();
           wgmma::fence(acc_s);
           release(&k_empty[ks]);
-          if (count == 1) release(q_empty);
+          if (count == 1) release(&q_empty[qb]);
           logits(j0, 0);
           state.update(acc_s, score.scale_log2, correction);  // O is 0: nothing to rescale
           to_p();
@@ -761,7 +771,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + n));
           detail::named_sync(my_turn, kTurnThreads);
-          issue_s(ks);
+          issue_s(qb, ks);
           rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
           issue_o(vs);
@@ -771,7 +781,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           wgmma::wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
           wgmma::fence(acc_s);
           release(&k_empty[ks]);
-          if (n == count - 1) release(q_empty);  // the tile's last read of Q is done
+          if (n == count - 1) release(&q_empty[qb]);  // the tile's last read of Q is done
           logits(j, n);
           state.update(acc_s, score.scale_log2, correction);
           wgmma::wait<0>();

@@ -937,12 +937,27 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // (A data mask: persistent blocks too, below: the producer warpgroup's idle warps classify the next
   // work tile's key tiles while the consumers run this one.)
   const bool short_masked = cond && !data && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
+  // Short unmasked rows at hd64 (vanilla, gqa: at most 8 key tiles of 128 per work tile) run like short
+  // masked ones: persistent blocks, 128 x 128, instead of one 192-row block per work tile (at S 1k a
+  // 192-row block streams 8 key tiles and a sixth of its rows are past seq_q: 1024 = 5·192 + 64):
+  // vanilla S 1k 187.0 → 173.7 µs, gqa 187.2 → 177.6 (H100, 2026-11-27, same call). At hd128 persistent
+  // blocks measured slower (vanilla 282.4 → 301.6 µs): hd128 keeps one block per tile.
+  // Operands at a fixed lead index (diff_attn's two passes over q[b, c, h]) keep one block per tile: not
+  // measured on persistent blocks. $SOLDER_ATTN_SHORT=old restores the previous choice (one block per
+  // tile unmasked; one Q buffer under a mask), =all takes this schedule at every length and head dim
+  // (A/B runs).
+  const std::string short_knob = std::getenv("SOLDER_ATTN_SHORT") ? std::getenv("SOLDER_ATTN_SHORT") : "";
+  const bool short_old = short_knob == "old";
+  const bool short_all = short_knob == "all" && identity && !data && D_ <= 128;
+  const bool plain_layout = q_lead.block == 1 && kv_leads.at("K").block == 1 && kv_leads.at("V").block == 1;
+  const bool short_plain = !short_old && identity && !cond && !data && plain_layout && D_ <= 64 && seq_k <= 1024;
+  const bool short_rows = short_masked || short_plain || short_all;
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
   const int64_t kHeadDim = D_ < 64 ? 64 : D_;
   // A data mask: 2 consumers (128 query rows per work tile: a block's rows span fewer documents, so more
   // key tiles are skipped, and the per-score id compares of boundary tiles fit in 240 registers).
-  const int consumers = kHeadDim == 64 && (identity || affine) && !short_masked && !data ? 3 : 2;
+  const int consumers = kHeadDim == 64 && (identity || affine) && !short_rows && !data ? 3 : 2;
   // A score with a per-element bias keeps the key tile's bias in registers while S runs (BN / 2 floats
   // per thread): 64 keys per tile, so that it fits beside S, P and O without spilling, and 4 stages.
   const bool with_bias = linear && !affine && !identity;
@@ -992,7 +1007,20 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   const int staged_bits = (staged_tile.g ? 1 : 0) | (staged_column.g ? 2 : 0);
   const int bn = kHeadDim == 256 || with_bias ? 64 : 128;
-  int stages = kHeadDim == 64 || with_bias ? 4 : short_masked ? 3 : 2;
+  // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
+  // short masked rows of sliding_window and prefix_lm): the producer loads the next work tile's Q, then
+  // its K and V, while the consumers still run this tile, instead of waiting until every consumer has
+  // issued this tile's last S (causal S 1k 134.6 → 130.9 µs, vanilla 180.9 → 173.7, sliding_window S 1k
+  // 93.5 → 91.2 on persistent blocks, same calls). At hd128 the second Q buffer leaves shared
+  // memory for 2 K/V stages instead of 3 (2 x 32 KB of Q + 2 x 64 KB), and causal S 1k measured 199.0 µs
+  // with one buffer and 3 stages against 208.4: hd128 keeps one ($SOLDER_ATTN_SHORT=all takes two).
+  // $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer (A/B runs).
+  const bool two_q = short_rows && identity && !data && !with_bias && !short_old && (kHeadDim == 64 || short_all) && [] {
+    const char* e = std::getenv("SOLDER_ATTN_QBUFFERS");
+    return !(e && std::string(e) == "1");
+  }();
+  const int q_buffers = two_q ? 2 : 1;
+  int stages = kHeadDim == 64 || with_bias ? 4 : two_q ? 2 : short_rows ? 3 : 2;
   if (staged_bits) {
     // A staged bias: as deep a ring as shared memory holds, up to 6 stages (hd64: Q 16 KB + 6 x 32.1 KB
     // of K, V, bias tile and column bytes; hd128: 4), so that the producer runs more than one work tile
@@ -1021,12 +1049,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // the fixed latency is a small share there. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for data masks too.
   constexpr int64_t kDataPersistentMaxKeyTiles = 32;
   const bool data_persistent = data && (seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles;
-  bool persistent = short_masked || staged_bits != 0 || data_persistent;
+  bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) +
-                             (staged_bits ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) + ">";
+                             (staged_bits || q_buffers > 1 ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
+                             (q_buffers > 1 ? ", " + std::to_string(q_buffers) : std::string("")) + ">";
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
   for (size_t k2 = 0; k2 + 3 < rank; ++k2)
@@ -1363,7 +1392,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   std::ostringstream head;
   const std::string summary = config + " (" + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys per tile, " + std::to_string(stages) + "-stage K/V ring, " +
                               std::to_string(consumers) + " consumer warpgroups in ping-pong + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles" +
-                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, snake order)" : std::string("")) + ", " +
+                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, snake order" +
+                                                (q_buffers > 1 ? std::string("; 2 Q buffers: the next work tile's Q, K and V load while this one runs") : std::string("")) + ")"
+                                          : std::string("")) + ", " +
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
                               (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + lead_text + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text +
                               (data ? std::string(persistent ? "; block order: persistent blocks deal out the work tiles longest first in a snake (query tiles of a head last to first; a data mask's live tiles are not known at compile time)"
@@ -1391,7 +1422,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
-  result.info.shared_bytes = static_cast<int64_t>(bm) * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 + 4 * stages) + 1024 +
+  result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024 +
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
   // 5 and two mbarrier pairs with persistent blocks: a double-buffered list), on top of the launch's

@@ -1,6 +1,6 @@
 // Device test of the sm_90a attention skeleton (device/solder/attention/sm90_attention.cuh) against a
 // float64 host reference of the rounded inputs: bf16 and f16, head dims 64, 128 and 256, 2 and 3 consumer
-// warpgroups, 2 to 4 stages, persistent blocks or one per work tile; ragged sequence lengths (1, 17, 100, 129, 257, 300, 1000, 2048),
+// warpgroups, 2 to 4 stages, persistent blocks or one per work tile, one or two Q buffers; ragged sequence lengths (1, 17, 100, 129, 257, 300, 1000, 2048),
 // seq_q ≠ seq_k, grouped-query heads, padded rows; no mask, causal (top-left, bottom-right, and an
 // offset that leaves rows with no visible key: zeros), and three score functors (softcap, an ALiBi-style
 // bias that depends on row, column and head, and evoformer's form with a bias (kBias): a pair bias
@@ -32,6 +32,8 @@ using solder::attention::SoftcapScore;
 namespace {
 
 int failures = 0, cases = 0;
+// Persistent blocks of each case's second run (run_many_tiles sets 1 too).
+int persistent_blocks = 3;
 
 // logit = dot · scale − slope(head) · |row − col| (base e; scale_log2 = log2 e).
 struct AlibiScore {
@@ -267,7 +269,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   // One block per work tile, then 3 persistent blocks looping over the tiles: the same bits.
   for (int run = 0; run < 2; ++run) {
     CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
-    launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, run == 0 ? 0 : 3);
+    launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, run == 0 ? 0 : persistent_blocks);
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemcpy(run == 0 ? first.data() : got.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
   }
@@ -295,8 +297,8 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   }
   const bool ok = bad == 0 && nan == 0 && moved == 0;
   if (!ok) ++failures;
-  std::printf("%s %-34s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent/not, worst err/bound %.3f, rel L2 %.2e\n",
-              ok ? "OK  " : "FAIL", name, D, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, worst,
+  std::printf("%s %-34s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent(%d)/not, worst err/bound %.3f, rel L2 %.2e\n",
+              ok ? "OK  " : "FAIL", name, D, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, C::Persistent ? persistent_blocks : 0, worst,
               std::sqrt(err2 / (ref2 + 1e-300)));
   if (!ok && first_bad != size_t(-1)) {
     const size_t row = first_bad / D;
@@ -442,6 +444,29 @@ void run_staged(const char* name, std::mt19937& rng, int D) {
 }
 
 // Head dim 32 in an hd64 configuration (plain and causal).
+// Many work tiles per persistent block, so that the Q buffers and the K/V rings go around many times
+// (their mbarrier phases run on across work tiles; with two Q buffers the producer loads tile n + 1's Q
+// while the consumers read tile n's): 1 and 3 blocks over 48 .. 96 work tiles of 1 .. 8 key tiles,
+// unmasked, causal (top-left; bottom-right with seq_q ≠ seq_k and 4:1 GQA; an offset of −200 that
+// leaves the first work tile of every head no key tile at all, so the blocks skip it).
+template <class C>
+void run_many_tiles(const char* name, std::mt19937& rng) {
+  const PlainScore plain{1.4426950408889634f / std::sqrt(float(C::HeadDim))};
+  char label[96];
+  for (int blocks : {1, 3}) {
+    persistent_blocks = blocks;
+    std::snprintf(label, sizeof label, "%s many plain", name);
+    run_case<C>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, NoMask{}, rng);
+    std::snprintf(label, sizeof label, "%s many causal", name);
+    run_case<C>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng);
+    std::snprintf(label, sizeof label, "%s many causal bottom-right", name);
+    run_case<C>(label, Case{3, 4, 1, 700, 1024, 8}, plain, CausalMask{1024 - 700}, rng);
+    std::snprintf(label, sizeof label, "%s many causal offset -200", name);
+    run_case<C>(label, Case{2, 3, 3, 600, 600, 0}, plain, CausalMask{-200}, rng);
+  }
+  persistent_blocks = 3;
+}
+
 template <class C>
 void run_padded(const char* name, std::mt19937& rng) {
   const float log2e = 1.4426950408889634f;
@@ -532,6 +557,16 @@ int main(int argc, char** argv) {
   run_config<Config<Dtype::bf16, 128, 128, 3, 2>, true>("bf16 d128 128x128 s3", rng);
   run_config<Config<Dtype::f16, 64, 128, 4, 2, true>, false>("f16 d64 128x128 s4 P", rng);
   run_config<Config<Dtype::bf16, 256, 64, 2, 2>, false>("bf16 d256 128x64 s2", rng);
+  // Q2: two Q buffers (the emitter's short rows: vanilla, gqa and causal at S ≤ 1k), and the one-buffer
+  // persistent configurations over many work tiles per block too
+  run_config<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2>, true>("bf16 d64 128x128 s4 P Q2", rng);
+  run_config<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>, false>("bf16 d128 128x128 s2 P Q2", rng);
+  run_config<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2>, false>("f16 d64 128x128 s4 P Q2", rng);
+  run_many_tiles<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2>>("bf16 d64 s4 P Q2", rng);
+  run_many_tiles<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2", rng);
+  run_many_tiles<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 s4 P", rng);
+  run_many_tiles<Config<Dtype::bf16, 128, 128, 3, 2, true>>("bf16 d128 s3 P", rng);
+  run_padded<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2>>("bf16 d64(32) 128x128 s4 P Q2", rng);
   // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

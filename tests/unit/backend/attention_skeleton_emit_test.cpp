@@ -63,7 +63,8 @@ TEST(AttentionSkeletonEmit, PaperShapesRunOnTheSkeleton) {
     EXPECT_EQ(a.k.tile_rows, 128) << name;
     EXPECT_EQ(k->info.threads % 128, 0) << name;
     const int64_t rows = (k->info.threads - 128) / 2;  // 64 query rows per consumer warpgroup
-    const bool persistent = k->source.find(", true>;") != std::string::npos;  // short masked sequences: one block per SM
+    // short sequences (S 1k: vanilla, gqa, causal, and the masked variants): one block per SM
+    const bool persistent = k->source.find(", true>;") != std::string::npos || k->source.find(", true, 0, 2>;") != std::string::npos;
     EXPECT_EQ(k->info.blocks, persistent ? 132 : (1024 + rows - 1) / rows * 256) << name;
     EXPECT_NE(k->summary.find("skipped tiles:"), std::string::npos) << name;
   }
@@ -71,16 +72,18 @@ TEST(AttentionSkeletonEmit, PaperShapesRunOnTheSkeleton) {
 
 TEST(AttentionSkeletonEmit, VanillaFoldsTheScaleAndUsesThreeConsumers) {
   std::string refusal;
-  auto k = emit(compile("vanilla", {}), &refusal);
+  // S 4k: three consumers (192 query rows), one block per work tile
+  auto k = emit(compile("vanilla", {{"B", 4}, {"S", 4096}}), &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos);
   EXPECT_NE(k->source.find("static constexpr bool kIdentity = true;"), std::string::npos);
   // log2(e) / 8
   EXPECT_NE(k->source.find("scale_log2 = 0.180336878f"), std::string::npos) << k->source;
   EXPECT_EQ(k->info.threads, 512);
+  EXPECT_EQ(k->info.blocks, (4096 + 191) / 192 * 64);
   EXPECT_NE(k->summary.find("skipped tiles: none"), std::string::npos) << k->summary;
   // the epilogue stores bf16 pairs at [bh, row, col]
-  EXPECT_NE(k->source.find("(static_cast<long long>(bh_) * 1024LL + row_) * 64LL + col_"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("(static_cast<long long>(bh_) * 4096LL + row_) * 64LL + col_"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("__floats2bfloat162_rn(o0_, o1_)"), std::string::npos);
 }
 
@@ -95,8 +98,8 @@ TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
   EXPECT_NE(k->source.find("__device__ bool partial("), std::string::npos);
   EXPECT_NE(k->summary.find("are skipped"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
-  // short causal sequences: persistent blocks (the skeleton's best at S 1k); long ones one block per tile
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>"), std::string::npos);
+  // short causal sequences: persistent blocks with two Q buffers (S 1k); long ones one block per tile
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
   auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
   ASSERT_TRUE(longer) << refusal;
@@ -236,7 +239,7 @@ TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
     ASSERT_TRUE(k) << refusal;
     EXPECT_NE(k->source.find("const long long lo_ = max_ll_(0LL, (1LL) * row_lo_ + (-256LL));"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("const long long hi_ = min_ll_(static_cast<long long>(seq_k_) - 1, (1LL) * row_hi_ + (0LL));"), std::string::npos) << k->source;
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>"), std::string::npos) << seq;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>"), std::string::npos) << seq;
     EXPECT_EQ(k->info.blocks, 132) << seq;
     EXPECT_NE(k->summary.find("solved from its linear bounds"), std::string::npos) << k->summary;
     // a conjunction of bounds: boundary tiles compare with each row's two ends
@@ -269,10 +272,71 @@ TEST(AttentionSkeletonEmit, GqaMapsQueryHeadsOnKvHeads) {
 
 TEST(AttentionSkeletonEmit, HeadDim128TakesTheTwoStageConfig) {
   std::string refusal;
+  // one block per work tile at S 1k too (persistent blocks measured slower at hd128)
   auto k = emit(compile("vanilla", {{"D", 128}}), &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2>"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2>;"), std::string::npos);
   EXPECT_EQ(k->info.attention->q.k, 128);
+  EXPECT_EQ(k->info.blocks, 8 * 256);
+  // causal S 1k: persistent blocks, one Q buffer, 3 stages; with $SOLDER_ATTN_SHORT=all two Q buffers
+  // (2 x 32 KB) and 2 K/V stages (2 x 64 KB) within 227 KB
+  auto causal = emit(compile("causal", {{"D", 128}}), &refusal);
+  ASSERT_TRUE(causal) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true>;"), std::string::npos) << causal->summary;
+  setenv("SOLDER_ATTN_SHORT", "all", 1);
+  auto all = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  unsetenv("SOLDER_ATTN_SHORT");
+  ASSERT_TRUE(all) << refusal;
+  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 2>;"), std::string::npos) << all->summary;
+  EXPECT_EQ(all->info.shared_bytes, 2 * 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 8 * (2 * 2 + 4 * 2) + 1024);
+  EXPECT_LE(all->info.shared_bytes, 232448);
+}
+
+// Short sequences at hd64 (at most 8 key tiles of 128 per work tile) without a data mask or a bias:
+// persistent blocks of 128 rows with two Q buffers, for unmasked rows too (vanilla, gqa at S 1k). The A/B
+// knobs: $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer, $SOLDER_ATTN_SHORT=old the previous choice (one
+// 192-row block per tile unmasked, one Q buffer under a mask), =all this schedule at S 4k.
+TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
+  std::string refusal;
+  for (const char* name : {"vanilla", "gqa", "causal"}) {
+    auto k = emit(compile(name, {}), &refusal);
+    ASSERT_TRUE(k) << name << ": " << refusal;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << name << ": " << k->summary;
+    EXPECT_EQ(k->info.blocks, 132) << name;
+    EXPECT_EQ(k->info.threads, 384) << name;
+    EXPECT_EQ(k->info.shared_bytes, 2 * 128 * 64 * 2 + 2 * 4 * 128 * 64 * 2 + 8 * (2 * 2 + 4 * 4) + 1024) << name;
+    EXPECT_NE(k->summary.find("2 Q buffers: the next work tile's Q, K and V load while this one runs"), std::string::npos) << name << ": " << k->summary;
+  }
+  // fewer work tiles than SMs: one persistent block each
+  auto few = emit(compile("vanilla", {{"B", 2}, {"H", 3}, {"S", 512}}), &refusal);
+  ASSERT_TRUE(few) << refusal;
+  EXPECT_NE(few->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos);
+  EXPECT_EQ(few->info.blocks, 4 * 6);
+  // a score that is not the dot product itself (softcap) keeps its configuration
+  auto soft = emit(compile("softcap", {}), &refusal);
+  ASSERT_TRUE(soft) << refusal;
+  EXPECT_NE(soft->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>;"), std::string::npos);
+
+  setenv("SOLDER_ATTN_QBUFFERS", "1", 1);
+  auto q1 = emit(compile("vanilla", {}), &refusal);
+  unsetenv("SOLDER_ATTN_QBUFFERS");
+  ASSERT_TRUE(q1) << refusal;
+  EXPECT_NE(q1->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos);
+
+  setenv("SOLDER_ATTN_SHORT", "old", 1);
+  auto old_vanilla = emit(compile("vanilla", {}), &refusal);
+  auto old_causal = emit(compile("causal", {}), &refusal);
+  unsetenv("SOLDER_ATTN_SHORT");
+  ASSERT_TRUE(old_vanilla && old_causal) << refusal;
+  EXPECT_NE(old_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos);
+  EXPECT_EQ(old_vanilla->info.blocks, (1024 + 191) / 192 * 256);
+  EXPECT_NE(old_causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos);
+
+  setenv("SOLDER_ATTN_SHORT", "all", 1);
+  auto all = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_SHORT");
+  ASSERT_TRUE(all) << refusal;
+  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos);
 }
 
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
@@ -488,7 +552,7 @@ TEST(AttentionSkeletonEmit, FallbackStatesTheReasonInTheSource) {
   ASSERT_FALSE(v.contractions.empty());
   for (auto& s : v.contractions) {
     EXPECT_EQ(s.skeleton, ContractionSchedule::kAttentionSkeleton);
-    EXPECT_NE(s.reason.find("1536 work tiles of 192 query rows x 128 keys; skipped tiles: none"), std::string::npos) << s.reason;
+    EXPECT_NE(s.reason.find("2048 work tiles of 128 query rows x 128 keys on 132 persistent blocks; skipped tiles: none"), std::string::npos) << s.reason;
   }
   auto window = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/sliding_window.sol"));
   GeneratedModule w = generate_cuda(compile_program(bind_program(window, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels);

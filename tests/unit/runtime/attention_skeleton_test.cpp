@@ -57,6 +57,13 @@ TEST(AttentionConfig, LaunchGeometryAndSharedMemory) {
   static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2, false, 1>::BiasColumnBytes == 0);
   static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2, false, 2>::BiasTileBytes == 0);
   static_assert(at::Config<at::Dtype::bf16, 64, 64, 4, 2>::BarrierOffset == 128 * 64 * 2 + 2 * 4 * 64 * 64 * 2);
+  // Two Q buffers (persistent blocks): two Q tiles before the K ring, two mbarrier pairs for them.
+  using Q2 = at::Config<at::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;
+  static_assert(Q2::QBuffers == 2 && Q2::BiasTileOffset == 2 * 128 * 64 * 2 + 2 * 4 * 128 * 64 * 2);
+  static_assert(Q2::SmemBytes == Q2::BarrierOffset + 8 * (2 * 2 + 4 * 4) + 1024 && Q2::SmemBytes <= 232448);
+  static_assert(at::Config<at::Dtype::bf16, 128, 128, 2, 2, true, 0, 2>::SmemBytes <= 232448);
+  static_assert(at::Config<at::Dtype::bf16, 64, 128, 4, 2, true>::QBuffers == 1);
+  EXPECT_EQ(at::launch_config(Q2{}, shape, 132).grid[0], at::launch_config(P{}, shape, 132).grid[0]);
 }
 
 // q, k and v are K-major GEMM operands: rows = sequence, k = head dim, batch = batch · heads.
