@@ -95,7 +95,6 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
       }
       std::string element = !a->global && !a->element.empty() ? a->element : a->pointer + "[" + offset(*a, idx) + "]";
       if (a->global) {
-        if (a->read_only) element = "__ldg(&" + element + ")";
         if (a->dtype == DType::i32) return "static_cast<long long>(" + element + ")";
         if (a->dtype == DType::boolean) return "(" + element + " != 0)";
         return "solder::to_float(" + element + ")";

@@ -25,9 +25,6 @@ struct CudaArray {
   // When set, a load of this tile prints this text instead of pointer[offset] (the generic writer's
   // register-resident tiles, read only at the point's own element: kernel_writer_registers.cpp).
   std::string element;
-  // A global the kernel only reads (f32, f16, bf16 or i32): loads go through the read-only path
-  // (`__ldg`, ld.global.nc), which ptxas may issue ahead of the kernel's earlier stores.
-  bool read_only = false;
 };
 
 // The generated code's check of a data-dependent index (docs/kernel-ir.md, "Bounds"): the module

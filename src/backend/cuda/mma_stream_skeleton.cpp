@@ -1338,23 +1338,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       out << "    o0_ = value_(bh_, row_, col_, o0_, p_, 0);\n    o1_ = value_(bh_, row_, col_ + 1, o1_, p_, 1);\n";
     } else {
     if (!plain) {
-      // The tensors read at the stored element are inputs or what an earlier kernel stored (diff_attn's
-      // a0): this kernel writes only o, so they are read through the read-only path (__ldg). ptxas then
-      // issues a thread's loads of every pair of columns ahead of its first store, instead of one load
-      // after each store (a plain load may alias the stores before it).
-      const Expr read_only = rewrite_loads(globals_bounded(value), [&](const LoadNode& l, const Expr& self) -> Expr {
-        const GlobalTensor* gt = program_.find_global(l.tensor);
-        if (!gt || l.tensor == o->name || (gt->role != GlobalRole::input && gt->role != GlobalRole::intermediate)) return self;
-        if (gt->dtype != DType::f32 && gt->dtype != DType::f16 && gt->dtype != DType::bf16 && gt->dtype != DType::i32) return self;
-        const std::string alias = "(ldg)" + l.tensor;
-        CudaArray a = *printer_.array(l.tensor);
-        a.read_only = true;
-        arrays_[alias] = a;
-        return make_load(alias, l.index);
-      });
-      epilogue_text = print_expr(stored_value) + " with a_ = o / Σp, inputs read at the stored element (read-only loads, issued ahead of the stores)";
+      epilogue_text = print_expr(stored_value) + " with a_ = o / Σp, inputs read at the stored element";
       out << "  __device__ float value_(int bh_, int row_, int col_, float a_) const {\n" << decode(true, false);
-      out << "    (void)col_;\n    return " << printer_.print_float(read_only) << ";\n  }\n";
+      out << "    (void)col_;\n    return " << printer_.print_float(globals_bounded(value)) << ";\n  }\n";
     }
     out << "  __device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_) const {\n";
     if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
