@@ -353,12 +353,14 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       // one tensor-core kernel, while each half alone is one such kernel.)
       int input_contractions = 0;
       for (auto& d : group) input_contractions += contracts_two_inputs(program, d);
-      // (A group of one contraction of inputs that reads nothing but program inputs may go down to 32
-      // rows: evoformer at head dim 128, whose pair-bias and gate tiles outgrow the budget at 64; the
-      // attention skeleton then takes 128 rows per work tile of its own.)
+      // (A group of one contraction of inputs that reads nothing but tensors in memory -- program inputs
+      // and what earlier kernels store -- may go down to 32 rows: evoformer at head dim 128, whose
+      // pair-bias and gate tiles outgrow the budget at 64, and diff_attn's second pass at head dim 128,
+      // whose combine o = a0 − λ·a1 reads the first pass's a0; the attention skeleton then takes 128
+      // rows per work tile of its own.)
       bool reads_inputs_only = true;
       {
-        std::set<std::string> own;
+        std::set<std::string> own(global_names.begin(), global_names.end());  // stored by earlier kernels
         for (const TensorInfo* t : program.inputs()) own.insert(t->name);
         for (auto& d : group) own.insert(d.target.name);
         for (auto& d : group)

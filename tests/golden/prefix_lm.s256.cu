@@ -4,13 +4,13 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ < PRE || col_ <= row_ may reach from the block's rows, [0, max_ll_((7LL), (1LL) * row_hi_ + (0LL))] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) evaluate the mask per element, the others nothing
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ < PRE || col_ <= row_ may reach from the block's rows, [0, max_ll_((7LL), (1LL) * row_hi_ + (0LL))] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ < PRE || col_ <= row_ may reach from the block's rows, [0, max_ll_((7LL), (1LL) * row_hi_ + (0LL))] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) evaluate the mask per element, the others nothing
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ < PRE || col_ <= row_ may reach from the block's rows, [0, max_ll_((7LL), (1LL) * row_hi_ + (0LL))] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o
-// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2> (128 query rows x 128 keys per tile, 4-stage K/V ring, 2 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles on 4 persistent blocks (longest first, snake order; 2 Q buffers: the next work tile's Q, K and V load while this one runs), score: the dot product (scale 0.125000 folded into exp2); skipped tiles: key tiles outside the columns col_ < PRE || col_ <= row_ may reach from the block's rows, [0, max_ll_((7LL), (1LL) * row_hi_ + (0LL))] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) evaluate the mask per element, the others nothing; epilogue: o / Σp stored; block order: the query tiles of a head last to first (the longest causal rows first)
+// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2> (128 query rows x 128 keys per tile, 4-stage K/V ring, 2 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles on 4 persistent blocks (longest first, snake order; 2 Q buffers: the next work tile's Q, K and V load while this one runs), score: the dot product (scale 0.125000 folded into exp2); skipped tiles: key tiles outside the columns col_ < PRE || col_ <= row_ may reach from the block's rows, [0, max_ll_((7LL), (1LL) * row_hi_ + (0LL))] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing; epilogue: o / Σp stored; block order: the query tiles of a head last to first (the longest causal rows first)
 // the Kernel IR's online softmax (running max acc_m, sum acc_z, accumulator acc_o) is the skeleton's row state; Q = q, K = k, V = v__, O = o__
 struct fused_o_score_ {
   const __nv_bfloat16* q;
@@ -60,6 +60,15 @@ struct fused_o_mask_ {
     const long long row_lo_ = row0_, row_hi_ = row0_ + rows_ - 1, col_lo_ = col0_, col_hi_ = col0_ + bn_ - 1;
     (void)row_lo_; (void)row_hi_; (void)col_lo_; (void)col_hi_;
     return ((col_hi_ >= 8LL) && (col_hi_ > row_lo_));
+  }
+  // on one row the mask holds exactly on the columns [lo, hi] of the bounds above (row_lo_ = row_hi_ = the row):
+  // boundary tiles compare each score's column with the two ends instead of evaluating visible()
+  static constexpr bool kRowInterval = true;
+  __device__ void row_columns(int bh_, int row_, int* lo_, int* hi_) const {
+    const long long row_lo_ = row_, row_hi_ = row_; (void)row_lo_; (void)row_hi_;
+    const long long l_ = -1073741824LL, h_ = max_ll_((7LL), (1LL) * row_hi_ + (0LL));
+    *lo_ = static_cast<int>(min_ll_(max_ll_(l_, -1073741824LL), 1073741824LL));
+    *hi_ = static_cast<int>(min_ll_(max_ll_(h_, -1073741824LL), 1073741824LL));
   }
   __device__ bool visible(int bh_, int row_, int col_) const {
     const long long h_t = (static_cast<long long>(bh_) / 1LL) % 2LL; (void)h_t;

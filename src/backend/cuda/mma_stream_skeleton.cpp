@@ -195,8 +195,10 @@ struct ColBound {
 };
 struct ColRange {
   std::optional<ColBound> lo, hi;
-  // The mask is exactly lo ≤ col ≤ hi on a single row (a conjunction of solved comparisons): its
-  // visible columns on each row are one interval.
+  // The mask is exactly lo ≤ col ≤ hi on a single row: its visible columns on each row are one
+  // interval. Solved comparisons are exact; && of exact sides is (an intersection of intervals), and so
+  // is || of exact sides that share an open end (both without lo, or both without hi: two intervals
+  // reaching the same end overlap, so their union is their hull; prefix masks `col < PRE || col <= row`).
   bool exact = false;
 };
 
@@ -257,7 +259,7 @@ ColRange column_range(const Expr& c, const std::map<std::string, int64_t>& dims)
   if (b->op == BinaryOp::logical_and || b->op == BinaryOp::logical_or) {
     ColRange l = column_range(b->lhs, dims), r = column_range(b->rhs, dims), out;
     const bool conj = b->op == BinaryOp::logical_and;
-    out.exact = conj && l.exact && r.exact;
+    out.exact = l.exact && r.exact && (conj || (!l.lo && !r.lo) || (!l.hi && !r.hi));
     if (conj) {
       out.lo = l.lo && r.lo ? combine(*l.lo, *r.lo, true) : l.lo ? l.lo : r.lo;
       out.hi = l.hi && r.hi ? combine(*l.hi, *r.hi, false) : l.hi ? l.hi : r.hi;
@@ -1255,7 +1257,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "    return " << (may_fail ? printer_.print_bool(*may_fail) : std::string("true")) << ";\n  }\n";
     const bool row_interval = live && solved && reach.exact;
     if (row_interval) {
-      // The mask is a conjunction of the solved bounds: on one row it holds exactly on [lo, hi], so a
+      // The mask is exact (ColRange::exact): on one row it holds exactly on [lo, hi], so a
       // boundary tile compares each element's constant column offset with the row's two ends.
       out << "  // on one row the mask holds exactly on the columns [lo, hi] of the bounds above (row_lo_ = row_hi_ = the row):\n";
       out << "  // boundary tiles compare each score's column with the two ends instead of evaluating visible()\n";

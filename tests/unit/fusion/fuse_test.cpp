@@ -212,15 +212,24 @@ TEST(Fuse, ShortCascadeDimsAreHeldWholeWhenTheGridFillsTheGpu) {
 // evoformer's group (scores, softmax, P·V whose P reads the pair bias and the mask, the gate) is one
 // kernel at the GPU's tiles and head dims 32, 64 and 128: P·V is not a contraction of two inputs (only
 // plain input factors count), so the group halves its row tile instead of splitting; at 128 it goes
-// down to 32 rows (it reads inputs only). diff_attn, whose second group reads the first's output,
-// keeps its three kernels at D = 128.
+// down to 32 rows (it reads inputs only). diff_attn's second group reads the first's output a0, which is
+// in memory too: at D = 128 it also goes down to 32 rows and keeps the combine o = a0 − λ·a1 (two
+// kernels, as at D = 64, instead of a0 and a1 stored and a third kernel); verified on the CPU executor.
 TEST(Fuse, EvoformerIsOneKernelAtGpuTiles) {
   for (int64_t d : {32, 64, 128}) {
     FusionResult r = fuse_program(bind_example("evoformer", false, {{"D", d}}), gpu_fusion_params());
     EXPECT_EQ(r.kernels.kernels.size(), 1u) << "D = " << d;
   }
-  FusionResult diff = fuse_program(bind_example("diff_attn", false, {{"D", 128}}), gpu_fusion_params());
-  EXPECT_EQ(diff.kernels.kernels.size(), 3u);
+  for (int64_t d : {64, 128}) {
+    FusionResult diff = fuse_program(bind_example("diff_attn", false, {{"D", d}}), gpu_fusion_params());
+    ASSERT_EQ(diff.kernels.kernels.size(), 2u) << "D = " << d;
+    EXPECT_EQ(diff.kernels.kernels[1].name, "fused_o") << "D = " << d;
+    for (auto& g : diff.kernels.globals) EXPECT_NE(g.name, "a1") << "D = " << d << ": a1 is stored";
+  }
+  testing::FusedRun run = run_fused(bind_example("diff_attn", true, {{"D", 128}, {"S", 256}}), gpu_fusion_params());
+  ASSERT_EQ(run.fused.kernels.kernels.size(), 2u);
+  EXPECT_NE(print_kernel(run.fused.kernels.kernels[1]).find("i_t * 32"), std::string::npos) << print_kernel(run.fused.kernels.kernels[1]);
+  EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
 }
 
 // The GPU's grouped element-wise rows (group_plan.cpp, widen_grid_tiles) at a ragged row
