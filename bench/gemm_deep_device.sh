@@ -23,14 +23,11 @@ S6="--dim M=128 --dim N=8960 --dim K=1536 --dim L=1536"; S7="--dim M=128 --dim N
 Q2="--dim M=4096 --dim N=2560 --dim K=1536"; Q3="--dim M=4096 --dim N=3584 --dim K=8192"; Q4="--dim M=4096 --dim N=8192 --dim K=3584"
 # label | env | program and dims (the sweeps: ffn's down projections, the fp8 GEMM alone)
 SWEEP="S1-64x64s8|SOLDER_GEMM_TILE=64x64s8k1@128,3072,8192|examples/ffn.sol $S1
-S1-64x64s10|SOLDER_GEMM_TILE=64x64s10k1@128,3072,8192|examples/ffn.sol $S1
 S1-64x64s13|SOLDER_GEMM_TILE=64x64s13k1@128,3072,8192|examples/ffn.sol $S1
 S1-64x64s14|SOLDER_GEMM_TILE=64x64s14k1@128,3072,8192|examples/ffn.sol $S1
-S1-64x64s8c1x4|SOLDER_GEMM_TILE=64x64s8k1c1x4@128,3072,8192|examples/ffn.sol $S1
 S1-64x64s13c1x4|SOLDER_GEMM_TILE=64x64s13k1c1x4@128,3072,8192|examples/ffn.sol $S1
 S1-64x64s13c2x1|SOLDER_GEMM_TILE=64x64s13k1c2x1@128,3072,8192|examples/ffn.sol $S1
 S1-64x64s8c2x4|SOLDER_GEMM_TILE=64x64s8k1c2x4@128,3072,8192|examples/ffn.sol $S1
-S1-64x64s10c2x4|SOLDER_GEMM_TILE=64x64s10k1c2x4@128,3072,8192|examples/ffn.sol $S1
 S1-64x64s13c2x4|SOLDER_GEMM_TILE=64x64s13k1c2x4@128,3072,8192|examples/ffn.sol $S1
 S1-64x64s13c2x2|SOLDER_GEMM_TILE=64x64s13k1c2x2@128,3072,8192|examples/ffn.sol $S1
 S7-64x64s8|SOLDER_GEMM_TILE=64x64s8k1@128,2560,9728|examples/ffn.sol $S7
@@ -131,7 +128,7 @@ pack
 echo "== 3. sweeps: ffn's down projections, the fp8 GEMM at Q2-Q4 ($(left) s left)"
 : > "$out/sweep.txt"
 echo "$SWEEP" | while IFS='|' read -r label env args; do
-  [ "$(left)" -gt 120 ] || { echo "   deadline: skipped $label" | tee -a "$out/sweep.txt"; continue; }
+  [ "$(left)" -gt 95 ] || { echo "   deadline: skipped $label" | tee -a "$out/sweep.txt"; continue; }
   env $env timeout 20 $S bench $args --replays 20 > "/tmp/gd-$label.txt" 2>&1
   printf '%-34s %s\n' "$label" "$(grep -E 'time +median' "/tmp/gd-$label.txt" | sed 's/^ *//' || echo "failed: $(tail -c 200 /tmp/gd-$label.txt | tr '\n' ' ')")" | tee -a "$out/sweep.txt"
   { echo "## $label: $env $args"; cat "/tmp/gd-$label.txt"; } >> "$out/sweep-full.txt"
@@ -140,7 +137,7 @@ pack
 
 echo "== 4. solder bench: gemm_chains S1-S8, quant_gemm Q1-Q10 ($(left) s left)"
 cat "$out/cmds-chains.txt" "$out/cmds-quant.txt" | while IFS= read -r line; do
-  [ "$(left)" -gt 75 ] || { echo "   deadline: skipped $line"; continue; }
+  [ "$(left)" -gt 55 ] || { echo "   deadline: skipped $line"; continue; }
   sh -c "$line" 2>> "$out/solder.err" || echo "   failed: $line"
 done
 pack
