@@ -10,15 +10,15 @@ namespace {
 
 // The skeleton's shapes. BM: 64 (one m64 per consumer, small M) to 256; BN: every wgmma N worth a tile from
 // 16 to 256; BK: the three widths whose rows are 128 bytes for some MMA type (the 128-byte swizzle);
-// stages 2-8; one or two consumer warpgroups; clusters up to 2×2 and 4×1 / 1×4 (multicast of A along N and
-// of B along M); split-K 1-16.
+// stages 2-16 (shared memory bounds the deep ones: feasibility's smem_capacity); one or two consumer
+// warpgroups; clusters up to 2×2, 4×1 / 1×4 and 2×4 (multicast of A along N and of B along M); split-K 1-16.
 const GemmCatalogueAxes kGemmCatalogueAxes = {
     /*bm=*/{64, 128, 192, 256},
     /*bn=*/{16, 32, 64, 96, 128, 160, 192, 224, 256},
     /*bk=*/{32, 64, 128},
-    /*stages=*/{2, 3, 4, 5, 6, 7, 8},
+    /*stages=*/{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
     /*consumers=*/{1, 2},
-    /*clusters=*/{{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 1}, {1, 4}},
+    /*clusters=*/{{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 1}, {1, 4}, {2, 4}},
     /*split_k=*/{1, 2, 3, 4, 5, 6, 8, 12, 16},
 };
 
@@ -37,14 +37,14 @@ int GemmConfig::smem_bytes(DType) const { return stages * stage_bytes() + stages
 bool in_device_skeleton(const GemmConfig& c) {
   const bool schedule = c.pingpong ? c.bm == 64 && c.consumers == 2 && c.split_k == 1 : c.consumers == c.bm / 64;
   return c.type != MmaType::tf32 && (c.bm == 64 || c.bm == 128) && schedule && c.bn % 16 == 0 &&
-         c.bn >= 16 && c.bn <= 256 && c.bk * mma_type_bytes(c.type) == 128 && c.stages >= 2 && c.stages <= 8 &&
+         c.bn >= 16 && c.bn <= 256 && c.bk * mma_type_bytes(c.type) == 128 && c.stages >= 2 && c.stages <= 16 &&
          c.split_k >= 1 && c.split_k <= 16 &&
-         ((c.cluster_m == 1 && (c.cluster_n == 1 || c.cluster_n == 2 || c.cluster_n == 4)) || (c.cluster_m == 2 && c.cluster_n == 1));
+         (c.cluster_m == 1 || c.cluster_m == 2) && (c.cluster_n == 1 || c.cluster_n == 2 || c.cluster_n == 4);
 }
 
 bool skeleton_cluster_fits(const GemmProblem& p, const GemmConfig& c) {
-  if (c.cluster_m > 1 && (p.b_k_major ? (c.bn / c.cluster_m) % 8 != 0 || c.bn % c.cluster_m != 0 : (c.bn / 64) % c.cluster_m != 0))
-    return false;
+  // An N-major B: its 64-wide boxes dealt out, or (BN/64 odd) each box's K rows split (Config::BSplitK).
+  if (c.cluster_m > 1 && p.b_k_major && ((c.bn / c.cluster_m) % 8 != 0 || c.bn % c.cluster_m != 0)) return false;
   if (c.cluster_n > 1 && (p.a_k_major ? (c.bm / c.cluster_n) % 8 != 0 || c.bm % c.cluster_n != 0 : (c.bm / 64) % c.cluster_n != 0))
     return false;
   return true;

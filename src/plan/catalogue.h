@@ -61,8 +61,8 @@ constexpr int kMaxAccumulatorRegisters = 168;  // f32 accumulators a consumer th
 // Whether device/solder/gemm (config.cuh, 2026-11-26) instantiates `config`: bf16/f16/e4m3/e5m2, BM 64
 // or 128 with one consumer warpgroup per 64 rows (or the ping-pong schedule: BM 64, two consumer
 // warpgroups on alternate tiles, split-K 1), BN a multiple of 16 in [16, 256], BK = 128 bytes,
-// 2-8 stages, split-K 1-16 (merged in the kernel through a global workspace), clusters 1x1, 2x1 (B
-// multicast along M: ClusterM), 1x2 and 1x4 (A multicast along N: ClusterN). What also depends on the
+// 2-16 stages, split-K 1-16 (merged in the kernel through a global workspace), clusters 1x1, 2x1 (B
+// multicast along M: ClusterM), 1x2 and 1x4 (A multicast along N: ClusterN), and 2x2 / 2x4 (both). What also depends on the
 // operands' layout (a cluster's slices of the shared tile) is skeleton_cluster_fits (skeleton_choice.h).
 // `solder plan --skeleton-only` keeps these.
 bool in_device_skeleton(const GemmConfig& config);

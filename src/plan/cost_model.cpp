@@ -117,10 +117,24 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   if (smem_tbps > 0) cost.smem_us = static_cast<double>(units) * cost.smem_bytes_per_cta / (smem_tbps * 1e6 / sms);
 
   // Loads into one SM: its port (sm_load_gbps), or the memory latency over the stages - 1 loads in flight
-  // (Little's law: (stages - 1) × stage bytes / latency), whichever is slower.
+  // (Little's law: (stages - 1) × stage bytes / latency), whichever is slower; with one consumer the
+  // latency grows with the SMs streaming at once and the two blend (kLoadedLatencyGrowth).
   const double unit_load_bytes = k_elems * bytes * (c.bm + c.bn);
-  const double in_flight_gbps = static_cast<double>(std::max(1, c.stages - 1)) * c.stage_bytes() / rates.memory_latency_ns;
-  cost.load_us = static_cast<double>(units) * unit_load_bytes / (std::min(rates.sm_load_gbps, in_flight_gbps) * 1e3);
+  const bool one_consumer = c.consumers == 1 || (c.pingpong && units < 2);
+  const double busy_fraction = one_consumer ? std::min(1.0, static_cast<double>(blocks) / sms) : 0.0;
+  const double loaded_latency_ns = rates.memory_latency_ns * (1.0 + kLoadedLatencyGrowth * busy_fraction);
+  // A ring deeper than the block's K tiles (all its units': the producer runs on into the next unit)
+  // has no more loads to keep in flight.
+  const double block_k_tiles = static_cast<double>(k_tiles_per_cta) * static_cast<double>(units);
+  const double in_flight = std::max(1.0, std::min(static_cast<double>(c.stages - 1), block_k_tiles));
+  const double in_flight_gbps = in_flight * c.stage_bytes() / loaded_latency_ns;
+  // One consumer warpgroup drains the ring in bursts (a batch, then its wait), so its ring keeps paying
+  // past the port's rate: the kOneConsumerLoadNorm soft minimum of the two; two consumers, the minimum.
+  const double load_gbps =
+      one_consumer ? std::pow(std::pow(rates.sm_load_gbps, -kOneConsumerLoadNorm) + std::pow(in_flight_gbps, -kOneConsumerLoadNorm),
+                              -1.0 / kOneConsumerLoadNorm)
+                   : std::min(rates.sm_load_gbps, in_flight_gbps);
+  cost.load_us = static_cast<double>(units) * unit_load_bytes / (load_gbps * 1e3);
 
   // L2 -> SM traffic.
   const double outputs = static_cast<double>(p.batch) * p.m * p.n;

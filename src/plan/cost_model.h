@@ -122,6 +122,20 @@ constexpr double kPingpongStepCycles = 50;
 // 669.4 (min 636, max 679) without, where the model had preferred the cluster by 6.5 µs; with 1 % per
 // extra block it prefers none (696.9 against 711.1).
 constexpr double kClusterPacing = 0.01;
+// A tile with one consumer warpgroup (BM 64, or a ping-pong block with one unit) waits for each stage
+// with nothing else to issue, so its ring's depth shows: the memory latency its loads see grows with the
+// SMs that stream at once (queueing in L2 and HBM), latency = memory_latency_ns × (1 + kLoadedLatencyGrowth
+// × busy SMs / SMs), and its load rate is the kOneConsumerLoadNorm soft minimum of the SM's port and of
+// the loads in flight over that latency (it drains the ring in bursts, so depth keeps paying past the
+// port's rate). Two consumers keep the idle latency and the plain minimum. Measured on the H100
+// (2026-11-27, bench/NOTES.md, gemm-deep): ffn's M = 128 down projections on 64 × 64 tiles (96 busy SMs
+// at S1) ran 2.7 µs faster with 13 stages than with 8 at S1 (K 8192), 2.8 at S7, 1.2 at S2, and 14
+// stages 0.6 µs faster than 13 at S1: 8 stages (112 KB in flight) received ≈ 89 GB/s per SM, a latency of
+// ≈ 1.26 µs (0.3: 1.26 at 96 busy SMs, 1.09 at 24); the model now has 13 / 14 stages 2.6 / 2.7 µs faster
+// than 8. Two-consumer 128-row tiles did not gain from depth in the calibration sweep (M 512, N 4096,
+// K 11008: 128x128 s4 82.0 µs, s6 91.5), which the plain minimum keeps.
+constexpr double kLoadedLatencyGrowth = 0.3;
+constexpr double kOneConsumerLoadNorm = 4;
 // The epilogue's store rate, for the whole chip: the consumers hand their accumulators to the epilogue
 // functor after the last wgmma of a tile and store pairs of outputs from registers (8 rows × 16 bytes per
 // warp instruction) before the next tile's wgmma; the busy SMs share this rate. Measured: at M=16384

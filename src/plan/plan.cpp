@@ -17,7 +17,10 @@ bool better(const GemmCandidate& a, const GemmCandidate& b, DType output) {
   if (sa != sb) return sa < sb;
   if (a.config.cluster_size() != b.config.cluster_size()) return a.config.cluster_size() < b.config.cluster_size();
   if (a.config.pingpong != b.config.pingpong) return !a.config.pingpong;  // a tie: the simpler schedule
-  return a.config.split_k < b.config.split_k;
+  if (a.config.split_k != b.config.split_k) return a.config.split_k < b.config.split_k;
+  // A square tile's 2x1 and 1x2 clusters tie: the one along N (A multicast, measured on gemm_chains and
+  // linear_relu_backward), whatever order the catalogue lists them in.
+  return a.config.cluster_n > b.config.cluster_n;
 }
 
 std::string fixed(double value, int digits) {
@@ -68,7 +71,7 @@ GemmPlan plan_gemm(const GemmProblem& problem, const HardwareDescription& hw, co
     candidates.push_back({config, predict_gemm(problem, config, hw)});
   }
   plan.feasible = static_cast<int64_t>(candidates.size());
-  std::sort(candidates.begin(), candidates.end(),
+  std::stable_sort(candidates.begin(), candidates.end(),
             [&](const GemmCandidate& a, const GemmCandidate& b) { return better(a, b, problem.output); });
   // Variants that differ only in stages or consumers and predict the same time add nothing to the list:
   // the smallest footprint stands for them.

@@ -11,7 +11,7 @@
 // The contract with the kernel (sm90_gemm.cuh), per operand (A: rows = M, tile_rows = BM; B: rows = N,
 // tile_rows = BN), all with 128-byte swizzle, zero fill out of bounds, 3 dimensions (the last = batch):
 //   K-major  (rows × K, K contiguous):  dims {K, rows, batch},  box {BK, tile_rows, 1}
-//   MN-major (K × rows, rows contiguous): dims {rows, K, batch}, box {64, BK, 1}
+//   MN-major (K × rows, rows contiguous): dims {rows, K, batch}, box {64, BK, 1} (box_k: {64, box_k, 1})
 // where BK × element size = 128 bytes. TMA needs: the base address 16-byte aligned, the leading
 // dimension `ld` (elements between consecutive rows, resp. consecutive k) and the batch stride times
 // the element size multiples of 16 bytes. So a K-major bf16 operand with K = 17 needs ld ≥ 24 (padding
@@ -40,6 +40,7 @@ struct GemmOperand {
   int64_t batch_stride = 0;    // elements between batches (ignored when batch == 1)
   int tile_rows = 0;           // BM (A) or BN (B)
   int tile_k = 0;              // BK
+  int box_k = 0;               // an MN-major box's K rows when not tile_k (0: tile_k; Config::BBoxKRows)
   unsigned long long base = 0; // device address
   bool swizzle = true;         // 128-byte swizzle (the skeletons' operands); false: none (a staged bias column)
 };

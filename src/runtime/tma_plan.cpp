@@ -39,6 +39,8 @@ std::string plan_gemm_operand(const GemmOperand& op, const char* what, TmaEncode
            " elements), got " + num(op.tile_k);
   if (op.tile_rows < 1 || op.tile_rows > 256)
     return name + ": the row tile must be in [1, 256], got " + num(op.tile_rows);
+  if (op.box_k != 0 && (op.k_major || op.box_k < 8 || op.box_k > op.tile_k || op.tile_k % op.box_k != 0 || op.box_k % 8 != 0))
+    return name + ": box_k (" + num(op.box_k) + ") must divide the K tile in whole 8-row swizzle atoms, MN-major only";
   if (!op.k_major && op.tile_rows % 64 != 0)
     return name + ": an MN-major operand needs a row tile that is a multiple of 64, got " + num(op.tile_rows);
   const int64_t k = op.k > 0 ? op.k : 1;
@@ -80,7 +82,7 @@ std::string plan_gemm_operand(const GemmOperand& op, const char* what, TmaEncode
     a.box[1] = static_cast<uint32_t>(op.tile_rows);
   } else {
     a.box[0] = 64;
-    a.box[1] = static_cast<uint32_t>(op.tile_k);
+    a.box[1] = static_cast<uint32_t>(op.box_k != 0 ? op.box_k : op.tile_k);
   }
   a.box[2] = 1;
   if (!op.swizzle) a.swizzle = 0;  // CU_TENSOR_MAP_SWIZZLE_NONE

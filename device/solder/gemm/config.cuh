@@ -51,6 +51,8 @@ struct GemmShape {
 // ptxas spilled under the 168-register bound of a 384-thread block (2026-11-27).
 // ring_bytes: the ring, its barriers and the alignment slack (Config::RingSmemBytes).
 inline constexpr int kGemmSmemLimit = 232448;
+// The deepest ring a Config takes (shared memory bounds it first for every tile of 64 + 64 rows or more).
+inline constexpr int kMaxStages = 16;
 SOLDER_GEMM_HD constexpr int epilogue_staging_columns(int bm, int bn, int b_operands, int ring_bytes) {
   return b_operands == 1 && bn % 32 == 0 && ring_bytes + bm * bn * 2 <= kGemmSmemLimit ? bn : 0;
 }
@@ -69,7 +71,8 @@ SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_o
 //   BM         64 (one consumer warpgroup) or 128 (two consumer warpgroups, 64 rows each).
 //   BN         a multiple of 16 in [16, 256] (the wgmma N; 64 ≤ BN when an operand is MN-major).
 //   BK         128 bytes of K: 64 for 16-bit types, 128 for fp8 (one 128-byte swizzle atom).
-//   Stages     depth of the TMA → wgmma shared-memory ring (2 … 8).
+//   Stages     depth of the TMA → wgmma shared-memory ring (2 … 16, as many as fit in 227 KB: 13 for a
+//              64 × 64 16-bit tile with its staging buffer, 14 without).
 //   AKMajor    A stored (M, K) with K contiguous; false: (K, M) with M contiguous (16-bit only).
 //   BKMajor    B stored (N, K) with K contiguous; false: (K, N) with N contiguous (16-bit only).
 //   ClusterM   1, or 2: clusters of 2 blocks on adjacent tile-rows that share the B tile, each loading
@@ -85,7 +88,9 @@ SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_o
 //   ClusterN   1, 2 or 4: clusters of ClusterN blocks on horizontally adjacent tile-columns of one
 //              tile-row that share the A tile, each loading 1/ClusterN of it with TMA multicast into
 //              all of them (A's L2 → SM traffic divided by ClusterN; for M = 128, where A is re-read
-//              by every tile of the row). ClusterM and ClusterN are not both above 1.
+//              by every tile of the row). Both above 1: a 2-D cluster of ClusterM × ClusterN blocks (ranks
+//              M-fastest) that shares A along its tile-rows and B along its tile-columns (ffn's M = 128
+//              down projections: 2 × 4 blocks of 64 × 64 cover 128 × 256 of D).
 //   Pingpong   false: the cooperative schedule (the BM/64 consumer warpgroups share each tile, 64 rows
 //              each, and reach its epilogue together). true: the ping-pong schedule: BM = 64, two consumer
 //              warpgroups, each computing whole tiles, the block's work units alternating between them
@@ -116,6 +121,10 @@ struct Config {
   // BM/ClusterN rows; MN-major boxes are 64 wide anyway.
   static constexpr int ABoxRows = AKMajor_ ? BM_ / ClusterN_ : BM_;
   static constexpr int BBoxRows = BKMajor_ ? BN_ / ClusterM_ : BN_;
+  // The K rows of an N-major B's 64-wide boxes: BK, or BK/ClusterM where a cluster along M shares B and
+  // BN/64 boxes do not deal out evenly (BN 64: each block loads its K rows of the one box).
+  static constexpr bool BSplitK = !BKMajor_ && ClusterM_ > 1 && (BN_ / 64) % ClusterM_ != 0;
+  static constexpr int BBoxKRows = BSplitK ? BK / ClusterM_ : BK;
   // Consumer warpgroups: 64 rows of each tile each (cooperative), or 2 taking turns (ping-pong).
   static constexpr int Consumers = Pingpong_ ? 2 : BM_ / 64;
   static constexpr int ABlocks = BM_ / 64;              // 64-row blocks of A in one stage
@@ -138,7 +147,7 @@ struct Config {
                 "A and B: the same 16-bit type, or two fp8 types");
   static_assert(BM_ == 64 || BM_ == 128, "BM must be 64 or 128");
   static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
-  static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
+  static_assert(Stages_ >= 2 && Stages_ <= kMaxStages, "Stages must be in [2, 16]");
   static_assert(!dtype_is_fp8(TA_) || (AKMajor_ && BKMajor_), "fp8 wgmma needs K-major A and B");
   static_assert(AKMajor_ || BM_ % 64 == 0, "an M-major A needs BM a multiple of 64");
   static_assert(BKMajor_ || BN_ % 64 == 0, "an N-major B needs BN a multiple of 64");
@@ -148,10 +157,9 @@ struct Config {
   static_assert(BOperands_ == 1 || BOperands_ == 2, "BOperands must be 1 or 2");
   static_assert(BOperands_ == 1 || (BN_ <= 128 && SplitK_ == 1 && ClusterM_ == 1),
                 "a dual-B configuration takes BN <= 128 (two accumulators), no split-K and no cluster along M");
-  static_assert(ClusterM_ == 1 || (BKMajor_ ? (BN_ / 2) % 8 == 0 : (BN_ / 64) % 2 == 0),
-                "a 2-block cluster splits B in halves: BN/2 a multiple of 8 (K-major) or BN/64 even (N-major)");
+  static_assert(ClusterM_ == 1 || !BKMajor_ || (BN_ / 2) % 8 == 0,
+                "a 2-block cluster splits a K-major B in halves: BN/2 a multiple of 8 rows");
   static_assert(ClusterN_ == 1 || ClusterN_ == 2 || ClusterN_ == 4, "ClusterN must be 1, 2 or 4");
-  static_assert(ClusterM_ == 1 || ClusterN_ == 1, "a cluster shares B along M or A along N, not both");
   static_assert(!Pingpong_ || (BM_ == 64 && SplitK_ == 1 && BOperands_ == 1),
                 "the ping-pong schedule takes BM 64 (one warpgroup per tile), no split-K and one B operand");
   static_assert(ClusterN_ == 1 || (AKMajor_ ? (BM_ / ClusterN_) % 8 == 0 : (BM_ / 64) % ClusterN_ == 0),
@@ -221,8 +229,8 @@ SOLDER_GEMM_HD constexpr long long splitk_counters(C, const GemmShape& shape) {
 }
 
 // Launch geometry: a 1-D grid over the work units of every batch (batch-major; inside a batch, groups
-// of GroupM tile-rows; each tile unit SplitK times). A unit is ClusterM vertically (or ClusterN
-// horizontally) adjacent tiles, one per block of a cluster of ClusterSize × 1 × 1 blocks. With persistent_blocks > 0 (e.g. the SM count: one block per SM fits), the
+// of GroupM tile-rows; each tile unit SplitK times). A unit is ClusterM vertically × ClusterN
+// horizontally adjacent tiles, one per block of a cluster of ClusterSize × 1 × 1 blocks. With persistent_blocks > 0 (e.g. the SM count: one block per SM fits), the
 // grid has at most that many blocks and each cluster loops over units u = cluster id, + clusters, ...;
 // the TMA ring then runs on across tiles, so the next tile's loads overlap the current tile's
 // epilogue. With 0, one cluster per unit.

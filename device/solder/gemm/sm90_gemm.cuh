@@ -64,6 +64,9 @@
 // into both blocks, and a stage is free only when the consumers of both blocks released it. With
 // ClusterN = 2 or 4 the blocks of a cluster take horizontally adjacent tiles of one tile-row and share A
 // the same way (each loads BM/ClusterN rows of it, multicast into all; each loads its own B tiles).
+// With both above 1 (a 2 × ClusterN cluster: a block of 2 tile-rows × ClusterN tile-columns), each block
+// loads its slice of A into the blocks of its tile-row and its half of B into the two blocks of its
+// tile-column, and releases every stage on every block of the cluster.
 // Warpgroups 1..Consumers each own 64 rows of the tile: they wait on the full barrier, issue BK/k_atom
 // wgmma into their accumulators, commit, and release the previous stage (one arrival per warp, on every
 // block of the cluster) once at most one wgmma batch is in flight. Then each thread hands its accumulators to the epilogue
@@ -307,6 +310,20 @@ __device__ __forceinline__ unsigned counter_arrive(unsigned* counter) {
   return old;
 }
 
+// The multicast masks of a cluster of ClusterM × ClusterN blocks (rank = rank_m + ClusterM · rank_n): the
+// blocks of one tile-row (same rank_m, sharing A) and of one tile-column (same rank_n, sharing B).
+template <class C>
+__device__ __forceinline__ uint16_t cluster_row_mask(int rank_m) {
+  unsigned mask = 0;
+#pragma unroll
+  for (int j = 0; j < C::ClusterN; ++j) mask |= 1u << (rank_m + C::ClusterM * j);
+  return static_cast<uint16_t>(mask);
+}
+template <class C>
+__device__ __forceinline__ uint16_t cluster_column_mask(int rank_n) {
+  return static_cast<uint16_t>(((1u << C::ClusterM) - 1u) << (C::ClusterM * rank_n));
+}
+
 // Arrives on the mbarrier at `bar`'s offset in block `rank` of the cluster. The default .release.cta
 // semantics on purpose: what the arrival publishes is that this warp's wgmma (async proxy) reads of the
 // stage are complete, and .release.cluster costs a MEMBAR.ALL.GPU per arrival (measured 2026-11-26:
@@ -351,7 +368,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   uint64_t* full = reinterpret_cast<uint64_t*>(base + C::Stages * C::StageBytes + C::EpilogueBytes);
   uint64_t* empty = full + C::Stages;
 
-  // Work units: ClusterM vertically (or ClusterN horizontally) adjacent tiles, one per block of the
+  // Work units: ClusterM vertically × ClusterN horizontally adjacent tiles, one per block of the
   // cluster (config.cuh).
   const int tiles_m = ceil_div(ceil_div(shape.m, C::BM), C::ClusterM);  // unit rows
   const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
@@ -359,7 +376,8 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   const int total_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1) * C::SplitK;  // × splits
   const int k_tiles = ceil_div(shape.k, C::BK);
   const int rank = C::ClusterSize > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
-  const int rank_m = C::ClusterM > 1 ? rank : 0, rank_n = C::ClusterN > 1 ? rank : 0;
+  // A 2-D cluster (ClusterM × ClusterN blocks) numbers its blocks M-fastest: rank = rank_m + ClusterM · rank_n.
+  const int rank_m = C::ClusterM > 1 ? rank % C::ClusterM : 0, rank_n = C::ClusterN > 1 ? rank / C::ClusterM : 0;
   const int first_unit = static_cast<int>(blockIdx.x) / C::ClusterSize;
   const int unit_step = static_cast<int>(gridDim.x) / C::ClusterSize;
   // Where this block's tile of tile unit `t` (linear over batch × unit-rows × unit-columns) is. With a
@@ -434,15 +452,16 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
                 detail::tma_load(sa + i * 64 * C::BK, a, m0 + 64 * i, k0, batch_a, &full[stage]);
             }
           } else {
-            // This block's slice of the shared A tile, into every block of the cluster.
-            const uint16_t all = static_cast<uint16_t>((1u << C::ClusterN) - 1u);
+            // This block's slice of the shared A tile, into every block of the cluster's tile-row (the
+            // blocks of its rank_m: rank_m + ClusterM · j).
+            const uint16_t all = detail::cluster_row_mask<C>(rank_m);
             if constexpr (C::AKMajor) {
               constexpr int slice = C::BM / C::ClusterN;  // box {BK, BM/ClusterN}
-              detail::tma_load_multicast(sa + rank * slice * C::BK, a, k0, m0 + rank * slice, batch_a, &full[stage], all);
+              detail::tma_load_multicast(sa + rank_n * slice * C::BK, a, k0, m0 + rank_n * slice, batch_a, &full[stage], all);
             } else {
 #pragma unroll
               for (int i = 0; i < C::BM / 64; ++i)
-                if (i % C::ClusterN == rank)
+                if (i % C::ClusterN == rank_n)
                   detail::tma_load_multicast(sa + i * 64 * C::BK, a, m0 + 64 * i, k0, batch_a, &full[stage], all);
             }
           }
@@ -460,16 +479,24 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
               }
             }
           } else {
-            // This block's half of the shared B tile, into both blocks.
-            const uint16_t both = static_cast<uint16_t>((1u << C::ClusterM) - 1u);
+            // This block's half of the shared B tile, into both blocks of the cluster's tile-column (the
+            // blocks of its rank_n: ClusterM · rank_n + i).
+            const uint16_t both = detail::cluster_column_mask<C>(rank_n);
             if constexpr (C::BKMajor) {
               constexpr int half = C::BN / C::ClusterM;  // box {BK, BN/2}
-              detail::tma_load_multicast(sb + rank * half * C::BK, b, k0, n0 + rank * half, batch_b, &full[stage], both);
-            } else {
+              detail::tma_load_multicast(sb + rank_m * half * C::BK, b, k0, n0 + rank_m * half, batch_b, &full[stage], both);
+            } else if constexpr (!C::BSplitK) {
 #pragma unroll
               for (int i = 0; i < C::BN / 64; ++i)
-                if (i % C::ClusterM == rank)
+                if (i % C::ClusterM == rank_m)
                   detail::tma_load_multicast(sb + i * 64 * C::BK, b, n0 + 64 * i, k0, batch_b, &full[stage], both);
+            } else {
+              // BN/64 boxes that do not deal out: this block's BBoxKRows K rows of every box (box {64,
+              // BK/ClusterM}; a box's row k is 64 elements at k · 64, whole 1024-byte swizzle atoms).
+#pragma unroll
+              for (int i = 0; i < C::BN / 64; ++i)
+                detail::tma_load_multicast(sb + i * 64 * C::BK + rank_m * C::BBoxKRows * 64, b, n0 + 64 * i,
+                                           k0 + rank_m * C::BBoxKRows, batch_b, &full[stage], both);
             }
           }
           if (++stage == C::Stages) {

@@ -213,7 +213,9 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
                  std::to_string(g.a.tile_k) + ", " + std::to_string(g.stages) + " stages" +
                  (g.split_k > 1 ? ", split-K " + std::to_string(g.split_k) : "") +
                  (g.cluster_m * g.cluster_n > 1 ? ", cluster " + std::to_string(g.cluster_m) + "x" + std::to_string(g.cluster_n) +
-                                                      (g.cluster_m > 1 ? " (B multicast)" : " (A multicast)")
+                                                      (g.cluster_m > 1 && g.cluster_n > 1 ? " (A and B multicast)"
+                                                       : g.cluster_m > 1                    ? " (B multicast)"
+                                                                                            : " (A multicast)")
                                                 : "") +
                  (g.pingpong ? ", ping-pong" : "");
         const std::string prefix = "cost model: ";

@@ -40,6 +40,7 @@ struct GemmSkeletonLaunch {
     bool k_major = true;
     int64_t rows = 1, k = 1, ld = 1, batch = 1, batch_stride = 0;
     int tile_rows = 64, tile_k = 64;
+    int box_k = 0;        // an MN-major box's K rows when not tile_k (Config::BBoxKRows; runtime/tma.h)
     bool swizzle = true;  // 128-byte swizzle; false: none (the attention skeleton's staged bias column)
   };
   Operand a, b;

@@ -29,7 +29,7 @@ constexpr int kSmCount = 132;               // H100 SXM; the persistent grid is 
 
 struct Tile {
   int bm, bn, stages, split_k;
-  int cluster_m, cluster_n;  // ClusterM (B multicast along M) or ClusterN (A multicast along N)
+  int cluster_m, cluster_n;  // ClusterM (B multicast along M) and ClusterN (A multicast along N)
   int64_t tiles;
   bool pingpong;  // Config::Pingpong: two consumer warpgroups on alternate tiles (BM 64)
 };
@@ -106,6 +106,8 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   // slices, one per block.
   launch.a = operand(p.a, p.a.k_major ? tile.bm / tile.cluster_n : tile.bm);
   launch.b = operand(p.b, p.b.k_major ? tile.bn / tile.cluster_m : tile.bn);
+  // An N-major B shared along M whose 64-wide boxes do not deal out (Config::BSplitK): K rows of each box.
+  if (!p.b.k_major && tile.cluster_m > 1 && (tile.bn / 64) % tile.cluster_m != 0) launch.b.box_k = launch.b.tile_k / tile.cluster_m;
   const bool dual = p.b2.has_value();  // a paired contract: the dual-B configuration
   if (dual) launch.b2 = operand(*p.b2, tile.bn);
   launch.m = static_cast<int>(p.m);
@@ -156,8 +158,10 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (p.batch > 1) out << ", batch " << p.batch;
  if (cluster > 1)
     out << "\n// cluster " << tile.cluster_m << "x" << tile.cluster_n << ": "
-        << (tile.cluster_m > 1 ? "B's tile multicast into the blocks of adjacent tile-rows"
-                               : "A's tile multicast into the blocks of adjacent tile-columns");
+        << (tile.cluster_m > 1 && tile.cluster_n > 1
+                ? "A's tile multicast along each tile-row and B's along each tile-column of the cluster"
+            : tile.cluster_m > 1 ? "B's tile multicast into the blocks of adjacent tile-rows"
+                                 : "A's tile multicast into the blocks of adjacent tile-columns");
   if (tile.split_k > 1)
     out << "\n// split-K " << tile.split_k << ": partials merged in the kernel through a global workspace of " << launch.workspace_floats
         << " f32 and " << launch.counters << " counters (the launcher's)";

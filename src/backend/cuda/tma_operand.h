@@ -18,6 +18,7 @@ inline runtime::GemmOperand tma_operand(const GemmSkeletonLaunch::Operand& o, un
   op.batch_stride = o.batch_stride;
   op.tile_rows = o.tile_rows;
   op.tile_k = o.tile_k;
+  op.box_k = o.box_k;
   op.base = base;
   op.swizzle = o.swizzle;
   return op;

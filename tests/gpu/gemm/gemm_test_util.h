@@ -146,8 +146,9 @@ inline void free_operand(Operand& op) {
   op.device = nullptr;
 }
 
-// The tensor map for an operand read in tiles of tile_rows × tile_k (the runtime's plan, then the driver).
-inline TensorMap make_map(const Operand& op, int tile_rows, int tile_k, const char* what) {
+// The tensor map for an operand read in tiles of tile_rows × tile_k (the runtime's plan, then the driver);
+// box_k: an MN-major box's K rows when not tile_k (Config::BBoxKRows).
+inline TensorMap make_map(const Operand& op, int tile_rows, int tile_k, const char* what, int box_k = 0) {
   rt::GemmOperand g;
   g.dtype = to_rt(op.dtype);
   g.k_major = op.k_major;
@@ -158,6 +159,7 @@ inline TensorMap make_map(const Operand& op, int tile_rows, int tile_k, const ch
   g.batch_stride = op.batch_stride;
   g.tile_rows = tile_rows;
   g.tile_k = tile_k;
+  g.box_k = box_k == tile_k ? 0 : box_k;
   g.base = reinterpret_cast<uintptr_t>(op.device);
   rt::TmaEncodeArgs args;
   std::string problem = rt::plan_gemm_operand(g, what, &args);

@@ -53,7 +53,7 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
   Operand A = make_operand(C::TA, C::AKMajor, c.m, c.k, c.batch, rng);
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
   TensorMap map_a = make_map(A, C::ABoxRows, C::BK, "A");
-  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
+  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B", C::BBoxKRows);
 
   std::vector<float> row_scale(c.m), col_scale(c.n);
   std::uniform_real_distribution<float> sd(0.5f, 2.0f);
@@ -205,8 +205,8 @@ void run_dual_case(const char* config_name, const Case& c, bool gated, std::mt19
   Operand B = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
   Operand B2 = make_operand(C::TB, C::BKMajor, c.n, c.k, c.broadcast_b ? 1 : c.batch, rng);
   TensorMap map_a = make_map(A, C::ABoxRows, C::BK, "A");
-  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
-  TensorMap map_b2 = make_map(B2, C::BBoxRows, C::BK, "B2");
+  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B", C::BBoxKRows);
+  TensorMap map_b2 = make_map(B2, C::BBoxRows, C::BK, "B2", C::BBoxKRows);
   const int ld = (c.n + 1) / 2 * 2;
   const long long batch_stride = (long long)ld * c.m;
   const size_t count = size_t(batch_stride) * c.batch;
@@ -329,9 +329,9 @@ void run_pdl_chain_case(const char* config_name, int m, int n1, int k1, int n2, 
   float* E = nullptr;
   CUDA_CHECK(cudaMalloc(&E, e_bytes));
   TensorMap map_a = make_map(A, C1::ABoxRows, C1::BK, "A");
-  TensorMap map_b = make_map(B, C1::BBoxRows, C1::BK, "B");
+  TensorMap map_b = make_map(B, C1::BBoxRows, C1::BK, "B", C1::BBoxKRows);
   TensorMap map_c = make_map(Cop, C2::ABoxRows, C2::BK, "C");
-  TensorMap map_d = make_map(D, C2::BBoxRows, C2::BK, "D");
+  TensorMap map_d = make_map(D, C2::BBoxRows, C2::BK, "D", C2::BBoxKRows);
   GemmShape s1{}, s2{};
   s1.m = m, s1.n = n1, s1.k = k1, s1.batch = 1;
   s2.m = m, s2.n = n2, s2.k = n1, s2.batch = 1;
@@ -641,6 +641,64 @@ int main(int argc, char** argv) {
   run_config<Bf_64x256_KK_pp, RowStoreBf16Mode<1>>("bf16 64x256x64 s4 A:K B:K pingpong rows registers", rows_small, rng, true);
   run_config<E4_64x256_pp, RowStoreBf16>("e4m3 64x256x128 s4 pingpong rows", rows, rng, true);
   run_config<H_64x128_KN_pp, RowStoreBf16>("f16 64x128x64 s6 A:K B:N pingpong rows", rows_small, rng, true);
+
+  // Deep rings (9 … 16 stages, as many as fit in 227 KB): every dtype, both layouts, ragged and batched
+  // shapes, split-K, the ping-pong schedule, and rings so deep that the staging buffer no longer fits
+  // (EpilogueColumns 0: the registers-first row stores).
+  using Bf_64x64_KK_s13 = Config<Dtype::bf16, Dtype::bf16, 64, 64, 13>;
+  using H_64x64_MN_s14 = Config<Dtype::f16, Dtype::f16, 64, 64, 14, false, false>;
+  using Bf_64x32_KK_s16 = Config<Dtype::bf16, Dtype::bf16, 64, 32, 16>;
+  using Bf_128x64_KN_s9 = Config<Dtype::bf16, Dtype::bf16, 128, 64, 9, true, false>;
+  using E4_64x64_s13 = Config<Dtype::e4m3, Dtype::e4m3, 64, 64, 13>;
+  using E5_64x128_s9 = Config<Dtype::e5m2, Dtype::e5m2, 64, 128, 9>;
+  using Bf_64x64_KK_s12_k4 = Config<Dtype::bf16, Dtype::bf16, 64, 64, 12, true, true, 1, 16, 4>;
+  using H_64x64_KK_s12_pp = Config<Dtype::f16, Dtype::f16, 64, 64, 12, true, true, 1, 16, 1, 1, 1, true>;
+  static_assert(Bf_64x64_KK_s13::EpilogueColumns == 64 && H_64x64_MN_s14::EpilogueColumns == 0 &&
+                    E5_64x128_s9::EpilogueColumns == 0 && Bf_128x64_KN_s9::EpilogueColumns == 0,
+                "deep rings: the staging buffer where it still fits beside the ring");
+  run_config<Bf_64x64_KK_s13>("bf16 64x64x64 s13 A:K B:K deep", all, rng);
+  run_config<Bf_64x64_KK_s13, StoreBf16>("bf16 64x64x64 s13 A:K B:K deep", small, rng, true);
+  run_config<Bf_64x64_KK_s13, RowStoreBf16>("bf16 64x64x64 s13 A:K B:K deep rows", rows, rng, true);
+  run_config<H_64x64_MN_s14>("f16 64x64x64 s14 A:M B:N deep", all, rng);
+  run_config<H_64x64_MN_s14, RowStoreBf16>("f16 64x64x64 s14 A:M B:N deep rows", rows_small, rng, true);
+  run_config<Bf_64x32_KK_s16>("bf16 64x32x64 s16 A:K B:K deep", all, rng);
+  run_config<Bf_128x64_KN_s9, RowStoreBf16>("bf16 128x64x64 s9 A:K B:N deep rows", rows_small, rng, true);
+  run_config<Bf_128x64_KN_s9>("bf16 128x64x64 s9 A:K B:N deep", small, rng);
+  run_config<E4_64x64_s13>("e4m3 64x64x128 s13 deep", ragged, rng);
+  run_config<E4_64x64_s13, StoreBf16>("e4m3 64x64x128 s13 deep", scaled, rng, true);
+  run_config<E5_64x128_s9, RowStoreBf16>("e5m2 64x128x128 s9 deep rows", rows_small, rng, true);
+  run_config<Bf_64x64_KK_s12_k4>("bf16 64x64x64 s12 A:K B:K k4 deep", split, rng);
+  run_config<H_64x64_KK_s12_pp>("f16 64x64x64 s12 A:K B:K pingpong deep", all, rng);
+
+  // 2-D clusters (ClusterM 2 × ClusterN 2 or 4): A multicast along each tile-row, B along each
+  // tile-column; ragged M and N leave blocks of the last cluster outside (zero-filled loads, no stores);
+  // with split-K, fp8, a deep ring, M-major / N-major operands and the row stores.
+  using Bf_64x64_KK_c2x4_s13 = Config<Dtype::bf16, Dtype::bf16, 64, 64, 13, true, true, 2, 16, 1, 1, 4>;
+  using Bf_128x128_MN_c2x2 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 5, false, false, 2, 16, 1, 1, 2>;
+  using E4_128x128_c2x2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6, true, true, 2, 16, 1, 1, 2>;
+  using H_64x64_KK_c2x2_k2 = Config<Dtype::f16, Dtype::f16, 64, 64, 8, true, true, 2, 16, 2, 1, 2>;
+  static_assert(Bf_64x64_KK_c2x4_s13::ClusterSize == 8 && Bf_64x64_KK_c2x4_s13::ABoxRows == 16 &&
+                    Bf_64x64_KK_c2x4_s13::BBoxRows == 32,
+                "a 2 x 4 cluster: 8 blocks, A in 4 slices of 16 rows, B in halves");
+  run_config<Bf_64x64_KK_c2x4_s13>("bf16 64x64x64 s13 A:K B:K c2x4", all, rng);
+  run_config<Bf_64x64_KK_c2x4_s13, RowStoreBf16>("bf16 64x64x64 s13 A:K B:K c2x4 rows", rows_small, rng, true);
+  run_config<Bf_128x128_MN_c2x2>("bf16 128x128x64 s5 A:M B:N c2x2", all, rng);
+  run_config<E4_128x128_c2x2, StoreBf16>("e4m3 128x128x128 s6 c2x2", scaled, rng, true);
+  run_config<H_64x64_KK_c2x2_k2>("f16 64x64x64 s8 A:K B:K c2x2 k2", split, rng);
+  // An N-major B of BN 64 shared along M (ffn's down projections: d stored [K, N]): each block loads
+  // half of the box's K rows (Config::BSplitK); with a 2 x 4 cluster, a 2 x 1 one, a deep ring, split-K.
+  using H_64x64_KN_c2x4_s13 = Config<Dtype::f16, Dtype::f16, 64, 64, 13, true, false, 2, 16, 1, 1, 4>;
+  using Bf_64x64_KN_c2x1_s13 = Config<Dtype::bf16, Dtype::bf16, 64, 64, 13, true, false, 2>;
+  using Bf_128x192_MN_c2x2 = Config<Dtype::bf16, Dtype::bf16, 128, 192, 4, false, false, 2, 16, 1, 1, 2>;
+  using H_64x64_KN_c2x1_k2 = Config<Dtype::f16, Dtype::f16, 64, 64, 8, true, false, 2, 16, 2>;
+  static_assert(H_64x64_KN_c2x4_s13::BSplitK && H_64x64_KN_c2x4_s13::BBoxKRows == 32 && Bf_128x192_MN_c2x2::BSplitK &&
+                    !Bf_128x128_MN_c2x2::BSplitK,
+                "K-split B boxes where BN/64 is odd");
+  run_config<H_64x64_KN_c2x4_s13>("f16 64x64x64 s13 A:K B:N c2x4", all, rng);
+  run_config<H_64x64_KN_c2x4_s13, RowStoreBf16>("f16 64x64x64 s13 A:K B:N c2x4 rows", rows_small, rng, true);
+  run_config<Bf_64x64_KN_c2x1_s13>("bf16 64x64x64 s13 A:K B:N c2x1 deep", all, rng);
+  run_config<Bf_128x192_MN_c2x2>("bf16 128x192x64 s4 A:M B:N c2x2", all, rng);
+  run_config<H_64x64_KN_c2x1_k2>("f16 64x64x64 s8 A:K B:N c2x1 k2", split, rng);
 
   // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
   // split-K (its counters must be zero after every chain).

@@ -117,9 +117,9 @@ TEST(Catalogue, AxesNamesAndSkeletonSubset) {
   EXPECT_TRUE(in_device_skeleton(c));  // 2x1: B multicast along M (ClusterM)
   c.cluster_m = 1;
   EXPECT_TRUE(in_device_skeleton(c));
-  for (auto [m, n, ok] : {std::tuple{1, 2, true}, {1, 4, true}, {2, 2, false}, {4, 1, false}}) {
+  for (auto [m, n, ok] : {std::tuple{1, 2, true}, {1, 4, true}, {2, 2, true}, {2, 4, true}, {4, 1, false}}) {
     c.cluster_m = m;
-    c.cluster_n = n;  // 1xN: A multicast along N (ClusterN); no 2-D or 4x1 clusters
+    c.cluster_n = n;  // 1xN: A multicast along N (ClusterN); 2xN: both (2-D); no 4x1
     EXPECT_EQ(in_device_skeleton(c), ok) << config_name(c);
   }
   c.cluster_m = c.cluster_n = 1;
@@ -131,10 +131,15 @@ TEST(Catalogue, AxesNamesAndSkeletonSubset) {
     // The catalogue's (BM 64, 2 consumers) point is the ping-pong schedule, and only that point.
     EXPECT_EQ(g.pingpong, g.bm == 64 && g.consumers == 2) << config_name(g);
   }
-  // BM 64/128, 9 BN, 7 stage counts, clusters 1x1, 2x1, 1x2, 1x4, split-K 1-16 (9 values); and the
-  // ping-pong schedule: BM 64, 9 BN, 7 stage counts, the 4 clusters, split-K 1 only.
-  EXPECT_EQ(skeleton, 2 * 9 * 7 * 4 * 9 + 9 * 7 * 4);
-  EXPECT_EQ(pingpong, 9 * 7 * 4);
+  // BM 64/128, 9 BN, 15 stage counts (2-16), clusters 1x1, 2x1, 1x2, 2x2, 1x4, 2x4, split-K 1-16 (9
+  // values); and the ping-pong schedule: BM 64, 9 BN, 15 stage counts, the 6 clusters, split-K 1 only.
+  EXPECT_EQ(skeleton, 2 * 9 * 15 * 6 * 9 + 9 * 15 * 6);
+  EXPECT_EQ(pingpong, 9 * 15 * 6);
+  c.stages = 16;
+  EXPECT_TRUE(in_device_skeleton(c));  // the ring's depth is bounded by shared memory (smem_capacity)
+  c.stages = 17;
+  EXPECT_FALSE(in_device_skeleton(c));
+  c.stages = 4;
   c.split_k = 8;
   EXPECT_TRUE(in_device_skeleton(c));  // split-K merges in the kernel (config.cuh SplitKWorkspace)
 }
@@ -156,9 +161,14 @@ TEST(Catalogue, SkeletonClustersSliceTheSharedOperandAsTheLayoutAllows) {
   c = config(64, 64, 64, 6, 1);
   c.cluster_m = 2;
   p.b_k_major = false;
-  EXPECT_FALSE(skeleton_cluster_fits(p, c));  // N-major B: one 64-wide box for 2 blocks
+  EXPECT_TRUE(skeleton_cluster_fits(p, c));  // N-major B: one 64-wide box, its K rows split (Config::BSplitK)
   p.b_k_major = true;
   EXPECT_TRUE(skeleton_cluster_fits(p, c));   // K-major B: 2 slices of 32 rows
+  c.cluster_n = 4;
+  p.a_k_major = true;
+  EXPECT_TRUE(skeleton_cluster_fits(p, c));   // 2 x 4: A in 4 slices of 16 rows, B in halves
+  p.a_k_major = false;
+  EXPECT_FALSE(skeleton_cluster_fits(p, c));  // M-major A: one 64-row box for 4 blocks
 }
 
 // The ping-pong schedule (GemmConfig::pingpong): BM 64 with two consumer warpgroups that take whole

@@ -66,6 +66,16 @@ TEST(GemmTma, MnMajorOperandUsesBoxesOf64ByBk) {
   EXPECT_EQ(args.strides[1], 104u * 300u * 2u);
   EXPECT_EQ(args.box[0], 64u);
   EXPECT_EQ(args.box[1], 64u);
+  // A cluster along M that shares a BN-64 B (Config::BSplitK): each block's box holds half the K rows.
+  op.box_k = 32;
+  ASSERT_EQ(plan_gemm_operand(op, "B", &args), "");
+  EXPECT_EQ(args.box[0], 64u);
+  EXPECT_EQ(args.box[1], 32u);
+  op.box_k = 12;  // not whole 8-row swizzle atoms
+  EXPECT_NE(plan_gemm_operand(op, "B", &args).find("box_k"), std::string::npos);
+  op.box_k = 32;
+  op.k_major = true;  // K-major boxes split rows, not K
+  EXPECT_NE(plan_gemm_operand(op, "B", &args).find("box_k"), std::string::npos);
 }
 
 TEST(GemmTma, Fp8IsKMajorWithA128ElementKTile) {
