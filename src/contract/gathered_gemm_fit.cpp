@@ -244,19 +244,6 @@ GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<Globa
 
 namespace {
 
-// Replaces index variables by expressions.
-class RenameVars : public ExprMutator {
- public:
-  std::map<std::string, Expr> replacement;
-  using ExprMutator::mutate;
-
- protected:
-  Expr mutate(const VarNode& v, const Expr& self) override {
-    auto it = replacement.find(v.name);
-    return it == replacement.end() ? self : it->second;
-  }
-};
-
 }  // namespace
 
 int64_t gathered_chain_b2_rows(int64_t n2) { return n2 <= 128 ? (n2 + 15) / 16 * 16 : (n2 + 127) / 128 * 128; }
@@ -295,11 +282,11 @@ GatheredChainFit fit_gathered_chain(const ContractNode& first, const ContractNod
   if (one.row_axes.size() != two.row_axes.size() || one.batch_axes.size() != two.batch_axes.size() ||
       one.column_axes.size() != two.reduce_axes.size())
     return refuse("the second product's rows, batch and K are not the first's rows, batch and columns");
-  RenameVars rename;
+  std::map<std::string, Expr> rename;  // the first product's axes as the second's
   auto map_axes = [&](const std::vector<Axis>& from, const std::vector<Axis>& to) {
     for (size_t i = 0; i < from.size(); ++i) {
       if (from[i].extent != to[i].extent) return false;
-      rename.replacement[from[i].var] = make_var(to[i].var);
+      rename[from[i].var] = make_var(to[i].var);
     }
     return true;
   };
@@ -307,7 +294,7 @@ GatheredChainFit fit_gathered_chain(const ContractNode& first, const ContractNod
     return refuse("the second product's rows, batch and K differ in extent from the first's rows, batch and columns");
   if (first.dst.index.size() != load->index.size()) return refuse("the second product reads " + h + " at another index");
   for (size_t i = 0; i < load->index.size(); ++i)
-    if (!structurally_equal(rename.mutate(first.dst.index[i]), load->index[i]))
+    if (!structurally_equal(substitute_vars(first.dst.index[i], rename), load->index[i]))
       return refuse("the second product reads " + h + " at another index than the first writes it");
   for (const Expr* e : {static_cast<const Expr*>(&p.second.b), &second.scale, &second.bias, &second.epilogue})
     if (*e)

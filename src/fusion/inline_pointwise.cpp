@@ -6,18 +6,6 @@
 namespace solder {
 namespace {
 
-class VarSubstituter : public ExprMutator {
- public:
-  const std::map<std::string, Expr>* replacement;
-  using ExprMutator::mutate;
-
- protected:
-  Expr mutate(const VarNode& v, const Expr& self) override {
-    auto it = replacement->find(v.name);
-    return it == replacement->end() ? self : it->second;
-  }
-};
-
 // Replaces loads of inlined producers by their (already inlined) bodies.
 class Inliner : public ExprMutator {
  public:
@@ -46,12 +34,6 @@ constexpr int kMaxInlinedDepth = 64;
 constexpr int64_t kMaxInlinedNodes = 1024;
 
 }  // namespace
-
-Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& replacement) {
-  VarSubstituter s;
-  s.replacement = &replacement;
-  return s.mutate(e);
-}
 
 InlinedProgram inline_pointwise(const BoundProgram& program, const std::set<std::string>& keep) {
   InlinedProgram result;

@@ -27,7 +27,4 @@ struct InlinedProgram {
 // `keep`: pointwise definitions that stay definitions (materialised: a whole contraction reads them).
 InlinedProgram inline_pointwise(const BoundProgram& program, const std::set<std::string>& keep = {});
 
-// Substitutes index variables in `e` (`var → expression`).
-Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& replacement);
-
 }  // namespace solder

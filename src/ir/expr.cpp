@@ -319,4 +319,27 @@ void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f)
   walker.visit(e);
 }
 
+namespace {
+
+class VarSubstitution : public ExprMutator {
+ public:
+  explicit VarSubstitution(const std::map<std::string, Expr>& replacement) : replacement_(replacement) {}
+  using ExprMutator::mutate;
+
+ protected:
+  Expr mutate(const VarNode& v, const Expr& self) override {
+    auto it = replacement_.find(v.name);
+    return it == replacement_.end() ? self : it->second;
+  }
+
+ private:
+  const std::map<std::string, Expr>& replacement_;
+};
+
+}  // namespace
+
+Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& replacement) {
+  return VarSubstitution(replacement).mutate(e);
+}
+
 }  // namespace solder

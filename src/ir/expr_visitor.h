@@ -6,6 +6,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <string>
 
 #include "ir/expr.h"
 
@@ -32,6 +34,9 @@ class ExprMutator {
   SOLDER_EXPR_NODES(SOLDER_MUTATE_DECL)
 #undef SOLDER_MUTATE_DECL
 };
+
+// `e` with every variable named in `replacement` replaced by its expression (loads' indices too).
+Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& replacement);
 
 // Every load an expression performs, loads inside indices included, in visiting order.
 void for_each_load(const Expr& e, const std::function<void(const LoadNode&)>& f);

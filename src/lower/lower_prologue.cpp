@@ -20,18 +20,6 @@ double identity(ReduceOp op) {
   }
 }
 
-class Rename : public ExprMutator {
- public:
-  std::map<std::string, Expr> replacement;
-  using ExprMutator::mutate;
-
- protected:
-  Expr mutate(const VarNode& v, const Expr& self) override {
-    auto it = replacement.find(v.name);
-    return it == replacement.end() ? self : it->second;
-  }
-};
-
 struct Side {
   size_t def = 0;
   std::string buffer;
@@ -66,10 +54,10 @@ class Inliner : public ExprMutator {
     const BoundDefinition& bd = program->defs[d];
     const Definition& def = *bd.def;
     if (def.reduce == ReduceOp::none && !def.index_target) {
-      Rename rename;
+      std::map<std::string, Expr> rename;
       for (size_t i = 0; i < def.target.index.size() && i < load.index.size(); ++i)
-        rename.replacement[def.target.index[i].name] = mutate(load.index[i]);
-      Expr body = mutate(rename.mutate(def.body));
+        rename[def.target.index[i].name] = mutate(load.index[i]);
+      Expr body = mutate(substitute_vars(def.body, rename));
       if (info.dtype != DType::f32) body = make_cast(info.dtype, body);
       absorbed->insert(d);
       return body;
@@ -99,12 +87,12 @@ class Inliner : public ExprMutator {
     side.def = d;
     side.op = def.reduce;
     side.buffer = names->get("side", load.tensor, load.tensor + "_side");
-    Rename rename;
-    rename.replacement[def.target.index[0].name] = make_var(row_var);
-    rename.replacement[def.reduce_vars[0].name] = make_var(k_var);
+    std::map<std::string, Expr> rename;
+    rename[def.target.index[0].name] = make_var(row_var);
+    rename[def.reduce_vars[0].name] = make_var(k_var);
     const bool saved = allow_sides;
     allow_sides = false;
-    side.value = mutate(rename.mutate(def.body));
+    side.value = mutate(substitute_vars(def.body, rename));
     allow_sides = saved;
     sides->push_back(side);
     return make_load(side.buffer, {make_var(row_var)});

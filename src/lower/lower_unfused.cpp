@@ -14,19 +14,6 @@
 namespace solder {
 namespace {
 
-// Replaces index variables by expressions.
-class Substitute : public ExprMutator {
- public:
-  std::map<std::string, Expr> replacement;
-  using ExprMutator::mutate;
-
- protected:
-  Expr mutate(const VarNode& v, const Expr& self) override {
-    auto it = replacement.find(v.name);
-    return it == replacement.end() ? self : it->second;
-  }
-};
-
 struct TiledVar {
   std::string name;     // the program's index variable, also the tile axis variable
   int64_t extent = 1;
@@ -119,10 +106,10 @@ Kernel lower_definition(const BoundProgram& program, size_t index) {
     if (!t.tile_var.empty()) kernel.grid.push_back({t.tile_var, t.tiles()});
   if (kernel.grid.empty()) kernel.grid.push_back({names.get("block", "", "block"), 1});
 
-  Substitute substitute;
-  for (auto& t : p_vars) substitute.replacement[t.name] = global_index(t);
-  for (auto& t : r_vars) substitute.replacement[t.name] = global_index(t);
-  Expr body = substitute.mutate(def.body);
+  std::map<std::string, Expr> substitute;
+  for (auto& t : p_vars) substitute[t.name] = global_index(t);
+  for (auto& t : r_vars) substitute[t.name] = global_index(t);
+  Expr body = substitute_vars(def.body, substitute);
 
   // Domain of the output tile (without topk's rank), and the store's domain (with it).
   Domain tile_domain, store_domain;
@@ -379,14 +366,14 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     value.scope = Scope::register_file;
     // p's index variables become the contract's axes; its loads of c read the contract's value,
     // rounded to c's declared dtype where that is not f32 (exactly what storing c would do).
-    Substitute axes;
-    for (size_t i = 0; i < p.target.index.size(); ++i) axes.replacement[p.target.index[i].name] = make_var(def.target.index[i].name);
+    std::map<std::string, Expr> axes;
+    for (size_t i = 0; i < p.target.index.size(); ++i) axes[p.target.index[i].name] = make_var(def.target.index[i].name);
     ReplaceLoads loads;
     loads.tensor = def.target.name;
     loads.by = make_load(value.name, {make_int(0)});
     const DType c_dtype = program.tensor(def.target.name).dtype;
     if (c_dtype != DType::f32) loads.by = make_cast(c_dtype, loads.by);
-    c.contract->epilogue = axes.mutate(loads.mutate(p.body));
+    c.contract->epilogue = substitute_vars(loads.mutate(p.body), axes);
     c.contract->value = value.name;
     c.contract->dst.name = p.target.name;
     c.contract->comment = p.target.name + " = " + print_expr(p.body) + " with " + def.target.name +

@@ -43,14 +43,6 @@ Expr rewrite_loads(const Expr& e, const std::function<Expr(const LoadNode&, cons
   return map_children(e, [&](const Expr& c) { return rewrite_loads(c, fn); });
 }
 
-Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& at) {
-  if (e.kind() == ExprKind::Var) {
-    auto it = at.find(e.as<VarNode>()->name);
-    return it == at.end() ? e : it->second;
-  }
-  return map_children(e, [&](const Expr& c) { return substitute_vars(c, at); });
-}
-
 bool is_var(const Expr& e, const std::string& name) { return e.kind() == ExprKind::Var && e.as<VarNode>()->name == name; }
 bool is_neg_infinity(const Expr& e) {
   if (e.kind() == ExprKind::Const) return std::isinf(e.as<ConstNode>()->value) && e.as<ConstNode>()->value < 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/expr.h"
+#include "ir/expr_visitor.h"  // substitute_vars
 
 namespace solder::mma_stream {
 
@@ -21,8 +22,6 @@ Expr product_of(const std::vector<Expr>& factors);  // 1.0 when empty
 Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f);
 // `e` with every load replaced by fn(load, the load as an Expr) (return the latter to keep it).
 Expr rewrite_loads(const Expr& e, const std::function<Expr(const LoadNode&, const Expr&)>& fn);
-// `e` with variables replaced by the expressions of `at` (in indices too).
-Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& at);
 
 bool is_var(const Expr& e, const std::string& name);
 bool is_neg_infinity(const Expr& e);  // -inf as a constant or the negation of +inf
