@@ -89,7 +89,7 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   // unit runs one warpgroup alone, the same way.
   const double clock_mhz = hw.sm_clock_mhz > 0 ? hw.sm_clock_mhz : 1500;
   if (c.consumers == 1 || (c.pingpong && units < 2))
-    unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kOneConsumerStepCycles / clock_mhz;
+    unit_tensor_us += static_cast<double>(k_tiles_per_cta) * one_consumer_step_cycles(c.bn) / clock_mhz;
   else if (c.pingpong)
     unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kPingpongStepCycles / clock_mhz;
   const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);

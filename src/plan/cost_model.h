@@ -102,12 +102,24 @@ constexpr double kIdleSmTensorBoost = 1.18;
 // The DSM table's cluster-size-1 figure (26.4 TB/s, 101 bytes per clock at 1980 MHz) is below what the
 // sweep shows: bf16 128x64 s8 at M=128 N=3072 K=8192 moves 7.3 MB through one SM's shared memory in 31 µs.
 constexpr double kSmemBytesPerClock = 128;
-// Cycles per K step that a CTA with one consumer warpgroup (BM 64) loses between wgmma batches: waiting on
-// the stage's barrier and for the previous batch (wgmma.wait_group 1) with no other warpgroup to issue.
-// Measured: bf16 64x128 s6 at M=128 N=3072 K=8192 (gemm-skeleton-sweep.json, one tile per SM, 128 K steps)
-// takes 34.6 µs: 12 µs beyond its wgmma at the idle-SM rate (20.3 µs), launch and fill (2.3 µs), which is
-// 91 ns = 180 cycles at 1980 MHz per K step. Two consumers hide it (128x64 s8: 31.2 µs, the port's time).
-constexpr double kOneConsumerStepCycles = 180;
+// Cycles per K step that a CTA with one consumer warpgroup (BM 64) loses between wgmma batches, with no
+// other warpgroup to issue: kOneConsumerStepCycles + kOneConsumerStepCyclesPerBn64 × BN / 64 (the wait
+// for the previous batch, wgmma.wait_group 1, grows with the batch's columns). The wait for the stage
+// itself is the load term's (below: the loaded latency and the soft minimum), not this one's.
+// History: 180 cycles at every BN were fitted on bf16 64x128 s6 at M=128 N=3072 K=8192
+// (gemm-skeleton-sweep.json: 34.6 µs, 12 µs beyond its wgmma) before the load term had the loaded latency
+// (gemm-deep); with both, the model double-counted that wait: it priced that point 42.6 µs, and ffn S7's
+// down projection (M 128, N 2560, K 9728) on 64 × 64 × 13 stages 33.7 µs against 30.7 for 64x192 s7
+// split-K 4, where the H100 ran 64x64 s13 4.5 µs faster than 64x192 s5 k4 in one call (whole ffn, 47.63
+// against 52.18 µs; bench/NOTES.md, gemm-s7). Refitted (gemm-s7, 2026-11-27) on the sweeps' one-consumer
+// points with the load term as it is: 60 + 40 per 64 columns (100 at BN 64, 140 at 128, 180 at 192,
+// 220 at 256) keeps BN 192 where the calibration sweep needs it (M=128 N=11008 K=4096: 64x192 s6 44.0 µs
+// against 128x128 s6 38.5; a flat 125 or less chooses 64x192 there, 14.5 % off) and lets S7 choose
+// 64 × 64. Validation (docs/planner.md): calibration mean Spearman 0.915 → 0.917, worst gap 7.7 → 7.7 %.
+constexpr double kOneConsumerStepCycles = 60;
+constexpr double kOneConsumerStepCyclesPerBn64 = 40;
+// The cycles per K step of one-consumer tile of BN columns (the two constants above).
+constexpr double one_consumer_step_cycles(int bn) { return kOneConsumerStepCycles + kOneConsumerStepCyclesPerBn64 * bn / 64.0; }
 // Cycles per K step that a ping-pong unit (GemmConfig::pingpong) loses with two or more units per block:
 // one warpgroup issues at a time, so part of each step's wait for the previous wgmma batch and the next
 // stage is exposed. Fitted on the H100 (2026-11-27, bench/NOTES.md, gemm-mainloop): e4m3 8192³ with row

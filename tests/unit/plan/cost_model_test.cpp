@@ -114,7 +114,7 @@ TEST(CostModel, PingpongHidesAllButTheLastEpilogue) {
   // and units - 1 fewer stores.
   const double store_us = 64.0 * 256 * 2 / (std::min(default_hardware().rates.sm_load_gbps,
                                                      kEpilogueRowStagedTbps * 1e3 / static_cast<double>(b.concurrent_ctas)) * 1e3);
-  const double gaps_us = units * (8192 / 128) * (kOneConsumerStepCycles - kPingpongStepCycles) / default_hardware().sm_clock_mhz;
+  const double gaps_us = units * (8192 / 128) * (one_consumer_step_cycles(256) - kPingpongStepCycles) / default_hardware().sm_clock_mhz;
   EXPECT_NEAR(a.tensor_us - b.tensor_us, (units - 1) * store_us + gaps_us, 1e-6);
   EXPECT_LE(b.total_us, a.total_us);  // (both may be bound by another level)
   // One unit per block (M 128: 24 tiles of 64 x 256): the second warpgroup has nothing to do.

@@ -217,6 +217,30 @@ TEST(SkeletonChoice, KeepsClustersOffTheM128ProductsWhereTheyMeasuredSlower) {
   EXPECT_LT(b.l2_us, a.l2_us);  // the multicast still halves A's L2 -> SM bytes in the model
 }
 
+// The one-consumer step term (one_consumer_step_cycles, gemm-s7): measured on the H100 (2026-11-27,
+// bench/NOTES.md, gemm-s7), ffn's M 128 down projections ran faster on unsplit 64 x 64 deep rings than on
+// the tiles the flat 180-cycle term chose: S7 (N 2560, K 9728) 47.2 against 54.6 us for 64x192 s7 split 4
+// (whole ffn), S2 (N 2048, K 5632) 28.2 against 29.2 for 128x64 s6 split 4, S1 (N 3072, K 8192) 43.4 on
+// 14 stages. The up projection at N 11008, K 4096 keeps its 128-row tile: 64x192 s6 ran 44.0 us there
+// against 38.5 for 128x128 s6 (calibration sweep), which a flat term low enough for S7 would choose.
+TEST(SkeletonChoice, RunsTheM128DownProjectionsOnDeep64x64Rings) {
+  for (auto [n, k] : {std::pair{2560, 9728}, std::pair{2048, 5632}, std::pair{3072, 8192}}) {
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, n, k, false), MmaType::f16, DType::f16);
+    ASSERT_TRUE(c.chosen.has_value()) << c.why;
+    const GemmConfig& g = c.chosen->config;
+    EXPECT_EQ(g.bm, 64) << n << " " << k << ": " << config_name(g);
+    EXPECT_EQ(g.bn, 64) << n << " " << k << ": " << config_name(g);
+    EXPECT_EQ(g.split_k, 1) << n << " " << k << ": " << config_name(g);
+    EXPECT_GE(g.stages, 13) << n << " " << k << ": " << config_name(g);
+  }
+  SkeletonChoice up = choose_skeleton_config(skeleton_problem(128, 11008, 4096, false), MmaType::f16, DType::f16);
+  ASSERT_TRUE(up.chosen.has_value()) << up.why;
+  EXPECT_EQ(up.chosen->config.bm, 128) << config_name(up.chosen->config);
+  // The step term grows with the batch's columns: 100 cycles at BN 64, 180 at 192.
+  EXPECT_DOUBLE_EQ(one_consumer_step_cycles(64), 100);
+  EXPECT_DOUBLE_EQ(one_consumer_step_cycles(192), 180);
+}
+
 // The eighth session's measurements (H100, bench/NOTES.md, gemm-mainloop): with row stores, e4m3 8192³
 // and Q5 run the cooperative 128-row tiles (ping-pong 64x256 was 1.15x slower at 8192³ and no faster at
 // Q5), and bf16 L2 runs without its former 1x4 cluster (669 against 678-720 us). SOLDER_GEMM_SCHEDULE
