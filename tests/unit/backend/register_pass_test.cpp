@@ -403,13 +403,7 @@ TEST(RegisterPass, LongRowPlansVerifyOnTheExecutor) {
     GeneratedModule m = generate_cuda(compiled.kernels);
     EXPECT_EQ(count(m.source, "// the register pass"), 1) << compiled.report;
     EXPECT_NE(compiled.report.find("rows in registers at "), std::string::npos) << compiled.report;
-    TensorSet inputs = make_inputs(bound, 11);
-    ExecutionResult result = execute_kernel_program(compiled.kernels, inputs);
-    TensorSet reference = run_reference(bound, inputs);
-    for (const TensorInfo* out : bound.outputs()) {
-      OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance_for(bound));
-      EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
-    }
+    expect_verified(compiled, bound);
   }
 }
 
