@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_codegen.h"
 
+#include "backend/cuda/attention_dual.h"
 #include "backend/cuda/contract_view.h"
 #include "backend/cuda/gemm_prologue_writer.h"
 #include "backend/cuda/gathered_gemm_writer.h"
@@ -204,6 +205,24 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
     for (const ContractAt& c : named_contracts) schedule.push_back(describe_contract(named.kernels[i], c, named));
     std::string source;
     std::optional<AttentionSkeletonKernel> attention;
+    std::string dual_refusal;
+    // two attention kernels as one on the skeleton's dual mode (attention_dual.h: differential attention)
+    if (options.attention_skeleton_off.empty() && i + 1 < program.kernels.size())
+      if (auto dual = generate_attention_dual_kernel(attention_view, named, i, &dual_refusal)) {
+        for (const ContractAt& c : contracts_of(named.kernels[i + 1])) schedule.push_back(describe_contract(named.kernels[i + 1], c, named));
+        for (auto& s : schedule) {
+          s.kernel = dual->info.name;  // both kernels' contractions run in the dual launch
+          s.skeleton = ContractionSchedule::kAttentionSkeleton;
+          s.tile = dual->info.attention->config;
+          s.blocks = dual->info.blocks;
+          s.reason = dual->tiles_and_skipping;
+        }
+        module.kernels.push_back(dual->info);
+        out << schedule_header(named.kernels[i + 1].name, schedule) << dual->source << "\n";
+        module.contractions.insert(module.contractions.end(), schedule.begin(), schedule.end());
+        ++i;  // the second kernel is this launch
+        continue;
+      }
     // the GEMM skeleton for whole contractions (the unfused lowering's, gemm_skeleton_writer.h)
     if (auto gemm = write_gemm_skeleton_kernel(named, named.kernels[i], nullptr)) {
       for (auto& s : schedule) {

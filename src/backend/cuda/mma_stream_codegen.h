@@ -97,6 +97,13 @@ struct AttentionSkeletonKernel {
   // For `solder emit --report` / --json (the contractions' reason): the work tiles and which key tiles
   // are skipped by what rule.
   std::string tiles_and_skipping;
+  // What the dual mode (attention_dual.h) pairs by: the global the epilogue stores, the tile, and
+  // whether the epilogue has combine() (MmaStreamWriter::set_dual_first).
+  std::string output;
+  bool combine = false;
+  bool plain_epilogue = false;  // the stored value is o / Σp itself (no post map, no input read)
+  int head_dim = 0, bn = 0;
+  bool f16 = false;
 };
 
 // The key columns a mask may reach on the skeleton (mma_stream_skeleton.cpp): `mask` over the global

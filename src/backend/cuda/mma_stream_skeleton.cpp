@@ -1299,6 +1299,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     }
     const Expr value = substitute_vars(stored_value, at);
     const bool plain = value.kind() == ExprKind::Load && value.as<LoadNode>()->tensor == "(&a_)";
+    plain_epilogue_ = plain;
     out << "  // " << o->name << "[.., row, col], [.., row, col + 1] = " << (plain ? std::string("o / Σp") : print_expr(stored_value) + " with a_ = o / Σp") << ", rounded to "
         << dtype_name(o->dtype) << (D_ < kHeadDim ? " (head dim " + std::to_string(D_) + " padded to " + std::to_string(kHeadDim) + ": the padding columns are not stored)" : std::string("")) << "\n";
     // Inputs read at the stored element (evoformer's gate): when every such read is a 16-bit input
@@ -1375,11 +1376,43 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
     if (!plain) out << "    o0_ = value_(bh_, row_, col_, o0_);\n    o1_ = value_(bh_, row_, col_ + 1, o1_);\n";
     }
-    out << "    const long long at_ = (static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL + col_;\n";
-    if (o->dtype == DType::bf16) out << "    *reinterpret_cast<__nv_bfloat162*>(&" << op << "[at_]) = __floats2bfloat162_rn(o0_, o1_);\n";
-    else if (o->dtype == DType::f16) out << "    *reinterpret_cast<__half2*>(&" << op << "[at_]) = __floats2half2_rn(o0_, o1_);\n";
-    else out << "    solder::store(&" << op << "[at_], o0_);\n    solder::store(&" << op << "[at_ + 1], o1_);\n";
-    out << "  }\n};\n";
+    std::ostringstream store_pair;  // o0_, o1_ stored at (bh_, row_, col_), col_ + 1
+    store_pair << "    const long long at_ = (static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL + col_;\n";
+    if (o->dtype == DType::bf16) store_pair << "    *reinterpret_cast<__nv_bfloat162*>(&" << op << "[at_]) = __floats2bfloat162_rn(o0_, o1_);\n";
+    else if (o->dtype == DType::f16) store_pair << "    *reinterpret_cast<__half2*>(&" << op << "[at_]) = __floats2half2_rn(o0_, o1_);\n";
+    else store_pair << "    solder::store(&" << op << "[at_], o0_);\n    solder::store(&" << op << "[at_ + 1], o1_);\n";
+    out << store_pair.str() << "  }\n";
+    if (!dual_first_.empty() && !preload) {
+      // The dual mode (sm90_attention_dual.cuh): the stored value with every read of `dual_first_` at the
+      // stored element replaced by x_, the first half's o / Σp in f32 (what the kernel that stores
+      // dual_first_ computes at the same element). Written only when each read is at that element and
+      // dual_first_ has the output's shape; otherwise the kernel has no combine() and the dual mode refuses.
+      const GlobalTensor* first = program_.find_global(dual_first_);
+      std::vector<std::string> stored_at;
+      for (auto& i : store->dst.index) stored_at.push_back(print_expr(substitute_vars(i, at)));
+      bool at_element = first && first->shape == o->shape && first->dtype == DType::f32;
+      int reads = 0;
+      const Expr with_x = rewrite_loads(value, [&](const LoadNode& l, const Expr& self) -> Expr {
+        if (l.tensor != dual_first_) return self;
+        ++reads;
+        bool same = l.index.size() == stored_at.size();
+        for (size_t k2 = 0; same && k2 < l.index.size(); ++k2) same = print_expr(l.index[k2]) == stored_at[k2];
+        at_element &= same;
+        return make_load("(&x_)", {});
+      });
+      if (at_element && reads > 0) {
+        arrays_["(&x_)"] = CudaArray{"(&x_)", {}, DType::f32, false};
+        out << "  // the dual mode: " << dual_first_ << " at the stored element is x_, the first half's o / Σp in f32; a_ the second half's\n";
+        out << "  __device__ float combine_value_(int bh_, int row_, int col_, float x_, float a_) const {\n" << decode(true, false);
+        out << "    (void)col_;\n    return " << printer_.print_float(globals_bounded(with_x)) << ";\n  }\n";
+        out << "  __device__ void combine(int bh_, int row_, int col_, float x0_, float x1_, float o0_, float o1_) const {\n";
+        if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
+        out << "    o0_ = combine_value_(bh_, row_, col_, x0_, o0_);\n    o1_ = combine_value_(bh_, row_, col_ + 1, x1_, o1_);\n";
+        out << store_pair.str() << "  }\n";
+        dual_combine_ = true;
+      }
+    }
+    out << "};\n";
   }
   out << "using " << name << "_config_ = " << config << ";\n";
   out << "SOLDER_ATTENTION_KERNEL(" << name << ", " << name << "_config_, " << score << ", " << mask << ", " << epilogue << ")\n";
@@ -1417,6 +1450,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
        << ", K = " << k->name << ", V = " << v->name << ", O = " << o->name << "\n";
   result.source = head.str() + out.str();
   result.summary = summary;
+  result.output = o->name;
+  result.combine = dual_combine_;
+  result.plain_epilogue = plain_epilogue_;
+  result.head_dim = static_cast<int>(kHeadDim);
+  result.bn = static_cast<int>(bn);
+  result.f16 = in_dtype_ == DType::f16;
   result.tiles_and_skipping = std::to_string(tiles) + " work tiles of " + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks" : std::string("")) +
                               (lead_text.empty() ? std::string("") : "; " + lead_text.substr(0, lead_text.size() - 2)) + "; skipped tiles: " + skip_text;

@@ -64,12 +64,19 @@ class MmaStreamWriter {
   // kernel is not exactly the online softmax the skeleton computes. `contracts` is the kernel with
   // its contract statements (their MMA type: P rounded to T).
   AttentionSkeletonKernel write_skeleton(const Kernel& contracts);
+  // The dual mode (attention_dual.h): write_skeleton also writes the epilogue's combine(), the stored
+  // value with the reads of `tensor` (an f32 intermediate of the output's shape, read at the stored
+  // element) taken from the first half's o / Σp. AttentionSkeletonKernel::combine says whether it did.
+  void set_dual_first(const std::string& tensor) { dual_first_ = tensor; }
   // The analysis alone: the mask rule (nullopt when no tile is skipped: *refusal says why).
   std::optional<TileMaskRule> mask_rule(std::string* refusal);
 
  private:
   const KernelProgram& program_;
   const Kernel& kernel_;
+  std::string dual_first_;     // set_dual_first
+  bool dual_combine_ = false;  // combine() written
+  bool plain_epilogue_ = false;  // the epilogue stores o / Σp itself
   CudaExprPrinter printer_;
   IntervalBuilder intervals_;
   std::map<std::string, CudaArray> arrays_;

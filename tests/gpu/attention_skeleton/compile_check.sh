@@ -4,7 +4,8 @@
 # for sm_90a with nvcc. No GPU needed, nothing runs. Fails when ptxas reports register spills, a stack
 # frame (a call that was not inlined), an ignored setmaxnreg (C7508) or serialized wgmma (C7510, C7513,
 # C7514, C7515, C7517, C7518, C7520).
-# Usage: tests/gpu/attention_skeleton/compile_check.sh [test|bench|headers|all]
+# Usage: tests/gpu/attention_skeleton/compile_check.sh [test|dual|bench|headers|all]  (dual: test_sm90_attention_dual.cu,
+# the dual mode of sm90_attention_dual.cuh)
 #   CUDA=/usr/local/cuda, BUILD=build-attn, SOLDER_CUTLASS_INCLUDE=<folder with cute/> (default: python3
 #   -c 'import cutlass_library'); OUT_BIN=1 links executables into $BUILD instead of compiling objects.
 set -euo pipefail
@@ -43,6 +44,9 @@ build() {  # $1: name, then sources
 
 if [ "$WHAT" = test ] || [ "$WHAT" = all ]; then
   build test_sm90_attention tests/gpu/attention_skeleton/test_sm90_attention.cu src/runtime/tma_plan.cpp
+fi
+if [ "$WHAT" = dual ] || [ "$WHAT" = all ]; then
+  build test_sm90_attention_dual tests/gpu/attention_skeleton/test_sm90_attention_dual.cu src/runtime/tma_plan.cpp
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   build bench_attention bench/attention/bench_attention.cu src/runtime/tma_plan.cpp

@@ -70,8 +70,10 @@ TEST(Golden, GeneratedCudaOfMaskedAttentionOverSeveralTiles) {
 }
 
 // Examples whose generated CUDA is pinned at the default sizes: conv_chain's two convolutions chained in
-// one gathered kernel (at the small sizes the chained grid is too narrow and they stay two kernels).
-const char* kGoldenDefaultExamples[] = {"conv_chain"};
+// one gathered kernel (at the small sizes the chained grid is too narrow and they stay two kernels), and
+// diff_attn's two attention kernels as one on the skeleton's dual mode (at the small sizes they are not
+// skeleton kernels).
+const char* kGoldenDefaultExamples[] = {"conv_chain", "diff_attn"};
 
 TEST(Golden, GeneratedCudaAtDefaultSizes) {
   for (const char* name : kGoldenDefaultExamples) {

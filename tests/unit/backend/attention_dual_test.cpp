@@ -1,0 +1,161 @@
+// Two attention kernels as one launch of the skeleton's dual mode (attention_dual.cpp): differential
+// attention's fusion plan (a0 in f32, then a1 and o = a0 − λ·a1) becomes one kernel whose consumers run
+// one half each; the rules that keep two kernels. (The values are checked on the GPU: `solder run
+// --backend cuda examples/diff_attn.sol`, and tests/gpu/attention_skeleton/test_sm90_attention_dual.cu.)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "backend/cuda/attention_dual.h"
+#include "backend/cuda/contract_view.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/cuda_names.h"
+#include "driver/compile.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+struct Compiled {
+  KernelProgram kernels, named, view;
+};
+
+Compiled compile_text(const std::string& text, std::vector<std::pair<std::string, int64_t>> dims = {}) {
+  auto program = std::make_shared<Program>(parse_program(text, "dual.sol"));
+  KernelProgram kernels = compile_program(bind_program(program, SizeChoice{false, dims}), CompileOptions::for_gpu()).kernels;
+  KernelProgram named = with_cuda_names(kernels);
+  return {kernels, named, contracts_as_reduces(named, false)};
+}
+
+std::string example_text(const std::string& name) {
+  std::ifstream in(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// diff_attn at head dims 64 and 128: one kernel, 64 query rows per work tile, consumer 0 the half of
+// q[b, 0, h], consumer 1 of q[b, 1, h]; the combine takes a0 from the first half's o / Σp.
+TEST(AttentionDual, DiffAttnRunsAsOneKernel) {
+  for (int64_t d : {64, 128}) {
+    Compiled c = compile_text(example_text("diff_attn"), {{"D", d}});
+    ASSERT_EQ(c.view.kernels.size(), 2u) << "the fusion plan keeps a0 and a1 in two kernels";
+    std::string refusal;
+    auto k = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
+    ASSERT_TRUE(k) << refusal;
+    const int stages = d == 64 ? 4 : 2;
+    const std::string config = "solder::attention::DualConfig<solder::gemm::Dtype::bf16, " + std::to_string(d) + ", 128, " + std::to_string(stages) + ">";
+    EXPECT_NE(k->source.find("#include <solder/attention/sm90_attention_dual.cuh>"), std::string::npos);
+    EXPECT_NE(k->source.find("using fused_o_config_ = " + config + ";"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("SOLDER_ATTENTION_DUAL_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)"), std::string::npos);
+    EXPECT_EQ(k->source.find("SOLDER_ATTENTION_KERNEL("), std::string::npos);
+    // the combine: a0 is the first half's value x_, λ read at the stored element, one rounding to bf16
+    EXPECT_NE(k->source.find("return ((&x_)[0] - (solder::to_float(lam[0]) * (&a_)[0]));"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("__device__ void combine(int bh_, int row_, int col_, float x0_, float x1_, float o0_, float o1_) const {"), std::string::npos);
+    const size_t combine = k->source.find("combine_value_(");
+    ASSERT_NE(combine, std::string::npos);
+    EXPECT_EQ(k->source.find("a0[", combine), std::string::npos) << "the dual kernel never reads a0";
+    EXPECT_EQ(k->source.find("store(&a0["), std::string::npos) << "nor stores it";
+    EXPECT_EQ(k->info.name, "fused_o");
+    EXPECT_EQ(k->info.blocks, 16 * 8 * (1024 / 64));
+    EXPECT_EQ(k->info.threads, 384);
+    EXPECT_EQ(k->info.shared_bytes, 2 * 64 * d * 2 + stages * 3 * 128 * d * 2 + 8 * (2 + 4 * stages) + 1024);
+    ASSERT_TRUE(k->info.attention);
+    const AttentionSkeletonLaunch& a = *k->info.attention;
+    EXPECT_EQ(a.config, config);
+    EXPECT_EQ(a.batch, 16);
+    EXPECT_EQ(a.heads, 8);
+    EXPECT_EQ(a.seq_q, 1024);
+    EXPECT_EQ(a.q_heads, 16);
+    EXPECT_EQ(a.q_head0, 0) << "the first half's lead index: the kernel adds heads for the second";
+    EXPECT_EQ(a.k_heads, 16);
+    EXPECT_EQ(a.k_head0, 0);
+    EXPECT_EQ(a.v_heads, 0);
+    EXPECT_EQ(a.q.batch, 16 * 2 * 8);
+    EXPECT_EQ(a.k.tile_rows, 128);
+  }
+}
+
+// generate_cuda launches the one kernel, and names it for both kernels' contractions;
+// $SOLDER_ATTN_DUAL=0 keeps the two (the A/B switch).
+TEST(AttentionDual, GeneratedModuleAndTheSwitch) {
+  Compiled c = compile_text(example_text("diff_attn"));
+  GeneratedModule one = generate_cuda(c.kernels);
+  ASSERT_EQ(one.kernels.size(), 1u);
+  EXPECT_EQ(one.kernels[0].name, "fused_o");
+  ASSERT_TRUE(one.kernels[0].attention);
+  EXPECT_EQ(one.contractions.size(), 4u);
+  for (auto& s : one.contractions) {
+    EXPECT_EQ(s.kernel, "fused_o");
+    EXPECT_EQ(s.skeleton, ContractionSchedule::kAttentionSkeleton);
+    EXPECT_NE(s.tile.find("DualConfig<"), std::string::npos) << s.tile;
+  }
+  setenv("SOLDER_ATTN_DUAL", "0", 1);
+  GeneratedModule two = generate_cuda(c.kernels);
+  unsetenv("SOLDER_ATTN_DUAL");
+  ASSERT_EQ(two.kernels.size(), 2u);
+  EXPECT_EQ(two.source.find("DualConfig"), std::string::npos);
+  EXPECT_NE(two.source.find("SOLDER_ATTENTION_KERNEL(fused_a0"), std::string::npos);
+}
+
+// Rows over 32 key tiles keep the two kernels (faster there on the H100); SOLDER_ATTN_DUAL=1 forces the dual one.
+TEST(AttentionDual, LongRowsKeepTwoKernels) {
+  Compiled c = compile_text(example_text("diff_attn"), {{"B", 1}, {"S", 16384}});
+  ASSERT_EQ(c.view.kernels.size(), 2u);
+  std::string refusal;
+  EXPECT_FALSE(generate_attention_dual_kernel(c.view, c.named, 0, &refusal));
+  EXPECT_NE(refusal.find("128 key tiles per row (the dual mode takes at most 32"), std::string::npos) << refusal;
+  setenv("SOLDER_ATTN_DUAL", "1", 1);
+  auto forced = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
+  unsetenv("SOLDER_ATTN_DUAL");
+  ASSERT_TRUE(forced) << refusal;
+  EXPECT_EQ(forced->info.blocks, 8 * (16384 / 64));
+  Compiled s4k = compile_text(example_text("diff_attn"), {{"B", 4}, {"S", 4096}});
+  EXPECT_TRUE(generate_attention_dual_kernel(s4k.view, s4k.named, 0, &refusal)) << refusal;
+}
+
+// The rules that keep two kernels, each named in the refusal.
+TEST(AttentionDual, RefusesWhatIsNotTheSameComputation) {
+  const std::string text = example_text("diff_attn");
+  std::string refusal;
+  // the second half reads K's first half: not the next fixed lead index
+  {
+    Compiled c = compile_text(replaced(text, "q[b, 1, h, i, d] * k[b, 1, h, j, d]", "q[b, 1, h, i, d] * k[b, 0, h, j, d]"));
+    ASSERT_EQ(c.view.kernels.size(), 2u);
+    EXPECT_FALSE(generate_attention_dual_kernel(c.view, c.named, 0, &refusal));
+    EXPECT_NE(refusal.find("K is not the first's at the next fixed lead index"), std::string::npos) << refusal;
+  }
+  // a0 is an output too (the dual kernel would not store it): refused (here already by the skeleton,
+  // whose P·V of an f32 output is not rounded to bf16)
+  {
+    Compiled c = compile_text(replaced(text, "a0[b, h, i, d] = sum(j)", "out a0[b, h, i, d] : f32 = sum(j)"));
+    refusal.clear();
+    EXPECT_FALSE(generate_attention_dual_kernel(c.view, c.named, 0, &refusal));
+    EXPECT_FALSE(refusal.empty());
+  }
+  // the combine reads a0 at another element (its rows reversed)
+  {
+    Compiled c = compile_text(replaced(text, "= a0[b, h, i, d] - lam", "= a0[b, h, S - 1 - i, d] - lam"));
+    ASSERT_EQ(c.view.kernels.size(), 2u);
+    refusal.clear();
+    EXPECT_FALSE(generate_attention_dual_kernel(c.view, c.named, 0, &refusal));
+    EXPECT_FALSE(refusal.empty());
+  }
+  // one attention: no second kernel
+  {
+    Compiled c = compile_text(example_text("vanilla"));
+    EXPECT_FALSE(generate_attention_dual_kernel(c.view, c.named, 0, &refusal));
+  }
+}
+
+}  // namespace
+}  // namespace solder
