@@ -1023,15 +1023,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }();
   const int q_buffers = two_q ? 2 : 1;
   int stages = kHeadDim == 64 || with_bias ? 4 : two_q ? 2 : short_rows ? 3 : 2;
-  // Staggered consumers (Config's Stagger) on the two-Q-buffer kernels at hd64: consumer 1 runs 2 turns
-  // behind consumer 0, so that one consumer's work-tile boundary (last P·V, epilogue, first S and its
-  // softmax) overlaps the other's full products instead of the other's boundary; each K/V stage then stays
-  // 2 turns longer in the ring, which gets 6 stages (2 x 16 KB of Q + 6 x 32 KB). $SOLDER_ATTN_STAGGER=N
-  // (0..3; 0: the previous Config, 4 stages, no stagger) and $SOLDER_ATTN_STAGES=N (where N stages fit)
-  // override them (A/B runs).
+  // Staggered consumers (Config's Stagger) on the unmasked two-Q-buffer kernels at hd64 (vanilla, gqa at
+  // S <= 1k): consumer 1 runs 2 turns behind consumer 0, so that one consumer's work-tile boundary (last
+  // P·V, epilogue, first S and its softmax) overlaps the other's full products instead of the other's
+  // boundary; each K/V stage then stays 2 turns longer in the ring, which gets 6 stages (2 x 16 KB of Q +
+  // 6 x 32 KB). Measured (H100, 2026-11-27, same call, two rounds): vanilla S 1k 175.7 → 167.0 µs, gqa
+  // 172.7 → 165.7; under a mask no gain (causal S 1k 131.2 → 132.0, sliding_window and prefix_lm within
+  // ± 2 %), so masked kernels keep the previous Config. $SOLDER_ATTN_STAGGER=N (0..3; 0: the previous
+  // Config, 4 stages, no stagger; masked two-Q-buffer kernels too) and $SOLDER_ATTN_STAGES=N (where N
+  // stages fit) override them (A/B runs).
   int stagger = 0;
   if (two_q && kHeadDim == 64 && consumers == 2) {
-    stagger = 2;
+    stagger = cond ? 0 : 2;
     if (const char* e = std::getenv("SOLDER_ATTN_STAGGER"); e && *e) stagger = std::clamp(std::atoi(e), 0, 3);
     const int64_t q_bytes = 2LL * 128 * kHeadDim * 2, stage_bytes = 2LL * bn * kHeadDim * 2;
     auto fits = [&](int n) { return q_bytes + n * stage_bytes + 8 * (4 + 4 * n) + 1024 <= 232448; };
