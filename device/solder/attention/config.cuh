@@ -72,8 +72,9 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              full S + P·V issues. Both still read every K/V stage of one ring, so a stage stays L turns
 //              longer: L ≤ Stages − 1 keeps the ring free of deadlock, and L ≤ 3 with two Q buffers (1
 //              with one) the Q buffers: consumer 0 may wait for the Q after next while consumer 1 still
-//              reads this tile's (a protocol model checked both bounds: tests/gpu/attention_skeleton/stagger_model.py).
-//              Not with a data mask (its list buffers assume no lag).
+//              reads this tile's (a protocol model checks both bounds:
+//              tests/gpu/attention_skeleton/stagger_model.py). Not with a data mask (its list buffers
+//              assume no lag).
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
           int QBuffers_ = 1, int Stagger_ = 0>
 struct Config {
