@@ -65,8 +65,18 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //   QBuffers   Q tiles in shared memory: 1, or 2 with Persistent (the producer loads the next work
 //              tile's Q, and then its K and V, while the consumers still read this tile's Q; with 1 it
 //              waits until every consumer has issued this tile's last S).
+//   Stagger    turns of the consumers' ring by which consumer 1 runs behind consumer 0 (2 consumers; 0:
+//              one turn apart, both reach a work tile's first S, last P·V and epilogue together). With
+//              Stagger = L consumer 1 starts L turns late and consumer 0 ends with L empty turns, so the
+//              one's tile boundary (last P·V, epilogue, first S and its softmax) falls between the other's
+//              full S + P·V issues. Both still read every K/V stage of one ring, so a stage stays L turns
+//              longer: L ≤ Stages − 1 keeps the ring free of deadlock, and L ≤ 3 with two Q buffers (1
+//              with one) the Q buffers: consumer 0 may wait for the Q after next while consumer 1 still
+//              reads this tile's (a protocol model checks both bounds:
+//              tests/gpu/attention_skeleton/stagger_model.py). Not with a data mask (its list buffers
+//              assume no lag).
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
-          int QBuffers_ = 1>
+          int QBuffers_ = 1, int Stagger_ = 0>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -75,6 +85,7 @@ struct Config {
   static constexpr int Consumers = Consumers_;
   static constexpr bool Persistent = Persistent_;
   static constexpr int QBuffers = QBuffers_;
+  static constexpr int Stagger = Stagger_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -104,6 +115,9 @@ struct Config {
   static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
   static_assert(Consumers_ == 2 || Consumers_ == 3, "Consumers must be 2 or 3");
   static_assert(QBuffers_ == 1 || (QBuffers_ == 2 && Persistent_), "QBuffers: 1, or 2 with persistent blocks");
+  static_assert(Stagger_ >= 0 && (Stagger_ == 0 || Consumers_ == 2), "Stagger: 0, or with 2 consumers");
+  static_assert(Stagger_ <= Stages_ - 1 && Stagger_ <= (QBuffers_ == 2 ? 3 : 1),
+                "Stagger: at most Stages - 1 turns, and 3 with two Q buffers (1 with one), or the ring deadlocks");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
   static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");

@@ -52,7 +52,11 @@
 //     correction_j; wait P_{j-1}·V_{j-1}; release V_{j-1}; P_j → bf16/f16 A registers.
 // The softmax of tile j runs while P_{j-1}·V_{j-1} is on the tensor cores (intra-warpgroup overlap), and
 // the turn — named barriers in a ring over the consumers — staggers the warpgroups: while one does its
-// softmax, the next issues its products (ping-pong). After the last tile: O / Σp through the epilogue,
+// softmax, the next issues its products (ping-pong). With Config::Stagger = L (2 consumers) consumer 1
+// runs L more turns behind: it passes its first L turns without issuing and consumer 0 ends with L empty
+// turns, so that one consumer's tile boundary (last P·V, epilogue, next tile's first S and its softmax)
+// falls between the other's full S + P·V issues of its own rows instead of beside the other's boundary.
+// After the last tile: O / Σp through the epilogue,
 // by plain index arithmetic on the accumulator layout. The rings and the turn run on across work tiles:
 // the next tile's loads overlap this tile's epilogue.
 #pragma once
@@ -513,6 +517,19 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     const int my_turn = 1 + consumer;
     const int next_turn = 1 + (consumer + 1) % C::Consumers;
     if (consumer == C::Consumers - 1) detail::named_arrive(next_turn, kTurnThreads);
+    // Config::Stagger: consumer 1 passes its first Stagger turns without issuing, so it runs that many
+    // turns behind consumer 0 from here on (consumer 0 gives them back with as many empty turns at
+    // its end); both still take every tile of the same rings.
+    static_assert(C::Stagger == 0 || !kData, "Stagger: not with a data mask");
+    if constexpr (C::Stagger > 0) {
+      if (consumer == 1) {
+#pragma unroll 1
+        for (int turn = 0; turn < C::Stagger; ++turn) {
+          detail::named_sync(my_turn, kTurnThreads);
+          detail::named_arrive(next_turn, kTurnThreads);
+        }
+      }
+    }
 
     auto release = [&](uint64_t* bar) {
       __syncwarp();
@@ -826,7 +843,17 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         }
       }
     } while (C::Persistent && (t = tile_index(++round)) < total);
-    if (consumer == 0) detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
+    if (consumer == 0) {
+      if constexpr (C::Stagger > 0) {
+        // the turns consumer 1 passed at its start, given back (it still has that many products to issue)
+#pragma unroll 1
+        for (int turn = 0; turn < C::Stagger; ++turn) {
+          detail::named_sync(my_turn, kTurnThreads);
+          detail::named_arrive(next_turn, kTurnThreads);
+        }
+      }
+      detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
+    }
   }
 }
 

@@ -567,6 +567,20 @@ int main(int argc, char** argv) {
   run_many_tiles<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 s4 P", rng);
   run_many_tiles<Config<Dtype::bf16, 128, 128, 3, 2, true>>("bf16 d128 s3 P", rng);
   run_padded<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2>>("bf16 d64(32) 128x128 s4 P Q2", rng);
+  // St: staggered consumers (consumer 1 Stagger turns behind consumer 0; the emitter's short rows at hd64:
+  // 6 stages, 2 Q buffers, 2 turns): ragged S, seq_q != seq_k, GQA, causal (top-left, bottom-right,
+  // offset), softcap and ALiBi; many work tiles per block (the rings' and Q buffers' mbarrier phases run
+  // on across tiles, work tiles with no key tile skipped); each bound of the stagger (Stages - 1 turns,
+  // 3 with two Q buffers, 1 with one), f16, hd128 and one block per work tile
+  run_config<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>, true>("bf16 d64 128x128 s6 P Q2 St2", rng);
+  run_many_tiles<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 St2", rng);
+  run_many_tiles<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 1>>("bf16 d64 s6 P Q2 St1", rng);
+  run_many_tiles<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 3>>("bf16 d64 s4 P Q2 St3", rng);
+  run_many_tiles<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 1>>("bf16 d64 s4 P St1", rng);
+  run_many_tiles<Config<Dtype::f16, 64, 128, 6, 2, true, 0, 2, 2>>("f16 d64 s6 P Q2 St2", rng);
+  run_many_tiles<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1>>("bf16 d128 s2 P Q2 St1", rng);
+  run_config<Config<Dtype::bf16, 64, 128, 4, 2, false, 0, 1, 1>, false>("bf16 d64 128x128 s4 St1", rng);
+  run_padded<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64(32) 128x128 s6 P Q2 St2", rng);
   // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

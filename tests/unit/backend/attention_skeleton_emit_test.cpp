@@ -48,7 +48,10 @@ TEST(AttentionSkeletonEmit, PaperShapesRunOnTheSkeleton) {
     ASSERT_TRUE(k) << name << ": " << refusal;
     EXPECT_NE(k->source.find("#include <solder/attention/sm90_attention.cuh>"), std::string::npos) << name;
     EXPECT_NE(k->source.find("SOLDER_ATTENTION_KERNEL("), std::string::npos) << name;
-    EXPECT_NE(k->source.find("// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, "), std::string::npos) << name;
+    // (6 stages: the staggered consumers of the two-Q-buffer kernels)
+    EXPECT_TRUE(k->source.find("// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, ") != std::string::npos ||
+                k->source.find("// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>") != std::string::npos)
+        << name;
     ASSERT_TRUE(k->info.attention) << name;
     const AttentionSkeletonLaunch& a = *k->info.attention;
     EXPECT_EQ(a.seq_q, 1024) << name;
@@ -64,7 +67,8 @@ TEST(AttentionSkeletonEmit, PaperShapesRunOnTheSkeleton) {
     EXPECT_EQ(k->info.threads % 128, 0) << name;
     const int64_t rows = (k->info.threads - 128) / 2;  // 64 query rows per consumer warpgroup
     // short sequences (S 1k: vanilla, gqa, causal, and the masked variants): one block per SM
-    const bool persistent = k->source.find(", true>;") != std::string::npos || k->source.find(", true, 0, 2>;") != std::string::npos;
+    const bool persistent = k->source.find(", true>;") != std::string::npos || k->source.find(", true, 0, 2>;") != std::string::npos ||
+                            k->source.find(", true, 0, 2, 2>;") != std::string::npos;
     EXPECT_EQ(k->info.blocks, persistent ? 132 : (1024 + rows - 1) / rows * 256) << name;
     EXPECT_NE(k->summary.find("skipped tiles:"), std::string::npos) << name;
   }
@@ -98,7 +102,8 @@ TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
   EXPECT_NE(k->source.find("__device__ bool partial("), std::string::npos);
   EXPECT_NE(k->summary.find("are skipped"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
-  // short causal sequences: persistent blocks with two Q buffers (S 1k); long ones one block per tile
+  // short causal sequences: persistent blocks with two Q buffers, no stagger (S 1k); long ones one
+  // block per tile
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
   auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
@@ -243,7 +248,7 @@ TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
     ASSERT_TRUE(k) << refusal;
     EXPECT_NE(k->source.find("const long long lo_ = max_ll_(0LL, (1LL) * row_lo_ + (-256LL));"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("const long long hi_ = min_ll_(static_cast<long long>(seq_k_) - 1, (1LL) * row_hi_ + (0LL));"), std::string::npos) << k->source;
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>"), std::string::npos) << seq;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << seq;
     EXPECT_EQ(k->info.blocks, 132) << seq;
     EXPECT_NE(k->summary.find("solved from its linear bounds"), std::string::npos) << k->summary;
     // a conjunction of bounds: boundary tiles compare with each row's two ends
@@ -299,29 +304,58 @@ TEST(AttentionSkeletonEmit, HeadDim128TakesTheTwoStageConfig) {
 }
 
 // Short sequences at hd64 (at most 8 key tiles of 128 per work tile) without a data mask or a bias:
-// persistent blocks of 128 rows with two Q buffers, for unmasked rows too (vanilla, gqa at S 1k). The A/B
-// knobs: $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer, $SOLDER_ATTN_SHORT=old the previous choice (one
-// 192-row block per tile unmasked, one Q buffer under a mask), =all this schedule at S 4k.
+// persistent blocks of 128 rows with two Q buffers, for unmasked rows too (vanilla, gqa at S 1k), and
+// there the consumers staggered by 2 turns on a 6-stage ring (not under a mask: causal keeps 4 stages).
+// The A/B knobs: $SOLDER_ATTN_STAGGER=N (0: no stagger, 4 stages; masked kernels too),
+// $SOLDER_ATTN_STAGES=N, $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer (and no stagger),
+// $SOLDER_ATTN_SHORT=old the previous choice (one 192-row block per tile unmasked, one Q buffer under a
+// mask), =all this schedule at S 4k.
 TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   std::string refusal;
   for (const char* name : {"vanilla", "gqa", "causal"}) {
     auto k = emit(compile(name, {}), &refusal);
     ASSERT_TRUE(k) << name << ": " << refusal;
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << name << ": " << k->summary;
+    const bool masked = std::string(name) == "causal";
+    const int stages = masked ? 4 : 6;
+    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
+              std::string::npos)
+        << name << ": " << k->summary;
     EXPECT_EQ(k->info.blocks, 132) << name;
     EXPECT_EQ(k->info.threads, 384) << name;
-    EXPECT_EQ(k->info.shared_bytes, 2 * 128 * 64 * 2 + 2 * 4 * 128 * 64 * 2 + 8 * (2 * 2 + 4 * 4) + 1024) << name;
+    EXPECT_EQ(k->info.shared_bytes, 2 * 128 * 64 * 2 + 2 * stages * 128 * 64 * 2 + 8 * (2 * 2 + 4 * stages) + 1024) << name;
+    EXPECT_LE(k->info.shared_bytes, 232448) << name;
     EXPECT_NE(k->summary.find("2 Q buffers: the next work tile's Q, K and V load while this one runs"), std::string::npos) << name << ": " << k->summary;
+    EXPECT_EQ(k->summary.find("consumer 1 staggered 2 turns behind consumer 0") != std::string::npos, !masked) << name << ": " << k->summary;
   }
   // fewer work tiles than SMs: one persistent block each
   auto few = emit(compile("vanilla", {{"B", 2}, {"H", 3}, {"S", 512}}), &refusal);
   ASSERT_TRUE(few) << refusal;
-  EXPECT_NE(few->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos);
+  EXPECT_NE(few->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos);
   EXPECT_EQ(few->info.blocks, 4 * 6);
   // a score that is not the dot product itself (softcap) keeps its configuration
   auto soft = emit(compile("softcap", {}), &refusal);
   ASSERT_TRUE(soft) << refusal;
   EXPECT_NE(soft->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>;"), std::string::npos);
+
+  // the stagger knobs: 0 is the previous Config exactly; N staggers masked kernels too (causal); the
+  // stages where they fit (7 do not)
+  setenv("SOLDER_ATTN_STAGGER", "0", 1);
+  auto s0 = emit(compile("vanilla", {}), &refusal);
+  setenv("SOLDER_ATTN_STAGGER", "1", 1);
+  auto s1 = emit(compile("causal", {}), &refusal);
+  setenv("SOLDER_ATTN_STAGGER", "3", 1);
+  setenv("SOLDER_ATTN_STAGES", "4", 1);
+  auto s3 = emit(compile("gqa", {}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "7", 1);
+  auto s7 = emit(compile("gqa", {}), &refusal);
+  unsetenv("SOLDER_ATTN_STAGGER");
+  unsetenv("SOLDER_ATTN_STAGES");
+  ASSERT_TRUE(s0 && s1 && s3 && s7) << refusal;
+  EXPECT_NE(s0->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << s0->summary;
+  EXPECT_EQ(s0->summary.find("staggered"), std::string::npos) << s0->summary;
+  EXPECT_NE(s1->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 1>;"), std::string::npos) << s1->summary;
+  EXPECT_NE(s3->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 3>;"), std::string::npos) << s3->summary;
+  EXPECT_NE(s7->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 3>;"), std::string::npos) << s7->summary;
 
   setenv("SOLDER_ATTN_QBUFFERS", "1", 1);
   auto q1 = emit(compile("vanilla", {}), &refusal);

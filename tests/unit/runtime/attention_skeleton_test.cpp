@@ -63,6 +63,11 @@ TEST(AttentionConfig, LaunchGeometryAndSharedMemory) {
   static_assert(Q2::SmemBytes == Q2::BarrierOffset + 8 * (2 * 2 + 4 * 4) + 1024 && Q2::SmemBytes <= 232448);
   static_assert(at::Config<at::Dtype::bf16, 128, 128, 2, 2, true, 0, 2>::SmemBytes <= 232448);
   static_assert(at::Config<at::Dtype::bf16, 64, 128, 4, 2, true>::QBuffers == 1);
+  // Staggered consumers: the same layout (no shared memory of their own); the emitter's 6-stage ring fits.
+  using St = at::Config<at::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;
+  static_assert(St::Stagger == 2 && Q2::Stagger == 0 && St::BM == 128 && St::Threads == 384);
+  static_assert(St::SmemBytes == 2 * 128 * 64 * 2 + 2 * 6 * 128 * 64 * 2 + 8 * (2 * 2 + 4 * 6) + 1024 && St::SmemBytes <= 232448);
+  EXPECT_EQ(at::launch_config(St{}, shape, 132).grid[0], at::launch_config(Q2{}, shape, 132).grid[0]);
   EXPECT_EQ(at::launch_config(Q2{}, shape, 132).grid[0], at::launch_config(P{}, shape, 132).grid[0]);
 }
 
