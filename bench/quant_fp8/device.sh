@@ -5,18 +5,18 @@
 #   1. the skeleton's device test, the new family " qtile" (fp8 128x224 / 128x256 / 128x160 tiles with
 #      the staged row stores, no cluster, 2 x 1 and 2 x 2 clusters, ragged shapes);
 #   2. `solder run --backend cuda` (float64 reference) of quant_gemm with the candidate tiles forced
-#      (SOLDER_GEMM_TILE), in the background on the CPU beside 3-4 (one short GPU run each);
+#      (SOLDER_GEMM_TILE), in the background on the CPU (one short GPU run each);
 #   3. the fp8 tile sweep, the GEMM alone (bench/programs/fp8_rowscale_gemm.sol, SOLDER_GEMM_TILE /
 #      SOLDER_GEMM_SCHEDULE) at Q3, Q4, Q2, the old choice measured first and last;
-#   4. `solder bench` of quant_gemm Q1-Q10 (the planner's choice), quant_gemm whole with the
-#      candidate tiles forced at Q3 / Q4 / Q2, and as one kernel at Q8 / Q2 / Q3;
+#   4. `solder bench` of quant_gemm Q1-Q10 (the planner's choice);
 #   5. the peers in the same call: torch.compile (default mode) of quant_gemm Q1-Q10 (bench/peers.py;
 #      Inductor's compiles warm in the background from the start, nothing of theirs timed there), and
 #      torch._scaled_mm alone at the swept shapes (bench/quant_fp8/peers.py);
-#   6. the sweep at Q5, Q9, Q8 (deadline guard);
-#   7. torch.profiler's kernel names of _scaled_mm and torch.compile's quant_gemm at Q3 / Q4 / Q2
-#      (background, after the warm-up).
-# Run from the carry folder (stripped solder and test_sm90_gemm, libgomp, tree/device, cache/, peers.py),
+#   6. quant_gemm whole with candidate tiles forced (Q3, Q4, Q2, Q5) and as one kernel (Q8, Q3);
+#   7. the rest of the sweep: Q2, Q5, Q9, Q8 (deadline guard);
+#   in the background after the warm-up: torch.profiler's kernel names of _scaled_mm and torch.compile's
+#   quant_gemm at Q3 / Q4 / Q2.
+# Run from the carry folder (payload.tgz: stripped solder and test_sm90_gemm, libgomp, tree/device, cache/; peers.py),
 # inside the device's tree (examples/ and bench/ are read from the tree two levels up):
 #   cd .devcarry/quant-fp8 && DEADLINE=150 bash device.sh
 # bench/quant_fp8/stage.sh builds the carry folder on the build machine.
@@ -33,23 +33,20 @@ sweep_lines() {  # $1: Q-case; $2...: tiles (a tile ending in "pp" runs the ping
     case $t in *pp) echo "$q-$t|SOLDER_GEMM_TILE=${t%pp} $PP|$P ${!q}" ;; *) echo "$q-$t|SOLDER_GEMM_TILE=$t|$P ${!q}" ;; esac
   done
 }
-SWEEP1="$(sweep_lines Q3 128x224s4k1 128x224s4k1c2x1 128x256s4k1c2x1 128x224s4k1c1x2 128x224s4k1c2x2 128x256s4k1 64x256s4k1c2x1pp 128x224s4k1
-sweep_lines Q4 128x224s4k1 128x224s4k1c2x1 128x256s4k1c2x1 128x256s4k1 128x256s4k1c2x2 64x256s4k1c2x1pp 128x224s4k1
-sweep_lines Q2 128x160s5k1 128x160s5k1c2x1 64x256s4k1c2x1pp 128x128s6k1c2x1 128x256s4k1c2x1 128x160s5k1)"
-SWEEP2="$(sweep_lines Q5 128x256s4k1 128x256s4k1c2x1 128x224s4k1c2x1 64x256s4k1c2x1pp
+SWEEP1="$(sweep_lines Q3 128x224s4k1 128x224s4k1c2x1 128x256s4k1c2x1 128x224s4k1c2x2 128x256s4k1 64x256s4k1c2x1pp 128x224s4k1
+sweep_lines Q4 128x224s4k1 128x224s4k1c2x1 128x256s4k1c2x1 128x256s4k1 64x256s4k1c2x1pp 128x224s4k1
+sweep_lines Q2 128x160s5k1 128x160s5k1c2x1 64x256s4k1c2x1pp 128x160s5k1)"
+SWEEP2="$(sweep_lines Q2 128x128s6k1c2x1 128x256s4k1c2x1
+sweep_lines Q5 128x256s4k1 128x256s4k1c2x1 128x224s4k1c2x1 64x256s4k1c2x1pp
 sweep_lines Q9 64x256s4k1c2x1pp 128x256s4k1 128x256s4k1c2x1 128x224s4k1c2x1
 sweep_lines Q8 128x192s4k1 128x192s4k1c2x1 128x96s5k1 64x192s4k1pp)"
 # quant_gemm whole with the candidates forced (the product's M,N,K named: the row kernel keeps its plan),
 # and as one kernel (SOLDER_PROLOGUE_PLAN=one: the quantisation in the skeleton's operand prologue).
 WHOLE="Q3-whole-128x224s4k1c2x1|SOLDER_GEMM_TILE=128x224s4k1c2x1@4096,3584,8192|$R/examples/quant_gemm.sol $Q3
-Q3-whole-128x256s4k1c2x1|SOLDER_GEMM_TILE=128x256s4k1c2x1@4096,3584,8192|$R/examples/quant_gemm.sol $Q3
 Q4-whole-128x256s4k1c2x1|SOLDER_GEMM_TILE=128x256s4k1c2x1@4096,8192,3584|$R/examples/quant_gemm.sol $Q4
-Q4-whole-128x224s4k1c2x1|SOLDER_GEMM_TILE=128x224s4k1c2x1@4096,8192,3584|$R/examples/quant_gemm.sol $Q4
-Q2-whole-128x160s5k1c2x1|SOLDER_GEMM_TILE=128x160s5k1c2x1@4096,2560,1536|$R/examples/quant_gemm.sol $Q2
+Q2-whole-64x256s4k1c2x1pp|SOLDER_GEMM_TILE=64x256s4k1c2x1@4096,2560,1536 $PP|$R/examples/quant_gemm.sol $Q2
 Q5-whole-128x256s4k1c2x1|SOLDER_GEMM_TILE=128x256s4k1c2x1@4096,7168,2048|$R/examples/quant_gemm.sol $Q5
-Q9-whole-128x256s4k1|SOLDER_GEMM_TILE=128x256s4k1@4096,4096,1536|$R/examples/quant_gemm.sol $Q9
 Q8-whole-one-kernel|SOLDER_PROLOGUE_PLAN=one|$R/examples/quant_gemm.sol $Q8
-Q2-whole-one-kernel|SOLDER_PROLOGUE_PLAN=one|$R/examples/quant_gemm.sol $Q2
 Q3-whole-one-kernel|SOLDER_PROLOGUE_PLAN=one|$R/examples/quant_gemm.sol $Q3"
 # label | env | `solder run --backend cuda` arguments: the candidates in generated code, against float64.
 VERIFY="quant_gemm.Q3.128x224c2x1|SOLDER_GEMM_TILE=128x224s4k1c2x1@4096,3584,8192|$R/examples/quant_gemm.sol $Q3
@@ -74,6 +71,7 @@ if [ "${1:-}" = --list-compile ]; then compile_commands "$2"; exit 0; fi  # stag
 O=${OUT:-/tmp/out}; out=$O/qf8; mkdir -p "$out"
 start=$(date +%s); left() { echo $(( ${DEADLINE:-150} - ($(date +%s) - start) )); }
 pack() { tar czf "$O/qf8.tgz" -C "$O" qf8 2>/dev/null; }
+[ -f payload.tgz ] && tar xzf payload.tgz  # stage.sh: solder, test_sm90_gemm, libgomp, tree/, cache/
 chmod +x solder test_sm90_gemm 2>/dev/null
 export LD_LIBRARY_PATH=$PWD:${LD_LIBRARY_PATH:-} SOLDER_CACHE_DIR=$PWD/cache SOLDER_SOURCE_DIR=$PWD/tree
 export SOLDER_CUTLASS_INCLUDE=${SOLDER_CUTLASS_INCLUDE:-$PWD/../cutlass} SOLDER_COMMIT=$(cut -d' ' -f1 commit.txt 2>/dev/null)
@@ -83,10 +81,19 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 echo "solder $(cat commit.txt 2>/dev/null); uname -m $(uname -m)" | tee -a "$out/device.txt"
 
 # Inductor's compiles of quant_gemm Q1-Q10 (untimed: 2 replays), then the profiler's kernel names.
+# Each python runs under `timeout`, which passes a TERM on to it (bg_stop).
 ( PYTHONUNBUFFERED=1 timeout 100 python3 "$R/bench/peers.py" --suite reductions --cases '^quant_gemm-' --peers compile \
-    --compile-mode default --reps 2 --warmup 1 --no-ceilings --out /tmp/qf8-peers-warm.jsonl > "$out/peers-warm.txt" 2>&1
-  PYTHONUNBUFFERED=1 timeout 60 python3 peers.py --kernels Q3,Q4,Q2 --out "$out/peer-kernels.jsonl" > "$out/peer-kernels.txt" 2>&1 ) &
+    --compile-mode default --reps 2 --warmup 1 --no-ceilings --out /tmp/qf8-peers-warm.jsonl > "$out/peers-warm.txt" 2>&1 &
+  echo $! > /tmp/qf8-bg1; wait
+  PYTHONUNBUFFERED=1 timeout 60 python3 peers.py --kernels Q3,Q4,Q2 --out "$out/peer-kernels.jsonl" > "$out/peer-kernels.txt" 2>&1 &
+  echo $! > /tmp/qf8-bg2; wait ) &
 warm_pid=$!
+bg_stop() {  # $1: seconds to wait for the background peers' job before stopping it
+  local t0; t0=$(date +%s)
+  while kill -0 "$warm_pid" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$1" ]; do sleep 1; done
+  kill "$warm_pid" 2>/dev/null; for f in /tmp/qf8-bg1 /tmp/qf8-bg2; do [ -f $f ] && kill "$(cat $f)" 2>/dev/null; done
+  echo "   background peers' job: $(tail -c 200 "$out/peer-kernels.txt" 2>/dev/null | tr '\n' ' ')"
+}
 
 echo "== compile (NVRTC, in parallel; most are in the carried cache) ($(left) s left)"
 compile_commands "$S" | timeout 40 xargs -d "\n" -P "$(nproc)" -n 1 sh -c > "$out/compile.log" 2>&1
@@ -120,29 +127,33 @@ run_sweep() {  # $1: the lines; $2: seconds that must be left to start one
 }
 echo "== 3. sweep: the fp8 GEMM alone at Q3, Q4, Q2 ($(left) s left)"
 : > "$out/sweep.txt"
-run_sweep "$SWEEP1" 85
+run_sweep "$SWEEP1" 90
 pack
 
-echo "== 4. solder bench: quant_gemm Q1-Q10, and whole with the candidates forced ($(left) s left)"
+echo "== 4. solder bench: quant_gemm Q1-Q10 (the planner's choice) ($(left) s left)"
 suite_commands "$S" "$out" > "$out/cmds-quant.txt"
 while IFS= read -r line; do
-  [ "$(left)" -gt 55 ] || { echo "   deadline: skipped $line"; continue; }
+  [ "$(left)" -gt 75 ] || { echo "   deadline: skipped $line"; continue; }
   sh -c "$line" 2>> "$out/solder.err" || echo "   failed: $line"
 done < "$out/cmds-quant.txt"
-run_sweep "$WHOLE" 55
 pack
 
 echo "== 5. peers, same call ($(left) s left)"
-wait "$verify_pid" 2>/dev/null; cat "$out/verify.txt"; echo "   verified $(grep -c ': verified' "$out/verify.txt") of $(wc -l < "$out/verify-list.txt")"
-kill "$warm_pid" 2>/dev/null
-[ "$(left)" -gt 25 ] && PYTHONUNBUFFERED=1 timeout $(( $(left) - 15 )) python3 "$R/bench/peers.py" --suite reductions --cases '^quant_gemm-' \
-  --peers compile --compile-mode default --no-ceilings --out "$out/peers-quant.jsonl" --time-limit $(( $(left) > 60 ? $(left) - 40 : 10 )) \
+t0=$(date +%s); while kill -0 "$verify_pid" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt 5 ]; do sleep 1; done
+cat "$out/verify.txt"; echo "   verified $(grep -c ': verified' "$out/verify.txt") of $(wc -l < "$out/verify-list.txt") (so far)"
+bg_stop $(( $(left) > 90 ? 10 : 0 ))
+[ "$(left)" -gt 40 ] && PYTHONUNBUFFERED=1 timeout $(( $(left) - 30 )) python3 "$R/bench/peers.py" --suite reductions --cases '^quant_gemm-' \
+  --peers compile --compile-mode default --no-ceilings --out "$out/peers-quant.jsonl" --time-limit $(( $(left) > 90 ? 40 : 15 )) \
   > "$out/peers.log" 2>&1
-[ "$(left)" -gt 15 ] && PYTHONUNBUFFERED=1 timeout $(( $(left) - 8 )) python3 peers.py --time Q3,Q4,Q2,Q5,Q9,Q8 --out "$out/scaled-mm.jsonl" \
+[ "$(left)" -gt 25 ] && PYTHONUNBUFFERED=1 timeout 20 python3 peers.py --time Q3,Q4,Q2,Q5,Q9,Q8 --out "$out/scaled-mm.jsonl" \
   2>&1 | grep -v -i warn | tee "$out/scaled-mm.txt"
 pack
 
-echo "== 6. sweep: Q5, Q9, Q8 ($(left) s left)"
+echo "== 6. quant_gemm whole: candidates forced, one kernel ($(left) s left)"
+run_sweep "$WHOLE" 20
+pack
+
+echo "== 7. sweep: Q2, Q5, Q9, Q8 ($(left) s left)"
 run_sweep "$SWEEP2" 6
 pack
 
