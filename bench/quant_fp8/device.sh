@@ -97,7 +97,7 @@ bg_stop() {  # $1: seconds to wait for the background peers' job before stopping
 
 echo "== compile (NVRTC, in parallel; most are in the carried cache) ($(left) s left)"
 compile_commands "$S" | timeout 40 xargs -d "\n" -P "$(nproc)" -n 1 sh -c > "$out/compile.log" 2>&1
-echo "   lines: $(grep -c 'compiled in' "$out/compile.log"); errors: $(grep -ci 'error' "$out/compile.log")"
+echo "   compiled $(grep -c 'compiled in' "$out/compile.log"), cached $(grep -c 'already in' "$out/compile.log"); errors: $(grep -ci 'error' "$out/compile.log")"
 
 echo "== 1. device test: quant_gemm's fp8 tiles ($(left) s left)"
 GEMM_TEST_FILTER=" qtile" timeout 40 ./test_sm90_gemm 2026 > "$out/device-test-qtile.txt" 2>&1
