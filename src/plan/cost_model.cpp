@@ -45,6 +45,11 @@ double wgmma_efficiency(int bn) {
   return raw(bn) / raw(256);
 }
 
+double wgmma_efficiency(int bn, MmaType type) {
+  const bool odd_32 = bn >= 96 && bn % 64 == 32;
+  return wgmma_efficiency(bn) * (mma_type_bytes(type) == 1 && odd_32 ? kFp8OddWgmmaEfficiency : 1.0);
+}
+
 GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareDescription& hw) {
   if (!hw.has_rates)
     throw Error("the hardware description '" + hw.name + "' has no \"rates\" (the cost model's constants); re-run solder probe");
@@ -76,13 +81,13 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   const int64_t units = ceil_div(ctas, blocks);  // units of the busiest block
   cost.waves = static_cast<double>(units);
 
-  // One unit on one SM. Tensor cores: the padded tile's FLOPs at the SM's rate, which is the chip's
-  // measured rate shared by the busy SMs, up to kIdleSmTensorBoost × its full-chip share when few are busy
-  // (clock headroom); then the epilogue stores the tile from the consumers' registers, at the chip's
+  // One unit on one SM. Tensor cores: the padded tile's FLOPs at the SM's rate, its share of the chip's
+  // measured rate, raised towards kIdleSmTensorBoost × that share as more SMs idle (clock headroom); then the epilogue stores the tile from the consumers' registers, at the chip's
   // epilogue store rate shared by the busy SMs (at most one SM's port).
-  cost.wgmma_efficiency = wgmma_efficiency(c.bn);
+  cost.wgmma_efficiency = wgmma_efficiency(c.bn, p.type);
   const double unit_flops = 2.0 * c.bm * c.bn * c.bk * static_cast<double>(k_tiles_per_cta);
-  const double sm_tflops = std::min(tensor_tflops * kIdleSmTensorBoost / sms, tensor_tflops / static_cast<double>(blocks));
+  const double idle_fraction = std::max(0.0, 1.0 - static_cast<double>(blocks) / sms);
+  const double sm_tflops = tensor_tflops / sms * (1.0 + (kIdleSmTensorBoost - 1.0) * idle_fraction);
   double unit_tensor_us = unit_flops / (sm_tflops * 1e6 * cost.wgmma_efficiency);
   // One consumer warpgroup waits for each K step's stage and for its previous wgmma batch with nothing
   // else to issue; a second consumer's wgmma fill those gaps. The ping-pong schedule's block with a single

@@ -96,7 +96,12 @@ constexpr double kL2ResidentFraction = 0.5;
 // The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /
 // SMs): the clock headroom of a partly idle chip. Measured: bf16 128x256x64 s3 on 12 SMs at M=128 N=3072
 // K=8192 (gemm-skeleton-sweep.json) runs 537 MFLOP per SM in 81 µs, ≥ 7.0 TFLOP/s per SM against 785 / 132 =
-// 5.95 (the spec's 4096 FLOP per clock per SM at the 1980 MHz maximum clock would be 8.1).
+// 5.95 (the spec's 4096 FLOP per clock per SM at the 1980 MHz maximum clock would be 8.1). The boost grows
+// with the idle fraction of the SMs, 1 + (kIdleSmTensorBoost − 1) × (1 − busy / SMs): with 120 of 132 busy
+// (a grid of 2 × 2 clusters) 1.6 %, not the 10 % of sharing the chip's rate among the busy SMs, which made
+// 2 × 2 clusters of fp8 128-row tiles the choice at quant_gemm Q3 (bench/NOTES.md, quant-fp8: fp8 128x224
+// with a 2 × 2 cluster ran 259.7 µs against 213.8 without; 128 × 256 tiles ran 12.6–13.0 TFLOP/s per SM
+// whether 52 or 132 SMs were busy).
 constexpr double kIdleSmTensorBoost = 1.18;
 // Shared-memory bytes per clock per SM (Hopper: 32 banks × 4 bytes), for the TMA writes and wgmma reads.
 // The DSM table's cluster-size-1 figure (26.4 TB/s, 101 bytes per clock at 1980 MHz) is below what the
@@ -183,6 +188,20 @@ constexpr double kEpilogueRowStagedTbps = 3.0;
 constexpr double kMainloopNorm = 4;
 
 double wgmma_efficiency(int bn);
+
+// 8-bit wgmma (e4m3, e5m2) at N an odd multiple of 32 from 96 up (96, 160, 224): the rate of the tile's
+// main loop relative to what wgmma_efficiency(N) gives. Measured on the H100 (2026-11-27, bench/NOTES.md,
+// quant-fp8; the fp8 GEMM alone with row stores, 132 persistent blocks, one call): a K step of 128 (two
+// consumers × 4 m64nNk32) takes 0.80 µs at N 224 and 0.64–0.67 µs at N 256 (Q3, K 8192: 213.8 µs in 4
+// rounds against 176.2 in 4; Q4, K 3584: 223.2 in 9 against 172.4 in 8; less each tile's 2.5 / 2.9 µs
+// store), so the narrower tile is slower per K step, not only per column: 9.2 TFLOP/s per SM at N 224
+// against 12.6–13.0 at N 256 (0.72), ≈ 8.6 at N 160 (Q2) and ≈ 8 at N 96 (Q8). Not registers or
+// serialization (ptxas: 168 registers at both widths, no C751x warnings); the mechanism was not profiled.
+// The multiples of 64 keep wgmma_efficiency (N 192: Q8's one-unit tile, 12.94 µs measured, 13.1 predicted).
+// 16-bit wgmma at these widths is unmeasured (no sweep has them) and keeps the formula.
+constexpr double kFp8OddWgmmaEfficiency = 0.72;
+// wgmma_efficiency(bn), times kFp8OddWgmmaEfficiency for an 8-bit type at N 96, 160, 224.
+double wgmma_efficiency(int bn, MmaType type);
 
 // Predicts `config` on `problem`. Feasibility is not checked (check_feasibility first); needs hw.has_rates
 // and a tensor rate for the problem's type (throws solder::Error naming what is missing otherwise).
