@@ -59,7 +59,10 @@ struct GemmCost {
 };
 
 // Issue overhead of one wgmma instruction, in cycles of its N/2-cycle run time (efficiency
-// (BN/2) / (BN/2 + kWgmmaIssueCycles), normalised to 1 at N = 256).
+// (N/2) / (N/2 + kWgmmaIssueCycles) of the instruction's N, wgmma_instruction_n(BN), normalised to 1 at
+// N = 256). With the instruction's N it also prices the tiles whose wgmma are narrower than the tile:
+// fp8 128x224 (7 × m64n32) 0.71 of 128x256, measured 0.72 (quant-fp8, the H100, 2026-11-27: a K step of
+// 128 took 0.80 µs at BN 224 against 0.64–0.67 at 256, quant_gemm Q3 / Q4; ≈ 0.68 at BN 160, Q2).
 constexpr double kWgmmaIssueCycles = 8;
 // Dependent memory round trips of the skeleton's split-K merge per round of CTAs: the partials'
 // stores and fence, the counter's atomic, the partials' reads, the epilogue's stores. Fitted to the
@@ -189,19 +192,11 @@ constexpr double kMainloopNorm = 4;
 
 double wgmma_efficiency(int bn);
 
-// 8-bit wgmma (e4m3, e5m2) at N an odd multiple of 32 from 96 up (96, 160, 224): the rate of the tile's
-// main loop relative to what wgmma_efficiency(N) gives. Measured on the H100 (2026-11-27, bench/NOTES.md,
-// quant-fp8; the fp8 GEMM alone with row stores, 132 persistent blocks, one call): a K step of 128 (two
-// consumers × 4 m64nNk32) takes 0.80 µs at N 224 and 0.64–0.67 µs at N 256 (Q3, K 8192: 213.8 µs in 4
-// rounds against 176.2 in 4; Q4, K 3584: 223.2 in 9 against 172.4 in 8; less each tile's 2.5 / 2.9 µs
-// store), so the narrower tile is slower per K step, not only per column: 9.2 TFLOP/s per SM at N 224
-// against 12.6–13.0 at N 256 (0.72), ≈ 8.6 at N 160 (Q2) and ≈ 8 at N 96 (Q8). Not registers or
-// serialization (ptxas: 168 registers at both widths, no C751x warnings); the mechanism was not profiled.
-// The multiples of 64 keep wgmma_efficiency (N 192: Q8's one-unit tile, 12.94 µs measured, 13.1 predicted).
-// 16-bit wgmma at these widths is unmeasured (no sweep has them) and keeps the formula.
-constexpr double kFp8OddWgmmaEfficiency = 0.72;
-// wgmma_efficiency(bn), times kFp8OddWgmmaEfficiency for an 8-bit type at N 96, 160, 224.
-double wgmma_efficiency(int bn, MmaType type);
+// The N of the wgmma instructions the skeleton issues for a tile BN columns wide: CuTe's ss_op_selector
+// (sm90_gemm.cuh, Types::MmaOp; without CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED) takes the largest of 256,
+// 192, 128, 96, 64, 32, 16, 8 that divides BN, and mma_ss_columns issues BN / N of them side by side:
+// BN 224 and 160 run as 7 and 5 m64n32 instructions (the PTX of the generated kernels), BN 192 and 96 as one.
+int wgmma_instruction_n(int bn);
 
 // Predicts `config` on `problem`. Feasibility is not checked (check_feasibility first); needs hw.has_rates
 // and a tensor rate for the problem's type (throws solder::Error naming what is missing otherwise).

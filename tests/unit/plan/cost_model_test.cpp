@@ -280,19 +280,20 @@ TEST(CostModel, FewBusySmsRunFasterEachButNotTogether) {
   EXPECT_LE(per_sm_tflops, hw.rates.tensor("bf16") * kIdleSmTensorBoost / hw.sm_count / few.wgmma_efficiency);
 }
 
-TEST(CostModel, Fp8WgmmaAtOddMultiplesOf32RunsBelowTheFormula) {
-  // 8-bit wgmma at N 96, 160, 224 (quant_gemm's sweep: 128x224 slower per K step than 128x256); the
-  // multiples of 64 and every 16-bit width keep the formula.
-  for (int n : {96, 160, 224}) {
-    EXPECT_DOUBLE_EQ(wgmma_efficiency(n, MmaType::f8e4m3), wgmma_efficiency(n) * kFp8OddWgmmaEfficiency) << n;
-    EXPECT_DOUBLE_EQ(wgmma_efficiency(n, MmaType::f8e5m2), wgmma_efficiency(n) * kFp8OddWgmmaEfficiency) << n;
-    EXPECT_DOUBLE_EQ(wgmma_efficiency(n, MmaType::bf16), wgmma_efficiency(n)) << n;
-  }
-  for (int n : {16, 32, 64, 128, 192, 256}) EXPECT_DOUBLE_EQ(wgmma_efficiency(n, MmaType::f8e4m3), wgmma_efficiency(n)) << n;
-  // At quant_gemm Q3 (M 4096, N 3584, K 8192, row stores) 128 x 256 now ranks before 128 x 224 (measured
-  // 176.2 against 213.8 µs), as 64 x 256 ping-pong does (207.8).
-  GemmProblem q3 = problem(4096, 3584, 8192);
-  q3.type = MmaType::f8e4m3;
+TEST(CostModel, WgmmaEfficiencyIsThatOfTheIssuedInstructions) {
+  // CuTe's selector without the extended shapes: BN 224 and 160 run as m64n32 instructions, 192 and 96
+  // as one instruction each (the generated kernels' PTX).
+  EXPECT_EQ(wgmma_instruction_n(224), 32);
+  EXPECT_EQ(wgmma_instruction_n(160), 32);
+  EXPECT_EQ(wgmma_instruction_n(192), 192);
+  EXPECT_EQ(wgmma_instruction_n(96), 96);
+  EXPECT_EQ(wgmma_instruction_n(256), 256);
+  EXPECT_DOUBLE_EQ(wgmma_efficiency(224), wgmma_efficiency(32));
+  EXPECT_DOUBLE_EQ(wgmma_efficiency(160), wgmma_efficiency(32));
+  EXPECT_GT(wgmma_efficiency(192), wgmma_efficiency(128));
+  // At quant_gemm Q3 (M 4096, N 3584, K 8192, row stores) 128 x 256 ranks before 128 x 224 (measured
+  // 176.2 against 213.8 µs on the H100).
+  GemmProblem q3 = problem(4096, 3584, 8192, MmaType::f8e4m3);
   q3.row_store = true;
   GemmConfig wide = tile(128, 256, 4), narrow = tile(128, 224, 4);
   wide.type = narrow.type = MmaType::f8e4m3;
