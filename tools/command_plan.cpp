@@ -63,7 +63,7 @@ int command_plan(const std::vector<std::string>& args) {
   ProgramOptions options;
   std::string gemm, hardware_file, output_dtype;
   std::vector<std::string> validate;
-  bool catalogue = false, b_n_major = false, skeleton_only = false, nonportable = false;
+  bool catalogue = false, b_n_major = false, skeleton_only = false, nonportable = false, row_store = false;
   int top = 5;
   Command command{"plan",
                   "solder plan FILE [--small] [--dim NAME=VALUE]... [--json] | --gemm M,N,K[,batch][,dtype] [--json] | "
@@ -82,6 +82,10 @@ int command_plan(const std::vector<std::string>& args) {
                              [&gemm](const std::string& v) { gemm = v; }});
   command.options.push_back({"--output", "DTYPE", "output dtype of --gemm (default bf16)", [&output_dtype](const std::string& v) { output_dtype = v; }});
   command.options.push_back({"--b-n-major", "", "--gemm: B stored [K, N] (N contiguous)", [&b_n_major](const std::string&) { b_n_major = true; }});
+  command.options.push_back({"--row-store", "",
+                             "price the epilogue as the generated kernels store a 16-bit output: the skeleton's "
+                             "staged row stores (GemmProblem::row_store), as `solder emit --report` does",
+                             [&row_store](const std::string&) { row_store = true; }});
   command.options.push_back({"--top", "N", "candidates to list (default 5)", [&top](const std::string& v) {
                                size_t used = 0;
                                int n = 0;
@@ -146,7 +150,8 @@ int command_plan(const std::vector<std::string>& args) {
     problems = gemm_problems(lower_unfused(load_program(files[0], options.sizes), UnfusedOptions{true, false}));
   }
   std::vector<GemmPlan> plans;
-  for (const GemmProblem& p : problems) {
+  for (GemmProblem& p : problems) {
+    p.row_store = row_store && dtype_bytes(p.output) == 2;
     if (skeleton_only) {
       plan_options.only.clear();
       for (const GemmConfig& c : gemm_catalogue(p.type))

@@ -40,9 +40,15 @@ std::string_view resource_name(Resource r) {
 
 double GemmCost::tflops() const { return total_us > 0 ? flops / (total_us * 1e-6) / 1e12 : 0; }
 
+int wgmma_instruction_n(int bn) {
+  for (int n : {256, 192, 128, 96, 64, 32, 16, 8})
+    if (bn % n == 0) return n;
+  return bn;
+}
+
 double wgmma_efficiency(int bn) {
   auto raw = [](double n) { return (n / 2) / (n / 2 + kWgmmaIssueCycles); };
-  return raw(bn) / raw(256);
+  return raw(wgmma_instruction_n(bn)) / raw(256);
 }
 
 GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareDescription& hw) {
@@ -76,13 +82,13 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   const int64_t units = ceil_div(ctas, blocks);  // units of the busiest block
   cost.waves = static_cast<double>(units);
 
-  // One unit on one SM. Tensor cores: the padded tile's FLOPs at the SM's rate, which is the chip's
-  // measured rate shared by the busy SMs, up to kIdleSmTensorBoost × its full-chip share when few are busy
-  // (clock headroom); then the epilogue stores the tile from the consumers' registers, at the chip's
+  // One unit on one SM. Tensor cores: the padded tile's FLOPs at the SM's rate, its share of the chip's
+  // measured rate, raised towards kIdleSmTensorBoost × that share as more SMs idle (clock headroom); then the epilogue stores the tile from the consumers' registers, at the chip's
   // epilogue store rate shared by the busy SMs (at most one SM's port).
   cost.wgmma_efficiency = wgmma_efficiency(c.bn);
   const double unit_flops = 2.0 * c.bm * c.bn * c.bk * static_cast<double>(k_tiles_per_cta);
-  const double sm_tflops = std::min(tensor_tflops * kIdleSmTensorBoost / sms, tensor_tflops / static_cast<double>(blocks));
+  const double idle_fraction = std::max(0.0, 1.0 - static_cast<double>(blocks) / sms);
+  const double sm_tflops = tensor_tflops / sms * (1.0 + (kIdleSmTensorBoost - 1.0) * idle_fraction);
   double unit_tensor_us = unit_flops / (sm_tflops * 1e6 * cost.wgmma_efficiency);
   // One consumer warpgroup waits for each K step's stage and for its previous wgmma batch with nothing
   // else to issue; a second consumer's wgmma fill those gaps. The ping-pong schedule's block with a single

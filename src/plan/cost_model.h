@@ -59,7 +59,10 @@ struct GemmCost {
 };
 
 // Issue overhead of one wgmma instruction, in cycles of its N/2-cycle run time (efficiency
-// (BN/2) / (BN/2 + kWgmmaIssueCycles), normalised to 1 at N = 256).
+// (N/2) / (N/2 + kWgmmaIssueCycles) of the instruction's N, wgmma_instruction_n(BN), normalised to 1 at
+// N = 256). With the instruction's N it also prices the tiles whose wgmma are narrower than the tile:
+// fp8 128x224 (7 × m64n32) 0.71 of 128x256, measured 0.72 (quant-fp8, the H100, 2026-11-27: a K step of
+// 128 took 0.80 µs at BN 224 against 0.64–0.67 at 256, quant_gemm Q3 / Q4; ≈ 0.68 at BN 160, Q2).
 constexpr double kWgmmaIssueCycles = 8;
 // Dependent memory round trips of the skeleton's split-K merge per round of CTAs: the partials'
 // stores and fence, the counter's atomic, the partials' reads, the epilogue's stores. Fitted to the
@@ -96,7 +99,12 @@ constexpr double kL2ResidentFraction = 0.5;
 // The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /
 // SMs): the clock headroom of a partly idle chip. Measured: bf16 128x256x64 s3 on 12 SMs at M=128 N=3072
 // K=8192 (gemm-skeleton-sweep.json) runs 537 MFLOP per SM in 81 µs, ≥ 7.0 TFLOP/s per SM against 785 / 132 =
-// 5.95 (the spec's 4096 FLOP per clock per SM at the 1980 MHz maximum clock would be 8.1).
+// 5.95 (the spec's 4096 FLOP per clock per SM at the 1980 MHz maximum clock would be 8.1). The boost grows
+// with the idle fraction of the SMs, 1 + (kIdleSmTensorBoost − 1) × (1 − busy / SMs): with 120 of 132 busy
+// (a grid of 2 × 2 clusters) 1.6 %, not the 10 % of sharing the chip's rate among the busy SMs, which made
+// 2 × 2 clusters of fp8 128-row tiles the choice at quant_gemm Q3 (bench/NOTES.md, quant-fp8: fp8 128x224
+// with a 2 × 2 cluster ran 259.7 µs against 213.8 without; 128 × 256 tiles ran 12.6–13.0 TFLOP/s per SM
+// whether 52 or 132 SMs were busy).
 constexpr double kIdleSmTensorBoost = 1.18;
 // Shared-memory bytes per clock per SM (Hopper: 32 banks × 4 bytes), for the TMA writes and wgmma reads.
 // The DSM table's cluster-size-1 figure (26.4 TB/s, 101 bytes per clock at 1980 MHz) is below what the
@@ -183,6 +191,12 @@ constexpr double kEpilogueRowStagedTbps = 3.0;
 constexpr double kMainloopNorm = 4;
 
 double wgmma_efficiency(int bn);
+
+// The N of the wgmma instructions the skeleton issues for a tile BN columns wide: CuTe's ss_op_selector
+// (sm90_gemm.cuh, Types::MmaOp; without CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED) takes the largest of 256,
+// 192, 128, 96, 64, 32, 16, 8 that divides BN, and mma_ss_columns issues BN / N of them side by side:
+// BN 224 and 160 run as 7 and 5 m64n32 instructions (the PTX of the generated kernels), BN 192 and 96 as one.
+int wgmma_instruction_n(int bn);
 
 // Predicts `config` on `problem`. Feasibility is not checked (check_feasibility first); needs hw.has_rates
 // and a tensor rate for the problem's type (throws solder::Error naming what is missing otherwise).

@@ -78,6 +78,9 @@ class SweepReader {
     } else if (p.type == MmaType::f8e4m3 || p.type == MmaType::f8e5m2) {
       p.epilogue_bytes_per_output = 4.0 / static_cast<double>(p.n) + 4.0 / static_cast<double>(p.m);
     }
+    // "row_store": true: the kernel stored its 16-bit output through the skeleton's row-store hooks (the
+    // generated kernels' epilogue: `solder bench` sweeps), priced as GemmProblem::row_store.
+    p.row_store = flag_or(r, "row_store", false);
     p.name = "M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k);
     GemmConfig& g = record.config;
     g.type = p.type;
@@ -126,7 +129,7 @@ std::vector<double> ranks(const std::vector<double>& values) {
 }
 
 std::string problem_key(const GemmProblem& p) {
-  return describe(p) + " e" + std::to_string(p.epilogue_bytes_per_output);
+  return describe(p) + " e" + std::to_string(p.epilogue_bytes_per_output) + (p.row_store ? " rows" : "");
 }
 
 std::string fixed(double value, int digits) {

@@ -5,7 +5,7 @@
 
 // ---- kernel fused_c: 1 contraction ----
 // contraction c_tile (M 16, N 32, K 64, T f16; 1 block): mma.sync, tile 16 x 32 x 64, one step
-//   cost model: floor 0.00171 us (tensor 4.6e-05 us, HBM 0.00171 us)
+//   cost model: floor 0.00171 us (tensor 3.94e-05 us, HBM 0.00171 us)
 // tensor-core emitter not used for fused_c: a top-level statement other than copy, fill, map and one loop
 #include <solder/reduce/vector.cuh>
 // kernel fused_c: computes amax c

@@ -700,6 +700,21 @@ int main(int argc, char** argv) {
   run_config<Bf_128x192_MN_c2x2>("bf16 128x192x64 s4 A:M B:N c2x2", all, rng);
   run_config<H_64x64_KN_c2x1_k2>("f16 64x64x64 s8 A:K B:N c2x1 k2", split, rng);
 
+  // quant_gemm's fp8 tiles (Q2-Q9: BN 160 / 224 / 256, 4-5 stages, no cluster, a 2 x 1 cluster sharing B,
+  // a 2 x 2 one) with the staged row stores the generated kernels use: ragged M / N / K (the last
+  // cluster's second block outside M), a long ragged K, scales, a batch.
+  const std::vector<Case> qtiles = {{1003, 264, 8200, 1}, {129, 257, 513, 1}, {300, 460, 1000, 1, false, true},
+                                    {17, 100, 129, 1}, {64, 200, 40, 2, false, true}};
+  using E4_128x224 = Config<Dtype::e4m3, Dtype::e4m3, 128, 224, 4>;
+  using E4_128x224_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 224, 4, true, true, 2>;
+  using E4_128x224_c2x2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 224, 4, true, true, 2, 16, 1, 1, 2>;
+  using E4_128x160_s5_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 160, 5, true, true, 2>;
+  run_config<E4_128x224, RowStoreBf16>("e4m3 128x224x128 s4 rows qtile", qtiles, rng, true);
+  run_config<E4_128x224_c2, RowStoreBf16>("e4m3 128x224x128 s4 c2 rows qtile", qtiles, rng, true);
+  run_config<E4_128x224_c2x2, RowStoreBf16>("e4m3 128x224x128 s4 c2x2 rows qtile", qtiles, rng, true);
+  run_config<E4_128x256_c2, RowStoreBf16>("e4m3 128x256x128 s4 c2 rows qtile", qtiles, rng, true);
+  run_config<E4_128x160_s5_c2, RowStoreBf16>("e4m3 128x160x128 s5 c2 rows qtile", qtiles, rng, true);
+
   // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
   // split-K (its counters must be zero after every chain).
   run_pdl_chain_case<Bf_128x256_KK, Bf_64x128_KK>("pdl bf16 128x256 s4 -> 64x128 s6", 128, 1024, 3072, 512, rng);

@@ -106,6 +106,30 @@ TEST(Validate, GroupsByProblemAndSkipsSingletons) {
   EXPECT_NE(validation_text(v).find("mean Spearman"), std::string::npos);
 }
 
+TEST(Validate, RowStoreSweepsArePricedWithTheRowStoreEpilogue) {
+  // `solder bench` sweeps of generated kernels ("row_store": true) are a problem of their own, priced as
+  // the generated kernels store their output (GemmProblem::row_store).
+  auto with_rows = [](std::string r) { return r.insert(r.size() - 1, ", \"row_store\": true"); };
+  std::vector<std::string> results = {result(4096, 4096, 1024, 128, 128, 6, 0.030, "e4m3"),
+                                      result(4096, 4096, 1024, 128, 256, 4, 0.025, "e4m3"),
+                                      with_rows(result(4096, 4096, 1024, 128, 128, 6, 0.028, "e4m3")),
+                                      with_rows(result(4096, 4096, 1024, 128, 256, 4, 0.024, "e4m3"))};
+  const std::vector<SweepRecord> records = parse_sweep(sweep(results), "s.json");
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_FALSE(records[0].problem.row_store);
+  EXPECT_TRUE(records[2].problem.row_store);
+  const Validation v = validate_cost_model(records, default_hardware());
+  ASSERT_EQ(v.problems.size(), 2u);
+  const ProblemValidation& rows = v.problems[0].problem.row_store ? v.problems[0] : v.problems[1];
+  const ProblemValidation& pairs = v.problems[0].problem.row_store ? v.problems[1] : v.problems[0];
+  ASSERT_TRUE(rows.problem.row_store);
+  EXPECT_DOUBLE_EQ(rows.table[1].predicted_us, predict_gemm(records[3].problem, records[3].config, default_hardware()).total_us);
+  EXPECT_LT(rows.table[1].predicted_us, pairs.table[1].predicted_us);  // the staged row stores are the faster epilogue
+  std::string numeric = result(4096, 4096, 1024, 128, 128, 6, 0.030, "e4m3");
+  numeric.insert(numeric.size() - 1, ", \"row_store\": 1");
+  EXPECT_THROW(parse_sweep(sweep({numeric}), "s.json"), Error);  // true or false only
+}
+
 TEST(Validate, MeasuredConfigurationsTheModelWouldPruneAreListed) {
   // BM 128 with one consumer warpgroup holds 256 accumulators per thread at BN 256.
   std::string odd = result(4096, 4096, 4096, 128, 256, 4, 1.0);
