@@ -22,9 +22,9 @@ extern "C" __global__ void __launch_bounds__(256) y2_kernel(
   __half* const w2_s_ = h_s_ + 2048;  // w2: 1 chunk(s) [256][64], Swizzle<64>
   // w2 rows of K 64 contiguous: copied 16 bytes at a time (cp.async), zero past N and K
   for (int c_ = threadIdx.x; c_ < 2048; c_ += 256) {
-    const int row_ = c_ / 8, depth_ = (c_ % 8) * 8;
-    const bool ok_ = row_ < 256 && depth_ < 64;
-    solder::tile::cp_async_16(w2_s_ + (depth_ / 64) * 16384 + solder::tile::Swizzle<64>::offset(row_, depth_ % 64), w2 + (ok_ ? row_ * 64 + depth_ : 0), ok_);
+    const int row_ = c_ / 8, depth_ = (c_ % 8) * 8, n_ = row_;
+    const bool ok_ = n_ < 256 && depth_ < 64;
+    solder::tile::cp_async_16(w2_s_ + (depth_ / 64) * 16384 + solder::tile::Swizzle<64>::offset(row_, depth_ % 64), w2 + (ok_ ? n_ * 64 + depth_ : 0), ok_);
   }
   solder::tile::cp_async_commit();
   // programmatic dependent launch: the previous kernel's results, then the next kernel may start
@@ -136,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(256) y2_kernel(
     solder::tile::BlockGemm<__half, BM_, BN_, 64, 8> gemm2_;
     #pragma unroll
     for (int kt_ = 0; kt_ < 1; ++kt_)
-      gemm2_.accumulate(solder::tile::SwizzledA<__half, BM_, 64>{h_s_ + kt_ * 2048}, solder::tile::SwizzledB<__half, 64, BN_, true>{w2_s_ + kt_ * 16384 + n0_ * 64});
+      gemm2_.accumulate(solder::tile::SwizzledA<__half, BM_, 64>{h_s_ + kt_ * 2048}, solder::tile::SwizzledB<__half, 64, BN_, true>{w2_s_ + kt_ * 16384 + j_ * BN_ * 64});
     float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][132]
     gemm2_.write(c_s_, 132, 1, false);
     __syncthreads();
