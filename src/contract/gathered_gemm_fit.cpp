@@ -308,11 +308,13 @@ GatheredChainForm choose_gathered_chain_form(const GatheredChainProblem& p, int6
   const int64_t steps = (p.first.k + 63) / 64;
   const bool one_fits = b2_bytes(p.second, 1) <= kGatheredChainMaxB2Bytes;
   auto kb = [](int64_t bytes) { return std::to_string(bytes / 1024) + " KB"; };
-  // The cluster size: the smallest whose B slice fits, doubled while SMs stay idle and ranks keep 2 steps.
+  // The cluster size: the smallest whose B slice fits, doubled while the doubled grid still gives each
+  // block an SM of its own and ranks keep 2 steps. Measured on the H100 (bench/NOTES.md, conv-cluster):
+  // C6 with clusters of 4 (100 blocks) 11.7 µs, of 8 (200 blocks, 68 SMs with two) 16.2 µs.
   int s = 2;
   while (s < kGatheredChainMaxCluster && b2_bytes(p.second, s) > kGatheredChainMaxB2Bytes) s *= 2;
   const bool cluster_fits = b2_bytes(p.second, s) <= kGatheredChainMaxB2Bytes;
-  while (cluster_fits && s < kGatheredChainMaxCluster && tiles * s < sms && steps >= 2 * (2 * s)) s *= 2;
+  while (cluster_fits && s < kGatheredChainMaxCluster && tiles * 2 * s <= sms && steps >= 2 * (2 * s)) s *= 2;
   if (int o = cluster_override()) s = o;
   auto one_block = [&] {
     form.kind = GatheredChainFormKind::one_block;

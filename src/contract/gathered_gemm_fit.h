@@ -162,10 +162,10 @@ int64_t gathered_chain_b2_rows(int64_t n2);
 //   one block per row tile where its B fits (≤ 64 KB) and its grid gives at least half the SMs a block
 //   (C1, C5: 98 blocks);
 //   else a cluster of S ranks per row tile: S the smallest of 2, 4, 8 whose B slice fits in 64 KB,
-//   doubled (up to 8) while the grid (row tiles × S) leaves SMs without a block and every rank keeps at
-//   least 2 of the first product's K steps of 64 (C6: 25 row tiles, S 8, 200 blocks; C7: 7 row tiles,
-//   S 8 — its 512 KB B needs 8 — 56 blocks), taken where its grid gives at least a quarter of the SMs a
-//   block;
+//   doubled (up to 8) while the doubled grid (row tiles × 2S) still gives each block an SM of its own
+//   and every rank keeps at least 2 of the first product's K steps of 64 (C6: 25 row tiles, S 4, 100
+//   blocks — 200 blocks of S 8 measured 16.2 µs against 11.7; C7: 7 row tiles, S 8 — its 512 KB B needs
+//   8 — 56 blocks), taken where its grid gives at least a quarter of the SMs a block;
 //   else none (grid_too_narrow, or b2_too_large).
 // SOLDER_GATHERED_CHAIN=1 takes the preferred form whatever the grid; =block / =cluster force a form;
 // SOLDER_GATHERED_CHAIN_CLUSTER=2|4|8 sets S for the cluster form (its B slice must still fit).

@@ -100,7 +100,7 @@ TEST(GatheredGemmWriter, ConvChainAtPaperSizesRunsAsOneChainedKernel) {
   // (below); SOLDER_GATHERED_CHAIN=1 takes the one-block form whatever the grid.
   BoundProgram narrow = bind_program(program, SizeChoice{false, {{"IC", 128}, {"HH", 28}, {"WW", 28}, {"OC1", 128}, {"OC2", 128}}});
   std::string report = skeletons_text(narrow, choose_skeletons(narrow, CompileOptions::for_gpu()));
-  EXPECT_NE(report.find("kept on chip as its A: 25 clusters of 8 blocks of 32 rows (200 blocks"), std::string::npos) << report;
+  EXPECT_NE(report.find("kept on chip as its A: 25 clusters of 4 blocks of 32 rows (100 blocks"), std::string::npos) << report;
   ScopedEnv forced("SOLDER_GATHERED_CHAIN", "1");
   GeneratedModule chained = generate_cuda(compile_program(narrow, CompileOptions::for_gpu()).kernels);
   ASSERT_EQ(chained.kernels.size(), 1u);
@@ -109,45 +109,46 @@ TEST(GatheredGemmWriter, ConvChainAtPaperSizesRunsAsOneChainedKernel) {
 }
 
 // The cells whose B is too large for one block (C6: w2 of 128 KB over 25 row tiles; C7: 512 KB over 7)
-// chain across a thread-block cluster: 8 ranks per row tile split the first product's K steps, sum h
-// over distributed shared memory and each computes 1/8 of y2's columns from its slice of w2 (16 and 64
-// KB). h is never stored.
+// chain across a thread-block cluster: S ranks per row tile (C6 4, C7 8) split the first product's K
+// steps, sum h over distributed shared memory and each computes 1/S of y2's columns from its slice of
+// w2 (32 and 64 KB). h is never stored.
 TEST(GatheredGemmWriter, WideSecondProductsChainAcrossACluster) {
   struct Cell {
     std::vector<std::pair<std::string, int64_t>> dims;
+    int cluster;
     int64_t blocks;
     int64_t w2_slice_kb;
   };
-  const Cell cells[] = {{{{"IC", 128}, {"HH", 28}, {"WW", 28}, {"OC1", 128}, {"OC2", 512}}, 25 * 8, 16},
-                        {{{"IC", 256}, {"HH", 14}, {"WW", 14}, {"OC1", 256}, {"OC2", 1024}}, 7 * 8, 64}};
+  const Cell cells[] = {{{{"IC", 128}, {"HH", 28}, {"WW", 28}, {"OC1", 128}, {"OC2", 512}}, 4, 25 * 4, 32},
+                        {{{"IC", 256}, {"HH", 14}, {"WW", 14}, {"OC1", 256}, {"OC2", 1024}}, 8, 7 * 8, 64}};
   for (const Cell& cell : cells) {
     GeneratedModule m = example_for_gpu("conv_chain", cell.dims);
     ASSERT_EQ(m.kernels.size(), 1u) << contraction_schedule_text(m.contractions);
-    EXPECT_EQ(m.kernels[0].cluster, 8);
+    EXPECT_EQ(m.kernels[0].cluster, cell.cluster);
     EXPECT_EQ(m.kernels[0].blocks, cell.blocks);
     EXPECT_EQ(m.kernels[0].threads, 256);
     EXPECT_LE(m.kernels[0].shared_bytes, 227 * 1024);
-    EXPECT_NE(m.source.find("stays in the cluster: 8 ranks per row tile"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find("stays in the cluster: " + std::to_string(cell.cluster) + " ranks per row tile"), std::string::npos) << m.source;
     EXPECT_NE(m.source.find("w2's slice staged (" + std::to_string(cell.w2_slice_kb) + " KB)"), std::string::npos) << m.source;
     EXPECT_NE(m.source.find("ld.shared::cluster.v4.f32"), std::string::npos);
     EXPECT_NE(m.source.find("st.shared::cluster.v4.b32"), std::string::npos);
     EXPECT_EQ(m.source.find("solder::store(&h["), std::string::npos) << m.source;  // h is never stored
     EXPECT_NE(m.source.find("solder::store(&y2["), std::string::npos);
-    EXPECT_NE(contraction_schedule_text(m.contractions).find("split-K over a cluster of 8"), std::string::npos)
+    EXPECT_NE(contraction_schedule_text(m.contractions).find("split-K over a cluster of " + std::to_string(cell.cluster)), std::string::npos)
         << contraction_schedule_text(m.contractions);
   }
-  // The knobs: two kernels, clusters of 4 at C6, and C5 (one block per row tile as planned) forced into
+  // The knobs: two kernels, clusters of 8 at C6, and C5 (one block per row tile as planned) forced into
   // the cluster form (2 ranks: its 32 KB of w2 fit in one slice of 2 and its grid fills the SMs).
   {
     ScopedEnv off("SOLDER_GATHERED_CHAIN", "0");
     EXPECT_EQ(example_for_gpu("conv_chain", cells[0].dims).kernels.size(), 2u);
   }
   {
-    ScopedEnv four("SOLDER_GATHERED_CHAIN_CLUSTER", "4");
+    ScopedEnv eight("SOLDER_GATHERED_CHAIN_CLUSTER", "8");
     GeneratedModule m = example_for_gpu("conv_chain", cells[0].dims);
     ASSERT_EQ(m.kernels.size(), 1u);
-    EXPECT_EQ(m.kernels[0].cluster, 4);
-    EXPECT_EQ(m.kernels[0].blocks, 100);
+    EXPECT_EQ(m.kernels[0].cluster, 8);
+    EXPECT_EQ(m.kernels[0].blocks, 200);
   }
   {
     ScopedEnv cluster("SOLDER_GATHERED_CHAIN", "cluster");
