@@ -347,7 +347,12 @@ GatheredChainForm choose_gathered_chain_form(const GatheredChainProblem& p, int6
   const std::string b_slice = "the second product's B (" + kb(b2_bytes(p.second, 1)) + ") does not fit on chip, " + kb(b2_bytes(p.second, s)) +
                               " per rank of a cluster of " + std::to_string(s);
   if (env == "cluster") return slice_fits ? cluster() : refuse(GatheredChainRefusal::b2_too_large, b_slice);
-  if (one_fits && (2 * tiles >= sms || env == "1")) return one_block();
+  // One block per row tile where it fits and a cluster would leave a rank under two K steps (C1: one
+  // step); else the cluster form, which also beat one block at C5 on the H100 (clusters of 2, 5 steps
+  // per rank: 12.48 µs against 13.39; C1 in clusters: 8.45 against 5.56).
+  const bool one_grid = 2 * tiles >= sms || env == "1";
+  const bool cluster_pays = slice_fits && steps >= 2 * s && (4 * tiles * s >= sms || env == "1");
+  if (one_fits && one_grid && !cluster_pays) return one_block();
   if (!slice_fits) return refuse(GatheredChainRefusal::b2_too_large, b_slice);
   if (4 * tiles * s >= sms || env == "1") return cluster();
   const std::string one_why = one_fits ? one_block().why : b_one;

@@ -159,9 +159,11 @@ bool gathered_chain_forced();
 int64_t gathered_chain_b2_rows(int64_t n2);
 
 // Which form a chain runs in (the planner's rule and the writer read the same choice).
-//   one block per row tile where its B fits (≤ 64 KB) and its grid gives at least half the SMs a block
-//   (C1, C5: 98 blocks);
-//   else a cluster of S ranks per row tile: S the smallest of 2, 4, 8 whose B slice fits in 64 KB,
+//   one block per row tile where its B fits (≤ 64 KB), its grid gives at least half the SMs a block
+//   and the cluster form below would leave a rank under two K steps or is not taken (C1: 98 blocks, one
+//   K step);
+//   else a cluster of S ranks per row tile (C5 too: clusters of 2 measured 12.48 µs on the H100 against
+//   13.39 for one block per row tile; C1 in clusters 8.45 against 5.56): S the smallest of 2, 4, 8 whose B slice fits in 64 KB,
 //   doubled (up to 8) while the doubled grid (row tiles × 2S) still gives each block an SM of its own
 //   and every rank keeps at least 2 of the first product's K steps of 64 (C6: 25 row tiles, S 4, 100
 //   blocks — 200 blocks of S 8 measured 16.2 µs against 11.7; C7: 7 row tiles, S 8 — its 512 KB B needs

@@ -73,20 +73,29 @@ TEST(GatheredGemmWriter, ConvChainModuleCompilesWithNvrtc) {
 }
 
 // The chain (fit_gathered_chain, whole_contractions.h): at 56 × 56 pixels (98 row tiles of 32, at least
-// half the SMs) both convolutions run in one kernel that never stores h, one block per row tile; at
-// 28 × 28 (25 row tiles) and 14 × 14 (7) the chain runs across clusters (below).
+// half the SMs) both convolutions run in one kernel that never stores h: C1 (one K step) one block per
+// row tile, C5 (9 K steps) in clusters of 2 (measured faster on the H100; SOLDER_GATHERED_CHAIN=block
+// keeps one block per row tile); at 28 × 28 (25 row tiles) and 14 × 14 (7) across clusters (below).
 TEST(GatheredGemmWriter, ConvChainAtPaperSizesRunsAsOneChainedKernel) {
-  for (auto dims : std::vector<std::vector<std::pair<std::string, int64_t>>>{{}, {{"KS", 1}, {"OC1", 256}, {"OC2", 64}}}) {
-    GeneratedModule m = example_for_gpu("conv_chain", dims);
+  struct Cell {
+    std::vector<std::pair<std::string, int64_t>> dims;
+    const char* chain;
+    int64_t blocks;
+    int cluster;
+  };
+  for (const Cell& cell : {Cell{{}, "", 196, 2}, Cell{{}, "block", 98, 1}, Cell{{{"KS", 1}, {"OC1", 256}, {"OC2", 64}}, "", 98, 1}}) {
+    ScopedEnv env("SOLDER_GATHERED_CHAIN", cell.chain);
+    GeneratedModule m = example_for_gpu("conv_chain", cell.dims);
     ASSERT_EQ(m.kernels.size(), 1u) << m.source;
     EXPECT_EQ(gathered_kernels(m), 2) << contraction_schedule_text(m.contractions);
-    EXPECT_EQ(m.kernels[0].blocks, 98);
+    EXPECT_EQ(m.kernels[0].blocks, cell.blocks);
+    EXPECT_EQ(m.kernels[0].cluster, cell.cluster);
     EXPECT_EQ(m.kernels[0].threads, 256);
     EXPECT_LE(m.kernels[0].shared_bytes, 227 * 1024);
     EXPECT_NE(m.source.find("two implicit GEMMs chained in one kernel"), std::string::npos) << m.source;
     EXPECT_EQ(m.source.find("solder::store(&h["), std::string::npos) << m.source;  // h is never stored
     EXPECT_NE(m.source.find("solder::store(&y2["), std::string::npos) << m.source;
-    EXPECT_NE(m.source.find("into h_s_ (never stored)"), std::string::npos) << m.source;
+    EXPECT_NE(m.source.find(cell.cluster == 1 ? "into h_s_ (never stored)" : "h_s_ (never stored to memory)"), std::string::npos) << m.source;
     // programmatic dependent launch: w2 (an input) is staged before the wait, x read after it
     EXPECT_TRUE(m.kernels[0].programmatic);
     const size_t staged = m.source.find("cp_async_commit()"), wait = m.source.find("griddepcontrol.wait;"), x = m.source.find("x[");
@@ -97,11 +106,11 @@ TEST(GatheredGemmWriter, ConvChainAtPaperSizesRunsAsOneChainedKernel) {
   }
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/conv_chain.sol"));
   // 28 x 28 pixels with a w2 that fits one block: 25 row tiles, under half the SMs, so the cluster form
-  // (below); SOLDER_GATHERED_CHAIN=1 takes the one-block form whatever the grid.
+  // (below); SOLDER_GATHERED_CHAIN=block takes the one-block form whatever the grid.
   BoundProgram narrow = bind_program(program, SizeChoice{false, {{"IC", 128}, {"HH", 28}, {"WW", 28}, {"OC1", 128}, {"OC2", 128}}});
   std::string report = skeletons_text(narrow, choose_skeletons(narrow, CompileOptions::for_gpu()));
   EXPECT_NE(report.find("kept on chip as its A: 25 clusters of 4 blocks of 32 rows (100 blocks"), std::string::npos) << report;
-  ScopedEnv forced("SOLDER_GATHERED_CHAIN", "1");
+  ScopedEnv forced("SOLDER_GATHERED_CHAIN", "block");
   GeneratedModule chained = generate_cuda(compile_program(narrow, CompileOptions::for_gpu()).kernels);
   ASSERT_EQ(chained.kernels.size(), 1u);
   EXPECT_EQ(chained.kernels[0].blocks, 25);
@@ -201,9 +210,13 @@ TEST(GatheredGemmWriter, ChainRefusalsAreTyped) {
   GatheredChainForm wide = form_of({{"IC", 256}, {"HH", 14}, {"WW", 14}, {"OC1", 256}, {"OC2", 2048}});
   EXPECT_FALSE(wide.kind);
   EXPECT_EQ(wide.reason, GatheredChainRefusal::b2_too_large);
-  GatheredChainForm c5 = form_of({{"HH", 56}, {"WW", 56}});
+  GatheredChainForm c5 = form_of({{"HH", 56}, {"WW", 56}});  // 9 K steps: clusters of 2
   ASSERT_TRUE(c5.kind);
-  EXPECT_EQ(*c5.kind, GatheredChainFormKind::one_block);
+  EXPECT_EQ(*c5.kind, GatheredChainFormKind::cluster);
+  EXPECT_EQ(c5.cluster, 2);
+  GatheredChainForm c1 = form_of({{"KS", 1}, {"OC1", 256}, {"OC2", 64}});  // one K step: one block per row tile
+  ASSERT_TRUE(c1.kind);
+  EXPECT_EQ(*c1.kind, GatheredChainFormKind::one_block);
   GatheredChainForm c7 = form_of(c7_dims);
   ASSERT_TRUE(c7.kind);
   EXPECT_EQ(*c7.kind, GatheredChainFormKind::cluster);
