@@ -9,6 +9,7 @@
 #include "ir/expr_visitor.h"
 #include "ir/interval.h"
 #include "ir/printer.h"
+#include "support/refusal.h"
 
 namespace solder {
 
@@ -242,46 +243,149 @@ GatheredGemmFit fit_gathered_gemm(const ContractNode& c, const std::vector<Globa
   return GatheredGemmFit{std::move(p), ""};
 }
 
+int64_t gathered_chain_b2_rows(int64_t n2) { return n2 <= 128 ? (n2 + 15) / 16 * 16 : (n2 + 127) / 128 * 128; }
+
+int64_t gathered_chain_rank_columns(int64_t n2, int cluster) { return gathered_chain_b2_rows((n2 + cluster - 1) / cluster); }
+
+const char* gathered_chain_refusal_name(GatheredChainRefusal r) {
+  switch (r) {
+    case GatheredChainRefusal::none: return "none";
+    case GatheredChainRefusal::off: return "off";
+    case GatheredChainRefusal::first_not_gathered: return "first_not_gathered";
+    case GatheredChainRefusal::second_not_gathered: return "second_not_gathered";
+    case GatheredChainRefusal::mixed_types: return "mixed_types";
+    case GatheredChainRefusal::h_not_in_t: return "h_not_in_t";
+    case GatheredChainRefusal::a_not_h: return "a_not_h";
+    case GatheredChainRefusal::h_read_elsewhere: return "h_read_elsewhere";
+    case GatheredChainRefusal::h_too_wide: return "h_too_wide";
+    case GatheredChainRefusal::b2_not_rows: return "b2_not_rows";
+    case GatheredChainRefusal::b2_too_large: return "b2_too_large";
+    case GatheredChainRefusal::form_refused: return "form_refused";
+    case GatheredChainRefusal::grid_too_narrow: return "grid_too_narrow";
+  }
+  return "?";
+}
+
 namespace {
+
+std::string chain_env() {
+  const char* text = std::getenv("SOLDER_GATHERED_CHAIN");
+  return text ? std::string(text) : std::string();
+}
+
+// SOLDER_GATHERED_CHAIN_CLUSTER=2|4|8, or 0 when unset; a clear error when malformed.
+int cluster_override() {
+  const char* text = std::getenv("SOLDER_GATHERED_CHAIN_CLUSTER");
+  if (!text || !*text) return 0;
+  const std::string s = text;
+  if (s != "2" && s != "4" && s != "8")
+    throw Refusal("SOLDER_GATHERED_CHAIN_CLUSTER: expected the chain's cluster size 2, 4 or 8; found '" + s + "'");
+  return std::stoi(s);
+}
+
+// B's bytes staged per block: its rows (per rank) × K rounded to 64, in T.
+int64_t b2_bytes(const GatheredGemmProblem& two, int cluster) {
+  const int64_t k2 = (two.k + 63) / 64 * 64;
+  const int64_t rows = cluster == 1 ? gathered_chain_b2_rows(two.n) : gathered_chain_rank_columns(two.n, cluster);
+  return rows * k2 * 2;
+}
 
 }  // namespace
 
-int64_t gathered_chain_b2_rows(int64_t n2) { return n2 <= 128 ? (n2 + 15) / 16 * 16 : (n2 + 127) / 128 * 128; }
-
 bool gathered_chain_forced() {
-  const char* text = std::getenv("SOLDER_GATHERED_CHAIN");
-  return text && std::string(text) == "1";
+  const std::string text = chain_env();
+  return text == "1" || text == "block" || text == "cluster";
 }
 
 int64_t gathered_chain_blocks(const GatheredChainProblem& p) {
   return (p.first.m + kGatheredChainRows - 1) / kGatheredChainRows * p.first.batch;
 }
 
+GatheredChainForm choose_gathered_chain_form(const GatheredChainProblem& p, int64_t sms, bool whatever_the_grid) {
+  GatheredChainForm form;
+  const std::string env = whatever_the_grid && chain_env().empty() ? std::string("1") : chain_env();
+  const int64_t tiles = gathered_chain_blocks(p);
+  const int64_t steps = (p.first.k + 63) / 64;
+  const bool one_fits = b2_bytes(p.second, 1) <= kGatheredChainMaxB2Bytes;
+  auto kb = [](int64_t bytes) { return std::to_string(bytes / 1024) + " KB"; };
+  // The cluster size: the smallest whose B slice fits, doubled while the doubled grid still gives each
+  // block an SM of its own and ranks keep 2 steps. Measured on the H100 (bench/NOTES.md, conv-cluster):
+  // C6 with clusters of 4 (100 blocks) 11.7 µs, of 8 (200 blocks, 68 SMs with two) 16.2 µs.
+  int s = 2;
+  while (s < kGatheredChainMaxCluster && b2_bytes(p.second, s) > kGatheredChainMaxB2Bytes) s *= 2;
+  const bool cluster_fits = b2_bytes(p.second, s) <= kGatheredChainMaxB2Bytes;
+  while (cluster_fits && s < kGatheredChainMaxCluster && tiles * 2 * s <= sms && steps >= 2 * (2 * s)) s *= 2;
+  if (int o = cluster_override()) s = o;
+  auto one_block = [&] {
+    form.kind = GatheredChainFormKind::one_block;
+    form.cluster = 1;
+    form.grid = tiles;
+    form.why = std::to_string(tiles) + " blocks of " + std::to_string(kGatheredChainRows) + " rows, " + (2 * tiles >= sms ? "≥" : "<") +
+               " half of the " + std::to_string(sms) + " SMs";
+    return form;
+  };
+  auto cluster = [&] {
+    form.kind = GatheredChainFormKind::cluster;
+    form.cluster = s;
+    form.grid = tiles * s;
+    form.why = std::to_string(tiles) + " clusters of " + std::to_string(s) + " blocks of " + std::to_string(kGatheredChainRows) +
+               " rows (" + std::to_string(tiles * s) + " blocks, " + (4 * tiles * s >= sms ? "≥" : "<") + " a quarter of the " +
+               std::to_string(sms) + " SMs; " + std::to_string((steps + s - 1) / s) + " of the first product's " + std::to_string(steps) +
+               " K steps and " + kb(b2_bytes(p.second, s)) + " of its B per rank, h summed over distributed shared memory)";
+    return form;
+  };
+  auto refuse = [&](GatheredChainRefusal r, std::string why) {
+    form.kind.reset();
+    form.reason = r;
+    form.why = std::move(why);
+    return form;
+  };
+  const std::string b_one = "the second product's B (" + kb(b2_bytes(p.second, 1)) + ") does not fit on chip beside the tiles (" +
+                            kb(kGatheredChainMaxB2Bytes) + ")";
+  if (env == "block") return one_fits ? one_block() : refuse(GatheredChainRefusal::form_refused, b_one + ", forced to one block per row tile");
+  const bool slice_fits = b2_bytes(p.second, s) <= kGatheredChainMaxB2Bytes;
+  const std::string b_slice = "the second product's B (" + kb(b2_bytes(p.second, 1)) + ") does not fit on chip, " + kb(b2_bytes(p.second, s)) +
+                              " per rank of a cluster of " + std::to_string(s);
+  if (env == "cluster") return slice_fits ? cluster() : refuse(GatheredChainRefusal::b2_too_large, b_slice);
+  // One block per row tile where it fits and a cluster would leave a rank under two K steps (C1: one
+  // step); else the cluster form, which also beat one block at C5 on the H100 (clusters of 2, 5 steps
+  // per rank: 12.48 µs against 13.39; C1 in clusters: 8.45 against 5.56).
+  const bool one_grid = 2 * tiles >= sms || env == "1";
+  const bool cluster_pays = slice_fits && steps >= 2 * s && (4 * tiles * s >= sms || env == "1");
+  if (one_fits && one_grid && !cluster_pays) return one_block();
+  if (!slice_fits) return refuse(GatheredChainRefusal::b2_too_large, b_slice);
+  if (4 * tiles * s >= sms || env == "1") return cluster();
+  const std::string one_why = one_fits ? one_block().why : b_one;
+  const std::string cluster_why = cluster().why;
+  return refuse(GatheredChainRefusal::grid_too_narrow, one_why + "; " + cluster_why);
+}
+
 GatheredChainFit fit_gathered_chain(const ContractNode& first, const ContractNode& second, const std::vector<GlobalTensor>& globals,
                                     const std::map<std::string, int64_t>* dims) {
-  auto refuse = [](std::string why) { return GatheredChainFit{std::nullopt, std::move(why)}; };
-  if (const char* off = std::getenv("SOLDER_GATHERED_CHAIN"); off && std::string(off) == "0") return refuse("off by SOLDER_GATHERED_CHAIN=0");
+  auto refuse = [](GatheredChainRefusal r, std::string why) { return GatheredChainFit{std::nullopt, std::move(why), r}; };
+  if (chain_env() == "0") return refuse(GatheredChainRefusal::off, "off by SOLDER_GATHERED_CHAIN=0");
   GatheredGemmFit f1 = fit_gathered_gemm(first, globals, dims);
-  if (!f1.problem) return refuse("the first product is not a gathered GEMM: " + f1.refusal);
+  if (!f1.problem) return refuse(GatheredChainRefusal::first_not_gathered, "the first product is not a gathered GEMM: " + f1.refusal);
   GatheredGemmFit f2 = fit_gathered_gemm(second, globals, dims);
-  if (!f2.problem) return refuse("the second product is not a gathered GEMM: " + f2.refusal);
+  if (!f2.problem) return refuse(GatheredChainRefusal::second_not_gathered, "the second product is not a gathered GEMM: " + f2.refusal);
   GatheredChainProblem p{std::move(*f1.problem), std::move(*f2.problem)};
-  if (first.type != second.type) return refuse("the products round their operands to different types");
+  if (first.type != second.type) return refuse(GatheredChainRefusal::mixed_types, "the products round their operands to different types");
   const std::string& h = first.dst.name;
   const GlobalTensor* h_global = nullptr;
   for (auto& g : globals)
     if (g.name == h) h_global = &g;
   const DType t = first.type == MmaType::bf16 ? DType::bf16 : DType::f16;
   if (!h_global || h_global->dtype != t)
-    return refuse(h + " is not stored in " + std::string(mma_type_name(first.type)) + " (the on-chip tile is rounded to T)");
+    return refuse(GatheredChainRefusal::h_not_in_t,
+                  h + " is not stored in " + std::string(mma_type_name(first.type)) + " (the on-chip tile is rounded to T)");
   // The second's A is h at the first's destination index, renamed into the second's axes.
   Expr a = p.second.a;
   auto load = a.as<LoadNode>();
-  if (!load || load->tensor != h) return refuse("the second product's A is not a plain load of " + h);
+  if (!load || load->tensor != h) return refuse(GatheredChainRefusal::a_not_h, "the second product's A is not a plain load of " + h);
   const GatheredGemmProblem &one = p.first, &two = p.second;
   if (one.row_axes.size() != two.row_axes.size() || one.batch_axes.size() != two.batch_axes.size() ||
       one.column_axes.size() != two.reduce_axes.size())
-    return refuse("the second product's rows, batch and K are not the first's rows, batch and columns");
+    return refuse(GatheredChainRefusal::a_not_h, "the second product's rows, batch and K are not the first's rows, batch and columns");
   std::map<std::string, Expr> rename;  // the first product's axes as the second's
   auto map_axes = [&](const std::vector<Axis>& from, const std::vector<Axis>& to) {
     for (size_t i = 0; i < from.size(); ++i) {
@@ -291,23 +395,27 @@ GatheredChainFit fit_gathered_chain(const ContractNode& first, const ContractNod
     return true;
   };
   if (!map_axes(one.row_axes, two.row_axes) || !map_axes(one.batch_axes, two.batch_axes) || !map_axes(one.column_axes, two.reduce_axes))
-    return refuse("the second product's rows, batch and K differ in extent from the first's rows, batch and columns");
-  if (first.dst.index.size() != load->index.size()) return refuse("the second product reads " + h + " at another index");
+    return refuse(GatheredChainRefusal::a_not_h,
+                  "the second product's rows, batch and K differ in extent from the first's rows, batch and columns");
+  if (first.dst.index.size() != load->index.size()) return refuse(GatheredChainRefusal::a_not_h, "the second product reads " + h + " at another index");
   for (size_t i = 0; i < load->index.size(); ++i)
     if (!structurally_equal(substitute_vars(first.dst.index[i], rename), load->index[i]))
-      return refuse("the second product reads " + h + " at another index than the first writes it");
+      return refuse(GatheredChainRefusal::a_not_h, "the second product reads " + h + " at another index than the first writes it");
   for (const Expr* e : {static_cast<const Expr*>(&p.second.b), &second.scale, &second.bias, &second.epilogue})
     if (*e)
       for (auto& used : tensors_used(*e))
-        if (used == h) return refuse("the second product reads " + h + " outside its A operand");
+        if (used == h) return refuse(GatheredChainRefusal::h_read_elsewhere, "the second product reads " + h + " outside its A operand");
   if (one.n > kGatheredChainMaxN1)
-    return refuse(std::to_string(one.n) + " columns of " + h + ", more than the " + std::to_string(kGatheredChainMaxN1) + " a row tile holds on chip");
-  if (!two.b_rows_contiguous) return refuse("the second product's B is not contiguous rows of one tensor (cp.async)");
-  const int64_t k2 = (two.k + 63) / 64 * 64, n2 = gathered_chain_b2_rows(two.n);
-  if (n2 * k2 * 2 > kGatheredChainMaxB2Bytes)
-    return refuse("the second product's B (" + std::to_string(n2 * k2 * 2 / 1024) + " KB) does not fit on chip beside the tiles (" +
-                  std::to_string(kGatheredChainMaxB2Bytes / 1024) + " KB)");
-  return GatheredChainFit{std::move(p), ""};
+    return refuse(GatheredChainRefusal::h_too_wide, std::to_string(one.n) + " columns of " + h + ", more than the " +
+                                                        std::to_string(kGatheredChainMaxN1) + " a row tile holds on chip");
+  if (!two.b_rows_contiguous)
+    return refuse(GatheredChainRefusal::b2_not_rows, "the second product's B is not contiguous rows of one tensor (cp.async)");
+  if (b2_bytes(two, kGatheredChainMaxCluster) > kGatheredChainMaxB2Bytes)
+    return refuse(GatheredChainRefusal::b2_too_large, "the second product's B (" + std::to_string(b2_bytes(two, 1) / 1024) +
+                                                          " KB) does not fit on chip even split over a cluster of " +
+                                                          std::to_string(kGatheredChainMaxCluster) + " (" +
+                                                          std::to_string(kGatheredChainMaxB2Bytes / 1024) + " KB per rank)");
+  return GatheredChainFit{std::move(p), "", GatheredChainRefusal::none};
 }
 
 }  // namespace solder

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "contract/gathered_gemm_fit.h"
@@ -331,17 +332,16 @@ void chain_gathered_contractions(const BoundProgram& program, WholeContractionPl
     }
     GatheredChainFit fit = fit_gathered_chain(*c1, *c2, globals);
     if (!fit.problem) {
-      plan.fused.push_back(names + ": not chained: " + fit.refusal);
+      plan.fused.push_back(names + ": not chained: " + fit.refusal + " [" + gathered_chain_refusal_name(fit.reason) + "]");
       continue;
     }
-    const int64_t blocks = gathered_chain_blocks(*fit.problem);
-    const std::string figures = std::to_string(blocks) + " blocks of " + std::to_string(kGatheredChainRows) + " rows, " +
-                                (2 * blocks >= sms ? "≥" : "<") + " half of the " + std::to_string(sms) + " SMs";
-    if (2 * blocks < sms && !gathered_chain_forced()) {
-      plan.fused.push_back(names + ": not chained: " + figures + " (the first product's " + std::to_string(fit.problem->first.n) +
-                           " columns would run in one block per row tile)");
+    // The form (one block or a cluster per row tile) and the grid rule, shared with the writer.
+    const GatheredChainForm form = choose_gathered_chain_form(*fit.problem, sms);
+    if (!form.kind) {
+      plan.fused.push_back(names + ": not chained: " + form.why + " [" + gathered_chain_refusal_name(form.reason) + "]");
       continue;
     }
+    const std::string figures = form.why;
     Kernel merged = w2.kernel;
     merged.definitions.insert(merged.definitions.begin(), w1.kernel.definitions.begin(), w1.kernel.definitions.end());
     merged.buffers.insert(merged.buffers.begin(), w1.kernel.buffers.begin(), w1.kernel.buffers.end());
@@ -350,7 +350,8 @@ void chain_gathered_contractions(const BoundProgram& program, WholeContractionPl
     w2.chained.push_back(w1.def);
     if (w1.epilogue) w2.chained.push_back(*w1.epilogue);
     w2.why = "chained after " + program.defs[w1.def].def->target.name + " (" + h + " kept on chip as its A: " + figures +
-             (2 * blocks < sms ? ", forced by SOLDER_GATHERED_CHAIN=1" : "") + "); " + w2.why;
+             (gathered_chain_forced() ? ", SOLDER_GATHERED_CHAIN=" + std::string(std::getenv("SOLDER_GATHERED_CHAIN")) : std::string()) + "); " +
+             w2.why;
     plan.whole.erase(plan.whole.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }

@@ -4,13 +4,13 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel y2_kernel: 2 contractions ----
-// contraction h (M 3136, N 64, K 576, T f16; 98 blocks): mma.sync implicit GEMM, tile BM 32 x BN 64 x BK 64, 2 buffers, 256 threads, result kept on chip
+// contraction h (M 3136, N 64, K 576, T f16; 196 blocks): mma.sync implicit GEMM, tile BM 32 x BN 64 x BK 64, 2 buffers, 256 threads, split-K over a cluster of 2, result summed and kept in distributed shared memory
 //   cost model: floor 1.36 us (tensor 0.295 us, HBM 1.36 us)
-// contraction y2 (M 3136, N 256, K 64, T f16; 98 blocks): mma.sync implicit GEMM, tile BM 32 x BN 128 x BK 64, A on chip, B staged whole, 256 threads
+// contraction y2 (M 3136, N 256, K 64, T f16; 196 blocks): mma.sync implicit GEMM, tile BM 32 x BN 128 x BK 64, A on chip, N split over the cluster's 2 ranks, B's slice staged, 256 threads
 //   cost model: floor 0.68 us (tensor 0.131 us, HBM 0.68 us)
 // two implicit GEMMs chained in one kernel (gathered_gemm_writer.h): h = Σ select(r + kr - KS // 2 >= 0 && r + kr - KS // 2 < HH && col + kc - KS // 2 >= 0 && col + kc - KS // 2 < WW, x[n__, ci, r + kr - KS // 2, col + kc - KS // 2], 0) · w1[o__, ci, kr, kc], then y2 = Σ h[n__, o__, r, col] · w2[o2, o__]
-// h stays on chip: each block computes its [32 x 64] row tile (M 3136, K 576), rounded to f16 in shared memory, then y2's 32 x 256 rows (K 64) from it; w2 staged whole (32 KB); 256 threads, T = f16
-// implicit GEMM with gathered operands on mma.sync: tile BM 32 x BN 64 x BK 64, then BM 32 x BN 128 x BK 64 over 2 column tile(s)
+// h stays in the cluster: 2 ranks per row tile of 32 x 64 (M 3136, K 576), each over 1/2 of the K steps; the partial tiles summed over distributed shared memory, rounded to f16 and written into every rank; then each rank computes y2's 32 x 128 slice of its 256 columns (K 64) from it; w2's slice staged (16 KB); 256 threads, T = f16
+// implicit GEMM with gathered operands on mma.sync: tile BM 32 x BN 64 x BK 64, then BM 32 x BN 128 x BK 64 over 1 column tile(s)
 extern "C" __global__ void __launch_bounds__(256) y2_kernel(
     const __half* __restrict__ x,
     const __half* __restrict__ w1,
@@ -19,12 +19,13 @@ extern "C" __global__ void __launch_bounds__(256) y2_kernel(
     __half* __restrict__ y2) {
   extern __shared__ __align__(128) unsigned char smem[];
   __half* const h_s_ = reinterpret_cast<__half*>(smem + 24576);  // h's row tile: 1 chunk(s) [BM][64], Swizzle<64>
-  __half* const w2_s_ = h_s_ + 2048;  // w2: 1 chunk(s) [256][64], Swizzle<64>
+  __half* const w2_s_ = h_s_ + 2048;  // w2's slice: 1 chunk(s) [128][64], Swizzle<64>
+  const int chain_rank_ = blockIdx.x % 2;  // this block's rank in its cluster: y2's columns [chain_rank_ * 128, +128)
   // w2 rows of K 64 contiguous: copied 16 bytes at a time (cp.async), zero past N and K
-  for (int c_ = threadIdx.x; c_ < 2048; c_ += 256) {
-    const int row_ = c_ / 8, depth_ = (c_ % 8) * 8;
-    const bool ok_ = row_ < 256 && depth_ < 64;
-    solder::tile::cp_async_16(w2_s_ + (depth_ / 64) * 16384 + solder::tile::Swizzle<64>::offset(row_, depth_ % 64), w2 + (ok_ ? row_ * 64 + depth_ : 0), ok_);
+  for (int c_ = threadIdx.x; c_ < 1024; c_ += 256) {
+    const int row_ = c_ / 8, depth_ = (c_ % 8) * 8, n_ = chain_rank_ * 128 + row_;
+    const bool ok_ = n_ < 256 && depth_ < 64;
+    solder::tile::cp_async_16(w2_s_ + (depth_ / 64) * 8192 + solder::tile::Swizzle<64>::offset(row_, depth_ % 64), w2 + (ok_ ? n_ * 64 + depth_ : 0), ok_);
   }
   solder::tile::cp_async_commit();
   // programmatic dependent launch: the previous kernel's results, then the next kernel may start
@@ -34,8 +35,9 @@ extern "C" __global__ void __launch_bounds__(256) y2_kernel(
   constexpr int M_ = 3136, N_ = 64, K_ = 576;
   __half* const a_s_ = reinterpret_cast<__half*>(smem);  // two buffers of A [BM_][BK_], Swizzle<BK_>
   __half* const b_s_ = a_s_ + 2 * BM_ * BK_;  // two buffers of B [BN_][BK_] (k-major), Swizzle<BK_>
-  int block_ = blockIdx.x;
-  constexpr int kt0_ = 0, kt1_ = KT_;
+  int block_ = blockIdx.x / 2;
+  const int rank_ = blockIdx.x % 2;  // split-K: this block's rank in its cluster of 2
+  const int kt0_ = rank_ * 5, kt1_ = kt0_ + 5 < KT_ ? kt0_ + 5 : KT_;
   const int n0_ = (block_ % 1) * BN_; block_ /= 1;
   const int m0_ = (block_ % 98) * BM_; block_ /= 98;
   // A(m, k) = select(r + kr - KS // 2 >= 0 && r + kr - KS // 2 < HH && col + kc - KS // 2 >= 0 && col + kc - KS // 2 < WW, x[n__, ci, r + kr - KS // 2, col + kc - KS // 2], 0): 8 elements per thread, 1 load(s) in flight each, 32-bit indices
@@ -109,34 +111,59 @@ extern "C" __global__ void __launch_bounds__(256) y2_kernel(
   float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][68] over the operand buffers
   gemm_.write(c_s_, 68, 1, false);
   __syncthreads();
-  // h = acc, then max(y1_value[0], 0) with y1_value[0] that value, rounded to f16 into h_s_ (never stored)
-  #pragma unroll 4
-  for (int i_ = 0; i_ < 8; ++i_) {
-    const int e_ = threadIdx.x + i_ * 256, row_ = e_ / BN_, col_ = e_ % BN_;
-    const int m_ = m0_ + row_, n_ = col_;
-    float value_ = 0.0f;
-    if (m_ < M_ && n_ < N_) {
-      int m_rest_ = m_;
-      const long long col = m_rest_ % 56; m_rest_ /= 56; (void)col;
-      const long long r = m_rest_ % 56; m_rest_ /= 56; (void)r;
-      const long long n__ = m_rest_; (void)n__;
-      int n_rest_ = n_;
-      const long long o__ = n_rest_; (void)o__;
-      value_ = c_s_[row_ * 68 + col_];
-      value_ = solder::max_nan((&value_)[(0LL)], static_cast<float>(0LL));
+  // h = acc, then max(y1_value[0], 0) with y1_value[0] that value, rounded to f16: the 2 ranks' partial tiles summed over distributed shared memory, 128 chunks of 8 columns per rank, each stored into every rank's h_s_ (never stored to memory)
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  for (int q_ = rank_ * 128 + threadIdx.x; q_ < (rank_ + 1) * 128; q_ += 256) {
+    const int row_ = q_ / 8, col0_ = (q_ % 8) * 8;
+    float sum_[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const unsigned partial_ = static_cast<unsigned>(__cvta_generic_to_shared(c_s_ + row_ * 68 + col0_));
+    #pragma unroll
+    for (unsigned r_ = 0; r_ < 2; ++r_) {
+      unsigned remote_;
+      float v_[8];
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_) : "r"(partial_), "r"(r_));
+      asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v_[0]), "=f"(v_[1]), "=f"(v_[2]), "=f"(v_[3]) : "r"(remote_) : "memory");
+      asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v_[4]), "=f"(v_[5]), "=f"(v_[6]), "=f"(v_[7]) : "r"(remote_ + 16) : "memory");
+      #pragma unroll
+      for (int j_ = 0; j_ < 8; ++j_) sum_[j_] += v_[j_];
     }
-    h_s_[(col_ / 64) * 2048 + solder::tile::Swizzle<64>::offset(row_, col_ % 64)] = __half(value_);
+    __align__(16) __half chunk_[8];
+    #pragma unroll
+    for (int j_ = 0; j_ < 8; ++j_) {
+      const int col_ = col0_ + j_;
+      const int m_ = m0_ + row_, n_ = col_;
+      float value_ = 0.0f;
+      if (m_ < M_ && n_ < N_) {
+        int m_rest_ = m_;
+        const long long col = m_rest_ % 56; m_rest_ /= 56; (void)col;
+        const long long r = m_rest_ % 56; m_rest_ /= 56; (void)r;
+        const long long n__ = m_rest_; (void)n__;
+        int n_rest_ = n_;
+        const long long o__ = n_rest_; (void)o__;
+        value_ = sum_[j_];
+        value_ = solder::max_nan((&value_)[(0LL)], static_cast<float>(0LL));
+      }
+      chunk_[j_] = __half(value_);
+    }
+    const uint4 bits_ = *reinterpret_cast<const uint4*>(chunk_);
+    const unsigned h_local_ = static_cast<unsigned>(__cvta_generic_to_shared(h_s_ + (col0_ / 64) * 2048 + solder::tile::Swizzle<64>::offset(row_, col0_ % 64)));
+    #pragma unroll
+    for (unsigned r_ = 0; r_ < 2; ++r_) {
+      unsigned remote_;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_) : "r"(h_local_), "r"(r_));
+      asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(remote_), "r"(bits_.x), "r"(bits_.y), "r"(bits_.z), "r"(bits_.w) : "memory");
+    }
   }
   solder::tile::cp_async_wait<0>();
-  __syncthreads();
-  // y2: 2 column tile(s) of 128, K 64 from h_s_
-  for (int j_ = 0; j_ < 2; ++j_) {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  // y2: 1 column tile(s) of 128, K 64 from h_s_
+  for (int j_ = 0; j_ < 1; ++j_) {
     constexpr int BM_ = 32, BN_ = 128, M_ = 3136, N_ = 256;
-    const int n0_ = j_ * BN_;
+    const int n0_ = chain_rank_ * 128 + j_ * BN_;
     solder::tile::BlockGemm<__half, BM_, BN_, 64, 8> gemm2_;
     #pragma unroll
     for (int kt_ = 0; kt_ < 1; ++kt_)
-      gemm2_.accumulate(solder::tile::SwizzledA<__half, BM_, 64>{h_s_ + kt_ * 2048}, solder::tile::SwizzledB<__half, 64, BN_, true>{w2_s_ + kt_ * 16384 + n0_ * 64});
+      gemm2_.accumulate(solder::tile::SwizzledA<__half, BM_, 64>{h_s_ + kt_ * 2048}, solder::tile::SwizzledB<__half, 64, BN_, true>{w2_s_ + kt_ * 8192 + j_ * BN_ * 64});
     float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][132]
     gemm2_.write(c_s_, 132, 1, false);
     __syncthreads();

@@ -261,8 +261,13 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
         ContractionSchedule& s = schedule[c];
         s.skeleton = ContractionSchedule::kGatheredGemm;
         s.tile = c == 0 ? "BM " + std::to_string(chain->bm) + " x BN " + std::to_string(chain->bn) + " x BK " + std::to_string(chain->bk) +
-                              ", 2 buffers, " + std::to_string(chain->info.threads) + " threads, result kept on chip"
-                        : "BM " + std::to_string(chain->bm) + " x BN " + std::to_string(chain->chain_bn) + " x BK 64, A on chip, B staged whole, " +
+                              ", 2 buffers, " + std::to_string(chain->info.threads) + " threads, " +
+                              (chain->chain_cluster > 1 ? "split-K over a cluster of " + std::to_string(chain->chain_cluster) +
+                                                              ", result summed and kept in distributed shared memory"
+                                                        : std::string("result kept on chip"))
+                        : "BM " + std::to_string(chain->bm) + " x BN " + std::to_string(chain->chain_bn) + " x BK 64, A on chip, " +
+                              (chain->chain_cluster > 1 ? "N split over the cluster's " + std::to_string(chain->chain_cluster) + " ranks, B's slice staged, "
+                                                        : std::string("B staged whole, ")) +
                               std::to_string(chain->info.threads) + " threads";
         s.blocks = chain->info.blocks;
       }

@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_expr.h"
 #include "contract/gathered_gemm_fit.h"
+#include "hw/hardware.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
 #include "support/refusal.h"
@@ -520,9 +521,21 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
   if (!fit.problem) return refuse(fit.refusal);
   const GatheredGemmProblem& p1 = fit.problem->first;
   const GatheredGemmProblem& p2 = fit.problem->second;
+  // The form the planner chose (the same rule, the same SM count). A grid the rule calls too narrow is
+  // still chained here: the planner merged the two contracts (SOLDER_GATHERED_CHAIN=1 or another SM count).
+  const int64_t sms = default_hardware().sm_count > 0 ? default_hardware().sm_count : kSmCount;
+  GatheredChainForm form = choose_gathered_chain_form(*fit.problem, sms);
+  if (!form.kind) {
+    if (form.reason != GatheredChainRefusal::grid_too_narrow) return refuse(form.why);
+    form = choose_gathered_chain_form(*fit.problem, sms, /*whatever_the_grid=*/true);
+    if (!form.kind) return refuse(form.why);
+  }
+  const int S = form.cluster;  // ranks per row tile (1: one block)
+  const bool clustered = *form.kind == GatheredChainFormKind::cluster;
   constexpr int kThreads = 256, bm = kGatheredChainRows, bk = 64;
   const int bn1 = static_cast<int>((p1.n + 63) / 64 * 64), kt2 = bn1 / 64;  // h's row tile: kt2 chunks of 64 columns
-  const int n2_rows = static_cast<int>(gathered_chain_b2_rows(p2.n));
+  // The second product's B rows staged on chip: all of N2 (one block), or this rank's slice (cluster).
+  const int n2_rows = static_cast<int>(clustered ? gathered_chain_rank_columns(p2.n, S) : gathered_chain_b2_rows(p2.n));
   const int bn2 = n2_rows <= 128 ? n2_rows : 128, nt2 = n2_rows / bn2;
   const int64_t operand_bytes = 2LL * (bm + bn1) * bk * 2, c1_bytes = int64_t{bm} * (bn1 + 4) * 4, c2_bytes = int64_t{bm} * (bn2 + 4) * 4;
   const int64_t region = (std::max({operand_bytes, c1_bytes, c2_bytes}) + 127) / 128 * 128;
@@ -531,7 +544,7 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
 
   Product one, two;
   init_product(one, program, c1, p1);
-  one.bm = bm, one.bn = bn1, one.bk = bk, one.split = 1, one.threads = kThreads;
+  one.bm = bm, one.bn = bn1, one.bk = bk, one.split = S, one.threads = kThreads;
   init_product(two, program, c2, p2);
   two.bm = bm, two.bn = bn2, two.bk = 64, two.split = 1, two.threads = kThreads;
   const std::string& T = one.T;
@@ -540,32 +553,44 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
   std::ostringstream out;
   out << "// two implicit GEMMs chained in one kernel (gathered_gemm_writer.h): " << c1.dst.name << " = Σ " << print_expr(p1.a) << " · "
       << print_expr(p1.b) << ", then " << c2.dst.name << " = Σ " << print_expr(p2.a) << " · " << print_expr(p2.b) << "\n";
-  out << "// " << c1.dst.name << " stays on chip: each block computes its [" << bm << " x " << p1.n << "] row tile (M " << p1.m << ", K " << p1.k
-      << "), rounded to " << mma_type_name(c1.type) << " in shared memory, then " << c2.dst.name << "'s " << bm << " x " << p2.n << " rows (K "
-      << p2.k << ") from it; " << w2->name << " staged whole (" << w_bytes / 1024 << " KB); " << kThreads << " threads, T = "
-      << mma_type_name(c1.type) << "\n";
+  if (clustered) {
+    out << "// " << c1.dst.name << " stays in the cluster: " << S << " ranks per row tile of " << bm << " x " << p1.n << " (M " << p1.m << ", K "
+        << p1.k << "), each over 1/" << S << " of the K steps; the partial tiles summed over distributed shared memory, rounded to "
+        << mma_type_name(c1.type) << " and written into every rank; then each rank computes " << c2.dst.name << "'s " << bm << " x " << n2_rows
+        << " slice of its " << p2.n << " columns (K " << p2.k << ") from it; " << w2->name << "'s slice staged (" << w_bytes / 1024 << " KB); "
+        << kThreads << " threads, T = " << mma_type_name(c1.type) << "\n";
+  } else {
+    out << "// " << c1.dst.name << " stays on chip: each block computes its [" << bm << " x " << p1.n << "] row tile (M " << p1.m << ", K "
+        << p1.k << "), rounded to " << mma_type_name(c1.type) << " in shared memory, then " << c2.dst.name << "'s " << bm << " x " << p2.n
+        << " rows (K " << p2.k << ") from it; " << w2->name << " staged whole (" << w_bytes / 1024 << " KB); " << kThreads << " threads, T = "
+        << mma_type_name(c1.type) << "\n";
+  }
   out << "// implicit GEMM with gathered operands on mma.sync: tile BM " << bm << " x BN " << bn1 << " x BK " << bk << ", then BM " << bm
       << " x BN " << bn2 << " x BK 64 over " << nt2 << " column tile(s)\n";
   write_signature(out, program, name, kThreads);
   out << "  " << T << "* const h_s_ = reinterpret_cast<" << T << "*>(smem + " << region << ");  // " << c1.dst.name << "'s row tile: "
       << kt2 << " chunk(s) [BM][64], Swizzle<64>\n";
-  out << "  " << T << "* const w2_s_ = h_s_ + " << bm * bn1 << ";  // " << w2->name << ": " << kt2 << " chunk(s) [" << n2_rows
-      << "][64], Swizzle<64>\n";
+  out << "  " << T << "* const w2_s_ = h_s_ + " << bm * bn1 << ";  // " << w2->name << (clustered ? "'s slice" : "") << ": " << kt2
+      << " chunk(s) [" << n2_rows << "][64], Swizzle<64>\n";
+  if (clustered)
+    out << "  const int chain_rank_ = blockIdx.x % " << S << ";  // this block's rank in its cluster: " << c2.dst.name << "'s columns [chain_rank_ * "
+        << n2_rows << ", +" << n2_rows << ")\n";
   const bool grid_dependency = product_flops(p1) + product_flops(p2) <= kProgrammaticMaxFlops;
   const GlobalTensor* w2_global = program.find_global(w2->name);
   const bool w2_first = grid_dependency && w2_global && w2_global->role == GlobalRole::input;
   if (grid_dependency && !w2_first) write_grid_dependency(out);
-  // The second product's B, staged whole by cp.async before the first product starts (its copies land
-  // while the first product's K steps run; waited for with theirs); before griddepcontrol.wait where
-  // it is an input.
+  // The second product's B (this rank's rows of it), staged by cp.async before the first product starts
+  // (its copies land while the first product's K steps run; waited for with theirs); before
+  // griddepcontrol.wait where it is an input.
   {
     const int chunks = n2_rows * kt2 * 8;  // 16-byte chunks
+    const std::string first_row = clustered ? "chain_rank_ * " + std::to_string(n2_rows) + " + " : "";
     out << "  // " << w2->name << " rows of K " << p2.k << " contiguous: copied 16 bytes at a time (cp.async), zero past N and K\n";
     out << "  for (int c_ = threadIdx.x; c_ < " << chunks << "; c_ += " << kThreads << ") {\n";
-    out << "    const int row_ = c_ / " << kt2 * 8 << ", depth_ = (c_ % " << kt2 * 8 << ") * 8;\n";
-    out << "    const bool ok_ = row_ < " << p2.n << " && depth_ < " << p2.k << ";\n";
+    out << "    const int row_ = c_ / " << kt2 * 8 << ", depth_ = (c_ % " << kt2 * 8 << ") * 8, n_ = " << first_row << "row_;\n";
+    out << "    const bool ok_ = n_ < " << p2.n << " && depth_ < " << p2.k << ";\n";
     out << "    solder::tile::cp_async_16(w2_s_ + (depth_ / 64) * " << n2_rows * 64 << " + solder::tile::Swizzle<64>::offset(row_, depth_ % 64), "
-        << one.arrays.at(w2->name).pointer << " + (ok_ ? row_ * " << p2.k << " + depth_ : 0), ok_);\n";
+        << one.arrays.at(w2->name).pointer << " + (ok_ ? n_ * " << p2.k << " + depth_ : 0), ok_);\n";
     out << "  }\n";
     out << "  solder::tile::cp_async_commit();\n";
   }
@@ -576,36 +601,86 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
   out << "  // " << c1.dst.name << " = " << (c1.scale ? "acc · (" + print_expr(c1.scale) + ")" : std::string("acc"))
       << (c1.bias ? " + " + print_expr(c1.bias) : std::string(""));
   if (c1.epilogue) out << ", then " << print_expr(c1.epilogue) << " with " << c1.value << "[0] that value";
-  out << ", rounded to " << mma_type_name(c1.type) << " into h_s_ (never stored)\n";
-  out << "  #pragma unroll 4\n";
-  out << "  for (int i_ = 0; i_ < " << bm * bn1 / kThreads << "; ++i_) {\n";
-  out << "    const int e_ = threadIdx.x + i_ * " << kThreads << ", row_ = e_ / BN_, col_ = e_ % BN_;\n";
-  out << "    const int m_ = m0_ + row_, n_ = col_;\n";
-  out << "    float value_ = 0.0f;\n";
-  out << "    if (m_ < M_ && n_ < N_) {\n";
-  unflatten(out, "      ", p1.row_axes, "m_", "m_rest_");
-  unflatten(out, "      ", p1.column_axes, "n_", "n_rest_");
-  out << "      value_ = c_s_[row_ * " << bn1 + 4 << " + col_];\n";
-  if (c1.scale) out << "      value_ = value_ * (" << one.printer.print_float(c1.scale) << ");\n";
-  if (c1.bias) out << "      value_ = value_ + (" << one.printer.print_float(c1.bias) << ");\n";
-  if (c1.epilogue) out << "      value_ = " << one.printer.print_float(c1.epilogue) << ";\n";
-  out << "    }\n";
-  out << "    h_s_[(col_ / 64) * " << bm * 64 << " + solder::tile::Swizzle<64>::offset(row_, col_ % 64)] = " << T << "(value_);\n";
-  out << "  }\n";
-  out << "  solder::tile::cp_async_wait<0>();\n";
-  out << "  __syncthreads();\n";
-  // The second product: every column tile of N2 from h's tile and the staged B, each stored by the
-  // second contract's epilogue.
+  auto h_value = [&](const std::string& pad, const std::string& sum) {
+    out << pad << "const int m_ = m0_ + row_, n_ = col_;\n";
+    out << pad << "float value_ = 0.0f;\n";
+    out << pad << "if (m_ < M_ && n_ < N_) {\n";
+    unflatten(out, pad + "  ", p1.row_axes, "m_", "m_rest_");
+    unflatten(out, pad + "  ", p1.column_axes, "n_", "n_rest_");
+    out << pad << "  value_ = " << sum << ";\n";
+    if (c1.scale) out << pad << "  value_ = value_ * (" << one.printer.print_float(c1.scale) << ");\n";
+    if (c1.bias) out << pad << "  value_ = value_ + (" << one.printer.print_float(c1.bias) << ");\n";
+    if (c1.epilogue) out << pad << "  value_ = " << one.printer.print_float(c1.epilogue) << ";\n";
+    out << pad << "}\n";
+  };
+  if (clustered) {
+    // Each rank sums its 1/S of the tile's 16-byte chunks of h (8 columns) over the S ranks' partial
+    // tiles, applies the epilogue, rounds to T and stores the chunk into every rank's h_s_. A cluster
+    // barrier before (every partial tile written) and after (every chunk of h in place, every partial
+    // read: the operand region is reused below).
+    const int chunks = bm * bn1 / 8, per_rank = chunks / S;
+    out << ", rounded to " << mma_type_name(c1.type) << ": the " << S << " ranks' partial tiles summed over distributed shared memory, "
+        << per_rank << " chunks of 8 columns per rank, each stored into every rank's h_s_ (never stored to memory)\n";
+    out << "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n";
+    out << "  for (int q_ = rank_ * " << per_rank << " + threadIdx.x; q_ < (rank_ + 1) * " << per_rank << "; q_ += " << kThreads << ") {\n";
+    out << "    const int row_ = q_ / " << bn1 / 8 << ", col0_ = (q_ % " << bn1 / 8 << ") * 8;\n";
+    out << "    float sum_[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};\n";
+    out << "    const unsigned partial_ = static_cast<unsigned>(__cvta_generic_to_shared(c_s_ + row_ * " << bn1 + 4 << " + col0_));\n";
+    out << "    #pragma unroll\n";
+    out << "    for (unsigned r_ = 0; r_ < " << S << "; ++r_) {\n";
+    out << "      unsigned remote_;\n";
+    out << "      float v_[8];\n";
+    out << "      asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote_) : \"r\"(partial_), \"r\"(r_));\n";
+    out << "      asm volatile(\"ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\" : \"=f\"(v_[0]), \"=f\"(v_[1]), \"=f\"(v_[2]), \"=f\"(v_[3]) : "
+           "\"r\"(remote_) : \"memory\");\n";
+    out << "      asm volatile(\"ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\" : \"=f\"(v_[4]), \"=f\"(v_[5]), \"=f\"(v_[6]), \"=f\"(v_[7]) : "
+           "\"r\"(remote_ + 16) : \"memory\");\n";
+    out << "      #pragma unroll\n";
+    out << "      for (int j_ = 0; j_ < 8; ++j_) sum_[j_] += v_[j_];\n";
+    out << "    }\n";
+    out << "    __align__(16) " << T << " chunk_[8];\n";
+    out << "    #pragma unroll\n";
+    out << "    for (int j_ = 0; j_ < 8; ++j_) {\n";
+    out << "      const int col_ = col0_ + j_;\n";
+    h_value("      ", "sum_[j_]");
+    out << "      chunk_[j_] = " << T << "(value_);\n";
+    out << "    }\n";
+    out << "    const uint4 bits_ = *reinterpret_cast<const uint4*>(chunk_);\n";
+    out << "    const unsigned h_local_ = static_cast<unsigned>(__cvta_generic_to_shared(h_s_ + (col0_ / 64) * " << bm * 64
+        << " + solder::tile::Swizzle<64>::offset(row_, col0_ % 64)));\n";
+    out << "    #pragma unroll\n";
+    out << "    for (unsigned r_ = 0; r_ < " << S << "; ++r_) {\n";
+    out << "      unsigned remote_;\n";
+    out << "      asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote_) : \"r\"(h_local_), \"r\"(r_));\n";
+    out << "      asm volatile(\"st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\" :: \"r\"(remote_), \"r\"(bits_.x), \"r\"(bits_.y), \"r\"(bits_.z), "
+           "\"r\"(bits_.w) : \"memory\");\n";
+    out << "    }\n";
+    out << "  }\n";
+    out << "  solder::tile::cp_async_wait<0>();\n";
+    out << "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n";
+  } else {
+    out << ", rounded to " << mma_type_name(c1.type) << " into h_s_ (never stored)\n";
+    out << "  #pragma unroll 4\n";
+    out << "  for (int i_ = 0; i_ < " << bm * bn1 / kThreads << "; ++i_) {\n";
+    out << "    const int e_ = threadIdx.x + i_ * " << kThreads << ", row_ = e_ / BN_, col_ = e_ % BN_;\n";
+    h_value("    ", "c_s_[row_ * " + std::to_string(bn1 + 4) + " + col_]");
+    out << "    h_s_[(col_ / 64) * " << bm * 64 << " + solder::tile::Swizzle<64>::offset(row_, col_ % 64)] = " << T << "(value_);\n";
+    out << "  }\n";
+    out << "  solder::tile::cp_async_wait<0>();\n";
+    out << "  __syncthreads();\n";
+  }
+  // The second product: every column tile of N2 (this rank's) from h's tile and the staged B, each
+  // stored by the second contract's epilogue.
   out << "  // " << c2.dst.name << ": " << nt2 << " column tile(s) of " << bn2 << ", K " << p2.k << " from h_s_\n";
   out << "  for (int j_ = 0; j_ < " << nt2 << "; ++j_) {\n";
   out << "    constexpr int BM_ = " << bm << ", BN_ = " << bn2 << ", M_ = " << p2.m << ", N_ = " << p2.n << ";\n";
-  out << "    const int n0_ = j_ * BN_;\n";
+  out << "    const int n0_ = " << (clustered ? "chain_rank_ * " + std::to_string(n2_rows) + " + " : std::string()) << "j_ * BN_;\n";
   unflatten(out, "    ", p2.batch_axes, "block_", "batch2_rest_");
   out << "    solder::tile::BlockGemm<" << T << ", BM_, BN_, 64, " << kThreads / 32 << "> gemm2_;\n";
   out << "    #pragma unroll\n";
   out << "    for (int kt_ = 0; kt_ < " << kt2 << "; ++kt_)\n";
   out << "      gemm2_.accumulate(solder::tile::SwizzledA<" << T << ", BM_, 64>{h_s_ + kt_ * " << bm * 64 << "}, solder::tile::SwizzledB<" << T
-      << ", 64, BN_, true>{w2_s_ + kt_ * " << n2_rows * 64 << " + n0_ * 64});\n";
+      << ", 64, BN_, true>{w2_s_ + kt_ * " << n2_rows * 64 << " + j_ * BN_ * 64});\n";
   out << "    float* const c_s_ = reinterpret_cast<float*>(smem);  // C [BM_][" << bn2 + 4 << "]\n";
   out << "    gemm2_.write(c_s_, " << bn2 + 4 << ", 1, false);\n";
   out << "    __syncthreads();\n";
@@ -631,14 +706,15 @@ std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgra
   result.source = out.str();
   result.info.name = name;
   result.info.threads = kThreads;
-  result.info.blocks = gathered_chain_blocks(*fit.problem);
-  result.info.cluster = 1;
+  result.info.blocks = gathered_chain_blocks(*fit.problem) * S;
+  result.info.cluster = S;
   result.info.shared_bytes = region + h_bytes + w_bytes;
   result.info.programmatic = grid_dependency;
   result.bm = bm;
   result.bn = bn1;
   result.bk = bk;
   result.chain_bn = bn2;
+  result.chain_cluster = S;
   return result;
 }
 

@@ -34,6 +34,7 @@ struct GatheredGemmKernel {
   int bm = 0, bn = 0, bk = 0;  // SOLDER_GATHERED_TILE=BM,BN,BK,THREADS overrides the choice (tuning);
                                // SOLDER_GATHERED_SPLIT=S the split-K cluster size (info.cluster)
   int chain_bn = 0;            // a chain's second product: its column tile (BK 64)
+  int chain_cluster = 1;       // a chain's ranks per row tile (1: one block; GatheredChainForm)
 };
 
 // The gathered-GEMM kernel for `kernel`, or nothing (with `why`) when its body is not one whole
@@ -41,12 +42,15 @@ struct GatheredGemmKernel {
 std::optional<GatheredGemmKernel> write_gathered_gemm_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why);
 
 // A chain (gathered_gemm_fit.h, fit_gathered_chain): a kernel whose body is two whole contracts, the
-// second reading the first's result as its A. One block per 32 rows (256 threads): the first product
-// over all of N1 (≤ 256) as above, its epilogue into h's row tile in shared memory, rounded to T (never
-// stored), then the second product over every column tile of N2 (128 wide) with K = N1 from that tile
-// and B (≤ 64 KB) copied whole by cp.async at the kernel's start, stored by the second's epilogue. The
-// one-contract writer's gathers, main loop and store epilogue, unchanged. Nothing (with `why`) when
-// fit_gathered_chain refuses.
+// second reading the first's result as its A, in the form choose_gathered_chain_form picks (the planner's
+// choice). One block per 32 rows (256 threads): the first product over all of N1 (≤ 256) as above, its
+// epilogue into h's row tile in shared memory, rounded to T (never stored), then the second product over
+// every column tile of N2 (128 wide) with K = N1 from that tile and B (≤ 64 KB) copied whole by cp.async
+// at the kernel's start, stored by the second's epilogue. Or a cluster of S such blocks per 32 rows: each
+// takes 1/S of the first product's K steps (split-K), the partial tiles are summed over distributed
+// shared memory (each rank 1/S of the chunks, written rounded into every rank's h tile), and each rank
+// computes its 1/S of N2's columns from its slice of B. The one-contract writer's gathers, main loop and
+// store epilogue, unchanged. Nothing (with `why`) when fit_gathered_chain or the form refuses.
 std::optional<GatheredGemmKernel> write_gathered_chain_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why);
 
 }  // namespace solder

@@ -73,7 +73,14 @@ def host_source(kernels):
     for name, text in kernels:
         t = re.sub(r"extern __shared__ __align__\(128\) unsigned char smem\[\];", "unsigned char* smem = shim_smem;", text)
         t = re.sub(r'asm volatile\("barrier\.cluster[^;]*;[^;]*;" ::: "memory"\);', "shim_cluster_barrier->arrive_and_wait();", t)
-        t = re.sub(r'asm volatile\("mapa[^;]*;" : "=r"\(remote_\) : "r"\(local_\), "r"\(q_\)\);', "remote_ = shim_mapa(local_, q_);", t)
+        t = re.sub(r'asm volatile\("mapa[^;]*;" : "=r"\((\w+)\) : "r"\((\w+)\), "r"\((\w+)\)\);', r"\1 = shim_mapa(\2, \3);", t)
+        # the cluster chain's 16-byte DSM accesses (four words each)
+        t = re.sub(r'asm volatile\("ld\.shared::cluster\.v4\.f32[^;]*;" : "=f"\(([^)]*)\), "=f"\(([^)]*)\), "=f"\(([^)]*)\), "=f"\(([^)]*)\) : '
+                   r'"r"\(([^)]*)\) : "memory"\);',
+                   r"\1 = shim_ld_cluster(\5); \2 = shim_ld_cluster(\5 + 4); \3 = shim_ld_cluster(\5 + 8); \4 = shim_ld_cluster(\5 + 12);", t)
+        t = re.sub(r'asm volatile\("st\.shared::cluster\.v4\.b32[^;]*;" :: "r"\(([^)]*)\), "r"\(([^)]*)\), "r"\(([^)]*)\), "r"\(([^)]*)\), '
+                   r'"r"\(([^)]*)\) : "memory"\);',
+                   r"shim_st_cluster(\1, \2); shim_st_cluster(\1 + 4, \3); shim_st_cluster(\1 + 8, \4); shim_st_cluster(\1 + 12, \5);", t)
         t = re.sub(r'asm volatile\("ld\.shared::cluster[^;]*;" : "=f"\(part_\) : "r"\(remote_\) : "memory"\);', "part_ = shim_ld_cluster(remote_);", t)
         t = re.sub(r'asm volatile\("griddepcontrol\.\w+;" ::: "memory"\);', "", t)  # programmatic launch: nothing to emulate
         assert "asm" not in t, "unhandled asm in " + name

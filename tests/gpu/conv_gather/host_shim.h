@@ -43,6 +43,7 @@ inline float shim_ld_cluster(unsigned remote) {
   std::memcpy(&v, (*shim_cluster_smem)[remote >> 24] + (remote & 0xffffff), 4);
   return v;
 }
+inline void shim_st_cluster(unsigned remote, unsigned v) { std::memcpy((*shim_cluster_smem)[remote >> 24] + (remote & 0xffffff), &v, 4); }
 
 namespace solder {
 inline float to_float(float x) { return x; }
