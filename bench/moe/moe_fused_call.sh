@@ -4,9 +4,9 @@
 #   0. the row-reduction epilogue's device test (a prebuilt tests/gpu/gemm/test_sm90_gemm_rows),
 #   1. moe_routing verified through `solder run --backend cuda` (float64 reference): small, default,
 #      R1–R8 and ragged shapes (T 300, E 120),
-#   2. `solder bench` of R1–R8, one kernel (the default) then two kernels (SOLDER_ROW_EPILOGUE=0), then
-#      one kernel on the other split-K choice (SOLDER_GEMM_TILE: the tile's share of the difference),
-#   3. the peers in the same call: torch eager, then torch.compile (default mode) as time allows.
+#   2. `solder bench` of R1–R8, one kernel (the default) then two kernels (SOLDER_ROW_EPILOGUE=0),
+#   3. the peers in the same call: torch eager, then torch.compile (default mode) as time allows,
+#   4. one kernel on the other split-K choice (SOLDER_GEMM_TILE: the tile's share of the difference).
 # Every NVRTC kernel is compiled first, in parallel, while the device test runs. A deadline guard
 # (DEADLINE seconds from the start, default 140) skips what is left rather than time out.
 #
@@ -36,7 +36,7 @@ PY
   echo "examples/moe_routing.sol --dim T=300 --dim E=64 --dim HID=512 --dim K=1"
   while read -r id dims; do echo "examples/moe_routing.sol $dims"; done < "$out/cases.txt"
 } > "$out/runs.txt"
-# The other split of each case's tile (the A/B of step 2b): split-K 4 where the model chose none, none
+# The other split of each case's tile (the A/B of step 4): split-K 4 where the model chose none, none
 # where it chose 4 (E 128: BN 128; E 64: BN 64).
 alt_tile() {
   case "$1" in
@@ -60,10 +60,10 @@ if [ -n "$test_bin" ] && [ -x "$test_bin" ]; then
 fi
 wait "$compile_pid"
 echo "== compiled in $(( $(date +%s) - start )) s; errors: $(grep -ci error "$out/compile.log")"
-echo "== 1. verified through the CUDA backend (float64 reference), 4 at a time"
+echo "== 1. verified through the CUDA backend (float64 reference), 6 at a time"
 mkdir -p "$out/verify"
-nl -ba "$out/runs.txt" | xargs -d '\n' -P 4 -n 1 sh -c 'set -- $0; n=$1; shift
-  timeout 45 '"$bin"' run --backend cuda "$@" > '"$out"'/verify/$n.log 2>&1; echo "$? $*" > '"$out"'/verify/$n.rc'
+nl -ba "$out/runs.txt" | xargs -d '\n' -P 6 -n 1 sh -c 'set -- $0; n=$1; shift
+  timeout 25 '"$bin"' run --backend cuda "$@" > '"$out"'/verify/$n.log 2>&1; echo "$? $*" > '"$out"'/verify/$n.rc'
 : > "$out/verify.tsv"
 for f in "$out"/verify/*.rc; do
   n=$(basename "$f" .rc)
@@ -83,16 +83,6 @@ try: print("%.2f us" % json.loads(sys.stdin.read())["median_us"])
 except Exception as e: print("failed", e)')"
   done < "$out/cases.txt"
 done
-echo "== 2b. one kernel on the other split (SOLDER_GEMM_TILE), $(left) s left"
-while read -r id dims; do
-  alt=$(alt_tile "$id")
-  if [ "$(left)" -lt 50 ]; then echo "   deadline: stopped before alt $id"; break; fi
-  line=$(SOLDER_GEMM_TILE=$alt timeout 20 "$bin" bench examples/moe_routing.sol $dims --json 2>>"$out/solder.err" | tail -n 1)
-  echo "{\"case\": \"$id\", \"mode\": \"alt $alt\", \"result\": ${line:-null}}" >> "$out/solder.jsonl"
-  echo "   [$alt] $id: $(echo "${line:-null}" | python3 -c 'import json,sys
-try: print("%.2f us" % json.loads(sys.stdin.read())["median_us"])
-except Exception as e: print("failed", e)')"
-done < "$out/cases.txt"
 echo "== 3. peers: eager, then torch.compile (default mode), $(left) s left"
 if [ "$(left)" -gt 15 ]; then
   timeout "$(( $(left) + 5 ))" python3 bench/peers.py --suite reductions --cases '^moe_routing-' --peers eager --out "$out/peers.jsonl" \
@@ -104,6 +94,16 @@ if [ "$(left)" -gt 20 ]; then
     --out "$out/peers.jsonl" --no-ceilings --time-limit "$(( $(left) - 15 ))" > "$out/peers-compile.log" 2>&1
   tail -n 3 "$out/peers-compile.log"
 fi
+echo "== 4. one kernel on the other split (SOLDER_GEMM_TILE), $(left) s left"
+while read -r id dims; do
+  alt=$(alt_tile "$id")
+  if [ "$(left)" -lt 3 ]; then echo "   deadline: stopped before alt $id"; break; fi
+  line=$(SOLDER_GEMM_TILE=$alt timeout 20 "$bin" bench examples/moe_routing.sol $dims --json 2>>"$out/solder.err" | tail -n 1)
+  echo "{\"case\": \"$id\", \"mode\": \"alt $alt\", \"result\": ${line:-null}}" >> "$out/solder.jsonl"
+  echo "   [$alt] $id: $(echo "${line:-null}" | python3 -c 'import json,sys
+try: print("%.2f us" % json.loads(sys.stdin.read())["median_us"])
+except Exception as e: print("failed", e)')"
+done < "$out/cases.txt"
 echo "== summary"
 python3 - "$out" <<'PY' | tee "$out/summary.md"
 import json, sys, os
@@ -119,13 +119,14 @@ if os.path.exists(os.path.join(out, "peers.jsonl")):
         if r.get("status") == "ok" and r.get("verified", True):
             peers[(r.get("case"), r.get("peer"))] = r.get("median_us")
 cases = sorted({c for c, _ in solder}, key=lambda c: int(c.split("-R")[1]))
-print("| case | one kernel µs | two kernels µs | one / two | eager µs | compile µs | one / best peer |")
-print("|---|---|---|---|---|---|---|")
+print("| case | one kernel µs | two kernels µs | one / two | other split µs | eager µs | compile µs | one / best peer |")
+print("|---|---|---|---|---|---|---|---|")
 for c in cases:
     one, two = solder.get((c, "one")), solder.get((c, "two"))
     e, k = peers.get((c, "eager")), peers.get((c, "compile"))
     best = min([v for v in (e, k) if v] or [None]) if (e or k) else None
     f = lambda v: "—" if v is None else "%.2f" % v
-    print(f"| {c} | {f(one)} | {f(two)} | {f(one / two if one and two else None)} | {f(e)} | {f(k)} | {f(one / best if one and best else None)} |")
+    alt = next((v for (cc, m), v in solder.items() if cc == c and m.startswith("alt")), None)
+    print(f"| {c} | {f(one)} | {f(two)} | {f(one / two if one and two else None)} | {f(alt)} | {f(e)} | {f(k)} | {f(one / best if one and best else None)} |")
 PY
 echo "== done in $(( $(date +%s) - start )) s"
