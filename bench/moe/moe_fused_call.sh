@@ -4,11 +4,13 @@
 #   0. the row-reduction epilogue's device test (a prebuilt tests/gpu/gemm/test_sm90_gemm_rows),
 #   1. moe_routing verified through `solder run --backend cuda` (float64 reference): small, default,
 #      R1–R8 and ragged shapes (T 300, E 120),
-#   2. `solder bench` of R1–R8, one kernel (the default) then two kernels (SOLDER_ROW_EPILOGUE=0),
+#   2. `solder bench` of R1–R8, one kernel (SOLDER_ROW_EPILOGUE=1) then two kernels (=0),
 #   3. the peers in the same call: torch eager, then torch.compile (default mode) as time allows,
 #   4. one kernel on the other split-K choice (SOLDER_GEMM_TILE: the tile's share of the difference).
 # Every NVRTC kernel is compiled first, in parallel, while the device test runs. A deadline guard
 # (DEADLINE seconds from the start, default 140) skips what is left rather than time out.
+# The call of 2026-11-27 (results/h100/moe-fused-raw/) ran this script at 016b110, when one kernel was
+# the default and the modes set only SOLDER_ROW_EPILOGUE=0; both are explicit now (the default is two).
 #
 #   bench/moe/moe_fused_call.sh OUTDIR SOLDER_BINARY [DEVICE_TEST_BINARY]
 set -uo pipefail
@@ -47,8 +49,8 @@ alt_tile() {
   esac
 }
 {
-  while read -r id dims; do echo "SOLDER_GEMM_TILE=$(alt_tile "$id") $bin bench --compile-only examples/moe_routing.sol $dims"; done < "$out/cases.txt"
-  sed "s|^|$bin bench --compile-only |" "$out/runs.txt"
+  while read -r id dims; do echo "SOLDER_ROW_EPILOGUE=1 SOLDER_GEMM_TILE=$(alt_tile "$id") $bin bench --compile-only examples/moe_routing.sol $dims"; done < "$out/cases.txt"
+  sed "s|^|SOLDER_ROW_EPILOGUE=1 $bin bench --compile-only |" "$out/runs.txt"
   while read -r id dims; do echo "SOLDER_ROW_EPILOGUE=0 $bin bench --compile-only examples/moe_routing.sol $dims"; done < "$out/cases.txt"
 } | xargs -d '\n' -P "$(nproc)" -n 1 sh -c > "$out/compile.log" 2>&1 &
 compile_pid=$!
@@ -63,20 +65,20 @@ echo "== compiled in $(( $(date +%s) - start )) s; errors: $(grep -ci error "$ou
 echo "== 1. verified through the CUDA backend (float64 reference), 6 at a time"
 mkdir -p "$out/verify"
 nl -ba "$out/runs.txt" | xargs -d '\n' -P 6 -n 1 sh -c 'set -- $0; n=$1; shift
-  timeout 25 '"$bin"' run --backend cuda "$@" > '"$out"'/verify/$n.log 2>&1; echo "$? $*" > '"$out"'/verify/$n.rc'
+  SOLDER_ROW_EPILOGUE=1 timeout 25 '"$bin"' run --backend cuda "$@" > '"$out"'/verify/$n.log 2>&1; echo "$? $*" > '"$out"'/verify/$n.rc'
 : > "$out/verify.tsv"
 for f in "$out"/verify/*.rc; do
   n=$(basename "$f" .rc)
   printf '%s\t%s\n' "$(cat "$f")" "$(grep -v '^$' "$out/verify/$n.log" | tail -n 1 | cut -c1-160)" | tee -a "$out/verify.tsv"
 done
 echo "   passed: $(grep -c '^0 ' "$out/verify.tsv") of $(grep -c . "$out/runs.txt")"
-echo "== 2. solder bench R1–R8: one kernel, then two kernels (SOLDER_ROW_EPILOGUE=0), $(left) s left"
+echo "== 2. solder bench R1–R8: one kernel (SOLDER_ROW_EPILOGUE=1), then two kernels (=0), $(left) s left"
 : > "$out/solder.jsonl"
 for mode in one two; do
   while read -r id dims; do
     if [ "$(left)" -lt 45 ]; then echo "   deadline: stopped before $mode $id"; break; fi
     if [ "$mode" = two ]; then line=$(SOLDER_ROW_EPILOGUE=0 timeout 20 "$bin" bench examples/moe_routing.sol $dims --json 2>>"$out/solder.err" | tail -n 1)
-    else line=$(timeout 20 "$bin" bench examples/moe_routing.sol $dims --json 2>>"$out/solder.err" | tail -n 1); fi
+    else line=$(SOLDER_ROW_EPILOGUE=1 timeout 20 "$bin" bench examples/moe_routing.sol $dims --json 2>>"$out/solder.err" | tail -n 1); fi
     echo "{\"case\": \"$id\", \"mode\": \"$mode\", \"result\": ${line:-null}}" >> "$out/solder.jsonl"
     echo "   [$mode] $id: $(echo "${line:-null}" | python3 -c 'import json,sys
 try: print("%.2f us" % json.loads(sys.stdin.read())["median_us"])
@@ -98,7 +100,7 @@ echo "== 4. one kernel on the other split (SOLDER_GEMM_TILE), $(left) s left"
 while read -r id dims; do
   alt=$(alt_tile "$id")
   if [ "$(left)" -lt 3 ]; then echo "   deadline: stopped before alt $id"; break; fi
-  line=$(SOLDER_GEMM_TILE=$alt timeout 20 "$bin" bench examples/moe_routing.sol $dims --json 2>>"$out/solder.err" | tail -n 1)
+  line=$(SOLDER_ROW_EPILOGUE=1 SOLDER_GEMM_TILE=$alt timeout 20 "$bin" bench examples/moe_routing.sol $dims --json 2>>"$out/solder.err" | tail -n 1)
   echo "{\"case\": \"$id\", \"mode\": \"alt $alt\", \"result\": ${line:-null}}" >> "$out/solder.jsonl"
   echo "   [$alt] $id: $(echo "${line:-null}" | python3 -c 'import json,sys
 try: print("%.2f us" % json.loads(sys.stdin.read())["median_us"])

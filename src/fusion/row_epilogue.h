@@ -19,7 +19,12 @@
 // other staging copies copy D, and W and G go. The program's meaning is unchanged (G was f32, stored
 // unrounded); the CUDA backend runs R as one skeleton launch (gemm_row_epilogue_writer.h), the CPU
 // executor as written. moe_routing's logits → softmax → top-k is the case (E ≤ 256 experts).
-// $SOLDER_ROW_EPILOGUE=0 keeps the two kernels (A/B runs).
+//
+// Off unless $SOLDER_ROW_EPILOGUE=1: on the H100 (2026-11-27, bench/NOTES.md, moe-fused) the one
+// kernel ran 1.5–2.6× slower than the two at every moe_routing shape (R1–R8). Its epilogue is a serial
+// chain per thread (4 lanes a row, one warpgroup per SM: 12–55 µs a tile), where the row kernel spreads
+// the same work over 32 lanes a row and many blocks. Where the rule takes a pair but the knob is off,
+// the report says so ("qualifies").
 #pragma once
 
 #include <cstdint>
@@ -41,8 +46,8 @@ struct RowEpilogueFusion {
 
 RowEpilogueFusion fuse_row_epilogues(const KernelProgram& program);
 
-// Whether $SOLDER_ROW_EPILOGUE asks for the two-kernel plan ("0").
-bool row_epilogue_disabled();
+// Whether $SOLDER_ROW_EPILOGUE asks for the one-kernel form ("1"; unset or anything else: two kernels).
+bool row_epilogue_enabled();
 
 // The shape of a kernel that runs a contraction with its rows reduced in the epilogue: body[0] is the
 // contract into `tile` [rows, columns] (rows of the program's product at grid_var · rows + row_var), the

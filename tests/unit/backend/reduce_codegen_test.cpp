@@ -5,8 +5,6 @@
 // is checked by cuda_codegen_test (nvcc, NVRTC); its results on the H100 (tests/gpu, bench/NOTES.md).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include <algorithm>
 
 #include "backend/cuda/cuda_codegen.h"
@@ -112,13 +110,10 @@ namespace {
 // softmax + top-k kernel holds 4 rows per block (E = 128 whole): 32 threads per row, candidates in
 // registers, 8 rounds of the group's first (kernel_writer_topk.cpp) instead of one thread per row with
 // a sorted list. (Fused with the product, --no-skeleton, the row tile is the product's, at least 64
-// rows: one thread per row.) The two-kernel plan (SOLDER_ROW_EPILOGUE=0): by default the rows are
-// reduced in the GEMM skeleton's epilogue (fusion/row_epilogue.h), and this kernel does not exist.
+// rows: one thread per row.)
 TEST(ReduceCodegen, TopkIsCooperativeWhereTheRowsAreFew) {
   auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/moe_routing.sol"));
-  setenv("SOLDER_ROW_EPILOGUE", "0", 1);
   KernelProgram kp = compile_program(bind_program(program, SizeChoice{false, {}}), CompileOptions::for_gpu()).kernels;
-  unsetenv("SOLDER_ROW_EPILOGUE");
   std::string source = generate_cuda(kp).source;
   EXPECT_EQ(count(source, "#include <solder/reduce/topk.cuh>"), 1);
   EXPECT_EQ(count(source, "32 threads per point, each with 5 candidates; 8 rounds of the group's first"), 1) << source;
