@@ -7,6 +7,7 @@
 #include "contract/contract_pass.h"
 #include "driver/compile.h"
 #include "fusion/fuse.h"
+#include "fusion/row_epilogue.h"
 
 namespace solder::cli {
 
@@ -29,6 +30,14 @@ int command_fuse(const std::vector<std::string>& args) {
   FusionResult result = compiler_step("fusion", [&] { return gpu ? fuse_for(program, CompileOptions::for_gpu()) : fuse_program(program); });
   ContractPassResult contracts = compiler_step("contractions", [&] { return canonicalize_contractions(result.kernels); });
   std::cout << (options.json ? fusion_report_json(program, result, &contracts) + "\n" : fusion_report_text(program, result, &contracts));
+  if (gpu && !options.json) {
+    // Row epilogues (fusion/row_epilogue.h): which products the rule would reduce in the GEMM epilogue.
+    RowEpilogueFusion rows = fuse_row_epilogues(contracts.program);
+    if (!rows.notes.empty()) {
+      std::cout << "\nrow epilogues (fusion/row_epilogue.h; SOLDER_ROW_EPILOGUE=1 takes them):\n";
+      for (auto& note : rows.notes) std::cout << "  " << note << "\n";
+    }
+  }
   return kExitOk;
 }
 

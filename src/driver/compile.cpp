@@ -8,6 +8,7 @@
 
 #include "contract/contract_pass.h"
 #include "fusion/fuse.h"
+#include "fusion/row_epilogue.h"
 #include "kernel/kernel_printer.h"
 #include "kernel/kernel_verifier.h"
 #include "lower/lower_unfused.h"
@@ -129,6 +130,17 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
     result.kernels = std::move(contracts.program);
     std::string text = contract_report_text(contracts);
     if (!text.empty()) result.report += (result.report.empty() ? "" : "\n") + text;
+  }
+  // row epilogues: a whole contraction whose result is only reduced along whole rows runs with those
+  // reductions in the GEMM skeleton's epilogue, one kernel (fusion/row_epilogue.h; GPU)
+  if (options.fuse && options.gemm_skeleton && options.contractions) {
+    RowEpilogueFusion rows = fuse_row_epilogues(result.kernels);
+    result.kernels = std::move(rows.program);
+    if (!rows.notes.empty()) {
+      std::string text = "Row epilogues (a product's rows reduced in the GEMM skeleton's epilogue):";
+      for (auto& note : rows.notes) text += "\n  " + note;
+      result.report += (result.report.empty() ? "" : "\n") + text + "\n";
+    }
   }
   // verify the Kernel IR before anything runs it
   verify_kernel_program(result.kernels);

@@ -84,7 +84,8 @@ std::optional<ForcedTile> forced_skeleton_tile(std::string* why, const std::opti
   return std::nullopt;  // no entry for this product: the cost model chooses
 }
 
-SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output, bool row_store, int row_store_mode) {
+SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output, bool row_store, int row_store_mode,
+                                      int64_t whole_rows) {
   GemmProblem problem;
   problem.row_store = row_store && !p.b2;
   problem.row_store_mode = row_store_mode;
@@ -106,6 +107,7 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   const std::optional<bool> schedule = forced_skeleton_schedule();
   std::vector<GemmConfig> with_cluster;  // the offered configurations of that cluster shape
   for (const GemmConfig& c : gemm_catalogue(type)) {
+    if (whole_rows > 0 && (c.bn < whole_rows || c.cluster_n != 1 || operands != 1)) continue;  // a row per tile
     if (forced) {  // A/B runs: exactly this tile, when the skeleton has it (split-K offered or not)
       if (c.bm != forced->bm || c.bn != forced->bn * operands || c.stages != forced->stages || c.split_k != forced->split_k ||
           c.cluster_m != forced->cluster_m || c.cluster_n != forced->cluster_n || !in_device_skeleton(c) ||

@@ -38,8 +38,10 @@ bool split_k_offered(const GemmProblem& problem, const GemmConfig& config, int s
 // row_store: the writer gives the epilogue the row-store hooks (sm90_gemm.cuh: 16-byte row vectors,
 // GemmProblem::row_store), so the cost model charges their store rate; row_store_mode: the schedule
 // (GemmProblem::row_store_mode; 2, the skeleton's default, unless SOLDER_GEMM_EPILOGUE names another).
+// whole_rows > 0 (a row-reduction epilogue, row_epilogue.cuh): only tiles whose BN holds a whole row of
+// that many columns, with no cluster along N (single B).
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& problem, MmaType type, DType output, bool row_store = false,
-                                      int row_store_mode = 2);
+                                      int row_store_mode = 2, int64_t whole_rows = 0);
 
 // A/B runs: $SOLDER_GEMM_TILE = "BMxBNsSTAGESkSPLIT[cMxN]" (e.g. 128x64s8k2, or 128x64s6k1c1x2 for a
 // 1x2 cluster along N; BN per B operand; no cMxN: no cluster) makes the choice take exactly that tile

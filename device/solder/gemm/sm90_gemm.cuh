@@ -34,6 +34,11 @@
 //     __device__ void operator()(int batch, int row, int col, float acc, float acc2) const;
 //     __device__ void pair(int batch, int row, int col, float acc0, float acc1, float acc2_0, float acc2_1) const;
 //
+// Row reductions (row_epilogue.cuh; single B, the tile covering all N columns): an epilogue with
+// `static constexpr bool row_reduction = true` gets whole rows instead of elements,
+//     template <class Row> __device__ void row(int batch, int row, bool row_in, const Row& values) const;
+// called by every lane for both of its rows (row_in false past M) with RowFragment<BN>.
+//
 // The functor is passed by value as a kernel parameter (keep it small: pointers and scalars).
 // A dual-B kernel (gemm_dual_kernel, SOLDER_GEMM_DUAL_KERNEL) takes B2's tensor map after B's.
 //
@@ -113,6 +118,7 @@
 
 #include "config.cuh"
 #include "wgmma.cuh"
+#include "row_epilogue.cuh"
 
 namespace solder::gemm {
 
@@ -143,6 +149,12 @@ template <class E>
 struct has_row_store<E, decltype((void)cuda::std::declval<const E&>().value(0, 0, 0, 0.0f),
                                  (void)cuda::std::declval<const E&>().row_pointer(0, 0))>
     : cuda::std::bool_constant<sizeof(typename E::element) == 2> {};
+
+// Whether the epilogue is a row reduction (row_epilogue.cuh: `static constexpr bool row_reduction`).
+template <class E, class = void>
+struct is_row_reduction : cuda::std::false_type {};
+template <class E>
+struct is_row_reduction<E, decltype((void)E::row_reduction)> : cuda::std::integral_constant<bool, E::row_reduction> {};
 
 // The row-store epilogue's schedule (an optional `static constexpr int row_store_mode` of the functor):
 //   0 direct: value() and a 16-byte global store per group of 8 columns, interleaved (the first form);
@@ -518,7 +530,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     wgmma::Fragment<float, C::BN / 2> acc;
     wgmma::Fragment<float, C::BN / 2> acc2;
     const int warp = thread / 32, lane = thread % 32;
-    constexpr bool kRowStore = C::BOperands == 1 && C::BN % 32 == 0 && detail::has_row_store<Epilogue>::value;
+    constexpr bool kRowReduction = detail::is_row_reduction<Epilogue>::value;
+    static_assert(!kRowReduction || (C::BOperands == 1 && C::ClusterN == 1),
+                  "a row-reduction epilogue needs one B and a tile covering all N columns (no cluster along N)");
+    constexpr bool kRowStore = !kRowReduction && C::BOperands == 1 && C::BN % 32 == 0 && detail::has_row_store<Epilogue>::value;
     // The staged mode needs a buffer and the whole warpgroup at its barriers (split-K's merge is per
     // warp: a warp whose split is not the last skips the epilogue), else registers first.
     constexpr int kRowMode = detail::row_store_mode_of<Epilogue>::value == 2 && (C::EpilogueColumns == 0 || C::SplitK > 1)
@@ -670,7 +685,24 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       // column 8·(i/4) + 2·(l%4) + i%2.
       const int row_base = m0 + row_block * 64 + warp * 16 + lane / 4;
       const int col_base = n0 + 2 * (lane % 4);
-      if constexpr (kRowStore) {
+      if constexpr (kRowReduction) {
+        // Row reductions (row_epilogue.cuh): the tile holds whole rows (BN ≥ N, n0 = 0); each lane
+        // hands its two rows' BN/4 values to the functor, which combines them over the quad. A tile right
+        // of the first (N > BN: the code generator never launches one) has no whole row: nothing.
+#pragma unroll
+        for (int h = 0; h < (n0 == 0 ? 2 : 0); ++h) {
+          RowFragment<C::BN> values;
+#pragma unroll
+          for (int j = 0; j < C::BN / 8; ++j) {
+            values.v[2 * j] = acc(4 * j + 2 * h);
+            values.v[2 * j + 1] = acc(4 * j + 2 * h + 1);
+          }
+          values.col0 = col_base;
+          values.n = shape.n;
+          const int row = row_base + 8 * h;
+          epilogue.row(batch, row, row < shape.m, values);
+        }
+      } else if constexpr (kRowStore) {
         // Row stores (the epilogue's value() and row_pointer(), a 16-bit element): the 4 lanes of a quad
         // hold 8 consecutive columns of a row (2 each) per 8-column group; a 4 × 4 exchange of packed
         // pairs inside the quad (3 shuffles, detail::quad_exchange) gives each lane 8 consecutive columns
@@ -801,6 +833,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
           }
         }
       }
+      if constexpr (!kRowReduction) {
 #pragma unroll
       for (int i = 0; i < (kRowStore ? 0 : C::BN / 2); i += 2) {
         const int row = row_base + 8 * ((i / 2) % 2);
@@ -831,6 +864,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
           }
         }
       }
+      }  // !kRowReduction
     }
     // The staged epilogue's last bulk copies: complete before the block (and its shared memory) goes.
     if constexpr (kRowStore && kRowMode == 2) {

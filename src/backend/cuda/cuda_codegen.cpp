@@ -4,6 +4,7 @@
 #include "backend/cuda/contract_view.h"
 #include "backend/cuda/gemm_prologue_writer.h"
 #include "backend/cuda/gathered_gemm_writer.h"
+#include "backend/cuda/gemm_row_epilogue_writer.h"
 #include "backend/cuda/gemm_skeleton_writer.h"
 
 #include <algorithm>
@@ -243,6 +244,23 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       }
       source = gemm->source;
       module.kernels.push_back(gemm->info);
+    } else if (auto rows = write_gemm_row_epilogue_kernel(named, named.kernels[i], nullptr)) {
+      // a product with its rows reduced in the skeleton's epilogue (fusion/row_epilogue.h): one launch
+      for (auto& s : schedule) {
+        const GemmSkeletonLaunch& g = *rows->info.gemm;
+        s.skeleton = ContractionSchedule::kGemmSkeleton;
+        s.tile = "BM " + std::to_string(g.bm) + " x BN " + std::to_string(g.bn) + " x BK " + std::to_string(g.a.tile_k) + ", " +
+                 std::to_string(g.stages) + " stages" + (g.split_k > 1 ? ", split-K " + std::to_string(g.split_k) : "") +
+                 (g.pingpong ? ", ping-pong" : "") + ", row-reduction epilogue";
+        s.m = g.m;
+        s.n = g.n;
+        const std::string prefix = "cost model: ";
+        s.figures = (g.plan.rfind(prefix, 0) == 0 ? g.plan.substr(prefix.size()) : g.plan);
+        s.blocks = rows->info.blocks;
+        s.steps = 1;
+      }
+      source = rows->source;
+      module.kernels.push_back(rows->info);
     } else if (auto prologue = write_gemm_prologue_kernel(named, named.kernels[i], nullptr)) {
       // side reductions + operand prologue on the GEMM skeleton's prologue path (wgmma SS)
       for (auto& s : schedule) {
