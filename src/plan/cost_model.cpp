@@ -41,7 +41,7 @@ std::string_view resource_name(Resource r) {
 double GemmCost::tflops() const { return total_us > 0 ? flops / (total_us * 1e-6) / 1e12 : 0; }
 
 int wgmma_instruction_n(int bn) {
-  for (int n : {256, 192, 128, 96, 64, 32, 16, 8})
+  for (int n = 256; n >= 8; n -= 8)
     if (bn % n == 0) return n;
   return bn;
 }

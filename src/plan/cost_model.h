@@ -193,9 +193,11 @@ constexpr double kMainloopNorm = 4;
 double wgmma_efficiency(int bn);
 
 // The N of the wgmma instructions the skeleton issues for a tile BN columns wide: CuTe's ss_op_selector
-// (sm90_gemm.cuh, Types::MmaOp; without CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED) takes the largest of 256,
-// 192, 128, 96, 64, 32, 16, 8 that divides BN, and mma_ss_columns issues BN / N of them side by side:
-// BN 224 and 160 run as 7 and 5 m64n32 instructions (the PTX of the generated kernels), BN 192 and 96 as one.
+// (sm90_gemm.cuh, Types::MmaOp; with CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED, which device/solder/gemm/wgmma.cuh
+// sets) takes the largest N = 256, 248, …, 8 that divides BN, and mma_ss_columns issues BN / N of them side
+// by side: every BN of the catalogue (a multiple of 8 up to 256) runs as one instruction, 224 and 160
+// included (without the macro they ran as 7 and 5 m64n32 instructions, 0.72× the rate: bench/NOTES.md,
+// quant-fp8).
 int wgmma_instruction_n(int bn);
 
 // Predicts `config` on `problem`. Feasibility is not checked (check_feasibility first); needs hw.has_rates

@@ -61,6 +61,14 @@
 // the next tile's loads overlap this tile's epilogue.
 #pragma once
 
+// CuTe's instruction selector offers every wgmma width N = 8 … 256 in steps of 8 only with this macro;
+// without it a tile like BN 224 or 160 is issued as 7 or 5 narrower instructions (n32), about 0.72× the
+// rate of one wide one (bench/NOTES.md, quant-fp8). Set before any CuTe header, in every Solder header
+// that includes one, so that the first inclusion in a translation unit decides it the same way.
+#ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#endif
+
 #include <cuda/ptx>
 
 #include <cute/arch/mma_sm90.hpp>
