@@ -60,9 +60,10 @@ struct GemmCost {
 
 // Issue overhead of one wgmma instruction, in cycles of its N/2-cycle run time (efficiency
 // (N/2) / (N/2 + kWgmmaIssueCycles) of the instruction's N, wgmma_instruction_n(BN), normalised to 1 at
-// N = 256). With the instruction's N it also prices the tiles whose wgmma are narrower than the tile:
-// fp8 128x224 (7 × m64n32) 0.71 of 128x256, measured 0.72 (quant-fp8, the H100, 2026-11-27: a K step of
-// 128 took 0.80 µs at BN 224 against 0.64–0.67 at 256, quant_gemm Q3 / Q4; ≈ 0.68 at BN 160, Q2).
+// N = 256). Fitted where the instructions were narrower than the tile (before CuTe's extended widths:
+// fp8 128x224 as 7 × m64n32 priced 0.71 of 128x256, measured 0.72; quant-fp8, the H100, 2026-11-27);
+// with one m64n224 instruction 128x224 measured 165 µs at quant_gemm Q3 against 181 for 128x256
+// (the tenth session's re-sweep), as its waves predict.
 constexpr double kWgmmaIssueCycles = 8;
 // Dependent memory round trips of the skeleton's split-K merge per round of CTAs: the partials'
 // stores and fence, the counter's atomic, the partials' reads, the epilogue's stores. Fitted to the
