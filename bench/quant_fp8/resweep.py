@@ -2,7 +2,7 @@
 binary: each entry's tile forced through SOLDER_GEMM_TILE (and SOLDER_GEMM_SCHEDULE=pingpong for ping-pong
 entries) on bench/programs/fp8_rowscale_gemm.sol, `solder bench --replays 20 --json`, and writes a new
 sweep file with the measured times, for `solder plan --validate`. The tenth session's integrator ran it
-after c36fa1f (one wgmma instruction for every tile width), which makes the BN 160 / 224 entries of
+after b8c716f (one wgmma instruction for every tile width), which makes the BN 160 / 224 entries of
 quant-fp8's sweep describe kernels that no longer exist.
     python3 bench/quant_fp8/resweep.py SOLDER IN.json OUT.json [--compile-only] [--deadline S]"""
 import argparse
