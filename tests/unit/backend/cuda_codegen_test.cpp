@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <string>
+
+#include <unistd.h>
 
 #include "backend/cuda/cuda_codegen.h"
 #include "driver/compile.h"
@@ -61,7 +64,8 @@ TEST(CudaCodegen, EveryExampleCompilesWithNvccForSm90a) {
   std::string nvcc = find_nvcc();
   if (nvcc.empty()) GTEST_SKIP() << "nvcc not found (set CUDACXX): the generated CUDA was not compiled";
   std::string cuda_root = std::filesystem::path(nvcc).parent_path().parent_path().string();
-  std::string dir = ::testing::TempDir() + "/solder_cuda_compile";
+  // One folder per process: test runs of several checkouts on one machine share TempDir().
+  std::string dir = ::testing::TempDir() + "/solder_cuda_compile_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   // Modules with GEMM-skeleton kernels (the default path's whole contractions) include CuTe, and are
   // compiled with NDEBUG as the launcher compiles them (cuda_backend.cpp).
@@ -103,6 +107,8 @@ TEST(CudaCodegen, EveryExampleCompilesWithNvccForSm90a) {
     EXPECT_EQ(a.first, 0) << jobs[i].name << ":\n" << a.second;
     if (i + 1 < jobs.size()) EXPECT_EQ(second.first, 0) << jobs[i + 1].name << ":\n" << second.second;
   }
+  std::error_code ignored;
+  if (!HasFailure()) std::filesystem::remove_all(dir, ignored);  // kept for reading when a compile failed
   if (!without_cute.empty()) {
     std::string list;
     for (auto& n : without_cute) list += (list.empty() ? "" : ", ") + n;
