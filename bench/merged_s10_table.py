@@ -1,16 +1,15 @@
 """The tenth session's merged-call table: each Solder record of DIR/solder*.jsonl / chains.jsonl against
 the best peer of DIR/peers.jsonl measured in the same call (by program and dims).
 Usage: python3 bench/merged_s10_table.py DIR"""
-import json
 import os
 import sys
+
+from report import read_jsonl
 
 
 def rows(d, name):
     p = os.path.join(d, name)
-    if not os.path.exists(p):
-        return []
-    return [json.loads(line) for line in open(p) if line.strip().startswith("{")]
+    return read_jsonl(p) if os.path.exists(p) else []
 
 
 def main(d):

@@ -5,27 +5,21 @@ rounds' medians) against cuDNN SDPA per cell (median µs of the same call).
 
     pingpong_table.py SOLDER_JSONL PEERS_JSONL
 """
-import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from report import read_jsonl  # noqa: E402
 
 MODES = ["new", "old", "l1", "o6", "l3"]
 
 
 def read(path):
-    rows = []
     try:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if line:
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError:
-                        pass
+        return read_jsonl(path)
     except OSError:
-        pass
-    return rows
+        return []
 
 
 def main():
