@@ -75,8 +75,15 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              reads this tile's (a protocol model checks both bounds:
 //              tests/gpu/attention_skeleton/stagger_model.py). Not with a data mask (its list buffers
 //              assume no lag).
+//   Dynamic    persistent blocks claim work tiles from a counter in global memory instead of dealing the
+//              longest-first list out in fixed rounds: block b takes entry b first, then whichever entry
+//              is next when its producer starts loading a tile, so blocks that drew short tiles (causal:
+//              1 … 8 key tiles per work tile) take more of them. The counter resets itself at the end of
+//              each launch (the last block to finish), so launches of the kernels of one module must not
+//              overlap in time (one stream, as every Solder launch is). With Persistent, not with a data
+//              mask (its classifier warps build the lists by rounds).
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
-          int QBuffers_ = 1, int Stagger_ = 0>
+          int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -86,6 +93,7 @@ struct Config {
   static constexpr bool Persistent = Persistent_;
   static constexpr int QBuffers = QBuffers_;
   static constexpr int Stagger = Stagger_;
+  static constexpr bool Dynamic = Dynamic_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -118,6 +126,7 @@ struct Config {
   static_assert(Stagger_ >= 0 && (Stagger_ == 0 || Consumers_ == 2), "Stagger: 0, or with 2 consumers");
   static_assert(Stagger_ <= Stages_ - 1 && Stagger_ <= (QBuffers_ == 2 ? 3 : 1),
                 "Stagger: at most Stages - 1 turns, and 3 with two Q buffers (1 with one), or the ring deadlocks");
+  static_assert(!Dynamic_ || Persistent_, "Dynamic: with persistent blocks");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
   static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");

@@ -37,7 +37,9 @@
 // ---- Schedule -------------------------------------------------------------------------------------
 //
 // A block takes work tile blockIdx.x, or with Config::Persistent one tile per round of a longest-first
-// list (see `locate` below): query rows [row0, row0 + BM) of head bh and the key tiles [begin, end) of
+// list (see `locate` below), or with Config::Dynamic entry blockIdx.x of that list and then the next
+// unclaimed one each time its producer starts a tile (a counter in global memory; the producer posts the
+// entries to the consumers through shared memory): query rows [row0, row0 + BM) of head bh and the key tiles [begin, end) of
 // Mask::key_tiles. Warpgroup 0 is the producer: one thread loads Q once per work tile (after the
 // consumers released the Q that used its buffer before: the previous tile's, or with Config::QBuffers = 2
 // the one before, so that the next tile's Q, K and V load while this tile's last S runs), then for each
@@ -164,6 +166,11 @@ struct PreloadOf<E, true> {
   using type = typename E::Preload;
 };
 
+// Config::Dynamic: [0] the work tiles claimed past each block's first (entry gridDim.x + [0] is the next
+// claim), [1] the blocks done with claiming; the last block to finish resets both to 0 for the next launch.
+// One pair for every attention kernel of a module: their launches must not overlap in time.
+static __device__ unsigned int work_counter[2];
+
 // The stage and the phase parity of the n-th use of a ring of Stages stages.
 template <int Stages>
 __device__ __forceinline__ int stage_of(uint32_t n) {
@@ -256,7 +263,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     if (w.end > last_key_tile) w.end = last_key_tile;
     return w;
   };
-  // The list entry of this block's work tile in round `round` (≥ total: none).
+  // The list entry of this block's work tile in round `round` (≥ total: none). With Config::Dynamic only
+  // round 0's: the producer thread claims the later ones (work_counter) and posts every entry the block
+  // takes into a ring of two slots in shared memory (work_ids on work_full / work_empty), which the
+  // consumers read in the same order; the sentinel ≥ total ends the block.
+  constexpr bool kDynamic = C::Dynamic;
+  __shared__ int work_ids[kDynamic ? 2 : 1];
+  __shared__ alignas(8) uint64_t work_barriers[kDynamic ? 4 : 1];
+  uint64_t* work_full = work_barriers;       // [2]: slot s holds the entry of the block's (2k + s)-th tile
+  uint64_t* work_empty = work_barriers + 2;  // [2]: every consumer warp has read it
   auto tile_index = [&](int round) {
     if constexpr (C::Persistent) {
       const int blocks = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
@@ -276,6 +291,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // during this tile's epilogue. Other masks: tiles begin .. end − 1, boundaries from Mask::partial.
   constexpr bool kData = mask_has_data_tiles<Mask>(0);
   constexpr bool kDataLoop = kData && C::Persistent;
+  static_assert(!(kDynamic && kData), "Dynamic: not with a data mask (its lists are built by rounds)");
   constexpr int kListSize = mask_max_key_tiles<Mask>(0);
   static_assert(kListSize <= 32767, "a data mask's list holds at most 32767 key tiles");
   constexpr int kLists = kDataLoop ? 2 : 1;
@@ -378,6 +394,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       cuda::ptx::mbarrier_init(&k_empty[s], C::Consumers * 4);
       cuda::ptx::mbarrier_init(&v_empty[s], C::Consumers * 4);
     }
+    if constexpr (kDynamic) {
+      for (int b = 0; b < 2; ++b) {
+        cuda::ptx::mbarrier_init(&work_full[b], 1);                  // the producer thread
+        cuda::ptx::mbarrier_init(&work_empty[b], C::Consumers * 4);  // every consumer warp
+      }
+    }
     if constexpr (kDataLoop) {
       for (int b = 0; b < 2; ++b) {
         cuda::ptx::mbarrier_init(&list_full[b], 1);                        // the classifier warp that compacts
@@ -420,7 +442,28 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       if constexpr ((C::StagedBias & 2) != 0) asm volatile("prefetch.tensormap [%0];" ::"l"(&score.bias_column) : "memory");
       uint32_t loaded = 0;  // K (and V) tiles loaded so far, over all work tiles
       uint32_t q_loads = 0;  // Q tiles loaded so far (work tiles with key tiles)
-      for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
+      // Config::Dynamic: entry `tile` into the next slot of the consumers' ring, and the entry claimed
+      // while this tile loads (its latency hides behind the tile's TMA issues).
+      uint32_t posted = 0;
+      int claimed = total;
+      auto post = [&](int tile) {
+        const uint32_t slot = posted & 1u;
+        detail::wait_parity(&work_empty[slot], ((posted >> 1) & 1u) ^ 1u);
+        work_ids[slot] = tile;
+        cuda::ptx::mbarrier_arrive(&work_full[slot]);  // release: the entry is visible to its waiters
+        ++posted;
+      };
+      auto next_tile = [&](int round) {
+        if constexpr (kDynamic) {
+          post(claimed);
+          return claimed;
+        } else {
+          return tile_index(round);
+        }
+      };
+      if constexpr (kDynamic) post(tile_index(0));
+      for (int round = 0, t = tile_index(0); t < total; t = next_tile(++round)) {
+        if constexpr (kDynamic) claimed = static_cast<int>(gridDim.x + atomicAdd(&detail::work_counter[0], 1u));
         const Work w = locate(t);
         const int buf = list_of(round);
         if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
@@ -481,6 +524,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
                              &v_full[stage]);
         }
         if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);  // this round's list read
+      }
+      if constexpr (kDynamic) {
+        // This block's claims are over (its last one, ≥ total, is in the loop's condition above): the
+        // last block to get here resets the counter for the next launch.
+        __threadfence();
+        if (atomicAdd(&detail::work_counter[1], 1u) == gridDim.x - 1) {
+          detail::work_counter[0] = 0;
+          detail::work_counter[1] = 0;
+          __threadfence();
+        }
       }
     } else if constexpr (kDataLoop) {
       if (thread / 32 < 1 || thread / 32 > kClassifyWarps) return;
@@ -575,7 +628,22 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // One pass per work tile. Without Config::Persistent the condition is false at compile time and
     // there is no loop (its registers matter at 160 per thread); a lambda called in a loop is not
     // always inlined, and wgmma across a call is serialized (C7520).
-    int round = 0, t = tile_index(0);
+    // Config::Dynamic: the entries the producer posts, in its order (each consumer warp reads the slot,
+    // then releases it).
+    uint32_t taken = 0;
+    auto take = [&](int round) -> int {
+      if constexpr (kDynamic) {
+        const uint32_t slot = taken & 1u;
+        detail::wait_parity(&work_full[slot], (taken >> 1) & 1u);
+        const int tile = *static_cast<volatile int*>(&work_ids[slot]);
+        release(&work_empty[slot]);
+        ++taken;
+        return tile;
+      } else {
+        return tile_index(round);
+      }
+    };
+    int round = 0, t = take(0);
     if (t < total) do {
       const Work w = locate(t);
       // This thread's rows: accumulator register i ↔ row 16·warp + lane/4 + 8·((i/2) % 2), column
@@ -850,7 +918,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]);
         }
       }
-    } while (C::Persistent && (t = tile_index(++round)) < total);
+    } while (C::Persistent && (t = take(++round)) < total);
     if (consumer == 0) {
       if constexpr (C::Stagger > 0) {
         // the turns consumer 1 passed at its start, given back (it still has that many products to issue)

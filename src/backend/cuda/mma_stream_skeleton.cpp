@@ -1078,12 +1078,19 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool data_persistent = data && (seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles;
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
+  // Work tiles claimed from a counter (Config's Dynamic) on the masked two-Q-buffer kernels at hd64
+  // (causal S <= 1k, sliding_window, prefix_lm S 1k): their work tiles differ in key tiles (causal: 1 ... 8
+  // per tile at S 1k), and the snake's fixed rounds leave the block with the most key tiles at 83 where
+  // the mean is 69.8 (causal hd64 S 1k, 2048 tiles on 132 blocks), while the unmasked rows' tiles are all
+  // alike. $SOLDER_ATTN_DYNAMIC=0|1 overrides it on every persistent kernel without a data mask (A/B runs).
+  bool dynamic = persistent && two_q && kHeadDim == 64 && consumers == 2 && cond && !data && !staged_bits;
+  if (const char* forced = std::getenv("SOLDER_ATTN_DYNAMIC"); forced && *forced) dynamic = persistent && !data && std::string(forced) == "1";
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) +
-                             (staged_bits || q_buffers > 1 ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
-                             (q_buffers > 1 || stagger > 0 ? ", " + std::to_string(q_buffers) : std::string("")) +
-                             (stagger > 0 ? ", " + std::to_string(stagger) : std::string("")) + ">";
+                             (staged_bits || q_buffers > 1 || dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
+                             (q_buffers > 1 || stagger > 0 || dynamic ? ", " + std::to_string(q_buffers) : std::string("")) +
+                             (stagger > 0 || dynamic ? ", " + std::to_string(stagger) : std::string("")) + (dynamic ? ", true" : "") + ">";
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
   for (size_t k2 = 0; k2 + 3 < rank; ++k2)
@@ -1453,7 +1460,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   std::ostringstream head;
   const std::string summary = config + " (" + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys per tile, " + std::to_string(stages) + "-stage K/V ring, " +
                               std::to_string(consumers) + " consumer warpgroups in ping-pong + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles" +
-                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, snake order" +
+                              (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
+                                                (dynamic ? std::string("each block's first tile, then claimed from a counter as blocks free up") : std::string("snake order")) +
                                                 (q_buffers > 1 ? std::string("; 2 Q buffers: the next work tile's Q, K and V load while this one runs") : std::string("")) +
                                                 (stagger > 0 ? "; consumer 1 staggered " + std::to_string(stagger) + " turns behind consumer 0, so one's work-tile boundary overlaps the other's products" : std::string("")) + ")"
                                           : std::string("")) + ", " +

@@ -199,9 +199,12 @@ struct LeadBlock {
   int q_block = 1, q_at = 0, k_block = 1, k_at = 0;
 };
 
-template <class C, class Score, class Mask, bool Gated = false>
+// C0: the configuration of the first run (one block per work tile; C by default), which the second run
+// (C on persistent blocks) must match bit for bit.
+template <class C, class Score, class Mask, bool Gated = false, class C0 = C>
 void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng, int D = C::HeadDim,
               LeadBlock lead = {}) {
+  static_assert(C0::HeadDim == C::HeadDim && C0::BN == C::BN && C0::T == C::T, "C0 reads the same tensor maps");
   const int bh = c.batch * c.heads, bh_kv = c.batch * c.heads_kv;
   Tensor q = make_tensor(C::T, bh * lead.q_block, c.seq_q, D, D + c.pad, &rng, 2.0f);
   Tensor k = make_tensor(C::T, bh_kv * lead.k_block, c.seq_k, D, D + c.pad, &rng, 2.0f);
@@ -269,7 +272,8 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   // One block per work tile, then 3 persistent blocks looping over the tiles: the same bits.
   for (int run = 0; run < 2; ++run) {
     CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
-    launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, run == 0 ? 0 : persistent_blocks);
+    if (run == 0) launch<C0>(mq, mk, mv, shape, score, mask, epilogue, 0, 0);
+    else launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, persistent_blocks);
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemcpy(run == 0 ? first.data() : got.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
   }
@@ -467,6 +471,37 @@ void run_many_tiles(const char* name, std::mt19937& rng) {
   persistent_blocks = 3;
 }
 
+// Config::Dynamic (work tiles claimed from a counter) against the static configuration CStatic, one block
+// per work tile, bit for bit and against the reference: on 0 (one block per tile, every block's first
+// claim past the end), 1, 3 and 7 persistent blocks; unmasked, causal top-left with ragged S, bottom-right
+// with seq_q != seq_k and 4:1 GQA, an offset of -200 (work tiles with no key tile: the producer posts them,
+// the consumers store zeros), softcap. Every launch after the first relies on the previous launch's reset
+// of the counter.
+template <class C, class CStatic>
+void run_dynamic(const char* name, std::mt19937& rng) {
+  static_assert(C::Dynamic && !CStatic::Dynamic, "run_dynamic: a Dynamic configuration against a static one");
+  const float log2e = 1.4426950408889634f;
+  const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
+  const SoftcapScore softcap{log2e, 1.0f / std::sqrt(float(C::HeadDim)) / 3.0f, 3.0f};
+  char label[96];
+  for (int blocks : {0, 1, 3, 7}) {
+    persistent_blocks = blocks;
+    std::snprintf(label, sizeof label, "%s dyn plain", name);
+    run_case<C, PlainScore, NoMask, false, CStatic>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, NoMask{}, rng);
+    std::snprintf(label, sizeof label, "%s dyn causal", name);
+    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng);
+    std::snprintf(label, sizeof label, "%s dyn causal 2048", name);
+    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{2, 4, 4, 2048, 2048, 0}, plain, CausalMask{0}, rng);
+    std::snprintf(label, sizeof label, "%s dyn causal bottom-right", name);
+    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{3, 4, 1, 700, 1024, 8}, plain, CausalMask{1024 - 700}, rng);
+    std::snprintf(label, sizeof label, "%s dyn causal offset -200", name);
+    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{2, 3, 3, 600, 600, 0}, plain, CausalMask{-200}, rng);
+    std::snprintf(label, sizeof label, "%s dyn softcap", name);
+    run_case<C, SoftcapScore, NoMask, false, CStatic>(label, Case{1, 2, 1, 129, 300, 8}, softcap, NoMask{}, rng);
+  }
+  persistent_blocks = 3;
+}
+
 template <class C>
 void run_padded(const char* name, std::mt19937& rng) {
   const float log2e = 1.4426950408889634f;
@@ -581,6 +616,14 @@ int main(int argc, char** argv) {
   run_many_tiles<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1>>("bf16 d128 s2 P Q2 St1", rng);
   run_config<Config<Dtype::bf16, 64, 128, 4, 2, false, 0, 1, 1>, false>("bf16 d64 128x128 s4 St1", rng);
   run_padded<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64(32) 128x128 s6 P Q2 St2", rng);
+  // Dy: work tiles claimed from a counter (Config::Dynamic; the emitter's causal short rows at hd64: 4
+  // stages, 2 Q buffers, no stagger), each against its static configuration: with two and one Q buffer,
+  // staggered, f16, hd128
+  run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2>>("bf16 d64 s4 P Q2 Dy", rng);
+  run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 s4 P Dy", rng);
+  run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 St2 Dy", rng);
+  run_dynamic<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true>, Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2>>("f16 d64 s4 P Q2 Dy", rng);
+  run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2 Dy", rng);
   // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
   run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

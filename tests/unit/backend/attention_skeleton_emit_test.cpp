@@ -102,9 +102,9 @@ TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
   EXPECT_NE(k->source.find("__device__ bool partial("), std::string::npos);
   EXPECT_NE(k->summary.find("are skipped"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
-  // short causal sequences: persistent blocks with two Q buffers, no stagger (S 1k); long ones one
-  // block per tile
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos);
+  // short causal sequences: persistent blocks with two Q buffers, no stagger, work tiles claimed from a
+  // counter (S 1k); long ones one block per tile
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
   auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
   ASSERT_TRUE(longer) << refusal;
@@ -248,7 +248,7 @@ TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
     ASSERT_TRUE(k) << refusal;
     EXPECT_NE(k->source.find("const long long lo_ = max_ll_(0LL, (1LL) * row_lo_ + (-256LL));"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("const long long hi_ = min_ll_(static_cast<long long>(seq_k_) - 1, (1LL) * row_hi_ + (0LL));"), std::string::npos) << k->source;
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << seq;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << seq;
     EXPECT_EQ(k->info.blocks, 132) << seq;
     EXPECT_NE(k->summary.find("solved from its linear bounds"), std::string::npos) << k->summary;
     // a conjunction of bounds: boundary tiles compare with each row's two ends
@@ -317,7 +317,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
     ASSERT_TRUE(k) << name << ": " << refusal;
     const bool masked = std::string(name) == "causal";
     const int stages = masked ? 4 : 6;
-    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
+    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
               std::string::npos)
         << name << ": " << k->summary;
     EXPECT_EQ(k->info.blocks, 132) << name;
@@ -326,6 +326,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
     EXPECT_LE(k->info.shared_bytes, 232448) << name;
     EXPECT_NE(k->summary.find("2 Q buffers: the next work tile's Q, K and V load while this one runs"), std::string::npos) << name << ": " << k->summary;
     EXPECT_EQ(k->summary.find("consumer 1 staggered 2 turns behind consumer 0") != std::string::npos, !masked) << name << ": " << k->summary;
+    EXPECT_EQ(k->summary.find("claimed from a counter") != std::string::npos, masked) << name << ": " << k->summary;
   }
   // fewer work tiles than SMs: one persistent block each
   auto few = emit(compile("vanilla", {{"B", 2}, {"H", 3}, {"S", 512}}), &refusal);
@@ -353,7 +354,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   ASSERT_TRUE(s0 && s1 && s3 && s7) << refusal;
   EXPECT_NE(s0->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << s0->summary;
   EXPECT_EQ(s0->summary.find("staggered"), std::string::npos) << s0->summary;
-  EXPECT_NE(s1->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 1>;"), std::string::npos) << s1->summary;
+  EXPECT_NE(s1->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 1, true>;"), std::string::npos) << s1->summary;
   EXPECT_NE(s3->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 3>;"), std::string::npos) << s3->summary;
   EXPECT_NE(s7->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 3>;"), std::string::npos) << s7->summary;
 
@@ -376,7 +377,22 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   auto all = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
   unsetenv("SOLDER_ATTN_SHORT");
   ASSERT_TRUE(all) << refusal;
-  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos);
+  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos);
+
+  // the counter knob: 0 is the snake's fixed rounds (the previous Config exactly), 1 takes the counter
+  // on unmasked persistent kernels too; never with one block per tile
+  setenv("SOLDER_ATTN_DYNAMIC", "0", 1);
+  auto d0 = emit(compile("causal", {}), &refusal);
+  setenv("SOLDER_ATTN_DYNAMIC", "1", 1);
+  auto d1 = emit(compile("vanilla", {}), &refusal);
+  auto d1_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_DYNAMIC");
+  ASSERT_TRUE(d0 && d1 && d1_long) << refusal;
+  EXPECT_NE(d0->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << d0->summary;
+  EXPECT_NE(d0->summary.find("snake order"), std::string::npos) << d0->summary;
+  EXPECT_NE(d1->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2, true>;"), std::string::npos) << d1->summary;
+  EXPECT_NE(d1->summary.find("claimed from a counter"), std::string::npos) << d1->summary;
+  EXPECT_EQ(d1_long->source.find(", true>;"), std::string::npos) << d1_long->summary;
 }
 
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
