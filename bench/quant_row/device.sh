@@ -6,10 +6,10 @@
 #      Q1, Q2/Q9, Q3, Q4, ragged, long ragged, small; rmsnorm_rows L1), of quant_gemm Q8, Q2, Q1, Q9,
 #      Q7, ragged and small, rmsnorm_gemm L1 and softmax, on the new (pipelined) row kernels, in the
 #      background on the CPU (one short GPU run each);
-#   2. the row kernels alone (`solder bench`): SOLDER_ROW_BLOCKS_PER_SM = 0 (the previous, one row
-#      block per block), 1 (the default), 2, at Q5/Q8, Q1, Q2/Q9, Q3, Q4 and rmsnorm L1;
-#   3. `solder bench` of quant_gemm Q1-Q10 and rmsnorm_gemm L1-L2 whole (the default), and Q8 / Q2 /
-#      Q1 whole with the previous row kernel (SOLDER_ROW_BLOCKS_PER_SM=0) for the A/B in one call;
+#   2. `solder bench` of quant_gemm Q1-Q10 and rmsnorm_gemm L1-L2 whole (the default);
+#   3. the row kernels alone (`solder bench`): SOLDER_ROW_BLOCKS_PER_SM = 1 (the default) and 0 (the
+#      previous, one row block per block) at Q8, Q1, Q2, Q3 and rmsnorm L1, 2 at Q8; then Q8 and Q2
+#      whole with the previous row kernel, and Q4 whole with 128x256 forced (the model picks 128x224);
 #   4. the peers in the same call: torch.compile default mode for Q1-Q10 and L1-L2 (Inductor's
 #      compiles warm in the background from the start, untimed), the missed cells first; then with
 #      the time left, max-autotune-no-cudagraphs at Q8 and Q2 (its autotuning times kernels on the
@@ -61,14 +61,15 @@ compile_commands() {  # SOLDER: every program of the call, --compile-only (NVRTC
   echo "$VERIFY" | while IFS='|' read -r label env args; do echo "env $env timeout 100 $1 bench $args --compile-only"; done
   suite_commands "$1" /tmp | sed -e 's/ --json >>.*$/ --compile-only/' -e 's/^timeout 25 /timeout 100 /'
   echo "env SOLDER_GEMM_TILE=128x256s4k1@4096,8192,3584 timeout 100 $1 bench $R/examples/quant_gemm.sol $Q --dim N=8192 --dim K=3584 --compile-only"
-  suite_commands "$1" /tmp | grep -E 'N=768 --dim K=2048|N=2560 --dim K=1536|N=1536 --dim K=2560' |
+  suite_commands "$1" /tmp | grep -E 'N=768 --dim K=2048|N=2560 --dim K=1536' |
     sed -e 's/ --json >>.*$/ --compile-only/' -e 's/^timeout 25 /env SOLDER_ROW_BLOCKS_PER_SM=0 timeout 100 /'
 }
 if [ "${1:-}" = --list-compile ]; then compile_commands "$2"; exit 0; fi  # stage.sh: the build machine's precompile
 
-O=${OUT:-/tmp/out}; out=$O/qrow; mkdir -p "$out"
+# Everything is written under /tmp/qrow; $OUT gets qrow.tgz (all of it) and summary.txt (at most 8 files come back).
+O=${OUT:-/tmp/out}; out=/tmp/qrow; rm -rf "$out"; mkdir -p "$out" "$O"
 start=$(date +%s); left() { echo $(( ${DEADLINE:-150} - ($(date +%s) - start) )); }
-pack() { tar czf "$O/qrow.tgz" -C "$O" qrow 2>/dev/null; }
+pack() { tar czf "$O/qrow.tgz" -C /tmp qrow 2>/dev/null; }
 [ -f payload.tgz ] && tar xzf payload.tgz  # stage.sh: solder, libgomp, tree/, cache/
 chmod +x solder 2>/dev/null
 export LD_LIBRARY_PATH=$PWD:${LD_LIBRARY_PATH:-} SOLDER_CACHE_DIR=$PWD/cache SOLDER_SOURCE_DIR=$PWD/tree
@@ -111,12 +112,20 @@ export -f verify_one
 ( timeout 100 nice -n 10 xargs -d '\n' -P 6 -n 1 bash -c 'verify_one "$1"' _ < "$out/verify-list.txt" > "$out/verify.txt" ) &
 verify_pid=$!
 
-echo "== 2. the row kernels alone: SOLDER_ROW_BLOCKS_PER_SM 0 (previous) / 1 (default) / 2 ($(left) s left)"
+echo "== 2. solder bench: quant_gemm Q1-Q10, rmsnorm_gemm L1-L2 whole ($(left) s left)"
+suite_commands "$S" "$out" > "$out/cmds.txt"
+while IFS= read -r line; do
+  [ "$(left)" -gt 85 ] || { echo "   deadline: skipped $line"; continue; }
+  sh -c "$line" 2>> "$out/solder.err" || echo "   failed: $line"
+done < "$out/cmds.txt"
+pack
+
+echo "== 3. the row kernels alone: SOLDER_ROW_BLOCKS_PER_SM 1 (default) / 0 (previous), 2 at Q8 ($(left) s left)"
 : > "$out/rows.txt"
 row_bench() {  # label, blocks per SM, args...
   local label=$1 n=$2; shift 2
-  [ "$(left)" -gt 95 ] || { echo "   deadline: skipped $label per_sm=$n" | tee -a "$out/rows.txt"; return; }
-  env SOLDER_ROW_BLOCKS_PER_SM=$n timeout 15 "$S" bench "$@" --json > "/tmp/qrow-$label-$n.json" 2> "/tmp/qrow-$label-$n.err"
+  [ "$(left)" -gt 72 ] || { echo "   deadline: skipped $label per_sm=$n" | tee -a "$out/rows.txt"; return; }
+  env SOLDER_ROW_BLOCKS_PER_SM=$n timeout 15 "$S" bench "$@" --replays 30 --json > "/tmp/qrow-$label-$n.json" 2> "/tmp/qrow-$label-$n.err"
   python3 - "$label" "$n" "/tmp/qrow-$label-$n.json" <<'PY' | tee -a "$out/rows.txt"
 import json, sys
 label, n, path = sys.argv[1:4]
@@ -128,25 +137,21 @@ except Exception as e:
 PY
   cat "/tmp/qrow-$label-$n.json" >> "$out/rows.jsonl" 2>/dev/null
 }
-echo "$ROW_CASES" | while IFS='|' read -r label args; do
-  for n in 0 1 2 0 1; do row_bench "$label" "$n" $args; done
+echo "$ROW_CASES" | grep -v '^Q4|' | while IFS='|' read -r label args; do
+  for n in 1 0; do row_bench "$label" "$n" $args; done
+  [ "$label" = Q8 ] && row_bench "$label" 2 $args
 done
 pack
 
-echo "== 3. solder bench: quant_gemm Q1-Q10, rmsnorm_gemm L1-L2 whole ($(left) s left)"
-suite_commands "$S" "$out" > "$out/cmds.txt"
-while IFS= read -r line; do
-  [ "$(left)" -gt 70 ] || { echo "   deadline: skipped $line"; continue; }
-  sh -c "$line" 2>> "$out/solder.err" || echo "   failed: $line"
-done < "$out/cmds.txt"
+echo "== 3b. A/B whole: the previous row kernel at Q8, Q2; Q4 with 128x256 ($(left) s left)"
 # The A/B in the same call: the previous row kernel inside the whole program at Q8, Q2, Q1.
-grep -E 'N=768 --dim K=2048|N=2560 --dim K=1536|N=1536 --dim K=2560' "$out/cmds.txt" | sed "s|$out/solder.jsonl|$out/solder-per_sm0.jsonl|" |
+grep -E 'N=768 --dim K=2048|N=2560 --dim K=1536' "$out/cmds.txt" | sed "s|$out/solder.jsonl|$out/solder-per_sm0.jsonl|" |
 while IFS= read -r line; do
-  [ "$(left)" -gt 65 ] || { echo "   deadline: skipped $line"; continue; }
+  [ "$(left)" -gt 60 ] || { echo "   deadline: skipped $line"; continue; }
   SOLDER_ROW_BLOCKS_PER_SM=0 sh -c "$line" 2>> "$out/solder.err" || echo "   failed: $line"
 done
 # Q4 whole with 128x256 forced (the model's 128x224 against the tile measured 2-5 % faster alone).
-if [ "$(left)" -gt 62 ]; then
+if [ "$(left)" -gt 58 ]; then
   SOLDER_GEMM_TILE=128x256s4k1@4096,8192,3584 timeout 25 "$S" bench $R/examples/quant_gemm.sol $Q --dim N=8192 --dim K=3584 --json \
     >> "$out/solder-q4-128x256.jsonl" 2>> "$out/solder.err"
 fi
