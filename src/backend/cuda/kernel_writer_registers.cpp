@@ -43,8 +43,11 @@ constexpr int64_t kMaxRegisterFloats = 128;  // register tiles × vectors per th
 // Vectors of each tile per thread (all loaded before any is used): Q1's rows of 2560 at 8 rows per
 // block take 10.
 constexpr int64_t kMaxRegisterBatch = 16;
-// Blocks per SM of a pipelined row kernel (pipeline_row_blocks).
-constexpr int64_t kRowBlocksPerSm = 1;
+// Blocks per SM of a pipelined row kernel (pipeline_row_blocks); 0: not pipelined. Off by default: on
+// the H100 one block per SM ran 10-40 % slower than one row block per block (8 warps per SM hide too
+// little of the per-element division and conversion), two per SM 8 % faster at Q8's rows only
+// (bench/NOTES.md, eleventh session).
+constexpr int64_t kRowBlocksPerSm = 0;
 
 }  // namespace
 
@@ -331,11 +334,10 @@ std::optional<KernelWriter::RegisterPlan> KernelWriter::plan_registers() const {
   return plan;
 }
 
-// A row kernel (a reduce per row) over more row blocks than it launches blocks runs pipelined:
-// kRowBlocksPerSm blocks per SM (SOLDER_ROW_BLOCKS_PER_SM; 0: one block per row block), each walking
-// its row blocks with the next one's loads in flight. Without it, a grid of one wave loads, reduces
-// and stores in lockstep: every block waits for all its loads, then computes with the memory idle,
-// then stores. Taken where every load into a register tile can be issued a row block early (a copy
+// With SOLDER_ROW_BLOCKS_PER_SM=N > 0 (kRowBlocksPerSm: 0, off), a row kernel (a reduce per row) over
+// more row blocks than N blocks per SM runs pipelined: N blocks per SM, each walking its row blocks
+// with the next one's loads in flight. Without it, a grid of one wave loads, reduces and stores in
+// lockstep: every block waits for all its loads, then computes with the memory idle, then stores. Taken where every load into a register tile can be issued a row block early (a copy
 // from a global the kernel does not write, the tile's only writer) and the next row block's
 // registers fit the budget beside the plan's.
 void KernelWriter::pipeline_row_blocks(RegisterPlan& plan) const {

@@ -70,7 +70,6 @@ TEST(RegisterPass, RaggedTileStoresElementByElementWhereTheGuardFails) {
 }
 
 TEST(RegisterPass, RmsNormReducesTheRowFromRegisters) {
-  EnvScope unpipelined("SOLDER_ROW_BLOCKS_PER_SM", "0");  // one row block per block (pipelined: below)
   GeneratedModule m = generate_file(bench_program("rmsnorm"), false);
   ASSERT_EQ(m.kernels.size(), 1u);
   ASSERT_NE(m.source.find("the register pass"), std::string::npos) << m.source;
@@ -128,7 +127,6 @@ std::string first_kernel(const std::string& source) {
 
 TEST(RegisterPass, QuantRowKernelHoldsEightRowsOnePerWarp) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
-  EnvScope unpipelined("SOLDER_ROW_BLOCKS_PER_SM", "0");  // one row block per block (pipelined: below)
   GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
   ASSERT_EQ(m.kernels.size(), 2u);
   const std::string row = first_kernel(m.source);
@@ -167,12 +165,21 @@ TEST(RegisterPass, QuantRowKernelTakesTenVectorsPerThreadAtQ1) {
       << row;
 }
 
-// ---- The row kernel pipelined over row blocks (eleventh session, issue 15): one block per SM walks
-// the row blocks b, b + gridDim.x, ... and issues the next one's loads before this one's reduce, maps
-// and stores (a grid of one wave loaded, computed and stored in lockstep).
+// ---- The row kernel pipelined over row blocks (eleventh session, issue 15; SOLDER_ROW_BLOCKS_PER_SM,
+// off by default): N blocks per SM walk the row blocks b, b + gridDim.x, ... and issue the next one's
+// loads before this one's reduce, maps and stores.
+
+TEST(RegisterPass, RowKernelsAreOneRowBlockPerBlockByDefault) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+  EXPECT_EQ(m.kernels[0].blocks, 512);
+  EXPECT_EQ(m.source.find("pipelined"), std::string::npos);
+  EXPECT_EQ(m.source.find("next_a_tile"), std::string::npos);
+}
 
 TEST(RegisterPass, QuantRowKernelWalksItsRowBlocksWithTheNextLoadsInFlight) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
   GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
   ASSERT_EQ(m.kernels.size(), 2u);
   const std::string row = first_kernel(m.source);
@@ -218,6 +225,7 @@ TEST(RegisterPass, RowBlocksPerSmComeFromTheKnob) {
     EXPECT_EQ(m.kernels[0].blocks, 512);
     EXPECT_EQ(first_kernel(m.source).find("pipelined"), std::string::npos);
   }
+  EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
   // Q3's rows of 8192, 2 per block: 2048 row blocks on 128 blocks.
   GeneratedModule q3 = generate_file(example("quant_gemm"), false, {{"M", 4096}, {"N", 3584}, {"K", 8192}});
   EXPECT_EQ(q3.kernels[0].blocks, 128);
@@ -232,6 +240,7 @@ TEST(RegisterPass, RmsnormRowKernelLoadsTheWeightOnceAndPrefetchesTheRows) {
   // L1: 1024 row blocks of 2 rows on 128 blocks; x loaded a row block early; the weight g (a column
   // tile no grid coordinate moves) once, before the loop.
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
   GeneratedModule m = generate_file(example("rmsnorm_gemm"), false, kL1);
   const std::string row = first_kernel(m.source);
   EXPECT_EQ(m.kernels[0].blocks, 128);
@@ -270,7 +279,6 @@ TEST(RegisterPass, RaggedRowsWriteOnlyTheRowsInside) {
   // T = 2045 rows in tiles of 2 (the last block holds one row outside), rows of 2056 = 257 vectors
   // (3 per thread, the third of one thread in 128; at 4 rows, 5 per thread: 80 tile registers).
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
-  EnvScope unpipelined("SOLDER_ROW_BLOCKS_PER_SM", "0");  // the statements at the kernel's level
   GeneratedModule m = generate_file(example("rmsnorm_gemm"), false, {{"T", 2045}, {"HID", 2056}, {"N", 264}});
   const std::string row = first_kernel(m.source);
   ASSERT_NE(row.find("the register pass: 2 rows of 2056 elements per block, one row per 128 threads, 3 vectors of 8"), std::string::npos) << row;
@@ -351,7 +359,6 @@ void expect_verified(const CompileResult& compiled, const BoundProgram& bound) {
 TEST(RegisterPass, LayerNormOverTwoGridDimsHoldsEightRowsOnePerWarp) {
   // Before: 64 rows of 256 per block through 137 KB of shared memory (512 blocks, one per SM at a
   // time); the tiler now gives a row-statistics group at most 8 rows per block (group_plan.cpp).
-  EnvScope unpipelined("SOLDER_ROW_BLOCKS_PER_SM", "0");  // the tiler's blocks, one row block each
   BoundProgram bound;
   CompileResult compiled = compile_text(kLayerNorm, {}, bound);
   GeneratedModule m = generate_cuda(compiled.kernels);
