@@ -44,8 +44,9 @@ constexpr int64_t kMaxRegisterFloats = 128;  // register tiles × vectors per th
 // block take 10.
 constexpr int64_t kMaxRegisterBatch = 16;
 // Blocks per SM of a pipelined row kernel (pipeline_row_blocks); 0: not pipelined. Off by default: on
-// the H100 one block per SM ran 10-40 % slower than one row block per block (8 warps per SM hide too
-// little of the per-element division and conversion), two per SM 8 % faster at Q8's rows only
+// the H100 one block per SM ran 10-40 % slower than one row block per block at quant_gemm Q8's, Q2's
+// and Q3's rows and RMSNorm L1's (8 warps per SM hide too little of the per-element division and
+// conversion; Q1's 2 % faster), two per SM 8 % faster at Q8's, the only row swept at two
 // (bench/NOTES.md, eleventh session).
 constexpr int64_t kRowBlocksPerSm = 0;
 
