@@ -30,7 +30,9 @@ std::string KernelWriter::write() {
   out << " (" << kernel_.blocks() << " blocks)";
   if (kernel_.cluster > 1) out << ", clusters of " << kernel_.cluster;
   out << ", " << shared_bytes_ << " bytes of shared memory\n";
-  out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << cuda_identifier(kernel_.name) << "(";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads;
+  if (register_plan_ && register_plan_->launch_blocks && register_plan_->blocks_per_sm > 1) out << ", " << register_plan_->blocks_per_sm;
+  out << ") " << cuda_identifier(kernel_.name) << "(";
   for (size_t i = 0; i < program_.globals.size(); ++i) {
     const GlobalTensor& g = program_.globals[i];
     out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
@@ -39,13 +41,10 @@ std::string KernelWriter::write() {
   out << ") {\n";
   out << "  extern __shared__ __align__(16) unsigned char smem[];\n";
   if (kernel_.cluster > 1) out << "  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();\n";
-  // Logical grid coordinates from the linear block index.
-  out << "  long long block_linear = blockIdx.x;\n";
-  for (size_t d = kernel_.grid.size(); d-- > 0;) {
-    const GridDim& g = kernel_.grid[d];
-    out << "  const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL;";
-    out << " block_linear /= " << g.extent << "LL;\n";
-  }
+  // Logical grid coordinates from the linear block index (the pipelined register pass: per row block,
+  // in its loop).
+  const bool pipelined = register_plan_ && register_plan_->launch_blocks;
+  if (!pipelined) grid_coordinates(out, "blockIdx.x", 1);
   std::set<std::string> rotated = async_buffers();
   for (auto& [name, off] : tile_offsets_) {
     const Buffer* b = kernel_.find_buffer(name);
@@ -66,12 +65,21 @@ std::string KernelWriter::write() {
   collective_setup(out);
   if (has_reduce())
     out << "  float* const reduce_scratch = reinterpret_cast<float*>(smem + " << reduce_scratch_offset_ << ");  // partials of cooperative reduces\n";
-  out << "  (void)block_linear;\n";
+  if (!pipelined) out << "  (void)block_linear;\n";
   if (register_plan_) register_pass(out);
   else statements(out, kernel_.body, 1);
   collective_teardown(out);
   out << "}\n";
   return out.str();
+}
+
+void KernelWriter::grid_coordinates(std::ostringstream& out, const std::string& linear, int indent) const {
+  out << pad(indent) << "long long block_linear = " << linear << ";\n";
+  for (size_t d = kernel_.grid.size(); d-- > 0;) {
+    const GridDim& g = kernel_.grid[d];
+    out << pad(indent) << "const long long " << cuda_identifier(g.var) << " = block_linear % " << g.extent << "LL;";
+    out << " block_linear /= " << g.extent << "LL;\n";
+  }
 }
 
 bool KernelWriter::has_topk() const {

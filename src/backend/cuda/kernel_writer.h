@@ -117,7 +117,8 @@ class KernelWriter {
   }
 
   GeneratedKernel info() const {
-    return GeneratedKernel{kernel_.name, kernel_.blocks(), kernel_.cluster, kThreads, shared_bytes_};
+    const int64_t blocks = register_plan_ && register_plan_->launch_blocks ? register_plan_->launch_blocks : kernel_.blocks();
+    return GeneratedKernel{kernel_.name, blocks, kernel_.cluster, kThreads, shared_bytes_};
   }
 
   std::string write();
@@ -419,6 +420,13 @@ class KernelWriter {
     int64_t group = 256;            // G = 256 / R threads per row
     int64_t vector = 8;             // V
     int64_t vectors = 0, batch = 0;  // N / V vectors per row; vectors per thread
+    // The pipelined form (row kernels over at least two waves of row blocks): 0, or the blocks
+    // launched; each walks the row blocks b, b + gridDim.x, ... and issues the next one's loads
+    // (`prefetched`: the copies from globals into register tiles) before this one's statements.
+    int64_t launch_blocks = 0;
+    int64_t blocks_per_sm = 0;      // resident together: __launch_bounds__'s minimum where above 1
+    std::set<const void*> prefetched;
+    std::set<const void*> hoisted;  // loads of column tiles that no grid coordinate moves: once, before the loop
   };
   std::optional<RegisterPlan> register_plan_;
   std::optional<RegisterPlan> plan_registers() const;
@@ -429,6 +437,12 @@ class KernelWriter {
   void register_axes_base(std::ostringstream& out, const std::vector<Axis>& axes, int indent);
   void register_axes_element(std::ostringstream& out, const std::vector<Axis>& axes, int indent);
   void register_pass(std::ostringstream& out);
+  bool register_statements(std::ostringstream& out);
+  int register_open_vectors(std::ostringstream& out, const std::vector<Axis>& axes, bool column);
+  void register_load(std::ostringstream& out, const CopyNode& c, const std::string& registers);
+  void pipeline_row_blocks(RegisterPlan& plan) const;
+  // `long long block_linear = <linear>;` and the grid's coordinates from it, at `indent`.
+  void grid_coordinates(std::ostringstream& out, const std::string& linear, int indent) const;
 
  public:
   // Whether write() keeps this kernel's point tiles in registers (tests, the emit report).

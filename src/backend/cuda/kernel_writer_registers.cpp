@@ -6,11 +6,13 @@
 // between the statements that touch them. What each statement computes is unchanged: the same
 // expressions, rounded to the same dtypes; a reduce over the whole tile combines its partials in a
 // different (fixed) order, as the cooperative reduces do.
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
 #include "backend/cuda/kernel_writer.h"
 #include "backend/cuda/fusion_params.h"
+#include "hw/hardware.h"
 #include "ir/expr_visitor.h"
 
 namespace solder::generic {
@@ -41,6 +43,12 @@ constexpr int64_t kMaxRegisterFloats = 128;  // register tiles × vectors per th
 // Vectors of each tile per thread (all loaded before any is used): Q1's rows of 2560 at 8 rows per
 // block take 10.
 constexpr int64_t kMaxRegisterBatch = 16;
+// Blocks per SM of a pipelined row kernel (pipeline_row_blocks); 0: not pipelined. Off by default: on
+// the H100 one block per SM ran 10-40 % slower than one row block per block at quant_gemm Q8's, Q2's
+// and Q3's rows and RMSNorm L1's (8 warps per SM hide too little of the per-element division and
+// conversion; Q1's 2 % faster), two per SM 8 % faster at Q8's, the only row swept at two
+// (bench/NOTES.md, eleventh session).
+constexpr int64_t kRowBlocksPerSm = 0;
 
 }  // namespace
 
@@ -323,7 +331,62 @@ std::optional<KernelWriter::RegisterPlan> KernelWriter::plan_registers() const {
         plan.packed.insert(t);
   }
   if (plan.batch > kMaxRegisterBatch || plan_floats(plan) > kMaxRegisterFloats) return std::nullopt;
+  pipeline_row_blocks(plan);
   return plan;
+}
+
+// With SOLDER_ROW_BLOCKS_PER_SM=N > 0 (kRowBlocksPerSm: 0, off), a row kernel (a reduce per row) over
+// more row blocks than N blocks per SM runs pipelined: N blocks per SM, each walking its row blocks
+// with the next one's loads in flight. Without it, a grid of one wave loads, reduces and stores in
+// lockstep: every block waits for all its loads, then computes with the memory idle, then stores. Taken where every load into a register tile can be issued a row block early (a copy
+// from a global the kernel does not write, the tile's only writer) and the next row block's
+// registers fit the budget beside the plan's.
+void KernelWriter::pipeline_row_blocks(RegisterPlan& plan) const {
+  int64_t per_sm = kRowBlocksPerSm;
+  if (const char* env = std::getenv("SOLDER_ROW_BLOCKS_PER_SM"); env && *env) per_sm = std::atoll(env);  // A/B runs (docs/runtime.md)
+  if (per_sm <= 0 || kernel_.grid.empty() || !has_reduce()) return;
+  const int64_t sms = default_hardware().sm_count > 0 ? default_hardware().sm_count : 132;
+  const int64_t tiles = kernel_.blocks(), target = per_sm * sms;
+  if (tiles <= target) return;  // one row block per launched block at most: nothing to overlap
+  std::set<std::string> written;  // globals the kernel stores into
+  std::map<std::string, int> writers;  // of each register tile
+  for (auto& s : kernel_.body)
+    if (auto c = s.as<CopyNode>()) {
+      if (array(c->dst.name).global) written.insert(c->dst.name);
+      else ++writers[c->dst.name];
+    } else if (auto m = s.as<MapNode>()) {
+      ++writers[m->dst.name];
+    }
+  auto moves_with_grid = [&](const CopyNode& c) {
+    for (auto& g : kernel_.grid) {
+      for (auto& i : c.src.index)
+        if (uses_var(i, g.var)) return true;
+      if (c.domain.guard && uses_var(c.domain.guard, g.var)) return true;
+    }
+    return false;
+  };
+  std::set<const void*> prefetched, hoisted;
+  int64_t floats = plan_floats(plan);
+  for (auto& s : kernel_.body) {
+    auto c = s.as<CopyNode>();
+    if (!c || plan.row_statements.count(s.get()) || !array(c->src.name).global) continue;
+    const std::string& t = c->dst.name;
+    if (!plan.tiles.count(t) && !plan.columns.count(t)) continue;
+    if (written.count(c->src.name) || writers[t] != 1) return;
+    if (plan.columns.count(t) && !moves_with_grid(*c)) {
+      hoisted.insert(s.get());  // the same elements for every row block
+      continue;
+    }
+    prefetched.insert(s.get());
+    const int64_t per_register = !plan.packed.count(t) ? 1 : is_float8(kernel_.find_buffer(t)->dtype) ? 4 : 2;
+    floats += plan.batch * plan.vector / per_register;
+  }
+  if (prefetched.empty() || floats > kMaxRegisterFloats) return;
+  const int64_t per_block = (tiles + target - 1) / target;
+  plan.launch_blocks = (tiles + per_block - 1) / per_block;
+  plan.blocks_per_sm = per_sm;
+  plan.prefetched = std::move(prefetched);
+  plan.hoisted = std::move(hoisted);
 }
 
 // Per thread: packed tiles count half (16-bit pairs) or a quarter (8-bit).
@@ -355,10 +418,84 @@ void KernelWriter::register_axes_element(std::ostringstream& out, const std::vec
   }
 }
 
+namespace {
+
+std::string register_name(const std::string& tile) { return "reg_" + cuda_identifier(tile); }
+std::string prefetch_name(const std::string& tile) { return "next_" + cuda_identifier(tile); }
+
+// `text` with `extra` more levels of indentation on each line.
+std::string indented(const std::string& text, int extra) {
+  std::string out, prefix(static_cast<size_t>(extra) * 2, ' ');
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) out += prefix;
+    out += text.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+// Opens the per-vector loop (indent 2 inside); returns the body's indentation. A column tile's
+// vector is the row's vector j_; a point tile's is row_ * vectors + j_.
+int KernelWriter::register_open_vectors(std::ostringstream& out, const std::vector<Axis>& axes, bool column) {
+  const RegisterPlan& plan = *register_plan_;
+  out << "  #pragma unroll\n";
+  out << "  for (int u_ = 0; u_ < " << plan.batch << "; ++u_) {\n";
+  out << "    const int j_ = lane_ + u_ * " << plan.group << ";\n";
+  out << "    if (j_ >= " << plan.vectors << ") continue;\n";
+  if (column || plan.rows == 1) out << "    const int vec_ = j_;\n";
+  else out << "    const int vec_ = row_ * " << plan.vectors << " + j_;\n";
+  register_axes_base(out, axes, 2);
+  return 2;
+}
+
+// A copy from a global into a register tile, 16-byte vectors into `registers` (the tile's registers,
+// or the pipelined form's next ones), at indent 1.
+void KernelWriter::register_load(std::ostringstream& out, const CopyNode& c, const std::string& registers) {
+  const RegisterPlan& plan = *register_plan_;
+  const Access& g = c.src;
+  const Access& t = c.dst;
+  const CudaArray& global = array(g.name);
+  const Buffer* tb = kernel_.find_buffer(t.name);
+  const auto& axes = c.domain.axes;
+  const bool column = plan.columns.count(t.name) > 0;
+  const std::string V = std::to_string(plan.vector);
+  out << "  // copy " << c.dst.name << " = " << c.src.name << ": " << plan.vector * dtype_bytes(global.dtype) << "-byte vectors, into registers"
+      << (column ? " (in every row)" : "") << "\n";
+  int in = register_open_vectors(out, axes, column);
+  if (plan.packed.count(t.name)) {
+    // Kept as the loaded 16-bit pairs (the tile's dtype is the global's: no rounding).
+    out << pad(in) << "{\n";
+    out << pad(in + 1) << "const int i_ = 0;\n";
+    register_axes_element(out, axes, in + 1);
+    out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::load_packed(" << global.pointer << " + "
+        << printer_.offset(global, index_texts(g)) << ", " << registers << "[u_]);\n";
+    out << pad(in + 1) << "else solder::reduce::zero_packed(" << registers << "[u_]);  // outside the global: 0\n";
+    out << pad(in) << "}\n";
+  } else {
+    // The vector is wholly in or out of the global (its dims are whole vectors); a guard does
+    // not hold the load back (an element it skips is never read).
+    out << pad(in) << "{\n";
+    out << pad(in + 1) << "const int i_ = 0;\n";
+    register_axes_element(out, axes, in + 1);
+    out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::load_vector(" << global.pointer << " + "
+        << printer_.offset(global, index_texts(g)) << ", " << registers << "[u_]);\n";
+    out << pad(in + 1) << "else for (int j_ = 0; j_ < " << V << "; ++j_) " << registers << "[u_][j_] = 0.0f;  // outside the global: 0\n";
+    out << pad(in) << "}\n";
+    if (tb->dtype != DType::f32 && tb->dtype != global.dtype)
+      out << pad(in) << "for (int j_ = 0; j_ < " << V << "; ++j_) " << registers << "[u_][j_] = " << round_function(tb->dtype) << "("
+          << registers << "[u_][j_]);\n";
+  }
+  out << "  }\n";
+}
+
 void KernelWriter::register_pass(std::ostringstream& out) {
   const RegisterPlan& plan = *register_plan_;
-  const std::string V = std::to_string(plan.vector), B = std::to_string(plan.batch), G = std::to_string(plan.group);
-  auto reg = [](const std::string& tile) { return "reg_" + cuda_identifier(tile); };
+  const std::string B = std::to_string(plan.batch), G = std::to_string(plan.group);
   if (plan.rows == 1)
     out << "  // the register pass: " << plan.elements << " elements of each point tile per block, " << plan.batch
         << " vectors of " << plan.vector << " per thread (vector v of a tile in thread v % " << kThreads << ")\n";
@@ -368,35 +505,89 @@ void KernelWriter::register_pass(std::ostringstream& out) {
         << G << ")\n";
   out << "  const int row_ = threadIdx.x / " << G << ", lane_ = threadIdx.x % " << G << ";\n";
   out << "  (void)row_;\n";
+  // The registers of a tile: its type and the extent of a vector's entry.
+  auto registers_of = [&](const std::string& t) -> std::pair<std::string, int64_t> {
+    if (plan.packed.count(t) && is_float8(kernel_.find_buffer(t)->dtype)) return {"unsigned int", plan.vector / 4};
+    if (plan.packed.count(t)) return {kernel_.find_buffer(t)->dtype == DType::bf16 ? "__nv_bfloat162" : "__half2", plan.vector / 2};
+    return {"float", plan.vector};
+  };
   for (auto* set : {&plan.tiles, &plan.columns})
     for (auto& t : *set) {
       const std::string what = t + (set == &plan.columns ? ": one row's elements, the same in every row" : "");
+      const auto [type, entry] = registers_of(t);
       if (plan.packed.count(t) && is_float8(kernel_.find_buffer(t)->dtype)) {
-        out << "  unsigned int " << reg(t) << "[" << B << "][" << plan.vector / 4 << "] = {};  // " << what
-            << ", as stored (8-bit, 4 per word)\n";
+        out << "  " << type << " " << register_name(t) << "[" << B << "][" << entry << "] = {};  // " << what << ", as stored (8-bit, 4 per word)\n";
         arrays_[t].element = "/* " + t + ": packed 8-bit, read only by its store */";
       } else if (plan.packed.count(t)) {
-        const bool bf16 = kernel_.find_buffer(t)->dtype == DType::bf16;
-        out << "  " << (bf16 ? "__nv_bfloat162 " : "__half2 ") << reg(t) << "[" << B << "][" << plan.vector / 2 << "];  // " << what
-            << ", as loaded (16-bit pairs)\n";
-        arrays_[t].element = "solder::reduce::unpack(" + reg(t) + "[u_], i_)";
+        out << "  " << type << " " << register_name(t) << "[" << B << "][" << entry << "];  // " << what << ", as loaded (16-bit pairs)\n";
+        arrays_[t].element = "solder::reduce::unpack(" + register_name(t) + "[u_], i_)";
       } else {
-        out << "  float " << reg(t) << "[" << B << "][" << V << "] = {};  // " << what << "\n";
-        arrays_[t].element = reg(t) + "[u_][i_]";
+        out << "  " << type << " " << register_name(t) << "[" << B << "][" << entry << "] = {};  // " << what << "\n";
+        arrays_[t].element = register_name(t) + "[u_][i_]";
       }
     }
-  // Opens the per-vector loop (indent 2 inside); returns the body's indentation. A column tile's
-  // vector is the row's vector j_; a point tile's is row_ * vectors + j_.
-  auto open_vectors = [&](const std::vector<Axis>& axes, bool column = false) {
-    out << "  #pragma unroll\n";
-    out << "  for (int u_ = 0; u_ < " << B << "; ++u_) {\n";
-    out << "    const int j_ = lane_ + u_ * " << G << ";\n";
-    out << "    if (j_ >= " << plan.vectors << ") continue;\n";
-    if (column || plan.rows == 1) out << "    const int vec_ = j_;\n";
-    else out << "    const int vec_ = row_ * " << plan.vectors << " + j_;\n";
-    register_axes_base(out, axes, 2);
-    return 2;
-  };
+  if (!plan.launch_blocks) {
+    register_statements(out);
+  } else {
+    // The pipelined form: block b walks the row blocks b, b + gridDim.x, ...; the loads of the next
+    // one are issued before this one's reduce, maps and stores, so that they are in flight while
+    // this one computes and stores.
+    const int64_t tiles = kernel_.blocks();
+    std::vector<const CopyNode*> loads;
+    for (auto& s : kernel_.body)
+      if (plan.prefetched.count(s.get())) loads.push_back(s.as<CopyNode>());
+    out << "  // pipelined: " << plan.launch_blocks << " blocks walk the " << tiles << " row blocks (b, b + gridDim.x, ...); the next one's "
+        << "loads are in flight while this one reduces, computes and stores\n";
+    for (auto c : loads) {
+      const auto [type, entry] = registers_of(c->dst.name);
+      out << "  " << type << " " << prefetch_name(c->dst.name) << "[" << B << "][" << entry << "];  // " << c->dst.name
+          << " of the next row block\n";
+    }
+    auto prefetch = [&](const std::string& linear, int indent) {
+      std::ostringstream loads_text;
+      for (auto c : loads) register_load(loads_text, *c, prefetch_name(c->dst.name));
+      grid_coordinates(out, linear, indent);
+      out << pad(indent) << "(void)block_linear;\n";
+      out << indented(loads_text.str(), indent - 1);
+    };
+    for (auto& s : kernel_.body)
+      if (plan.hoisted.count(s.get())) {
+        auto c = s.as<CopyNode>();
+        out << "  // " << c->dst.name << ": the same for every row block, loaded once\n";
+        register_load(out, *c, register_name(c->dst.name));
+      }
+    out << "  {  // the first row block's loads\n";
+    prefetch("blockIdx.x", 2);
+    out << "  }\n";
+    out << "  for (long long tile_ = blockIdx.x; tile_ < " << tiles << "LL; tile_ += gridDim.x) {\n";
+    grid_coordinates(out, "tile_", 2);
+    out << "    (void)block_linear;\n";
+    for (auto c : loads) {
+      const auto entry = registers_of(c->dst.name).second;
+      out << "    #pragma unroll\n";
+      out << "    for (int u_ = 0; u_ < " << B << "; ++u_)\n";
+      out << "      for (int w_ = 0; w_ < " << entry << "; ++w_) " << register_name(c->dst.name) << "[u_][w_] = " << prefetch_name(c->dst.name)
+          << "[u_][w_];\n";
+    }
+    out << "    if (tile_ + gridDim.x < " << tiles << "LL) {  // the next row block's loads\n";
+    prefetch("tile_ + gridDim.x", 3);
+    out << "    }\n";
+    std::ostringstream body;
+    if (register_statements(body)) body << "  __syncthreads();  // the shared tiles free for the next row block\n";
+    out << indented(body.str(), 1);
+    out << "  }\n";
+  }
+  for (auto& t : plan.tiles) arrays_[t].element.clear();
+  for (auto& t : plan.columns) arrays_[t].element.clear();
+}
+
+// The statements of the register pass, at indent 1 (the prefetched loads of the pipelined form
+// left out); returns whether a shared tile was touched since the last barrier.
+bool KernelWriter::register_statements(std::ostringstream& out) {
+  const RegisterPlan& plan = *register_plan_;
+  const std::string V = std::to_string(plan.vector);
+  auto reg = [](const std::string& tile) { return register_name(tile); };
+  auto open_vectors = [&](const std::vector<Axis>& axes, bool column = false) { return register_open_vectors(out, axes, column); };
   auto close = [&](int indent) { out << pad(indent) << "}\n"; };
   // Whether a statement since the last barrier touched a shared tile (a fill then needs one first).
   bool shared_touched = false;
@@ -427,74 +618,59 @@ void KernelWriter::register_pass(std::ostringstream& out) {
     switch (s.kind()) {
       case StmtKind::Copy: {
         auto c = s.as<CopyNode>();
+        if (plan.prefetched.count(s.get()) || plan.hoisted.count(s.get())) {
+          out << "  // copy " << c->dst.name << " = " << c->src.name << ": loaded before ("
+              << (plan.hoisted.count(s.get()) ? "once, before the row blocks" : "the next row block's loads") << ")\n";
+          break;
+        }
         reads_shared(c->domain.guard);
         const bool load = array(c->src.name).global;
-        const Access& g = load ? c->src : c->dst;
-        const Access& t = load ? c->dst : c->src;
+        if (load) {
+          register_load(out, *c, reg(c->dst.name));
+          break;
+        }
+        const Access& g = c->dst;
+        const Access& t = c->src;
         const CudaArray& global = array(g.name);
         const Buffer* tb = kernel_.find_buffer(t.name);
         const auto& axes = c->domain.axes;
         const bool column = plan.columns.count(t.name) > 0;
         out << "  // copy " << c->dst.name << " = " << c->src.name << ": " << plan.vector * dtype_bytes(global.dtype) << "-byte vectors, "
-            << (load ? "into" : "from") << " registers" << (column ? " (in every row)" : "") << "\n";
+            << "from registers" << (column ? " (in every row)" : "") << "\n";
         int in = open_vectors(axes, column);
-        if (load && plan.packed.count(t.name)) {
-          // Kept as the loaded 16-bit pairs (the tile's dtype is the global's: no rounding).
-          out << pad(in) << "{\n";
-          out << pad(in + 1) << "const int i_ = 0;\n";
+        // A vector store when every element's guard holds, else element by element.
+        out << pad(in) << "bool whole_ = true;\n";
+        if (c->domain.guard) {
+          out << pad(in) << "#pragma unroll\n";
+          out << pad(in) << "for (int i_ = 0; i_ < " << V << "; ++i_) {\n";
           register_axes_element(out, axes, in + 1);
-          out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::load_packed(" << global.pointer << " + "
-              << printer_.offset(global, index_texts(g)) << ", " << reg(t.name) << "[u_]);\n";
-          out << pad(in + 1) << "else solder::reduce::zero_packed(" << reg(t.name) << "[u_]);  // outside the global: 0\n";
-          out << pad(in) << "}\n";
-        } else if (load) {
-          // The vector is wholly in or out of the global (its dims are whole vectors); a guard does
-          // not hold the load back (an element it skips is never read).
-          out << pad(in) << "{\n";
-          out << pad(in + 1) << "const int i_ = 0;\n";
-          register_axes_element(out, axes, in + 1);
-          out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::load_vector(" << global.pointer << " + "
-              << printer_.offset(global, index_texts(g)) << ", " << reg(t.name) << "[u_]);\n";
-          out << pad(in + 1) << "else for (int j_ = 0; j_ < " << V << "; ++j_) " << reg(t.name) << "[u_][j_] = 0.0f;  // outside the global: 0\n";
-          out << pad(in) << "}\n";
-          if (tb->dtype != DType::f32 && tb->dtype != global.dtype)
-            out << pad(in) << "for (int j_ = 0; j_ < " << V << "; ++j_) " << reg(t.name) << "[u_][j_] = " << round_function(tb->dtype) << "("
-                << reg(t.name) << "[u_][j_]);\n";
-        } else {
-          // A vector store when every element's guard holds, else element by element.
-          out << pad(in) << "bool whole_ = true;\n";
-          if (c->domain.guard) {
-            out << pad(in) << "#pragma unroll\n";
-            out << pad(in) << "for (int i_ = 0; i_ < " << V << "; ++i_) {\n";
-            register_axes_element(out, axes, in + 1);
-            out << pad(in + 1) << "whole_ = whole_ && " << printer_.print_bool(c->domain.guard) << ";\n";
-            out << pad(in) << "}\n";
-          }
-          out << pad(in) << "if (whole_) {\n";
-          out << pad(in + 1) << "const int i_ = 0;\n";
-          register_axes_element(out, axes, in + 1);
-          const bool narrow = plan.packed.count(t.name) && is_float8(tb->dtype);  // its bytes, as packed
-          if (narrow)
-            out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::store_packed_fp8(reinterpret_cast<unsigned char*>("
-                << global.pointer << " + " << printer_.offset(global, index_texts(g)) << "), " << reg(t.name) << "[u_]);\n";
-          else
-            out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::store_vector(" << global.pointer << " + "
-                << printer_.offset(global, index_texts(g)) << ", " << reg(t.name) << "[u_]);\n";
-          out << pad(in) << "} else {\n";
-          out << pad(in + 1) << "#pragma unroll\n";
-          out << pad(in + 1) << "for (int i_ = 0; i_ < " << V << "; ++i_) {\n";
-          register_axes_element(out, axes, in + 2);
-          if (c->domain.guard) out << pad(in + 2) << "if (!" << printer_.print_bool(c->domain.guard) << ") continue;\n";
-          auto idx = index_texts(g);
-          if (narrow)
-            out << pad(in + 2) << "if (" << in_bounds(global, idx) << ") solder::reduce::store_packed_fp8_element(reinterpret_cast<unsigned char*>(&"
-                << global.pointer << "[" << printer_.offset(global, idx) << "]), " << reg(t.name) << "[u_], i_);\n";
-          else
-            out << pad(in + 2) << "if (" << in_bounds(global, idx) << ") solder::store(&" << global.pointer << "[" << printer_.offset(global, idx)
-                << "], " << reg(t.name) << "[u_][i_]);\n";
-          out << pad(in + 1) << "}\n";
+          out << pad(in + 1) << "whole_ = whole_ && " << printer_.print_bool(c->domain.guard) << ";\n";
           out << pad(in) << "}\n";
         }
+        out << pad(in) << "if (whole_) {\n";
+        out << pad(in + 1) << "const int i_ = 0;\n";
+        register_axes_element(out, axes, in + 1);
+        const bool narrow = plan.packed.count(t.name) && is_float8(tb->dtype);  // its bytes, as packed
+        if (narrow)
+          out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::store_packed_fp8(reinterpret_cast<unsigned char*>("
+              << global.pointer << " + " << printer_.offset(global, index_texts(g)) << "), " << reg(t.name) << "[u_]);\n";
+        else
+          out << pad(in + 1) << "if (" << in_bounds(global, index_texts(g)) << ") solder::reduce::store_vector(" << global.pointer << " + "
+              << printer_.offset(global, index_texts(g)) << ", " << reg(t.name) << "[u_]);\n";
+        out << pad(in) << "} else {\n";
+        out << pad(in + 1) << "#pragma unroll\n";
+        out << pad(in + 1) << "for (int i_ = 0; i_ < " << V << "; ++i_) {\n";
+        register_axes_element(out, axes, in + 2);
+        if (c->domain.guard) out << pad(in + 2) << "if (!" << printer_.print_bool(c->domain.guard) << ") continue;\n";
+        auto idx = index_texts(g);
+        if (narrow)
+          out << pad(in + 2) << "if (" << in_bounds(global, idx) << ") solder::reduce::store_packed_fp8_element(reinterpret_cast<unsigned char*>(&"
+              << global.pointer << "[" << printer_.offset(global, idx) << "]), " << reg(t.name) << "[u_], i_);\n";
+        else
+          out << pad(in + 2) << "if (" << in_bounds(global, idx) << ") solder::store(&" << global.pointer << "[" << printer_.offset(global, idx)
+              << "], " << reg(t.name) << "[u_][i_]);\n";
+        out << pad(in + 1) << "}\n";
+        out << pad(in) << "}\n";
         close(1);
         break;
       }
@@ -583,8 +759,7 @@ void KernelWriter::register_pass(std::ostringstream& out) {
       default: throw Error("CUDA code generator: the register pass met a statement its plan excludes (please report)");
     }
   }
-  for (auto& t : plan.tiles) arrays_[t].element.clear();
-  for (auto& t : plan.columns) arrays_[t].element.clear();
+  return shared_touched;
 }
 
 }  // namespace solder::generic

@@ -32,6 +32,12 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
+struct EnvScope {  // an environment variable for the life of a scope
+  EnvScope(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvScope() { unsetenv(name_); }
+  const char* name_;
+};
+
 TEST(RegisterPass, SiluMulLoadsComputesAndStoresInRegisters) {
   GeneratedModule m = generate_file(bench_program("silu_mul"), false);
   ASSERT_EQ(m.kernels.size(), 1u);
@@ -106,12 +112,6 @@ TEST(RegisterPass, NvrtcCompilesTheRegisterKernels) {
 // ---- Several rows per block (seventh session): the row kernels of quant_gemm and rmsnorm_gemm's
 // two-kernel plans (SOLDER_PROLOGUE_PLAN=split), a reduce over each of R rows then a map of the row.
 
-struct EnvScope {  // an environment variable for the life of a scope
-  EnvScope(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~EnvScope() { unsetenv(name_); }
-  const char* name_;
-};
-
 using Dims = std::vector<std::pair<std::string, int64_t>>;
 const Dims kQ1{{"M", 4096}, {"N", 1536}, {"K", 2560}};
 const Dims kQ5{{"M", 4096}, {"N", 7168}, {"K", 2048}};
@@ -163,6 +163,93 @@ TEST(RegisterPass, QuantRowKernelTakesTenVectorsPerThreadAtQ1) {
   EXPECT_NE(row.find("// the register pass: 8 rows of 2560 elements per block, one row per 32 threads, 10 vectors of 8 per thread"),
             std::string::npos)
       << row;
+}
+
+// ---- The row kernel pipelined over row blocks (eleventh session, issue 15; SOLDER_ROW_BLOCKS_PER_SM,
+// off by default): N blocks per SM walk the row blocks b, b + gridDim.x, ... and issue the next one's
+// loads before this one's reduce, maps and stores.
+
+TEST(RegisterPass, RowKernelsAreOneRowBlockPerBlockByDefault) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+  EXPECT_EQ(m.kernels[0].blocks, 512);
+  EXPECT_EQ(m.source.find("pipelined"), std::string::npos);
+  EXPECT_EQ(m.source.find("next_a_tile"), std::string::npos);
+}
+
+TEST(RegisterPass, QuantRowKernelWalksItsRowBlocksWithTheNextLoadsInFlight) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const std::string row = first_kernel(m.source);
+  // 512 row blocks of 8 rows on 128 blocks (132 SMs, one block each: 4 row blocks per block).
+  EXPECT_EQ(m.kernels[0].blocks, 128);
+  EXPECT_NE(row.find("// pipelined: 128 blocks walk the 512 row blocks"), std::string::npos) << row;
+  EXPECT_NE(row.find("__launch_bounds__(256) fused_aq("), std::string::npos) << row;
+  // a's registers and the next row block's: the first row block's loads before the loop, the next
+  // one's at the top of each iteration (guarded by the last), the in-place copy left out.
+  EXPECT_NE(row.find("__nv_bfloat162 next_a_tile[8][4];  // a_tile of the next row block"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "solder::reduce::load_packed(a + "), 2);
+  EXPECT_EQ(count(row, ", next_a_tile[u_]);"), 2);
+  EXPECT_NE(row.find("for (long long tile_ = blockIdx.x; tile_ < 512LL; tile_ += gridDim.x) {\n    long long block_linear = tile_;\n"
+                     "    const long long m_t = block_linear % 512LL;"),
+            std::string::npos)
+      << row;
+  EXPECT_NE(row.find("reg_a_tile[u_][w_] = next_a_tile[u_][w_];"), std::string::npos) << row;
+  EXPECT_NE(row.find("if (tile_ + gridDim.x < 512LL) {  // the next row block's loads\n      long long block_linear = tile_ + gridDim.x;"),
+            std::string::npos)
+      << row;
+  EXPECT_NE(row.find("// copy a_tile = a: loaded before (the next row block's loads)"), std::string::npos) << row;
+  // The same statements inside the loop; the map reads the per-row scale after its barrier, so a
+  // fourth barrier frees the shared tiles for the next row block.
+  EXPECT_NE(row.find("      v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "__syncthreads"), 4);
+  EXPECT_NE(row.find("  __syncthreads();  // the shared tiles free for the next row block\n  }\n}"), std::string::npos) << row;
+  // The GEMM after it is not a row kernel of the pass.
+  EXPECT_EQ(m.source.substr(row.size()).find("pipelined"), std::string::npos);
+}
+
+TEST(RegisterPass, RowBlocksPerSmComeFromTheKnob) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  {
+    EnvScope two("SOLDER_ROW_BLOCKS_PER_SM", "2");  // 264 blocks: 2 row blocks each, 256 blocks
+    GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+    const std::string row = first_kernel(m.source);
+    EXPECT_EQ(m.kernels[0].blocks, 256);
+    EXPECT_NE(row.find("__launch_bounds__(256, 2) fused_aq("), std::string::npos) << row;
+  }
+  {
+    EnvScope four("SOLDER_ROW_BLOCKS_PER_SM", "4");  // 528 blocks for 512 row blocks: nothing to overlap
+    GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+    EXPECT_EQ(m.kernels[0].blocks, 512);
+    EXPECT_EQ(first_kernel(m.source).find("pipelined"), std::string::npos);
+  }
+  EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
+  // Q3's rows of 8192, 2 per block: 2048 row blocks on 128 blocks.
+  GeneratedModule q3 = generate_file(example("quant_gemm"), false, {{"M", 4096}, {"N", 3584}, {"K", 8192}});
+  EXPECT_EQ(q3.kernels[0].blocks, 128);
+  EXPECT_NE(first_kernel(q3.source).find("// pipelined: 128 blocks walk the 2048 row blocks"), std::string::npos);
+  // No more row blocks than SMs (M 128: 128 row blocks of one row): one each, as before.
+  GeneratedModule few = generate_file(example("quant_gemm"), false, {{"M", 128}, {"N", 768}, {"K", 2048}});
+  EXPECT_EQ(few.kernels[0].blocks, 128);
+  EXPECT_EQ(first_kernel(few.source).find("pipelined"), std::string::npos);
+}
+
+TEST(RegisterPass, RmsnormRowKernelLoadsTheWeightOnceAndPrefetchesTheRows) {
+  // L1: 1024 row blocks of 2 rows on 128 blocks; x loaded a row block early; the weight g (a column
+  // tile no grid coordinate moves) once, before the loop.
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
+  GeneratedModule m = generate_file(example("rmsnorm_gemm"), false, kL1);
+  const std::string row = first_kernel(m.source);
+  EXPECT_EQ(m.kernels[0].blocks, 128);
+  EXPECT_NE(row.find("__nv_bfloat162 next_x_tile[4][4];"), std::string::npos) << row;
+  EXPECT_EQ(row.find("next_g_tile"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "solder::reduce::load_packed(g + (c__), reg_g_tile[u_])"), 1);
+  EXPECT_LT(row.find("// g_tile: the same for every row block, loaded once"), row.find("for (long long tile_ = "));
+  EXPECT_NE(row.find("// copy g_tile = g: loaded before (once, before the row blocks)"), std::string::npos) << row;
+  EXPECT_EQ(count(row, ", next_x_tile[u_]);"), 2);
 }
 
 TEST(RegisterPass, RmsnormRowKernelHoldsTheWeightInEveryRow) {
@@ -315,9 +402,11 @@ TEST(RegisterPass, NvrtcCompilesTheRowKernels) {
   std::string why;
   if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
-  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", kQ5},
+  for (const char* per_sm : {"1", "2", "0"})
+  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", kQ5}, {"rmsnorm_gemm", kL1},
                                                                     {"rmsnorm_gemm", {{"T", 2045}, {"HID", 2056}, {"N", 264}}}}) {
-    SCOPED_TRACE(name + " " + std::to_string(dims[0].second));
+    SCOPED_TRACE(name + " " + std::to_string(dims[0].second) + " blocks per SM " + per_sm);
+    EnvScope blocks("SOLDER_ROW_BLOCKS_PER_SM", per_sm);
     GeneratedModule m = generate_file(example(name), false, dims);
     const std::string row = first_kernel(m.source);
     ASSERT_NE(row.find("the register pass"), std::string::npos) << row;
