@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "attention_test_util.h"
+#include "solder/tile/fast_math.cuh"
 
 using namespace attention_test;
 using solder::attention::CausalMask;
@@ -154,8 +155,8 @@ struct GatedStore {
   __device__ void operator()(int bh, int row, int col, float o0, float o1, const Preload& p) const {
     if (col >= cols) return;
     const __nv_bfloat16* g = reinterpret_cast<const __nv_bfloat16*>(&p.w);
-    o0 *= 1.0f / (1.0f + __expf(-__bfloat162float(g[0])));
-    o1 *= 1.0f / (1.0f + __expf(-__bfloat162float(g[1])));
+    o0 *= solder::tile::fast_sigmoid(__bfloat162float(g[0]));  // as the generator writes it (fast_math.cuh)
+    o1 *= solder::tile::fast_sigmoid(__bfloat162float(g[1]));
     Store16<T>{out, ld, seq}(bh, row, col, o0, o1);
   }
 };

@@ -640,8 +640,8 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   // the pair bias at [h, row, col] and the mask at [r, col], on global rows and columns
   EXPECT_NE(k->source.find("pair_bias[((((0LL) * 4LL + ((h_t + 0LL))) * 256LL + (row_)) * 256LL + (col_))]"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("mask[(((0LL) * 256LL + ((r_t + 0LL))) * 256LL + (col_))]"), std::string::npos) << k->source;
-  // the gate: sigmoid(g) at the stored element, times o / sum p
-  EXPECT_NE(k->source.find("solder::sigmoid("), std::string::npos) << k->source;
+  // the gate: sigmoid(g) at the stored element (the tensor-core kernels' fast form), times o / sum p
+  EXPECT_NE(k->source.find("solder::tile::fast_sigmoid("), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_, p_, 0);"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("epilogue: sigmoid(g["), std::string::npos) << k->summary;
   ASSERT_TRUE(k->info.attention);
@@ -756,7 +756,7 @@ TEST(AttentionSkeletonEmit, EvoformerPreloadsTheGateAndStatesTheSchedule) {
   const size_t at = src.find("__device__ float value_(int bh_, int row_, int col_, float a_, const Preload& p_, int half_) const");
   ASSERT_NE(at, std::string::npos) << src;
   const std::string body = src.substr(at, src.find("\n  }\n", at) - at);
-  EXPECT_NE(body.find("solder::sigmoid(solder::to_float(reinterpret_cast<const __nv_bfloat16*>(&p_.w[0])[(half_)]))"), std::string::npos) << body;
+  EXPECT_NE(body.find("solder::tile::fast_sigmoid(solder::to_float(reinterpret_cast<const __nv_bfloat16*>(&p_.w[0])[(half_)]))"), std::string::npos) << body;
   EXPECT_EQ(body.find("g["), std::string::npos) << body;
   EXPECT_NE(src.find("__device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_, const Preload& p_) const"), std::string::npos) << src;
   EXPECT_NE(k->summary.find("preloaded at the start of each work tile"), std::string::npos) << k->summary;
