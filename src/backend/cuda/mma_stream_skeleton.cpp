@@ -23,6 +23,7 @@
 // recognised as the global row and column. The mask functor's key_tiles() is the first to the last
 // tile where C may hold (tiles outside are neither loaded nor computed); partial() is "C may be false
 // somewhere on the tile" (only those tiles evaluate C per element).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -1008,6 +1009,23 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // (an input it does not stage stays a global read inside staged_bias(), bounded as before)
   }
   const int staged_bits = (staged_tile.g ? 1 : 0) | (staged_column.g ? 2 : 0);
+  // A staged bias that is the tile element plus a term of the column byte alone (evoformer's pair bias +
+  // 1e9 · (mask − 1)): the skeleton forms the column term once per key column (BN / 4 per thread and key
+  // tile, shared by the thread's two rows) and adds it to the tile element by one FADD per score
+  // (functors.cuh, kStagedSum): the same f32 sum, in the same order, as staged_bias().
+  std::optional<Expr> staged_column_term;
+  if (staged_bits == 3 && staged_expr.kind() == ExprKind::Binary && staged_expr.as<BinaryNode>()->op == BinaryOp::add) {
+    auto is_tile_element = [](const Expr& e) { return e.kind() == ExprKind::Load && e.as<LoadNode>()->tensor == "(&bt_)"; };
+    auto column_only = [&](const Expr& e) {
+      const std::vector<std::string> used = tensors_used(e);
+      return !mentions(e, "row_") && std::find(used.begin(), used.end(), "(&bt_)") == used.end() && std::find(used.begin(), used.end(), "(&bc_)") != used.end() &&
+             std::all_of(used.begin(), used.end(), [](const std::string& t) { return t == "(&bc_)"; });
+    };
+    const BinaryNode* sum = staged_expr.as<BinaryNode>();
+    if (is_tile_element(sum->lhs) && column_only(sum->rhs)) staged_column_term = sum->rhs;
+    else if (is_tile_element(sum->rhs) && column_only(sum->lhs)) staged_column_term = sum->lhs;
+    if (const char* e = std::getenv("SOLDER_ATTN_STAGED_SUM"); e && std::string(e) == "0") staged_column_term.reset();
+  }
   const int bn = kHeadDim == 256 || with_bias ? 64 : 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
   // short masked rows of sliding_window and prefix_lm): the producer loads the next work tile's Q, then
@@ -1186,13 +1204,20 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
         out << "    return static_cast<int>(" << (staged_column.g ? flat_lead(staged_column, staged_column.index.size() - 1) : std::string("0")) << ");\n  }\n";
         out << "  __device__ float staged_bias(int bh_, int row_, int col_, BiasTile bt_, BiasColumn bc_) const {\n" << decode(true, true);
         out << "    (void)bt_; (void)bc_;\n    return " << printer_.print_float(globals_bounded(staged_expr)) << ";\n  }\n";
+        if (staged_column_term) {
+          out << "  // the bias is the tile element plus a term of the column byte alone: that term once per key column\n";
+          out << "  static constexpr bool kStagedSum = true;\n";
+          out << "  __device__ float staged_column(int bh_, int col_, BiasColumn bc_) const {\n" << decode(false, true);
+          out << "    (void)bc_;\n    return " << printer_.print_float(globals_bounded(*staged_column_term)) << ";\n  }\n";
+        }
         if (staged_tile.g)
           staged_text += " the " + std::string(dtype_name(staged_tile.g->dtype)) + " tile " + staged_tile.g->name + "[.., row, col] of the work tile's " + std::to_string(bm) + " rows x " + std::to_string(bn) +
                          " keys (" + std::to_string(bm * bn * 2) + " bytes, 128-byte swizzle; tensor map batch = its lead index per head)";
         if (staged_column.g)
           staged_text += std::string(staged_tile.g ? " and" : "") + " the " + std::to_string(bn) + " bytes of " + staged_column.g->name + "[.., col] (one 128-byte box, map row = its lead index per head)";
         score_text += "; staged bias: the producer TMA-loads" + staged_text + " into each K stage on K's mbarrier; the consumers read them from shared memory in the accumulator layout right after issuing Q·Kᵀ (one 4-byte load per two scores" +
-                      (staged_column.g ? std::string(", one 2-byte load per two keys") : std::string("")) + ") and form the bias " + print_expr(staged_expr) + " with bt_ = the tile element, bc_ = the column byte";
+                      (staged_column.g ? std::string(", one 2-byte load per two keys") : std::string("")) + ") and form the bias " + print_expr(staged_expr) + " with bt_ = the tile element, bc_ = the column byte" +
+                      (staged_column_term ? "; the column term " + print_expr(*staged_column_term) + " once per key column, added to the tile element by one FADD per score" : std::string(""));
       }
       if (!staged_refusal.empty()) score_text += std::string(staged_bits ? "; still" : "; bias") + " read per score from global memory: " + staged_refusal;
     }

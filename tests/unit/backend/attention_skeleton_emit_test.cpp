@@ -786,6 +786,37 @@ TEST(AttentionSkeletonEmit, EvoformerPreloadAndStagesEnvironment) {
   EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>"), std::string::npos) << k8->source;
 }
 
+// The staged bias pair_bias + 1e9 · (mask − 1) is the tile element plus a term of the column byte alone:
+// the score declares kStagedSum with that term as staged_column() (once per key column in the
+// skeleton), at hd64 and hd128. $SOLDER_ATTN_STAGED_SUM=0 gives the per-score form (A/B runs).
+TEST(AttentionSkeletonEmit, EvoformerBiasAsColumnSum) {
+  Compiled c = compile("evoformer", {});
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  const std::string& src = k->source;
+  EXPECT_NE(src.find("static constexpr bool kStagedSum = true;"), std::string::npos) << src;
+  const size_t at = src.find("__device__ float staged_column(int bh_, int col_, BiasColumn bc_) const {");
+  ASSERT_NE(at, std::string::npos) << src;
+  const std::string body = src.substr(at, src.find("\n  }\n", at) - at);
+  EXPECT_NE(body.find("return (1e+09f * static_cast<float>((((((&bc_)[0] != 0)) ? 1LL : 0LL) - 1LL)));"), std::string::npos) << body;
+  EXPECT_EQ(body.find("bt_"), std::string::npos) << body;
+  EXPECT_EQ(body.find("row_"), std::string::npos) << body;
+  EXPECT_NE(k->summary.find("the column term 1e+09 * ((&bc_) - 1) once per key column"), std::string::npos) << k->summary;
+  Compiled c128 = compile("evoformer", {{"D", 128}});
+  auto k128 = emit(c128, &refusal);
+  ASSERT_TRUE(k128) << refusal;
+  EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, true, 3>;"), std::string::npos) << k128->source;
+  EXPECT_NE(k128->source.find("static constexpr bool kStagedSum = true;"), std::string::npos) << k128->source;
+  setenv("SOLDER_ATTN_STAGED_SUM", "0", 1);
+  Compiled c_old = compile("evoformer", {});
+  auto k_old = emit(c_old, &refusal);
+  unsetenv("SOLDER_ATTN_STAGED_SUM");
+  ASSERT_TRUE(k_old) << refusal;
+  EXPECT_EQ(k_old->source.find("kStagedSum"), std::string::npos) << k_old->source;
+  EXPECT_NE(k_old->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>;"), std::string::npos) << k_old->source;
+}
+
 // A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
 // [.., row, col] tile nor bool bytes) stays a bounded global read inside staged_bias(), with the reason
 // in the summary; the pair bias is still staged.
