@@ -1039,7 +1039,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const char* e = std::getenv("SOLDER_ATTN_QBUFFERS");
     return !(e && std::string(e) == "1");
   }();
-  const int q_buffers = two_q ? 2 : 1;
+  int q_buffers = two_q ? 2 : 1;
   int stages = kHeadDim == 64 || with_bias ? 4 : two_q ? 2 : short_rows ? 3 : 2;
   // Staggered consumers (Config's Stagger) on the unmasked two-Q-buffer kernels at hd64 (vanilla, gqa at
   // S <= 1k): consumer 1 runs 2 turns behind consumer 0, so that one consumer's work-tile boundary (last
@@ -1069,18 +1069,25 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   if (staged_bits) {
     // A staged bias: as deep a ring as shared memory holds, up to 6 stages (hd64: Q 16 KB + 6 x 32.1 KB
     // of K, V, bias tile and column bytes; hd128: 4), so that the producer runs more than one work tile
-    // (4 key tiles at S2 = 256) ahead of the consumers. $SOLDER_ATTN_STAGES=N (2..8) overrides it where N
-    // stages fit (A/B runs).
+    // (4 key tiles at S2 = 256) ahead of the consumers. Then a second Q buffer where it fits beside that
+    // ring without taking a stage (hd64: 2 x 16 KB + 6 stages = 226 KB; hd128 keeps one): the producer
+    // loads the next work tile's Q as soon as the ring has room, not only once both consumers have issued
+    // this tile's last S. $SOLDER_ATTN_STAGES=N (2..8) overrides the depth where N stages fit, and
+    // $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer (A/B runs).
     const int bm_ = 64 * consumers;
-    auto fits = [&](int n) {
-      return static_cast<int64_t>(bm_) * kHeadDim * 2 + n * (2LL * bn * kHeadDim * 2 + (staged_bits & 1 ? bm_ * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + 8 * (2 + 4 * n) + 1024 <= 232448;
+    auto fits = [&](int n, int q) {
+      return q * static_cast<int64_t>(bm_) * kHeadDim * 2 + n * (2LL * bn * kHeadDim * 2 + (staged_bits & 1 ? bm_ * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + 8 * (2 * q + 4 * n) +
+                 1024 <=
+             232448;
     };
     stages = 6;
-    while (stages > 2 && !fits(stages)) --stages;
+    while (stages > 2 && !fits(stages, 1)) --stages;
     if (const char* forced = std::getenv("SOLDER_ATTN_STAGES"); forced && *forced) {
       const int n = std::atoi(forced);
-      if (n >= 2 && n <= 8 && fits(n)) stages = n;
+      if (n >= 2 && n <= 8 && fits(n, 1)) stages = n;
     }
+    const char* one_q = std::getenv("SOLDER_ATTN_QBUFFERS");
+    if (fits(stages, 2) && !(one_q && std::string(one_q) == "1")) q_buffers = 2;
   }
   // A staged bias runs on persistent blocks too: evoformer's work tiles have few key tiles (4 of 64 at
   // S2 = 256), and the producer then loads the next tile's Q, K and bias while the consumers finish
@@ -1096,6 +1103,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool data_persistent = data && (seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles;
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
+  if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) +
