@@ -56,6 +56,15 @@
 // Rows and keys past the tensors' extents read zeros (TMA fill); keys ≥ seq_k are masked as always. The
 // kernel takes the functor as a __grid_constant__ parameter, so the maps are read in parameter space.
 //
+// A staged bias that is a sum (optional, with kStagedBias = 3: `static constexpr bool kStagedSum = true;`):
+// staged_bias(bh, row, col, t, c) is float(t) + staged_column(bh, col, c), one f32 addition, the column
+// term independent of the row. The skeleton then forms staged_column() once per key column (BN / 4 per
+// thread and key tile, shared by the thread's two rows), converts the tile's 16-bit pairs to f32 by one
+// integer operation each and adds the two by one FADD per score; staged_bias() is not called. Same
+// values as staged_bias(), with fewer instructions per score.
+//
+//     __device__ float staged_column(int bh, int col, BiasColumn c) const;
+//
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
 //   struct Mask {
@@ -185,6 +194,16 @@ __host__ __device__ constexpr auto score_staged_bias(int) -> decltype(S::kStaged
 template <class S>
 __host__ __device__ constexpr int score_staged_bias(long) {
   return 0;
+}
+
+// Whether Score's staged bias is a sum of the tile element and a column term (kStagedSum true).
+template <class S>
+__host__ __device__ constexpr auto score_staged_sum(int) -> decltype(S::kStagedSum, true) {
+  return S::kStagedSum;
+}
+template <class S>
+__host__ __device__ constexpr bool score_staged_sum(long) {
+  return false;
 }
 
 // Whether Mask declares its rows' visible keys one interval (kRowInterval true, row_columns()).

@@ -154,6 +154,33 @@ __device__ __forceinline__ unsigned short lds_u16(uint32_t address) {
   asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(address) : "memory");
   return v;
 }
+// (the same, zero-extended into a 32-bit register: the two bytes tested without a 16-bit extraction)
+__device__ __forceinline__ unsigned int lds_u16_wide(uint32_t address) {
+  unsigned int v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=r"(v) : "r"(address) : "memory");
+  return v;
+}
+
+// The two 16-bit elements of a 4-byte word as f32, exactly (bf16: one integer operation each).
+template <class T>
+struct PairToFloat {
+  __device__ __forceinline__ static void convert(unsigned int word, float* lo, float* hi) {
+    const T* e = reinterpret_cast<const T*>(&word);
+    *lo = static_cast<float>(e[0]);
+    *hi = static_cast<float>(e[1]);
+  }
+};
+template <>
+struct PairToFloat<__nv_bfloat16> {
+  __device__ __forceinline__ static void convert(unsigned int word, float* lo, float* hi) {
+    *lo = __uint_as_float(word << 16);
+    *hi = __uint_as_float(word & 0xffff0000u);
+  }
+};
+template <class T>
+__device__ __forceinline__ void pair_to_float(unsigned int word, float* lo, float* hi) {
+  PairToFloat<T>::convert(word, lo, hi);
+}
 
 // The epilogue's preloaded values per pair of columns (functors.cuh, "Epilogue preload"); none without.
 struct NoPreload {};
@@ -720,6 +747,32 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const uint32_t column = static_cast<uint32_t>(__cvta_generic_to_shared(smem_bias_column)) + stage * C::BiasColumnBytes;
           const int col0 = j * C::BN;
           const int tile_row0 = 64 * consumer + 16 * warp + lane / 4;
+          if constexpr (score_staged_sum<Score>(0)) {
+            static_assert(C::StagedBias == 3, "kStagedSum: a staged tile and column");
+            static_assert(C::BiasTileOffset % 1024 == 0 && C::BiasTileBytes % 1024 == 0, "the staged bias tile on 1024-byte boundaries");
+            // The thread's word of group g in row tile_row0 (+ 8 for r = 1: + 1024 bytes): the row's
+            // 128-byte line, 16-byte chunk g XOR tile_row0 % 8 (the 128-byte swizzle), byte 2·col_lane.
+            // With the tile 1024-byte aligned, chunk bits 4..6 of `lane_word` hold tile_row0 % 8 and
+            // chunk g is one XOR with 16·g: no per-group address arithmetic.
+            const uint32_t lane_word = tile + tile_row0 * 128 + ((tile_row0 % 8) << 4) + 2 * col_lane;
+#pragma unroll
+            for (int group = 0; group < C::BN / 8; ++group) {
+              const int key = 8 * group + col_lane;
+              const unsigned int column_word = detail::lds_u16_wide(column + key);
+              const float column_term0 = score.staged_column(w.bh, col0 + key, static_cast<BiasColumn>(column_word & 0xffu));
+              const float column_term1 = score.staged_column(w.bh, col0 + key + 1, static_cast<BiasColumn>(column_word >> 8));
+#pragma unroll
+              for (int r = 0; r < 2; ++r) {
+                const int i = 4 * group + 2 * r;
+                const unsigned int tile_word = detail::lds_u32((lane_word ^ ((group % 8) << 4)) + (group / 8) * C::BM * 128 + r * 1024);
+                float t0, t1;
+                detail::pair_to_float<BiasTile>(tile_word, &t0, &t1);
+                bias[i] = t0 + column_term0;
+                bias[i + 1] = t1 + column_term1;
+              }
+            }
+            return;
+          }
 #pragma unroll
           for (int group = 0; group < C::BN / 8; ++group) {
             // keys key, key + 1 of both rows: scores 4·group + 2·r + {0, 1}

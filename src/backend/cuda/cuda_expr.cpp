@@ -119,7 +119,7 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
         case UnaryOp::tanh: return (fast_math ? "solder::tile::fast_tanh(" : "tanhf(") + print_float(u->operand) + ")";
         case UnaryOp::sqrt: return "sqrtf(" + print_float(u->operand) + ")";
         case UnaryOp::rsqrt: return "solder::rsqrt_exact(" + print_float(u->operand) + ")";
-        case UnaryOp::sigmoid: return "solder::sigmoid(" + print_float(u->operand) + ")";
+        case UnaryOp::sigmoid: return (fast_math ? "solder::tile::fast_sigmoid(" : "solder::sigmoid(") + print_float(u->operand) + ")";
         case UnaryOp::silu: return "solder::silu(" + print_float(u->operand) + ")";
         case UnaryOp::gelu: return "solder::gelu(" + print_float(u->operand) + ")";
         // The precise CUDA functions (ulp bounds in the CUDA Math API): never the __sinf-style

@@ -41,7 +41,8 @@ class CudaExprPrinter {
   std::map<std::string, int64_t> dims;
   // The tensor-core kernels' hardware approximations (off for the generic writer): exp(x) as
   // __expf (ex2.approx of x · log2 e), exp(a - b) as one FFMA and ex2.approx (fast_exp_diff),
-  // tanh as tanh.approx. Relative errors about 2^-21 (exp) and 2^-11 (tanh); mma_stream_writer.h
+  // tanh as tanh.approx, sigmoid as rcp.approx(1 + ex2.approx(-x · log2 e)) (fast_sigmoid). Relative
+  // errors about 2^-21 (exp, sigmoid) and 2^-11 (tanh); mma_stream_writer.h
   // lists them among the choices that differ from the Kernel IR's float32 arithmetic.
   bool fast_math = false;
 

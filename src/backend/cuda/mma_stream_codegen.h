@@ -20,7 +20,7 @@
 // evaluates every other statement of the kernel, as written, per fragment element. These choices
 // differ from the Kernel IR's float32 arithmetic and are FlashAttention-2's: P is rounded to the
 // inputs' 16-bit type before the second contraction; exp is the hardware ex2.approx, and exp(a - b)
-// one FFMA into it (CudaExprPrinter::fast_math; tanh is tanh.approx); a division by a row-uniform
+// one FFMA into it (CudaExprPrinter::fast_math; tanh is tanh.approx, sigmoid rcp.approx of 1 + ex2.approx); a division by a row-uniform
 // value is a product with its reciprocal. The end-to-end checks against the float64 reference cover
 // them (bf16-level error). One rewrite is exact: a power-of-two scale of bf16 scores multiplies A's
 // fragments once instead of every score (MmaStreamWriter::scale_in_a_).

@@ -23,6 +23,7 @@
 // recognised as the global row and column. The mask functor's key_tiles() is the first to the last
 // tile where C may hold (tiles outside are neither loaded nor computed); partial() is "C may be false
 // somewhere on the tile" (only those tiles evaluate C per element).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -1008,6 +1009,23 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // (an input it does not stage stays a global read inside staged_bias(), bounded as before)
   }
   const int staged_bits = (staged_tile.g ? 1 : 0) | (staged_column.g ? 2 : 0);
+  // A staged bias that is the tile element plus a term of the column byte alone (evoformer's pair bias +
+  // 1e9 · (mask − 1)): the skeleton forms the column term once per key column (BN / 4 per thread and key
+  // tile, shared by the thread's two rows) and adds it to the tile element by one FADD per score
+  // (functors.cuh, kStagedSum): the same f32 sum, in the same order, as staged_bias().
+  std::optional<Expr> staged_column_term;
+  if (staged_bits == 3 && staged_expr.kind() == ExprKind::Binary && staged_expr.as<BinaryNode>()->op == BinaryOp::add) {
+    auto is_tile_element = [](const Expr& e) { return e.kind() == ExprKind::Load && e.as<LoadNode>()->tensor == "(&bt_)"; };
+    auto column_only = [&](const Expr& e) {
+      const std::vector<std::string> used = tensors_used(e);
+      return !mentions(e, "row_") && std::find(used.begin(), used.end(), "(&bt_)") == used.end() && std::find(used.begin(), used.end(), "(&bc_)") != used.end() &&
+             std::all_of(used.begin(), used.end(), [](const std::string& t) { return t == "(&bc_)"; });
+    };
+    const BinaryNode* sum = staged_expr.as<BinaryNode>();
+    if (is_tile_element(sum->lhs) && column_only(sum->rhs)) staged_column_term = sum->rhs;
+    else if (is_tile_element(sum->rhs) && column_only(sum->lhs)) staged_column_term = sum->lhs;
+    if (const char* e = std::getenv("SOLDER_ATTN_STAGED_SUM"); e && std::string(e) == "0") staged_column_term.reset();
+  }
   const int bn = kHeadDim == 256 || with_bias ? 64 : 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
   // short masked rows of sliding_window and prefix_lm): the producer loads the next work tile's Q, then
@@ -1021,7 +1039,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const char* e = std::getenv("SOLDER_ATTN_QBUFFERS");
     return !(e && std::string(e) == "1");
   }();
-  const int q_buffers = two_q ? 2 : 1;
+  int q_buffers = two_q ? 2 : 1;
   int stages = kHeadDim == 64 || with_bias ? 4 : two_q ? 2 : short_rows ? 3 : 2;
   // Staggered consumers (Config's Stagger) on the unmasked two-Q-buffer kernels at hd64 (vanilla, gqa at
   // S <= 1k): consumer 1 runs 2 turns behind consumer 0, so that one consumer's work-tile boundary (last
@@ -1051,18 +1069,25 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   if (staged_bits) {
     // A staged bias: as deep a ring as shared memory holds, up to 6 stages (hd64: Q 16 KB + 6 x 32.1 KB
     // of K, V, bias tile and column bytes; hd128: 4), so that the producer runs more than one work tile
-    // (4 key tiles at S2 = 256) ahead of the consumers. $SOLDER_ATTN_STAGES=N (2..8) overrides it where N
-    // stages fit (A/B runs).
+    // (4 key tiles at S2 = 256) ahead of the consumers. Then a second Q buffer where it fits beside that
+    // ring without taking a stage (hd64: 2 x 16 KB + 6 stages = 226 KB; hd128 keeps one): the producer
+    // loads the next work tile's Q as soon as the ring has room, not only once both consumers have issued
+    // this tile's last S. $SOLDER_ATTN_STAGES=N (2..8) overrides the depth where N stages fit, and
+    // $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer (A/B runs).
     const int bm_ = 64 * consumers;
-    auto fits = [&](int n) {
-      return static_cast<int64_t>(bm_) * kHeadDim * 2 + n * (2LL * bn * kHeadDim * 2 + (staged_bits & 1 ? bm_ * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + 8 * (2 + 4 * n) + 1024 <= 232448;
+    auto fits = [&](int n, int q) {
+      return q * static_cast<int64_t>(bm_) * kHeadDim * 2 + n * (2LL * bn * kHeadDim * 2 + (staged_bits & 1 ? bm_ * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + 8 * (2 * q + 4 * n) +
+                 1024 <=
+             232448;
     };
     stages = 6;
-    while (stages > 2 && !fits(stages)) --stages;
+    while (stages > 2 && !fits(stages, 1)) --stages;
     if (const char* forced = std::getenv("SOLDER_ATTN_STAGES"); forced && *forced) {
       const int n = std::atoi(forced);
-      if (n >= 2 && n <= 8 && fits(n)) stages = n;
+      if (n >= 2 && n <= 8 && fits(n, 1)) stages = n;
     }
+    const char* one_q = std::getenv("SOLDER_ATTN_QBUFFERS");
+    if (fits(stages, 2) && !(one_q && std::string(one_q) == "1")) q_buffers = 2;
   }
   // A staged bias runs on persistent blocks too: evoformer's work tiles have few key tiles (4 of 64 at
   // S2 = 256), and the producer then loads the next tile's Q, K and bias while the consumers finish
@@ -1078,13 +1103,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool data_persistent = data && (seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles;
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
+  if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
   // Work tiles claimed from a counter (Config's Dynamic) on the masked two-Q-buffer kernels at hd64
   // (causal S <= 1k, sliding_window, prefix_lm S 1k): their work tiles differ in key tiles (causal: 1 ... 8
   // per tile at S 1k), and the snake's fixed rounds leave the block with the most key tiles at 83 where
   // the mean is 69.8 (causal hd64 S 1k, 2048 tiles on 132 blocks), while the unmasked rows' tiles are all
-  // alike. $SOLDER_ATTN_DYNAMIC=0|1 overrides it on every persistent kernel without a data mask (A/B runs).
+  // alike. $SOLDER_ATTN_DYNAMIC=0|1 overrides it on every persistent kernel without a data mask or a staged
+  // bias (A/B runs; the device test has no Dynamic case with either).
   bool dynamic = persistent && two_q && kHeadDim == 64 && consumers == 2 && cond && !data && !staged_bits;
-  if (const char* forced = std::getenv("SOLDER_ATTN_DYNAMIC"); forced && *forced) dynamic = persistent && !data && std::string(forced) == "1";
+  if (const char* forced = std::getenv("SOLDER_ATTN_DYNAMIC"); forced && *forced) dynamic = persistent && !data && !staged_bits && std::string(forced) == "1";
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) +
@@ -1193,13 +1220,20 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
         out << "    return static_cast<int>(" << (staged_column.g ? flat_lead(staged_column, staged_column.index.size() - 1) : std::string("0")) << ");\n  }\n";
         out << "  __device__ float staged_bias(int bh_, int row_, int col_, BiasTile bt_, BiasColumn bc_) const {\n" << decode(true, true);
         out << "    (void)bt_; (void)bc_;\n    return " << printer_.print_float(globals_bounded(staged_expr)) << ";\n  }\n";
+        if (staged_column_term) {
+          out << "  // the bias is the tile element plus a term of the column byte alone: that term once per key column\n";
+          out << "  static constexpr bool kStagedSum = true;\n";
+          out << "  __device__ float staged_column(int bh_, int col_, BiasColumn bc_) const {\n" << decode(false, true);
+          out << "    (void)bc_;\n    return " << printer_.print_float(globals_bounded(*staged_column_term)) << ";\n  }\n";
+        }
         if (staged_tile.g)
           staged_text += " the " + std::string(dtype_name(staged_tile.g->dtype)) + " tile " + staged_tile.g->name + "[.., row, col] of the work tile's " + std::to_string(bm) + " rows x " + std::to_string(bn) +
                          " keys (" + std::to_string(bm * bn * 2) + " bytes, 128-byte swizzle; tensor map batch = its lead index per head)";
         if (staged_column.g)
           staged_text += std::string(staged_tile.g ? " and" : "") + " the " + std::to_string(bn) + " bytes of " + staged_column.g->name + "[.., col] (one 128-byte box, map row = its lead index per head)";
         score_text += "; staged bias: the producer TMA-loads" + staged_text + " into each K stage on K's mbarrier; the consumers read them from shared memory in the accumulator layout right after issuing Q·Kᵀ (one 4-byte load per two scores" +
-                      (staged_column.g ? std::string(", one 2-byte load per two keys") : std::string("")) + ") and form the bias " + print_expr(staged_expr) + " with bt_ = the tile element, bc_ = the column byte";
+                      (staged_column.g ? std::string(", one 2-byte load per two keys") : std::string("")) + ") and form the bias " + print_expr(staged_expr) + " with bt_ = the tile element, bc_ = the column byte" +
+                      (staged_column_term ? "; the column term " + print_expr(*staged_column_term) + " once per key column, added to the tile element by one FADD per score" : std::string(""));
       }
       if (!staged_refusal.empty()) score_text += std::string(staged_bits ? "; still" : "; bias") + " read per score from global memory: " + staged_refusal;
     }

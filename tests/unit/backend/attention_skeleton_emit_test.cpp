@@ -650,14 +650,14 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr bool kBias = true;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("return 1.0f * 0.125f;"), std::string::npos) << k->source;  // a = 1, scale 1 / sqrt(64)
   // the pair bias at [h, row, col] and the mask at [r, col], on global rows and columns
   EXPECT_NE(k->source.find("pair_bias[((((0LL) * 4LL + ((h_t + 0LL))) * 256LL + (row_)) * 256LL + (col_))]"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("mask[(((0LL) * 256LL + ((r_t + 0LL))) * 256LL + (col_))]"), std::string::npos) << k->source;
-  // the gate: sigmoid(g) at the stored element, times o / sum p
-  EXPECT_NE(k->source.find("solder::sigmoid("), std::string::npos) << k->source;
+  // the gate: sigmoid(g) at the stored element (the tensor-core kernels' fast form), times o / sum p
+  EXPECT_NE(k->source.find("solder::tile::fast_sigmoid("), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_, p_, 0);"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("epilogue: sigmoid(g["), std::string::npos) << k->summary;
   ASSERT_TRUE(k->info.attention);
@@ -682,7 +682,7 @@ TEST(AttentionSkeletonEmit, EvoformerHeadDim32RunsPaddedInTheHd64Configuration) 
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return p_;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("head dim 32 zero-padded to 64 by TMA"), std::string::npos) << k->summary;
@@ -750,7 +750,7 @@ TEST(AttentionSkeletonEmit, EvoformerStagesThePairBiasAndTheMaskByTma) {
   EXPECT_EQ(a.bias_column->tile_rows, 1);
   EXPECT_EQ(a.bias_column->tile_k, 128);
   EXPECT_FALSE(a.bias_column->swizzle);
-  EXPECT_EQ(k->info.shared_bytes, 16384 + 2 * 6 * 8192 + 6 * (16384 + 128) + 8 * 26 + 1024);  // 6 stages
+  EXPECT_EQ(k->info.shared_bytes, 2 * 16384 + 2 * 6 * 8192 + 6 * (16384 + 128) + 8 * 28 + 1024);  // 2 Q buffers, 6 stages
 }
 
 // The sigmoid gate is preloaded (functors.cuh, "Epilogue preload"): one 4-byte word of g per pair of
@@ -772,7 +772,7 @@ TEST(AttentionSkeletonEmit, EvoformerPreloadsTheGateAndStatesTheSchedule) {
   const size_t at = src.find("__device__ float value_(int bh_, int row_, int col_, float a_, const Preload& p_, int half_) const");
   ASSERT_NE(at, std::string::npos) << src;
   const std::string body = src.substr(at, src.find("\n  }\n", at) - at);
-  EXPECT_NE(body.find("solder::sigmoid(solder::to_float(reinterpret_cast<const __nv_bfloat16*>(&p_.w[0])[(half_)]))"), std::string::npos) << body;
+  EXPECT_NE(body.find("solder::tile::fast_sigmoid(solder::to_float(reinterpret_cast<const __nv_bfloat16*>(&p_.w[0])[(half_)]))"), std::string::npos) << body;
   EXPECT_EQ(body.find("g["), std::string::npos) << body;
   EXPECT_NE(src.find("__device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_, const Preload& p_) const"), std::string::npos) << src;
   EXPECT_NE(k->summary.find("preloaded at the start of each work tile"), std::string::npos) << k->summary;
@@ -793,13 +793,48 @@ TEST(AttentionSkeletonEmit, EvoformerPreloadAndStagesEnvironment) {
   ASSERT_TRUE(k) << refusal;
   EXPECT_EQ(k->source.find("kPreload"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_);"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3, 2>"), std::string::npos) << k->source;
   setenv("SOLDER_ATTN_STAGES", "8", 1);
   Compiled c8 = compile("evoformer", {});
   auto k8 = emit(c8, &refusal);
   unsetenv("SOLDER_ATTN_STAGES");
   ASSERT_TRUE(k8) << refusal;
-  EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>"), std::string::npos) << k8->source;
+  EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>"), std::string::npos) << k8->source;
+}
+
+// The staged bias pair_bias + 1e9 · (mask − 1) is the tile element plus a term of the column byte alone:
+// the score declares kStagedSum with that term as staged_column() (once per key column in the
+// skeleton); the second Q buffer fits beside the 6-stage ring at hd64, not beside hd128's 4 stages.
+// $SOLDER_ATTN_STAGED_SUM=0 and $SOLDER_ATTN_QBUFFERS=1 give the evoformer2 form (A/B runs).
+TEST(AttentionSkeletonEmit, EvoformerBiasAsColumnSumAndTwoQBuffers) {
+  Compiled c = compile("evoformer", {});
+  std::string refusal;
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  const std::string& src = k->source;
+  EXPECT_NE(src.find("static constexpr bool kStagedSum = true;"), std::string::npos) << src;
+  const size_t at = src.find("__device__ float staged_column(int bh_, int col_, BiasColumn bc_) const {");
+  ASSERT_NE(at, std::string::npos) << src;
+  const std::string body = src.substr(at, src.find("\n  }\n", at) - at);
+  EXPECT_NE(body.find("return (1e+09f * static_cast<float>((((((&bc_)[0] != 0)) ? 1LL : 0LL) - 1LL)));"), std::string::npos) << body;
+  EXPECT_EQ(body.find("bt_"), std::string::npos) << body;
+  EXPECT_EQ(body.find("row_"), std::string::npos) << body;
+  EXPECT_NE(k->summary.find("the column term 1e+09 * ((&bc_) - 1) once per key column"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("2 Q buffers"), std::string::npos) << k->summary;
+  Compiled c128 = compile("evoformer", {{"D", 128}});
+  auto k128 = emit(c128, &refusal);
+  ASSERT_TRUE(k128) << refusal;
+  EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, true, 3>;"), std::string::npos) << k128->source;
+  EXPECT_NE(k128->source.find("static constexpr bool kStagedSum = true;"), std::string::npos) << k128->source;
+  setenv("SOLDER_ATTN_STAGED_SUM", "0", 1);
+  setenv("SOLDER_ATTN_QBUFFERS", "1", 1);
+  Compiled c_old = compile("evoformer", {});
+  auto k_old = emit(c_old, &refusal);
+  unsetenv("SOLDER_ATTN_STAGED_SUM");
+  unsetenv("SOLDER_ATTN_QBUFFERS");
+  ASSERT_TRUE(k_old) << refusal;
+  EXPECT_EQ(k_old->source.find("kStagedSum"), std::string::npos) << k_old->source;
+  EXPECT_NE(k_old->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>;"), std::string::npos) << k_old->source;
 }
 
 // A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
