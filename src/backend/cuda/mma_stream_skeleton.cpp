@@ -1087,14 +1087,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // lead dims only through some of them (document ids doc[b, j]: the batch, not the head), every work
   // tile of a group sees the same key tiles' id ranges, and persistent blocks reduce those once per
   // block into a table in shared memory (groups x key tiles, at most 2048 entries) instead of reading
-  // every key's id per work tile (16 k id loads per work tile at S 16k). With the table a data mask runs
-  // on persistent blocks at every length. $SOLDER_ATTN_ID_TABLE=0 leaves it out (A/B runs: the previous
-  // kernel, persistent only up to 32 key tiles per work tile).
+  // every key's id per work tile (16 k id loads per work tile at S 16k). From 16 key tiles per work tile:
+  // document_mask 188.5 / 380.3 µs with the table against 214.0 / 469.3 without at S 4k / 16k, but at
+  // S 1k (8 key tiles, one batch of id loads per classifier warp, nothing to take off) 135.8 against
+  // 128.8, the table's reduction before a block's first work tile being all it adds there (H100,
+  // 2026-11-27, same call, two rounds). With the table a data mask runs on persistent blocks at every
+  // length. $SOLDER_ATTN_ID_TABLE=0 leaves it out, =1 takes it at any number of key tiles (A/B runs; 0:
+  // the previous kernel, persistent only up to 32 key tiles per work tile).
+  constexpr int64_t kIdTableMinKeyTiles = 16;
+  const char* id_table_knob = std::getenv("SOLDER_ATTN_ID_TABLE");
+  const std::string id_table_mode = id_table_knob ? id_table_knob : "";
   struct ColGroups {
     int64_t count = 0;             // 0: no table
     std::string group, group_bh;   // col_group(bh_) and group_bh(group_) as C++ expressions
   } col_groups;
-  if (data && !(std::getenv("SOLDER_ATTN_ID_TABLE") && std::string(std::getenv("SOLDER_ATTN_ID_TABLE")) == "0")) {
+  if (data && id_table_mode != "0" && (id_table_mode == "1" || (seq_k + bn - 1) / bn >= kIdTableMinKeyTiles)) {
     // the lead dims of bh_ (as decode() below takes them apart) that the keys' ids read
     bool known = true;
     std::vector<size_t> used;

@@ -418,25 +418,30 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     // skipped when the ranges do not meet, full when both are one and the same id
     EXPECT_NE(k->source.find("if (!(((rid_lo_ <= cid_hi_) && (cid_lo_ <= rid_hi_)))) return 0;"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("return 1;"), std::string::npos);
-    // 2048 work tiles of 128 rows, 2 consumers: persistent blocks, one per SM, at every S: the ids
-    // doc[b, j] depend on the batch alone, so the key tiles' id ranges go in a table of B groups
-    // (kColGroups) that each block reduces once; the schedule stated
+    // 2048 work tiles of 128 rows, 2 consumers: persistent blocks, one per SM, at every S; from 16 key
+    // tiles per work tile (S 16k here) the ids doc[b, j], which depend on the batch alone, give a table of
+    // the key tiles' id ranges per batch (kColGroups) that each block reduces once; the schedule stated
     EXPECT_EQ(seq / 128 * (dims.size() == 2 ? 16 : 256), 2048);
     const int64_t batch = dims.size() == 2 ? 1 : 16;
-    EXPECT_NE(k->source.find("static constexpr int kColGroups = " + std::to_string(batch) + ";"), std::string::npos) << k->source;
-    EXPECT_NE(k->source.find("__device__ int col_group(int bh_) const {"), std::string::npos) << k->source;
-    // bh_ = b_t * 16 + h_t: the group is b_t, and group g's first head is bh_ = 16 g (at B = 1 no batch
-    // variable: one group, 0)
-    if (batch > 1) {
-      EXPECT_NE(k->source.find("return static_cast<int>(0 + b_t * 1LL);"), std::string::npos) << k->source;
-      EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0 + ((static_cast<long long>(group_) / 1LL) % " +
-                               std::to_string(batch) + "LL) * 16LL); }"),
-                std::string::npos)
-          << k->source;
+    if (seq / 128 < 16) {
+      EXPECT_EQ(k->source.find("kColGroups"), std::string::npos) << k->source;
+      EXPECT_EQ(k->summary.find("a table of"), std::string::npos) << k->summary;
     } else {
-      EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0); }"), std::string::npos) << k->source;
+      EXPECT_NE(k->source.find("static constexpr int kColGroups = " + std::to_string(batch) + ";"), std::string::npos) << k->source;
+      EXPECT_NE(k->source.find("__device__ int col_group(int bh_) const {"), std::string::npos) << k->source;
+      // bh_ = b_t * 16 + h_t: the group is b_t, and group g's first head is bh_ = 16 g (at B = 1 no batch
+      // variable: one group, 0)
+      if (batch > 1) {
+        EXPECT_NE(k->source.find("return static_cast<int>(0 + b_t * 1LL);"), std::string::npos) << k->source;
+        EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0 + ((static_cast<long long>(group_) / 1LL) % " +
+                                 std::to_string(batch) + "LL) * 16LL); }"),
+                  std::string::npos)
+            << k->source;
+      } else {
+        EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0); }"), std::string::npos) << k->source;
+      }
+      EXPECT_NE(k->summary.find("a table of " + std::to_string(batch) + " id groups x " + std::to_string(seq / 128) + " key tiles"), std::string::npos) << k->summary;
     }
-    EXPECT_NE(k->summary.find("a table of " + std::to_string(batch) + " id groups x " + std::to_string(seq / 128) + " key tiles"), std::string::npos) << k->summary;
     EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " + (head_dim == 64 ? "4" : "2") + ", 2, true>;"), std::string::npos) << k->source;
     EXPECT_EQ(k->info.blocks, 132);
     EXPECT_NE(k->summary.find("a data mask: key tiles where rid_ == cid_ holds for no pair of ids"), std::string::npos) << k->summary;
@@ -476,6 +481,24 @@ TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTilesWithoutTheIdTabl
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos);
   EXPECT_EQ(k->source.find("kColGroups"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
+}
+
+// The id table from 16 key tiles per work tile: not at S 1k (8), at S 2k (16); $SOLDER_ATTN_ID_TABLE=1
+// takes it at S 1k too.
+TEST(AttentionSkeletonEmit, DocumentMaskIdTableFrom16KeyTiles) {
+  for (auto [seq, b, want] : {std::tuple{int64_t{1024}, int64_t{16}, false}, std::tuple{int64_t{2048}, int64_t{8}, true}}) {
+    std::string refusal;
+    auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
+    ASSERT_TRUE(k) << refusal;
+    EXPECT_EQ(k->source.find("static constexpr int kColGroups = " + std::to_string(b) + ";") != std::string::npos, want) << seq;
+    EXPECT_EQ(k->info.blocks, 132) << seq;
+  }
+  setenv("SOLDER_ATTN_ID_TABLE", "1", 1);
+  std::string refusal;
+  auto k = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_ID_TABLE");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
 }
 
 // $SOLDER_ATTN_DATA_BN=64 runs a data mask on 64-key tiles (A/B runs), the id table with twice the key tiles.
