@@ -102,6 +102,18 @@
 //     // every pair; 2: either (sound: 0 and 1 only when certain)
 //     __device__ int tile_class(int bh, int row_lo, int row_hi, int col_lo, int col_hi) const;
 //
+// Optional with kDataTiles (`static constexpr int kColGroups = G;`, G ≥ 1): the keys' ids depend on bh
+// only through a group (document ids [batch][key]: the batch; every head of it reads the same ids), so
+// the key tiles' id ranges are the same for every work tile of a group. Persistent blocks then reduce
+// them once per block into a table in shared memory (G · kMaxKeyTiles entries, at most 2048) and
+// classify a work tile from its rows' ids and that table, instead of reading every key's id per work
+// tile. col_id(group_bh(g), col) must equal col_id(bh, col) for every bh with col_group(bh) == g.
+//
+//     static constexpr int kColGroups = ...;            // an upper bound of col_groups()
+//     __device__ int col_groups() const;                 // the groups of this launch (≤ kColGroups)
+//     __device__ int col_group(int bh) const;            // in [0, col_groups())
+//     __device__ int group_bh(int group) const;          // a bh of that group
+//
 // Optional (`static constexpr bool kEmptyRowNaN = true;`): a row that sees no key gets NaN (what the
 // program's softmax gives it: max = −inf, exp(−inf − (−inf)) = NaN) instead of zeros; for masks where
 // that is not known at compile time.
@@ -233,6 +245,15 @@ __host__ __device__ constexpr auto mask_max_key_tiles(int) -> decltype(M::kMaxKe
 template <class M>
 __host__ __device__ constexpr int mask_max_key_tiles(long) {
   return 1;
+}
+// The key-id groups of a data mask whose key tiles' id ranges go in a table (kColGroups; 0 without).
+template <class M>
+__host__ __device__ constexpr auto mask_col_groups(int) -> decltype(M::kColGroups, 1) {
+  return M::kColGroups > 0 ? M::kColGroups : 0;
+}
+template <class M>
+__host__ __device__ constexpr int mask_col_groups(long) {
+  return 0;
 }
 // Whether a row that sees no key gets NaN (kEmptyRowNaN true) instead of zeros.
 template <class M>

@@ -315,7 +315,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // the first work tile's list the same way, then the producer warpgroup's three idle warps (1..3)
   // classify work tile n + 1 while the consumers compute tile n, into a double-buffered list (buffer
   // round & 1, mbarriers list_full / list_empty), so that the producer loads the next tile's Q, K and V
-  // during this tile's epilogue. Other masks: tiles begin .. end − 1, boundaries from Mask::partial.
+  // during this tile's epilogue; with Mask::kColGroups from a table of the key tiles' id ranges reduced
+  // once per block (its rows' ids are then the only ids a work tile's classification reads). Other
+  // masks: tiles begin .. end − 1, boundaries from Mask::partial.
   constexpr bool kData = mask_has_data_tiles<Mask>(0);
   constexpr bool kDataLoop = kData && C::Persistent;
   static_assert(!(kDynamic && kData), "Dynamic: not with a data mask (its lists are built by rounds)");
@@ -343,41 +345,31 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     if constexpr (kData) return static_cast<int>(tile_list[buf][n] & 0x7fffu);
     else return w.begin + n;
   };
-  // One warp's share of a work tile's classification (warp `cw` of `warps`, lane `lane_c`): the ids'
-  // range over the tile's rows (each warp alone), then key tiles begin + cw·U .., U tiles at a time
-  // (their id loads issued together: 16 per lane in flight at BN 128, 8 at 64), each tile's id range reduced over the
-  // warp, its class into tile_classes. Returns the number of key tiles of [begin, end).
-  auto classify = [&](const Work& w, int cw, int warps, int lane_c) -> int {
-    if constexpr (!kData) {
-      return 0;
-    } else {
-      const int tiles = w.end > w.begin ? w.end - w.begin : 0;
-      if (tiles > kListSize) __trap();  // Mask::kMaxKeyTiles below ceil(seq_k / BN)
-      int row_lo = 0x7fffffff, row_hi = -0x7fffffff - 1;
-      const int rows_end = w.row0 + C::BM < shape.seq_q ? w.row0 + C::BM : shape.seq_q;
-      for (int r = w.row0 + lane_c; r < rows_end; r += 32) {
-        const int id = mask.row_id(w.bh, r);
-        row_lo = id < row_lo ? id : row_lo;
-        row_hi = id > row_hi ? id : row_hi;
-      }
-      row_lo = __reduce_min_sync(0xffffffffu, row_lo);
-      row_hi = __reduce_max_sync(0xffffffffu, row_hi);
-      constexpr int kLoads = (C::BN + 31) / 32;                   // id loads per lane and key tile
+  // The id ranges of `count` key tiles, split over `warps` warps (warp `cw`, lane `lane_c`), U tiles at a
+  // time (their id loads issued together: 16 per lane in flight at BN 128, 8 at 64), each reduced over
+  // the warp: entry n is key tile `tile_of(n)` of head `bh_of(n)`, and lane 0 calls store(n, lo, hi)
+  // (lo > hi: no key of the tile is inside seq_k).
+  auto key_ranges = [&](int count, int cw, int warps, int lane_c, auto&& bh_of, auto&& tile_of, auto&& store) {
+    if constexpr (kData) {
+      constexpr int kLoads = (C::BN + 31) / 32;                                   // id loads per lane and key tile
       constexpr int kBatch = kLoads >= 4 ? (kLoads >= 16 ? 1 : 16 / kLoads) : 4;  // key tiles per batch (≤ 4)
-      for (int n0 = cw * kBatch; n0 < tiles; n0 += warps * kBatch) {
+      for (int n0 = cw * kBatch; n0 < count; n0 += warps * kBatch) {
         int lo[kBatch], hi[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
           lo[b] = 0x7fffffff;
           hi[b] = -0x7fffffff - 1;
-          const int col0 = (w.begin + n0 + b) * C::BN;
+          if (n0 + b < count) {
+            const int bh = bh_of(n0 + b);
+            const int col0 = tile_of(n0 + b) * C::BN;
 #pragma unroll
-          for (int u = 0; u < kLoads; ++u) {
-            const int col = col0 + 32 * u + lane_c;
-            if (n0 + b < tiles && 32 * u + lane_c < C::BN && col < shape.seq_k) {
-              const int id = mask.col_id(w.bh, col);
-              lo[b] = id < lo[b] ? id : lo[b];
-              hi[b] = id > hi[b] ? id : hi[b];
+            for (int u = 0; u < kLoads; ++u) {
+              const int col = col0 + 32 * u + lane_c;
+              if (32 * u + lane_c < C::BN && col < shape.seq_k) {
+                const int id = mask.col_id(bh, col);
+                lo[b] = id < lo[b] ? id : lo[b];
+                hi[b] = id > hi[b] ? id : hi[b];
+              }
             }
           }
         }
@@ -385,10 +377,69 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         for (int b = 0; b < kBatch; ++b) {
           const int col_lo = __reduce_min_sync(0xffffffffu, lo[b]);
           const int col_hi = __reduce_max_sync(0xffffffffu, hi[b]);
-          if (lane_c == 0 && n0 + b < tiles)
-            tile_classes[n0 + b] =
-                static_cast<uint8_t>(row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi));
+          if (lane_c == 0 && n0 + b < count) store(n0 + b, col_lo, col_hi);
         }
+      }
+    }
+  };
+  // A data mask whose keys' ids come in groups (Mask::kColGroups, functors.cuh) on persistent blocks:
+  // the id range of key tile j of group g at id_table[g · kListSize + j] (lo, hi), reduced once per
+  // block before the first work tile by every warp; a work tile's classification then reads its rows'
+  // ids and this table, no key id.
+  constexpr int kColGroups = mask_col_groups<Mask>(0);
+  constexpr bool kIdTable = kDataLoop && kColGroups > 0;
+  static_assert(!kIdTable || kColGroups * kListSize <= 2048, "a data mask's id table holds at most 2048 key tiles (16 KB)");
+  __shared__ int2 id_table[kIdTable ? kColGroups * kListSize : 1];
+  auto build_id_table = [&](int cw, int warps, int lane_c) {
+    if constexpr (kIdTable) {
+      const int groups = mask.col_groups();
+      if (groups > kColGroups || last_key_tile > kListSize) __trap();  // Mask::kColGroups / kMaxKeyTiles too small
+      key_ranges(
+          groups * last_key_tile, cw, warps, lane_c, [&](int n) { return mask.group_bh(n / last_key_tile); },
+          [&](int n) { return n % last_key_tile; },
+          [&](int n, int lo, int hi) { id_table[(n / last_key_tile) * kListSize + n % last_key_tile] = make_int2(lo, hi); });
+    }
+  };
+  // One warp's share of a work tile's classification (warp `cw` of `warps`, lane `lane_c`): the ids'
+  // range over the tile's rows (each warp alone), then the key tiles begin + n (from the id table, or
+  // their ids' ranges by key_ranges), each tile's class into tile_classes. Returns the number of key
+  // tiles of [begin, end).
+  auto classify = [&](const Work& w, int cw, int warps, int lane_c) -> int {
+    if constexpr (!kData) {
+      return 0;
+    } else {
+      const int tiles = w.end > w.begin ? w.end - w.begin : 0;
+      if (tiles > kListSize) __trap();  // Mask::kMaxKeyTiles below ceil(seq_k / BN)
+      // (with the id table the group first, and the row ids' loads 2 at a time: the classifier warps
+      // have 40 registers)
+      int first = 0;
+      if constexpr (kIdTable) first = mask.col_group(w.bh) * kListSize + w.begin;
+      int row_lo = 0x7fffffff, row_hi = -0x7fffffff - 1;
+      const int rows_end = w.row0 + C::BM < shape.seq_q ? w.row0 + C::BM : shape.seq_q;
+      auto row_range = [&](int r) {
+        const int id = mask.row_id(w.bh, r);
+        row_lo = id < row_lo ? id : row_lo;
+        row_hi = id > row_hi ? id : row_hi;
+      };
+      if constexpr (kIdTable) {
+#pragma unroll 2
+        for (int r = w.row0 + lane_c; r < rows_end; r += 32) row_range(r);
+      } else {
+        for (int r = w.row0 + lane_c; r < rows_end; r += 32) row_range(r);
+      }
+      row_lo = __reduce_min_sync(0xffffffffu, row_lo);
+      row_hi = __reduce_max_sync(0xffffffffu, row_hi);
+      auto class_of = [&](int n, int col_lo, int col_hi) {
+        tile_classes[n] =
+            static_cast<uint8_t>(row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi));
+      };
+      if constexpr (kIdTable) {
+        for (int n = cw * 32 + lane_c; n < tiles; n += warps * 32) {
+          const int2 r = id_table[first + n];
+          class_of(n, r.x, r.y);
+        }
+      } else {
+        key_ranges(tiles, cw, warps, lane_c, [&](int) { return w.bh; }, [&](int n) { return w.begin + n; }, class_of);
       }
       return tiles;
     }
@@ -436,9 +487,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
   if constexpr (kData) {
-    // The first work tile's list, by every warp of the block (nothing to overlap yet).
+    // The id table (kIdTable), then the first work tile's list, by every warp of the block (nothing to
+    // overlap yet).
     const int t0 = tile_index(0);
     const int warp_all = static_cast<int>(threadIdx.x) / 32, lane_all = static_cast<int>(threadIdx.x) % 32;
+    if constexpr (kIdTable) {
+      build_id_table(warp_all, C::Threads / 32, lane_all);
+      __syncthreads();
+    }
     int tiles = 0;
     Work w{};
     if (t0 < total) {

@@ -1026,7 +1026,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     else if (is_tile_element(sum->rhs) && column_only(sum->lhs)) staged_column_term = sum->lhs;
     if (const char* e = std::getenv("SOLDER_ATTN_STAGED_SUM"); e && std::string(e) == "0") staged_column_term.reset();
   }
-  const int bn = kHeadDim == 256 || with_bias ? 64 : 128;
+  // $SOLDER_ATTN_DATA_BN=64 runs a data mask on 64-key tiles (A/B runs: less MMA area on skipped and
+  // boundary tiles, twice the tiles to classify and to issue).
+  const bool data_bn64 = data && [] {
+    const char* e = std::getenv("SOLDER_ATTN_DATA_BN");
+    return e && std::string(e) == "64";
+  }();
+  const int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
   // short masked rows of sliding_window and prefix_lm): the producer loads the next work tile's Q, then
   // its K and V, while the consumers still run this tile, instead of waiting until every consumer has
@@ -1098,9 +1104,56 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // measured 126.9 / 207.3 µs against 204.2 / 226.9 at S 1k / 4k (H100, 2026-11-27, same call). At
   // 128 key tiles (S 16k) one block per tile measured faster (464.9 against 518.3 µs): the three
   // classifier warps' 128 tiles per work tile no longer hide under the consumers' 30 µs per tile, and
-  // the fixed latency is a small share there. $SOLDER_ATTN_PERSISTENT=0|1 overrides it for data masks too.
+  // the fixed latency is a small share there. With the id table below (the classification reads no key
+  // id) a data mask runs on persistent blocks at any number of key tiles. $SOLDER_ATTN_PERSISTENT=0|1
+  // overrides it for data masks too.
   constexpr int64_t kDataPersistentMaxKeyTiles = 32;
-  const bool data_persistent = data && (seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles;
+  // The keys' ids of a data mask in groups (Mask::kColGroups, functors.cuh): when they depend on the
+  // lead dims only through some of them (document ids doc[b, j]: the batch, not the head), every work
+  // tile of a group sees the same key tiles' id ranges, and persistent blocks reduce those once per
+  // block into a table in shared memory (groups x key tiles, at most 2048 entries) instead of reading
+  // every key's id per work tile (16 k id loads per work tile at S 16k). From 16 key tiles per work tile:
+  // document_mask 188.5 / 380.3 µs with the table against 214.0 / 469.3 without at S 4k / 16k, but at
+  // S 1k (8 key tiles, one batch of id loads per classifier warp, nothing to take off) 135.8 against
+  // 128.8, the table's reduction before a block's first work tile being all it adds there (H100,
+  // 2026-11-27, same call, two rounds). With the table a data mask runs on persistent blocks at every
+  // length. $SOLDER_ATTN_ID_TABLE=0 leaves it out, =1 takes it at any number of key tiles (A/B runs; 0:
+  // the previous kernel, persistent only up to 32 key tiles per work tile).
+  constexpr int64_t kIdTableMinKeyTiles = 16;
+  const char* id_table_knob = std::getenv("SOLDER_ATTN_ID_TABLE");
+  const std::string id_table_mode = id_table_knob ? id_table_knob : "";
+  struct ColGroups {
+    int64_t count = 0;             // 0: no table
+    std::string group, group_bh;   // col_group(bh_) and group_bh(group_) as C++ expressions
+  } col_groups;
+  if (data && id_table_mode != "0" && (id_table_mode == "1" || (seq_k + bn - 1) / bn >= kIdTableMinKeyTiles)) {
+    // the lead dims of bh_ (as decode() below takes them apart) that the keys' ids read
+    bool known = true;
+    std::vector<size_t> used;
+    for (auto& var : vars_used(data->col_id)) {
+      if (var == "col_" || std::find(lead_vars.begin(), lead_vars.end(), var) != lead_vars.end()) continue;
+      size_t at = rank;
+      for (size_t k2 = 0; k2 + 2 < rank; ++k2)
+        if (!q_lead.fixed[k2] && lead_grid[k2] == var) at = k2;
+      if (at == rank) { known = false; break; }
+      if (std::find(used.begin(), used.end(), at) == used.end()) used.push_back(at);
+    }
+    int64_t count = 1, stride = 1, group_stride = 1;
+    std::string group = "0", group_bh = "0";
+    for (size_t k2 = rank - 2; known && k2-- > 0;) {
+      if (q_lead.fixed[k2]) continue;
+      if (std::find(used.begin(), used.end(), k2) != used.end()) {
+        const std::string extent = std::to_string(q->shape[k2]);
+        group += " + " + cuda_identifier(lead_grid[k2]) + " * " + std::to_string(group_stride) + "LL";
+        group_bh += " + ((static_cast<long long>(group_) / " + std::to_string(group_stride) + "LL) % " + extent + "LL) * " + std::to_string(stride) + "LL";
+        group_stride *= q->shape[k2];
+        count *= q->shape[k2];
+      }
+      stride *= q->shape[k2];
+    }
+    if (known && count * ((seq_k + bn - 1) / bn) <= 2048) col_groups = ColGroups{count, group, group_bh};
+  }
+  const bool data_persistent = data && ((seq_k + bn - 1) / bn <= kDataPersistentMaxKeyTiles || col_groups.count > 0);
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
@@ -1264,9 +1317,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (data->may_fail) out << "    if (!(" << printer_.print_bool(*data->may_fail) << ")) return 1;\n";
     out << "    return 2;\n  }\n";
     out << "  __device__ bool visible(int bh_, int row_, int col_) const { return match(bh_, row_id(bh_, row_), col_id(bh_, col_)); }\n";
+    if (col_groups.count > 0 && persistent) {
+      out << "  // the keys' ids in groups of bh_ (" << data->col_text << " reads the same ids for every bh_ of a group): persistent blocks reduce the key tiles' id ranges once per group into a table\n";
+      out << "  static constexpr int kColGroups = " << col_groups.count << ";\n";
+      out << "  __device__ int col_groups() const { return kColGroups; }\n";
+      out << "  __device__ int col_group(int bh_) const {\n" << lead_decode << "    return static_cast<int>(" << col_groups.group << ");\n  }\n";
+      out << "  __device__ int group_bh(int group_) const { return static_cast<int>(" << col_groups.group_bh << "); }\n";
+    }
     skip_text = data->live ? "a data mask: key tiles where " + print_expr(data->match) + " holds for no pair of ids (rid_ = " + data->row_text + " over the work tile's rows, cid_ = " + data->col_text +
                                  " over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score (the keys' ids loaded once per tile right after S is issued, shared by shuffles); the key tiles of every work tile classified in the kernel, " +
-                                 std::string(persistent ? "per work tile: the first by every warp, each next one by the producer warpgroup's three idle warps while the consumers run the current one (double-buffered list), so the next tile's Q, K and V loads start during this tile's epilogue"
+                                 std::string(persistent ? "per work tile: the first by every warp, each next one by the producer warpgroup's three idle warps while the consumers run the current one (double-buffered list), so the next tile's Q, K and V loads start during this tile's epilogue" +
+                                                              (col_groups.count > 0 ? "; the key tiles' id ranges reduced once per block into a table of " + std::to_string(col_groups.count) + " id groups x " + std::to_string((seq_k + bn - 1) / bn) + " key tiles (a work tile's classification reads only its rows' ids)" : std::string(""))
                                                         : "once per block by every warp before the loads") +
                                  ", a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0)"
                            : "none: the data mask " + print_expr(data->match) + " has no interval bound over its ids (every tile computed, the ids compared per score)";
@@ -1537,7 +1598,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
   // 5 and two mbarrier pairs with persistent blocks: a double-buffered list), on top of the launch's
   // dynamic shared memory: both within sm_90's 227 KB per block.
-  const int64_t list_bytes = (persistent ? 5 : 3) * ((seq_k + bn - 1) / bn) + (persistent ? 48 : 16);
+  // The id table (kColGroups): 8 bytes per group and key tile.
+  const int64_t list_bytes = (persistent ? 5 : 3) * ((seq_k + bn - 1) / bn) + (persistent ? 48 : 16) +
+                             (persistent && col_groups.count > 0 ? 8 * col_groups.count * ((seq_k + bn - 1) / bn) : 0);
   if (data && result.info.shared_bytes + list_bytes > 232448)
     refuse("the data mask's key-tile list (" + std::to_string(list_bytes) + " bytes of shared memory) does not fit beside the K/V ring");
   AttentionSkeletonLaunch launch;

@@ -35,6 +35,8 @@ namespace {
 int failures = 0, cases = 0;
 // Persistent blocks of each case's second run (run_many_tiles sets 1 too).
 int persistent_blocks = 3;
+// The output bits of the last run_case (its persistent run).
+std::vector<uint16_t> last_output;
 
 // logit = dot · scale − slope(head) · |row − col| (base e; scale_log2 = log2 e).
 struct AlibiScore {
@@ -95,6 +97,15 @@ struct DataMask {
   __device__ bool visible(int bh, int row, int col) const { return match(bh, row_id(bh, row), col_id(bh, col)); }
 };
 std::vector<int> host_ids_q, host_ids_k;
+// The same mask with the keys' ids in groups (kColGroups: one group per batch, every head of a batch
+// reads its ids): persistent blocks classify from a table of the key tiles' id ranges per block.
+struct GroupedDataMask : DataMask {
+  int batch;
+  static constexpr int kColGroups = 4;  // batch ≤ 4
+  __device__ int col_groups() const { return batch; }
+  __device__ int col_group(int bh) const { return bh / heads; }
+  __device__ int group_bh(int group) const { return group * heads; }
+};
 
 // The same score with the bias staged by TMA into the K stages (kStagedBias = Bits): bit 1 the pair
 // bias as a bf16 tile [head][row][col] (rows ld ≥ seq_k apart, NaN padding), bit 2 the keep bytes
@@ -320,6 +331,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
                 first_bad % D, decode16(C::T, got[first_bad]), ref[first_bad]);
   }
   std::fflush(stdout);
+  last_output = got;
   free_tensor(q);
   free_tensor(k);
   free_tensor(v);
@@ -529,8 +541,10 @@ void run_padded(const char* name, std::mt19937& rng) {
 // Data masks (kDataTiles: key tiles classified per block from the ids' min/max): document ids of random
 // lengths (1 included, documents longer than a tile so whole key tiles are skipped and others fully
 // visible), unsorted ids in runs (live tiles not contiguous), ids_q ≠ ids_k at seq_q ≠ seq_k (rows that
-// see no key: NaN), and ids_q ≤ ids_k; ragged and grouped-query shapes.
-template <class C>
+// see no key: NaN), and ids_q ≤ ids_k; ragged and grouped-query shapes. Grouped: each case with
+// GroupedDataMask (the id table on persistent blocks) too, on the same inputs, and the two outputs
+// must have the same bits.
+template <class C, bool Grouped = false>
 void run_data(const char* name, std::mt19937& rng) {
   const float log2e = 1.4426950408889634f;
   const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
@@ -582,7 +596,18 @@ void run_data(const char* name, std::mt19937& rng) {
     CUDA_CHECK(cudaMemcpy(ids_k, host_ids_k.data(), host_ids_k.size() * sizeof(int), cudaMemcpyHostToDevice));
     const DataMask mask{ids_q, ids_k, c.heads, c.seq_q, c.seq_k, d.less_equal};
     std::snprintf(label, sizeof label, "%s %s %s", name, d.less_equal ? "ids<=" : "docs", d.kind == 0 ? "sorted" : d.kind == 1 ? "runs" : "q!=k");
+    const std::mt19937 inputs = rng;
     run_case<C>(label, c, plain, mask, rng);
+    if (Grouped) {
+      const std::vector<uint16_t> plain_bits = last_output;
+      rng = inputs;  // the same q, k and v
+      std::snprintf(label, sizeof label, "%s %s %s table", name, d.less_equal ? "ids<=" : "docs", d.kind == 0 ? "sorted" : d.kind == 1 ? "runs" : "q!=k");
+      run_case<C>(label, c, plain, GroupedDataMask{mask, c.batch}, rng);
+      ++cases;
+      const bool same = last_output == plain_bits;
+      if (!same) ++failures;
+      std::printf("%s %-34s id table and per-tile classification: %s bits\n", same ? "OK  " : "FAIL", label, same ? "the same" : "different");
+    }
     CUDA_CHECK(cudaFree(ids_q));
     CUDA_CHECK(cudaFree(ids_k));
   }
@@ -678,6 +703,11 @@ int main(int argc, char** argv) {
   run_data<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P data", rng);
   run_data<Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 128x128 s2 P data", rng);
   run_data<Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P data", rng);
+  // persistent data-mask blocks classifying from the id table (Mask::kColGroups), bit for bit against
+  // the per-tile classification above on the same inputs, and one block per tile
+  run_data<Config<Dtype::bf16, 64, 128, 4, 2, true>, true>("bf16 d64 128x128 s4 P data", rng);
+  run_data<Config<Dtype::bf16, 128, 128, 2, 2, true>, true>("bf16 d128 128x128 s2 P data", rng);
+  run_data<Config<Dtype::bf16, 64, 64, 4, 2, true>, true>("bf16 d64 128x64 s4 P data", rng);
   std::printf("%s: %d of %d cases passed\n", failures ? "FAILED" : "OK", cases - failures, cases);
   return failures ? 1 : 0;
 }

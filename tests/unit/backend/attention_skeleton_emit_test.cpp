@@ -413,8 +413,9 @@ TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   unsetenv("SOLDER_MMA_PATH");
 }
 
-// document_mask: a data mask. The key tiles are classified per block from the min/max of the document
-// ids (kDataTiles), skipped ones neither loaded nor computed; one block per work tile of 128 rows.
+// document_mask: a data mask. The key tiles are classified per work tile from the min/max of the
+// document ids (kDataTiles), skipped ones neither loaded nor computed; persistent blocks with the key
+// tiles' id ranges in a table per batch (kColGroups).
 TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
   for (auto dims : {std::vector<std::pair<std::string, int64_t>>{}, std::vector<std::pair<std::string, int64_t>>{{"B", 1}, {"S", 16384}},
                     std::vector<std::pair<std::string, int64_t>>{{"D", 128}}}) {
@@ -433,46 +434,99 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     // skipped when the ranges do not meet, full when both are one and the same id
     EXPECT_NE(k->source.find("if (!(((rid_lo_ <= cid_hi_) && (cid_lo_ <= rid_hi_)))) return 0;"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("return 1;"), std::string::npos);
-    // 2048 work tiles of 128 rows, 2 consumers: persistent blocks, one per SM, where a work tile has at
-    // most 32 key tiles (S 1k); one block per work tile at S 16k (128 key tiles: measured faster there);
-    // the schedule stated either way
+    // 2048 work tiles of 128 rows, 2 consumers: persistent blocks, one per SM, at every S; from 16 key
+    // tiles per work tile (S 16k here) the ids doc[b, j], which depend on the batch alone, give a table of
+    // the key tiles' id ranges per batch (kColGroups) that each block reduces once; the schedule stated
     EXPECT_EQ(seq / 128 * (dims.size() == 2 ? 16 : 256), 2048);
-    const bool persistent = seq <= 4096;
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " + (head_dim == 64 ? "4" : "2") + ", 2" + (persistent ? ", true" : "") + ">;"), std::string::npos) << k->source;
-    EXPECT_EQ(k->info.blocks, persistent ? 132 : 2048);
+    const int64_t batch = dims.size() == 2 ? 1 : 16;
+    if (seq / 128 < 16) {
+      EXPECT_EQ(k->source.find("kColGroups"), std::string::npos) << k->source;
+      EXPECT_EQ(k->summary.find("a table of"), std::string::npos) << k->summary;
+    } else {
+      EXPECT_NE(k->source.find("static constexpr int kColGroups = " + std::to_string(batch) + ";"), std::string::npos) << k->source;
+      EXPECT_NE(k->source.find("__device__ int col_group(int bh_) const {"), std::string::npos) << k->source;
+      // bh_ = b_t * 16 + h_t: the group is b_t, and group g's first head is bh_ = 16 g (at B = 1 no batch
+      // variable: one group, 0)
+      if (batch > 1) {
+        EXPECT_NE(k->source.find("return static_cast<int>(0 + b_t * 1LL);"), std::string::npos) << k->source;
+        EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0 + ((static_cast<long long>(group_) / 1LL) % " +
+                                 std::to_string(batch) + "LL) * 16LL); }"),
+                  std::string::npos)
+            << k->source;
+      } else {
+        EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0); }"), std::string::npos) << k->source;
+      }
+      EXPECT_NE(k->summary.find("a table of " + std::to_string(batch) + " id groups x " + std::to_string(seq / 128) + " key tiles"), std::string::npos) << k->summary;
+    }
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " + (head_dim == 64 ? "4" : "2") + ", 2, true>;"), std::string::npos) << k->source;
+    EXPECT_EQ(k->info.blocks, 132);
     EXPECT_NE(k->summary.find("a data mask: key tiles where rid_ == cid_ holds for no pair of ids"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("walk in the same order"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("loaded once per tile right after S is issued, shared by shuffles"), std::string::npos) << k->summary;
     EXPECT_NE(k->tiles_and_skipping.find("(no loads, no MMA)"), std::string::npos) << k->tiles_and_skipping;
-    if (persistent) {
-      EXPECT_NE(k->summary.find("on 132 persistent blocks"), std::string::npos) << k->summary;
-      EXPECT_NE(k->summary.find("each next one by the producer warpgroup's three idle warps while the consumers run the current one"), std::string::npos) << k->summary;
-      EXPECT_NE(k->summary.find("block order: persistent blocks deal out the work tiles longest first"), std::string::npos) << k->summary;
-      EXPECT_NE(k->tiles_and_skipping.find("on 132 persistent blocks"), std::string::npos) << k->tiles_and_skipping;
-    } else {
-      EXPECT_NE(k->summary.find("once per block by every warp before the loads"), std::string::npos) << k->summary;
-      EXPECT_NE(k->summary.find("block order: one block per work tile"), std::string::npos) << k->summary;
-    }
+    EXPECT_NE(k->summary.find("on 132 persistent blocks"), std::string::npos) << k->summary;
+    EXPECT_NE(k->summary.find("each next one by the producer warpgroup's three idle warps while the consumers run the current one"), std::string::npos) << k->summary;
+    EXPECT_NE(k->summary.find("block order: persistent blocks deal out the work tiles longest first"), std::string::npos) << k->summary;
+    EXPECT_NE(k->tiles_and_skipping.find("on 132 persistent blocks"), std::string::npos) << k->tiles_and_skipping;
   }
 }
 
-// The crossover: S 4096 (32 key tiles per work tile) still persistent, S 8192 (64) one block per tile;
-// $SOLDER_ATTN_PERSISTENT=1 forces persistent blocks at S 16k.
-TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTiles) {
-  for (auto [seq, b, want] : {std::tuple{int64_t{4096}, int64_t{4}, true}, std::tuple{int64_t{8192}, int64_t{2}, false}}) {
-    std::string refusal;
-    auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
-    ASSERT_TRUE(k) << refusal;
-    EXPECT_EQ(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;") != std::string::npos, want) << seq;
-    EXPECT_EQ(k->info.blocks, want ? 132 : seq / 128 * b * 16) << seq;
+// Without the id table ($SOLDER_ATTN_ID_TABLE=0, the previous kernel): persistent up to 32 key tiles per
+// work tile, S 4096 persistent, S 8192 (64) one block per tile, no kColGroups; with it (the default)
+// persistent at both. $SOLDER_ATTN_PERSISTENT=1 forces persistent blocks at S 16k without the table.
+TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTilesWithoutTheIdTable) {
+  for (const char* table : {"0", "1"}) {
+    setenv("SOLDER_ATTN_ID_TABLE", table, 1);
+    for (auto [seq, b, want] : {std::tuple{int64_t{4096}, int64_t{4}, true}, std::tuple{int64_t{8192}, int64_t{2}, false}}) {
+      if (std::string(table) == "1") want = true;
+      std::string refusal;
+      auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
+      ASSERT_TRUE(k) << refusal;
+      EXPECT_EQ(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;") != std::string::npos, want) << seq;
+      EXPECT_EQ(k->info.blocks, want ? 132 : seq / 128 * b * 16) << seq;
+      EXPECT_EQ(k->source.find("kColGroups") != std::string::npos, std::string(table) == "1") << seq;
+    }
   }
+  setenv("SOLDER_ATTN_ID_TABLE", "0", 1);
   setenv("SOLDER_ATTN_PERSISTENT", "1", 1);
   std::string refusal;
   auto k = emit(compile("document_mask", {{"B", 1}, {"S", 16384}}), &refusal);
   unsetenv("SOLDER_ATTN_PERSISTENT");
+  unsetenv("SOLDER_ATTN_ID_TABLE");
   ASSERT_TRUE(k) << refusal;
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos);
+  EXPECT_EQ(k->source.find("kColGroups"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
+}
+
+// The id table from 16 key tiles per work tile: not at S 1k (8), at S 2k (16); $SOLDER_ATTN_ID_TABLE=1
+// takes it at S 1k too.
+TEST(AttentionSkeletonEmit, DocumentMaskIdTableFrom16KeyTiles) {
+  for (auto [seq, b, want] : {std::tuple{int64_t{1024}, int64_t{16}, false}, std::tuple{int64_t{2048}, int64_t{8}, true}}) {
+    std::string refusal;
+    auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
+    ASSERT_TRUE(k) << refusal;
+    EXPECT_EQ(k->source.find("static constexpr int kColGroups = " + std::to_string(b) + ";") != std::string::npos, want) << seq;
+    EXPECT_EQ(k->info.blocks, 132) << seq;
+  }
+  setenv("SOLDER_ATTN_ID_TABLE", "1", 1);
+  std::string refusal;
+  auto k = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_ID_TABLE");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
+}
+
+// $SOLDER_ATTN_DATA_BN=64 runs a data mask on 64-key tiles (A/B runs), the id table with twice the key tiles.
+TEST(AttentionSkeletonEmit, DocumentMaskDataBn64Switch) {
+  setenv("SOLDER_ATTN_DATA_BN", "64", 1);
+  std::string refusal;
+  auto k = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_DATA_BN");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = 16;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
 }
 
 // $SOLDER_ATTN_PERSISTENT=0 puts a data mask back on one block per work tile at S 1k (the A/B switch).
