@@ -15,11 +15,11 @@
 # Every step is guarded by the time left (DEADLINE seconds): what does not fit is skipped and listed.
 # Run from the carry folder (stripped solder, examples/, bench/*.py, bench/gemm/skinny.sol, commit.txt):
 #   cd .devcarry/ffn-s2 && DEADLINE=150 bash ffn_s2_device.sh
-# With $OUT set, the results folder is tarred into it after every section and the summary copied there.
+# The results folder is tarred into $OUT (ffn-s2.tgz) after every section, and the summary copied there.
 set -uo pipefail
-O=${OUT:-/tmp/out}; out=$O/s2
+O=${OUT:-/tmp/out}; W=/tmp/ffn-s2-work; out=$W/s2  # $OUT gets the tarball and the summary only
 start=$(date +%s); left() { echo $(( ${DEADLINE:-150} - ($(date +%s) - start) )); }
-pack() { tar czf "$O/ffn-s2.tgz" -C "$O" s2; }
+pack() { mkdir -p "$O"; tar czf "$O/ffn-s2.tgz" -C "$W" s2; }
 export SOLDER_CUTLASS_INCLUDE=${SOLDER_CUTLASS_INCLUDE:-$PWD/../cutlass} SOLDER_CACHE_DIR=$PWD/cache
 export SOLDER_COMMIT=$(cut -d' ' -f1 commit.txt 2>/dev/null)
 chmod +x solder 2>/dev/null
