@@ -10,10 +10,12 @@ Each peer is warmed up (torch.compile compiles), then called `calls` times insid
 "peer_kernels/<peer>" with a device synchronisation after each call. Run it under Nsight Compute with
 `--nvtx --nvtx-include 'peer_kernels/'` to profile exactly those kernels (name, grid, block, time), as
 bench/gemm_chains3.sh does for Solder's kernels with the same metrics. Without ncu it prints the
-kernels torch.profiler saw in the same range (name, grid, block, median µs).
+kernels torch.profiler saw in the same range (median µs, grid and block from its trace, name).
 """
 import argparse
+import json
 import statistics
+import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +37,24 @@ def ffn(a, b, d):
 
 def gated_ffn(a, b1, b2, d):
     return (F.silu(a @ b1) * (a @ b2)) @ d
+
+
+def launch_shapes(prof):
+    """Kernel name -> "grid [x, y, z] block [x, y, z]", from the profiler's Chrome trace (kineto records
+    each kernel's launch shape there, not in prof.events()); empty where the trace cannot be read."""
+    shapes = {}
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            prof.export_chrome_trace(f.name)
+            with open(f.name) as trace:
+                events = json.load(trace).get("traceEvents", [])
+        for e in events:
+            args = e.get("args") or {}
+            if e.get("cat") == "kernel" and "grid" in args:
+                shapes.setdefault(e.get("name", ""), f"grid {args['grid']} block {args.get('block')}")
+    except Exception:  # an older kineto, no trace: names and times only
+        pass
+    return shapes
 
 
 def main():
@@ -74,9 +94,10 @@ def main():
                 if e.device_type != torch.autograd.DeviceType.CUDA:
                     continue
                 rows.setdefault(e.name, []).append(e.device_time if hasattr(e, "device_time") else e.cuda_time)
+            grids = launch_shapes(prof)
             print(f"== {opt.workload} M{M} N{N} K{K} L{L} {peer}: kernels per call (torch.profiler, median µs)")
             for name, ts in rows.items():
-                print(f"   {statistics.median(ts):8.2f} us  x{len(ts) // max(1, opt.calls)}  {name[:160]}")
+                print(f"   {statistics.median(ts):8.2f} us  x{len(ts) // max(1, opt.calls)}  {grids.get(name, '')}  {name[:160]}")
 
 
 if __name__ == "__main__":

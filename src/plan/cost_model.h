@@ -22,7 +22,8 @@
 //           wave covers a near-square block of tiles); D or the f32 partials; epilogue reads
 //   merge   split_k > 1: the last CTA of each tile reads the other f32 partials and writes D, in the
 //           same launch (at L2 speed while the partials fit in half of L2; at least one tile's partials
-//           through one SM's load port), plus kSplitKMergeLatencies memory latencies per round of CTAs
+//           through one SM's load port, read one after the other: kSplitKPartialReadLatencies), plus
+//           kSplitKMergeLatencies memory latencies per round of CTAs
 //
 // docs/planner.md gives the constants and how to re-measure them (`solder probe`).
 #pragma once
@@ -75,18 +76,38 @@ constexpr double kWgmmaIssueCycles = 8;
 // s8 unsplit (H100, 2026-11-26 17:30 UTC, bench/NOTES.md "gemm-chains"); 128x64 s8 split 2 29.3, split 4 38.0.
 constexpr double kSplitKMergeLatencies = 7;
 // The same where the output has few tiles: at most kFewTilesFraction × sm_count tiles of 64 × 64
-// (ffn's down projections at M 128 and N ≤ 1024), where splitting K is what puts the SMs to work.
-// Measured on the H100 (2026-11-26 23:18 UTC, bench/results/h100/gemm-chains3-sweep.json, solder bench
-// with many calls per replay and programmatic dependent launch): a 64 x 64 split-K tile cost 0.5-2.2 µs
-// more than the model's main loop without its merge at N 384-1024 (two latencies, not seven), and split
-// 4 ran faster than split 1 at every such shape with K ≥ 1536 (N 1024 K 3072: 8.41 against 9.24 µs;
-// N 768 K 3072: 8.08 / 9.62; N 512 K 2048: 5.76 / 6.48; N 384 K 1536: 5.82 / 6.10), slower where a split
-// keeps under 8 K tiles (N 768 K 768, N 256 K 512, N 64 K 256). The seven latencies above stay for the
-// problems with many tiles: there they also absorb the model's overestimate of one-consumer tiles at
-// long K (64 x 64 at N 3072 K 8192: 29.4 µs predicted, 26.0 measured), so that 128 x 64 split 2 (27.4
-// measured) is not chosen over it; a refit of that main-loop term should replace both constants.
-constexpr double kSplitKMergeLatenciesFewTiles = 2;
-constexpr double kFewTilesFraction = 0.25;
+// (ffn's down projections at M 128 and N ≤ 2112), where splitting K is what puts the idle SMs to work:
+// one round trip (the counter's atomic) beside the partials' reads below. Measured on the H100: at
+// N 384-1024 (2026-11-26 23:18 UTC, bench/results/h100/gemm-chains3-sweep.json, solder bench with many
+// calls per replay and programmatic dependent launch) a 64 x 64 split-4 tile cost 0.5-2.2 µs more than
+// the model's main loop without its merge (about two latencies: this one and the three partials' 1.05),
+// and split 4 ran faster than split 1 at every such shape with K ≥ 1536 (N 1024 K 3072: 8.41 against
+// 9.24 µs; N 512 K 2048: 5.76 / 6.48), slower where a split keeps under 8 K tiles (N 768 K 768). At
+// N 1536 and 2048 (2026-11-27 17:36 UTC, bench/results/h100/ffn-s2-sweep.json: ffn S2's and S6's down
+// projections, 64 and 48 tiles) 64 x 64 split 2 ran fastest of five (S2 14.14 µs against 14.70
+// unsplit and 14.89 for 128 x 64 split 4; S6 15.79 against 16.89 for 128 x 64 split 4 and 21.18
+// unsplit), where the seven latencies above had priced it 1.7 µs slower than unsplit: the fraction
+// was 0.25 (33 tiles) and the constant 2 before the partials' reads were priced.
+// The seven latencies above stay for the problems with many tiles: there they also absorb the model's
+// overestimate of one-consumer tiles at long K (64 x 64 at N 3072 K 8192: 29.4 µs predicted, 26.0
+// measured), so that 128 x 64 split 2 (27.4 measured) is not chosen over it.
+constexpr double kSplitKMergeLatenciesFewTiles = 1;
+constexpr double kFewTilesFraction = 0.5;
+// The merging CTA reads the other splits' f32 partials in split order, each after the previous one's
+// sum: kSplitKPartialReadLatencies memory latencies per 64 × 64 partial block (16 KB) it reads, beside
+// the bytes through its load port. Fitted on ffn-s2-sweep.json (above): 128 x 64 split 4 reads 3
+// partials of 2 such blocks each, 2.1 latencies, 64 x 64 split 2 one block, 0.35; with it the skeleton
+// path chooses the best measured configuration at both problems (mean Spearman 0.350 → 0.700), and
+// gemm-chains3-sweep.json goes from Spearman 0.690 to 0.840 (worst gap 5.2 → 4.5 %); the calibration
+// and skeleton sweeps do not move (docs/planner.md, "Validation").
+constexpr double kSplitKPartialReadLatencies = 0.35;
+// ... for the first kMergeSplitsInFlight splits only: the merge loop (sm90_gemm.cuh) is unrolled over
+// the splits, and a lane's loads of up to four splits (8 float4 each, 128 registers) are in flight
+// together, so a deeper split adds its bytes, not its latency. Without this bound the term priced
+// linear_relu_backward's dw (128 x 64 split 16: 30 blocks, 10.8 µs) 6 µs over its measured 38.1 µs
+// (bench/NOTES.md, lrb-dw) and moved it to an unmeasured 64 x 64 split 8. Both constants are a fit to
+// these sweeps, not a measurement of the merge alone (no ncu of it yet).
+constexpr int kMergeSplitsInFlight = 4;
 // The skeleton's cost of a cluster launch beyond cluster_launch_us (the probe's empty kernel with two
 // cluster barriers): its own cluster barriers at start and end, and a ring whose stage is refilled only
 // once every block of the cluster released it, so the slower block of each cluster sets the pace.

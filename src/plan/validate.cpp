@@ -13,6 +13,7 @@
 #include "plan/cost_model.h"
 #include "plan/feasibility.h"
 #include "plan/plan.h"
+#include "plan/skeleton_choice.h"
 #include "support/json.h"
 #include "support/json_reader.h"
 
@@ -254,11 +255,13 @@ Validation validate_cost_model(const std::vector<SweepRecord>& sweep, const Hard
       all_relative_predicted.push_back(predicted[i] / predicted[chosen]);
       all_relative_measured.push_back(measured[i] / measured[best]);
     }
-    // The skeleton path's choice: the best of the device skeleton's catalogue for this problem.
+    // The skeleton path's choice: the best of the device skeleton's catalogue for this problem, among the
+    // split-K candidates choose_skeleton_config offers (split_k_offered: powers of two).
     PlanOptions options;
     options.top = 1;
     for (const GemmConfig& c : gemm_catalogue(pv.problem.type))
-      if (in_device_skeleton(c) && skeleton_cluster_fits(pv.problem, c)) options.only.push_back(c);
+      if (in_device_skeleton(c) && split_k_offered(pv.problem, c, hw.sm_count) && skeleton_cluster_fits(pv.problem, c))
+        options.only.push_back(c);
     const GemmPlan plan = plan_gemm(pv.problem, hw, options);
     if (const GemmCandidate* c = plan.chosen()) {
       pv.skeleton_choice = config_name(c->config);

@@ -161,13 +161,18 @@ void launch_attention_skeleton(const runtime::Function& function, const Attentio
   runtime::launch(function, config, args.data());
 }
 
-// $SOLDER_PDL=0 launches every kernel without programmatic dependent launch (A/B runs); default on.
-bool programmatic_launch_enabled() {
-  static const bool enabled = [] {
+// Programmatic dependent launch (A/B runs): $SOLDER_PDL=0 launches every kernel without it; =all gives
+// it to every GEMM-skeleton kernel, whatever its predicted time (kProgrammaticLaunchMaxUs); unset (or
+// another value), the kernels the writers marked (GeneratedKernel::programmatic) take it.
+enum class ProgrammaticLaunch { off, marked, every_gemm };
+ProgrammaticLaunch programmatic_launch_mode() {
+  static const ProgrammaticLaunch mode = [] {
     const char* text = std::getenv("SOLDER_PDL");
-    return !(text && std::string(text) == "0");
+    if (text && std::string(text) == "0") return ProgrammaticLaunch::off;
+    if (text && std::string(text) == "all") return ProgrammaticLaunch::every_gemm;
+    return ProgrammaticLaunch::marked;
   }();
-  return enabled;
+  return mode;
 }
 
 void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& pointers, CUstream_st* stream) {
@@ -181,7 +186,8 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = stream;
-    config.programmatic = info.programmatic && programmatic_launch_enabled();
+    const ProgrammaticLaunch pdl = programmatic_launch_mode();
+    config.programmatic = pdl != ProgrammaticLaunch::off && (info.programmatic || (pdl == ProgrammaticLaunch::every_gemm && info.gemm));
     if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers, loaded.split_k[k]);
     else if (info.attention) launch_attention_skeleton(loaded.functions[k], *info.attention, config, pointers);
     else runtime::launch(loaded.functions[k], config, args.data());

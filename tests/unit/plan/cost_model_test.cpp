@@ -209,8 +209,9 @@ TEST(CostModel, SplitKChargesTheMergeAndHelpsASkinnyProblem) {
 }
 
 TEST(CostModel, FewTileProblemsChargeFewerMergeLatencies) {
-  // At most a quarter of the SMs' worth of 64 x 64 output tiles: the merge's serial tail is charged
-  // kSplitKMergeLatenciesFewTiles latencies per round, else kSplitKMergeLatencies.
+  // At most half of the SMs' worth of 64 x 64 output tiles: the merge's round trips are charged
+  // kSplitKMergeLatenciesFewTiles latencies per round, else kSplitKMergeLatencies; both also pay the
+  // merging CTA's serial reads of the other partials (kSplitKPartialReadLatencies per 64 x 64 block).
   const HardwareDescription& hw = default_hardware();
   GemmConfig tile = big_tile();
   tile.bm = 64;
@@ -219,11 +220,37 @@ TEST(CostModel, FewTileProblemsChargeFewerMergeLatencies) {
   tile.stages = 8;
   tile.split_k = 4;
   const double latency_us = hw.rates.memory_latency_ns * 1e-3;
+  const double reads_us = 3 * (64.0 * 64 * 4 / (hw.rates.sm_load_gbps * 1e3) + kSplitKPartialReadLatencies * latency_us);
   const GemmCost few = predict_gemm(problem(128, 1024, 3072), tile, hw);    // 32 tiles of 64 x 64
+  const GemmCost edge = predict_gemm(problem(128, 2112, 3072), tile, hw);   // 66 tiles: half of the 132 SMs
   const GemmCost many = predict_gemm(problem(128, 3072, 8192), tile, hw);   // 96 tiles: 384 units, 3 rounds
-  EXPECT_LT(few.merge_us, (kSplitKMergeLatenciesFewTiles + 1) * latency_us);
-  EXPECT_GE(few.merge_us, kSplitKMergeLatenciesFewTiles * latency_us);
-  EXPECT_GE(many.merge_us, many.waves * kSplitKMergeLatencies * latency_us);
+  EXPECT_NEAR(few.merge_us, reads_us + kSplitKMergeLatenciesFewTiles * latency_us, 1e-9);
+  EXPECT_NEAR(edge.merge_us - edge.waves * kSplitKMergeLatenciesFewTiles * latency_us, reads_us, 1e-9);
+  EXPECT_GE(many.merge_us, many.waves * kSplitKMergeLatencies * latency_us + reads_us);
+}
+
+TEST(CostModel, TheMergeReadsEachPartialBlockInTurn) {
+  // The merging CTA reads split_k - 1 partials of BM x BN f32, one after the other: a 128 x 64 tile split
+  // 4 ways reads 6 blocks of 64 x 64, a 64 x 64 tile split 2 ways one (ffn S2's down projection).
+  const HardwareDescription& hw = default_hardware();
+  GemmProblem p = problem(128, 2048, 5632, MmaType::f16);
+  p.a_k_major = true;
+  p.b_k_major = false;
+  GemmConfig wide = big_tile();
+  wide.type = MmaType::f16;
+  wide.bn = 64;
+  wide.stages = 6;
+  wide.split_k = 4;
+  GemmConfig narrow = wide;
+  narrow.bm = 64;
+  narrow.consumers = 1;
+  narrow.stages = 14;
+  narrow.split_k = 2;
+  const double latency_us = hw.rates.memory_latency_ns * 1e-3;
+  const GemmCost w = predict_gemm(p, wide, hw), n = predict_gemm(p, narrow, hw);
+  EXPECT_EQ(w.ctas, n.ctas);  // 128 of them each
+  EXPECT_NEAR(w.merge_us - n.merge_us,
+              (6 - 1) * kSplitKPartialReadLatencies * latency_us + (3.0 * 128 * 64 - 64 * 64) * 4 / (hw.rates.sm_load_gbps * 1e3), 1e-9);
 }
 
 TEST(CostModel, TinyProblemsAreBoundByLaunchOrLatency) {
