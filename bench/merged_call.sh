@@ -35,10 +35,14 @@ solder_cmds --compile-only --timeout 120 | xargs -d '\n' -P 8 -n 1 sh -c > $O/r/
 echo "== 1. device tests"
 for t in ${DEVICE_TESTS:-attention:110 attention_dual:40 gemm:150 gemm_rows:40 gemm_prologue:60}; do
   n=${t%%:*}; s=${t##*:}
-  timeout $s bin/test_sm90_$n 2026 > $O/r/dt-$n.txt 2>&1
-  echo "   $n rc $? $(tail -n1 $O/r/dt-$n.txt) ($(( $(date +%s) - start )) s)"
+  # each line stamped with the seconds since the test started (stdout line-buffered), so slow cases show
+  t0=$EPOCHREALTIME
+  timeout $s stdbuf -oL bin/test_sm90_$n 2026 2>&1 | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done |
+    awk -v t0="$t0" '{ t = $1; sub(/^[^ ]* /, ""); printf "%7.2f %s\n", t - t0, $0 }' > $O/r/dt-$n.txt
+  rc=${PIPESTATUS[0]}
+  echo "   $n rc $rc $(tail -n1 $O/r/dt-$n.txt) ($(( $(date +%s) - start )) s)"
 done
-grep -h "^FAIL" $O/r/dt-*.txt | head -5
+grep -h "^ *[0-9.]* FAIL" $O/r/dt-*.txt | head -5
 if [ "${RUN_SH:-1}" = 1 ]; then
   echo "== 2. tests/gpu/run.sh ($(left) s left)"
   SOLDER_REBUILD=0 SOLDER_GPU_PARALLEL=8 timeout $(( $(left) - ${SPOT_SECONDS:-250} )) bash tests/gpu/run.sh $O/run \
