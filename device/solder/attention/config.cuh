@@ -81,7 +81,10 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              1 … 8 key tiles per work tile) take more of them. The counter resets itself at the end of
 //              each launch (the last block to finish), so launches of the kernels of one module must not
 //              overlap in time (one stream, as every Solder launch is). With Persistent, not with a data
-//              mask (its classifier warps build the lists by rounds).
+//              mask (its classifier warps build the lists by rounds), and not with Stagger: consumer 0
+//              passes work tiles without key tiles with no turn, so it can wait on a slot of the two-slot
+//              work ring that consumer 1, still owed Stagger turns, has not read (a deadlock, found by the
+//              device test's St2 case at offset -200 on one block).
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
           int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false>
 struct Config {
@@ -127,6 +130,7 @@ struct Config {
   static_assert(Stagger_ <= Stages_ - 1 && Stagger_ <= (QBuffers_ == 2 ? 3 : 1),
                 "Stagger: at most Stages - 1 turns, and 3 with two Q buffers (1 with one), or the ring deadlocks");
   static_assert(!Dynamic_ || Persistent_, "Dynamic: with persistent blocks");
+  static_assert(!Dynamic_ || Stagger_ == 0, "Dynamic: not with Stagger (the work ring deadlocks on tiles with no key tile)");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
   static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");

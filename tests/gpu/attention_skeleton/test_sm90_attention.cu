@@ -654,10 +654,10 @@ int main(int argc, char** argv) {
   run_padded<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64(32) 128x128 s6 P Q2 St2", rng);
   // Dy: work tiles claimed from a counter (Config::Dynamic; the emitter's causal short rows at hd64: 4
   // stages, 2 Q buffers, no stagger), each against its static configuration: with two and one Q buffer,
-  // staggered, f16, hd128
+  // f16, hd128 (not staggered: config.cuh refuses Dynamic with Stagger, which deadlocked here at offset
+  // -200 on one block)
   run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2>>("bf16 d64 s4 P Q2 Dy", rng);
   run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 s4 P Dy", rng);
-  run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 St2 Dy", rng);
   run_dynamic<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true>, Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2>>("f16 d64 s4 P Q2 Dy", rng);
   run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2 Dy", rng);
   // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
