@@ -27,7 +27,8 @@
 // different streams). Kernels on the GEMM skeleton get their TMA tensor maps encoded on the host in
 // each call (kernel parameters, which a graph captures); a split-K GEMM's partials and counters are
 // sized at compile time and owned by the Kernel (allocated and zeroed once; each launch leaves its
-// counters zero again), so calls of such a Kernel must not run concurrently either.
+// counters zero again), and so does a persistent attention kernel's work-tile counter (a module global
+// its last block resets), so calls of such a Kernel must not run concurrently either.
 //
 // Errors. Every failure throws solder::Error (solder/error.h): a program's errors carry
 // file:line:column; a bad call names the tensor and says what was expected and what was found.
