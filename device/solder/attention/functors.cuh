@@ -20,17 +20,20 @@
 //     // score(bh, row, col, dot) = a·dot + u·(col − row) + w·row + c, the four factors of head bh
 //     __device__ void affine(int bh, float* a, float* u, float* w, float* c) const;
 //
-// The skeleton asks for the factors once per work tile and splits the bias into a column term and a row
-// shift. The column term u·k, for each of the thread's BN / 4 constant column offsets k inside a key
-// tile, is formed once per work tile and kept in registers (2 consumers; with 3, whose 160 registers it
-// does not fit, once per key tile: one FMUL per column, shared by the thread's two rows); the row shift
+// With two consumer warpgroups the skeleton asks for the factors once per work tile and splits the bias
+// into a column term and a row shift. The column term u·k, for each of the thread's BN / 4 constant column
+// offsets k inside a key tile, is formed once per work tile and kept in registers; the row shift
 // u·(col0 + lane's column − row) + w·row + c (an exact integer times u, so no precision is lost at large
-// rows or columns) once per key tile and row. Per score one FFMA forms s' = a·dot + u·k; the row state takes the shift per row
-// (OnlineSoftmax::update_shifted): the row's maximum is max(s') + shift, and each weight is
-// exp2(scale_log2 · s' − scale_log2 · (max − shift)), so the score a·dot + u·(col − row) + w·row + c
-// is never formed per element (ALiBi: a = scale, u = the head's slope, w = c = 0). With
-// `static constexpr bool kAffineTwoFfma = true;` the skeleton instead adds the whole bias per score (a
-// per-tile row base plus u times the offset, then a·dot: two FFMA per score; A/B runs).
+// rows or columns) once per key tile and row. Per score one FFMA forms s' = a·dot + u·k; the row state
+// takes the shift per row (OnlineSoftmax::update_shifted): the row's maximum is max(s') + shift, and each
+// weight is exp2(scale_log2 · s' − scale_log2 · (max − shift)), so the score a·dot + u·(col − row) + w·row
+// + c is never formed per element (ALiBi: a = scale, u = the head's slope, w = c = 0).
+//
+// With three consumers (a 128-register cap: the BN / 4 column terms do not fit), or with
+// `static constexpr bool kAffineTwoFfma = true;`, the skeleton adds the whole bias per score: the row base
+// u·(col0 + lane's column − row) + w·row + c once per key tile and row, u times the element's constant
+// column offset added to it by one FFMA (which does not wait for S), then a·dot by another. (Forming the
+// column terms per key tile instead, after S, measured 2–3 % slower there: bench/NOTES.md, attn-alibi.)
 //
 // A score with a bias (optional: `static constexpr bool kBias = true;`, then operator() is never called):
 //

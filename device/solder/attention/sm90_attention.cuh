@@ -788,13 +788,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // The row-shift form: u times each of the thread's constant column offsets 8·g + e inside a key
       // tile (score i has offset 8·(i / 4) + i % 2: column_term[2·(i / 4) + i % 2]), and the row shift
       // of the key tile in flight (logits() sets it, the row state takes it).
-      // With 3 consumers (160 registers) the BN / 4 terms do not fit beside S, P and O (ptxas spills):
-      // there they are formed per key tile, one FMUL per column shared by the thread's two rows.
-      constexpr bool kRowShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0);
-      constexpr bool kColumnRegisters = kRowShift && C::Consumers == 2;
-      float column_term[kColumnRegisters ? C::BN / 4 : 1];
+      // Two consumers only: with 3 (a 128-register cap) the BN / 4 terms do not fit beside S, P and O, and
+      // the whole bias per score (below) is the faster form there (functors.cuh, "An affine score").
+      constexpr bool kRowShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && C::Consumers == 2;
+      float column_term[kRowShift ? C::BN / 4 : 1];
       float row_shift[2] = {0.0f, 0.0f};
-      if constexpr (kColumnRegisters) {
+      if constexpr (kRowShift) {
 #pragma unroll
         for (int k = 0; k < C::BN / 4; ++k) column_term[k] = affine_u * static_cast<float>(8 * (k / 2) + k % 2);
       }
@@ -887,21 +886,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             const int row = row_base + 8 * r;
             row_shift[r] = fmaf(affine_u, static_cast<float>(col0 + col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c));
           }
-          if constexpr (kColumnRegisters) {
 #pragma unroll
-            for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), affine_a, column_term[2 * (i / 4) + i % 2]);
-          } else {
-            // u copied through asm volatile once per tile, so that the compiler cannot hoist the column
-            // terms out of the key-tile loop (where they would be the 32 live registers that spill)
-            float tile_u;
-            asm volatile("mov.b32 %0, %1;" : "=f"(tile_u) : "f"(affine_u));
-#pragma unroll
-            for (int k = 0; k < C::BN / 4; ++k) {
-              const float term = tile_u * static_cast<float>(8 * (k / 2) + k % 2);  // score i = 4·(k/2) + 2·r + k%2
-#pragma unroll
-              for (int r = 0; r < 2; ++r) acc_s(4 * (k / 2) + 2 * r + k % 2) = fmaf(acc_s(4 * (k / 2) + 2 * r + k % 2), affine_a, term);
-            }
-          }
+          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), affine_a, column_term[2 * (i / 4) + i % 2]);
         } else if constexpr (score_is_affine<Score>(0)) {
           // a·dot + u·(col − row) + w·row + c: the row part once per tile and row (exact integer
           // col0 + col_lane − row), then u times the element's constant column offset, then a·dot.

@@ -687,8 +687,8 @@ int main(int argc, char** argv) {
   if (argc > 2) case_filter = argv[2];
   if (!case_filter.empty()) std::printf("only the cases whose label contains \"%s\"\n", case_filter.c_str());
   // Affine scores (ALiBi) in the emitter's configurations: hd64 short rows (persistent, 2 Q buffers,
-  // staggered, 6 stages), hd64 long rows (192 x 128, 3 consumers, one block per tile, and 2 consumers),
-  // hd128, f16
+  // staggered, 6 stages), hd64 long rows (192 x 128, 3 consumers, one block per tile: the two-FFMA form
+  // for both functors there; and 2 consumers), hd128, f16
   run_affine<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 St2", rng);
   run_affine<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64 192x128 s4", rng);
   run_affine<Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 128x128 s4", rng);

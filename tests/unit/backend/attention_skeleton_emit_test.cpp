@@ -125,9 +125,9 @@ TEST(AttentionSkeletonEmit, ScoreModifiersBecomeTheScoreFunctor) {
 }
 
 // ALiBi's S + slope_h·(j − i) is affine in the row and column: the head's slope once per work tile
-// (no pow per score), one FFMA per score with the row term in the row state, and vanilla's schedules:
-// three consumers on long rows, the short-row schedule at S ≤ 1k. $SOLDER_ATTN_AFFINE=two: the whole
-// bias per score (kAffineTwoFfma).
+// (no pow per score) and vanilla's schedules: three consumers on long rows (the whole bias per score),
+// the short-row schedule at S ≤ 1k (2 consumers: one FFMA per score, the row term in the row state).
+// $SOLDER_ATTN_AFFINE=two: the whole bias per score everywhere (kAffineTwoFfma).
 TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   std::string refusal;
   auto k = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
@@ -142,13 +142,16 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_NE(k->source.find("*c_ = 0.0f;"), std::string::npos);
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
   EXPECT_NE(k->summary.find("affine: a·dot + u·(col − row) + w·row + c"), std::string::npos) << k->summary;
-  EXPECT_NE(k->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << k->summary;
+  // (3 consumers: the skeleton adds the whole bias per score)
+  EXPECT_NE(k->summary.find("(one FFMA per score for the bias, one for a·dot)"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("kAffineTwoFfma"), std::string::npos);
   // S 1k: vanilla's short-row schedule (persistent blocks, two Q buffers, consumer 1 two turns behind)
   auto short_rows = emit(compile("alibi", {}), &refusal);
   ASSERT_TRUE(short_rows) << refusal;
   EXPECT_NE(short_rows->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << short_rows->summary;
   EXPECT_EQ(short_rows->info.blocks, 132);
+  EXPECT_NE(short_rows->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << short_rows->summary;
+  EXPECT_EQ(short_rows->source.find("kAffineTwoFfma"), std::string::npos);
   // the A/B knobs: the two-FFMA score, the previous short-row choice, two consumers on long rows
   setenv("SOLDER_ATTN_AFFINE", "two", 1);
   setenv("SOLDER_ATTN_SHORT", "old", 1);
@@ -164,6 +167,7 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   unsetenv("SOLDER_ATTN_CONSUMERS");
   ASSERT_TRUE(two) << refusal;
   EXPECT_NE(two->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>;"), std::string::npos) << two->summary;
+  EXPECT_NE(two->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << two->summary;
   // softcap is not affine: the per-score functor
   auto soft = emit(compile("softcap", {}), &refusal);
   ASSERT_TRUE(soft) << refusal;
