@@ -4,13 +4,13 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>; 4 work tiles of 192 query rows x 128 keys; skipped tiles: none (no mask: every key tile of the sequence)
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: none (no mask: every key tile of the sequence)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>; 4 work tiles of 192 query rows x 128 keys; skipped tiles: none (no mask: every key tile of the sequence)
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: none (no mask: every key tile of the sequence)
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o
-// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3> (192 query rows x 128 keys per tile, 4-stage K/V ring, 3 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles, score: s_tile[b, h, i, j] + pow(2, -8 * (h_t + h + 1) / H) * (j_t * 64 + j - (i_t * 128 + i)) with s_tile = rsqrt(D) · dot; affine: a·dot + u·(col − row) + w·row + c with a = (1.0) · 0.125000, u = pow(2, -8 * (h_t + 0 + 1) * (1.0 / H)), w = 0.0, c = 0.0 per head, once per work tile (one FFMA per score for the bias, one for a·dot); skipped tiles: none (no mask: every key tile of the sequence); epilogue: o / Σp stored; block order: the query tiles of a head last to first (the longest causal rows first)
+// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2> (128 query rows x 128 keys per tile, 6-stage K/V ring, 2 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles on 4 persistent blocks (longest first, snake order; 2 Q buffers: the next work tile's Q, K and V load while this one runs; consumer 1 staggered 2 turns behind consumer 0, so one's work-tile boundary overlaps the other's products), score: s_tile[b, h, i, j] + pow(2, -8 * (h_t + h + 1) / H) * (j_t * 64 + j - (i_t * 128 + i)) with s_tile = rsqrt(D) · dot; affine: a·dot + u·(col − row) + w·row + c with a = (1.0) · 0.125000, u = pow(2, -8 * (h_t + 0 + 1) * (1.0 / H)), w = 0.0, c = 0.0 per head, once per work tile (one FFMA per score: a·dot + u·(column offset in the tile), the offsets' u-multiples in registers; the row term u·(col0 − row) + w·row + c once per key tile and row, added to the row state's maximum); skipped tiles: none (no mask: every key tile of the sequence); epilogue: o / Σp stored; block order: the query tiles of a head last to first (the longest causal rows first)
 // the Kernel IR's online softmax (running max acc_m, sum acc_z, accumulator acc_o) is the skeleton's row state; Q = q, K = k, V = v__, O = o__
 struct fused_o_score_ {
   const __nv_bfloat16* q;
@@ -62,6 +62,6 @@ struct fused_o_epilogue_ {
     *reinterpret_cast<__nv_bfloat162*>(&o__[at_]) = __floats2bfloat162_rn(o0_, o1_);
   }
 };
-using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;
+using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;
 SOLDER_ATTENTION_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)
 

@@ -20,10 +20,20 @@
 //     // score(bh, row, col, dot) = a·dot + u·(col − row) + w·row + c, the four factors of head bh
 //     __device__ void affine(int bh, float* a, float* u, float* w, float* c) const;
 //
-// The skeleton asks for the factors once per work tile, forms u·(col0 + lane's column − row) + w·row + c
-// once per key tile and row, and per score adds u times the element's column offset inside the tile
-// (a compile-time constant) and a·dot: two FFMA per score, no index conversion (ALiBi: a = scale, u =
-// the head's slope, w = c = 0).
+// With two consumer warpgroups the skeleton asks for the factors once per work tile and splits the bias
+// into a column term and a row shift. The column term u·k, for each of the thread's BN / 4 constant column
+// offsets k inside a key tile, is formed once per work tile and kept in registers; the row shift
+// u·(col0 + lane's column − row) + w·row + c (an exact integer times u, so no precision is lost at large
+// rows or columns) once per key tile and row. Per score one FFMA forms s' = a·dot + u·k; the row state
+// takes the shift per row (OnlineSoftmax::update_shifted): the row's maximum is max(s') + shift, and each
+// weight is exp2(scale_log2 · s' − scale_log2 · (max − shift)), so the score a·dot + u·(col − row) + w·row
+// + c is never formed per element (ALiBi: a = scale, u = the head's slope, w = c = 0).
+//
+// With three consumers (a 128-register cap: the BN / 4 column terms do not fit), or with
+// `static constexpr bool kAffineTwoFfma = true;`, the skeleton adds the whole bias per score: the row base
+// u·(col0 + lane's column − row) + w·row + c once per key tile and row, u times the element's constant
+// column offset added to it by one FFMA (which does not wait for S), then a·dot by another. (Forming the
+// column terms per key tile instead, after S, measured 2–3 % slower there: bench/NOTES.md, attn-alibi.)
 //
 // A score with a bias (optional: `static constexpr bool kBias = true;`, then operator() is never called):
 //
@@ -188,6 +198,16 @@ __host__ __device__ constexpr bool score_is_affine(long) {
   return false;
 }
 
+// Whether an affine Score asks for the whole bias per score (kAffineTwoFfma true) instead of the row shift.
+template <class S>
+__host__ __device__ constexpr auto score_affine_two_ffma(int) -> decltype(S::kAffineTwoFfma, true) {
+  return S::kAffineTwoFfma;
+}
+template <class S>
+__host__ __device__ constexpr bool score_affine_two_ffma(long) {
+  return false;
+}
+
 // Whether Score has the bias form above (kBias true).
 template <class S>
 __host__ __device__ constexpr auto score_has_bias(int) -> decltype(S::kBias, true) {
@@ -331,6 +351,35 @@ struct OnlineSoftmax {
       const bool none = m[r] == negative_infinity();
       correction[r] = none ? 1.0f : fast_exp2((max[r] - m[r]) * scale_log2);
       base[r] = none ? 0.0f : m[r] * scale_log2;
+      max[r] = m[r];
+      sum[r] *= correction[r];
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int r = (i / 2) % 2;
+      const float p = fast_exp2(fmaf(s(i), scale_log2, -base[r]));
+      s(i) = p;
+      sum[r] += p;
+    }
+  }
+
+  // The same update for the scores s(i) + shift[(i / 2) % 2], given as s(i) and the thread's two row
+  // shifts (an affine score's row term): the maximum and the weights are those of the shifted scores,
+  // max is kept shifted, and each weight costs what update()'s does.
+  template <class Fragment>
+  __device__ __forceinline__ void update_shifted(Fragment& s, float scale_log2, float (&correction)[2], const float (&shift)[2]) {
+    float m[2] = {negative_infinity(), negative_infinity()};
+#pragma unroll
+    for (int i = 0; i < N; ++i) m[(i / 2) % 2] = fmaxf(m[(i / 2) % 2], s(i));
+    float base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      m[r] = fmaxf(max[r], m[r] + shift[r]);
+      m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 1));
+      m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 2));
+      const bool none = m[r] == negative_infinity();
+      correction[r] = none ? 1.0f : fast_exp2((max[r] - m[r]) * scale_log2);
+      base[r] = none ? 0.0f : (m[r] - shift[r]) * scale_log2;
       max[r] = m[r];
       sum[r] *= correction[r];
     }

@@ -785,6 +785,19 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // An affine score's factors for this work tile's head (functors.cuh).
       float affine_a = 1.0f, affine_u = 0.0f, affine_w = 0.0f, affine_c = 0.0f;
       if constexpr (score_is_affine<Score>(0)) score.affine(w.bh, &affine_a, &affine_u, &affine_w, &affine_c);
+      // The row-shift form: u times each of the thread's constant column offsets 8·g + e inside a key
+      // tile (score i has offset 8·(i / 4) + i % 2: column_term[2·(i / 4) + i % 2]), and the row shift
+      // of the key tile in flight (logits() sets it, the row state takes it).
+      // Two consumers only: with 3 (a 128-register cap) the BN / 4 terms do not fit beside S, P and O, and
+      // the whole bias per score (below) is the faster form there (functors.cuh, "An affine score").
+      constexpr bool kRowShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && C::Consumers == 2;
+      float column_term[kRowShift ? C::BN / 4 : 1];
+      float row_shift[2] = {0.0f, 0.0f};
+      if constexpr (kRowShift) {
+#pragma unroll
+        for (int k = 0; k < C::BN / 4; ++k) column_term[k] = affine_u * static_cast<float>(8 * (k / 2) + k % 2);
+      }
+      (void)column_term;
       // A score with a bias: its factor of the dot product for this head, and the bias of the key tile
       // whose S is in flight (read right after S is issued, added once S is there).
       float dot_factor = 1.0f;
@@ -864,6 +877,17 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         if constexpr (score_has_bias<Score>(0)) {
 #pragma unroll
           for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), dot_factor, bias[i]);
+        } else if constexpr (kRowShift) {
+          // a·dot + u·(col − row) + w·row + c as s' = a·dot + u·(constant column offset), one FFMA per
+          // score, and the row shift u·(col0 + col_lane − row) + w·row + c (exact integer col0 + col_lane
+          // − row) once per tile and row, which the row state adds to the maximum.
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int row = row_base + 8 * r;
+            row_shift[r] = fmaf(affine_u, static_cast<float>(col0 + col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c));
+          }
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), affine_a, column_term[2 * (i / 4) + i % 2]);
         } else if constexpr (score_is_affine<Score>(0)) {
           // a·dot + u·(col − row) + w·row + c: the row part once per tile and row (exact integer
           // col0 + col_lane − row), then u times the element's constant column offset, then a·dot.
@@ -933,6 +957,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       };
       State<C::BN / 2> state;
       state.init();
+      auto update_state = [&](float (&correction)[2]) {
+        if constexpr (kRowShift) state.update_shifted(acc_s, score.scale_log2, correction, row_shift);
+        else state.update(acc_s, score.scale_log2, correction);
+      };
       wgmma::clear(acc_o);
 
       const int count = tiles_of(w, buf);
@@ -965,7 +993,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           release(&k_empty[ks]);
           if (count == 1) release(&q_empty[qb]);
           logits(j0, 0);
-          state.update(acc_s, score.scale_log2, correction);  // O is 0: nothing to rescale
+          update_state(correction);  // O is 0: nothing to rescale
           to_p();
         }
         for (int n = 1; n < count; ++n) {
@@ -985,7 +1013,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           release(&k_empty[ks]);
           if (n == count - 1) release(&q_empty[qb]);  // the tile's last read of Q is done
           logits(j, n);
-          state.update(acc_s, score.scale_log2, correction);
+          update_state(correction);
           wgmma::wait<0>();
           wgmma::fence(acc_o);
           wgmma::fence(p);

@@ -953,14 +953,22 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool short_old = short_knob == "old";
   const bool short_all = short_knob == "all" && identity && !data && D_ <= 128;
   const bool plain_layout = q_lead.block == 1 && kv_leads.at("K").block == 1 && kv_leads.at("V").block == 1;
-  const bool short_plain = !short_old && identity && !cond && !data && plain_layout && D_ <= 64 && seq_k <= 1024;
+  // An affine score (ALiBi) takes the same short-row schedule, where its 2 consumers form it by one FFMA
+  // per score (the row shift, functors.cuh): alibi S 1k 214.4 → 188.9 µs (H100, 2026-11-27, same call;
+  // the previous kernel: one 192-row block per work tile, two FFMA per score).
+  const bool short_plain = !short_old && (identity || affine) && !cond && !data && plain_layout && D_ <= 64 && seq_k <= 1024;
   const bool short_rows = short_masked || short_plain || short_all;
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
   const int64_t kHeadDim = D_ < 64 ? 64 : D_;
   // A data mask: 2 consumers (128 query rows per work tile: a block's rows span fewer documents, so more
   // key tiles are skipped, and the per-score id compares of boundary tiles fit in 240 registers).
-  const int consumers = kHeadDim == 64 && (identity || affine) && !short_rows && !data ? 3 : 2;
+  // $SOLDER_ATTN_CONSUMERS=2|3 overrides the count for long rows at hd64 with the identity or an affine
+  // score (A/B runs; alibi S 4k / 16k on 2 consumers with one FFMA per score: 712 / 2688 µs against 659 /
+  // 2486 on 3 with two, H100, 2026-11-27).
+  int consumers = kHeadDim == 64 && (identity || affine) && !short_rows && !data ? 3 : 2;
+  if (const char* forced = std::getenv("SOLDER_ATTN_CONSUMERS"); forced && *forced && kHeadDim == 64 && (identity || affine) && !short_rows && !data)
+    consumers = std::string(forced) == "2" ? 2 : 3;
   // A score with a per-element bias keeps the key tile's bias in registers while S runs (BN / 2 floats
   // per thread): 64 keys per tile, so that it fits beside S, P and O without spilling, and 4 stages.
   const bool with_bias = linear && !affine && !identity;
@@ -1041,7 +1049,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // memory for 2 K/V stages instead of 3 (2 x 32 KB of Q + 2 x 64 KB), and causal S 1k measured 199.0 µs
   // with one buffer and 3 stages against 208.4: hd128 keeps one ($SOLDER_ATTN_SHORT=all takes two).
   // $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer (A/B runs).
-  const bool two_q = short_rows && identity && !data && !with_bias && !short_old && (kHeadDim == 64 || short_all) && [] {
+  const bool two_q = short_rows && (identity || (affine && short_plain)) && !data && !with_bias && !short_old && (kHeadDim == 64 || short_all) && [] {
     const char* e = std::getenv("SOLDER_ATTN_QBUFFERS");
     return !(e && std::string(e) == "1");
   }();
@@ -1233,10 +1241,20 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       // The head's factors once per work tile; the skeleton adds u·(col − row) + w·row + c by one FFMA
       // per score from a per-tile row base, and a·dot by another (functors.cuh, "An affine score").
       const std::string a = print_expr(affine->a), u = print_expr(affine->u), w = print_expr(affine->w), c = print_expr(affine->c);
+      // $SOLDER_ATTN_AFFINE=two: the whole bias per score (two FFMA; the previous form, A/B runs).
+      const bool two_ffma = [] {
+        const char* e = std::getenv("SOLDER_ATTN_AFFINE");
+        return e && std::string(e) == "two";
+      }();
+      // (3 consumers: the skeleton takes the two-FFMA form, functors.cuh)
       score_text += "; affine: a·dot + u·(col − row) + w·row + c with a = (" + a + ") · " + std::to_string(scale) + ", u = " + u + ", w = " + w + ", c = " + c +
-                    " per head, once per work tile (one FFMA per score for the bias, one for a·dot)";
+                    " per head, once per work tile" +
+                    (two_ffma || consumers != 2
+                         ? std::string(" (one FFMA per score for the bias, one for a·dot)")
+                         : std::string(" (one FFMA per score: a·dot + u·(column offset in the tile), the offsets' u-multiples in registers; the row term u·(col0 − row) + w·row + c once per key tile and row, added to the row state's maximum)"));
       out << "  // affine in the row and column: a = (" << a << ") * scale, u = " << u << " (per col - row), w = " << w << " (per row), c = " << c << "\n";
       out << "  static constexpr bool kAffine = true;\n";
+      if (two_ffma) out << "  static constexpr bool kAffineTwoFfma = true;\n";
       out << "  __device__ void affine(int bh_, float* a_, float* u_, float* w_, float* c_) const {\n" << decode(false, false);
       out << "    *a_ = " << printer_.print_float(globals_bounded(affine->a)) << " * " << cuda_float_literal(scale) << ";\n";
       out << "    *u_ = " << printer_.print_float(globals_bounded(affine->u)) << ";\n";

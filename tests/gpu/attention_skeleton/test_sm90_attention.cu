@@ -11,6 +11,7 @@
 // Head dim 32 runs in the hd64 configurations with Q, K and V of 32 columns (TMA zero-fills columns
 // 32..63; the epilogue stores the first 32 only).
 //
+// Affine scores (ALiBi's form, kAffine) with the row shift and with two FFMA per score, at hd64, hd128, f16.
 // Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
 // holds NaN, so a read past HeadDim fails too. Each case runs twice and must give the same bits (a
 // race shows up as a moving result): once with one block per work tile, once with 3 persistent blocks
@@ -33,6 +34,8 @@ using solder::attention::SoftcapScore;
 namespace {
 
 int failures = 0, cases = 0;
+// Only the cases whose label contains this text run (argv[2]; empty: every case).
+std::string case_filter;
 // Persistent blocks of each case's second run (run_many_tiles sets 1 too).
 int persistent_blocks = 3;
 // The output bits of the last run_case (its persistent run).
@@ -49,6 +52,32 @@ struct AlibiScore {
     return dot * scale - slope(bh) * float(row > col ? row - col : col - row);
   }
 };
+
+// An affine score (kAffine: a·dot + u·(col − row) + w·row + c per head): ALiBi's form with slopes that
+// are not powers of two (2^(−(h + 1)/2): up to 0.71, so the bias reaches ±0.71·seq), and with w, c ≠ 0
+// when `offsets`. TwoFfma: the whole bias per score (kAffineTwoFfma) instead of the row shift.
+template <bool TwoFfma>
+struct AffineScoreOf {
+  float scale_log2;
+  float scale;
+  int heads;
+  bool offsets;
+  static constexpr bool kIdentity = false;
+  static constexpr bool kAffine = true;
+  static constexpr bool kAffineTwoFfma = TwoFfma;
+  __host__ __device__ float slope(int bh) const { return exp2f(-0.5f * float(1 + bh % heads)); }
+  __host__ __device__ float row_factor(int bh) const { return offsets ? 0.001f * float(bh % heads) - 0.0015f : 0.0f; }
+  __host__ __device__ float constant(int bh) const { return offsets ? 0.25f * float(bh % 3) : 0.0f; }
+  __device__ void affine(int bh, float* a, float* u, float* w, float* c) const {
+    *a = scale;
+    *u = slope(bh);
+    *w = row_factor(bh);
+    *c = constant(bh);
+  }
+  __device__ float operator()(int, int, int, float dot) const { return dot; }  // never called (kAffine)
+};
+using AffineScore = AffineScoreOf<false>;
+using AffineTwoFfmaScore = AffineScoreOf<true>;
 
 // Evoformer's score: dot · scale + pair[head][row][col] + 1e9 · (keep[batch][col] − 1) (kBias: the bias
 // is read while S runs). The host copies of pair and keep are kept for the reference.
@@ -190,6 +219,10 @@ double host_logit(const SoftcapScore& s, double dot, int, int, int, double scale
 double host_logit(const AlibiScore& s, double dot, int bh, int row, int col, double scale) {
   return dot * scale - double(s.slope(bh)) * std::abs(row - col);
 }
+template <bool TwoFfma>
+double host_logit(const AffineScoreOf<TwoFfma>& s, double dot, int bh, int row, int col, double) {
+  return dot * double(s.scale) + double(s.slope(bh)) * double(col - row) + double(s.row_factor(bh)) * double(row) + double(s.constant(bh));
+}
 double host_logit(const BiasScore& s, double dot, int bh, int row, int col, double) {
   return dot * double(s.scale) + double(host_pair[(size_t(bh % s.heads) * s.seq_q + row) * s.seq_k + col]) +
          1e9 * (double(host_keep[size_t(bh / s.heads) * s.seq_k + col]) - 1.0);
@@ -226,6 +259,7 @@ template <class C, class Score, class Mask, bool Gated = false, class C0 = C>
 void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng, int D = C::HeadDim,
               LeadBlock lead = {}) {
   static_assert(C0::HeadDim == C::HeadDim && C0::BN == C::BN && C0::T == C::T, "C0 reads the same tensor maps");
+  if (!case_filter.empty() && std::string(name).find(case_filter) == std::string::npos) return;
   const int bh = c.batch * c.heads, bh_kv = c.batch * c.heads_kv;
   Tensor q = make_tensor(C::T, bh * lead.q_block, c.seq_q, D, D + c.pad, &rng, 2.0f);
   Tensor k = make_tensor(C::T, bh_kv * lead.k_block, c.seq_k, D, D + c.pad, &rng, 2.0f);
@@ -525,6 +559,35 @@ void run_dynamic(const char* name, std::mt19937& rng) {
   persistent_blocks = 3;
 }
 
+// Affine scores (ALiBi's form, kAffine): the row-shift form against the float64 reference and the
+// two-FFMA form (kAffineTwoFfma) on the same inputs; no mask and causal, ragged S, seq_q ≠ seq_k, GQA,
+// w and c ≠ 0, and long rows (S 4096: biases up to ±2900, where the row shift's exact integer matters).
+template <class C>
+void run_affine(const char* name, std::mt19937& rng) {
+  const float log2e = 1.4426950408889634f;
+  const float scale = 1.0f / std::sqrt(float(C::HeadDim));
+  char label[96];
+  const Case shapes[] = {{2, 3, 3, 100, 100, 0}, {1, 4, 1, 129, 300, 8}, {1, 4, 4, 300, 129, 0}, {2, 4, 2, 1000, 1000, 0},
+                         {1, 2, 2, 2048, 2048, 0}, {1, 1, 1, 4096, 4096, 0}};
+  std::mt19937 inputs = rng;
+  for (const Case& c : shapes)
+    for (int form = 0; form < 4; ++form) {
+      const bool two = form % 2 == 1, offsets = c.seq_q <= 1000 && form >= 2;
+      const bool causal = c.seq_q == c.seq_k && c.seq_q <= 2048 && form >= 2;
+      if (c.seq_q > 1000 && form >= 2 && !causal) continue;
+      std::snprintf(label, sizeof label, "%s affine%s%s%s", name, two ? " two-ffma" : "", offsets ? " w,c" : "", causal ? " causal" : "");
+      if (two) rng = inputs;  // the same q, k and v as the row-shift form before it
+      else inputs = rng;
+      if (causal) {
+        if (two) run_case<C>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
+        else run_case<C>(label, c, AffineScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
+      } else {
+        if (two) run_case<C>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
+        else run_case<C>(label, c, AffineScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
+      }
+    }
+}
+
 template <class C>
 void run_padded(const char* name, std::mt19937& rng) {
   const float log2e = 1.4426950408889634f;
@@ -621,6 +684,16 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (%d SMs), seed %u\n", prop.name, prop.multiProcessorCount, seed);
   std::mt19937 rng(seed);
+  if (argc > 2) case_filter = argv[2];
+  if (!case_filter.empty()) std::printf("only the cases whose label contains \"%s\"\n", case_filter.c_str());
+  // Affine scores (ALiBi) in the emitter's configurations: hd64 short rows (persistent, 2 Q buffers,
+  // staggered, 6 stages), hd64 long rows (192 x 128, 3 consumers, one block per tile: the two-FFMA form
+  // for both functors there; and 2 consumers), hd128, f16
+  run_affine<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 St2", rng);
+  run_affine<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64 192x128 s4", rng);
+  run_affine<Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 128x128 s4", rng);
+  run_affine<Config<Dtype::bf16, 128, 128, 2, 2>>("bf16 d128 128x128 s2", rng);
+  run_affine<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2>>("f16 d64 s4 P Q2", rng);
   // P: persistent configurations (each case also runs with 3 blocks looping over every work tile).
   run_config<Config<Dtype::bf16, 64, 128, 4, 2, true>, true>("bf16 d64 128x128 s4 P", rng);
   run_config<Config<Dtype::bf16, 128, 128, 2, 2, true>, false>("bf16 d128 128x128 s2 P", rng);

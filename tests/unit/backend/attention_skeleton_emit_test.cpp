@@ -119,15 +119,18 @@ TEST(AttentionSkeletonEmit, ScoreModifiersBecomeTheScoreFunctor) {
     ASSERT_TRUE(k) << name << ": " << refusal;
     EXPECT_NE(k->source.find("static constexpr bool kIdentity = false;"), std::string::npos) << name;
     EXPECT_NE(k->source.find("const float s_ = dot_ * 0.125f;"), std::string::npos) << name << k->source;
-    EXPECT_NE(k->source.find(std::string("Config<solder::gemm::Dtype::bf16, 64, 128, 4, ") + (std::string(name) == "alibi" ? "3>" : "2>")), std::string::npos) << name;
+    // (alibi at S 1k: the short-row schedule of vanilla, persistent blocks, two Q buffers, staggered)
+    EXPECT_NE(k->source.find(std::string("Config<solder::gemm::Dtype::bf16, 64, 128, ") + (std::string(name) == "alibi" ? "6, 2, true, 0, 2, 2>" : "4, 2>")), std::string::npos) << name;
   }
 }
 
 // ALiBi's S + slope_h·(j − i) is affine in the row and column: the head's slope once per work tile
-// (no pow per score), the bias by FFMA from a per-tile row base, and three consumers like vanilla.
+// (no pow per score) and vanilla's schedules: three consumers on long rows (the whole bias per score),
+// the short-row schedule at S ≤ 1k (2 consumers: one FFMA per score, the row term in the row state).
+// $SOLDER_ATTN_AFFINE=two: the whole bias per score everywhere (kAffineTwoFfma).
 TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   std::string refusal;
-  auto k = emit(compile("alibi", {}), &refusal);
+  auto k = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
   ASSERT_TRUE(k) << refusal;
   EXPECT_NE(k->source.find("static constexpr bool kAffine = true;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("__device__ void affine(int bh_, float* a_, float* u_, float* w_, float* c_) const {"), std::string::npos);
@@ -139,6 +142,32 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_NE(k->source.find("*c_ = 0.0f;"), std::string::npos);
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
   EXPECT_NE(k->summary.find("affine: a·dot + u·(col − row) + w·row + c"), std::string::npos) << k->summary;
+  // (3 consumers: the skeleton adds the whole bias per score)
+  EXPECT_NE(k->summary.find("(one FFMA per score for the bias, one for a·dot)"), std::string::npos) << k->summary;
+  EXPECT_EQ(k->source.find("kAffineTwoFfma"), std::string::npos);
+  // S 1k: vanilla's short-row schedule (persistent blocks, two Q buffers, consumer 1 two turns behind)
+  auto short_rows = emit(compile("alibi", {}), &refusal);
+  ASSERT_TRUE(short_rows) << refusal;
+  EXPECT_NE(short_rows->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << short_rows->summary;
+  EXPECT_EQ(short_rows->info.blocks, 132);
+  EXPECT_NE(short_rows->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << short_rows->summary;
+  EXPECT_EQ(short_rows->source.find("kAffineTwoFfma"), std::string::npos);
+  // the A/B knobs: the two-FFMA score, the previous short-row choice, two consumers on long rows
+  setenv("SOLDER_ATTN_AFFINE", "two", 1);
+  setenv("SOLDER_ATTN_SHORT", "old", 1);
+  auto old_form = emit(compile("alibi", {}), &refusal);
+  unsetenv("SOLDER_ATTN_AFFINE");
+  unsetenv("SOLDER_ATTN_SHORT");
+  ASSERT_TRUE(old_form) << refusal;
+  EXPECT_NE(old_form->source.find("static constexpr bool kAffineTwoFfma = true;"), std::string::npos);
+  EXPECT_NE(old_form->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << old_form->summary;
+  EXPECT_NE(old_form->summary.find("(one FFMA per score for the bias, one for a·dot)"), std::string::npos) << old_form->summary;
+  setenv("SOLDER_ATTN_CONSUMERS", "2", 1);
+  auto two = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_CONSUMERS");
+  ASSERT_TRUE(two) << refusal;
+  EXPECT_NE(two->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>;"), std::string::npos) << two->summary;
+  EXPECT_NE(two->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << two->summary;
   // softcap is not affine: the per-score functor
   auto soft = emit(compile("softcap", {}), &refusal);
   ASSERT_TRUE(soft) << refusal;
