@@ -143,7 +143,8 @@ TEST(RegisterPass, QuantRowKernelHoldsEightRowsOnePerWarp) {
   EXPECT_EQ(count(row, "solder::reduce::store_packed_fp8(reinterpret_cast<unsigned char*>(aq + "), 1);
   EXPECT_EQ(count(row, "solder::reduce::store_vector(aq + "), 0);
   EXPECT_NE(row.find("copy aq = aq_tile: 8-byte vectors, from registers"), std::string::npos) << row;
-  EXPECT_NE(row.find("v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << row;
+  EXPECT_NE(row.find("v_[i_] = solder::reduce::divide_by_row(solder::reduce::unpack(reg_a_tile[u_], i_), divisor0_);"), std::string::npos)
+      << row;
   EXPECT_NE(row.find("solder::reduce::pack_fp8<8>(v_, reg_aq_tile[u_], __NV_SATFINITE, __NV_E4M3);"), std::string::npos) << row;
   EXPECT_EQ(row.find("round_f8e4m3"), std::string::npos) << row;  // converted once, not rounded then converted
   // One warp per row: the max combines by shuffles alone; amax and scale (8 floats each) in shared
@@ -203,7 +204,8 @@ TEST(RegisterPass, QuantRowKernelWalksItsRowBlocksWithTheNextLoadsInFlight) {
   EXPECT_NE(row.find("// copy a_tile = a: loaded before (the next row block's loads)"), std::string::npos) << row;
   // The same statements inside the loop; the map reads the per-row scale after its barrier, so a
   // fourth barrier frees the shared tiles for the next row block.
-  EXPECT_NE(row.find("      v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << row;
+  EXPECT_NE(row.find("      v_[i_] = solder::reduce::divide_by_row(solder::reduce::unpack(reg_a_tile[u_], i_), divisor0_);"), std::string::npos)
+      << row;
   EXPECT_EQ(count(row, "__syncthreads"), 4);
   EXPECT_NE(row.find("  __syncthreads();  // the shared tiles free for the next row block\n  }\n}"), std::string::npos) << row;
   // The GEMM after it is not a row kernel of the pass.
@@ -296,9 +298,35 @@ TEST(RegisterPass, SoftmaxNormalisationReadsItsRowStatisticsFromSharedMemory) {
   const std::string pass = m.source.substr(at);
   EXPECT_NE(pass.find("m_tile[(t__)] = solder::round_f32("), std::string::npos) << pass;
   EXPECT_NE(pass.find("__syncthreads();  // the per-row values for every thread"), std::string::npos) << pass;
-  EXPECT_NE(pass.find("reg_y_tile[u_][i_] = solder::round_f32((expf((reg_x_tile[u_][i_] - m_tile[(t__)])) / z_tile[(t__)]))"), std::string::npos)
+  EXPECT_NE(pass.find("reg_y_tile[u_][i_] = solder::round_f32(solder::reduce::divide_by_row(expf((reg_x_tile[u_][i_] - m_tile[(t__)])), divisor0_))"),
+            std::string::npos)
       << pass;
+  EXPECT_EQ(count(pass, "divisor0_ = solder::reduce::row_divisor(z_tile[(t__)]);"), 1) << pass;
 }
+
+// ---- Divisions by a row value through one reciprocal per row (twelfth session, issue 15;
+// device/solder/reduce/row_divide.h, the IEEE quotient bit for bit: tests/unit/backend/row_divide_exact_test.cpp).
+
+TEST(RegisterPass, RowDivisionsTakeOneReciprocalPerRow) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+  const std::string row = first_kernel(m.source);
+  // The scale is read and inverted once per thread (each thread's vectors lie in its row), before the
+  // map's vector loop, at the row's first element; the map divides through it.
+  EXPECT_EQ(count(row, "solder::reduce::RowDivisor divisor0_;  // scale_tile[(m)]: the same for the whole row"), 1) << row;
+  EXPECT_EQ(count(row, "    divisor0_ = solder::reduce::row_divisor(scale_tile[(m)]);\n"), 1) << row;
+  EXPECT_NE(row.find("    const int vec_ = row_ * 256;\n"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "divide_by_row("), 1) << row;
+  EXPECT_EQ(row.find("/ scale_tile[(m)])"), std::string::npos) << row;
+  // The per-row statement scale = amax / 448 is not a register-tile map: the plain division.
+  EXPECT_NE(row.find("(amax_tile[(m)] / static_cast<float>(448LL))"), std::string::npos) << row;
+  // SOLDER_ROW_DIVIDE=ieee (A/B runs): the division per element, as before.
+  EnvScope ieee("SOLDER_ROW_DIVIDE", "ieee");
+  const std::string plain = first_kernel(generate_file(example("quant_gemm"), false, kQ5).source);
+  EXPECT_EQ(plain.find("divide_by_row"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << plain;
+}
+
 
 TEST(RegisterPass, RowKernelPlansVerifyOnTheExecutor) {
   // The Kernel IR that the pass compiles, at sizes where it takes the row kernel, against the float64
@@ -354,6 +382,31 @@ void expect_verified(const CompileResult& compiled, const BoundProgram& bound) {
     OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance_for(bound));
     EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
   }
+}
+
+constexpr const char* kDivisions = R"(program divisions
+dim M = 64, K = 1024
+in a[M, K] : f32
+in b[M, K] : f32
+in c[M] : f32
+s[m] = sum(k) a[m, k]
+out y[m, k] : f32 = a[m, k] / s[m] + a[m, k] / b[m, k] + b[m, k] / c[m] + a[m, k] / (s[m] * 2)
+)";
+
+TEST(RegisterPass, OnlyDivisorsOfTheRowTakeTheReciprocal) {
+  // s[m], c[m] (staged per row) and s[m] * 2 are the same along the row; b[m, k] moves along it: that
+  // one keeps the IEEE division per element.
+  BoundProgram bound;
+  CompileResult compiled = compile_text(kDivisions, {}, bound);
+  GeneratedModule m = generate_cuda(compiled.kernels);
+  const size_t at = m.source.find("// the register pass");
+  ASSERT_NE(at, std::string::npos) << m.source;
+  const std::string pass = m.source.substr(at);
+  EXPECT_EQ(count(pass, "= solder::reduce::row_divisor("), 3) << pass;
+  EXPECT_EQ(count(pass, "divide_by_row("), 3) << pass;
+  EXPECT_EQ(count(pass, "(reg_a_tile[u_][i_] / reg_b_tile[u_][i_])"), 1) << pass;
+  EXPECT_EQ(count(pass, "divisor2_ = solder::reduce::row_divisor((s_tile[(m)] * static_cast<float>(2LL)));"), 1) << pass;
+  expect_verified(compiled, bound);
 }
 
 TEST(RegisterPass, LayerNormOverTwoGridDimsHoldsEightRowsOnePerWarp) {
