@@ -9,14 +9,14 @@
 #      divisions by a row value), also at SOLDER_ROW_BLOCKS_PER_SM=2, in the background on the CPU;
 #   2. `solder bench` of quant_gemm Q1-Q10 and rmsnorm_gemm L1-L2 whole (the default);
 #   3. the row kernels alone, interleaved per row: new (reciprocal) / old (SOLDER_ROW_DIVIDE=ieee) at one
-#      row block per block (the default) and at SOLDER_ROW_BLOCKS_PER_SM=2, then the new default again;
-#   4. whole programs A/B: SOLDER_ROW_BLOCKS_PER_SM=2 at Q8, Q2, Q1, Q5, Q9, L1; the old division at Q8;
+#      row block per block (the default), new at SOLDER_ROW_BLOCKS_PER_SM=2 (Q8: the new default again);
+#   4. whole programs A/B: SOLDER_ROW_BLOCKS_PER_SM=2 at Q8, Q2, Q5, L1; the old division at Q8;
 #   5. the peers in the same call: torch.compile default mode for Q1-Q10 and L1-L2 (Inductor's compiles
 #      warm in the background from the start, untimed);
 #   6. ncu of Q8's row kernel (new, default grid) if time is left.
 # Run from the carry folder (payload.tgz: stripped solder, libgomp, row_divide, tree/device, cache/),
 # inside the device's tree (examples/ and bench/ are read from the tree two levels up):
-#   cd .devcarry/quant-row2 && DEADLINE=100 bash device.sh
+#   cd .devcarry/quant-row2 && DEADLINE=105 bash device.sh
 # bench/quant_row2/stage.sh builds the carry folder on the build machine.
 set -uo pipefail
 R=${TREE:-../..}
@@ -34,8 +34,7 @@ L1|$RMS"
 # The row kernels' variants: label | env.
 ROW_VARIANTS="new0|SOLDER_ROW_BLOCKS_PER_SM=0
 old0|SOLDER_ROW_BLOCKS_PER_SM=0 SOLDER_ROW_DIVIDE=ieee
-new2|SOLDER_ROW_BLOCKS_PER_SM=2
-old2|SOLDER_ROW_BLOCKS_PER_SM=2 SOLDER_ROW_DIVIDE=ieee"
+new2|SOLDER_ROW_BLOCKS_PER_SM=2"
 # label | env | `solder run --backend cuda` arguments.
 VERIFY="rows.Q8||$ROWS $Q --dim K=2048
 rows.Q1||$ROWS $Q --dim K=2560
@@ -65,9 +64,7 @@ softmax.small||$R/examples/softmax.sol --small"
 WHOLE_AB="Q8.per_sm2|SOLDER_ROW_BLOCKS_PER_SM=2|N=768 --dim K=2048
 Q8.old|SOLDER_ROW_DIVIDE=ieee|N=768 --dim K=2048
 Q2.per_sm2|SOLDER_ROW_BLOCKS_PER_SM=2|N=2560 --dim K=1536
-Q1.per_sm2|SOLDER_ROW_BLOCKS_PER_SM=2|N=1536 --dim K=2560
 Q5.per_sm2|SOLDER_ROW_BLOCKS_PER_SM=2|N=7168 --dim K=2048
-Q9.per_sm2|SOLDER_ROW_BLOCKS_PER_SM=2|N=4096 --dim K=1536
 L1.per_sm2|SOLDER_ROW_BLOCKS_PER_SM=2|HID=4096 --dim N=6144"
 suite_commands() {  # SOLDER OUTDIR
   python3 "$R/bench/suites.py" --suite reductions --cases '^(quant_gemm|rmsnorm_gemm)-' --solder-commands --solder "$1" --timeout 25 \
@@ -136,7 +133,7 @@ verify_pid=$!
 echo "== 2. solder bench: quant_gemm Q1-Q10, rmsnorm_gemm L1-L2 whole ($(left) s left)"
 suite_commands "$S" "$out" > "$out/cmds.txt"
 while IFS= read -r line; do
-  [ "$(left)" -gt 70 ] || { echo "   deadline: skipped $line"; continue; }
+  [ "$(left)" -gt 65 ] || { echo "   deadline: skipped $line"; continue; }
   sh -c "$line" 2>> "$out/solder.err" || echo "   failed: $line"
 done < "$out/cmds.txt"
 pack
@@ -145,7 +142,7 @@ echo "== 3. the row kernels alone, interleaved: new / old division x 1 / 2 block
 : > "$out/rows.txt"
 row_bench() {  # label, variant, env, args...
   local label=$1 v=$2 env=$3; shift 3
-  [ "$(left)" -gt 58 ] || { echo "   deadline: skipped $label $v" | tee -a "$out/rows.txt"; return; }
+  [ "$(left)" -gt 55 ] || { echo "   deadline: skipped $label $v" | tee -a "$out/rows.txt"; return; }
   env $env timeout 15 "$S" bench "$@" --replays 30 --json > "/tmp/qrow2-$label-$v.json" 2> "/tmp/qrow2-$label-$v.err"
   python3 - "$label" "$v" "/tmp/qrow2-$label-$v.json" <<'PY' | tee -a "$out/rows.txt"
 import json, sys
@@ -160,13 +157,13 @@ PY
 }
 echo "$ROW_CASES" | while IFS='|' read -r label args; do
   echo "$ROW_VARIANTS" | while IFS='|' read -r v env; do row_bench "$label" "$v" "$env" $args; done
-  row_bench "$label" new0b SOLDER_ROW_BLOCKS_PER_SM=0 $args  # the default again: the drift within the row's runs
+  [ "$label" = Q8 ] && row_bench "$label" new0b SOLDER_ROW_BLOCKS_PER_SM=0 $args  # the default again: the drift
 done
 pack
 
 echo "== 4. A/B whole: 2 blocks per SM; the old division at Q8 ($(left) s left)"
 echo "$WHOLE_AB" | while IFS='|' read -r label env filter; do
-  [ "$(left)" -gt 48 ] || { echo "   deadline: skipped $label"; continue; }
+  [ "$(left)" -gt 47 ] || { echo "   deadline: skipped $label"; continue; }
   grep -F -- "$filter" "$out/cmds.txt" | sed "s|$out/solder.jsonl|$out/solder-ab.jsonl|" | while IFS= read -r line; do
     env $env sh -c "$line" 2>> "$out/solder.err" || echo "   failed: $label"
     tail -1 "$out/solder-ab.jsonl" | sed "s/^{/{\"ab\": \"$label\", /" >> "$out/solder-ab-labelled.jsonl"
