@@ -46,9 +46,17 @@ constexpr int64_t kMaxRegisterBatch = 16;
 // Blocks per SM of a pipelined row kernel (pipeline_row_blocks); 0: not pipelined. Off by default: on
 // the H100 one block per SM ran 10-40 % slower than one row block per block at quant_gemm Q8's, Q2's
 // and Q3's rows and RMSNorm L1's (8 warps per SM hide too little of the per-element division and
-// conversion; Q1's 2 % faster), two per SM 8 % faster at Q8's, the only row swept at two
-// (bench/NOTES.md, eleventh session).
+// conversion; Q1's 2 % faster), two per SM 8 % faster at Q8's with the IEEE division (eleventh
+// session); with the reciprocal division two per SM was slower at every row swept (twelfth session:
+// Q8's +6 %, Q3's +11 %, Q1's 2.8× with 194 bytes of spills; bench/NOTES.md).
 constexpr int64_t kRowBlocksPerSm = 0;
+// Vectors per thread from which a map's divisions by a row value take the reciprocal form
+// (row_divisors). On the H100 (bench/NOTES.md, twelfth session) it was 10 % faster at quant_gemm Q1's
+// row (10 vectors per thread: the IEEE division's expansion held 80 registers, 3 blocks per SM and 1.29
+// waves; the reciprocal form 63, 4 blocks per SM, one wave) and 1-5 % slower at Q8's, Q2's, Q3's and
+// Q4's (6-8 vectors: 4 blocks per SM either way; the same instruction count per element, since ptxas
+// already hoists the IEEE division's reciprocal out of the unrolled loop, and a branch per element).
+constexpr int64_t kReciprocalMinBatch = 9;
 
 }  // namespace
 
@@ -584,12 +592,15 @@ void KernelWriter::register_pass(std::ostringstream& out) {
 // The divisors of `value`'s real divisions that are the same for a whole row of the map's domain
 // `axes` (their text, once each): expressions of the row axes (the leading axes holding the R rows),
 // axes of extent 1, the grid's coordinates and constants, reading only shared tiles — never a register tile (per
-// element) nor a global (the setup reads them outside the map's guard). None with
-// SOLDER_ROW_DIVIDE=ieee (A/B runs, docs/runtime.md).
+// element) nor a global (the setup reads them outside the map's guard). None where the thread holds
+// fewer than kReciprocalMinBatch vectors; SOLDER_ROW_DIVIDE=ieee / reciprocal forces either form (A/B
+// runs, docs/runtime.md).
 std::vector<Expr> KernelWriter::row_divisors(const Expr& value, const std::vector<Axis>& axes) {
   std::vector<Expr> found;
-  if (const char* env = std::getenv("SOLDER_ROW_DIVIDE"); env && std::string(env) == "ieee") return found;
   const RegisterPlan& plan = *register_plan_;
+  const char* env = std::getenv("SOLDER_ROW_DIVIDE");
+  const std::string form = env ? env : "";
+  if (form == "ieee" || (form != "reciprocal" && plan.batch < kReciprocalMinBatch)) return found;
   const auto split = row_split(axes, plan.rows);
   if (!split) return found;
   std::set<std::string> row_vars;

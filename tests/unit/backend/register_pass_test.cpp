@@ -143,8 +143,7 @@ TEST(RegisterPass, QuantRowKernelHoldsEightRowsOnePerWarp) {
   EXPECT_EQ(count(row, "solder::reduce::store_packed_fp8(reinterpret_cast<unsigned char*>(aq + "), 1);
   EXPECT_EQ(count(row, "solder::reduce::store_vector(aq + "), 0);
   EXPECT_NE(row.find("copy aq = aq_tile: 8-byte vectors, from registers"), std::string::npos) << row;
-  EXPECT_NE(row.find("v_[i_] = solder::reduce::divide_by_row(solder::reduce::unpack(reg_a_tile[u_], i_), divisor0_);"), std::string::npos)
-      << row;
+  EXPECT_NE(row.find("v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << row;
   EXPECT_NE(row.find("solder::reduce::pack_fp8<8>(v_, reg_aq_tile[u_], __NV_SATFINITE, __NV_E4M3);"), std::string::npos) << row;
   EXPECT_EQ(row.find("round_f8e4m3"), std::string::npos) << row;  // converted once, not rounded then converted
   // One warp per row: the max combines by shuffles alone; amax and scale (8 floats each) in shared
@@ -204,8 +203,7 @@ TEST(RegisterPass, QuantRowKernelWalksItsRowBlocksWithTheNextLoadsInFlight) {
   EXPECT_NE(row.find("// copy a_tile = a: loaded before (the next row block's loads)"), std::string::npos) << row;
   // The same statements inside the loop; the map reads the per-row scale after its barrier, so a
   // fourth barrier frees the shared tiles for the next row block.
-  EXPECT_NE(row.find("      v_[i_] = solder::reduce::divide_by_row(solder::reduce::unpack(reg_a_tile[u_], i_), divisor0_);"), std::string::npos)
-      << row;
+  EXPECT_NE(row.find("      v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << row;
   EXPECT_EQ(count(row, "__syncthreads"), 4);
   EXPECT_NE(row.find("  __syncthreads();  // the shared tiles free for the next row block\n  }\n}"), std::string::npos) << row;
   // The GEMM after it is not a row kernel of the pass.
@@ -298,10 +296,16 @@ TEST(RegisterPass, SoftmaxNormalisationReadsItsRowStatisticsFromSharedMemory) {
   const std::string pass = m.source.substr(at);
   EXPECT_NE(pass.find("m_tile[(t__)] = solder::round_f32("), std::string::npos) << pass;
   EXPECT_NE(pass.find("__syncthreads();  // the per-row values for every thread"), std::string::npos) << pass;
-  EXPECT_NE(pass.find("reg_y_tile[u_][i_] = solder::round_f32(solder::reduce::divide_by_row(expf((reg_x_tile[u_][i_] - m_tile[(t__)])), divisor0_))"),
-            std::string::npos)
+  EXPECT_NE(pass.find("reg_y_tile[u_][i_] = solder::round_f32((expf((reg_x_tile[u_][i_] - m_tile[(t__)])) / z_tile[(t__)]))"), std::string::npos)
       << pass;
-  EXPECT_EQ(count(pass, "divisor0_ = solder::reduce::row_divisor(z_tile[(t__)]);"), 1) << pass;
+  // 4 vectors per thread: the IEEE division per element (kReciprocalMinBatch); the reciprocal form
+  // when asked for (z[t] is the same for the block's one row).
+  EnvScope reciprocal("SOLDER_ROW_DIVIDE", "reciprocal");
+  const std::string forced = generate_file(example("softmax"), false).source;
+  EXPECT_NE(forced.find("reg_y_tile[u_][i_] = solder::round_f32(solder::reduce::divide_by_row(expf((reg_x_tile[u_][i_] - m_tile[(t__)])), divisor0_))"),
+            std::string::npos)
+      << forced;
+  EXPECT_EQ(count(forced, "divisor0_ = solder::reduce::row_divisor(z_tile[(t__)]);"), 1) << forced;
 }
 
 // ---- Divisions by a row value through one reciprocal per row (twelfth session, issue 15;
@@ -309,20 +313,28 @@ TEST(RegisterPass, SoftmaxNormalisationReadsItsRowStatisticsFromSharedMemory) {
 
 TEST(RegisterPass, RowDivisionsTakeOneReciprocalPerRow) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
-  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+  // Q1's rows of 2560: 10 vectors per thread, the reciprocal form by default (kReciprocalMinBatch).
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ1);
   const std::string row = first_kernel(m.source);
   // The scale is read and inverted once per thread (each thread's vectors lie in its row), before the
   // map's vector loop, at the row's first element; the map divides through it.
   EXPECT_EQ(count(row, "solder::reduce::RowDivisor divisor0_;  // scale_tile[(m)]: the same for the whole row"), 1) << row;
   EXPECT_EQ(count(row, "    divisor0_ = solder::reduce::row_divisor(scale_tile[(m)]);\n"), 1) << row;
-  EXPECT_NE(row.find("    const int vec_ = row_ * 256;\n"), std::string::npos) << row;
+  EXPECT_NE(row.find("    const int vec_ = row_ * 320;\n"), std::string::npos) << row;
   EXPECT_EQ(count(row, "divide_by_row("), 1) << row;
   EXPECT_EQ(row.find("/ scale_tile[(m)])"), std::string::npos) << row;
   // The per-row statement scale = amax / 448 is not a register-tile map: the plain division.
   EXPECT_NE(row.find("(amax_tile[(m)] / static_cast<float>(448LL))"), std::string::npos) << row;
-  // SOLDER_ROW_DIVIDE=ieee (A/B runs): the division per element, as before.
+  // Q5's rows of 2048: 8 vectors per thread, the IEEE division per element; SOLDER_ROW_DIVIDE forces
+  // either form (A/B runs).
+  const std::string q5 = first_kernel(generate_file(example("quant_gemm"), false, kQ5).source);
+  EXPECT_EQ(q5.find("divide_by_row"), std::string::npos) << q5;
+  {
+    EnvScope reciprocal("SOLDER_ROW_DIVIDE", "reciprocal");
+    EXPECT_EQ(count(first_kernel(generate_file(example("quant_gemm"), false, kQ5).source), "divide_by_row("), 1);
+  }
   EnvScope ieee("SOLDER_ROW_DIVIDE", "ieee");
-  const std::string plain = first_kernel(generate_file(example("quant_gemm"), false, kQ5).source);
+  const std::string plain = first_kernel(generate_file(example("quant_gemm"), false, kQ1).source);
   EXPECT_EQ(plain.find("divide_by_row"), std::string::npos) << plain;
   EXPECT_NE(plain.find("v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << plain;
 }
@@ -395,7 +407,8 @@ out y[m, k] : f32 = a[m, k] / s[m] + a[m, k] / b[m, k] + b[m, k] / c[m] + a[m, k
 
 TEST(RegisterPass, OnlyDivisorsOfTheRowTakeTheReciprocal) {
   // s[m], c[m] (staged per row) and s[m] * 2 are the same along the row; b[m, k] moves along it: that
-  // one keeps the IEEE division per element.
+  // one keeps the IEEE division per element. (4 vectors per thread: the reciprocal form asked for.)
+  EnvScope reciprocal("SOLDER_ROW_DIVIDE", "reciprocal");
   BoundProgram bound;
   CompileResult compiled = compile_text(kDivisions, {}, bound);
   GeneratedModule m = generate_cuda(compiled.kernels);
