@@ -54,8 +54,8 @@ constexpr int64_t kRowBlocksPerSm = 0;
 // (row_divisors). On the H100 (bench/NOTES.md, twelfth session) it was 10 % faster at quant_gemm Q1's
 // row (10 vectors per thread: the IEEE division's expansion held 80 registers, 3 blocks per SM and 1.29
 // waves; the reciprocal form 63, 4 blocks per SM, one wave) and 1-5 % slower at Q8's, Q2's, Q3's and
-// Q4's (6-8 vectors: 4 blocks per SM either way; the same instruction count per element, since ptxas
-// already hoists the IEEE division's reciprocal out of the unrolled loop, and a branch per element).
+// Q4's (6-8 vectors: 4 blocks per SM either way; in SASS one instruction more per element than the
+// IEEE division's expansion, which spends a MUFU.RCP per element but only 11 instructions in all).
 constexpr int64_t kReciprocalMinBatch = 9;
 
 }  // namespace
