@@ -469,7 +469,8 @@ TEST(RegisterPass, NvrtcCompilesTheRowKernels) {
   if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
   for (const char* per_sm : {"1", "2", "0"})
-  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", kQ5}, {"rmsnorm_gemm", kL1},
+  // (Q1: the reciprocal row division, kReciprocalMinBatch.)
+  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", kQ5}, {"quant_gemm", kQ1}, {"rmsnorm_gemm", kL1},
                                                                     {"rmsnorm_gemm", {{"T", 2045}, {"HID", 2056}, {"N", 264}}}}) {
     SCOPED_TRACE(name + " " + std::to_string(dims[0].second) + " blocks per SM " + per_sm);
     EnvScope blocks("SOLDER_ROW_BLOCKS_PER_SM", per_sm);
