@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include <solder/runtime.cuh>
+#include <solder/reduce/row_divide.h>
 
 namespace solder::reduce {
 

@@ -156,7 +156,11 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
           if (c && c->value == 2) return "[](float t) { return t * t; }(" + print_float(b->lhs) + ")";
           return "powf(" + print_float(b->lhs) + ", " + print_float(b->rhs) + ")";
         }
-        case BinaryOp::div: return "(" + print_float(b->lhs) + " / " + print_float(b->rhs) + ")";
+        case BinaryOp::div:
+          if (!row_divisors.empty())
+            if (auto it = row_divisors.find(print_float(b->rhs)); it != row_divisors.end())
+              return "solder::reduce::divide_by_row(" + print_float(b->lhs) + ", " + it->second + ")";
+          return "(" + print_float(b->lhs) + " / " + print_float(b->rhs) + ")";
         case BinaryOp::max:
           return t == ValueType::integer ? "solder::max_int(" + print_int(b->lhs) + ", " + print_int(b->rhs) + ")"
                                          : "solder::max_nan(" + print_float(b->lhs) + ", " + print_float(b->rhs) + ")";

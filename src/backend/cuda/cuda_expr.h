@@ -45,6 +45,10 @@ class CudaExprPrinter {
   // errors about 2^-21 (exp, sigmoid) and 2^-11 (tanh); mma_stream_writer.h
   // lists them among the choices that differ from the Kernel IR's float32 arithmetic.
   bool fast_math = false;
+  // The register pass's row divisors (kernel_writer_registers.cpp; empty elsewhere): a real division
+  // whose divisor prints as a key prints as solder::reduce::divide_by_row(numerator, <the value>),
+  // the same bits as the IEEE quotient (device/solder/reduce/row_divide.h).
+  std::map<std::string, std::string> row_divisors;
 
   // The expression as C++ of the requested type.
   std::string print(const Expr& e, ValueType as);

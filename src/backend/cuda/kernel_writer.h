@@ -440,6 +440,12 @@ class KernelWriter {
   bool register_statements(std::ostringstream& out);
   int register_open_vectors(std::ostringstream& out, const std::vector<Axis>& axes, bool column);
   void register_load(std::ostringstream& out, const CopyNode& c, const std::string& registers);
+  // A map's divisions by a value that is the same for the whole row (row_divide.h): the divisors,
+  // then their per-row setup before the vector loop (it also tells printer_ to print the divisions
+  // by them as solder::reduce::divide_by_row).
+  std::vector<Expr> row_divisors(const Expr& value, const std::vector<Axis>& axes);
+  void row_divisor_setup(std::ostringstream& out, const std::vector<Expr>& divisors, const std::vector<Axis>& axes);
+  int row_divisor_count_ = 0;
   void pipeline_row_blocks(RegisterPlan& plan) const;
   // `long long block_linear = <linear>;` and the grid's coordinates from it, at `indent`.
   void grid_coordinates(std::ostringstream& out, const std::string& linear, int indent) const;

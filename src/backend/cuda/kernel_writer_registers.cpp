@@ -46,9 +46,17 @@ constexpr int64_t kMaxRegisterBatch = 16;
 // Blocks per SM of a pipelined row kernel (pipeline_row_blocks); 0: not pipelined. Off by default: on
 // the H100 one block per SM ran 10-40 % slower than one row block per block at quant_gemm Q8's, Q2's
 // and Q3's rows and RMSNorm L1's (8 warps per SM hide too little of the per-element division and
-// conversion; Q1's 2 % faster), two per SM 8 % faster at Q8's, the only row swept at two
-// (bench/NOTES.md, eleventh session).
+// conversion; Q1's 2 % faster), two per SM 8 % faster at Q8's with the IEEE division (eleventh
+// session); with the reciprocal division two per SM was slower at every row swept (twelfth session:
+// Q8's +6 %, Q3's +11 %, Q1's 2.8× with 194 bytes of spills; bench/NOTES.md).
 constexpr int64_t kRowBlocksPerSm = 0;
+// Vectors per thread from which a map's divisions by a row value take the reciprocal form
+// (row_divisors). On the H100 (bench/NOTES.md, twelfth session) it was 10 % faster at quant_gemm Q1's
+// row (10 vectors per thread: the IEEE division's expansion held 80 registers, 3 blocks per SM and 1.29
+// waves; the reciprocal form 63, 4 blocks per SM, one wave) and 1-5 % slower at Q8's, Q2's, Q3's and
+// Q4's (6-8 vectors: 4 blocks per SM either way; in SASS one instruction more per element than the
+// IEEE division's expansion, which spends a MUFU.RCP per element but only 11 instructions in all).
+constexpr int64_t kReciprocalMinBatch = 9;
 
 }  // namespace
 
@@ -581,6 +589,79 @@ void KernelWriter::register_pass(std::ostringstream& out) {
   for (auto& t : plan.columns) arrays_[t].element.clear();
 }
 
+// The divisors of `value`'s real divisions that are the same for a whole row of the map's domain
+// `axes` (their text, once each): expressions of the row axes (the leading axes holding the R rows),
+// axes of extent 1, the grid's coordinates and constants, reading only shared tiles — never a register tile (per
+// element) nor a global (the setup reads them outside the map's guard). None where the thread holds
+// fewer than kReciprocalMinBatch vectors; SOLDER_ROW_DIVIDE=ieee / reciprocal forces either form (A/B
+// runs, docs/runtime.md).
+std::vector<Expr> KernelWriter::row_divisors(const Expr& value, const std::vector<Axis>& axes) {
+  std::vector<Expr> found;
+  const RegisterPlan& plan = *register_plan_;
+  const char* env = std::getenv("SOLDER_ROW_DIVIDE");
+  const std::string form = env ? env : "";
+  if (form == "ieee" || (form != "reciprocal" && plan.batch < kReciprocalMinBatch)) return found;
+  const auto split = row_split(axes, plan.rows);
+  if (!split) return found;
+  std::set<std::string> row_vars;
+  for (size_t d = 0; d < axes.size(); ++d)
+    if (d < *split || axes[d].extent == 1) row_vars.insert(axes[d].var);  // an axis of extent 1 is 0 throughout
+  for (auto& g : kernel_.grid) row_vars.insert(g.var);
+  struct Scan : ExprVisitor {
+    KernelWriter* writer = nullptr;
+    const RegisterPlan* plan = nullptr;
+    const std::set<std::string>* row_vars = nullptr;
+    std::vector<Expr>* found = nullptr;
+    std::set<std::string> seen;
+    using ExprVisitor::visit;
+    bool row_invariant(const Expr& e) const {
+      for (auto& v : vars_used(e))
+        if (!row_vars->count(v)) return false;
+      bool ok = true;
+      for_each_load(e, [&](const LoadNode& load) {
+        if (writer->array(load.tensor).global || plan->tiles.count(load.tensor) || plan->columns.count(load.tensor)) ok = false;
+      });
+      return ok;
+    }
+    void visit(const BinaryNode& b) override {
+      ExprVisitor::visit(b);
+      if (b.op != BinaryOp::div || !row_invariant(b.rhs)) return;
+      const std::string key = writer->printer_.print_float(b.rhs);
+      if (seen.insert(key).second) found->push_back(b.rhs);
+    }
+  } scan;
+  scan.writer = this;
+  scan.plan = &plan;
+  scan.row_vars = &row_vars;
+  scan.found = &found;
+  scan.visit(value);
+  return found;
+}
+
+// Before a map's vector loop: each row divisor evaluated once, at the thread's row (its first vector),
+// with its reciprocal (solder::reduce::row_divisor); the map's divisions by it then print as
+// solder::reduce::divide_by_row, the IEEE quotient bit for bit (device/solder/reduce/row_divide.h).
+void KernelWriter::row_divisor_setup(std::ostringstream& out, const std::vector<Expr>& divisors, const std::vector<Axis>& axes) {
+  printer_.row_divisors.clear();
+  if (divisors.empty()) return;
+  const RegisterPlan& plan = *register_plan_;
+  std::vector<std::string> names, texts;
+  for (size_t i = 0; i < divisors.size(); ++i) {
+    names.push_back("divisor" + std::to_string(row_divisor_count_++) + "_");
+    texts.push_back(printer_.print_float(divisors[i]));
+    out << "  solder::reduce::RowDivisor " << names.back() << ";  // " << texts.back()
+        << ": the same for the whole row, its reciprocal once (the IEEE quotient bit for bit)\n";
+  }
+  out << "  {\n";
+  out << "    const int vec_ = " << (plan.rows == 1 ? std::string("0") : "row_ * " + std::to_string(plan.vectors)) << ";\n";
+  register_axes_base(out, axes, 2);
+  out << "    const int i_ = 0;\n";
+  register_axes_element(out, axes, 2);
+  for (size_t i = 0; i < divisors.size(); ++i) out << "    " << names[i] << " = solder::reduce::row_divisor(" << texts[i] << ");\n";
+  out << "  }\n";
+  for (size_t i = 0; i < divisors.size(); ++i) printer_.row_divisors[texts[i]] = names[i];
+}
+
 // The statements of the register pass, at indent 1 (the prefetched loads of the pipelined form
 // left out); returns whether a shared tile was touched since the last barrier.
 bool KernelWriter::register_statements(std::ostringstream& out) {
@@ -682,6 +763,8 @@ bool KernelWriter::register_statements(std::ostringstream& out) {
         const Buffer* b = kernel_.find_buffer(m->dst.name);
         const bool narrow = plan.packed.count(m->dst.name) && is_float8(b->dtype);
         out << "  // " << m->dst.name << " element by element, in registers" << (narrow ? " (packed as its store writes it)" : "") << "\n";
+        const auto divisors = row_divisors(m->value, axes);
+        row_divisor_setup(out, divisors, axes);
         int in = open_vectors(axes);
         if (narrow) out << pad(in) << "float v_[" << V << "] = {};\n";
         out << pad(in) << "#pragma unroll\n";
@@ -697,6 +780,7 @@ bool KernelWriter::register_statements(std::ostringstream& out) {
           out << pad(in) << "solder::reduce::pack_fp8<" << V << ">(v_, " << reg(m->dst.name) << "[u_], "
               << (b->dtype == DType::f8e4m3 ? "__NV_SATFINITE, __NV_E4M3" : "__NV_NOSAT, __NV_E5M2") << ");\n";
         close(1);
+        printer_.row_divisors.clear();
         break;
       }
       case StmtKind::Fill: {

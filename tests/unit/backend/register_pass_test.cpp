@@ -298,7 +298,47 @@ TEST(RegisterPass, SoftmaxNormalisationReadsItsRowStatisticsFromSharedMemory) {
   EXPECT_NE(pass.find("__syncthreads();  // the per-row values for every thread"), std::string::npos) << pass;
   EXPECT_NE(pass.find("reg_y_tile[u_][i_] = solder::round_f32((expf((reg_x_tile[u_][i_] - m_tile[(t__)])) / z_tile[(t__)]))"), std::string::npos)
       << pass;
+  // 4 vectors per thread: the IEEE division per element (kReciprocalMinBatch); the reciprocal form
+  // when asked for (z[t] is the same for the block's one row).
+  EnvScope reciprocal("SOLDER_ROW_DIVIDE", "reciprocal");
+  const std::string forced = generate_file(example("softmax"), false).source;
+  EXPECT_NE(forced.find("reg_y_tile[u_][i_] = solder::round_f32(solder::reduce::divide_by_row(expf((reg_x_tile[u_][i_] - m_tile[(t__)])), divisor0_))"),
+            std::string::npos)
+      << forced;
+  EXPECT_EQ(count(forced, "divisor0_ = solder::reduce::row_divisor(z_tile[(t__)]);"), 1) << forced;
 }
+
+// ---- Divisions by a row value through one reciprocal per row (twelfth session, issue 15;
+// device/solder/reduce/row_divide.h, the IEEE quotient bit for bit: tests/unit/backend/row_divide_exact_test.cpp).
+
+TEST(RegisterPass, RowDivisionsTakeOneReciprocalPerRow) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  // Q1's rows of 2560: 10 vectors per thread, the reciprocal form by default (kReciprocalMinBatch).
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ1);
+  const std::string row = first_kernel(m.source);
+  // The scale is read and inverted once per thread (each thread's vectors lie in its row), before the
+  // map's vector loop, at the row's first element; the map divides through it.
+  EXPECT_EQ(count(row, "solder::reduce::RowDivisor divisor0_;  // scale_tile[(m)]: the same for the whole row"), 1) << row;
+  EXPECT_EQ(count(row, "    divisor0_ = solder::reduce::row_divisor(scale_tile[(m)]);\n"), 1) << row;
+  EXPECT_NE(row.find("    const int vec_ = row_ * 320;\n"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "divide_by_row("), 1) << row;
+  EXPECT_EQ(row.find("/ scale_tile[(m)])"), std::string::npos) << row;
+  // The per-row statement scale = amax / 448 is not a register-tile map: the plain division.
+  EXPECT_NE(row.find("(amax_tile[(m)] / static_cast<float>(448LL))"), std::string::npos) << row;
+  // Q5's rows of 2048: 8 vectors per thread, the IEEE division per element; SOLDER_ROW_DIVIDE forces
+  // either form (A/B runs).
+  const std::string q5 = first_kernel(generate_file(example("quant_gemm"), false, kQ5).source);
+  EXPECT_EQ(q5.find("divide_by_row"), std::string::npos) << q5;
+  {
+    EnvScope reciprocal("SOLDER_ROW_DIVIDE", "reciprocal");
+    EXPECT_EQ(count(first_kernel(generate_file(example("quant_gemm"), false, kQ5).source), "divide_by_row("), 1);
+  }
+  EnvScope ieee("SOLDER_ROW_DIVIDE", "ieee");
+  const std::string plain = first_kernel(generate_file(example("quant_gemm"), false, kQ1).source);
+  EXPECT_EQ(plain.find("divide_by_row"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("v_[i_] = (solder::reduce::unpack(reg_a_tile[u_], i_) / scale_tile[(m)]);"), std::string::npos) << plain;
+}
+
 
 TEST(RegisterPass, RowKernelPlansVerifyOnTheExecutor) {
   // The Kernel IR that the pass compiles, at sizes where it takes the row kernel, against the float64
@@ -356,6 +396,32 @@ void expect_verified(const CompileResult& compiled, const BoundProgram& bound) {
   }
 }
 
+constexpr const char* kDivisions = R"(program divisions
+dim M = 64, K = 1024
+in a[M, K] : f32
+in b[M, K] : f32
+in c[M] : f32
+s[m] = sum(k) a[m, k]
+out y[m, k] : f32 = a[m, k] / s[m] + a[m, k] / b[m, k] + b[m, k] / c[m] + a[m, k] / (s[m] * 2)
+)";
+
+TEST(RegisterPass, OnlyDivisorsOfTheRowTakeTheReciprocal) {
+  // s[m], c[m] (staged per row) and s[m] * 2 are the same along the row; b[m, k] moves along it: that
+  // one keeps the IEEE division per element. (4 vectors per thread: the reciprocal form asked for.)
+  EnvScope reciprocal("SOLDER_ROW_DIVIDE", "reciprocal");
+  BoundProgram bound;
+  CompileResult compiled = compile_text(kDivisions, {}, bound);
+  GeneratedModule m = generate_cuda(compiled.kernels);
+  const size_t at = m.source.find("// the register pass");
+  ASSERT_NE(at, std::string::npos) << m.source;
+  const std::string pass = m.source.substr(at);
+  EXPECT_EQ(count(pass, "= solder::reduce::row_divisor("), 3) << pass;
+  EXPECT_EQ(count(pass, "divide_by_row("), 3) << pass;
+  EXPECT_EQ(count(pass, "(reg_a_tile[u_][i_] / reg_b_tile[u_][i_])"), 1) << pass;
+  EXPECT_EQ(count(pass, "divisor2_ = solder::reduce::row_divisor((s_tile[(m)] * static_cast<float>(2LL)));"), 1) << pass;
+  expect_verified(compiled, bound);
+}
+
 TEST(RegisterPass, LayerNormOverTwoGridDimsHoldsEightRowsOnePerWarp) {
   // Before: 64 rows of 256 per block through 137 KB of shared memory (512 blocks, one per SM at a
   // time); the tiler now gives a row-statistics group at most 8 rows per block (group_plan.cpp).
@@ -403,7 +469,8 @@ TEST(RegisterPass, NvrtcCompilesTheRowKernels) {
   if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
   for (const char* per_sm : {"1", "2", "0"})
-  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", kQ5}, {"rmsnorm_gemm", kL1},
+  // (Q1: the reciprocal row division, kReciprocalMinBatch.)
+  for (auto& [name, dims] : std::vector<std::pair<std::string, Dims>>{{"quant_gemm", kQ5}, {"quant_gemm", kQ1}, {"rmsnorm_gemm", kL1},
                                                                     {"rmsnorm_gemm", {{"T", 2045}, {"HID", 2056}, {"N", 264}}}}) {
     SCOPED_TRACE(name + " " + std::to_string(dims[0].second) + " blocks per SM " + per_sm);
     EnvScope blocks("SOLDER_ROW_BLOCKS_PER_SM", per_sm);
