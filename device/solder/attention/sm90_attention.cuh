@@ -310,7 +310,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 
   // A data mask (Mask::kDataTiles, functors.cuh): the key tiles of [begin, end) of a work tile,
   // classified from the ids' min/max, as a list in shared memory that the producer and the consumers
-  // walk in the same order (entry: tile | 0x8000 for a boundary tile); skipped tiles are not in it.
+  // walk in the same order (entry: tile | 0x8000 for a boundary tile | 0x4000 for a boundary tile whose
+  // keys all carry one id, that id beside it in list_key_id); skipped tiles are not in it.
   // One block per work tile: classified once before the roles split, by every warp. Persistent blocks:
   // the first work tile's list the same way, then the producer warpgroup's three idle warps (1..3)
   // classify work tile n + 1 while the consumers compute tile n, into a double-buffered list (buffer
@@ -322,12 +323,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   constexpr bool kDataLoop = kData && C::Persistent;
   static_assert(!(kDynamic && kData), "Dynamic: not with a data mask (its lists are built by rounds)");
   constexpr int kListSize = mask_max_key_tiles<Mask>(0);
-  static_assert(kListSize <= 32767, "a data mask's list holds at most 32767 key tiles");
+  static_assert(kListSize <= 16383, "a data mask's list holds at most 16383 key tiles");
+  // Boundary tiles of one key id (Mask::kOneIdTiles, functors.cuh): one compare per row, not per score.
+  constexpr bool kOneId = kData && mask_one_id_tiles<Mask>(0);
   constexpr int kLists = kDataLoop ? 2 : 1;
-  // (static shared memory, 3 bytes per key tile, 5 with persistent blocks: on top of Config::SmemBytes,
-  // within 227 KB)
+  // (static shared memory, 3 bytes per key tile, 5 with persistent blocks, and with kOneId 8 / 12 more:
+  // on top of Config::SmemBytes, within 227 KB)
   __shared__ uint16_t tile_list[kLists][kData ? kListSize : 1];
-  __shared__ uint8_t tile_classes[kData ? kListSize : 1];
+  __shared__ uint8_t tile_classes[kData ? kListSize : 1];  // 3: a boundary tile of one key id
+  __shared__ int tile_key_id[kOneId ? kListSize : 1];      // its id (class 3), by tile of [begin, end)
+  __shared__ int list_key_id[kLists][kOneId ? kListSize : 1];  // the same by list entry
   __shared__ int tile_count[kLists];
   __shared__ alignas(8) uint64_t list_barriers[kDataLoop ? 4 : 1];
   uint64_t* list_full = list_barriers;       // [2]: buffer b holds the list of the round being read
@@ -342,7 +347,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     else return w.end - w.begin;
   };
   auto tile_at = [&](const Work& w, int buf, int n) -> int {
-    if constexpr (kData) return static_cast<int>(tile_list[buf][n] & 0x7fffu);
+    if constexpr (kData) return static_cast<int>(tile_list[buf][n] & 0x3fffu);
     else return w.begin + n;
   };
   // The id ranges of `count` key tiles, split over `warps` warps (warp `cw`, lane `lane_c`), U tiles at a
@@ -430,8 +435,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       row_lo = __reduce_min_sync(0xffffffffu, row_lo);
       row_hi = __reduce_max_sync(0xffffffffu, row_hi);
       auto class_of = [&](int n, int col_lo, int col_hi) {
-        tile_classes[n] =
-            static_cast<uint8_t>(row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi));
+        int c = row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi);
+        if constexpr (kOneId) {
+          // a boundary tile whose keys (all inside seq_k) carry one id
+          if (c == 2 && col_lo == col_hi && (w.begin + n + 1) * C::BN <= shape.seq_k) {
+            c = 3;
+            tile_key_id[n] = col_lo;
+          }
+        }
+        tile_classes[n] = static_cast<uint8_t>(c);
       };
       if constexpr (kIdTable) {
         for (int n = cw * 32 + lane_c; n < tiles; n += warps * 32) {
@@ -452,7 +464,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       const int n = base + lane_c;
       const int c = n < tiles ? tile_classes[n] : 0;
       const unsigned live = __ballot_sync(0xffffffffu, c != 0);
-      if (c != 0) tile_list[buf][count + __popc(live & ((1u << lane_c) - 1u))] = static_cast<uint16_t>((w.begin + n) | (c == 2 ? 0x8000 : 0));
+      const int at = count + __popc(live & ((1u << lane_c) - 1u));
+      if (c != 0) tile_list[buf][at] = static_cast<uint16_t>((w.begin + n) | (c >= 2 ? 0x8000 : 0) | (c == 3 ? 0x4000 : 0));
+      if constexpr (kOneId) {
+        if (c == 3) list_key_id[buf][at] = tile_key_id[n];
+      }
       count += __popc(live);
     }
     if (lane_c == 0) tile_count[buf] = count;
@@ -754,10 +770,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         if constexpr (kData) return (tile_list[buf][n] & 0x8000u) != 0;
         else return false;
       };
+      // a boundary tile whose keys carry one id (list_key_id[buf][n]; its keys all inside seq_k)
+      auto is_one_id = [&](int n) -> bool {
+        if constexpr (kOneId) return (tile_list[buf][n] & 0x4000u) != 0;
+        else return false;
+      };
       auto load_ids = [&](int j, int n) {
         if constexpr (kIdShuffle) {
           const int col0 = j * C::BN;
-          if (col0 + C::BN > shape.seq_k || is_boundary(n)) {
+          if (col0 + C::BN > shape.seq_k || (is_boundary(n) && !is_one_id(n))) {
 #pragma unroll
             for (int u = 0; u < kIdRegs; ++u) {
               const int col = col0 + 32 * u + lane;
@@ -886,7 +907,18 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         else boundary = mask.partial(w.bh, my_row0, 64, col0, C::BN);
         (void)n;
         if (col0 + C::BN > shape.seq_k || boundary) {
-          if constexpr (kData) {
+          if (is_one_id(n)) {
+            if constexpr (kOneId) {
+              // every key of the tile carries id v: each row sees all of them or none
+              const int v = list_key_id[buf][n];
+              bool keep[2];
+#pragma unroll
+              for (int r = 0; r < 2; ++r) keep[r] = mask.match(w.bh, row_ids[r], v);
+#pragma unroll
+              for (int i = 0; i < C::BN / 2; ++i)
+                if (!keep[(i / 2) % 2]) acc_s(i) = negative_infinity();
+            }
+          } else if constexpr (kData) {
             // The ids of each of the thread's BN/4 columns (keys ≥ seq_k masked) against its two rows',
             // compared by match() into one bit per score and row. Column 8·(c/2) + col_lane + c%2 of the
             // tile is key_ids[c/8] of lane 8·((c/2)%4) + col_lane + c%2 (load_ids: key 32u + lane).

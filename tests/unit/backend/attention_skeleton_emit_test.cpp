@@ -467,6 +467,8 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     EXPECT_NE(k->summary.find("on 132 persistent blocks"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("each next one by the producer warpgroup's three idle warps while the consumers run the current one"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("block order: persistent blocks deal out the work tiles longest first"), std::string::npos) << k->summary;
+    // the one-id path only from its knob (not yet run on the device)
+    EXPECT_EQ(k->source.find("kOneIdTiles"), std::string::npos) << k->source;
     EXPECT_NE(k->tiles_and_skipping.find("on 132 persistent blocks"), std::string::npos) << k->tiles_and_skipping;
   }
 }
@@ -527,6 +529,18 @@ TEST(AttentionSkeletonEmit, DocumentMaskDataBn64Switch) {
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true>;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = 16;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
+}
+
+// $SOLDER_ATTN_ONE_ID=1 has boundary tiles of one key id compared once per row.
+TEST(AttentionSkeletonEmit, DocumentMaskOneIdSwitch) {
+  setenv("SOLDER_ATTN_ONE_ID", "1", 1);
+  std::string refusal;
+  auto k = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_ONE_ID");
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("or once per row where all the tile's keys carry one id"), std::string::npos) << k->summary;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos) << k->source;
 }
 
 // $SOLDER_ATTN_PERSISTENT=0 puts a data mask back on one block per work tile at S 1k (the A/B switch).
