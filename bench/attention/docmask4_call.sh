@@ -3,9 +3,10 @@
 # (issue 17, branch docmask4, 2026-11-27): persistent data-mask blocks take Config::Dynamic (the producer
 # claims, the classifier warps classify the claimed tile), and a boundary tile whose keys all carry one
 # id compares each row's id once instead of per score (Mask::kOneIdTiles).
-#   0. the attention skeleton's device test, data-mask cases only (`test_sm90_attention SEED data`: the
-#      Dynamic and one-id cases bit for bit against the static / per-score paths), while every kernel of
-#      the call compiles (NVRTC, one per core),
+#   0. the attention skeleton's device test, data-mask cases only (`test_sm90_attention SEED dy`: the
+#      Dynamic and one-id cases bit for bit against the static / per-score paths; `data` when this script
+#      ran first, the Dynamic cases then in it), while every kernel of the call compiles (NVRTC, one per
+#      core),
 #   1. document_mask verified through `solder run --backend cuda` (float64 reference): small, paper,
 #      S 4k, S 16k, D128,
 #   2. `solder bench` of the suite's document_mask cells (S 1k / 4k / 16k), new and old
@@ -40,18 +41,20 @@ for s in (1024, 4096, 16384):
         if c.suite == "attention" and c.id == f"document_mask-d64-s{s}":
             print(c.id, c.workload, " ".join(f"--dim {k}={v}" for k, v in c.overrides.items()))
 PY
-# the env of each mode (new: the emitter's default)
+# the env of each mode (new: both paths of branch docmask4, the emitter's default when this script first
+# ran, 2026-11-27 18:42 UTC; off by default since, after that call's hang)
 mode_env() {
   case $1 in
+    new) echo "SOLDER_ATTN_DYNAMIC=1 SOLDER_ATTN_ONE_ID=1" ;;
     old) echo "SOLDER_ATTN_DYNAMIC=0 SOLDER_ATTN_ONE_ID=0" ;;
-    dyn) echo "SOLDER_ATTN_ONE_ID=0" ;;
-    bn64) echo "SOLDER_ATTN_DATA_BN=64" ;;
-    bn64nt) echo "SOLDER_ATTN_DATA_BN=64 SOLDER_ATTN_ID_TABLE=0" ;;
+    dyn) echo "SOLDER_ATTN_DYNAMIC=1 SOLDER_ATTN_ONE_ID=0" ;;
+    bn64) echo "SOLDER_ATTN_DATA_BN=64 SOLDER_ATTN_DYNAMIC=1 SOLDER_ATTN_ONE_ID=1" ;;
+    bn64nt) echo "SOLDER_ATTN_DATA_BN=64 SOLDER_ATTN_ID_TABLE=0 SOLDER_ATTN_DYNAMIC=1 SOLDER_ATTN_ONE_ID=1" ;;
     *) echo "" ;;
   esac
 }
 {
-  sed "s|^|$bin bench --compile-only |" "$out/runs.txt"
+  sed "s|^|$(mode_env new) $bin bench --compile-only |" "$out/runs.txt"
   while read -r id workload dims; do
     for mode in new old dyn; do echo "$(mode_env $mode) $bin bench --compile-only examples/$workload.sol $dims"; done
   done < "$out/bench-cases.txt"
@@ -62,7 +65,7 @@ mode_env() {
 compile_pid=$!
 if [ -n "$test_bin" ] && [ -x "$test_bin" ]; then
   echo "== 0. attention skeleton device test, data-mask cases"
-  timeout 50 "$test_bin" 2026 data > "$out/device-test.txt" 2>&1
+  timeout 50 "$test_bin" 2026 dy > "$out/device-test.txt" 2>&1
   echo "   rc $? ($(( $(date +%s) - start )) s): $(tail -n 1 "$out/device-test.txt")"
   grep -E "^FAIL" "$out/device-test.txt" | head -8
   echo "   Dy lines $(grep -c " Dy " "$out/device-test.txt"), per-score/table bit checks $(grep -c "bits$" "$out/device-test.txt"), the same $(grep -c "^OK .*the same bits" "$out/device-test.txt")"
@@ -76,7 +79,7 @@ while IFS= read -r args; do
   [ -z "$args" ] && continue
   if [ "$(left)" -lt 60 ]; then echo "   deadline: not run: $args" | tee -a "$out/verify.tsv"; continue; fi
   t0=$(date +%s%N)
-  timeout 40 "$bin" run --backend cuda $args > "$out/verify.log" 2>&1
+  env $(mode_env new) timeout 40 "$bin" run --backend cuda $args > "$out/verify.log" 2>&1
   rc=$?
   printf '%s\trc %s\t%s ms\t%s\n' "$args" "$rc" $(( ($(date +%s%N) - t0) / 1000000 )) "$(grep -v '^$' "$out/verify.log" | tail -n 1 | cut -c1-160)" | tee -a "$out/verify.tsv"
   [ $rc -ne 0 ] && cp "$out/verify.log" "$out/verify-fail-$(echo "$args" | tr ' /=' '___').log"
@@ -129,7 +132,7 @@ echo "== 4. ncu (new kernel, S 4k), $(left) s left"
 NCU_BIN=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if [ -n "$NCU_BIN" ] && [ "$(left)" -gt 12 ]; then
   timeout "$(left)" "$NCU_BIN" --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats -k regex:fused_o -c 1 \
-    "$bin" bench examples/document_mask.sol --dim B=4 --dim S=4096 > "$out/ncu-docmask-s4k.txt" 2>&1
+    env $(mode_env new) "$bin" bench examples/document_mask.sol --dim B=4 --dim S=4096 > "$out/ncu-docmask-s4k.txt" 2>&1
   grep -E "Duration|Throughput|Registers|Achieved Occupancy|Grid Size|Warp Cycles" "$out/ncu-docmask-s4k.txt" | head -16
 fi
 
