@@ -102,7 +102,7 @@
 // shared by shuffles). One block per work tile: classified once before the roles split. With
 // Config::Persistent: the first tile's likewise, then the producer warpgroup's idle warps classify
 // the next work tile while the consumers run the current one (a double-buffered list).
-// kMaxKeyTiles bounds ceil(seq_k / BN) (the list's size; ≤ 32767).
+// kMaxKeyTiles bounds ceil(seq_k / BN) (the list's size; ≤ 16383).
 //
 //     static constexpr int kMaxKeyTiles = ...;
 //     __device__ int row_id(int bh, int row) const;    // row < seq_q
@@ -111,6 +111,11 @@
 //     // 0: match() is false for every pair of ids in [row_lo, row_hi] × [col_lo, col_hi]; 1: true for
 //     // every pair; 2: either (sound: 0 and 1 only when certain)
 //     __device__ int tile_class(int bh, int row_lo, int row_hi, int col_lo, int col_hi) const;
+//
+// Optional with kDataTiles (`static constexpr bool kOneIdTiles = true;`): a boundary tile whose keys all
+// carry one id v (col_lo == col_hi, every key inside seq_k) is marked as such in the list, and its
+// consumers compare each row's id with v once (match(bh, row_id, v), the same value for every key of the
+// row) instead of per score, and load no key id. Same bits as the per-score compare.
 //
 // Optional with kDataTiles (`static constexpr int kColGroups = G;`, G ≥ 1): the keys' ids depend on bh
 // only through a group (document ids [batch][key]: the batch; every head of it reads the same ids), so
@@ -274,6 +279,15 @@ __host__ __device__ constexpr auto mask_col_groups(int) -> decltype(M::kColGroup
 template <class M>
 __host__ __device__ constexpr int mask_col_groups(long) {
   return 0;
+}
+// Whether a data mask's boundary tiles of one key id take the per-row compare (kOneIdTiles; default off).
+template <class M>
+__host__ __device__ constexpr auto mask_one_id_tiles(int) -> decltype(M::kOneIdTiles, true) {
+  return M::kOneIdTiles;
+}
+template <class M>
+__host__ __device__ constexpr bool mask_one_id_tiles(long) {
+  return false;
 }
 // Whether a row that sees no key gets NaN (kEmptyRowNaN true) instead of zeros.
 template <class M>

@@ -293,12 +293,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // The list entry of this block's work tile in round `round` (≥ total: none). With Config::Dynamic only
   // round 0's: the producer thread claims the later ones (work_counter) and posts every entry the block
   // takes into a ring of two slots in shared memory (work_ids on work_full / work_empty), which the
-  // consumers read in the same order; the sentinel ≥ total ends the block.
+  // consumers read in the same order; the sentinel ≥ total ends the block. With a data mask the ring
+  // goes to the classifier warps instead (they classify the tiles in the order the producer claims
+  // them), and the producer and the consumers take each round's entry from its list (list_tile).
   constexpr bool kDynamic = C::Dynamic;
   __shared__ int work_ids[kDynamic ? 2 : 1];
   __shared__ alignas(8) uint64_t work_barriers[kDynamic ? 4 : 1];
   uint64_t* work_full = work_barriers;       // [2]: slot s holds the entry of the block's (2k + s)-th tile
-  uint64_t* work_empty = work_barriers + 2;  // [2]: every consumer warp has read it
+  uint64_t* work_empty = work_barriers + 2;  // [2]: every consumer warp (data masks: classifier warp) has read it
   auto tile_index = [&](int round) {
     if constexpr (C::Persistent) {
       const int blocks = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
@@ -310,7 +312,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 
   // A data mask (Mask::kDataTiles, functors.cuh): the key tiles of [begin, end) of a work tile,
   // classified from the ids' min/max, as a list in shared memory that the producer and the consumers
-  // walk in the same order (entry: tile | 0x8000 for a boundary tile); skipped tiles are not in it.
+  // walk in the same order (entry: tile | 0x8000 for a boundary tile | 0x4000 for a boundary tile whose
+  // keys all carry one id, that id beside it in list_key_id); skipped tiles are not in it.
   // One block per work tile: classified once before the roles split, by every warp. Persistent blocks:
   // the first work tile's list the same way, then the producer warpgroup's three idle warps (1..3)
   // classify work tile n + 1 while the consumers compute tile n, into a double-buffered list (buffer
@@ -320,15 +323,20 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // masks: tiles begin .. end − 1, boundaries from Mask::partial.
   constexpr bool kData = mask_has_data_tiles<Mask>(0);
   constexpr bool kDataLoop = kData && C::Persistent;
-  static_assert(!(kDynamic && kData), "Dynamic: not with a data mask (its lists are built by rounds)");
+  static_assert(!(kDynamic && kData) || kDataLoop, "Dynamic with a data mask: persistent blocks");
   constexpr int kListSize = mask_max_key_tiles<Mask>(0);
-  static_assert(kListSize <= 32767, "a data mask's list holds at most 32767 key tiles");
+  static_assert(kListSize <= 16383, "a data mask's list holds at most 16383 key tiles");
+  // Boundary tiles of one key id (Mask::kOneIdTiles, functors.cuh): one compare per row, not per score.
+  constexpr bool kOneId = kData && mask_one_id_tiles<Mask>(0);
   constexpr int kLists = kDataLoop ? 2 : 1;
-  // (static shared memory, 3 bytes per key tile, 5 with persistent blocks: on top of Config::SmemBytes,
-  // within 227 KB)
+  // (static shared memory, 3 bytes per key tile, 5 with persistent blocks, and with kOneId 8 / 12 more:
+  // on top of Config::SmemBytes, within 227 KB)
   __shared__ uint16_t tile_list[kLists][kData ? kListSize : 1];
-  __shared__ uint8_t tile_classes[kData ? kListSize : 1];
+  __shared__ uint8_t tile_classes[kData ? kListSize : 1];  // 3: a boundary tile of one key id
+  __shared__ int tile_key_id[kOneId ? kListSize : 1];      // its id (class 3), by tile of [begin, end)
+  __shared__ int list_key_id[kLists][kOneId ? kListSize : 1];  // the same by list entry
   __shared__ int tile_count[kLists];
+  __shared__ int list_tile[kLists];  // the list entry of the work tile whose list the buffer holds (Dynamic)
   __shared__ alignas(8) uint64_t list_barriers[kDataLoop ? 4 : 1];
   uint64_t* list_full = list_barriers;       // [2]: buffer b holds the list of the round being read
   uint64_t* list_empty = list_barriers + 2;  // [2]: the producer thread and every consumer warp are done with it
@@ -342,7 +350,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     else return w.end - w.begin;
   };
   auto tile_at = [&](const Work& w, int buf, int n) -> int {
-    if constexpr (kData) return static_cast<int>(tile_list[buf][n] & 0x7fffu);
+    if constexpr (kData) return static_cast<int>(tile_list[buf][n] & 0x3fffu);
     else return w.begin + n;
   };
   // The id ranges of `count` key tiles, split over `warps` warps (warp `cw`, lane `lane_c`), U tiles at a
@@ -430,8 +438,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       row_lo = __reduce_min_sync(0xffffffffu, row_lo);
       row_hi = __reduce_max_sync(0xffffffffu, row_hi);
       auto class_of = [&](int n, int col_lo, int col_hi) {
-        tile_classes[n] =
-            static_cast<uint8_t>(row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi));
+        int c = row_lo > row_hi || col_lo > col_hi ? 0 : mask.tile_class(w.bh, row_lo, row_hi, col_lo, col_hi);
+        if constexpr (kOneId) {
+          // a boundary tile whose keys (all inside seq_k) carry one id
+          if (c == 2 && col_lo == col_hi && (w.begin + n + 1) * C::BN <= shape.seq_k) {
+            c = 3;
+            tile_key_id[n] = col_lo;
+          }
+        }
+        tile_classes[n] = static_cast<uint8_t>(c);
       };
       if constexpr (kIdTable) {
         for (int n = cw * 32 + lane_c; n < tiles; n += warps * 32) {
@@ -452,7 +467,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       const int n = base + lane_c;
       const int c = n < tiles ? tile_classes[n] : 0;
       const unsigned live = __ballot_sync(0xffffffffu, c != 0);
-      if (c != 0) tile_list[buf][count + __popc(live & ((1u << lane_c) - 1u))] = static_cast<uint16_t>((w.begin + n) | (c == 2 ? 0x8000 : 0));
+      const int at = count + __popc(live & ((1u << lane_c) - 1u));
+      if (c != 0) tile_list[buf][at] = static_cast<uint16_t>((w.begin + n) | (c >= 2 ? 0x8000 : 0) | (c == 3 ? 0x4000 : 0));
+      if constexpr (kOneId) {
+        if (c == 3) list_key_id[buf][at] = tile_key_id[n];
+      }
       count += __popc(live);
     }
     if (lane_c == 0) tile_count[buf] = count;
@@ -475,7 +494,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     if constexpr (kDynamic) {
       for (int b = 0; b < 2; ++b) {
         cuda::ptx::mbarrier_init(&work_full[b], 1);                  // the producer thread
-        cuda::ptx::mbarrier_init(&work_empty[b], C::Consumers * 4);  // every consumer warp
+        cuda::ptx::mbarrier_init(&work_empty[b], kDataLoop ? kClassifyWarps : C::Consumers * 4);  // every reader warp
       }
     }
     if constexpr (kDataLoop) {
@@ -503,16 +522,22 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     }
     __syncthreads();
     if (warp_all == 0) compact(w, tiles, 0, lane_all);
+    if (threadIdx.x == 0) list_tile[0] = t0;
   }
   __syncthreads();
   if constexpr (kDataLoop) {
     if (threadIdx.x == 0) cuda::ptx::mbarrier_arrive(&list_full[0]);  // round 0's list (the block's barrier above)
   }
   // Registers after setmaxnreg: persistent data-mask blocks with two consumers give the producer
-  // warpgroup 40 (its classifier warps keep ≈ 16 id loads per lane in flight) and the consumers 232.
-  constexpr int kProducerRegisters = kDataLoop && C::Consumers == 2 ? 40 : C::ProducerRegisters;
-  constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? 232 : C::ConsumerRegisters;
-  static_assert(128 * (kProducerRegisters + C::Consumers * kConsumerRegisters) <= 65536, "setmaxnreg: over 64 K registers");
+  // warpgroup 40 (its classifier warps keep ≈ 16 id loads per lane in flight) and the consumers 232;
+  // with Config::Dynamic 48 and 224 (the claims and posts spill at 40).
+  constexpr int kProducerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 48 : 40) : C::ProducerRegisters;
+  constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : C::ConsumerRegisters;
+  // setmaxnreg moves registers within the block's launch allocation (65536 / threads per thread, in
+  // steps of 8: 168 at 384 threads): a warpgroup's .inc waits until others' .dec have freed enough, so
+  // a split over that allocation never completes (a hang, not an error).
+  static_assert(kProducerRegisters + C::Consumers * kConsumerRegisters <= (C::Consumers + 1) * (65536 / C::Threads / 8 * 8),
+                "setmaxnreg: over the block's launch allocation of registers");
 
   if (warpgroup == 0) {
     // ---- Producer: one thread issues every TMA load; the rings run on across work tiles ----
@@ -537,14 +562,19 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         ++posted;
       };
       auto next_tile = [&](int round) {
-        if constexpr (kDynamic) {
+        if constexpr (kDynamic && kDataLoop) {
+          // the entry the classifier warps classified for this round (posted at the round before)
+          const int buf = list_of(round);
+          detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
+          return *static_cast<volatile int*>(&list_tile[buf]);
+        } else if constexpr (kDynamic) {
           post(claimed);
           return claimed;
         } else {
           return tile_index(round);
         }
       };
-      if constexpr (kDynamic) post(tile_index(0));
+      if constexpr (kDynamic && !kDataLoop) post(tile_index(0));
       for (int round = 0, t = tile_index(0); t < total; t = next_tile(++round)) {
         if constexpr (kDynamic) claimed = static_cast<int>(gridDim.x + atomicAdd(&detail::work_counter[0], 1u));
         const Work w = locate(t);
@@ -552,6 +582,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
         const int count = tiles_of(w, buf);
         if (count <= 0) {
+          if constexpr (kDynamic && kDataLoop) post(claimed);  // round + 1's tile, to the classifier warps
           if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);
           continue;
         }
@@ -568,6 +599,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             detail::tma_load(smem_q + qb * (C::QBytes / 2) + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
                              operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), &q_full[qb]);
         ++q_loads;
+        // Config::Dynamic with a data mask: round + 1's tile to the classifier warps (after Q's issue: the
+        // claim's latency behind it)
+        if constexpr (kDynamic && kDataLoop) post(claimed);
         const int k_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
         const int v_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
         // A staged bias: the tile map's batch and the column map's row of this head.
@@ -624,6 +658,35 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // Round r's list goes into buffer r & 1 once the producer thread and the consumers are done with
       // round r − 2's (list_empty), then list_full; round 0's was built before the roles split.
       const int cw = thread / 32 - 1, lane_c = thread % 32;
+      if constexpr (kDynamic) {
+        // Config::Dynamic: round r's tile is the producer's (r − 1)-th post; the sentinel ≥ total goes
+        // into the list as well (tile_count 0), and ends the producer's and the consumers' loops.
+        for (int round = 1;; ++round) {
+          const uint32_t slot = static_cast<uint32_t>(round - 1) & 1u;
+          detail::wait_parity(&work_full[slot], (static_cast<uint32_t>(round - 1) >> 1) & 1u);
+          const int t = *static_cast<volatile int*>(&work_ids[slot]);
+          __syncwarp();
+          if (lane_c == 0) cuda::ptx::mbarrier_arrive(&work_empty[slot]);
+          const int buf = list_of(round);
+          detail::wait_parity(&list_empty[buf], (static_cast<uint32_t>(round >> 1) & 1u) ^ 1u);
+          detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // the last compaction has read tile_classes
+          Work w{};
+          int tiles = 0;
+          if (t < total) {
+            w = locate(t);
+            tiles = classify(w, cw, kClassifyWarps, lane_c);
+          }
+          detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
+          if (cw == 0) {
+            compact(w, tiles, buf, lane_c);
+            if (lane_c == 0) list_tile[buf] = t;
+            __syncwarp();
+            if (lane_c == 0) cuda::ptx::mbarrier_arrive(&list_full[buf]);
+          }
+          if (t >= total) break;
+        }
+        return;
+      }
       for (int round = 1, t = tile_index(1); t < total; t = tile_index(++round)) {
         const int buf = list_of(round);
         detail::wait_parity(&list_empty[buf], (static_cast<uint32_t>(round >> 1) & 1u) ^ 1u);
@@ -715,7 +778,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // then releases it).
     uint32_t taken = 0;
     auto take = [&](int round) -> int {
-      if constexpr (kDynamic) {
+      if constexpr (kDynamic && kDataLoop) {
+        const int buf = list_of(round);
+        detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
+        return *static_cast<volatile int*>(&list_tile[buf]);
+      } else if constexpr (kDynamic) {
         const uint32_t slot = taken & 1u;
         detail::wait_parity(&work_full[slot], (taken >> 1) & 1u);
         const int tile = *static_cast<volatile int*>(&work_ids[slot]);
@@ -754,10 +821,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         if constexpr (kData) return (tile_list[buf][n] & 0x8000u) != 0;
         else return false;
       };
+      // a boundary tile whose keys carry one id (list_key_id[buf][n]; its keys all inside seq_k)
+      auto is_one_id = [&](int n) -> bool {
+        if constexpr (kOneId) return (tile_list[buf][n] & 0x4000u) != 0;
+        else return false;
+      };
       auto load_ids = [&](int j, int n) {
         if constexpr (kIdShuffle) {
           const int col0 = j * C::BN;
-          if (col0 + C::BN > shape.seq_k || is_boundary(n)) {
+          if (col0 + C::BN > shape.seq_k || (is_boundary(n) && !is_one_id(n))) {
 #pragma unroll
             for (int u = 0; u < kIdRegs; ++u) {
               const int col = col0 + 32 * u + lane;
@@ -910,7 +982,18 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         else boundary = mask.partial(w.bh, my_row0, 64, col0, C::BN);
         (void)n;
         if (col0 + C::BN > shape.seq_k || boundary) {
-          if constexpr (kData) {
+          if (is_one_id(n)) {
+            if constexpr (kOneId) {
+              // every key of the tile carries id v: each row sees all of them or none
+              const int v = list_key_id[buf][n];
+              bool keep[2];
+#pragma unroll
+              for (int r = 0; r < 2; ++r) keep[r] = mask.match(w.bh, row_ids[r], v);
+#pragma unroll
+              for (int i = 0; i < C::BN / 2; ++i)
+                if (!keep[(i / 2) % 2]) acc_s(i) = negative_infinity();
+            }
+          } else if constexpr (kData) {
             // The ids of each of the thread's BN/4 columns (keys ≥ seq_k masked) against its two rows',
             // compared by match() into one bit per score and row. Column 8·(c/2) + col_lane + c%2 of the
             // tile is key_ids[c/8] of lane 8·((c/2)%4) + col_lane + c%2 (load_ids: key 32u + lane).

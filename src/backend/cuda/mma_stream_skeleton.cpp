@@ -1169,12 +1169,16 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // (causal S <= 1k, sliding_window, prefix_lm S 1k): their work tiles differ in key tiles (causal: 1 ... 8
   // per tile at S 1k), and the snake's fixed rounds leave the block with the most key tiles at 83 where
   // the mean is 69.8 (causal hd64 S 1k, 2048 tiles on 132 blocks), while the unmasked rows' tiles are all
-  // alike. $SOLDER_ATTN_DYNAMIC=0|1 overrides it on every persistent kernel without a data mask or a staged
-  // bias (A/B runs; the device test has no Dynamic case with either).
+  // alike. $SOLDER_ATTN_DYNAMIC=0|1 overrides it on every persistent kernel without a staged bias or a
+  // data mask at hd128 (A/B runs; the device test has no Dynamic case with either). A data mask (hd64)
+  // takes it only from the knob: its work tiles differ in live key tiles by the documents' layout, which
+  // the snake cannot know (document_mask, simulated on its ids: the slowest block 4 / 16 / 1-8 % over
+  // what a counter leaves at S 1k / 4k / 16k), but that kernel has not run correctly on the device yet
+  // (bench/NOTES.md, docmask4: its first version hung on a register split over the launch's allocation).
   // Never with a stagger (Config's static_assert: the work ring deadlocks on tiles with no key tile).
   bool dynamic = persistent && two_q && kHeadDim == 64 && consumers == 2 && cond && !data && !staged_bits && stagger == 0;
   if (const char* forced = std::getenv("SOLDER_ATTN_DYNAMIC"); forced && *forced)
-    dynamic = persistent && !data && !staged_bits && stagger == 0 && std::string(forced) == "1";
+    dynamic = persistent && !staged_bits && !(data && kHeadDim != 64) && stagger == 0 && std::string(forced) == "1";
   const int bm = 64 * consumers;
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) +
@@ -1316,6 +1320,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   out << "};\n";
   std::string skip_text = "none (no mask: every key tile of the sequence)";
+  // $SOLDER_ATTN_ONE_ID=1: a data mask's boundary tiles whose keys all carry one id compare once per row
+  // (Mask::kOneIdTiles; A/B runs, not yet run on the device: bench/NOTES.md, docmask4).
+  const bool one_id_tiles = [] {
+    const char* e = std::getenv("SOLDER_ATTN_ONE_ID");
+    return e && std::string(e) == "1";
+  }();
   out << "struct " << mask << " {\n" << members.str();
   if (data) {
     const std::string lead_decode = decode(false, false);
@@ -1325,6 +1335,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "  static constexpr bool kDataTiles = true;\n";
     out << "  static constexpr bool kEmptyRowNaN = true;  // a row that sees no key: the program's 0/0\n";
     out << "  static constexpr int kMaxKeyTiles = " << (seq_k + bn - 1) / bn << ";\n";
+    if (one_id_tiles) out << "  static constexpr bool kOneIdTiles = true;  // boundary tiles of one key id: one compare per row\n";
     out << "  __device__ void key_tiles(int, int, int, int seq_k_, int bn_, int* begin_, int* end_) const { *begin_ = 0; *end_ = (seq_k_ + bn_ - 1) / bn_; }\n";
     out << "  __device__ bool partial(int, int, int, int, int) const { return true; }\n";
     out << "  __device__ int row_id(int bh_, int row_) const {\n" << lead_decode << "    (void)row_;\n    return static_cast<int>(" << printer_.print_int(globals_bounded(data->row_id)) << ");\n  }\n";
@@ -1345,7 +1356,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       out << "  __device__ int group_bh(int group_) const { return static_cast<int>(" << col_groups.group_bh << "); }\n";
     }
     skip_text = data->live ? "a data mask: key tiles where " + print_expr(data->match) + " holds for no pair of ids (rid_ = " + data->row_text + " over the work tile's rows, cid_ = " + data->col_text +
-                                 " over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score (the keys' ids loaded once per tile right after S is issued, shared by shuffles); the key tiles of every work tile classified in the kernel, " +
+                                 " over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score (the keys' ids loaded once per tile right after S is issued, shared by shuffles)" +
+                                 std::string(one_id_tiles ? ", or once per row where all the tile's keys carry one id" : "") + "; the key tiles of every work tile classified in the kernel, " +
                                  std::string(persistent ? "per work tile: the first by every warp, each next one by the producer warpgroup's three idle warps while the consumers run the current one (double-buffered list), so the next tile's Q, K and V loads start during this tile's epilogue" +
                                                               (col_groups.count > 0 ? "; the key tiles' id ranges reduced once per block into a table of " + std::to_string(col_groups.count) + " id groups x " + std::to_string((seq_k + bn - 1) / bn) + " key tiles (a work tile's classification reads only its rows' ids)" : std::string(""))
                                                         : "once per block by every warp before the loads") +
@@ -1582,7 +1594,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                           : std::string("")) + ", " +
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
                               (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + lead_text + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text +
-                              (data ? std::string(persistent ? "; block order: persistent blocks deal out the work tiles longest first in a snake (query tiles of a head last to first; a data mask's live tiles are not known at compile time)"
+                              (data ? std::string(persistent ? (dynamic ? "; block order: persistent blocks take the work tiles in the list's order (query tiles of a head last to first), each block its first, then the next one claimed from a counter as a block frees up (a data mask's live tiles are not known at compile time); the classifier warps classify each tile the producer claims"
+                                                                        : "; block order: persistent blocks deal out the work tiles longest first in a snake (query tiles of a head last to first; a data mask's live tiles are not known at compile time)")
                                                              : "; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them; persistent blocks only up to " +
                                                                    std::to_string(kDataPersistentMaxKeyTiles) + " key tiles per work tile, measured slower at 128)")
                                     : std::string("; block order: the query tiles of a head last to first (the longest causal rows first)")) +
@@ -1616,10 +1629,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024 +
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
-  // 5 and two mbarrier pairs with persistent blocks: a double-buffered list), on top of the launch's
-  // dynamic shared memory: both within sm_90's 227 KB per block.
-  // The id table (kColGroups): 8 bytes per group and key tile.
-  const int64_t list_bytes = (persistent ? 5 : 3) * ((seq_k + bn - 1) / bn) + (persistent ? 48 : 16) +
+  // 5, each list's tile entry and two mbarrier pairs with persistent blocks: a double-buffered list; with
+  // kOneIdTiles the one-id tiles' ids 8 more, 12 with persistent blocks), on top of the launch's dynamic
+  // shared memory: both within sm_90's 227 KB per block. The id table (kColGroups): 8 bytes per group and
+  // key tile.
+  if (data && (seq_k + bn - 1) / bn > 16383) refuse("a data mask's key-tile list holds at most 16383 key tiles");
+  const int64_t list_bytes = ((persistent ? 5 : 3) + (one_id_tiles ? (persistent ? 12 : 8) : 0)) * ((seq_k + bn - 1) / bn) + (persistent ? 56 : 16) +
                              (persistent && col_groups.count > 0 ? 8 * col_groups.count * ((seq_k + bn - 1) / bn) : 0);
   if (data && result.info.shared_bytes + list_bytes > 232448)
     refuse("the data mask's key-tile list (" + std::to_string(list_bytes) + " bytes of shared memory) does not fit beside the K/V ring");

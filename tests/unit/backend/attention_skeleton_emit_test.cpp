@@ -503,6 +503,8 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     EXPECT_NE(k->summary.find("on 132 persistent blocks"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("each next one by the producer warpgroup's three idle warps while the consumers run the current one"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("block order: persistent blocks deal out the work tiles longest first"), std::string::npos) << k->summary;
+    // the data-mask Dynamic and one-id paths only from their knobs (not yet run on the device)
+    EXPECT_EQ(k->source.find("kOneIdTiles"), std::string::npos) << k->source;
     EXPECT_NE(k->tiles_and_skipping.find("on 132 persistent blocks"), std::string::npos) << k->tiles_and_skipping;
   }
 }
@@ -563,6 +565,27 @@ TEST(AttentionSkeletonEmit, DocumentMaskDataBn64Switch) {
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true>;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = 16;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
+}
+
+// $SOLDER_ATTN_DYNAMIC=1 claims a data mask's work tiles from a counter at hd64 (not at hd128, which
+// spills with it); $SOLDER_ATTN_ONE_ID=1 has boundary tiles of one key id compared once per row.
+TEST(AttentionSkeletonEmit, DocumentMaskDynamicAndOneIdSwitches) {
+  setenv("SOLDER_ATTN_DYNAMIC", "1", 1);
+  setenv("SOLDER_ATTN_ONE_ID", "1", 1);
+  std::string refusal;
+  auto k = emit(compile("document_mask", {}), &refusal);
+  auto k128 = emit(compile("document_mask", {{"D", 128}}), &refusal);
+  unsetenv("SOLDER_ATTN_DYNAMIC");
+  unsetenv("SOLDER_ATTN_ONE_ID");
+  ASSERT_TRUE(k && k128) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("the next one claimed from a counter as a block frees up"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("the classifier warps classify each tile the producer claims"), std::string::npos) << k->summary;
+  EXPECT_NE(k->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("or once per row where all the tile's keys carry one id"), std::string::npos) << k->summary;
+  EXPECT_EQ(k->info.blocks, 132);
+  EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true>;"), std::string::npos) << k128->source;
+  EXPECT_NE(k128->summary.find("longest first in a snake"), std::string::npos) << k128->summary;
 }
 
 // $SOLDER_ATTN_PERSISTENT=0 puts a data mask back on one block per work tile at S 1k (the A/B switch).
