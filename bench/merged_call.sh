@@ -4,7 +4,8 @@
 # with the CuTe headers in ../cutlass:
 #   cd <root> && DEADLINE=440 SPOTS=bench/merged_s11.spots bash bench/merged_call.sh
 #
-#   1. device tests: DEVICE_TESTS, "name:seconds" words, each running bin/test_sm90_<name> (default: all five);
+#   1. device tests: DEVICE_TESTS, "name:seconds[:arg]" words, each running bin/test_sm90_<name> 2026 [arg]
+#      (default: all five, no argument), every output line stamped with its second since the start;
 #   2. tests/gpu/run.sh (RUN_SH=0 skips it): every example at small and paper sizes through --backend cuda
 #      against the float64 reference;
 #   3. the spot checks in the SPOTS file, one per line, fields separated by blanks ("-" for none):
@@ -34,13 +35,13 @@ solder_cmds --compile-only --timeout 120 | xargs -d '\n' -P 8 -n 1 sh -c > $O/r/
 
 echo "== 1. device tests"
 for t in ${DEVICE_TESTS:-attention:110 attention_dual:40 gemm:150 gemm_rows:40 gemm_prologue:60}; do
-  n=${t%%:*}; s=${t##*:}
+  IFS=: read -r n s arg <<< "$t"; f=$n${arg:+-$arg}
   # each line stamped with the seconds since the test started (stdout line-buffered), so slow cases show
   t0=$EPOCHREALTIME
-  timeout $s stdbuf -oL bin/test_sm90_$n 2026 2>&1 | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done |
-    awk -v t0="$t0" '{ t = $1; sub(/^[^ ]* /, ""); printf "%7.2f %s\n", t - t0, $0 }' > $O/r/dt-$n.txt
+  timeout $s stdbuf -oL bin/test_sm90_$n 2026 $arg 2>&1 | while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done |
+    awk -v t0="$t0" '{ t = $1; sub(/^[^ ]* /, ""); printf "%7.2f %s\n", t - t0, $0 }' > $O/r/dt-$f.txt
   rc=${PIPESTATUS[0]}
-  echo "   $n rc $rc $(tail -n1 $O/r/dt-$n.txt) ($(( $(date +%s) - start )) s)"
+  echo "   $f rc $rc $(tail -n1 $O/r/dt-$f.txt) ($(( $(date +%s) - start )) s)"
 done
 grep -h "^ *[0-9.]* FAIL" $O/r/dt-*.txt | head -5
 if [ "${RUN_SH:-1}" = 1 ]; then
