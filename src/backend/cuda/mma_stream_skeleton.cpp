@@ -1170,13 +1170,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // per tile at S 1k), and the snake's fixed rounds leave the block with the most key tiles at 83 where
   // the mean is 69.8 (causal hd64 S 1k, 2048 tiles on 132 blocks), while the unmasked rows' tiles are all
   // alike. $SOLDER_ATTN_DYNAMIC=0|1 overrides it on every persistent kernel without a staged bias or a
-  // data mask at hd128 (A/B runs; the device test has no Dynamic case with either). A data mask (hd64)
-  // takes it only from the knob: its work tiles differ in live key tiles by the documents' layout, which
-  // the snake cannot know (document_mask, simulated on its ids: the slowest block 4 / 16 / 1-8 % over
-  // what a counter leaves at S 1k / 4k / 16k), but that kernel has not run correctly on the device yet
-  // (bench/NOTES.md, docmask4: its first version hung on a register split over the launch's allocation).
+  // data mask at hd128 (A/B runs; the device test has no Dynamic case with either). A persistent data
+  // mask at hd64 takes it too: its work tiles differ in live key tiles by the documents' layout, which the
+  // snake cannot know (document_mask, simulated on its ids: the slowest block 4 / 16 / 1-8 % over what a
+  // counter leaves at S 1k / 4k / 16k; measured 126.1 / 177.2 / 345.8 µs against 128.5 / 188.4 / 377.3
+  // with the snake, H100, 2026-11-27, the eleventh session's second merged call, where the device test's
+  // Dynamic data-mask cases passed bit for bit; docmask4's first version hung on a register split).
   // Never with a stagger (Config's static_assert: the work ring deadlocks on tiles with no key tile).
-  bool dynamic = persistent && two_q && kHeadDim == 64 && consumers == 2 && cond && !data && !staged_bits && stagger == 0;
+  bool dynamic = persistent && stagger == 0 && !staged_bits && kHeadDim == 64 &&
+                 ((two_q && consumers == 2 && cond && !data) || data);
   if (const char* forced = std::getenv("SOLDER_ATTN_DYNAMIC"); forced && *forced)
     dynamic = persistent && !staged_bits && !(data && kHeadDim != 64) && stagger == 0 && std::string(forced) == "1";
   const int bm = 64 * consumers;
@@ -1320,11 +1322,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   out << "};\n";
   std::string skip_text = "none (no mask: every key tile of the sequence)";
-  // $SOLDER_ATTN_ONE_ID=1: a data mask's boundary tiles whose keys all carry one id compare once per row
-  // (Mask::kOneIdTiles; A/B runs, not yet run on the device: bench/NOTES.md, docmask4).
+  // A data mask's boundary tiles whose keys all carry one id compare once per row (Mask::kOneIdTiles):
+  // document_mask 128.6 / 173.0 / 330.0 µs against 128.5 / 188.4 / 377.3 per score at S 1k / 4k / 16k (H100,
+  // 2026-11-27, the eleventh session's second merged call; every data-mask case of the device test runs
+  // both forms, bit for bit). $SOLDER_ATTN_ONE_ID=0 compares per score (A/B runs).
   const bool one_id_tiles = [] {
     const char* e = std::getenv("SOLDER_ATTN_ONE_ID");
-    return e && std::string(e) == "1";
+    return !(e && std::string(e) == "0");
   }();
   out << "struct " << mask << " {\n" << members.str();
   if (data) {

@@ -494,7 +494,11 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
       }
       EXPECT_NE(k->summary.find("a table of " + std::to_string(batch) + " id groups x " + std::to_string(seq / 128) + " key tiles"), std::string::npos) << k->summary;
     }
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " + (head_dim == 64 ? "4" : "2") + ", 2, true>;"), std::string::npos) << k->source;
+    // hd64 claims its work tiles from the counter (Dynamic), hd128 keeps the snake
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " +
+                             (head_dim == 64 ? "4, 2, true, 0, 1, 0, true>;" : "2, 2, true>;")),
+              std::string::npos)
+        << k->source;
     EXPECT_EQ(k->info.blocks, 132);
     EXPECT_NE(k->summary.find("a data mask: key tiles where rid_ == cid_ holds for no pair of ids"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("walk in the same order"), std::string::npos) << k->summary;
@@ -502,9 +506,9 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     EXPECT_NE(k->tiles_and_skipping.find("(no loads, no MMA)"), std::string::npos) << k->tiles_and_skipping;
     EXPECT_NE(k->summary.find("on 132 persistent blocks"), std::string::npos) << k->summary;
     EXPECT_NE(k->summary.find("each next one by the producer warpgroup's three idle warps while the consumers run the current one"), std::string::npos) << k->summary;
-    EXPECT_NE(k->summary.find("block order: persistent blocks deal out the work tiles longest first"), std::string::npos) << k->summary;
-    // the data-mask Dynamic and one-id paths only from their knobs (not yet run on the device)
-    EXPECT_EQ(k->source.find("kOneIdTiles"), std::string::npos) << k->source;
+    EXPECT_NE(k->summary.find(head_dim == 64 ? "claimed from a counter" : "block order: persistent blocks deal out the work tiles longest first"), std::string::npos) << k->summary;
+    // one-id boundary tiles compared once per row (the default)
+    EXPECT_NE(k->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k->source;
     EXPECT_NE(k->tiles_and_skipping.find("on 132 persistent blocks"), std::string::npos) << k->tiles_and_skipping;
   }
 }
@@ -520,7 +524,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTilesWithoutTheIdTabl
       std::string refusal;
       auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
       ASSERT_TRUE(k) << refusal;
-      EXPECT_EQ(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;") != std::string::npos, want) << seq;
+      EXPECT_EQ(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;") != std::string::npos, want) << seq;
       EXPECT_EQ(k->info.blocks, want ? 132 : seq / 128 * b * 16) << seq;
       EXPECT_EQ(k->source.find("kColGroups") != std::string::npos, std::string(table) == "1") << seq;
     }
@@ -532,7 +536,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTilesWithoutTheIdTabl
   unsetenv("SOLDER_ATTN_PERSISTENT");
   unsetenv("SOLDER_ATTN_ID_TABLE");
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;"), std::string::npos);
   EXPECT_EQ(k->source.find("kColGroups"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
 }
@@ -562,7 +566,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskDataBn64Switch) {
   auto k = emit(compile("document_mask", {}), &refusal);
   unsetenv("SOLDER_ATTN_DATA_BN");
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = 16;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
 }
@@ -570,22 +574,30 @@ TEST(AttentionSkeletonEmit, DocumentMaskDataBn64Switch) {
 // $SOLDER_ATTN_DYNAMIC=1 claims a data mask's work tiles from a counter at hd64 (not at hd128, which
 // spills with it); $SOLDER_ATTN_ONE_ID=1 has boundary tiles of one key id compared once per row.
 TEST(AttentionSkeletonEmit, DocumentMaskDynamicAndOneIdSwitches) {
-  setenv("SOLDER_ATTN_DYNAMIC", "1", 1);
-  setenv("SOLDER_ATTN_ONE_ID", "1", 1);
+  // the defaults at hd64: tiles claimed from the counter, one-id boundary tiles compared once per row
   std::string refusal;
   auto k = emit(compile("document_mask", {}), &refusal);
   auto k128 = emit(compile("document_mask", {{"D", 128}}), &refusal);
+  // the A/B switches back: the snake's rounds, a compare per score
+  setenv("SOLDER_ATTN_DYNAMIC", "0", 1);
+  setenv("SOLDER_ATTN_ONE_ID", "0", 1);
+  auto off = emit(compile("document_mask", {}), &refusal);
   unsetenv("SOLDER_ATTN_DYNAMIC");
   unsetenv("SOLDER_ATTN_ONE_ID");
-  ASSERT_TRUE(k && k128) << refusal;
+  ASSERT_TRUE(k && k128 && off) << refusal;
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("the next one claimed from a counter as a block frees up"), std::string::npos) << k->summary;
   EXPECT_NE(k->summary.find("the classifier warps classify each tile the producer claims"), std::string::npos) << k->summary;
   EXPECT_NE(k->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("or once per row where all the tile's keys carry one id"), std::string::npos) << k->summary;
   EXPECT_EQ(k->info.blocks, 132);
+  // hd128 keeps the snake (its Dynamic data configuration spills) and takes the one-id compare
   EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true>;"), std::string::npos) << k128->source;
   EXPECT_NE(k128->summary.find("longest first in a snake"), std::string::npos) << k128->summary;
+  EXPECT_NE(k128->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k128->source;
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos) << off->source;
+  EXPECT_EQ(off->source.find("kOneIdTiles"), std::string::npos) << off->source;
+  EXPECT_EQ(off->summary.find("claimed from a counter"), std::string::npos) << off->summary;
 }
 
 // $SOLDER_ATTN_PERSISTENT=0 puts a data mask back on one block per work tile at S 1k (the A/B switch).
