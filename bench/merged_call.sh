@@ -12,7 +12,8 @@
 #        TAG SUITE CASES PEERS PEER-SECONDS [ENV=V ...]
 #      Solder's records go to r/solder.jsonl (TAG "-") or r/solder-TAG.jsonl, with the ENV words (knobs
 #      such as SOLDER_GEMM_TILE=...) prefixed to the line's solder commands; then the lines' PEERS
-#      (comma-separated names of bench/peers.py), measured in this call into r/peers.jsonl. Every solder kernel of the
+#      (comma-separated names of bench/peers.py), measured in this call into r/peers.jsonl; PEER_ARGS adds
+#      arguments to every peers.py call (e.g. --compile-mode default). Every solder kernel of the
 #      spots compiles in parallel while the device tests run. A spot starts only with 60 s left.
 #   4. the table (bench/merged_table.py) into r/summary.md; r.tgz and run.tgz come back under $OUT.
 set -uo pipefail
@@ -63,7 +64,7 @@ spots | while read -r tag suite cases peers plimit envs; do
   [ "$peers" = "-" ] && continue
   [ "$(left)" -lt 30 ] && { echo "   deadline before peers: $suite $cases"; break; }
   PYTHONUNBUFFERED=1 timeout $(( $(left) - 5 )) python3 bench/peers.py --no-ceilings --out $O/r/peers.jsonl \
-    --suite "$suite" --cases "$cases" --peers "$peers" --time-limit "$plimit" >> $O/r/peers.log 2>&1 < /dev/null
+    --suite "$suite" --cases "$cases" --peers "$peers" --time-limit "$plimit" ${PEER_ARGS:-} >> $O/r/peers.log 2>&1 < /dev/null
   echo "   peers $suite $cases $peers rc $? ($(left) s left)"
 done
 
