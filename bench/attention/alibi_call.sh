@@ -112,6 +112,6 @@ while read -r id args; do
 done < "$out/bench-long.txt"
 [ "$(left)" -gt 8 ] && verify_one "examples/alibi.sol --dim D=128"
 
-python3 "$here/alibi_table.py" "$out/solder.jsonl" "$out/peers.jsonl" > "$out/summary.md" 2>&1
+python3 "$here/modes_table.py" "$out/solder.jsonl" "$out/peers.jsonl" --modes new,old,c2 --peer flex > "$out/summary.md" 2>&1
 echo "== done in $(( $(date +%s) - start )) s"
 cat "$out/summary.md"

@@ -15,5 +15,5 @@ cp "$BUILD/test_sm90_attention" "$DEST/bin/" && strip "$DEST/bin/test_sm90_atten
 cp "$(g++ -print-file-name=libgomp.so.1)" "$DEST/bin/"
 cp -r "$ROOT/device" "$ROOT/examples" "$DEST/"
 cp "$ROOT"/bench/*.py "$DEST/bench/"
-cp "$ROOT/bench/attention/alibi_call.sh" "$ROOT/bench/attention/alibi_table.py" "$DEST/bench/attention/"
+cp "$ROOT/bench/attention/alibi_call.sh" "$ROOT/bench/attention/modes_table.py" "$DEST/bench/attention/"
 du -sh "$DEST"

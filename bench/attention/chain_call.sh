@@ -133,6 +133,6 @@ if [ "$(left)" -gt 20 ]; then
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|No Eligible|Warp Cycles Per Issued|Registers Per|Eligible Warps" "$out/ncu-causal.txt" | head -12
 fi
 
-python3 "$here/chain_table.py" "$out/solder.jsonl" "$out/peers.jsonl" > "$out/summary.md" 2>&1
+python3 "$here/modes_table.py" "$out/solder.jsonl" "$out/peers.jsonl" --modes new,old,dyn --peer sdpa_cudnn > "$out/summary.md" 2>&1
 echo "== done in $(( $(date +%s) - start )) s"
 cat "$out/summary.md"
