@@ -28,9 +28,9 @@ date -u +%Y-%m-%dT%H:%M:%SZ | tee -a "$O/device.txt"; echo "solder $(cat COMMIT)
 
 # bench/attention/table.cells (staged as cells.txt) lists the cells, most wanted first; the stage wrote
 # their solder command lines, in that order, to cmds.txt.
-sed "s|OUTFILE|$O/solder.jsonl|" cmds.txt > "$O/cmds.txt"
-stamp "$(wc -l < "$O/cmds.txt") solder cells"
-sed 's/--json >>.*/--compile-only/; s/^timeout [0-9]*/timeout 150/' "$O/cmds.txt" |
+C=/tmp/table-cmds.txt; sed "s|OUTFILE|$O/solder.jsonl|" cmds.txt > "$C"
+stamp "$(wc -l < "$C") solder cells"
+sed 's/--json >>.*/--compile-only/; s/^timeout [0-9]*/timeout 150/' "$C" |
   xargs -d '\n' -P "$(nproc)" -n 1 sh -c > "$O/compile.log" 2>&1 &
 compile_pid=$!
 
@@ -41,7 +41,7 @@ peers() {
   PYTHONUNBUFFERED=1 timeout $(( $(left) - reserve )) python3 bench/peers.py --no-ceilings --out "$O/peers.jsonl" \
     --suite attention --cases "$cases" --peers "$names" --reps 30 --time-limit $(( $(left) - reserve - 10 )) "$@" \
     >> "$O/peers.log" 2>&1 < /dev/null
-  stamp "peers $names on $cases: rc $?, $(grep -c '"status": "ok"' "$O/peers.jsonl") ok records so far"
+  stamp "peers $names on $cases: rc $?, $(grep -c '"status": "ok"' "$O/peers.jsonl" 2>/dev/null) ok records so far"
 }
 
 stamp "== 2. cuDNN and flash while the kernels compile"
@@ -53,8 +53,8 @@ stamp "== 3. solder bench"
 while IFS= read -r line; do
   [ "$(left)" -lt 45 ] && { stamp "deadline before: $line"; break; }
   sh -c "$line" 2>> "$O/solder.err" < /dev/null || stamp "failed: $line"
-done < "$O/cmds.txt"
-stamp "solder records $(wc -l < "$O/solder.jsonl" 2>/dev/null || echo 0) of $(wc -l < "$O/cmds.txt")"
+done < "$C"
+stamp "solder records $(wc -l < "$O/solder.jsonl" 2>/dev/null || echo 0) of $(wc -l < "$C")"
 
 stamp "== 4. FlexAttention (compile mode default)"
 peers '^(softcap|sliding_window|prefix_lm|diff_attn)-' flex 8 --compile-mode default
