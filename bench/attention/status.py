@@ -98,9 +98,9 @@ def git(*args):
     return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True).stdout.strip()
 
 
-def renamed_hashes():
+def renamed_hashes(results=RESULTS):
     out = {}
-    for path in glob.glob(os.path.join(RESULTS, "**", "hashes.txt"), recursive=True):
+    for path in glob.glob(os.path.join(results, "**", "hashes.txt"), recursive=True):
         for line in open(path):
             parts = line.split()
             if len(parts) == 2:
@@ -108,10 +108,10 @@ def renamed_hashes():
     return out
 
 
-def call_folders(extra=()):
+def call_folders(extra=(), results=RESULTS):
     found = set()
     for pat in ("solder*.jsonl", "peers*.jsonl"):
-        for p in glob.glob(os.path.join(RESULTS, "**", pat), recursive=True):
+        for p in glob.glob(os.path.join(results, "**", pat), recursive=True):
             found.add(os.path.dirname(p))
     found.update(os.path.abspath(e) for e in extra)
     return sorted(found)
@@ -146,14 +146,15 @@ def peer_records(folder):
 
 
 class Status:
-    def __init__(self, emit=None, extra=()):
+    def __init__(self, emit=None, extra=(), results=RESULTS):
         self.head = git("rev-parse", "--short", "HEAD")
-        self.rename = renamed_hashes()
+        self.results = results
+        self.rename = renamed_hashes(results)
         self.emit = emit
         self._diff_cache, self._time_cache, self._emit_cache = {}, {}, {}
         self.calls = []
-        for folder in call_folders(extra):
-            rel = os.path.relpath(folder, RESULTS)
+        for folder in call_folders(extra, results):
+            rel = os.path.relpath(folder, results)
             key = rel[:-2] if rel.endswith("/r") else rel
             sol = solder_records(folder)
             peers = peer_records(folder)
@@ -296,7 +297,7 @@ def cross_table(status, cases, stale):
 def floor_ceilings(status):
     """The newest measured copy / bf16 ceilings of any committed peers run (else the suite's reference)."""
     newest = None
-    for path in glob.glob(os.path.join(RESULTS, "**", "peers*.jsonl"), recursive=True):
+    for path in glob.glob(os.path.join(status.results, "**", "peers*.jsonl"), recursive=True):
         for r in report.read_jsonl(path):
             if r.get("record") == "ceiling" and not r.get("error") and r.get("bf16_mm_TFLOPs"):
                 if newest is None or r.get("date", "") > newest.get("date", ""):
