@@ -403,11 +403,12 @@ def main(argv=None):
                  "between calls, and only as good as the peer's mode):\n\n")
         text += "\n".join(cross_table(st, cases, stale)) + "\n"
     if a.calls:
-        text += "\nCalls read (commit of the Solder binary; current = the kernel files equal HEAD's):\n\n"
+        text += "\nCalls read (the commit of the Solder binary; the workloads whose kernel it ran is HEAD's):\n\n"
         for call in sorted(st.calls, key=lambda k: k["stamp"]):
-            ok = call["commit"] and any(st.same_kernel_files(call["commit"], w) for w in {"vanilla"})
-            text += f"- `{call['name']}`: {call['commit'] or 'no commit'}, {call['stamp'][:16]}" + \
-                (", kernel files = HEAD's" if ok else "") + "\n"
+            wls = sorted({suites.CASES_BY_ID[cid].workload for cid, _ in call["solder"]})
+            cur = [w for w in wls if call["commit"] and st.same_kernel_files(call["commit"], w)]
+            text += f"- `{call['name']}`: {call['commit'] or 'no commit'}, {call['stamp'][:16]}; " \
+                    f"current: {', '.join(cur) or 'none'}\n"
     if a.md:
         with open(a.md, "w") as f:
             f.write(text)
