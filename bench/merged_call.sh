@@ -5,7 +5,8 @@
 #   cd <root> && DEADLINE=440 SPOTS=bench/merged_s11.spots bash bench/merged_call.sh
 #
 #   1. device tests: DEVICE_TESTS, "name:seconds[:arg]" words, each running bin/test_sm90_<name> 2026 [arg]
-#      (default: all five, no argument), every output line stamped with its second since the start;
+#      (unset: all five, no argument; DEVICE_TESTS="" runs none), every output line stamped with its
+#      second since the start;
 #   2. tests/gpu/run.sh (RUN_SH=0 skips it): every example at small and paper sizes through --backend cuda
 #      against the float64 reference;
 #   3. the spot checks in the SPOTS file, one per line, fields separated by blanks ("-" for none):
@@ -35,7 +36,7 @@ solder_cmds() {
 solder_cmds --compile-only --timeout 120 | xargs -d '\n' -P 8 -n 1 sh -c > $O/r/compile.log 2>&1 &
 
 echo "== 1. device tests"
-for t in ${DEVICE_TESTS:-attention:110 attention_dual:40 gemm:150 gemm_rows:40 gemm_prologue:60}; do
+for t in ${DEVICE_TESTS-attention:110 attention_dual:40 gemm:150 gemm_rows:40 gemm_prologue:60}; do
   IFS=: read -r n s arg <<< "$t"; f=$n${arg:+-$arg}
   # each line stamped with the seconds since the test started (stdout line-buffered), so slow cases show
   t0=$EPOCHREALTIME
