@@ -12,6 +12,18 @@
 
 namespace solder::reduce {
 
+// ---- Programmatic dependent launch (PTX griddepcontrol.launch_dependents, sm_90) -----------------
+// Lets the next kernel of the stream, if it is launched with the programmatic stream serialization
+// attribute (runtime::LaunchConfig::programmatic: the GEMM skeleton's short kernels), be scheduled once
+// every block of this grid has executed it or exited; that kernel waits (griddepcontrol.wait) for this
+// grid's completion and its memory before it reads anything, so what this one computes is unaffected.
+// Any thread may call it (a block counts once one thread has); without the attribute it does nothing.
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // ---- Global loads: one 16-byte access, converted to float (p 16-byte aligned) ------------------
 __device__ __forceinline__ void load_vector(const float* p, float (&v)[4]) {
   float4 x = *reinterpret_cast<const float4*>(p);

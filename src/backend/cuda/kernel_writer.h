@@ -447,6 +447,8 @@ class KernelWriter {
   void row_divisor_setup(std::ostringstream& out, const std::vector<Expr>& divisors, const std::vector<Axis>& axes);
   int row_divisor_count_ = 0;
   void pipeline_row_blocks(RegisterPlan& plan) const;
+  // Whether the register pass lets the next kernel launch early (a row kernel; SOLDER_ROW_LAUNCH_DEPENDENTS).
+  bool launches_dependents_early() const;
   // `long long block_linear = <linear>;` and the grid's coordinates from it, at `indent`.
   void grid_coordinates(std::ostringstream& out, const std::string& linear, int indent) const;
 

@@ -397,6 +397,17 @@ void KernelWriter::pipeline_row_blocks(RegisterPlan& plan) const {
   plan.hoisted = std::move(hoisted);
 }
 
+// A row kernel (a reduce per row) lets the next kernel start as soon as its own last blocks have started
+// (launch_dependents, device/solder/reduce/vector.cuh): the GEMM skeleton that follows quant_gemm's and
+// rmsnorm_gemm's row kernels with a programmatic launch (kProgrammaticLaunchMaxUs) then sets up its blocks
+// (barriers, tensor maps) on the SMs the row blocks leave, and waits for the row kernel's completion before
+// its first load. Without it the GEMM's blocks start only once every row block has exited.
+// SOLDER_ROW_LAUNCH_DEPENDENTS=0 leaves it out (A/B runs, docs/runtime.md).
+bool KernelWriter::launches_dependents_early() const {
+  if (const char* env = std::getenv("SOLDER_ROW_LAUNCH_DEPENDENTS"); env && *env) return std::atoll(env) != 0;
+  return has_reduce();
+}
+
 // Per thread: packed tiles count half (16-bit pairs) or a quarter (8-bit).
 int64_t KernelWriter::plan_floats(const RegisterPlan& plan) const {
   int64_t floats = 0;
@@ -513,6 +524,9 @@ void KernelWriter::register_pass(std::ostringstream& out) {
         << G << ")\n";
   out << "  const int row_ = threadIdx.x / " << G << ", lane_ = threadIdx.x % " << G << ";\n";
   out << "  (void)row_;\n";
+  if (launches_dependents_early())
+    out << "  // the next kernel (a GEMM skeleton's programmatic launch) may take each SM this grid's blocks leave\n"
+        << "  solder::reduce::launch_dependents();\n";
   // The registers of a tile: its type and the extent of a vector's entry.
   auto registers_of = [&](const std::string& t) -> std::pair<std::string, int64_t> {
     if (plan.packed.count(t) && is_float8(kernel_.find_buffer(t)->dtype)) return {"unsigned int", plan.vector / 4};

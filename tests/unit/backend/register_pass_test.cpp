@@ -177,6 +177,28 @@ TEST(RegisterPass, RowKernelsAreOneRowBlockPerBlockByDefault) {
   EXPECT_EQ(m.source.find("next_a_tile"), std::string::npos);
 }
 
+// The row kernel lets the GEMM that follows it (a programmatic launch where the GEMM is short: Q8's)
+// start on the SMs its blocks leave: one launch_dependents per thread, before the loads, in the row
+// kernel only; the GEMM keeps its wait (griddepcontrol.wait) before its first load.
+// SOLDER_ROW_LAUNCH_DEPENDENTS=0 leaves it out.
+TEST(RegisterPass, RowKernelLetsTheNextKernelLaunchEarly) {
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  const Dims q8{{"M", 4096}, {"N", 768}, {"K", 2048}};
+  GeneratedModule m = generate_file(example("quant_gemm"), false, q8);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const std::string row = first_kernel(m.source);
+  EXPECT_EQ(count(row, "solder::reduce::launch_dependents();"), 1) << row;
+  EXPECT_LT(row.find("solder::reduce::launch_dependents();"), row.find("load_packed(a + ")) << row;
+  EXPECT_EQ(count(m.source, "launch_dependents();"), 1);  // the GEMM skeleton's own is in its header
+  EXPECT_TRUE(m.kernels[1].programmatic);  // the short GEMM (kProgrammaticLaunchMaxUs) takes the early start
+  {
+    EnvScope off("SOLDER_ROW_LAUNCH_DEPENDENTS", "0");
+    EXPECT_EQ(generate_file(example("quant_gemm"), false, q8).source.find("launch_dependents"), std::string::npos);
+  }
+  // A map without a reduce (SiLU·up) does not.
+  EXPECT_EQ(generate_file(bench_program("silu_mul"), false).source.find("launch_dependents"), std::string::npos);
+}
+
 TEST(RegisterPass, QuantRowKernelWalksItsRowBlocksWithTheNextLoadsInFlight) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
   EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
