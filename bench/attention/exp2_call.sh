@@ -7,7 +7,7 @@
 #      form; kExp2Fma 2 / 4 / 8 in the emitter's configurations against the float64 reference) and a
 #      sample of the rest (the affine two-FFMA cases), under a timeout, while every kernel compiles,
 #   1. `solder run --backend cuda` (float64 reference) of vanilla / gqa / causal / alibi at paper size
-#      with E = 2, small with E = 4, alibi paper with E = 1,
+#      with E = 2, vanilla and alibi small with E = 4,
 #   2. `solder bench`, round 1: each cell at E = 0, 1, 2 (and 4 on vanilla and alibi S 1k),
 #   3. cuDNN SDPA on vanilla / gqa / causal S 1k, causal S 4k, vanilla hd128 S 1k; Flex on alibi S 1k,
 #   4. round 2 in the reverse order of modes,
@@ -37,9 +37,7 @@ cat > "$out/runs.txt" <<'EOF'
 2 examples/causal.sol
 2 examples/alibi.sol
 4 examples/vanilla.sol --small
-4 examples/causal.sol --small
 4 examples/alibi.sol --small
-1 examples/alibi.sol
 EOF
 python3 - > "$out/bench-cases.txt" <<'PY'
 import sys; sys.path.insert(0, "bench"); import suites
@@ -61,10 +59,10 @@ modes_of() {  # $1 case id: the modes (E values) it is timed at
 compile_pid=$!
 if [ -n "$test_bin" ] && [ -x "$test_bin" ]; then
   echo "== 0. attention skeleton device test: exp2fma cases, then the affine two-ffma sample"
-  timeout 45 "$test_bin" 2026 exp2fma > "$out/device-test.txt" 2>&1
+  timeout 40 "$test_bin" 2026 exp2fma > "$out/device-test.txt" 2>&1
   echo "   rc $? ($(( $(date +%s) - start )) s): $(tail -n 1 "$out/device-test.txt")"
   grep -E "^FAIL|exp2fma unit" "$out/device-test.txt" | head -8
-  timeout 12 "$test_bin" 2026 "affine two-ffma" > "$out/device-test-sample.txt" 2>&1
+  timeout 6 "$test_bin" 2026 "affine two-ffma" > "$out/device-test-sample.txt" 2>&1
   echo "   sample rc $? ($(( $(date +%s) - start )) s): $(tail -n 1 "$out/device-test-sample.txt")"
   grep -E "^FAIL" "$out/device-test-sample.txt" | head -4
 fi
@@ -82,7 +80,7 @@ verify_one() {  # $1 E, rest: args
   [ $rc -ne 0 ] && cp "$out/verify.log" "$out/verify-fail-$e-$(echo "$*" | tr ' /=' '___').log"
 }
 while read -r e args; do
-  if [ "$(left)" -lt 100 ]; then echo "   deadline: stopped before E=$e $args"; break; fi
+  if [ "$(left)" -lt 80 ]; then echo "   deadline: stopped before E=$e $args"; break; fi
   verify_one "$e" $args
 done < "$out/runs.txt"
 echo "   passed: $(grep -c $'\trc 0\t' "$out/verify.tsv") of $(grep -c . "$out/runs.txt")"
@@ -100,7 +98,7 @@ except Exception as e: print("failed", e)')"
 }
 echo "== 2. round 1 ($(left) s left)"
 while read -r id args; do
-  if [ "$(left)" -lt 70 ]; then echo "   deadline: stopped before $id"; break; fi
+  if [ "$(left)" -lt 45 ]; then echo "   deadline: stopped before $id"; break; fi
   for e in $(modes_of "$id"); do bench_one "$e" "$id" $args; done
 done < "$out/bench-cases.txt"
 echo "== 3. cuDNN SDPA and FlexAttention ($(left) s left)"
