@@ -1322,7 +1322,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   // Exponentials on the FMA pipe (functors.cuh, kExp2Fma): E of each 8 of a thread's score columns take
   // exp2_fma (a polynomial on the FP32 pipe) instead of ex2.approx (MUFU). $SOLDER_ATTN_EXP2_FMA=E (0 … 8)
-  // sets E (A/B runs); 0 by default.
+  // sets E (A/B runs); 0 by default: on the H100 each exp2_fma's 9 instructions cost more issue time than
+  // the MUFU slot saves (E = 1 / 2 / 4 at vanilla hd64 S 1k: +1 / +9 / +16 %; bench/NOTES.md, exp2-poly).
   int exp2_fma_eighths = 0;
   if (const char* e = std::getenv("SOLDER_ATTN_EXP2_FMA"); e && *e) exp2_fma_eighths = std::clamp(std::atoi(e), 0, 8);
   if (exp2_fma_eighths > 0) {
