@@ -159,16 +159,10 @@
 //     __device__ void finish(float (&inverse)[2]);
 //   };
 //
-// Exponentials on the FMA pipe (optional: `static constexpr int kExp2Fma = E;`, E in 0 … 8): the row
-// state computes the weights of E of each 8 of a thread's score columns with exp2_fma (exp2_fma.h: a
-// degree-3 polynomial on the FP32 pipe, relative error ≤ 9e-5) instead of ex2.approx (MUFU), so that the
-// two units share the softmax's exponentials. 0 (or no member): every weight on MUFU.
-//
 // A thread holds rows (lane / 4) and (lane / 4 + 8) of its warp's 16; the 4 lanes of a quad share them.
 #pragma once
 
 #include "config.cuh"
-#include "exp2_fma.h"
 
 namespace solder::attention {
 
@@ -207,16 +201,6 @@ __host__ __device__ constexpr auto score_is_affine(int) -> decltype(S::kAffine, 
 template <class S>
 __host__ __device__ constexpr bool score_is_affine(long) {
   return false;
-}
-
-// How many eighths of a thread's score columns take exp2_fma (kExp2Fma; 0 without the member).
-template <class S>
-__host__ __device__ constexpr auto score_exp2_fma(int) -> decltype(S::kExp2Fma, 0) {
-  return S::kExp2Fma;
-}
-template <class S>
-__host__ __device__ constexpr int score_exp2_fma(long) {
-  return 0;
 }
 
 // Whether an affine Score asks for the whole bias per score (kAffineTwoFfma true) instead of the row shift.
@@ -368,8 +352,7 @@ struct OnlineSoftmax {
     sum[0] = sum[1] = 0.0f;
   }
 
-  // FmaEighths: the weights of columns exp2_on_fma(i, FmaEighths) by exp2_fma, the others by ex2.approx.
-  template <int FmaEighths = 0, class Fragment>
+  template <class Fragment>
   __device__ __forceinline__ void update(Fragment& s, float scale_log2, float (&correction)[2]) {
     float m[2] = {max[0], max[1]};
 #pragma unroll
@@ -388,8 +371,7 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
-      const float x = fmaf(s(i), scale_log2, -base[r]);
-      const float p = exp2_on_fma(i, FmaEighths) ? exp2_fma(x) : fast_exp2(x);
+      const float p = fast_exp2(fmaf(s(i), scale_log2, -base[r]));
       s(i) = p;
       sum[r] += p;
     }
@@ -398,7 +380,7 @@ struct OnlineSoftmax {
   // The same update for the scores s(i) + shift[(i / 2) % 2], given as s(i) and the thread's two row
   // shifts (an affine score's row term): the maximum and the weights are those of the shifted scores,
   // max is kept shifted, and each weight costs what update()'s does.
-  template <int FmaEighths = 0, class Fragment>
+  template <class Fragment>
   __device__ __forceinline__ void update_shifted(Fragment& s, float scale_log2, float (&correction)[2], const float (&shift)[2]) {
     float m[2] = {negative_infinity(), negative_infinity()};
 #pragma unroll
@@ -418,8 +400,7 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
-      const float x = fmaf(s(i), scale_log2, -base[r]);
-      const float p = exp2_on_fma(i, FmaEighths) ? exp2_fma(x) : fast_exp2(x);
+      const float p = fast_exp2(fmaf(s(i), scale_log2, -base[r]));
       s(i) = p;
       sum[r] += p;
     }

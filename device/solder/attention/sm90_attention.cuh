@@ -1041,9 +1041,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       State<C::BN / 2> state;
       state.init();
       auto update_state = [&](float (&correction)[2]) {
-        constexpr int kExp2Fma = score_exp2_fma<Score>(0);  // eighths of the weights on the FMA pipe
-        if constexpr (kRowShift) state.template update_shifted<kExp2Fma>(acc_s, score.scale_log2, correction, row_shift);
-        else state.template update<kExp2Fma>(acc_s, score.scale_log2, correction);
+        if constexpr (kRowShift) state.update_shifted(acc_s, score.scale_log2, correction, row_shift);
+        else state.update(acc_s, score.scale_log2, correction);
       };
       wgmma::clear(acc_o);
 

@@ -1320,17 +1320,6 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "    const float s_ = dot_ * " << cuda_float_literal(scale) << ";\n";
     out << "    return " << printer_.print_float(gs) << ";\n  }\n";
   }
-  // Exponentials on the FMA pipe (functors.cuh, kExp2Fma): E of each 8 of a thread's score columns take
-  // exp2_fma (a polynomial on the FP32 pipe) instead of ex2.approx (MUFU). $SOLDER_ATTN_EXP2_FMA=E (0 … 8)
-  // sets E (A/B runs); 0 by default: on the H100 each exp2_fma's 9 instructions cost more issue time than
-  // the MUFU slot saves (E = 1 / 2 / 4 at vanilla hd64 S 1k: +1 / +9 / +16 %; bench/NOTES.md, exp2-poly).
-  int exp2_fma_eighths = 0;
-  if (const char* e = std::getenv("SOLDER_ATTN_EXP2_FMA"); e && *e) exp2_fma_eighths = std::clamp(std::atoi(e), 0, 8);
-  if (exp2_fma_eighths > 0) {
-    out << "  // " << exp2_fma_eighths << " of each 8 of a thread's score columns: the weight by exp2_fma (FMA pipe), the others by ex2.approx (MUFU)\n";
-    out << "  static constexpr int kExp2Fma = " << exp2_fma_eighths << ";\n";
-    score_text += "; exponentials: " + std::to_string(exp2_fma_eighths) + " of each 8 score columns by a degree-3 polynomial on the FMA pipe (exp2_fma), the rest by ex2.approx";
-  }
   out << "};\n";
   std::string skip_text = "none (no mask: every key tile of the sequence)";
   // A data mask's boundary tiles whose keys all carry one id compare once per row (Mask::kOneIdTiles):

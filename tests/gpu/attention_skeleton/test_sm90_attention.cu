@@ -12,10 +12,6 @@
 // 32..63; the epilogue stores the first 32 only).
 //
 // Affine scores (ALiBi's form, kAffine) with the row shift and with two FFMA per score, at hd64, hd128, f16.
-// Exponentials on the FMA pipe (kExp2Fma: 2, 4 and 8 of each 8 score columns by exp2_fma): plain, causal
-// and the affine row shift in the emitter's configurations, against the same float64 reference and bound
-// (exp2_fma's relative error, ≤ 9e-5, is far inside P's 16-bit rounding); and exp2_fma itself on the
-// device against its host form, bit for bit, over a sweep of [-130, 1] and its special values.
 // Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
 // holds NaN, so a read past HeadDim fails too. Each case runs twice and must give the same bits (a
 // race shows up as a moving result): once with one block per work tile, once with 3 persistent blocks
@@ -23,7 +19,6 @@
 // Build and run: tests/gpu/attention_skeleton/run.sh.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -84,17 +79,6 @@ struct AffineScoreOf {
 };
 using AffineScore = AffineScoreOf<false>;
 using AffineTwoFfmaScore = AffineScoreOf<true>;
-
-// The same scores with E of each 8 of a thread's score columns on the FMA pipe (kExp2Fma). The host
-// reference takes the base's host_logit.
-template <int E>
-struct PlainFmaScore : PlainScore {
-  static constexpr int kExp2Fma = E;
-};
-template <int E>
-struct AffineFmaScore : AffineScoreOf<false> {
-  static constexpr int kExp2Fma = E;
-};
 
 // Evoformer's score: dot · scale + pair[head][row][col] + 1e9 · (keep[batch][col] − 1) (kBias: the bias
 // is read while S runs). The host copies of pair and keep are kept for the reference.
@@ -720,77 +704,6 @@ void run_data(const char* name, std::mt19937& rng) {
 
 }  // namespace
 
-// exp2_fma on the device against its host form (exp2_fma.h), bit for bit: every 61st float of [-1, 0]
-// shifted by each integer j in [-129, 0] in turn (so each exponent path runs), and the special values.
-__global__ void exp2_fma_kernel(const float* x, float* y, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    y[i] = solder::attention::exp2_fma(x[i]);
-}
-void run_exp2_fma() {
-  if (!case_filter.empty() && std::string("exp2fma unit").find(case_filter) == std::string::npos) return;
-  std::vector<float> x = {-INFINITY, NAN, -127.0f, -126.5f, -126.0f, -125.99f, -0.0f, 0.0f, 1e-7f, 3e-7f, 0.999f, -1e-30f, -200.0f, -1e30f};
-  int j = 0;
-  for (uint32_t b = 0; b < 0x3f800000u; b += 61, j = (j + 1) % 130) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    x.push_back(float(-j) - f);
-  }
-  const size_t n = x.size();
-  float *dx, *dy;
-  CUDA_CHECK(cudaMalloc(&dx, n * 4));
-  CUDA_CHECK(cudaMalloc(&dy, n * 4));
-  CUDA_CHECK(cudaMemcpy(dx, x.data(), n * 4, cudaMemcpyHostToDevice));
-  exp2_fma_kernel<<<264, 256>>>(dx, dy, n);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> y(n);
-  CUDA_CHECK(cudaMemcpy(y.data(), dy, n * 4, cudaMemcpyDeviceToHost));
-  long long differ = 0;
-  double worst = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float h = solder::attention::exp2_fma(x[i]);
-    uint32_t hb, db;
-    std::memcpy(&hb, &h, 4);
-    std::memcpy(&db, &y[i], 4);
-    if (std::isnan(h) ? !std::isnan(y[i]) : hb != db) {
-      if (differ++ < 3) std::printf("     exp2_fma(%a): device %a, host %a\n", x[i], y[i], h);
-    }
-    if (x[i] >= -126.0f && x[i] <= 0.0f) worst = std::max(worst, std::fabs(double(y[i]) / std::exp2(double(x[i])) - 1.0));
-  }
-  const bool ok = differ == 0 && worst <= solder::attention::kExp2FmaMaxRelativeError && y[0] == 0.0f && std::isnan(y[1]);
-  ++cases;
-  if (!ok) ++failures;
-  std::printf("%s exp2fma unit: %zu inputs, %lld differ device/host, worst relative error %.3e on [-126, 0] (bound %.1e), -inf -> %a, NaN -> %f\n",
-              ok ? "OK  " : "FAIL", n, differ, worst, solder::attention::kExp2FmaMaxRelativeError, y[0], y[1]);
-  CUDA_CHECK(cudaFree(dx));
-  CUDA_CHECK(cudaFree(dy));
-}
-
-// kExp2Fma = E in the emitter's configurations: plain (ragged, GQA, seq_q != seq_k), causal (top-left and
-// an offset with rows that see no key), and the affine row shift (ALiBi at S 1000 and 2048, causal).
-template <class C, int E>
-void run_fma(const char* name, std::mt19937& rng) {
-  const float log2e = 1.4426950408889634f;
-  const float scale = 1.0f / std::sqrt(float(C::HeadDim));
-  const PlainFmaScore<E> plain{{log2e * scale}};
-  char label[96];
-  for (const Case& c : {Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 1, 129, 300, 8}, Case{2, 4, 2, 1000, 1000, 0}}) {
-    std::snprintf(label, sizeof label, "%s exp2fma%d plain", name, E);
-    run_case<C>(label, c, plain, NoMask{}, rng);
-  }
-  std::snprintf(label, sizeof label, "%s exp2fma%d causal", name, E);
-  run_case<C>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng);
-  std::snprintf(label, sizeof label, "%s exp2fma%d causal offset -200", name, E);
-  run_case<C>(label, Case{2, 3, 3, 600, 600, 0}, plain, CausalMask{-200}, rng);
-  for (const Case& c : {Case{2, 4, 2, 1000, 1000, 0}, Case{1, 2, 2, 2048, 2048, 0}}) {
-    AffineFmaScore<E> affine;
-    affine.scale_log2 = log2e, affine.scale = scale, affine.heads = c.heads, affine.offsets = false;
-    std::snprintf(label, sizeof label, "%s exp2fma%d affine", name, E);
-    run_case<C>(label, c, affine, NoMask{}, rng);
-    std::snprintf(label, sizeof label, "%s exp2fma%d affine causal", name, E);
-    run_case<C>(label, c, affine, CausalMask{0}, rng);
-  }
-}
-
 int main(int argc, char** argv) {
   const unsigned seed = argc > 1 ? unsigned(std::strtoul(argv[1], nullptr, 10)) : 2026u;
   cudaDeviceProp prop;
@@ -808,17 +721,6 @@ int main(int argc, char** argv) {
   if (!data_only) case_filter = mode;
   if (!case_filter.empty()) std::printf("only the cases whose label contains \"%s\"\n", case_filter.c_str());
   if (!data_only) {
-    // exp2_fma, then the exponentials on the FMA pipe (kExp2Fma) in the emitter's configurations: hd64
-    // short rows (vanilla, gqa, alibi: 6 stages, 2 Q buffers, stagger 2), causal short rows (Dynamic), long
-    // rows (192 x 128, 3 consumers), hd128, f16
-    run_exp2_fma();
-    run_fma<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>, 2>("bf16 d64 s6 P Q2 St2", rng);
-    run_fma<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>, 4>("bf16 d64 s6 P Q2 St2", rng);
-    run_fma<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>, 8>("bf16 d64 s6 P Q2 St2", rng);
-    run_fma<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>, 2>("bf16 d64 s4 P Q2 Dy", rng);
-    run_fma<Config<Dtype::bf16, 64, 128, 4, 3>, 2>("bf16 d64 192x128 s4", rng);
-    run_fma<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>, 2>("bf16 d128 128x128 s2 P Q2", rng);
-    run_fma<Config<Dtype::f16, 64, 128, 6, 2, true, 0, 2, 2>, 4>("f16 d64 s6 P Q2 St2", rng);
     // Affine scores (ALiBi) in the emitter's configurations: hd64 short rows (persistent, 2 Q buffers,
     // staggered, 6 stages), hd64 long rows (192 x 128, 3 consumers, one block per tile: the two-FFMA form
     // for both functors there; and 2 consumers), hd128, f16

@@ -175,36 +175,6 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_NE(soft->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>"), std::string::npos);
 }
 
-// $SOLDER_ATTN_EXP2_FMA=E: E of each 8 score columns' weights by exp2_fma (kExp2Fma in the score
-// functor, the identity score's too); 0 (the default) writes nothing, and E is clamped to 0 … 8.
-TEST(AttentionSkeletonEmit, Exp2FmaShareIsAScoreFunctorMember) {
-  std::string refusal;
-  auto plain = emit(compile("vanilla", {}), &refusal);
-  ASSERT_TRUE(plain) << refusal;
-  EXPECT_EQ(plain->source.find("kExp2Fma"), std::string::npos) << plain->source;
-  EXPECT_EQ(plain->summary.find("exp2_fma"), std::string::npos) << plain->summary;
-  for (const char* workload : {"vanilla", "alibi", "causal"}) {
-    setenv("SOLDER_ATTN_EXP2_FMA", "2", 1);
-    auto k = emit(compile(workload, {}), &refusal);
-    unsetenv("SOLDER_ATTN_EXP2_FMA");
-    ASSERT_TRUE(k) << workload << ": " << refusal;
-    const size_t score = k->source.find("_score_ {");
-    const size_t member = k->source.find("  static constexpr int kExp2Fma = 2;\n");
-    ASSERT_NE(member, std::string::npos) << k->source;
-    EXPECT_LT(score, member) << "a member of the score functor";
-    EXPECT_LT(member, k->source.find("_mask_")) << "a member of the score functor";
-    EXPECT_NE(k->summary.find("exponentials: 2 of each 8 score columns by a degree-3 polynomial on the FMA pipe"), std::string::npos) << k->summary;
-  }
-  setenv("SOLDER_ATTN_EXP2_FMA", "12", 1);
-  auto clamped = emit(compile("vanilla", {}), &refusal);
-  setenv("SOLDER_ATTN_EXP2_FMA", "0", 1);
-  auto off = emit(compile("vanilla", {}), &refusal);
-  unsetenv("SOLDER_ATTN_EXP2_FMA");
-  ASSERT_TRUE(clamped && off) << refusal;
-  EXPECT_NE(clamped->source.find("static constexpr int kExp2Fma = 8;"), std::string::npos);
-  EXPECT_EQ(off->source, plain->source);
-}
-
 TEST(AttentionSkeletonEmit, AffineScoresTakeRowAndConstantTerms) {
   auto build = [](const std::string& score) {
     std::string text =
