@@ -1034,11 +1034,16 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     else if (is_tile_element(sum->rhs) && column_only(sum->lhs)) staged_column_term = sum->lhs;
     if (const char* e = std::getenv("SOLDER_ATTN_STAGED_SUM"); e && std::string(e) == "0") staged_column_term.reset();
   }
-  // $SOLDER_ATTN_DATA_BN=64 runs a data mask on 64-key tiles (A/B runs: less MMA area on skipped and
-  // boundary tiles, twice the tiles to classify and to issue).
-  const bool data_bn64 = data && [] {
+  // A data mask at hd64 with at most 1024 keys runs on 64-key tiles: at S 1k a 128-key tile almost
+  // always spans two documents (≈ 85 tokens each in the suite), and 64-key tiles skip or fully see
+  // more of the score area (4.1 live 64-key tiles per work tile against 2.75 of 128: 25 % less MMA
+  // area): document_mask S 1k 119.9 against 127.9 µs (H100, 2026-11-27, the eleventh session's fourth
+  // merged call; docmask3's call −3 %). Longer rows keep 128 keys (not measured on 64).
+  // $SOLDER_ATTN_DATA_BN=64|128 overrides it for every data mask (A/B runs).
+  const bool data_bn64 = data && [&] {
     const char* e = std::getenv("SOLDER_ATTN_DATA_BN");
-    return e && std::string(e) == "64";
+    if (e && *e) return std::string(e) == "64";
+    return kHeadDim == 64 && seq_k <= 1024;
   }();
   const int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
