@@ -496,6 +496,8 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
         EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0); }"), std::string::npos) << k->source;
       }
       EXPECT_NE(k->summary.find("a table of " + std::to_string(batch) + " id groups x " + std::to_string(seq / bn) + " key tiles"), std::string::npos) << k->summary;
+      // with the counter (hd64) each group's ranges when the block's first work tile in it is classified
+      EXPECT_EQ(k->summary.find("a group when the block's first work tile in it is classified") != std::string::npos, head_dim == 64) << k->summary;
     }
     // hd64 claims its work tiles from the counter (Dynamic), hd128 keeps the snake
     EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", " + std::to_string(bn) + ", " +
