@@ -393,16 +393,19 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   };
   // A data mask whose keys' ids come in groups (Mask::kColGroups, functors.cuh) on persistent blocks:
   // the id range of key tile j of group g at id_table[g · kListSize + j] (lo, hi), reduced once per
-  // block and group. With Config::Dynamic (kLazyTable) when a work tile of the group first needs it:
+  // block and group. With Config::Dynamic at BN 64 (kLazyTable) when a work tile of the group first needs it:
   // the first work tile's group by every warp before the roles split, every other group by the three
   // classifier warps just before they classify the block's first tile in it (while the consumers run
   // the tile before); group_ready[g]: group g's ranges are in the table (written and read by the
-  // classifier warps only after the roles split). Without Dynamic every group before the first work
+  // classifier warps only after the roles split). Otherwise every group before the first work
   // tile, by every warp (the static classifier warps' 40 registers spill with the reduction in their
   // loop). A work tile's classification then reads its rows' ids and this table, no key id.
   constexpr int kColGroups = mask_col_groups<Mask>(0);
   constexpr bool kIdTable = kDataLoop && kColGroups > 0;
-  constexpr bool kLazyTable = kIdTable && kDynamic;
+  // Lazily on 64-key tiles only (the emitter's S <= 1k rule): measured there 116.1 against 119.2 us up
+  // front (document_mask S 1k), but at 128-key tiles 173.1 against 165.4 (S 4k): the three classifier
+  // warps' build of a group then delays the consumers more than the whole block's build up front.
+  constexpr bool kLazyTable = kIdTable && kDynamic && C::BN == 64;
   static_assert(!kIdTable || kColGroups * kListSize <= 2048, "a data mask's id table holds at most 2048 key tiles (16 KB)");
   __shared__ int2 id_table[kIdTable ? kColGroups * kListSize : 1];
   __shared__ uint8_t group_ready[kLazyTable ? kColGroups : 1];
