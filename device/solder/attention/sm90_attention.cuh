@@ -319,7 +319,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // classify work tile n + 1 while the consumers compute tile n, into a double-buffered list (buffer
   // round & 1, mbarriers list_full / list_empty), so that the producer loads the next tile's Q, K and V
   // during this tile's epilogue; with Mask::kColGroups from a table of the key tiles' id ranges reduced
-  // once per block (its rows' ids are then the only ids a work tile's classification reads). Other
+  // once per block and key-id group (its rows' ids are then the only ids a work tile's classification
+  // reads). Other
   // masks: tiles begin .. end − 1, boundaries from Mask::partial.
   constexpr bool kData = mask_has_data_tiles<Mask>(0);
   constexpr bool kDataLoop = kData && C::Persistent;
@@ -392,20 +393,48 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   };
   // A data mask whose keys' ids come in groups (Mask::kColGroups, functors.cuh) on persistent blocks:
   // the id range of key tile j of group g at id_table[g · kListSize + j] (lo, hi), reduced once per
-  // block before the first work tile by every warp; a work tile's classification then reads its rows'
-  // ids and this table, no key id.
+  // block and group. With Config::Dynamic at BN 64 (kLazyTable) when a work tile of the group first needs it:
+  // the first work tile's group by every warp before the roles split, every other group by the three
+  // classifier warps just before they classify the block's first tile in it (while the consumers run
+  // the tile before); group_ready[g]: group g's ranges are in the table (written and read by the
+  // classifier warps only after the roles split). Otherwise every group before the first work
+  // tile, by every warp (the static classifier warps' 40 registers spill with the reduction in their
+  // loop). A work tile's classification then reads its rows' ids and this table, no key id.
   constexpr int kColGroups = mask_col_groups<Mask>(0);
   constexpr bool kIdTable = kDataLoop && kColGroups > 0;
+  // Lazily on 64-key tiles only (the emitter's S <= 1k rule): measured there 116.1 against 119.2 us up
+  // front (document_mask S 1k), but at 128-key tiles 173.1 against 165.4 (S 4k): the three classifier
+  // warps' build of a group then delays the consumers more than the whole block's build up front.
+  constexpr bool kLazyTable = kIdTable && kDynamic && C::BN == 64;
   static_assert(!kIdTable || kColGroups * kListSize <= 2048, "a data mask's id table holds at most 2048 key tiles (16 KB)");
   __shared__ int2 id_table[kIdTable ? kColGroups * kListSize : 1];
+  __shared__ uint8_t group_ready[kLazyTable ? kColGroups : 1];
+  // Every group's ranges (warp `cw` of `warps`, lane `lane_c`), as one list of groups x key tiles.
   auto build_id_table = [&](int cw, int warps, int lane_c) {
     if constexpr (kIdTable) {
-      const int groups = mask.col_groups();
-      if (groups > kColGroups || last_key_tile > kListSize) __trap();  // Mask::kColGroups / kMaxKeyTiles too small
       key_ranges(
-          groups * last_key_tile, cw, warps, lane_c, [&](int n) { return mask.group_bh(n / last_key_tile); },
+          mask.col_groups() * last_key_tile, cw, warps, lane_c, [&](int n) { return mask.group_bh(n / last_key_tile); },
           [&](int n) { return n % last_key_tile; },
           [&](int n, int lo, int hi) { id_table[(n / last_key_tile) * kListSize + n % last_key_tile] = make_int2(lo, hi); });
+    }
+  };
+  // The key tiles' id ranges of group `group` into the table (warp `cw` of `warps`, lane `lane_c`).
+  auto build_group = [&](int group, int cw, int warps, int lane_c) {
+    if constexpr (kLazyTable) {
+      key_ranges(
+          last_key_tile, cw, warps, lane_c, [&](int) { return mask.group_bh(group); }, [&](int n) { return n; },
+          [&](int n, int lo, int hi) { id_table[group * kListSize + n] = make_int2(lo, hi); });
+    }
+  };
+  // The three classifier warps (all of them, with the same work tile): the table's ranges of w's group,
+  // built first if no work tile of this block has needed them yet.
+  auto ensure_group = [&](const Work& w, int cw, int lane_c) {
+    if constexpr (kLazyTable) {
+      const int group = mask.col_group(w.bh);
+      if (group_ready[group]) return;  // (the same value in the three warps: written only after the barrier below)
+      build_group(group, cw, kClassifyWarps, lane_c);
+      detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every range written, every warp has read the flag
+      if (cw == 0 && lane_c == 0) group_ready[group] = 1;
     }
   };
   // One warp's share of a work tile's classification (warp `cw` of `warps`, lane `lane_c`): the ids'
@@ -506,23 +535,30 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
   if constexpr (kData) {
-    // The id table (kIdTable), then the first work tile's list, by every warp of the block (nothing to
-    // overlap yet).
+    // The id table (kIdTable; with kLazyTable the first work tile's group only), then the first work
+    // tile's list, by every warp of the block (nothing to overlap yet).
     const int t0 = tile_index(0);
     const int warp_all = static_cast<int>(threadIdx.x) / 32, lane_all = static_cast<int>(threadIdx.x) % 32;
-    if constexpr (kIdTable) {
-      build_id_table(warp_all, C::Threads / 32, lane_all);
-      __syncthreads();
-    }
     int tiles = 0;
     Work w{};
-    if (t0 < total) {
-      w = locate(t0);
-      tiles = classify(w, warp_all, C::Threads / 32, lane_all);
+    if (t0 < total) w = locate(t0);
+    if constexpr (kIdTable) {
+      if (mask.col_groups() > kColGroups || last_key_tile > kListSize) __trap();  // Mask::kColGroups / kMaxKeyTiles too small
+      if constexpr (kLazyTable) {
+        for (int g = static_cast<int>(threadIdx.x); g < kColGroups; g += C::Threads) group_ready[g] = 0;
+        if (t0 < total) build_group(mask.col_group(w.bh), warp_all, C::Threads / 32, lane_all);
+      } else {
+        build_id_table(warp_all, C::Threads / 32, lane_all);
+      }
+      __syncthreads();
     }
+    if (t0 < total) tiles = classify(w, warp_all, C::Threads / 32, lane_all);
     __syncthreads();
     if (warp_all == 0) compact(w, tiles, 0, lane_all);
     if (threadIdx.x == 0) list_tile[0] = t0;
+    if constexpr (kLazyTable) {
+      if (threadIdx.x == 0 && t0 < total) group_ready[mask.col_group(w.bh)] = 1;  // (read after the barrier below)
+    }
   }
   __syncthreads();
   if constexpr (kDataLoop) {
@@ -530,8 +566,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   }
   // Registers after setmaxnreg: persistent data-mask blocks with two consumers give the producer
   // warpgroup 40 (its classifier warps keep ≈ 16 id loads per lane in flight) and the consumers 232;
-  // with Config::Dynamic 48 and 224 (the claims and posts spill at 40).
-  constexpr int kProducerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 48 : 40) : C::ProducerRegisters;
+  // with Config::Dynamic 48 and 224 (the claims and posts spill at 40), and with the id table built per
+  // group in the classifier warps' loop (kLazyTable) 56 and 224 (at 48 the emitted document_mask S 1k
+  // kernel spilled 8 bytes).
+  constexpr int kProducerRegisters = kDataLoop && C::Consumers == 2 ? (kLazyTable ? 56 : kDynamic ? 48 : 40) : C::ProducerRegisters;
   constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : C::ConsumerRegisters;
   // setmaxnreg moves registers within the block's launch allocation (65536 / threads per thread, in
   // steps of 8: 168 at 384 threads): a warpgroup's .inc waits until others' .dec have freed enough, so
@@ -674,6 +712,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           int tiles = 0;
           if (t < total) {
             w = locate(t);
+            ensure_group(w, cw, lane_c);
             tiles = classify(w, cw, kClassifyWarps, lane_c);
           }
           detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
@@ -692,6 +731,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         detail::wait_parity(&list_empty[buf], (static_cast<uint32_t>(round >> 1) & 1u) ^ 1u);
         detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // the last compaction has read tile_classes
         const Work w = locate(t);
+        ensure_group(w, cw, lane_c);
         const int tiles = classify(w, cw, kClassifyWarps, lane_c);
         detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
         if (cw == 0) {

@@ -1034,11 +1034,16 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     else if (is_tile_element(sum->rhs) && column_only(sum->lhs)) staged_column_term = sum->lhs;
     if (const char* e = std::getenv("SOLDER_ATTN_STAGED_SUM"); e && std::string(e) == "0") staged_column_term.reset();
   }
-  // $SOLDER_ATTN_DATA_BN=64 runs a data mask on 64-key tiles (A/B runs: less MMA area on skipped and
-  // boundary tiles, twice the tiles to classify and to issue).
-  const bool data_bn64 = data && [] {
+  // A data mask at hd64 with at most 1024 keys runs on 64-key tiles: at S 1k a 128-key tile almost
+  // always spans two documents (≈ 85 tokens each in the suite), and 64-key tiles skip or fully see
+  // more of the score area (4.1 live 64-key tiles per work tile against 2.75 of 128: 25 % less MMA
+  // area): document_mask S 1k 119.9 against 127.9 µs (H100, 2026-11-27, the eleventh session's fourth
+  // merged call; docmask3's call −3 %). Longer rows keep 128 keys (not measured on 64).
+  // $SOLDER_ATTN_DATA_BN=64|128 overrides it for every data mask (A/B runs).
+  const bool data_bn64 = data && [&] {
     const char* e = std::getenv("SOLDER_ATTN_DATA_BN");
-    return e && std::string(e) == "64";
+    if (e && *e) return std::string(e) == "64";
+    return kHeadDim == 64 && seq_k <= 1024;
   }();
   const int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
@@ -1363,7 +1368,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                  " over the tile's keys: interval bounds of their min and max) are skipped (no loads, no MMA); tiles where it holds for every pair run without mask code; boundary tiles compare the ids per score (the keys' ids loaded once per tile right after S is issued, shared by shuffles)" +
                                  std::string(one_id_tiles ? ", or once per row where all the tile's keys carry one id" : "") + "; the key tiles of every work tile classified in the kernel, " +
                                  std::string(persistent ? "per work tile: the first by every warp, each next one by the producer warpgroup's three idle warps while the consumers run the current one (double-buffered list), so the next tile's Q, K and V loads start during this tile's epilogue" +
-                                                              (col_groups.count > 0 ? "; the key tiles' id ranges reduced once per block into a table of " + std::to_string(col_groups.count) + " id groups x " + std::to_string((seq_k + bn - 1) / bn) + " key tiles (a work tile's classification reads only its rows' ids)" : std::string(""))
+                                                              (col_groups.count > 0 ? std::string(dynamic ? "; the key tiles' id ranges reduced per block and id group" : "; the key tiles' id ranges reduced once per block") + " into a table of " + std::to_string(col_groups.count) + " id groups x " + std::to_string((seq_k + bn - 1) / bn) + " key tiles" + (dynamic ? ", a group when the block's first work tile in it is classified" : "") + " (a work tile's classification reads only its rows' ids)" : std::string(""))
                                                         : "once per block by every warp before the loads") +
                                  ", a list in shared memory that the producer and the consumers walk in the same order; a row that sees no key gets NaN (the program's 0/0)"
                            : "none: the data mask " + print_expr(data->match) + " has no interval bound over its ids (every tile computed, the ids compared per score)";

@@ -615,8 +615,8 @@ void run_padded(const char* name, std::mt19937& rng) {
 // lengths (1 included, documents longer than a tile so whole key tiles are skipped and others fully
 // visible), unsorted ids in runs (live tiles not contiguous), ids_q ≠ ids_k at seq_q ≠ seq_k (rows that
 // see no key: NaN), and ids_q ≤ ids_k; ragged and grouped-query shapes. Grouped: each case with
-// GroupedDataMask (the id table on persistent blocks) too, on the same inputs, and the two outputs
-// must have the same bits. Every case also with the boundary tiles of one key id compared per score
+// GroupedDataMask (the id table on persistent blocks, each group's ranges built when a block's work
+// tile first needs them) too, on the same inputs, and the two outputs must have the same bits. Every case also with the boundary tiles of one key id compared per score
 // (PerScoreDataMask), bit for bit against the per-row compare; kind 4 (one document, query stretches of
 // another id) makes every boundary tile such a tile but the last, ragged one. C0: the configuration
 // of the first run (run_case), a static one against a Dynamic C.
@@ -656,6 +656,8 @@ void run_data(const char* name, std::mt19937& rng) {
       {{1, 2, 2, 1000, 1000, 0}, 0, true},
       {{2, 2, 2, 2048, 2048, 0}, 3, false}, {{1, 3, 3, 1500, 1500, 8}, 3, false}, {{3, 2, 2, 700, 700, 0}, 0, false},
       {{2, 2, 2, 1000, 1000, 0}, 4, false}, {{1, 2, 2, 1500, 1500, 8}, 4, false},
+      // four key-id groups (the id table's groups built as a block's work tiles first need them), ragged
+      {{4, 2, 2, 333, 333, 0}, 0, false},
   };
   for (const DataCase& d : data_cases) {
     const Case& c = d.shape;
@@ -716,8 +718,12 @@ int main(int argc, char** argv) {
   // `dy`: those and the data masks on Dynamic Configs first, which have not run on the device yet (their
   // first version hung: bench/NOTES.md, docmask4), so they are not in the default run. Any other text:
   // only the cases whose label contains it.
+  // `table`: the data masks whose key ids come in groups (the id table: Dynamic on 3 and 7 blocks, then
+  // the static persistent configurations), each with its per-tile-classified and per-score runs on the
+  // same inputs.
   const std::string mode = argc > 2 ? argv[2] : "";
-  const bool data_only = mode == "data" || mode == "dy";
+  const bool table_only = mode == "table";
+  const bool data_only = mode == "data" || mode == "dy" || table_only;
   if (!data_only) case_filter = mode;
   if (!case_filter.empty()) std::printf("only the cases whose label contains \"%s\"\n", case_filter.c_str());
   if (!data_only) {
@@ -807,22 +813,24 @@ int main(int argc, char** argv) {
   // table, on 3 and 7 blocks, bit for bit against the static persistent configuration on one block per
   // tile (hd64 only: hd128's spills 12 bytes under ptxas, and the emitter keeps it static)
   for (int blocks : {3, 7}) {
-    if (mode != "dy") break;
+    if (mode != "dy" && !table_only) break;
     persistent_blocks = blocks;
     run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy data", rng);
     run_data<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P Dy data", rng);
   }
   persistent_blocks = 3;
-  // data masks (document ids): one block per work tile (non-persistent configurations)
-  run_data<Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 128x128 s4 data", rng);
-  run_data<Config<Dtype::bf16, 128, 128, 2, 2>>("bf16 d128 128x128 s2 data", rng);
-  run_data<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 data", rng);
-  // persistent data-mask blocks (the next tile's list classified by the producer's idle warps while the
-  // consumers run this one; double-buffered): 3 blocks loop over every work tile, compared bit for bit
-  // with one block per tile
-  run_data<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P data", rng);
-  run_data<Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 128x128 s2 P data", rng);
-  run_data<Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P data", rng);
+  if (!table_only) {
+    // data masks (document ids): one block per work tile (non-persistent configurations)
+    run_data<Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 128x128 s4 data", rng);
+    run_data<Config<Dtype::bf16, 128, 128, 2, 2>>("bf16 d128 128x128 s2 data", rng);
+    run_data<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 data", rng);
+    // persistent data-mask blocks (the next tile's list classified by the producer's idle warps while the
+    // consumers run this one; double-buffered): 3 blocks loop over every work tile, compared bit for bit
+    // with one block per tile
+    run_data<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P data", rng);
+    run_data<Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 128x128 s2 P data", rng);
+    run_data<Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P data", rng);
+  }
   // persistent data-mask blocks classifying from the id table (Mask::kColGroups), bit for bit against
   // the per-tile classification above on the same inputs, and one block per tile
   run_data<Config<Dtype::bf16, 64, 128, 4, 2, true>, true>("bf16 d64 128x128 s4 P data", rng);

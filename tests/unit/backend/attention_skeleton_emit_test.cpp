@@ -459,9 +459,11 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     auto k = emit(compile("document_mask", dims), &refusal);
     ASSERT_TRUE(k) << refusal;
     const int64_t seq = dims.size() == 2 ? 16384 : 1024, head_dim = dims.size() == 1 ? 128 : 64;
+    // 64-key tiles at hd64 up to 1024 keys, else 128
+    const int64_t bn = head_dim == 64 && seq <= 1024 ? 64 : 128;
     EXPECT_NE(k->source.find("static constexpr bool kDataTiles = true;"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("static constexpr bool kEmptyRowNaN = true;"), std::string::npos);
-    EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = " + std::to_string(seq / 128) + ";"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = " + std::to_string(seq / bn) + ";"), std::string::npos) << k->source;
     // the ids of a row and of a key are the document ids of the block's batch at the global row / column
     EXPECT_NE(k->source.find(std::to_string(seq) + "LL + (row_))]"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find(std::to_string(seq) + "LL + (col_))]"), std::string::npos) << k->source;
@@ -471,11 +473,12 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     EXPECT_NE(k->source.find("if (!(((rid_lo_ <= cid_hi_) && (cid_lo_ <= rid_hi_)))) return 0;"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("return 1;"), std::string::npos);
     // 2048 work tiles of 128 rows, 2 consumers: persistent blocks, one per SM, at every S; from 16 key
-    // tiles per work tile (S 16k here) the ids doc[b, j], which depend on the batch alone, give a table of
-    // the key tiles' id ranges per batch (kColGroups) that each block reduces once; the schedule stated
+    // tiles per work tile (S 1k on 64-key tiles and S 16k here) the ids doc[b, j], which depend on the
+    // batch alone, give a table of the key tiles' id ranges per batch (kColGroups) that each block
+    // reduces once per batch; the schedule stated
     EXPECT_EQ(seq / 128 * (dims.size() == 2 ? 16 : 256), 2048);
     const int64_t batch = dims.size() == 2 ? 1 : 16;
-    if (seq / 128 < 16) {
+    if (seq / bn < 16) {
       EXPECT_EQ(k->source.find("kColGroups"), std::string::npos) << k->source;
       EXPECT_EQ(k->summary.find("a table of"), std::string::npos) << k->summary;
     } else {
@@ -492,10 +495,12 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
       } else {
         EXPECT_NE(k->source.find("__device__ int group_bh(int group_) const { return static_cast<int>(0); }"), std::string::npos) << k->source;
       }
-      EXPECT_NE(k->summary.find("a table of " + std::to_string(batch) + " id groups x " + std::to_string(seq / 128) + " key tiles"), std::string::npos) << k->summary;
+      EXPECT_NE(k->summary.find("a table of " + std::to_string(batch) + " id groups x " + std::to_string(seq / bn) + " key tiles"), std::string::npos) << k->summary;
+      // with the counter (hd64) each group's ranges when the block's first work tile in it is classified
+      EXPECT_EQ(k->summary.find("a group when the block's first work tile in it is classified") != std::string::npos, head_dim == 64) << k->summary;
     }
     // hd64 claims its work tiles from the counter (Dynamic), hd128 keeps the snake
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", 128, " +
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", " + std::to_string(bn) + ", " +
                              (head_dim == 64 ? "4, 2, true, 0, 1, 0, true>;" : "2, 2, true>;")),
               std::string::npos)
         << k->source;
@@ -541,34 +546,55 @@ TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTilesWithoutTheIdTabl
   EXPECT_EQ(k->info.blocks, 132);
 }
 
-// The id table from 16 key tiles per work tile: not at S 1k (8), at S 2k (16); $SOLDER_ATTN_ID_TABLE=1
-// takes it at S 1k too.
+// The id table from 16 key tiles per work tile: at S 1k on 64-key tiles (16, the default), not on 128
+// (8, $SOLDER_ATTN_DATA_BN=128), at S 2k (16 of 128); $SOLDER_ATTN_ID_TABLE=1 takes it at S 1k on 128
+// too, =0 leaves it out on 64.
 TEST(AttentionSkeletonEmit, DocumentMaskIdTableFrom16KeyTiles) {
-  for (auto [seq, b, want] : {std::tuple{int64_t{1024}, int64_t{16}, false}, std::tuple{int64_t{2048}, int64_t{8}, true}}) {
+  for (auto [seq, b, bn, want] : {std::tuple{int64_t{1024}, int64_t{16}, "128", false}, std::tuple{int64_t{1024}, int64_t{16}, "", true},
+                                  std::tuple{int64_t{2048}, int64_t{8}, "", true}}) {
+    if (*bn) setenv("SOLDER_ATTN_DATA_BN", bn, 1);
     std::string refusal;
     auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
+    unsetenv("SOLDER_ATTN_DATA_BN");
     ASSERT_TRUE(k) << refusal;
-    EXPECT_EQ(k->source.find("static constexpr int kColGroups = " + std::to_string(b) + ";") != std::string::npos, want) << seq;
+    EXPECT_EQ(k->source.find("static constexpr int kColGroups = " + std::to_string(b) + ";") != std::string::npos, want) << seq << " " << bn;
     EXPECT_EQ(k->info.blocks, 132) << seq;
   }
   setenv("SOLDER_ATTN_ID_TABLE", "1", 1);
+  setenv("SOLDER_ATTN_DATA_BN", "128", 1);
   std::string refusal;
   auto k = emit(compile("document_mask", {}), &refusal);
+  setenv("SOLDER_ATTN_ID_TABLE", "0", 1);
+  unsetenv("SOLDER_ATTN_DATA_BN");
+  auto none = emit(compile("document_mask", {}), &refusal);
   unsetenv("SOLDER_ATTN_ID_TABLE");
-  ASSERT_TRUE(k) << refusal;
+  ASSERT_TRUE(k && none) << refusal;
   EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = 8;"), std::string::npos) << k->source;
+  EXPECT_EQ(none->source.find("kColGroups"), std::string::npos) << none->source;
+  EXPECT_NE(none->source.find("static constexpr int kMaxKeyTiles = 16;"), std::string::npos) << none->source;
 }
 
-// $SOLDER_ATTN_DATA_BN=64 runs a data mask on 64-key tiles (A/B runs), the id table with twice the key tiles.
-TEST(AttentionSkeletonEmit, DocumentMaskDataBn64Switch) {
-  setenv("SOLDER_ATTN_DATA_BN", "64", 1);
-  std::string refusal;
-  auto k = emit(compile("document_mask", {}), &refusal);
-  unsetenv("SOLDER_ATTN_DATA_BN");
-  ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("static constexpr int kMaxKeyTiles = 16;"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("static constexpr int kColGroups = 16;"), std::string::npos) << k->source;
+// A data mask at hd64 runs on 64-key tiles up to 1024 keys (S 1k, S 256), on 128 above (S 2k, 4k) and at
+// hd128; $SOLDER_ATTN_DATA_BN=64|128 overrides it (A/B runs).
+TEST(AttentionSkeletonEmit, DocumentMaskOn64KeyTilesUpTo1024Keys) {
+  auto config_of = [](std::vector<std::pair<std::string, int64_t>> dims, const char* knob) {
+    if (knob) setenv("SOLDER_ATTN_DATA_BN", knob, 1);
+    std::string refusal;
+    auto k = emit(compile("document_mask", dims), &refusal);
+    unsetenv("SOLDER_ATTN_DATA_BN");
+    EXPECT_TRUE(k) << refusal;
+    if (!k) return std::string();
+    const size_t at = k->source.find("Config<solder::gemm::Dtype::bf16, ");
+    return at == std::string::npos ? std::string() : k->source.substr(at, k->source.find('>', at) - at + 1);
+  };
+  EXPECT_EQ(config_of({}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>");
+  EXPECT_EQ(config_of({{"S", 256}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>");
+  EXPECT_EQ(config_of({{"B", 8}, {"S", 2048}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>");
+  EXPECT_EQ(config_of({{"B", 4}, {"S", 4096}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>");
+  EXPECT_EQ(config_of({{"D", 128}}, nullptr), "Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true>");
+  EXPECT_EQ(config_of({}, "128"), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>");
+  EXPECT_EQ(config_of({{"B", 4}, {"S", 4096}}, "64"), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>");
 }
 
 // $SOLDER_ATTN_DYNAMIC=1 claims a data mask's work tiles from a counter at hd64 (not at hd128, which
@@ -585,7 +611,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskDynamicAndOneIdSwitches) {
   unsetenv("SOLDER_ATTN_DYNAMIC");
   unsetenv("SOLDER_ATTN_ONE_ID");
   ASSERT_TRUE(k && k128 && off) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("the next one claimed from a counter as a block frees up"), std::string::npos) << k->summary;
   EXPECT_NE(k->summary.find("the classifier warps classify each tile the producer claims"), std::string::npos) << k->summary;
   EXPECT_NE(k->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k->source;
@@ -595,7 +621,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskDynamicAndOneIdSwitches) {
   EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true>;"), std::string::npos) << k128->source;
   EXPECT_NE(k128->summary.find("longest first in a snake"), std::string::npos) << k128->summary;
   EXPECT_NE(k128->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k128->source;
-  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos) << off->source;
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true>;"), std::string::npos) << off->source;
   EXPECT_EQ(off->source.find("kOneIdTiles"), std::string::npos) << off->source;
   EXPECT_EQ(off->summary.find("claimed from a counter"), std::string::npos) << off->summary;
 }
@@ -607,7 +633,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskPersistentSwitch) {
   auto k = emit(compile("document_mask", {}), &refusal);
   unsetenv("SOLDER_ATTN_PERSISTENT");
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2>;"), std::string::npos) << k->source;
   EXPECT_EQ(k->info.blocks, 2048);
   EXPECT_NE(k->summary.find("once per block by every warp before the loads"), std::string::npos) << k->summary;
   EXPECT_NE(k->summary.find("block order: one block per work tile"), std::string::npos) << k->summary;

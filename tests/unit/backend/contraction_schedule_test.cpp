@@ -145,7 +145,7 @@ TEST(ContractionSchedule, DataMaskedAttentionRunsOnTheSkeleton) {
   for (auto& c : m.contractions) {
     EXPECT_EQ(c.skeleton, ContractionSchedule::kAttentionSkeleton) << contraction_schedule_text(m.contractions);
     EXPECT_NE(c.tile.find("solder::attention::Config<"), std::string::npos) << c.tile;
-    EXPECT_NE(c.reason.find("2048 work tiles of 128 query rows x 128 keys on 132 persistent blocks; skipped tiles: a data mask: key tiles where rid_ == cid_ holds for no pair of ids"), std::string::npos) << c.reason;
+    EXPECT_NE(c.reason.find("2048 work tiles of 128 query rows x 64 keys on 132 persistent blocks; skipped tiles: a data mask: key tiles where rid_ == cid_ holds for no pair of ids"), std::string::npos) << c.reason;
     EXPECT_NE(c.reason.find("each next one by the producer warpgroup's three idle warps"), std::string::npos) << c.reason;
   }
   EXPECT_EQ(m.source.find("// attention skeleton not used for "), std::string::npos);
