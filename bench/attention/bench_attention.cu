@@ -7,7 +7,8 @@
 //   bench_attention profile        one plain launch of each headline kernel (hd64 192x128 at S 4096, hd128
 //                                  128x128 persistent at S 4096 and 1024), for ncu.
 //   bench_attention stamps DIR     the emitter's Configs of causal hd64 S 1k (Dynamic), vanilla hd64 S 1k
-//                                  (Stagger 2) and causal hd64 S 4k, each with and
+//                                  (Stagger 2) and causal hd64 S 4k, and the first two
+//                                  with free consumers (Config::FreeConsumers), each with and
 //                                  without clock stamps (Stamped<Config>): both timed in two interleaved
 //                                  rounds, their outputs compared bit for bit, and one stamped launch's
 //                                  records written to DIR/stamps_NAME.bin (sm90_attention.cuh, "Clock
@@ -262,7 +263,9 @@ int main(int argc, char** argv) {
     json = nullptr;
     bool ok = true;
     ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>>(dir, "causal_d64_s1k", 16, heads, 1024, CausalMask{0}, true, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>>(dir, "causal_d64_s1k_free", 16, heads, 1024, CausalMask{0}, true, true);
     ok &= stamps<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>(dir, "vanilla_d64_s1k", 16, heads, 1024, NoMask{}, false, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>>(dir, "vanilla_d64_s1k_free", 16, heads, 1024, NoMask{}, false, true);
     ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 3>>(dir, "causal_d64_s4k", 4, heads, 4096, CausalMask{0}, true, false);
     // (not causal hd128 S 1k's Config: stamped, its consumers spill 4 bytes at 232 and at 240 registers)
     std::printf("stamps: %s\n", ok ? "all records written, outputs bit-identical" : "FAILED");

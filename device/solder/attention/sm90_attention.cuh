@@ -58,6 +58,9 @@
 // runs L more turns behind: it passes its first L turns without issuing and consumer 0 ends with L empty
 // turns, so that one consumer's tile boundary (last P·V, epilogue, next tile's first S and its softmax)
 // falls between the other's full S + P·V issues of its own rows instead of beside the other's boundary.
+// With Config::FreeConsumers there is no turn ring: each consumer issues its products as soon as its own
+// K, V and softmax are ready, so the consumers drift apart by up to the ring's depth and one's tile
+// boundary (last P·V, epilogue, next tile's first S and softmax) overlaps the other's products.
 // After the last tile: O / Σp through the epilogue,
 // by plain index arithmetic on the accumulator layout. The rings and the turn run on across work tiles:
 // the next tile's loads overlap this tile's epilogue.
@@ -600,9 +603,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // Registers after setmaxnreg: persistent data-mask blocks with two consumers give the producer
   // warpgroup 40 (its classifier warps keep ≈ 16 id loads per lane in flight) and the consumers 232;
   // with Config::Dynamic 48 and 224 (the claims and posts spill at 40).
-  // Clock stamps with two consumers: 32 and 232 (at 24 the producer thread spilled a register around its
-  // TMA issues: hd128's stamped Config).
-  constexpr bool kWideProducer = kStamps && C::Consumers == 2;
+  // Free consumers and clock stamps with two consumers: 32 and 232 (at 24 the producer thread spilled a
+  // register around its TMA issues: causal S 1k's free Config, hd128's stamped one).
+  constexpr bool kWideProducer = (C::FreeConsumers || kStamps) && C::Consumers == 2;
   constexpr int kProducerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 48 : 40) : kWideProducer ? 32 : C::ProducerRegisters;
   constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : kWideProducer ? 232 : C::ConsumerRegisters;
   // setmaxnreg moves registers within the block's launch allocation (65536 / threads per thread, in
@@ -805,7 +808,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     constexpr int kTurnThreads = 256;
     const int my_turn = 1 + consumer;
     const int next_turn = 1 + (consumer + 1) % C::Consumers;
-    if (consumer == C::Consumers - 1) detail::named_arrive(next_turn, kTurnThreads);
+    // Config::FreeConsumers: no turns; each consumer issues as soon as its own operands are there.
+    constexpr bool kTurns = !C::FreeConsumers;
+    static_assert(!C::FreeConsumers || !kData, "FreeConsumers: not with a data mask");
+    auto take_turn = [&] {
+      if constexpr (kTurns) detail::named_sync(my_turn, kTurnThreads);
+    };
+    auto pass_turn = [&] {
+      if constexpr (kTurns) detail::named_arrive(next_turn, kTurnThreads);
+    };
+    if (kTurns && consumer == C::Consumers - 1) detail::named_arrive(next_turn, kTurnThreads);
     // Config::Stagger: consumer 1 passes its first Stagger turns without issuing, so it runs that many
     // turns behind consumer 0 from here on (consumer 0 gives them back with as many empty turns at
     // its end); both still take every tile of the same rings.
@@ -1156,11 +1168,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const int ks = detail::stage_of<C::Stages>(first);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
           stamp_clock(record, 4);
-          detail::named_sync(my_turn, kTurnThreads);
+          take_turn();
           stamp_clock(record, 5);
           issue_s(qb, ks);
           stamp_clock(record, 6);
-          detail::named_arrive(next_turn, kTurnThreads);
+          pass_turn();
           load_bias(j0, ks);
           load_ids(j0, 0);
           wgmma::wait<0>();
@@ -1178,12 +1190,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const int j = tile_at(w, buf, n);
           const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + n));
-          detail::named_sync(my_turn, kTurnThreads);
+          take_turn();
           issue_s(qb, ks);
           rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
           issue_o(vs);
-          detail::named_arrive(next_turn, kTurnThreads);
+          pass_turn();
           load_bias(j, ks);
           load_ids(j, n);
           wgmma::wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
@@ -1204,11 +1216,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const int vs = detail::stage_of<C::Stages>(first + count - 1);
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + count - 1));
           stamp_clock(record, 10);
-          detail::named_sync(my_turn, kTurnThreads);
+          take_turn();
           stamp_clock(record, 11);
           rescale_o();
           issue_o(vs);
-          detail::named_arrive(next_turn, kTurnThreads);
+          pass_turn();
           wgmma::wait<0>();
           wgmma::fence(acc_o);
           stamp_clock(record, 12);
@@ -1252,7 +1264,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::named_arrive(next_turn, kTurnThreads);
         }
       }
-      detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
+      if constexpr (kTurns) detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
     }
   }
 }

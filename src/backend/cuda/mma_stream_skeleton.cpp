@@ -1080,6 +1080,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     }
     stagger = std::min(stagger, stages - 1);
   }
+  // Free consumers (Config's FreeConsumers: no turn ring, each consumer issues as soon as its own operands
+  // are there, so one's work-tile boundary overlaps the other's products): not the default anywhere yet;
+  // $SOLDER_ATTN_FREE=1 takes it on every two-consumer kernel without a data mask, in place of a stagger
+  // (the ring keeps its depth), for A/B runs.
+  bool free_consumers = false;
+  if (const char* e = std::getenv("SOLDER_ATTN_FREE"); e && std::string(e) == "1" && !data && consumers == 2) {
+    free_consumers = true;
+    stagger = 0;
+  }
   if (staged_bits) {
     // A staged bias: as deep a ring as shared memory holds, up to 6 stages (hd64: Q 16 KB + 6 x 32.1 KB
     // of K, V, bias tile and column bytes; hd128: 4), so that the producer runs more than one work tile
@@ -1182,11 +1191,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   if (const char* forced = std::getenv("SOLDER_ATTN_DYNAMIC"); forced && *forced)
     dynamic = persistent && !staged_bits && !(data && kHeadDim != 64) && stagger == 0 && std::string(forced) == "1";
   const int bm = 64 * consumers;
+  const bool past_dynamic = free_consumers;  // (a template argument after Dynamic's)
   const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                              std::to_string(stages) + ", " + std::to_string(consumers) +
-                             (staged_bits || q_buffers > 1 || dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
-                             (q_buffers > 1 || stagger > 0 || dynamic ? ", " + std::to_string(q_buffers) : std::string("")) +
-                             (stagger > 0 || dynamic ? ", " + std::to_string(stagger) : std::string("")) + (dynamic ? ", true" : "") + ">";
+                             (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
+                             (q_buffers > 1 || stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(q_buffers) : std::string("")) +
+                             (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
+                             (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") + (free_consumers ? ", true" : "") + ">";
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
   for (size_t k2 = 0; k2 + 3 < rank; ++k2)
@@ -1590,7 +1601,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   AttentionSkeletonKernel result;
   std::ostringstream head;
   const std::string summary = config + " (" + std::to_string(bm) + " query rows x " + std::to_string(bn) + " keys per tile, " + std::to_string(stages) + "-stage K/V ring, " +
-                              std::to_string(consumers) + " consumer warpgroups in ping-pong + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles" +
+                              std::to_string(consumers) +
+                              (free_consumers ? " free consumer warpgroups (no turns: each issues as soon as its operands are there) + 1 TMA producer warp), "
+                                              : " consumer warpgroups in ping-pong + 1 TMA producer warp), ") +
+                              std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
                                                 (dynamic ? std::string("each block's first tile, then claimed from a counter as blocks free up") : std::string("snake order")) +
                                                 (q_buffers > 1 ? std::string("; 2 Q buffers: the next work tile's Q, K and V load while this one runs") : std::string("")) +

@@ -431,6 +431,29 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   EXPECT_EQ(d1_long->source.find(", true>;"), std::string::npos) << d1_long->summary;
 }
 
+// $SOLDER_ATTN_FREE=1: free consumers (Config::FreeConsumers, the last template argument) on every
+// two-consumer kernel without a data mask, in place of a stagger (vanilla keeps its 6 stages), with
+// Dynamic where the default has it (causal S 1k); never by default, never with 3 consumers (causal S 4k).
+TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_FREE", "1", 1);
+  auto causal = emit(compile("causal", {}), &refusal);
+  auto vanilla = emit(compile("vanilla", {}), &refusal);
+  auto causal_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto causal_hd128 = emit(compile("causal", {{"D", 128}}), &refusal);
+  unsetenv("SOLDER_ATTN_FREE");
+  auto plain = emit(compile("causal", {}), &refusal);
+  ASSERT_TRUE(causal && vanilla && causal_long && causal_hd128 && plain) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->summary.find("free consumer warpgroups"), std::string::npos) << causal->summary;
+  EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>;"), std::string::npos) << vanilla->summary;
+  EXPECT_EQ(vanilla->summary.find("staggered"), std::string::npos) << vanilla->summary;
+  EXPECT_NE(causal_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << causal_long->summary;
+  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, true>;"), std::string::npos) << causal_hd128->summary;
+  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << plain->summary;
+  EXPECT_NE(plain->summary.find("in ping-pong"), std::string::npos) << plain->summary;
+}
+
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   std::string refusal;
   // small sizes: head dim 16, one key tile
