@@ -6,6 +6,13 @@
 //                                  persistent blocks (one per SM; "pers").
 //   bench_attention profile        one plain launch of each headline kernel (hd64 192x128 at S 4096, hd128
 //                                  128x128 persistent at S 4096 and 1024), for ncu.
+//   bench_attention stamps DIR     the emitter's Configs of causal hd64 S 1k (Dynamic), vanilla hd64 S 1k
+//                                  (Stagger 2) and causal hd64 S 4k, and the first two
+//                                  with free consumers (Config::FreeConsumers), each with and
+//                                  without clock stamps (Stamped<Config>): both timed in two interleaved
+//                                  rounds, their outputs compared bit for bit, and the last stamped launch's
+//                                  records written to DIR/stamps_NAME.bin (sm90_attention.cuh, "Clock
+//                                  stamps"; bench/attention/stamps_table.py reads them).
 //
 // Timing: a CUDA graph of `per_graph` launches (about 2 TFLOP per graph), 2 warm-up replays, then CUDA
 // events around each of 15 replays; the median replay / per_graph. Inputs are random (hash-filled on the
@@ -137,6 +144,85 @@ void write_json(const char* path) {
   std::fclose(f);
 }
 
+// Times Config C on one shape with and without clock stamps (two interleaved rounds), compares their
+// outputs bit for bit, and writes the last timed stamped launch's records to dir/stamps_<name>.bin: a
+// header of 8 int64 (magic 0x5354414d50, consumers, total work tiles, words per record, batch, heads, seq, head dim),
+// then total · (Consumers + 1) records.
+template <class C, class Mask>
+bool stamps(const char* dir, const char* name, int batch, int heads, int seq, const Mask& mask, bool causal, bool persistent) {
+  using S = solder::attention::Stamped<C>;
+  constexpr int D = C::HeadDim;
+  const int bh = batch * heads;
+  Tensor q = device_tensor(bh, seq, D, 1, 2.0f), k = device_tensor(bh, seq, D, 2, 2.0f), v = device_tensor(bh, seq, D, 3, 1.0f);
+  Tensor o = device_tensor(bh, seq, D, 4, 1.0f), o_stamped = device_tensor(bh, seq, D, 5, 1.0f);
+  TensorMap mq = make_map(q, C::QBoxRows, "q"), mk = make_map(k, C::KVBoxRows, "k"), mv = make_map(v, C::KVBoxRows, "v");
+  AttentionShape shape;
+  shape.batch = batch;
+  shape.heads = heads;
+  shape.heads_kv = heads;
+  shape.seq_q = seq;
+  shape.seq_k = seq;
+  const PlainScore score{float(1.4426950408889634 / std::sqrt(double(D)))};
+  Store16<Dtype::bf16> epilogue{o.device, D, seq}, epilogue_stamped{o_stamped.device, D, seq};
+  const double flops = 4.0 * bh * double(seq) * seq * D * (causal ? 0.5 : 1.0);
+  const int per_graph = std::max(2, std::min(50, int(2e12 / flops)));
+  const int blocks = persistent ? sm_count : 0;
+  const long long total = solder::attention::total_tiles(C{}, shape);
+  const size_t words = size_t(total) * (C::Consumers + 1) * solder::attention::detail::kStampWords;
+  unsigned long long* buffer = nullptr;
+  CUDA_CHECK(cudaMalloc(&buffer, words * 8));
+  CUDA_CHECK(cudaMemset(buffer, 0, words * 8));
+  CUDA_CHECK(cudaMemcpyToSymbol(solder::attention::detail::stamp_buffer, &buffer, sizeof buffer));
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  launch<C>(mq, mk, mv, shape, score, mask, epilogue, stream, blocks);
+  launch<S>(mq, mk, mv, shape, score, mask, epilogue_stamped, stream, blocks);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<unsigned char> plain(o.bytes), stamped(o.bytes);
+  CUDA_CHECK(cudaMemcpy(plain.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(stamped.data(), o_stamped.device, o.bytes, cudaMemcpyDeviceToHost));
+  const bool same = plain == stamped;
+  double ms[2][2];
+  for (int round = 0; round < 2; ++round) {
+    ms[round][0] = graph_timing::graph_median_ms(stream, per_graph, 15, [&](cudaStream_t s) {
+      launch<C>(mq, mk, mv, shape, score, mask, epilogue, s, blocks);
+    });
+    ms[round][1] = graph_timing::graph_median_ms(stream, per_graph, 15, [&](cudaStream_t s) {
+      launch<S>(mq, mk, mv, shape, score, mask, epilogue_stamped, s, blocks);
+    });
+  }
+  // the records of the last timed replay's last launch (warm: caches and L2 as in the timings)
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<unsigned long long> records(words);
+  CUDA_CHECK(cudaMemcpy(records.data(), buffer, words * 8, cudaMemcpyDeviceToHost));
+  long long written = 0;
+  for (size_t r = 0; r < words; r += solder::attention::detail::kStampWords) written += records[r] >> 63;
+  std::printf("stamps %-16s B=%-3d H=%d S=%-5d d%-3d %s tiles %lld, records %lld of %lld, output %s; plain %.2f %.2f us, stamped %.2f %.2f us\n",
+              name, batch, heads, seq, D, causal ? "causal " : "vanilla", total, written, total * (C::Consumers + 1),
+              same ? "bit-identical" : "DIFFERS", 1e3 * ms[0][0], 1e3 * ms[1][0], 1e3 * ms[0][1], 1e3 * ms[1][1]);
+  std::fflush(stdout);
+  const std::string path = std::string(dir) + "/stamps_" + name + ".bin";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  const long long header[8] = {0x5354414d50ll, C::Consumers, total, solder::attention::detail::kStampWords, batch, heads, seq, D};
+  std::fwrite(header, sizeof header, 1, f);
+  std::fwrite(records.data(), 8, words, f);
+  std::fclose(f);
+  unsigned long long* none = nullptr;
+  CUDA_CHECK(cudaMemcpyToSymbol(solder::attention::detail::stamp_buffer, &none, sizeof none));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  CUDA_CHECK(cudaFree(buffer));
+  free_tensor(q);
+  free_tensor(k);
+  free_tensor(v);
+  free_tensor(o);
+  free_tensor(o_stamped);
+  return same && written == total * (C::Consumers + 1);
+}
+
 using D64_C2 = Config<Dtype::bf16, 64, 128, 4, 2>;
 using D64_C2P = Config<Dtype::bf16, 64, 128, 4, 2, true>;
 using D64_C3 = Config<Dtype::bf16, 64, 128, 4, 3>;
@@ -174,8 +260,20 @@ int main(int argc, char** argv) {
     bench<D64_C3>(4, heads, 4096, NoMask{}, false, 0, false);
     bench<D128P>(4, heads, 4096, NoMask{}, false, 0, true);
     bench<D128P>(16, heads, 1024, NoMask{}, false, 0, true);
+  } else if (mode == "stamps") {  // the emitter's Configs of the issue's causal cells, with clock stamps
+    const char* dir = argc > 2 ? argv[2] : ".";
+    json = nullptr;
+    bool ok = true;
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>>(dir, "causal_d64_s1k", 16, heads, 1024, CausalMask{0}, true, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>>(dir, "causal_d64_s1k_free", 16, heads, 1024, CausalMask{0}, true, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>(dir, "vanilla_d64_s1k", 16, heads, 1024, NoMask{}, false, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>>(dir, "vanilla_d64_s1k_free", 16, heads, 1024, NoMask{}, false, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 3>>(dir, "causal_d64_s4k", 4, heads, 4096, CausalMask{0}, true, false);
+    // (not causal hd128 S 1k's Config: stamped, its consumers spill 4 bytes at 232 and at 240 registers)
+    std::printf("stamps: %s\n", ok ? "all records written, outputs bit-identical" : "FAILED");
+    if (!ok) return 1;
   } else {
-    std::fprintf(stderr, "usage: bench_attention table|profile [JSON]\n");
+    std::fprintf(stderr, "usage: bench_attention table|profile|stamps [JSON|DIR]\n");
     return 2;
   }
   write_json(json);

@@ -85,8 +85,16 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              passes work tiles without key tiles with no turn, so it can wait on a slot of the two-slot
 //              work ring that consumer 1, still owed Stagger turns, has not read (a deadlock, found by the
 //              device test's St2 case at offset -200 on one block).
+//   FreeConsumers  no turn ring: each consumer issues its products as soon as its own operands are there
+//              (its K or V stage landed, its softmax done), so the consumers drift apart by up to the K/V
+//              ring's depth (both still read every stage; a stage is refilled once both released it) and
+//              one consumer's work-tile boundary overlaps the other's products, at the cost of the
+//              ping-pong order inside a tile. Free of deadlock with and without Dynamic at every depth
+//              and Q buffer count (tests/gpu/attention_skeleton/stagger_model.py). Two consumers only
+//              (with three, at 160 registers, softcap's free kernel spills 24 bytes); not with Stagger
+//              (a lag of turns, and there are none) nor with a data mask (its list buffers assume no lag).
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
-          int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false>
+          int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -97,6 +105,7 @@ struct Config {
   static constexpr int QBuffers = QBuffers_;
   static constexpr int Stagger = Stagger_;
   static constexpr bool Dynamic = Dynamic_;
+  static constexpr bool FreeConsumers = FreeConsumers_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -131,6 +140,8 @@ struct Config {
                 "Stagger: at most Stages - 1 turns, and 3 with two Q buffers (1 with one), or the ring deadlocks");
   static_assert(!Dynamic_ || Persistent_, "Dynamic: with persistent blocks");
   static_assert(!Dynamic_ || Stagger_ == 0, "Dynamic: not with Stagger (the work ring deadlocks on tiles with no key tile)");
+  static_assert(!FreeConsumers_ || Stagger_ == 0, "FreeConsumers: not with Stagger (a lag of turns, and there are no turns)");
+  static_assert(!FreeConsumers_ || Consumers_ == 2, "FreeConsumers: two consumers (with three, at 160 registers, it spills)");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
   static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");

@@ -58,6 +58,9 @@
 // runs L more turns behind: it passes its first L turns without issuing and consumer 0 ends with L empty
 // turns, so that one consumer's tile boundary (last P·V, epilogue, next tile's first S and its softmax)
 // falls between the other's full S + P·V issues of its own rows instead of beside the other's boundary.
+// With Config::FreeConsumers there is no turn ring: each consumer issues its products as soon as its own
+// K, V and softmax are ready, so the consumers drift apart by up to the ring's depth and one's tile
+// boundary (last P·V, epilogue, next tile's first S and softmax) overlaps the other's products.
 // After the last tile: O / Σp through the epilogue,
 // by plain index arithmetic on the accumulator layout. The rings and the turn run on across work tiles:
 // the next tile's loads overlap this tile's epilogue.
@@ -198,6 +201,35 @@ struct PreloadOf<E, true> {
 // One pair for every attention kernel of a module: their launches must not overlap in time.
 static __device__ unsigned int work_counter[2];
 
+// Clock stamps per work tile (Stamped<Config> below; a diagnostic, compiled in only there): the record
+// of work tile t's role r (0: the producer thread, 1 + c: consumer warpgroup c) is the 16 words at
+// stamp_buffer + (t · (Consumers + 1) + r) · kStampWords, written by the role's thread 0. The host sets
+// stamp_buffer (cudaMemcpyToSymbol) to total_tiles · (Consumers + 1) · kStampWords zeroed words; null:
+// nothing is written. Word 0 of a written record: 1 << 63 | r << 48 | key tiles << 32 | block << 16 | SM.
+// Consumer words: 1 globaltimer (ns) and 2 clock when the work tile's entry is taken, then clock at
+// 3 Q landed, 4 first K landed, 5 first turn taken, 6 first S issued, 7 first S done, 8 first P in
+// registers, 9 last S done (one key tile: = 8), 10 last V landed, 11 last turn taken, 12 last P·V done,
+// 13 epilogue's stores issued; 14 globaltimer then. Clocks are the SM's 32-bit %clock (their differences
+// modulo 2^32 are cycles). Producer words: 1 globaltimer and 2 clock at the tile's start (entry known),
+// 3 Q's buffer free, 4 Q issued, 5 first K stage free, 6 last V issued.
+static __device__ unsigned long long* stamp_buffer;
+constexpr int kStampWords = 16;
+__device__ __forceinline__ unsigned int clock_now() {  // (32 bits: differences modulo 2^32)
+  unsigned int c;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(c)::"memory");
+  return c;
+}
+__device__ __forceinline__ unsigned long long global_now() {
+  unsigned long long c;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(c)::"memory");
+  return c;
+}
+__device__ __forceinline__ unsigned int sm_id() {
+  unsigned int id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
 // The stage and the phase parity of the n-th use of a ring of Stages stages.
 template <int Stages>
 __device__ __forceinline__ int stage_of(uint32_t n) {
@@ -209,6 +241,21 @@ __device__ __forceinline__ uint32_t phase_of(uint32_t n) {
 }
 
 }  // namespace detail
+
+// A Config with clock stamps per work tile (detail::stamp_buffer): the same kernel plus one thread per
+// role storing the SM clock at the points the record lists. Nothing it computes changes.
+template <class C>
+struct Stamped : C {
+  static constexpr bool Stamps = true;
+};
+template <class C>
+SOLDER_ATTN_HD constexpr auto config_stamps(int) -> decltype(C::Stamps, bool()) {
+  return C::Stamps;
+}
+template <class C>
+SOLDER_ATTN_HD constexpr bool config_stamps(long) {
+  return false;
+}
 
 // The kernel's body; attention_kernel and SOLDER_ATTENTION_KERNEL wrap it (with the __launch_bounds__).
 template <class C, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
@@ -508,6 +555,31 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int thread = static_cast<int>(threadIdx.x) % 128;
+  // Clock stamps (Stamped<Config>): the record of work tile t's role (0 the producer, 1 + c consumer c),
+  // or null; every stamp compiles to nothing without.
+  constexpr bool kStamps = config_stamps<C>(0);
+  auto stamp_record = [&](int t, int role) -> unsigned long long* {
+    if constexpr (kStamps) {
+      if (detail::stamp_buffer == nullptr || thread != 0) return nullptr;
+      return detail::stamp_buffer + ((long long)t * (C::Consumers + 1) + role) * detail::kStampWords;
+    } else {
+      return nullptr;
+    }
+  };
+  auto stamp = [&](unsigned long long* record, int word, unsigned long long value) {
+    if constexpr (kStamps) {
+      if (record) record[word] = value;
+    }
+  };
+  auto stamp_clock = [&](unsigned long long* record, int word) {
+    if constexpr (kStamps) stamp(record, word, detail::clock_now());
+  };
+  auto stamp_header = [&](unsigned long long* record, int role, int count) {
+    if constexpr (kStamps) {
+      stamp(record, 0, 1ull << 63 | (unsigned long long)role << 48 | (unsigned long long)(unsigned)count << 32 |
+                           (unsigned long long)blockIdx.x << 16 | detail::sm_id());
+    }
+  };
 
   if (threadIdx.x == 0) {
     for (int b = 0; b < C::QBuffers; ++b) {
@@ -569,8 +641,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // with Config::Dynamic 48 and 224 (the claims and posts spill at 40), and with the id table built per
   // group in the classifier warps' loop (kLazyTable) 56 and 224 (at 48 the emitted document_mask S 1k
   // kernel spilled 8 bytes).
-  constexpr int kProducerRegisters = kDataLoop && C::Consumers == 2 ? (kLazyTable ? 56 : kDynamic ? 48 : 40) : C::ProducerRegisters;
-  constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : C::ConsumerRegisters;
+  // Free consumers and clock stamps with two consumers: 32 and 232 (at 24 the producer thread spilled a
+  // register around its TMA issues: causal S 1k's free Config, hd128's stamped one).
+  constexpr bool kWideProducer = (C::FreeConsumers || kStamps) && C::Consumers == 2;
+  constexpr int kProducerRegisters =
+      kDataLoop && C::Consumers == 2 ? (kLazyTable ? 56 : kDynamic ? 48 : 40) : kWideProducer ? 32 : C::ProducerRegisters;
+  constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : kWideProducer ? 232 : C::ConsumerRegisters;
   // setmaxnreg moves registers within the block's launch allocation (65536 / threads per thread, in
   // steps of 8: 168 at 384 threads): a warpgroup's .inc waits until others' .dec have freed enough, so
   // a split over that allocation never completes (a hang, not an error).
@@ -614,11 +690,17 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       };
       if constexpr (kDynamic && !kDataLoop) post(tile_index(0));
       for (int round = 0, t = tile_index(0); t < total; t = next_tile(++round)) {
+        unsigned long long* const record = stamp_record(t, 0);
+        if constexpr (kStamps) {
+          stamp(record, 1, detail::global_now());
+          stamp_clock(record, 2);
+        }
         if constexpr (kDynamic) claimed = static_cast<int>(gridDim.x + atomicAdd(&detail::work_counter[0], 1u));
         const Work w = locate(t);
         const int buf = list_of(round);
         if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
         const int count = tiles_of(w, buf);
+        stamp_header(record, 0, count);
         if (count <= 0) {
           if constexpr (kDynamic && kDataLoop) post(claimed);  // round + 1's tile, to the classifier warps
           if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);
@@ -628,6 +710,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         // tile's with one buffer; the one before that with two).
         const int qb = detail::stage_of<C::QBuffers>(q_loads);
         detail::wait_parity(&q_empty[qb], detail::phase_of<C::QBuffers>(q_loads) ^ 1u);
+        stamp_clock(record, 3);
         cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                              &q_full[qb], static_cast<uint32_t>(C::QBytes));
 #pragma unroll
@@ -637,6 +720,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             detail::tma_load(smem_q + qb * (C::QBytes / 2) + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
                              operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), &q_full[qb]);
         ++q_loads;
+        stamp_clock(record, 4);
         // Config::Dynamic with a data mask: round + 1's tile to the classifier warps (after Q's issue: the
         // claim's latency behind it)
         if constexpr (kDynamic && kDataLoop) post(claimed);
@@ -651,6 +735,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const int stage = detail::stage_of<C::Stages>(loaded);
           const uint32_t phase = detail::phase_of<C::Stages>(loaded);
           detail::wait_parity(&k_empty[stage], phase ^ 1u);
+          if (n == 0) stamp_clock(record, 5);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &k_full[stage],
                                                static_cast<uint32_t>(C::KVTileBytes + C::BiasTileBytes + C::BiasColumnBytes));
@@ -678,6 +763,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch,
                              &v_full[stage]);
         }
+        stamp_clock(record, 6);
         if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);  // this round's list read
       }
       if constexpr (kDynamic) {
@@ -763,7 +849,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     constexpr int kTurnThreads = 256;
     const int my_turn = 1 + consumer;
     const int next_turn = 1 + (consumer + 1) % C::Consumers;
-    if (consumer == C::Consumers - 1) detail::named_arrive(next_turn, kTurnThreads);
+    // Config::FreeConsumers: no turns; each consumer issues as soon as its own operands are there.
+    constexpr bool kTurns = !C::FreeConsumers;
+    static_assert(!C::FreeConsumers || !kData, "FreeConsumers: not with a data mask");
+    auto take_turn = [&] {
+      if constexpr (kTurns) detail::named_sync(my_turn, kTurnThreads);
+    };
+    auto pass_turn = [&] {
+      if constexpr (kTurns) detail::named_arrive(next_turn, kTurnThreads);
+    };
+    if (kTurns && consumer == C::Consumers - 1) detail::named_arrive(next_turn, kTurnThreads);
     // Config::Stagger: consumer 1 passes its first Stagger turns without issuing, so it runs that many
     // turns behind consumer 0 from here on (consumer 0 gives them back with as many empty turns at
     // its end); both still take every tile of the same rings.
@@ -835,6 +930,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     };
     int round = 0, t = take(0);
     if (t < total) do {
+      unsigned long long* const record = stamp_record(t, 1 + consumer);
+      if constexpr (kStamps) {
+        stamp(record, 1, detail::global_now());
+        stamp_clock(record, 2);
+      }
       const Work w = locate(t);
       // This thread's rows: accumulator register i ↔ row 16·warp + lane/4 + 8·((i/2) % 2), column
       // 8·(i/4) + 2·(lane % 4) + i % 2 of the warpgroup's 64 × N tile.
@@ -1087,6 +1187,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       wgmma::clear(acc_o);
 
       const int count = tiles_of(w, buf);
+      stamp_header(record, 1 + consumer, count);
       if (count > 0) {
         // The factor of the O rows from the last State::update, applied just before the next P·V is
         // issued (O then holds the tiles before the updated one), while the tensor cores run S. No
@@ -1100,39 +1201,47 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         const uint32_t first = consumed;
         const int qb = detail::stage_of<C::QBuffers>(q_uses);
         detail::wait_parity(&q_full[qb], detail::phase_of<C::QBuffers>(q_uses));
+        stamp_clock(record, 3);
         ++q_uses;
         // First tile: S only.
         {
           const int j0 = tile_at(w, buf, 0);
           const int ks = detail::stage_of<C::Stages>(first);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
-          detail::named_sync(my_turn, kTurnThreads);
+          stamp_clock(record, 4);
+          take_turn();
+          stamp_clock(record, 5);
           issue_s(qb, ks);
-          detail::named_arrive(next_turn, kTurnThreads);
+          stamp_clock(record, 6);
+          pass_turn();
           load_bias(j0, ks);
           load_ids(j0, 0);
           wgmma::wait<0>();
           wgmma::fence(acc_s);
+          stamp_clock(record, 7);
           release(&k_empty[ks]);
           if (count == 1) release(&q_empty[qb]);
           logits(j0, 0);
           update_state(correction);  // O is 0: nothing to rescale
           to_p();
+          stamp_clock(record, 8);
+          if (count == 1) stamp_clock(record, 9);  // (no loop: its softmax is the first tile's)
         }
         for (int n = 1; n < count; ++n) {
           const int j = tile_at(w, buf, n);
           const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
           detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + n));
-          detail::named_sync(my_turn, kTurnThreads);
+          take_turn();
           issue_s(qb, ks);
           rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
           issue_o(vs);
-          detail::named_arrive(next_turn, kTurnThreads);
+          pass_turn();
           load_bias(j, ks);
           load_ids(j, n);
           wgmma::wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
           wgmma::fence(acc_s);
+          if (n == count - 1) stamp_clock(record, 9);
           release(&k_empty[ks]);
           if (n == count - 1) release(&q_empty[qb]);  // the tile's last read of Q is done
           logits(j, n);
@@ -1147,14 +1256,18 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         {
           const int vs = detail::stage_of<C::Stages>(first + count - 1);
           detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + count - 1));
-          detail::named_sync(my_turn, kTurnThreads);
+          stamp_clock(record, 10);
+          take_turn();
+          stamp_clock(record, 11);
           rescale_o();
           issue_o(vs);
-          detail::named_arrive(next_turn, kTurnThreads);
+          pass_turn();
           wgmma::wait<0>();
           wgmma::fence(acc_o);
+          stamp_clock(record, 12);
           release(&v_empty[vs]);
         }
+
         consumed += static_cast<uint32_t>(count);
       }
       if constexpr (kDataLoop) release(&list_empty[buf]);  // this warp's last read of the round's list
@@ -1178,6 +1291,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]);
         }
       }
+      if constexpr (kStamps) {
+        stamp_clock(record, 13);
+        stamp(record, 14, detail::global_now());
+      }
     } while (C::Persistent && (t = take(++round)) < total);
     if (consumer == 0) {
       if constexpr (C::Stagger > 0) {
@@ -1188,7 +1305,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::named_arrive(next_turn, kTurnThreads);
         }
       }
-      detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
+      if constexpr (kTurns) detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
     }
   }
 }

@@ -7,13 +7,21 @@ interleavings and random key tiles per work tile (0 included). It reports deadlo
 on a named barrier before its wait (which would break bar.sync's pairing), and checks that exactly the
 configurations config.cuh's static_assert admits are free of both: L <= Stages - 1, and L <= 3 with two
 Q buffers (1 with one). Products complete at once in the model: their latency adds waits, no new
-dependency. Usage: stagger_model.py (exit status 1 on a mismatch).
+dependency.
+
+With dynamic=True the model adds Config's Dynamic work ring (the producer posts each work tile's entry
+into two slots on work_full / work_empty, every consumer warp reads it; the entry after a tile is posted
+once that tile's loads are issued, the sentinel after the last): the model finds the deadlock of Dynamic
+with Stagger on work tiles without key tiles (which config.cuh refuses). With free=True the consumers take
+no turns (Config's FreeConsumers: each issues as soon as its own operands are there, so the two drift
+apart by up to the ring's depth), checked free of deadlock with and without the work ring at every depth
+and Q buffer count. Usage: stagger_model.py (exit status 1 on a mismatch).
 """
 import random, sys, itertools
 
 class Deadlock(Exception): pass
 
-def run(counts, S, QB, L, seed, wgmma_async=True):
+def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False):
     rnd = random.Random(seed)
     # mbarrier model: completed phases count
     full = {}  # name -> completed phases; arrivals in current phase
@@ -26,6 +34,8 @@ def run(counts, S, QB, L, seed, wgmma_async=True):
     for s in range(S):
         for k in ('kf', 'vf'): init((k, s), 1)
         for k in ('ke', 've'): init((k, s), 8)
+    for s in range(2):
+        init(('wf', s), 1); init(('we', s), 8)
     def arrive(name, n=1):
         arrivals[name] += n
         assert arrivals[name] <= expected[name]
@@ -39,10 +49,18 @@ def run(counts, S, QB, L, seed, wgmma_async=True):
     def gen_wait(cond):
         while not cond():
             yield 'blocked'
+    posted = [0]
+    def post():
+        slot = posted[0] & 1; ph = (posted[0] >> 1) & 1
+        yield from gen_wait(lambda: parity_done(('we', slot), ph ^ 1))
+        arrive(('wf', slot)); posted[0] += 1
     def producer():
         loaded = 0; qloads = 0
+        if dynamic: yield from post()  # the first tile's entry
         for cnt in counts:
-            if cnt <= 0: continue
+            if cnt <= 0:
+                if dynamic: yield from post()  # the next entry (or the sentinel)
+                continue
             qb = qloads % QB; ph = (qloads // QB) & 1
             yield from gen_wait(lambda: parity_done(('qe', qb), ph ^ 1))
             arrive(('qf', qb)); qloads += 1
@@ -53,21 +71,30 @@ def run(counts, S, QB, L, seed, wgmma_async=True):
                 yield from gen_wait(lambda: parity_done(('ve', st), ph ^ 1))
                 arrive(('vf', st)); yield 'step'
                 loaded += 1
+            if dynamic: yield from post()  # the next entry (or the sentinel)
     def consumer(c):
         my = 1 + c; nxt = 1 + (c + 1) % 2
         def sync():
+            if free: return
             yield from gen_wait(lambda: tokens[my] > 0)
             tokens[my] -= 1
         def arr():
+            if free: return
             tokens[nxt] += 1
             assert tokens[nxt] <= 1, 'double arrival on a named barrier'
         def rel(name):
             for w in range(4): arrive(name)
+        taken = [0]
+        def take():
+            slot = taken[0] & 1; ph = (taken[0] >> 1) & 1
+            yield from gen_wait(lambda: parity_done(('wf', slot), ph))
+            rel(('we', slot)); taken[0] += 1
         if c == 1:
             arr()
             for _ in range(L):
                 yield from sync(); arr(); yield 'step'
         consumed = 0; quses = 0
+        if dynamic: yield from take()
         for cnt in counts:
             if cnt > 0:
                 first = consumed
@@ -95,6 +122,7 @@ def run(counts, S, QB, L, seed, wgmma_async=True):
                 rel(('ve', vs))
                 consumed += cnt
             yield 'epilogue'
+            if dynamic: yield from take()  # the next entry (the last take reads the sentinel)
         if c == 0:
             for _ in range(L):
                 yield from sync(); arr(); yield 'step'
@@ -127,7 +155,35 @@ def run(counts, S, QB, L, seed, wgmma_async=True):
         if steps > 10**6: raise Deadlock('too long')
     assert tokens[1] == 0 and tokens[2] == 0, tokens
 
+def trials(S, QB, L, **kind):
+    """None when 60 random runs pass, else (counts, error) of the first that fails."""
+    for trial in range(60):
+        rnd = random.Random(trial)
+        n = rnd.randint(0, 7)
+        counts = [rnd.choice([0, 1, 1, 2, 3, 5, 8, 9]) for _ in range(n)]
+        try:
+            run(counts, S, QB, L, trial, **kind)
+        except (Deadlock, AssertionError) as e:
+            return (counts, repr(e))
+    return None
+
 bad = 0
+# Dynamic's work ring: with turns and no stagger free of deadlock; with a stagger it deadlocks (the
+# eleventh session's hang; config.cuh refuses Dynamic with Stagger).
+for S in (2, 4, 6):
+    for QB in (1, 2):
+        why = trials(S, QB, 0, dynamic=True)
+        if why:
+            print('dynamic S', S, 'QB', QB, 'L 0 deadlocks', why); bad += 1
+if trials(4, 2, 2, dynamic=True) is None:
+    print('dynamic with stagger 2: the model finds no deadlock (the device test hung there)'); bad += 1
+# Free consumers (no turns), with and without the work ring: free of deadlock at every depth.
+for S in range(2, 9):
+    for QB in (1, 2):
+        for dynamic in (False, True):
+            why = trials(S, QB, 0, dynamic=dynamic, free=True)
+            if why:
+                print('free S', S, 'QB', QB, 'dynamic', dynamic, 'deadlocks', why); bad += 1
 for S in range(2, 9):
     for QB in (1, 2):
         for L in range(0, S + 1):

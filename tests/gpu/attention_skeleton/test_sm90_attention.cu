@@ -538,15 +538,16 @@ void run_many_tiles(const char* name, std::mt19937& rng) {
   persistent_blocks = 3;
 }
 
-// Config::Dynamic (work tiles claimed from a counter) against the static configuration CStatic, one block
-// per work tile, bit for bit and against the reference: on 0 (one block per tile, every block's first
-// claim past the end), 1, 3 and 7 persistent blocks; unmasked, causal top-left with ragged S, bottom-right
+// Config::Dynamic (work tiles claimed from a counter) against the static configuration CStatic, or
+// Config::FreeConsumers (no turn ring) against the same schedule with turns, bit for bit and against the
+// reference: on 0 (one block per tile, every block's first claim past the end), 1, 3 and 7 persistent blocks; unmasked, causal top-left with ragged S, bottom-right
 // with seq_q != seq_k and 4:1 GQA, an offset of -200 (work tiles with no key tile: the producer posts them,
 // the consumers store zeros), softcap. Every launch after the first relies on the previous launch's reset
 // of the counter.
 template <class C, class CStatic>
 void run_dynamic(const char* name, std::mt19937& rng) {
-  static_assert(C::Dynamic && !CStatic::Dynamic, "run_dynamic: a Dynamic configuration against a static one");
+  static_assert((C::Dynamic && !CStatic::Dynamic) || (C::FreeConsumers && !CStatic::FreeConsumers),
+                "run_dynamic: a Dynamic configuration against a static one, or free consumers against turns");
   const float log2e = 1.4426950408889634f;
   const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
   const SoftcapScore softcap{log2e, 1.0f / std::sqrt(float(C::HeadDim)) / 3.0f, 3.0f};
@@ -774,6 +775,16 @@ int main(int argc, char** argv) {
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 s4 P Dy", rng);
     run_dynamic<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true>, Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2>>("f16 d64 s4 P Q2 Dy", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2 Dy", rng);
+    // Fr: free consumers (Config::FreeConsumers: no turn ring, the consumers drift apart by up to the ring's
+    // depth), each against the same Config with turns: the emitter's causal S 1k (Dynamic, two and one Q
+    // buffer, f16), the shallowest ring (2 stages), vanilla's short rows (6 stages, against its stagger),
+    // hd128's short rows (two consumers only: config.cuh)
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>>("bf16 d64 s4 P Q2 Dy Fr", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>>("bf16 d64 s4 P Dy Fr", rng);
+    run_dynamic<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true, true>, Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true>>("f16 d64 s4 P Q2 Dy Fr", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2, 0, true, true>, Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2>>("bf16 d64 s2 P Q2 Dy Fr", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 Fr", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, true>, Config<Dtype::bf16, 128, 128, 3, 2, true>>("bf16 d128 s3 P Fr", rng);
     // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

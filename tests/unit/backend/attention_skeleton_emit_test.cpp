@@ -103,8 +103,8 @@ TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
   EXPECT_NE(k->summary.find("are skipped"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
   // short causal sequences: persistent blocks with two Q buffers, no stagger, work tiles claimed from a
-  // counter (S 1k); long ones one block per tile
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos);
+  // counter, free consumers (S 1k); long ones one block per tile
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
   auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
   ASSERT_TRUE(longer) << refusal;
@@ -346,7 +346,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
     ASSERT_TRUE(k) << name << ": " << refusal;
     const bool masked = std::string(name) == "causal";
     const int stages = masked ? 4 : 6;
-    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
+    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
               std::string::npos)
         << name << ": " << k->summary;
     EXPECT_EQ(k->info.blocks, 132) << name;
@@ -407,7 +407,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   auto all = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
   unsetenv("SOLDER_ATTN_SHORT");
   ASSERT_TRUE(all) << refusal;
-  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos);
+  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos);
 
   // the counter knob: 0 is the snake's fixed rounds (the previous Config exactly), 1 takes the counter
   // on unmasked persistent kernels too, but never on a staggered one (vanilla's default stagger keeps
@@ -429,6 +429,36 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   EXPECT_NE(d1->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << d1->summary;
   EXPECT_NE(d1->summary.find("claimed from a counter"), std::string::npos) << d1->summary;
   EXPECT_EQ(d1_long->source.find(", true>;"), std::string::npos) << d1_long->summary;
+}
+
+// Free consumers (Config::FreeConsumers, the last template argument): by default on causal's Dynamic
+// kernel at S 1k (a mask of one comparison), not on sliding_window's (two); $SOLDER_ATTN_FREE=0 keeps the
+// turns there, =1 frees every two-consumer kernel without a data mask, in place of a stagger (vanilla
+// keeps its 6 stages); never with 3 consumers (causal S 4k).
+TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_FREE", "1", 1);
+  auto causal = emit(compile("causal", {}), &refusal);
+  auto vanilla = emit(compile("vanilla", {}), &refusal);
+  auto causal_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto causal_hd128 = emit(compile("causal", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_FREE", "0", 1);
+  auto turns = emit(compile("causal", {}), &refusal);
+  unsetenv("SOLDER_ATTN_FREE");
+  auto plain = emit(compile("causal", {}), &refusal);
+  auto sliding = emit(compile("sliding_window", {}), &refusal);
+  ASSERT_TRUE(causal && vanilla && causal_long && causal_hd128 && turns && plain && sliding) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->summary.find("free consumer warpgroups"), std::string::npos) << causal->summary;
+  EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>;"), std::string::npos) << vanilla->summary;
+  EXPECT_EQ(vanilla->summary.find("staggered"), std::string::npos) << vanilla->summary;
+  EXPECT_NE(causal_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << causal_long->summary;
+  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, true>;"), std::string::npos) << causal_hd128->summary;
+  EXPECT_NE(turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << turns->summary;
+  EXPECT_NE(turns->summary.find("in ping-pong"), std::string::npos) << turns->summary;
+  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << plain->summary;
+  EXPECT_NE(plain->summary.find("free consumer warpgroups"), std::string::npos) << plain->summary;
+  EXPECT_NE(sliding->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding->summary;
 }
 
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
