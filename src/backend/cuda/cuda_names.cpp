@@ -29,6 +29,7 @@ const std::set<std::string>& reserved_cuda_words() {
         "SOLDER_ATTENTION_DUAL_KERNEL", "combine",  // the attention dual mode's entry macro and epilogue hook
         "kStagedSum", "staged_column",  // the attention score functor's tile-plus-column bias (functors.cuh)
         "kOneIdTiles",  // the data mask's one-id boundary tiles (functors.cuh)
+        "kColGroups", "col_groups", "col_group", "group_bh",  // a data mask's key-id groups (the id table)
         "dim", "extent", "index", "parameter", "channel_0", "channel_1",
         // The GEMM skeleton's prologue functor (gemm_prologue_writer.cpp).
         "SOLDER_GEMM_PROLOGUE_KERNEL", "Sides", "PreSweep", "side_init", "side_step", "side_merge", "operand",
