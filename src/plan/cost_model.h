@@ -100,11 +100,16 @@ constexpr double kFewTilesFraction = 0.5;
 // path chooses the best measured configuration at both problems (mean Spearman 0.350 → 0.700), and
 // gemm-chains3-sweep.json goes from Spearman 0.690 to 0.840 (worst gap 5.2 → 4.5 %); the calibration
 // and skeleton sweeps do not move (docs/planner.md, "Validation").
-// Every one of the split_k - 1 partials counts: the merge sums them in split order, so a deeper split
-// adds its latencies as well as its bytes. Fitted with ffn-s2-sweep.json, gemm-chains3-sweep.json and
-// lrb-dw-sweep.json (linear_relu_backward's dw at K 65536: 128 x 64 split 16 reads 30 blocks, 64 x 64
-// split 8 seven; bench/NOTES.md, lrb-model).
 constexpr double kSplitKPartialReadLatencies = 0.35;
+// ... for the first kMergeSplitsInFlight splits only: the merge loop (sm90_gemm.cuh) is unrolled over
+// the splits, and a lane's loads of up to four splits (8 float4 each, 128 registers) are in flight
+// together, so a deeper split adds its bytes, not its latency. Pricing every split instead ranks the
+// ffn-s2 and gemm-chains3 sweeps better without moving their choices, but moves linear_relu_backward's
+// dw from 128 x 64 s6 split 16 to 64 x 64 s9 split 8, which measured no faster (98.66 against 98.61 µs,
+// whole program), and still ranks the fastest form measured, that tile with B multicast (95.82 µs),
+// 14th (bench/NOTES.md, lrb-model). Both constants are a fit to these sweeps, not a measurement of the
+// merge alone.
+constexpr int kMergeSplitsInFlight = 4;
 // The skeleton's cost of a cluster launch beyond cluster_launch_us (the probe's empty kernel with two
 // cluster barriers): its own cluster barriers at start and end, and a ring whose stage is refilled only
 // once every block of the cluster released it, so the slower block of each cluster sets the pace.
