@@ -103,10 +103,12 @@ constexpr double kFewTilesFraction = 0.5;
 constexpr double kSplitKPartialReadLatencies = 0.35;
 // ... for the first kMergeSplitsInFlight splits only: the merge loop (sm90_gemm.cuh) is unrolled over
 // the splits, and a lane's loads of up to four splits (8 float4 each, 128 registers) are in flight
-// together, so a deeper split adds its bytes, not its latency. Without this bound the term priced
-// linear_relu_backward's dw (128 x 64 split 16: 30 blocks, 10.8 µs) 6 µs over its measured 38.1 µs
-// (bench/NOTES.md, lrb-dw) and moved it to an unmeasured 64 x 64 split 8. Both constants are a fit to
-// these sweeps, not a measurement of the merge alone (no ncu of it yet).
+// together, so a deeper split adds its bytes, not its latency. Pricing every split instead ranks the
+// ffn-s2 and gemm-chains3 sweeps better without moving their choices, but moves linear_relu_backward's
+// dw from 128 x 64 s6 split 16 to 64 x 64 s9 split 8, which measured no faster (98.66 against 98.61 µs,
+// whole program), and still ranks the fastest form measured, that tile with B multicast (95.82 µs),
+// 14th (bench/NOTES.md, lrb-model). Both constants are a fit to these sweeps, not a measurement of the
+// merge alone.
 constexpr int kMergeSplitsInFlight = 4;
 // The skeleton's cost of a cluster launch beyond cluster_launch_us (the probe's empty kernel with two
 // cluster barriers): its own cluster barriers at start and end, and a ring whose stage is refilled only

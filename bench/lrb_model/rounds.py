@@ -1,0 +1,225 @@
+"""Interleaved rounds of Solder and its peer, one process (issue 15, branch lrb-model; quant-lrb's rounds.py).
+
+Each cell is a suite case with Solder variants (environment knobs for `solder bench`) and its peer
+(torch.compile, default mode). The peers are compiled once, at the start, in priority order; then every
+round times, cell by cell, each Solder variant (`solder bench --json`, a subprocess) and then the peer
+(bench/peers.py's time_cuda: CUDA-graph replays, CUDA events), so that Solder and its peer alternate
+within seconds of each other and the rounds show the call's drift. Every record carries its wall-clock
+start and end (to join with the clock log, clocks.csv) and is appended to OUT/rounds.jsonl as it is
+measured. After the rounds: torch.profiler listings of the peers' kernels (per kernel, per replay: the
+bimodality on the peer's side; cuBLAS's kernel for linear_relu_backward's dw with its grid).
+
+    python3 rounds.py --solder SOLDER --tree TREE --out OUT --deadline EPOCH_SECONDS [--go FILE]
+
+--go: wait for this file before timing (the verification runs first; the peers compile meanwhile).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+# Cells in priority order: id, suite case, Solder variants (label, env), rounds, peer wanted.
+# linear_relu_backward nerf's dw: the planner's tile (the candidate cost model's 64x64 s9 k8), the tile it
+# replaces (128x64 s6 k16) and the other 64 x 64 split-8 forms (bench/quant_lrb/next.spots); wide whole.
+DW = "256,256,65536"
+CELLS = [
+    ("lrb-nerf", "linear_relu_backward-nerf", [
+        ("default", {}),
+        ("dw-128x64s6k16", {"SOLDER_GEMM_TILE": f"128x64s6k16@{DW}"}),
+        ("dw-64x64s14k8", {"SOLDER_GEMM_TILE": f"64x64s14k8@{DW}"}),
+        ("dw-64x64s9k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW}"}),
+        ("dw-64x64s14k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s14k8c2x1@{DW}"}),
+    ], 2),
+    ("lrb-wide", "linear_relu_backward-wide", [("default", {})], 2),
+]
+
+
+def list_cells(tree):
+    """`ENV words|solder bench arguments` of every Solder variant (for the parallel compile)."""
+    sys.path.insert(0, os.path.join(tree, "bench"))
+    import suites
+    cases = {c.id: c for c in suites.cases("all", False, None)}
+    for _, case_id, variants, _ in CELLS:
+        for _, env in variants:
+            args = [x if not x.startswith("examples/") else os.path.join(tree, x) for x in cases[case_id].solder_args()]
+            print(" ".join(f"{k}={v}" for k, v in env.items()) + "|" + " ".join(args))
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--list":
+        list_cells(sys.argv[2])
+        return 0
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--solder", required=True)
+    ap.add_argument("--tree", required=True, help="repository root holding examples/ and bench/")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--deadline", type=float, required=True, help="epoch seconds: start nothing after")
+    ap.add_argument("--go", default=None)
+    ap.add_argument("--compile-by", type=float, default=None, help="epoch seconds: compile no more peers after")
+    ap.add_argument("--replays", type=int, default=30)
+    a = ap.parse_args()
+    sys.path.insert(0, os.path.join(a.tree, "bench"))
+    import torch
+    import peers
+    import suites
+
+    os.makedirs(a.out, exist_ok=True)
+    log = open(os.path.join(a.out, "rounds.jsonl"), "a")
+
+    def emit(rec):
+        log.write(json.dumps(rec, default=str) + "\n")
+        log.flush()
+
+    def left():
+        return a.deadline - time.time()
+
+    for k in ("cache_size_limit", "recompile_limit"):
+        if hasattr(torch._dynamo.config, k):
+            setattr(torch._dynamo.config, k, 64)
+    dev = torch.device("cuda")
+    opt = argparse.Namespace(max_calls=1000, target_replay_us=2000.0, reps=None, warmup=3, target_total_us=4e5,
+                             no_graph=False, rotate_below_mb=suites.L2_BYTES / 1e6, max_sets=4096, small=False)
+    cases = {c.id: c for c in suites.cases("all", False, None)}
+
+    # ---- the peers: compiled once, in priority order ----
+    peer = {}
+    for cell, case_id, _, _ in CELLS:
+        if a.compile_by and time.time() > a.compile_by:
+            print(f"peer {cell}: not compiled (compile deadline)", flush=True)
+            continue
+        t0 = time.time()
+        try:
+            case = cases[case_id]
+            d = case.dims(False)
+            sets, _ = peers.input_sets_for(case, d, dev, opt, seed=1)
+            impl = peers.build_impl(case, "compile", d, dev)
+            fn = torch.compile(impl.fn, dynamic=False)
+            arg_sets = [impl.make_args(x) for x in sets]
+            with torch.no_grad():
+                fn(*arg_sets[0])
+            torch.cuda.synchronize()
+            peer[cell] = (case, d, sets, fn, arg_sets)
+            print(f"peer {cell}: compiled in {time.time() - t0:.1f} s", flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"peer {cell}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+            emit({"record": "peer-error", "cell": cell, "error": traceback.format_exc()[-1500:]})
+
+    if a.go:
+        while not os.path.exists(a.go) and left() > 30:
+            time.sleep(0.5)
+
+    def time_solder(cell, case, label, env, rnd):
+        args = [a.solder, "bench"] + case.solder_args() + ["--replays", str(a.replays), "--json"]
+        args = [x if not x.startswith("examples/") else os.path.join(a.tree, x) for x in args]
+        t0 = time.time()
+        rec = {"record": "solder", "cell": cell, "case": case.id, "variant": label, "env": env, "round": rnd, "start": t0}
+        try:
+            p = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True, timeout=40)
+            line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+            r = json.loads(line) if line.startswith("{") else None
+            if r:
+                rec.update(median_us=r["median_us"], min_us=r["min_us"], max_us=r["max_us"], kernels=r.get("kernels"))
+            else:
+                rec.update(error=(p.stderr or p.stdout)[-600:], rc=p.returncode)
+        except Exception as e:  # noqa: BLE001
+            rec.update(error=f"{type(e).__name__}: {e}")
+        rec["end"] = time.time()
+        emit(rec)
+        m = rec.get("median_us")
+        print(f"r{rnd} {cell:9} {label:16} " + (f"{m:9.2f} us (min {rec['min_us']:.2f}, max {rec['max_us']:.2f})"
+                                                 if m else f"ERROR {rec.get('error', '')[-200:]}"), flush=True)
+
+    def time_peer(cell, rnd):
+        case, d, sets, fn, arg_sets = peer[cell]
+        t0 = time.time()
+        rec = {"record": "peer", "cell": cell, "case": case.id, "peer": "compile", "compile_mode": "default", "round": rnd,
+               "start": t0}
+        try:
+            with torch.no_grad():
+                out, times, calls = peers.time_cuda(fn, arg_sets, opt)
+            rec.update(median_us=statistics.median(times), min_us=min(times), max_us=max(times), replays=len(times),
+                       calls_per_graph=calls, times=[round(t, 3) for t in times])
+            if rnd == 1:
+                rel, mx = peers.verify(case, d, sets[0], out)
+                tol = peers.TOL.get(case.workload, 1e-2)
+                rec.update(rel_err=rel, max_rel_err=mx, verified=bool(rel <= tol))
+        except Exception as e:  # noqa: BLE001
+            rec.update(error=f"{type(e).__name__}: {str(e)[:500]}")
+        rec["end"] = time.time()
+        emit(rec)
+        m = rec.get("median_us")
+        print(f"r{rnd} {cell:9} {'torch.compile':16} " + (f"{m:9.2f} us (min {rec['min_us']:.2f}, max {rec['max_us']:.2f})"
+                                                          + ("" if rnd > 1 else f" verified {rec.get('verified')}")
+                                                          if m else f"ERROR {rec.get('error', '')[-200:]}"), flush=True)
+
+    # ---- the rounds ----
+    max_rounds = max(r for *_, r in CELLS)
+    for rnd in range(1, max_rounds + 1):
+        for cell, case_id, variants, rounds in CELLS:
+            if rnd > rounds:
+                continue
+            if left() < 8:
+                print(f"r{rnd} {cell}: deadline, skipped", flush=True)
+                continue
+            for label, env in variants:
+                time_solder(cell, cases[case_id], label, env, rnd)
+            if cell in peer and left() > 4:
+                time_peer(cell, rnd)
+
+    # ---- the peers' kernels (torch.profiler): per kernel, per replay; cuBLAS's dw ----
+    def profile(name, fn, arg_sets, calls=4, replays=6):
+        from torch.profiler import ProfilerActivity, profile as tprofile
+        with torch.no_grad():
+            for args in arg_sets[:2]:
+                fn(*args)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                for c in range(calls):
+                    fn(*arg_sets[c % len(arg_sets)])
+            g.replay()
+            torch.cuda.synchronize()
+            with tprofile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(replays):
+                    g.replay()
+                torch.cuda.synchronize()
+        path = os.path.join(a.out, f"trace-{name}.json")
+        prof.export_chrome_trace(path)
+        ev = [e for e in json.load(open(path)).get("traceEvents", []) if e.get("cat") == "kernel"]
+        kernels = {}
+        for e in ev:
+            k = kernels.setdefault(e["name"], {"durs": [], "grid": e.get("args", {}).get("grid"),
+                                                "block": e.get("args", {}).get("block"),
+                                                "registers": e.get("args", {}).get("registers per thread"),
+                                                "smem": e.get("args", {}).get("shared memory")})
+            k["durs"].append(e.get("dur"))
+        os.remove(path)
+        for kname, k in kernels.items():
+            durs = sorted(x for x in k["durs"] if x is not None)
+            emit({"record": "kernel", "profile": name, "kernel": kname, "grid": k["grid"], "block": k["block"],
+                  "registers": k["registers"], "smem": k["smem"], "launches": len(durs), "durs_us": durs})
+            print(f"kernels {name:14} {kname[:90]:90} grid {k['grid']} block {k['block']} n {len(durs)} "
+                  f"median {statistics.median(durs) if durs else 0:.2f} us min {durs[0] if durs else 0:.2f} max {durs[-1] if durs else 0:.2f}",
+                  flush=True)
+
+    jobs = []
+    if "lrb-nerf" in peer:
+        jobs.append(("lrb-nerf-compile", peer["lrb-nerf"][3], peer["lrb-nerf"][4]))
+    for name, fn, arg_sets in jobs:
+        if left() < 5:
+            print(f"kernels {name}: deadline, skipped", flush=True)
+            continue
+        try:
+            profile(name, fn, arg_sets)
+        except Exception as e:  # noqa: BLE001
+            print(f"kernels {name}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+    log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
