@@ -461,6 +461,40 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   EXPECT_NE(sliding->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding->summary;
 }
 
+// The staged epilogue (Config::StagedEpilogue, the last template argument: O through shared memory,
+// 16-byte row stores): $SOLDER_ATTN_EPI=1 takes it on a plain 16-bit output at the full head dim, with
+// a K/V stage fewer where its buffer does not fit beside the ring (vanilla's 6 stages -> 5, hd128 S 1k's
+// 3 -> 2; causal S 1k keeps its 4), and gives the epilogue functor staged_pack() and staged_row(); not where the head
+// dim is padded (its padding columns are not stored) nor with evoformer's preloaded gate. Off by default
+// and with =0: the Config and the functor as before.
+TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_EPI", "1", 1);
+  auto causal = emit(compile("causal", {}), &refusal);
+  auto vanilla = emit(compile("vanilla", {}), &refusal);
+  auto causal_hd128 = emit(compile("causal", {{"D", 128}}), &refusal);
+  auto padded = emit(compile("causal", {{"D", 32}}), &refusal);
+  auto evoformer = emit(compile("evoformer", {}), &refusal);
+  setenv("SOLDER_ATTN_EPI", "0", 1);
+  auto off = emit(compile("causal", {}), &refusal);
+  unsetenv("SOLDER_ATTN_EPI");
+  auto plain = emit(compile("causal", {}), &refusal);
+  ASSERT_TRUE(causal && vanilla && causal_hd128 && padded && evoformer && off && plain) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->source.find("static constexpr bool kStaged = true;"), std::string::npos);
+  EXPECT_NE(causal->source.find("__device__ void* staged_row(int bh_, int row_) const {"), std::string::npos);
+  EXPECT_NE(causal->summary.find("through shared memory, 16-byte row stores"), std::string::npos) << causal->summary;
+  EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2, false, false, true>;"), std::string::npos) << vanilla->summary;
+  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos)
+      << causal_hd128->summary;
+  for (const auto* e : {&padded, &evoformer, &off, &plain}) {
+    EXPECT_EQ((*e)->source.find("kStaged = true;"), std::string::npos) << (*e)->summary;
+    EXPECT_EQ((*e)->source.find(", true, true, true>;"), std::string::npos) << (*e)->summary;
+  }
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << off->summary;
+  EXPECT_EQ(off->source, plain->source);
+}
+
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   std::string refusal;
   // small sizes: head dim 16, one key tile
