@@ -47,17 +47,18 @@ echo "== 1. device test, and 2. solder run beside it ($(left) s left)"
 (
   : > "$r/verify.tsv"
   while read -r args; do
-    SOLDER_ATTN_EPI=1 timeout 30 "$bin" run --backend cuda $args > "$r/verify-one.log" 2>&1
+    [ "$(left)" -lt 58 ] && { printf '%s\tskipped (deadline)\n' "$args" >> "$r/verify.tsv"; continue; }
+    SOLDER_ATTN_EPI=1 timeout 25 "$bin" run --backend cuda $args > "$r/verify-one.log" 2>&1
     rc=$?
     printf '%s\trc %s\t%s\n' "$args" "$rc" "$(grep -v '^$' "$r/verify-one.log" | tail -n 1 | cut -c1-140)" >> "$r/verify.tsv"
     [ $rc -ne 0 ] && cat "$r/verify-one.log" >> "$r/verify-fail.log"
   done < "$r/runs.txt"
 ) &
 verify_pid=$!
-timeout 38 stdbuf -oL bin/test_sm90_attention 2026 Ep 2>&1 | stamp_lines > "$r/dt-epi.txt"
+timeout 34 stdbuf -oL bin/test_sm90_attention 2026 Ep 2>&1 | stamp_lines > "$r/dt-epi.txt"
 rc=${PIPESTATUS[0]}
 echo "   Ep: rc $rc; $(grep ' OK ' "$r/dt-epi.txt" | grep -c ' Ep ') Ep OK, $(grep -c ' OK ' "$r/dt-epi.txt") OK in all, $(grep -c 'FAIL' "$r/dt-epi.txt") FAIL; $(tail -n 1 "$r/dt-epi.txt" | cut -c1-150)"
-timeout 6 stdbuf -oL bin/test_sm90_attention 2026 "d64 s4 P Q2" 2>&1 | stamp_lines > "$r/dt-sample.txt"
+timeout 5 stdbuf -oL bin/test_sm90_attention 2026 "d64 s4 P Q2" 2>&1 | stamp_lines > "$r/dt-sample.txt"
 rc=${PIPESTATUS[0]}
 echo "   sample: rc $rc; $(grep -c ' OK ' "$r/dt-sample.txt") OK, $(grep -c 'FAIL' "$r/dt-sample.txt") FAIL"
 grep -h "FAIL" "$r"/dt-*.txt | head -5
