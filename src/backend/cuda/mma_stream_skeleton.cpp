@@ -1198,12 +1198,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // of row and column (causal's col <= row + c at S <= 1k): 122.3 / 122.4 -> 119.4 / 119.0 us (H100,
   // 2026-11-27, same call, two rounds). The masks of two comparisons (sliding_window, prefix_lm) were not
   // measured with it, and vanilla / gqa measured slower than with their stagger: they keep the turns.
+  bool one_comparison = false;
+  if (cond && cond->kind() == ExprKind::Binary) {
+    const BinaryOp op = cond->as<BinaryNode>()->op;
+    one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
+  }
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); !(e && *e)) {
-    bool one_comparison = false;
-    if (cond && cond->kind() == ExprKind::Binary) {
-      const BinaryOp op = cond->as<BinaryNode>()->op;
-      one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
-    }
     free_consumers = dynamic && !data && consumers == 2 && kHeadDim == 64 && one_comparison;
   }
   const int bm = 64 * consumers;
@@ -1579,14 +1579,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // coalesced stores (8 lanes per 128-byte line) instead of one 4-byte store per pair of columns
     // (16 per thread at hd64, each warp instruction 8 rows x 16 bytes). Where the stored value has no
     // preloaded input, the output is 16-bit and has the full head dim (no padding columns), and in the
-    // single mode (the dual mode's combine() stores through its own path). $SOLDER_ATTN_EPI=1 takes it
-    // (a K/V stage fewer where its buffer does not fit beside the ring: hd128 S 1k's 3 stages, vanilla's
-    // 6), =0 keeps the per-pair stores.
+    // single mode (the dual mode's combine() stores through its own path). By default where it was
+    // measured: the persistent two-consumer kernels without a stagger, data mask or bias of a mask of one
+    // comparison (causal) — at hd64 where its buffer fits beside the ring (causal S 1k's free kernel, 4
+    // stages: 118.3 -> 109.5 us), at hd128 also at a stage fewer (causal S 1k, 3 -> 2 stages: 199.1 ->
+    // 184.4 us; H100, 2026-11-27, same call, two rounds). Not on vanilla / gqa's staggered 6-stage kernels
+    // (at 5 stages with it 1.00x / 1.03x of their time) nor, unmeasured, on sliding_window / prefix_lm.
+    // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
+    // fit), =0 nowhere (A/B runs).
     {
       const char* e = std::getenv("SOLDER_ATTN_EPI");
-      const bool wanted = e && std::string(e) == "1";
+      const bool forced = e && *e;
+      const bool everywhere = forced && std::string(e) == "1";
+      const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
       const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty();
-      if (wanted && allowed) {
+      if ((everywhere || by_default) && allowed) {
         const int64_t epi_bytes = static_cast<int64_t>(bm) * kHeadDim * 2;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +
@@ -1594,7 +1601,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                  232448;
         };
         int n = stages;
-        while (n > 2 && !fits(n)) --n;
+        if (everywhere || kHeadDim == 128)
+          while (n > 2 && !fits(n)) --n;
         if (fits(n)) {
           staged_epilogue = true;
           stages = n;
