@@ -810,15 +810,16 @@ int main(int argc, char** argv) {
     run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, true>, Config<Dtype::bf16, 128, 128, 3, 2, true>>("bf16 d128 s3 P Fr", rng);
     // Ep: the staged epilogue (Config::StagedEpilogue: O through shared memory, 16-byte row stores), each
     // bit for bit against the same Config with the per-pair stores (and the float64 reference), on 0 / 1 /
-    // 3 / 7 blocks: the emitter's causal S 1k (Dynamic, free consumers, two and one Q buffer, f16), vanilla's
-    // staggered short rows (5 stages: the buffer takes the sixth), hd128 (two Q buffers, and one with 2
-    // stages as the emitter's hd128 S 1k with the buffer), one block per work tile (not persistent)
+    // 3 / 7 blocks: the emitter's two defaults first (causal hd64 S 1k: Dynamic, free consumers, two Q
+    // buffers; causal hd128 S 1k: one Q buffer, 2 stages), then one Q buffer and f16 at hd64, vanilla's
+    // staggered short rows (5 stages: the buffer takes the sixth), hd128 with two Q buffers, one block per
+    // work tile (not persistent)
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>>("bf16 d64 s4 P Q2 Dy Fr Ep", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 s2 P Ep", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true>>("bf16 d64 s4 P Dy Fr Ep", rng);
     run_dynamic<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>, Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true, true>>("f16 d64 s4 P Q2 Dy Fr Ep", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2, false, false, true>, Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2>>("bf16 d64 s5 P Q2 St2 Ep", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true>>("bf16 d128 s2 P Q2 Dy Ep", rng);
-    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 s2 P Ep", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, false, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 s4 Ep", rng);
     // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
