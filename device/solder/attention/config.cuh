@@ -93,8 +93,13 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              and Q buffer count (tests/gpu/attention_skeleton/stagger_model.py). Two consumers only
 //              (with three, at 160 registers, softcap's free kernel spills 24 bytes); not with Stagger
 //              (a lag of turns, and there are none) nor with a data mask (its list buffers assume no lag).
+//   StagedEpilogue  the output through shared memory (sm90_attention.cuh, "Staged epilogue"): each consumer
+//              writes its 64 × HeadDim tile of stored words (an Epilogue with kStaged) into its own slice of
+//              a dedicated buffer (BM × HeadDim × 2 bytes, 128-byte swizzled like TMA's), then stores whole
+//              rows with 16-byte coalesced stores (full 128-byte lines per 8 lanes) instead of one 4-byte
+//              store per pair of columns. An Epilogue without kStaged keeps the per-pair stores.
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
-          int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false>
+          int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -106,6 +111,7 @@ struct Config {
   static constexpr int Stagger = Stagger_;
   static constexpr bool Dynamic = Dynamic_;
   static constexpr bool FreeConsumers = FreeConsumers_;
+  static constexpr bool StagedEpilogue = StagedEpilogue_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -124,9 +130,13 @@ struct Config {
   static constexpr int BiasColumnBytes = (StagedBias_ & 2) ? 128 : 0;
   static constexpr int BiasTileOffset = QBuffers_ * QBytes + 2 * Stages_ * KVTileBytes;
   static constexpr int BiasColumnOffset = BiasTileOffset + Stages_ * BiasTileBytes;
-  static constexpr int BarrierOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
-  // Q (QBuffers tiles), the K ring, the V ring, the staged bias, 2·QBuffers + 4·Stages mbarriers, 1 KB
-  // of slack to align to 1024 bytes.
+  // The staged epilogue's buffer: 64 × HeadDim 16-bit words per consumer (a multiple of 128 bytes from
+  // the 1024-aligned base, so each 128-byte row of its swizzled panels starts a bank line).
+  static constexpr int EpilogueBytes = StagedEpilogue_ ? BM * HeadDim_ * 2 : 0;
+  static constexpr int EpilogueOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
+  static constexpr int BarrierOffset = EpilogueOffset + EpilogueBytes;
+  // Q (QBuffers tiles), the K ring, the V ring, the staged bias, the staged epilogue's buffer,
+  // 2·QBuffers + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
   static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ + 4 * Stages_) + 1024;
 
   static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the attention skeleton takes bf16 or f16 (fp8: not yet)");
@@ -142,6 +152,7 @@ struct Config {
   static_assert(!Dynamic_ || Stagger_ == 0, "Dynamic: not with Stagger (the work ring deadlocks on tiles with no key tile)");
   static_assert(!FreeConsumers_ || Stagger_ == 0, "FreeConsumers: not with Stagger (a lag of turns, and there are no turns)");
   static_assert(!FreeConsumers_ || Consumers_ == 2, "FreeConsumers: two consumers (with three, at 160 registers, it spills)");
+  static_assert(!StagedEpilogue_ || HeadDim_ <= 128, "StagedEpilogue: head dims 64 and 128 (its swizzled reads assume 8 or 16 rows per step)");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
   static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");

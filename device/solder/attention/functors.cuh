@@ -309,6 +309,19 @@ __host__ __device__ constexpr bool epilogue_preloads(long) {
   return false;
 }
 
+// Whether Epilogue offers the staged epilogue's interface (kStaged true; sm90_attention.cuh, "Staged
+// epilogue"): staged_pack(bh, row, col, o0, o1), the stored pair o[bh][row][col], [col + 1] as one 4-byte word
+// (the element-wise tail applied and rounded to the output's 16-bit dtype), and staged_row(bh, row), the address
+// of o[bh][row][0] (HeadDim contiguous elements, 16-byte aligned for every row: checked at run time).
+template <class E>
+__host__ __device__ constexpr auto epilogue_staged(int) -> decltype(E::kStaged, true) {
+  return E::kStaged;
+}
+template <class E>
+__host__ __device__ constexpr bool epilogue_staged(long) {
+  return false;
+}
+
 // ---- Mask functors ----------------------------------------------------------------------------------
 
 // Every key j < seq_k is visible.

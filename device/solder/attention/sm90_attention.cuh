@@ -62,7 +62,13 @@
 // K, V and softmax are ready, so the consumers drift apart by up to the ring's depth and one's tile
 // boundary (last P·V, epilogue, next tile's first S and softmax) overlaps the other's products.
 // After the last tile: O / Σp through the epilogue,
-// by plain index arithmetic on the accumulator layout. The rings and the turn run on across work tiles:
+// by plain index arithmetic on the accumulator layout. Staged epilogue (Config::StagedEpilogue with an
+// Epilogue of kStaged, functors.cuh): each consumer writes its 64 × HeadDim tile of stored words
+// (staged_pack(): the tail applied, rounded) into its own slice of a dedicated shared-memory buffer, 128-byte
+// swizzled (conflict-free for the accumulator layout's 8-row stores and the 16-byte reads), syncs its
+// warpgroup (named barrier 10 + c; once before writing, so the previous tile's reads are done), and
+// stores whole rows with st.global.v4 (8 lanes per 128-byte line), rows past seq_q skipped; the
+// per-pair 4-byte stores (16 per thread at hd64) become 4 full-line stores per thread. The rings and the turn run on across work tiles:
 // the next tile's loads overlap this tile's epilogue.
 #pragma once
 
@@ -842,6 +848,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // P: the A operand of P·V in registers, bf16/f16 pairs; register 4·kb + j holds acc_s(8·kb + 2j, + 1).
     wgmma::Fragment<uint32_t, C::BN / 4> p;
     const int col_lane = 2 * (lane % 4);
+    // The staged epilogue: consumer c syncs its warpgroup on named barrier kEpilogueBarrier + c.
+    constexpr bool kStagedEpilogue = C::StagedEpilogue && epilogue_staged<Epilogue>(0) && !epilogue_preloads<Epilogue>(0);
+    constexpr int kEpilogueBarrier = 10;
+    static_assert(kEpilogueBarrier + C::Consumers <= 16, "named barriers: 16");
 
     // The turn ring: consumer c waits on barrier 1 + c and passes the turn to the next consumer's
     // barrier after issuing its products. The last consumer opens the ring once; consumer 0 takes
@@ -1280,11 +1290,58 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         for (int r = 0; r < 2; ++r)
           if (inverse[r] == 0.0f) inverse[r] = __int_as_float(0x7fc00000);
       }
+      // The staged epilogue (Config::StagedEpilogue with an Epilogue of kStaged; see "Staged epilogue"
+      // above): the stored words into this consumer's slice of the buffer, then whole rows with 16-byte
+      // stores. Taken only where every row's address is 16-byte aligned (a warp-uniform test).
+      bool staged = false;
+      if constexpr (kStagedEpilogue) staged = (reinterpret_cast<uintptr_t>(epilogue.staged_row(0, 0)) & 15) == 0 && (C::HeadDim * 2) % 16 == 0;
+      if constexpr (kStagedEpilogue) {
+        if (staged) {
+          constexpr int kRowChunks = C::HeadDim / 8;  // 16-byte chunks of a row
+          // The per-thread shared addresses through a volatile move: otherwise the compiler hoists them (a
+          // dozen loop-invariant registers) out of the work-tile loop, and hd128's consumers spill.
+          uint32_t slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + C::EpilogueOffset)) + consumer * 64 * C::HeadDim * 2;
+          asm volatile("mov.b32 %0, %0;" : "+r"(slice));
+          // 64-column panels of 64 rows × 128 bytes, 16-byte chunk c of row l at chunk c ^ (l % 8) (TMA's
+          // 128-byte swizzle). Writes: this thread's rows 16·warp + lane/4 (+ 8), so l % 8 = lane / 4 and
+          // the 8 rows of one store instruction hit 8 different chunks (no bank conflict).
+          const uint32_t to_row = slice + (16 * warp + lane / 4) * 128 + col_lane * 2;
+          const uint32_t swizzle = (lane / 4) * 16;
+          // this slice's 16-byte reads of the previous tile are done in every warp
+          detail::named_sync(kEpilogueBarrier + consumer, 128);
+#pragma unroll
+          for (int i = 0; i < C::HeadDim / 2; i += 2) {
+            const int r = (i / 2) % 2;
+            const int row = row_base + 8 * r;
+            const int col = 8 * (i / 4);  // + col_lane
+            const uint32_t word = row < shape.seq_q ? epilogue.staged_pack(w.bh, row, col + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]) : 0u;
+            const uint32_t at = to_row + (col / 64) * 64 * 128 + r * 8 * 128 + ((((col % 64) / 8) * 16) ^ swizzle);
+            asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(word));
+          }
+          detail::named_sync(kEpilogueBarrier + consumer, 128);  // the slice is written
+          // Reads: 128 threads cover 128 / kRowChunks rows per step, 8 consecutive lanes one 128-byte panel
+          // row (conflict-free), and store them as full 128-byte lines.
+          constexpr int kRowsPerStep = 128 / kRowChunks;
+          const int first_local = thread / kRowChunks, chunk = thread % kRowChunks;
+          const uint32_t from = slice + (chunk / 8) * 64 * 128 + first_local * 128 + (((chunk % 8) ^ (first_local % 8)) * 16);
+#pragma unroll
+          for (int n = 0; n < 64 / kRowsPerStep; ++n) {
+            const int local = first_local + kRowsPerStep * n;  // local % 8 = first_local % 8 (kRowsPerStep: 16 or 8)
+            uint32_t x, y, z, u;
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(u) : "r"(from + kRowsPerStep * n * 128));
+            const int row = my_row0 + local;
+            if (row < shape.seq_q) {
+              unsigned char* to = static_cast<unsigned char*>(epilogue.staged_row(w.bh, row)) + 16 * chunk;
+              asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(x), "r"(y), "r"(z), "r"(u) : "memory");
+            }
+          }
+        }
+      }
 #pragma unroll
       for (int i = 0; i < C::HeadDim / 2; i += 2) {
         const int r = (i / 2) % 2;
         const int row = row_base + 8 * r;
-        if (row < shape.seq_q) {
+        if (!staged && row < shape.seq_q) {
           if constexpr (kPreload)
             epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r], preloaded[i / 2]);
           else

@@ -44,6 +44,8 @@ const std::set<std::string>& reserved_cuda_words() {
         "kStagedBias", "BiasTile", "BiasColumn", "bias_tile", "bias_column", "bias_tile_batch", "bias_column_row", "staged_bias",
         // an epilogue preload (functors.cuh, kPreload): the epilogue functor's members and type
         "kPreload", "Preload", "preload",
+        // the staged epilogue (functors.cuh, kStaged): the epilogue functor's members
+        "kStaged", "staged_pack", "staged_row",
         "max_ll_", "min_ll_",
         // CUDA: built-in variables, vector and half types, namespaces, the runtime's names.
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2", "nv_bfloat16",

@@ -1198,22 +1198,29 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // of row and column (causal's col <= row + c at S <= 1k): 122.3 / 122.4 -> 119.4 / 119.0 us (H100,
   // 2026-11-27, same call, two rounds). The masks of two comparisons (sliding_window, prefix_lm) were not
   // measured with it, and vanilla / gqa measured slower than with their stagger: they keep the turns.
+  bool one_comparison = false;
+  if (cond && cond->kind() == ExprKind::Binary) {
+    const BinaryOp op = cond->as<BinaryNode>()->op;
+    one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
+  }
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); !(e && *e)) {
-    bool one_comparison = false;
-    if (cond && cond->kind() == ExprKind::Binary) {
-      const BinaryOp op = cond->as<BinaryNode>()->op;
-      one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
-    }
     free_consumers = dynamic && !data && consumers == 2 && kHeadDim == 64 && one_comparison;
   }
   const int bm = 64 * consumers;
-  const bool past_dynamic = free_consumers;  // (a template argument after Dynamic's)
-  const std::string config = std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
-                             std::to_string(stages) + ", " + std::to_string(consumers) +
-                             (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
-                             (q_buffers > 1 || stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(q_buffers) : std::string("")) +
-                             (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
-                             (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") + (free_consumers ? ", true" : "") + ">";
+  // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
+  // stores) is decided with the epilogue below (it needs a plain store of 16-bit words, no preload), so
+  // the Config is printed after it.
+  bool staged_epilogue = false;
+  auto config_text = [&] {
+    const bool past_dynamic = free_consumers || staged_epilogue;  // (a template argument after Dynamic's)
+    return std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
+                               std::to_string(stages) + ", " + std::to_string(consumers) +
+                               (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
+                               (q_buffers > 1 || stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(q_buffers) : std::string("")) +
+                               (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
+                               (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") +
+                               (free_consumers || staged_epilogue ? (free_consumers ? ", true" : ", false") : "") + (staged_epilogue ? ", true" : "") + ">";
+  };
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
   for (size_t k2 = 0; k2 + 3 < rank; ++k2)
@@ -1567,12 +1574,61 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
     if (!plain) out << "    o0_ = value_(bh_, row_, col_, o0_);\n    o1_ = value_(bh_, row_, col_ + 1, o1_);\n";
     }
+    // The staged epilogue (Config's StagedEpilogue, functors.cuh "epilogue_staged"): each consumer writes
+    // its 64 x head dim tile of stored words into shared memory and stores whole rows with 16-byte
+    // coalesced stores (8 lanes per 128-byte line) instead of one 4-byte store per pair of columns
+    // (16 per thread at hd64, each warp instruction 8 rows x 16 bytes). Where the stored value has no
+    // preloaded input, the output is 16-bit and has the full head dim (no padding columns), and in the
+    // single mode (the dual mode's combine() stores through its own path). By default where it was
+    // measured: the persistent two-consumer kernels without a stagger, data mask or bias of a mask of one
+    // comparison (causal) — at hd64 where its buffer fits beside the ring (causal S 1k's free kernel, 4
+    // stages: 118.3 -> 109.5 us), at hd128 also at a stage fewer (causal S 1k, 3 -> 2 stages: 199.1 ->
+    // 184.4 us; H100, 2026-11-27, same call, two rounds). Not on vanilla / gqa's staggered 6-stage kernels
+    // (at 5 stages with it 1.00x / 1.03x of their time) nor, unmeasured, on sliding_window / prefix_lm.
+    // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
+    // fit), =0 nowhere (A/B runs).
+    {
+      const char* e = std::getenv("SOLDER_ATTN_EPI");
+      const bool forced = e && *e;
+      const bool everywhere = forced && std::string(e) == "1";
+      const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
+      const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty();
+      if ((everywhere || by_default) && allowed) {
+        const int64_t epi_bytes = static_cast<int64_t>(bm) * kHeadDim * 2;
+        auto fits = [&](int n) {
+          return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +
+                     static_cast<int64_t>(n) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + epi_bytes + 8 * (2 * q_buffers + 4 * n) + 1024 <=
+                 232448;
+        };
+        int n = stages;
+        if (everywhere || kHeadDim == 128)
+          while (n > 2 && !fits(n)) --n;
+        if (fits(n)) {
+          staged_epilogue = true;
+          stages = n;
+          stagger = std::min(stagger, stages - 1);
+        }
+      }
+    }
     std::ostringstream store_pair;  // o0_, o1_ stored at (bh_, row_, col_), col_ + 1
     store_pair << "    const long long at_ = (static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL + col_;\n";
     if (o->dtype == DType::bf16) store_pair << "    *reinterpret_cast<__nv_bfloat162*>(&" << op << "[at_]) = __floats2bfloat162_rn(o0_, o1_);\n";
     else if (o->dtype == DType::f16) store_pair << "    *reinterpret_cast<__half2*>(&" << op << "[at_]) = __floats2half2_rn(o0_, o1_);\n";
     else store_pair << "    solder::store(&" << op << "[at_], o0_);\n    solder::store(&" << op << "[at_ + 1], o1_);\n";
     out << store_pair.str() << "  }\n";
+    if (staged_epilogue) {
+      out << "  // the staged epilogue: the stored pair as one 4-byte word, and the address of the row's first element\n";
+      out << "  static constexpr bool kStaged = true;\n";
+      out << "  __device__ unsigned int staged_pack(int bh_, int row_, int col_, float o0_, float o1_) const {\n";
+      if (!plain) out << "    o0_ = value_(bh_, row_, col_, o0_);\n    o1_ = value_(bh_, row_, col_ + 1, o1_);\n";
+      else out << "    (void)bh_; (void)row_; (void)col_;\n";
+      if (o->dtype == DType::bf16) out << "    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);\n";
+      else out << "    const __half2 w_ = __floats2half2_rn(o0_, o1_);\n";
+      out << "    return *reinterpret_cast<const unsigned int*>(&w_);\n  }\n";
+      out << "  __device__ void* staged_row(int bh_, int row_) const {\n";
+      out << "    return &" << op << "[(static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL];\n  }\n";
+      epilogue_text += "; through shared memory, 16-byte row stores";
+    }
     if (!dual_first_.empty() && !preload) {
       // The dual mode (sm90_attention_dual.cuh): the stored value with every read of `dual_first_` at the
       // stored element replaced by x_, the first half's o / Σp in f32 (what the kernel that stores
@@ -1605,6 +1661,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     }
     out << "};\n";
   }
+  const std::string config = config_text();
   out << "using " << name << "_config_ = " << config << ";\n";
   out << "SOLDER_ATTENTION_KERNEL(" << name << ", " << name << "_config_, " << score << ", " << mask << ", " << epilogue << ")\n";
 
@@ -1661,6 +1718,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
   result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024 +
+                             (staged_epilogue ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
   // 5, each list's tile entry and two mbarrier pairs with persistent blocks: a double-buffered list; with

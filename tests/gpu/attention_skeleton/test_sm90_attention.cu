@@ -190,6 +190,26 @@ struct StoreCols {
   }
 };
 
+// The staged epilogue's interface (functors.cuh "epilogue_staged", Config::StagedEpilogue): the same
+// o[bh][row][col] as StoreCols at the full head dim, the pair as one word and each row's address. A
+// Config without StagedEpilogue stores it per pair through operator(), so the two paths run on one functor.
+template <Dtype T>
+struct StagedStore : StoreCols<T> {
+  static constexpr bool kStaged = true;
+  __device__ unsigned int staged_pack(int, int, int, float o0, float o1) const {
+    if constexpr (T == Dtype::bf16) {
+      const __nv_bfloat162 w = __floats2bfloat162_rn(o0, o1);
+      return *reinterpret_cast<const unsigned int*>(&w);
+    } else {
+      const __half2 w = __floats2half2_rn(o0, o1);
+      return *reinterpret_cast<const unsigned int*>(&w);
+    }
+  }
+  __device__ void* staged_row(int bh, int row) const {
+    return static_cast<unsigned char*>(this->out) + (size_t(bh) * this->seq + row) * this->ld * 2;
+  }
+};
+
 // evoformer's gated store o = sigmoid(gate[bh][row][col]) · o, col < cols, with the gate preloaded
 // (kPreload: one 4-byte word of the bf16 gate per pair of columns, loaded when the work tile starts).
 template <Dtype T>
@@ -277,7 +297,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   auto k_of = [&](int g) { return (g / c.heads_kv) * c.heads_kv * lead.k_block + lead.k_at * c.heads_kv + g % c.heads_kv; };
   Tensor v = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 1.0f);
   Tensor o = make_tensor(C::T, bh, c.seq_q, D, D, nullptr, 0.0f);  // all NaN
-  if (D > C::HeadDim || D % 8) std::exit(3);
+  if (D > C::HeadDim || D % 8 || (C::StagedEpilogue && D != C::HeadDim)) std::exit(3);
   TensorMap mq = make_map(q, C::QBoxRows, "q"), mk = make_map(k, C::KVBoxRows, "k"), mv = make_map(v, C::KVBoxRows, "v");
   AttentionShape shape;
   shape.batch = c.batch;
@@ -291,6 +311,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   Tensor gate = Gated ? make_tensor(Dtype::bf16, bh, c.seq_q, D, D, &rng, 4.0f) : Tensor{};
   auto epilogue = [&] {
     if constexpr (Gated) return GatedStore<C::T>{o.device, static_cast<const __nv_bfloat16*>(gate.device), D, c.seq_q, D};
+    else if constexpr (C::StagedEpilogue) return StagedStore<C::T>{{o.device, D, c.seq_q, D}};
     else return StoreCols<C::T>{o.device, D, c.seq_q, D};
   }();
 
@@ -546,8 +567,10 @@ void run_many_tiles(const char* name, std::mt19937& rng) {
 // of the counter.
 template <class C, class CStatic>
 void run_dynamic(const char* name, std::mt19937& rng) {
-  static_assert((C::Dynamic && !CStatic::Dynamic) || (C::FreeConsumers && !CStatic::FreeConsumers),
-                "run_dynamic: a Dynamic configuration against a static one, or free consumers against turns");
+  static_assert((C::Dynamic && !CStatic::Dynamic) || (C::FreeConsumers && !CStatic::FreeConsumers) ||
+                    (C::StagedEpilogue && !CStatic::StagedEpilogue),
+                "run_dynamic: a Dynamic configuration against a static one, free consumers against turns, or the "
+                "staged epilogue against the per-pair stores");
   const float log2e = 1.4426950408889634f;
   const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
   const SoftcapScore softcap{log2e, 1.0f / std::sqrt(float(C::HeadDim)) / 3.0f, 3.0f};
@@ -785,6 +808,19 @@ int main(int argc, char** argv) {
     run_dynamic<Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2, 0, true, true>, Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2>>("bf16 d64 s2 P Q2 Dy Fr", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 Fr", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, true>, Config<Dtype::bf16, 128, 128, 3, 2, true>>("bf16 d128 s3 P Fr", rng);
+    // Ep: the staged epilogue (Config::StagedEpilogue: O through shared memory, 16-byte row stores), each
+    // bit for bit against the same Config with the per-pair stores (and the float64 reference), on 0 / 1 /
+    // 3 / 7 blocks: the emitter's two defaults first (causal hd64 S 1k: Dynamic, free consumers, two Q
+    // buffers; causal hd128 S 1k: one Q buffer, 2 stages), then one Q buffer and f16 at hd64, vanilla's
+    // staggered short rows (5 stages: the buffer takes the sixth), hd128 with two Q buffers, one block per
+    // work tile (not persistent)
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>>("bf16 d64 s4 P Q2 Dy Fr Ep", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 s2 P Ep", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true>>("bf16 d64 s4 P Dy Fr Ep", rng);
+    run_dynamic<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>, Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true, true>>("f16 d64 s4 P Q2 Dy Fr Ep", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2, false, false, true>, Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2>>("bf16 d64 s5 P Q2 St2 Ep", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true>>("bf16 d128 s2 P Q2 Dy Ep", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, false, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 s4 Ep", rng);
     // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

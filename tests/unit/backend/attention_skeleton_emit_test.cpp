@@ -104,7 +104,7 @@ TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
   EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
   // short causal sequences: persistent blocks with two Q buffers, no stagger, work tiles claimed from a
   // counter, free consumers (S 1k); long ones one block per tile
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
   auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
   ASSERT_TRUE(longer) << refusal;
@@ -318,11 +318,17 @@ TEST(AttentionSkeletonEmit, HeadDim128TakesTheTwoStageConfig) {
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2>;"), std::string::npos);
   EXPECT_EQ(k->info.attention->q.k, 128);
   EXPECT_EQ(k->info.blocks, 8 * 256);
-  // causal S 1k: persistent blocks, one Q buffer, 3 stages; with $SOLDER_ATTN_SHORT=all two Q buffers
-  // (2 x 32 KB) and 2 K/V stages (2 x 64 KB) within 227 KB
+  // causal S 1k: persistent blocks, one Q buffer, 3 stages, and the staged epilogue's 32 KB in place of
+  // the third stage (2 stages); with $SOLDER_ATTN_EPI=0 3 stages; with $SOLDER_ATTN_SHORT=all two Q
+  // buffers (2 x 32 KB) and 2 K/V stages (2 x 64 KB) within 227 KB
   auto causal = emit(compile("causal", {{"D", 128}}), &refusal);
-  ASSERT_TRUE(causal) << refusal;
-  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true>;"), std::string::npos) << causal->summary;
+  setenv("SOLDER_ATTN_EPI", "0", 1);
+  auto causal3 = emit(compile("causal", {{"D", 128}}), &refusal);
+  unsetenv("SOLDER_ATTN_EPI");
+  ASSERT_TRUE(causal && causal3) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos) << causal->summary;
+  EXPECT_EQ(causal->info.shared_bytes, 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 128 * 128 * 2 + 8 * (2 + 4 * 2) + 1024);
+  EXPECT_NE(causal3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true>;"), std::string::npos) << causal3->summary;
   setenv("SOLDER_ATTN_SHORT", "all", 1);
   auto all = emit(compile("vanilla", {{"D", 128}}), &refusal);
   unsetenv("SOLDER_ATTN_SHORT");
@@ -346,12 +352,12 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
     ASSERT_TRUE(k) << name << ": " << refusal;
     const bool masked = std::string(name) == "causal";
     const int stages = masked ? 4 : 6;
-    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
+    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
               std::string::npos)
         << name << ": " << k->summary;
     EXPECT_EQ(k->info.blocks, 132) << name;
     EXPECT_EQ(k->info.threads, 384) << name;
-    EXPECT_EQ(k->info.shared_bytes, 2 * 128 * 64 * 2 + 2 * stages * 128 * 64 * 2 + 8 * (2 * 2 + 4 * stages) + 1024) << name;
+    EXPECT_EQ(k->info.shared_bytes, 2 * 128 * 64 * 2 + 2 * stages * 128 * 64 * 2 + (masked ? 128 * 64 * 2 : 0) + 8 * (2 * 2 + 4 * stages) + 1024) << name;
     EXPECT_LE(k->info.shared_bytes, 232448) << name;
     EXPECT_NE(k->summary.find("2 Q buffers: the next work tile's Q, K and V load while this one runs"), std::string::npos) << name << ": " << k->summary;
     EXPECT_EQ(k->summary.find("consumer 1 staggered 2 turns behind consumer 0") != std::string::npos, !masked) << name << ": " << k->summary;
@@ -401,13 +407,13 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   ASSERT_TRUE(old_vanilla && old_causal) << refusal;
   EXPECT_NE(old_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos);
   EXPECT_EQ(old_vanilla->info.blocks, (1024 + 191) / 192 * 256);
-  EXPECT_NE(old_causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true>;"), std::string::npos);
+  EXPECT_NE(old_causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos);
 
   setenv("SOLDER_ATTN_SHORT", "all", 1);
   auto all = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
   unsetenv("SOLDER_ATTN_SHORT");
   ASSERT_TRUE(all) << refusal;
-  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos);
+  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos);
 
   // the counter knob: 0 is the snake's fixed rounds (the previous Config exactly), 1 takes the counter
   // on unmasked persistent kernels too, but never on a staggered one (vanilla's default stagger keeps
@@ -422,7 +428,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   auto d1_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
   unsetenv("SOLDER_ATTN_DYNAMIC");
   ASSERT_TRUE(d0 && d1_staggered && d1 && d1_long) << refusal;
-  EXPECT_NE(d0->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2>;"), std::string::npos) << d0->summary;
+  EXPECT_NE(d0->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, false, false, true>;"), std::string::npos) << d0->summary;
   EXPECT_NE(d0->summary.find("snake order"), std::string::npos) << d0->summary;
   EXPECT_NE(d1_staggered->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << d1_staggered->summary;
   EXPECT_EQ(d1_staggered->summary.find("claimed from a counter"), std::string::npos) << d1_staggered->summary;
@@ -448,17 +454,55 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   auto plain = emit(compile("causal", {}), &refusal);
   auto sliding = emit(compile("sliding_window", {}), &refusal);
   ASSERT_TRUE(causal && vanilla && causal_long && causal_hd128 && turns && plain && sliding) << refusal;
-  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << causal->summary;
   EXPECT_NE(causal->summary.find("free consumer warpgroups"), std::string::npos) << causal->summary;
   EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>;"), std::string::npos) << vanilla->summary;
   EXPECT_EQ(vanilla->summary.find("staggered"), std::string::npos) << vanilla->summary;
   EXPECT_NE(causal_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << causal_long->summary;
-  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, true>;"), std::string::npos) << causal_hd128->summary;
-  EXPECT_NE(turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << turns->summary;
+  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, true, true>;"), std::string::npos) << causal_hd128->summary;
+  EXPECT_NE(turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true>;"), std::string::npos) << turns->summary;
   EXPECT_NE(turns->summary.find("in ping-pong"), std::string::npos) << turns->summary;
-  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << plain->summary;
+  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << plain->summary;
   EXPECT_NE(plain->summary.find("free consumer warpgroups"), std::string::npos) << plain->summary;
   EXPECT_NE(sliding->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding->summary;
+}
+
+// The staged epilogue (Config::StagedEpilogue, the last template argument: O through shared memory,
+// 16-byte row stores): $SOLDER_ATTN_EPI=1 takes it on a plain 16-bit output at the full head dim, with
+// a K/V stage fewer where its buffer does not fit beside the ring (vanilla's 6 stages -> 5, hd128 S 1k's
+// 3 -> 2; causal S 1k keeps its 4), and gives the epilogue functor staged_pack() and staged_row(); not where the head
+// dim is padded (its padding columns are not stored) nor with evoformer's preloaded gate. By default on
+// causal's kernels (hd64 S 1k: its 4 stages; hd128 S 1k: 3 -> 2 stages), not on vanilla's staggered one
+// nor sliding_window's; =0: the Config and the functor as before.
+TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_EPI", "1", 1);
+  auto causal = emit(compile("causal", {}), &refusal);
+  auto vanilla = emit(compile("vanilla", {}), &refusal);
+  auto causal_hd128 = emit(compile("causal", {{"D", 128}}), &refusal);
+  auto padded = emit(compile("causal", {{"D", 32}}), &refusal);
+  auto evoformer = emit(compile("evoformer", {}), &refusal);
+  setenv("SOLDER_ATTN_EPI", "0", 1);
+  auto off = emit(compile("causal", {}), &refusal);
+  unsetenv("SOLDER_ATTN_EPI");
+  auto plain = emit(compile("causal", {}), &refusal);
+  auto plain_vanilla = emit(compile("vanilla", {}), &refusal);
+  auto plain_sliding = emit(compile("sliding_window", {}), &refusal);
+  ASSERT_TRUE(causal && vanilla && causal_hd128 && padded && evoformer && off && plain && plain_vanilla && plain_sliding) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->source.find("static constexpr bool kStaged = true;"), std::string::npos);
+  EXPECT_NE(causal->source.find("__device__ void* staged_row(int bh_, int row_) const {"), std::string::npos);
+  EXPECT_NE(causal->summary.find("through shared memory, 16-byte row stores"), std::string::npos) << causal->summary;
+  EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2, false, false, true>;"), std::string::npos) << vanilla->summary;
+  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos)
+      << causal_hd128->summary;
+  for (const auto* e : {&padded, &evoformer, &off, &plain_vanilla, &plain_sliding}) {
+    EXPECT_EQ((*e)->source.find("kStaged = true;"), std::string::npos) << (*e)->summary;
+    EXPECT_EQ((*e)->source.find(", true, true, true>;"), std::string::npos) << (*e)->summary;
+  }
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << off->summary;
+  EXPECT_EQ(causal->source, plain->source);
+  EXPECT_NE(plain_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << plain_vanilla->summary;
 }
 
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
