@@ -146,8 +146,11 @@ def peer_records(folder):
 
 
 class Status:
-    def __init__(self, emit=None, extra=(), results=RESULTS):
-        self.head = git("rev-parse", "--short", "HEAD")
+    def __init__(self, emit=None, extra=(), results=RESULTS, head="HEAD"):
+        # head: the commit whose kernels count as current (HEAD; a fixed commit in tests, whose answers
+        # must not change as later kernel changes land)
+        self.head_ref = head
+        self.head = git("rev-parse", "--short", head)
         self.results = results
         self.rename = renamed_hashes(results)
         self.emit = emit
@@ -189,14 +192,15 @@ class Status:
             if not git("rev-parse", "--verify", "--quiet", commit + "^{commit}"):
                 self._diff_cache[key] = False
             else:
-                changed = git("log", "--format=%h", "--abbrev=7", f"{commit}..HEAD", "--", *paths).split()
+                changed = git("log", "--no-merges", "--format=%h", "--abbrev=7", f"{commit}..{self.head_ref}", "--",
+                              *paths).split()
                 self._diff_cache[key] = all(workload not in KERNEL_COMMITS_ONLY.get(c[:7], (workload,))
                                             for c in changed) and not self._diverged(commit, paths)
         return self._diff_cache[key]
 
     def _diverged(self, commit, paths):
         """The call's commit is not an ancestor of HEAD and its kernel files differ from its merge base."""
-        base = git("merge-base", commit, "HEAD")
+        base = git("merge-base", commit, self.head_ref)
         if base.startswith(git("rev-parse", commit)):
             return False
         return subprocess.run(["git", "-C", REPO, "diff", "--quiet", base, commit, "--", *paths],
@@ -214,7 +218,7 @@ class Status:
         """(is the call's Solder kernel for this cell the current one, why)."""
         if case.id in call["kernels"] and self.emit:
             sha, tree = call["kernels"][case.id]
-            ok = sha == self.emit_hash(case) and tree == git("rev-parse", "HEAD:device/solder")
+            ok = sha == self.emit_hash(case) and tree == git("rev-parse", f"{self.head_ref}:device/solder")
             return ok, "emitted source and headers " + ("equal" if ok else "differ")
         commit = call["commit"]
         if not commit:
