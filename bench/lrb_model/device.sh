@@ -102,6 +102,6 @@ done
 kill "$clock_pid" 2>/dev/null
 
 echo "== 5. summary ($(left) s left)"
-python3 "$HERE/summary.py" "$out" > "$out/summary.txt" 2>&1
+python3 "$HERE/summary.py" "$out" lrb-model > "$out/summary.txt" 2>&1
 pack
 cat "$out/summary.txt"

@@ -1,5 +1,6 @@
-"""The summary table of bench/quant_lrb/device.sh's call: python3 summary.py DIR (DIR holds rounds.jsonl,
-clocks.csv, verify.txt and the ncu CSVs)."""
+"""The summary table of a rounds call (bench/quant_lrb/device.sh, bench/lrb_model/device.sh):
+python3 summary.py DIR [LABEL] (DIR holds rounds.jsonl, clocks.csv, verify.txt and the ncu CSVs; LABEL
+names the call in the first line, default quant-lrb)."""
 import csv
 import datetime
 import io
@@ -71,9 +72,10 @@ def num(x):
 
 def main():
     d = sys.argv[1]
+    label = sys.argv[2] if len(sys.argv) > 2 else "quant-lrb"
     recs = load_jsonl(os.path.join(d, "rounds.jsonl"))
     clocks = load_clocks(os.path.join(d, "clocks.csv"))
-    print(f"# quant-lrb call: {open(os.path.join(d, 'device.txt')).read().strip() if os.path.exists(os.path.join(d, 'device.txt')) else ''}")
+    print(f"# {label} call: {open(os.path.join(d, 'device.txt')).read().strip() if os.path.exists(os.path.join(d, 'device.txt')) else ''}")
     vpath = os.path.join(d, "verify.txt")
     if os.path.exists(vpath):
         v = open(vpath).read().splitlines()
