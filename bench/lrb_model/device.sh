@@ -18,6 +18,7 @@
 #   cd .devcarry/lrb-model && DEADLINE=100 bash device.sh
 # bench/lrb_model/stage.sh builds the carry folder on the build machine.
 set -uo pipefail
+export ROUNDS_PLAN=lrb-model  # bench/quant_lrb/rounds.py's cells for this call
 R=${TREE:-../..}
 HERE=$(cd "$(dirname "$0")" && pwd)
 LRB=$R/examples/linear_relu_backward.sol

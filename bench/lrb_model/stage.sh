@@ -14,7 +14,7 @@ dest=$(cd "$dest" && pwd)
 cp build/solder "$dest/solder" && strip "$dest/solder"
 cp "$(g++ -print-file-name=libgomp.so.1)" "$dest/"
 rm -rf "$dest/tree/device" && cp -r device "$dest/tree/device"
-cp bench/lrb_model/device.sh bench/lrb_model/rounds.py bench/quant_lrb/summary.py "$dest/"
+cp bench/lrb_model/device.sh bench/quant_lrb/rounds.py bench/quant_lrb/summary.py "$dest/"
 git log -1 --format='%h %s' > "$dest/commit.txt"
 if [ "${COMPILE:-0}" = 1 ]; then
   # device.sh reads the CuTe headers through /tmp/solder-lrbm-cutlass: the same include path here.

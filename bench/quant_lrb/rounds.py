@@ -1,4 +1,4 @@
-"""Interleaved rounds of Solder and its peer, one process (issue 15, branch quant-lrb).
+"""Interleaved rounds of Solder and its peer, one process (issue 15, branches quant-lrb and lrb-model).
 
 Each cell is a suite case with Solder variants (environment knobs for `solder bench`) and its peer
 (torch.compile, default mode). The peers are compiled once, at the start, in priority order; then every
@@ -12,6 +12,7 @@ bimodality on the peer's side; cuBLAS's kernel for linear_relu_backward's dw wit
     python3 rounds.py --solder SOLDER --tree TREE --out OUT --deadline EPOCH_SECONDS [--go FILE]
 
 --go: wait for this file before timing (the verification runs first; the peers compile meanwhile).
+ROUNDS_PLAN (environment): which call's cells, `quant-lrb` (default) or `lrb-model`.
 """
 import argparse
 import json
@@ -24,29 +25,48 @@ import traceback
 
 # Cells in priority order: id, suite case, Solder variants (label, env), rounds, peer wanted.
 DW = "256,256,65536"
-CELLS = [
-    ("lrb-nerf", "linear_relu_backward-nerf", [
-        ("default", {}),
-        ("dw-c1x2", {"SOLDER_GEMM_TILE": f"128x64s6k16c1x2@{DW}"}),
-        ("dw-c2x1", {"SOLDER_GEMM_TILE": f"128x64s6k16c2x1@{DW}"}),
-        ("dw-c1x2-pdl", {"SOLDER_GEMM_TILE": f"128x64s6k16c1x2@{DW}", "SOLDER_PDL": "all"}),
-        ("dw-64x64k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s14k8c2x1@{DW}"}),
-    ], 2),
-    ("Q8", "quant_gemm-Q8", [
-        ("default", {}),
-        ("no-trigger", {"SOLDER_ROW_LAUNCH_DEPENDENTS": "0"}),
-        ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"}),
-    ], 3),
-    ("Q5", "quant_gemm-Q5", [("default", {})], 3),
-    ("Q6", "quant_gemm-Q6", [("default", {})], 3),
-    ("Q3", "quant_gemm-Q3", [("default", {})], 3),
-    ("L2", "rmsnorm_gemm-L2", [("default", {})], 3),
-    ("Q2", "quant_gemm-Q2", [("default", {}), ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"})], 2),
-    ("L1", "rmsnorm_gemm-L1", [("default", {}), ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"})], 2),
-    ("lrb-wide", "linear_relu_backward-wide", [("default", {})], 1),
-    ("Q4", "quant_gemm-Q4", [("default", {}), ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"})], 1),
-    ("Q7", "quant_gemm-Q7", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
-]
+PLANS = {
+    # quant-lrb: Q8's early launch and two row blocks per SM, the bimodal cells in three rounds, lrb's dw
+    # under clusters and PDL; after the rounds, torch.profiler of cuBLAS's dw and of the peers' kernels
+    "quant-lrb": [
+        ("lrb-nerf", "linear_relu_backward-nerf", [
+            ("default", {}),
+            ("dw-c1x2", {"SOLDER_GEMM_TILE": f"128x64s6k16c1x2@{DW}"}),
+            ("dw-c2x1", {"SOLDER_GEMM_TILE": f"128x64s6k16c2x1@{DW}"}),
+            ("dw-c1x2-pdl", {"SOLDER_GEMM_TILE": f"128x64s6k16c1x2@{DW}", "SOLDER_PDL": "all"}),
+            ("dw-64x64k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s14k8c2x1@{DW}"}),
+        ], 2),
+        ("Q8", "quant_gemm-Q8", [
+            ("default", {}),
+            ("no-trigger", {"SOLDER_ROW_LAUNCH_DEPENDENTS": "0"}),
+            ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"}),
+        ], 3),
+        ("Q5", "quant_gemm-Q5", [("default", {})], 3),
+        ("Q6", "quant_gemm-Q6", [("default", {})], 3),
+        ("Q3", "quant_gemm-Q3", [("default", {})], 3),
+        ("L2", "rmsnorm_gemm-L2", [("default", {})], 3),
+        ("Q2", "quant_gemm-Q2", [("default", {}), ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"})], 2),
+        ("L1", "rmsnorm_gemm-L1", [("default", {}), ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"})], 2),
+        ("lrb-wide", "linear_relu_backward-wide", [("default", {})], 1),
+        ("Q4", "quant_gemm-Q4", [("default", {}), ("bps2", {"SOLDER_ROW_BLOCKS_PER_SM": "2"})], 1),
+        ("Q7", "quant_gemm-Q7", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
+    ],
+    # lrb-model: linear_relu_backward nerf's dw on the planner's tile (the candidate cost model's 64x64 s9
+    # k8), the tile it replaces (128x64 s6 k16) and the other 64 x 64 split-8 forms
+    # (bench/quant_lrb/next.spots); wide whole
+    "lrb-model": [
+        ("lrb-nerf", "linear_relu_backward-nerf", [
+            ("default", {}),
+            ("dw-128x64s6k16", {"SOLDER_GEMM_TILE": f"128x64s6k16@{DW}"}),
+            ("dw-64x64s14k8", {"SOLDER_GEMM_TILE": f"64x64s14k8@{DW}"}),
+            ("dw-64x64s9k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW}"}),
+            ("dw-64x64s14k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s14k8c2x1@{DW}"}),
+        ], 2),
+        ("lrb-wide", "linear_relu_backward-wide", [("default", {})], 2),
+    ],
+}
+PLAN = os.environ.get("ROUNDS_PLAN", "quant-lrb")
+CELLS = PLANS[PLAN]
 
 
 def list_cells(tree):
@@ -223,8 +243,9 @@ def main():
         x = sets[0]
         xx, dy, z = x["x"], x["dy"], x["z"]
         gg = torch.where(z > 0, dy, 0)
-        jobs.append(("dw-cublas", lambda x_, g_: x_.t() @ g_, [(xx, gg)]))
-        jobs.append(("dw-cublas-f32", lambda x_, g_: (x_.t() @ g_).float(), [(xx, gg)]))
+        if PLAN == "quant-lrb":
+            jobs.append(("dw-cublas", lambda x_, g_: x_.t() @ g_, [(xx, gg)]))
+            jobs.append(("dw-cublas-f32", lambda x_, g_: (x_.t() @ g_).float(), [(xx, gg)]))
         jobs.append(("lrb-nerf-compile", fn, arg_sets))
     for cell in ("Q5", "Q8", "L2"):
         if cell in peer:
