@@ -81,6 +81,8 @@ CALL_COMMITS = {
 KERNEL_COMMITS_ONLY = {
     # the emitter's Dynamic and one-id defaults, both under `data` (a data mask): document_mask only
     "479f89e": ("document_mask",),
+    # free consumers and the staged epilogue on masks of two comparisons: sliding_window, prefix_lm S 1k
+    "42d96a1": ("sliding_window", "prefix_lm"),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex

@@ -4,13 +4,13 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
+// contraction s_tile (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
+// contraction acc_o (M 128, N 64, K 64, T bf16; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>; 4 work tiles of 128 query rows x 128 keys on 4 persistent blocks; skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing
 //   cost model: tensor floor 0.0214 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o
-// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true> (128 query rows x 128 keys per tile, 4-stage K/V ring, 2 consumer warpgroups in ping-pong + 1 TMA producer warp), 4 work tiles on 4 persistent blocks (longest first, each block's first tile, then claimed from a counter as blocks free up; 2 Q buffers: the next work tile's Q, K and V load while this one runs), score: the dot product (scale 0.125000 folded into exp2); skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing; epilogue: o / Σp stored; block order: the query tiles of a head last to first (the longest causal rows first)
+// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true> (128 query rows x 128 keys per tile, 4-stage K/V ring, 2 free consumer warpgroups (no turns: each issues as soon as its operands are there) + 1 TMA producer warp), 4 work tiles on 4 persistent blocks (longest first, each block's first tile, then claimed from a counter as blocks free up; 2 Q buffers: the next work tile's Q, K and V load while this one runs), score: the dot product (scale 0.125000 folded into exp2); skipped tiles: key tiles outside the columns col_ <= row_ && row_ - col_ <= WIN may reach from the block's rows, [(1LL) * row_lo_ + (-8LL), (1LL) * row_hi_ + (0LL)] (solved from its linear bounds, O(1) per work tile), are skipped, then the end tiles where interval bounds say it cannot hold; tiles where it may fail (interval bounds) mask each row outside its visible columns [lo, hi] (two compares per score), the others nothing; epilogue: o / Σp stored; through shared memory, 16-byte row stores; block order: the query tiles of a head last to first (the longest causal rows first)
 // the Kernel IR's online softmax (running max acc_m, sum acc_z, accumulator acc_o) is the skeleton's row state; Q = q, K = k, V = v__, O = o__
 struct fused_o_score_ {
   const __nv_bfloat16* q;
@@ -87,7 +87,17 @@ struct fused_o_epilogue_ {
     const long long at_ = (static_cast<long long>(bh_) * 256LL + row_) * 64LL + col_;
     *reinterpret_cast<__nv_bfloat162*>(&o__[at_]) = __floats2bfloat162_rn(o0_, o1_);
   }
+  // the staged epilogue: the stored pair as one 4-byte word, and the address of the row's first element
+  static constexpr bool kStaged = true;
+  __device__ unsigned int staged_pack(int bh_, int row_, int col_, float o0_, float o1_) const {
+    (void)bh_; (void)row_; (void)col_;
+    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);
+    return *reinterpret_cast<const unsigned int*>(&w_);
+  }
+  __device__ void* staged_row(int bh_, int row_) const {
+    return &o__[(static_cast<long long>(bh_) * 256LL + row_) * 64LL];
+  }
 };
-using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;
+using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;
 SOLDER_ATTENTION_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)
 

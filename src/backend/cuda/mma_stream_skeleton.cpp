@@ -1196,15 +1196,34 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     dynamic = persistent && !staged_bits && !(data && kHeadDim != 64) && stagger == 0 && std::string(forced) == "1";
   // By default free consumers on the Dynamic two-Q-buffer kernel at hd64 of a mask that is one comparison
   // of row and column (causal's col <= row + c at S <= 1k): 122.3 / 122.4 -> 119.4 / 119.0 us (H100,
-  // 2026-11-27, same call, two rounds). The masks of two comparisons (sliding_window, prefix_lm) were not
-  // measured with it, and vanilla / gqa measured slower than with their stagger: they keep the turns.
+  // 2026-11-27, same call, two rounds). The masks of two comparisons take them by the rule below, and
+  // vanilla / gqa measured slower than with their stagger: they keep the turns.
   bool one_comparison = false;
   if (cond && cond->kind() == ExprKind::Binary) {
     const BinaryOp op = cond->as<BinaryNode>()->op;
     one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
   }
+  // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
+  // col <= W, prefix_lm's col < P || col <= row) on the same kernel (sliding_window at every length,
+  // prefix_lm at S <= 1k) takes free consumers and the staged epilogue together (below): sliding_window S
+  // 16k 99.2 / 99.1 -> 89.1 / 88.6 us, prefix_lm S 1k 122.5 / 121.6 -> 110.9 / 111.0 (H100, 2026-11-28,
+  // same call, two rounds; sliding_window S 1k / 4k 90.8 -> 81.7, 96.1 -> 87.1, one round). Either alone
+  // gains less: free consumers 92.8 / 114.6 us, the staged epilogue with the turns 103.5 / 119.4 (at S 16k
+  // slower than the turns alone).
+  bool two_comparisons = false;
+  if (cond && cond->kind() == ExprKind::Binary) {
+    const BinaryNode* both = cond->as<BinaryNode>();
+    auto comparison = [](const Expr& e) {
+      if (e.kind() != ExprKind::Binary) return false;
+      const BinaryOp op = e.as<BinaryNode>()->op;
+      return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
+    };
+    two_comparisons = (both->op == BinaryOp::logical_and || both->op == BinaryOp::logical_or) && comparison(both->lhs) && comparison(both->rhs);
+  }
+  const bool two_comparisons_free_staged = dynamic && !data && consumers == 2 && kHeadDim == 64 && two_comparisons;
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); !(e && *e)) {
     free_consumers = dynamic && !data && consumers == 2 && kHeadDim == 64 && one_comparison;
+    if (two_comparisons_free_staged) free_consumers = true;
   }
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
@@ -1583,8 +1602,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // measured: the persistent two-consumer kernels without a stagger, data mask or bias of a mask of one
     // comparison (causal) — at hd64 where its buffer fits beside the ring (causal S 1k's free kernel, 4
     // stages: 118.3 -> 109.5 us), at hd128 also at a stage fewer (causal S 1k, 3 -> 2 stages: 199.1 ->
-    // 184.4 us; H100, 2026-11-27, same call, two rounds). Not on vanilla / gqa's staggered 6-stage kernels
-    // (at 5 stages with it 1.00x / 1.03x of their time) nor, unmeasured, on sliding_window / prefix_lm.
+    // 184.4 us; H100, 2026-11-27, same call, two rounds); with the free consumers of a mask of two
+    // comparisons (sliding_window, prefix_lm S 1k: above). Not on vanilla / gqa's staggered 6-stage kernels
+    // (at 5 stages with it 1.00x / 1.03x of their time) nor on three consumers, one block per work tile
+    // (alibi S 4k / 16k 649.4 -> 663.1, 2455.4 -> 2546.5 us; diff_attn S 16k 2282.8 -> 2346.5; prefix_lm
+    // S 4k 369.0 -> 362.5; H100, 2026-11-28, same call, one round).
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
     {
@@ -1592,8 +1614,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool forced = e && *e;
       const bool everywhere = forced && std::string(e) == "1";
       const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
+      // (a mask of two comparisons: with free consumers only, the rule above)
+      const bool by_two_comparisons = !forced && two_comparisons_free_staged && free_consumers && persistent && stagger == 0;
       const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty();
-      if ((everywhere || by_default) && allowed) {
+      if ((everywhere || by_default || by_two_comparisons) && allowed) {
         const int64_t epi_bytes = static_cast<int64_t>(bm) * kHeadDim * 2;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +

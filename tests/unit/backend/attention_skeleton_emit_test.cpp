@@ -269,7 +269,8 @@ TEST(AttentionSkeletonEmit, MaskReachIsSoundAndTight) {
 }
 
 // Sliding windows: the key range from the window's linear bounds (no scan over the key tiles), and
-// persistent blocks at every length (a work tile has 3 key tiles at S 1k as at 16k).
+// persistent blocks at every length (a work tile has 3 key tiles at S 1k as at 16k), with free consumers
+// and the staged epilogue (a mask of two comparisons).
 TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
   for (int64_t seq : {1024, 4096, 16384}) {
     std::string refusal;
@@ -277,7 +278,7 @@ TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
     ASSERT_TRUE(k) << refusal;
     EXPECT_NE(k->source.find("const long long lo_ = max_ll_(0LL, (1LL) * row_lo_ + (-256LL));"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("const long long hi_ = min_ll_(static_cast<long long>(seq_k_) - 1, (1LL) * row_hi_ + (0LL));"), std::string::npos) << k->source;
-    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << seq;
+    EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << seq;
     EXPECT_EQ(k->info.blocks, 132) << seq;
     EXPECT_NE(k->summary.find("solved from its linear bounds"), std::string::npos) << k->summary;
     // a conjunction of bounds: boundary tiles compare with each row's two ends
@@ -438,9 +439,10 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
 }
 
 // Free consumers (Config::FreeConsumers, the last template argument): by default on causal's Dynamic
-// kernel at S 1k (a mask of one comparison), not on sliding_window's (two); $SOLDER_ATTN_FREE=0 keeps the
-// turns there, =1 frees every two-consumer kernel without a data mask, in place of a stagger (vanilla
-// keeps its 6 stages); never with 3 consumers (causal S 4k).
+// kernel at S 1k (a mask of one comparison) and, with the staged epilogue, on the same kernel of a mask of
+// two comparisons (sliding_window, prefix_lm S 1k); $SOLDER_ATTN_FREE=0 keeps the turns there, =1 frees
+// every two-consumer kernel without a data mask, in place of a stagger (vanilla keeps its 6 stages); never
+// with 3 consumers (causal S 4k, prefix_lm S 4k).
 TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   std::string refusal;
   setenv("SOLDER_ATTN_FREE", "1", 1);
@@ -453,7 +455,13 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   unsetenv("SOLDER_ATTN_FREE");
   auto plain = emit(compile("causal", {}), &refusal);
   auto sliding = emit(compile("sliding_window", {}), &refusal);
-  ASSERT_TRUE(causal && vanilla && causal_long && causal_hd128 && turns && plain && sliding) << refusal;
+  auto sliding_long = emit(compile("sliding_window", {{"B", 1}, {"S", 16384}}), &refusal);
+  auto prefix = emit(compile("prefix_lm", {}), &refusal);
+  auto prefix_long = emit(compile("prefix_lm", {{"B", 4}, {"S", 4096}}), &refusal);
+  setenv("SOLDER_ATTN_FREE", "0", 1);
+  auto sliding_turns = emit(compile("sliding_window", {}), &refusal);
+  unsetenv("SOLDER_ATTN_FREE");
+  ASSERT_TRUE(causal && vanilla && causal_long && causal_hd128 && turns && plain && sliding && sliding_long && prefix && prefix_long && sliding_turns) << refusal;
   EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << causal->summary;
   EXPECT_NE(causal->summary.find("free consumer warpgroups"), std::string::npos) << causal->summary;
   EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>;"), std::string::npos) << vanilla->summary;
@@ -464,7 +472,14 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   EXPECT_NE(turns->summary.find("in ping-pong"), std::string::npos) << turns->summary;
   EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << plain->summary;
   EXPECT_NE(plain->summary.find("free consumer warpgroups"), std::string::npos) << plain->summary;
-  EXPECT_NE(sliding->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding->summary;
+  // a mask of two comparisons: causal's Config (free consumers and the staged epilogue), not on 3 consumers
+  for (const auto* e : {&sliding, &sliding_long, &prefix}) {
+    EXPECT_NE((*e)->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << (*e)->summary;
+    EXPECT_NE((*e)->summary.find("free consumer warpgroups"), std::string::npos) << (*e)->summary;
+  }
+  EXPECT_NE(prefix_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << prefix_long->summary;
+  // with the turns, no staged epilogue either (it measured slower than the turns alone there)
+  EXPECT_NE(sliding_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding_turns->summary;
 }
 
 // The staged epilogue (Config::StagedEpilogue, the last template argument: O through shared memory,
@@ -472,8 +487,9 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
 // a K/V stage fewer where its buffer does not fit beside the ring (vanilla's 6 stages -> 5, hd128 S 1k's
 // 3 -> 2; causal S 1k keeps its 4), and gives the epilogue functor staged_pack() and staged_row(); not where the head
 // dim is padded (its padding columns are not stored) nor with evoformer's preloaded gate. By default on
-// causal's kernels (hd64 S 1k: its 4 stages; hd128 S 1k: 3 -> 2 stages), not on vanilla's staggered one
-// nor sliding_window's; =0: the Config and the functor as before.
+// causal's kernels (hd64 S 1k: its 4 stages; hd128 S 1k: 3 -> 2 stages) and sliding_window's (with its
+// free consumers), not on vanilla's staggered one nor on three consumers (alibi S 4k); =0: the Config and
+// the functor as before.
 TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   std::string refusal;
   setenv("SOLDER_ATTN_EPI", "1", 1);
@@ -488,7 +504,8 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   auto plain = emit(compile("causal", {}), &refusal);
   auto plain_vanilla = emit(compile("vanilla", {}), &refusal);
   auto plain_sliding = emit(compile("sliding_window", {}), &refusal);
-  ASSERT_TRUE(causal && vanilla && causal_hd128 && padded && evoformer && off && plain && plain_vanilla && plain_sliding) << refusal;
+  auto plain_alibi_long = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
+  ASSERT_TRUE(causal && vanilla && causal_hd128 && padded && evoformer && off && plain && plain_vanilla && plain_sliding && plain_alibi_long) << refusal;
   EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << causal->summary;
   EXPECT_NE(causal->source.find("static constexpr bool kStaged = true;"), std::string::npos);
   EXPECT_NE(causal->source.find("__device__ void* staged_row(int bh_, int row_) const {"), std::string::npos);
@@ -496,7 +513,8 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2, false, false, true>;"), std::string::npos) << vanilla->summary;
   EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos)
       << causal_hd128->summary;
-  for (const auto* e : {&padded, &evoformer, &off, &plain_vanilla, &plain_sliding}) {
+  EXPECT_NE(plain_sliding->source.find("static constexpr bool kStaged = true;"), std::string::npos) << plain_sliding->summary;
+  for (const auto* e : {&padded, &evoformer, &off, &plain_vanilla, &plain_alibi_long}) {
     EXPECT_EQ((*e)->source.find("kStaged = true;"), std::string::npos) << (*e)->summary;
     EXPECT_EQ((*e)->source.find(", true, true, true>;"), std::string::npos) << (*e)->summary;
   }
