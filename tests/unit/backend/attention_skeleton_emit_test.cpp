@@ -505,6 +505,37 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   EXPECT_NE(plain_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << plain_vanilla->summary;
 }
 
+// The staged epilogue on one block per work tile (vanilla at hd128, vanilla / gqa at hd64 from S 4k):
+// its buffer is each consumer's own Q rows (Config::EpilogueInQ), so $SOLDER_ATTN_EPI=1 keeps every
+// stage there (hd128: 2; hd64's 3 consumers: 4), and $SOLDER_ATTN_STAGES=N sets the depth of such a
+// kernel where N stages fit (hd128: 3, not 4: 32 KB of Q + 4 x 64 KB is over 227 KB).
+TEST(AttentionSkeletonEmit, StagedEpilogueInQRows) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_EPI", "1", 1);
+  auto hd128 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  auto hd64_long = emit(compile("vanilla", {{"B", 4}, {"S", 4096}}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "3", 1);
+  auto hd128_s3 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "4", 1);
+  auto hd128_s4 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_EPI", "0", 1);
+  setenv("SOLDER_ATTN_STAGES", "3", 1);
+  auto hd128_plain_s3 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "6", 1);
+  auto hd64_long_s6 = emit(compile("vanilla", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_STAGES");
+  unsetenv("SOLDER_ATTN_EPI");
+  ASSERT_TRUE(hd128 && hd64_long && hd128_s3 && hd128_s4 && hd128_plain_s3 && hd64_long_s6) << refusal;
+  EXPECT_NE(hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd128->summary;
+  EXPECT_NE(hd128->source.find("static constexpr bool kStaged = true;"), std::string::npos);
+  EXPECT_NE(hd64_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd64_long->summary;
+  EXPECT_NE(hd128_s3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd128_s3->summary;
+  EXPECT_NE(hd128_s4->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd128_s4->summary;
+  EXPECT_NE(hd128_plain_s3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2>;"), std::string::npos) << hd128_plain_s3->summary;
+  EXPECT_EQ(hd128_plain_s3->source.find("kStaged = true;"), std::string::npos);
+  EXPECT_NE(hd64_long_s6->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 3>;"), std::string::npos) << hd64_long_s6->summary;
+}
+
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   std::string refusal;
   // small sizes: head dim 16, one key tile
