@@ -1593,7 +1593,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // 184.4 us; H100, 2026-11-27, same call, two rounds). Not on vanilla / gqa's staggered 6-stage kernels
     // (at 5 stages with it 1.00x / 1.03x of their time) nor, unmeasured, on sliding_window / prefix_lm.
     // With one block per work tile (not persistent) the buffer is each consumer's own Q rows (Config's
-    // EpilogueInQ): it costs no stage there.
+    // EpilogueInQ): it costs no stage there, and it is taken by default on those kernels with the plain
+    // score and no mask (wide_by_default: vanilla / gqa at hd128, and at hd64 from S 4k): vanilla hd128
+    // S 1k / 4k / 16k 287.2 -> 251.8 / 919.0 -> 879.1 / 3433.7 -> 3353.5 us, gqa hd64 S 4k 545.6 -> 535.8
+    // (H100, 2026-11-28, same call, two rounds; vanilla hd64 S 4k / 16k and gqa S 16k, the same Config as
+    // gqa S 4k, and gqa hd128 not measured). On 3 stages at hd128 (the stage the dedicated buffer would
+    // cost) it measured slower (262.1 / 901.4 / 3374.5 us), and hd128 S 1k on persistent blocks with
+    // two Q buffers and the dedicated buffer too (280.9; 275.1 with free consumers).
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
     {
@@ -1601,10 +1607,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool forced = e && *e;
       const bool everywhere = forced && std::string(e) == "1";
       const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
+      const bool wide_by_default = !forced && !persistent && identity && !cond && !data && !staged_bits && !with_bias && plain_layout;
       // (3 consumers at 160 registers: only with the identity score; softcap's staged kernel spills 4 bytes)
       const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
                            (consumers == 2 || identity);
-      if ((everywhere || by_default) && allowed) {
+      if ((everywhere || by_default || wide_by_default) && allowed) {
         const int64_t epi_bytes = persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +
