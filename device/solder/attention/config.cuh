@@ -97,7 +97,9 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              writes its 64 × HeadDim tile of stored words (an Epilogue with kStaged) into its own slice of
 //              a dedicated buffer (BM × HeadDim × 2 bytes, 128-byte swizzled like TMA's), then stores whole
 //              rows with 16-byte coalesced stores (full 128-byte lines per 8 lanes) instead of one 4-byte
-//              store per pair of columns. An Epilogue without kStaged keeps the per-pair stores.
+//              store per pair of columns. An Epilogue without kStaged keeps the per-pair stores. Without
+//              Persistent the buffer is the consumer's own Q rows (its last S is done before its epilogue and
+//              the block has no next work tile whose Q would land there): no shared memory of its own.
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
           int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false>
 struct Config {
@@ -131,8 +133,11 @@ struct Config {
   static constexpr int BiasTileOffset = QBuffers_ * QBytes + 2 * Stages_ * KVTileBytes;
   static constexpr int BiasColumnOffset = BiasTileOffset + Stages_ * BiasTileBytes;
   // The staged epilogue's buffer: 64 × HeadDim 16-bit words per consumer (a multiple of 128 bytes from
-  // the 1024-aligned base, so each 128-byte row of its swizzled panels starts a bank line).
-  static constexpr int EpilogueBytes = StagedEpilogue_ ? BM * HeadDim_ * 2 : 0;
+  // the 1024-aligned base, so each 128-byte row of its swizzled panels starts a bank line). Without
+  // Persistent, consumer c's slice is its own Q rows (Q buffer 0 at c · 64 · HeadDim · 2, the same size
+  // and alignment), and the buffer takes no bytes.
+  static constexpr bool EpilogueInQ = StagedEpilogue_ && !Persistent_;
+  static constexpr int EpilogueBytes = StagedEpilogue_ && !EpilogueInQ ? BM * HeadDim_ * 2 : 0;
   static constexpr int EpilogueOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
   static constexpr int BarrierOffset = EpilogueOffset + EpilogueBytes;
   // Q (QBuffers tiles), the K ring, the V ring, the staged bias, the staged epilogue's buffer,

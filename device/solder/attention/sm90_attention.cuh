@@ -65,7 +65,8 @@
 // by plain index arithmetic on the accumulator layout. Staged epilogue (Config::StagedEpilogue with an
 // Epilogue of kStaged, functors.cuh): each consumer writes its 64 × HeadDim tile of stored words
 // (staged_pack(): the tail applied, rounded) into its own slice of a dedicated shared-memory buffer, 128-byte
-// swizzled (conflict-free for the accumulator layout's 8-row stores and the 16-byte reads), syncs its
+// swizzled (conflict-free for the accumulator layout's 8-row stores and the 16-byte reads; with one block
+// per work tile the slice is the consumer's own Q rows, Config::EpilogueInQ), syncs its
 // warpgroup (named barrier 10 + c; once before writing, so the previous tile's reads are done), and
 // stores whole rows with st.global.v4 (8 lanes per 128-byte line), rows past seq_q skipped; the
 // per-pair 4-byte stores (16 per thread at hd64) become 4 full-line stores per thread. The rings and the turn run on across work tiles:
@@ -1300,8 +1301,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           constexpr int kRowChunks = C::HeadDim / 8;  // 16-byte chunks of a row
           // The per-thread shared addresses through a volatile move: otherwise the compiler hoists them (a
           // dozen loop-invariant registers) out of the work-tile loop, and hd128's consumers spill.
-          uint32_t slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + C::EpilogueOffset)) + consumer * 64 * C::HeadDim * 2;
+          // Config::EpilogueInQ (one block per work tile): the slice is this consumer's own Q rows, whose
+          // last reader (this consumer's last S) has completed; the async proxy's reads of them are ordered
+          // before the generic writes below by a proxy fence.
+          uint32_t slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + (C::EpilogueInQ ? 0 : C::EpilogueOffset))) + consumer * 64 * C::HeadDim * 2;
           asm volatile("mov.b32 %0, %0;" : "+r"(slice));
+          if constexpr (C::EpilogueInQ) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
           // 64-column panels of 64 rows × 128 bytes, 16-byte chunk c of row l at chunk c ^ (l % 8) (TMA's
           // 128-byte swizzle). Writes: this thread's rows 16·warp + lane/4 (+ 8), so l % 8 = lane / 4 and
           // the 8 rows of one store instruction hit 8 different chunks (no bank conflict).

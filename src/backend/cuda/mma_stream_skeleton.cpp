@@ -1178,6 +1178,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
+  // One block per work tile without a bias (vanilla / gqa at hd64 from S 4k, and at hd128): the stages
+  // above. $SOLDER_ATTN_STAGES=N (2..8) overrides them where N stages fit (A/B runs).
+  if (const char* forced = std::getenv("SOLDER_ATTN_STAGES"); forced && *forced && !persistent && !with_bias && !staged_bits) {
+    const int n = std::atoi(forced);
+    const int64_t q_bytes = static_cast<int64_t>(64 * consumers) * kHeadDim * 2, stage_bytes = 2LL * bn * kHeadDim * 2;
+    if (n >= 2 && n <= 8 && q_bytes + n * stage_bytes + 8 * (2 + 4 * n) + 1024 <= 232448) stages = n;
+  }
   // Work tiles claimed from a counter (Config's Dynamic) on the masked two-Q-buffer kernels at hd64
   // (causal S <= 1k, sliding_window, prefix_lm S 1k): their work tiles differ in key tiles (causal: 1 ... 8
   // per tile at S 1k), and the snake's fixed rounds leave the block with the most key tiles at 83 where
@@ -1604,9 +1611,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // stages: 118.3 -> 109.5 us), at hd128 also at a stage fewer (causal S 1k, 3 -> 2 stages: 199.1 ->
     // 184.4 us; H100, 2026-11-27, same call, two rounds); with the free consumers of a mask of two
     // comparisons (sliding_window, prefix_lm S 1k: above). Not on vanilla / gqa's staggered 6-stage kernels
-    // (at 5 stages with it 1.00x / 1.03x of their time) nor on three consumers, one block per work tile
-    // (alibi S 4k / 16k 649.4 -> 663.1, 2455.4 -> 2546.5 us; diff_attn S 16k 2282.8 -> 2346.5; prefix_lm
-    // S 4k 369.0 -> 362.5; H100, 2026-11-28, same call, one round).
+    // (at 5 stages with it 1.00x / 1.03x of their time) nor on three consumers, one block per work tile,
+    // with a mask or an affine score (alibi S 4k / 16k 649.4 -> 663.1, 2455.4 -> 2546.5 us; diff_attn S 16k
+    // 2282.8 -> 2346.5; prefix_lm S 4k 369.0 -> 362.5; H100, 2026-11-28, same call, one round).
+    // With one block per work tile (not persistent) the buffer is each consumer's own Q rows (Config's
+    // EpilogueInQ): it costs no stage there, and it is taken by default on those kernels with the plain
+    // score and no mask (wide_by_default: vanilla / gqa at hd128, and at hd64 from S 4k): vanilla hd128
+    // S 1k / 4k / 16k 287.2 -> 251.8 / 919.0 -> 879.1 / 3433.7 -> 3353.5 us, gqa hd64 S 4k 545.6 -> 535.8
+    // (H100, 2026-11-28, same call, two rounds; vanilla hd64 S 4k / 16k and gqa S 16k, the same Config as
+    // gqa S 4k, and gqa hd128 not measured). On 3 stages at hd128 (the stage the dedicated buffer would
+    // cost) it measured slower (262.1 / 901.4 / 3374.5 us), and hd128 S 1k on persistent blocks with
+    // two Q buffers and the dedicated buffer too (280.9; 275.1 with free consumers).
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
     {
@@ -1616,9 +1631,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
       // (a mask of two comparisons: with free consumers only, the rule above)
       const bool by_two_comparisons = !forced && two_comparisons_free_staged && free_consumers && persistent && stagger == 0;
-      const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty();
-      if ((everywhere || by_default || by_two_comparisons) && allowed) {
-        const int64_t epi_bytes = static_cast<int64_t>(bm) * kHeadDim * 2;
+      const bool wide_by_default = !forced && !persistent && identity && !cond && !data && !staged_bits && !with_bias && plain_layout;
+      // (3 consumers at 160 registers: only with the identity score; softcap's staged kernel spills 4 bytes)
+      const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
+                           (consumers == 2 || identity);
+      if ((everywhere || by_default || by_two_comparisons || wide_by_default) && allowed) {
+        const int64_t epi_bytes = persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +
                      static_cast<int64_t>(n) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + epi_bytes + 8 * (2 * q_buffers + 4 * n) + 1024 <=
@@ -1742,7 +1760,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
   result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024 +
-                             (staged_epilogue ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +
+                             (staged_epilogue && persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +  // (Config::EpilogueInQ: none)
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
   // 5, each list's tile entry and two mbarrier pairs with persistent blocks: a double-buffered list; with

@@ -578,6 +578,7 @@ void run_dynamic(const char* name, std::mt19937& rng) {
   (void)softcap;
   char label[96];
   for (int blocks : {0, 1, 3, 7}) {
+    if (!C::Persistent && blocks != 0) continue;  // (one block per work tile at any block count)
     persistent_blocks = blocks;
     std::snprintf(label, sizeof label, "%s dyn plain", name);
     run_case<C, PlainScore, NoMask, false, CStatic>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, NoMask{}, rng);
@@ -816,8 +817,13 @@ int main(int argc, char** argv) {
     // bit for bit against the same Config with the per-pair stores (and the float64 reference), on 0 / 1 /
     // 3 / 7 blocks: the emitter's two defaults first (causal hd64 S 1k: Dynamic, free consumers, two Q
     // buffers; causal hd128 S 1k: one Q buffer, 2 stages), then one Q buffer and f16 at hd64, vanilla's
-    // staggered short rows (5 stages: the buffer takes the sixth), hd128 with two Q buffers, one block per
-    // work tile (not persistent)
+    // staggered short rows (5 stages: the buffer takes the sixth), hd128 with two Q buffers; EpQ: one block
+    // per work tile (not persistent), where the buffer is each consumer's own Q rows (Config::EpilogueInQ):
+    // hd128 on 2 and 3 stages (vanilla's Config, and the stage the buffer no longer costs), f16, hd64
+    // with 2 and 3 consumers (vanilla / gqa from S 4k: 192 x 128, 160 registers; not softcap, whose staged
+    // kernel spills 4 bytes there). "bf16 d64 s4 Ep" and the Vr cases "192x128 s4 Ep Vr" and "s4 Fr Ep Vr"
+    // below are one block per work tile too, so they run on the Q rows as well (the Vr pair of 2 and 3
+    // consumers stands for EpQ's hd64 cases).
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>>("bf16 d64 s4 P Q2 Dy Fr Ep", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 s2 P Ep", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true>>("bf16 d64 s4 P Dy Fr Ep", rng);
@@ -834,6 +840,12 @@ int main(int argc, char** argv) {
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 64, 128, 4, 3>, false>("bf16 d64 192x128 s4 Ep Vr", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 0, false, true, true>, Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2>>("bf16 d64 s5 P Q2 Fr Ep Vr", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, false, 0, 1, 0, false, true, true>, Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 s4 Fr Ep Vr", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2>>("bf16 d128 s2 EpQ", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, false, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 3, 2>>("bf16 d128 s3 EpQ", rng);
+    run_dynamic<Config<Dtype::f16, 128, 128, 3, 2, false, 0, 1, 0, false, false, true>, Config<Dtype::f16, 128, 128, 3, 2>>("f16 d128 s3 EpQ", rng);
+    // hd128 on persistent blocks with two Q buffers and the buffer of its own (vanilla hd128 with
+    // $SOLDER_ATTN_SHORT=all: 2 x 32 KB of Q + 2 stages + 32 KB = 224 KB)
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2 Ep", rng);
     // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

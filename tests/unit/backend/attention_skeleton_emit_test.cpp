@@ -76,10 +76,10 @@ TEST(AttentionSkeletonEmit, PaperShapesRunOnTheSkeleton) {
 
 TEST(AttentionSkeletonEmit, VanillaFoldsTheScaleAndUsesThreeConsumers) {
   std::string refusal;
-  // S 4k: three consumers (192 query rows), one block per work tile
+  // S 4k: three consumers (192 query rows), one block per work tile, the staged epilogue in the Q rows
   auto k = emit(compile("vanilla", {{"B", 4}, {"S", 4096}}), &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos);
   EXPECT_NE(k->source.find("static constexpr bool kIdentity = true;"), std::string::npos);
   // log2(e) / 8
   EXPECT_NE(k->source.find("scale_log2 = 0.180336878f"), std::string::npos) << k->source;
@@ -313,10 +313,11 @@ TEST(AttentionSkeletonEmit, GqaMapsQueryHeadsOnKvHeads) {
 
 TEST(AttentionSkeletonEmit, HeadDim128TakesTheTwoStageConfig) {
   std::string refusal;
-  // one block per work tile at S 1k too (persistent blocks measured slower at hd128)
+  // one block per work tile at S 1k too (persistent blocks measured slower at hd128), the staged
+  // epilogue in the Q rows
   auto k = emit(compile("vanilla", {{"D", 128}}), &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2>;"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos);
   EXPECT_EQ(k->info.attention->q.k, 128);
   EXPECT_EQ(k->info.blocks, 8 * 256);
   // causal S 1k: persistent blocks, one Q buffer, 3 stages, and the staged epilogue's 32 KB in place of
@@ -406,7 +407,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   auto old_causal = emit(compile("causal", {}), &refusal);
   unsetenv("SOLDER_ATTN_SHORT");
   ASSERT_TRUE(old_vanilla && old_causal) << refusal;
-  EXPECT_NE(old_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos);
+  EXPECT_NE(old_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos);
   EXPECT_EQ(old_vanilla->info.blocks, (1024 + 191) / 192 * 256);
   EXPECT_NE(old_causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos);
 
@@ -521,6 +522,51 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << off->summary;
   EXPECT_EQ(causal->source, plain->source);
   EXPECT_NE(plain_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << plain_vanilla->summary;
+}
+
+// The staged epilogue on one block per work tile (vanilla at hd128, vanilla / gqa at hd64 from S 4k):
+// its buffer is each consumer's own Q rows (Config::EpilogueInQ), so it keeps every stage there (hd128:
+// 2; hd64's 3 consumers: 4), by default with the plain score and no mask (not alibi's affine score, not
+// causal S 4k's mask, not diff_attn's fixed lead index); $SOLDER_ATTN_EPI=0 keeps the per-pair stores,
+// and $SOLDER_ATTN_STAGES=N sets the depth of such a kernel where N stages fit (hd128: 3, not 4: 32 KB
+// of Q + 4 x 64 KB is over 227 KB).
+TEST(AttentionSkeletonEmit, StagedEpilogueInQRows) {
+  std::string refusal;
+  auto by_default = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  auto gqa_long = emit(compile("gqa", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto alibi_long = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto causal_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  ASSERT_TRUE(by_default && gqa_long && alibi_long && causal_long) << refusal;
+  EXPECT_NE(by_default->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << by_default->summary;
+  EXPECT_NE(by_default->summary.find("through shared memory, 16-byte row stores"), std::string::npos) << by_default->summary;
+  EXPECT_NE(gqa_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << gqa_long->summary;
+  for (const auto* e : {&alibi_long, &causal_long}) EXPECT_EQ((*e)->source.find("kStaged = true;"), std::string::npos) << (*e)->summary;
+  setenv("SOLDER_ATTN_EPI", "1", 1);
+  auto hd128 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  auto hd64_long = emit(compile("vanilla", {{"B", 4}, {"S", 4096}}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "3", 1);
+  auto hd128_s3 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "4", 1);
+  auto hd128_s4 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_EPI", "0", 1);
+  auto hd128_off = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "3", 1);
+  auto hd128_plain_s3 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "6", 1);
+  auto hd64_long_s6 = emit(compile("vanilla", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_STAGES");
+  unsetenv("SOLDER_ATTN_EPI");
+  ASSERT_TRUE(hd128 && hd64_long && hd128_s3 && hd128_s4 && hd128_off && hd128_plain_s3 && hd64_long_s6) << refusal;
+  EXPECT_EQ(hd128->source, by_default->source);
+  EXPECT_NE(hd128_off->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2>;"), std::string::npos) << hd128_off->summary;
+  EXPECT_NE(hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd128->summary;
+  EXPECT_NE(hd128->source.find("static constexpr bool kStaged = true;"), std::string::npos);
+  EXPECT_NE(hd64_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd64_long->summary;
+  EXPECT_NE(hd128_s3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd128_s3->summary;
+  EXPECT_NE(hd128_s4->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << hd128_s4->summary;
+  EXPECT_NE(hd128_plain_s3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2>;"), std::string::npos) << hd128_plain_s3->summary;
+  EXPECT_EQ(hd128_plain_s3->source.find("kStaged = true;"), std::string::npos);
+  EXPECT_NE(hd64_long_s6->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 3>;"), std::string::npos) << hd64_long_s6->summary;
 }
 
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
