@@ -600,6 +600,14 @@ class Planner {
   // Rows per block of a row-statistics group (retile_for_streaming): the generic writer's register
   // pass holds one row per warp or more (kernel_writer_registers.cpp, 8 warps).
   static constexpr int64_t kRowsPerBlock = 8;
+  // kRowsPerBlock, or SOLDER_ROW_TILE=N (A/B runs, docs/runtime.md): at most N rows per block, a power
+  // of two in [1, kRowsPerBlock]; fewer rows give more, smaller blocks (several waves of the grid).
+  static int64_t rows_per_block() {
+    const char* env = std::getenv("SOLDER_ROW_TILE");
+    if (!env || !*env) return kRowsPerBlock;
+    const int64_t rows = std::atoll(env);
+    return rows >= 1 && rows <= kRowsPerBlock && (rows & (rows - 1)) == 0 ? rows : kRowsPerBlock;
+  }
 
   // Whether a member reduces (a row statistic, a sum) and none streams.
   bool reduces_rows() const {
@@ -697,7 +705,7 @@ class Planner {
       // of the block, so that the generic writer keeps the rows in registers (its register pass)
       // rather than staging up to 64 rows of a LayerNorm through shared memory in a few large blocks.
       if (plan_.stream < 0 && c == contiguous_bytes.end() && reduces_rows() && row_elements() >= 128)
-        grid_tile = std::min<int64_t>(grid_tile, kRowsPerBlock);
+        grid_tile = std::min<int64_t>(grid_tile, rows_per_block());
       dim.tile = grid_tile;
       // A pure element-wise group whose innermost grid dim is short and whole (Evoformer's gate written
       // [S, R, H, C], read from [S, H, R, C]: 32 elements a block) tiles the next grid dims out too,

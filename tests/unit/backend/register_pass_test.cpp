@@ -427,6 +427,36 @@ s[m] = sum(k) a[m, k]
 out y[m, k] : f32 = a[m, k] / s[m] + a[m, k] / b[m, k] + b[m, k] / c[m] + a[m, k] / (s[m] * 2)
 )";
 
+TEST(RegisterPass, RowTileKnobGivesFewerRowsPerBlock) {
+  // SOLDER_ROW_TILE=N (A/B runs): at most N rows per row-kernel block, so Q8's 4096 rows of 2048 run as
+  // 2048 blocks of 2 rows (4 warps per row) instead of 512 of 8; what each row computes is unchanged.
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  const Dims q8{{"M", 4096}, {"N", 768}, {"K", 2048}};
+  {
+    EnvScope rows("SOLDER_ROW_TILE", "2");
+    const std::string row = first_kernel(generate_file(example("quant_gemm"), false, q8).source);
+    EXPECT_NE(row.find("// the register pass: 2 rows of 2048 elements per block, one row per 128 threads, 2 vectors of 8 per thread"),
+              std::string::npos) << row;
+    EXPECT_NE(row.find("(2048 blocks)"), std::string::npos) << row;
+    // On the executor, at a size where the knob moves the tile: the same results as the float64 reference.
+    auto program = std::make_shared<Program>(parse_program_file(example("quant_gemm")));
+    BoundProgram bound = bind_program(program, SizeChoice{false, {{"M", 64}, {"N", 192}, {"K", 1024}}});
+    CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
+    TensorSet inputs = make_inputs(bound, 11);
+    ExecutionResult result = execute_kernel_program(compiled.kernels, inputs);
+    TensorSet reference = run_reference(bound, inputs);
+    for (const TensorInfo* out : bound.outputs()) {
+      OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance_for(bound));
+      EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
+    }
+  }
+  for (const char* ignored : {"3", "16", "0", "x"}) {  // not a power of two in [1, 8]: the default, 8 rows
+    EnvScope rows("SOLDER_ROW_TILE", ignored);
+    const std::string row = first_kernel(generate_file(example("quant_gemm"), false, q8).source);
+    EXPECT_NE(row.find("// the register pass: 8 rows of 2048 elements per block"), std::string::npos) << ignored;
+  }
+}
+
 TEST(RegisterPass, OnlyDivisorsOfTheRowTakeTheReciprocal) {
   // s[m], c[m] (staged per row) and s[m] * 2 are the same along the row; b[m, k] moves along it: that
   // one keeps the IEEE division per element. (4 vectors per thread: the reciprocal form asked for.)
