@@ -77,7 +77,6 @@ PLANS = {
             ("dw-64x64s9k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW}"}),
             ("dx-128x256c2x1", {"SOLDER_GEMM_TILE": f"128x256s4k1c2x1@{DX}"}),
             ("dx-128x256", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}"}),
-            ("dx-64x256c2x1", {"SOLDER_GEMM_TILE": f"64x256s4k1c2x1@{DX}"}),
             ("dw+dx-c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW};128x256s4k1c2x1@{DX}"}),
         ], 2),
         ("Q8", "quant_gemm-Q8", [
@@ -107,6 +106,11 @@ PLANS = {
         ("Q7", "quant_gemm-Q7", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
         ("Q1", "quant_gemm-Q1", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
         ("Q2", "quant_gemm-Q2", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
+        # dw alone on 64 x 64 split 8 at four ring depths, with and without B multicast: points for the
+        # one-consumer load term's refit (lrb-model's Next (a)), last
+        ("dw-sweep", "program:bench/programs/lrb_dw.sol", [
+            (f"64x64s{st}k8{c}", {"SOLDER_GEMM_TILE": f"64x64s{st}k8{c}@{DW}"})
+            for st in (6, 8, 12, 14) for c in ("", "c2x1")], 1),
     ],
 }
 PLAN = os.environ.get("ROUNDS_PLAN", "quant-lrb")

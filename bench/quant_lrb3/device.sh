@@ -5,7 +5,7 @@
 #   0. the GPU's clocks, power and throttle reasons every 100 ms (clocks.csv);
 #   1. every NVRTC kernel of the call compiled in parallel (all of them in the carried cache);
 #   2. `solder run --backend cuda` (float64 reference) of every variant the rounds time: linear_relu_backward
-#      nerf on forced dw / dx tiles, quant_gemm Q8 / Q1 / Q2 / Q4 / Q5 / ragged / small at fewer rows per
+#      nerf on forced dw / dx tiles, quant_gemm Q8 / Q1 / Q4 / Q5 / two ragged M at fewer rows per
 #      row-kernel block (SOLDER_ROW_TILE), Q7 / Q1 / Q2 with SOLDER_PDL=all; in parallel, while rounds.py
 #      compiles the peers;
 #   3. rounds.py (ROUNDS_PLAN=quant-lrb3): lrb nerf (two rounds) and Q8 (three), Solder's variants and
@@ -29,22 +29,18 @@ DW=256,256,65536
 DX=65536,256,256
 # label | env | `solder run --backend cuda` arguments.
 VERIFY="lrb.nerf||$LRB
-lrb.nerf.dw_64x64s9k8c2x1|SOLDER_GEMM_TILE=64x64s9k8c2x1@$DW|$LRB
 lrb.nerf.dx_128x256c2x1|SOLDER_GEMM_TILE=128x256s4k1c2x1@$DX|$LRB
 lrb.nerf.dx_128x256|SOLDER_GEMM_TILE=128x256s4k1@$DX|$LRB
-lrb.nerf.dx_64x256c2x1|SOLDER_GEMM_TILE=64x256s4k1c2x1@$DX|$LRB
 lrb.nerf.dw_dx_c2x1|SOLDER_GEMM_TILE=64x64s9k8c2x1@$DW;128x256s4k1c2x1@$DX|$LRB
 Q8||$QG --dim M=4096 --dim N=768 --dim K=2048
 Q8.rows4|SOLDER_ROW_TILE=4|$QG --dim M=4096 --dim N=768 --dim K=2048
 Q8.rows2|SOLDER_ROW_TILE=2|$QG --dim M=4096 --dim N=768 --dim K=2048
 Q8.rows1|SOLDER_ROW_TILE=1|$QG --dim M=4096 --dim N=768 --dim K=2048
 Q1.rows2|SOLDER_ROW_TILE=2|$QG --dim M=4096 --dim N=1536 --dim K=2560
-Q2.rows2|SOLDER_ROW_TILE=2|$QG --dim M=4096 --dim N=2560 --dim K=1536
 Q4.rows2|SOLDER_ROW_TILE=2|$QG --dim M=4096 --dim N=8192 --dim K=3584
 Q5.rows2|SOLDER_ROW_TILE=2|$QG --dim M=4096 --dim N=7168 --dim K=2048
-quant.ragged.rows2|SOLDER_ROW_TILE=2|$QG --dim M=1003 --dim N=264 --dim K=2048
-quant.ragged.rows1|SOLDER_ROW_TILE=1|$QG --dim M=1003 --dim N=264 --dim K=2056
-quant.small.rows2|SOLDER_ROW_TILE=2|$QG --small
+quant.ragged.rows4|SOLDER_ROW_TILE=4|$QG --dim M=4001 --dim N=264 --dim K=2048
+quant.ragged.rows1|SOLDER_ROW_TILE=1|$QG --dim M=1003 --dim N=264 --dim K=2048
 Q7.pdl_all|SOLDER_PDL=all|$QG --dim M=4096 --dim N=2048 --dim K=768
 Q1.pdl_all|SOLDER_PDL=all|$QG --dim M=4096 --dim N=1536 --dim K=2560
 Q2.pdl_all|SOLDER_PDL=all|$QG --dim M=4096 --dim N=2560 --dim K=1536"
@@ -91,11 +87,11 @@ export S out
 verify_one() {  # one line of VERIFY
   local label env args
   IFS='|' read -r label env args <<< "$1"
-  if env $env timeout 35 "$S" run --backend cuda $args > "$out/run.$label.txt" 2>&1; then echo "verify $label: verified"
+  if env $env timeout 30 "$S" run --backend cuda $args > "$out/run.$label.txt" 2>&1; then echo "verify $label: verified"
   else echo "verify $label: FAILED rc=$? $(tail -c 240 "$out/run.$label.txt" | tr '\n' ' ')"; fi
 }
 export -f verify_one
-timeout 40 xargs -d '\n' -P 8 -n 1 bash -c 'verify_one "$1"' _ < "$out/verify-list.txt" > "$out/verify.txt"
+timeout 34 xargs -d '\n' -P 8 -n 1 bash -c 'verify_one "$1"' _ < "$out/verify-list.txt" > "$out/verify.txt"
 sort "$out/verify.txt" | sed 's/^/   /'
 echo "   verified $(grep -c ': verified' "$out/verify.txt") of $(wc -l < "$out/verify-list.txt") ($(left) s left)"
 pack
