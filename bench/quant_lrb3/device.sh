@@ -9,14 +9,15 @@
 #      row-kernel block (SOLDER_ROW_TILE), Q7 / Q1 / Q2 with SOLDER_PDL=all; in parallel, while rounds.py
 #      compiles the peers;
 #   3. rounds.py (ROUNDS_PLAN=quant-lrb3): lrb nerf (two rounds) and Q8 (three), Solder's variants and
-#      torch.compile interleaved; the peer's lrb parts alone (lrb_dw_torch_parts.py); then one round of
-#      Solder's parts alone (bench/programs/lrb_*.sol), the row kernels alone, Q5, Q7 / Q1 / Q2;
+#      torch.compile interleaved; torch.profiler's listing of the peers' lrb and Q8 kernels (the peer's
+#      parts inside its program); then one round of Solder's parts alone (bench/programs/lrb_*.sol), the
+#      row kernels alone, Q5, Q7 / Q1 / Q2, and dw's 64 x 64 split-8 sweep, as far as the deadline allows;
 #   4. ncu (--clock-control none, no cache flush) of Q8's row kernel at 8 and 2 rows per block, if time
 #      is left;
 #   5. the summary table (summary.txt), printed last.
 # Run from the carry folder (payload.tgz: stripped solder, libgomp, tree/ with this branch's device
 # headers, examples/ and bench/ python files and programs, cache/):
-#   cd .devcarry/quant-lrb3 && DEADLINE=105 bash device.sh
+#   cd .devcarry/quant-lrb3 && DEADLINE=104 bash device.sh
 # bench/quant_lrb3/stage.sh builds the carry folder on the build machine.
 set -uo pipefail
 export ROUNDS_PLAN=quant-lrb3  # bench/quant_lrb/rounds.py's cells for this call
@@ -53,7 +54,7 @@ compile_commands() {  # SOLDER: every program of the call, --compile-only (NVRTC
 if [ "${1:-}" = --list-compile ]; then compile_commands "$2"; exit 0; fi  # stage.sh: the build machine's precompile
 
 O=${OUT:-/tmp/out}; out=/tmp/qlrb3; rm -rf "$out"; mkdir -p "$out" "$O"
-start=$(date +%s); DEADLINE=${DEADLINE:-105}; left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
+start=$(date +%s); DEADLINE=${DEADLINE:-104}; left() { echo $(( DEADLINE - ($(date +%s) - start) )); }
 pack() { tar czf "$O/qlrb3.tgz" -C /tmp qlrb3 2>/dev/null; }
 cd "$HERE" && chmod +x solder 2>/dev/null
 export LD_LIBRARY_PATH=$HERE:${LD_LIBRARY_PATH:-} SOLDER_CACHE_DIR=$HERE/cache SOLDER_SOURCE_DIR=$HERE/tree
@@ -79,7 +80,7 @@ echo "   compiled $(grep -c 'compiled in' "$out/compile.log"), cached $(grep -c 
 echo "== 2. verify: solder run --backend cuda against float64; peers compile meanwhile ($(left) s left)"
 rm -f /tmp/qlrb3-go
 PYTHONUNBUFFERED=1 python3 "$HERE/rounds.py" --solder "$S" --tree "$R" --out "$out" --go /tmp/qlrb3-go \
-  --torch-parts "$R/bench/lrb_dw_torch_parts.py" --deadline $(( start + DEADLINE - 12 )) --compile-by $(( start + 50 )) \
+  --deadline $(( start + DEADLINE - 12 )) --compile-by $(( start + 50 )) \
   > "$out/rounds.txt" 2>&1 &
 rounds_pid=$!
 echo "$VERIFY" > "$out/verify-list.txt"
