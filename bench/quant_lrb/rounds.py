@@ -1,4 +1,4 @@
-"""Interleaved rounds of Solder and its peer, one process (issue 15, branches quant-lrb and lrb-model).
+"""Interleaved rounds of Solder and its peer, one process (issue 15, branches quant-lrb, lrb-model, quant-lrb3).
 
 Each cell is a suite case with Solder variants (environment knobs for `solder bench`) and its peer
 (torch.compile, default mode). The peers are compiled once, at the start, in priority order; then every
@@ -12,7 +12,8 @@ bimodality on the peer's side; cuBLAS's kernel for linear_relu_backward's dw wit
     python3 rounds.py --solder SOLDER --tree TREE --out OUT --deadline EPOCH_SECONDS [--go FILE]
 
 --go: wait for this file before timing (the verification runs first; the peers compile meanwhile).
-ROUNDS_PLAN (environment): which call's cells, `quant-lrb` (default) or `lrb-model`.
+ROUNDS_PLAN (environment): which call's cells, `quant-lrb` (default), `lrb-model` or `quant-lrb3`.
+The cells of several rounds run first, round by round; the cells of one round after them.
 """
 import argparse
 import json
@@ -24,7 +25,8 @@ import time
 import traceback
 
 # Cells in priority order: id, suite case, Solder variants (label, env), rounds, peer wanted.
-DW = "256,256,65536"
+DW = "256,256,65536"  # linear_relu_backward nerf's dw (M, N, K)
+DX = "65536,256,256"  # ... and its dx
 PLANS = {
     # quant-lrb: Q8's early launch and two row blocks per SM, the bimodal cells in three rounds, lrb's dw
     # under clusters and PDL; after the rounds, torch.profiler of cuBLAS's dw and of the peers' kernels
@@ -64,19 +66,87 @@ PLANS = {
         ], 2),
         ("lrb-wide", "linear_relu_backward-wide", [("default", {})], 2),
     ],
+    # quant-lrb3: linear_relu_backward nerf part by part (dw's fastest form measured, dx on cuBLAS's
+    # 128 x 256 with and without its 2 x 1 cluster, both together), then Q8's row kernel in several waves
+    # (SOLDER_ROW_TILE: fewer rows per block), whole and alone, the other cells' rows alone at 2 rows per
+    # block, each part of lrb alone (bench/programs/lrb_*.sol), and Q7 / Q1 / Q2 with the GEMM's programmatic
+    # launch after the early-launching row kernel (quant-lrb's Next (c)). "program:" cells have no peer.
+    "quant-lrb3": [
+        ("lrb-nerf", "linear_relu_backward-nerf", [
+            ("default", {}),
+            ("dw-64x64s9k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW}"}),
+            ("dx-128x256c2x1", {"SOLDER_GEMM_TILE": f"128x256s4k1c2x1@{DX}"}),
+            ("dx-128x256", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}"}),
+            ("dw+dx-c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW};128x256s4k1c2x1@{DX}"}),
+        ], 2),
+        ("Q8", "quant_gemm-Q8", [
+            ("default", {}),
+            ("rows4", {"SOLDER_ROW_TILE": "4"}),
+            ("rows2", {"SOLDER_ROW_TILE": "2"}),
+            ("rows1", {"SOLDER_ROW_TILE": "1"}),
+        ], 3),
+        ("Q8-row", "program:bench/programs/quant_rows.sol", [
+            ("default", {}), ("rows4", {"SOLDER_ROW_TILE": "4"}), ("rows2", {"SOLDER_ROW_TILE": "2"}),
+            ("rows1", {"SOLDER_ROW_TILE": "1"})], 1),
+        ("lrb-g", "program:bench/programs/lrb_g.sol", [("default", {})], 1),
+        ("lrb-dx", "program:bench/programs/lrb_dx.sol", [
+            ("default", {}),
+            ("128x256c2x1", {"SOLDER_GEMM_TILE": f"128x256s4k1c2x1@{DX}"}),
+            ("128x256", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}"}),
+            ("64x256c2x1", {"SOLDER_GEMM_TILE": f"64x256s4k1c2x1@{DX}"}),
+            ("64x128s6", {"SOLDER_GEMM_TILE": f"64x128s6k1@{DX}"})], 1),
+        ("lrb-dw", "program:bench/programs/lrb_dw.sol", [
+            ("default", {}), ("64x64s9k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW}"})], 1),
+        ("Q1-row", "program:bench/programs/quant_rows.sol --dim K=2560", [
+            ("default", {}), ("rows2", {"SOLDER_ROW_TILE": "2"})], 1),
+        ("Q2-row", "program:bench/programs/quant_rows.sol --dim K=1536", [
+            ("default", {}), ("rows2", {"SOLDER_ROW_TILE": "2"})], 1),
+        ("Q4-row", "program:bench/programs/quant_rows.sol --dim K=3584", [
+            ("default", {}), ("rows2", {"SOLDER_ROW_TILE": "2"})], 1),
+        ("Q5", "quant_gemm-Q5", [("default", {}), ("rows2", {"SOLDER_ROW_TILE": "2"})], 1),
+        ("Q7", "quant_gemm-Q7", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
+        ("Q1", "quant_gemm-Q1", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
+        ("Q2", "quant_gemm-Q2", [("default", {}), ("pdl-all", {"SOLDER_PDL": "all"})], 1),
+        # dw alone on 64 x 64 split 8 at four ring depths, with and without B multicast: points for the
+        # one-consumer load term's refit (lrb-model's Next (a)), last
+        ("dw-sweep", "program:bench/programs/lrb_dw.sol", [
+            (f"64x64s{st}k8{c}", {"SOLDER_GEMM_TILE": f"64x64s{st}k8{c}@{DW}"})
+            for st in (6, 8, 12, 14) for c in ("", "c2x1")], 1),
+    ],
 }
 PLAN = os.environ.get("ROUNDS_PLAN", "quant-lrb")
 CELLS = PLANS[PLAN]
+
+
+class ProgramCell:
+    """A cell that is a program file with arguments ("program:PATH [ARGS]", PATH under the tree), no peer."""
+
+    def __init__(self, spec):
+        self.id = spec
+        self.args = spec[len("program:"):].split()
+
+    def solder_args(self):
+        return list(self.args)
+
+
+def all_cases(suites):
+    cases = {c.id: c for c in suites.cases("all", False, None)}
+    cases.update({case_id: ProgramCell(case_id) for _, case_id, _, _ in CELLS if case_id.startswith("program:")})
+    return cases
+
+
+def tree_path(tree, x):
+    return os.path.join(tree, x) if x.startswith(("examples/", "bench/programs/")) else x
 
 
 def list_cells(tree):
     """`ENV words|solder bench arguments` of every Solder variant (for the parallel compile)."""
     sys.path.insert(0, os.path.join(tree, "bench"))
     import suites
-    cases = {c.id: c for c in suites.cases("all", False, None)}
+    cases = all_cases(suites)
     for _, case_id, variants, _ in CELLS:
         for _, env in variants:
-            args = [x if not x.startswith("examples/") else os.path.join(tree, x) for x in cases[case_id].solder_args()]
+            args = [tree_path(tree, x) for x in cases[case_id].solder_args()]
             print(" ".join(f"{k}={v}" for k, v in env.items()) + "|" + " ".join(args))
 
 
@@ -92,6 +162,7 @@ def main():
     ap.add_argument("--go", default=None)
     ap.add_argument("--compile-by", type=float, default=None, help="epoch seconds: compile no more peers after")
     ap.add_argument("--replays", type=int, default=30)
+    ap.add_argument("--torch-parts", default=None, help="bench/lrb_dw_torch_parts.py: run after the cells of several rounds")
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(a.tree, "bench"))
     import torch
@@ -114,11 +185,13 @@ def main():
     dev = torch.device("cuda")
     opt = argparse.Namespace(max_calls=1000, target_replay_us=2000.0, reps=None, warmup=3, target_total_us=4e5,
                              no_graph=False, rotate_below_mb=suites.L2_BYTES / 1e6, max_sets=4096, small=False)
-    cases = {c.id: c for c in suites.cases("all", False, None)}
+    cases = all_cases(suites)
 
     # ---- the peers: compiled once, in priority order ----
     peer = {}
     for cell, case_id, _, _ in CELLS:
+        if case_id.startswith("program:"):
+            continue
         if a.compile_by and time.time() > a.compile_by:
             print(f"peer {cell}: not compiled (compile deadline)", flush=True)
             continue
@@ -145,7 +218,7 @@ def main():
 
     def time_solder(cell, case, label, env, rnd):
         args = [a.solder, "bench"] + case.solder_args() + ["--replays", str(a.replays), "--json"]
-        args = [x if not x.startswith("examples/") else os.path.join(a.tree, x) for x in args]
+        args = [tree_path(a.tree, x) for x in args]
         t0 = time.time()
         rec = {"record": "solder", "cell": cell, "case": case.id, "variant": label, "env": env, "round": rnd, "start": t0}
         try:
@@ -187,19 +260,42 @@ def main():
                                                           + ("" if rnd > 1 else f" verified {rec.get('verified')}")
                                                           if m else f"ERROR {rec.get('error', '')[-200:]}"), flush=True)
 
-    # ---- the rounds ----
+    # ---- the rounds: the cells of several rounds first, interleaved; then the cells of one round ----
+    def run_cell(cell, case_id, variants, rnd):
+        if left() < 8:
+            print(f"r{rnd} {cell}: deadline, skipped", flush=True)
+            return
+        for label, env in variants:
+            time_solder(cell, cases[case_id], label, env, rnd)
+        if cell in peer and left() > 4:
+            time_peer(cell, rnd)
+
     max_rounds = max(r for *_, r in CELLS)
     for rnd in range(1, max_rounds + 1):
         for cell, case_id, variants, rounds in CELLS:
-            if rnd > rounds:
-                continue
-            if left() < 8:
-                print(f"r{rnd} {cell}: deadline, skipped", flush=True)
-                continue
-            for label, env in variants:
-                time_solder(cell, cases[case_id], label, env, rnd)
-            if cell in peer and left() > 4:
-                time_peer(cell, rnd)
+            if rounds > 1 and rnd <= rounds:
+                run_cell(cell, case_id, variants, rnd)
+
+    def single_round_cells():
+        if a.torch_parts and left() > 20:  # the peer's parts, timed alone (a process of its own)
+            try:
+                p = subprocess.run([sys.executable, a.torch_parts], capture_output=True, text=True, timeout=max(5, min(40, left() - 12)))
+                out = p.stdout + p.stderr[-800:]
+            except Exception as e:  # noqa: BLE001
+                out = f"FAILED {type(e).__name__}: {e}"
+            emit({"record": "torch-parts", "output": out})
+            for line in out.splitlines():
+                if line.startswith("torch part"):
+                    print(line, flush=True)
+        for cell, case_id, variants, rounds in CELLS:
+            if rounds == 1:
+                run_cell(cell, case_id, variants, 1)
+
+    if PLAN == "quant-lrb3":  # the listings first: the cells of one round may meet the deadline
+        single_round_cells_later = True
+    else:
+        single_round_cells()
+        single_round_cells_later = False
 
     # ---- the peers' kernels (torch.profiler): per kernel, per replay; cuBLAS's dw ----
     def profile(name, fn, arg_sets, calls=4, replays=6):
@@ -247,7 +343,7 @@ def main():
             jobs.append(("dw-cublas", lambda x_, g_: x_.t() @ g_, [(xx, gg)]))
             jobs.append(("dw-cublas-f32", lambda x_, g_: (x_.t() @ g_).float(), [(xx, gg)]))
         jobs.append(("lrb-nerf-compile", fn, arg_sets))
-    for cell in ("Q5", "Q8", "L2"):
+    for cell in ("Q8",) if PLAN == "quant-lrb3" else ("Q5", "Q8", "L2"):
         if cell in peer:
             jobs.append((f"{cell}-compile", peer[cell][3], peer[cell][4]))
     for name, fn, arg_sets in jobs:
@@ -258,6 +354,8 @@ def main():
             profile(name, fn, arg_sets)
         except Exception as e:  # noqa: BLE001
             print(f"kernels {name}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+    if single_round_cells_later:
+        single_round_cells()
     log.close()
     return 0
 

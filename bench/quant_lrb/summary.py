@@ -1,4 +1,5 @@
-"""The summary table of a rounds call (bench/quant_lrb/device.sh, bench/lrb_model/device.sh):
+"""The summary table of a rounds call (bench/quant_lrb/device.sh, bench/lrb_model/device.sh,
+bench/quant_lrb3/device.sh):
 python3 summary.py DIR [LABEL] (DIR holds rounds.jsonl, clocks.csv, verify.txt and the ncu CSVs; LABEL
 names the call in the first line, default quant-lrb)."""
 import csv
@@ -132,6 +133,14 @@ def main():
             ds = r["durs_us"]
             print(f"{r['profile']:16} {r['kernel'][:84]:84} grid {r['grid']} block {r['block']} regs {r['registers']} n {r['launches']} "
                   f"median {statistics.median(ds) if ds else 0:.2f} min {min(ds) if ds else 0:.2f} max {max(ds) if ds else 0:.2f}")
+
+    parts = [r for r in recs if r.get("record") == "torch-parts"]
+    if parts:
+        print("\n## the peer's parts, each alone (bench/lrb_dw_torch_parts.py)")
+        for r in parts:
+            for line in r.get("output", "").splitlines():
+                if line.startswith("torch part"):
+                    print(line)
 
     for name in sorted(os.listdir(d)):
         if not (name.startswith("ncu-") and name.endswith(".csv")):

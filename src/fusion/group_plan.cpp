@@ -600,12 +600,40 @@ class Planner {
   // Rows per block of a row-statistics group (retile_for_streaming): the generic writer's register
   // pass holds one row per warp or more (kernel_writer_registers.cpp, 8 warps).
   static constexpr int64_t kRowsPerBlock = 8;
+  // ... and of one whose rows are one dim of at least kLongRowElements elements (long_rows):
+  // kLongRowsPerBlock, 128 threads per row (each holding at least one 16-byte vector of 16-bit elements). Smaller blocks with fewer
+  // registers each run as several waves whose loads, arithmetic and stores overlap across blocks,
+  // where 8 rows per block ran as one lockstep wave. Measured on the H100 (bench/NOTES.md, quant-lrb3,
+  // the row kernels of quant_gemm alone): rows of 2048 at 8 / 4 / 2 / 1 rows per block 14.10 / 11.45 /
+  // 10.65 / 11.19 µs (60 / 40 / 31 / 23 registers: 1.0 / 1.3 / 1.9 / 3.9 waves), rows of 2560 17.67 →
+  // 14.12, 1536 10.07 → 9.78, 3584 (4 rows before) 18.30 → 17.92 at 2 rows; Q8 whole 25.87 → 22.82.
+  static constexpr int64_t kLongRowElements = 1024;
+  static constexpr int64_t kLongRowsPerBlock = 2;
+  // The cap (long rows or not), or SOLDER_ROW_TILE=N (A/B runs, docs/runtime.md): at most
+  // N rows per block whatever the row's length, a power of two in [1, kRowsPerBlock] (anything else is
+  // ignored).
+  static int64_t rows_per_block(bool long_rows) {
+    const int64_t cap = long_rows ? kLongRowsPerBlock : kRowsPerBlock;
+    const char* env = std::getenv("SOLDER_ROW_TILE");
+    if (!env || !*env) return cap;
+    const int64_t rows = std::atoll(env);
+    return rows >= 1 && rows <= kRowsPerBlock && (rows & (rows - 1)) == 0 ? rows : cap;
+  }
 
   // Whether a member reduces (a row statistic, a sum) and none streams.
   bool reduces_rows() const {
     for (auto& m : plan_.members)
       if (!m.r_dims.empty()) return true;
     return false;
+  }
+
+  // Whether a row is one non-grid dim of at least kLongRowElements elements (quant_gemm's and RMSNorm's
+  // rows; not a top-k over several resident dims).
+  bool long_rows() const {
+    int dims = 0;
+    for (auto& d : plan_.dims)
+      if (d.role != DimRole::grid) ++dims;
+    return dims == 1 && row_elements() >= kLongRowElements;
   }
 
   // The elements of one row: the product of the non-grid dims' tiles.
@@ -697,7 +725,7 @@ class Planner {
       // of the block, so that the generic writer keeps the rows in registers (its register pass)
       // rather than staging up to 64 rows of a LayerNorm through shared memory in a few large blocks.
       if (plan_.stream < 0 && c == contiguous_bytes.end() && reduces_rows() && row_elements() >= 128)
-        grid_tile = std::min<int64_t>(grid_tile, kRowsPerBlock);
+        grid_tile = std::min<int64_t>(grid_tile, rows_per_block(long_rows()));
       dim.tile = grid_tile;
       // A pure element-wise group whose innermost grid dim is short and whole (Evoformer's gate written
       // [S, R, H, C], read from [S, H, R, C]: 32 elements a block) tiles the next grid dims out too,

@@ -56,6 +56,9 @@ constexpr int64_t kRowBlocksPerSm = 0;
 // waves; the reciprocal form 63, 4 blocks per SM, one wave) and 1-5 % slower at Q8's, Q2's, Q3's and
 // Q4's (6-8 vectors: 4 blocks per SM either way; in SASS one instruction more per element than the
 // IEEE division's expansion, which spends a MUFU.RCP per element but only 11 instructions in all).
+// Since long rows take 2 per block (group_plan.cpp, kLongRowsPerBlock) no suite cell's row kernel
+// holds 9 vectors per thread (Q1's rows of 2560 hold 3, Q3's of 8192 8): the IEEE form everywhere by
+// default, the reciprocal form with SOLDER_ROW_TILE=8 at Q1 or SOLDER_ROW_DIVIDE=reciprocal.
 constexpr int64_t kReciprocalMinBatch = 9;
 
 }  // namespace

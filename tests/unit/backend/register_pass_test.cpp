@@ -125,8 +125,26 @@ std::string first_kernel(const std::string& source) {
   return second == std::string::npos ? source : source.substr(0, second);
 }
 
-TEST(RegisterPass, QuantRowKernelHoldsEightRowsOnePerWarp) {
+TEST(RegisterPass, QuantRowKernelHoldsTwoLongRowsPerBlock) {
+  // Rows of at least 1024 elements: 2 per block (kLongRowsPerBlock), 128 threads per row; Q5's 4096
+  // rows of 2048 as 2048 blocks of 2 vectors per thread (bench/NOTES.md, quant-lrb3).
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  EXPECT_EQ(m.kernels[0].blocks, 2048);
+  const std::string row = first_kernel(m.source);
+  EXPECT_NE(row.find("// the register pass: 2 rows of 2048 elements per block, one row per 128 threads, 2 vectors of 8 per thread"),
+            std::string::npos)
+      << row;
+  // Q7's rows of 768 are short: 8 per block, one per warp, as before.
+  const std::string q7 = first_kernel(generate_file(example("quant_gemm"), false, {{"M", 4096}, {"N", 2048}, {"K", 768}}).source);
+  EXPECT_NE(q7.find("// the register pass: 8 rows of 768 elements per block, one row per 32 threads"), std::string::npos) << q7;
+}
+
+TEST(RegisterPass, QuantRowKernelHoldsEightRowsOnePerWarp) {
+  // SOLDER_ROW_TILE=8: the form before quant-lrb3, 8 rows per block, one per warp.
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope rows8("SOLDER_ROW_TILE", "8");
   GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
   ASSERT_EQ(m.kernels.size(), 2u);
   const std::string row = first_kernel(m.source);
@@ -158,6 +176,7 @@ TEST(RegisterPass, QuantRowKernelHoldsEightRowsOnePerWarp) {
 
 TEST(RegisterPass, QuantRowKernelTakesTenVectorsPerThreadAtQ1) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope rows8("SOLDER_ROW_TILE", "8");  // by default 2 rows of 2560: 3 vectors per thread
   GeneratedModule m = generate_file(example("quant_gemm"), false, kQ1);
   const std::string row = first_kernel(m.source);
   EXPECT_NE(row.find("// the register pass: 8 rows of 2560 elements per block, one row per 32 threads, 10 vectors of 8 per thread"),
@@ -172,7 +191,7 @@ TEST(RegisterPass, QuantRowKernelTakesTenVectorsPerThreadAtQ1) {
 TEST(RegisterPass, RowKernelsAreOneRowBlockPerBlockByDefault) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
   GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
-  EXPECT_EQ(m.kernels[0].blocks, 512);
+  EXPECT_EQ(m.kernels[0].blocks, 2048);
   EXPECT_EQ(m.source.find("pipelined"), std::string::npos);
   EXPECT_EQ(m.source.find("next_a_tile"), std::string::npos);
 }
@@ -201,6 +220,7 @@ TEST(RegisterPass, RowKernelLetsTheNextKernelLaunchEarly) {
 
 TEST(RegisterPass, QuantRowKernelWalksItsRowBlocksWithTheNextLoadsInFlight) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope rows8("SOLDER_ROW_TILE", "8");  // the row blocks of 8 rows the knob was measured on
   EnvScope one("SOLDER_ROW_BLOCKS_PER_SM", "1");
   GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
   ASSERT_EQ(m.kernels.size(), 2u);
@@ -234,6 +254,7 @@ TEST(RegisterPass, QuantRowKernelWalksItsRowBlocksWithTheNextLoadsInFlight) {
 
 TEST(RegisterPass, RowBlocksPerSmComeFromTheKnob) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  EnvScope rows8("SOLDER_ROW_TILE", "8");  // Q5's 512 row blocks of 8 rows
   {
     EnvScope two("SOLDER_ROW_BLOCKS_PER_SM", "2");  // 264 blocks: 2 row blocks each, 256 blocks
     GeneratedModule m = generate_file(example("quant_gemm"), false, kQ5);
@@ -335,7 +356,13 @@ TEST(RegisterPass, SoftmaxNormalisationReadsItsRowStatisticsFromSharedMemory) {
 
 TEST(RegisterPass, RowDivisionsTakeOneReciprocalPerRow) {
   EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
-  // Q1's rows of 2560: 10 vectors per thread, the reciprocal form by default (kReciprocalMinBatch).
+  // Q1's rows of 2560 at 8 rows per block: 10 vectors per thread, the reciprocal form
+  // (kReciprocalMinBatch); at the default 2 rows per block, 3 vectors and the IEEE division.
+  {
+    const std::string two = first_kernel(generate_file(example("quant_gemm"), false, kQ1).source);
+    EXPECT_EQ(two.find("divide_by_row"), std::string::npos) << two;
+  }
+  EnvScope rows8("SOLDER_ROW_TILE", "8");
   GeneratedModule m = generate_file(example("quant_gemm"), false, kQ1);
   const std::string row = first_kernel(m.source);
   // The scale is read and inverted once per thread (each thread's vectors lie in its row), before the
@@ -426,6 +453,42 @@ in c[M] : f32
 s[m] = sum(k) a[m, k]
 out y[m, k] : f32 = a[m, k] / s[m] + a[m, k] / b[m, k] + b[m, k] / c[m] + a[m, k] / (s[m] * 2)
 )";
+
+TEST(RegisterPass, RowTileKnobGivesFewerRowsPerBlock) {
+  // SOLDER_ROW_TILE=N (A/B runs): at most N rows per row-kernel block, whatever the row's length, so
+  // Q8's 4096 rows of 2048 run as 2048 blocks of 2 rows (the default), 512 of 8 (N = 8) or 4096 of one
+  // (N = 1); what each row computes is unchanged.
+  EnvScope split("SOLDER_PROLOGUE_PLAN", "split");
+  const Dims q8{{"M", 4096}, {"N", 768}, {"K", 2048}};
+  {
+    EnvScope rows("SOLDER_ROW_TILE", "4");
+    const std::string row = first_kernel(generate_file(example("quant_gemm"), false, q8).source);
+    EXPECT_NE(row.find("// the register pass: 4 rows of 2048 elements per block, one row per 64 threads, 4 vectors of 8 per thread"),
+              std::string::npos) << row;
+    EXPECT_NE(row.find("(1024 blocks)"), std::string::npos) << row;
+    // On the executor: the same results as the float64 reference.
+    auto program = std::make_shared<Program>(parse_program_file(example("quant_gemm")));
+    BoundProgram bound = bind_program(program, SizeChoice{false, {{"M", 64}, {"N", 192}, {"K", 1024}}});
+    CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
+    TensorSet inputs = make_inputs(bound, 11);
+    ExecutionResult result = execute_kernel_program(compiled.kernels, inputs);
+    TensorSet reference = run_reference(bound, inputs);
+    for (const TensorInfo* out : bound.outputs()) {
+      OutputCheck check = compare_output(result.outputs.at(out->name), reference.at(out->name), tolerance_for(bound));
+      EXPECT_TRUE(check.ok) << out->name << ": " << check.reason;
+    }
+  }
+  {
+    EnvScope rows("SOLDER_ROW_TILE", "8");  // above the long rows' default of 2
+    const std::string row = first_kernel(generate_file(example("quant_gemm"), false, q8).source);
+    EXPECT_NE(row.find("// the register pass: 8 rows of 2048 elements per block"), std::string::npos) << row;
+  }
+  for (const char* ignored : {"3", "16", "0", "x"}) {  // not a power of two in [1, 8]: the default, 2 long rows
+    EnvScope rows("SOLDER_ROW_TILE", ignored);
+    const std::string row = first_kernel(generate_file(example("quant_gemm"), false, q8).source);
+    EXPECT_NE(row.find("// the register pass: 2 rows of 2048 elements per block"), std::string::npos) << ignored;
+  }
+}
 
 TEST(RegisterPass, OnlyDivisorsOfTheRowTakeTheReciprocal) {
   // s[m], c[m] (staged per row) and s[m] * 2 are the same along the row; b[m, k] moves along it: that
@@ -527,8 +590,8 @@ TEST(RegisterPass, LongRowsAreOneRowKernelAndTheGemm) {
   };
   for (const Case& c : std::vector<Case>{
            {"quant_gemm", kQ3, "2 rows of 8192 elements per block, one row per 128 threads, 8 vectors of 8 per thread"},
-           {"quant_gemm", kQ10, "4 rows of 4096 elements per block, one row per 64 threads, 8 vectors of 8 per thread"},
-           {"quant_gemm", {{"M", 4096}, {"N", 8192}, {"K", 3584}}, "4 rows of 3584 elements per block, one row per 64 threads, 7 vectors of 8 per thread"},
+           {"quant_gemm", kQ10, "2 rows of 4096 elements per block, one row per 128 threads, 4 vectors of 8 per thread"},
+           {"quant_gemm", {{"M", 4096}, {"N", 8192}, {"K", 3584}}, "2 rows of 3584 elements per block, one row per 128 threads, 4 vectors of 8 per thread"},
            {"quant_gemm", {{"M", 4096}, {"N", 2048}, {"K", 7168}}, "2 rows of 7168 elements per block, one row per 128 threads, 7 vectors of 8 per thread"},
            {"rmsnorm_gemm", kL2, "2 rows of 4096 elements per block, one row per 128 threads, 4 vectors of 8 per thread"}}) {
     SCOPED_TRACE(c.name + " " + std::to_string(c.dims[2].second));
@@ -543,13 +606,20 @@ TEST(RegisterPass, LongRowsAreOneRowKernelAndTheGemm) {
     // The statistics, the per-row value and the operand in the one kernel; the report says why.
     const std::vector<std::string>& defs = compiled.kernels.kernels[0].definitions;
     EXPECT_EQ(defs.size(), c.name == "quant_gemm" ? 3u : 2u);
-    EXPECT_NE(compiled.report.find("rows in registers at "), std::string::npos) << compiled.report;
-    EXPECT_NE(compiled.report.find("over the 192 KB budget"), std::string::npos) << compiled.report;
   }
+  // From 8 rows per block (SOLDER_ROW_TILE=8), the tiler halves the rows until they fit the register
+  // pass, and the report says why.
+  EnvScope rows8("SOLDER_ROW_TILE", "8");
+  CompileResult q3 = compile_file(example("quant_gemm"), kQ3);
+  EXPECT_NE(q3.report.find("rows in registers at "), std::string::npos) << q3.report;
+  EXPECT_NE(q3.report.find("over the 192 KB budget"), std::string::npos) << q3.report;
+  EXPECT_NE(first_kernel(generate_cuda(q3.kernels).source).find("// the register pass: 2 rows of 8192 elements per block"), std::string::npos);
 }
 
 TEST(RegisterPass, RowKernelsAimAtSixtyFourTileRegistersPerThread) {
-  // Q5's rows stay 8 per block (a as pairs, aq packed: 32 + 16); Q1's too (40 + 20). L1's halve to 2.
+  // From 8 rows per block (SOLDER_ROW_TILE=8; long rows start at 2 by default): Q5's rows stay 8 per
+  // block (a as pairs, aq packed: 32 + 16); Q1's too (40 + 20). L1's halve to 2.
+  EnvScope rows8("SOLDER_ROW_TILE", "8");
   struct Case {
     std::string name;
     Dims dims;
@@ -580,7 +650,6 @@ TEST(RegisterPass, LongRowPlansVerifyOnTheExecutor) {
     CompileResult compiled = compile_program(bound, CompileOptions::for_gpu());
     GeneratedModule m = generate_cuda(compiled.kernels);
     EXPECT_EQ(count(m.source, "// the register pass"), 1) << compiled.report;
-    EXPECT_NE(compiled.report.find("rows in registers at "), std::string::npos) << compiled.report;
     expect_verified(compiled, bound);
   }
 }
