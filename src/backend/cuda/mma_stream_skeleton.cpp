@@ -1580,18 +1580,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // (16 per thread at hd64, each warp instruction 8 rows x 16 bytes). Where the stored value has no
     // preloaded input, the output is 16-bit and has the full head dim (no padding columns), and in the
     // single mode (the dual mode's combine() stores through its own path). By default where it was
-    // measured: the persistent two-consumer kernels without a stagger, data mask or bias of a mask of one
-    // comparison (causal) — at hd64 where its buffer fits beside the ring (causal S 1k's free kernel, 4
-    // stages: 118.3 -> 109.5 us), at hd128 also at a stage fewer (causal S 1k, 3 -> 2 stages: 199.1 ->
-    // 184.4 us; H100, 2026-11-27, same call, two rounds). Not on vanilla / gqa's staggered 6-stage kernels
-    // (at 5 stages with it 1.00x / 1.03x of their time) nor, unmeasured, on sliding_window / prefix_lm.
+    // measured: the persistent two-consumer kernels without a stagger or bias of a mask of one comparison
+    // (causal) — at hd64 where its buffer fits beside the ring (causal S 1k's free kernel, 4 stages: 118.3
+    // -> 109.5 us), at hd128 also at a stage fewer (causal S 1k, 3 -> 2 stages: 199.1 -> 184.4 us; H100,
+    // 2026-11-27, same call, two rounds) — and of a data mask on the Dynamic hd64 kernel, where it fits
+    // beside the 4-stage ring (document_mask S 1k / 4k / 16k: 112.4 -> 102.7, 157.4 -> 150.6, 318.1 -> 318.1 us; H100,
+    // 2026-11-28, same call). Not on vanilla / gqa's staggered 6-stage kernels (at 5 stages with it
+    // 1.00x / 1.03x of their time) nor, unmeasured, on sliding_window / prefix_lm or hd128 data masks.
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
     {
       const char* e = std::getenv("SOLDER_ATTN_EPI");
       const bool forced = e && *e;
       const bool everywhere = forced && std::string(e) == "1";
-      const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
+      const bool by_default =
+          !forced && persistent && consumers == 2 && stagger == 0 && !staged_bits && !with_bias && (data ? kHeadDim == 64 && dynamic : one_comparison);
       const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty();
       if ((everywhere || by_default) && allowed) {
         const int64_t epi_bytes = static_cast<int64_t>(bm) * kHeadDim * 2;
