@@ -888,6 +888,10 @@ int main(int argc, char** argv) {
     persistent_blocks = blocks;
     run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy data", rng);
     run_data<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P Dy data", rng);
+    // the emitter's document_mask kernels (Dynamic, the staged epilogue) against the static persistent
+    // Config with the per-pair stores: rows past seq_q, rows that see no key (NaN) through the buffer
+    run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy Ep data", rng);
+    run_data<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>, true, Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P Dy Ep data", rng);
   }
   persistent_blocks = 3;
   if (!table_only) {
