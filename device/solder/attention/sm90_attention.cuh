@@ -1145,25 +1145,29 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
                 if (!keep[(i / 2) % 2]) acc_s(i) = negative_infinity();
             }
           } else if constexpr (kData) {
-            // The ids of each of the thread's BN/4 columns (keys ≥ seq_k masked) against its two rows',
-            // compared by match() into one bit per score and row. Column 8·(c/2) + col_lane + c%2 of the
-            // tile is key_ids[c/8] of lane 8·((c/2)%4) + col_lane + c%2 (load_ids: key 32u + lane).
-            static_assert(C::BN / 4 <= 64, "one bit per column of a thread");
-            unsigned long long keep[2] = {0ull, 0ull};
+            // The ids of each of the thread's BN/4 columns against its two rows': a score whose ids
+            // match() refuses is selected −∞ straight from the compare. Column c = 8·(c/2) + col_lane +
+            // c%2 of the tile is key_ids[c/8] of lane 8·((c/2)%4) + col_lane + c%2 (load_ids: key 32u +
+            // lane); its score of row r is i = 4·(c/2) + 2·r + c%2.
 #pragma unroll
             for (int c = 0; c < C::BN / 4; ++c) {
-              const int col = col0 + 8 * (c / 2) + col_lane + c % 2;
-              const bool in = col < shape.seq_k;
               int col_id;
-              if constexpr (kIdShuffle) col_id = __shfl_sync(0xffffffffu, key_ids[c / 8], 8 * ((c / 2) % 4) + col_lane + c % 2);
-              else col_id = in ? mask.col_id(w.bh, col) : 0;
+              if constexpr (kIdShuffle) {
+                col_id = __shfl_sync(0xffffffffu, key_ids[c / 8], 8 * ((c / 2) % 4) + col_lane + c % 2);
+              } else {
+                const int col = col0 + 8 * (c / 2) + col_lane + c % 2;
+                col_id = col < shape.seq_k ? mask.col_id(w.bh, col) : 0;
+              }
 #pragma unroll
               for (int r = 0; r < 2; ++r)
-                if (in && mask.match(w.bh, row_ids[r], col_id)) keep[r] |= 1ull << c;
+                if (!mask.match(w.bh, row_ids[r], col_id)) acc_s(4 * (c / 2) + 2 * r + c % 2) = negative_infinity();
             }
+            // Keys ≥ seq_k: only a row's last, ragged tile compares the columns with the bound.
+            if (col0 + C::BN > shape.seq_k) {
 #pragma unroll
-            for (int i = 0; i < C::BN / 2; ++i)
-              if (!((keep[(i / 2) % 2] >> (2 * (i / 4) + i % 2)) & 1ull)) acc_s(i) = negative_infinity();
+              for (int i = 0; i < C::BN / 2; ++i)
+                if (col0 + 8 * (i / 4) + col_lane + i % 2 >= shape.seq_k) acc_s(i) = negative_infinity();
+            }
           } else if constexpr (mask_has_row_interval<Mask>(0)) {
             // Each row's visible columns [lo, hi] (clamped to seq_k), relative to this thread's first
             // column: a score is kept when its constant column offset lies inside.

@@ -1621,7 +1621,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // (H100, 2026-11-28, same call, two rounds; vanilla hd64 S 4k / 16k and gqa S 16k, the same Config as
     // gqa S 4k, and gqa hd128 not measured). On 3 stages at hd128 (the stage the dedicated buffer would
     // cost) it measured slower (262.1 / 901.4 / 3374.5 us), and hd128 S 1k on persistent blocks with
-    // two Q buffers and the dedicated buffer too (280.9; 275.1 with free consumers).
+    // two Q buffers and the dedicated buffer too (280.9; 275.1 with free consumers). And on a data mask's
+    // Dynamic hd64 kernel, where it fits beside the 4-stage ring (by_data_mask: document_mask S 1k / 4k /
+    // 16k 112.4 -> 102.7, 157.4 -> 150.6, 318.1 -> 318.1 us; H100, 2026-11-28, same call, one round).
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
     {
@@ -1629,13 +1631,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool forced = e && *e;
       const bool everywhere = forced && std::string(e) == "1";
       const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
+      const bool by_data_mask = !forced && persistent && consumers == 2 && stagger == 0 && !staged_bits && !with_bias && data && kHeadDim == 64 && dynamic;
       // (a mask of two comparisons: with free consumers only, the rule above)
       const bool by_two_comparisons = !forced && two_comparisons_free_staged && free_consumers && persistent && stagger == 0;
       const bool wide_by_default = !forced && !persistent && identity && !cond && !data && !staged_bits && !with_bias && plain_layout;
       // (3 consumers at 160 registers: only with the identity score; softcap's staged kernel spills 4 bytes)
       const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
                            (consumers == 2 || identity);
-      if ((everywhere || by_default || by_two_comparisons || wide_by_default) && allowed) {
+      if ((everywhere || by_default || by_data_mask || by_two_comparisons || wide_by_default) && allowed) {
         const int64_t epi_bytes = persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +

@@ -37,6 +37,8 @@ namespace {
 int failures = 0, cases = 0;
 // Only the cases whose label contains this text run (argv[2]; empty: every case).
 std::string case_filter;
+// Only the data-mask cases of boundary tiles with two or many key ids (kinds 5 and 6; argument `ids`).
+bool ids_only = false;
 // Persistent blocks of each case's second run (run_many_tiles sets 1 too).
 int persistent_blocks = 3;
 // The output bits of the last run_case (its persistent run).
@@ -387,9 +389,13 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   }
   const bool ok = bad == 0 && nan == 0 && moved == 0;
   if (!ok) ++failures;
-  std::printf("%s %-34s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent(%d)/not, worst err/bound %.3f, rel L2 %.2e\n",
+  // FNV-1a of the output's bits: two builds of this test (another skeleton header) on the same seed and
+  // argument compute bit-identical outputs exactly when every case line carries the same hash.
+  unsigned long long bits_hash = 1469598103934665603ull;
+  for (size_t i = 0; i < count; ++i) bits_hash = (bits_hash ^ got[i]) * 1099511628211ull;
+  std::printf("%s %-34s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent(%d)/not, worst err/bound %.3f, rel L2 %.2e, bits %016llx\n",
               ok ? "OK  " : "FAIL", name, D, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, C::Persistent ? persistent_blocks : 0, worst,
-              std::sqrt(err2 / (ref2 + 1e-300)));
+              std::sqrt(err2 / (ref2 + 1e-300)), bits_hash);
   if (!ok && first_bad != size_t(-1)) {
     const size_t row = first_bad / D;
     std::printf("     first wrong: bh %zu row %zu d %zu: got %.6f, expected %.6f\n", row / c.seq_q, row % c.seq_q,
@@ -656,7 +662,9 @@ void run_data(const char* name, std::mt19937& rng) {
   char label[96];
   // kind 0: sorted documents of random lengths; 1: unsorted runs; 2: separate q / k ids (rows may see nothing);
   // 3: sorted documents, the query rows of a few stretches (whole 128-row work tiles among them) with an
-  // id no key has (work tiles with no live key tile at all: rows that see no key)
+  // id no key has (work tiles with no live key tile at all: rows that see no key); 4: one document, query
+  // stretches of another id; 5: sorted documents of 40–139 tokens (boundary tiles of mostly two key ids);
+  // 6: sorted documents of 1–12 tokens (every tile a boundary tile of many key ids)
   auto fill_docs = [&](std::vector<int>& ids, int batch, int seq, int kind) {
     ids.assign(size_t(batch) * seq, 0);
     for (int b = 0; b < batch; ++b) {
@@ -665,8 +673,10 @@ void run_data(const char* name, std::mt19937& rng) {
         if (left == 0) {
           const int pick = int(rng() % 8);
           left = pick == 0 ? 1 : pick == 1 ? 2 : pick < 5 ? 1 + int(rng() % 40) : 100 + int(rng() % 300);
+          if (kind == 5) left = 40 + int(rng() % 100);
+          if (kind == 6) left = 1 + int(rng() % 12);
           ++doc;
-          id = kind == 0 || kind == 3 ? doc : kind == 4 ? 1 : int(rng() % 5);
+          id = kind == 0 || kind == 3 || kind >= 5 ? doc : kind == 4 ? 1 : int(rng() % 5);
         }
         ids[size_t(b) * seq + i] = id;
         --left;
@@ -687,8 +697,14 @@ void run_data(const char* name, std::mt19937& rng) {
       {{2, 2, 2, 1000, 1000, 0}, 4, false}, {{1, 2, 2, 1500, 1500, 8}, 4, false},
       // four key-id groups (the id table's groups built as a block's work tiles first need them), ragged
       {{4, 2, 2, 333, 333, 0}, 0, false},
+      // boundary tiles of two and of many key ids: seq_k a multiple of both BN (every boundary tile's
+      // keys inside seq_k: the compare without the per-column bound) and ragged (the last key tile
+      // with it), grouped queries
+      {{1, 2, 2, 1024, 1024, 0}, 5, false}, {{2, 2, 2, 1000, 1000, 8}, 5, false}, {{1, 2, 2, 2048, 2048, 0}, 6, false},
+      {{2, 3, 3, 777, 777, 0}, 6, false}, {{2, 4, 2, 512, 512, 0}, 6, false}, {{1, 2, 2, 1000, 1000, 0}, 5, true},
   };
   for (const DataCase& d : data_cases) {
+    if (ids_only && d.kind < 5) continue;
     const Case& c = d.shape;
     fill_docs(host_ids_q, c.batch, c.seq_q, d.kind);
     if (d.kind == 2) fill_docs(host_ids_k, c.batch, c.seq_k, 1);
@@ -703,7 +719,13 @@ void run_data(const char* name, std::mt19937& rng) {
     CUDA_CHECK(cudaMemcpy(ids_q, host_ids_q.data(), host_ids_q.size() * sizeof(int), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(ids_k, host_ids_k.data(), host_ids_k.size() * sizeof(int), cudaMemcpyHostToDevice));
     const DataMask mask{ids_q, ids_k, c.heads, c.seq_q, c.seq_k, d.less_equal};
-    const char* kind_name = d.kind == 0 ? "sorted" : d.kind == 1 ? "runs" : d.kind == 2 ? "q!=k" : d.kind == 3 ? "sorted-gaps" : "one-doc";
+    const char* kind_name = d.kind == 0   ? "sorted"
+                            : d.kind == 1 ? "runs"
+                            : d.kind == 2 ? "q!=k"
+                            : d.kind == 3 ? "sorted-gaps"
+                            : d.kind == 4 ? "one-doc"
+                            : d.kind == 5 ? "two-ids"
+                                          : "many-ids";
     std::snprintf(label, sizeof label, "%s %s %s", name, d.less_equal ? "ids<=" : "docs", kind_name);
     const std::mt19937 inputs = rng;
     run_case<C, PlainScore, DataMask, false, C0>(label, c, plain, mask, rng);
@@ -749,10 +771,12 @@ int main(int argc, char** argv) {
   // only the cases whose label contains it.
   // `table`: the data masks whose key ids come in groups (the id table: Dynamic on 3 and 7 blocks, then
   // the static persistent configurations), each with its per-tile-classified and per-score runs on the
-  // same inputs.
+  // same inputs. `ids`: the data masks' cases of boundary tiles with two and many key ids alone (kinds
+  // 5 and 6: the per-score compare), on every data-mask Config of `dy` and `data`.
   const std::string mode = argc > 2 ? argv[2] : "";
   const bool table_only = mode == "table";
-  const bool data_only = mode == "data" || mode == "dy" || table_only;
+  ids_only = mode == "ids";
+  const bool data_only = mode == "data" || mode == "dy" || table_only || ids_only;
   if (!data_only) case_filter = mode;
   if (!case_filter.empty()) std::printf("only the cases whose label contains \"%s\"\n", case_filter.c_str());
   if (!data_only) {
@@ -886,10 +910,14 @@ int main(int argc, char** argv) {
   // table, on 3 and 7 blocks, bit for bit against the static persistent configuration on one block per
   // tile (hd64 only: hd128's spills 12 bytes under ptxas, and the emitter keeps it static)
   for (int blocks : {3, 7}) {
-    if (mode != "dy" && !table_only) break;
+    if (mode != "dy" && !table_only && !ids_only) break;
     persistent_blocks = blocks;
     run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy data", rng);
     run_data<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P Dy data", rng);
+    // the emitter's document_mask kernels (Dynamic, the staged epilogue) against the static persistent
+    // Config with the per-pair stores: rows past seq_q, rows that see no key (NaN) through the buffer
+    run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy Ep data", rng);
+    run_data<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>, true, Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P Dy Ep data", rng);
   }
   persistent_blocks = 3;
   if (!table_only) {

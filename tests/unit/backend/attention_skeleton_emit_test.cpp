@@ -639,7 +639,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskClassifiesKeyTilesFromTheIds) {
     }
     // hd64 claims its work tiles from the counter (Dynamic), hd128 keeps the snake
     EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, " + std::to_string(head_dim) + ", " + std::to_string(bn) + ", " +
-                             (head_dim == 64 ? "4, 2, true, 0, 1, 0, true>;" : "2, 2, true>;")),
+                             (head_dim == 64 ? "4, 2, true, 0, 1, 0, true, false, true>;" : "2, 2, true>;")),
               std::string::npos)
         << k->source;
     EXPECT_EQ(k->info.blocks, 132);
@@ -667,7 +667,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTilesWithoutTheIdTabl
       std::string refusal;
       auto k = emit(compile("document_mask", {{"B", b}, {"S", seq}}), &refusal);
       ASSERT_TRUE(k) << refusal;
-      EXPECT_EQ(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;") != std::string::npos, want) << seq;
+      EXPECT_EQ(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>;") != std::string::npos, want) << seq;
       EXPECT_EQ(k->info.blocks, want ? 132 : seq / 128 * b * 16) << seq;
       EXPECT_EQ(k->source.find("kColGroups") != std::string::npos, std::string(table) == "1") << seq;
     }
@@ -679,7 +679,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskPersistentUpTo32KeyTilesWithoutTheIdTabl
   unsetenv("SOLDER_ATTN_PERSISTENT");
   unsetenv("SOLDER_ATTN_ID_TABLE");
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;"), std::string::npos);
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>;"), std::string::npos);
   EXPECT_EQ(k->source.find("kColGroups"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
 }
@@ -726,13 +726,41 @@ TEST(AttentionSkeletonEmit, DocumentMaskOn64KeyTilesUpTo1024Keys) {
     const size_t at = k->source.find("Config<solder::gemm::Dtype::bf16, ");
     return at == std::string::npos ? std::string() : k->source.substr(at, k->source.find('>', at) - at + 1);
   };
-  EXPECT_EQ(config_of({}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>");
-  EXPECT_EQ(config_of({{"S", 256}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>");
-  EXPECT_EQ(config_of({{"B", 8}, {"S", 2048}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>");
-  EXPECT_EQ(config_of({{"B", 4}, {"S", 4096}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>");
+  EXPECT_EQ(config_of({}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>");
+  EXPECT_EQ(config_of({{"S", 256}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>");
+  EXPECT_EQ(config_of({{"B", 8}, {"S", 2048}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>");
+  EXPECT_EQ(config_of({{"B", 4}, {"S", 4096}}, nullptr), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>");
   EXPECT_EQ(config_of({{"D", 128}}, nullptr), "Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true>");
-  EXPECT_EQ(config_of({}, "128"), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>");
-  EXPECT_EQ(config_of({{"B", 4}, {"S", 4096}}, "64"), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>");
+  EXPECT_EQ(config_of({}, "128"), "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>");
+  EXPECT_EQ(config_of({{"B", 4}, {"S", 4096}}, "64"), "Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>");
+}
+
+// The staged epilogue (O through shared memory, 16-byte row stores) on a data mask's Dynamic hd64 kernel
+// at every S, beside the 4-stage ring; not at hd128 (the snake, unmeasured there), not on the static
+// kernel of $SOLDER_ATTN_DYNAMIC=0; $SOLDER_ATTN_EPI=0 leaves it out.
+TEST(AttentionSkeletonEmit, DocumentMaskStagesTheEpilogueOnTheDynamicKernel) {
+  for (auto dims : {std::vector<std::pair<std::string, int64_t>>{}, std::vector<std::pair<std::string, int64_t>>{{"B", 4}, {"S", 4096}},
+                    std::vector<std::pair<std::string, int64_t>>{{"B", 1}, {"S", 16384}}}) {
+    std::string refusal;
+    auto k = emit(compile("document_mask", dims), &refusal);
+    ASSERT_TRUE(k) << refusal;
+    EXPECT_NE(k->source.find("static constexpr bool kStaged = true;"), std::string::npos) << k->source;
+    EXPECT_NE(k->source.find(", 4, 2, true, 0, 1, 0, true, false, true>;"), std::string::npos) << k->source;
+    EXPECT_NE(k->summary.find("through shared memory, 16-byte row stores"), std::string::npos) << k->summary;
+  }
+  std::string refusal;
+  auto k128 = emit(compile("document_mask", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_DYNAMIC", "0", 1);
+  auto fixed = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_DYNAMIC");
+  setenv("SOLDER_ATTN_EPI", "0", 1);
+  auto off = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_EPI");
+  ASSERT_TRUE(k128 && fixed && off) << refusal;
+  EXPECT_EQ(k128->source.find("kStaged"), std::string::npos) << k128->source;
+  EXPECT_EQ(fixed->source.find("kStaged"), std::string::npos) << fixed->source;
+  EXPECT_EQ(off->source.find("kStaged"), std::string::npos) << off->source;
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << off->source;
 }
 
 // $SOLDER_ATTN_DYNAMIC=1 claims a data mask's work tiles from a counter at hd64 (not at hd128, which
@@ -749,7 +777,7 @@ TEST(AttentionSkeletonEmit, DocumentMaskDynamicAndOneIdSwitches) {
   unsetenv("SOLDER_ATTN_DYNAMIC");
   unsetenv("SOLDER_ATTN_ONE_ID");
   ASSERT_TRUE(k && k128 && off) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>;"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("the next one claimed from a counter as a block frees up"), std::string::npos) << k->summary;
   EXPECT_NE(k->summary.find("the classifier warps classify each tile the producer claims"), std::string::npos) << k->summary;
   EXPECT_NE(k->source.find("static constexpr bool kOneIdTiles = true;"), std::string::npos) << k->source;

@@ -204,5 +204,59 @@ SOLDER_ATTENTION_KERNEL(solder_attention_staged_bias, TestConfig, Score, solder:
   fs::remove_all(pattern);
 }
 
+// A data-mask instantiation under NVRTC (document_mask's kernel at S 4k / 16k: hd64, 128-key tiles,
+// Dynamic persistent blocks, one-id tiles, the id table): the boundary tiles' per-score select and the
+// ragged tile's bound compile there with setmaxnreg and wgmma kept.
+TEST(AttentionNvrtc, CompilesADataMaskInstantiation) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (cutlass_include_dir(&why).empty()) GTEST_SKIP() << why;
+  const char* source = R"(
+#include <solder/attention/sm90_attention.cuh>
+struct Mask {
+  const int* doc;
+  int seq;
+  static constexpr bool kDataTiles = true;
+  static constexpr bool kEmptyRowNaN = true;
+  static constexpr int kMaxKeyTiles = 128;
+  static constexpr bool kOneIdTiles = true;
+  static constexpr int kColGroups = 4;
+  __device__ void key_tiles(int, int, int, int seq_k, int bn, int* begin, int* end) const { *begin = 0; *end = (seq_k + bn - 1) / bn; }
+  __device__ bool partial(int, int, int, int, int) const { return true; }
+  __device__ int row_id(int bh, int row) const { return doc[(bh / 16) * seq + row]; }
+  __device__ int col_id(int bh, int col) const { return doc[(bh / 16) * seq + col]; }
+  __device__ bool match(int, int r, int c) const { return r == c; }
+  __device__ int tile_class(int, int row_lo, int row_hi, int col_lo, int col_hi) const {
+    if (col_hi < row_lo || col_lo > row_hi) return 0;
+    return row_lo == row_hi && col_lo == col_hi && row_lo == col_lo ? 1 : 2;
+  }
+  __device__ bool visible(int bh, int row, int col) const { return match(bh, row_id(bh, row), col_id(bh, col)); }
+  __device__ int col_groups() const { return 4; }
+  __device__ int col_group(int bh) const { return bh / 16; }
+  __device__ int group_bh(int group) const { return group * 16; }
+};
+struct Epilogue {
+  __nv_bfloat16* out;
+  int seq;
+  __device__ void operator()(int bh, int row, int col, float o0, float o1) const {
+    *reinterpret_cast<__nv_bfloat162*>(out + ((long long)bh * seq + row) * 64 + col) = __floats2bfloat162_rn(o0, o1);
+  }
+};
+using TestConfig = solder::attention::Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>;
+SOLDER_ATTENTION_KERNEL(solder_attention_data_mask, TestConfig, solder::attention::PlainScore, Mask, Epilogue)
+)";
+  CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  std::string pattern = (fs::temp_directory_path() / "solder-attention-nvrtc-XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  flags.cache_dir = pattern;
+  CompiledModule compiled = compile_cuda(source, "attention_data_mask.cu", flags);
+  ASSERT_GT(compiled.cubins.front().size(), 4u);
+  EXPECT_EQ(compiled.cubins.front()[0], 0x7f);
+  EXPECT_EQ(compiled.log.find("C7508"), std::string::npos) << compiled.log;  // setmaxnreg ignored
+  EXPECT_EQ(compiled.log.find("C7513"), std::string::npos) << compiled.log;  // wgmma serialized
+  fs::remove_all(pattern);
+}
+
 }  // namespace
 }  // namespace solder::runtime
