@@ -1206,20 +1206,33 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); !(e && *e)) {
     free_consumers = dynamic && !data && consumers == 2 && kHeadDim == 64 && one_comparison;
   }
+  // The work tile's setup posted with its entry (Config's PostedWork: the producer locates each claimed
+  // work tile once and posts head, rows and key-tile range with it; each consumer takes the next entry
+  // before its epilogue's stores): causal's Dynamic kernel (one comparison of row and column, no data
+  // mask). $SOLDER_ATTN_POSTED=1 takes it on every Dynamic kernel without a data mask, =0 nowhere (A/B
+  // runs).
+  bool posted_work = false;
+  {
+    const char* e = std::getenv("SOLDER_ATTN_POSTED");
+    const bool causal_posted = false;  // (decided by the device call: bench/NOTES.md, causal-long)
+    if (e && *e) posted_work = dynamic && !data && std::string(e) == "1";
+    else posted_work = causal_posted && dynamic && !data && one_comparison;
+  }
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
   // stores) is decided with the epilogue below (it needs a plain store of 16-bit words, no preload), so
   // the Config is printed after it.
   bool staged_epilogue = false;
   auto config_text = [&] {
-    const bool past_dynamic = free_consumers || staged_epilogue;  // (a template argument after Dynamic's)
+    const bool past_dynamic = free_consumers || staged_epilogue || posted_work;  // (a template argument after Dynamic's)
     return std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                                std::to_string(stages) + ", " + std::to_string(consumers) +
                                (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
                                (q_buffers > 1 || stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(q_buffers) : std::string("")) +
                                (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
                                (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") +
-                               (free_consumers || staged_epilogue ? (free_consumers ? ", true" : ", false") : "") + (staged_epilogue ? ", true" : "") + ">";
+                               (past_dynamic ? (free_consumers ? ", true" : ", false") : "") +
+                               (staged_epilogue || posted_work ? (staged_epilogue ? ", true" : ", false") : "") + (posted_work ? ", true" : "") + ">";
   };
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
@@ -1592,7 +1605,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool forced = e && *e;
       const bool everywhere = forced && std::string(e) == "1";
       const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
-      const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty();
+      // (on 3 consumers, at 160 registers, only with the plain score: softcap's kernel spills 4 bytes)
+      const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
+                           (consumers == 2 || identity);
       if ((everywhere || by_default) && allowed) {
         const int64_t epi_bytes = static_cast<int64_t>(bm) * kHeadDim * 2;
         auto fits = [&](int n) {
@@ -1680,6 +1695,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
                                                 (dynamic ? std::string("each block's first tile, then claimed from a counter as blocks free up") : std::string("snake order")) +
+                                                (posted_work ? std::string("; each tile's head, rows and key-tile range posted by the producer with its entry") : std::string("")) +
                                                 (q_buffers > 1 ? std::string("; 2 Q buffers: the next work tile's Q, K and V load while this one runs") : std::string("")) +
                                                 (stagger > 0 ? "; consumer 1 staggered " + std::to_string(stagger) + " turns behind consumer 0, so one's work-tile boundary overlaps the other's products" : std::string("")) + ")"
                                           : std::string("")) + ", " +

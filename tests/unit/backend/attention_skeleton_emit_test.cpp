@@ -505,6 +505,31 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   EXPECT_NE(plain_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << plain_vanilla->summary;
 }
 
+// The work tile's setup posted with its entry (Config's PostedWork): $SOLDER_ATTN_POSTED=1 takes it on every
+// Dynamic kernel without a data mask (causal and sliding_window S 1k), not on document_mask's Dynamic
+// kernel (its classifier warps post the entries) nor where there is no work ring (causal S 4k: one block
+// per work tile); =0 nowhere.
+TEST(AttentionSkeletonEmit, PostedWorkByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_POSTED", "1", 1);
+  auto causal = emit(compile("causal", {}), &refusal);
+  auto sliding = emit(compile("sliding_window", {}), &refusal);
+  auto documents = emit(compile("document_mask", {}), &refusal);
+  auto longer = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  setenv("SOLDER_ATTN_POSTED", "0", 1);
+  auto off = emit(compile("causal", {}), &refusal);
+  unsetenv("SOLDER_ATTN_POSTED");
+  ASSERT_TRUE(causal && sliding && documents && longer && off) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos)
+      << causal->summary;
+  EXPECT_NE(causal->summary.find("posted by the producer with its entry"), std::string::npos) << causal->summary;
+  EXPECT_NE(sliding->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, false, true>;"), std::string::npos)
+      << sliding->summary;
+  for (const auto* e : {&documents, &longer, &off}) EXPECT_EQ((*e)->summary.find("posted by the producer"), std::string::npos) << (*e)->summary;
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << off->summary;
+  EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << longer->summary;
+}
+
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
   std::string refusal;
   // small sizes: head dim 16, one key tile
