@@ -100,8 +100,15 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              store per pair of columns. An Epilogue without kStaged keeps the per-pair stores. Without
 //              Persistent the buffer is the consumer's own Q rows (its last S is done before its epilogue and
 //              the block has no next work tile whose Q would land there): no shared memory of its own.
+//   PostedWork  with Dynamic: the producer posts each work tile's setup (head, key/value head, first row, the
+//              mask's key-tile range: `locate`'s result) with its entry in the work ring, so the consumers
+//              read it instead of computing it (integer divisions by run-time values, the mask's range),
+//              and each consumer takes the next entry before its epilogue's stores rather than after them.
+//              The same work tiles in the same order: the outputs are bit for bit those without it. Not
+//              with a data mask (its classifier warps post the entries through their lists).
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
-          int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false>
+          int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false,
+          bool PostedWork_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -114,6 +121,7 @@ struct Config {
   static constexpr bool Dynamic = Dynamic_;
   static constexpr bool FreeConsumers = FreeConsumers_;
   static constexpr bool StagedEpilogue = StagedEpilogue_;
+  static constexpr bool PostedWork = PostedWork_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -157,6 +165,7 @@ struct Config {
   static_assert(!Dynamic_ || Stagger_ == 0, "Dynamic: not with Stagger (the work ring deadlocks on tiles with no key tile)");
   static_assert(!FreeConsumers_ || Stagger_ == 0, "FreeConsumers: not with Stagger (a lag of turns, and there are no turns)");
   static_assert(!FreeConsumers_ || Consumers_ == 2, "FreeConsumers: two consumers (with three, at 160 registers, it spills)");
+  static_assert(!PostedWork_ || Dynamic_, "PostedWork: with Dynamic (the work ring carries the posted setup)");
   static_assert(!StagedEpilogue_ || HeadDim_ <= 128, "StagedEpilogue: head dims 64 and 128 (its swizzled reads assume 8 or 16 rows per step)");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");

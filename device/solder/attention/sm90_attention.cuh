@@ -352,6 +352,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // them), and the producer and the consumers take each round's entry from its list (list_tile).
   constexpr bool kDynamic = C::Dynamic;
   __shared__ int work_ids[kDynamic ? 2 : 1];
+  // Config::PostedWork: each slot's entry also carries its Work (bh, bh_kv, row0, begin, end), located
+  // by the producer thread when it posts the entry.
+  constexpr bool kPostedWork = C::PostedWork;
+  __shared__ int work_posted[kPostedWork ? 2 : 1][kPostedWork ? 5 : 1];
   __shared__ alignas(8) uint64_t work_barriers[kDynamic ? 4 : 1];
   uint64_t* work_full = work_barriers;       // [2]: slot s holds the entry of the block's (2k + s)-th tile
   uint64_t* work_empty = work_barriers + 2;  // [2]: every consumer warp (data masks: classifier warp) has read it
@@ -379,6 +383,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   constexpr bool kData = mask_has_data_tiles<Mask>(0);
   constexpr bool kDataLoop = kData && C::Persistent;
   static_assert(!(kDynamic && kData) || kDataLoop, "Dynamic with a data mask: persistent blocks");
+  static_assert(!(kPostedWork && kData), "PostedWork: not with a data mask (its lists carry the entries)");
   constexpr int kListSize = mask_max_key_tiles<Mask>(0);
   static_assert(kListSize <= 16383, "a data mask's list holds at most 16383 key tiles");
   // Boundary tiles of one key id (Mask::kOneIdTiles, functors.cuh): one compare per row, not per score.
@@ -648,9 +653,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // with Config::Dynamic 48 and 224 (the claims and posts spill at 40), and with the id table built per
   // group in the classifier warps' loop (kLazyTable) 56 and 224 (at 48 the emitted document_mask S 1k
   // kernel spilled 8 bytes).
-  // Free consumers and clock stamps with two consumers: 32 and 232 (at 24 the producer thread spilled a
-  // register around its TMA issues: causal S 1k's free Config, hd128's stamped one).
-  constexpr bool kWideProducer = (C::FreeConsumers || kStamps) && C::Consumers == 2;
+  // Free consumers, clock stamps and the posted work-tile setup with two consumers: 32 and 232 (at 24 the
+  // producer thread spilled a register around its TMA issues: causal S 1k's free Config, hd128's stamped
+  // one; 16 bytes with PostedWork's Work beside them, the Dynamic Config with turns).
+  constexpr bool kWideProducer = (C::FreeConsumers || kStamps || C::PostedWork) && C::Consumers == 2;
   constexpr int kProducerRegisters =
       kDataLoop && C::Consumers == 2 ? (kLazyTable ? 56 : kDynamic ? 48 : 40) : kWideProducer ? 32 : C::ProducerRegisters;
   constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : kWideProducer ? 232 : C::ConsumerRegisters;
@@ -675,10 +681,22 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // while this tile loads (its latency hides behind the tile's TMA issues).
       uint32_t posted = 0;
       int claimed = total;
+      Work posted_work{};  // Config::PostedWork: the Work of the entry posted last (this thread's next tile)
       auto post = [&](int tile) {
         const uint32_t slot = posted & 1u;
+        if constexpr (kPostedWork) {
+          // located before the wait: the consumers may still be reading the slot's previous Work
+          if (tile < total) posted_work = locate(tile);
+        }
         detail::wait_parity(&work_empty[slot], ((posted >> 1) & 1u) ^ 1u);
         work_ids[slot] = tile;
+        if constexpr (kPostedWork) {
+          work_posted[slot][0] = posted_work.bh;
+          work_posted[slot][1] = posted_work.bh_kv;
+          work_posted[slot][2] = posted_work.row0;
+          work_posted[slot][3] = posted_work.begin;
+          work_posted[slot][4] = posted_work.end;
+        }
         cuda::ptx::mbarrier_arrive(&work_full[slot]);  // release: the entry is visible to its waiters
         ++posted;
       };
@@ -703,7 +721,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           stamp_clock(record, 2);
         }
         if constexpr (kDynamic) claimed = static_cast<int>(gridDim.x + atomicAdd(&detail::work_counter[0], 1u));
-        const Work w = locate(t);
+        const Work w = kPostedWork ? posted_work : locate(t);
         const int buf = list_of(round);
         if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
         const int count = tiles_of(w, buf);
@@ -923,6 +941,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // Config::Dynamic: the entries the producer posts, in its order (each consumer warp reads the slot,
     // then releases it).
     uint32_t taken = 0;
+    Work taken_work{};  // Config::PostedWork: the Work posted with the entry taken last
     auto take = [&](int round) -> int {
       if constexpr (kDynamic && kDataLoop) {
         const int buf = list_of(round);
@@ -932,6 +951,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         const uint32_t slot = taken & 1u;
         detail::wait_parity(&work_full[slot], (taken >> 1) & 1u);
         const int tile = *static_cast<volatile int*>(&work_ids[slot]);
+        if constexpr (kPostedWork) {
+          const volatile int* posted = work_posted[slot];
+          taken_work = Work{posted[0], posted[1], posted[2], posted[3], posted[4]};
+        }
         release(&work_empty[slot]);
         ++taken;
         return tile;
@@ -940,13 +963,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       }
     };
     int round = 0, t = take(0);
+    int next_t = total;  // Config::PostedWork: the next entry, taken before this tile's epilogue
     if (t < total) do {
       unsigned long long* const record = stamp_record(t, 1 + consumer);
       if constexpr (kStamps) {
         stamp(record, 1, detail::global_now());
         stamp_clock(record, 2);
       }
-      const Work w = locate(t);
+      const Work w = kPostedWork ? taken_work : locate(t);
       // This thread's rows: accumulator register i ↔ row 16·warp + lane/4 + 8·((i/2) % 2), column
       // 8·(i/4) + 2·(lane % 4) + i % 2 of the warpgroup's 64 × N tile.
       const int my_row0 = w.row0 + 64 * consumer;
@@ -1286,6 +1310,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         consumed += static_cast<uint32_t>(count);
       }
       if constexpr (kDataLoop) release(&list_empty[buf]);  // this warp's last read of the round's list
+      // Config::PostedWork: the next entry now (the producer posted it once it had issued this tile's
+      // loads), so that the slot's release does not follow this tile's stores.
+      if constexpr (kPostedWork) next_t = take(round + 1);
 
       // ---- Epilogue: O / Σ p (zeros for rows that see no key; NaN with Mask::kEmptyRowNaN) ----
       float inverse[2];
@@ -1361,7 +1388,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         stamp_clock(record, 13);
         stamp(record, 14, detail::global_now());
       }
-    } while (C::Persistent && (t = take(++round)) < total);
+    } while (C::Persistent && (t = kPostedWork ? (++round, next_t) : take(++round)) < total);
     if (consumer == 0) {
       if constexpr (C::Stagger > 0) {
         // the turns consumer 1 passed at its start, given back (it still has that many products to issue)

@@ -940,6 +940,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // (A data mask: persistent blocks too, below: the producer warpgroup's idle warps classify the next
   // work tile's key tiles while the consumers run this one.)
   const bool short_masked = cond && !data && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
+  // A mask of one comparison of row and column (causal's col <= row + c).
+  bool one_comparison = false;
+  if (cond && cond->kind() == ExprKind::Binary) {
+    const BinaryOp op = cond->as<BinaryNode>()->op;
+    one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
+  }
   // Short unmasked rows at hd64 (vanilla, gqa: at most 8 key tiles of 128 per work tile) run like short
   // masked ones: persistent blocks, 128 x 128, instead of one 192-row block per work tile (at S 1k a
   // 192-row block streams 8 key tiles and a sixth of its rows are past seq_q: 1024 = 5·192 + 64):
@@ -957,7 +963,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // per score (the row shift, functors.cuh): alibi S 1k 214.4 → 188.9 µs (H100, 2026-11-27, same call;
   // the previous kernel: one 192-row block per work tile, two FFMA per score).
   const bool short_plain = !short_old && (identity || affine) && !cond && !data && plain_layout && D_ <= 64 && seq_k <= 1024;
-  const bool short_rows = short_masked || short_plain || short_all;
+  // Causal's rows (one comparison, the plain score, plain operand layouts) on the short rows' schedule past
+  // 8 key tiles per work tile as well: persistent blocks of 128 rows on 2 consumers, two Q buffers, work
+  // tiles claimed from a counter, free consumers, the staged epilogue and the posted work-tile setup
+  // (below) — at hd64 up to 32 key tiles per work tile on average (S 4k: 371.1 -> 328.5 us, against the
+  // 192-row 3-consumer kernel with one block per tile; at S 16k 1227.6 against 1217.6, one round: that
+  // one keeps 3 consumers, with the staged epilogue below), at hd128 at every length (S 4k 513.4 ->
+  // 462.8 us, S 16k 1940.5 -> 1861.5, one round; S 1k, where its rows were already persistent on one Q
+  // buffer, with Dynamic, free consumers and the posted setup: 182.0 -> 162.5, one round; H100,
+  // 2026-11-28, same call as cuDNN SDPA's 340.8 / 530.5 / 1949.6 / 167.1 µs). $SOLDER_ATTN_CAUSAL=old keeps
+  // the previous choice (A/B runs).
+  const char* causal_knob = std::getenv("SOLDER_ATTN_CAUSAL");
+  const bool causal_rows = one_comparison && identity && !data && plain_layout && D_ <= 128 && !short_old &&
+                           !(causal_knob && std::string(causal_knob) == "old");
+  const bool causal_long = causal_rows && !short_masked && (D_ > 64 || (mean_key_tiles >= 0 && mean_key_tiles <= 32));  // (D_ > 64: hd128)
+  const bool short_rows = short_masked || short_plain || short_all || causal_long;
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
   const int64_t kHeadDim = D_ < 64 ? 64 : D_;
@@ -1054,7 +1074,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // memory for 2 K/V stages instead of 3 (2 x 32 KB of Q + 2 x 64 KB), and causal S 1k measured 199.0 µs
   // with one buffer and 3 stages against 208.4: hd128 keeps one ($SOLDER_ATTN_SHORT=all takes two).
   // $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer (A/B runs).
-  const bool two_q = short_rows && (identity || (affine && short_plain)) && !data && !with_bias && !short_old && (kHeadDim == 64 || short_all) && [] {
+  const bool two_q = short_rows && (identity || (affine && short_plain)) && !data && !with_bias && !short_old && (kHeadDim == 64 || short_all || causal_long) && [] {
     const char* e = std::getenv("SOLDER_ATTN_QBUFFERS");
     return !(e && std::string(e) == "1");
   }();
@@ -1197,19 +1217,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // with the snake, H100, 2026-11-27, the eleventh session's second merged call, where the device test's
   // Dynamic data-mask cases passed bit for bit; docmask4's first version hung on a register split).
   // Never with a stagger (Config's static_assert: the work ring deadlocks on tiles with no key tile).
-  bool dynamic = persistent && stagger == 0 && !staged_bits && kHeadDim == 64 &&
-                 ((two_q && consumers == 2 && cond && !data) || data);
+  bool dynamic = persistent && stagger == 0 && !staged_bits &&
+                 ((kHeadDim == 64 && ((two_q && consumers == 2 && cond && !data) || data)) || (causal_rows && consumers == 2));
   if (const char* forced = std::getenv("SOLDER_ATTN_DYNAMIC"); forced && *forced)
     dynamic = persistent && !staged_bits && !(data && kHeadDim != 64) && stagger == 0 && std::string(forced) == "1";
   // By default free consumers on the Dynamic two-Q-buffer kernel at hd64 of a mask that is one comparison
   // of row and column (causal's col <= row + c at S <= 1k): 122.3 / 122.4 -> 119.4 / 119.0 us (H100,
-  // 2026-11-27, same call, two rounds). The masks of two comparisons take them by the rule below, and
-  // vanilla / gqa measured slower than with their stagger: they keep the turns.
-  bool one_comparison = false;
-  if (cond && cond->kind() == ExprKind::Binary) {
-    const BinaryOp op = cond->as<BinaryNode>()->op;
-    one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
-  }
+  // 2026-11-27, same call, two rounds), and on causal's persistent kernels at hd128 and long rows
+  // (causal_rows above). The masks of two comparisons take them by the rule below, and vanilla / gqa
+  // measured slower than with their stagger: they keep the turns.
   // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
   // col <= W, prefix_lm's col < P || col <= row) on the same kernel (sliding_window at every length,
   // prefix_lm at S <= 1k) takes free consumers and the staged epilogue together (below): sliding_window S
@@ -1229,8 +1245,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }
   const bool two_comparisons_free_staged = dynamic && !data && consumers == 2 && kHeadDim == 64 && two_comparisons;
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); !(e && *e)) {
-    free_consumers = dynamic && !data && consumers == 2 && kHeadDim == 64 && one_comparison;
+    free_consumers = dynamic && !data && consumers == 2 && (kHeadDim == 64 || causal_rows) && one_comparison;
     if (two_comparisons_free_staged) free_consumers = true;
+  }
+  // The work tile's setup posted with its entry (Config's PostedWork: the producer locates each claimed
+  // work tile once and posts head, rows and key-tile range with it; each consumer takes the next entry
+  // before its epilogue's stores): causal's Dynamic kernels (one comparison of row and column, no data
+  // mask). $SOLDER_ATTN_POSTED=1 takes it on every Dynamic kernel without a data mask, =0 nowhere (A/B
+  // runs).
+  bool posted_work = false;
+  {
+    const char* e = std::getenv("SOLDER_ATTN_POSTED");
+    // causal hd64 S 1k 108.2 / 108.9 -> 106.3 / 107.6 us (H100, 2026-11-28, same call, two rounds)
+    const bool causal_posted = true;
+    if (e && *e) posted_work = dynamic && !data && std::string(e) == "1";
+    else posted_work = causal_posted && dynamic && !data && one_comparison;
   }
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
@@ -1238,14 +1267,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // the Config is printed after it.
   bool staged_epilogue = false;
   auto config_text = [&] {
-    const bool past_dynamic = free_consumers || staged_epilogue;  // (a template argument after Dynamic's)
+    const bool past_dynamic = free_consumers || staged_epilogue || posted_work;  // (a template argument after Dynamic's)
     return std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                                std::to_string(stages) + ", " + std::to_string(consumers) +
                                (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
                                (q_buffers > 1 || stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(q_buffers) : std::string("")) +
                                (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
                                (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") +
-                               (free_consumers || staged_epilogue ? (free_consumers ? ", true" : ", false") : "") + (staged_epilogue ? ", true" : "") + ">";
+                               (past_dynamic ? (free_consumers ? ", true" : ", false") : "") +
+                               (staged_epilogue || posted_work ? (staged_epilogue ? ", true" : ", false") : "") + (posted_work ? ", true" : "") + ">";
   };
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
@@ -1630,7 +1660,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const char* e = std::getenv("SOLDER_ATTN_EPI");
       const bool forced = e && *e;
       const bool everywhere = forced && std::string(e) == "1";
-      const bool by_default = !forced && persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison;
+      // causal's 3-consumer kernel (hd64 past 32 key tiles per work tile: S 16k 1217.6 -> 1176.8 us, one
+      // round, H100, 2026-11-28, with the dedicated buffer; S 4k 371.1 -> 363.9, two rounds, before its rows
+      // went persistent)
+      const bool causal_three = causal_rows && consumers == 3 && !persistent;
+      const bool by_default = !forced && ((persistent && consumers == 2 && stagger == 0 && !data && !staged_bits && !with_bias && one_comparison) || causal_three);
       const bool by_data_mask = !forced && persistent && consumers == 2 && stagger == 0 && !staged_bits && !with_bias && data && kHeadDim == 64 && dynamic;
       // (a mask of two comparisons: with free consumers only, the rule above)
       const bool by_two_comparisons = !forced && two_comparisons_free_staged && free_consumers && persistent && stagger == 0;
@@ -1725,6 +1759,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
                                                 (dynamic ? std::string("each block's first tile, then claimed from a counter as blocks free up") : std::string("snake order")) +
+                                                (posted_work ? std::string("; each tile's head, rows and key-tile range posted by the producer with its entry") : std::string("")) +
                                                 (q_buffers > 1 ? std::string("; 2 Q buffers: the next work tile's Q, K and V load while this one runs") : std::string("")) +
                                                 (stagger > 0 ? "; consumer 1 staggered " + std::to_string(stagger) + " turns behind consumer 0, so one's work-tile boundary overlaps the other's products" : std::string("")) + ")"
                                           : std::string("")) + ", " +

@@ -15,13 +15,15 @@ once that tile's loads are issued, the sentinel after the last): the model finds
 with Stagger on work tiles without key tiles (which config.cuh refuses). With free=True the consumers take
 no turns (Config's FreeConsumers: each issues as soon as its own operands are there, so the two drift
 apart by up to the ring's depth), checked free of deadlock with and without the work ring at every depth
-and Q buffer count. Usage: stagger_model.py (exit status 1 on a mismatch).
+and Q buffer count. With early=True each consumer takes the next entry before its epilogue instead of
+after it (Config's PostedWork), checked free of deadlock with turns and free consumers at every depth and
+Q buffer count. Usage: stagger_model.py (exit status 1 on a mismatch).
 """
 import random, sys, itertools
 
 class Deadlock(Exception): pass
 
-def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False):
+def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, early=False):
     rnd = random.Random(seed)
     # mbarrier model: completed phases count
     full = {}  # name -> completed phases; arrivals in current phase
@@ -121,8 +123,9 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False):
                 yield from sync(); arr(); yield 'step'
                 rel(('ve', vs))
                 consumed += cnt
+            if dynamic and early: yield from take()  # PostedWork: the next entry before the epilogue
             yield 'epilogue'
-            if dynamic: yield from take()  # the next entry (the last take reads the sentinel)
+            if dynamic and not early: yield from take()  # the next entry (the last take reads the sentinel)
         if c == 0:
             for _ in range(L):
                 yield from sync(); arr(); yield 'step'
@@ -184,6 +187,13 @@ for S in range(2, 9):
             why = trials(S, QB, 0, dynamic=dynamic, free=True)
             if why:
                 print('free S', S, 'QB', QB, 'dynamic', dynamic, 'deadlocks', why); bad += 1
+# PostedWork: the next entry taken before the epilogue, with turns and free: free of deadlock everywhere.
+for S in range(2, 9):
+    for QB in (1, 2):
+        for free in (False, True):
+            why = trials(S, QB, 0, dynamic=True, free=free, early=True)
+            if why:
+                print('posted work S', S, 'QB', QB, 'free', free, 'deadlocks', why); bad += 1
 for S in range(2, 9):
     for QB in (1, 2):
         for L in range(0, S + 1):

@@ -575,9 +575,9 @@ void run_many_tiles(const char* name, std::mt19937& rng) {
 template <class C, class CStatic, bool WithSoftcap = true>
 void run_dynamic(const char* name, std::mt19937& rng) {
   static_assert((C::Dynamic && !CStatic::Dynamic) || (C::FreeConsumers && !CStatic::FreeConsumers) ||
-                    (C::StagedEpilogue && !CStatic::StagedEpilogue),
-                "run_dynamic: a Dynamic configuration against a static one, free consumers against turns, or the "
-                "staged epilogue against the per-pair stores");
+                    (C::StagedEpilogue && !CStatic::StagedEpilogue) || (C::PostedWork && !CStatic::PostedWork),
+                "run_dynamic: a Dynamic configuration against a static one, free consumers against turns, the "
+                "staged epilogue against the per-pair stores, or the posted work-tile setup against the consumers' own");
   const float log2e = 1.4426950408889634f;
   const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
   const SoftcapScore softcap{log2e, 1.0f / std::sqrt(float(C::HeadDim)) / 3.0f, 3.0f};
@@ -870,6 +870,19 @@ int main(int argc, char** argv) {
     // hd128 on persistent blocks with two Q buffers and the buffer of its own (vanilla hd128 with
     // $SOLDER_ATTN_SHORT=all: 2 x 32 KB of Q + 2 stages + 32 KB = 224 KB)
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2 Ep", rng);
+    // (the long rows' one-block-per-tile kernels, hd64 192 x 128 and hd128 on 2 stages, with the staged
+    // epilogue are the cases "192x128 s4 Ep Vr" and "d128 s2 EpQ" above)
+    // Pw: the work tile's setup posted with its entry (Config::PostedWork; the next entry taken before the
+    // epilogue), each against the same Config that locates per consumer: causal hd64 S 1k's Config
+    // (Dynamic, free, Q2, staged epilogue), with turns and one Q buffer, f16, the shallowest ring, hd128
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>>("bf16 d64 s4 P Q2 Dy Fr Ep Pw", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, false, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>>("bf16 d64 s4 P Dy Pw", rng);
+    run_dynamic<Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>, Config<Dtype::f16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>>("f16 d64 s4 P Q2 Dy Fr Ep Pw", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2, 0, true, true, false, true>, Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2, 0, true, true>>("bf16 d64 s2 P Q2 Dy Fr Pw", rng);
+    // hd128's persistent Configs with all of it (the long rows' on two Q buffers, S 1k's on one), each
+    // against the plain persistent Config of its Q buffers
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2 Dy Fr Ep Pw", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, true, true, true, true>, Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 s2 P Dy Fr Ep Pw", rng);
     // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

@@ -103,12 +103,12 @@ TEST(AttentionSkeletonEmit, CausalSkipsTilesByIntervalBounds) {
   EXPECT_NE(k->summary.find("are skipped"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("return true;\n  }\n  // the key tiles"), std::string::npos) << "live_ must not be constant";
   // short causal sequences: persistent blocks with two Q buffers, no stagger, work tiles claimed from a
-  // counter, free consumers (S 1k); long ones one block per tile
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos);
+  // counter, free consumers, the posted setup (S 1k); past 32 key tiles per work tile one block per tile
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos);
   EXPECT_EQ(k->info.blocks, 132);
   auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
   ASSERT_TRUE(longer) << refusal;
-  EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos);
   EXPECT_EQ(longer->info.blocks, (16384 + 191) / 192 * 16);
 }
 
@@ -293,11 +293,11 @@ TEST(AttentionSkeletonEmit, SlidingWindowSolvesTheKeyRange) {
   EXPECT_NE(prefix->source.find("static constexpr bool kRowInterval = true;"), std::string::npos) << prefix->source;
   EXPECT_NE(prefix->source.find("max_ll_((255LL), (1LL) * row_hi_ + (0LL))"), std::string::npos) << prefix->source;
   EXPECT_NE(prefix->source.find("const long long l_ = -1073741824LL, h_ = max_ll_((255LL), (1LL) * row_hi_ + (0LL));"), std::string::npos) << prefix->source;
-  // causal keeps one block per tile past 1k (16.5 key tiles per work tile at S 4k)
+  // causal S 4k (16.5 key tiles per work tile) on persistent blocks, as S 1k
   std::string refusal;
   auto c = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
   ASSERT_TRUE(c) << refusal;
-  EXPECT_NE(c->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
+  EXPECT_NE(c->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos);
   EXPECT_NE(c->source.find("(1LL) * row_hi_ + (0LL)"), std::string::npos);
 }
 
@@ -328,9 +328,9 @@ TEST(AttentionSkeletonEmit, HeadDim128TakesTheTwoStageConfig) {
   auto causal3 = emit(compile("causal", {{"D", 128}}), &refusal);
   unsetenv("SOLDER_ATTN_EPI");
   ASSERT_TRUE(causal && causal3) << refusal;
-  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, true, true, true, true>;"), std::string::npos) << causal->summary;
   EXPECT_EQ(causal->info.shared_bytes, 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 128 * 128 * 2 + 8 * (2 + 4 * 2) + 1024);
-  EXPECT_NE(causal3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true>;"), std::string::npos) << causal3->summary;
+  EXPECT_NE(causal3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, true, true, false, true>;"), std::string::npos) << causal3->summary;
   setenv("SOLDER_ATTN_SHORT", "all", 1);
   auto all = emit(compile("vanilla", {{"D", 128}}), &refusal);
   unsetenv("SOLDER_ATTN_SHORT");
@@ -354,7 +354,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
     ASSERT_TRUE(k) << name << ": " << refusal;
     const bool masked = std::string(name) == "causal";
     const int stages = masked ? 4 : 6;
-    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
+    EXPECT_NE(k->source.find(masked ? "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;" : "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"),
               std::string::npos)
         << name << ": " << k->summary;
     EXPECT_EQ(k->info.blocks, 132) << name;
@@ -415,7 +415,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   auto all = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
   unsetenv("SOLDER_ATTN_SHORT");
   ASSERT_TRUE(all) << refusal;
-  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos);
+  EXPECT_NE(all->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos);
 
   // the counter knob: 0 is the snake's fixed rounds (the previous Config exactly), 1 takes the counter
   // on unmasked persistent kernels too, but never on a staggered one (vanilla's default stagger keeps
@@ -427,7 +427,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   setenv("SOLDER_ATTN_STAGGER", "0", 1);
   auto d1 = emit(compile("vanilla", {}), &refusal);
   unsetenv("SOLDER_ATTN_STAGGER");
-  auto d1_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto d1_long = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
   unsetenv("SOLDER_ATTN_DYNAMIC");
   ASSERT_TRUE(d0 && d1_staggered && d1 && d1_long) << refusal;
   EXPECT_NE(d0->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, false, false, true>;"), std::string::npos) << d0->summary;
@@ -436,20 +436,20 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
   EXPECT_EQ(d1_staggered->summary.find("claimed from a counter"), std::string::npos) << d1_staggered->summary;
   EXPECT_NE(d1->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << d1->summary;
   EXPECT_NE(d1->summary.find("claimed from a counter"), std::string::npos) << d1->summary;
-  EXPECT_EQ(d1_long->source.find(", true>;"), std::string::npos) << d1_long->summary;
+  EXPECT_NE(d1_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << d1_long->summary;
 }
 
 // Free consumers (Config::FreeConsumers, the last template argument): by default on causal's Dynamic
 // kernel at S 1k (a mask of one comparison) and, with the staged epilogue, on the same kernel of a mask of
 // two comparisons (sliding_window, prefix_lm S 1k); $SOLDER_ATTN_FREE=0 keeps the turns there, =1 frees
 // every two-consumer kernel without a data mask, in place of a stagger (vanilla keeps its 6 stages); never
-// with 3 consumers (causal S 4k, prefix_lm S 4k).
+// with 3 consumers (causal S 16k, prefix_lm S 4k).
 TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   std::string refusal;
   setenv("SOLDER_ATTN_FREE", "1", 1);
   auto causal = emit(compile("causal", {}), &refusal);
   auto vanilla = emit(compile("vanilla", {}), &refusal);
-  auto causal_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto causal_long = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
   auto causal_hd128 = emit(compile("causal", {{"D", 128}}), &refusal);
   setenv("SOLDER_ATTN_FREE", "0", 1);
   auto turns = emit(compile("causal", {}), &refusal);
@@ -463,15 +463,15 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   auto sliding_turns = emit(compile("sliding_window", {}), &refusal);
   unsetenv("SOLDER_ATTN_FREE");
   ASSERT_TRUE(causal && vanilla && causal_long && causal_hd128 && turns && plain && sliding && sliding_long && prefix && prefix_long && sliding_turns) << refusal;
-  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos) << causal->summary;
   EXPECT_NE(causal->summary.find("free consumer warpgroups"), std::string::npos) << causal->summary;
   EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>;"), std::string::npos) << vanilla->summary;
   EXPECT_EQ(vanilla->summary.find("staggered"), std::string::npos) << vanilla->summary;
-  EXPECT_NE(causal_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << causal_long->summary;
-  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, true, true>;"), std::string::npos) << causal_hd128->summary;
-  EXPECT_NE(turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true>;"), std::string::npos) << turns->summary;
+  EXPECT_NE(causal_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << causal_long->summary;
+  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, true, true, true, true>;"), std::string::npos) << causal_hd128->summary;
+  EXPECT_NE(turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true, true>;"), std::string::npos) << turns->summary;
   EXPECT_NE(turns->summary.find("in ping-pong"), std::string::npos) << turns->summary;
-  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << plain->summary;
+  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos) << plain->summary;
   EXPECT_NE(plain->summary.find("free consumer warpgroups"), std::string::npos) << plain->summary;
   // a mask of two comparisons: causal's Config (free consumers and the staged epilogue), not on 3 consumers
   for (const auto* e : {&sliding, &sliding_long, &prefix}) {
@@ -507,19 +507,19 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   auto plain_sliding = emit(compile("sliding_window", {}), &refusal);
   auto plain_alibi_long = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
   ASSERT_TRUE(causal && vanilla && causal_hd128 && padded && evoformer && off && plain && plain_vanilla && plain_sliding && plain_alibi_long) << refusal;
-  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos) << causal->summary;
   EXPECT_NE(causal->source.find("static constexpr bool kStaged = true;"), std::string::npos);
   EXPECT_NE(causal->source.find("__device__ void* staged_row(int bh_, int row_) const {"), std::string::npos);
   EXPECT_NE(causal->summary.find("through shared memory, 16-byte row stores"), std::string::npos) << causal->summary;
   EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2, false, false, true>;"), std::string::npos) << vanilla->summary;
-  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos)
+  EXPECT_NE(causal_hd128->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, true, true, true, true>;"), std::string::npos)
       << causal_hd128->summary;
   EXPECT_NE(plain_sliding->source.find("static constexpr bool kStaged = true;"), std::string::npos) << plain_sliding->summary;
   for (const auto* e : {&padded, &evoformer, &off, &plain_vanilla, &plain_alibi_long}) {
     EXPECT_EQ((*e)->source.find("kStaged = true;"), std::string::npos) << (*e)->summary;
     EXPECT_EQ((*e)->source.find(", true, true, true>;"), std::string::npos) << (*e)->summary;
   }
-  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true>;"), std::string::npos) << off->summary;
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, false, true>;"), std::string::npos) << off->summary;
   EXPECT_EQ(causal->source, plain->source);
   EXPECT_NE(plain_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << plain_vanilla->summary;
 }
@@ -527,7 +527,7 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
 // The staged epilogue on one block per work tile (vanilla at hd128, vanilla / gqa at hd64 from S 4k):
 // its buffer is each consumer's own Q rows (Config::EpilogueInQ), so it keeps every stage there (hd128:
 // 2; hd64's 3 consumers: 4), by default with the plain score and no mask (not alibi's affine score, not
-// causal S 4k's mask, not diff_attn's fixed lead index); $SOLDER_ATTN_EPI=0 keeps the per-pair stores,
+// diff_attn's fixed lead index; causal S 4k is persistent); $SOLDER_ATTN_EPI=0 keeps the per-pair stores,
 // and $SOLDER_ATTN_STAGES=N sets the depth of such a kernel where N stages fit (hd128: 3, not 4: 32 KB
 // of Q + 4 x 64 KB is over 227 KB).
 TEST(AttentionSkeletonEmit, StagedEpilogueInQRows) {
@@ -540,7 +540,9 @@ TEST(AttentionSkeletonEmit, StagedEpilogueInQRows) {
   EXPECT_NE(by_default->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << by_default->summary;
   EXPECT_NE(by_default->summary.find("through shared memory, 16-byte row stores"), std::string::npos) << by_default->summary;
   EXPECT_NE(gqa_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << gqa_long->summary;
-  for (const auto* e : {&alibi_long, &causal_long}) EXPECT_EQ((*e)->source.find("kStaged = true;"), std::string::npos) << (*e)->summary;
+  EXPECT_EQ(alibi_long->source.find("kStaged = true;"), std::string::npos) << alibi_long->summary;
+  // (causal S 4k: on persistent blocks with the dedicated buffer, CausalRowsOnPersistentBlocks)
+  EXPECT_NE(causal_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos) << causal_long->summary;
   setenv("SOLDER_ATTN_EPI", "1", 1);
   auto hd128 = emit(compile("vanilla", {{"D", 128}}), &refusal);
   auto hd64_long = emit(compile("vanilla", {{"B", 4}, {"S", 4096}}), &refusal);
@@ -567,6 +569,62 @@ TEST(AttentionSkeletonEmit, StagedEpilogueInQRows) {
   EXPECT_NE(hd128_plain_s3->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2>;"), std::string::npos) << hd128_plain_s3->summary;
   EXPECT_EQ(hd128_plain_s3->source.find("kStaged = true;"), std::string::npos);
   EXPECT_NE(hd64_long_s6->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 3>;"), std::string::npos) << hd64_long_s6->summary;
+}
+
+// The work tile's setup posted with its entry (Config's PostedWork): $SOLDER_ATTN_POSTED=1 takes it on every
+// Dynamic kernel without a data mask (causal and sliding_window S 1k), not on document_mask's Dynamic
+// kernel (its classifier warps post the entries) nor where there is no work ring (causal S 16k: one block
+// per work tile); =0 nowhere. By default on causal's Dynamic kernels (S 1k and 4k), not on
+// sliding_window's (free consumers and the staged epilogue by default there).
+TEST(AttentionSkeletonEmit, PostedWorkByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_POSTED", "1", 1);
+  auto causal = emit(compile("causal", {}), &refusal);
+  auto sliding = emit(compile("sliding_window", {}), &refusal);
+  auto documents = emit(compile("document_mask", {}), &refusal);
+  auto longer = emit(compile("causal", {{"B", 1}, {"S", 16384}}), &refusal);
+  setenv("SOLDER_ATTN_POSTED", "0", 1);
+  auto off = emit(compile("causal", {}), &refusal);
+  unsetenv("SOLDER_ATTN_POSTED");
+  auto plain = emit(compile("causal", {}), &refusal);
+  auto plain_long = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto plain_sliding = emit(compile("sliding_window", {}), &refusal);
+  ASSERT_TRUE(causal && sliding && documents && longer && off && plain && plain_long && plain_sliding) << refusal;
+  EXPECT_EQ(plain->source, causal->source);
+  EXPECT_NE(plain_long->summary.find("posted by the producer with its entry"), std::string::npos) << plain_long->summary;
+  EXPECT_EQ(plain_sliding->summary.find("posted by the producer"), std::string::npos) << plain_sliding->summary;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos)
+      << causal->summary;
+  EXPECT_NE(causal->summary.find("posted by the producer with its entry"), std::string::npos) << causal->summary;
+  EXPECT_NE(sliding->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos)
+      << sliding->summary;
+  for (const auto* e : {&documents, &longer, &off}) EXPECT_EQ((*e)->summary.find("posted by the producer"), std::string::npos) << (*e)->summary;
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << off->summary;
+  EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << longer->summary;
+}
+
+// Causal's rows (a mask of one comparison, the plain score) on persistent blocks past 8 key tiles per work
+// tile too: hd64 up to 32 (S 4k), hd128 at every length (two Q buffers, Dynamic, free consumers, the
+// staged epilogue, the posted setup; S 1k keeps one Q buffer); hd64 S 16k on 3 consumers with the staged
+// epilogue. $SOLDER_ATTN_CAUSAL=old: the previous Configs (one block per tile, per-pair stores).
+TEST(AttentionSkeletonEmit, CausalRowsOnPersistentBlocks) {
+  std::string refusal;
+  auto hd128_4k = emit(compile("causal", {{"B", 4}, {"S", 4096}, {"D", 128}}), &refusal);
+  auto hd128_16k = emit(compile("causal", {{"B", 1}, {"S", 16384}, {"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_CAUSAL", "old", 1);
+  auto old_4k = emit(compile("causal", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto old_hd128_4k = emit(compile("causal", {{"B", 4}, {"S", 4096}, {"D", 128}}), &refusal);
+  auto old_hd128_1k = emit(compile("causal", {{"D", 128}}), &refusal);
+  unsetenv("SOLDER_ATTN_CAUSAL");
+  ASSERT_TRUE(hd128_4k && hd128_16k && old_4k && old_hd128_4k && old_hd128_1k) << refusal;
+  for (const auto* e : {&hd128_4k, &hd128_16k}) {
+    EXPECT_NE((*e)->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos) << (*e)->summary;
+    EXPECT_EQ((*e)->info.blocks, 132);
+    EXPECT_LE((*e)->info.shared_bytes, 232448);
+  }
+  EXPECT_NE(old_4k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << old_4k->summary;
+  EXPECT_NE(old_hd128_4k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2>;"), std::string::npos) << old_hd128_4k->summary;
+  EXPECT_NE(old_hd128_1k->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>;"), std::string::npos) << old_hd128_1k->summary;
 }
 
 TEST(AttentionSkeletonEmit, RefusesWithTheRule) {
