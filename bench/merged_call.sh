@@ -9,6 +9,8 @@
 #      second since the start;
 #   2. tests/gpu/run.sh (RUN_SH=0 skips it): every example at small and paper sizes through --backend cuda
 #      against the float64 reference;
+#   2b. VERIFY (a regular expression on bench/suites.py case ids; unset: none): `solder run --backend cuda` of
+#      each such case at its suite size against the float64 reference, 4 at a time, into r/verify.txt;
 #   3. the spot checks in the SPOTS file, one per line, fields separated by blanks ("-" for none):
 #        TAG SUITE CASES PEERS PEER-SECONDS [ENV=V ...]
 #      Solder's records go to r/solder.jsonl (TAG "-") or r/solder-TAG.jsonl, with the ENV words (knobs
@@ -51,6 +53,12 @@ if [ "${RUN_SH:-1}" = 1 ]; then
   SOLDER_REBUILD=0 SOLDER_GPU_PARALLEL=8 timeout $(( $(left) - ${SPOT_SECONDS:-250} )) bash tests/gpu/run.sh $O/run \
     > $O/r/run-summary.txt 2>&1
   echo "   rc $?"; grep -E "MISMATCH|ERROR" $O/r/run-summary.txt | head; tail -n1 $O/r/run-summary.txt
+fi
+if [ -n "${VERIFY:-}" ]; then
+  echo "== 2b. verify at the suites' sizes ($(left) s left)"
+  python3 bench/suites.py --suite all --cases "$VERIFY" --verify-commands --timeout 120 |
+    xargs -d '\n' -P 4 -I{} sh -c '{} > /dev/null 2>&1 && echo "verified {}" || echo "FAILED ($?) {}"' > $O/r/verify.txt
+  echo "   $(grep -c ^verified $O/r/verify.txt) of $(wc -l < $O/r/verify.txt) verified"; grep ^FAILED $O/r/verify.txt | head
 fi
 wait
 

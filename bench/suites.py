@@ -8,6 +8,8 @@ every output written once, sizes and dtypes taken from the .sol itself).
     python3 bench/suites.py --list [--suite S]          table of cases (id, dims, GFLOP, floor MB)
     python3 bench/suites.py --solder-commands [--suite S] [--quick] [--solder build/solder] [--out F]
                                                         the `solder bench` command lines of a suite
+    python3 bench/suites.py --verify-commands [--cases RE] [--solder build/solder]
+                                                        `solder run --backend cuda` of each case at its size
     python3 bench/suites.py --check                     parse every example, print inputs/outputs
 
 Conventions (also in bench/README.md):
@@ -507,13 +509,17 @@ def _main(argv=None):
     ap.add_argument("--list", action="store_true", help="print the cases as a table")
     ap.add_argument("--check", action="store_true", help="read every example; print inputs and outputs")
     ap.add_argument("--solder-commands", action="store_true", help="print `solder bench` command lines")
-    ap.add_argument("--solder", default="build/solder", help="path of the solder binary (for --solder-commands)")
+    ap.add_argument("--verify-commands", action="store_true",
+                    help="print `solder run --backend cuda` command lines (each case at its size, checked against "
+                         "the float64 reference; exit status 0 when verified)")
+    ap.add_argument("--solder", default="build/solder",
+                    help="path of the solder binary (for --solder-commands and --verify-commands)")
     ap.add_argument("--out", default="bench/results/solder.jsonl", help="JSON lines file for --solder-commands")
     ap.add_argument("--compile-only", action="store_true",
                     help="with --solder-commands: `solder bench --compile-only` lines (fill the compile cache; "
                          "no GPU; safe to run in parallel)")
     ap.add_argument("--timeout", type=int, default=None,
-                    help="with --solder-commands: prefix each line with `timeout SECONDS`")
+                    help="with --solder-commands or --verify-commands: prefix each line with `timeout SECONDS`")
     ap.add_argument("--resume", action="store_true",
                     help="with --solder-commands: leave out cases already recorded in --out")
     a = ap.parse_args(argv)
@@ -525,6 +531,11 @@ def _main(argv=None):
         for c in sel:
             tail = ["--compile-only"] if a.compile_only else ["--json", ">>", a.out]
             print(" ".join(prefix + [a.solder, "bench"] + c.solder_args() + tail))
+        return 0
+    if a.verify_commands:
+        prefix = ["timeout", str(a.timeout)] if a.timeout else []
+        for c in sel:
+            print(" ".join(prefix + [a.solder, "run", "--backend", "cuda"] + c.solder_args()))
         return 0
     if a.check:
         seen = set()
