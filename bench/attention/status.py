@@ -77,12 +77,27 @@ CALL_COMMITS = {
 }
 
 # Commits that change KERNEL_PATHS but, read from their diff, not the kernel of every workload: commit ->
-# the workloads whose kernel it changes. A call before such a commit stays current for the others.
+# the workloads, or single cells by case id, whose kernel it changes. A call before such a commit stays
+# current for the others.
 KERNEL_COMMITS_ONLY = {
     # the emitter's Dynamic and one-id defaults, both under `data` (a data mask): document_mask only
     "479f89e": ("document_mask",),
     # free consumers and the staged epilogue on masks of two comparisons: sliding_window, prefix_lm S 1k
-    "42d96a1": ("sliding_window", "prefix_lm"),
+    "42d96a1": ("sliding_window", "prefix_lm-d64-s1024"),  # (Dynamic two-Q-buffer kernels: prefix_lm S <= 1k)
+    # the thirteenth session: the staged epilogue in the Q rows on one block per tile (header code under
+    # Config::EpilogueInQ, which no kernel had before; the emitter's rule: the plain score, no mask)
+    "d6f7ad6": ("vanilla", "gqa", "causal"),
+    "62fa48e": ("vanilla", "gqa", "causal"),
+    "63bfb78": ("vanilla", "gqa", "causal"),
+    # the posted work-tile setup (header code under Config::PostedWork) and causal's rules by length
+    "26fd59e": ("causal",),
+    "673f3c9": ("causal",),
+    # the multi-id boundary select (the header's kData branch) and the staged epilogue on data masks
+    "b8cb728": ("document_mask",),
+    "61ddb98": ("document_mask",),
+    # the register pass's row kernels (src/fusion): quant_gemm's rows only, no attention kernel
+    "2426322": ("quant_gemm",),
+    "b43cb70": ("quant_gemm",),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
@@ -185,10 +200,11 @@ class Status:
             self._time_cache[commit] = int(git("show", "-s", "--format=%ct", commit) or 0)
         return self._time_cache[commit]
 
-    def same_kernel_files(self, commit, workload):
+    def same_kernel_files(self, commit, workload, case_id=None):
         """No commit between `commit` and HEAD changes the kernel files, except those that, by
-        KERNEL_COMMITS_ONLY, change other workloads' kernels only."""
-        key = (commit, workload)
+        KERNEL_COMMITS_ONLY, change other workloads' (or other cells') kernels only. Without case_id, a
+        commit that changes any cell of the workload counts."""
+        key = (commit, workload, case_id)
         if key not in self._diff_cache:
             paths = KERNEL_PATHS + [f"examples/{workload}.sol"]
             if not git("rev-parse", "--verify", "--quiet", commit + "^{commit}"):
@@ -196,8 +212,11 @@ class Status:
             else:
                 changed = git("log", "--no-merges", "--format=%h", "--abbrev=7", f"{commit}..{self.head_ref}", "--",
                               *paths).split()
-                self._diff_cache[key] = all(workload not in KERNEL_COMMITS_ONLY.get(c[:7], (workload,))
-                                            for c in changed) and not self._diverged(commit, paths)
+                def touches(only):
+                    return any(w == workload or w == case_id or (case_id is None and w.startswith(workload + "-"))
+                               for w in only)
+                self._diff_cache[key] = not any(touches(KERNEL_COMMITS_ONLY.get(c[:7], (workload,)))
+                                                for c in changed) and not self._diverged(commit, paths)
         return self._diff_cache[key]
 
     def _diverged(self, commit, paths):
@@ -225,7 +244,7 @@ class Status:
         commit = call["commit"]
         if not commit:
             return False, "no commit holds the binary's source"
-        if self.same_kernel_files(commit, case.workload):
+        if self.same_kernel_files(commit, case.workload, case.id):
             return True, f"kernel files of {commit} = HEAD's"
         return False, f"kernel files changed since {commit}"
 
