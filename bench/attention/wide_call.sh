@@ -3,7 +3,7 @@
 # block per work tile with the consumer's own Q rows as its buffer (Config::EpilogueInQ), the K/V depth
 # of those kernels ($SOLDER_ATTN_STAGES) and hd128 on persistent blocks with two Q buffers
 # ($SOLDER_ATTN_SHORT=all), run on the device from a mini repository root staged by
-# bench/attention/own_stage.sh (build/solder, bin/test_sm90_attention.gz, examples/, bench/, COMMIT) with
+# bench/attention/epi_stage.sh (build/solder, bin/test_sm90_attention.gz, examples/, bench/, COMMIT) with
 # the CuTe headers in ../cutlass:
 #   cd <root> && DEADLINE=100 bash bench/attention/wide_call.sh
 #
