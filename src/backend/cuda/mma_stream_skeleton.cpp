@@ -1086,9 +1086,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // boundary; each K/V stage then stays 2 turns longer in the ring, which gets 6 stages (2 x 16 KB of Q +
   // 6 x 32 KB). Measured (H100, 2026-11-27, same call, two rounds): vanilla S 1k 175.7 → 167.0 µs, gqa
   // 172.7 → 165.7; under a mask no gain (causal S 1k 131.2 → 132.0, sliding_window and prefix_lm within
-  // ± 2 %), so masked kernels keep the previous Config. $SOLDER_ATTN_STAGGER=N (0..3; 0: the previous
-  // Config, 4 stages, no stagger; masked two-Q-buffer kernels too) and $SOLDER_ATTN_STAGES=N (where N
-  // stages fit) override them (A/B runs).
+  // ± 2 %), so masked kernels keep the previous Config. Causal S 1k's schedule in its place (stagger 0,
+  // Dynamic, free consumers, the staged epilogue, PostedWork, 4 stages) measured 171.8 / 170.3 µs against
+  // the stagger's 173.2 / 163.7 on vanilla / gqa S 1k (H100, 2026-11-28, same call, four rounds; vanilla
+  // inside the stagger's 12 µs round-to-round spread), Dynamic with turns and the staged epilogue 177.8 /
+  // 173.5, free consumers with it on 5 stages 182.8 / 179.8: the stagger stays. $SOLDER_ATTN_STAGGER=N
+  // (0..3; 0: the previous Config, 4 stages, no stagger; masked two-Q-buffer kernels too) and
+  // $SOLDER_ATTN_STAGES=N (where N stages fit) override them (A/B runs).
   int stagger = 0;
   if (two_q && kHeadDim == 64 && consumers == 2) {
     stagger = cond ? 0 : 2;
