@@ -81,9 +81,9 @@ bench b8-d128 - $E $(dims 8 128)
 
 # ---- 4. optional
 NCU_BIN=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-if [ "$(left)" -gt 40 ] && [ -n "$NCU_BIN" ]; then
+if [ "$(left)" -gt 25 ] && [ -n "$NCU_BIN" ]; then
   echo "== 4. ncu of B1's kernel ($(left) s left)"
-  timeout 35 "$NCU_BIN" --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+  timeout $(( $(left) - 3 )) "$NCU_BIN" --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy $S run --backend cuda $E $(dims 1 64) > "$R/ncu-b1.txt" 2>&1
   grep -E "Duration|Throughput|Issued Warp|Issue Slots|No Eligible|Active Warps|Eligible Warps|Stall|Registers|Grid Size|Achieved Occ|L2 Hit|Mem Busy|Max Bandwidth" "$R/ncu-b1.txt" | head -30
 fi
