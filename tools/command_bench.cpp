@@ -1,13 +1,17 @@
 // solder bench FILE — GPU time of one call of a compiled program, from CUDA events around CUDA-graph
 // replays (warm-up, median of many), with TFLOP/s, GB/s and the ratios to the floor.
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 
 #include "backend/cpu/inputs.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/device_inputs.h"
+#include "backend/cuda/host_encoding.h"
 #include "cli.h"
 #include "commands.h"
 #include "driver/compile.h"
@@ -32,16 +36,68 @@ double nominal_flops(const BoundProgram& program) {
   return flops;
 }
 
+// Progress on standard error (standard output holds the result, or the JSON line): each long step as
+// it starts, with the seconds since the command started.
+class Progress {
+ public:
+  void operator()(const std::string& step) const {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "solder bench: %s (%.1f s)\n", step.c_str(), seconds);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// The inputs: drawn on the GPU where the generator can draw them (every distribution but
+// sorted_randint), else (or with --host-inputs) drawn on the host and uploaded; the same values either way.
+TimedInputs bench_inputs(const BoundProgram& program, uint64_t seed, bool host_inputs) {
+  TimedInputs inputs;
+  for (const TensorInfo* info : program.inputs()) {
+    std::optional<InputDraw> draw = host_inputs ? std::nullopt : input_draw(*info, seed);
+    if (draw) inputs.drawn[info->name] = *draw;
+    else inputs.host[info->name] = make_input(*info, seed);
+  }
+  return inputs;
+}
+
+// --check-inputs: every input the GPU draws, drawn there and compared byte for byte with the host's
+// make_input(); prints one line per input and returns whether all are equal.
+bool check_drawn_inputs(const BoundProgram& program, uint64_t seed) {
+  bool all_equal = true;
+  for (const TensorInfo* info : program.inputs()) {
+    std::optional<InputDraw> draw = input_draw(*info, seed);
+    if (!draw) {
+      std::printf("  %-12s drawn on the host (its distribution is not drawn on the GPU)\n", info->name.c_str());
+      continue;
+    }
+    const size_t bytes = static_cast<size_t>(info->elements()) * static_cast<size_t>(dtype_bytes(info->dtype));
+    runtime::DeviceBuffer buffer(std::max<size_t>(bytes, 4));
+    draw_input_on_gpu(buffer.pointer(), info->elements(), *draw);
+    runtime::synchronize_device();
+    const std::vector<uint8_t> gpu = buffer.download<uint8_t>(bytes);
+    const std::vector<uint8_t> host = encode_values(make_input(*info, seed).values, info->dtype);
+    const int64_t size = dtype_bytes(info->dtype);
+    int64_t differ = 0;
+    for (int64_t e = 0; e < info->elements(); ++e)
+      if (std::memcmp(&gpu[static_cast<size_t>(e * size)], &host[static_cast<size_t>(e * size)], static_cast<size_t>(size)) != 0) ++differ;
+    std::printf("  %-12s %lld of %lld elements as the host draws them\n", info->name.c_str(), static_cast<long long>(info->elements() - differ),
+                static_cast<long long>(info->elements()));
+    all_equal = all_equal && differ == 0;
+  }
+  return all_equal;
+}
+
 }  // namespace
 
 int command_bench(const std::vector<std::string>& args) {
   ProgramOptions options;
   int replays = 50;
   int calls_per_replay = 0;  // 0: enough that a replay lasts about 2 ms, as bench/peers.py
-  bool compile_only = false;
+  bool compile_only = false, host_inputs = false, check_inputs = false;
   double bandwidth_tbs = 3.0, tensor_tflops = 710;
   CompileOptions compile_options = CompileOptions::for_gpu();
-  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton] [--replays N] [--calls-per-replay N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json] [--compile-only] [--no-fuse]",
+  Command command{"bench", "solder bench FILE [--dim NAME=VALUE]... [--tile-rows N] [--tile-cols N] [--streaming-elements N] [--no-skeleton] [--replays N] [--calls-per-replay N] [--bandwidth TB/s] [--tensor-rate TFLOP/s] [--json] [--compile-only] [--no-fuse] [--host-inputs] [--check-inputs]",
                   "Time one call of the compiled program on the GPU: every kernel launch of a call is captured\n"
                   "in a CUDA graph, replayed after a warm-up, and timed with CUDA events; the median of the\n"
                   "replays is reported, with the minimum and maximum, per call: one replay holds as many calls\n"
@@ -53,7 +109,11 @@ int command_bench(const std::vector<std::string>& args) {
                   "measured in shared/reference (3.0 TB/s copy, 710 TFLOP/s bf16). With --json, $SOLDER_COMMIT (when set)\n"
                   "is recorded as the commit measured. A call over 2 ms runs on one input copy with replays\n"
                   "capped at about 2 s. --compile-only needs no GPU: it fills the compile cache (NVRTC) for a\n"
-                  "later bench of the same program and options, so many benches can compile in parallel."};
+                  "later bench of the same program and options, so many benches can compile in parallel.\n"
+                  "The inputs are drawn on the GPU from the seed (the values `solder run` draws on the host, in\n"
+                  "milliseconds at any size); --host-inputs draws them on the host and uploads them, and\n"
+                  "--check-inputs compares the two, input by input, and exits with status 1 if they differ.\n"
+                  "Each long step is said on standard error as it starts."};
   add_program_options(command, options, true);
   TilingOptions tiling;
   add_tiling_options(command, tiling);
@@ -66,6 +126,10 @@ int command_bench(const std::vector<std::string>& args) {
   command.options.push_back({"--tensor-rate", "TFLOP/s", "tensor-core rate for the floor (default 710)", [&tensor_tflops](const std::string& v) { tensor_tflops = parse_real_option(v, "--tensor-rate", 1e-6, 1e9); }});
   command.options.push_back({"--compile-only", "", "compile through the cache and stop (no GPU needed)",
                              [&compile_only](const std::string&) { compile_only = true; }});
+  command.options.push_back({"--host-inputs", "", "draw the inputs on the host and upload them (default: drawn on the GPU, the same values)",
+                             [&host_inputs](const std::string&) { host_inputs = true; }});
+  command.options.push_back({"--check-inputs", "", "draw each input on the GPU and on the host, compare them, and stop (exit 1 if any differ)",
+                             [&check_inputs](const std::string&) { check_inputs = true; }});
   command.options.push_back({"--no-fuse", "", "time the unfused lowering (one kernel per definition; contractions on the GEMM skeleton)",
                              [&compile_options](const std::string&) { compile_options.fuse = false; }});
   std::vector<std::string> files;
@@ -87,7 +151,15 @@ int command_bench(const std::vector<std::string>& args) {
   }
   if (!gpu_available(&why)) throw Error("solder bench needs a GPU: " + why);
   BoundProgram program = load_program(files[0], options.sizes);
-  TensorSet inputs = compiler_step("inputs", [&] { return make_inputs(program, options.seed); });
+  if (check_inputs) {
+    std::printf("inputs of %s, seed %llu: drawn on the GPU against the host\n", files[0].c_str(), static_cast<unsigned long long>(options.seed));
+    return compiler_step("inputs", [&] { return check_drawn_inputs(program, options.seed); }) ? kExitOk : kExitMismatch;
+  }
+  const Progress progress;
+  if (host_inputs) progress("drawing the inputs on the host");
+  TimedInputs inputs = compiler_step("inputs", [&] { return bench_inputs(program, options.seed, host_inputs); });
+  inputs.progress = progress;
+  progress("compiling the program");
   KernelProgram kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
   double bytes = 0;
   for (const TensorInfo* t : program.inputs()) bytes += static_cast<double>(t->bytes());

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "backend/cuda/cuda_expr.h"
+#include "backend/cuda/device_inputs.h"
 #include "backend/cuda/host_encoding.h"
 #include "backend/cuda/tma_operand.h"
 #include "ir/diagnostics.h"
@@ -83,12 +84,14 @@ void check_indices(const LoadedProgram& loaded, const KernelProgram& program) {
 
 size_t padded_bytes(const GlobalTensor& g) { return static_cast<size_t>((g.bytes() + 3) / 4 * 4); }
 
-// The inputs' bytes in the device encoding, by global index (encoded once, uploaded per copy).
-std::map<size_t, std::vector<uint8_t>> encode_inputs(const KernelProgram& program, const TensorSet& inputs) {
+// The inputs' bytes in the device encoding, by global index (encoded once, uploaded per copy), except
+// the inputs in `drawn` (drawn on the GPU by allocate()).
+std::map<size_t, std::vector<uint8_t>> encode_inputs(const KernelProgram& program, const TensorSet& inputs,
+                                                     const std::map<std::string, InputDraw>& drawn = {}) {
   std::map<size_t, std::vector<uint8_t>> encoded;
   for (size_t i = 0; i < program.globals.size(); ++i) {
     const GlobalTensor& g = program.globals[i];
-    if (g.role != GlobalRole::input) continue;
+    if (g.role != GlobalRole::input || drawn.count(g.name)) continue;
     auto it = inputs.find(g.name);
     if (it == inputs.end()) throw Error("GPU run: input '" + g.name + "' was not provided");
     encoded[i] = encode_values(it->second.values, g.dtype);
@@ -96,13 +99,19 @@ std::map<size_t, std::vector<uint8_t>> encode_inputs(const KernelProgram& progra
   return encoded;
 }
 
-// Device memory for every global, inputs uploaded and the rest poisoned.
-std::vector<runtime::DeviceBuffer> allocate(const KernelProgram& program, const std::map<size_t, std::vector<uint8_t>>& encoded) {
+// Device memory for every global, inputs uploaded (or drawn on the GPU, the padding zero) and the rest
+// poisoned.
+std::vector<runtime::DeviceBuffer> allocate(const KernelProgram& program, const std::map<size_t, std::vector<uint8_t>>& encoded,
+                                            const std::map<std::string, InputDraw>& drawn = {}) {
   std::vector<runtime::DeviceBuffer> buffers;
   for (size_t i = 0; i < program.globals.size(); ++i) {
     const GlobalTensor& g = program.globals[i];
     buffers.emplace_back(std::max<size_t>(4, padded_bytes(g)));
-    if (g.role == GlobalRole::input) {
+    auto draw = g.role == GlobalRole::input ? drawn.find(g.name) : drawn.end();
+    if (draw != drawn.end()) {
+      runtime::fill_u32(buffers.back().pointer(), 0, buffers.back().bytes() / 4);
+      draw_input_on_gpu(buffers.back().pointer(), g.elements(), draw->second);
+    } else if (g.role == GlobalRole::input) {
       std::vector<uint8_t> bytes = encoded.at(i);
       bytes.resize(buffers.back().bytes(), 0);
       buffers.back().upload(bytes);
@@ -110,6 +119,7 @@ std::vector<runtime::DeviceBuffer> allocate(const KernelProgram& program, const 
       runtime::fill_u32(buffers.back().pointer(), poison_fill_word(g.dtype), buffers.back().bytes() / 4);
     }
   }
+  if (!drawn.empty()) runtime::synchronize_device();  // (the draws run on the default stream; the timed stream may not wait for it)
   return buffers;
 }
 
@@ -269,10 +279,14 @@ GpuCompileReport compile_for_gpu(const KernelProgram& program, const CudaCodegen
   return report;
 }
 
-GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets, int replays, const CudaCodegenOptions& codegen,
+GpuTiming time_on_gpu(const KernelProgram& program, const TimedInputs& inputs, int input_sets, int replays, const CudaCodegenOptions& codegen,
                       int calls_per_replay) {
+  auto say = [&](const std::string& step) {
+    if (inputs.progress) inputs.progress(step);
+  };
   GpuTiming timing;
   timing.device = runtime::query_device().name;
+  say("loading the kernels (NVRTC compile unless cached)");
   LoadedProgram loaded = load(program, codegen);
   runtime::Stream stream;
   // `calls` calls in one graph, call c on input copy c % sets (calls 0: one per copy).
@@ -286,9 +300,11 @@ GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int
       }
     });
   };
-  const std::map<size_t, std::vector<uint8_t>> encoded = encode_inputs(program, inputs);
+  say(inputs.drawn.empty() ? "uploading the inputs" : inputs.host.empty() ? "drawing the inputs on the GPU" : "drawing the inputs on the GPU and uploading the rest");
+  const std::map<size_t, std::vector<uint8_t>> encoded = encode_inputs(program, inputs.host, inputs.drawn);
   std::vector<std::vector<runtime::DeviceBuffer>> sets;
-  sets.push_back(allocate(program, encoded));
+  sets.push_back(allocate(program, encoded, inputs.drawn));
+  say("calibrating the replays");
   // A slow program (a call over 2 ms) gains nothing from rotated inputs and would spend minutes in
   // replays: one copy of the inputs, and replays capped at about 2 s of GPU time (at least 5).
   {
@@ -299,7 +315,7 @@ GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int
       replays = std::clamp(static_cast<int>(2000.0 / call_ms), 5, std::max(5, replays));
     }
   }
-  for (int s = 1; s < std::max(1, input_sets); ++s) sets.push_back(allocate(program, encoded));
+  for (int s = 1; s < std::max(1, input_sets); ++s) sets.push_back(allocate(program, encoded, inputs.drawn));
   // One graph holds `calls` calls, a multiple of the copies, call c on copy c % sets.
   size_t calls = sets.size();
   if (calls_per_replay > 0) {
@@ -312,6 +328,7 @@ GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int
   }
   calls = std::max(sets.size(), (calls + sets.size() - 1) / sets.size() * sets.size());
   runtime::Graph graph = capture(sets, calls);
+  say("timing " + std::to_string(replays) + " replays of " + std::to_string(calls) + " call(s)");
   runtime::ReplayTiming t = runtime::time_replays(graph, stream, 5, replays);
   double per_call = 1000.0 / static_cast<double>(calls);
   timing.median_us = t.median_ms * per_call;

@@ -4,11 +4,13 @@
 // launch of one call into a CUDA graph and times its replays with events.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/host_tensor.h"
+#include "backend/cpu/inputs.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "kernel/kernel_ir.h"
 #include "runtime/attention_args.h"
@@ -64,7 +66,17 @@ GpuCompileReport compile_for_gpu(const KernelProgram& program, const CudaCodegen
 // One graph holds `calls_per_replay` calls (a multiple of the input copies, cycling over them); 0 picks
 // as bench/peers.py does for the peers: enough calls that a replay lasts about 2 ms, at most 1000, so
 // the graph launch's own latency is shared by many calls. Times are per call (replay / calls).
-GpuTiming time_on_gpu(const KernelProgram& program, const TensorSet& inputs, int input_sets = 1, int replays = 50,
+//
+// The inputs: values from the host (encoded and uploaded), and inputs drawn on the GPU from their
+// draws (backend/cuda/device_inputs.h: no host copy, no upload), by global name; every copy holds the
+// same values. `progress`, when set, is told each long step before it starts (module load and compile,
+// inputs, calibration, the timed replays).
+struct TimedInputs {
+  TensorSet host;
+  std::map<std::string, InputDraw> drawn;
+  std::function<void(const std::string&)> progress;
+};
+GpuTiming time_on_gpu(const KernelProgram& program, const TimedInputs& inputs, int input_sets = 1, int replays = 50,
                       const CudaCodegenOptions& codegen = {}, int calls_per_replay = 0);
 
 }  // namespace solder

@@ -1110,7 +1110,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     stagger = std::min(stagger, stages - 1);
   }
   // Free consumers (Config's FreeConsumers: no turn ring, each consumer issues as soon as its own operands
-  // are there): by default on causal's kernel below; $SOLDER_ATTN_FREE=1 takes it on every two-consumer
+  // are there): by default on causal's kernel and evoformer's staged bias at hd64 below; $SOLDER_ATTN_FREE=1 takes it on every two-consumer
   // kernel without a data mask, in place of a stagger (the ring keeps its depth), =0 nowhere (A/B runs).
   bool free_consumers = false;
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); e && std::string(e) == "1" && !data && consumers == 2) {
@@ -1248,9 +1248,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     two_comparisons = (both->op == BinaryOp::logical_and || both->op == BinaryOp::logical_or) && comparison(both->lhs) && comparison(both->rhs);
   }
   const bool two_comparisons_free_staged = dynamic && !data && consumers == 2 && kHeadDim == 64 && two_comparisons;
+  // A staged bias at hd64 (evoformer's pair bias and mask; head dim 32 padded to 64 too) takes free
+  // consumers on its persistent two-Q-buffer kernel: B1 104.0 / 103.7 -> 101.2 / 101.5 us, B8 774.7 ->
+  // 741.9 (H100, 2026-11-28, same call, B1 in two rounds). hd128's staged kernel keeps the turns (not
+  // measured).
+  const bool staged_free = staged_bits != 0 && !data && consumers == 2 && kHeadDim == 64 && stagger == 0 && persistent;
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); !(e && *e)) {
     free_consumers = dynamic && !data && consumers == 2 && (kHeadDim == 64 || causal_rows) && one_comparison;
-    if (two_comparisons_free_staged) free_consumers = true;
+    if (two_comparisons_free_staged || staged_free) free_consumers = true;
   }
   // The work tile's setup posted with its entry (Config's PostedWork: the producer locates each claimed
   // work tile once and posts head, rows and key-tile range with it; each consumer takes the next entry

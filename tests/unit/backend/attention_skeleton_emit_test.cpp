@@ -1025,7 +1025,7 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr bool kBias = true;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("return 1.0f * 0.125f;"), std::string::npos) << k->source;  // a = 1, scale 1 / sqrt(64)
   // the pair bias at [h, row, col] and the mask at [r, col], on global rows and columns
@@ -1057,7 +1057,7 @@ TEST(AttentionSkeletonEmit, EvoformerHeadDim32RunsPaddedInTheHd64Configuration) 
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return p_;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("head dim 32 zero-padded to 64 by TMA"), std::string::npos) << k->summary;
@@ -1168,19 +1168,20 @@ TEST(AttentionSkeletonEmit, EvoformerPreloadAndStagesEnvironment) {
   ASSERT_TRUE(k) << refusal;
   EXPECT_EQ(k->source.find("kPreload"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_);"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3, 2>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
   setenv("SOLDER_ATTN_STAGES", "8", 1);
   Compiled c8 = compile("evoformer", {});
   auto k8 = emit(c8, &refusal);
   unsetenv("SOLDER_ATTN_STAGES");
   ASSERT_TRUE(k8) << refusal;
-  EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>"), std::string::npos) << k8->source;
+  EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k8->source;
 }
 
 // The staged bias pair_bias + 1e9 · (mask − 1) is the tile element plus a term of the column byte alone:
 // the score declares kStagedSum with that term as staged_column() (once per key column in the
 // skeleton); the second Q buffer fits beside the 6-stage ring at hd64, not beside hd128's 4 stages.
-// $SOLDER_ATTN_STAGED_SUM=0 and $SOLDER_ATTN_QBUFFERS=1 give the evoformer2 form (A/B runs).
+// $SOLDER_ATTN_STAGED_SUM=0, $SOLDER_ATTN_QBUFFERS=1 and $SOLDER_ATTN_FREE=0 give the evoformer2 form (A/B
+// runs).
 TEST(AttentionSkeletonEmit, EvoformerBiasAsColumnSumAndTwoQBuffers) {
   Compiled c = compile("evoformer", {});
   std::string refusal;
@@ -1203,13 +1204,36 @@ TEST(AttentionSkeletonEmit, EvoformerBiasAsColumnSumAndTwoQBuffers) {
   EXPECT_NE(k128->source.find("static constexpr bool kStagedSum = true;"), std::string::npos) << k128->source;
   setenv("SOLDER_ATTN_STAGED_SUM", "0", 1);
   setenv("SOLDER_ATTN_QBUFFERS", "1", 1);
+  setenv("SOLDER_ATTN_FREE", "0", 1);
   Compiled c_old = compile("evoformer", {});
   auto k_old = emit(c_old, &refusal);
   unsetenv("SOLDER_ATTN_STAGED_SUM");
   unsetenv("SOLDER_ATTN_QBUFFERS");
+  unsetenv("SOLDER_ATTN_FREE");
   ASSERT_TRUE(k_old) << refusal;
   EXPECT_EQ(k_old->source.find("kStagedSum"), std::string::npos) << k_old->source;
   EXPECT_NE(k_old->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>;"), std::string::npos) << k_old->source;
+}
+
+// A staged bias at hd64 runs on free consumers (Config's FreeConsumers, after Dynamic = false and
+// Stagger 0); hd128's staged kernel keeps the turns; $SOLDER_ATTN_FREE=0 restores them at hd64.
+TEST(AttentionSkeletonEmit, EvoformerHd64RunsOnFreeConsumers) {
+  std::string refusal;
+  Compiled c = compile("evoformer", {{"B", 8}});
+  auto k = emit(c, &refusal);
+  ASSERT_TRUE(k) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("2 free consumer warpgroups"), std::string::npos) << k->summary;
+  Compiled c128 = compile("evoformer", {{"D", 128}, {"B", 8}});
+  auto k128 = emit(c128, &refusal);
+  ASSERT_TRUE(k128) << refusal;
+  EXPECT_EQ(k128->summary.find("free consumer"), std::string::npos) << k128->summary;
+  setenv("SOLDER_ATTN_FREE", "0", 1);
+  Compiled c_turns = compile("evoformer", {{"B", 8}});
+  auto k_turns = emit(c_turns, &refusal);
+  unsetenv("SOLDER_ATTN_FREE");
+  ASSERT_TRUE(k_turns) << refusal;
+  EXPECT_NE(k_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>;"), std::string::npos) << k_turns->source;
 }
 
 // A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
