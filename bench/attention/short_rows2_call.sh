@@ -13,6 +13,8 @@
 #      (bench/peers.py's sdpa_cudnn, CUDA graphs, median) on both cells, while DEADLINE allows;
 #   3. the table (bench/attention/short_rows2_table.py) into summary.md;
 #   4. one ncu of the Q-rows kernel on vanilla S 1k if it misses cuDNN and time is left.
+# (NVRTC's cache key holds the CuTe include path: cubins staged here hit only where the staged root has the
+# same absolute path on the device; otherwise step 0's parallel compile builds them, ≈ 12 s each.)
 # Staged by bench/attention/short_rows2_stage.sh; run on the device from the staged root:
 #   cd .devcarry/short-rows2 && DEADLINE=140 bash bench/attention/short_rows2_call.sh
 # `short_rows2_call.sh --commands` prints the solder bench commands of every kernel the call runs (the
@@ -83,7 +85,7 @@ wait
 stamp "   $(grep -c ^verified $O/r/verify.txt) of $(wc -l < $O/r/verify.txt) verified"; grep ^FAILED $O/r/verify.txt | head; ck
 
 stamp "== 2. rounds ($(left) s left)"
-PYTHONUNBUFFERED=1 timeout $(( $(left) - 10 )) python3 bench/attention/short_rows2_rounds.py --settings "$SETTINGS" --dir $O/r \
+PYTHONUNBUFFERED=1 timeout $(( $(left) > 20 ? $(left) - 10 : 10 )) python3 bench/attention/short_rows2_rounds.py --settings "$SETTINGS" --dir $O/r \
   --stop-at $(( start + ${DEADLINE:-140} - ${NCU_SECONDS:-22} )) --rounds ${ROUNDS:-6} $dims 2>&1 | tee $O/r/rounds.log
 stamp "   rounds done ($(left) s left)"; ck
 python3 bench/attention/short_rows2_table.py $O/r > $O/r/summary.md 2>&1; ck

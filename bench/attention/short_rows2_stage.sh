@@ -16,6 +16,9 @@ cp -r examples "$dest/"
 tar cf - --exclude=bench/results bench | tar xf - -C "$dest"
 git log -1 --format='%h' > "$dest/COMMIT"
 export SOLDER_CACHE_DIR="$dest/.cache/kernels"
+# (the include path as the call spells it, $PWD/../cutlass from the staged root: NVRTC's cache key holds it,
+# so the cubins hit on the device only where the staged root has this absolute path there too)
+export SOLDER_CUTLASS_INCLUDE="$(cd "$dest" && pwd)/../cutlass"
 # every kernel the call runs: the settings' at S 1k, the verification shapes (bench/attention/short_rows2_call.sh)
 bash bench/attention/short_rows2_call.sh --commands | sed 's/$/ --compile-only/' | xargs -d '\n' -P 2 -n 1 sh -c
 du -sh "$dest"
