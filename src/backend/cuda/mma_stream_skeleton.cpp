@@ -1090,7 +1090,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // Dynamic, free consumers, the staged epilogue, PostedWork, 4 stages) measured 171.8 / 170.3 µs against
   // the stagger's 173.2 / 163.7 on vanilla / gqa S 1k (H100, 2026-11-28, same call, four rounds; vanilla
   // inside the stagger's 12 µs round-to-round spread), Dynamic with turns and the staged epilogue 177.8 /
-  // 173.5, free consumers with it on 5 stages 182.8 / 179.8: the stagger stays. $SOLDER_ATTN_STAGGER=N
+  // 173.5, free consumers with it on 5 stages 182.8 / 179.8: the stagger stays. With the staged epilogue in
+  // the Q rows on its 6 stages ($SOLDER_ATTN_EPIQ=1) 172.4 / 166.0 against 167.8 / 165.5 (H100, 2026-11-28,
+  // same call, six rounds): the per-pair stores stay. $SOLDER_ATTN_STAGGER=N
   // (0..3; 0: the previous Config, 4 stages, no stagger; masked two-Q-buffer kernels too) and
   // $SOLDER_ATTN_STAGES=N (where N stages fit) override them (A/B runs).
   int stagger = 0;
@@ -1666,8 +1668,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // the work tile's Q buffer, released after the epilogue instead of after the last S, so the buffer
     // costs no K/V stage): where the Q protocol stays free of deadlock (a stagger of at most 2 turns with
     // two Q buffers, none with one; tests/gpu/attention_skeleton/stagger_model.py) and there is no data
-    // mask. $SOLDER_ATTN_EPIQ=1 takes it there (with the staged epilogue, at the ring's depth without a
-    // buffer), =0 nowhere (A/B runs).
+    // mask. Not by default: on vanilla / gqa hd64 S 1k's staggered 6-stage kernel it measured 172.4 / 166.0
+    // us against the per-pair stores' 167.8 / 165.5 (slower on vanilla in all 6 rounds, gqa 3 of 6), the
+    // dedicated buffer on 5 stages 170.9 / 167.5 (H100, 2026-11-28, same call, six interleaved rounds,
+    // cuDNN SDPA 165.9 / 161.3): the stagger already hides the per-pair epilogue. $SOLDER_ATTN_EPIQ=1
+    // takes it there (with the staged epilogue, at the ring's depth without a buffer), =0 nowhere (A/B
+    // runs).
     {
       const char* e = std::getenv("SOLDER_ATTN_EPI");
       const bool forced = e && *e;
