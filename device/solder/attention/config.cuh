@@ -99,16 +99,26 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              rows with 16-byte coalesced stores (full 128-byte lines per 8 lanes) instead of one 4-byte
 //              store per pair of columns. An Epilogue without kStaged keeps the per-pair stores. Without
 //              Persistent the buffer is the consumer's own Q rows (its last S is done before its epilogue and
-//              the block has no next work tile whose Q would land there): no shared memory of its own.
+//              the block has no next work tile whose Q would land there): no shared memory of its own; on
+//              persistent blocks the same with QRowsEpilogue.
 //   PostedWork  with Dynamic: the producer posts each work tile's setup (head, key/value head, first row, the
 //              mask's key-tile range: `locate`'s result) with its entry in the work ring, so the consumers
 //              read it instead of computing it (integer divisions by run-time values, the mask's range),
 //              and each consumer takes the next entry before its epilogue's stores rather than after them.
 //              The same work tiles in the same order: the outputs are bit for bit those without it. Not
 //              with a data mask (its classifier warps post the entries through their lists).
+//   QRowsEpilogue  with Persistent and StagedEpilogue: the staged epilogue's buffer is the consumer's own Q
+//              rows of the work tile (its Q buffer), as without Persistent (EpilogueInQ), so the buffer
+//              takes no shared memory (the staggered hd64 kernel keeps its sixth K/V stage). Each consumer
+//              then releases its Q buffer after its epilogue's reads instead of after its last S, so the
+//              producer's load of the Q after next (two Q buffers; the next with one) waits for that
+//              epilogue: free of deadlock with Stagger <= 2 and two Q buffers, Stagger 0 with one (with
+//              Stagger 3, or 1 on one buffer, consumer 0 waits for a Q whose buffer consumer 1, still owed
+//              turns, has not released: tests/gpu/attention_skeleton/stagger_model.py, late_q). A work tile
+//              without key tiles has no Q buffer and stores pair by pair. Not with a data mask.
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
           int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false,
-          bool PostedWork_ = false>
+          bool PostedWork_ = false, bool QRowsEpilogue_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -122,6 +132,7 @@ struct Config {
   static constexpr bool FreeConsumers = FreeConsumers_;
   static constexpr bool StagedEpilogue = StagedEpilogue_;
   static constexpr bool PostedWork = PostedWork_;
+  static constexpr bool QRowsEpilogue = QRowsEpilogue_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -143,8 +154,9 @@ struct Config {
   // The staged epilogue's buffer: 64 × HeadDim 16-bit words per consumer (a multiple of 128 bytes from
   // the 1024-aligned base, so each 128-byte row of its swizzled panels starts a bank line). Without
   // Persistent, consumer c's slice is its own Q rows (Q buffer 0 at c · 64 · HeadDim · 2, the same size
-  // and alignment), and the buffer takes no bytes.
-  static constexpr bool EpilogueInQ = StagedEpilogue_ && !Persistent_;
+  // and alignment), and the buffer takes no bytes; with QRowsEpilogue the same on persistent blocks (the
+  // slice in the work tile's Q buffer).
+  static constexpr bool EpilogueInQ = StagedEpilogue_ && (!Persistent_ || QRowsEpilogue_);
   static constexpr int EpilogueBytes = StagedEpilogue_ && !EpilogueInQ ? BM * HeadDim_ * 2 : 0;
   static constexpr int EpilogueOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
   static constexpr int BarrierOffset = EpilogueOffset + EpilogueBytes;
@@ -166,6 +178,9 @@ struct Config {
   static_assert(!FreeConsumers_ || Stagger_ == 0, "FreeConsumers: not with Stagger (a lag of turns, and there are no turns)");
   static_assert(!FreeConsumers_ || Consumers_ == 2, "FreeConsumers: two consumers (with three, at 160 registers, it spills)");
   static_assert(!PostedWork_ || Dynamic_, "PostedWork: with Dynamic (the work ring carries the posted setup)");
+  static_assert(!QRowsEpilogue_ || (Persistent_ && StagedEpilogue_), "QRowsEpilogue: with persistent blocks and the staged epilogue");
+  static_assert(!QRowsEpilogue_ || Stagger_ <= (QBuffers_ == 2 ? 2 : 0),
+                "QRowsEpilogue: Stagger at most 2 with two Q buffers (0 with one), or the Q release after the epilogue deadlocks");
   static_assert(!StagedEpilogue_ || HeadDim_ <= 128, "StagedEpilogue: head dims 64 and 128 (its swizzled reads assume 8 or 16 rows per step)");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");

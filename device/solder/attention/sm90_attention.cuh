@@ -66,7 +66,9 @@
 // Epilogue of kStaged, functors.cuh): each consumer writes its 64 × HeadDim tile of stored words
 // (staged_pack(): the tail applied, rounded) into its own slice of a dedicated shared-memory buffer, 128-byte
 // swizzled (conflict-free for the accumulator layout's 8-row stores and the 16-byte reads; with one block
-// per work tile the slice is the consumer's own Q rows, Config::EpilogueInQ), syncs its
+// per work tile, or with Config::QRowsEpilogue on persistent blocks, the slice is the consumer's own Q
+// rows, Config::EpilogueInQ, and with QRowsEpilogue the Q buffer is released after the epilogue's reads
+// instead of after the last S), syncs its
 // warpgroup (named barrier 10 + c; once before writing, so the previous tile's reads are done), and
 // stores whole rows with st.global.v4 (8 lanes per 128-byte line), rows past seq_q skipped; the
 // per-pair 4-byte stores (16 per thread at hd64) become 4 full-line stores per thread. The rings and the turn run on across work tiles:
@@ -870,6 +872,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // The staged epilogue: consumer c syncs its warpgroup on named barrier kEpilogueBarrier + c.
     constexpr bool kStagedEpilogue = C::StagedEpilogue && epilogue_staged<Epilogue>(0) && !epilogue_preloads<Epilogue>(0);
     constexpr int kEpilogueBarrier = 10;
+    // Config::QRowsEpilogue: the staged epilogue in the work tile's Q rows on persistent blocks, so each
+    // consumer releases its Q buffer after the epilogue's reads of it, not after its last S.
+    constexpr bool kQRows = kStagedEpilogue && C::QRowsEpilogue;
+    static_assert(!C::QRowsEpilogue || !kData, "QRowsEpilogue: not with a data mask");
     static_assert(kEpilogueBarrier + C::Consumers <= 16, "named barriers: 16");
 
     // The turn ring: consumer c waits on barrier 1 + c and passes the turn to the next consumer's
@@ -1227,6 +1233,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 
       const int count = tiles_of(w, buf);
       stamp_header(record, 1 + consumer, count);
+      // the Q buffer of this work tile (taken only when it has key tiles; the staged epilogue's slice with
+      // Config::EpilogueInQ)
+      const int tile_qb = detail::stage_of<C::QBuffers>(q_uses);
       if (count > 0) {
         // The factor of the O rows from the last State::update, applied just before the next P·V is
         // issued (O then holds the tiles before the updated one), while the tensor cores run S. No
@@ -1259,7 +1268,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           wgmma::fence(acc_s);
           stamp_clock(record, 7);
           release(&k_empty[ks]);
-          if (count == 1) release(&q_empty[qb]);
+          if (count == 1 && !kQRows) release(&q_empty[qb]);
           logits(j0, 0);
           update_state(correction);  // O is 0: nothing to rescale
           to_p();
@@ -1282,7 +1291,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           wgmma::fence(acc_s);
           if (n == count - 1) stamp_clock(record, 9);
           release(&k_empty[ks]);
-          if (n == count - 1) release(&q_empty[qb]);  // the tile's last read of Q is done
+          if (n == count - 1 && !kQRows) release(&q_empty[qb]);  // the tile's last read of Q is done
           logits(j, n);
           update_state(correction);
           wgmma::wait<0>();
@@ -1327,15 +1336,18 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // stores. Taken only where every row's address is 16-byte aligned (a warp-uniform test).
       bool staged = false;
       if constexpr (kStagedEpilogue) staged = (reinterpret_cast<uintptr_t>(epilogue.staged_row(0, 0)) & 15) == 0 && (C::HeadDim * 2) % 16 == 0;
+      // (Config::QRowsEpilogue: a work tile without key tiles took no Q buffer, so it stores pair by pair)
+      if constexpr (kQRows) staged = staged && count > 0;
       if constexpr (kStagedEpilogue) {
         if (staged) {
           constexpr int kRowChunks = C::HeadDim / 8;  // 16-byte chunks of a row
           // The per-thread shared addresses through a volatile move: otherwise the compiler hoists them (a
           // dozen loop-invariant registers) out of the work-tile loop, and hd128's consumers spill.
-          // Config::EpilogueInQ (one block per work tile): the slice is this consumer's own Q rows, whose
-          // last reader (this consumer's last S) has completed; the async proxy's reads of them are ordered
-          // before the generic writes below by a proxy fence.
-          uint32_t slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + (C::EpilogueInQ ? 0 : C::EpilogueOffset))) + consumer * 64 * C::HeadDim * 2;
+          // Config::EpilogueInQ (one block per work tile, or QRowsEpilogue): the slice is this consumer's own
+          // Q rows in the work tile's Q buffer, whose last reader (this consumer's last S) has completed; the
+          // async proxy's reads of them are ordered before the generic writes below by a proxy fence.
+          uint32_t slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + (C::EpilogueInQ ? tile_qb * C::QBytes : C::EpilogueOffset))) +
+                           consumer * 64 * C::HeadDim * 2;
           asm volatile("mov.b32 %0, %0;" : "+r"(slice));
           if constexpr (C::EpilogueInQ) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
           // 64-column panels of 64 rows × 128 bytes, 16-byte chunk c of row l at chunk c ^ (l % 8) (TMA's
@@ -1371,6 +1383,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
               asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(x), "r"(y), "r"(z), "r"(u) : "memory");
             }
           }
+        }
+      }
+      if constexpr (kQRows) {
+        // Config::QRowsEpilogue: this warp's reads of the Q rows are done (the staged path) or Q's last
+        // read was the last S (pair by pair); the generic accesses ordered before the next Q's TMA write.
+        if (count > 0) {
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          release(&q_empty[tile_qb]);
         }
       }
 #pragma unroll

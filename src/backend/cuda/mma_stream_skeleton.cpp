@@ -1090,7 +1090,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // Dynamic, free consumers, the staged epilogue, PostedWork, 4 stages) measured 171.8 / 170.3 µs against
   // the stagger's 173.2 / 163.7 on vanilla / gqa S 1k (H100, 2026-11-28, same call, four rounds; vanilla
   // inside the stagger's 12 µs round-to-round spread), Dynamic with turns and the staged epilogue 177.8 /
-  // 173.5, free consumers with it on 5 stages 182.8 / 179.8: the stagger stays. $SOLDER_ATTN_STAGGER=N
+  // 173.5, free consumers with it on 5 stages 182.8 / 179.8: the stagger stays. With the staged epilogue in
+  // the Q rows on its 6 stages ($SOLDER_ATTN_EPIQ=1) 172.4 / 166.0 against 167.8 / 165.5 (H100, 2026-11-28,
+  // same call, six rounds): the per-pair stores stay. $SOLDER_ATTN_STAGGER=N
   // (0..3; 0: the previous Config, 4 stages, no stagger; masked two-Q-buffer kernels too) and
   // $SOLDER_ATTN_STAGES=N (where N stages fit) override them (A/B runs).
   int stagger = 0;
@@ -1275,8 +1277,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // stores) is decided with the epilogue below (it needs a plain store of 16-bit words, no preload), so
   // the Config is printed after it.
   bool staged_epilogue = false;
+  bool q_rows_epilogue = false;  // Config's QRowsEpilogue (below, with the staged epilogue)
   auto config_text = [&] {
-    const bool past_dynamic = free_consumers || staged_epilogue || posted_work;  // (a template argument after Dynamic's)
+    const bool past_dynamic = free_consumers || staged_epilogue || posted_work || q_rows_epilogue;  // (a template argument after Dynamic's)
     return std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                                std::to_string(stages) + ", " + std::to_string(consumers) +
                                (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
@@ -1284,7 +1287,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
                                (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") +
                                (past_dynamic ? (free_consumers ? ", true" : ", false") : "") +
-                               (staged_epilogue || posted_work ? (staged_epilogue ? ", true" : ", false") : "") + (posted_work ? ", true" : "") + ">";
+                               (staged_epilogue || posted_work || q_rows_epilogue ? (staged_epilogue ? ", true" : ", false") : "") +
+                               (posted_work || q_rows_epilogue ? (posted_work ? ", true" : ", false") : "") + (q_rows_epilogue ? ", true" : "") + ">";
   };
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
@@ -1665,10 +1669,23 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // 16k 112.4 -> 102.7, 157.4 -> 150.6, 318.1 -> 318.1 us; H100, 2026-11-28, same call, one round).
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
+    // In the Q rows on persistent blocks (Config's QRowsEpilogue: each consumer's slice is its own rows of
+    // the work tile's Q buffer, released after the epilogue instead of after the last S, so the buffer
+    // costs no K/V stage): where the Q protocol stays free of deadlock (a stagger of at most 2 turns with
+    // two Q buffers, none with one; tests/gpu/attention_skeleton/stagger_model.py) and there is no data
+    // mask. Not by default: on vanilla / gqa hd64 S 1k's staggered 6-stage kernel it measured 172.4 / 166.0
+    // us against the per-pair stores' 167.8 / 165.5 (slower on vanilla in all 6 rounds, gqa 3 of 6), the
+    // dedicated buffer on 5 stages 170.9 / 167.5 (H100, 2026-11-28, same call, six interleaved rounds,
+    // cuDNN SDPA 165.9 / 161.3): the stagger already hides the per-pair epilogue. $SOLDER_ATTN_EPIQ=1
+    // takes it there (with the staged epilogue, at the ring's depth without a buffer), =0 nowhere (A/B
+    // runs).
     {
       const char* e = std::getenv("SOLDER_ATTN_EPI");
       const bool forced = e && *e;
-      const bool everywhere = forced && std::string(e) == "1";
+      const char* eq = std::getenv("SOLDER_ATTN_EPIQ");
+      const bool q_rows_allowed = persistent && !data && (q_buffers == 2 ? stagger <= 2 : stagger == 0);
+      const bool q_rows = q_rows_allowed && eq && std::string(eq) == "1" && !(forced && std::string(e) == "0");
+      const bool everywhere = (forced && std::string(e) == "1") || q_rows;
       // causal's 3-consumer kernel (hd64 past 32 key tiles per work tile: S 16k 1217.6 -> 1176.8 us, one
       // round, H100, 2026-11-28, with the dedicated buffer; S 4k 371.1 -> 363.9, two rounds, before its rows
       // went persistent)
@@ -1682,7 +1699,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
                            (consumers == 2 || identity);
       if ((everywhere || by_default || by_data_mask || by_two_comparisons || wide_by_default) && allowed) {
-        const int64_t epi_bytes = persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
+        const int64_t epi_bytes = persistent && !q_rows ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +
                      static_cast<int64_t>(n) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + epi_bytes + 8 * (2 * q_buffers + 4 * n) + 1024 <=
@@ -1693,6 +1710,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
           while (n > 2 && !fits(n)) --n;
         if (fits(n)) {
           staged_epilogue = true;
+          q_rows_epilogue = q_rows;
           stages = n;
           stagger = std::min(stagger, stages - 1);
         }
@@ -1715,7 +1733,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       out << "    return *reinterpret_cast<const unsigned int*>(&w_);\n  }\n";
       out << "  __device__ void* staged_row(int bh_, int row_) const {\n";
       out << "    return &" << op << "[(static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL];\n  }\n";
-      epilogue_text += "; through shared memory, 16-byte row stores";
+      epilogue_text += q_rows_epilogue ? "; through shared memory (each consumer's own Q rows, Q released after the epilogue), 16-byte row stores"
+                                       : "; through shared memory, 16-byte row stores";
     }
     if (!dual_first_.empty() && !preload) {
       // The dual mode (sm90_attention_dual.cuh): the stored value with every read of `dual_first_` at the
@@ -1807,7 +1826,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
   result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024 +
-                             (staged_epilogue && persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +  // (Config::EpilogueInQ: none)
+                             (staged_epilogue && persistent && !q_rows_epilogue ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +  // (Config::EpilogueInQ: none)
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
   // 5, each list's tile entry and two mbarrier pairs with persistent blocks: a double-buffered list; with

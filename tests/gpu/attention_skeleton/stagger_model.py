@@ -17,13 +17,17 @@ no turns (Config's FreeConsumers: each issues as soon as its own operands are th
 apart by up to the ring's depth), checked free of deadlock with and without the work ring at every depth
 and Q buffer count. With early=True each consumer takes the next entry before its epilogue instead of
 after it (Config's PostedWork), checked free of deadlock with turns and free consumers at every depth and
-Q buffer count. Usage: stagger_model.py (exit status 1 on a mismatch).
+Q buffer count. With late_q=True each consumer releases its Q buffer after its epilogue instead of after
+its last S (Config's QRowsEpilogue: the staged epilogue in the consumer's own Q rows on persistent
+blocks): with turns free of deadlock exactly for L <= 2 with two Q buffers and L = 0 with one (and L <=
+Stages - 1), the bound config.cuh's static_assert admits; with free consumers and the work ring (Dynamic,
+PostedWork) at every depth and Q buffer count. Usage: stagger_model.py (exit status 1 on a mismatch).
 """
 import random, sys, itertools
 
 class Deadlock(Exception): pass
 
-def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, early=False):
+def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, early=False, late_q=False):
     rnd = random.Random(seed)
     # mbarrier model: completed phases count
     full = {}  # name -> completed phases; arrivals in current phase
@@ -107,7 +111,7 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
                 yield from gen_wait(lambda: parity_done(('kf', ks), (first // S) & 1))
                 yield from sync(); arr(); yield 'step'
                 rel(('ke', ks))
-                if cnt == 1: rel(('qe', qb))
+                if cnt == 1 and not late_q: rel(('qe', qb))
                 for n in range(1, cnt):
                     ks = (first + n) % S; vs = (first + n - 1) % S
                     u = first + n
@@ -116,7 +120,7 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
                     yield from gen_wait(lambda: parity_done(('vf', vs), ((u - 1) // S) & 1))
                     arr(); yield 'step'
                     rel(('ke', ks))
-                    if n == cnt - 1: rel(('qe', qb))
+                    if n == cnt - 1 and not late_q: rel(('qe', qb))
                     rel(('ve', vs))
                 vs = (first + cnt - 1) % S; u = first + cnt - 1
                 yield from gen_wait(lambda: parity_done(('vf', vs), (u // S) & 1))
@@ -125,6 +129,7 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
                 consumed += cnt
             if dynamic and early: yield from take()  # PostedWork: the next entry before the epilogue
             yield 'epilogue'
+            if late_q and cnt > 0: rel(('qe', qb))  # QRowsEpilogue: Q's rows held the staged output
             if dynamic and not early: yield from take()  # the next entry (the last take reads the sentinel)
         if c == 0:
             for _ in range(L):
@@ -194,6 +199,22 @@ for S in range(2, 9):
             why = trials(S, QB, 0, dynamic=True, free=free, early=True)
             if why:
                 print('posted work S', S, 'QB', QB, 'free', free, 'deadlocks', why); bad += 1
+# QRowsEpilogue: each consumer releases its Q buffer after its epilogue (the staged output went through
+# its Q rows) instead of after its last S. Consumer 0 may wait for the next tile's Q while consumer 1,
+# L turns behind, has not yet reached the epilogue of the tile whose buffer that Q needs: free of
+# deadlock for L <= 2 with two Q buffers and L = 0 with one (and L <= S - 1), with turns; free consumers
+# and the work ring (Dynamic, PostedWork) with two Q buffers at every depth.
+for S in range(2, 9):
+    for QB in (1, 2):
+        for L in range(0, S + 1):
+            ok = trials(S, QB, L, late_q=True) is None
+            allowed = L <= S - 1 and L <= (2 if QB == 2 else 0)
+            if ok != allowed:
+                print('late Q S', S, 'QB', QB, 'L', L, 'ok', ok, 'allowed', allowed); bad += 1
+        for dynamic, free, early in ((False, True, False), (True, False, False), (True, True, True), (True, False, True)):
+            why = trials(S, QB, 0, dynamic=dynamic, free=free, early=early, late_q=True)
+            if why:
+                print('late Q S', S, 'QB', QB, 'dynamic', dynamic, 'free', free, 'early', early, 'deadlocks', why); bad += 1
 for S in range(2, 9):
     for QB in (1, 2):
         for L in range(0, S + 1):

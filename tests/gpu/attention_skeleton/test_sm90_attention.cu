@@ -575,7 +575,8 @@ void run_many_tiles(const char* name, std::mt19937& rng) {
 template <class C, class CStatic, bool WithSoftcap = true>
 void run_dynamic(const char* name, std::mt19937& rng) {
   static_assert((C::Dynamic && !CStatic::Dynamic) || (C::FreeConsumers && !CStatic::FreeConsumers) ||
-                    (C::StagedEpilogue && !CStatic::StagedEpilogue) || (C::PostedWork && !CStatic::PostedWork),
+                    (C::StagedEpilogue && !CStatic::StagedEpilogue) || (C::PostedWork && !CStatic::PostedWork) ||
+                    (C::QRowsEpilogue && !CStatic::QRowsEpilogue),
                 "run_dynamic: a Dynamic configuration against a static one, free consumers against turns, the "
                 "staged epilogue against the per-pair stores, or the posted work-tile setup against the consumers' own");
   const float log2e = 1.4426950408889634f;
@@ -837,6 +838,18 @@ int main(int argc, char** argv) {
     run_dynamic<Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2, 0, true, true>, Config<Dtype::bf16, 64, 128, 2, 2, true, 0, 2>>("bf16 d64 s2 P Q2 Dy Fr", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 0, false, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 Fr", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, true>, Config<Dtype::bf16, 128, 128, 3, 2, true>>("bf16 d128 s3 P Fr", rng);
+    // Qr: the staged epilogue in the Q rows on persistent blocks (Config::QRowsEpilogue: the Q buffer
+    // released after the epilogue), each bit for bit against the Config with the per-pair stores (and
+    // the float64 reference), on 0 / 1 / 3 / 7 blocks, ragged S, GQA, causal work tiles without key tiles
+    // (offset -200: those store pair by pair), softcap: vanilla / gqa hd64 S 1k's staggered Config on its
+    // 6 stages (the candidate), f16, Stagger 1, one Q buffer with turns and no stagger, hd128 with Stagger
+    // 1, and causal S 1k's Config (Dynamic, free consumers, PostedWork) on 5 stages.
+    run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2, false, false, true, false, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 St2 Ep Qr", rng);
+    run_dynamic<Config<Dtype::f16, 64, 128, 6, 2, true, 0, 2, 2, false, false, true, false, true>, Config<Dtype::f16, 64, 128, 6, 2, true, 0, 2, 2>>("f16 d64 s6 P Q2 St2 Ep Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 1, false, false, true, false, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 1>>("bf16 d64 s6 P Q2 St1 Ep Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, false, false, true, false, true>, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 s4 P Ep Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1, false, false, true, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1>>("bf16 d128 s2 P Q2 St1 Ep Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 0, true, true, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, false, true>>("bf16 d64 s5 P Q2 Dy Fr Ep Pw Qr", rng);
     // Ep: the staged epilogue (Config::StagedEpilogue: O through shared memory, 16-byte row stores), each
     // bit for bit against the same Config with the per-pair stores (and the float64 reference), on 0 / 1 /
     // 3 / 7 blocks: the emitter's two defaults first (causal hd64 S 1k: Dynamic, free consumers, two Q

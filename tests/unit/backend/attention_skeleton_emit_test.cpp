@@ -524,6 +524,41 @@ TEST(AttentionSkeletonEmit, StagedEpilogueByKnob) {
   EXPECT_NE(plain_vanilla->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << plain_vanilla->summary;
 }
 
+// The staged epilogue in the Q rows on persistent blocks (Config::QRowsEpilogue, the last template
+// argument): $SOLDER_ATTN_EPIQ=1 takes it on vanilla / gqa's staggered kernel at its 6 stages (the
+// dedicated buffer of $SOLDER_ATTN_EPI=1 costs the sixth), with the staged functor; on causal's Dynamic
+// kernel at its 4 stages; not past the Q protocol's bound (a stagger of 3 turns: the per-pair stores
+// and the 6 stages as without it) nor with a data mask (document_mask keeps its dedicated buffer); with
+// $SOLDER_ATTN_EPI=0 nowhere.
+TEST(AttentionSkeletonEmit, QRowsEpilogueByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_EPIQ", "1", 1);
+  auto vanilla = emit(compile("vanilla", {}), &refusal);
+  auto gqa = emit(compile("gqa", {}), &refusal);
+  auto causal = emit(compile("causal", {}), &refusal);
+  auto docmask = emit(compile("document_mask", {}), &refusal);
+  setenv("SOLDER_ATTN_STAGGER", "3", 1);
+  auto stagger3 = emit(compile("vanilla", {}), &refusal);
+  unsetenv("SOLDER_ATTN_STAGGER");
+  setenv("SOLDER_ATTN_EPI", "0", 1);
+  auto off = emit(compile("vanilla", {}), &refusal);
+  unsetenv("SOLDER_ATTN_EPI");
+  unsetenv("SOLDER_ATTN_EPIQ");
+  auto plain_docmask = emit(compile("document_mask", {}), &refusal);
+  ASSERT_TRUE(vanilla && gqa && causal && docmask && stagger3 && off && plain_docmask) << refusal;
+  const std::string staggered_q_rows = "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2, false, false, true, false, true>;";
+  EXPECT_NE(vanilla->source.find(staggered_q_rows), std::string::npos) << vanilla->summary;
+  EXPECT_NE(gqa->source.find(staggered_q_rows), std::string::npos) << gqa->summary;
+  EXPECT_NE(vanilla->source.find("static constexpr bool kStaged = true;"), std::string::npos);
+  EXPECT_NE(vanilla->summary.find("each consumer's own Q rows, Q released after the epilogue"), std::string::npos) << vanilla->summary;
+  EXPECT_EQ(vanilla->info.shared_bytes, 2 * 128 * 64 * 2 + 6 * 2 * 128 * 64 * 2 + 8 * (4 + 24) + 1024) << vanilla->summary;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true, true>;"), std::string::npos)
+      << causal->summary;
+  EXPECT_NE(stagger3->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 3>;"), std::string::npos) << stagger3->summary;
+  EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>;"), std::string::npos) << off->summary;
+  EXPECT_EQ(docmask->source, plain_docmask->source);
+}
+
 // The staged epilogue on one block per work tile (vanilla at hd128, vanilla / gqa at hd64 from S 4k):
 // its buffer is each consumer's own Q rows (Config::EpilogueInQ), so it keeps every stage there (hd128:
 // 2; hd64's 3 consumers: 4), by default with the plain score and no mask (not alibi's affine score, not
