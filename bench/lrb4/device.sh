@@ -6,10 +6,11 @@
 #   1. every NVRTC kernel of the call compiled in parallel (all of them in the carried cache);
 #   2. `solder run --backend cuda` (float64 reference) of every variant the rounds time: lrb nerf on the
 #      planner's tiles and on dw 64x64 s9 k8 c2x1 + dx 128x256 s4 (with and without SOLDER_PDL=all, and
-#      dw at 12 stages), wide; in parallel, while rounds.py compiles the peers;
+#      dw at 8 / 12 stages), wide, nerf_mlp on dx's forms; in parallel, while rounds.py compiles the peers;
 #   3. rounds.py (ROUNDS_PLAN=lrb4): lrb nerf (four rounds) and wide (two), Solder's variants and
 #      torch.compile interleaved; torch.profiler's listing of the peer's lrb kernels; then one round of g,
-#      dx and dw alone (bench/programs/lrb_*.sol) on the forms the refit ranks, as far as the deadline allows;
+#      dx and dw alone (bench/programs/lrb_*.sol) on the forms the refit candidates rank first, and nerf_mlp
+#      on dx's forms with its peer, as far as the deadline allows;
 #   4. ncu (a few sections, --launch-count 1 each) of the g kernel inside Solder's nerf program and of
 #      Inductor's where() kernel (bench/lrb_dw_torch_parts.py), if time is left;
 #   5. the summary table (summary.txt), printed last.
@@ -23,6 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 [ "${1:-}" != --list-compile ] && [ -f "$HERE/payload.tgz" ] && tar xzf "$HERE/payload.tgz" -C "$HERE"  # solder, libgomp, tree/, cache/
 R=${TREE:-$HERE/tree}
 LRB=$R/examples/linear_relu_backward.sol
+NM=$R/examples/nerf_mlp.sol
 QG=$R/examples/quant_gemm.sol
 DW=256,256,65536
 DX=65536,256,256
@@ -33,7 +35,10 @@ lrb.nerf.dw_dx_pdl|SOLDER_GEMM_TILE=64x64s9k8c2x1@$DW;128x256s4k1@$DX SOLDER_PDL
 lrb.nerf.dw12_dx|SOLDER_GEMM_TILE=64x64s12k8c2x1@$DW;128x256s4k1@$DX|$LRB
 lrb.nerf.dw8_dx|SOLDER_GEMM_TILE=64x64s8k8c2x1@$DW;128x256s4k1@$DX|$LRB
 lrb.wide||$LRB --dim N=16384 --dim CI=1024 --dim CO=1024
-lrb.small.pdl|SOLDER_PDL=all|$LRB --small"
+lrb.small.pdl|SOLDER_PDL=all|$LRB --small
+nerf_mlp||$NM
+nerf_mlp.128x256|SOLDER_GEMM_TILE=128x256s4k1@$DX|$NM
+nerf_mlp.128x128s5|SOLDER_GEMM_TILE=128x128s5k1@$DX|$NM"
 # sh -c command lines: each ENV word quoted (SOLDER_GEMM_TILE's entries are ';'-separated).
 quoted() { local w; for w in $1; do printf '%q ' "$w"; done; }
 compile_commands() {  # SOLDER: every program of the call, --compile-only (NVRTC into SOLDER_CACHE_DIR)

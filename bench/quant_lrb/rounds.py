@@ -116,7 +116,8 @@ PLANS = {
     # lrb4: linear_relu_backward nerf with dw's fastest form (64x64 s9 k8 c2x1) and dx on cuBLAS's 128 x 256
     # without a cluster together (quant-lrb3's Next (c), never timed), with and without the GEMMs'
     # programmatic launch, four rounds against torch.compile; wide whole in two; then dx and dw alone on
-    # the forms the refit of the one-consumer load term ranks (bench/NOTES.md, lrb4)
+    # the forms the refit candidates rank first (dw 64x64 s14 k8 c2x1, dx 128x128 s5), and nerf_mlp's
+    # 65536 x 256 x 256 layers on dx's forms (bench/NOTES.md, lrb4)
     "lrb4": [
         ("lrb-nerf", "linear_relu_backward-nerf", [
             ("default", {}),
@@ -131,11 +132,19 @@ PLANS = {
             ("default", {}), ("128x256", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}"}),
             ("128x256-regs", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}", "SOLDER_GEMM_EPILOGUE": "registers"}),
             ("128x256s2", {"SOLDER_GEMM_TILE": f"128x256s2k1@{DX}"}),
-            ("128x128s4", {"SOLDER_GEMM_TILE": f"128x128s4k1@{DX}"})], 1),
+            ("128x128s4", {"SOLDER_GEMM_TILE": f"128x128s4k1@{DX}"}),
+            ("128x128s5", {"SOLDER_GEMM_TILE": f"128x128s5k1@{DX}"})], 1),
         ("lrb-dw", "program:bench/programs/lrb_dw.sol", [
             ("default", {}), ("64x64s9k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW}"}),
             ("64x64s10k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s10k8c2x1@{DW}"}),
-            ("64x64s7k8", {"SOLDER_GEMM_TILE": f"64x64s7k8@{DW}"})], 1),
+            ("64x64s7k8", {"SOLDER_GEMM_TILE": f"64x64s7k8@{DW}"}),
+            ("64x64s14k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s14k8c2x1@{DW}"})], 1),
+        # nerf_mlp's seven 65536 x 256 x 256 layers (dx's shape) on the staged-epilogue candidate's 128 x 128 s5
+        # and on 128 x 256 s4, against the planner's 64 x 256 ping-pong and torch.compile: points for the
+        # cooperative epilogue's overlap term (not adopted in this branch; bench/NOTES.md, lrb4)
+        ("nerf_mlp", "nerf_mlp-65536", [
+            ("default", {}), ("128x256", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}"}),
+            ("128x128s5", {"SOLDER_GEMM_TILE": f"128x128s5k1@{DX}"})], 1),
     ],
 }
 PLAN = os.environ.get("ROUNDS_PLAN", "quant-lrb")
