@@ -12,7 +12,7 @@ bimodality on the peer's side; cuBLAS's kernel for linear_relu_backward's dw wit
     python3 rounds.py --solder SOLDER --tree TREE --out OUT --deadline EPOCH_SECONDS [--go FILE]
 
 --go: wait for this file before timing (the verification runs first; the peers compile meanwhile).
-ROUNDS_PLAN (environment): which call's cells, `quant-lrb` (default), `lrb-model` or `quant-lrb3`.
+ROUNDS_PLAN (environment): which call's cells, `quant-lrb` (default), `lrb-model`, `quant-lrb3` or `lrb4`.
 The cells of several rounds run first, round by round; the cells of one round after them.
 """
 import argparse
@@ -112,6 +112,39 @@ PLANS = {
         ("dw-sweep", "program:bench/programs/lrb_dw.sol", [
             (f"64x64s{st}k8{c}", {"SOLDER_GEMM_TILE": f"64x64s{st}k8{c}@{DW}"})
             for st in (6, 8, 12, 14) for c in ("", "c2x1")], 1),
+    ],
+    # lrb4: linear_relu_backward nerf with dw's fastest form (64x64 s9 k8 c2x1) and dx on cuBLAS's 128 x 256
+    # without a cluster together (quant-lrb3's Next (c), never timed), with and without the GEMMs'
+    # programmatic launch, four rounds against torch.compile; wide whole in two; then dx and dw alone on
+    # the forms the refit candidates rank first (dw 64x64 s14 k8 c2x1, dx 128x128 s5), and nerf_mlp's
+    # 65536 x 256 x 256 layers on dx's forms (bench/NOTES.md, lrb4)
+    "lrb4": [
+        ("lrb-nerf", "linear_relu_backward-nerf", [
+            ("default", {}),
+            ("dw+dx", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW};128x256s4k1@{DX}"}),
+            ("dw+dx-pdl", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW};128x256s4k1@{DX}", "SOLDER_PDL": "all"}),
+            ("dw12+dx", {"SOLDER_GEMM_TILE": f"64x64s12k8c2x1@{DW};128x256s4k1@{DX}"}),
+            ("dw8+dx", {"SOLDER_GEMM_TILE": f"64x64s8k8c2x1@{DW};128x256s4k1@{DX}"}),
+        ], 4),
+        ("lrb-wide", "linear_relu_backward-wide", [("default", {})], 2),
+        ("lrb-g", "program:bench/programs/lrb_g.sol", [("default", {})], 1),
+        ("lrb-dx", "program:bench/programs/lrb_dx.sol", [
+            ("default", {}), ("128x256", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}"}),
+            ("128x256-regs", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}", "SOLDER_GEMM_EPILOGUE": "registers"}),
+            ("128x256s2", {"SOLDER_GEMM_TILE": f"128x256s2k1@{DX}"}),
+            ("128x128s4", {"SOLDER_GEMM_TILE": f"128x128s4k1@{DX}"}),
+            ("128x128s5", {"SOLDER_GEMM_TILE": f"128x128s5k1@{DX}"})], 1),
+        ("lrb-dw", "program:bench/programs/lrb_dw.sol", [
+            ("default", {}), ("64x64s9k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s9k8c2x1@{DW}"}),
+            ("64x64s10k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s10k8c2x1@{DW}"}),
+            ("64x64s7k8", {"SOLDER_GEMM_TILE": f"64x64s7k8@{DW}"}),
+            ("64x64s14k8c2x1", {"SOLDER_GEMM_TILE": f"64x64s14k8c2x1@{DW}"})], 1),
+        # nerf_mlp's seven 65536 x 256 x 256 layers (dx's shape) on the staged-epilogue candidate's 128 x 128 s5
+        # and on 128 x 256 s4, against the planner's 64 x 256 ping-pong and torch.compile: points for the
+        # cooperative epilogue's overlap term (not adopted in this branch; bench/NOTES.md, lrb4)
+        ("nerf_mlp", "nerf_mlp-65536", [
+            ("default", {}), ("128x256", {"SOLDER_GEMM_TILE": f"128x256s4k1@{DX}"}),
+            ("128x128s5", {"SOLDER_GEMM_TILE": f"128x128s5k1@{DX}"})], 1),
     ],
 }
 PLAN = os.environ.get("ROUNDS_PLAN", "quant-lrb")
@@ -291,7 +324,7 @@ def main():
             if rounds == 1:
                 run_cell(cell, case_id, variants, 1)
 
-    if PLAN == "quant-lrb3":  # the listings first: the cells of one round may meet the deadline
+    if PLAN in ("quant-lrb3", "lrb4"):  # the listings first: the cells of one round may meet the deadline
         single_round_cells_later = True
     else:
         single_round_cells()
@@ -343,7 +376,7 @@ def main():
             jobs.append(("dw-cublas", lambda x_, g_: x_.t() @ g_, [(xx, gg)]))
             jobs.append(("dw-cublas-f32", lambda x_, g_: (x_.t() @ g_).float(), [(xx, gg)]))
         jobs.append(("lrb-nerf-compile", fn, arg_sets))
-    for cell in ("Q8",) if PLAN == "quant-lrb3" else ("Q5", "Q8", "L2"):
+    for cell in () if PLAN == "lrb4" else ("Q8",) if PLAN == "quant-lrb3" else ("Q5", "Q8", "L2"):
         if cell in peer:
             jobs.append((f"{cell}-compile", peer[cell][3], peer[cell][4]))
     for name, fn, arg_sets in jobs:

@@ -246,6 +246,23 @@ TEST(Validate, LinearReluBackwardsDwKeepsAMeasuredChoice) {
   EXPECT_LE(v.max_gap, 0.065);
 }
 
+// linear_relu_backward's dx (M 65536, N 256, K 256, row stores) alone on eight forms measured in two calls
+// (bench/results/h100/lrb-dx-alone-sweep.json; ping-pong records): the model keeps the ping-pong 64x256 s4
+// (27.40 µs), 3.1 % from the fastest, the cooperative 128x256 s4 (26.57), which it prices 29.52 with its
+// staged stores fully exposed. Overlapping those stores with the next tile's main loop (bench/NOTES.md,
+// lrb4, candidate B) ranks 128x256 first among the measured but takes the unmeasured 128x128 s5 on the
+// skeleton path, which measured 28.91 here and made nerf_mlp 4.4 % slower; a refit changes this pin.
+TEST(Validate, LinearReluBackwardsDxKeepsThePingPongTile) {
+  const std::string root = SOLDER_SOURCE_DIR;
+  const Validation v = validate_cost_model(load_sweeps({root + "/bench/results/h100/lrb-dx-alone-sweep.json"}), default_hardware());
+  ASSERT_EQ(v.problems.size(), 1u);
+  EXPECT_EQ(v.problems[0].configurations, 8);
+  EXPECT_TRUE(v.problems[0].skeleton_choice_measured);
+  EXPECT_EQ(v.problems[0].skeleton_choice, "f16 64x256x64 s4 w2 c1x1 k1 pingpong");
+  EXPECT_EQ(v.problems[0].best_measured, "f16 128x256x64 s4 w2 c1x1 k1");
+  EXPECT_LE(v.max_gap, 0.035);
+}
+
 TEST(Validate, ErrorsNameThePlace) {
   auto error = [](const std::string& text) {
     try {
