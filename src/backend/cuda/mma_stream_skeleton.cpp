@@ -1346,15 +1346,29 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
         const char* e = std::getenv("SOLDER_ATTN_AFFINE");
         return e && std::string(e) == "two";
       }();
-      // (3 consumers: the skeleton takes the two-FFMA form, functors.cuh)
+      // A positive constant a (ALiBi's: the softmax scale): the functor declares kAffinePositiveA, and the
+      // 3-consumer kernel divides the score by a (functors.cuh): s / a = dot + (u / a)·(column offset) by one
+      // FFMA per score with the offset as its immediate, the row term divided by a added to the row
+      // state's maximum, the state's scale times a; the two-FFMA form spent one FFMA per score more.
+      // $SOLDER_ATTN_AFFINE=unscaled leaves the declaration out (A/B runs: the two-FFMA form there).
+      const bool positive_a = [&] {
+        const char* e = std::getenv("SOLDER_ATTN_AFFINE");
+        if (two_ffma || consumers != 3 || (e && std::string(e) == "unscaled")) return false;  // (2 consumers: the column terms)
+        if (!vars_used(affine->a).empty() || !tensors_used(affine->a).empty()) return false;
+        const double v = evaluate_with(affine->a, {}, {}, program_.dims) * scale;
+        return std::isfinite(v) && v > 0;
+      }();
       score_text += "; affine: a·dot + u·(col − row) + w·row + c with a = (" + a + ") · " + std::to_string(scale) + ", u = " + u + ", w = " + w + ", c = " + c +
                     " per head, once per work tile" +
-                    (two_ffma || consumers != 2
+                    (two_ffma || (consumers != 2 && !positive_a)
                          ? std::string(" (one FFMA per score for the bias, one for a·dot)")
+                     : consumers != 2
+                         ? std::string(" (a > 0, the score divided by a: one FFMA per score, dot + (u / a)·(column offset in the tile) with the offset as its immediate; the row term (u·(col0 − row) + w·row + c) / a once per key tile and row, added to the row state's maximum, whose scale is a·log2(e))")
                          : std::string(" (one FFMA per score: a·dot + u·(column offset in the tile), the offsets' u-multiples in registers; the row term u·(col0 − row) + w·row + c once per key tile and row, added to the row state's maximum)"));
       out << "  // affine in the row and column: a = (" << a << ") * scale, u = " << u << " (per col - row), w = " << w << " (per row), c = " << c << "\n";
       out << "  static constexpr bool kAffine = true;\n";
       if (two_ffma) out << "  static constexpr bool kAffineTwoFfma = true;\n";
+      if (positive_a) out << "  static constexpr bool kAffinePositiveA = true;  // a > 0 (a constant): 3 consumers divide the score by a\n";
       out << "  __device__ void affine(int bh_, float* a_, float* u_, float* w_, float* c_) const {\n" << decode(false, false);
       out << "    *a_ = " << printer_.print_float(globals_bounded(affine->a)) << " * " << cuda_float_literal(scale) << ";\n";
       out << "    *u_ = " << printer_.print_float(globals_bounded(affine->u)) << ";\n";

@@ -142,9 +142,18 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_NE(k->source.find("*c_ = 0.0f;"), std::string::npos);
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
   EXPECT_NE(k->summary.find("affine: a·dot + u·(col − row) + w·row + c"), std::string::npos) << k->summary;
-  // (3 consumers: the skeleton adds the whole bias per score)
-  EXPECT_NE(k->summary.find("(one FFMA per score for the bias, one for a·dot)"), std::string::npos) << k->summary;
+  // (3 consumers, a = 0.125 > 0: the score divided by a, one FFMA per score with the column offset as its immediate)
+  EXPECT_NE(k->source.find("static constexpr bool kAffinePositiveA = true;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("(a > 0, the score divided by a: one FFMA per score"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("kAffineTwoFfma"), std::string::npos);
+  // $SOLDER_ATTN_AFFINE=unscaled: the previous 3-consumer kernel (the whole bias per score, two FFMA)
+  setenv("SOLDER_ATTN_AFFINE", "unscaled", 1);
+  auto unscaled = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_AFFINE");
+  ASSERT_TRUE(unscaled) << refusal;
+  EXPECT_EQ(unscaled->source.find("kAffinePositiveA"), std::string::npos);
+  EXPECT_NE(unscaled->summary.find("(one FFMA per score for the bias, one for a·dot)"), std::string::npos) << unscaled->summary;
+  EXPECT_NE(unscaled->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
   // S 1k: vanilla's short-row schedule (persistent blocks, two Q buffers, consumer 1 two turns behind)
   auto short_rows = emit(compile("alibi", {}), &refusal);
   ASSERT_TRUE(short_rows) << refusal;
@@ -152,6 +161,7 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_EQ(short_rows->info.blocks, 132);
   EXPECT_NE(short_rows->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << short_rows->summary;
   EXPECT_EQ(short_rows->source.find("kAffineTwoFfma"), std::string::npos);
+  EXPECT_EQ(short_rows->source.find("kAffinePositiveA"), std::string::npos) << "2 consumers keep the column terms";
   // the A/B knobs: the two-FFMA score, the previous short-row choice, two consumers on long rows
   setenv("SOLDER_ATTN_AFFINE", "two", 1);
   setenv("SOLDER_ATTN_SHORT", "old", 1);
