@@ -946,6 +946,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const BinaryOp op = cond->as<BinaryNode>()->op;
     one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
   }
+  // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
+  // col <= W, prefix_lm's col < P || col <= row).
+  bool two_comparisons = false;
+  if (cond && cond->kind() == ExprKind::Binary) {
+    const BinaryNode* both = cond->as<BinaryNode>();
+    auto comparison = [](const Expr& e) {
+      if (e.kind() != ExprKind::Binary) return false;
+      const BinaryOp op = e.as<BinaryNode>()->op;
+      return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
+    };
+    two_comparisons = (both->op == BinaryOp::logical_and || both->op == BinaryOp::logical_or) && comparison(both->lhs) && comparison(both->rhs);
+  }
   // Short unmasked rows at hd64 (vanilla, gqa: at most 8 key tiles of 128 per work tile) run like short
   // masked ones: persistent blocks, 128 x 128, instead of one 192-row block per work tile (at S 1k a
   // 192-row block streams 8 key tiles and a sixth of its rows are past seq_q: 1024 = 5·192 + 64):
@@ -977,7 +989,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool causal_rows = one_comparison && identity && !data && plain_layout && D_ <= 128 && !short_old &&
                            !(causal_knob && std::string(causal_knob) == "old");
   const bool causal_long = causal_rows && !short_masked && (D_ > 64 || (mean_key_tiles >= 0 && mean_key_tiles <= 32));  // (D_ > 64: hd128)
-  const bool short_rows = short_masked || short_plain || short_all || causal_long;
+  // A mask of two comparisons (above) past 8 key tiles per work tile on the same schedule at hd64, up to 32
+  // key tiles per work tile on average (prefix_lm S 4k: 16.6; sliding_window is short at every length):
+  // the Dynamic two-Q-buffer kernel with free consumers and the staged epilogue that prefix_lm takes at S
+  // <= 1k (the rule of two comparisons below), instead of the 192-row 3-consumer kernel with one block
+  // per work tile. $SOLDER_ATTN_TWO_LONG=0 keeps the previous choice (A/B runs), as does
+  // $SOLDER_ATTN_CAUSAL=old.
+  const bool two_long_default = true;
+  const char* two_long_knob = std::getenv("SOLDER_ATTN_TWO_LONG");
+  const bool two_long = (two_long_knob && *two_long_knob ? std::string(two_long_knob) == "1" : two_long_default) && two_comparisons && identity && !data &&
+                        plain_layout && D_ <= 64 && !short_old && !short_masked && !(causal_knob && std::string(causal_knob) == "old") && mean_key_tiles >= 0 &&
+                        mean_key_tiles <= 32;
+  const bool short_rows = short_masked || short_plain || short_all || causal_long || two_long;
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
   const int64_t kHeadDim = D_ < 64 ? 64 : D_;
@@ -1232,21 +1255,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // measured slower than with their stagger: they keep the turns.
   // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
   // col <= W, prefix_lm's col < P || col <= row) on the same kernel (sliding_window at every length,
-  // prefix_lm at S <= 1k) takes free consumers and the staged epilogue together (below): sliding_window S
+  // prefix_lm at S <= 1k, and up to 32 key tiles per work tile: two_long above) takes free consumers and the staged epilogue together (below): sliding_window S
   // 16k 99.2 / 99.1 -> 89.1 / 88.6 us, prefix_lm S 1k 122.5 / 121.6 -> 110.9 / 111.0 (H100, 2026-11-28,
   // same call, two rounds; sliding_window S 1k / 4k 90.8 -> 81.7, 96.1 -> 87.1, one round). Either alone
   // gains less: free consumers 92.8 / 114.6 us, the staged epilogue with the turns 103.5 / 119.4 (at S 16k
   // slower than the turns alone).
-  bool two_comparisons = false;
-  if (cond && cond->kind() == ExprKind::Binary) {
-    const BinaryNode* both = cond->as<BinaryNode>();
-    auto comparison = [](const Expr& e) {
-      if (e.kind() != ExprKind::Binary) return false;
-      const BinaryOp op = e.as<BinaryNode>()->op;
-      return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
-    };
-    two_comparisons = (both->op == BinaryOp::logical_and || both->op == BinaryOp::logical_or) && comparison(both->lhs) && comparison(both->rhs);
-  }
   const bool two_comparisons_free_staged = dynamic && !data && consumers == 2 && kHeadDim == 64 && two_comparisons;
   if (const char* e = std::getenv("SOLDER_ATTN_FREE"); !(e && *e)) {
     free_consumers = dynamic && !data && consumers == 2 && (kHeadDim == 64 || causal_rows) && one_comparison;

@@ -453,7 +453,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
 // kernel at S 1k (a mask of one comparison) and, with the staged epilogue, on the same kernel of a mask of
 // two comparisons (sliding_window, prefix_lm S 1k); $SOLDER_ATTN_FREE=0 keeps the turns there, =1 frees
 // every two-consumer kernel without a data mask, in place of a stagger (vanilla keeps its 6 stages); never
-// with 3 consumers (causal S 16k, prefix_lm S 4k).
+// with 3 consumers (causal S 16k, prefix_lm S 16k). prefix_lm S 4k takes the two comparisons' kernel too.
 TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   std::string refusal;
   setenv("SOLDER_ATTN_FREE", "1", 1);
@@ -488,7 +488,20 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
     EXPECT_NE((*e)->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << (*e)->summary;
     EXPECT_NE((*e)->summary.find("free consumer warpgroups"), std::string::npos) << (*e)->summary;
   }
-  EXPECT_NE(prefix_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << prefix_long->summary;
+  // prefix_lm S 4k (16.6 key tiles per work tile on average) on the same kernel; $SOLDER_ATTN_TWO_LONG=0 (or
+  // $SOLDER_ATTN_CAUSAL=old): the previous 3-consumer kernel, one block per work tile; S 16k (64.5) keeps it
+  EXPECT_NE(prefix_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << prefix_long->summary;
+  EXPECT_EQ(prefix_long->info.blocks, 132);
+  setenv("SOLDER_ATTN_TWO_LONG", "0", 1);
+  auto prefix_long_old = emit(compile("prefix_lm", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_TWO_LONG");
+  setenv("SOLDER_ATTN_CAUSAL", "old", 1);
+  auto prefix_long_causal_old = emit(compile("prefix_lm", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_CAUSAL");
+  auto prefix_16k = emit(compile("prefix_lm", {{"B", 1}, {"S", 16384}}), &refusal);
+  ASSERT_TRUE(prefix_long_old && prefix_long_causal_old && prefix_16k) << refusal;
+  for (const auto* e : {&prefix_long_old, &prefix_long_causal_old, &prefix_16k})
+    EXPECT_NE((*e)->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << (*e)->summary;
   // with the turns, no staged epilogue either (it measured slower than the turns alone there)
   EXPECT_NE(sliding_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding_turns->summary;
 }
