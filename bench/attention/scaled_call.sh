@@ -76,7 +76,7 @@ verify_stream() {  # $1: stream index (0..3): every fourth line of runs.txt
   done > "$r/verify-$1.tsv"
 }
 for k in 0 1 2 3; do verify_stream $k & done
-timeout 22 stdbuf -oL bin/test_sm90_attention 2026 "192x128 s4 affine" 2>&1 | stamp_lines > "$r/dt-affine.txt"
+timeout 28 stdbuf -oL bin/test_sm90_attention 2026 "192x128 s4 affine" 2>&1 | stamp_lines > "$r/dt-affine.txt"
 rc=${PIPESTATUS[0]}
 echo "   192x128 s4 affine: rc $rc; $(grep -c ' OK ' "$r/dt-affine.txt") OK ($(grep -c 'scaled.* OK ' "$r/dt-affine.txt") scaled), $(grep -c 'FAIL' "$r/dt-affine.txt") FAIL; $(tail -n 1 "$r/dt-affine.txt" | cut -c1-150)"
 timeout 5 stdbuf -oL bin/test_sm90_attention 2026 "Fr Ep" 2>&1 | stamp_lines > "$r/dt-sample.txt"
