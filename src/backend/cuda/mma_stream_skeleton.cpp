@@ -993,8 +993,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // key tiles per work tile on average (prefix_lm S 4k: 16.6; sliding_window is short at every length):
   // the Dynamic two-Q-buffer kernel with free consumers and the staged epilogue that prefix_lm takes at S
   // <= 1k (the rule of two comparisons below), instead of the 192-row 3-consumer kernel with one block
-  // per work tile. $SOLDER_ATTN_TWO_LONG=0 keeps the previous choice (A/B runs), as does
-  // $SOLDER_ATTN_CAUSAL=old.
+  // per work tile: prefix_lm S 4k 371.7 -> 332.4 us (-10.6 %; 372.4 / 371.0 -> 332.0 / 332.8), and with the
+  // posted work-tile setup (below) 326.6 (324.6 / 328.6), 0.767x FlexAttention max-autotune's 425.9 (H100,
+  // 2026-11-28, same call, two rounds). $SOLDER_ATTN_TWO_LONG=0 keeps the previous choice (A/B runs), as
+  // does $SOLDER_ATTN_CAUSAL=old.
   const bool two_long_default = true;
   const char* two_long_knob = std::getenv("SOLDER_ATTN_TWO_LONG");
   const bool two_long = (two_long_knob && *two_long_knob ? std::string(two_long_knob) == "1" : two_long_default) && two_comparisons && identity && !data &&
@@ -1255,7 +1257,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // measured slower than with their stagger: they keep the turns.
   // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
   // col <= W, prefix_lm's col < P || col <= row) on the same kernel (sliding_window at every length,
-  // prefix_lm at S <= 1k, and up to 32 key tiles per work tile: two_long above) takes free consumers and the staged epilogue together (below): sliding_window S
+  // prefix_lm at S <= 1k, and up to 32 key tiles per work tile: two_long above) takes free consumers and
+  // the staged epilogue together (below): sliding_window S
   // 16k 99.2 / 99.1 -> 89.1 / 88.6 us, prefix_lm S 1k 122.5 / 121.6 -> 110.9 / 111.0 (H100, 2026-11-28,
   // same call, two rounds; sliding_window S 1k / 4k 90.8 -> 81.7, 96.1 -> 87.1, one round). Either alone
   // gains less: free consumers 92.8 / 114.6 us, the staged epilogue with the turns 103.5 / 119.4 (at S 16k
@@ -1275,8 +1278,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const char* e = std::getenv("SOLDER_ATTN_POSTED");
     // causal hd64 S 1k 108.2 / 108.9 -> 106.3 / 107.6 us (H100, 2026-11-28, same call, two rounds)
     const bool causal_posted = true;
+    // and on the kernel of two comparisons past 8 key tiles (two_long: prefix_lm S 4k 332.4 -> 326.6 us,
+    // 332.0 / 332.8 -> 324.6 / 328.6, same call as above); not measured on the short ones (sliding_window,
+    // prefix_lm S 1k), which keep it off
+    const bool two_long_posted = true;
     if (e && *e) posted_work = dynamic && !data && std::string(e) == "1";
-    else posted_work = causal_posted && dynamic && !data && one_comparison;
+    else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
   }
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
@@ -1362,7 +1369,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       // A positive constant a (ALiBi's: the softmax scale): the functor declares kAffinePositiveA, and the
       // 3-consumer kernel divides the score by a (functors.cuh): s / a = dot + (u / a)·(column offset) by one
       // FFMA per score with the offset as its immediate, the row term divided by a added to the row
-      // state's maximum, the state's scale times a; the two-FFMA form spent one FFMA per score more.
+      // state's maximum, the state's scale times a; the two-FFMA form spent one FFMA per score more
+      // (SASS: 585 -> 527 instructions per key tile). alibi S 4k 657.9 -> 638.2 us (-3.0 %), S 16k 2560.5
+      // -> 2401.2 (-6.2 %), 0.830 / 0.830x FlexAttention max-autotune's 768.6 / 2894.6 (H100, 2026-11-28,
+      // same call, two rounds).
       // $SOLDER_ATTN_AFFINE=unscaled leaves the declaration out (A/B runs: the two-FFMA form there).
       const bool positive_a = [&] {
         const char* e = std::getenv("SOLDER_ATTN_AFFINE");
