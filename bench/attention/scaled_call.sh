@@ -78,7 +78,7 @@ verify_stream() {  # $1: stream index (0..3): every fourth line of runs.txt
 for k in 0 1 2 3; do verify_stream $k & done
 timeout 28 stdbuf -oL bin/test_sm90_attention 2026 "192x128 s4 affine" 2>&1 | stamp_lines > "$r/dt-affine.txt"
 rc=${PIPESTATUS[0]}
-echo "   192x128 s4 affine: rc $rc; $(grep -c ' OK ' "$r/dt-affine.txt") OK ($(grep -c 'scaled.* OK ' "$r/dt-affine.txt") scaled), $(grep -c 'FAIL' "$r/dt-affine.txt") FAIL; $(tail -n 1 "$r/dt-affine.txt" | cut -c1-150)"
+echo "   192x128 s4 affine: rc $rc; $(grep -c ' OK ' "$r/dt-affine.txt") OK ($(grep -c ' OK .*scaled' "$r/dt-affine.txt") scaled), $(grep -c 'FAIL' "$r/dt-affine.txt") FAIL; $(tail -n 1 "$r/dt-affine.txt" | cut -c1-150)"
 timeout 5 stdbuf -oL bin/test_sm90_attention 2026 "Fr Ep" 2>&1 | stamp_lines > "$r/dt-sample.txt"
 echo "   sample: rc ${PIPESTATUS[0]}; $(grep -c ' OK ' "$r/dt-sample.txt") OK, $(grep -c 'FAIL' "$r/dt-sample.txt") FAIL"
 grep -h "FAIL" "$r"/dt-*.txt | head -5
