@@ -35,6 +35,13 @@
 // column offset added to it by one FFMA (which does not wait for S), then a·dot by another. (Forming the
 // column terms per key tile instead, after S, measured 2–3 % slower there: bench/NOTES.md, attn-alibi.)
 //
+// With three consumers and `static constexpr bool kAffinePositiveA = true;` (the functor promises a > 0 for
+// every head: ALiBi's a is the softmax scale) the skeleton takes the scaled row shift instead: it divides
+// the score by a, s'' = dot + (u / a)·k by one FFMA per score whose column offset k is the instruction's
+// immediate operand (so no column terms in registers), the row shift (u·(col0 + lane's column − row) + w·row
+// + c) / a once per key tile and row, and the row state's scale a·scale_log2: the weights are those of the
+// score a·s'' + shift, up to rounding (u / a, and the shift's division, one rounding each).
+//
 // A score with a bias (optional: `static constexpr bool kBias = true;`, then operator() is never called):
 //
 //     // score(bh, row, col, dot) = dot_factor(bh) · dot + bias(bh, row, col)
@@ -210,6 +217,16 @@ __host__ __device__ constexpr auto score_affine_two_ffma(int) -> decltype(S::kAf
 }
 template <class S>
 __host__ __device__ constexpr bool score_affine_two_ffma(long) {
+  return false;
+}
+
+// Whether an affine Score declares a > 0 for every head (kAffinePositiveA true: the scaled row-shift form).
+template <class S>
+__host__ __device__ constexpr auto score_affine_positive_a(int) -> decltype(S::kAffinePositiveA, true) {
+  return S::kAffinePositiveA;
+}
+template <class S>
+__host__ __device__ constexpr bool score_affine_positive_a(long) {
   return false;
 }
 

@@ -1044,6 +1044,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // Two consumers only: with 3 (a 128-register cap) the BN / 4 terms do not fit beside S, P and O, and
       // the whole bias per score (below) is the faster form there (functors.cuh, "An affine score").
       constexpr bool kRowShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && C::Consumers == 2;
+      // The scaled row-shift form (3 consumers, a Score with kAffinePositiveA: a > 0 for every head): the
+      // logits divided by a, s'' = dot + (u / a)·k by one FFMA per score with the column offset k as its
+      // immediate operand (no column terms in registers), the row shift divided by a, and the row state's
+      // scale multiplied by a (functors.cuh, "An affine score").
+      constexpr bool kScaledShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && score_affine_positive_a<Score>(0) && C::Consumers == 3;
       float column_term[kRowShift ? C::BN / 4 : 1];
       float row_shift[2] = {0.0f, 0.0f};
       if constexpr (kRowShift) {
@@ -1051,6 +1056,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         for (int k = 0; k < C::BN / 4; ++k) column_term[k] = affine_u * static_cast<float>(8 * (k / 2) + k % 2);
       }
       (void)column_term;
+      float inverse_a = 1.0f, u_over_a = 0.0f, scaled_log2 = score.scale_log2;
+      if constexpr (kScaledShift) {
+        inverse_a = 1.0f / affine_a;
+        u_over_a = affine_u * inverse_a;
+        scaled_log2 = score.scale_log2 * affine_a;
+      }
+      (void)inverse_a;
+      (void)u_over_a;
       // A score with a bias: its factor of the dot product for this head, and the bias of the key tile
       // whose S is in flight (read right after S is issued, added once S is there).
       float dot_factor = 1.0f;
@@ -1141,6 +1154,17 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           }
 #pragma unroll
           for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), affine_a, column_term[2 * (i / 4) + i % 2]);
+        } else if constexpr (kScaledShift) {
+          // (a·dot + u·(col − row) + w·row + c) / a as s'' = dot + (u / a)·(constant column offset), one
+          // FFMA per score whose offset is an immediate, and the row shift (u·(col0 + col_lane − row) + w·row
+          // + c) / a once per tile and row; the row state's scale is a·scale_log2.
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int row = row_base + 8 * r;
+            row_shift[r] = fmaf(u_over_a, static_cast<float>(col0 + col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c) * inverse_a);
+          }
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(u_over_a, static_cast<float>(8 * (i / 4) + i % 2), acc_s(i));
         } else if constexpr (score_is_affine<Score>(0)) {
           // a·dot + u·(col − row) + w·row + c: the row part once per tile and row (exact integer
           // col0 + col_lane − row), then u times the element's constant column offset, then a·dot.
@@ -1227,6 +1251,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       state.init();
       auto update_state = [&](float (&correction)[2]) {
         if constexpr (kRowShift) state.update_shifted(acc_s, score.scale_log2, correction, row_shift);
+        else if constexpr (kScaledShift) state.update_shifted(acc_s, scaled_log2, correction, row_shift);
         else state.update(acc_s, score.scale_log2, correction);
       };
       wgmma::clear(acc_o);

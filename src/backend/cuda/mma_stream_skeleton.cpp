@@ -946,6 +946,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const BinaryOp op = cond->as<BinaryNode>()->op;
     one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
   }
+  // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
+  // col <= W, prefix_lm's col < P || col <= row).
+  bool two_comparisons = false;
+  if (cond && cond->kind() == ExprKind::Binary) {
+    const BinaryNode* both = cond->as<BinaryNode>();
+    auto comparison = [](const Expr& e) {
+      if (e.kind() != ExprKind::Binary) return false;
+      const BinaryOp op = e.as<BinaryNode>()->op;
+      return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
+    };
+    two_comparisons = (both->op == BinaryOp::logical_and || both->op == BinaryOp::logical_or) && comparison(both->lhs) && comparison(both->rhs);
+  }
   // Short unmasked rows at hd64 (vanilla, gqa: at most 8 key tiles of 128 per work tile) run like short
   // masked ones: persistent blocks, 128 x 128, instead of one 192-row block per work tile (at S 1k a
   // 192-row block streams 8 key tiles and a sixth of its rows are past seq_q: 1024 = 5·192 + 64):
@@ -977,7 +989,20 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool causal_rows = one_comparison && identity && !data && plain_layout && D_ <= 128 && !short_old &&
                            !(causal_knob && std::string(causal_knob) == "old");
   const bool causal_long = causal_rows && !short_masked && (D_ > 64 || (mean_key_tiles >= 0 && mean_key_tiles <= 32));  // (D_ > 64: hd128)
-  const bool short_rows = short_masked || short_plain || short_all || causal_long;
+  // A mask of two comparisons (above) past 8 key tiles per work tile on the same schedule at hd64, up to 32
+  // key tiles per work tile on average (prefix_lm S 4k: 16.6; sliding_window is short at every length):
+  // the Dynamic two-Q-buffer kernel with free consumers and the staged epilogue that prefix_lm takes at S
+  // <= 1k (the rule of two comparisons below), instead of the 192-row 3-consumer kernel with one block
+  // per work tile: prefix_lm S 4k 371.7 -> 332.4 us (-10.6 %; 372.4 / 371.0 -> 332.0 / 332.8), and with the
+  // posted work-tile setup (below) 326.6 (324.6 / 328.6), 0.767x FlexAttention max-autotune's 425.9 (H100,
+  // 2026-11-28, same call, two rounds). $SOLDER_ATTN_TWO_LONG=0 keeps the previous choice (A/B runs), as
+  // does $SOLDER_ATTN_CAUSAL=old.
+  const bool two_long_default = true;
+  const char* two_long_knob = std::getenv("SOLDER_ATTN_TWO_LONG");
+  const bool two_long = (two_long_knob && *two_long_knob ? std::string(two_long_knob) == "1" : two_long_default) && two_comparisons && identity && !data &&
+                        plain_layout && D_ <= 64 && !short_old && !short_masked && !(causal_knob && std::string(causal_knob) == "old") && mean_key_tiles >= 0 &&
+                        mean_key_tiles <= 32;
+  const bool short_rows = short_masked || short_plain || short_all || causal_long || two_long;
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
   const int64_t kHeadDim = D_ < 64 ? 64 : D_;
@@ -1234,21 +1259,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // measured slower than with their stagger: they keep the turns.
   // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
   // col <= W, prefix_lm's col < P || col <= row) on the same kernel (sliding_window at every length,
-  // prefix_lm at S <= 1k) takes free consumers and the staged epilogue together (below): sliding_window S
+  // prefix_lm at S <= 1k, and up to 32 key tiles per work tile: two_long above) takes free consumers and
+  // the staged epilogue together (below): sliding_window S
   // 16k 99.2 / 99.1 -> 89.1 / 88.6 us, prefix_lm S 1k 122.5 / 121.6 -> 110.9 / 111.0 (H100, 2026-11-28,
   // same call, two rounds; sliding_window S 1k / 4k 90.8 -> 81.7, 96.1 -> 87.1, one round). Either alone
   // gains less: free consumers 92.8 / 114.6 us, the staged epilogue with the turns 103.5 / 119.4 (at S 16k
   // slower than the turns alone).
-  bool two_comparisons = false;
-  if (cond && cond->kind() == ExprKind::Binary) {
-    const BinaryNode* both = cond->as<BinaryNode>();
-    auto comparison = [](const Expr& e) {
-      if (e.kind() != ExprKind::Binary) return false;
-      const BinaryOp op = e.as<BinaryNode>()->op;
-      return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
-    };
-    two_comparisons = (both->op == BinaryOp::logical_and || both->op == BinaryOp::logical_or) && comparison(both->lhs) && comparison(both->rhs);
-  }
   const bool two_comparisons_free_staged = dynamic && !data && consumers == 2 && kHeadDim == 64 && two_comparisons;
   // A staged bias at hd64 (evoformer's pair bias and mask; head dim 32 padded to 64 too) takes free
   // consumers on its persistent two-Q-buffer kernel: B1 104.0 / 103.7 -> 101.2 / 101.5 us, B8 774.7 ->
@@ -1269,8 +1285,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const char* e = std::getenv("SOLDER_ATTN_POSTED");
     // causal hd64 S 1k 108.2 / 108.9 -> 106.3 / 107.6 us (H100, 2026-11-28, same call, two rounds)
     const bool causal_posted = true;
+    // and on the kernel of two comparisons past 8 key tiles (two_long: prefix_lm S 4k 332.4 -> 326.6 us,
+    // 332.0 / 332.8 -> 324.6 / 328.6, same call as above); not measured on the short ones (sliding_window,
+    // prefix_lm S 1k), which keep it off
+    const bool two_long_posted = true;
     if (e && *e) posted_work = dynamic && !data && std::string(e) == "1";
-    else posted_work = causal_posted && dynamic && !data && one_comparison;
+    else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
   }
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
@@ -1355,15 +1375,32 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
         const char* e = std::getenv("SOLDER_ATTN_AFFINE");
         return e && std::string(e) == "two";
       }();
-      // (3 consumers: the skeleton takes the two-FFMA form, functors.cuh)
+      // A positive constant a (ALiBi's: the softmax scale): the functor declares kAffinePositiveA, and the
+      // 3-consumer kernel divides the score by a (functors.cuh): s / a = dot + (u / a)·(column offset) by one
+      // FFMA per score with the offset as its immediate, the row term divided by a added to the row
+      // state's maximum, the state's scale times a; the two-FFMA form spent one FFMA per score more
+      // (SASS: 585 -> 527 instructions per key tile). alibi S 4k 657.9 -> 638.2 us (-3.0 %), S 16k 2560.5
+      // -> 2401.2 (-6.2 %), 0.830 / 0.830x FlexAttention max-autotune's 768.6 / 2894.6 (H100, 2026-11-28,
+      // same call, two rounds).
+      // $SOLDER_ATTN_AFFINE=unscaled leaves the declaration out (A/B runs: the two-FFMA form there).
+      const bool positive_a = [&] {
+        const char* e = std::getenv("SOLDER_ATTN_AFFINE");
+        if (two_ffma || consumers != 3 || (e && std::string(e) == "unscaled")) return false;  // (2 consumers: the column terms)
+        if (!vars_used(affine->a).empty() || !tensors_used(affine->a).empty()) return false;
+        const double v = evaluate_with(affine->a, {}, {}, program_.dims) * scale;
+        return std::isfinite(v) && v > 0;
+      }();
       score_text += "; affine: a·dot + u·(col − row) + w·row + c with a = (" + a + ") · " + std::to_string(scale) + ", u = " + u + ", w = " + w + ", c = " + c +
                     " per head, once per work tile" +
-                    (two_ffma || consumers != 2
+                    (two_ffma || (consumers != 2 && !positive_a)
                          ? std::string(" (one FFMA per score for the bias, one for a·dot)")
+                     : consumers != 2
+                         ? std::string(" (a > 0, the score divided by a: one FFMA per score, dot + (u / a)·(column offset in the tile) with the offset as its immediate; the row term (u·(col0 − row) + w·row + c) / a once per key tile and row, added to the row state's maximum, whose scale is a·log2(e))")
                          : std::string(" (one FFMA per score: a·dot + u·(column offset in the tile), the offsets' u-multiples in registers; the row term u·(col0 − row) + w·row + c once per key tile and row, added to the row state's maximum)"));
       out << "  // affine in the row and column: a = (" << a << ") * scale, u = " << u << " (per col - row), w = " << w << " (per row), c = " << c << "\n";
       out << "  static constexpr bool kAffine = true;\n";
       if (two_ffma) out << "  static constexpr bool kAffineTwoFfma = true;\n";
+      if (positive_a) out << "  static constexpr bool kAffinePositiveA = true;  // a > 0 (a constant): 3 consumers divide the score by a\n";
       out << "  __device__ void affine(int bh_, float* a_, float* u_, float* w_, float* c_) const {\n" << decode(false, false);
       out << "    *a_ = " << printer_.print_float(globals_bounded(affine->a)) << " * " << cuda_float_literal(scale) << ";\n";
       out << "    *u_ = " << printer_.print_float(globals_bounded(affine->u)) << ";\n";

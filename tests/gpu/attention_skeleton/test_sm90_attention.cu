@@ -11,7 +11,8 @@
 // Head dim 32 runs in the hd64 configurations with Q, K and V of 32 columns (TMA zero-fills columns
 // 32..63; the epilogue stores the first 32 only).
 //
-// Affine scores (ALiBi's form, kAffine) with the row shift and with two FFMA per score, at hd64, hd128, f16.
+// Affine scores (ALiBi's form, kAffine) with the row shift and with two FFMA per score, at hd64, hd128, f16;
+// on 3 consumers also the scaled row shift (kAffinePositiveA: s / a by one FFMA with an immediate).
 // Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
 // holds NaN, so a read past HeadDim fails too. Each case runs twice and must give the same bits (a
 // race shows up as a moving result): once with one block per work tile, once with 3 persistent blocks
@@ -59,7 +60,7 @@ struct AlibiScore {
 // An affine score (kAffine: a·dot + u·(col − row) + w·row + c per head): ALiBi's form with slopes that
 // are not powers of two (2^(−(h + 1)/2): up to 0.71, so the bias reaches ±0.71·seq), and with w, c ≠ 0
 // when `offsets`. TwoFfma: the whole bias per score (kAffineTwoFfma) instead of the row shift.
-template <bool TwoFfma>
+template <bool TwoFfma, bool PositiveA = false>
 struct AffineScoreOf {
   float scale_log2;
   float scale;
@@ -68,6 +69,7 @@ struct AffineScoreOf {
   static constexpr bool kIdentity = false;
   static constexpr bool kAffine = true;
   static constexpr bool kAffineTwoFfma = TwoFfma;
+  static constexpr bool kAffinePositiveA = PositiveA;  // a = scale > 0: 3 consumers take the scaled row shift
   __host__ __device__ float slope(int bh) const { return exp2f(-0.5f * float(1 + bh % heads)); }
   __host__ __device__ float row_factor(int bh) const { return offsets ? 0.001f * float(bh % heads) - 0.0015f : 0.0f; }
   __host__ __device__ float constant(int bh) const { return offsets ? 0.25f * float(bh % 3) : 0.0f; }
@@ -81,6 +83,7 @@ struct AffineScoreOf {
 };
 using AffineScore = AffineScoreOf<false>;
 using AffineTwoFfmaScore = AffineScoreOf<true>;
+using AffineScaledScore = AffineScoreOf<false, true>;
 
 // Evoformer's score: dot · scale + pair[head][row][col] + 1e9 · (keep[batch][col] − 1) (kBias: the bias
 // is read while S runs). The host copies of pair and keep are kept for the reference.
@@ -251,8 +254,8 @@ double host_logit(const SoftcapScore& s, double dot, int, int, int, double scale
 double host_logit(const AlibiScore& s, double dot, int bh, int row, int col, double scale) {
   return dot * scale - double(s.slope(bh)) * std::abs(row - col);
 }
-template <bool TwoFfma>
-double host_logit(const AffineScoreOf<TwoFfma>& s, double dot, int bh, int row, int col, double) {
+template <bool TwoFfma, bool PositiveA>
+double host_logit(const AffineScoreOf<TwoFfma, PositiveA>& s, double dot, int bh, int row, int col, double) {
   return dot * double(s.scale) + double(s.slope(bh)) * double(col - row) + double(s.row_factor(bh)) * double(row) + double(s.constant(bh));
 }
 double host_logit(const BiasScore& s, double dot, int bh, int row, int col, double) {
@@ -616,14 +619,25 @@ void run_affine(const char* name, std::mt19937& rng) {
   const Case shapes[] = {{2, 3, 3, 100, 100, 0}, {1, 4, 1, 129, 300, 8}, {1, 4, 4, 300, 129, 0}, {2, 4, 2, 1000, 1000, 0},
                          {1, 2, 2, 2048, 2048, 0}, {1, 1, 1, 4096, 4096, 0}};
   std::mt19937 inputs = rng;
+  // forms: 0 the default (row shift; with 3 consumers two FFMA), 1 two FFMA, 2 the scaled row shift
+  // (kAffinePositiveA, 3 consumers only); then the same with w, c ≠ 0 and causal
   for (const Case& c : shapes)
-    for (int form = 0; form < 4; ++form) {
-      const bool two = form % 2 == 1, offsets = c.seq_q <= 1000 && form >= 2;
-      const bool causal = c.seq_q == c.seq_k && c.seq_q <= 2048 && form >= 2;
-      if (c.seq_q > 1000 && form >= 2 && !causal) continue;
-      std::snprintf(label, sizeof label, "%s affine%s%s%s", name, two ? " two-ffma" : "", offsets ? " w,c" : "", causal ? " causal" : "");
-      if (two) rng = inputs;  // the same q, k and v as the row-shift form before it
+    for (int form = 0; form < 6; ++form) {
+      const int kind = form % 3;
+      const bool two = kind == 1, scaled = kind == 2, offsets = c.seq_q <= 1000 && form >= 3;
+      const bool causal = c.seq_q == c.seq_k && c.seq_q <= 2048 && form >= 3;
+      if (c.seq_q > 1000 && form >= 3 && !causal) continue;
+      if (scaled && C::Consumers != 3) continue;
+      std::snprintf(label, sizeof label, "%s affine%s%s%s%s", name, two ? " two-ffma" : "", scaled ? " scaled" : "", offsets ? " w,c" : "", causal ? " causal" : "");
+      if (kind != 0) rng = inputs;  // the same q, k and v as the default form before it
       else inputs = rng;
+      if constexpr (C::Consumers == 3) {
+        if (scaled) {
+          if (causal) run_case<C>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
+          else run_case<C>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
+          continue;
+        }
+      }
       if (causal) {
         if (two) run_case<C>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
         else run_case<C>(label, c, AffineScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);

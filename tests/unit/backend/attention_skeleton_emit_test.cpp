@@ -142,9 +142,18 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_NE(k->source.find("*c_ = 0.0f;"), std::string::npos);
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
   EXPECT_NE(k->summary.find("affine: a·dot + u·(col − row) + w·row + c"), std::string::npos) << k->summary;
-  // (3 consumers: the skeleton adds the whole bias per score)
-  EXPECT_NE(k->summary.find("(one FFMA per score for the bias, one for a·dot)"), std::string::npos) << k->summary;
+  // (3 consumers, a = 0.125 > 0: the score divided by a, one FFMA per score with the column offset as its immediate)
+  EXPECT_NE(k->source.find("static constexpr bool kAffinePositiveA = true;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("(a > 0, the score divided by a: one FFMA per score"), std::string::npos) << k->summary;
   EXPECT_EQ(k->source.find("kAffineTwoFfma"), std::string::npos);
+  // $SOLDER_ATTN_AFFINE=unscaled: the previous 3-consumer kernel (the whole bias per score, two FFMA)
+  setenv("SOLDER_ATTN_AFFINE", "unscaled", 1);
+  auto unscaled = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_AFFINE");
+  ASSERT_TRUE(unscaled) << refusal;
+  EXPECT_EQ(unscaled->source.find("kAffinePositiveA"), std::string::npos);
+  EXPECT_NE(unscaled->summary.find("(one FFMA per score for the bias, one for a·dot)"), std::string::npos) << unscaled->summary;
+  EXPECT_NE(unscaled->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
   // S 1k: vanilla's short-row schedule (persistent blocks, two Q buffers, consumer 1 two turns behind)
   auto short_rows = emit(compile("alibi", {}), &refusal);
   ASSERT_TRUE(short_rows) << refusal;
@@ -152,6 +161,7 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_EQ(short_rows->info.blocks, 132);
   EXPECT_NE(short_rows->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << short_rows->summary;
   EXPECT_EQ(short_rows->source.find("kAffineTwoFfma"), std::string::npos);
+  EXPECT_EQ(short_rows->source.find("kAffinePositiveA"), std::string::npos) << "2 consumers keep the column terms";
   // the A/B knobs: the two-FFMA score, the previous short-row choice, two consumers on long rows
   setenv("SOLDER_ATTN_AFFINE", "two", 1);
   setenv("SOLDER_ATTN_SHORT", "old", 1);
@@ -443,7 +453,7 @@ TEST(AttentionSkeletonEmit, ShortRowsRunOnPersistentBlocksWithTwoQBuffers) {
 // kernel at S 1k (a mask of one comparison) and, with the staged epilogue, on the same kernel of a mask of
 // two comparisons (sliding_window, prefix_lm S 1k); $SOLDER_ATTN_FREE=0 keeps the turns there, =1 frees
 // every two-consumer kernel without a data mask, in place of a stagger (vanilla keeps its 6 stages); never
-// with 3 consumers (causal S 16k, prefix_lm S 4k).
+// with 3 consumers (causal S 16k, prefix_lm S 16k). prefix_lm S 4k takes the two comparisons' kernel too.
 TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   std::string refusal;
   setenv("SOLDER_ATTN_FREE", "1", 1);
@@ -478,7 +488,22 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
     EXPECT_NE((*e)->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << (*e)->summary;
     EXPECT_NE((*e)->summary.find("free consumer warpgroups"), std::string::npos) << (*e)->summary;
   }
-  EXPECT_NE(prefix_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << prefix_long->summary;
+  // prefix_lm S 4k (16.6 key tiles per work tile on average) on the same kernel; $SOLDER_ATTN_TWO_LONG=0 (or
+  // $SOLDER_ATTN_CAUSAL=old): the previous 3-consumer kernel, one block per work tile; S 16k (64.5) keeps it
+  // (with the posted work-tile setup, causal's: the one difference from prefix_lm S 1k's Config)
+  EXPECT_NE(prefix_long->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos) << prefix_long->summary;
+  EXPECT_NE(prefix_long->summary.find("posted by the producer with its entry"), std::string::npos) << prefix_long->summary;
+  EXPECT_EQ(prefix_long->info.blocks, 132);
+  setenv("SOLDER_ATTN_TWO_LONG", "0", 1);
+  auto prefix_long_old = emit(compile("prefix_lm", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_TWO_LONG");
+  setenv("SOLDER_ATTN_CAUSAL", "old", 1);
+  auto prefix_long_causal_old = emit(compile("prefix_lm", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_CAUSAL");
+  auto prefix_16k = emit(compile("prefix_lm", {{"B", 1}, {"S", 16384}}), &refusal);
+  ASSERT_TRUE(prefix_long_old && prefix_long_causal_old && prefix_16k) << refusal;
+  for (const auto* e : {&prefix_long_old, &prefix_long_causal_old, &prefix_16k})
+    EXPECT_NE((*e)->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>;"), std::string::npos) << (*e)->summary;
   // with the turns, no staged epilogue either (it measured slower than the turns alone there)
   EXPECT_NE(sliding_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding_turns->summary;
 }
