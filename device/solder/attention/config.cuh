@@ -99,16 +99,28 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              rows with 16-byte coalesced stores (full 128-byte lines per 8 lanes) instead of one 4-byte
 //              store per pair of columns. An Epilogue without kStaged keeps the per-pair stores. Without
 //              Persistent the buffer is the consumer's own Q rows (its last S is done before its epilogue and
-//              the block has no next work tile whose Q would land there): no shared memory of its own.
+//              the block has no next work tile whose Q would land there): no shared memory of its own; on
+//              persistent blocks too with QRowsEpilogue (below).
 //   PostedWork  with Dynamic: the producer posts each work tile's setup (head, key/value head, first row, the
 //              mask's key-tile range: `locate`'s result) with its entry in the work ring, so the consumers
 //              read it instead of computing it (integer divisions by run-time values, the mask's range),
 //              and each consumer takes the next entry before its epilogue's stores rather than after them.
 //              The same work tiles in the same order: the outputs are bit for bit those without it. Not
 //              with a data mask (its classifier warps post the entries through their lists).
+//   QRowsEpilogue  with StagedEpilogue on persistent blocks: the staged epilogue's buffer is the consumer's
+//              own Q rows of the tile's Q buffer there too (Config::EpilogueInQ), so the dedicated buffer
+//              (BM × HeadDim × 2 bytes: 32 KB at hd128) is free for a K/V stage. Each consumer's 64 Q rows
+//              then have their own full/empty mbarrier pair (QParts = Consumers), and a consumer releases
+//              its rows after its epilogue's reads of them instead of after its last S, so that its next
+//              tile's rows load without waiting for the other consumer's epilogue. With one Q buffer the
+//              producer issues the next tile's first min(Stages, key tiles) K/V loads before it waits for
+//              those releases (they need only stages the consumers release before their epilogue), then
+//              Q part by part, then the rest. Not with Stagger (its protocol model assumes the release
+//              after the last S), a staged bias or a data mask; the outputs are bit for bit those with the
+//              dedicated buffer.
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
           int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false,
-          bool PostedWork_ = false>
+          bool PostedWork_ = false, bool QRowsEpilogue_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -122,6 +134,7 @@ struct Config {
   static constexpr bool FreeConsumers = FreeConsumers_;
   static constexpr bool StagedEpilogue = StagedEpilogue_;
   static constexpr bool PostedWork = PostedWork_;
+  static constexpr bool QRowsEpilogue = QRowsEpilogue_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -143,14 +156,17 @@ struct Config {
   // The staged epilogue's buffer: 64 × HeadDim 16-bit words per consumer (a multiple of 128 bytes from
   // the 1024-aligned base, so each 128-byte row of its swizzled panels starts a bank line). Without
   // Persistent, consumer c's slice is its own Q rows (Q buffer 0 at c · 64 · HeadDim · 2, the same size
-  // and alignment), and the buffer takes no bytes.
-  static constexpr bool EpilogueInQ = StagedEpilogue_ && !Persistent_;
+  // and alignment), and the buffer takes no bytes; with QRowsEpilogue on persistent blocks too (the Q
+  // buffer of the tile's, released after the epilogue).
+  static constexpr bool EpilogueInQ = StagedEpilogue_ && (!Persistent_ || QRowsEpilogue_);
   static constexpr int EpilogueBytes = StagedEpilogue_ && !EpilogueInQ ? BM * HeadDim_ * 2 : 0;
   static constexpr int EpilogueOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
   static constexpr int BarrierOffset = EpilogueOffset + EpilogueBytes;
+  // Q's mbarrier pairs per Q buffer: one, or one per consumer's rows with QRowsEpilogue.
+  static constexpr int QParts = QRowsEpilogue_ ? Consumers_ : 1;
   // Q (QBuffers tiles), the K ring, the V ring, the staged bias, the staged epilogue's buffer,
-  // 2·QBuffers + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
-  static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ + 4 * Stages_) + 1024;
+  // 2·QBuffers·QParts + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
+  static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ * QParts + 4 * Stages_) + 1024;
 
   static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the attention skeleton takes bf16 or f16 (fp8: not yet)");
   static_assert(HeadDim_ == 64 || HeadDim_ == 128 || HeadDim_ == 256, "HeadDim must be 64, 128 or 256");
@@ -166,6 +182,8 @@ struct Config {
   static_assert(!FreeConsumers_ || Stagger_ == 0, "FreeConsumers: not with Stagger (a lag of turns, and there are no turns)");
   static_assert(!FreeConsumers_ || Consumers_ == 2, "FreeConsumers: two consumers (with three, at 160 registers, it spills)");
   static_assert(!PostedWork_ || Dynamic_, "PostedWork: with Dynamic (the work ring carries the posted setup)");
+  static_assert(!QRowsEpilogue_ || (StagedEpilogue_ && Persistent_ && Stagger_ == 0 && StagedBias_ == 0),
+                "QRowsEpilogue: the staged epilogue on persistent blocks, without Stagger or a staged bias");
   static_assert(!StagedEpilogue_ || HeadDim_ <= 128, "StagedEpilogue: head dims 64 and 128 (its swizzled reads assume 8 or 16 rows per step)");
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");

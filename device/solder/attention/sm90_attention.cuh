@@ -66,7 +66,9 @@
 // Epilogue of kStaged, functors.cuh): each consumer writes its 64 × HeadDim tile of stored words
 // (staged_pack(): the tail applied, rounded) into its own slice of a dedicated shared-memory buffer, 128-byte
 // swizzled (conflict-free for the accumulator layout's 8-row stores and the 16-byte reads; with one block
-// per work tile the slice is the consumer's own Q rows, Config::EpilogueInQ), syncs its
+// per work tile, or with Config::QRowsEpilogue, the slice is the consumer's own Q rows, Config::EpilogueInQ;
+// with QRowsEpilogue each consumer's Q rows have their own mbarrier pair and are released after the
+// epilogue, and with one Q buffer the producer issues the next tile's first K/V loads before Q), syncs its
 // warpgroup (named barrier 10 + c; once before writing, so the previous tile's reads are done), and
 // stores whole rows with st.global.v4 (8 lanes per 128-byte line), rows past seq_q skipped; the
 // per-pair 4-byte stores (16 per thread at hd64) become 4 full-line stores per thread. The rings and the turn run on across work tiles:
@@ -286,10 +288,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   unsigned char* smem_bias_column = base + C::BiasColumnOffset;
   static_assert(score_staged_bias<Score>(0) == C::StagedBias, "the Config's StagedBias must be the score's kStagedBias");
   static_assert(C::StagedBias == 0 || score_has_bias<Score>(0), "a staged bias needs a score with a bias (kBias)");
-  // Q buffer b (Config::QBuffers of them; work tiles with key tiles take them in turn): q_full[b], q_empty[b].
+  // Q buffer b (Config::QBuffers of them; work tiles with key tiles take them in turn): q_full[b], q_empty[b]
+  // (Config::QRowsEpilogue: part c, consumer c's rows, at b · QParts + c).
   uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::BarrierOffset);
-  uint64_t* q_empty = q_full + C::QBuffers;
-  uint64_t* k_full = q_full + 2 * C::QBuffers;
+  uint64_t* q_empty = q_full + C::QBuffers * C::QParts;
+  uint64_t* k_full = q_full + 2 * C::QBuffers * C::QParts;
   uint64_t* k_empty = k_full + C::Stages;
   uint64_t* v_full = k_empty + C::Stages;
   uint64_t* v_empty = v_full + C::Stages;
@@ -594,9 +597,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   };
 
   if (threadIdx.x == 0) {
-    for (int b = 0; b < C::QBuffers; ++b) {
+    for (int b = 0; b < C::QBuffers * C::QParts; ++b) {
       cuda::ptx::mbarrier_init(&q_full[b], 1);
-      cuda::ptx::mbarrier_init(&q_empty[b], C::Consumers * 4);  // one arrival per consumer warp
+      cuda::ptx::mbarrier_init(&q_empty[b], C::Consumers * 4 / C::QParts);  // one arrival per consumer warp (of the part)
     }
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&k_full[s], 1);
@@ -731,31 +734,17 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);
           continue;
         }
-        // Q of this tile once every consumer is done with the Q that used its buffer before (the previous
-        // tile's with one buffer; the one before that with two).
-        const int qb = detail::stage_of<C::QBuffers>(q_loads);
-        detail::wait_parity(&q_empty[qb], detail::phase_of<C::QBuffers>(q_loads) ^ 1u);
-        stamp_clock(record, 3);
-        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                             &q_full[qb], static_cast<uint32_t>(C::QBytes));
-#pragma unroll
-        for (int c = 0; c < C::Consumers; ++c)
-#pragma unroll
-          for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_q + qb * (C::QBytes / 2) + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
-                             operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), &q_full[qb]);
-        ++q_loads;
-        stamp_clock(record, 4);
-        // Config::Dynamic with a data mask: round + 1's tile to the classifier warps (after Q's issue: the
-        // claim's latency behind it)
-        if constexpr (kDynamic && kDataLoop) post(claimed);
+        // Config::QRowsEpilogue with one Q buffer: the consumers release Q after their epilogue, so the
+        // first min(Stages, count) K/V loads go before the wait for it (each needs a stage that the
+        // consumers release before their epilogue of the previous tile), and the rest after Q.
+        const int early = C::QRowsEpilogue && C::QBuffers == 1 ? (count < C::Stages ? count : C::Stages) : 0;
         const int k_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
         const int v_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
         // A staged bias: the tile map's batch and the column map's row of this head.
         int bias_batch = 0, bias_row = 0;
         if constexpr ((C::StagedBias & 1) != 0) bias_batch = score.bias_tile_batch(w.bh);
         if constexpr ((C::StagedBias & 2) != 0) bias_row = score.bias_column_row(w.bh);
-        for (int n = 0; n < count; ++n, ++loaded) {
+        auto load_key_tile = [&](int n) {
           const int j = tile_at(w, buf, n);
           const int stage = detail::stage_of<C::Stages>(loaded);
           const uint32_t phase = detail::phase_of<C::Stages>(loaded);
@@ -787,7 +776,33 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
             detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch,
                              &v_full[stage]);
+          ++loaded;
+        };
+        for (int n = 0; n < early; ++n) load_key_tile(n);
+        // Q of this tile once every consumer is done with the Q that used its buffer before (the previous
+        // tile's with one buffer; the one before that with two).
+        // (Config::QRowsEpilogue: each consumer's rows once that consumer released them)
+        const int qb = detail::stage_of<C::QBuffers>(q_loads);
+#pragma unroll
+        for (int c = 0; c < C::Consumers; ++c) {
+          const int part = qb * C::QParts + (C::QParts > 1 ? c : 0);
+          if (c == 0 || C::QParts > 1) {
+            detail::wait_parity(&q_empty[part], detail::phase_of<C::QBuffers>(q_loads) ^ 1u);
+            if (c == 0) stamp_clock(record, 3);
+            cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                                 &q_full[part], static_cast<uint32_t>(C::QBytes / C::QParts));
+          }
+#pragma unroll
+          for (int chunk = 0; chunk < C::Chunks; ++chunk)
+            detail::tma_load(smem_q + qb * (C::QBytes / 2) + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
+                             operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), &q_full[part]);
         }
+        ++q_loads;
+        stamp_clock(record, 4);
+        // Config::Dynamic with a data mask: round + 1's tile to the classifier warps (after Q's issue: the
+        // claim's latency behind it)
+        if constexpr (kDynamic && kDataLoop) post(claimed);
+        for (int n = early; n < count; ++n) load_key_tile(n);
         stamp_clock(record, 6);
         if constexpr (kDataLoop) cuda::ptx::mbarrier_arrive(&list_empty[buf]);  // this round's list read
       }
@@ -880,6 +895,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     const int next_turn = 1 + (consumer + 1) % C::Consumers;
     // Config::FreeConsumers: no turns; each consumer issues as soon as its own operands are there.
     constexpr bool kTurns = !C::FreeConsumers;
+    // Config::QRowsEpilogue: Q released after the epilogue (its buffer is the staged epilogue's)
+    constexpr bool kQAfterEpilogue = C::QRowsEpilogue;
+    static_assert(!kQAfterEpilogue || !kData, "QRowsEpilogue: not with a data mask");
     static_assert(!C::FreeConsumers || !kData, "FreeConsumers: not with a data mask");
     auto take_turn = [&] {
       if constexpr (kTurns) detail::named_sync(my_turn, kTurnThreads);
@@ -1227,6 +1245,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 
       const int count = tiles_of(w, buf);
       stamp_header(record, 1 + consumer, count);
+      int q_slot = 0;  // this tile's Q buffer (Config::QRowsEpilogue: the epilogue's buffer, released after it)
       if (count > 0) {
         // The factor of the O rows from the last State::update, applied just before the next P·V is
         // issued (O then holds the tiles before the updated one), while the tensor cores run S. No
@@ -1239,7 +1258,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         // The n-th key tile of this work tile (tile_at) is the (consumed + n)-th use of the K and V rings.
         const uint32_t first = consumed;
         const int qb = detail::stage_of<C::QBuffers>(q_uses);
-        detail::wait_parity(&q_full[qb], detail::phase_of<C::QBuffers>(q_uses));
+        q_slot = qb;
+        detail::wait_parity(&q_full[qb * C::QParts + (C::QParts > 1 ? consumer : 0)], detail::phase_of<C::QBuffers>(q_uses));
         stamp_clock(record, 3);
         ++q_uses;
         // First tile: S only.
@@ -1259,7 +1279,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           wgmma::fence(acc_s);
           stamp_clock(record, 7);
           release(&k_empty[ks]);
-          if (count == 1) release(&q_empty[qb]);
+          if (!kQAfterEpilogue && count == 1) release(&q_empty[qb]);
           logits(j0, 0);
           update_state(correction);  // O is 0: nothing to rescale
           to_p();
@@ -1282,7 +1302,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           wgmma::fence(acc_s);
           if (n == count - 1) stamp_clock(record, 9);
           release(&k_empty[ks]);
-          if (n == count - 1) release(&q_empty[qb]);  // the tile's last read of Q is done
+          if (!kQAfterEpilogue && n == count - 1) release(&q_empty[qb]);  // the tile's last read of Q is done
           logits(j, n);
           update_state(correction);
           wgmma::wait<0>();
@@ -1327,15 +1347,20 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // stores. Taken only where every row's address is 16-byte aligned (a warp-uniform test).
       bool staged = false;
       if constexpr (kStagedEpilogue) staged = (reinterpret_cast<uintptr_t>(epilogue.staged_row(0, 0)) & 15) == 0 && (C::HeadDim * 2) % 16 == 0;
+      // (Config::QRowsEpilogue: a tile without key tiles loaded no Q, and its buffer may be filling with
+      // the next tile's: the per-pair stores)
+      if constexpr (kQAfterEpilogue) staged = staged && count > 0;
       if constexpr (kStagedEpilogue) {
         if (staged) {
           constexpr int kRowChunks = C::HeadDim / 8;  // 16-byte chunks of a row
           // The per-thread shared addresses through a volatile move: otherwise the compiler hoists them (a
           // dozen loop-invariant registers) out of the work-tile loop, and hd128's consumers spill.
-          // Config::EpilogueInQ (one block per work tile): the slice is this consumer's own Q rows, whose
-          // last reader (this consumer's last S) has completed; the async proxy's reads of them are ordered
-          // before the generic writes below by a proxy fence.
-          uint32_t slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + (C::EpilogueInQ ? 0 : C::EpilogueOffset))) + consumer * 64 * C::HeadDim * 2;
+          // Config::EpilogueInQ (one block per work tile, or Config::QRowsEpilogue): the slice is this
+          // consumer's own Q rows of the tile's Q buffer, whose last reader (this consumer's last S) has
+          // completed; the async proxy's reads of them are ordered before the generic writes below by a
+          // proxy fence.
+          uint32_t slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + (C::EpilogueInQ ? q_slot * C::QBytes : C::EpilogueOffset))) +
+                           consumer * 64 * C::HeadDim * 2;
           asm volatile("mov.b32 %0, %0;" : "+r"(slice));
           if constexpr (C::EpilogueInQ) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
           // 64-column panels of 64 rows × 128 bytes, 16-byte chunk c of row l at chunk c ^ (l % 8) (TMA's
@@ -1382,6 +1407,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r], preloaded[i / 2]);
           else
             epilogue(w.bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r]);
+        }
+      }
+      if constexpr (kQAfterEpilogue) {
+        // Config::QRowsEpilogue: this consumer's Q rows back to the producer once this warp's reads of
+        // them (its last S, the staged rows) are done; a proxy fence orders the generic accesses before
+        // the async proxy's next load into them.
+        if (count > 0) {
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          release(&q_empty[q_slot * C::QParts + consumer]);
         }
       }
       if constexpr (kStamps) {

@@ -17,13 +17,18 @@ no turns (Config's FreeConsumers: each issues as soon as its own operands are th
 apart by up to the ring's depth), checked free of deadlock with and without the work ring at every depth
 and Q buffer count. With early=True each consumer takes the next entry before its epilogue instead of
 after it (Config's PostedWork), checked free of deadlock with turns and free consumers at every depth and
-Q buffer count. Usage: stagger_model.py (exit status 1 on a mismatch).
+Q buffer count. With qrows=True the staged epilogue runs in each consumer's own Q rows (Config's
+QRowsEpilogue): a full/empty pair per consumer's rows, each consumer releases its rows after its epilogue,
+and with one Q buffer the producer issues a tile's first min(Stages, key tiles) K/V loads before it waits
+for those releases; checked free of deadlock with turns and free consumers, with and without the work
+ring and PostedWork, at every depth and Q buffer count. Usage: stagger_model.py (exit status 1 on a
+mismatch).
 """
 import random, sys, itertools
 
 class Deadlock(Exception): pass
 
-def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, early=False):
+def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, early=False, qrows=False):
     rnd = random.Random(seed)
     # mbarrier model: completed phases count
     full = {}  # name -> completed phases; arrivals in current phase
@@ -31,8 +36,10 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
     expected = {}
     def init(name, n):
         full[name] = 0; arrivals[name] = 0; expected[name] = n
+    parts = 2 if qrows else 1  # Q's mbarrier pairs per buffer (QRowsEpilogue: one per consumer)
     for b in range(QB):
-        init(('qf', b), 1); init(('qe', b), 8)
+        for part in range(parts):
+            init(('qf', b, part), 1); init(('qe', b, part), 8 // parts)
     for s in range(S):
         for k in ('kf', 'vf'): init((k, s), 1)
         for k in ('ke', 've'): init((k, s), 8)
@@ -63,16 +70,24 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
             if cnt <= 0:
                 if dynamic: yield from post()  # the next entry (or the sentinel)
                 continue
-            qb = qloads % QB; ph = (qloads // QB) & 1
-            yield from gen_wait(lambda: parity_done(('qe', qb), ph ^ 1))
-            arrive(('qf', qb)); qloads += 1
-            for n in range(cnt):
+            def load_kv():
+                nonlocal loaded
                 st = loaded % S; ph = (loaded // S) & 1
                 yield from gen_wait(lambda: parity_done(('ke', st), ph ^ 1))
                 arrive(('kf', st)); yield 'step'
                 yield from gen_wait(lambda: parity_done(('ve', st), ph ^ 1))
                 arrive(('vf', st)); yield 'step'
                 loaded += 1
+            early_n = min(S, cnt) if qrows and QB == 1 else 0
+            for n in range(early_n):
+                yield from load_kv()
+            qb = qloads % QB; ph = (qloads // QB) & 1
+            for part in range(parts):
+                yield from gen_wait(lambda: parity_done(('qe', qb, part), ph ^ 1))
+                arrive(('qf', qb, part)); yield 'step'
+            qloads += 1
+            for n in range(early_n, cnt):
+                yield from load_kv()
             if dynamic: yield from post()  # the next entry (or the sentinel)
     def consumer(c):
         my = 1 + c; nxt = 1 + (c + 1) % 2
@@ -86,6 +101,12 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
             assert tokens[nxt] <= 1, 'double arrival on a named barrier'
         def rel(name):
             for w in range(4): arrive(name)
+        part = c if qrows else 0
+        def rel_q(qb):
+            if qrows:
+                rel(('qe', qb, part))
+            else:
+                for p in range(parts): rel(('qe', qb, p))
         taken = [0]
         def take():
             slot = taken[0] & 1; ph = (taken[0] >> 1) & 1
@@ -101,13 +122,13 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
             if cnt > 0:
                 first = consumed
                 qb = quses % QB
-                yield from gen_wait(lambda: parity_done(('qf', qb), (quses // QB) & 1))
+                yield from gen_wait(lambda: parity_done(('qf', qb, part), (quses // QB) & 1))
                 quses += 1
                 ks = first % S
                 yield from gen_wait(lambda: parity_done(('kf', ks), (first // S) & 1))
                 yield from sync(); arr(); yield 'step'
                 rel(('ke', ks))
-                if cnt == 1: rel(('qe', qb))
+                if cnt == 1 and not qrows: rel_q(qb)
                 for n in range(1, cnt):
                     ks = (first + n) % S; vs = (first + n - 1) % S
                     u = first + n
@@ -116,7 +137,7 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
                     yield from gen_wait(lambda: parity_done(('vf', vs), ((u - 1) // S) & 1))
                     arr(); yield 'step'
                     rel(('ke', ks))
-                    if n == cnt - 1: rel(('qe', qb))
+                    if n == cnt - 1 and not qrows: rel_q(qb)
                     rel(('ve', vs))
                 vs = (first + cnt - 1) % S; u = first + cnt - 1
                 yield from gen_wait(lambda: parity_done(('vf', vs), (u // S) & 1))
@@ -125,6 +146,7 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
                 consumed += cnt
             if dynamic and early: yield from take()  # PostedWork: the next entry before the epilogue
             yield 'epilogue'
+            if qrows and cnt > 0: rel_q(qb)  # QRowsEpilogue: this consumer's rows after its epilogue
             if dynamic and not early: yield from take()  # the next entry (the last take reads the sentinel)
         if c == 0:
             for _ in range(L):
@@ -194,6 +216,16 @@ for S in range(2, 9):
             why = trials(S, QB, 0, dynamic=True, free=free, early=True)
             if why:
                 print('posted work S', S, 'QB', QB, 'free', free, 'deadlocks', why); bad += 1
+# QRowsEpilogue: the epilogue in the Q rows (per-consumer Q parts released after it, the first K/V loads
+# before Q with one buffer): free of deadlock with turns and free consumers, with and without the work
+# ring and PostedWork, at every depth and Q buffer count.
+for S in range(2, 9):
+    for QB in (1, 2):
+        for free in (False, True):
+            for dynamic, early in ((False, False), (True, False), (True, True)):
+                why = trials(S, QB, 0, dynamic=dynamic, free=free, early=early, qrows=True)
+                if why:
+                    print('q rows S', S, 'QB', QB, 'free', free, 'dynamic', dynamic, 'early', early, 'deadlocks', why); bad += 1
 for S in range(2, 9):
     for QB in (1, 2):
         for L in range(0, S + 1):
