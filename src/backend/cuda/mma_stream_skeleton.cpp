@@ -1270,8 +1270,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // stores) is decided with the epilogue below (it needs a plain store of 16-bit words, no preload), so
   // the Config is printed after it.
   bool staged_epilogue = false;
+  bool q_rows_epilogue = false;  // Config's QRowsEpilogue (decided with the staged epilogue)
   auto config_text = [&] {
-    const bool past_dynamic = free_consumers || staged_epilogue || posted_work;  // (a template argument after Dynamic's)
+    const bool past_dynamic = free_consumers || staged_epilogue || posted_work || q_rows_epilogue;  // (a template argument after Dynamic's)
     return std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                                std::to_string(stages) + ", " + std::to_string(consumers) +
                                (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
@@ -1279,7 +1280,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
                                (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") +
                                (past_dynamic ? (free_consumers ? ", true" : ", false") : "") +
-                               (staged_epilogue || posted_work ? (staged_epilogue ? ", true" : ", false") : "") + (posted_work ? ", true" : "") + ">";
+                               (staged_epilogue || posted_work || q_rows_epilogue ? (staged_epilogue ? ", true" : ", false") : "") +
+                               (posted_work || q_rows_epilogue ? (posted_work ? ", true" : ", false") : "") + (q_rows_epilogue ? ", true" : "") + ">";
   };
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
@@ -1660,7 +1662,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // 16k 112.4 -> 102.7, 157.4 -> 150.6, 318.1 -> 318.1 us; H100, 2026-11-28, same call, one round).
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
+    // On persistent blocks the buffer may be the consumer's own Q rows too (Config's QRowsEpilogue: Q
+    // released after the epilogue; with one Q buffer the next tile's first K/V loads go before Q), so
+    // that it costs no stage: $SOLDER_ATTN_EPI_Q=1 takes it on the persistent staged kernels without a
+    // stagger, staged bias or data mask (A/B runs; by default nowhere).
     {
+      const char* q_rows_knob = std::getenv("SOLDER_ATTN_EPI_Q");
+      const bool q_rows_wanted = q_rows_knob && std::string(q_rows_knob) == "1";
       const char* e = std::getenv("SOLDER_ATTN_EPI");
       const bool forced = e && *e;
       const bool everywhere = forced && std::string(e) == "1";
@@ -1677,10 +1685,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
                            (consumers == 2 || identity);
       if ((everywhere || by_default || by_data_mask || by_two_comparisons || wide_by_default) && allowed) {
-        const int64_t epi_bytes = persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
+        const bool in_q_rows = persistent && q_rows_wanted && stagger == 0 && !staged_bits && !data;
+        const int64_t epi_bytes = persistent && !in_q_rows ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
+        const int q_parts = in_q_rows ? consumers : 1;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +
-                     static_cast<int64_t>(n) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + epi_bytes + 8 * (2 * q_buffers + 4 * n) + 1024 <=
+                     static_cast<int64_t>(n) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + epi_bytes + 8 * (2 * q_buffers * q_parts + 4 * n) + 1024 <=
                  232448;
         };
         int n = stages;
@@ -1688,6 +1698,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
           while (n > 2 && !fits(n)) --n;
         if (fits(n)) {
           staged_epilogue = true;
+          q_rows_epilogue = in_q_rows;
           stages = n;
           stagger = std::min(stagger, stages - 1);
         }
@@ -1801,8 +1812,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
-  result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024 +
-                             (staged_epilogue && persistent ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +  // (Config::EpilogueInQ: none)
+  // (Config::QRowsEpilogue: a Q mbarrier pair per consumer's rows, and no buffer of the epilogue's own)
+  const int q_parts = q_rows_epilogue ? consumers : 1;
+  result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers * q_parts + 4 * stages) + 1024 +
+                             (staged_epilogue && persistent && !q_rows_epilogue ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +  // (Config::EpilogueInQ: none)
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
   // 5, each list's tile entry and two mbarrier pairs with persistent blocks: a double-buffered list; with

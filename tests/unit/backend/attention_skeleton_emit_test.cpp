@@ -571,6 +571,42 @@ TEST(AttentionSkeletonEmit, StagedEpilogueInQRows) {
   EXPECT_NE(hd64_long_s6->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 6, 3>;"), std::string::npos) << hd64_long_s6->summary;
 }
 
+// The staged epilogue in the Q rows on persistent blocks (Config's QRowsEpilogue): $SOLDER_ATTN_EPI_Q=1 takes
+// it on the persistent staged kernels, where the dedicated buffer's 32 KB at hd128 goes back to a K/V stage
+// (causal S 1k: 3 stages on one Q buffer; vanilla hd128 on causal S 1k's schedule by the knobs; causal S 4k
+// on one Q buffer), not on a stagger (vanilla hd64 S 1k) nor a one-block-per-tile kernel (already in Q).
+TEST(AttentionSkeletonEmit, StagedEpilogueInQRowsOnPersistentBlocksByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_EPI_Q", "1", 1);
+  auto causal = emit(compile("causal", {{"D", 128}}), &refusal);
+  auto causal_long_q2 = emit(compile("causal", {{"D", 128}, {"B", 4}, {"S", 4096}}), &refusal);
+  auto staggered = emit(compile("vanilla", {}), &refusal);
+  auto wide = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_QBUFFERS", "1", 1);
+  auto causal_long_q1 = emit(compile("causal", {{"D", 128}, {"B", 4}, {"S", 4096}}), &refusal);
+  for (const char* knob : {"SOLDER_ATTN_SHORT=all", "SOLDER_ATTN_DYNAMIC=1", "SOLDER_ATTN_FREE=1", "SOLDER_ATTN_EPI=1", "SOLDER_ATTN_POSTED=1"}) {
+    const std::string kv = knob;
+    setenv(kv.substr(0, kv.find('=')).c_str(), kv.substr(kv.find('=') + 1).c_str(), 1);
+  }
+  auto vanilla = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_EPI_Q", "0", 1);
+  auto vanilla_own = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  for (const char* knob : {"SOLDER_ATTN_EPI_Q", "SOLDER_ATTN_QBUFFERS", "SOLDER_ATTN_SHORT", "SOLDER_ATTN_DYNAMIC", "SOLDER_ATTN_FREE", "SOLDER_ATTN_EPI", "SOLDER_ATTN_POSTED"})
+    unsetenv(knob);
+  auto staggered_default = emit(compile("vanilla", {}), &refusal);
+  auto wide_default = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  ASSERT_TRUE(causal && causal_long_q2 && staggered && wide && causal_long_q1 && vanilla && vanilla_own && staggered_default && wide_default) << refusal;
+  EXPECT_NE(causal->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, true, true, true, true, true>;"), std::string::npos) << causal->summary;
+  EXPECT_EQ(causal->info.shared_bytes, 128 * 128 * 2 + 3 * 2 * 128 * 128 * 2 + 8 * (2 * 2 + 4 * 3) + 1024);  // (a Q mbarrier pair per consumer)
+  EXPECT_LE(causal->info.shared_bytes, 232448);
+  EXPECT_NE(causal_long_q2->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true, true>;"), std::string::npos) << causal_long_q2->summary;
+  EXPECT_NE(causal_long_q1->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, true, true, true, true, true>;"), std::string::npos) << causal_long_q1->summary;
+  EXPECT_NE(vanilla->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, true, true, true, true, true>;"), std::string::npos) << vanilla->summary;
+  EXPECT_NE(vanilla_own->source.find("Config<solder::gemm::Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, true, true, true, true>;"), std::string::npos) << vanilla_own->summary;
+  EXPECT_EQ(staggered->source, staggered_default->source);
+  EXPECT_EQ(wide->source, wide_default->source);
+}
+
 // The work tile's setup posted with its entry (Config's PostedWork): $SOLDER_ATTN_POSTED=1 takes it on every
 // Dynamic kernel without a data mask (causal and sliding_window S 1k), not on document_mask's Dynamic
 // kernel (its classifier warps post the entries) nor where there is no work ring (causal S 16k: one block
