@@ -1662,10 +1662,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // 16k 112.4 -> 102.7, 157.4 -> 150.6, 318.1 -> 318.1 us; H100, 2026-11-28, same call, one round).
     // $SOLDER_ATTN_EPI=1 takes it wherever it is allowed (a K/V stage fewer where its buffer does not
     // fit), =0 nowhere (A/B runs).
-    // On persistent blocks the buffer may be the consumer's own Q rows too (Config's QRowsEpilogue: Q
-    // released after the epilogue; with one Q buffer the next tile's first K/V loads go before Q), so
-    // that it costs no stage: $SOLDER_ATTN_EPI_Q=1 takes it on the persistent staged kernels without a
-    // stagger, staged bias or data mask (A/B runs; by default nowhere).
+    // On persistent blocks the buffer may be the consumer's own Q rows too (Config's QRowsEpilogue: each
+    // consumer's Q rows released after its epilogue; with one Q buffer the next tile's first K/V loads go
+    // before Q), so that it costs no stage: $SOLDER_ATTN_EPI_Q=1 takes it on the persistent staged kernels
+    // without a stagger, staged bias or data mask (A/B runs). Not by default: the fastest replays (the
+    // minimum of each round's 30) were never faster than the default's — causal hd128 S 1k on 3 stages
+    // 172.2 / 173.4 against 159.5 / 159.2 us, S 4k on one Q buffer and 3 stages 470.1 / 473.7 and on two
+    // Q buffers 461.3 / 459.3 against 457.7 / 457.6, S 16k 1749.6 / 1692.2 and 1670.5 / 1669.6 against
+    // 1661.1 / 1671.1, vanilla hd128 S 1k / 4k on causal S 1k's persistent Config 257.6 / 257.7 and
+    // 828.6 / 829.4 against 243.2 / 242.7 and 810.9 / 814.1 (H100, 2026-11-28, same call, two rounds);
+    // the medians (causal S 16k 1684.1 / 1713.6 against 1824.7 / 1798.2) follow how many of a round's
+    // replays ran at the fast speed (there the default's median was 7.6–9.8 % over its minimum, the Q
+    // rows' 0.8–2.6 %), and at S 4k the other way (515.2 / 515.1 against 463.5 / 496.2).
     {
       const char* q_rows_knob = std::getenv("SOLDER_ATTN_EPI_Q");
       const bool q_rows_wanted = q_rows_knob && std::string(q_rows_knob) == "1";
