@@ -581,7 +581,8 @@ void run_dynamic(const char* name, std::mt19937& rng) {
                     (C::StagedEpilogue && !CStatic::StagedEpilogue) || (C::PostedWork && !CStatic::PostedWork) ||
                     (C::QRowsEpilogue && !CStatic::QRowsEpilogue),
                 "run_dynamic: a Dynamic configuration against a static one, free consumers against turns, the "
-                "staged epilogue against the per-pair stores, or the posted work-tile setup against the consumers' own");
+                "staged epilogue against the per-pair stores, the posted work-tile setup against the consumers' own, or "
+                "the epilogue in the Q rows against its own buffer");
   const float log2e = 1.4426950408889634f;
   const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
   const SoftcapScore softcap{log2e, 1.0f / std::sqrt(float(C::HeadDim)) / 3.0f, 3.0f};
@@ -910,6 +911,14 @@ int main(int argc, char** argv) {
     // against the plain persistent Config of its Q buffers
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2>>("bf16 d128 s2 P Q2 Dy Fr Ep Pw", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, true, true, true, true>, Config<Dtype::bf16, 128, 128, 2, 2, true>>("bf16 d128 s2 P Dy Fr Ep Pw", rng);
+    // Qr at hd128 (branch hd128's cases, on short-rows2's QRowsEpilogue: the Q buffer released after the
+    // epilogue), each bit for bit against the same schedule with the dedicated buffer: hd128 S 1k's Config
+    // on the third stage the buffer frees (against its 2-stage default), hd128's long rows on two Q
+    // buffers, one Q buffer with turns and fixed rounds, hd64 on one Q buffer
+    run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, true, true, true, true, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, true, true, true, true>>("bf16 d128 s3 P Dy Fr Ep Pw Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true>>("bf16 d128 s2 P Q2 Dy Fr Ep Pw Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, false, true, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>>("bf16 d128 s3 P Ep Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 1, 0, true, true, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true, true, true>>("bf16 d64 s5 P Dy Fr Ep Pw Qr", rng);
     // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);
