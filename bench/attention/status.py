@@ -98,6 +98,17 @@ KERNEL_COMMITS_ONLY = {
     # the register pass's row kernels (src/fusion): quant_gemm's rows only, no attention kernel
     "2426322": ("quant_gemm",),
     "b43cb70": ("quant_gemm",),
+    # the fourteenth session: evoformer hd64 on free consumers; ALiBi's score divided by a; prefix_lm S 4k
+    # on the two comparisons' persistent kernel and its posted setup
+    "06a8ccd": ("evoformer-b1-d64", "evoformer-b8-d64", "evoformer-b32-d64"),  # hd128 keeps the turns
+    "1818aa7": ("alibi",),
+    "20d9944": ("prefix_lm-d64-s4096",),
+    "95e3cb3": ("prefix_lm-d64-s4096",),
+    # header code under Config::QRowsEpilogue and its knob (no default kernel takes it), the bench's GPU
+    # input draw (device/solder/random_inputs.cuh: no kernel of the suite)
+    "33a8ff3": (), "2f36598": (), "897cd61": (), "3c4bbb6": (),
+    # the thirteenth session: the stagger's comment (short-rows), no emitted change
+    "be0b532": (),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
