@@ -423,10 +423,12 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
 #pragma unroll
           for (int i = 0; i < kOwn; ++i)
             asm volatile("ld.shared.f32 %0, [%1];" : "=f"(theirs[i]) : "r"(exchange + ((kOther * kOwn + i) * 128 + thread) * 4));
-          // The pairs of x_0 and x_1 of this consumer's columns (i even, fragment element kC·kOwn + i).
+          // The pairs of x_0 and x_1 of this consumer's columns (i even, fragment element kC·kOwn + i). Its own
+          // x rounded to f32 on its own (__fmul_rn: not contracted into the combine's arithmetic), as the
+          // other's x is through shared memory and as the pair-by-pair combine receives both: the same bits.
           auto pair = [&](int i, float* x0, float* x1) {
             const int at = kC * kOwn + i, r = (at / 2) % 2;
-            const float m0 = acc_o(at) * inverse[r], m1 = acc_o(at + 1) * inverse[r];
+            const float m0 = __fmul_rn(acc_o(at), inverse[r]), m1 = __fmul_rn(acc_o(at + 1), inverse[r]);
             x0[0] = kC == 0 ? m0 : theirs[i];
             x0[1] = kC == 0 ? m1 : theirs[i + 1];
             x1[0] = kC == 0 ? theirs[i] : m0;

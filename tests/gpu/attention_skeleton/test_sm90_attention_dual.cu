@@ -37,7 +37,8 @@ int failures = 0, cases = 0;
 const char* filter = nullptr;  // argv[2]: run only the cases whose label contains it
 bool selected(const char* label) { return !filter || std::strstr(label, filter); }
 
-// o[bh][row][col] = x0 − lambda · x1, rounded once to T.
+// o[bh][row][col] = x0 − lambda · x1 (one fma: __fmaf_rn, so that the compiler cannot contract the kernel's
+// x0 = O·(1/Σp) into it instead, a choice that differs between kernels), rounded once to T.
 template <Dtype T>
 struct DiffStore {
   void* out;
@@ -45,7 +46,7 @@ struct DiffStore {
   int dim;
   float lambda;
   __device__ void combine(int bh, int row, int col, float x00, float x01, float x10, float x11) const {
-    Store16<T>{out, dim, seq}(bh, row, col, x00 - lambda * x10, x01 - lambda * x11);
+    Store16<T>{out, dim, seq}(bh, row, col, __fmaf_rn(-lambda, x10, x00), __fmaf_rn(-lambda, x11, x01));
   }
 };
 
@@ -61,14 +62,14 @@ struct DiffStaged {
   bool misalign;
   static constexpr bool kStagedCombine = true;
   __device__ void combine(int bh, int row, int col, float x00, float x01, float x10, float x11) const {
-    Store16<T>{out, dim, seq}(bh, row, col, x00 - lambda[0] * x10, x01 - lambda[0] * x11);
+    Store16<T>{out, dim, seq}(bh, row, col, __fmaf_rn(-lambda[0], x10, x00), __fmaf_rn(-lambda[0], x11, x01));
   }
   __device__ unsigned staged_combine(int, int, int, float x00, float x01, float x10, float x11) const {
     if constexpr (T == Dtype::bf16) {
-      const __nv_bfloat162 w = __floats2bfloat162_rn(x00 - lambda[0] * x10, x01 - lambda[0] * x11);
+      const __nv_bfloat162 w = __floats2bfloat162_rn(__fmaf_rn(-lambda[0], x10, x00), __fmaf_rn(-lambda[0], x11, x01));
       return *reinterpret_cast<const unsigned*>(&w);
     } else {
-      const __half2 w = __floats2half2_rn(x00 - lambda[0] * x10, x01 - lambda[0] * x11);
+      const __half2 w = __floats2half2_rn(__fmaf_rn(-lambda[0], x10, x00), __fmaf_rn(-lambda[0], x11, x01));
       return *reinterpret_cast<const unsigned*>(&w);
     }
   }
