@@ -106,7 +106,9 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
 
   // Rows over kDualMaxKeyTiles key tiles keep the two kernels: there the dual kernel's 1.5× K/V bytes per
   // MMA (each consumer loads its own K tile) cost more than a0's round trip and the second launch save
-  // (measured: bench/NOTES.md, tenth session, diff-one). $SOLDER_ATTN_DUAL=1 takes it anyway.
+  // (measured: bench/NOTES.md, tenth session, diff-one; on persistent blocks with the staged combine still
+  // 2477.7 us against the two kernels' 2355.9 at hd64 S 16k, H100, 2026-11-28, one round). $SOLDER_ATTN_DUAL=1
+  // takes it anyway.
   const int64_t key_tiles = (static_cast<int64_t>(la.seq_k) + a.bn - 1) / a.bn;
   if (key_tiles > kDualMaxKeyTiles && dual_knob != "1")
     return refuse(std::to_string(key_tiles) + " key tiles per row (the dual mode takes at most " + std::to_string(kDualMaxKeyTiles) +
@@ -117,13 +119,17 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
   while (stages > 2 && dual_smem_bytes(head_dim, bn, stages) > 232448) --stages;
   if (dual_smem_bytes(head_dim, bn, stages) > 232448) return refuse("two stages of both K tiles and V do not fit in shared memory");
   // The staged combine (sm90_attention_dual.cuh, "Staged combine": each consumer half of the columns,
-  // x exchanged at shared addresses, the pairs packed into the idle K ring, 16-byte row stores) where the
-  // epilogue offers it; $SOLDER_ATTN_DUAL_COMBINE=pairs keeps consumer 0's pair-by-pair combine() (A/B runs).
+  // x exchanged at shared addresses, the rows staged in shared memory, 16-byte row stores) where the
+  // epilogue offers it, on persistent blocks, one per SM: the producer loads the next work tile's Q (into
+  // a second Q buffer where it fits beside the ring: hd64) and K/V stages while the consumers combine and
+  // store the current one. Measured (H100, 2026-11-28, same call, two rounds, the second alone on the GPU):
+  // hd64 S 1k 205.9 -> 178.4 us, S 4k 653.4 -> 636.5, hd128 S 1k 281.6 -> 274.4 (its round alone: 270.8
+  // -> 276.3 at the median, 270.3 -> 245.5 at the replays' minimum: a tie within its two clock speeds);
+  // the staged combine on one block per tile alone: 201.0 / 660.0 / 277.2. $SOLDER_ATTN_DUAL_PERSISTENT=0
+  // keeps one block per work tile with the staged combine, $SOLDER_ATTN_DUAL_COMBINE=pairs the previous
+  // kernel (consumer 0's pair-by-pair combine(), one block per work tile) (A/B runs).
   const char* combine_knob = std::getenv("SOLDER_ATTN_DUAL_COMBINE");
   const bool staged_combine = b.staged_combine && !(combine_knob && std::string(combine_knob) == "pairs");
-  // Persistent blocks, one per SM (the staged combine only): the producer loads the next work tile's Q
-  // (into a second Q buffer where it fits beside the ring: hd64) and K/V stages while the consumers
-  // combine and store the current one. $SOLDER_ATTN_DUAL_PERSISTENT=0 keeps one block per work tile.
   constexpr int64_t kSmCount = 132;  // H100 SXM
   const char* persistent_knob = std::getenv("SOLDER_ATTN_DUAL_PERSISTENT");
   const bool persistent = staged_combine && !(persistent_knob && std::string(persistent_knob) == "0");
