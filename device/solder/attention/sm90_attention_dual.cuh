@@ -37,8 +37,16 @@
 // and packs staged_combine(bh, row, col, x_0, x_0', x_1, x_1') (the stored pair as one 4-byte word) into
 // the K ring, now idle (64-column panels of 64 rows × 128 bytes, TMA's 128-byte swizzle); named barrier 5,
 // and the 256 consumer threads store whole rows with 16-byte stores at staged_row(bh, row). The combine's
-// inputs are read once per thread (no store between the packs). Where a row's address is not 16-byte
+// inputs are read once per row (no store between the packs); each consumer's own x is rounded to f32 on
+// its own (__fmul_rn), as the other's is through shared memory. Where a row's address is not 16-byte
 // aligned each consumer calls combine() for its own columns instead.
+//
+// Persistent blocks (DualConfig::Persistent, with StagedCombine): blocks loop over the work tiles, tile
+// round·gridDim + b in round `round` (b reversed in odd rounds); each tile takes the next of QBuffers Q
+// buffers (q_full / q_empty, released by the 8 consumer warps after their row stores), the K/V rings run
+// on across tiles, and the rows are staged in the tile's Q buffer once the exchange is read (named
+// barrier 6) instead of the K ring, which holds the next tile's stages. With one Q buffer the producer
+// issues the next tile's first K stage before it waits for the buffer.
 //
 //   template <class DualConfig, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
 //   __global__ void attention_dual_kernel(q, k, v, AttentionShape shape, Score score, Mask mask, Epilogue epilogue);
