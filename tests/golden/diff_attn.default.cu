@@ -4,17 +4,17 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 4 contractions ----
-// contraction s0_tile (M 128, N 64, K 64, T bf16; 2048 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
+// contraction s0_tile (M 128, N 64, K 64, T bf16; 132 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
 //   cost model: tensor floor 21.9 us over the kernel's blocks and steps
-// contraction acc_a0 (M 128, N 64, K 64, T bf16; 2048 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
+// contraction acc_a0 (M 128, N 64, K 64, T bf16; 132 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
 //   cost model: tensor floor 21.9 us over the kernel's blocks and steps
-// contraction s1_tile (M 64, N 64, K 64, T bf16; 2048 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
+// contraction s1_tile (M 64, N 64, K 64, T bf16; 132 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
 //   cost model: tensor floor 21.9 us over the kernel's blocks and steps
-// contraction acc_a1 (M 64, N 64, K 64, T bf16; 2048 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
+// contraction acc_a1 (M 64, N 64, K 64, T bf16; 132 blocks x 16 steps): sm90 attention skeleton, tile solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2>; 2048 work tiles of 64 query rows x 128 keys, one half per consumer (dual mode, with fused_a0); Q and K at fixed lead indices 0 and 1 of 2, V shared
 //   cost model: tensor floor 21.9 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention_dual.cuh>
 // kernels fused_a0 and fused_o as one: computes s0 m0 z0 a0 s1 m1 z1 a1 o
-// on the attention skeleton's dual mode: solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4> (64 query rows x 128 keys per tile, 4-stage K ring of both halves' K tiles and V ring, consumer warpgroup 0 the half of fused_a0, 1 the half of fused_o + 1 TMA producer warp), 2048 work tiles, Q and K at fixed lead indices 0 and 1 of 2, V shared; a0 never stored: the first half's o / Σp reaches the combine in f32 through shared memory
+// on the attention skeleton's dual mode: solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2> (64 query rows x 128 keys per tile, 4-stage K ring of both halves' K tiles and V ring, consumer warpgroup 0 the half of fused_a0, 1 the half of fused_o + 1 TMA producer warp), 2048 work tiles, Q and K at fixed lead indices 0 and 1 of 2, V shared; a0 never stored: the first half's o / Σp reaches the combine in f32 through shared memory (each consumer half of the columns, 16-byte row stores); persistent blocks, one per SM, 2 Q buffers
 struct fused_o_score_ {
   const __nv_bfloat16* q;
   const __nv_bfloat16* k;
@@ -78,7 +78,18 @@ struct fused_o_epilogue_ {
     const long long at_ = (static_cast<long long>(bh_) * 1024LL + row_) * 64LL + col_;
     *reinterpret_cast<__nv_bfloat162*>(&o__[at_]) = __floats2bfloat162_rn(o0_, o1_);
   }
+  // the dual mode's staged combine: the stored pair as one 4-byte word, and the address of the row's first element
+  static constexpr bool kStagedCombine = true;
+  __device__ unsigned int staged_combine(int bh_, int row_, int col_, float x0_, float x1_, float o0_, float o1_) const {
+    o0_ = combine_value_(bh_, row_, col_, x0_, o0_);
+    o1_ = combine_value_(bh_, row_, col_ + 1, x1_, o1_);
+    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);
+    return *reinterpret_cast<const unsigned int*>(&w_);
+  }
+  __device__ void* staged_row(int bh_, int row_) const {
+    return &o__[(static_cast<long long>(bh_) * 1024LL + row_) * 64LL];
+  }
 };
-using fused_o_config_ = solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4>;
+using fused_o_config_ = solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2>;
 SOLDER_ATTENTION_DUAL_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)
 

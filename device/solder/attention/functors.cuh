@@ -326,6 +326,18 @@ __host__ __device__ constexpr bool epilogue_preloads(long) {
   return false;
 }
 
+// Whether Epilogue offers the dual mode's staged combine (kStagedCombine true; sm90_attention_dual.cuh,
+// "Staged combine"): staged_combine(bh, row, col, x0, x0', x1, x1'), the word combine() would store at
+// o[bh][row][col], [col + 1] (no store, no side effect), and staged_row(bh, row) as for kStaged.
+template <class E>
+__host__ __device__ constexpr auto epilogue_staged_combine(int) -> decltype(E::kStagedCombine, true) {
+  return E::kStagedCombine;
+}
+template <class E>
+__host__ __device__ constexpr bool epilogue_staged_combine(long) {
+  return false;
+}
+
 // Whether Epilogue offers the staged epilogue's interface (kStaged true; sm90_attention.cuh, "Staged
 // epilogue"): staged_pack(bh, row, col, o0, o1), the stored pair o[bh][row][col], [col + 1] as one 4-byte word
 // (the element-wise tail applied and rounded to the output's 16-bit dtype), and staged_row(bh, row), the address

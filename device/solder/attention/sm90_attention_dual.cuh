@@ -29,6 +29,25 @@
 // two Q tiles) in its own accumulator order, and signals (named barrier 4); consumer 0 reads the same
 // registers' elements (the two consumers' fragments cover the same rows and columns) and calls combine().
 //
+// Staged combine (DualConfig::StagedCombine with an Epilogue of kStagedCombine): after both consumers'
+// last products (named barrier 3, both waiting), consumer c owns the columns of its accumulator's first
+// (c = 0) or second (c = 1) half of the fragment (columns [c·HeadDim/2, (c+1)·HeadDim/2) of every row):
+// each writes its own x_c of the other's columns in f32 into Q's shared memory (st.shared, conflict-free:
+// element i of thread t at word i·128 + t), named barrier 4, reads the other's values of its own columns,
+// and packs staged_combine(bh, row, col, x_0, x_0', x_1, x_1') (the stored pair as one 4-byte word) into
+// the K ring, now idle (64-column panels of 64 rows × 128 bytes, TMA's 128-byte swizzle); named barrier 5,
+// and the 256 consumer threads store whole rows with 16-byte stores at staged_row(bh, row). The combine's
+// inputs are read once per row (no store between the packs); each consumer's own x is rounded to f32 on
+// its own (__fmul_rn), as the other's is through shared memory. Where a row's address is not 16-byte
+// aligned each consumer calls combine() for its own columns instead.
+//
+// Persistent blocks (DualConfig::Persistent, with StagedCombine): blocks loop over the work tiles, tile
+// round·gridDim + b in round `round` (b reversed in odd rounds); each tile takes the next of QBuffers Q
+// buffers (q_full / q_empty, released by the 8 consumer warps after their row stores), the K/V rings run
+// on across tiles, and the rows are staged in the tile's Q buffer once the exchange is read (named
+// barrier 6) instead of the K ring, which holds the next tile's stages. With one Q buffer the producer
+// issues the next tile's first K stage before it waits for the buffer.
+//
 //   template <class DualConfig, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
 //   __global__ void attention_dual_kernel(q, k, v, AttentionShape shape, Score score, Mask mask, Epilogue epilogue);
 //
@@ -42,17 +61,30 @@
 
 namespace solder::attention {
 
+namespace detail {
+// A compile-time index as a value (a generic lambda's template argument).
+template <int N>
+struct Index {
+  static constexpr int value = N;
+};
+}  // namespace detail
+
 // One dual configuration. T, HeadDim, BN as for Config; Stages: depth of the K ring (each stage both
 // halves' K tiles) and of the V ring. Two consumer warpgroups (one per half) of the same 64 query rows.
-template <Dtype T_, int HeadDim_, int BN_, int Stages_>
+// StagedCombine: with an Epilogue of kStagedCombine (functors.cuh), the combine of "Staged combine" below
+// (each consumer half of the columns, 16-byte row stores); false: consumer 0 calls combine() pair by pair.
+// Persistent: blocks loop over work tiles (dual_launch_config's persistent_blocks), QBuffers (1 or 2) Q
+// tiles in shared memory: the producer loads the next work tile's Q (into the other buffer with 2) and
+// K/V stages while the consumers combine and store the current one. Needs StagedCombine.
+template <Dtype T_, int HeadDim_, int BN_, int Stages_, bool StagedCombine_ = false, bool Persistent_ = false, int QBuffers_ = 1>
 struct DualConfig {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
   static constexpr int BN = BN_;
   static constexpr int Stages = Stages_;
   static constexpr int Consumers = 2;
-  static constexpr bool Persistent = false;
-  static constexpr int QBuffers = 1;
+  static constexpr bool Persistent = Persistent_;
+  static constexpr int QBuffers = QBuffers_;
   static constexpr int StagedBias = 0;
   static constexpr int BM = 64;               // query rows of a work tile (both halves)
   static constexpr int Threads = 384;         // the producer warpgroup and two consumers
@@ -62,28 +94,36 @@ struct DualConfig {
   static constexpr int QBoxRows = 64;
   static constexpr int KVBoxRows = BN_;
   static constexpr int QTileBytes = 64 * HeadDim_ * 2;  // one half's Q tile
-  static constexpr int QBytes = 2 * QTileBytes;
+  static constexpr int QBytes = 2 * QTileBytes;  // one Q buffer: both halves' tiles
   static constexpr int KVTileBytes = BN_ * HeadDim_ * 2;
   static constexpr int KStageBytes = 2 * KVTileBytes;  // both halves' K tiles
-  static constexpr int KOffset = QBytes;
+  static constexpr int KOffset = QBuffers_ * QBytes;
   static constexpr int VOffset = KOffset + Stages_ * KStageBytes;
   static constexpr int BarrierOffset = VOffset + Stages_ * KVTileBytes;
-  // Q (both halves; x_1 in f32 after the last S), the K ring, the V ring, 2 + 4·Stages mbarriers, 1 KB
-  // of slack to align to 1024 bytes.
-  static constexpr int SmemBytes = BarrierOffset + 8 * (2 + 4 * Stages_) + 1024;
+  // Q buffers (both halves; the combine's exchange after the last S), the K ring, the V ring,
+  // 2·QBuffers + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
+  static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ + 4 * Stages_) + 1024;
+  static constexpr bool StagedCombine = StagedCombine_;
 
   static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the dual mode takes bf16 or f16");
   static_assert(HeadDim_ == 64 || HeadDim_ == 128, "the dual mode takes head dims 64 and 128");
   static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
   static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");
   static_assert(64 * HeadDim_ * 4 <= QBytes, "x_1 in f32 fits in Q's shared memory");
+  static_assert(64 * HeadDim_ * 2 <= Stages_ * KStageBytes, "the staged combine's rows fit in the K ring");
   static_assert(SmemBytes <= 232448, "Q and the K/V rings do not fit in 227 KB of shared memory");
+  static_assert(QBuffers_ == 1 || (QBuffers_ == 2 && Persistent_), "QBuffers: 1, or 2 with persistent blocks");
+  static_assert(!Persistent_ || StagedCombine_, "persistent dual blocks take the staged combine");
 };
 
+// One block per work tile, or with DualConfig::Persistent and persistent_blocks > 0 (the SM count) at
+// most that many blocks, which deal out the work tiles in rounds.
 template <class C>
-SOLDER_ATTN_HD constexpr LaunchGeometry dual_launch_config(C, const AttentionShape& shape) {
+SOLDER_ATTN_HD constexpr LaunchGeometry dual_launch_config(C, const AttentionShape& shape, int persistent_blocks = 0) {
   LaunchGeometry g{};
-  g.grid[0] = static_cast<unsigned>(total_tiles(C{}, shape));
+  long long blocks = total_tiles(C{}, shape);
+  if (C::Persistent && persistent_blocks > 0 && blocks > persistent_blocks) blocks = persistent_blocks;
+  g.grid[0] = static_cast<unsigned>(blocks);
   g.block[0] = C::Threads;
   g.smem_bytes = C::SmemBytes;
   return g;
@@ -97,6 +137,7 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
   static_assert(!score_is_affine<Score>(0) && !score_has_bias<Score>(0), "the dual mode takes plain score functors");
   static_assert(!mask_has_data_tiles<Mask>(0), "the dual mode takes no data mask");
   static_assert(!epilogue_preloads<Epilogue>(0), "the dual mode's epilogue preloads nothing");
+  static_assert(!C::Persistent || epilogue_staged_combine<Epilogue>(0), "persistent dual blocks need an Epilogue of kStagedCombine");
   using Ty = detail::Types<C>;
   using T = typename Ty::T;
   if (shape.seq_q <= 0) return;
@@ -109,31 +150,50 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
   T* smem_v = reinterpret_cast<T*>(base + C::VOffset);
   float* smem_x1 = reinterpret_cast<float*>(base);  // after the last S of both halves
   uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::BarrierOffset);
-  uint64_t* q_empty = q_full + 1;  // (unused: one Q per block)
-  uint64_t* k_full = q_full + 2;
+  uint64_t* q_empty = q_full + C::QBuffers;  // (unused without persistent blocks: one Q per block)
+  uint64_t* k_full = q_empty + C::QBuffers;
   uint64_t* k_empty = k_full + C::Stages;
   uint64_t* v_full = k_empty + C::Stages;
   uint64_t* v_empty = v_full + C::Stages;
-  (void)q_empty;
 
-  // The work tile (config.cuh's order: head-major, the query tiles of a head last to first).
+  // The work tiles (config.cuh's order: head-major, the query tiles of a head last to first): one per
+  // block, or with persistent blocks tile round · blocks + b in round `round` (b reversed in odd rounds).
   const int tiles_m = ceil_div(shape.seq_q, C::BM);
-  const int t = static_cast<int>(blockIdx.x);
-  const int bh = t / tiles_m;
-  const int row0 = (tiles_m - 1 - t % tiles_m) * C::BM;
-  const int batch = bh / shape.heads, head = bh % shape.heads;
-  const int bh_kv = batch * shape.heads_kv + head / (shape.heads / shape.heads_kv);
-  const int last_key_tile = ceil_div(shape.seq_k, C::BN);
-  int begin = 0, end = 0;
-  mask.key_tiles(bh, row0, C::BM, shape.seq_k, C::BN, &begin, &end);
-  if (begin < 0) begin = 0;
-  if (end > last_key_tile) end = last_key_tile;
-  const int count = end > begin ? end - begin : 0;
+  const int total = static_cast<int>(total_tiles(C{}, shape));
+  auto tile_index = [&](int round) {
+    if constexpr (C::Persistent) {
+      const int blocks = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+      return round * blocks + ((round & 1) ? blocks - 1 - b : b);
+    } else {
+      return round == 0 ? static_cast<int>(blockIdx.x) : total;
+    }
+  };
+  struct Work {
+    int bh, row0, bh_kv, begin, count;
+  };
+  auto work_of = [&](int t) {
+    Work w;
+    w.bh = t / tiles_m;
+    w.row0 = (tiles_m - 1 - t % tiles_m) * C::BM;
+    const int batch = w.bh / shape.heads, head = w.bh % shape.heads;
+    w.bh_kv = batch * shape.heads_kv + head / (shape.heads / shape.heads_kv);
+    const int last_key_tile = ceil_div(shape.seq_k, C::BN);
+    int begin = 0, end = 0;
+    mask.key_tiles(w.bh, w.row0, C::BM, shape.seq_k, C::BN, &begin, &end);
+    if (begin < 0) begin = 0;
+    if (end > last_key_tile) end = last_key_tile;
+    w.begin = begin;
+    w.count = end > begin ? end - begin : 0;
+    return w;
+  };
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int thread = static_cast<int>(threadIdx.x) % 128;
   if (threadIdx.x == 0) {
-    cuda::ptx::mbarrier_init(&q_full[0], 1);
+    for (int b = 0; b < C::QBuffers; ++b) {
+      cuda::ptx::mbarrier_init(&q_full[b], 1);
+      cuda::ptx::mbarrier_init(&q_empty[b], 2 * 4);  // one arrival per consumer warp
+    }
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&k_full[s], 1);
       cuda::ptx::mbarrier_init(&v_full[s], 1);
@@ -147,40 +207,63 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
   if (warpgroup == 0) {
     // ---- Producer: one thread issues every TMA load ----
     cutlass::arch::warpgroup_reg_dealloc<C::ProducerRegisters>();
-    if (thread == 0 && count > 0) {
+    if (thread == 0) {
       asm volatile("prefetch.tensormap [%0];" ::"l"(&q) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(&k) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(&v) : "memory");
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &q_full[0],
-                                           static_cast<uint32_t>(C::QBytes));
+      uint32_t loaded = 0, q_loads = 0;  // uses of the K/V rings and of the Q buffers so far
+      for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
+        const Work w = work_of(t);
+        // Without persistent blocks a tile without key tiles loads nothing; with them every tile takes a Q
+        // buffer (its consumers exchange x through it).
+        if (!C::Persistent && w.count == 0) break;
+        const int k_batch0 = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
+        const int k_batch1 = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0 + shape.heads_kv);
+        const int v_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
+        auto load_k = [&](int n) {
+          const int j = w.begin + n;
+          const int stage = detail::stage_of<C::Stages>(loaded + n);
+          detail::wait_parity(&k_empty[stage], detail::phase_of<C::Stages>(loaded + n) ^ 1u);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &k_full[stage],
+                                               static_cast<uint32_t>(C::KStageBytes));
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
+          for (int chunk = 0; chunk < C::Chunks; ++chunk) {
+            T* k_stage = smem_k + stage * (C::KStageBytes / 2);
+            detail::tma_load(k_stage + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch0, &k_full[stage]);
+            detail::tma_load(k_stage + (C::KVTileBytes / 2) + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch1, &k_full[stage]);
+          }
+        };
+        auto load_v = [&](int n) {
+          const int j = w.begin + n;
+          const int stage = detail::stage_of<C::Stages>(loaded + n);
+          detail::wait_parity(&v_empty[stage], detail::phase_of<C::Stages>(loaded + n) ^ 1u);
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &v_full[stage],
+                                               static_cast<uint32_t>(C::KVTileBytes));
 #pragma unroll
-        for (int chunk = 0; chunk < C::Chunks; ++chunk)
-          detail::tma_load(smem_q + (half * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, row0,
-                           operand_batch(bh, shape.heads, shape.q_heads, shape.q_head0 + half * shape.heads), &q_full[0]);
-      const int k_batch0 = operand_batch(bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
-      const int k_batch1 = operand_batch(bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0 + shape.heads_kv);
-      const int v_batch = operand_batch(bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
-      for (int n = 0; n < count; ++n) {
-        const int j = begin + n;
-        const int stage = detail::stage_of<C::Stages>(n);
-        const uint32_t phase = detail::phase_of<C::Stages>(n);
-        detail::wait_parity(&k_empty[stage], phase ^ 1u);
-        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &k_full[stage],
-                                             static_cast<uint32_t>(C::KStageBytes));
+          for (int chunk = 0; chunk < C::Chunks; ++chunk)
+            detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch, &v_full[stage]);
+        };
+        // With one Q buffer on persistent blocks the next tile's Q waits for this tile's epilogue: its first
+        // K stage is issued before it.
+        constexpr bool kKFirst = C::Persistent && C::QBuffers == 1;
+        const bool k_first = kKFirst && round > 0 && w.count > 0;
+        if (k_first) load_k(0);
+        const int qb = detail::stage_of<C::QBuffers>(q_loads);
+        if constexpr (C::Persistent) detail::wait_parity(&q_empty[qb], detail::phase_of<C::QBuffers>(q_loads) ^ 1u);
+        ++q_loads;
+        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &q_full[qb],
+                                             static_cast<uint32_t>(C::QBytes));
 #pragma unroll
-        for (int chunk = 0; chunk < C::Chunks; ++chunk) {
-          T* k_stage = smem_k + stage * (C::KStageBytes / 2);
-          detail::tma_load(k_stage + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch0, &k_full[stage]);
-          detail::tma_load(k_stage + (C::KVTileBytes / 2) + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch1, &k_full[stage]);
+        for (int half = 0; half < 2; ++half)
+#pragma unroll
+          for (int chunk = 0; chunk < C::Chunks; ++chunk)
+            detail::tma_load(smem_q + (qb * 2 * C::Chunks + half * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0,
+                             operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0 + half * shape.heads), &q_full[qb]);
+        for (int n = 0; n < w.count; ++n) {
+          if (!(k_first && n == 0)) load_k(n);
+          load_v(n);
         }
-        detail::wait_parity(&v_empty[stage], phase ^ 1u);
-        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &v_full[stage],
-                                             static_cast<uint32_t>(C::KVTileBytes));
-#pragma unroll
-        for (int chunk = 0; chunk < C::Chunks; ++chunk)
-          detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch, &v_full[stage]);
+        loaded += static_cast<uint32_t>(w.count);
       }
     }
   } else {
@@ -188,14 +271,12 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
     cutlass::arch::warpgroup_reg_alloc<C::ConsumerRegisters>();
     const int consumer = warpgroup - 1;
     const int warp = thread / 32, lane = thread % 32;
-    const uint64_t q_desc = wgmma::k_major(wgmma::shared_address(smem_q) + consumer * C::QTileBytes);
     const uint64_t k_desc = wgmma::k_major(wgmma::shared_address(smem_k) + consumer * C::KVTileBytes);
     const uint64_t v_desc = wgmma::mn_major(wgmma::shared_address(smem_v), C::BN);
     wgmma::Fragment<float, C::BN / 2> acc_s;
     wgmma::Fragment<float, C::HeadDim / 2> acc_o;
     wgmma::Fragment<uint32_t, C::BN / 4> p;
     const int col_lane = 2 * (lane % 4);
-    const int row_base = row0 + 16 * warp + lane / 4;
 
     // The turn ring (sm90_attention.cuh): consumer c waits on barrier 1 + c, passes it to the other.
     constexpr int kTurnThreads = 256;
@@ -212,126 +293,254 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
 #pragma unroll
       for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(acc_s(2 * i), acc_s(2 * i + 1));
     };
-    auto issue_s = [&](int stage) {
-      wgmma::fence(acc_s);
-      wgmma::arrive();
-      const uint64_t k_stage = wgmma::advance(k_desc, stage * static_cast<uint32_t>(C::KStageBytes));
+    uint32_t consumed = 0, q_uses = 0;  // uses of the K/V rings and of the Q buffers so far
+    for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
+      const Work w = work_of(t);
+      const int bh = w.bh, row0 = w.row0, begin = w.begin, count = w.count;
+      const int row_base = row0 + 16 * warp + lane / 4;
+      const int qb = detail::stage_of<C::QBuffers>(q_uses);
+      const uint32_t q_phase = detail::phase_of<C::QBuffers>(q_uses);
+      if (C::Persistent || count > 0) ++q_uses;
+      unsigned char* q_buffer = base + qb * C::QBytes;
+      const uint64_t q_desc = wgmma::k_major(wgmma::shared_address(q_buffer) + consumer * C::QTileBytes);
+
+      auto issue_s = [&](int stage) {
+        wgmma::fence(acc_s);
+        wgmma::arrive();
+        const uint64_t k_stage = wgmma::advance(k_desc, stage * static_cast<uint32_t>(C::KStageBytes));
 #pragma unroll
-      for (int kb = 0; kb < Ty::KBlocksS; ++kb)
-        wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_desc, wgmma::k_major_block(64, kb)),
-                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb)), acc_s, kb > 0);
-      wgmma::commit();
-    };
-    auto issue_o = [&](int stage) {
-      wgmma::fence(p);
-      wgmma::fence(acc_o);
-      wgmma::arrive();
-      const uint64_t v_stage = wgmma::advance(v_desc, stage * static_cast<uint32_t>(C::KVTileBytes));
+        for (int kb = 0; kb < Ty::KBlocksS; ++kb)
+          wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_desc, wgmma::k_major_block(64, kb)),
+                                           wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb)), acc_s, kb > 0);
+        wgmma::commit();
+      };
+      auto issue_o = [&](int stage) {
+        wgmma::fence(p);
+        wgmma::fence(acc_o);
+        wgmma::arrive();
+        const uint64_t v_stage = wgmma::advance(v_desc, stage * static_cast<uint32_t>(C::KVTileBytes));
 #pragma unroll
-      for (int kb = 0; kb < Ty::KBlocksO; ++kb)
-        wgmma::mma_rs<typename Ty::MmaO>(p, kb, wgmma::advance(v_stage, wgmma::mn_major_block(kb)), acc_o, true);
-      wgmma::commit();
-    };
-    // Logits of key tile j: the score functor, then the mask on boundary tiles (and keys ≥ seq_k).
-    auto logits = [&](int j) {
-      const int col0 = j * C::BN;
-      if constexpr (!Score::kIdentity) {
+        for (int kb = 0; kb < Ty::KBlocksO; ++kb)
+          wgmma::mma_rs<typename Ty::MmaO>(p, kb, wgmma::advance(v_stage, wgmma::mn_major_block(kb)), acc_o, true);
+        wgmma::commit();
+      };
+      // Logits of key tile j: the score functor, then the mask on boundary tiles (and keys ≥ seq_k).
+      auto logits = [&](int j) {
+        const int col0 = j * C::BN;
+        if constexpr (!Score::kIdentity) {
 #pragma unroll
-        for (int i = 0; i < C::BN / 2; ++i)
-          acc_s(i) = score(bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
+          for (int i = 0; i < C::BN / 2; ++i)
+            acc_s(i) = score(bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
+        }
+        if (col0 + C::BN > shape.seq_k || mask.partial(bh, row0, 64, col0, C::BN)) {
+#pragma unroll
+          for (int i = 0; i < C::BN / 2; ++i) {
+            const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
+            if (!(col < shape.seq_k && mask.visible(bh, row, col))) acc_s(i) = negative_infinity();
+          }
+        }
+      };
+      State<C::BN / 2> state;
+      state.init();
+      wgmma::clear(acc_o);
+
+      // With persistent blocks every tile's Q buffer is waited for: the exchange below writes into it.
+      if (C::Persistent && count == 0) detail::wait_parity(&q_full[qb], q_phase);
+      if (count > 0) {
+        float correction[2];
+        auto rescale_o = [&] {
+#pragma unroll
+          for (int i = 0; i < C::HeadDim / 2; ++i) acc_o(i) *= correction[(i / 2) % 2];
+        };
+        detail::wait_parity(&q_full[qb], q_phase);
+        {
+          const int ks = detail::stage_of<C::Stages>(consumed);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(consumed));
+          detail::named_sync(my_turn, kTurnThreads);
+          issue_s(ks);
+          detail::named_arrive(next_turn, kTurnThreads);
+          wgmma::wait<0>();
+          wgmma::fence(acc_s);
+          release(&k_empty[ks]);
+          logits(begin);
+          state.update(acc_s, score.scale_log2, correction);
+          to_p();
+        }
+        for (int n = 1; n < count; ++n) {
+          const int ks = detail::stage_of<C::Stages>(consumed + n), vs = detail::stage_of<C::Stages>(consumed + n - 1);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(consumed + n));
+          detail::named_sync(my_turn, kTurnThreads);
+          issue_s(ks);
+          rescale_o();
+          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(consumed + n - 1));
+          issue_o(vs);
+          detail::named_arrive(next_turn, kTurnThreads);
+          wgmma::wait<1>();
+          wgmma::fence(acc_s);
+          release(&k_empty[ks]);
+          logits(begin + n);
+          state.update(acc_s, score.scale_log2, correction);
+          wgmma::wait<0>();
+          wgmma::fence(acc_o);
+          wgmma::fence(p);
+          release(&v_empty[vs]);
+          to_p();
+        }
+        {
+          const int vs = detail::stage_of<C::Stages>(consumed + count - 1);
+          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(consumed + count - 1));
+          detail::named_sync(my_turn, kTurnThreads);
+          rescale_o();
+          issue_o(vs);
+          detail::named_arrive(next_turn, kTurnThreads);
+          wgmma::wait<0>();
+          wgmma::fence(acc_o);
+          release(&v_empty[vs]);
+        }
+        consumed += static_cast<uint32_t>(count);
       }
-      if (col0 + C::BN > shape.seq_k || mask.partial(bh, row0, 64, col0, C::BN)) {
+
+      // ---- Epilogue: x_c = O / Σ p (zeros for rows that see no key; NaN with Mask::kEmptyRowNaN) ----
+      float inverse[2];
+      state.finish(inverse);
+      if constexpr (mask_empty_row_nan<Mask>(0)) {
 #pragma unroll
-        for (int i = 0; i < C::BN / 2; ++i) {
-          const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
-          if (!(col < shape.seq_k && mask.visible(bh, row, col))) acc_s(i) = negative_infinity();
+        for (int r = 0; r < 2; ++r)
+          if (inverse[r] == 0.0f) inverse[r] = __int_as_float(0x7fc00000);
+      }
+      constexpr bool kStagedCombine = C::StagedCombine && epilogue_staged_combine<Epilogue>(0);
+      if constexpr (kStagedCombine) {
+        // Consumer kC's half of the staged combine (kC a constant: the fragment's indices stay static).
+        auto staged_combine = [&](auto consumer_index) {
+          constexpr int kC = decltype(consumer_index)::value, kOther = 1 - kC;
+          constexpr int kStagedBarrier = 5;
+          constexpr int kOwn = C::HeadDim / 4;  // fragment elements of this consumer's columns
+          // The Q buffer is free once both consumers' products are done (each one's last wgmma wait above);
+          // the async proxy's reads of it (and of the K ring) ordered before the generic writes below.
+          detail::named_sync(kQDoneBarrier, kTurnThreads);
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          const uint32_t exchange = static_cast<uint32_t>(__cvta_generic_to_shared(q_buffer));
+          // this consumer's x of the other's columns: region kC, element i
+#pragma unroll
+          for (int i = 0; i < kOwn; ++i) {
+            const float x = acc_o(kOther * kOwn + i) * inverse[((kOther * kOwn + i) / 2) % 2];
+            asm volatile("st.shared.f32 [%0], %1;" ::"r"(exchange + ((kC * kOwn + i) * 128 + thread) * 4), "f"(x));
+          }
+          detail::named_sync(kX1Barrier, kTurnThreads);
+          float theirs[kOwn];
+#pragma unroll
+          for (int i = 0; i < kOwn; ++i)
+            asm volatile("ld.shared.f32 %0, [%1];" : "=f"(theirs[i]) : "r"(exchange + ((kOther * kOwn + i) * 128 + thread) * 4));
+          // The pairs of x_0 and x_1 of this consumer's columns (i even, fragment element kC·kOwn + i). Its own
+          // x rounded to f32 on its own (__fmul_rn: not contracted into the combine's arithmetic), as the
+          // other's x is through shared memory and as the pair-by-pair combine receives both: the same bits.
+          auto pair = [&](int i, float* x0, float* x1) {
+            const int at = kC * kOwn + i, r = (at / 2) % 2;
+            const float m0 = __fmul_rn(acc_o(at), inverse[r]), m1 = __fmul_rn(acc_o(at + 1), inverse[r]);
+            x0[0] = kC == 0 ? m0 : theirs[i];
+            x0[1] = kC == 0 ? m1 : theirs[i + 1];
+            x1[0] = kC == 0 ? theirs[i] : m0;
+            x1[1] = kC == 0 ? theirs[i + 1] : m1;
+          };
+          const bool staged = (reinterpret_cast<uintptr_t>(epilogue.staged_row(0, 0)) & 15) == 0 && (C::HeadDim * 2) % 16 == 0;
+          if (staged) {
+            // Every word first, one row of the thread's two after the other: no store between the packs, so
+            // the epilogue's own inputs (a 0-d λ) are read once per row.
+            uint32_t words[kOwn / 2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int row = row_base + 8 * r;
+              if (row < shape.seq_q) {
+#pragma unroll
+                for (int i = 0; i < kOwn; i += 2) {
+                  if (((kC * kOwn + i) / 2) % 2 != r) continue;
+                  float x0[2], x1[2];
+                  pair(i, x0, x1);
+                  words[i / 2] = epilogue.staged_combine(bh, row, 8 * ((kC * kOwn + i) / 4) + col_lane, x0[0], x0[1], x1[0], x1[1]);
+                }
+              } else {
+#pragma unroll
+                for (int i = 0; i < kOwn; i += 2)
+                  if (((kC * kOwn + i) / 2) % 2 == r) words[i / 2] = 0u;
+              }
+            }
+            constexpr int kRowChunks = C::HeadDim / 8;  // 16-byte chunks of a row
+            // The rows: in the idle K ring with one block per work tile; with persistent blocks (the ring
+            // holds the next tile's stages) in the Q buffer, once every exchange read is done.
+            uint32_t slice;
+            if constexpr (C::Persistent) {
+              constexpr int kReadBarrier = 6;
+              detail::named_sync(kReadBarrier, kTurnThreads);
+              slice = exchange;
+            } else {
+              slice = static_cast<uint32_t>(__cvta_generic_to_shared(base + C::KOffset));
+            }
+            // 64-column panels of 64 rows × 128 bytes, 16-byte chunk c of row l at chunk c ^ (l % 8). Writes:
+            // this thread's rows 16·warp + lane/4 (+ 8), so the 8 rows of one store hit 8 different chunks.
+            const uint32_t to_row = slice + (16 * warp + lane / 4) * 128 + col_lane * 2;
+            const uint32_t swizzle = (lane / 4) * 16;
+#pragma unroll
+            for (int i = 0; i < kOwn; i += 2) {
+              const int at = kC * kOwn + i;
+              const int col = 8 * (at / 4);  // + col_lane
+              const uint32_t to = to_row + (col / 64) * 64 * 128 + ((at / 2) % 2) * 8 * 128 + ((((col % 64) / 8) * 16) ^ swizzle);
+              asm volatile("st.shared.b32 [%0], %1;" ::"r"(to), "r"(words[i / 2]));
+            }
+            detail::named_sync(kStagedBarrier, kTurnThreads);  // every row packed
+            // Reads: 256 threads cover 256 / kRowChunks rows per step, 8 consecutive lanes one 128-byte panel
+            // row (conflict-free), stored as full 128-byte lines.
+            constexpr int kRowsPerStep = 256 / kRowChunks;
+            const int all = kC * 128 + thread;
+            const int first_local = all / kRowChunks, chunk = all % kRowChunks;
+            const uint32_t from = slice + (chunk / 8) * 64 * 128 + first_local * 128 + (((chunk % 8) ^ (first_local % 8)) * 16);
+#pragma unroll
+            for (int n = 0; n < 64 / kRowsPerStep; ++n) {
+              const int row = row0 + first_local + kRowsPerStep * n;  // (local % 8 = first_local % 8: kRowsPerStep 32 or 16)
+              uint32_t x, y, z, u;
+              asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(u) : "r"(from + kRowsPerStep * n * 128));
+              if (row < shape.seq_q) {
+                unsigned char* to = static_cast<unsigned char*>(epilogue.staged_row(bh, row)) + 16 * chunk;
+                asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(x), "r"(y), "r"(z), "r"(u) : "memory");
+              }
+            }
+          } else {
+#pragma unroll
+            for (int i = 0; i < kOwn; i += 2) {
+              const int at = kC * kOwn + i;
+              const int row = row_base + 8 * ((at / 2) % 2);
+              float x0[2], x1[2];
+              pair(i, x0, x1);
+              if (row < shape.seq_q) epilogue.combine(bh, row, 8 * (at / 4) + col_lane, x0[0], x0[1], x1[0], x1[1]);
+            }
+          }
+        };
+        if (consumer == 0) staged_combine(detail::Index<0>{});
+        else staged_combine(detail::Index<1>{});
+        if constexpr (C::Persistent) {
+          // this warp's reads of the Q buffer are done; the generic accesses ordered before the next TMA write
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          release(&q_empty[qb]);
+        }
+      } else if (consumer == 1) {
+        // Q is free once consumer 0's products are done too (its last wgmma wait above).
+        detail::named_sync(kQDoneBarrier, kTurnThreads);
+#pragma unroll
+        for (int i = 0; i < C::HeadDim / 2; ++i) smem_x1[i * 128 + thread] = acc_o(i) * inverse[(i / 2) % 2];
+        detail::named_arrive(kX1Barrier, kTurnThreads);
+      } else {
+        detail::named_arrive(kQDoneBarrier, kTurnThreads);
+        detail::named_sync(kX1Barrier, kTurnThreads);
+#pragma unroll
+        for (int i = 0; i < C::HeadDim / 2; i += 2) {
+          const int r = (i / 2) % 2;
+          const int row = row_base + 8 * r;
+          if (row < shape.seq_q)
+            epilogue.combine(bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r], smem_x1[i * 128 + thread],
+                             smem_x1[(i + 1) * 128 + thread]);
         }
       }
-    };
-    State<C::BN / 2> state;
-    state.init();
-    wgmma::clear(acc_o);
-
-    if (count > 0) {
-      float correction[2];
-      auto rescale_o = [&] {
-#pragma unroll
-        for (int i = 0; i < C::HeadDim / 2; ++i) acc_o(i) *= correction[(i / 2) % 2];
-      };
-      detail::wait_parity(&q_full[0], 0);
-      {
-        const int ks = detail::stage_of<C::Stages>(0);
-        detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(0));
-        detail::named_sync(my_turn, kTurnThreads);
-        issue_s(ks);
-        detail::named_arrive(next_turn, kTurnThreads);
-        wgmma::wait<0>();
-        wgmma::fence(acc_s);
-        release(&k_empty[ks]);
-        logits(begin);
-        state.update(acc_s, score.scale_log2, correction);
-        to_p();
-      }
-      for (int n = 1; n < count; ++n) {
-        const int ks = detail::stage_of<C::Stages>(n), vs = detail::stage_of<C::Stages>(n - 1);
-        detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(n));
-        detail::named_sync(my_turn, kTurnThreads);
-        issue_s(ks);
-        rescale_o();
-        detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(n - 1));
-        issue_o(vs);
-        detail::named_arrive(next_turn, kTurnThreads);
-        wgmma::wait<1>();
-        wgmma::fence(acc_s);
-        release(&k_empty[ks]);
-        logits(begin + n);
-        state.update(acc_s, score.scale_log2, correction);
-        wgmma::wait<0>();
-        wgmma::fence(acc_o);
-        wgmma::fence(p);
-        release(&v_empty[vs]);
-        to_p();
-      }
-      {
-        const int vs = detail::stage_of<C::Stages>(count - 1);
-        detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(count - 1));
-        detail::named_sync(my_turn, kTurnThreads);
-        rescale_o();
-        issue_o(vs);
-        detail::named_arrive(next_turn, kTurnThreads);
-        wgmma::wait<0>();
-        wgmma::fence(acc_o);
-        release(&v_empty[vs]);
-      }
     }
-
-    // ---- Epilogue: x_c = O / Σ p (zeros for rows that see no key; NaN with Mask::kEmptyRowNaN) ----
-    float inverse[2];
-    state.finish(inverse);
-    if constexpr (mask_empty_row_nan<Mask>(0)) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        if (inverse[r] == 0.0f) inverse[r] = __int_as_float(0x7fc00000);
-    }
-    if (consumer == 1) {
-      // Q is free once consumer 0's products are done too (its last wgmma wait above).
-      detail::named_sync(kQDoneBarrier, kTurnThreads);
-#pragma unroll
-      for (int i = 0; i < C::HeadDim / 2; ++i) smem_x1[i * 128 + thread] = acc_o(i) * inverse[(i / 2) % 2];
-      detail::named_arrive(kX1Barrier, kTurnThreads);
-    } else {
-      detail::named_arrive(kQDoneBarrier, kTurnThreads);
-      detail::named_sync(kX1Barrier, kTurnThreads);
-#pragma unroll
-      for (int i = 0; i < C::HeadDim / 2; i += 2) {
-        const int r = (i / 2) % 2;
-        const int row = row_base + 8 * r;
-        if (row < shape.seq_q)
-          epilogue.combine(bh, row, 8 * (i / 4) + col_lane, acc_o(i) * inverse[r], acc_o(i + 1) * inverse[r], smem_x1[i * 128 + thread],
-                           smem_x1[(i + 1) * 128 + thread]);
-      }
-      detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
-    }
+    if (consumer == 0) detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
   }
 }
 

@@ -1,6 +1,7 @@
 // The attention skeleton's dual mode for two kernels of one program (attention_dual.h).
 #include "backend/cuda/attention_dual.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 
@@ -34,8 +35,8 @@ bool same_operand(const GemmSkeletonLaunch::Operand& a, const GemmSkeletonLaunch
 // The most key tiles of a row the dual mode takes (see generate_attention_dual_kernel).
 constexpr int64_t kDualMaxKeyTiles = 32;
 
-int64_t dual_smem_bytes(int head_dim, int bn, int stages) {
-  return 2LL * 64 * head_dim * 2 + static_cast<int64_t>(stages) * 3 * bn * head_dim * 2 + 8LL * (2 + 4 * stages) + 1024;
+int64_t dual_smem_bytes(int head_dim, int bn, int stages, int q_buffers = 1) {
+  return q_buffers * 2LL * 64 * head_dim * 2 + static_cast<int64_t>(stages) * 3 * bn * head_dim * 2 + 8LL * (2 * q_buffers + 4 * stages) + 1024;
 }
 
 }  // namespace
@@ -105,7 +106,9 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
 
   // Rows over kDualMaxKeyTiles key tiles keep the two kernels: there the dual kernel's 1.5× K/V bytes per
   // MMA (each consumer loads its own K tile) cost more than a0's round trip and the second launch save
-  // (measured: bench/NOTES.md, tenth session, diff-one). $SOLDER_ATTN_DUAL=1 takes it anyway.
+  // (measured: bench/NOTES.md, tenth session, diff-one; on persistent blocks with the staged combine still
+  // 2477.7 us against the two kernels' 2355.9 at hd64 S 16k, H100, 2026-11-28, one round). $SOLDER_ATTN_DUAL=1
+  // takes it anyway.
   const int64_t key_tiles = (static_cast<int64_t>(la.seq_k) + a.bn - 1) / a.bn;
   if (key_tiles > kDualMaxKeyTiles && dual_knob != "1")
     return refuse(std::to_string(key_tiles) + " key tiles per row (the dual mode takes at most " + std::to_string(kDualMaxKeyTiles) +
@@ -115,8 +118,25 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
   int stages = 4;
   while (stages > 2 && dual_smem_bytes(head_dim, bn, stages) > 232448) --stages;
   if (dual_smem_bytes(head_dim, bn, stages) > 232448) return refuse("two stages of both K tiles and V do not fit in shared memory");
+  // The staged combine (sm90_attention_dual.cuh, "Staged combine": each consumer half of the columns,
+  // x exchanged at shared addresses, the rows staged in shared memory, 16-byte row stores) where the
+  // epilogue offers it, on persistent blocks, one per SM: the producer loads the next work tile's Q (into
+  // a second Q buffer where it fits beside the ring: hd64) and K/V stages while the consumers combine and
+  // store the current one. Measured (H100, 2026-11-28, same call, two rounds, the second alone on the GPU):
+  // hd64 S 1k 205.9 -> 178.4 us, S 4k 653.4 -> 636.5, hd128 S 1k 281.6 -> 274.4 (its round alone: 270.8
+  // -> 276.3 at the median, 270.3 -> 245.5 at the replays' minimum: a tie within its two clock speeds);
+  // the staged combine on one block per tile alone: 201.0 / 660.0 / 277.2. $SOLDER_ATTN_DUAL_PERSISTENT=0
+  // keeps one block per work tile with the staged combine, $SOLDER_ATTN_DUAL_COMBINE=pairs the previous
+  // kernel (consumer 0's pair-by-pair combine(), one block per work tile) (A/B runs).
+  const char* combine_knob = std::getenv("SOLDER_ATTN_DUAL_COMBINE");
+  const bool staged_combine = b.staged_combine && !(combine_knob && std::string(combine_knob) == "pairs");
+  constexpr int64_t kSmCount = 132;  // H100 SXM
+  const char* persistent_knob = std::getenv("SOLDER_ATTN_DUAL_PERSISTENT");
+  const bool persistent = staged_combine && !(persistent_knob && std::string(persistent_knob) == "0");
+  const int q_buffers = persistent && dual_smem_bytes(head_dim, bn, stages, 2) <= 232448 ? 2 : 1;
   const std::string config = std::string("solder::attention::DualConfig<") + (a.f16 ? "solder::gemm::Dtype::f16" : "solder::gemm::Dtype::bf16") + ", " +
-                             std::to_string(head_dim) + ", " + std::to_string(bn) + ", " + std::to_string(stages) + ">";
+                             std::to_string(head_dim) + ", " + std::to_string(bn) + ", " + std::to_string(stages) +
+                             (persistent ? ", true, true, " + std::to_string(q_buffers) + ">" : staged_combine ? ", true>" : ">");
   const int64_t tiles = static_cast<int64_t>(la.batch) * la.heads * ((la.seq_q + 63) / 64);
 
   // The source: the second kernel's functors (combine() in its epilogue) on the dual skeleton.
@@ -129,7 +149,9 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
   result.summary = config + " (64 query rows x " + std::to_string(bn) + " keys per tile, " + std::to_string(stages) +
                    "-stage K ring of both halves' K tiles and V ring, consumer warpgroup 0 the half of " + program.kernels[first].name +
                    ", 1 the half of " + program.kernels[first + 1].name + " + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles, " + lead +
-                   "; " + a.output + " never stored: the first half's o / Σp reaches the combine in f32 through shared memory";
+                   "; " + a.output + " never stored: the first half's o / Σp reaches the combine in f32 through shared memory" +
+                   (staged_combine ? " (each consumer half of the columns, 16-byte row stores)" : "") +
+                   (persistent ? "; persistent blocks, one per SM, " + std::to_string(q_buffers) + " Q buffer" + (q_buffers > 1 ? "s" : "") : "");
   std::string source = "#include <solder/attention/sm90_attention_dual.cuh>\n";
   source += "// kernels " + program.kernels[first].name + " and " + program.kernels[first + 1].name + " as one: computes";
   for (auto& d : program.kernels[first].definitions) source += " " + d;
@@ -150,8 +172,8 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
   result.info.name = name_b;
   result.info.threads = 384;
   result.info.cluster = 1;
-  result.info.blocks = tiles;
-  result.info.shared_bytes = dual_smem_bytes(head_dim, bn, stages);
+  result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
+  result.info.shared_bytes = dual_smem_bytes(head_dim, bn, stages, q_buffers);
   AttentionSkeletonLaunch launch = la;  // the first half's lead indices: the kernel adds heads for the second
   launch.config = config;
   result.info.attention = launch;

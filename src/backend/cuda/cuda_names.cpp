@@ -46,6 +46,8 @@ const std::set<std::string>& reserved_cuda_words() {
         "kPreload", "Preload", "preload",
         // the staged epilogue (functors.cuh, kStaged): the epilogue functor's members
         "kStaged", "staged_pack", "staged_row",
+        // the dual mode's staged combine (functors.cuh, kStagedCombine)
+        "kStagedCombine", "staged_combine",
         "max_ll_", "min_ll_",
         // CUDA: built-in variables, vector and half types, namespaces, the runtime's names.
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2", "nv_bfloat16",

@@ -101,6 +101,8 @@ struct AttentionSkeletonKernel {
   // whether the epilogue has combine() (MmaStreamWriter::set_dual_first).
   std::string output;
   bool combine = false;
+  // whether it has staged_combine() and staged_row() too (functors.cuh, kStagedCombine).
+  bool staged_combine = false;
   bool plain_epilogue = false;  // the stored value is o / Σp itself (no post map, no input read)
   int head_dim = 0, bn = 0;
   bool f16 = false;

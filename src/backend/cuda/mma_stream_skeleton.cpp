@@ -1800,6 +1800,20 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
         if (D_ < kHeadDim) out << "    if (col_ >= " << D_ << ") return;  // padding columns\n";
         out << "    o0_ = combine_value_(bh_, row_, col_, x0_, o0_);\n    o1_ = combine_value_(bh_, row_, col_ + 1, x1_, o1_);\n";
         out << store_pair.str() << "  }\n";
+        if ((o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && !staged_epilogue) {
+          // The dual mode's staged combine (functors.cuh, kStagedCombine): the word combine() stores, and the
+          // row's address for the 16-byte row stores.
+          out << "  // the dual mode's staged combine: the stored pair as one 4-byte word, and the address of the row's first element\n";
+          out << "  static constexpr bool kStagedCombine = true;\n";
+          out << "  __device__ unsigned int staged_combine(int bh_, int row_, int col_, float x0_, float x1_, float o0_, float o1_) const {\n";
+          out << "    o0_ = combine_value_(bh_, row_, col_, x0_, o0_);\n    o1_ = combine_value_(bh_, row_, col_ + 1, x1_, o1_);\n";
+          if (o->dtype == DType::bf16) out << "    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);\n";
+          else out << "    const __half2 w_ = __floats2half2_rn(o0_, o1_);\n";
+          out << "    return *reinterpret_cast<const unsigned int*>(&w_);\n  }\n";
+          out << "  __device__ void* staged_row(int bh_, int row_) const {\n";
+          out << "    return &" << op << "[(static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL];\n  }\n";
+          dual_staged_combine_ = true;
+        }
         dual_combine_ = true;
       }
     }
@@ -1851,6 +1865,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.summary = summary;
   result.output = o->name;
   result.combine = dual_combine_;
+  result.staged_combine = dual_staged_combine_;
   result.plain_epilogue = plain_epilogue_;
   result.head_dim = static_cast<int>(kHeadDim);
   result.bn = static_cast<int>(bn);

@@ -76,6 +76,7 @@ class MmaStreamWriter {
   const Kernel& kernel_;
   std::string dual_first_;     // set_dual_first
   bool dual_combine_ = false;  // combine() written
+  bool dual_staged_combine_ = false;  // staged_combine() and staged_row() written too
   bool plain_epilogue_ = false;  // the epilogue stores o / Σp itself
   CudaExprPrinter printer_;
   IntervalBuilder intervals_;

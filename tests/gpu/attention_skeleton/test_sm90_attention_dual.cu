@@ -7,11 +7,17 @@
 // and a softcap score. The combine runs in f32 (the generated code's o = a0 − λ·a1 before the one
 // rounding): the output's bound is the skeleton test's for each half.
 //
+// The staged combine (DualConfig::StagedCombine: each consumer half of the columns, 16-byte row stores)
+// and persistent blocks (7 blocks, several rounds; one or two Q buffers) must also give the bits of the
+// pair-by-pair combine on one block per tile, run on the same inputs; an epilogue whose rows are not
+// 16-byte aligned takes the pair-by-pair fallback. Argument 2 filters the cases by label.
+//
 // Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
 // holds NaN. Each case runs twice and must give the same bits. Exit 0 when every case passes, 1 on a
 // failure, 3 on a CUDA error. Build and run: tests/gpu/attention_skeleton/run.sh dual.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <solder/attention/sm90_attention_dual.cuh>
@@ -28,8 +34,11 @@ using solder::attention::SoftcapScore;
 namespace {
 
 int failures = 0, cases = 0;
+const char* filter = nullptr;  // argv[2]: run only the cases whose label contains it
+bool selected(const char* label) { return !filter || std::strstr(label, filter); }
 
-// o[bh][row][col] = x0 − lambda · x1, rounded once to T.
+// o[bh][row][col] = x0 − lambda · x1 (one fma: __fmaf_rn, so that the compiler cannot contract the kernel's
+// x0 = O·(1/Σp) into it instead, a choice that differs between kernels), rounded once to T.
 template <Dtype T>
 struct DiffStore {
   void* out;
@@ -37,7 +46,35 @@ struct DiffStore {
   int dim;
   float lambda;
   __device__ void combine(int bh, int row, int col, float x00, float x01, float x10, float x11) const {
-    Store16<T>{out, dim, seq}(bh, row, col, x00 - lambda * x10, x01 - lambda * x11);
+    Store16<T>{out, dim, seq}(bh, row, col, __fmaf_rn(-lambda, x10, x00), __fmaf_rn(-lambda, x11, x01));
+  }
+};
+
+// The same value through the staged combine (kStagedCombine): the word combine() would store, λ read from
+// device memory (a 0-d tensor, as the generated epilogue reads it). With `misalign` its staged_row(0, 0) is
+// not 16-byte aligned, which makes the kernel take each consumer's pair-by-pair combine() instead.
+template <Dtype T>
+struct DiffStaged {
+  void* out;
+  int seq;
+  int dim;
+  const float* lambda;
+  bool misalign;
+  static constexpr bool kStagedCombine = true;
+  __device__ void combine(int bh, int row, int col, float x00, float x01, float x10, float x11) const {
+    Store16<T>{out, dim, seq}(bh, row, col, __fmaf_rn(-lambda[0], x10, x00), __fmaf_rn(-lambda[0], x11, x01));
+  }
+  __device__ unsigned staged_combine(int, int, int, float x00, float x01, float x10, float x11) const {
+    if constexpr (T == Dtype::bf16) {
+      const __nv_bfloat162 w = __floats2bfloat162_rn(__fmaf_rn(-lambda[0], x10, x00), __fmaf_rn(-lambda[0], x11, x01));
+      return *reinterpret_cast<const unsigned*>(&w);
+    } else {
+      const __half2 w = __floats2half2_rn(__fmaf_rn(-lambda[0], x10, x00), __fmaf_rn(-lambda[0], x11, x01));
+      return *reinterpret_cast<const unsigned*>(&w);
+    }
+  }
+  __device__ void* staged_row(int bh, int row) const {
+    return static_cast<unsigned char*>(out) + (size_t(bh) * seq + row) * dim * 2 + (misalign ? 2 : 0);
   }
 };
 
@@ -55,13 +92,15 @@ void launch_dual(const TensorMap& q, const TensorMap& k, const TensorMap& v, con
                  const E& epilogue) {
   auto kernel = solder::attention::attention_dual_kernel<C, Score, Mask, E>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
-  const solder::attention::LaunchGeometry g = solder::attention::dual_launch_config(C{}, shape);
+  // persistent blocks: 7 of them, so that every shape but the smallest runs several rounds
+  const solder::attention::LaunchGeometry g = solder::attention::dual_launch_config(C{}, shape, C::Persistent ? 7 : 0);
   kernel<<<dim3(g.grid[0]), dim3(g.block[0]), g.smem_bytes>>>(q, k, v, shape, score, mask, epilogue);
   CUDA_CHECK(cudaGetLastError());
 }
 
 template <class C, class Score, class Mask>
-void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng) {
+void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng, bool misalign = false) {
+  if (!selected(name)) return;
   constexpr int D = C::HeadDim;
   const int bh = c.batch * c.heads, bh_kv = c.batch * c.heads_kv;
   // q: [batch][2][heads], k: [batch][2][heads_kv] (the halves at lead index 0 and 1), v: [batch][heads_kv]
@@ -124,13 +163,30 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
       }
     }
 
-  std::vector<uint16_t> first(count), got(count);
+  std::vector<uint16_t> first(count), got(count), pairs;
+  float* lambda_device = nullptr;
+  CUDA_CHECK(cudaMalloc(&lambda_device, sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(lambda_device, &lambda, sizeof(float), cudaMemcpyHostToDevice));
   for (int run = 0; run < 2; ++run) {
     CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
-    launch_dual<C>(mq, mk, mv, shape, score, mask, epilogue);
+    if constexpr (C::StagedCombine)
+      launch_dual<C>(mq, mk, mv, shape, score, mask, DiffStaged<C::T>{o.device, c.seq_q, D, lambda_device, misalign});
+    else
+      launch_dual<C>(mq, mk, mv, shape, score, mask, epilogue);
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemcpy(run == 0 ? first.data() : got.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
   }
+  // The staged combine computes what consumer 0's pair-by-pair combine() stores: the same bits.
+  long long unlike = 0;
+  if constexpr (C::StagedCombine) {
+    pairs.resize(count);
+    CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
+    launch_dual<DualConfig<C::T, C::HeadDim, C::BN, C::Stages>>(mq, mk, mv, shape, score, mask, epilogue);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(pairs.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; ++i) unlike += got[i] != pairs[i];
+  }
+  CUDA_CHECK(cudaFree(lambda_device));
   ++cases;
   const double unit = C::T == Dtype::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   long long bad = 0, nan = 0, moved = 0;
@@ -150,11 +206,13 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
     err2 += (g - ref[i]) * (g - ref[i]);
     ref2 += ref[i] * ref[i];
   }
-  const bool ok = bad == 0 && nan == 0 && moved == 0;
+  const bool ok = bad == 0 && nan == 0 && moved == 0 && unlike == 0;
   if (!ok) ++failures;
-  std::printf("%s %-30s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ run to run, worst err/bound %.3f, rel L2 %.2e\n",
+  std::printf("%s %-30s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ run to run, worst err/bound %.3f, rel L2 %.2e",
               ok ? "OK  " : "FAIL", name, D, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, worst,
               std::sqrt(err2 / (ref2 + 1e-300)));
+  if constexpr (C::StagedCombine) std::printf(", %lld differ from the pair-by-pair combine", unlike);
+  std::printf("\n");
   if (!ok && first_bad != size_t(-1)) {
     const size_t row = first_bad / D;
     std::printf("     first wrong: bh %zu row %zu d %zu: got %.6f, expected %.6f\n", row / c.seq_q, row % c.seq_q, first_bad % D,
@@ -191,6 +249,13 @@ void run_config(const char* name, std::mt19937& rng, bool functors) {
   }
   std::snprintf(label, sizeof label, "%s causal offset -5", name);
   run_case<C>(label, Case{2, 3, 3, 100, 100, 0}, plain, CausalMask{-5}, rng);
+  if constexpr (C::StagedCombine) {
+    // the pair-by-pair fallback (rows not 16-byte aligned)
+    for (const Case& c : {Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 1, 129, 300, 8}}) {
+      std::snprintf(label, sizeof label, "%s unaligned", name);
+      run_case<C>(label, c, plain, NoMask{}, rng, true);
+    }
+  }
 }
 
 }  // namespace
@@ -200,8 +265,17 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (%d SMs), seed %u\n", prop.name, prop.multiProcessorCount, seed);
+  if (argc > 2) filter = argv[2];
   std::mt19937 rng(seed);
   // the emitter's dual configurations (hd64: 4 stages, hd128: 2), then other tiles and f16
+  // the staged combine (the emitter's default), each case also against the pair-by-pair combine's bits
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true>>("dual bf16 d64 64x128 s4 staged", rng, true);
+  run_config<DualConfig<Dtype::bf16, 128, 128, 2, true>>("dual bf16 d128 64x128 s2 staged", rng, true);
+  run_config<DualConfig<Dtype::f16, 64, 64, 3, true>>("dual f16 d64 64x64 s3 staged", rng, false);
+  // persistent blocks (7) with the staged combine: two Q buffers at hd64, one at hd128
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 2>>("dual bf16 d64 64x128 s4 persistent q2", rng, true);
+  run_config<DualConfig<Dtype::bf16, 128, 128, 2, true, true, 1>>("dual bf16 d128 64x128 s2 persistent q1", rng, true);
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 1>>("dual bf16 d64 64x128 s4 persistent q1", rng, false);
   run_config<DualConfig<Dtype::bf16, 64, 128, 4>>("dual bf16 d64 64x128 s4", rng, true);
   run_config<DualConfig<Dtype::bf16, 128, 128, 2>>("dual bf16 d128 64x128 s2", rng, true);
   run_config<DualConfig<Dtype::bf16, 64, 64, 3>>("dual bf16 d64 64x64 s3", rng, false);

@@ -53,7 +53,10 @@ TEST(AttentionDual, DiffAttnRunsAsOneKernel) {
     auto k = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
     ASSERT_TRUE(k) << refusal;
     const int stages = d == 64 ? 4 : 2;
-    const std::string config = "solder::attention::DualConfig<solder::gemm::Dtype::bf16, " + std::to_string(d) + ", 128, " + std::to_string(stages) + ">";
+    // the staged combine on persistent blocks: two Q buffers at hd64, one at hd128 (the 2-stage ring's room)
+    const int q_buffers = d == 64 ? 2 : 1;
+    const std::string config = "solder::attention::DualConfig<solder::gemm::Dtype::bf16, " + std::to_string(d) + ", 128, " + std::to_string(stages) +
+                               ", true, true, " + std::to_string(q_buffers) + ">";
     EXPECT_NE(k->source.find("#include <solder/attention/sm90_attention_dual.cuh>"), std::string::npos);
     EXPECT_NE(k->source.find("using fused_o_config_ = " + config + ";"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("SOLDER_ATTENTION_DUAL_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)"), std::string::npos);
@@ -61,14 +64,24 @@ TEST(AttentionDual, DiffAttnRunsAsOneKernel) {
     // the combine: a0 is the first half's value x_, λ read at the stored element, one rounding to bf16
     EXPECT_NE(k->source.find("return ((&x_)[0] - (solder::to_float(lam[0]) * (&a_)[0]));"), std::string::npos) << k->source;
     EXPECT_NE(k->source.find("__device__ void combine(int bh_, int row_, int col_, float x0_, float x1_, float o0_, float o1_) const {"), std::string::npos);
+    // the staged combine: the same value as one packed word (no store), and the row's address
+    EXPECT_NE(k->source.find("static constexpr bool kStagedCombine = true;"), std::string::npos);
+    EXPECT_NE(k->source.find("__device__ unsigned int staged_combine(int bh_, int row_, int col_, float x0_, float x1_, float o0_, float o1_) const {\n"
+                             "    o0_ = combine_value_(bh_, row_, col_, x0_, o0_);\n    o1_ = combine_value_(bh_, row_, col_ + 1, x1_, o1_);\n"
+                             "    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);\n    return *reinterpret_cast<const unsigned int*>(&w_);\n  }\n"),
+              std::string::npos)
+        << k->source;
+    EXPECT_NE(k->source.find("__device__ void* staged_row(int bh_, int row_) const {\n    return &o__[(static_cast<long long>(bh_) * 1024LL + row_) * " +
+                             std::to_string(d) + "LL];\n  }\n"),
+              std::string::npos);
     const size_t combine = k->source.find("combine_value_(");
     ASSERT_NE(combine, std::string::npos);
     EXPECT_EQ(k->source.find("a0[", combine), std::string::npos) << "the dual kernel never reads a0";
     EXPECT_EQ(k->source.find("store(&a0["), std::string::npos) << "nor stores it";
     EXPECT_EQ(k->info.name, "fused_o");
-    EXPECT_EQ(k->info.blocks, 16 * 8 * (1024 / 64));
+    EXPECT_EQ(k->info.blocks, 132) << "persistent blocks, one per SM (of 16 * 8 * 16 work tiles)";
     EXPECT_EQ(k->info.threads, 384);
-    EXPECT_EQ(k->info.shared_bytes, 2 * 64 * d * 2 + stages * 3 * 128 * d * 2 + 8 * (2 + 4 * stages) + 1024);
+    EXPECT_EQ(k->info.shared_bytes, q_buffers * 2 * 64 * d * 2 + stages * 3 * 128 * d * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024);
     ASSERT_TRUE(k->info.attention);
     const AttentionSkeletonLaunch& a = *k->info.attention;
     EXPECT_EQ(a.config, config);
@@ -107,6 +120,32 @@ TEST(AttentionDual, GeneratedModuleAndTheSwitch) {
   EXPECT_NE(two.source.find("SOLDER_ATTENTION_KERNEL(fused_a0"), std::string::npos);
 }
 
+// $SOLDER_ATTN_DUAL_COMBINE=pairs keeps consumer 0's pair-by-pair combine on one block per work tile (the
+// Config without StagedCombine); $SOLDER_ATTN_DUAL_PERSISTENT=0 the staged combine on one block per tile.
+TEST(AttentionDual, CombineAndPersistentKnobs) {
+  Compiled c = compile_text(example_text("diff_attn"));
+  std::string refusal;
+  setenv("SOLDER_ATTN_DUAL_COMBINE", "pairs", 1);
+  auto pairs = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
+  unsetenv("SOLDER_ATTN_DUAL_COMBINE");
+  ASSERT_TRUE(pairs) << refusal;
+  EXPECT_EQ(pairs->info.attention->config, "solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4>");
+  EXPECT_EQ(pairs->info.blocks, 2048);
+  EXPECT_EQ(pairs->summary.find("16-byte row stores"), std::string::npos) << pairs->summary;
+  setenv("SOLDER_ATTN_DUAL_PERSISTENT", "0", 1);
+  auto staged = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
+  unsetenv("SOLDER_ATTN_DUAL_PERSISTENT");
+  ASSERT_TRUE(staged) << refusal;
+  EXPECT_EQ(staged->info.attention->config, "solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true>");
+  EXPECT_EQ(staged->info.blocks, 2048);
+  EXPECT_EQ(staged->info.shared_bytes, 2 * 64 * 64 * 2 + 4 * 3 * 128 * 64 * 2 + 8 * (2 + 4 * 4) + 1024);
+  EXPECT_NE(staged->summary.find("each consumer half of the columns, 16-byte row stores"), std::string::npos) << staged->summary;
+  EXPECT_EQ(staged->summary.find("persistent"), std::string::npos) << staged->summary;
+  auto persistent = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
+  ASSERT_TRUE(persistent) << refusal;
+  EXPECT_NE(persistent->summary.find("; persistent blocks, one per SM, 2 Q buffers"), std::string::npos) << persistent->summary;
+}
+
 // Rows over 32 key tiles keep the two kernels (faster there on the H100); SOLDER_ATTN_DUAL=1 forces the dual one.
 TEST(AttentionDual, LongRowsKeepTwoKernels) {
   Compiled c = compile_text(example_text("diff_attn"), {{"B", 1}, {"S", 16384}});
@@ -118,7 +157,7 @@ TEST(AttentionDual, LongRowsKeepTwoKernels) {
   auto forced = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
   unsetenv("SOLDER_ATTN_DUAL");
   ASSERT_TRUE(forced) << refusal;
-  EXPECT_EQ(forced->info.blocks, 8 * (16384 / 64));
+  EXPECT_EQ(forced->info.blocks, 132) << "persistent blocks over 8 * 256 work tiles";
   Compiled s4k = compile_text(example_text("diff_attn"), {{"B", 4}, {"S", 4096}});
   EXPECT_TRUE(generate_attention_dual_kernel(s4k.view, s4k.named, 0, &refusal)) << refusal;
 }
