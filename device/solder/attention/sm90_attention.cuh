@@ -220,7 +220,10 @@ static __device__ unsigned int work_counter[2];
 // registers, 9 last S done (one key tile: = 8), 10 last V landed, 11 last turn taken, 12 last P·V done,
 // 13 epilogue's stores issued; 14 globaltimer then. Clocks are the SM's 32-bit %clock (their differences
 // modulo 2^32 are cycles). Producer words: 1 globaltimer and 2 clock at the tile's start (entry known),
-// 3 Q's buffer free, 4 Q issued, 5 first K stage free, 6 last V issued.
+// 3 Q's buffer free, 4 Q issued, 5 first K stage free, 6 last V issued; with a data mask on Dynamic
+// persistent blocks the classifier warps' (warp 1, lane 0) clock in the same record at 7 the entry read
+// from the work ring, 8 the list buffer free, 9 every class written, 10 the list posted (0: the block's
+// first work tile, classified before the roles split).
 static __device__ unsigned long long* stamp_buffer;
 constexpr int kStampWords = 16;
 __device__ __forceinline__ unsigned int clock_now() {  // (32 bits: differences modulo 2^32)
@@ -816,11 +819,18 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const uint32_t slot = static_cast<uint32_t>(round - 1) & 1u;
           detail::wait_parity(&work_full[slot], (static_cast<uint32_t>(round - 1) >> 1) & 1u);
           const int t = *static_cast<volatile int*>(&work_ids[slot]);
+          // Stamped<Config>: warp 1's lane 0 stamps words 7 .. 10 of the producer's record of tile t
+          unsigned long long* const record =
+              kStamps && cw == 0 && lane_c == 0 && t < total && detail::stamp_buffer != nullptr
+                  ? detail::stamp_buffer + (long long)t * (C::Consumers + 1) * detail::kStampWords
+                  : nullptr;
+          stamp_clock(record, 7);
           __syncwarp();
           if (lane_c == 0) cuda::ptx::mbarrier_arrive(&work_empty[slot]);
           const int buf = list_of(round);
           detail::wait_parity(&list_empty[buf], (static_cast<uint32_t>(round >> 1) & 1u) ^ 1u);
           detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // the last compaction has read tile_classes
+          stamp_clock(record, 8);
           Work w{};
           int tiles = 0;
           if (t < total) {
@@ -829,8 +839,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             tiles = classify(w, cw, kClassifyWarps, lane_c);
           }
           detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
+          stamp_clock(record, 9);
           if (cw == 0) {
             compact(w, tiles, buf, lane_c);
+            stamp_clock(record, 10);
             if (lane_c == 0) list_tile[buf] = t;
             __syncwarp();
             if (lane_c == 0) cuda::ptx::mbarrier_arrive(&list_full[buf]);
