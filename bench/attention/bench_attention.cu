@@ -16,7 +16,8 @@
 //   bench_attention stamps_data DIR  the same for document_mask's Configs (the emitter's Dynamic data-mask
 //                                  kernels with the staged epilogue, ids sorted_randint(0, 12) per batch
 //                                  as the suite's): S 4k (128-key tiles, the id table), then S 4k with
-//                                  two Q buffers, S 1k (64-key tiles, the table built per group) and
+//                                  the work tile's setup posted by the classifier warps (PostedWork) and
+//                                  with two Q buffers, S 1k (64-key tiles, the table built per group) and
 //                                  S 16k; the classifier warps' stamps are in the producer's records.
 //
 // Timing: a CUDA graph of `per_graph` launches (about 2 TFLOP per graph), 2 warm-up replays, then CUDA
@@ -339,6 +340,7 @@ int main(int argc, char** argv) {
     using Doc4k = DocumentMask<32, 4>;
     int* doc4k = document_ids(4, 4096, 4096);
     ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>>(dir, "docmask_s4k", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, true>>(dir, "docmask_s4k_pw", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
     ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true>>(dir, "docmask_s4k_q2", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
     CUDA_CHECK(cudaFree(doc4k));
     int* doc1k = document_ids(16, 1024, 1024);
