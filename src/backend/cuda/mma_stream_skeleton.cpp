@@ -1229,6 +1229,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
+  // A data mask keeps one Q buffer; $SOLDER_ATTN_QBUFFERS=2 takes two on its persistent kernel (A/B runs:
+  // the producer loads the next work tile's Q, then its K and V, before this tile's last S is issued).
+  if (const char* e = std::getenv("SOLDER_ATTN_QBUFFERS"); data && persistent && e && std::string(e) == "2") q_buffers = 2;
   // One block per work tile without a bias (vanilla / gqa at hd64 from S 4k, and at hd128): the stages
   // above. $SOLDER_ATTN_STAGES=N (2..8) overrides them where N stages fit (A/B runs).
   if (const char* forced = std::getenv("SOLDER_ATTN_STAGES"); forced && *forced && !persistent && !with_bias && !staged_bits) {

@@ -666,6 +666,22 @@ TEST(AttentionSkeletonEmit, PostedWorkByKnob) {
   EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << longer->summary;
 }
 
+// A data mask keeps one Q buffer on its persistent kernel; $SOLDER_ATTN_QBUFFERS=2 takes two there (the
+// staged epilogue's buffer and the 4-stage ring still fit: 2 x 16 KB + 4 x 32 KB + 16 KB at S 4k).
+TEST(AttentionSkeletonEmit, DataMaskTwoQBuffersByKnob) {
+  std::string refusal;
+  auto plain = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
+  setenv("SOLDER_ATTN_QBUFFERS", "2", 1);
+  auto two = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto two_1k = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_QBUFFERS");
+  ASSERT_TRUE(plain && two && two_1k) << refusal;
+  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>;"), std::string::npos) << plain->summary;
+  EXPECT_NE(two->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true>;"), std::string::npos) << two->summary;
+  EXPECT_NE(two->summary.find("2 Q buffers"), std::string::npos) << two->summary;
+  EXPECT_NE(two_1k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 2, 0, true, false, true>;"), std::string::npos) << two_1k->summary;
+}
+
 // Causal's rows (a mask of one comparison, the plain score) on persistent blocks past 8 key tiles per work
 // tile too: hd64 up to 32 (S 4k), hd128 at every length (two Q buffers, Dynamic, free consumers, the
 // staged epilogue, the posted setup; S 1k keeps one Q buffer); hd64 S 16k on 3 consumers with the staged
