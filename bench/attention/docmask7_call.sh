@@ -8,8 +8,7 @@
 #      with PostedWork and with two Q buffers, S 1k, S 16k; stamped and plain outputs bit for bit), split
 #      by bench/attention/stamps_table.py,
 #   2. document_mask through `solder run --backend cuda` (float64 reference): small, paper and S 4k / 16k
-#      with the default, S 4k with SOLDER_ATTN_POSTED=1 SOLDER_ATTN_QBUFFERS=2 (S 1k's 64-key Config with
-#      both: the device test),
+#      with the default, paper (S 1k, 64-key tiles) and S 4k with SOLDER_ATTN_POSTED=1 SOLDER_ATTN_QBUFFERS=2,
 #   3. `solder bench`, round 1: S 1k / 4k / 16k, modes old (the default), pw (SOLDER_ATTN_POSTED=1), q2
 #      (SOLDER_ATTN_QBUFFERS=2), pwq2 (both),
 #   4. FlexAttention max-autotune on the three cells (bench/peers.py, kernel time, CUDA-graph replays),
@@ -36,7 +35,7 @@ date -u +%Y-%m-%dT%H:%M:%SZ | tee -a "$out/device.txt"
 cat COMMIT 2>/dev/null | tee -a "$out/device.txt"
 ex=examples/document_mask.sol
 printf '%s\n' "|$ex --small" "|$ex" "|$ex --dim B=4 --dim S=4096" "|$ex --dim B=1 --dim S=16384" \
-  "SOLDER_ATTN_POSTED=1 SOLDER_ATTN_QBUFFERS=2|$ex --dim B=4 --dim S=4096" > "$out/runs.txt"
+  "SOLDER_ATTN_POSTED=1 SOLDER_ATTN_QBUFFERS=2|$ex" "SOLDER_ATTN_POSTED=1 SOLDER_ATTN_QBUFFERS=2|$ex --dim B=4 --dim S=4096" > "$out/runs.txt"
 printf '%s\n' "document_mask-d64-s1024 --dim B=16 --dim S=1024 --dim D=64 --dim H=16" \
   "document_mask-d64-s4096 --dim B=4 --dim S=4096 --dim D=64 --dim H=16" \
   "document_mask-d64-s16384 --dim B=1 --dim S=16384 --dim D=64 --dim H=16" > "$out/cells.txt"
