@@ -418,11 +418,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       list_work[buf][4] = w.end;
     }
   };
-  // (read after the wait on list_full[buf], whose arrival releases the writes above)
-  auto list_work_of = [&](int buf) -> Work {
-    const volatile int* posted = list_work[buf];
-    return Work{posted[0], posted[1], posted[2], posted[3], posted[4]};
-  };
   __shared__ alignas(8) uint64_t list_barriers[kDataLoop ? 4 : 1];
   uint64_t* list_full = list_barriers;       // [2]: buffer b holds the list of the round being read
   uint64_t* list_empty = list_barriers + 2;  // [2]: the producer thread and every consumer warp are done with it
@@ -431,6 +426,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   constexpr int kClassifyWarps = 3;
   // The list buffer of round `round` (0 without persistent blocks).
   auto list_of = [&](int round) { return kDataLoop ? (round & 1) : 0; };
+  // The Work posted with round `round`'s list, after the wait on its list_full (whose arrival releases
+  // post_list_work's writes; the caller's own wait on it right after then passes at once).
+  auto posted_list_work = [&](int round) -> Work {
+    const int buf = list_of(round);
+    detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
+    const volatile int* posted = list_work[buf];
+    return Work{posted[0], posted[1], posted[2], posted[3], posted[4]};
+  };
   auto tiles_of = [&](const Work& w, int buf) -> int {
     if constexpr (kData) return tile_count[buf];
     else return w.end - w.begin;
@@ -751,9 +754,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           stamp_clock(record, 2);
         }
         if constexpr (kDynamic) claimed = static_cast<int>(gridDim.x + atomicAdd(&detail::work_counter[0], 1u));
+        const Work w = kPostedList ? posted_list_work(round) : kPostedRing ? posted_work : locate(t);
         const int buf = list_of(round);
         if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
-        const Work w = kPostedList ? list_work_of(buf) : kPostedRing ? posted_work : locate(t);
         const int count = tiles_of(w, buf);
         stamp_header(record, 0, count);
         if (count <= 0) {
@@ -845,10 +848,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::wait_parity(&work_full[slot], (static_cast<uint32_t>(round - 1) >> 1) & 1u);
           const int t = *static_cast<volatile int*>(&work_ids[slot]);
           // Stamped<Config>: warp 1's lane 0 stamps words 7 .. 10 of the producer's record of tile t
-          unsigned long long* const record =
-              kStamps && cw == 0 && lane_c == 0 && t < total && detail::stamp_buffer != nullptr
-                  ? detail::stamp_buffer + (long long)t * (C::Consumers + 1) * detail::kStampWords
-                  : nullptr;
+          unsigned long long* record = nullptr;
+          if constexpr (kStamps) {
+            if (cw == 0 && lane_c == 0 && t < total && detail::stamp_buffer != nullptr)
+              record = detail::stamp_buffer + (long long)t * (C::Consumers + 1) * detail::kStampWords;
+          }
           stamp_clock(record, 7);
           __syncwarp();
           if (lane_c == 0) cuda::ptx::mbarrier_arrive(&work_empty[slot]);
@@ -862,7 +866,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             w = locate(t);
             // (PostedWork: its Work into the list buffer now, which every reader has released, so that
             // the fields classify() does not read hold no register through it)
-            if (cw == 0 && lane_c == 0) post_list_work(buf, w);
+            if constexpr (kPostedList) {
+              if (cw == 0 && lane_c == 0) post_list_work(buf, w);
+            }
             ensure_group(w, cw, lane_c);
             tiles = classify(w, cw, kClassifyWarps, lane_c);
           }
@@ -1016,9 +1022,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         stamp(record, 1, detail::global_now());
         stamp_clock(record, 2);
       }
-      const int buf = list_of(round);
-      if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
-      const Work w = kPostedList ? list_work_of(buf) : kPostedRing ? taken_work : locate(t);
+      const Work w = kPostedList ? posted_list_work(round) : kPostedRing ? taken_work : locate(t);
       // This thread's rows: accumulator register i ↔ row 16·warp + lane/4 + 8·((i/2) % 2), column
       // 8·(i/4) + 2·(lane % 4) + i % 2 of the warpgroup's 64 × N tile.
       const int my_row0 = w.row0 + 64 * consumer;
@@ -1027,6 +1031,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // previous tile ran), the ids of this thread's two rows once per work tile (rows past seq_q are
       // not stored: the last row's), and per boundary tile the ids of its keys, loaded right after S is
       // issued, one key per lane and 32 keys per register (kIdRegs), shared by shuffles.
+      const int buf = list_of(round);
+      if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
       constexpr bool kIdShuffle = kData && C::BN % 32 == 0;
       constexpr int kIdRegs = kIdShuffle ? C::BN / 32 : 1;
       int row_ids[2] = {0, 0};
