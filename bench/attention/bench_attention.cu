@@ -13,6 +13,12 @@
 //                                  rounds, their outputs compared bit for bit, and the last stamped launch's
 //                                  records written to DIR/stamps_NAME.bin (sm90_attention.cuh, "Clock
 //                                  stamps"; bench/attention/stamps_table.py reads them).
+//   bench_attention stamps_data DIR  the same for document_mask's Configs (the emitter's Dynamic data-mask
+//                                  kernels with the staged epilogue, ids sorted_randint(0, 12) per batch
+//                                  as the suite's): S 4k (128-key tiles, the id table), then S 4k with
+//                                  the work tile's setup posted by the classifier warps (PostedWork) and
+//                                  with two Q buffers, S 1k (64-key tiles, the table built per group) and
+//                                  S 16k; the classifier warps' stamps are in the producer's records.
 //
 // Timing: a CUDA graph of `per_graph` launches (about 2 TFLOP per graph), 2 warm-up replays, then CUDA
 // events around each of 15 replays; the median replay / per_graph. Inputs are random (hash-filled on the
@@ -20,6 +26,7 @@
 // The peers (cuDNN and FlashAttention SDPA through torch) are timed the same way by peer.py.
 #include <algorithm>
 #include <ctime>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -148,6 +155,60 @@ void write_json(const char* path) {
 // outputs bit for bit, and writes the last timed stamped launch's records to dir/stamps_<name>.bin: a
 // header of 8 int64 (magic 0x5354414d50, consumers, total work tiles, words per record, batch, heads, seq, head dim),
 // then total · (Consumers + 1) records.
+// Store16 with the staged epilogue's interface (functors.cuh, "epilogue_staged"): a Config with
+// StagedEpilogue stores whole rows through shared memory, any other stores per pair through Store16.
+struct StagedStore16 : Store16<Dtype::bf16> {
+  static constexpr bool kStaged = true;
+  __device__ unsigned int staged_pack(int, int, int, float o0, float o1) const {
+    const __nv_bfloat162 w = __floats2bfloat162_rn(o0, o1);
+    return *reinterpret_cast<const unsigned int*>(&w);
+  }
+  __device__ void* staged_row(int bh, int row) const { return static_cast<unsigned char*>(out) + (size_t(bh) * seq + row) * ld * 2; }
+};
+
+// document_mask's mask as the emitter writes it (kDataTiles, one-id tiles, rows without a key NaN, the
+// keys' ids in one group per batch): query row i of batch b sees key j when doc[b][i] == doc[b][j].
+template <int MaxKeyTiles, int ColGroups>
+struct DocumentMask {
+  const int* doc;
+  int heads, seq;
+  static constexpr bool kDataTiles = true;
+  static constexpr bool kOneIdTiles = true;
+  static constexpr bool kEmptyRowNaN = true;
+  static constexpr int kMaxKeyTiles = MaxKeyTiles;
+  static constexpr int kColGroups = ColGroups;
+  __device__ int col_groups() const { return kColGroups; }
+  __device__ int col_group(int bh) const { return bh / heads; }
+  __device__ int group_bh(int group) const { return group * heads; }
+  __device__ void key_tiles(int, int, int, int seq_k, int bn, int* begin, int* end) const {
+    *begin = 0;
+    *end = (seq_k + bn - 1) / bn;
+  }
+  __device__ bool partial(int, int, int, int, int) const { return true; }
+  __device__ int row_id(int bh, int row) const { return doc[size_t(bh / heads) * seq + row]; }
+  __device__ int col_id(int bh, int col) const { return doc[size_t(bh / heads) * seq + col]; }
+  __device__ bool match(int, int r, int c) const { return r == c; }
+  __device__ int tile_class(int, int row_lo, int row_hi, int col_lo, int col_hi) const {
+    if (col_hi < row_lo || col_lo > row_hi) return 0;
+    return row_lo == row_hi && col_lo == col_hi && row_lo == col_lo ? 1 : 2;
+  }
+  __device__ bool visible(int bh, int row, int col) const { return match(bh, row_id(bh, row), col_id(bh, col)); }
+};
+
+// The suite's document ids (bench/suites.py, `sorted_randint(0, 12)`): per batch seq draws from [0, 12), sorted.
+int* document_ids(int batch, int seq, unsigned seed) {
+  std::vector<int> ids(size_t(batch) * seq);
+  std::mt19937 rng(seed);
+  for (int b = 0; b < batch; ++b) {
+    for (int i = 0; i < seq; ++i) ids[size_t(b) * seq + i] = int(rng() % 12);
+    std::sort(ids.begin() + size_t(b) * seq, ids.begin() + size_t(b + 1) * seq);
+  }
+  int* device = nullptr;
+  CUDA_CHECK(cudaMalloc(&device, ids.size() * sizeof(int)));
+  CUDA_CHECK(cudaMemcpy(device, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice));
+  return device;
+}
+
 template <class C, class Mask>
 bool stamps(const char* dir, const char* name, int batch, int heads, int seq, const Mask& mask, bool causal, bool persistent) {
   using S = solder::attention::Stamped<C>;
@@ -163,7 +224,7 @@ bool stamps(const char* dir, const char* name, int batch, int heads, int seq, co
   shape.seq_q = seq;
   shape.seq_k = seq;
   const PlainScore score{float(1.4426950408889634 / std::sqrt(double(D)))};
-  Store16<Dtype::bf16> epilogue{o.device, D, seq}, epilogue_stamped{o_stamped.device, D, seq};
+  StagedStore16 epilogue{{o.device, D, seq}}, epilogue_stamped{{o_stamped.device, D, seq}};
   const double flops = 4.0 * bh * double(seq) * seq * D * (causal ? 0.5 : 1.0);
   const int per_graph = std::max(2, std::min(50, int(2e12 / flops)));
   const int blocks = persistent ? sm_count : 0;
@@ -272,8 +333,26 @@ int main(int argc, char** argv) {
     // (not causal hd128 S 1k's Config: stamped, its consumers spill 4 bytes at 232 and at 240 registers)
     std::printf("stamps: %s\n", ok ? "all records written, outputs bit-identical" : "FAILED");
     if (!ok) return 1;
+  } else if (mode == "stamps_data") {  // document_mask's Configs (the emitter's at S 1k / 4k / 16k, and two variants at S 4k)
+    const char* dir = argc > 2 ? argv[2] : ".";
+    json = nullptr;
+    bool ok = true;
+    using Doc4k = DocumentMask<32, 4>;
+    int* doc4k = document_ids(4, 4096, 4096);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>>(dir, "docmask_s4k", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, true>>(dir, "docmask_s4k_pw", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true>>(dir, "docmask_s4k_q2", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
+    CUDA_CHECK(cudaFree(doc4k));
+    int* doc1k = document_ids(16, 1024, 1024);
+    ok &= stamps<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>>(dir, "docmask_s1k", 16, heads, 1024, DocumentMask<16, 16>{doc1k, heads, 1024}, false, true);
+    CUDA_CHECK(cudaFree(doc1k));
+    int* doc16k = document_ids(1, 16384, 16384);
+    ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>>(dir, "docmask_s16k", 1, heads, 16384, DocumentMask<128, 1>{doc16k, heads, 16384}, false, true);
+    CUDA_CHECK(cudaFree(doc16k));
+    std::printf("stamps_data: %s\n", ok ? "all records written, outputs bit-identical" : "FAILED");
+    if (!ok) return 1;
   } else {
-    std::fprintf(stderr, "usage: bench_attention table|profile|stamps [JSON|DIR]\n");
+    std::fprintf(stderr, "usage: bench_attention table|profile|stamps|stamps_data [JSON|DIR]\n");
     return 2;
   }
   write_json(json);

@@ -105,8 +105,10 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              mask's key-tile range: `locate`'s result) with its entry in the work ring, so the consumers
 //              read it instead of computing it (integer divisions by run-time values, the mask's range),
 //              and each consumer takes the next entry before its epilogue's stores rather than after them.
-//              The same work tiles in the same order: the outputs are bit for bit those without it. Not
-//              with a data mask (its classifier warps post the entries through their lists).
+//              The same work tiles in the same order: the outputs are bit for bit those without it. With a
+//              data mask (Dynamic persistent blocks) the classifier warps, which locate each work tile to
+//              classify it, post its setup with its list instead, and the consumers take the next list
+//              after their stores as before (a list holds no ring slot).
 //   QRowsEpilogue  with Persistent and StagedEpilogue: the staged epilogue's buffer is the consumer's own Q
 //              rows of the work tile (its Q buffer), as without Persistent (EpilogueInQ), so the buffer
 //              takes no shared memory (the staggered hd64 kernel keeps its sixth K/V stage). Each consumer

@@ -220,7 +220,10 @@ static __device__ unsigned int work_counter[2];
 // registers, 9 last S done (one key tile: = 8), 10 last V landed, 11 last turn taken, 12 last P·V done,
 // 13 epilogue's stores issued; 14 globaltimer then. Clocks are the SM's 32-bit %clock (their differences
 // modulo 2^32 are cycles). Producer words: 1 globaltimer and 2 clock at the tile's start (entry known),
-// 3 Q's buffer free, 4 Q issued, 5 first K stage free, 6 last V issued.
+// 3 Q's buffer free, 4 Q issued, 5 first K stage free, 6 last V issued; with a data mask on Dynamic
+// persistent blocks the classifier warps' (warp 1, lane 0) clock in the same record at 7 the entry read
+// from the work ring, 8 the list buffer free, 9 every class written, 10 the list posted (0: the block's
+// first work tile, classified before the roles split).
 static __device__ unsigned long long* stamp_buffer;
 constexpr int kStampWords = 16;
 __device__ __forceinline__ unsigned int clock_now() {  // (32 bits: differences modulo 2^32)
@@ -355,9 +358,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   constexpr bool kDynamic = C::Dynamic;
   __shared__ int work_ids[kDynamic ? 2 : 1];
   // Config::PostedWork: each slot's entry also carries its Work (bh, bh_kv, row0, begin, end), located
-  // by the producer thread when it posts the entry.
+  // by the producer thread when it posts the entry. With a data mask the classifier warps locate each
+  // work tile anyway: they post its Work with its list instead (list_work below), and the work ring
+  // carries the bare entries to them.
   constexpr bool kPostedWork = C::PostedWork;
-  __shared__ int work_posted[kPostedWork ? 2 : 1][kPostedWork ? 5 : 1];
+  constexpr bool kPostedRing = kPostedWork && !mask_has_data_tiles<Mask>(0);
+  __shared__ int work_posted[kPostedRing ? 2 : 1][kPostedRing ? 5 : 1];
   __shared__ alignas(8) uint64_t work_barriers[kDynamic ? 4 : 1];
   uint64_t* work_full = work_barriers;       // [2]: slot s holds the entry of the block's (2k + s)-th tile
   uint64_t* work_empty = work_barriers + 2;  // [2]: every consumer warp (data masks: classifier warp) has read it
@@ -385,7 +391,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   constexpr bool kData = mask_has_data_tiles<Mask>(0);
   constexpr bool kDataLoop = kData && C::Persistent;
   static_assert(!(kDynamic && kData) || kDataLoop, "Dynamic with a data mask: persistent blocks");
-  static_assert(!(kPostedWork && kData), "PostedWork: not with a data mask (its lists carry the entries)");
+  static_assert(!(kPostedWork && kData) || (kDataLoop && kDynamic), "PostedWork with a data mask: Dynamic persistent blocks");
+  // PostedWork with a data mask: the Work of the work tile whose list buffer b holds, written with the list
+  // by the classifier warp that compacts it (round 0's before the roles split).
+  constexpr bool kPostedList = kPostedWork && kData;
   constexpr int kListSize = mask_max_key_tiles<Mask>(0);
   static_assert(kListSize <= 16383, "a data mask's list holds at most 16383 key tiles");
   // Boundary tiles of one key id (Mask::kOneIdTiles, functors.cuh): one compare per row, not per score.
@@ -399,6 +408,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   __shared__ int list_key_id[kLists][kOneId ? kListSize : 1];  // the same by list entry
   __shared__ int tile_count[kLists];
   __shared__ int list_tile[kLists];  // the list entry of the work tile whose list the buffer holds (Dynamic)
+  __shared__ int list_work[kPostedList ? kLists : 1][5];  // its Work (PostedWork)
+  auto post_list_work = [&](int buf, const Work& w) {
+    if constexpr (kPostedList) {
+      list_work[buf][0] = w.bh;
+      list_work[buf][1] = w.bh_kv;
+      list_work[buf][2] = w.row0;
+      list_work[buf][3] = w.begin;
+      list_work[buf][4] = w.end;
+    }
+  };
   __shared__ alignas(8) uint64_t list_barriers[kDataLoop ? 4 : 1];
   uint64_t* list_full = list_barriers;       // [2]: buffer b holds the list of the round being read
   uint64_t* list_empty = list_barriers + 2;  // [2]: the producer thread and every consumer warp are done with it
@@ -407,6 +426,14 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   constexpr int kClassifyWarps = 3;
   // The list buffer of round `round` (0 without persistent blocks).
   auto list_of = [&](int round) { return kDataLoop ? (round & 1) : 0; };
+  // The Work posted with round `round`'s list, after the wait on its list_full (whose arrival releases
+  // post_list_work's writes; the caller's own wait on it right after then passes at once).
+  auto posted_list_work = [&](int round) -> Work {
+    const int buf = list_of(round);
+    detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
+    const volatile int* posted = list_work[buf];
+    return Work{posted[0], posted[1], posted[2], posted[3], posted[4]};
+  };
   auto tiles_of = [&](const Work& w, int buf) -> int {
     if constexpr (kData) return tile_count[buf];
     else return w.end - w.begin;
@@ -641,7 +668,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     if (t0 < total) tiles = classify(w, warp_all, C::Threads / 32, lane_all);
     __syncthreads();
     if (warp_all == 0) compact(w, tiles, 0, lane_all);
-    if (threadIdx.x == 0) list_tile[0] = t0;
+    if (threadIdx.x == 0) {
+      list_tile[0] = t0;
+      post_list_work(0, w);
+    }
     if constexpr (kLazyTable) {
       if (threadIdx.x == 0 && t0 < total) group_ready[mask.col_group(w.bh)] = 1;  // (read after the barrier below)
     }
@@ -653,14 +683,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // Registers after setmaxnreg: persistent data-mask blocks with two consumers give the producer
   // warpgroup 40 (its classifier warps keep ≈ 16 id loads per lane in flight) and the consumers 232;
   // with Config::Dynamic 48 and 224 (the claims and posts spill at 40), and with the id table built per
-  // group in the classifier warps' loop (kLazyTable) 56 and 224 (at 48 the emitted document_mask S 1k
-  // kernel spilled 8 bytes).
+  // group in the classifier warps' loop (kLazyTable) or the work tile's setup posted with its list
+  // (PostedWork) 56 and 224 (at 48 the emitted document_mask S 1k kernel spilled 8 bytes, and S 4k's with
+  // PostedWork 20).
   // Free consumers, clock stamps and the posted work-tile setup with two consumers: 32 and 232 (at 24 the
   // producer thread spilled a register around its TMA issues: causal S 1k's free Config, hd128's stamped
   // one; 16 bytes with PostedWork's Work beside them, the Dynamic Config with turns).
   constexpr bool kWideProducer = (C::FreeConsumers || kStamps || C::PostedWork) && C::Consumers == 2;
   constexpr int kProducerRegisters =
-      kDataLoop && C::Consumers == 2 ? (kLazyTable ? 56 : kDynamic ? 48 : 40) : kWideProducer ? 32 : C::ProducerRegisters;
+      kDataLoop && C::Consumers == 2 ? (kLazyTable || kPostedList ? 56 : kDynamic ? 48 : 40) : kWideProducer ? 32 : C::ProducerRegisters;
   constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : kWideProducer ? 232 : C::ConsumerRegisters;
   // setmaxnreg moves registers within the block's launch allocation (65536 / threads per thread, in
   // steps of 8: 168 at 384 threads): a warpgroup's .inc waits until others' .dec have freed enough, so
@@ -686,13 +717,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       Work posted_work{};  // Config::PostedWork: the Work of the entry posted last (this thread's next tile)
       auto post = [&](int tile) {
         const uint32_t slot = posted & 1u;
-        if constexpr (kPostedWork) {
+        if constexpr (kPostedRing) {
           // located before the wait: the consumers may still be reading the slot's previous Work
           if (tile < total) posted_work = locate(tile);
         }
         detail::wait_parity(&work_empty[slot], ((posted >> 1) & 1u) ^ 1u);
         work_ids[slot] = tile;
-        if constexpr (kPostedWork) {
+        if constexpr (kPostedRing) {
           work_posted[slot][0] = posted_work.bh;
           work_posted[slot][1] = posted_work.bh_kv;
           work_posted[slot][2] = posted_work.row0;
@@ -723,7 +754,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           stamp_clock(record, 2);
         }
         if constexpr (kDynamic) claimed = static_cast<int>(gridDim.x + atomicAdd(&detail::work_counter[0], 1u));
-        const Work w = kPostedWork ? posted_work : locate(t);
+        const Work w = kPostedList ? posted_list_work(round) : kPostedRing ? posted_work : locate(t);
         const int buf = list_of(round);
         if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
         const int count = tiles_of(w, buf);
@@ -816,21 +847,36 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           const uint32_t slot = static_cast<uint32_t>(round - 1) & 1u;
           detail::wait_parity(&work_full[slot], (static_cast<uint32_t>(round - 1) >> 1) & 1u);
           const int t = *static_cast<volatile int*>(&work_ids[slot]);
+          // Stamped<Config>: warp 1's lane 0 stamps words 7 .. 10 of the producer's record of tile t
+          unsigned long long* record = nullptr;
+          if constexpr (kStamps) {
+            if (cw == 0 && lane_c == 0 && t < total && detail::stamp_buffer != nullptr)
+              record = detail::stamp_buffer + (long long)t * (C::Consumers + 1) * detail::kStampWords;
+          }
+          stamp_clock(record, 7);
           __syncwarp();
           if (lane_c == 0) cuda::ptx::mbarrier_arrive(&work_empty[slot]);
           const int buf = list_of(round);
           detail::wait_parity(&list_empty[buf], (static_cast<uint32_t>(round >> 1) & 1u) ^ 1u);
           detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // the last compaction has read tile_classes
+          stamp_clock(record, 8);
           Work w{};
           int tiles = 0;
           if (t < total) {
             w = locate(t);
+            // (PostedWork: its Work into the list buffer now, which every reader has released, so that
+            // the fields classify() does not read hold no register through it)
+            if constexpr (kPostedList) {
+              if (cw == 0 && lane_c == 0) post_list_work(buf, w);
+            }
             ensure_group(w, cw, lane_c);
             tiles = classify(w, cw, kClassifyWarps, lane_c);
           }
           detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
+          stamp_clock(record, 9);
           if (cw == 0) {
             compact(w, tiles, buf, lane_c);
+            stamp_clock(record, 10);
             if (lane_c == 0) list_tile[buf] = t;
             __syncwarp();
             if (lane_c == 0) cuda::ptx::mbarrier_arrive(&list_full[buf]);
@@ -957,7 +1003,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         const uint32_t slot = taken & 1u;
         detail::wait_parity(&work_full[slot], (taken >> 1) & 1u);
         const int tile = *static_cast<volatile int*>(&work_ids[slot]);
-        if constexpr (kPostedWork) {
+        if constexpr (kPostedRing) {
           const volatile int* posted = work_posted[slot];
           taken_work = Work{posted[0], posted[1], posted[2], posted[3], posted[4]};
         }
@@ -976,7 +1022,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         stamp(record, 1, detail::global_now());
         stamp_clock(record, 2);
       }
-      const Work w = kPostedWork ? taken_work : locate(t);
+      const Work w = kPostedList ? posted_list_work(round) : kPostedRing ? taken_work : locate(t);
       // This thread's rows: accumulator register i ↔ row 16·warp + lane/4 + 8·((i/2) % 2), column
       // 8·(i/4) + 2·(lane % 4) + i % 2 of the warpgroup's 64 × N tile.
       const int my_row0 = w.row0 + 64 * consumer;
@@ -1345,8 +1391,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       }
       if constexpr (kDataLoop) release(&list_empty[buf]);  // this warp's last read of the round's list
       // Config::PostedWork: the next entry now (the producer posted it once it had issued this tile's
-      // loads), so that the slot's release does not follow this tile's stores.
-      if constexpr (kPostedWork) next_t = take(round + 1);
+      // loads), so that the slot's release does not follow this tile's stores. (A data mask's entries
+      // come with their lists, which hold no slot: taken after the stores.)
+      if constexpr (kPostedRing) next_t = take(round + 1);
 
       // ---- Epilogue: O / Σ p (zeros for rows that see no key; NaN with Mask::kEmptyRowNaN) ----
       float inverse[2];
@@ -1433,7 +1480,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         stamp_clock(record, 13);
         stamp(record, 14, detail::global_now());
       }
-    } while (C::Persistent && (t = kPostedWork ? (++round, next_t) : take(++round)) < total);
+    } while (C::Persistent && (t = kPostedRing ? (++round, next_t) : take(++round)) < total);
     if (consumer == 0) {
       if constexpr (C::Stagger > 0) {
         // the turns consumer 1 passed at its start, given back (it still has that many products to issue)

@@ -1229,6 +1229,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
+  // A data mask keeps one Q buffer; $SOLDER_ATTN_QBUFFERS=2 takes two on its persistent kernel (A/B runs:
+  // the producer loads the next work tile's Q, then its K and V, before this tile's last S is issued).
+  if (const char* e = std::getenv("SOLDER_ATTN_QBUFFERS"); data && persistent && e && std::string(e) == "2") q_buffers = 2;
   // One block per work tile without a bias (vanilla / gqa at hd64 from S 4k, and at hd128): the stages
   // above. $SOLDER_ATTN_STAGES=N (2..8) overrides them where N stages fit (A/B runs).
   if (const char* forced = std::getenv("SOLDER_ATTN_STAGES"); forced && *forced && !persistent && !with_bias && !staged_bits) {
@@ -1278,8 +1281,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // The work tile's setup posted with its entry (Config's PostedWork: the producer locates each claimed
   // work tile once and posts head, rows and key-tile range with it; each consumer takes the next entry
   // before its epilogue's stores): causal's Dynamic kernels (one comparison of row and column, no data
-  // mask). $SOLDER_ATTN_POSTED=1 takes it on every Dynamic kernel without a data mask, =0 nowhere (A/B
-  // runs).
+  // mask). With a data mask the classifier warps post it with each work tile's list. $SOLDER_ATTN_POSTED=1
+  // takes it on every Dynamic kernel, data masks included, =0 nowhere (A/B runs).
   bool posted_work = false;
   {
     const char* e = std::getenv("SOLDER_ATTN_POSTED");
@@ -1289,7 +1292,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // 332.0 / 332.8 -> 324.6 / 328.6, same call as above); not measured on the short ones (sliding_window,
     // prefix_lm S 1k), which keep it off
     const bool two_long_posted = true;
-    if (e && *e) posted_work = dynamic && !data && std::string(e) == "1";
+    if (e && *e) posted_work = dynamic && std::string(e) == "1";
     else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
   }
   const int bm = 64 * consumers;
@@ -1838,7 +1841,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
                                                 (dynamic ? std::string("each block's first tile, then claimed from a counter as blocks free up") : std::string("snake order")) +
-                                                (posted_work ? std::string("; each tile's head, rows and key-tile range posted by the producer with its entry") : std::string("")) +
+                                                (posted_work ? std::string(data ? "; each tile's head, rows and key-tile range posted by the classifier warps with its list"
+                                                                   : "; each tile's head, rows and key-tile range posted by the producer with its entry")
+                                                            : std::string("")) +
                                                 (q_buffers > 1 ? std::string("; 2 Q buffers: the next work tile's Q, K and V load while this one runs") : std::string("")) +
                                                 (stagger > 0 ? "; consumer 1 staggered " + std::to_string(stagger) + " turns behind consumer 0, so one's work-tile boundary overlaps the other's products" : std::string("")) + ")"
                                           : std::string("")) + ", " +
@@ -1886,7 +1891,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // shared memory: both within sm_90's 227 KB per block. The id table (kColGroups): 8 bytes per group and
   // key tile.
   if (data && (seq_k + bn - 1) / bn > 16383) refuse("a data mask's key-tile list holds at most 16383 key tiles");
-  const int64_t list_bytes = ((persistent ? 5 : 3) + (one_id_tiles ? (persistent ? 12 : 8) : 0)) * ((seq_k + bn - 1) / bn) + (persistent ? 56 : 16) +
+  const int64_t list_bytes = ((persistent ? 5 : 3) + (one_id_tiles ? (persistent ? 12 : 8) : 0)) * ((seq_k + bn - 1) / bn) + (persistent ? 56 : 16) + (posted_work ? 40 : 0) +
                              (persistent && col_groups.count > 0 ? 8 * col_groups.count * ((seq_k + bn - 1) / bn) : 0);
   if (data && result.info.shared_bytes + list_bytes > 232448)
     refuse("the data mask's key-tile list (" + std::to_string(list_bytes) + " bytes of shared memory) does not fit beside the K/V ring");

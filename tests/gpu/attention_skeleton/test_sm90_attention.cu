@@ -961,6 +961,14 @@ int main(int argc, char** argv) {
   for (int blocks : {3, 7}) {
     if (mode != "dy" && !table_only && !ids_only) break;
     persistent_blocks = blocks;
+    // the emitter's document_mask S 4k kernel with the work tile's setup posted by the classifier warps
+    // with its list (Config::PostedWork on a data mask), and with two Q buffers (the next tile's Q, K and
+    // V before this tile's last S), each against the static persistent Config with the per-pair stores.
+    // (Not S 1k's 64-key Config with both: with this test's mask its consumers spill 4 bytes, `total`
+    // across the roles' split; the emitted S 1k kernel with both compiles without spills and is verified
+    // through `solder run --backend cuda`.)
+    run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy Ep Pw data", rng);
+    run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Q2 Dy Ep data", rng);
     run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy data", rng);
     run_data<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true>, true, Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P Dy data", rng);
     // the emitter's document_mask kernels (Dynamic, the staged epilogue) against the static persistent

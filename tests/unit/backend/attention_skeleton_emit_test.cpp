@@ -632,10 +632,10 @@ TEST(AttentionSkeletonEmit, StagedEpilogueInQRows) {
 }
 
 // The work tile's setup posted with its entry (Config's PostedWork): $SOLDER_ATTN_POSTED=1 takes it on every
-// Dynamic kernel without a data mask (causal and sliding_window S 1k), not on document_mask's Dynamic
-// kernel (its classifier warps post the entries) nor where there is no work ring (causal S 16k: one block
-// per work tile); =0 nowhere. By default on causal's Dynamic kernels (S 1k and 4k), not on
-// sliding_window's (free consumers and the staged epilogue by default there).
+// Dynamic kernel (causal and sliding_window S 1k; on document_mask's the classifier warps post it with each
+// list), not where there is no work ring (causal S 16k: one block per work tile); =0 nowhere. By default on
+// causal's Dynamic kernels (S 1k and 4k), not on sliding_window's (free consumers and the staged epilogue by
+// default there) nor on document_mask's.
 TEST(AttentionSkeletonEmit, PostedWorkByKnob) {
   std::string refusal;
   setenv("SOLDER_ATTN_POSTED", "1", 1);
@@ -659,8 +659,27 @@ TEST(AttentionSkeletonEmit, PostedWorkByKnob) {
   EXPECT_NE(sliding->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true, true>;"), std::string::npos)
       << sliding->summary;
   for (const auto* e : {&documents, &longer, &off}) EXPECT_EQ((*e)->summary.find("posted by the producer"), std::string::npos) << (*e)->summary;
+  EXPECT_NE(documents->summary.find("posted by the classifier warps with its list"), std::string::npos) << documents->summary;
+  EXPECT_NE(documents->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true, true>;"), std::string::npos)
+      << documents->summary;
   EXPECT_NE(off->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, true>;"), std::string::npos) << off->summary;
   EXPECT_NE(longer->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3, false, 0, 1, 0, false, false, true>;"), std::string::npos) << longer->summary;
+}
+
+// A data mask keeps one Q buffer on its persistent kernel; $SOLDER_ATTN_QBUFFERS=2 takes two there (the
+// staged epilogue's buffer and the 4-stage ring still fit: 2 x 16 KB + 4 x 32 KB + 16 KB at S 4k).
+TEST(AttentionSkeletonEmit, DataMaskTwoQBuffersByKnob) {
+  std::string refusal;
+  auto plain = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
+  setenv("SOLDER_ATTN_QBUFFERS", "2", 1);
+  auto two = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto two_1k = emit(compile("document_mask", {}), &refusal);
+  unsetenv("SOLDER_ATTN_QBUFFERS");
+  ASSERT_TRUE(plain && two && two_1k) << refusal;
+  EXPECT_NE(plain->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>;"), std::string::npos) << plain->summary;
+  EXPECT_NE(two->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, false, true>;"), std::string::npos) << two->summary;
+  EXPECT_NE(two->summary.find("2 Q buffers"), std::string::npos) << two->summary;
+  EXPECT_NE(two_1k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 2, 0, true, false, true>;"), std::string::npos) << two_1k->summary;
 }
 
 // Causal's rows (a mask of one comparison, the plain score) on persistent blocks past 8 key tiles per work
