@@ -112,11 +112,11 @@ KERNEL_COMMITS_ONLY = {
     # diff-combine: the dual kernel's staged combine on persistent blocks (the dual mode's files, a trait in
     # functors.cuh only the dual mode reads): diff_attn's one-kernel cells, S <= 4k (S 16k: two kernels)
     **{c: ("diff_attn-d64-s1024", "diff_attn-d64-s4096", "diff_attn-d128-s1024", "diff_attn-d128-s4096")
-       for c in ("dd7faa0", "8f0fcce", "78c2763", "7b06424", "46f16e8")},
+       for c in ("d57dfbd", "bfbe121", "aee87c9", "8ce3c21", "3f5ec8a")},
     # docmask7: stamps, PostedWork and two Q buffers on a data mask, by knob only: the default kernels' SASS
     # is the same before and after (document_mask S 1k / 4k / 16k by docmask7; causal S 1k / 4k, vanilla
     # S 1k / 4k, sliding_window S 1k, prefix_lm S 4k, alibi S 4k, evoformer B8 by the integrator)
-    "484123e": (), "6d4533f": (), "164e956": (), "4c3b361": (),
+    "c9909de": (), "e2e60b6": (), "f335db3": (), "e60f015": (),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
