@@ -940,22 +940,18 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // (A data mask: persistent blocks too, below: the producer warpgroup's idle warps classify the next
   // work tile's key tiles while the consumers run this one.)
   const bool short_masked = cond && !data && D_ <= 128 && (mean_key_tiles >= 0 ? mean_key_tiles <= 8 : seq_q <= 1024);  // hd128 S 4k: 546 µs persistent, 505 not
+  auto comparison = [](const Expr& e) {
+    if (e.kind() != ExprKind::Binary) return false;
+    const BinaryOp op = e.as<BinaryNode>()->op;
+    return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
+  };
   // A mask of one comparison of row and column (causal's col <= row + c).
-  bool one_comparison = false;
-  if (cond && cond->kind() == ExprKind::Binary) {
-    const BinaryOp op = cond->as<BinaryNode>()->op;
-    one_comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
-  }
+  const bool one_comparison = cond && comparison(*cond);
   // A mask of two comparisons of row and column joined by && or || (sliding_window's col <= row && row -
   // col <= W, prefix_lm's col < P || col <= row).
   bool two_comparisons = false;
   if (cond && cond->kind() == ExprKind::Binary) {
     const BinaryNode* both = cond->as<BinaryNode>();
-    auto comparison = [](const Expr& e) {
-      if (e.kind() != ExprKind::Binary) return false;
-      const BinaryOp op = e.as<BinaryNode>()->op;
-      return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge;
-    };
     two_comparisons = (both->op == BinaryOp::logical_and || both->op == BinaryOp::logical_or) && comparison(both->lhs) && comparison(both->rhs);
   }
   // Short unmasked rows at hd64 (vanilla, gqa: at most 8 key tiles of 128 per work tile) run like short
@@ -1762,17 +1758,23 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     else if (o->dtype == DType::f16) store_pair << "    *reinterpret_cast<__half2*>(&" << op << "[at_]) = __floats2half2_rn(o0_, o1_);\n";
     else store_pair << "    solder::store(&" << op << "[at_], o0_);\n    solder::store(&" << op << "[at_ + 1], o1_);\n";
     out << store_pair.str() << "  }\n";
+    // The end of a staged store function (the staged epilogue's staged_pack, the dual mode's staged_combine):
+    // the pair o0_, o1_ rounded to the output's 16-bit type as one 4-byte word; then staged_row, the address
+    // of a row's first element for the 16-byte row stores.
+    auto write_staged_word_and_row = [&] {
+      if (o->dtype == DType::bf16) out << "    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);\n";
+      else out << "    const __half2 w_ = __floats2half2_rn(o0_, o1_);\n";
+      out << "    return *reinterpret_cast<const unsigned int*>(&w_);\n  }\n";
+      out << "  __device__ void* staged_row(int bh_, int row_) const {\n";
+      out << "    return &" << op << "[(static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL];\n  }\n";
+    };
     if (staged_epilogue) {
       out << "  // the staged epilogue: the stored pair as one 4-byte word, and the address of the row's first element\n";
       out << "  static constexpr bool kStaged = true;\n";
       out << "  __device__ unsigned int staged_pack(int bh_, int row_, int col_, float o0_, float o1_) const {\n";
       if (!plain) out << "    o0_ = value_(bh_, row_, col_, o0_);\n    o1_ = value_(bh_, row_, col_ + 1, o1_);\n";
       else out << "    (void)bh_; (void)row_; (void)col_;\n";
-      if (o->dtype == DType::bf16) out << "    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);\n";
-      else out << "    const __half2 w_ = __floats2half2_rn(o0_, o1_);\n";
-      out << "    return *reinterpret_cast<const unsigned int*>(&w_);\n  }\n";
-      out << "  __device__ void* staged_row(int bh_, int row_) const {\n";
-      out << "    return &" << op << "[(static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL];\n  }\n";
+      write_staged_word_and_row();
       epilogue_text += q_rows_epilogue ? "; through shared memory (each consumer's own Q rows, Q released after the epilogue), 16-byte row stores"
                                        : "; through shared memory, 16-byte row stores";
     }
@@ -1810,11 +1812,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
           out << "  static constexpr bool kStagedCombine = true;\n";
           out << "  __device__ unsigned int staged_combine(int bh_, int row_, int col_, float x0_, float x1_, float o0_, float o1_) const {\n";
           out << "    o0_ = combine_value_(bh_, row_, col_, x0_, o0_);\n    o1_ = combine_value_(bh_, row_, col_ + 1, x1_, o1_);\n";
-          if (o->dtype == DType::bf16) out << "    const __nv_bfloat162 w_ = __floats2bfloat162_rn(o0_, o1_);\n";
-          else out << "    const __half2 w_ = __floats2half2_rn(o0_, o1_);\n";
-          out << "    return *reinterpret_cast<const unsigned int*>(&w_);\n  }\n";
-          out << "  __device__ void* staged_row(int bh_, int row_) const {\n";
-          out << "    return &" << op << "[(static_cast<long long>(bh_) * " << seq_q << "LL + row_) * " << D_ << "LL];\n  }\n";
+          write_staged_word_and_row();
           dual_staged_combine_ = true;
         }
         dual_combine_ = true;
