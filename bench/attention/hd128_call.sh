@@ -126,7 +126,7 @@ if [ "$(left)" -gt 15 ]; then
   grep -E "Duration|Compute \(SM\) Throughput|No Eligible|Warp Cycles Per Issued|Memory Throughput|Issued Warp|Eligible Warps" "$r/ncu-vanilla-d128-s1k.txt" | head -10
 fi
 
-python3 bench/attention/hd128_table.py "$r/solder.jsonl" "$r/peers.jsonl" > "$r/summary.md" 2>&1
+python3 bench/attention/long_table.py "$r/solder.jsonl" "$r/peers.jsonl" > "$r/summary.md" 2>&1
 tar czf "$O/r.tgz" -C "$O" r
 cp "$r/summary.md" "$O/summary.md"
 echo "== done in $(( $(date +%s) - start )) s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The summary of bench/attention/long_call.sh: per cell and mode the rounds' µs, the median against the
-cell's `old` mode and against cuDNN SDPA from the same call, and the TFLOP/s of the median (causal: half
-the score area, 4·B·H·S²·D / 2 FLOP).
+"""The summary of bench/attention/long_call.sh and hd128_call.sh: per cell and mode the rounds' µs, the
+median against the cell's `old` mode and against cuDNN SDPA from the same call, and the TFLOP/s of the
+median (vanilla: 4·B·H·S²·D FLOP; causal: half the score area, 4·B·H·S²·D / 2).
 
     long_table.py SOLDER_JSONL PEERS_JSONL
 """
@@ -20,12 +20,12 @@ def read(path):
 
 
 def flops(case):
-    m = re.match(r"causal-d(\d+)-s(\d+)$", case)
+    m = re.match(r"(causal|vanilla)-d(\d+)-s(\d+)$", case)
     if not m:
         return None
-    d, s = int(m.group(1)), int(m.group(2))
+    d, s = int(m.group(2)), int(m.group(3))
     tokens = 16 * 1024  # the suite: B·S = 16k tokens, 16 heads
-    return 4 * (tokens // s) * 16 * s * s * d / 2
+    return 4 * (tokens // s) * 16 * s * s * d / (2 if m.group(1) == "causal" else 1)
 
 
 def main():
