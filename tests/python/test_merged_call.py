@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("ta
 
 SPOTS = """# a test spots file: TAG SUITE CASES PEERS PEER-SECONDS [ENV]
 -    attention ^causal-d64-s1024$ sdpa_cudnn,flex 20
-old  attention ^causal-d64-s1024$ - - SOLDER_ATTN_EPI_Q=0 SOLDER_ATTN_STAGES=3
+old  attention ^causal-d64-s1024$ - - SOLDER_ATTN_EPIQ=1 SOLDER_ATTN_STAGES=3
 ch   gemm_chains ^ffn-S(1|2)$ eager 30
 """
 CAUSAL = "examples/causal.sol --dim B=16 --dim S=1024 --dim D=64 --dim H=16"
@@ -59,7 +59,7 @@ def test_dry_run_prints_every_command_and_reverses_each_round(tmp_path):
     assert "timeout 50 bin/test_sm90_attention 2026 Qr" in out and "timeout 20 bin/test_sm90_gemm 2026 >" in out
     assert "bash tests/gpu/run.sh" in out
     assert f"timeout 120 build/solder run --backend cuda {CAUSAL}" in out            # VERIFY
-    assert f"SOLDER_ATTN_EPI_Q=0 SOLDER_ATTN_STAGES=3 timeout 120 build/solder bench {CAUSAL} --compile-only" in out
+    assert f"SOLDER_ATTN_EPIQ=1 SOLDER_ATTN_STAGES=3 timeout 120 build/solder bench {CAUSAL} --compile-only" in out
     assert "nvidia-smi --query-gpu=timestamp,clocks.sm" in out                          # the clock log
     got = steps(out)
     one = [(kind, dest, cmd.split(" build/solder bench ")[-1].split(" --json")[0] if kind == "solder"
@@ -73,7 +73,7 @@ def test_dry_run_prints_every_command_and_reverses_each_round(tmp_path):
     assert by_round[2] == by_round[1][::-1] and by_round[3] == by_round[1]
     assert [k for k, *_ in got] == [1] * 6 + [2] * 6 + [3] * 6
     knob = [cmd for k, kind, dest, cmd in got if dest == "r/solder-old.jsonl"]
-    assert len(knob) == 3 and all(c.startswith("SOLDER_ATTN_EPI_Q=0 SOLDER_ATTN_STAGES=3 timeout 30 build/solder") for c in knob)
+    assert len(knob) == 3 and all(c.startswith("SOLDER_ATTN_EPIQ=1 SOLDER_ATTN_STAGES=3 timeout 30 build/solder") for c in knob)
     peers = [cmd for k, kind, dest, cmd in got if kind == "peers"]
     assert all("--compile-mode default" in c and "--no-ceilings" in c for c in peers)
     assert "--peers sdpa_cudnn,flex --time-limit 20" in peers[0]
@@ -83,7 +83,8 @@ def test_dry_run_prints_every_command_and_reverses_each_round(tmp_path):
 
 def test_every_committed_spots_file_plans_one_round_of_solder_then_peers(tmp_path):
     import suites
-    files = sorted(glob.glob(os.path.join(BENCH, "merged_s*.spots")) + glob.glob(os.path.join(BENCH, "attention", "*.spots")))
+    files = sorted(glob.glob(os.path.join(BENCH, "merged_s*.spots")) + glob.glob(os.path.join(BENCH, "attention", "*.spots"))
+                   + [os.path.join(BENCH, "ab_example.spots")])
     assert files
     for n, path in enumerate(files):
         d = tmp_path / str(n)
@@ -106,12 +107,12 @@ def test_rounds_must_be_a_positive_integer(tmp_path):
 
 
 FAKE_SOLDER = r"""#!/usr/bin/env bash
-# stands in for `solder bench FILE --dim K=V ... (--json | --compile-only)`: 100 µs, 120 with SOLDER_ATTN_EPI_Q=0
+# stands in for `solder bench FILE --dim K=V ... (--json | --compile-only)`: 100 µs, 120 with SOLDER_ATTN_EPIQ=1
 file=$2; shift 2; dims=""; json=0
 while [ $# -gt 0 ]; do
   case $1 in --dim) dims="$dims${dims:+, }\"${2%%=*}\": ${2#*=}"; shift 2;; --json) json=1; shift;; *) shift;; esac
 done
-us=100; [ "${SOLDER_ATTN_EPI_Q:-}" = 0 ] && us=120
+us=100; [ "${SOLDER_ATTN_EPIQ:-}" = 1 ] && us=120
 sleep 0.2
 if [ $json = 1 ]; then
   echo "{\"program\": \"$(basename $file .sol)\", \"file\": \"$file\", \"dims\": {$dims}, \"kernels\": 1, \"median_us\": $us, \"min_us\": $((us - 2)), \"replays\": 30}"
