@@ -4,9 +4,9 @@ peers of DIR/peers.jsonl measured in the same call and the same round.
 Usage: python3 bench/merged_table.py DIR
 
 A record from solder-<tag>.jsonl is labelled with its tag (a knob forced for that spot line). Records carry
-"round": K (ROUNDS=N; records without one, from calls before rounds, are round 1) and "span" (the driver's
-step) or "timed_span" (peers.py: its timed replays), epoch seconds, joined with DIR/clocks.csv for the
-median SM clock of the samples in that span with the GPU not idle. Two tables:
+"round": K (ROUNDS=N; records without one, from calls before rounds, are round 1), "timed_span_ms" (solder
+bench and peers.py: when the timed replays ran) and "span" (the driver's step), joined with DIR/clocks.csv
+for the median SM clock of the samples in the timed replays (else the step) with the GPU not idle. Two tables:
   - per round: Solder's median and fastest replay (min_us) and SM clock, the cell's target peer in the same
     round (median, fastest replay, clock), Solder / target, the best verified peer and Solder / best;
   - over the rounds: the median of the rounds' medians, the fastest replay of all rounds, the median of
@@ -71,9 +71,17 @@ def load_clocks(path):
     return rows
 
 
+def span_of(rec):
+    """(start, end) in epoch seconds of a record's timed replays (timed_span_ms: `solder bench --json`,
+    peers.py), else of its step (span: the driver's), else None."""
+    if rec.get("timed_span_ms"):
+        return [x / 1e3 for x in rec["timed_span_ms"]]
+    return rec.get("span")
+
+
 def clock_in(clocks, rec):
-    """The median SM clock (MHz) of the busy samples in a record's timed span (else its step's span)."""
-    span = rec.get("timed_span") or rec.get("span")
+    """The median SM clock (MHz) of the busy samples in a record's timed replays (else its step)."""
+    span = span_of(rec)
     if not clocks or not span:
         return None
     sm = [c[1] for c in clocks if span[0] <= c[0] <= span[1] and not c[2]]

@@ -136,7 +136,7 @@ with open(a.out, "a") as f:
             f.write(json.dumps({"record": "peer", "suite": c.suite, "case": c.id, "workload": c.workload,
                                 "program": c.program.name, "dims": c.dims(), "peer": p, "status": "ok",
                                 "median_us": 105.0, "min_us": 103.0, "verified": True,
-                                "timed_span": [t0, time.time()]}) + "\n")
+                                "timed_span_ms": [int(t0 * 1e3), int(time.time() * 1e3)]}) + "\n")
 print("# fake peers done")
 """
 
@@ -246,14 +246,14 @@ def test_clock_log_stamps_are_mapped_by_the_reference_line():
     assert clocks[0][0] == pytest.approx(1764309600.0) and clocks[2][0] == pytest.approx(1764309601.0)
     assert clocks[2][2] and not clocks[1][2]                       # 345 MHz with the idle reason
     assert merged_table.clock_in(clocks, {"span": [1764309600.9, 1764309601.1]}) is None
-    assert merged_table.clock_in(clocks, {"span": [0, 1], "timed_span": [1764309610.5, 1764309611.0]}) == 1755
+    assert merged_table.clock_in(clocks, {"span": [0, 1], "timed_span_ms": [1764309610500, 1764309611000]}) == 1755
 
 
 def test_records_without_rounds_are_round_one(tmp_path):
     """A call from before rounds (no round, no span, no clock log) still gives its table."""
     for name in ("solder.jsonl", "peers.jsonl"):
         lines = [json.loads(x) for x in open(os.path.join(FIXTURE, name))]
-        (tmp_path / name).write_text("".join(json.dumps({k: v for k, v in x.items() if k not in ("round", "span", "timed_span")}) + "\n"
+        (tmp_path / name).write_text("".join(json.dumps({k: v for k, v in x.items() if k not in ("round", "span", "timed_span_ms")}) + "\n"
                                              for x in lines if x.get("round", 1) == 1))
     text = merged_table.table(str(tmp_path))
     over = cells(text, "## over the rounds")
