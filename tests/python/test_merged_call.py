@@ -29,15 +29,24 @@ ch   gemm_chains ^ffn-S(1|2)$ eager 30
 CAUSAL = "examples/causal.sol --dim B=16 --dim S=1024 --dim D=64 --dim H=16"
 
 
-def dry_run(tmp_path, spots_text=None, spots=None, **env):
+def start_dry_run(tmp_path, spots_text=None, spots=None, **env):
     if spots is None:
         spots = tmp_path / "t.spots"
         spots.write_text(spots_text)
     e = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path / "out"), "SPOTS": str(spots), **env}
     e["PATH"] = str(_fake_bin(tmp_path, marker=True)) + os.pathsep + e["PATH"]
-    p = subprocess.run(["bash", "bench/merged_call.sh"], cwd=REPO, env=e, capture_output=True, text=True, timeout=120)
+    return subprocess.Popen(["bash", "bench/merged_call.sh"], cwd=REPO, env=e, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(tmp_path, proc):
+    out, err = proc.communicate(timeout=300)
     assert not (tmp_path / "nvidia-smi-called").exists(), "a dry run called nvidia-smi"
-    return p
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def dry_run(tmp_path, spots_text=None, spots=None, **env):
+    return finish(tmp_path, start_dry_run(tmp_path, spots_text, spots, **env))
 
 
 def steps(out):
@@ -82,14 +91,18 @@ def test_dry_run_prints_every_command_and_reverses_each_round(tmp_path):
 
 
 def test_every_committed_spots_file_plans_one_round_of_solder_then_peers(tmp_path):
+    """bench/**/*.spots: ROUNDS unset plans what the driver planned before rounds."""
     import suites
-    files = sorted(glob.glob(os.path.join(BENCH, "merged_s*.spots")) + glob.glob(os.path.join(BENCH, "attention", "*.spots"))
-                   + [os.path.join(BENCH, "ab_example.spots")])
+    files = sorted(p for p in glob.glob(os.path.join(BENCH, "**", "*.spots"), recursive=True)
+                   if os.sep + "results" + os.sep not in p)
     assert files
-    for n, path in enumerate(files):
+    runs = []
+    for n, path in enumerate(files):       # all at once: each is a few suites.py starts
         d = tmp_path / str(n)
         d.mkdir()
-        p = dry_run(d, spots=path, DEVICE_TESTS="", RUN_SH="0")
+        runs.append((d, path, start_dry_run(d, spots=path, DEVICE_TESTS="", RUN_SH="0")))
+    for d, path, proc in runs:
+        p = finish(d, proc)
         assert p.returncode == 0, (path, p.stderr)
         got = steps(p.stdout)
         lines = [ln.split() for ln in open(path) if ln.strip() and not ln.lstrip().startswith("#")]
