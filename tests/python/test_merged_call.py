@@ -18,8 +18,8 @@ sys.path.insert(0, BENCH)
 import merged_table  # noqa: E402
 
 FIXTURE = os.path.join(REPO, "tests", "data", "merged_call")
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("tac") is None,
-                                reason="the driver is a bash script (coreutils' tac)")
+pytestmark = pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tac", "stdbuf")),
+                                reason="the driver is a bash script (coreutils' tac and stdbuf)")
 
 SPOTS = """# a test spots file: TAG SUITE CASES PEERS PEER-SECONDS [ENV]
 -    attention ^causal-d64-s1024$ sdpa_cudnn,flex 20
