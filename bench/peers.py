@@ -724,11 +724,13 @@ def time_cuda(fn, arg_sets, opt):
         graph.replay()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    t0 = time.time()
     for r in range(reps):
         starts[r].record()
         graph.replay()
         ends[r].record()
     torch.cuda.synchronize()
+    opt.timed_span = [int(t0 * 1e3), int(time.time() * 1e3)]   # the timed replays' wall clock, epoch ms
     times = [s.elapsed_time(e) * 1000 / calls for s, e in zip(starts, ends)]
     del graph, first
     return out, times, calls
@@ -742,6 +744,7 @@ def _time_cuda_direct(fn, arg_sets, opt, est_us):
     out = tuple(t.clone() for t in out) if isinstance(out, (tuple, list)) else out.clone()
     reps = opt.reps or max(10, min(100, int(opt.target_total_us / max(est_us * calls, 1.0))))
     times = []
+    t0 = time.time()
     for r in range(opt.warmup + reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
@@ -751,6 +754,7 @@ def _time_cuda_direct(fn, arg_sets, opt, est_us):
         b.synchronize()
         if r >= opt.warmup:
             times.append(a.elapsed_time(b) * 1000 / calls)
+    opt.timed_span = [int(t0 * 1e3), int(time.time() * 1e3)]
     return out, times, calls
 
 
@@ -910,6 +914,7 @@ def run_case(case, opt, dev, env, done, emit):
                 rec["compile_mode"] = opt.compile_mode
             arg_sets = [impl.make_args(x) for x in sets]
             graph = dev.type == "cuda" and not opt.no_graph
+            opt.timed_span = None
             with torch.no_grad():
                 if dev.type != "cuda":
                     out, times, calls = time_cpu(fn, arg_sets, opt)
@@ -935,6 +940,8 @@ def run_case(case, opt, dev, env, done, emit):
             rec.update(status="ok", median_us=med, min_us=min(times), max_us=max(times), replays=len(times),
                        calls_per_graph=calls, tflops=flops / med / 1e6 if flops else 0.0, gbs=fbytes / med / 1e3,
                        rel_err=rel, max_rel_err=mx, tol=tol, verified=bool(rel <= tol))
+            if getattr(opt, "timed_span", None):
+                rec["timed_span_ms"] = opt.timed_span
         except Skip as e:
             rec.update(status="skipped", note=str(e))
         except RuntimeError as e:

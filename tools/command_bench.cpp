@@ -181,6 +181,9 @@ int command_bench(const std::vector<std::string>& args) {
     json.key("median_us").value(t.median_us).key("min_us").value(t.min_us).key("max_us").value(t.max_us).key("replays").value(t.replays);
     json.key("input_sets").value(sets).key("calls_per_replay").value(t.calls_per_replay).key("flops").value(flops).key("bytes").value(bytes).key("floor_us").value(floor_us);
     json.key("tflops").value(tflops).key("gbs").value(gbs).key("device").value(t.device).key("date").value(date);
+    // when the timed replays ran, epoch milliseconds (integers: the writer's %.9g would round seconds to 10 s)
+    json.key("timed_span_ms").begin_array().value(static_cast<int64_t>(t.timed_from * 1e3))
+        .value(static_cast<int64_t>(t.timed_to * 1e3)).end_array();
     // the commit measured, when the caller says (a device copy of the tree has no .git)
     if (const char* commit = std::getenv("SOLDER_COMMIT"); commit && *commit) json.key("commit").value(std::string(commit));
     json.end_object();

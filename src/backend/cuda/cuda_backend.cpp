@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -329,7 +330,12 @@ GpuTiming time_on_gpu(const KernelProgram& program, const TimedInputs& inputs, i
   calls = std::max(sets.size(), (calls + sets.size() - 1) / sets.size() * sets.size());
   runtime::Graph graph = capture(sets, calls);
   say("timing " + std::to_string(replays) + " replays of " + std::to_string(calls) + " call(s)");
+  const auto epoch_seconds = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  timing.timed_from = epoch_seconds();
   runtime::ReplayTiming t = runtime::time_replays(graph, stream, 5, replays);
+  timing.timed_to = epoch_seconds();
   double per_call = 1000.0 / static_cast<double>(calls);
   timing.median_us = t.median_ms * per_call;
   timing.min_us = t.min_ms * per_call;

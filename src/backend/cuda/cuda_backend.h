@@ -46,6 +46,9 @@ struct GpuTiming {
   int replays = 0;
   int input_sets = 1;  // copies of the inputs rotated among (1 for a call over 2 ms)
   int calls_per_replay = 1;  // calls captured in the timed graph, cycling over the input copies
+  // Wall clock (seconds since the epoch) when the timed replays were queued and when the last one ended:
+  // joins the timing with a clock log sampled beside it (bench/merged_call.sh's clocks.csv).
+  double timed_from = 0, timed_to = 0;
   std::string device;
 };
 
