@@ -91,19 +91,13 @@ __device__ __forceinline__ int cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// The distance from this block's shared::cluster window to block `rank`'s (mapa of one address: the
-// windows are linear), so that a remote address costs an add and the loop keeps one register.
-__device__ __forceinline__ uint32_t cluster_window_delta(const void* at, int rank) {
-  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(at));
+// One arrival on the mbarrier at `bar`'s shared address in block `rank` of the cluster (mapa of that very
+// address; release at cluster scope: this block's reads of the stage, waited for before, ordered before
+// that block's next multicast into it).
+__device__ __forceinline__ void mbarrier_arrive_remote(uint64_t* bar, int rank) {
+  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  return remote - local;
-}
-// One arrival on the mbarrier at `bar`'s shared address in the block whose window is `delta` away
-// (release at cluster scope: this block's reads of the stage, waited for before, ordered before that
-// block's next multicast into it).
-__device__ __forceinline__ void mbarrier_arrive_remote(uint64_t* bar, uint32_t delta) {
-  const uint32_t remote = static_cast<uint32_t>(__cvta_generic_to_shared(bar)) + delta;
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 // A TMA load into the same shared address of every block in `cta_mask`, each block's bytes counted on
@@ -140,8 +134,11 @@ struct DualConfig {
   static constexpr int BM = 64;               // query rows of a work tile (both halves)
   static constexpr int Threads = 384;         // the producer warpgroup and two consumers
   static constexpr int Chunks = HeadDim_ / 64;
-  static constexpr int ProducerRegisters = Cluster_ > 1 ? 32 : 24;  // the multicast producer's addresses: 2 × 128 × 240 + 128 × 32 = 64 K
-  static constexpr int ConsumerRegisters = 240;
+  // With a cluster the multicast producer needs more than 24 registers (it spilled 24 bytes at 24): 40, and
+  // the consumers 232 (setmaxnreg moves registers within the launch's 384 × 168 = 128 × 40 + 256 × 232),
+  // which hd64's consumers fit (hd128's spilled up to 60 bytes in the device test: clusters at hd64 only)
+  static constexpr int ProducerRegisters = Cluster_ > 1 ? 40 : 24;
+  static constexpr int ConsumerRegisters = Cluster_ > 1 ? 232 : 240;
   static constexpr int QBoxRows = 64;
   static constexpr int KVBoxRows = BN_;
   static constexpr int QTileBytes = 64 * HeadDim_ * 2;  // one half's Q tile
@@ -165,7 +162,10 @@ struct DualConfig {
   static_assert(SmemBytes <= 232448, "Q and the K/V rings do not fit in 227 KB of shared memory");
   static_assert(QBuffers_ == 1 || (QBuffers_ == 2 && Persistent_), "QBuffers: 1, or 2 with persistent blocks");
   static_assert(!Persistent_ || StagedCombine_, "persistent dual blocks take the staged combine");
-  static_assert(Cluster_ == 1 || Cluster_ == 2, "Cluster: 1, or 2 (the ranks take a 128-row pair's two work tiles)");
+  static_assert(Cluster_ == 1 || (Cluster_ == 2 && HeadDim_ == 64), "Cluster: 1, or 2 at head dim 64 (the ranks take a 128-row pair's two work tiles)");
+  // setmaxnreg only moves registers within the block's launch allocation (384 threads × 168 under
+  // __launch_bounds__(384, 1)): a setmaxnreg.inc beyond it waits forever.
+  static_assert(128 * (ProducerRegisters + 2 * ConsumerRegisters) <= 384 * 168, "the warpgroups' registers exceed the launch's 384 x 168");
 };
 
 // The work items: 64-row work tiles, or with DualConfig::Cluster 2 pairs of them (128 rows of one head).
@@ -389,12 +389,11 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
       if (lane == 0) cuda::ptx::mbarrier_arrive(bar);
     };
     // a K or V stage: with a cluster, released in both blocks (the next multicast refills both)
-    const uint32_t partner_delta = C::Cluster > 1 ? detail::cluster_window_delta(k_empty, rank ^ 1) : 0u;
     auto release_stage = [&](uint64_t* bar) {
       __syncwarp();
       if (lane == 0) {
         cuda::ptx::mbarrier_arrive(bar);
-        if constexpr (C::Cluster > 1) detail::mbarrier_arrive_remote(bar, partner_delta);
+        if constexpr (C::Cluster > 1) detail::mbarrier_arrive_remote(bar, rank ^ 1);
       }
     };
     auto to_p = [&] {

@@ -137,9 +137,10 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
   // Clusters of two persistent blocks (sm90_attention_dual.cuh, DualConfig::Cluster): the ranks take the
   // two 64-row work tiles of a 128-row pair of one head, and each K/V tile is read from L2 once per
   // cluster and multicast into both blocks (the dual kernel's K/V bytes per MMA halved: 0.75× a 128-row
-  // kernel's instead of 1.5×). $SOLDER_ATTN_DUAL_CLUSTER=2 takes them (A/B; =1 the single blocks).
+  // kernel's instead of 1.5×). $SOLDER_ATTN_DUAL_CLUSTER=2 takes them at head dim 64 (A/B; =1 the single
+  // blocks): the cluster Config's consumers have 232 registers (the producer 40), which hd128's spill.
   const char* cluster_knob = std::getenv("SOLDER_ATTN_DUAL_CLUSTER");
-  const int cluster = persistent && cluster_knob && std::string(cluster_knob) == "2" ? 2 : 1;
+  const int cluster = persistent && head_dim == 64 && cluster_knob && std::string(cluster_knob) == "2" ? 2 : 1;
   const std::string config = std::string("solder::attention::DualConfig<") + (a.f16 ? "solder::gemm::Dtype::f16" : "solder::gemm::Dtype::bf16") + ", " +
                              std::to_string(head_dim) + ", " + std::to_string(bn) + ", " + std::to_string(stages) +
                              (persistent ? ", true, true, " + std::to_string(q_buffers) + (cluster > 1 ? ", " + std::to_string(cluster) : "") + ">"

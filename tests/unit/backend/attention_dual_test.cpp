@@ -149,7 +149,8 @@ TEST(AttentionDual, CombineAndPersistentKnobs) {
 }
 
 // $SOLDER_ATTN_DUAL_CLUSTER=2: persistent blocks in clusters of two, one 128-row pair of work tiles per
-// cluster (K and V multicast), at most 66 clusters; without persistent blocks the knob takes nothing.
+// cluster (K and V multicast), at most 66 clusters, at head dim 64; without persistent blocks the knob takes
+// nothing.
 TEST(AttentionDual, ClusterKnob) {
   Compiled c = compile_text(example_text("diff_attn"));
   std::string refusal;
@@ -169,6 +170,12 @@ TEST(AttentionDual, ClusterKnob) {
   ASSERT_TRUE(few) << refusal;
   EXPECT_EQ(few->info.blocks, 2 * 8 * 2);
   EXPECT_EQ(few->info.blocks % few->info.cluster, 0);
+  // hd128 keeps single blocks (the cluster Config's 232 consumer registers spill there)
+  Compiled d128 = compile_text(example_text("diff_attn"), {{"D", 128}});
+  auto wide = generate_attention_dual_kernel(d128.view, d128.named, 0, &refusal);
+  ASSERT_TRUE(wide) << refusal;
+  EXPECT_EQ(wide->info.cluster, 1);
+  EXPECT_EQ(wide->info.attention->config, "solder::attention::DualConfig<solder::gemm::Dtype::bf16, 128, 128, 2, true, true, 1>");
   setenv("SOLDER_ATTN_DUAL_PERSISTENT", "0", 1);
   auto single = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
   unsetenv("SOLDER_ATTN_DUAL_PERSISTENT");
