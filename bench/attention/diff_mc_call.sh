@@ -58,6 +58,13 @@ verify_stream() {  # $1: every fourth line of runs.txt
 }
 timeout 40 stdbuf -oL bin/test_sm90_attention_dual 2026 2>&1 | stamp_lines > "$r/dt-dual.txt"
 rc=${PIPESTATUS[0]}
+# a cluster case that hangs (the first call of this script, 2026-11-28: setmaxnreg beyond the launch's
+# registers) would hang every cluster run after it: the timings then go on without the cluster kernel
+if [ "$rc" = 124 ]; then
+  echo "   the dual test hung: no cluster kernel from here on"
+  grep -v "$C2" "$r/runs.txt" > "$r/runs-kept.txt"; mv "$r/runs-kept.txt" "$r/runs.txt"
+  grep -v "CLUSTER=2" "$SPOTS" > "$W/spots-kept"; SPOTS=$W/spots-kept
+fi
 echo "   dual: rc $rc; $(grep -c ' OK ' "$r/dt-dual.txt") OK ($(grep -c ' OK .*cluster' "$r/dt-dual.txt") cluster), $(grep -c 'FAIL' "$r/dt-dual.txt") FAIL; $(tail -n 1 "$r/dt-dual.txt" | cut -c1-150)"
 grep -h "FAIL" "$r/dt-dual.txt" | head -5
 snap
@@ -74,9 +81,13 @@ snap
 while kill -0 "$flex_pid" 2> /dev/null && [ "$(left)" -gt 78 ]; do sleep 1; done
 kill -0 "$flex_pid" 2> /dev/null && { echo "   Flex's pass still runs at $(left) s left: stopped"; kill "$flex_pid"; wait "$flex_pid"; }
 echo "== 3. FlexAttention max-autotune, alone ($(left) s left; warm-up pass: $(grep -c '"ok"' "$r/peers-warm.jsonl" 2> /dev/null) records)"
-PYTHONUNBUFFERED=1 timeout $(( $(left) - 50 )) python3 bench/peers.py --no-ceilings --out "$r/peers.jsonl" \
-  --suite attention --cases "$cells" --peers flex --time-limit $(( $(left) - 58 )) > "$r/peers.log" 2>&1 < /dev/null
-echo "   Flex rc $? ($(left) s left): $(grep -c '"ok"' "$r/peers.jsonl" 2> /dev/null) records"
+if [ "$(left)" -gt 62 ]; then
+  PYTHONUNBUFFERED=1 timeout $(( $(left) - 50 )) python3 bench/peers.py --no-ceilings --out "$r/peers.jsonl" \
+    --suite attention --cases "$cells" --peers flex --time-limit $(( $(left) - 58 )) > "$r/peers.log" 2>&1 < /dev/null
+  echo "   Flex rc $? ($(left) s left): $(grep -c '"ok"' "$r/peers.jsonl" 2> /dev/null) records"
+else
+  echo "   skipped: too little time left"
+fi
 snap
 
 echo "== 4. the spots through bench/merged_call.sh ($(left) s left)"
