@@ -48,6 +48,19 @@
 // barrier 6) instead of the K ring, which holds the next tile's stages. With one Q buffer the producer
 // issues the next tile's first K stage before it waits for the buffer.
 //
+// K/V multicast (DualConfig::Cluster 2; launched with a cluster dimension of 2): the work items are pairs
+// of work tiles (128 rows of one head, the pairs of a head last to first), one per cluster (persistent:
+// dealt out to the clusters in rounds as above), and rank r takes work tile 2·pair + r. Both ranks run the
+// pair's key tiles (Mask::key_tiles of the 128 rows: a key tile one rank's rows do not see is masked on
+// each of them, which leaves the online softmax and O exactly as they were), so their K/V rings advance
+// together: rank r's producer loads half r's K tile and, for key tile j with j % 2 = r, the V tile, each by
+// TMA multicast into the same stage of both blocks, and arms only its own block's mbarrier with the whole
+// stage's bytes (the partner's bytes may land first: the phase completes on both). A stage's empty
+// barrier counts the consumer warps of both blocks (each warp arrives in both, at cluster scope), so no
+// rank refills a stage its partner still reads. A rank whose tile lies past seq_q computes rows it never
+// stores. Q, the exchange and the row stores stay per block. Cluster barriers after the mbarrier init
+// and before the exit (no block leaves while its partner may still arrive on its barriers).
+//
 //   template <class DualConfig, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
 //   __global__ void attention_dual_kernel(q, k, v, AttentionShape shape, Score score, Mask mask, Epilogue epilogue);
 //
@@ -67,6 +80,33 @@ template <int N>
 struct Index {
   static constexpr int value = N;
 };
+
+// ---- Clusters of two (DualConfig::Cluster 2) ----
+__device__ __forceinline__ int cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return static_cast<int>(r);
+}
+// Every thread of both blocks: the writes before it (mbarrier inits, remote arrivals) seen after it.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// One arrival on the mbarrier at `bar`'s shared address in block `rank` of the cluster (mapa of that very
+// address; release at cluster scope: this block's reads of the stage, waited for before, ordered before
+// that block's next multicast into it).
+__device__ __forceinline__ void mbarrier_arrive_remote(uint64_t* bar, int rank) {
+  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+// A TMA load into the same shared address of every block in `cta_mask`, each block's bytes counted on
+// its own mbarrier at `bar`'s address.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap& map, int c0, int c1, int c2, uint64_t* bar,
+                                                   uint16_t cta_mask) {
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar, cta_mask);
+}
 }  // namespace detail
 
 // One dual configuration. T, HeadDim, BN as for Config; Stages: depth of the K ring (each stage both
@@ -76,7 +116,11 @@ struct Index {
 // Persistent: blocks loop over work tiles (dual_launch_config's persistent_blocks), QBuffers (1 or 2) Q
 // tiles in shared memory: the producer loads the next work tile's Q (into the other buffer with 2) and
 // K/V stages while the consumers combine and store the current one. Needs StagedCombine.
-template <Dtype T_, int HeadDim_, int BN_, int Stages_, bool StagedCombine_ = false, bool Persistent_ = false, int QBuffers_ = 1>
+// Cluster (1 or 2): with 2, the blocks run in clusters of two whose ranks take the two 64-row work tiles
+// of one 128-row pair of the same head ("K/V multicast" below); each K/V tile is read from L2 once per
+// cluster and multicast into both blocks' stages.
+template <Dtype T_, int HeadDim_, int BN_, int Stages_, bool StagedCombine_ = false, bool Persistent_ = false, int QBuffers_ = 1,
+          int Cluster_ = 1>
 struct DualConfig {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -85,12 +129,16 @@ struct DualConfig {
   static constexpr int Consumers = 2;
   static constexpr bool Persistent = Persistent_;
   static constexpr int QBuffers = QBuffers_;
+  static constexpr int Cluster = Cluster_;
   static constexpr int StagedBias = 0;
   static constexpr int BM = 64;               // query rows of a work tile (both halves)
   static constexpr int Threads = 384;         // the producer warpgroup and two consumers
   static constexpr int Chunks = HeadDim_ / 64;
-  static constexpr int ProducerRegisters = 24;
-  static constexpr int ConsumerRegisters = 240;
+  // With a cluster the multicast producer needs more than 24 registers (it spilled 24 bytes at 24): 40, and
+  // the consumers 232 (setmaxnreg moves registers within the launch's 384 × 168 = 128 × 40 + 256 × 232),
+  // which hd64's consumers fit (hd128's spilled up to 60 bytes in the device test: clusters at hd64 only)
+  static constexpr int ProducerRegisters = Cluster_ > 1 ? 40 : 24;
+  static constexpr int ConsumerRegisters = Cluster_ > 1 ? 232 : 240;
   static constexpr int QBoxRows = 64;
   static constexpr int KVBoxRows = BN_;
   static constexpr int QTileBytes = 64 * HeadDim_ * 2;  // one half's Q tile
@@ -114,16 +162,34 @@ struct DualConfig {
   static_assert(SmemBytes <= 232448, "Q and the K/V rings do not fit in 227 KB of shared memory");
   static_assert(QBuffers_ == 1 || (QBuffers_ == 2 && Persistent_), "QBuffers: 1, or 2 with persistent blocks");
   static_assert(!Persistent_ || StagedCombine_, "persistent dual blocks take the staged combine");
+  static_assert(Cluster_ == 1 || (Cluster_ == 2 && HeadDim_ == 64), "Cluster: 1, or 2 at head dim 64 (the ranks take a 128-row pair's two work tiles)");
+  // setmaxnreg only moves registers within the block's launch allocation (384 threads × 168 under
+  // __launch_bounds__(384, 1)): a setmaxnreg.inc beyond it waits forever.
+  static_assert(128 * (ProducerRegisters + 2 * ConsumerRegisters) <= 384 * 168, "the warpgroups' registers exceed the launch's 384 x 168");
 };
 
+// The work items: 64-row work tiles, or with DualConfig::Cluster 2 pairs of them (128 rows of one head).
+template <class C>
+SOLDER_ATTN_HD constexpr long long dual_work_items(C, const AttentionShape& shape) {
+  if constexpr (C::Cluster == 1) {
+    return total_tiles(C{}, shape);
+  } else {
+    return (long long)ceil_div(ceil_div(shape.seq_q > 0 ? shape.seq_q : 1, C::BM), 2) * (shape.batch > 0 ? shape.batch : 1) *
+           (shape.heads > 0 ? shape.heads : 1);
+  }
+}
+
 // One block per work tile, or with DualConfig::Persistent and persistent_blocks > 0 (the SM count) at
-// most that many blocks, which deal out the work tiles in rounds.
+// most that many blocks, which deal out the work tiles in rounds. With DualConfig::Cluster 2: one cluster
+// of two blocks per pair of work tiles, at most persistent_blocks / 2 clusters (launch with a cluster
+// dimension of C::Cluster; persistent_blocks ≥ 2).
 template <class C>
 SOLDER_ATTN_HD constexpr LaunchGeometry dual_launch_config(C, const AttentionShape& shape, int persistent_blocks = 0) {
   LaunchGeometry g{};
-  long long blocks = total_tiles(C{}, shape);
-  if (C::Persistent && persistent_blocks > 0 && blocks > persistent_blocks) blocks = persistent_blocks;
-  g.grid[0] = static_cast<unsigned>(blocks);
+  long long clusters = dual_work_items(C{}, shape);
+  const int limit = persistent_blocks / C::Cluster;
+  if (C::Persistent && limit > 0 && clusters > limit) clusters = limit;
+  g.grid[0] = static_cast<unsigned>(clusters * C::Cluster);
   g.block[0] = C::Threads;
   g.smem_bytes = C::SmemBytes;
   return g;
@@ -158,14 +224,19 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
 
   // The work tiles (config.cuh's order: head-major, the query tiles of a head last to first): one per
   // block, or with persistent blocks tile round · blocks + b in round `round` (b reversed in odd rounds).
+  // With clusters of two the items are pairs of work tiles, dealt out to the clusters the same way, and
+  // rank r of a cluster takes work tile 2·pair + r of the pair (a rank whose tile lies past seq_q runs
+  // the pair's key tiles on rows it never stores: its partner's stages need its loads and releases).
   const int tiles_m = ceil_div(shape.seq_q, C::BM);
-  const int total = static_cast<int>(total_tiles(C{}, shape));
+  const int pairs_m = ceil_div(tiles_m, C::Cluster);  // items per head
+  const int total = static_cast<int>(dual_work_items(C{}, shape));
+  const int rank = C::Cluster == 1 ? 0 : detail::cluster_rank();
   auto tile_index = [&](int round) {
+    const int blocks = static_cast<int>(gridDim.x) / C::Cluster, b = static_cast<int>(blockIdx.x) / C::Cluster;
     if constexpr (C::Persistent) {
-      const int blocks = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
       return round * blocks + ((round & 1) ? blocks - 1 - b : b);
     } else {
-      return round == 0 ? static_cast<int>(blockIdx.x) : total;
+      return round == 0 ? b : total;
     }
   };
   struct Work {
@@ -173,13 +244,16 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
   };
   auto work_of = [&](int t) {
     Work w;
-    w.bh = t / tiles_m;
-    w.row0 = (tiles_m - 1 - t % tiles_m) * C::BM;
+    w.bh = t / pairs_m;
+    const int first_row = (pairs_m - 1 - t % pairs_m) * C::Cluster * C::BM;  // of the item
+    w.row0 = first_row + rank * C::BM;
     const int batch = w.bh / shape.heads, head = w.bh % shape.heads;
     w.bh_kv = batch * shape.heads_kv + head / (shape.heads / shape.heads_kv);
     const int last_key_tile = ceil_div(shape.seq_k, C::BN);
     int begin = 0, end = 0;
-    mask.key_tiles(w.bh, w.row0, C::BM, shape.seq_k, C::BN, &begin, &end);
+    // the key tiles of the item's rows (with a cluster both ranks run the union: a key tile that one
+    // rank's rows do not see is masked on every row, an exact no-op of the online softmax and of P·V)
+    mask.key_tiles(w.bh, first_row, C::Cluster * C::BM, shape.seq_k, C::BN, &begin, &end);
     if (begin < 0) begin = 0;
     if (end > last_key_tile) end = last_key_tile;
     w.begin = begin;
@@ -197,12 +271,18 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&k_full[s], 1);
       cuda::ptx::mbarrier_init(&v_full[s], 1);
-      cuda::ptx::mbarrier_init(&k_empty[s], 2 * 4);  // one arrival per consumer warp
-      cuda::ptx::mbarrier_init(&v_empty[s], 2 * 4);
+      // one arrival per consumer warp (with a cluster: of both blocks, each stage is refilled in both at once)
+      cuda::ptx::mbarrier_init(&k_empty[s], 2 * 4 * C::Cluster);
+      cuda::ptx::mbarrier_init(&v_empty[s], 2 * 4 * C::Cluster);
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
-  __syncthreads();
+  if constexpr (C::Cluster > 1) {
+    // both blocks' mbarriers initialized before either block's multicast or remote arrival reaches them
+    detail::cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     // ---- Producer: one thread issues every TMA load ----
@@ -217,8 +297,9 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
         // Without persistent blocks a tile without key tiles loads nothing; with them every tile takes a Q
         // buffer (its consumers exchange x through it).
         if (!C::Persistent && w.count == 0) break;
-        const int k_batch0 = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0);
-        const int k_batch1 = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0 + shape.heads_kv);
+        // (with a cluster k_batch0 is this rank's half: the one K tile it loads)
+        const int k_batch0 = operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0 + (C::Cluster > 1 ? rank * shape.heads_kv : 0));
+        const int k_batch1 = C::Cluster > 1 ? 0 : operand_batch(w.bh_kv, shape.heads_kv, shape.k_heads, shape.k_head0 + shape.heads_kv);
         const int v_batch = operand_batch(w.bh_kv, shape.heads_kv, shape.v_heads, shape.v_head0);
         auto load_k = [&](int n) {
           const int j = w.begin + n;
@@ -226,11 +307,19 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
           detail::wait_parity(&k_empty[stage], detail::phase_of<C::Stages>(loaded + n) ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &k_full[stage],
                                                static_cast<uint32_t>(C::KStageBytes));
+          T* k_stage = smem_k + stage * (C::KStageBytes / 2);
+          if constexpr (C::Cluster > 1) {
+            // rank r loads half r's K tile into both blocks (each block's barrier expects both halves)
 #pragma unroll
-          for (int chunk = 0; chunk < C::Chunks; ++chunk) {
-            T* k_stage = smem_k + stage * (C::KStageBytes / 2);
-            detail::tma_load(k_stage + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch0, &k_full[stage]);
-            detail::tma_load(k_stage + (C::KVTileBytes / 2) + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch1, &k_full[stage]);
+            for (int chunk = 0; chunk < C::Chunks; ++chunk)
+              detail::tma_load_multicast(k_stage + rank * (C::KVTileBytes / 2) + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch0,
+                                         &k_full[stage], uint16_t(0x3));
+          } else {
+#pragma unroll
+            for (int chunk = 0; chunk < C::Chunks; ++chunk) {
+              detail::tma_load(k_stage + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch0, &k_full[stage]);
+              detail::tma_load(k_stage + (C::KVTileBytes / 2) + chunk * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch1, &k_full[stage]);
+            }
           }
         };
         auto load_v = [&](int n) {
@@ -239,9 +328,19 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
           detail::wait_parity(&v_empty[stage], detail::phase_of<C::Stages>(loaded + n) ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &v_full[stage],
                                                static_cast<uint32_t>(C::KVTileBytes));
+          if constexpr (C::Cluster > 1) {
+            // V of key tile j from rank j % 2, into both blocks
+            if (j % 2 == rank) {
 #pragma unroll
-          for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch, &v_full[stage]);
+              for (int chunk = 0; chunk < C::Chunks; ++chunk)
+                detail::tma_load_multicast(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch, &v_full[stage],
+                                           uint16_t(0x3));
+            }
+          } else {
+#pragma unroll
+            for (int chunk = 0; chunk < C::Chunks; ++chunk)
+              detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch, &v_full[stage]);
+          }
         };
         // With one Q buffer on persistent blocks the next tile's Q waits for this tile's epilogue: its first
         // K stage is issued before it.
@@ -288,6 +387,14 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
     auto release = [&](uint64_t* bar) {
       __syncwarp();
       if (lane == 0) cuda::ptx::mbarrier_arrive(bar);
+    };
+    // a K or V stage: with a cluster, released in both blocks (the next multicast refills both)
+    auto release_stage = [&](uint64_t* bar) {
+      __syncwarp();
+      if (lane == 0) {
+        cuda::ptx::mbarrier_arrive(bar);
+        if constexpr (C::Cluster > 1) detail::mbarrier_arrive_remote(bar, rank ^ 1);
+      }
     };
     auto to_p = [&] {
 #pragma unroll
@@ -361,7 +468,7 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
           detail::named_arrive(next_turn, kTurnThreads);
           wgmma::wait<0>();
           wgmma::fence(acc_s);
-          release(&k_empty[ks]);
+          release_stage(&k_empty[ks]);
           logits(begin);
           state.update(acc_s, score.scale_log2, correction);
           to_p();
@@ -377,13 +484,13 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
           detail::named_arrive(next_turn, kTurnThreads);
           wgmma::wait<1>();
           wgmma::fence(acc_s);
-          release(&k_empty[ks]);
+          release_stage(&k_empty[ks]);
           logits(begin + n);
           state.update(acc_s, score.scale_log2, correction);
           wgmma::wait<0>();
           wgmma::fence(acc_o);
           wgmma::fence(p);
-          release(&v_empty[vs]);
+          release_stage(&v_empty[vs]);
           to_p();
         }
         {
@@ -395,7 +502,7 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
           detail::named_arrive(next_turn, kTurnThreads);
           wgmma::wait<0>();
           wgmma::fence(acc_o);
-          release(&v_empty[vs]);
+          release_stage(&v_empty[vs]);
         }
         consumed += static_cast<uint32_t>(count);
       }
@@ -541,6 +648,11 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
       }
     }
     if (consumer == 0) detail::named_sync(my_turn, kTurnThreads);  // the ring's opening arrival
+  }
+  // With a cluster no block leaves while its partner may still arrive on its mbarriers.
+  if constexpr (C::Cluster > 1) {
+    __syncwarp();
+    detail::cluster_sync();
   }
 }
 

@@ -134,10 +134,21 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
   const char* persistent_knob = std::getenv("SOLDER_ATTN_DUAL_PERSISTENT");
   const bool persistent = staged_combine && !(persistent_knob && std::string(persistent_knob) == "0");
   const int q_buffers = persistent && dual_smem_bytes(head_dim, bn, stages, 2) <= 232448 ? 2 : 1;
+  // Clusters of two persistent blocks (sm90_attention_dual.cuh, DualConfig::Cluster): the ranks take the
+  // two 64-row work tiles of a 128-row pair of one head, and each K/V tile is read from L2 once per
+  // cluster and multicast into both blocks (the dual kernel's K/V bytes per MMA halved: 0.75× a 128-row
+  // kernel's instead of 1.5×). $SOLDER_ATTN_DUAL_CLUSTER=2 takes them at head dim 64 (A/B; =1 the single
+  // blocks): the cluster Config's consumers have 232 registers (the producer 40), which hd128's spill.
+  const char* cluster_knob = std::getenv("SOLDER_ATTN_DUAL_CLUSTER");
+  const int cluster = persistent && head_dim == 64 && cluster_knob && std::string(cluster_knob) == "2" ? 2 : 1;
   const std::string config = std::string("solder::attention::DualConfig<") + (a.f16 ? "solder::gemm::Dtype::f16" : "solder::gemm::Dtype::bf16") + ", " +
                              std::to_string(head_dim) + ", " + std::to_string(bn) + ", " + std::to_string(stages) +
-                             (persistent ? ", true, true, " + std::to_string(q_buffers) + ">" : staged_combine ? ", true>" : ">");
+                             (persistent ? ", true, true, " + std::to_string(q_buffers) + (cluster > 1 ? ", " + std::to_string(cluster) : "") + ">"
+                              : staged_combine ? ", true>"
+                                               : ">");
   const int64_t tiles = static_cast<int64_t>(la.batch) * la.heads * ((la.seq_q + 63) / 64);
+  // the work items: work tiles, or with clusters pairs of them (one per cluster)
+  const int64_t items = static_cast<int64_t>(la.batch) * la.heads * (((la.seq_q + 63) / 64 + cluster - 1) / cluster);
 
   // The source: the second kernel's functors (combine() in its epilogue) on the dual skeleton.
   const size_t body = b.source.find("struct " + name_b + "_score_ {");
@@ -151,7 +162,8 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
                    ", 1 the half of " + program.kernels[first + 1].name + " + 1 TMA producer warp), " + std::to_string(tiles) + " work tiles, " + lead +
                    "; " + a.output + " never stored: the first half's o / Σp reaches the combine in f32 through shared memory" +
                    (staged_combine ? " (each consumer half of the columns, 16-byte row stores)" : "") +
-                   (persistent ? "; persistent blocks, one per SM, " + std::to_string(q_buffers) + " Q buffer" + (q_buffers > 1 ? "s" : "") : "");
+                   (persistent ? "; persistent blocks, one per SM, " + std::to_string(q_buffers) + " Q buffer" + (q_buffers > 1 ? "s" : "") : "") +
+                   (cluster > 1 ? "; clusters of 2 blocks, the ranks the two work tiles of a 128-row pair, K and V multicast to both" : "");
   std::string source = "#include <solder/attention/sm90_attention_dual.cuh>\n";
   source += "// kernels " + program.kernels[first].name + " and " + program.kernels[first + 1].name + " as one: computes";
   for (auto& d : program.kernels[first].definitions) source += " " + d;
@@ -171,8 +183,8 @@ std::optional<AttentionSkeletonKernel> generate_attention_dual_kernel(const Kern
   result.info = b.info;
   result.info.name = name_b;
   result.info.threads = 384;
-  result.info.cluster = 1;
-  result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
+  result.info.cluster = cluster;
+  result.info.blocks = cluster * (persistent ? std::min<int64_t>(items, kSmCount / cluster) : items);
   result.info.shared_bytes = dual_smem_bytes(head_dim, bn, stages, q_buffers);
   AttentionSkeletonLaunch launch = la;  // the first half's lead indices: the kernel adds heads for the second
   launch.config = config;

@@ -87,14 +87,32 @@ double host_logit(const SoftcapScore& s, double dot, double scale) { return doub
 bool host_visible(const NoMask&, int, int) { return true; }
 bool host_visible(const CausalMask& m, int row, int col) { return col <= row + m.offset; }
 
+// Persistent blocks: 7 of them by default, so that every shape but the smallest runs several rounds (with
+// clusters of two: 3 clusters); 0 launches one block (cluster) per work tile (pair).
+int persistent_blocks = 7;
+
 template <class C, class Score, class Mask, class E>
 void launch_dual(const TensorMap& q, const TensorMap& k, const TensorMap& v, const AttentionShape& shape, const Score& score, const Mask& mask,
                  const E& epilogue) {
   auto kernel = solder::attention::attention_dual_kernel<C, Score, Mask, E>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
-  // persistent blocks: 7 of them, so that every shape but the smallest runs several rounds
-  const solder::attention::LaunchGeometry g = solder::attention::dual_launch_config(C{}, shape, C::Persistent ? 7 : 0);
-  kernel<<<dim3(g.grid[0]), dim3(g.block[0]), g.smem_bytes>>>(q, k, v, shape, score, mask, epilogue);
+  const solder::attention::LaunchGeometry g = solder::attention::dual_launch_config(C{}, shape, C::Persistent ? persistent_blocks : 0);
+  if constexpr (C::Cluster > 1) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(g.grid[0]);
+    config.blockDim = dim3(g.block[0]);
+    config.dynamicSmemBytes = g.smem_bytes;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = C::Cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, q, k, v, shape, score, mask, epilogue));
+  } else {
+    kernel<<<dim3(g.grid[0]), dim3(g.block[0]), g.smem_bytes>>>(q, k, v, shape, score, mask, epilogue);
+  }
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -186,6 +204,17 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
     CUDA_CHECK(cudaMemcpy(pairs.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < count; ++i) unlike += got[i] != pairs[i];
   }
+  // Clusters of two (K/V multicast) compute what the same Config on single blocks computes: the same bits.
+  long long unlike_single = 0;
+  if constexpr (C::Cluster > 1) {
+    std::vector<uint16_t> single(count);
+    CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
+    launch_dual<DualConfig<C::T, C::HeadDim, C::BN, C::Stages, C::StagedCombine, C::Persistent, C::QBuffers>>(
+        mq, mk, mv, shape, score, mask, DiffStaged<C::T>{o.device, c.seq_q, D, lambda_device, misalign});
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(single.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; ++i) unlike_single += got[i] != single[i];
+  }
   CUDA_CHECK(cudaFree(lambda_device));
   ++cases;
   const double unit = C::T == Dtype::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
@@ -206,12 +235,13 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
     err2 += (g - ref[i]) * (g - ref[i]);
     ref2 += ref[i] * ref[i];
   }
-  const bool ok = bad == 0 && nan == 0 && moved == 0 && unlike == 0;
+  const bool ok = bad == 0 && nan == 0 && moved == 0 && unlike == 0 && unlike_single == 0;
   if (!ok) ++failures;
   std::printf("%s %-30s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ run to run, worst err/bound %.3f, rel L2 %.2e",
               ok ? "OK  " : "FAIL", name, D, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, worst,
               std::sqrt(err2 / (ref2 + 1e-300)));
   if constexpr (C::StagedCombine) std::printf(", %lld differ from the pair-by-pair combine", unlike);
+  if constexpr (C::Cluster > 1) std::printf(", %lld differ from single blocks", unlike_single);
   std::printf("\n");
   if (!ok && first_bad != size_t(-1)) {
     const size_t row = first_bad / D;
@@ -276,6 +306,16 @@ int main(int argc, char** argv) {
   run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 2>>("dual bf16 d64 64x128 s4 persistent q2", rng, true);
   run_config<DualConfig<Dtype::bf16, 128, 128, 2, true, true, 1>>("dual bf16 d128 64x128 s2 persistent q1", rng, true);
   run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 1>>("dual bf16 d64 64x128 s4 persistent q1", rng, false);
+  // clusters of two with K/V multicast (hd64 only), each case also against the same Config on single
+  // blocks: on 3 clusters (7 blocks asked), 1 cluster and one cluster per pair of work tiles (0)
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 2, 2>>("dual bf16 d64 64x128 s4 persistent q2 cluster2 b7", rng, true);
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 1, 2>>("dual bf16 d64 64x128 s4 persistent q1 cluster2 b7", rng, true);
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, false, 1, 2>>("dual bf16 d64 64x128 s4 staged cluster2", rng, false);
+  persistent_blocks = 2;
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 2, 2>>("dual bf16 d64 64x128 s4 persistent q2 cluster2 b2", rng, false);
+  persistent_blocks = 0;
+  run_config<DualConfig<Dtype::bf16, 64, 128, 4, true, true, 2, 2>>("dual bf16 d64 64x128 s4 persistent q2 cluster2 b0", rng, false);
+  persistent_blocks = 7;
   run_config<DualConfig<Dtype::bf16, 64, 128, 4>>("dual bf16 d64 64x128 s4", rng, true);
   run_config<DualConfig<Dtype::bf16, 128, 128, 2>>("dual bf16 d128 64x128 s2", rng, true);
   run_config<DualConfig<Dtype::bf16, 64, 64, 3>>("dual bf16 d64 64x64 s3", rng, false);

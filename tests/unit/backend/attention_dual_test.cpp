@@ -144,6 +144,45 @@ TEST(AttentionDual, CombineAndPersistentKnobs) {
   auto persistent = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
   ASSERT_TRUE(persistent) << refusal;
   EXPECT_NE(persistent->summary.find("; persistent blocks, one per SM, 2 Q buffers"), std::string::npos) << persistent->summary;
+  EXPECT_EQ(persistent->info.cluster, 1);
+  EXPECT_EQ(persistent->summary.find("clusters of 2"), std::string::npos) << persistent->summary;
+}
+
+// $SOLDER_ATTN_DUAL_CLUSTER=2: persistent blocks in clusters of two, one 128-row pair of work tiles per
+// cluster (K and V multicast), at most 66 clusters, at head dim 64; without persistent blocks the knob takes
+// nothing.
+TEST(AttentionDual, ClusterKnob) {
+  Compiled c = compile_text(example_text("diff_attn"));
+  std::string refusal;
+  setenv("SOLDER_ATTN_DUAL_CLUSTER", "2", 1);
+  auto clustered = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
+  ASSERT_TRUE(clustered) << refusal;
+  EXPECT_EQ(clustered->info.attention->config, "solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2, 2>");
+  EXPECT_EQ(clustered->info.cluster, 2);
+  EXPECT_EQ(clustered->info.blocks, 132) << "66 clusters of 2 (of 16 * 8 * 8 pairs of work tiles)";
+  EXPECT_NE(clustered->summary.find("; clusters of 2 blocks, the ranks the two work tiles of a 128-row pair, K and V multicast to both"), std::string::npos)
+      << clustered->summary;
+  EXPECT_NE(clustered->source.find("using fused_o_config_ = solder::attention::DualConfig<solder::gemm::Dtype::bf16, 64, 128, 4, true, true, 2, 2>;"),
+            std::string::npos);
+  // few pairs: one cluster per pair (B 1, H 8, S 256: 4 work tiles per head, 2 pairs; 16 clusters)
+  Compiled small = compile_text(example_text("diff_attn"), {{"B", 1}, {"S", 256}});
+  auto few = generate_attention_dual_kernel(small.view, small.named, 0, &refusal);
+  ASSERT_TRUE(few) << refusal;
+  EXPECT_EQ(few->info.blocks, 2 * 8 * 2);
+  EXPECT_EQ(few->info.blocks % few->info.cluster, 0);
+  // hd128 keeps single blocks (the cluster Config's 232 consumer registers spill there)
+  Compiled d128 = compile_text(example_text("diff_attn"), {{"D", 128}});
+  auto wide = generate_attention_dual_kernel(d128.view, d128.named, 0, &refusal);
+  ASSERT_TRUE(wide) << refusal;
+  EXPECT_EQ(wide->info.cluster, 1);
+  EXPECT_EQ(wide->info.attention->config, "solder::attention::DualConfig<solder::gemm::Dtype::bf16, 128, 128, 2, true, true, 1>");
+  setenv("SOLDER_ATTN_DUAL_PERSISTENT", "0", 1);
+  auto single = generate_attention_dual_kernel(c.view, c.named, 0, &refusal);
+  unsetenv("SOLDER_ATTN_DUAL_PERSISTENT");
+  unsetenv("SOLDER_ATTN_DUAL_CLUSTER");
+  ASSERT_TRUE(single) << refusal;
+  EXPECT_EQ(single->info.cluster, 1);
+  EXPECT_EQ(single->info.blocks, 2048);
 }
 
 // Rows over 32 key tiles keep the two kernels (faster there on the H100); SOLDER_ATTN_DUAL=1 forces the dual one.
