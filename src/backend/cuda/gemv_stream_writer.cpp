@@ -115,7 +115,9 @@ std::optional<GemvStreamKernel> write_gemv_stream_kernel(const KernelProgram& pr
   const CudaArray& dst = arrays.at(c.dst.name);
 
   // Shared memory: V's chunk as float, W's row offsets, the slices' partial sums, the block's sums.
-  const int64_t v_bytes = (chunk * 4 + 15) / 16 * 16, w_bytes = chunk * 8, part_floats = int64_t{slices} * columns + columns;
+  // (each region 16-byte aligned: the slices' sums are stored as float4)
+  const int64_t v_bytes = (chunk * 4 + 15) / 16 * 16, w_bytes = (chunk * 8 + 15) / 16 * 16,
+                part_floats = int64_t{slices} * columns + columns;
   const int64_t shared_bytes = v_bytes + w_bytes + part_floats * 4;
 
   std::ostringstream out;

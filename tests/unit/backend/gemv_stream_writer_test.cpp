@@ -175,7 +175,9 @@ TEST(GemvStream, EitherOperandOrderAnEpilogueAndLongKVerify) {
       "program t1\ndim N = 96, K = 200\nin x[K] : bf16\nin w[K, N] : bf16 ~ normal(0, 0.05)\nout y[n] : bf16 = sum(k) w[k, n] * x[k]\n",
       "program t2\ndim N = 64, K = 300\nin x[K] : f16\nin w[K, N] : f16 ~ normal(0, 0.05)\nin bias[N] : f32\n"
       "c[n] : f16 = sum(k) x[k] * w[k, n]\nout h[n] : f16 = gelu(c[n] + bias[n])\n",
-      "program t3\ndim N = 16, K = 20000\nin x[K] : f16\nin w[K, N] : f16 ~ normal(0, 0.01)\nout y[n] : f32 = sum(k) x[k] * w[k, n]\n"};
+      "program t3\ndim N = 16, K = 20000\nin x[K] : f16\nin w[K, N] : f16 ~ normal(0, 0.01)\nout y[n] : f32 = sum(k) x[k] * w[k, n]\n",
+      // an odd number of rows per rank (K = 301 on one block): the shared regions stay 16-byte aligned
+      "program t5\ndim N = 64, K = 301\nin x[K] : f16\nin w[K, N] : f16 ~ normal(0, 0.05)\nout y[n] : f16 = sum(k) x[k] * w[k, n]\n"};
   for (const char* text : texts) {
     SCOPED_TRACE(text);
     BoundProgram bound = testing::bind_text(text);
@@ -185,6 +187,12 @@ TEST(GemvStream, EitherOperandOrderAnEpilogueAndLongKVerify) {
     GeneratedModule m = generate_cuda(compiled.kernels);
     EXPECT_EQ(gemv_kernels(m), 1) << contraction_schedule_text(m.contractions);
     expect_verifies(bound, compiled.kernels, 21);
+    // Every shared region the kernel addresses starts on a 16-byte boundary.
+    for (const char* region : {"reinterpret_cast<long long*>(smem + ", "reinterpret_cast<float*>(smem + "}) {
+      const size_t at = m.source.find(region);
+      ASSERT_NE(at, std::string::npos) << m.source;
+      EXPECT_EQ(std::stol(m.source.substr(at + std::string(region).size())) % 16, 0) << m.source;
+    }
   }
 }
 
