@@ -1,5 +1,7 @@
 #include "driver/compile.h"
 
+#include "contract/gemv_fit.h"
+
 #include <optional>
 #include <sstream>
 #include <string>
@@ -94,7 +96,15 @@ std::string tiles_text(const FusionResult& fused) {
       if (k.name == name) return k.blocks();
     return 0;
   };
-  for (auto& name : fused.whole) out << "kernel " << name << ": a whole contraction, tiled by the GEMM skeleton's cost model (step schedule)\n";
+  for (auto& name : fused.whole) {
+    // The GEMV stream's contracts (contract/gemv_fit.h) are shaped by its writer, the rest by the skeleton's cost model.
+    bool gemv = false;
+    for (auto& k : fused.kernels.kernels)
+      if (k.name == name && k.body.size() == 1)
+        if (auto c = k.body[0].as<ContractNode>()) gemv = fit_gemv(*c, fused.kernels.globals).problem.has_value();
+    out << "kernel " << name << (gemv ? ": a whole contraction on the GEMV stream (step schedule)\n"
+                                      : ": a whole contraction, tiled by the GEMM skeleton's cost model (step schedule)\n");
+  }
   for (auto& g : fused.groups) {
     out << "kernel " << g.name << ":";
     for (auto& m : g.plan.members) out << " " << m.def.target.name;

@@ -9,6 +9,7 @@
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_prologue_fit.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "contract/gemv_fit.h"
 #include "fusion/inline_pointwise.h"
 #include "hw/hardware.h"
 #include "ir/expr_visitor.h"
@@ -23,6 +24,7 @@ namespace {
 
 constexpr double kBalanceFraction = 1.0 / 3.0;  // whole when FLOPs per byte materialised ≥ balance / 3
 constexpr int64_t kMinSide = 64;                // ... and M and N are each at least the skeleton's smallest tile side
+constexpr double kGemvMaterialisedFraction = 8;  // GEMV stream: whole when the bytes materialised ≤ 1/8 of the matrix's
 constexpr int64_t kMinReduced = 16;             // a sum over at least one mma's K is a matrix product (stored_anyway)
 
 std::string figure(double x) {
@@ -508,8 +510,54 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     }
     if (!kernel) continue;  // not a contraction the skeleton takes (the fusion report says why, per kernel)
     const ContractNode& c = *kernel->body.back().as<ContractNode>();
+    // A matrix-vector product on the GEMV stream (contract/gemv_fit.h): whole when what that adds to
+    // the traffic (its result's round trip, and each operand's that nothing stores yet) is at most
+    // 1/8 of the matrix it streams.
+    const std::vector<GlobalTensor> globals = program_globals(program);
+    if (auto gemv = fit_gemv(c, globals).problem) {
+      auto round_trip = [&](const std::string& name) {
+        const TensorInfo& info = program.tensor(name);
+        if (info.role != TensorRole::intermediate || materialised.count(name)) return 0.0;
+        double n = 1;
+        for (int64_t e : info.shape) n *= static_cast<double>(e);
+        return 2 * n * dtype_bytes(info.dtype);
+      };
+      double added = round_trip(c.dst.name);
+      std::vector<std::string> operands;
+      for (const Expr* e : {&gemv->vector, &gemv->matrix}) {
+        const std::string& t = e->as<LoadNode>()->tensor;
+        if (program.tensor(t).role == TensorRole::input) continue;
+        added += round_trip(t);
+        operands.push_back(t);
+      }
+      const std::string& matrix = gemv->matrix.as<LoadNode>()->tensor;
+      const double streamed = static_cast<double>(gemv->n) * static_cast<double>(gemv->k) * dtype_bytes(gemv->type);
+      const std::string figures = "GEMV stream: N " + std::to_string(gemv->n) + " x K " + std::to_string(gemv->k) + ", " + figure(streamed / 1024) +
+                                  " KB of " + matrix + " streamed once, " + figure(added / 1024) + " KB materialised (" +
+                                  (added * kGemvMaterialisedFraction <= streamed ? "≤" : ">") + " 1/8 of it)";
+      if (added * kGemvMaterialisedFraction > streamed) {
+        plan.fused.push_back(def.target.name + ": stays fused: " + figures);
+        continue;
+      }
+      WholeContraction w;
+      w.def = i;
+      w.epilogue = consumer;
+      w.kernel = std::move(*kernel);
+      w.why = figures;
+      if (consumer) {
+        absorbed.insert(*consumer);
+        plan.kept.insert(program.defs[*consumer].def->target.name);
+      }
+      for (auto& t : operands) {
+        plan.kept.insert(t);
+        materialised.insert(t);
+      }
+      materialised.insert(c.dst.name);
+      plan.whole.push_back(std::move(w));
+      continue;
+    }
     // At least one 64 × 64 tile of the skeleton: a matrix-vector product (decode) is memory-bound and
-    // streams its weights through many blocks in a fused kernel instead.
+    // streams its weights through the GEMV stream above, or through many blocks in a fused kernel.
     int64_t rows = 1, columns = 1;
     for (auto& a : c.domain.axes) {
       if (std::count(c.row_axes.begin(), c.row_axes.end(), a.var)) rows *= a.extent;

@@ -4,6 +4,7 @@
 
 #include "contract/canonicalize.h"
 #include "contract/gathered_gemm_fit.h"
+#include "contract/gemv_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "plan/skeleton_choice.h"
 #include "ir/expr_visitor.h"
@@ -315,12 +316,19 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     return std::nullopt;
   }
   std::vector<GlobalTensor> globals = program_globals(program);
-  GemmSkeletonFit fit = fit_gemm_skeleton(*c.contract, globals);
+  // A matrix-vector product runs on the GEMV stream (contract/gemv_fit.h), which the planner then
+  // keeps whole by its own rule (whole_contractions.h).
+  const bool gemv = fit_gemv(*c.contract, globals).problem.has_value();
+  if (gemv) {
+    r.comment = def.target.name + " (the whole contraction, one launch of the GEMV stream)";
+    c.contract->comment = r.comment;
+  }
+  GemmSkeletonFit fit = gemv ? GemmSkeletonFit{} : fit_gemm_skeleton(*c.contract, globals);
   // What the skeleton does not stage (a convolution's im2col operand, a concatenation along K, rows
   // that are not TMA-aligned) runs whole as an implicit GEMM with gathered operands on mma.sync
   // (gathered_gemm_fit.h), when that takes it.
   bool gathered = false;
-  if (!fit.problem) {
+  if (!gemv && !fit.problem) {
     // The gathered GEMM evaluates its operands per element: pointwise intermediates it reads are
     // inlined into them (never stored), as the fused kernels would.
     if (Expr inlined = inline_pointwise_operands(program, r.value, stored); !structurally_equal(inlined, r.value)) {
@@ -340,10 +348,10 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     c.contract->comment = r.comment;
   }
   SkeletonChoice choice;
-  if (feasible_only && !gathered)
+  if (feasible_only && !gathered && !gemv)
     choice = choose_skeleton_config(*fit.problem, c.contract->type,
                                     program.tensor(epilogue ? program.defs[*epilogue].def->target.name : def.target.name).dtype);
-  if (feasible_only && !gathered && !choice.chosen) {
+  if (feasible_only && !gathered && !gemv && !choice.chosen) {
     if (why) *why = choice.why;
     return std::nullopt;
   }
@@ -377,7 +385,8 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     c.contract->value = value.name;
     c.contract->dst.name = p.target.name;
     c.contract->comment = p.target.name + " = " + print_expr(p.body) + " with " + def.target.name +
-                          " the whole contraction (one launch of the GEMM skeleton; " + def.target.name + " is never stored)";
+                          " the whole contraction (one launch of the " + (gemv ? "GEMV stream" : "GEMM skeleton") + "; " + def.target.name +
+                          " is never stored)";
     kernel.name = p.target.name;
     kernel.definitions.push_back(p.target.name);
     kernel.buffers.push_back(std::move(value));

@@ -6,6 +6,7 @@
 #include "backend/cuda/gathered_gemm_writer.h"
 #include "backend/cuda/gemm_row_epilogue_writer.h"
 #include "backend/cuda/gemm_skeleton_writer.h"
+#include "backend/cuda/gemv_stream_writer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -224,8 +225,18 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
         ++i;  // the second kernel is this launch
         continue;
       }
-    // the GEMM skeleton for whole contractions (the unfused lowering's, gemm_skeleton_writer.h)
-    if (auto gemm = write_gemm_skeleton_kernel(named, named.kernels[i], nullptr)) {
+    // a whole matrix-vector product on the GEMV stream (gemv_stream_writer.h)
+    if (auto gemv = write_gemv_stream_kernel(named, named.kernels[i], nullptr)) {
+      for (auto& s : schedule) {
+        s.skeleton = kGemvStreamSkeleton;
+        s.tile = std::to_string(gemv->vectors * 8) + " outputs x " + std::to_string(256 / gemv->vectors) + " slices of K per block" +
+                 (gemv->split > 1 ? ", split-K over a cluster of " + std::to_string(gemv->split) + " (DSM merge)" : std::string());
+        s.blocks = gemv->info.blocks;
+      }
+      source = gemv->source;
+      module.kernels.push_back(gemv->info);
+    } else if (auto gemm = write_gemm_skeleton_kernel(named, named.kernels[i], nullptr)) {
+      // the GEMM skeleton for whole contractions (the unfused lowering's, gemm_skeleton_writer.h)
       for (auto& s : schedule) {
         const GemmSkeletonLaunch& g = *gemm->info.gemm;
         s.skeleton = ContractionSchedule::kGemmSkeleton;

@@ -112,9 +112,18 @@ void expect_verifies(const BoundProgram& program, const KernelProgram& kernels) 
   }
 }
 
+// The fused kernels' split of K. On the GPU a matrix-vector product whose matrix is contiguous along its
+// outputs runs whole on the GEMV stream by default (contract/gemv_fit.h); without whole contractions
+// (gemm_skeleton off, as --no-skeleton) it stays fused, and this is the plan it gets.
+CompileOptions fused_gpu() {
+  CompileOptions gpu = CompileOptions::for_gpu();
+  gpu.gemm_skeleton = false;
+  return gpu;
+}
+
 TEST(CompileSteps, TilesSplitAFewBlockContractionsKAcrossBlocks) {
   BoundProgram program = testing::bind_text(kGemv);
-  FusionResult fused = fuse_for(program, CompileOptions::for_gpu());
+  FusionResult fused = fuse_for(program, fused_gpu());
   ASSERT_EQ(fused.groups.size(), 1u) << tiles_text(fused);
   const GroupPlan& plan = fused.groups[0].plan;
   ASSERT_GE(plan.stream, 0) << tiles_text(fused);
@@ -124,7 +133,7 @@ TEST(CompileSteps, TilesSplitAFewBlockContractionsKAcrossBlocks) {
     if (d.role == DimRole::grid && d.extent >= 64) EXPECT_GE(d.tile, 64) << d.name;  // the columns keep their tile
   // Expected: the blocks reach two per SM of the H100 (2 column tiles x 64 segments).
   EXPECT_NE(tiles_text(fused).find("stream k, 64 segments"), std::string::npos) << tiles_text(fused);
-  expect_verifies(program, compile_program(program, CompileOptions::for_gpu()).kernels);
+  expect_verifies(program, compile_program(program, fused_gpu()).kernels);
   // The CPU's options keep K an inner loop.
   FusionResult cpu = fuse_for(program, CompileOptions{});
   EXPECT_EQ(cpu.groups[0].plan.stream, -1) << tiles_text(cpu);
@@ -135,11 +144,11 @@ TEST(CompileSteps, LlamaDecodeWithSplitProjectionsVerifies) {
   // blocks, so its K (HID) splits across blocks; the whole program still matches the reference.
   auto source = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/llama_decode.sol"));
   BoundProgram program = bind_program(source, SizeChoice{false, {{"H", 8}, {"KV", 64}}});
-  FusionResult fused = fuse_for(program, CompileOptions::for_gpu());
+  FusionResult fused = fuse_for(program, fused_gpu());
   bool split = false;
   for (auto& g : fused.groups) split |= g.plan.stream >= 0 && g.plan.dims[static_cast<size_t>(g.plan.stream)].name == "c" && g.plan.segments > 1;
   EXPECT_TRUE(split) << tiles_text(fused);
-  expect_verifies(program, compile_program(program, CompileOptions::for_gpu()).kernels);
+  expect_verifies(program, compile_program(program, fused_gpu()).kernels);
 }
 
 TEST(CompileSteps, ShortKProductWithGpuTilesVerifies) {
