@@ -120,6 +120,11 @@ KERNEL_COMMITS_ONLY = {
     # the emitter's staged word-and-row writer in one place: `solder emit --cuda` of every example and of the
     # 40 attention suite cells byte-identical before and after
     "8c2a326": (),
+    # the fifteenth session. ab-driver: `solder bench --json` records when its replays ran (no kernel).
+    # diff-mc: the dual kernel in clusters of two by knob only (SOLDER_ATTN_DUAL_CLUSTER=2); the default dual
+    # kernels' SASS is the same before and after (diff_attn hd64 and hd128, nvcc -cubin sm_90a, cuobjdump).
+    # decode2: the GEMV stream for one-row products (llama_decode's projections; no attention kernel).
+    "ca240b7": (), "70e1b78": (), "6187389": (), "f35abd2": (), "4129d75": (), "b25037d": (),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
