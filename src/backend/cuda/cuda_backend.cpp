@@ -242,7 +242,8 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     const GeneratedKernel& info = loaded.generated.kernels[k];
     const LaunchStep& step = c.schedule.steps[k];
     CUstream_st* on = stream_of(step.stream);
-    if (step.stream > 0 && !started[static_cast<size_t>(step.stream)]) runtime::wait_event(on, *c.fork);
+    const bool opens_stream = step.stream > 0 && !started[static_cast<size_t>(step.stream)];
+    if (opens_stream) runtime::wait_event(on, *c.fork);
     started[static_cast<size_t>(step.stream)] = true;
     for (size_t w : step.waits) runtime::wait_event(on, *c.done[w]);
     runtime::LaunchConfig config;
@@ -251,9 +252,9 @@ void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& po
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
     config.stream = on;
-    // (a launch that waits for another stream keeps a full dependency: no programmatic launch)
+    // (a launch that waits for another stream, or opens one, keeps full dependencies: no programmatic launch)
     const ProgrammaticLaunch pdl = programmatic_launch_mode();
-    config.programmatic = pdl != ProgrammaticLaunch::off && step.waits.empty() &&
+    config.programmatic = pdl != ProgrammaticLaunch::off && step.waits.empty() && !opens_stream &&
                           (info.programmatic || (pdl == ProgrammaticLaunch::every_gemm && info.gemm));
     if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers, loaded.split_k[k]);
     else if (info.attention) launch_attention_skeleton(loaded.functions[k], *info.attention, config, pointers);
