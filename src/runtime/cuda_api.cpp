@@ -72,6 +72,7 @@ const DriverLibrary& driver_library() {
     bind(handle, a.stream_create, {"cuStreamCreate"}, &missing);
     bind(handle, a.stream_destroy, {"cuStreamDestroy_v2"}, &missing);
     bind(handle, a.stream_synchronize, {"cuStreamSynchronize"}, &missing);
+    bind(handle, a.stream_wait_event, {"cuStreamWaitEvent"}, &missing);
     bind(handle, a.stream_begin_capture, {"cuStreamBeginCapture_v2"}, &missing);
     bind(handle, a.stream_end_capture, {"cuStreamEndCapture"}, &missing);
     bind(handle, a.graph_instantiate, {"cuGraphInstantiateWithFlags"}, &missing);

@@ -124,6 +124,7 @@ struct DriverApi {
   CUresult (*stream_create)(CUstream* stream, unsigned flags);               // cuStreamCreate
   CUresult (*stream_destroy)(CUstream stream);                               // cuStreamDestroy_v2
   CUresult (*stream_synchronize)(CUstream stream);                           // cuStreamSynchronize
+  CUresult (*stream_wait_event)(CUstream stream, CUevent event, unsigned flags);  // cuStreamWaitEvent
   CUresult (*stream_begin_capture)(CUstream stream, int mode);               // cuStreamBeginCapture_v2
   CUresult (*stream_end_capture)(CUstream stream, CUgraph* graph);           // cuStreamEndCapture
   CUresult (*graph_instantiate)(CUgraphExec* exec, CUgraph graph, unsigned long long flags);  // cuGraphInstantiateWithFlags

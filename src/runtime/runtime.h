@@ -342,6 +342,11 @@ class Event {
   CUevent_st* event_ = nullptr;
 };
 
+// cuStreamWaitEvent: work queued on `stream` after this call waits for the work `event` last recorded.
+// When the event was recorded on a capturing stream, this joins `stream` to that capture (a fork in the
+// graph); recording an event on the joined stream and waiting for it on the capturing one is the join.
+void wait_event(CUstream_st* stream, const Event& event);
+
 // Milliseconds between two recorded events (cuEventElapsedTime), after waiting for `end`.
 float elapsed_ms(const Event& start, const Event& end);
 

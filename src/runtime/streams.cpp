@@ -65,6 +65,11 @@ void Event::synchronize() const {
   check(api, api.event_synchronize(event_), "cuEventSynchronize", after_last_launch());
 }
 
+void wait_event(CUstream_st* stream, const Event& event) {
+  const DriverApi& api = ensure_context();
+  check(api, api.stream_wait_event(stream, event.handle(), 0), "cuStreamWaitEvent");
+}
+
 float elapsed_ms(const Event& start, const Event& end) {
   end.synchronize();
   const DriverApi& api = ensure_context();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "backend/cuda/cuda_expr.h"
@@ -23,11 +24,52 @@ namespace {
 
 
 // A split-K skeleton kernel's workspace (solder::gemm::SplitKWorkspace): f32 partials and counters,
-// allocated and zeroed once per loaded module. The kernels of a module run one after another on one
-// stream (also in a captured graph), and each launch leaves its counters zero again.
+// allocated and zeroed once per loaded module, one per kernel. A call's launches of one kernel never
+// overlap (the join orders consecutive calls), and each launch leaves its counters zero again.
 struct SplitKBuffers {
   runtime::DeviceBuffer partials, counters;
 };
+
+// $SOLDER_CONCURRENT=0 launches a program's kernels one after another on one stream (the A/B of the
+// concurrent schedule); unset (or another value), independent kernels run on up to kMaxStreams streams.
+constexpr int kMaxStreams = 4;
+int max_streams() {
+  static const int streams = [] {
+    const char* text = std::getenv("SOLDER_CONCURRENT");
+    return text && std::string(text) == "0" ? 1 : kMaxStreams;
+  }();
+  return streams;
+}
+
+// How a call's launches reach the GPU (kernel_dependencies.h): the schedule, the streams besides the
+// caller's, an event per launch that another stream waits for, the fork (recorded on the caller's stream
+// before the first launch) and a join event per extra stream. Created with the loaded program, outside
+// any capture; a call records and waits for them again (in a captured graph: its edges).
+struct ConcurrentLaunches {
+  LaunchSchedule schedule;
+  std::vector<std::unique_ptr<runtime::Stream>> streams;  // streams 1, 2, ... of the schedule
+  std::vector<std::unique_ptr<runtime::Event>> done;      // per launch; null unless waited for
+  std::unique_ptr<runtime::Event> fork;
+  std::vector<std::unique_ptr<runtime::Event>> joins;     // per extra stream
+};
+
+ConcurrentLaunches concurrent_launches(const GeneratedModule& generated) {
+  std::vector<GlobalUse> uses;
+  for (auto& k : generated.kernels) uses.push_back(k.globals);
+  ConcurrentLaunches c;
+  c.schedule = schedule_launches(kernel_dependencies(uses), max_streams());
+  c.done.resize(generated.kernels.size());
+  if (c.schedule.streams == 1) return c;
+  for (int s = 1; s < c.schedule.streams; ++s) {
+    c.streams.push_back(std::make_unique<runtime::Stream>());
+    c.joins.push_back(std::make_unique<runtime::Event>());
+  }
+  c.fork = std::make_unique<runtime::Event>();
+  for (auto& step : c.schedule.steps)
+    for (size_t w : step.waits)
+      if (!c.done[w]) c.done[w] = std::make_unique<runtime::Event>();
+  return c;
+}
 
 struct LoadedProgram {
   runtime::Module module;
@@ -36,6 +78,7 @@ struct LoadedProgram {
   double compile_seconds = 0;
   bool from_cache = false;
   std::vector<SplitKBuffers> split_k;  // per kernel (empty buffers unless it runs split-K)
+  ConcurrentLaunches concurrent;
 };
 
 // NVRTC flags for a generated module: the GEMM skeleton's CuTe code is built with NDEBUG (no device
@@ -64,6 +107,7 @@ LoadedProgram load(const KernelProgram& program, const CudaCodegenOptions& codeg
     }
     loaded.split_k.push_back(std::move(buffers));
   }
+  loaded.concurrent = concurrent_launches(loaded.generated);
   return loaded;
 }
 
@@ -186,22 +230,42 @@ ProgrammaticLaunch programmatic_launch_mode() {
   return mode;
 }
 
+// One call of the program: its launches on the streams of loaded.concurrent's schedule, forked from and
+// joined back into `stream` (with one stream: in order on `stream`, nothing recorded).
 void launch_all(const LoadedProgram& loaded, std::vector<runtime::DevicePtr>& pointers, CUstream_st* stream) {
   std::vector<void*> args;
   for (auto& p : pointers) args.push_back(&p);
+  const ConcurrentLaunches& c = loaded.concurrent;
+  auto stream_of = [&](int s) { return s == 0 ? stream : c.streams[static_cast<size_t>(s - 1)]->handle(); };
+  std::vector<bool> started(static_cast<size_t>(c.schedule.streams), false);
+  if (c.fork) c.fork->record(stream);
   for (size_t k = 0; k < loaded.functions.size(); ++k) {
     const GeneratedKernel& info = loaded.generated.kernels[k];
+    const LaunchStep& step = c.schedule.steps[k];
+    CUstream_st* on = stream_of(step.stream);
+    const bool opens_stream = step.stream > 0 && !started[static_cast<size_t>(step.stream)];
+    if (opens_stream) runtime::wait_event(on, *c.fork);
+    started[static_cast<size_t>(step.stream)] = true;
+    for (size_t w : step.waits) runtime::wait_event(on, *c.done[w]);
     runtime::LaunchConfig config;
     config.grid.x = static_cast<unsigned>(info.blocks);
     config.block.x = static_cast<unsigned>(info.threads);
     config.cluster.x = static_cast<unsigned>(info.cluster);
     config.dynamic_shared_bytes = static_cast<unsigned>(info.shared_bytes);
-    config.stream = stream;
+    config.stream = on;
+    // (a launch that waits for another stream, or opens one, keeps full dependencies: no programmatic launch)
     const ProgrammaticLaunch pdl = programmatic_launch_mode();
-    config.programmatic = pdl != ProgrammaticLaunch::off && (info.programmatic || (pdl == ProgrammaticLaunch::every_gemm && info.gemm));
+    config.programmatic = pdl != ProgrammaticLaunch::off && step.waits.empty() && !opens_stream &&
+                          (info.programmatic || (pdl == ProgrammaticLaunch::every_gemm && info.gemm));
     if (info.gemm) launch_gemm_skeleton(loaded.functions[k], *info.gemm, config, pointers, loaded.split_k[k]);
     else if (info.attention) launch_attention_skeleton(loaded.functions[k], *info.attention, config, pointers);
     else runtime::launch(loaded.functions[k], config, args.data());
+    if (c.done[k]) c.done[k]->record(config.stream);
+  }
+  for (int s = 1; s < c.schedule.streams; ++s) {
+    if (!started[static_cast<size_t>(s)]) continue;
+    c.joins[static_cast<size_t>(s - 1)]->record(stream_of(s));
+    runtime::wait_event(stream, *c.joins[static_cast<size_t>(s - 1)]);
   }
 }
 

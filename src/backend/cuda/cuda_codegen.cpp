@@ -153,6 +153,21 @@ std::string schedule_header(const std::string& kernel, const std::vector<Contrac
   return "// ---- kernel " + kernel + ": " + std::to_string(count) + (count == 1 ? " contraction" : " contractions") + " ----\n" + out.str();
 }
 
+// The globals one launch of `kernels` reads and writes. An attention-skeleton launch also writes the
+// module's work counter (device/solder/attention/sm90_attention.cuh: one for every attention kernel
+// of a module, whose launches must not overlap), named here as no global can be.
+GlobalUse launch_globals(const KernelProgram& program, std::vector<const Kernel*> kernels, bool attention_skeleton) {
+  GlobalUse use;
+  for (const Kernel* k : kernels) {
+    GlobalUse one = global_use(program, *k);
+    use.reads.insert(one.reads.begin(), one.reads.end());
+    use.writes.insert(one.writes.begin(), one.writes.end());
+    use.exclusive = use.exclusive || one.exclusive;
+  }
+  if (attention_skeleton) use.writes.insert("(attention work counter)");
+  return use;
+}
+
 }  // namespace
 
 std::string contraction_schedule_text(const std::vector<ContractionSchedule>& schedule) {
@@ -220,6 +235,7 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
           s.reason = dual->tiles_and_skipping;
         }
         module.kernels.push_back(dual->info);
+        module.kernels.back().globals = launch_globals(named, {&named.kernels[i], &named.kernels[i + 1]}, true);
         out << schedule_header(named.kernels[i + 1].name, schedule) << dual->source << "\n";
         module.contractions.insert(module.contractions.end(), schedule.begin(), schedule.end());
         ++i;  // the second kernel is this launch
@@ -365,6 +381,7 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
         if (say_skeleton) s.reason += (s.reason.empty() ? "" : "; ") + std::string("attention skeleton not used: ") + skeleton_refusal;
       }
     }
+    module.kernels.back().globals = launch_globals(named, {&named.kernels[i]}, module.kernels.back().attention.has_value());
     out << schedule_header(named.kernels[i].name, schedule) << source << "\n";
     module.contractions.insert(module.contractions.end(), schedule.begin(), schedule.end());
   }

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/kernel_dependencies.h"
 #include "kernel/kernel_ir.h"
 
 namespace solder {
@@ -90,6 +91,10 @@ struct GeneratedKernel {
   // for the previous one (griddepcontrol.wait) before touching global memory. The GEMM skeleton's
   // kernels (gemm_body) do; $SOLDER_PDL=0 turns the attribute off for A/B runs.
   bool programmatic = false;
+  // The globals the launch reads and writes (its kernels' Kernel IR, kernel_dependencies.h): launches
+  // without a conflict may run concurrently (cuda_backend.cpp). Attention-skeleton launches also write
+  // the module's work counter, which they share.
+  GlobalUse globals;
 };
 
 // How the CUDA backend runs one `contract` statement: the skeleton that took it, the tile, the MMA

@@ -117,6 +117,7 @@ SAME_SIGNATURE(DriverApi, memset_d32_async, cuMemsetD32Async);
 SAME_SIGNATURE(DriverApi, stream_create, cuStreamCreate);
 SAME_SIGNATURE(DriverApi, stream_destroy, cuStreamDestroy_v2);
 SAME_SIGNATURE(DriverApi, stream_synchronize, cuStreamSynchronize);
+SAME_SIGNATURE(DriverApi, stream_wait_event, cuStreamWaitEvent);
 SAME_SIGNATURE(DriverApi, tensor_map_encode_tiled, cuTensorMapEncodeTiled);
 static_assert(sizeof(solder::runtime::TensorMapBytes) == sizeof(::CUtensorMap));
 static_assert(alignof(solder::runtime::TensorMapBytes) == alignof(::CUtensorMap));

@@ -205,5 +205,38 @@ TEST_F(RuntimeGpu, GraphCaptureReplayAndEventTiming) {
   EXPECT_EQ(data.download<unsigned>(1)[0], expected + 1);
 }
 
+// Two streams forked from a capturing stream and joined back (what cuda_backend.cpp's concurrent
+// launches record): the graph holds both branches, and every replay runs each launch once, in order
+// on its branch and after the join.
+TEST_F(RuntimeGpu, GraphCaptureOfTwoStreamsForkedAndJoined) {
+  Module module(compiled_);
+  Function add_one = module.get_function("add_one");
+  const unsigned n = 1 << 20;
+  DeviceBuffer left(n * sizeof(unsigned)), right(n * sizeof(unsigned));
+  fill_u32(left.pointer(), 0, n);
+  fill_u32(right.pointer(), 0, n);
+  Stream stream, side;
+  Event fork, join;
+  LaunchConfig on_main{{n / 256, 1, 1}, {256, 1, 1}, {1, 1, 1}, 0, stream.handle()};
+  LaunchConfig on_side = on_main;
+  on_side.stream = side.handle();
+  Graph graph = capture_graph(stream, [&] {
+    fork.record(stream.handle());
+    wait_event(side.handle(), fork);
+    for (int i = 0; i < 3; ++i) launch_with(add_one, on_main, left.pointer(), n);
+    for (int i = 0; i < 2; ++i) launch_with(add_one, on_side, right.pointer(), n);
+    join.record(side.handle());
+    wait_event(stream.handle(), join);
+    launch_with(add_one, on_main, right.pointer(), n);  // after both branches
+  });
+  const int replays = 4;
+  for (int r = 0; r < replays; ++r) graph.launch(stream);
+  stream.synchronize();
+  std::vector<unsigned> l = left.download<unsigned>(n), r = right.download<unsigned>(n);
+  int wrong = 0;
+  for (unsigned i = 0; i < n; ++i) wrong += l[i] != 3u * replays || r[i] != 3u * replays;
+  EXPECT_EQ(wrong, 0) << "left " << l[0] << ", right " << r[0] << ", expected " << 3 * replays;
+}
+
 }  // namespace
 }  // namespace solder::runtime
