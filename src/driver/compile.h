@@ -73,7 +73,7 @@ std::optional<CompileStep> compile_step_named(std::string_view name);
 // "parse, lower, skeletons, tiles, fuse, schedule"
 std::string compile_step_names();
 
-// Step skeletons: the contractions that run whole, one launch of the sm_90a GEMM skeleton each
+// Step skeletons: the contractions that run whole, one launch each (the sm_90a GEMM skeleton or the GEMV stream)
 // (plan_whole_contractions), when options.gemm_skeleton; nothing otherwise.
 WholeContractionPlan choose_skeletons(const BoundProgram& program, const CompileOptions& options);
 // Its dump: the rule's figures per contraction the skeleton takes, whole or fused.

@@ -662,7 +662,7 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
 
 std::string whole_contractions_text(const BoundProgram& program, const WholeContractionPlan& plan) {
   if (plan.whole.empty() && plan.fused.empty()) return "";
-  std::string text = "Whole contractions (one launch of the sm_90a GEMM skeleton each):\n";
+  std::string text = "Whole contractions (one launch each: the sm_90a GEMM skeleton, or the GEMV stream where a line says so):\n";
   for (auto& w : plan.whole) {
     text += "  " + program.defs[w.def].def->target.name;
     if (w.pair) {
