@@ -50,18 +50,6 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
   return all > 0 ? (bh / heads) * all + head0 + bh % heads : bh;
 }
 
-// Config's OverlapS: whether the fragments of one consumer thread, O (HeadDim / 2 f32), two S tiles
-// (BN / 2 f32 each), P (BN / 4 registers) and the score's per-tile registers `score_terms` (a bias:
-// BN / 2; the affine row-shift form's column terms: BN / 4), leave the rest of the setmaxnreg budget
-// its measured need: 80 of 240 with two consumers, 48 of 160 with three (addresses, the row state, the
-// persistent loop's and the functors' registers). Measured with nvcc's ptxas (compile_check.sh): hd64 at
-// 128 keys on two consumers (192 registers of fragments) spills 4–256 bytes in every functor and mask of
-// the device test; 64-key tiles (hd64 or hd128, a bias, the row-shift terms, two or three consumers)
-// compile without.
-SOLDER_ATTN_HD constexpr bool overlap_s_fits(int head_dim, int bn, int consumers, int score_terms = 0) {
-  return head_dim / 2 + bn + bn / 4 + score_terms + (consumers == 2 ? 80 : 48) <= (consumers == 2 ? 240 : 160);
-}
-
 // One tile configuration.
 //   T          bf16 or f16 (Q, K, V and P; f32 accumulation and softmax).
 //   HeadDim    64, 128 (or 256 with few stages: shared memory permitting).
@@ -130,17 +118,9 @@ SOLDER_ATTN_HD constexpr bool overlap_s_fits(int head_dim, int bn, int consumers
 //              Stagger 3, or 1 on one buffer, consumer 0 waits for a Q whose buffer consumer 1, still owed
 //              turns, has not released: tests/gpu/attention_skeleton/stagger_model.py, late_q). A work tile
 //              without key tiles has no Q buffer and stores pair by pair. Not with a data mask.
-//   OverlapS   each consumer issues the next key tile's S = Q·K_{j+1}ᵀ before the softmax of S_j, into a
-//              second S register tile: while the softmax of tile j runs, the tensor cores hold
-//              P_{j-1}·V_{j-1} and S_{j+1}, and S_j was done during the previous tile's softmax (without it
-//              the softmax of tile j waits for S_j, issued just before it). The same products, summed in
-//              the same order: the outputs are bit for bit those without it. Costs BN / 2 registers per
-//              thread: legal where overlap_s_fits above holds (here without the score's terms; the kernel
-//              asserts it with them). Each consumer waits for K_{j+1} one turn earlier, so Stagger is at
-//              most Stages − 2. Not with a data mask (not measured).
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
           int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false,
-          bool PostedWork_ = false, bool QRowsEpilogue_ = false, bool OverlapS_ = false>
+          bool PostedWork_ = false, bool QRowsEpilogue_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -155,7 +135,6 @@ struct Config {
   static constexpr bool StagedEpilogue = StagedEpilogue_;
   static constexpr bool PostedWork = PostedWork_;
   static constexpr bool QRowsEpilogue = QRowsEpilogue_;
-  static constexpr bool OverlapS = OverlapS_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
@@ -208,9 +187,6 @@ struct Config {
   static_assert(StagedBias_ >= 0 && StagedBias_ <= 3, "StagedBias: bit 1 a tile, bit 2 a column vector");
   static_assert(!(StagedBias_ & 1) || BN_ % 64 == 0, "a staged bias tile needs BN a multiple of 64 (128-byte chunks)");
   static_assert(!(StagedBias_ & 2) || BN_ <= 128, "a staged bias column holds 128 keys");
-  static_assert(!OverlapS_ || overlap_s_fits(HeadDim_, BN_, Consumers_), "OverlapS: two S tiles beside O and P do not fit in the consumers' registers");
-  static_assert(!OverlapS_ || Stagger_ <= Stages_ - 2,
-                "OverlapS: Stagger at most Stages - 2 turns (each consumer waits for the next K stage one turn earlier)");
   static_assert(SmemBytes <= 232448, "Q and the K/V rings do not fit in 227 KB of shared memory");
   static_assert(128 * (ProducerRegisters + Consumers_ * ConsumerRegisters) <= 65536, "setmaxnreg: over 64 K registers");
 };

@@ -52,10 +52,6 @@
 //     issue O += P_{j-1}·V_{j-1}; [pass the turn];
 //     wait S_j; release K_j; score(), mask (boundary tiles only), State::update → P_j in f32 and
 //     correction_j; wait P_{j-1}·V_{j-1}; release V_{j-1}; P_j → bf16/f16 A registers.
-// With Config::OverlapS the consumer runs one key tile further ahead, in two S register tiles: per key
-// tile j, [take the turn]; O *= correction_{j-1}; issue O += P_{j-1}·V_{j-1}; issue S_{j+1}; [pass the
-// turn]; wait S_j (issued one key tile earlier); softmax of tile j beside both products; wait
-// P_{j-1}·V_{j-1}; P_j → A registers.
 // The softmax of tile j runs while P_{j-1}·V_{j-1} is on the tensor cores (intra-warpgroup overlap), and
 // the turn — named barriers in a ring over the consumers — staggers the warpgroups: while one does its
 // softmax, the next issues its products (ping-pong). With Config::Stagger = L (2 consumers) consumer 1
@@ -245,12 +241,6 @@ __device__ __forceinline__ unsigned int sm_id() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
   return id;
 }
-
-// A compile-time flag passed to a generic lambda (`decltype(flag)::value`).
-template <bool B>
-struct Flag {
-  static constexpr bool value = B;
-};
 
 // The stage and the phase parity of the n-th use of a ring of Stages stages.
 template <int Stages>
@@ -921,10 +911,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     const uint64_t v_desc = wgmma::mn_major(wgmma::shared_address(smem_v), C::BN);
     constexpr uint32_t kKVStageBytes = C::Chunks * C::BN * 128;
     wgmma::Fragment<float, C::BN / 2> acc_s;
-    // Config::OverlapS: the second S tile (the next key tile's S while acc_s's softmax runs, and the
-    // other way round); unused without.
-    wgmma::Fragment<float, C::OverlapS ? C::BN / 2 : 2> acc_s_next;
-    (void)acc_s_next;
     wgmma::Fragment<float, C::HeadDim / 2> acc_o;
     // P: the A operand of P·V in registers, bf16/f16 pairs; register 4·kb + j holds acc_s(8·kb + 2j, + 1).
     wgmma::Fragment<uint32_t, C::BN / 4> p;
@@ -947,7 +933,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // Config::FreeConsumers: no turns; each consumer issues as soon as its own operands are there.
     constexpr bool kTurns = !C::FreeConsumers;
     static_assert(!C::FreeConsumers || !kData, "FreeConsumers: not with a data mask");
-    static_assert(!C::OverlapS || !kData, "OverlapS: not with a data mask");
     auto take_turn = [&] {
       if constexpr (kTurns) detail::named_sync(my_turn, kTurnThreads);
     };
@@ -973,21 +958,20 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       __syncwarp();
       if (lane == 0) cuda::ptx::mbarrier_arrive(bar);
     };
-    auto to_p = [&](auto& s_tile) {
+    auto to_p = [&] {
 #pragma unroll
-      for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(s_tile(2 * i), s_tile(2 * i + 1));
+      for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(acc_s(2 * i), acc_s(2 * i + 1));
     };
-    // S = Q·Kᵀ from Q buffer `qb` and K stage `stage` into `s_tile` (acc_s, or with Config::OverlapS
-    // either of the two S tiles).
-    auto issue_s = [&](auto& s_tile, int qb, int stage) {
-      wgmma::fence(s_tile);
+    // S = Q·Kᵀ from Q buffer `qb` and K stage `stage`.
+    auto issue_s = [&](int qb, int stage) {
+      wgmma::fence(acc_s);
       wgmma::arrive();
       const uint64_t k_stage = wgmma::advance(k_desc, stage * kKVStageBytes);
       const uint64_t q_buffer = wgmma::advance(q_desc, qb * static_cast<uint32_t>(C::QBytes));
 #pragma unroll
       for (int kb = 0; kb < Ty::KBlocksS; ++kb)
         wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_buffer, wgmma::k_major_block(64, kb)),
-                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb)), s_tile, kb > 0);
+                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb)), acc_s, kb > 0);
       wgmma::commit();
     };
     auto issue_o = [&](int stage) {
@@ -1111,10 +1095,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // immediate operand (no column terms in registers), the row shift divided by a, and the row state's
       // scale multiplied by a (functors.cuh, "An affine score").
       constexpr bool kScaledShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && score_affine_positive_a<Score>(0) && C::Consumers == 3;
-      static_assert(!C::OverlapS || overlap_s_fits(C::HeadDim, C::BN, C::Consumers,
-                                                   score_has_bias<Score>(0) ? C::BN / 2 : kRowShift ? C::BN / 4 : 0),
-                    "OverlapS: two S tiles beside O, P and the score's terms (a bias, the row-shift form's column "
-                    "terms) do not fit in the consumers' registers");
       float column_term[kRowShift ? C::BN / 4 : 1];
       float row_shift[2] = {0.0f, 0.0f};
       if constexpr (kRowShift) {
@@ -1204,11 +1184,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       };
       // Logits of key tile j (the n-th of the work tile): score functor, then the mask on boundary tiles
       // (and keys ≥ seq_k).
-      auto logits = [&](auto& s_tile, int j, int n) {
+      auto logits = [&](int j, int n) {
         const int col0 = j * C::BN;
         if constexpr (score_has_bias<Score>(0)) {
 #pragma unroll
-          for (int i = 0; i < C::BN / 2; ++i) s_tile(i) = fmaf(s_tile(i), dot_factor, bias[i]);
+          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), dot_factor, bias[i]);
         } else if constexpr (kRowShift) {
           // a·dot + u·(col − row) + w·row + c as s' = a·dot + u·(constant column offset), one FFMA per
           // score, and the row shift u·(col0 + col_lane − row) + w·row + c (exact integer col0 + col_lane
@@ -1219,7 +1199,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             row_shift[r] = fmaf(affine_u, static_cast<float>(col0 + col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c));
           }
 #pragma unroll
-          for (int i = 0; i < C::BN / 2; ++i) s_tile(i) = fmaf(s_tile(i), affine_a, column_term[2 * (i / 4) + i % 2]);
+          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(acc_s(i), affine_a, column_term[2 * (i / 4) + i % 2]);
         } else if constexpr (kScaledShift) {
           // (a·dot + u·(col − row) + w·row + c) / a as s'' = dot + (u / a)·(constant column offset), one
           // FFMA per score whose offset is an immediate, and the row shift (u·(col0 + col_lane − row) + w·row
@@ -1230,7 +1210,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             row_shift[r] = fmaf(u_over_a, static_cast<float>(col0 + col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c) * inverse_a);
           }
 #pragma unroll
-          for (int i = 0; i < C::BN / 2; ++i) s_tile(i) = fmaf(u_over_a, static_cast<float>(8 * (i / 4) + i % 2), s_tile(i));
+          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(u_over_a, static_cast<float>(8 * (i / 4) + i % 2), acc_s(i));
         } else if constexpr (score_is_affine<Score>(0)) {
           // a·dot + u·(col − row) + w·row + c: the row part once per tile and row (exact integer
           // col0 + col_lane − row), then u times the element's constant column offset, then a·dot.
@@ -1242,11 +1222,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           }
 #pragma unroll
           for (int i = 0; i < C::BN / 2; ++i)
-            s_tile(i) = fmaf(s_tile(i), affine_a, fmaf(affine_u, static_cast<float>(8 * (i / 4) + i % 2), base[(i / 2) % 2]));
+            acc_s(i) = fmaf(acc_s(i), affine_a, fmaf(affine_u, static_cast<float>(8 * (i / 4) + i % 2), base[(i / 2) % 2]));
         } else if constexpr (!Score::kIdentity) {
 #pragma unroll
           for (int i = 0; i < C::BN / 2; ++i)
-            s_tile(i) = score(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, s_tile(i));
+            acc_s(i) = score(w.bh, row_base + 8 * ((i / 2) % 2), col0 + 8 * (i / 4) + col_lane + i % 2, acc_s(i));
         }
         bool boundary;
         if constexpr (kData) boundary = is_boundary(n);
@@ -1262,7 +1242,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
               for (int r = 0; r < 2; ++r) keep[r] = mask.match(w.bh, row_ids[r], v);
 #pragma unroll
               for (int i = 0; i < C::BN / 2; ++i)
-                if (!keep[(i / 2) % 2]) s_tile(i) = negative_infinity();
+                if (!keep[(i / 2) % 2]) acc_s(i) = negative_infinity();
             }
           } else if constexpr (kData) {
             // The ids of each of the thread's BN/4 columns against its two rows': a score whose ids
@@ -1280,13 +1260,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
               }
 #pragma unroll
               for (int r = 0; r < 2; ++r)
-                if (!mask.match(w.bh, row_ids[r], col_id)) s_tile(4 * (c / 2) + 2 * r + c % 2) = negative_infinity();
+                if (!mask.match(w.bh, row_ids[r], col_id)) acc_s(4 * (c / 2) + 2 * r + c % 2) = negative_infinity();
             }
             // Keys ≥ seq_k: only a row's last, ragged tile compares the columns with the bound.
             if (col0 + C::BN > shape.seq_k) {
 #pragma unroll
               for (int i = 0; i < C::BN / 2; ++i)
-                if (col0 + 8 * (i / 4) + col_lane + i % 2 >= shape.seq_k) s_tile(i) = negative_infinity();
+                if (col0 + 8 * (i / 4) + col_lane + i % 2 >= shape.seq_k) acc_s(i) = negative_infinity();
             }
           } else if constexpr (mask_has_row_interval<Mask>(0)) {
             // Each row's visible columns [lo, hi] (clamped to seq_k), relative to this thread's first
@@ -1302,23 +1282,23 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 #pragma unroll
             for (int i = 0; i < C::BN / 2; ++i) {
               const int r = (i / 2) % 2, offset = 8 * (i / 4) + i % 2;
-              if (offset < lo[r] || offset > hi[r]) s_tile(i) = negative_infinity();
+              if (offset < lo[r] || offset > hi[r]) acc_s(i) = negative_infinity();
             }
           } else {
 #pragma unroll
             for (int i = 0; i < C::BN / 2; ++i) {
               const int row = row_base + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + col_lane + i % 2;
-              if (!(col < shape.seq_k && mask.visible(w.bh, row, col))) s_tile(i) = negative_infinity();
+              if (!(col < shape.seq_k && mask.visible(w.bh, row, col))) acc_s(i) = negative_infinity();
             }
           }
         }
       };
       State<C::BN / 2> state;
       state.init();
-      auto update_state = [&](auto& s_tile, float (&correction)[2]) {
-        if constexpr (kRowShift) state.update_shifted(s_tile, score.scale_log2, correction, row_shift);
-        else if constexpr (kScaledShift) state.update_shifted(s_tile, scaled_log2, correction, row_shift);
-        else state.update(s_tile, score.scale_log2, correction);
+      auto update_state = [&](float (&correction)[2]) {
+        if constexpr (kRowShift) state.update_shifted(acc_s, score.scale_log2, correction, row_shift);
+        else if constexpr (kScaledShift) state.update_shifted(acc_s, scaled_log2, correction, row_shift);
+        else state.update(acc_s, score.scale_log2, correction);
       };
       wgmma::clear(acc_o);
 
@@ -1342,129 +1322,54 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         detail::wait_parity(&q_full[qb], detail::phase_of<C::QBuffers>(q_uses));
         stamp_clock(record, 3);
         ++q_uses;
-        if constexpr (C::OverlapS) {
-          // Config::OverlapS: S_{n+1} is issued right after P_{n-1}·V_{n-1}, before the softmax of S_n,
-          // into the other S tile, so the softmax of tile n runs beside both products and finds S_n done
-          // (it ran during the softmax of tile n − 1). The n-th softmax reads `cur`, S_{n+1} goes into
-          // `next`; the tiles trade roles each key tile (the loop takes two key tiles per pass, so that
-          // each tile is a fixed set of registers). Both products are waited for before P_n is written
-          // (P, an operand of the next P·V, defined while S_{n+1} is in flight makes ptxas serialize the
-          // wgmma: C7513), and whether S_{n+1} is issued is known at compile time in each copy of the
-          // step (a wgmma issued under a run-time condition, or waits that differ between two paths that
-          // join, make ptxas take a retired S tile for one in flight: C7514).
-          // Key tile n: S_n in `cur` (issued one key tile earlier; the first tile issues its own), P_{n-1}
-          // in p (none for the first tile).
-          auto overlapped = [&](auto& cur, auto& next, int n, auto first_tag, auto ahead_tag) {
-            constexpr bool kFirst = decltype(first_tag)::value, kAhead = decltype(ahead_tag)::value;
-            const int j = tile_at(w, buf, n);
-            const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
-            const int ks_next = detail::stage_of<C::Stages>(first + n + 1);
-            if constexpr (kFirst) {
-              detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
-              stamp_clock(record, 4);
-            }
-            if constexpr (kAhead) detail::wait_parity(&k_full[ks_next], detail::phase_of<C::Stages>(first + n + 1));
-            take_turn();
-            if constexpr (kFirst) {
-              stamp_clock(record, 5);
-              issue_s(cur, qb, ks);
-              stamp_clock(record, 6);
-            } else {
-              rescale_o();  // by tile j−1's correction (O is 0 after the first tile)
-              detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
-              issue_o(vs);
-            }
-            if constexpr (kAhead) issue_s(next, qb, ks_next);
-            pass_turn();
-            load_bias(j, ks);
-            load_ids(j, n);
-            // S_n: the first tile's is the oldest group in flight; a later tile's completed before the
-            // previous tile's P was written.
-            if constexpr (kFirst) wgmma::wait<kAhead ? 1 : 0>();
-            wgmma::fence(cur);
-            if constexpr (kFirst) stamp_clock(record, 7);
-            if (n == count - 1) stamp_clock(record, 9);
-            release(&k_empty[ks]);
-            if (n == count - 1 && !kQRows) release(&q_empty[qb]);  // the tile's last read of Q is done
-            logits(cur, j, n);
-            update_state(cur, correction);
-            wgmma::wait<0>();  // P_{n-1}·V_{n-1} and S_{n+1} are done
-            wgmma::fence(acc_o);
-            wgmma::fence(p);
-            if constexpr (kAhead) wgmma::fence(next);
-            if constexpr (!kFirst) release(&v_empty[vs]);
-            to_p(cur);
-            if constexpr (kFirst) stamp_clock(record, 8);
-          };
-          using Yes = detail::Flag<true>;
-          using No = detail::Flag<false>;
-          if (count == 1) {
-            overlapped(acc_s, acc_s_next, 0, Yes{}, No{});
-          } else {
-            overlapped(acc_s, acc_s_next, 0, Yes{}, Yes{});
-            // tiles 1 .. count − 1, two per pass while neither is the last (tile n odd: S_n in acc_s_next)
-            int n = 1;
-            for (; n + 2 < count; n += 2) {
-              overlapped(acc_s_next, acc_s, n, No{}, Yes{});
-              overlapped(acc_s, acc_s_next, n + 1, No{}, Yes{});
-            }
-            if (n + 1 < count) {
-              overlapped(acc_s_next, acc_s, n, No{}, Yes{});
-              overlapped(acc_s, acc_s_next, n + 1, No{}, No{});
-            } else {
-              overlapped(acc_s_next, acc_s, n, No{}, No{});
-            }
-          }
-        } else {
-          // First tile: S only.
-          {
-            const int j0 = tile_at(w, buf, 0);
-            const int ks = detail::stage_of<C::Stages>(first);
-            detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
-            stamp_clock(record, 4);
-            take_turn();
-            stamp_clock(record, 5);
-            issue_s(acc_s, qb, ks);
-            stamp_clock(record, 6);
-            pass_turn();
-            load_bias(j0, ks);
-            load_ids(j0, 0);
-            wgmma::wait<0>();
-            wgmma::fence(acc_s);
-            stamp_clock(record, 7);
-            release(&k_empty[ks]);
-            if (count == 1 && !kQRows) release(&q_empty[qb]);
-            logits(acc_s, j0, 0);
-            update_state(acc_s, correction);  // O is 0: nothing to rescale
-            to_p(acc_s);
-            stamp_clock(record, 8);
-            if (count == 1) stamp_clock(record, 9);  // (no loop: its softmax is the first tile's)
-          }
-          for (int n = 1; n < count; ++n) {
-            const int j = tile_at(w, buf, n);
-            const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
-            detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + n));
-            take_turn();
-            issue_s(acc_s, qb, ks);
-            rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
-            detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
-            issue_o(vs);
-            pass_turn();
-            load_bias(j, ks);
-            load_ids(j, n);
-            wgmma::wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
-            wgmma::fence(acc_s);
-            if (n == count - 1) stamp_clock(record, 9);
-            release(&k_empty[ks]);
-            if (n == count - 1 && !kQRows) release(&q_empty[qb]);  // the tile's last read of Q is done
-            logits(acc_s, j, n);
-            update_state(acc_s, correction);
-            wgmma::wait<0>();
-            wgmma::fence(acc_o);
-            wgmma::fence(p);
-            release(&v_empty[vs]);
-            to_p(acc_s);
-          }
+        // First tile: S only.
+        {
+          const int j0 = tile_at(w, buf, 0);
+          const int ks = detail::stage_of<C::Stages>(first);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first));
+          stamp_clock(record, 4);
+          take_turn();
+          stamp_clock(record, 5);
+          issue_s(qb, ks);
+          stamp_clock(record, 6);
+          pass_turn();
+          load_bias(j0, ks);
+          load_ids(j0, 0);
+          wgmma::wait<0>();
+          wgmma::fence(acc_s);
+          stamp_clock(record, 7);
+          release(&k_empty[ks]);
+          if (count == 1 && !kQRows) release(&q_empty[qb]);
+          logits(j0, 0);
+          update_state(correction);  // O is 0: nothing to rescale
+          to_p();
+          stamp_clock(record, 8);
+          if (count == 1) stamp_clock(record, 9);  // (no loop: its softmax is the first tile's)
+        }
+        for (int n = 1; n < count; ++n) {
+          const int j = tile_at(w, buf, n);
+          const int ks = detail::stage_of<C::Stages>(first + n), vs = detail::stage_of<C::Stages>(first + n - 1);
+          detail::wait_parity(&k_full[ks], detail::phase_of<C::Stages>(first + n));
+          take_turn();
+          issue_s(qb, ks);
+          rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
+          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
+          issue_o(vs);
+          pass_turn();
+          load_bias(j, ks);
+          load_ids(j, n);
+          wgmma::wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
+          wgmma::fence(acc_s);
+          if (n == count - 1) stamp_clock(record, 9);
+          release(&k_empty[ks]);
+          if (n == count - 1 && !kQRows) release(&q_empty[qb]);  // the tile's last read of Q is done
+          logits(j, n);
+          update_state(correction);
+          wgmma::wait<0>();
+          wgmma::fence(acc_o);
+          wgmma::fence(p);
+          release(&v_empty[vs]);
+          to_p();
         }
         // Last P·V.
         {

@@ -31,7 +31,6 @@
 #include <tuple>
 
 #include "algebra/normal_form.h"
-#include "solder/attention/config.cuh"
 #include "backend/cuda/mma_stream_writer.h"
 #include "ir/expr_eval.h"
 #include "ir/printer.h"
@@ -1087,30 +1086,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (e && *e) return std::string(e) == "64";
     return kHeadDim == 64 && seq_k <= 1024;
   }();
-  // Config's OverlapS (each consumer issues the next key tile's S before the softmax of this one, into a
-  // second S tile in registers): $SOLDER_ATTN_OVERLAP=1 takes it on every kernel without a data mask
-  // where the second tile fits beside O, P and the score's terms (config.cuh's overlap_s_fits: 64-key
-  // tiles, evoformer's); =bn64 also runs the 128-key kernels on 64-key tiles (vanilla / gqa / alibi hd64,
-  // hd128, hd64's three-consumer long rows; twice the stages, the same ring bytes). Off by default; other
-  // kernels keep their Config, and `solder emit` says why in the summary (bench/NOTES.md, s-overlap).
-  const std::string overlap_knob = [] {
-    const char* e = std::getenv("SOLDER_ATTN_OVERLAP");
-    return std::string(e ? e : "");
-  }();
-  const bool overlap_wanted = (overlap_knob == "1" || overlap_knob == "bn64") && !data && !(with_bias && kHeadDim > 64);
-  const int bn_plain = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
-  // the score's registers per key tile beside the fragments: a bias tile, or the affine row-shift form's
-  // column terms (two consumers, not $SOLDER_ATTN_AFFINE=two)
-  const bool affine_two_ffma = [] {
-    const char* e = std::getenv("SOLDER_ATTN_AFFINE");
-    return e && std::string(e) == "two";
-  }();
-  auto overlap_fits = [&](int keys) {
-    const int terms = with_bias ? keys / 2 : affine && consumers == 2 && !affine_two_ffma ? keys / 4 : 0;
-    return solder::attention::overlap_s_fits(static_cast<int>(kHeadDim), keys, consumers, terms);
-  };
-  const bool overlap_bn64 = overlap_wanted && overlap_knob == "bn64" && bn_plain > 64 && !overlap_fits(bn_plain) && overlap_fits(64);
-  const int bn = overlap_bn64 ? 64 : bn_plain;
+  const int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
   // short masked rows of sliding_window and prefix_lm): the producer loads the next work tile's Q, then
   // its K and V, while the consumers still run this tile, instead of waiting until every consumer has
@@ -1125,7 +1101,6 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   }();
   int q_buffers = two_q ? 2 : 1;
   int stages = kHeadDim == 64 || with_bias ? 4 : two_q ? 2 : short_rows ? 3 : 2;
-  if (overlap_bn64) stages = std::min(8, 2 * stages);  // (64-key stages: half the bytes of 128-key ones)
   // Staggered consumers (Config's Stagger) on the unmasked two-Q-buffer kernels at hd64 (vanilla, gqa at
   // S <= 1k): consumer 1 runs 2 turns behind consumer 0, so that one consumer's work-tile boundary (last
   // P·V, epilogue, first S and its softmax) overlaps the other's full products instead of the other's
@@ -1316,18 +1291,6 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (e && *e) posted_work = dynamic && std::string(e) == "1";
     else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
   }
-  // OverlapS (above): where the knob asks for it and the Config can take it. Each consumer waits for the
-  // next K stage one turn earlier, so a stagger keeps at most Stages - 2 turns.
-  std::string overlap_refusal;
-  if (overlap_knob == "1" || overlap_knob == "bn64") {
-    if (data) overlap_refusal = "a data mask";
-    else if (with_bias && kHeadDim > 64) overlap_refusal = "a bias tile beside two S tiles at hd128 does not fit in the consumers' registers";
-    else if (!overlap_fits(bn))
-      overlap_refusal = "two " + std::to_string(bn) + "-key S tiles beside O, P" + (affine && consumers == 2 && !affine_two_ffma ? std::string(" and the affine score's column terms") : std::string("")) +
-                        " do not fit in " + std::to_string(consumers) + " consumers' registers";
-  }
-  const bool overlap_s = overlap_wanted && overlap_refusal.empty();
-  if (overlap_s) stagger = std::min(stagger, stages - 2);
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
   // stores) is decided with the epilogue below (it needs a plain store of 16-bit words, no preload), so
@@ -1335,7 +1298,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   bool staged_epilogue = false;
   bool q_rows_epilogue = false;  // Config's QRowsEpilogue (below, with the staged epilogue)
   auto config_text = [&] {
-    const bool past_dynamic = free_consumers || staged_epilogue || posted_work || q_rows_epilogue || overlap_s;  // (a template argument after Dynamic's)
+    const bool past_dynamic = free_consumers || staged_epilogue || posted_work || q_rows_epilogue;  // (a template argument after Dynamic's)
     return std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                                std::to_string(stages) + ", " + std::to_string(consumers) +
                                (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
@@ -1343,9 +1306,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
                                (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") +
                                (past_dynamic ? (free_consumers ? ", true" : ", false") : "") +
-                               (staged_epilogue || posted_work || q_rows_epilogue || overlap_s ? (staged_epilogue ? ", true" : ", false") : "") +
-                               (posted_work || q_rows_epilogue || overlap_s ? (posted_work ? ", true" : ", false") : "") +
-                               (q_rows_epilogue || overlap_s ? (q_rows_epilogue ? ", true" : ", false") : "") + (overlap_s ? ", true" : "") + ">";
+                               (staged_epilogue || posted_work || q_rows_epilogue ? (staged_epilogue ? ", true" : ", false") : "") +
+                               (posted_work || q_rows_epilogue ? (posted_work ? ", true" : ", false") : "") + (q_rows_epilogue ? ", true" : "") + ">";
   };
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
@@ -1874,8 +1836,6 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               std::to_string(consumers) +
                               (free_consumers ? " free consumer warpgroups (no turns: each issues as soon as its operands are there) + 1 TMA producer warp), "
                                               : " consumer warpgroups in ping-pong + 1 TMA producer warp), ") +
-                              (overlap_s ? std::string("the next key tile's S issued before each softmax (two S tiles per consumer), ")
-                                         : overlap_refusal.empty() ? std::string("") : "no S overlap ($SOLDER_ATTN_OVERLAP: " + overlap_refusal + "), ") +
                               std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
                                                 (dynamic ? std::string("each block's first tile, then claimed from a counter as blocks free up") : std::string("snake order")) +

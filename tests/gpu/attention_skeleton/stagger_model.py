@@ -21,17 +21,13 @@ Q buffer count. With late_q=True each consumer releases its Q buffer after its e
 its last S (Config's QRowsEpilogue: the staged epilogue in the consumer's own Q rows on persistent
 blocks): with turns free of deadlock exactly for L <= 2 with two Q buffers and L = 0 with one (and L <=
 Stages - 1), the bound config.cuh's static_assert admits; with free consumers and the work ring (Dynamic,
-PostedWork) at every depth and Q buffer count. With overlap=True each consumer waits for K_{n+1} before its
-turn of key tile n and releases K_n after it (Config's OverlapS: the next key tile's S issued before the
-softmax; the first tile's turn issues S_0 and S_1): with turns free of deadlock exactly for L <= Stages - 2
-(and the Q buffers' bounds), the bound config.cuh's static_assert admits; with free consumers and the work
-ring at every depth. Usage: stagger_model.py (exit status 1 on a mismatch).
+PostedWork) at every depth and Q buffer count. Usage: stagger_model.py (exit status 1 on a mismatch).
 """
 import random, sys, itertools
 
 class Deadlock(Exception): pass
 
-def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, early=False, late_q=False, overlap=False):
+def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, early=False, late_q=False):
     rnd = random.Random(seed)
     # mbarrier model: completed phases count
     full = {}  # name -> completed phases; arrivals in current phase
@@ -113,20 +109,13 @@ def run(counts, S, QB, L, seed, wgmma_async=True, dynamic=False, free=False, ear
                 quses += 1
                 ks = first % S
                 yield from gen_wait(lambda: parity_done(('kf', ks), (first // S) & 1))
-                if overlap and cnt > 1:  # S_1 issued in the first tile's turn
-                    k1 = (first + 1) % S
-                    yield from gen_wait(lambda: parity_done(('kf', k1), ((first + 1) // S) & 1))
                 yield from sync(); arr(); yield 'step'
                 rel(('ke', ks))
                 if cnt == 1 and not late_q: rel(('qe', qb))
                 for n in range(1, cnt):
                     ks = (first + n) % S; vs = (first + n - 1) % S
                     u = first + n
-                    if not overlap:
-                        yield from gen_wait(lambda: parity_done(('kf', ks), (u // S) & 1))
-                    elif n + 1 < cnt:  # K_{n+1}, before the turn; K_n landed a turn earlier
-                        kn = (u + 1) % S
-                        yield from gen_wait(lambda: parity_done(('kf', kn), ((u + 1) // S) & 1))
+                    yield from gen_wait(lambda: parity_done(('kf', ks), (u // S) & 1))
                     yield from sync()
                     yield from gen_wait(lambda: parity_done(('vf', vs), ((u - 1) // S) & 1))
                     arr(); yield 'step'
@@ -226,19 +215,6 @@ for S in range(2, 9):
             why = trials(S, QB, 0, dynamic=dynamic, free=free, early=early, late_q=True)
             if why:
                 print('late Q S', S, 'QB', QB, 'dynamic', dynamic, 'free', free, 'early', early, 'deadlocks', why); bad += 1
-# OverlapS: each consumer holds one more K stage (it waits for K_{n+1} before its turn of tile n), so a
-# stagger is free of deadlock only up to Stages - 2; free consumers and the work ring at every depth.
-for S in range(2, 9):
-    for QB in (1, 2):
-        for L in range(0, S + 1):
-            ok = trials(S, QB, L, overlap=True) is None
-            allowed = L <= S - 2 and L <= (3 if QB == 2 else 1)
-            if ok != allowed:
-                print('overlap S', S, 'QB', QB, 'L', L, 'ok', ok, 'allowed', allowed); bad += 1
-        for dynamic, free, early in ((False, True, False), (True, True, True), (True, False, True)):
-            why = trials(S, QB, 0, dynamic=dynamic, free=free, early=early, overlap=True)
-            if why:
-                print('overlap S', S, 'QB', QB, 'dynamic', dynamic, 'free', free, 'early', early, 'deadlocks', why); bad += 1
 for S in range(2, 9):
     for QB in (1, 2):
         for L in range(0, S + 1):

@@ -418,7 +418,7 @@ const Case kShapes[] = {
     {1, 2, 2, 300, 129, 0}, {2, 4, 2, 257, 257, 0},   {1, 2, 2, 1000, 1000, 0}, {1, 1, 1, 2048, 2048, 0},
 };
 
-template <class C, bool Functors, class C0 = C>
+template <class C, bool Functors>
 void run_config(const char* name, std::mt19937& rng) {
   const float log2e = 1.4426950408889634f;
   const float scale = 1.0f / std::sqrt(float(C::HeadDim));
@@ -426,29 +426,29 @@ void run_config(const char* name, std::mt19937& rng) {
   char label[96];
   for (const Case& c : kShapes) {
     std::snprintf(label, sizeof label, "%s plain", name);
-    run_case<C, PlainScore, NoMask, false, C0>(label, c, plain, NoMask{}, rng);
+    run_case<C>(label, c, plain, NoMask{}, rng);
     std::snprintf(label, sizeof label, "%s causal", name);
-    run_case<C, PlainScore, CausalMask, false, C0>(label, c, plain, CausalMask{0}, rng);
+    run_case<C>(label, c, plain, CausalMask{0}, rng);
   }
   std::snprintf(label, sizeof label, "%s causal bottom-right", name);
-  run_case<C, PlainScore, CausalMask, false, C0>(label, Case{1, 2, 1, 129, 300, 8}, plain, CausalMask{300 - 129}, rng);
+  run_case<C>(label, Case{1, 2, 1, 129, 300, 8}, plain, CausalMask{300 - 129}, rng);
   std::snprintf(label, sizeof label, "%s causal offset -5", name);
-  run_case<C, PlainScore, CausalMask, false, C0>(label, Case{2, 3, 3, 100, 100, 0}, plain, CausalMask{-5}, rng);
+  run_case<C>(label, Case{2, 3, 3, 100, 100, 0}, plain, CausalMask{-5}, rng);
   if constexpr (Functors) {
     const SoftcapScore softcap{log2e, scale / 3.0f, 3.0f};
     const AlibiScore alibi{log2e, scale, 4};
     for (const Case& c : {Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 1, 129, 300, 8}, Case{1, 2, 2, 1000, 1000, 0}}) {
       std::snprintf(label, sizeof label, "%s softcap 3", name);
-      run_case<C, SoftcapScore, NoMask, false, C0>(label, c, softcap, NoMask{}, rng);
+      run_case<C>(label, c, softcap, NoMask{}, rng);
       std::snprintf(label, sizeof label, "%s alibi causal", name);
-      run_case<C, AlibiScore, CausalMask, false, C0>(label, Case{c.batch, 4, c.heads_kv == 1 ? 1 : 4, c.seq_q, c.seq_k, c.pad}, alibi, CausalMask{0}, rng);
+      run_case<C>(label, Case{c.batch, 4, c.heads_kv == 1 ? 1 : 4, c.seq_q, c.seq_k, c.pad}, alibi, CausalMask{0}, rng);
     }
   }
 }
 
 // Evoformer's score (kBias) on random pair biases in [-2, 2) and keep masks (90 % kept, key 0 always),
 // at head dim D (32: the padded path).
-template <class C, class C0 = C>
+template <class C>
 void run_bias(const char* name, std::mt19937& rng, int D) {
   const float log2e = 1.4426950408889634f;
   char label[96];
@@ -467,7 +467,7 @@ void run_bias(const char* name, std::mt19937& rng, int D) {
     CUDA_CHECK(cudaMemcpy(keep, host_keep.data(), host_keep.size(), cudaMemcpyHostToDevice));
     const BiasScore score{log2e, 1.0f / std::sqrt(float(D)), pair, keep, c.heads, c.seq_q, c.seq_k};
     std::snprintf(label, sizeof label, "%s pair+mask bias", name);
-    run_case<C, BiasScore, NoMask, false, C0>(label, c, score, NoMask{}, rng, D);
+    run_case<C>(label, c, score, NoMask{}, rng, D);
     CUDA_CHECK(cudaFree(pair));
     CUDA_CHECK(cudaFree(keep));
   }
@@ -509,7 +509,7 @@ inline TensorMap make_byte_map(const unsigned char* device, int rows, int cols, 
 // Gated: evoformer's whole kernel form (the staged bias and the sigmoid gate preloaded by the epilogue),
 // with more ragged key counts (S2 = 192 and 264: a work tile of 3 and 5 key tiles, more than one tile
 // per ring pass at 4 and 6 stages).
-template <class C, int Bits, bool Gated = false, class Score = StagedBiasScore<Bits>, class C0 = C>
+template <class C, int Bits, bool Gated = false, class Score = StagedBiasScore<Bits>>
 void run_staged(const char* name, std::mt19937& rng, int D) {
   const float log2e = 1.4426950408889634f;
   char label[96];
@@ -538,7 +538,7 @@ void run_staged(const char* name, std::mt19937& rng, int D) {
     score.seq_k = c.seq_k;
     std::snprintf(label, sizeof label, "%s staged%s%s%s%s", name, (Bits & 1) ? " pair" : "", (Bits & 2) ? " mask" : "",
                   solder::attention::score_staged_sum<Score>(0) ? " sum" : "", Gated ? " gate" : "");
-    run_case<C, Score, NoMask, Gated, C0>(label, c, score, NoMask{}, rng, D);
+    run_case<C, Score, NoMask, Gated>(label, c, score, NoMask{}, rng, D);
     free_tensor(pair);
     CUDA_CHECK(cudaFree(keep));
   }
@@ -550,20 +550,20 @@ void run_staged(const char* name, std::mt19937& rng, int D) {
 // while the consumers read tile n's): 1 and 3 blocks over 48 .. 96 work tiles of 1 .. 8 key tiles,
 // unmasked, causal (top-left; bottom-right with seq_q ≠ seq_k and 4:1 GQA; an offset of −200 that
 // leaves the first work tile of every head no key tile at all, so the blocks skip it).
-template <class C, class C0 = C>
+template <class C>
 void run_many_tiles(const char* name, std::mt19937& rng) {
   const PlainScore plain{1.4426950408889634f / std::sqrt(float(C::HeadDim))};
   char label[96];
   for (int blocks : {1, 3}) {
     persistent_blocks = blocks;
     std::snprintf(label, sizeof label, "%s many plain", name);
-    run_case<C, PlainScore, NoMask, false, C0>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, NoMask{}, rng);
+    run_case<C>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, NoMask{}, rng);
     std::snprintf(label, sizeof label, "%s many causal", name);
-    run_case<C, PlainScore, CausalMask, false, C0>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng);
+    run_case<C>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng);
     std::snprintf(label, sizeof label, "%s many causal bottom-right", name);
-    run_case<C, PlainScore, CausalMask, false, C0>(label, Case{3, 4, 1, 700, 1024, 8}, plain, CausalMask{1024 - 700}, rng);
+    run_case<C>(label, Case{3, 4, 1, 700, 1024, 8}, plain, CausalMask{1024 - 700}, rng);
     std::snprintf(label, sizeof label, "%s many causal offset -200", name);
-    run_case<C, PlainScore, CausalMask, false, C0>(label, Case{2, 3, 3, 600, 600, 0}, plain, CausalMask{-200}, rng);
+    run_case<C>(label, Case{2, 3, 3, 600, 600, 0}, plain, CausalMask{-200}, rng);
   }
   persistent_blocks = 3;
 }
@@ -579,11 +579,10 @@ template <class C, class CStatic, bool WithSoftcap = true>
 void run_dynamic(const char* name, std::mt19937& rng) {
   static_assert((C::Dynamic && !CStatic::Dynamic) || (C::FreeConsumers && !CStatic::FreeConsumers) ||
                     (C::StagedEpilogue && !CStatic::StagedEpilogue) || (C::PostedWork && !CStatic::PostedWork) ||
-                    (C::QRowsEpilogue && !CStatic::QRowsEpilogue) || (C::OverlapS && !CStatic::OverlapS),
+                    (C::QRowsEpilogue && !CStatic::QRowsEpilogue),
                 "run_dynamic: a Dynamic configuration against a static one, free consumers against turns, the "
                 "staged epilogue against the per-pair stores, the posted work-tile setup against the consumers' own, or "
-                "the epilogue in the Q rows against its own buffer, or the next S issued before the softmax against "
-                "the same Config without");
+                "the epilogue in the Q rows against its own buffer");
   const float log2e = 1.4426950408889634f;
   const PlainScore plain{log2e / std::sqrt(float(C::HeadDim))};
   const SoftcapScore softcap{log2e, 1.0f / std::sqrt(float(C::HeadDim)) / 3.0f, 3.0f};
@@ -613,7 +612,7 @@ void run_dynamic(const char* name, std::mt19937& rng) {
 // Affine scores (ALiBi's form, kAffine): the row-shift form against the float64 reference and the
 // two-FFMA form (kAffineTwoFfma) on the same inputs; no mask and causal, ragged S, seq_q ≠ seq_k, GQA,
 // w and c ≠ 0, and long rows (S 4096: biases up to ±2900, where the row shift's exact integer matters).
-template <class C, class C0 = C>
+template <class C>
 void run_affine(const char* name, std::mt19937& rng) {
   const float log2e = 1.4426950408889634f;
   const float scale = 1.0f / std::sqrt(float(C::HeadDim));
@@ -635,17 +634,17 @@ void run_affine(const char* name, std::mt19937& rng) {
       else inputs = rng;
       if constexpr (C::Consumers == 3) {
         if (scaled) {
-          if (causal) run_case<C, AffineScaledScore, CausalMask, false, C0>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
-          else run_case<C, AffineScaledScore, NoMask, false, C0>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
+          if (causal) run_case<C>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
+          else run_case<C>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
           continue;
         }
       }
       if (causal) {
-        if (two) run_case<C, AffineTwoFfmaScore, CausalMask, false, C0>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
-        else run_case<C, AffineScore, CausalMask, false, C0>(label, c, AffineScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
+        if (two) run_case<C>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
+        else run_case<C>(label, c, AffineScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
       } else {
-        if (two) run_case<C, AffineTwoFfmaScore, NoMask, false, C0>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
-        else run_case<C, AffineScore, NoMask, false, C0>(label, c, AffineScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
+        if (two) run_case<C>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
+        else run_case<C>(label, c, AffineScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
       }
     }
 }
@@ -954,41 +953,6 @@ int main(int argc, char** argv) {
       run_case<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64 192x128 s4 q/k half 0", Case{2, 4, 2, 257, 257, 8}, plain, NoMask{}, rng, 64, LeadBlock{2, 0, 2, 0});
       run_case<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P q half 1 of 3", Case{2, 2, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng, 64, LeadBlock{3, 1, 1, 0});
   }
-    // Ov: the next key tile's S issued before the softmax (Config::OverlapS), each bit for bit against
-    // the same Config without it (the first run of every case) and against the float64 reference, on
-    // the kernels $SOLDER_ATTN_OVERLAP=bn64 emits: evoformer (the staged bias as a sum, the gate, free
-    // consumers), vanilla / alibi hd64 S 1k on 64-key tiles (persistent, two Q buffers, stagger 2, 6
-    // stages), causal's Dynamic kernels at hd64 and hd128 (free consumers, the staged epilogue, the
-    // posted setup), vanilla hd128 S 1k (one block per tile, the staged epilogue in the Q rows), the
-    // three-consumer long rows; the global bias; masks, ragged S, softcap, ALiBi, the affine forms, many
-    // work tiles per block.
-    {
-      // (in the order of what the emitter's knob runs: a device call's time limit cuts the tail)
-      using Evo = Config<Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;
-      using EvoOv = Config<Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true, false, false, false, true>;
-      run_staged<EvoOv, 3, true, StagedSumScore, Evo>("bf16 d64 128x64 s6 P sb3 q2 Fr Ov", rng, 64);
-      using Short = Config<Dtype::bf16, 64, 64, 6, 2, true, 0, 2, 2>;
-      using ShortOv = Config<Dtype::bf16, 64, 64, 6, 2, true, 0, 2, 2, false, false, false, false, false, true>;
-      run_config<ShortOv, true, Short>("bf16 d64 128x64 s6 P Q2 St2 Ov", rng);
-      run_affine<ShortOv, Short>("bf16 d64 128x64 s6 P Q2 St2 Ov", rng);
-      run_dynamic<Config<Dtype::bf16, 64, 64, 8, 2, true, 0, 2, 0, true, true, true, true, false, true>,
-                  Config<Dtype::bf16, 64, 64, 8, 2, true, 0, 2, 0, true, true, true, true>>("bf16 d64 128x64 s8 P Q2 Dy Fr Ep Pw Ov", rng);
-      using Hd128 = Config<Dtype::bf16, 128, 64, 4, 2, false, 0, 1, 0, false, false, true>;
-      using Hd128Ov = Config<Dtype::bf16, 128, 64, 4, 2, false, 0, 1, 0, false, false, true, false, false, true>;
-      run_config<Hd128Ov, true, Hd128>("bf16 d128 128x64 s4 EpQ Ov", rng);
-      run_dynamic<Config<Dtype::bf16, 128, 64, 4, 2, true, 0, 2, 0, true, true, true, true, false, true>,
-                  Config<Dtype::bf16, 128, 64, 4, 2, true, 0, 2, 0, true, true, true, true>>("bf16 d128 128x64 s4 P Q2 Dy Fr Ep Pw Ov", rng);
-      using Three = Config<Dtype::bf16, 64, 64, 8, 3>;
-      using ThreeOv = Config<Dtype::bf16, 64, 64, 8, 3, false, 0, 1, 0, false, false, false, false, false, true>;
-      run_config<ThreeOv, false, Three>("bf16 d64 192x64 s8 Ov", rng);
-      run_affine<ThreeOv, Three>("bf16 d64 192x64 s8 Ov", rng);
-      run_many_tiles<ShortOv, Short>("bf16 d64 128x64 s6 P Q2 St2 Ov", rng);
-      run_staged<EvoOv, 3, true, StagedSumScore, Evo>("bf16 d64(32) 128x64 s6 P sb3 q2 Fr Ov", rng, 32);
-      run_bias<Config<Dtype::bf16, 64, 64, 4, 2, false, 0, 1, 0, false, false, false, false, false, true>, Config<Dtype::bf16, 64, 64, 4, 2>>(
-          "bf16 d64 128x64 s4 bias Ov", rng, 64);
-      run_affine<Config<Dtype::bf16, 128, 64, 4, 2, false, 0, 1, 0, false, false, false, false, false, true>, Config<Dtype::bf16, 128, 64, 4, 2>>(
-          "bf16 d128 128x64 s4 Ov", rng);
-    }
   }
   // data masks (document ids), with `dy` first: persistent data-mask blocks claiming their work tiles
   // from a counter (Config::Dynamic; the classifier warps follow the claims), with and without the id

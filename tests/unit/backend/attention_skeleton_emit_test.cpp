@@ -20,7 +20,6 @@
 #include "ir/expr_eval.h"
 #include "runtime/runtime.h"
 #include "../test_util.h"
-#include "../../../device/solder/attention/config.cuh"
 
 namespace solder {
 namespace {
@@ -1369,75 +1368,6 @@ TEST(AttentionSkeletonEmit, EvoformerSmallHeadDimFallsBackWithTheReason) {
   std::string refusal;
   EXPECT_FALSE(emit(c, &refusal));
   EXPECT_NE(refusal.find("head dim 16 (the skeleton takes 32, 64, 128 and 256)"), std::string::npos) << refusal;
-}
-
-// The next key tile's S issued before the softmax (Config::OverlapS, the last template argument): off by
-// default; $SOLDER_ATTN_OVERLAP=1 takes it where two S tiles fit beside O, P and the score's terms
-// (evoformer's 64-key staged kernel) and keeps every other Config with the reason in the summary (every
-// 128-key kernel); =bn64 runs those on 64-key tiles (twice the stages, at most 8; a stagger's 6 stages
-// stay); never with a data mask.
-TEST(AttentionSkeletonEmit, OverlapSByKnob) {
-  std::string refusal;
-  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, int64_t>>>> cells = {
-      {"vanilla", {}},
-      {"alibi", {}},
-      {"evoformer", {{"B", 1}, {"S1", 256}, {"S2", 256}, {"H", 4}, {"D", 64}}},
-      {"vanilla", {{"D", 128}}},
-      {"causal", {{"B", 4}, {"S", 4096}, {"D", 128}}},
-      {"alibi", {{"B", 1}, {"S", 16384}}},
-      {"document_mask", {}}};
-  std::vector<std::string> plain, off, on, bn64, summary_on;
-  for (const auto& [name, dims] : cells) {
-    auto k = emit(compile(name, dims), &refusal);
-    setenv("SOLDER_ATTN_OVERLAP", "0", 1);
-    auto k0 = emit(compile(name, dims), &refusal);
-    setenv("SOLDER_ATTN_OVERLAP", "1", 1);
-    auto k1 = emit(compile(name, dims), &refusal);
-    setenv("SOLDER_ATTN_OVERLAP", "bn64", 1);
-    auto k64 = emit(compile(name, dims), &refusal);
-    unsetenv("SOLDER_ATTN_OVERLAP");
-    ASSERT_TRUE(k && k0 && k1 && k64) << name << ": " << refusal;
-    plain.push_back(k->source);
-    off.push_back(k0->source);
-    on.push_back(k1->source);
-    bn64.push_back(k64->source);
-    summary_on.push_back(k1->summary);
-  }
-  for (size_t i = 0; i < cells.size(); ++i) EXPECT_EQ(plain[i], off[i]) << cells[i].first;
-  auto has = [](const std::string& source, const std::string& config) { return source.find(config) != std::string::npos; };
-  auto config_of = [](const std::string& source) {
-    const size_t at = source.find("_config_ = ");
-    return at == std::string::npos ? std::string() : source.substr(at, source.find(';', at) - at);
-  };
-  // evoformer's 64-key staged kernel: the same kernel with either value
-  EXPECT_TRUE(has(on[2], "Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true, false, false, false, true>;")) << summary_on[2];
-  EXPECT_NE(summary_on[2].find("the next key tile's S issued before each softmax (two S tiles per consumer)"), std::string::npos) << summary_on[2];
-  EXPECT_EQ(on[2], bn64[2]);
-  // every 128-key kernel: =1 keeps the Config and says why
-  for (size_t i : {0, 1, 3, 4, 5}) {
-    EXPECT_FALSE(config_of(on[i]).empty()) << cells[i].first;
-    EXPECT_EQ(config_of(on[i]), config_of(plain[i])) << cells[i].first;
-    EXPECT_NE(summary_on[i].find("no S overlap ($SOLDER_ATTN_OVERLAP: two 128-key S tiles beside O, P"), std::string::npos) << summary_on[i];
-  }
-  EXPECT_NE(summary_on[1].find("and the affine score's column terms do not fit in 2 consumers' registers"), std::string::npos) << summary_on[1];
-  // =bn64: on 64-key tiles (vanilla / alibi S 1k keep their stagger and 6 stages; the others twice the stages)
-  EXPECT_TRUE(has(bn64[0], "Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 0, 2, 2, false, false, false, false, false, true>;"));
-  EXPECT_TRUE(has(bn64[1], "Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 0, 2, 2, false, false, false, false, false, true>;"));
-  EXPECT_TRUE(has(bn64[3], "Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, false, 0, 1, 0, false, false, true, false, false, true>;"));
-  EXPECT_TRUE(has(bn64[4], "Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, true, 0, 2, 0, true, true, true, true, false, true>;"));
-  EXPECT_TRUE(has(bn64[5], "Config<solder::gemm::Dtype::bf16, 64, 64, 8, 3, false, 0, 1, 0, false, false, false, false, false, true>;"));
-  // a data mask: never (the same Config; the summary says why)
-  EXPECT_EQ(config_of(on[6]), config_of(plain[6]));
-  EXPECT_EQ(config_of(bn64[6]), config_of(plain[6]));
-  EXPECT_NE(summary_on[6].find("no S overlap ($SOLDER_ATTN_OVERLAP: a data mask)"), std::string::npos) << summary_on[6];
-  // the Config's estimate (config.cuh), which the emitter and the static_assert share
-  EXPECT_TRUE(attention::overlap_s_fits(128, 64, 2));
-  EXPECT_TRUE(attention::overlap_s_fits(128, 64, 2, 16));
-  EXPECT_TRUE(attention::overlap_s_fits(64, 64, 2, 32));
-  EXPECT_TRUE(attention::overlap_s_fits(64, 64, 3));
-  EXPECT_FALSE(attention::overlap_s_fits(64, 128, 2));
-  EXPECT_FALSE(attention::overlap_s_fits(128, 128, 2));
-  EXPECT_FALSE(attention::overlap_s_fits(64, 128, 3));
 }
 
 }  // namespace
