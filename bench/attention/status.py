@@ -130,6 +130,8 @@ KERNEL_COMMITS_ONLY = {
     "c884a56": (), "04d86a9": (),
     # the skeletons dump's header text (src/fusion/whole_contractions.cpp): no kernel
     "b2adeea": (),
+    # s-overlap: OverlapS merged (182e047, e582d77) and reverted (4e6a903): the kernel files are as before
+    "182e047": (), "e582d77": (), "4e6a903": (),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
