@@ -1295,13 +1295,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // every row's id of a work tile to classify it, write them beside its list, and the consumers read
   // their two rows' ids from shared memory instead of loading them after `locate`: bit for bit the same
   // ids). $SOLDER_ATTN_ROW_IDS=shared takes it on every data mask, =global keeps the consumers' own
-  // loads (A/B runs).
+  // loads (A/B runs). Not the default: document_mask S 4k's kernel 145.0 -> 169.1 us (H100, 2026-11-28,
+  // bench/NOTES.md docmask8; its 1 KB of static shared memory likely past the 164 KB carveout step).
   bool shared_row_ids = false;
   if (const char* e = std::getenv("SOLDER_ATTN_ROW_IDS"); data && e && std::string(e) == "shared") shared_row_ids = true;
   // A boundary tile's key ids loaded one step ahead (Config's KeyIdsAhead: the first tile's at the work
   // tile's start, tile n + 1's after tile n's compare, instead of right after each S is issued: the same
   // ids). $SOLDER_ATTN_KEY_IDS=ahead takes it on every data mask, =late keeps the loads after each S (A/B
-  // runs).
+  // runs). Not the default: document_mask S 4k's kernel 145.0 -> 143.5 us, the first softmax unchanged
+  // (H100, 2026-11-28, bench/NOTES.md docmask8); not timed alone at S 1k / 16k.
   bool key_ids_ahead = false;
   if (const char* e = std::getenv("SOLDER_ATTN_KEY_IDS"); data && e && std::string(e) == "ahead") key_ids_ahead = true;
   const int bm = 64 * consumers;
