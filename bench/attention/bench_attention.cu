@@ -19,9 +19,6 @@
 //                                  the work tile's setup posted by the classifier warps (PostedWork) and
 //                                  with two Q buffers, S 1k (64-key tiles, the table built per group) and
 //                                  S 16k; the classifier warps' stamps are in the producer's records.
-//   bench_attention stamps_data DIR ids  S 4k's default, then S 4k with the consumers' row ids from the
-//                                  list buffer (Config::SharedRowIds), with the key ids loaded one tile
-//                                  ahead (Config::KeyIdsAhead) and with both; both at S 16k.
 //
 // Timing: a CUDA graph of `per_graph` launches (about 2 TFLOP per graph), 2 warm-up replays, then CUDA
 // events around each of 15 replays; the median replay / per_graph. Inputs are random (hash-filled on the
@@ -341,27 +338,6 @@ int main(int argc, char** argv) {
     json = nullptr;
     bool ok = true;
     using Doc4k = DocumentMask<32, 4>;
-    if (argc > 3 && std::string(argv[3]) == "ids") {
-      // the consumers' row ids from the list buffer (Config::SharedRowIds, "ri") and the key ids of
-      // boundary tiles loaded one tile ahead (Config::KeyIdsAhead, "ka"): S 4k's default, each alone and
-      // both, then both at S 16k (the same inputs per S: the default's baseline in the same call). Not S 1k's
-      // 64-key Config with both: stamped, its consumers spill 4 bytes (nvcc 13.0); the plain one does not.
-      using C4k = Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>;
-      using Ri4k = Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, false, false, true>;
-      using Ka4k = Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, false, false, false, true>;
-      using Both4k = Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, false, false, true, true>;
-      int* doc4k = document_ids(4, 4096, 4096);
-      ok &= stamps<C4k>(dir, "docmask_s4k", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
-      ok &= stamps<Ri4k>(dir, "docmask_s4k_ri", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
-      ok &= stamps<Ka4k>(dir, "docmask_s4k_ka", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
-      ok &= stamps<Both4k>(dir, "docmask_s4k_rika", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
-      CUDA_CHECK(cudaFree(doc4k));
-      int* doc16k = document_ids(1, 16384, 16384);
-      ok &= stamps<Both4k>(dir, "docmask_s16k_rika", 1, heads, 16384, DocumentMask<128, 1>{doc16k, heads, 16384}, false, true);
-      CUDA_CHECK(cudaFree(doc16k));
-      std::printf("stamps_data ids: %s\n", ok ? "all records written, outputs bit-identical" : "FAILED");
-      return ok ? 0 : 1;
-    }
     int* doc4k = document_ids(4, 4096, 4096);
     ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>>(dir, "docmask_s4k", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);
     ok &= stamps<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, true>>(dir, "docmask_s4k_pw", 4, heads, 4096, Doc4k{doc4k, heads, 4096}, false, true);

@@ -118,21 +118,9 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              Stagger 3, or 1 on one buffer, consumer 0 waits for a Q whose buffer consumer 1, still owed
 //              turns, has not released: tests/gpu/attention_skeleton/stagger_model.py, late_q). A work tile
 //              without key tiles has no Q buffer and stores pair by pair. Not with a data mask.
-//   SharedRowIds  with a data mask: the classifier warps (or, for a block's first work tile, every warp
-//              before the roles split), which load every row's id of a work tile to classify it, write
-//              the BM ids into the list buffer beside the list (BM × 4 bytes per buffer), and each consumer
-//              reads its two rows' ids from there instead of loading them from global memory after
-//              `locate` (an L2 round trip on the first boundary tile's compare). The same ids: the outputs
-//              are bit for bit those without it. Ignored without a data mask.
-//   KeyIdsAhead  with a data mask: each consumer loads the key ids of a boundary tile (those it compares
-//              per key, load_ids) one step ahead: the first tile's at the work tile's start (before the
-//              waits for Q and the first K), tile n + 1's right after tile n's compare, instead of each
-//              right after its S is issued (an L2 round trip against the S's latency, exposed before
-//              the tile's softmax). The same ids into the same registers: bit for bit those without it.
-//              Ignored without a data mask.
 template <Dtype T_, int HeadDim_, int BN_, int Stages_, int Consumers_ = 2, bool Persistent_ = false, int StagedBias_ = 0,
           int QBuffers_ = 1, int Stagger_ = 0, bool Dynamic_ = false, bool FreeConsumers_ = false, bool StagedEpilogue_ = false,
-          bool PostedWork_ = false, bool QRowsEpilogue_ = false, bool SharedRowIds_ = false, bool KeyIdsAhead_ = false>
+          bool PostedWork_ = false, bool QRowsEpilogue_ = false>
 struct Config {
   static constexpr Dtype T = T_;
   static constexpr int HeadDim = HeadDim_;
@@ -147,8 +135,6 @@ struct Config {
   static constexpr bool StagedEpilogue = StagedEpilogue_;
   static constexpr bool PostedWork = PostedWork_;
   static constexpr bool QRowsEpilogue = QRowsEpilogue_;
-  static constexpr bool SharedRowIds = SharedRowIds_;
-  static constexpr bool KeyIdsAhead = KeyIdsAhead_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row

@@ -409,11 +409,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   __shared__ int tile_count[kLists];
   __shared__ int list_tile[kLists];  // the list entry of the work tile whose list the buffer holds (Dynamic)
   __shared__ int list_work[kPostedList ? kLists : 1][5];  // its Work (PostedWork)
-  // Config::SharedRowIds: the ids of its BM rows (row0 + i at i; rows past seq_q not written), written by
-  // the warp that compacts the list (post_row_ids) and read by the consumers after
-  // list_full, instead of their own loads of the same ids from global memory.
-  constexpr bool kSharedRowIds = kData && C::SharedRowIds;
-  __shared__ int list_row_id[kSharedRowIds ? kLists : 1][kSharedRowIds ? C::BM : 1];
   auto post_list_work = [&](int buf, const Work& w) {
     if constexpr (kPostedList) {
       list_work[buf][0] = w.bh;
@@ -581,16 +576,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       return tiles;
     }
   };
-  // Config::SharedRowIds: one warp (the one that compacts the list, so that its list_full arrival releases
-  // them) writes the ids of w's rows into list buffer `buf`, loaded again after classify() (L1 / L2 hits,
-  // off the consumers' path; inside classify's loop the emitted S 1k kernel's classifier warps spilled 12
-  // bytes at 56 registers).
-  auto post_row_ids = [&](const Work& w, int buf, int lane_c) {
-    if constexpr (kSharedRowIds) {
-      const int rows_end = w.row0 + C::BM < shape.seq_q ? w.row0 + C::BM : shape.seq_q;
-      for (int r = w.row0 + lane_c; r < rows_end; r += 32) list_row_id[buf][r - w.row0] = mask.row_id(w.bh, r);
-    }
-  };
   // One warp: the live tiles of tile_classes in order (a ballot per 32 tiles) into list buffer `buf`.
   auto compact = [&](const Work& w, int tiles, int buf, int lane_c) {
     if constexpr (!kData) return;
@@ -681,7 +666,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       __syncthreads();
     }
     if (t0 < total) tiles = classify(w, warp_all, C::Threads / 32, lane_all);
-    if (warp_all == 0 && t0 < total) post_row_ids(w, 0, lane_all);
     __syncthreads();
     if (warp_all == 0) compact(w, tiles, 0, lane_all);
     if (threadIdx.x == 0) {
@@ -887,7 +871,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             }
             ensure_group(w, cw, lane_c);
             tiles = classify(w, cw, kClassifyWarps, lane_c);
-            if (cw == 0) post_row_ids(w, buf, lane_c);
           }
           detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
           stamp_clock(record, 9);
@@ -909,7 +892,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         const Work w = locate(t);
         ensure_group(w, cw, lane_c);
         const int tiles = classify(w, cw, kClassifyWarps, lane_c);
-        if (cw == 0) post_row_ids(w, buf, lane_c);
         detail::named_sync(kClassifyBarrier, 32 * kClassifyWarps);  // every class written
         if (cw == 0) {
           compact(w, tiles, buf, lane_c);
@@ -1053,18 +1035,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       if constexpr (kDataLoop) detail::wait_parity(&list_full[buf], static_cast<uint32_t>(round >> 1) & 1u);
       constexpr bool kIdShuffle = kData && C::BN % 32 == 0;
       constexpr int kIdRegs = kIdShuffle ? C::BN / 32 : 1;
-      // Config::KeyIdsAhead: a boundary tile's key ids loaded one step ahead (the first tile's before the
-      // waits for Q and K, tile n + 1's right after tile n's compare has read key_ids).
-      constexpr bool kKeyIdsAhead = kIdShuffle && C::KeyIdsAhead;
       int row_ids[2] = {0, 0};
       int key_ids[kIdRegs];
       if constexpr (kData) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int row = row_base + 8 * r;
-          const int id_row = row < shape.seq_q ? row : shape.seq_q - 1;
-          if constexpr (kSharedRowIds) row_ids[r] = list_row_id[buf][id_row - w.row0];  // (after list_full above)
-          else row_ids[r] = mask.row_id(w.bh, id_row);
+          row_ids[r] = mask.row_id(w.bh, row < shape.seq_q ? row : shape.seq_q - 1);
         }
       }
       auto is_boundary = [&](int n) -> bool {
@@ -1331,7 +1308,6 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // Config::EpilogueInQ)
       const int tile_qb = detail::stage_of<C::QBuffers>(q_uses);
       if (count > 0) {
-        if constexpr (kKeyIdsAhead) load_ids(tile_at(w, buf, 0), 0);  // (its L2 round trip behind the waits below)
         // The factor of the O rows from the last State::update, applied just before the next P·V is
         // issued (O then holds the tiles before the updated one), while the tensor cores run S. No
         // branch around it: a conditional write of O before a wgmma makes ptxas serialize (C7520).
@@ -1358,16 +1334,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           stamp_clock(record, 6);
           pass_turn();
           load_bias(j0, ks);
-          if constexpr (!kKeyIdsAhead) load_ids(j0, 0);
+          load_ids(j0, 0);
           wgmma::wait<0>();
           wgmma::fence(acc_s);
           stamp_clock(record, 7);
           release(&k_empty[ks]);
           if (count == 1 && !kQRows) release(&q_empty[qb]);
           logits(j0, 0);
-          if constexpr (kKeyIdsAhead) {
-            if (count > 1) load_ids(tile_at(w, buf, 1), 1);  // (key_ids read by the compare above)
-          }
           update_state(correction);  // O is 0: nothing to rescale
           to_p();
           stamp_clock(record, 8);
@@ -1384,16 +1357,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           issue_o(vs);
           pass_turn();
           load_bias(j, ks);
-          if constexpr (!kKeyIdsAhead) load_ids(j, n);
+          load_ids(j, n);
           wgmma::wait<1>();  // S_j is done, P_{j-1}·V_{j-1} may still run
           wgmma::fence(acc_s);
           if (n == count - 1) stamp_clock(record, 9);
           release(&k_empty[ks]);
           if (n == count - 1 && !kQRows) release(&q_empty[qb]);  // the tile's last read of Q is done
           logits(j, n);
-          if constexpr (kKeyIdsAhead) {
-            if (n + 1 < count) load_ids(tile_at(w, buf, n + 1), n + 1);
-          }
           update_state(correction);
           wgmma::wait<0>();
           wgmma::fence(acc_o);

@@ -1291,21 +1291,6 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (e && *e) posted_work = dynamic && std::string(e) == "1";
     else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
   }
-  // A data mask's row ids from the list buffer (Config's SharedRowIds: the classifier warps, which load
-  // every row's id of a work tile to classify it, write them beside its list, and the consumers read
-  // their two rows' ids from shared memory instead of loading them after `locate`: bit for bit the same
-  // ids). $SOLDER_ATTN_ROW_IDS=shared takes it on every data mask, =global keeps the consumers' own
-  // loads (A/B runs). Not the default: document_mask S 4k's kernel 145.0 -> 169.1 us (H100, 2026-11-28,
-  // bench/NOTES.md docmask8; its 1 KB of static shared memory likely past the 164 KB carveout step).
-  bool shared_row_ids = false;
-  if (const char* e = std::getenv("SOLDER_ATTN_ROW_IDS"); data && e && std::string(e) == "shared") shared_row_ids = true;
-  // A boundary tile's key ids loaded one step ahead (Config's KeyIdsAhead: the first tile's at the work
-  // tile's start, tile n + 1's after tile n's compare, instead of right after each S is issued: the same
-  // ids). $SOLDER_ATTN_KEY_IDS=ahead takes it on every data mask, =late keeps the loads after each S (A/B
-  // runs). Not the default: document_mask S 4k's kernel 145.0 -> 143.5 us, the first softmax unchanged
-  // (H100, 2026-11-28, bench/NOTES.md docmask8); not timed alone at S 1k / 16k.
-  bool key_ids_ahead = false;
-  if (const char* e = std::getenv("SOLDER_ATTN_KEY_IDS"); data && e && std::string(e) == "ahead") key_ids_ahead = true;
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
   // stores) is decided with the epilogue below (it needs a plain store of 16-bit words, no preload), so
@@ -1313,8 +1298,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   bool staged_epilogue = false;
   bool q_rows_epilogue = false;  // Config's QRowsEpilogue (below, with the staged epilogue)
   auto config_text = [&] {
-    const bool ids = shared_row_ids || key_ids_ahead;  // (template arguments after QRowsEpilogue's)
-    const bool past_dynamic = free_consumers || staged_epilogue || posted_work || q_rows_epilogue || ids;  // (a template argument after Dynamic's)
+    const bool past_dynamic = free_consumers || staged_epilogue || posted_work || q_rows_epilogue;  // (a template argument after Dynamic's)
     return std::string("solder::attention::Config<") + skeleton_dtype_name(in_dtype_) + ", " + std::to_string(kHeadDim) + ", " + std::to_string(bn) + ", " +
                                std::to_string(stages) + ", " + std::to_string(consumers) +
                                (staged_bits || q_buffers > 1 || dynamic || past_dynamic ? std::string(persistent ? ", true, " : ", false, ") + std::to_string(staged_bits) : std::string(persistent ? ", true" : "")) +
@@ -1322,10 +1306,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                (stagger > 0 || dynamic || past_dynamic ? ", " + std::to_string(stagger) : std::string("")) +
                                (dynamic || past_dynamic ? (dynamic ? ", true" : ", false") : "") +
                                (past_dynamic ? (free_consumers ? ", true" : ", false") : "") +
-                               (staged_epilogue || posted_work || q_rows_epilogue || ids ? (staged_epilogue ? ", true" : ", false") : "") +
-                               (posted_work || q_rows_epilogue || ids ? (posted_work ? ", true" : ", false") : "") +
-                               (q_rows_epilogue || ids ? (q_rows_epilogue ? ", true" : ", false") : "") +
-                               (ids ? (shared_row_ids ? ", true" : ", false") : "") + (key_ids_ahead ? ", true" : "") + ">";
+                               (staged_epilogue || posted_work || q_rows_epilogue ? (staged_epilogue ? ", true" : ", false") : "") +
+                               (posted_work || q_rows_epilogue ? (posted_work ? ", true" : ", false") : "") + (q_rows_epilogue ? ", true" : "") + ">";
   };
   constexpr int64_t kSmCount = 132;  // H100 SXM: persistent blocks, one per SM
   int64_t heads = q->shape[rank - 3], batch = 1;
@@ -1860,8 +1842,6 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                                 (posted_work ? std::string(data ? "; each tile's head, rows and key-tile range posted by the classifier warps with its list"
                                                                    : "; each tile's head, rows and key-tile range posted by the producer with its entry")
                                                             : std::string("")) +
-                                                (shared_row_ids ? std::string("; each tile's row ids written beside its list by the classifier warps, read by the consumers from shared memory") : std::string("")) +
-                                                (key_ids_ahead ? std::string("; a boundary tile's key ids loaded one tile ahead") : std::string("")) +
                                                 (q_buffers > 1 ? std::string("; 2 Q buffers: the next work tile's Q, K and V load while this one runs") : std::string("")) +
                                                 (stagger > 0 ? "; consumer 1 staggered " + std::to_string(stagger) + " turns behind consumer 0, so one's work-tile boundary overlaps the other's products" : std::string("")) + ")"
                                           : std::string("")) + ", " +
@@ -1910,7 +1890,6 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // key tile.
   if (data && (seq_k + bn - 1) / bn > 16383) refuse("a data mask's key-tile list holds at most 16383 key tiles");
   const int64_t list_bytes = ((persistent ? 5 : 3) + (one_id_tiles ? (persistent ? 12 : 8) : 0)) * ((seq_k + bn - 1) / bn) + (persistent ? 56 : 16) + (posted_work ? 40 : 0) +
-                             (shared_row_ids ? (persistent ? 2 : 1) * static_cast<int64_t>(bm) * 4 : 0) +
                              (persistent && col_groups.count > 0 ? 8 * col_groups.count * ((seq_k + bn - 1) / bn) : 0);
   if (data && result.info.shared_bytes + list_bytes > 232448)
     refuse("the data mask's key-tile list (" + std::to_string(list_bytes) + " bytes of shared memory) does not fit beside the K/V ring");

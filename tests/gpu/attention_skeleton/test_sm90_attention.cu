@@ -976,32 +976,6 @@ int main(int argc, char** argv) {
     run_data<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true>, true, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 128x128 s4 P Dy Ep data", rng);
     run_data<Config<Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true>, true, Config<Dtype::bf16, 64, 64, 4, 2, true>>("bf16 d64 128x64 s4 P Dy Ep data", rng);
   }
-  // the consumers' row ids from the list buffer (Config::SharedRowIds: written there by the warp that
-  // compacts the list) and the key ids of boundary tiles loaded one tile ahead (Config::KeyIdsAhead), on
-  // the emitter's document_mask S 4k Config (Dynamic, the staged epilogue; "Id-RK" both, "Id-K" the key
-  // ids alone, "Pw Id-RK" with PostedWork) on 1, 3 and 7 blocks, and both on one block per work tile:
-  // each bit for bit against the static persistent Config with the consumers' own loads after each S
-  // (C0), with the id table and per score. `dy` / `ids` and a filter that matches ("Id-") run them
-  // (after the cases above, so that a short `ids` run samples those first). Not here, as ptxas spills 4
-  // to 16 bytes in them with this test's masks (nvcc 13.0; the emitted kernels with the knobs compile
-  // without, and docmask8's device call ran them from a binary that held them, bench/NOTES.md): the row
-  // ids alone at 128-key tiles ("Id-R"), both at 64-key tiles (S 1k's Config) and both on static
-  // persistent blocks.
-  using KeyIds4k = Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, false, false, false, true>;
-  using BothIds4k = Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, false, false, true, true>;
-  using BothIdsPw = Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true, true, false, true, true>;
-  using Static4k = Config<Dtype::bf16, 64, 128, 4, 2, true>;
-  if (mode == "dy" || ids_only || !case_filter.empty()) {
-    for (int blocks : {1, 3, 7}) {
-      persistent_blocks = blocks;
-      run_data<BothIds4k, true, Static4k>("bf16 d64 128x128 s4 P Dy Ep Id-RK data", rng);
-      if (blocks == 3) run_data<KeyIds4k, true, Static4k>("bf16 d64 128x128 s4 P Dy Ep Id-K data", rng);
-      if (blocks == 7) run_data<BothIdsPw, true, Static4k>("bf16 d64 128x128 s4 P Dy Ep Pw Id-RK data", rng);
-    }
-    persistent_blocks = 3;
-    run_data<Config<Dtype::bf16, 64, 128, 4, 2, false, 0, 1, 0, false, false, false, false, false, true, true>, false, Static4k>(
-        "bf16 d64 128x128 s4 Id-RK data", rng);
-  }
   persistent_blocks = 3;
   if (!table_only) {
     // data masks (document ids): one block per work tile (non-persistent configurations)

@@ -682,43 +682,6 @@ TEST(AttentionSkeletonEmit, DataMaskTwoQBuffersByKnob) {
   EXPECT_NE(two_1k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 2, 0, true, false, true>;"), std::string::npos) << two_1k->summary;
 }
 
-// A data mask's ids by knob: $SOLDER_ATTN_ROW_IDS=shared (Config's SharedRowIds: the consumers' row ids
-// from the list buffer) and $SOLDER_ATTN_KEY_IDS=ahead (KeyIdsAhead: a boundary tile's key ids one tile
-// ahead), each alone and both, at S 4k and S 1k; =global / =late and no data mask (causal) leave the
-// Config as it is; the list buffers' row ids counted in the shared memory the emitter checks.
-TEST(AttentionSkeletonEmit, DataMaskIdsByKnob) {
-  std::string refusal;
-  auto plain = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
-  auto causal = emit(compile("causal", {}), &refusal);
-  setenv("SOLDER_ATTN_ROW_IDS", "shared", 1);
-  auto rows = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
-  auto causal_rows = emit(compile("causal", {}), &refusal);
-  setenv("SOLDER_ATTN_KEY_IDS", "ahead", 1);
-  auto both = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
-  auto both_1k = emit(compile("document_mask", {}), &refusal);
-  setenv("SOLDER_ATTN_ROW_IDS", "global", 1);
-  auto keys = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
-  setenv("SOLDER_ATTN_KEY_IDS", "late", 1);
-  auto off = emit(compile("document_mask", {{"B", 4}, {"S", 4096}}), &refusal);
-  unsetenv("SOLDER_ATTN_ROW_IDS");
-  unsetenv("SOLDER_ATTN_KEY_IDS");
-  ASSERT_TRUE(plain && causal && rows && causal_rows && both && both_1k && keys && off) << refusal;
-  const std::string base = "Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, false, true";
-  EXPECT_NE(plain->source.find(base + ">;"), std::string::npos) << plain->summary;
-  EXPECT_EQ(off->source, plain->source);
-  EXPECT_EQ(causal_rows->source, causal->source);
-  EXPECT_NE(rows->source.find(base + ", false, false, true>;"), std::string::npos) << rows->summary;
-  EXPECT_NE(rows->summary.find("row ids written beside its list"), std::string::npos) << rows->summary;
-  EXPECT_EQ(rows->summary.find("key ids loaded one tile ahead"), std::string::npos) << rows->summary;
-  EXPECT_NE(keys->source.find(base + ", false, false, false, true>;"), std::string::npos) << keys->summary;
-  EXPECT_NE(keys->summary.find("key ids loaded one tile ahead"), std::string::npos) << keys->summary;
-  EXPECT_NE(both->source.find(base + ", false, false, true, true>;"), std::string::npos) << both->summary;
-  EXPECT_NE(both_1k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 0, 1, 0, true, false, true, false, false, true, true>;"),
-            std::string::npos)
-      << both_1k->summary;
-  EXPECT_EQ(both->info.shared_bytes, plain->info.shared_bytes);  // (the list's bytes are static shared memory)
-}
-
 // Causal's rows (a mask of one comparison, the plain score) on persistent blocks past 8 key tiles per work
 // tile too: hd64 up to 32 (S 4k), hd128 at every length (two Q buffers, Dynamic, free consumers, the
 // staged epilogue, the posted setup; S 1k keeps one Q buffer); hd64 S 16k on 3 consumers with the staged
