@@ -132,6 +132,8 @@ KERNEL_COMMITS_ONLY = {
     "b2adeea": (),
     # s-overlap: OverlapS merged (182e047, e582d77) and reverted (4e6a903): the kernel files are as before
     "182e047": (), "e582d77": (), "4e6a903": (),
+    # docmask8: the ids ahead of the compare merged (b976fea, 4756acb) and reverted: the kernel files as before
+    "b976fea": (), "4756acb": (), "c80cb0b": (),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
