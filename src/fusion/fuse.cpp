@@ -451,6 +451,9 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
         }
         if (plan) break;
       }
+      if (plan && first_grid_tile == 1 && params.grid_tile > 1)
+        plan->notes.insert(plan->notes.begin(), "split-KV: one row per block (every streamed input is indexed by every grid dim, so rows "
+                                                "that share a block would share no tile); the stream is split to fill the GPU");
       if (plan && group.size() > 1) {
         std::vector<std::string> hoisted = costly_pre_members(*plan);
         if (!hoisted.empty() && hoisted.size() < group.size()) {
