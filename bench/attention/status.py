@@ -134,6 +134,9 @@ KERNEL_COMMITS_ONLY = {
     "182e047": (), "e582d77": (), "4e6a903": (),
     # docmask8: the ids ahead of the compare merged (b976fea, 4756acb) and reverted: the kernel files as before
     "b976fea": (), "4756acb": (), "c80cb0b": (),
+    # decode3: split-KV for one-row streams and the warp-per-key reduce (only llama_decode's emitted code
+    # changes among the examples and the 120 suite cells)
+    "9eba667": (), "33f9b30": (),
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
