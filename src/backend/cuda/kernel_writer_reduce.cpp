@@ -61,11 +61,6 @@ std::optional<KernelWriter::CooperativeLayout> KernelWriter::cooperative_layout(
     l.group = kThreads / l.lanes_per_pass;
   } else {
     l.group = floor_pow2(kThreads / l.points);
-    // Tiles contiguous along the reduced axis, each point's row a multiple of 32 words long: G < 32 lanes
-    // per point put 32 / G rows of a warp in the same banks (decode's per-key dot products over a staged
-    // K tile, 64 keys of 128: 4 lanes per key, an 8-way conflict). A whole warp per point reads 32
-    // consecutive words instead, a block's 8 warps taking 8 points per pass.
-    if (along_reduce && !along_domain && l.group < 32 && l.reduced % 32 == 0 && l.reduced >= 128) l.group = 32;
   }
   if (l.group < 4) return std::nullopt;
   return l;

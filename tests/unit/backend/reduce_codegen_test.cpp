@@ -100,18 +100,6 @@ TEST(ReduceCodegen, ColumnSumsArePointMajor) {
   EXPECT_NE(source.find("solder::reduce::load_vector(dy + "), std::string::npos);
 }
 
-// A cooperative reduce over tiles contiguous along its reduced axis, rows a multiple of 32 words: a
-// whole warp per point (conflict-free shared reads), 8 points per pass. llama_decode's split-KV kernel
-// (fused_a): the per-key dot products of 64 keys over a staged 128-wide K tile were 4 lanes per key,
-// an 8-way bank conflict. The contraction-free reduces of the same kernel (m, z over 64 keys) keep
-// their layout.
-TEST(ReduceCodegen, ContiguousRowsTakeAWarpPerPoint) {
-  std::string source = generate_cuda(gpu_kernels("llama_decode")).source;
-  EXPECT_EQ(count(source, "reduce into s_tile: 32 threads per point"), 1) << source;
-  EXPECT_EQ(count(source, "for (int pass_ = 0; pass_ < 64; pass_ += 8) {"), 1) << source;
-  EXPECT_EQ(count(source, "reduce into s_tile: 4 threads per point"), 0) << source;
-}
-
 }  // namespace
 }  // namespace solder
 
