@@ -136,7 +136,7 @@ KERNEL_COMMITS_ONLY = {
     "b976fea": (), "4756acb": (), "c80cb0b": (),
     # decode3: split-KV for one-row streams and the warp-per-key reduce (only llama_decode's emitted code
     # changes among the examples and the 120 suite cells)
-    "9eba667": (), "33f9b30": (),
+    "9eba667": (), "33f9b30": (), "c620995": (), "3b5eb7a": (),  # (3b5eb7a reverts them: as before)
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
