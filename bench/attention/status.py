@@ -129,14 +129,14 @@ KERNEL_COMMITS_ONLY = {
     # launches: each chain launches as before) and its programmatic-launch rule; the kernels' code unchanged
     "c884a56": (), "04d86a9": (),
     # the skeletons dump's header text (src/fusion/whole_contractions.cpp): no kernel
-    "b2adeea": (),
-    # s-overlap: OverlapS merged (182e047, e582d77) and reverted (4e6a903): the kernel files are as before
-    "182e047": (), "e582d77": (), "4e6a903": (),
+    "8fe2d0a": (),
+    # s-overlap: OverlapS merged (182e047, e582d77) and reverted (1f8c1c2): the kernel files are as before
+    "182e047": (), "e582d77": (), "1f8c1c2": (),
     # docmask8: the ids ahead of the compare merged (b976fea, 4756acb) and reverted: the kernel files as before
-    "b976fea": (), "4756acb": (), "c80cb0b": (),
+    "b976fea": (), "4756acb": (), "de2775c": (),
     # decode3: split-KV for one-row streams and the warp-per-key reduce (only llama_decode's emitted code
     # changes among the examples and the 120 suite cells)
-    "9eba667": (), "33f9b30": (), "c620995": (), "3b5eb7a": (),  # (3b5eb7a reverts them: as before)
+    "308a98d": (), "1071bc7": (), "daa3db3": (), "407ca55": (),  # (407ca55 reverts them: as before)
 }
 
 TARGET_PEER = {"vanilla": "sdpa_cudnn", "gqa": "sdpa_cudnn", "causal": "sdpa_cudnn"}  # others: flex
