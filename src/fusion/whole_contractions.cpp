@@ -393,6 +393,21 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     }
   std::set<size_t> absorbed;
   std::set<std::string> materialised;  // intermediates that whole contractions already store or read
+  // Takes `w` whole: its epilogue and its prologue's definitions absorbed, its computed operands and its
+  // result stored.
+  auto take = [&](WholeContraction w, const std::vector<std::string>& operands, const std::string& result) {
+    for (size_t d : w.absorbed) absorbed.insert(d);
+    if (w.epilogue) {
+      absorbed.insert(*w.epilogue);
+      plan.kept.insert(program.defs[*w.epilogue].def->target.name);
+    }
+    for (auto& t : operands) {
+      plan.kept.insert(t);
+      materialised.insert(t);
+    }
+    materialised.insert(result);
+    plan.whole.push_back(std::move(w));
+  };
   for (size_t i = 0; i < program.defs.size(); ++i) {
     const Definition& def = *program.defs[i].def;
     if (def.reduce != ReduceOp::sum || absorbed.count(i)) continue;
@@ -544,16 +559,7 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
       w.epilogue = consumer;
       w.kernel = std::move(*kernel);
       w.why = figures;
-      if (consumer) {
-        absorbed.insert(*consumer);
-        plan.kept.insert(program.defs[*consumer].def->target.name);
-      }
-      for (auto& t : operands) {
-        plan.kept.insert(t);
-        materialised.insert(t);
-      }
-      materialised.insert(c.dst.name);
-      plan.whole.push_back(std::move(w));
+      take(std::move(w), operands, c.dst.name);
       continue;
     }
     // At least one 64 × 64 tile of the skeleton: a matrix-vector product (decode) is memory-bound and
@@ -643,18 +649,8 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     if (prologue) {
       w.absorbed = prologue->absorbed;
       w.notes = prologue->notes;
-      for (size_t d : prologue->absorbed) absorbed.insert(d);
     }
-    if (consumer) {
-      absorbed.insert(*consumer);
-      plan.kept.insert(program.defs[*consumer].def->target.name);
-    }
-    for (auto& t : operands) {
-      plan.kept.insert(t);
-      materialised.insert(t);
-    }
-    materialised.insert(c.dst.name);
-    plan.whole.push_back(std::move(w));
+    take(std::move(w), operands, c.dst.name);
   }
   chain_gathered_contractions(program, plan, readers);
   return plan;
