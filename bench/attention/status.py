@@ -22,7 +22,9 @@ calls. A Solder record runs the current kernel when
 The commit of a call is the Solder records' `commit` field (renamed through any hashes.txt of
 bench/results/h100: old hash, new hash), else CALL_COMMITS below (from the call's notes); a call with
 neither is never current. Solder records that ran a knob (solder-TAG.jsonl files, records whose `mode`
-is not "default" or "new") are not the default kernel and are skipped.
+is not "default" or "new") are not the default kernel and are skipped; solder-rN.jsonl files are further
+rounds of the default kernel. Where a call has several rounds of a cell, Solder's time and each peer's
+(per compile mode) are the median of the rounds' medians, as bench/merged_table.py reports them.
 """
 
 from __future__ import annotations
@@ -175,11 +177,27 @@ def call_folders(extra=(), results=RESULTS):
     return sorted(found)
 
 
+# solder-rN.jsonl: the spots files' convention for another round of the default kernel (a tag r2, r3, ...
+# with no knob), as merged_s11d.spots and merged_s15.spots wrote before merged_call.sh had ROUNDS.
+ROUND_FILE = re.compile(r"^solder-r[0-9]+\.jsonl$")
+
+
+def median_record(records, key="median_us"):
+    """One record standing for several rounds of the same measurement: the median of their medians (the
+    mean of the middle two for an even count), with `rounds` set to how many there were."""
+    rs = sorted(records, key=lambda r: r[key])
+    n = len(rs)
+    mid = rs[n // 2] if n % 2 else rs[n // 2 - 1]
+    value = rs[n // 2][key] if n % 2 else (rs[n // 2 - 1][key] + rs[n // 2][key]) / 2
+    return {**mid, key: value, "rounds": n}
+
+
 def solder_records(folder):
     """(case id, record) for the default kernel's records of a call."""
     out = []
     for path in sorted(glob.glob(os.path.join(folder, "solder*.jsonl"))):
-        if os.path.basename(path) != "solder.jsonl" and not os.path.basename(path).startswith("solder-attention"):
+        name = os.path.basename(path)
+        if name != "solder.jsonl" and not name.startswith("solder-attention") and not ROUND_FILE.match(name):
             continue                  # solder-TAG.jsonl: a knob forced for that spot
         for r in report.read_jsonl(path):
             if "result" in r and isinstance(r["result"], dict):
@@ -301,15 +319,18 @@ class Status:
             ok, why = self.current(call, case)
             if not ok:
                 continue
-            peers = {}
+            rounds = {}
             for r in call["peers"]:
                 if r.get("case") != case.id or r.get("status") != "ok" or not r.get("verified"):
                     continue
-                p = r["peer"]
+                rounds.setdefault((r["peer"], r.get("compile_mode")), []).append(r)
+            peers = {}
+            for (p, _), rs in rounds.items():
+                r = median_record(rs)   # the median of a compile mode's rounds
                 if p not in peers or r["median_us"] < peers[p]["median_us"]:
-                    peers[p] = r        # the faster of two compile modes, or of two rounds
+                    peers[p] = r        # the faster of two compile modes
             order = (self.commit_time(call["commit"]) if call["commit"] else 0, call["stamp"])
-            got = {"order": order, "call": call, "solder": sol[-1], "peers": peers, "why": why, "target": target}
+            got = {"order": order, "call": call, "solder": median_record(sol), "peers": peers, "why": why, "target": target}
             if target not in peers:
                 if fallback is None or order > fallback["order"]:
                     fallback = got

@@ -80,6 +80,25 @@ def test_the_faster_flex_mode_of_one_call_is_taken(tmp_path):
     assert met == [1, 1]                       # 1004 / 1409 = 0.71 <= 0.83
 
 
+def test_rounds_of_one_call_give_the_median_of_their_medians(tmp_path):
+    cid = "diff_attn-d64-s16384"
+    write_call(tmp_path, "a", [solder(cid, 2334.0, HEAD)],
+               [peer(cid, "flex", 2812.0, "2026-11-27T10:00", "max-autotune-no-cudagraphs"),
+                peer(cid, "flex", 2900.0, "2026-11-27T10:05", "max-autotune-no-cudagraphs")])
+    # a spots file's second round of the default kernel (tag r2, no knob), and a knob's spot beside it
+    (tmp_path / "a" / "solder-r2.jsonl").write_text(json.dumps(solder(cid, 2336.0, HEAD)) + "\n")
+    (tmp_path / "a" / "solder-knob.jsonl").write_text(json.dumps(solder(cid, 1000.0, HEAD)) + "\n")
+    st = status.Status(results=str(tmp_path))
+    got = st.cell(suites.CASES_BY_ID[cid])
+    assert got["solder"]["median_us"] == 2335.0 and got["solder"]["rounds"] == 2
+    assert got["peers"]["flex"]["median_us"] == 2856.0 and got["peers"]["flex"]["rounds"] == 2
+    _, _, _, _, _, met = status.table(st, [suites.CASES_BY_ID[cid]])
+    assert met == [1, 1]                       # 2335 / 2856 = 0.818
+    (tmp_path / "a" / "solder-r3.jsonl").write_text(json.dumps(solder(cid, 2500.0, HEAD)) + "\n")
+    got = status.Status(results=str(tmp_path)).cell(suites.CASES_BY_ID[cid])
+    assert got["solder"]["median_us"] == 2336.0 and got["solder"]["rounds"] == 3
+
+
 def has_commit(c):
     return subprocess.run(["git", "-C", status.REPO, "cat-file", "-e", c + "^{commit}"],
                           capture_output=True).returncode == 0
