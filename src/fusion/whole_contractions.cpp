@@ -393,6 +393,15 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     }
   std::set<size_t> absorbed;
   std::set<std::string> materialised;  // intermediates that whole contractions already store or read
+  // The bytes that running a contraction whole adds for `name`: a result written and read back (none for an
+  // output, written anyway), an operand that nothing materialises yet.
+  auto round_trip = [&](const std::string& name) {
+    const TensorInfo& info = program.tensor(name);
+    if (info.role != TensorRole::intermediate || materialised.count(name)) return 0.0;
+    double n = 1;
+    for (int64_t e : info.shape) n *= static_cast<double>(e);
+    return 2 * n * dtype_bytes(info.dtype);
+  };
   // Takes `w` whole: its epilogue and its prologue's definitions absorbed, its computed operands and its
   // result stored.
   auto take = [&](WholeContraction w, const std::vector<std::string>& operands, const std::string& result) {
@@ -530,13 +539,6 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     // 1/8 of the matrix it streams.
     const std::vector<GlobalTensor> globals = program_globals(program);
     if (auto gemv = fit_gemv(c, globals).problem) {
-      auto round_trip = [&](const std::string& name) {
-        const TensorInfo& info = program.tensor(name);
-        if (info.role != TensorRole::intermediate || materialised.count(name)) return 0.0;
-        double n = 1;
-        for (int64_t e : info.shape) n *= static_cast<double>(e);
-        return 2 * n * dtype_bytes(info.dtype);
-      };
       double added = round_trip(c.dst.name);
       std::vector<std::string> operands;
       for (const Expr* e : {&gemv->vector, &gemv->matrix}) {
@@ -577,15 +579,6 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     double flops = 2;
     for (auto& a : c.domain.axes) flops *= static_cast<double>(a.extent);
     for (auto& a : c.reduce_axes) flops *= static_cast<double>(a.extent);
-    // The bytes that running it whole adds: its result written and read back (none for an output,
-    // written anyway), and each operand that nothing materialises yet.
-    auto round_trip = [&](const std::string& name) {
-      const TensorInfo& info = program.tensor(name);
-      if (info.role != TensorRole::intermediate || materialised.count(name)) return 0.0;
-      double n = 1;
-      for (int64_t e : info.shape) n *= static_cast<double>(e);
-      return 2 * n * dtype_bytes(info.dtype);
-    };
     // A result that is a pointwise function of this product and read only by matrix products (an
     // MLP's h0 = relu(z0 + b0) read by the next layer, conv_chain's h = relu(y1) read by the 1×1
     // convolution) is stored anyway (stored_anyway): no fused plan keeps it on chip across them.
