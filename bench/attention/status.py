@@ -133,7 +133,7 @@ KERNEL_COMMITS_ONLY = {
     # the skeletons dump's header text (src/fusion/whole_contractions.cpp): no kernel
     "8fe2d0a": (),
     # whole_contractions.cpp's bookkeeping in one lambda: every example's emitted code byte-identical
-    "e91aebb": (),
+    "e91aebb": (), "2c20814": (),
     # s-overlap: OverlapS merged (182e047, e582d77) and reverted (1f8c1c2): the kernel files are as before
     "182e047": (), "e582d77": (), "1f8c1c2": (),
     # docmask8: the ids ahead of the compare merged (b976fea, 4756acb) and reverted: the kernel files as before
