@@ -150,6 +150,7 @@ int command_bench(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!gpu_available(&why)) throw Error("solder bench needs a GPU: " + why);
+  if (std::string hw = gpu_hardware_note(); !hw.empty()) std::fprintf(stderr, "%s\n", hw.c_str());
   BoundProgram program = load_program(files[0], options.sizes);
   if (check_inputs) {
     std::printf("inputs of %s, seed %llu: drawn on the GPU against the host\n", files[0].c_str(), static_cast<unsigned long long>(options.seed));

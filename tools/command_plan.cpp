@@ -98,7 +98,7 @@ int command_plan(const std::vector<std::string>& args) {
                                top = n;
                              }});
   command.options.push_back({"--hardware", "FILE", "hardware description with \"rates\" (solder probe's output); "
-                                                  "default: the H100 shipped",
+                                                  "default: $SOLDER_HARDWARE, else the H100 shipped",
                              [&hardware_file](const std::string& v) { hardware_file = v; }});
   command.options.push_back({"--skeleton-only", "", "only configurations device/solder/gemm instantiates today",
                              [&skeleton_only](const std::string&) { skeleton_only = true; }});

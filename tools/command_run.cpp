@@ -144,6 +144,7 @@ int command_run(const std::vector<std::string>& args) {
       std::string note;
       codegen = skeletons_here(compile_options.gemm_skeleton, &note);
       if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+      if (std::string hw = gpu_hardware_note(); !hw.empty()) std::fprintf(stderr, "%s\n", hw.c_str());
     }
     kernels = compiler_step("compile", [&] { return compile_program(program, compile_options).kernels; });
   }

@@ -166,14 +166,38 @@ HardwareDescription load_hardware_description(const std::string& path) {
   return parse_hardware_description(buffer.str(), path);
 }
 
-const HardwareDescription& default_hardware() {
-  static const HardwareDescription hw = [] {
-    HardwareDescription h = parse_hardware_description(default_dsm_table_json(), "<compiled-in dsm-table.json>");
-    h.rates = parse_rates(default_rates_json(), "<compiled-in rates.json>");
-    h.has_rates = true;
+HardwareDescription hardware_for(const char* path) {
+  if (path && *path) {
+    HardwareDescription h;
+    try {
+      h = load_hardware_description(path);
+    } catch (const Error& e) {
+      throw Error(std::string("SOLDER_HARDWARE: ") + e.what());
+    }
+    if (!h.has_rates)
+      throw Error(std::string("SOLDER_HARDWARE: ") + path + ": expected a hardware description with \"rates\" (the cost " +
+                  "model's constants, as `solder probe -o FILE` writes them), found none");
     return h;
-  }();
+  }
+  HardwareDescription h = parse_hardware_description(default_dsm_table_json(), "<compiled-in dsm-table.json>");
+  h.rates = parse_rates(default_rates_json(), "<compiled-in rates.json>");
+  h.has_rates = true;
+  return h;
+}
+
+const HardwareDescription& default_hardware() {
+  static const HardwareDescription hw = hardware_for(std::getenv("SOLDER_HARDWARE"));
   return hw;
+}
+
+std::string hardware_mismatch_note(const std::string& gpu_name) {
+  const HardwareDescription& hw = default_hardware();
+  if (gpu_name.empty() || gpu_name == hw.name) return "";
+  const char* path = std::getenv("SOLDER_HARDWARE");
+  return "note: the planner's hardware description is " + hw.name + " (" +
+         (path && *path ? std::string("SOLDER_HARDWARE=") + path : std::string("compiled in")) + "), this GPU is " + gpu_name +
+         ": tiles are chosen with the other GPU's rates; `solder probe -o FILE` measures this one and "
+         "SOLDER_HARDWARE=FILE plans with it (docs/hardware.md)";
 }
 
 std::string to_json(const HardwareDescription& hw) {

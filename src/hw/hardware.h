@@ -76,8 +76,18 @@ struct HardwareDescription {
   int max_active_clusters(int cluster_size, int smem_bytes) const;
 };
 
-// The compiled-in H100 description.
+// The description every command plans with: the file named by $SOLDER_HARDWARE (a `solder probe` output, which
+// must have "rates"), else the compiled-in H100 one. Read once per process; a bad file throws solder::Error
+// naming it, at each call.
 const HardwareDescription& default_hardware();
+
+// What default_hardware() reads for a $SOLDER_HARDWARE value: the compiled-in description when `path` is null or
+// empty, else that file, which must have "rates" (the cost model's constants).
+HardwareDescription hardware_for(const char* path);
+
+// The note to print where a program runs on a GPU whose name is not the planner's description's (an H200
+// planned with the H100's rates, say): names both and how to measure this one; empty when they agree.
+std::string hardware_mismatch_note(const std::string& gpu_name);
 
 // Parses the JSON format above. `origin` names the text in errors ("file.json").
 // Throws solder::Error "origin:line:column: expected X, found Y" on malformed JSON or a missing/mistyped field.

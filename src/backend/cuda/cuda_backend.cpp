@@ -14,6 +14,7 @@
 #include "backend/cuda/device_inputs.h"
 #include "backend/cuda/host_encoding.h"
 #include "backend/cuda/tma_operand.h"
+#include "hw/hardware.h"
 #include "ir/diagnostics.h"
 #include "runtime/attention_args.h"
 #include "runtime/runtime.h"
@@ -308,6 +309,11 @@ CudaCodegenOptions skeletons_here(bool& gemm_skeleton, std::string* note) {
     *note = "note: the sm_90a GEMM and attention skeletons are off: " + codegen.attention_skeleton_off +
             "; every contraction runs in the fused kernels' own tensor-core or scalar code";
   return codegen;
+}
+
+std::string gpu_hardware_note() {
+  runtime::DeviceInfo device = runtime::query_device();
+  return device.available ? hardware_mismatch_note(device.name) : "";
 }
 
 GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs, const CudaCodegenOptions& codegen) {

@@ -39,6 +39,10 @@ bool gpu_available(std::string* why = nullptr);
 // (when given) says so in one line, for standard error or a report.
 CudaCodegenOptions skeletons_here(bool& gemm_skeleton, std::string* note = nullptr);
 
+// hardware_mismatch_note() (src/hw/hardware.h) for the GPU here: empty on the GPU the planner describes, or
+// with no GPU.
+std::string gpu_hardware_note();
+
 GpuRunResult run_on_gpu(const KernelProgram& program, const TensorSet& inputs, const CudaCodegenOptions& codegen = {});
 
 struct GpuTiming {

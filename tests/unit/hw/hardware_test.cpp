@@ -167,5 +167,47 @@ TEST(Hardware, RatesErrorsNameTheField) {
   }
 }
 
+// $SOLDER_HARDWARE: a `solder probe` output replaces the compiled-in description; one without rates is refused.
+TEST(Hardware, EnvironmentFileReplacesTheCompiledInDescription) {
+  EXPECT_EQ(hardware_for(nullptr).name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(hardware_for("").name, "NVIDIA H100 80GB HBM3");
+  HardwareDescription other = default_hardware();
+  other.name = "NVIDIA H200";
+  other.rates.hbm_tbps = 4.3;
+  const std::string with_rates = ::testing::TempDir() + "/solder_hw_h200.json";
+  std::ofstream(with_rates) << to_json(other);
+  HardwareDescription read = hardware_for(with_rates.c_str());
+  EXPECT_EQ(read.name, "NVIDIA H200");
+  ASSERT_TRUE(read.has_rates);
+  EXPECT_NEAR(read.rates.hbm_tbps, 4.3, 1e-9);
+  other.has_rates = false;
+  const std::string without_rates = ::testing::TempDir() + "/solder_hw_norates.json";
+  std::ofstream(without_rates) << to_json(other);
+  try {
+    hardware_for(without_rates.c_str());
+    FAIL() << "a description without rates was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SOLDER_HARDWARE: " + without_rates + ": expected a hardware description with \"rates\""),
+              std::string::npos) << e.what();
+  }
+  try {
+    hardware_for("/nonexistent/h.json");
+    FAIL() << "a missing file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SOLDER_HARDWARE: /nonexistent/h.json: expected a readable"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Hardware, MismatchNoteNamesBothGpusAndTheProbe) {
+  const std::string planned = default_hardware().name;
+  EXPECT_EQ(hardware_mismatch_note(planned), "");
+  EXPECT_EQ(hardware_mismatch_note(""), "");
+  const std::string note = hardware_mismatch_note("NVIDIA H200");
+  EXPECT_NE(note.find(planned), std::string::npos) << note;
+  EXPECT_NE(note.find("this GPU is NVIDIA H200"), std::string::npos) << note;
+  EXPECT_NE(note.find("solder probe -o FILE"), std::string::npos) << note;
+  EXPECT_NE(note.find("SOLDER_HARDWARE=FILE"), std::string::npos) << note;
+}
+
 }  // namespace
 }  // namespace solder
