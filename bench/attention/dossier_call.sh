@@ -62,7 +62,7 @@ python3 bench/suites.py --suite attention_hd256 --verify-commands --timeout "${V
 pack
 
 stamp "== 3. timings: merged_call.sh, dossier.spots ($(left) s left)"
-mc=${MC_DEADLINE:-90}; [ "$mc" -gt $(( $(left) - 20 )) ] && mc=$(( $(left) - 20 ))
+mc=${MC_DEADLINE:-95}; [ "$mc" -gt $(( $(left) - 20 )) ] && mc=$(( $(left) - 20 ))
 OUT=$W DEADLINE=$mc ROUNDS=1 DEVICE_TESTS="" RUN_SH=0 SPOTS=bench/attention/dossier.spots bash bench/merged_call.sh
 cp "$W/r/summary.md" "$OUTDIR/summary.md" 2>/dev/null; rm -f "$W/r.tgz" "$W/run.tgz"
 pack
