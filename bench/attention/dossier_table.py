@@ -7,7 +7,7 @@ DIR holds what bench/attention/dossier_call.sh writes: CELL.csv (`ncu --page raw
 `solder bench` launch of the cell, one row per kernel), CELL.out (the program's own output, where ncu's
 lines may land too) and peers.csv / peers.out (dossier_peer_ncu.py: its "profiled CASE PEER ..." lines
 name the cells of peers.csv's kernels in order). Per kernel: the duration under ncu and the SM clock,
-tensor-pipe activity, issue slots busy, warps issued / eligible / active per scheduler, the two largest
+tensor-pipe activity, the XU pipe's (MUFU: the exponentials), issue slots busy, warps issued / eligible / active per scheduler, the two largest
 stall reasons (warps per issued instruction, and their share of all the warp states per issue; "selected",
 the issue itself, is not a stall), DRAM and L2 throughput and bytes, registers, theoretical and achieved
 occupancy. Standard library only.
@@ -96,6 +96,7 @@ def summary(k):
         "us": scaled(k, "gpu__time_duration.sum", TIME_SCALE),
         "mhz": freq,
         "tensor": number(k, "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"),
+        "xu": number(k, "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"),
         "issue": number(k, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
         "issued": number(k, "smsp__issue_active.avg.per_cycle_active"),
         "eligible": number(k, "smsp__warps_eligible.avg.per_cycle_active"),
@@ -141,15 +142,15 @@ def f(x, fmt="%.1f"):
 
 
 def table(rows):
-    out = ["| cell | kernel | grid × block | µs (ncu) | SM MHz | tensor pipe % | issue slots % | issued / eligible / "
+    out = ["| cell | kernel | grid × block | µs (ncu) | SM MHz | tensor pipe % | XU pipe % | issue slots % | issued / eligible / "
            "active warps per scheduler | top stalls (warps per issue, share) | DRAM % (GB) | L2 % | regs | "
            "occupancy theor. / achieved % |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cell, s in rows:
         stalls = "; ".join(f"{r} {x:.2f} ({f(p, '%.0f')} %)" for r, x, p in s["stalls"]) or "—"
         name = s["kernel"] if len(s["kernel"]) <= 48 else s["kernel"][:45] + "…"
         out.append(f"| {cell} | `{name}` | {s['grid']} × {s['block']} | {f(s['us'])} | {f(s['mhz'], '%.0f')} | "
-                   f"{f(s['tensor'])} | {f(s['issue'])} | {f(s['issued'], '%.2f')} / {f(s['eligible'], '%.2f')} / "
+                   f"{f(s['tensor'])} | {f(s['xu'])} | {f(s['issue'])} | {f(s['issued'], '%.2f')} / {f(s['eligible'], '%.2f')} / "
                    f"{f(s['active'], '%.2f')} | {stalls} | {f(s['dram'])} ({f(s['dram_gb'], '%.2f')}) | "
                    f"{f(s['l2'])} | {f(s['regs'], '%.0f')} | {f(s['occ_theory'])} / {f(s['occ'])} |")
     return "\n".join(out) + "\n"

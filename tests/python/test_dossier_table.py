@@ -48,6 +48,7 @@ def test_table_has_one_row_per_kernel_and_dashes_for_missing_values():
     lines = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
     assert len(lines) == 3
     assert "wait 1.20 (38 %); long_scoreboard 0.60 (19 %)" in text
+    assert "| 41.5 | — | 30.2 |" in text            # tensor pipe, XU pipe (not in the fixture), issue slots
     assert dossier_table.f(None) == "—"
 
 
