@@ -5,15 +5,18 @@
 #   cd .devcarry/attn-dossier && DEADLINE=124 bash bench/attention/dossier_call.sh
 #   1. every Solder kernel of the call through `solder bench --compile-only`, nproc at a time (cache hits
 #      where kernels.tar.xz matches; NVRTC otherwise);
-#   2. hd256 (suite attention_hd256) verified by `solder run --backend cuda` against the float64 reference,
-#      4 at a time, each under VERIFY_SECONDS;
+#   2. the hd256 cells matching VERIFY_RE (default S 4k) verified by `solder run --backend cuda` against the
+#      float64 reference, 4 at a time, each under VERIFY_SECONDS (the S 16k checks, VERIFY_LATE_RE, run last:
+#      their sampled reference outlasted 40 s in the first call);
 #   3. bench/merged_call.sh with bench/attention/dossier.spots, one round, no device tests or run.sh:
 #      `solder bench` of hd256 and of the cuDNN-target missed cells, cuDNN SDPA in the same call;
 #   4. ncu of each missed cell's Solder kernels (NCU_CELLS, the most-missed first): one `solder bench
 #      --replays 1` under ncu (--launch-count = the program's kernels, --clock-control none, the sections
 #      below, --page raw --csv), a cell only with NCU_MIN_LEFT s left; after the NCU_PEERS_AFTER-th cell, the
-#      peers' kernels (dossier_peer_ncu.py under --profile-from-start off: PEER_CELLS, PEER_MODE);
-#   5. dossier_table.py: the ncu table (ncu.md).
+#      peers' kernels (dossier_peer_ncu.py under --profile-from-start off: PEER_CELLS, PEER_MODE), one ncu
+#      process per cell (ncu prints a process's results when it ends: a cut loses that cell alone);
+#   5. VERIFY_LATE_RE's checks with the time left, then dossier_table.py: the ncu table (ncu.md).
+# The first call (2026-11-28, 5861734) ran every check before the timings and the peers in one process.
 # Timings before the profiles: merged_call.sh's guards work against its own DEADLINE (MC_DEADLINE), and the
 # timed steps must not be the part a late call loses; each ncu run is short and stands alone, so the list is
 # cut from its end. Everything lands in a work folder packed into $OUT/dossier.tgz after every step (a call
@@ -55,10 +58,13 @@ stamp "== 1. compile"
   xargs -d '\n' -P "$(nproc)" -n 1 sh -c > "$W/compile.log" 2>&1
 stamp "   rc $?: $(grep -c 'compiled in' "$W/compile.log") programs compiled; $(ls .cache/kernels | wc -l) kernels in the cache"
 
-stamp "== 2. verify hd256 ($(left) s left)"
-python3 bench/suites.py --suite attention_hd256 --verify-commands --timeout "${VERIFY_SECONDS:-40}" |
-  xargs -d '\n' -P 4 -I{} sh -c '{} > "$0/verify-$(echo {} | md5sum | cut -c1-8).txt" 2>&1 && echo "verified {}" || echo "FAILED ($?) {}"' "$W" |
-  tee "$W/verify.txt"
+verify() {   # verify RE SECONDS: `solder run --backend cuda` of the hd256 cells matching RE, 4 at a time
+  python3 bench/suites.py --suite attention_hd256 --cases="$1" --verify-commands --timeout "$2" |
+    xargs -d '\n' -P 4 -I{} sh -c '{} > "$0/verify-$(echo {} | md5sum | cut -c1-8).txt" 2>&1 && echo "verified {}" || echo "FAILED ($?) {}"' "$W" |
+    tee -a "$W/verify.txt"
+}
+stamp "== 2. verify hd256 ${VERIFY_RE:=-s4096\$} ($(left) s left)"
+verify "$VERIFY_RE" "${VERIFY_SECONDS:-40}"
 pack
 
 stamp "== 3. timings: merged_call.sh, dossier.spots ($(left) s left)"
@@ -69,15 +75,17 @@ pack
 
 stamp "== 4. ncu ($(left) s left)"
 n=0
-peers_ncu() {
-  if [ "$(left)" -lt "${PEER_MIN_LEFT:-25}" ]; then stamp "   peers skipped ($(left) s left)"; return; fi
-  stamp "   peers: $PEER_CELLS (mode ${PEER_MODE:-default})"
-  timeout $(( $(left) - 2 )) ncu --clock-control none --target-processes application-only --profile-from-start off \
-    $SECTIONS --metrics "$METRICS" --page raw --csv --log-file "$W/ncu/peers.csv" \
-    python3 bench/attention/dossier_peer_ncu.py --cells "$PEER_CELLS" --compile-mode "${PEER_MODE:-default}" \
-      --deadline $(( start + ${DEADLINE:-124} - 3 )) --flex-seconds "${PEER_FLEX_SECONDS:-12}" > "$W/ncu/peers.out" 2>&1
-  stamp "   peers rc $?: $(grep -c '^profiled' "$W/ncu/peers.out") profiled; $(grep '^skip' "$W/ncu/peers.out" | tr '\n' ' ')"
-  pack
+peers_ncu() {  # one ncu process per CASE:PEER of PEER_CELLS, cuDNN's first as listed
+  for pc in ${PEER_CELLS//,/ }; do
+    if [ "$(left)" -lt "${PEER_MIN_LEFT:-12}" ]; then stamp "   peers from $pc on skipped ($(left) s left)"; return; fi
+    f="$W/ncu/peer-${pc/:/-}"
+    timeout $(( $(left) - 2 )) ncu --clock-control none --target-processes application-only --profile-from-start off \
+      $SECTIONS --metrics "$METRICS" --page raw --csv --log-file "$f.csv" \
+      python3 bench/attention/dossier_peer_ncu.py --cells "$pc" --compile-mode "${PEER_MODE:-default}" \
+        --deadline $(( start + ${DEADLINE:-124} - 3 )) --flex-seconds "${PEER_FLEX_SECONDS:-12}" > "$f.out" 2>&1
+    stamp "   peer $pc rc $?: $(grep -c '^profiled' "$f.out") profiled, $(grep -c '^"' "$f.csv" 2>/dev/null) CSV lines $(grep '^skip' "$f.out")"
+    pack
+  done
 }
 for cell in $NCU_CELLS; do
   n=$((n + 1))
@@ -95,7 +103,11 @@ for cell in $NCU_CELLS; do
 done
 [ "$n" -lt "${NCU_PEERS_AFTER:-6}" ] && peers_ncu
 
-stamp "== 5. table ($(left) s left)"
+if [ -n "${VERIFY_LATE_RE=-s16384\$}" ] && [ "$(left)" -gt $(( ${VERIFY_SECONDS:-40} + 5 )) ]; then
+  stamp "== 5. verify hd256 $VERIFY_LATE_RE ($(left) s left)"
+  verify "$VERIFY_LATE_RE" $(( $(left) - 4 ))
+fi
+stamp "== 6. table ($(left) s left)"
 python3 bench/attention/dossier_table.py "$W/ncu" --md "$W/ncu.md" > /dev/null
 cp "$W/ncu.md" "$OUTDIR/ncu.md" 2>/dev/null
 pack
