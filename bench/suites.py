@@ -44,7 +44,7 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1, "i32": 4
 REFERENCE_CEILINGS = {"copy_TBps": 3.00, "bf16_mm_TFLOPs": 710.0, "fp8_mm_TFLOPs": 1420.0}
 L2_BYTES = 50 * 1024 * 1024  # H100: 50 MB
 
-SUITES = ("attention", "gemm_chains", "reductions", "decode", "contractions")
+SUITES = ("attention", "gemm_chains", "reductions", "decode", "contractions", "attention_hd256")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -399,6 +399,19 @@ def _attention_cases():
     return cases
 
 
+def _attention_hd256_cases():
+    """Head dim 256 (vanilla and causal at S 4k and 16k, 16k tokens, 16 heads) against cuDNN: a suite of
+    its own, outside the `attention` suite whose 40 cells make the head table of
+    results/h100/attention.md (bench/attention/status.py reads only that suite)."""
+    cases = []
+    for wl in ("vanilla", "causal"):
+        for S in (4096, 16384):
+            B = ATTN_TOKENS // S
+            cases.append(Case(f"{wl}-d256-s{S}", "attention_hd256", wl, {"B": B, "S": S, "D": 256, "H": 16},
+                              tag=f"B{B} S{S} D256", quick=(S == 4096 and wl == "vanilla")))
+    return cases
+
+
 def _gemm_cases():
     cases = []
     for wl in ("ffn", "gated_ffn"):
@@ -453,7 +466,8 @@ def _contraction_cases():
     return cases
 
 
-ALL_CASES = _attention_cases() + _gemm_cases() + _reduction_cases() + _decode_cases() + _contraction_cases()
+ALL_CASES = (_attention_cases() + _gemm_cases() + _reduction_cases() + _decode_cases() + _contraction_cases()
+             + _attention_hd256_cases())
 CASES_BY_ID = {c.id: c for c in ALL_CASES}
 assert len(CASES_BY_ID) == len(ALL_CASES), "duplicate case ids"
 
