@@ -176,7 +176,10 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   // overlap the previous unit's epilogue, in the persistent loop).
   cost.fill_us = rates.memory_latency_ns * 1e-3 + c.stage_bytes() / (rates.sm_load_gbps * 1e3);
 
-  cost.launch_us = rates.launch_us + (c.cluster_size() > 1 ? rates.cluster_launch_us + kSkeletonClusterUs : 0);
+  // A cluster's launch: the probe's empty cluster kernel, plus the skeleton's own cost, measured for A
+  // multicast (kSkeletonClusterUs) and fitted for B multicast alone (kSkeletonBMulticastClusterUs).
+  const double skeleton_cluster_us = c.cluster_n > 1 ? kSkeletonClusterUs : kSkeletonBMulticastClusterUs;
+  cost.launch_us = rates.launch_us + (c.cluster_size() > 1 ? rates.cluster_launch_us + skeleton_cluster_us : 0);
   if (c.split_k > 1) {
     // The skeleton's serial split-K: the last CTA of each tile reads the other split_k - 1 partials and
     // writes D, after its own main loop; no second launch. The larger of the whole launch's merge bytes
@@ -185,9 +188,8 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
     // of CTAs (kSplitKMergeLatencies).
     const double merge_bytes = (c.split_k - 1.0) * outputs * 4 + outputs * (out_bytes + p.epilogue_bytes_per_output);
     const double merge_tbps = partials_in_l2 ? rates.l2_tbps : rates.hbm_tbps;
-    // The 64 x 64 f32 blocks of the partials read one after the other: those of the first
-    // kMergeSplitsInFlight splits; later splits' loads overlap them.
-    const double partial_blocks = (std::min(c.split_k, kMergeSplitsInFlight) - 1.0) * c.bm * c.bn / (64.0 * 64.0);
+    // The 64 x 64 f32 blocks of every other split's partial, read one after the other.
+    const double partial_blocks = (c.split_k - 1.0) * c.bm * c.bn / (64.0 * 64.0);
     const double tile_merge_us = (c.split_k - 1.0) * c.bm * c.bn * 4 / (rates.sm_load_gbps * 1e3) +
                                  partial_blocks * kSplitKPartialReadLatencies * rates.memory_latency_ns * 1e-3;
     const double tiles_64 = static_cast<double>(p.batch) * static_cast<double>(ceil_div(p.m, 64)) * static_cast<double>(ceil_div(p.n, 64));

@@ -94,30 +94,41 @@ constexpr double kSplitKMergeLatencies = 7;
 constexpr double kSplitKMergeLatenciesFewTiles = 1;
 constexpr double kFewTilesFraction = 0.5;
 // The merging CTA reads the other splits' f32 partials in split order, each after the previous one's
-// sum: kSplitKPartialReadLatencies memory latencies per 64 × 64 partial block (16 KB) it reads, beside
-// the bytes through its load port. Fitted on ffn-s2-sweep.json (above): 128 x 64 split 4 reads 3
-// partials of 2 such blocks each, 2.1 latencies, 64 x 64 split 2 one block, 0.35; with it the skeleton
-// path chooses the best measured configuration at both problems (mean Spearman 0.350 → 0.700), and
-// gemm-chains3-sweep.json goes from Spearman 0.690 to 0.840 (worst gap 5.2 → 4.5 %); the calibration
-// and skeleton sweeps do not move (docs/planner.md, "Validation").
+// sum: kSplitKPartialReadLatencies memory latencies per 64 × 64 partial block (16 KB) it reads, for every
+// split, beside the bytes through its load port. Fitted on ffn-s2-sweep.json (above): 128 x 64 split 4
+// reads 3 partials of 2 such blocks each, 2.1 latencies, 64 x 64 split 2 one block, 0.35; with it the
+// skeleton path chooses the best measured configuration at both problems, and gemm-chains3-sweep.json
+// goes from Spearman 0.690 to 0.840 (docs/planner.md, "Validation").
+// Every split, not the first four (lrb-plan, 2026-11-28): the merge loop (sm90_gemm.cuh) adds the splits
+// in order into one running sum per chunk of 8 float4, and how many splits' chunks are in flight together
+// is left to ptxas under the accumulators' register pressure (one at BN > 128 by construction; the
+// source does not bound it below that). Until then the first kMergeSplitsInFlight (4) splits only were
+// priced, on the assumption that four were in flight; pricing all of them ranks ffn-s2 (mean Spearman 0.700 → 0.850, its worst gap 7.1 → 0.0 %) and gemm-chains3
+// (0.840 → 0.910) better, and prices linear_relu_backward's dw on 128 x 64 split 16 (15 partials of
+// 32 KB) 8.6 µs slower, where it measured 37.38 µs alone against 33.12–34.15 for 64 x 64 split 8 with B
+// multicast (lrb-dw-alone-sweep.json); with kSkeletonBMulticastClusterUs below the planner takes that
+// form (bench/NOTES.md, lrb-plan). lrb-model tried this alone (2026-11-27) and kept the bound: without
+// the cluster charge's split it chose 64 x 64 s9 split 8 without a cluster, no faster in the program.
 constexpr double kSplitKPartialReadLatencies = 0.35;
-// ... for the first kMergeSplitsInFlight splits only: the merge loop (sm90_gemm.cuh) is unrolled over
-// the splits, and a lane's loads of up to four splits (8 float4 each, 128 registers) are in flight
-// together, so a deeper split adds its bytes, not its latency. Pricing every split instead ranks the
-// ffn-s2 and gemm-chains3 sweeps better without moving their choices, but moves linear_relu_backward's
-// dw from 128 x 64 s6 split 16 to 64 x 64 s9 split 8, which measured no faster (98.66 against 98.61 µs,
-// whole program), and still ranks the fastest form measured, that tile with B multicast (95.82 µs),
-// 14th (bench/NOTES.md, lrb-model). Both constants are a fit to these sweeps, not a measurement of the
-// merge alone.
-constexpr int kMergeSplitsInFlight = 4;
 // The skeleton's cost of a cluster launch beyond cluster_launch_us (the probe's empty kernel with two
 // cluster barriers): its own cluster barriers at start and end, and a ring whose stage is refilled only
 // once every block of the cluster released it, so the slower block of each cluster sets the pace.
 // Measured on the H100 (2026-11-26 20:27 UTC, bench/results/h100/gemm_chains.md, "Clusters"): the 24
 // larger gemm_chains cases with each product's tile as a 1x2 cluster along N (A multicast) ran 3.1–8.7 µs
 // slower per case than the same tiles without (48 kernels, 2.6 µs per kernel on average, against the
-// 1.26 µs of cluster_launch_us); the difference is charged here.
+// 1.26 µs of cluster_launch_us); the difference is charged here, to clusters with A multicast (cluster_n
+// above 1, 2 × 2 included), the only ones that measurement had.
 constexpr double kSkeletonClusterUs = 1.3;
+// The same for clusters along M only (cluster_n 1: B multicast, 2 × 1 and 4 × 1), fitted on every
+// committed sweep's pairs of one tile with and without such a cluster (27 pairs in six sweeps,
+// bench/results/h100/lrb-plan-raw/cluster-pairs-*.txt): even with no charge beyond cluster_launch_us the
+// model prices the 2 × 1 form 2.3 µs (median) slower relative to the plain one than measured (lrb's dw
+// 64 x 64 split 8: 1.4–4.5 µs faster with B multicast at 8–14 stages, priced slower; quant-fp8-resweep's
+// 128 x 256 tiles: 0.4–2.0 µs faster, priced 2.2–2.9 slower), because the multicast's halved L2 -> SM
+// bytes count only where L2 binds. 0.3 is inside the window the sweeps allow: at 0.1 quant-fp8-resweep's
+// choice goes to a cluster measured slower (gap 3.3 → 5.2 %), above 0.55 dw's choice leaves the
+// multicast form (bench/NOTES.md, lrb-plan).
+constexpr double kSkeletonBMulticastClusterUs = 0.3;
 // Fraction of L2 within which A and B count as read from HBM once.
 constexpr double kL2ResidentFraction = 0.5;
 // The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /

@@ -218,6 +218,16 @@ TEST(SkeletonChoice, KeepsClustersOffTheM128ProductsWhereTheyMeasuredSlower) {
   const GemmCost a = predict_gemm(problem(128, 8192, 3072), one, hw), b = predict_gemm(problem(128, 8192, 3072), pair, hw);
   EXPECT_NEAR(b.launch_us - a.launch_us, hw.rates.cluster_launch_us + kSkeletonClusterUs, 1e-9);
   EXPECT_LT(b.l2_us, a.l2_us);  // the multicast still halves A's L2 -> SM bytes in the model
+  // B multicast alone (a cluster along M) pays the fitted kSkeletonBMulticastClusterUs instead; a 2 x 2
+  // cluster multicasts A too and pays the measured A-multicast charge.
+  GemmConfig along_m = tile(64, 64, 1), square = tile(128, 64, 1);
+  along_m.cluster_m = 2;
+  square.cluster_m = square.cluster_n = 2;
+  const GemmCost c = predict_gemm(problem(128, 8192, 3072), along_m, hw), d = predict_gemm(problem(128, 8192, 3072), tile(64, 64, 1), hw);
+  EXPECT_NEAR(c.launch_us - d.launch_us, hw.rates.cluster_launch_us + kSkeletonBMulticastClusterUs, 1e-9);
+  EXPECT_NEAR(predict_gemm(problem(256, 8192, 3072), square, hw).launch_us - a.launch_us, hw.rates.cluster_launch_us + kSkeletonClusterUs,
+              1e-9);
+  EXPECT_LT(kSkeletonBMulticastClusterUs, kSkeletonClusterUs);
 }
 
 // The one-consumer step term (one_consumer_step_cycles, gemm-s7): measured on the H100 (2026-11-27,
@@ -295,6 +305,30 @@ TEST(SkeletonChoice, ChoosesTheMeasuredScheduleAndCluster) {
   ASSERT_TRUE(forced.chosen.has_value()) << forced.why;
   EXPECT_TRUE(forced.chosen->config.pingpong);
   EXPECT_EQ(forced.chosen->config.bm, 64);
+}
+
+// linear_relu_backward at the paper size (N 65536, 256 x 256; bench/NOTES.md, lrb-plan). dw = xᵀ·g (M 256,
+// N 256, K 65536, A and B stored [K, ·], f32 out): 64 x 64 split 8 with B multicast, the form measured
+// fastest alone (lrb-dw-alone-sweep.json: 33.12–34.15 µs at 9–14 stages against 37.38 for the former
+// 128 x 64 s6 split 16) and in the program (lrb-model: 95.82 / 96.78 µs against 98.61). dx = g·w (M 65536,
+// N 256, K 256, row stores) and nerf_mlp's layers (the same shape, B stored [K, N]) keep the ping-pong
+// 64 x 256 s4: nerf_mlp measured 612.1 µs on it against 624.5 with its layers on 128 x 256 s4 (lrb4), and
+// the problem the planner sees does not tell dx (measured 0.83 µs faster alone on 128 x 256) from them.
+TEST(SkeletonChoice, LinearReluBackwardsDwTakesTheMulticastSplitAndDxThePingPong) {
+  GemmSkeletonProblem dw;
+  dw.m = 256;
+  dw.n = 256;
+  dw.k = 65536;
+  dw.a = GemmSkeletonOperand{"x", DType::f16, false, 256, 65536, 256, 1, 0};
+  dw.b = GemmSkeletonOperand{"g", DType::f16, false, 256, 65536, 256, 1, 0};
+  SkeletonChoice w = choose_skeleton_config(dw, MmaType::f16, DType::f32);
+  ASSERT_TRUE(w.chosen.has_value()) << w.why;
+  EXPECT_EQ(config_name(w.chosen->config), "f16 64x64x64 s14 w1 c2x1 k8");
+  for (bool b_k_major : {true, false}) {  // dx (w stored [N, K]) and a nerf_mlp layer (W stored [K, N])
+    SkeletonChoice x = choose_skeleton_config(skeleton_problem(65536, 256, 256, b_k_major), MmaType::f16, DType::f16, true);
+    ASSERT_TRUE(x.chosen.has_value()) << x.why;
+    EXPECT_EQ(config_name(x.chosen->config), "f16 64x256x64 s4 w2 c1x1 k1 pingpong") << b_k_major;
+  }
 }
 
 }  // namespace
