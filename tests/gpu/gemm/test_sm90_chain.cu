@@ -2,7 +2,8 @@
 // N ∈ {64, 128, 256}, with and without bias and ReLU, ragged M and K_0, every stored layer checked
 // against a host reference that rounds each layer to the element type as the chain does.
 //   test_sm90_chain SEED [bench]      bench: also times nerf_mlp's two chains at M 65536 (h1..h4 from h0,
-//                                      h6, h7, feat from h5) and prints µs per launch (CUDA-graph replays).
+//                                      h6, h7, feat from h5) and prints µs per launch (CUDA-graph replays),
+//                                      then A/B variants: rings of 3 and 2 stages, no bias or ReLU, h7 not stored.
 //   test_sm90_chain SEED profile      one launch of the h1..h4 chain at M 65536 and nothing else (for ncu).
 #include <algorithm>
 #include <cmath>
@@ -178,8 +179,10 @@ void run_case(const char* name, const ChainCase& c, std::mt19937& rng) {
 
 // nerf_mlp's chains at M 65536: µs per launch over CUDA-graph replays (median of 5 × 20).
 template <class C>
-void bench_chain(const char* name, int layers, unsigned store_mask, std::mt19937& rng, bool once = false) {
-  const ChainCase c{65536, 256, layers, layers == 4 ? 0xFu : 0x3u, true, store_mask};
+void bench_chain(const char* name, int layers, unsigned store_mask, std::mt19937& rng, bool once = false, bool epilogue = true) {
+  // nerf's layers: ReLU on all but feat (the 3-layer chain's last), a bias each; epilogue false: neither
+  // (what the bias loads and ReLU cost).
+  const ChainCase c{65536, 256, layers, epilogue ? (layers == 4 ? 0xFu : 0x3u) : 0u, epilogue, store_mask};
   Chain<C> chain(c, rng);
   const int blocks = solder::gemm::chain_blocks(c.m, sm_count());
   if (once) {
@@ -237,6 +240,7 @@ int main(int argc, char** argv) {
   using F64 = ChainConfig<Dtype::f16, 64>;
   using B128 = ChainConfig<Dtype::bf16, 128>;
   using F256s2 = ChainConfig<Dtype::f16, 256, 2>;
+  using F256s3 = ChainConfig<Dtype::f16, 256, 3>;
   // {m, k0, layers, relu_mask, bias, store_mask}
   run_case<F256>("f16 s4", {1000, 256, 4, 0xF, true, 0}, rng);
   run_case<F256>("f16 s4", {300, 256, 3, 0x3, true, 0x2}, rng);  // nerf's h6 -> h7 (stored) -> feat (no ReLU)
@@ -251,6 +255,12 @@ int main(int argc, char** argv) {
   if (bench && failures == 0) {
     bench_chain<F256>("nerf h1..h4 (from h0)", 4, 0x0, rng);
     bench_chain<F256>("nerf h6, h7, feat (from h5)", 3, 0x2, rng);
+    // A/B of the chain's suspected bounds (bench/NOTES.md, nerf-chain): the ring's depth (the loads'
+    // lead), the epilogue's bias and ReLU, and the store of a middle layer.
+    bench_chain<F256s3>("h1..h4, ring of 3 stages", 4, 0x0, rng);
+    bench_chain<F256s2>("h1..h4, ring of 2 stages", 4, 0x0, rng);
+    bench_chain<F256>("h1..h4, no bias or ReLU", 4, 0x0, rng, false, false);
+    bench_chain<F256>("h6, h7, feat without storing h7", 3, 0x0, rng);
   }
   return failures ? 1 : 0;
 }
