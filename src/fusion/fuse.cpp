@@ -7,6 +7,7 @@
 #include <set>
 
 #include "fusion/inline_pointwise.h"
+#include "fusion/layer_chains.h"
 #include "fusion/lower_fused.h"
 #include "kernel/kernel_verifier.h"
 
@@ -268,6 +269,8 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
       }
     }
     for (auto& f : whole->fused) result.whole_notes.push_back(f);
+    if (layer_chain_report_on())  // the chains the sm90 chain kernel would take (layer_chains.h); reported only
+      for (auto& line : layer_chains_text(program, *whole, find_layer_chains(program, *whole))) result.whole_notes.push_back(line);
   }
   result.inlined = inlined.inlined;
   const std::vector<Definition>& all = inlined.defs;
