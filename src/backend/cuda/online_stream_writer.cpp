@@ -1,6 +1,7 @@
 #include "backend/cuda/online_stream_writer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -9,12 +10,13 @@
 #include "ir/expr_eval.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
+#include "support/refusal.h"
 
 namespace solder {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
+constexpr int kWarps = 8;  // per block; SOLDER_ONLINE_STREAM_WARPS=4 (tuning) takes 4
+constexpr int kRegisterFile = 65536;  // 32-bit registers per SM; the kernel asks for 128 per thread
 constexpr int kUnroll = 8;     // U: 16-byte loads of K (and of V) in flight per lane and step ...
 constexpr int kMaxUnroll = 9;  // ... or 9 where that saves a step (decode's ragged last key)
 
@@ -40,6 +42,15 @@ int64_t valid_keys(const DecodeAttentionProblem& p, const KernelProgram& program
   return n;
 }
 
+// SOLDER_ONLINE_STREAM_WARPS=W (tuning, A/B runs): W warps per block (4 or 8) instead of 8.
+int warps_per_block() {
+  const char* v = std::getenv("SOLDER_ONLINE_STREAM_WARPS");
+  if (!v || !*v) return kWarps;
+  const std::string text(v);
+  if (text == "4" || text == "8") return std::stoi(text);
+  throw Refusal("SOLDER_ONLINE_STREAM_WARPS: expected 4 or 8; found '" + text + "'");
+}
+
 }  // namespace
 
 std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why, bool* recognized) {
@@ -50,16 +61,18 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
     return std::nullopt;
   }
   const DecodeAttentionProblem& p = *fit.problem;
+  const int block_warps = warps_per_block(), threads = 32 * block_warps;
+  const int blocks_per_sm = kRegisterFile / (128 * threads);
   const int lanes_per_key = static_cast<int>(p.columns / 8), keys_per_load = 32 / lanes_per_key;
   // Each warp of the cluster streams one contiguous run of keys, in steps of U loads (KW keys each); U is
   // 8, or up to 9 where that saves a step: the step count is a warp's serial latency.
-  const int64_t keys = valid_keys(p, program), warps = int64_t{p.segments} * kWarps;
+  const int64_t keys = valid_keys(p, program), warps = int64_t{p.segments} * block_warps;
   const int64_t warp_keys = ((keys + warps - 1) / warps + keys_per_load - 1) / keys_per_load * keys_per_load;
   const int64_t warp_loads = warp_keys / keys_per_load;
   int64_t steps = (warp_loads + kUnroll - 1) / kUnroll;
   if ((warp_loads + kMaxUnroll - 1) / kMaxUnroll < steps) steps = (warp_loads + kMaxUnroll - 1) / kMaxUnroll;
   const int unroll = static_cast<int>(std::max<int64_t>(1, (warp_loads + steps - 1) / std::max<int64_t>(steps, 1)));
-  const int64_t rank_keys = warp_keys * kWarps;
+  const int64_t rank_keys = warp_keys * block_warps;
   int64_t rows = 1;
   for (auto& g : p.rows) rows *= g.extent;
   const std::string T2 = p.type == MmaType::bf16 ? "__nv_bfloat162" : "__half2";
@@ -109,9 +122,9 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "//   V = " << operand_text(p.value) << "\n";
   if (p.key_where) out << "//   keys where " << print_expr(p.key_where) << "; key = " << p.tile_var << " · " << p.key_tile << " + " << kKeyInTileVar << "\n";
   out << "// " << rows << " rows x " << p.segments << " segments of " << rank_keys << " keys (a cluster of " << p.segments << ", merged through distributed shared memory); "
-      << kWarps << " warps of " << warp_keys << " keys each in " << steps << " steps; " << lanes_per_key << " lanes of 16 bytes per key, "
+      << block_warps << " warps of " << warp_keys << " keys each in " << steps << " steps; " << lanes_per_key << " lanes of 16 bytes per key, "
       << keys_per_load << " keys per warp load, " << unroll << " loads of K and of V in flight per lane; T = " << mma_type_name(p.type) << "\n";
-  out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ", 2) " << name << "(";
+  out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", " << blocks_per_sm << ") " << name << "(";
   for (size_t i = 0; i < program.globals.size(); ++i) {
     const GlobalTensor& g = program.globals[i];
     out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
@@ -119,7 +132,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   }
   out << ") {\n";
   out << "  constexpr int S_ = " << p.segments << ", D_ = " << p.columns << ", LK_ = " << lanes_per_key << ", KW_ = " << keys_per_load << ", U_ = " << unroll
-      << ", W_ = " << kWarps << ";\n";
+      << ", W_ = " << block_warps << ";\n";
   out << "  constexpr int KEYS_ = " << keys << ", KWARP_ = " << warp_keys << ";  // keys over all segments; per warp\n";
   out << "  __shared__ float warp_m_[W_], warp_z_[W_];\n";
   out << "  __shared__ __align__(16) float warp_o_[W_][D_];\n";
@@ -214,7 +227,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "  }\n";
   out << "  __syncthreads();\n";
   out << "  // the block's warps merged through shared memory: this segment's (m, z, O)\n";
-  out << "  for (int e_ = threadIdx.x; e_ < D_; e_ += " << kThreads << ") {\n";
+  out << "  for (int e_ = threadIdx.x; e_ < D_; e_ += " << threads << ") {\n";
   out << "    float m_all_ = -solder::infinity();\n";
   out << "    for (int w_ = 0; w_ < W_; ++w_) m_all_ = solder::max_nan(m_all_, warp_m_[w_]);\n";
   out << "    float z_all_ = 0.0f, o_all_ = 0.0f;\n";
@@ -230,7 +243,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "  " << sync << (p.segments > 1 ? "  // every rank's state is visible to the cluster" : "") << "\n";
   if (p.segments > 1) {
     out << "  // the cluster's segments merged through distributed shared memory: rank_ finishes columns rank_, rank_ + S_, ...\n";
-    out << "  for (int e_ = rank_ + threadIdx.x * S_; e_ < D_; e_ += " << kThreads << " * S_) {\n";
+    out << "  for (int e_ = rank_ + threadIdx.x * S_; e_ < D_; e_ += " << threads << " * S_) {\n";
     out << "    float m_r_[S_], z_r_[S_], o_r_[S_];\n";
     out << "    float m_all_ = -solder::infinity();\n";
     out << "    #pragma unroll\n";
@@ -248,7 +261,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
     out << "      o_all_ += o_r_[r_] * weight_;\n";
     out << "    }\n";
   } else {
-    out << "  for (int e_ = threadIdx.x; e_ < D_; e_ += " << kThreads << ") {\n";
+    out << "  for (int e_ = threadIdx.x; e_ < D_; e_ += " << threads << ") {\n";
     out << "    const float z_all_ = block_z_, o_all_ = block_o_[e_];\n";
   }
   out << "    const long long " << kColumnVar << " = e_;\n";
@@ -263,12 +276,12 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   OnlineStreamKernel result;
   result.source = out.str();
   result.info.name = name;
-  result.info.threads = kThreads;
+  result.info.threads = threads;
   result.info.blocks = rows * p.segments;
   result.info.cluster = p.segments;
   result.info.shared_bytes = 0;
   result.tile = "one row per block, " + std::to_string(p.segments) + " segments of " + std::to_string(rank_keys) + " keys (a cluster, DSM merge), " +
-                std::to_string(kWarps) + " warps x " + std::to_string(keys_per_load * unroll) + " keys per step, K and V in registers";
+                std::to_string(block_warps) + " warps x " + std::to_string(keys_per_load * unroll) + " keys per step, K and V in registers";
   result.scores = p.scores;
   result.output = p.output;
   return result;

@@ -11,6 +11,7 @@
 #include "contract/decode_attention_fit.h"
 #include "driver/compile.h"
 #include "ir/printer.h"
+#include "support/refusal.h"
 #include "../fusion/fusion_test_util.h"
 
 namespace solder {
@@ -89,18 +90,47 @@ TEST(OnlineStream, GeneratedKernelShape) {
 }
 
 TEST(OnlineStream, SmallSizeTakesFewerColumns) {
-  // llama_decode --small: D 16 is 2 lanes per key, 16 keys per warp load.
-  KernelProgram program = gpu_kernels("llama_decode", true);
+  // llama_decode --small keeps its 33 keys resident (no stream loop): the generic writer runs it.
+  {
+    KernelProgram program = gpu_kernels("llama_decode", true);
+    const Kernel* attention = kernel_computing(program, "a");
+    ASSERT_NE(attention, nullptr);
+    DecodeAttentionFit fit = fit_decode_attention(*attention, program);
+    EXPECT_FALSE(fit.problem.has_value());
+    EXPECT_EQ(fit.refusal, "no stream loop");
+  }
+  // At KV 300 it streams: D 16 is 2 lanes per key, 16 keys per warp load; 4 heads x 5 segments, a cluster of 5.
+  KernelProgram program = gpu_kernels("llama_decode", true, {{"KV", 300}});
   const Kernel* attention = kernel_computing(program, "a");
   ASSERT_NE(attention, nullptr);
   std::string why;
   auto k = write_online_stream_kernel(program, *attention, &why);
-  if (!k) {
-    // the small plan keeps the attention out of one kernel only when the planner split it
-    EXPECT_FALSE(why.empty());
-    return;
-  }
+  ASSERT_TRUE(k.has_value()) << why;
   EXPECT_NE(k->source.find("LK_ = 2, KW_ = 16"), std::string::npos);
+  EXPECT_EQ(k->info.cluster, 5);
+  EXPECT_EQ(k->info.blocks, 4 * 5);
+}
+
+TEST(OnlineStream, WarpsKnob) {
+  // SOLDER_ONLINE_STREAM_WARPS=4: 128 threads, 4 blocks per SM at 128 registers, each warp twice the keys.
+  KernelProgram program = gpu_kernels("llama_decode", false, {{"KV", 16384}});
+  const Kernel* attention = kernel_computing(program, "a");
+  ASSERT_NE(attention, nullptr);
+  {
+    ScopedEnv four("SOLDER_ONLINE_STREAM_WARPS", "4");
+    auto k = write_online_stream_kernel(program, *attention, nullptr);
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->info.threads, 128);
+    EXPECT_NE(k->source.find("__launch_bounds__(128, 4)"), std::string::npos);
+    EXPECT_NE(k->source.find("W_ = 4;"), std::string::npos);
+  }
+  {
+    ScopedEnv bad("SOLDER_ONLINE_STREAM_WARPS", "5");
+    EXPECT_THROW(write_online_stream_kernel(program, *attention, nullptr), Refusal);
+  }
+  auto k = write_online_stream_kernel(program, *attention, nullptr);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_NE(k->source.find("__launch_bounds__(256, 2)"), std::string::npos) << "8 warps by default";
 }
 
 TEST(OnlineStream, KnobTurnsItOff) {
