@@ -134,10 +134,12 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "  constexpr int S_ = " << p.segments << ", D_ = " << p.columns << ", LK_ = " << lanes_per_key << ", KW_ = " << keys_per_load << ", U_ = " << unroll
       << ", W_ = " << block_warps << ";\n";
   out << "  constexpr int KEYS_ = " << keys << ", KWARP_ = " << warp_keys << ";  // keys over all segments; per warp\n";
-  out << "  __shared__ float warp_m_[W_], warp_z_[W_];\n";
-  out << "  __shared__ __align__(16) float warp_o_[W_][D_];\n";
-  out << "  __shared__ float block_m_, block_z_;  // this segment's state, read by the cluster's ranks\n";
-  out << "  __shared__ __align__(16) float block_o_[D_];\n";
+  out << "  extern __shared__ __align__(16) unsigned char smem[];\n";
+  out << "  float* const warp_o_ = reinterpret_cast<float*>(smem);  // [W_][D_] each warp's O\n";
+  out << "  float* const block_o_ = warp_o_ + W_ * D_;  // [D_] this segment's O, read by the cluster's ranks\n";
+  out << "  float* const warp_m_ = block_o_ + D_;  // [W_]\n";
+  out << "  float* const warp_z_ = warp_m_ + W_;  // [W_]\n";
+  out << "  float* const block_state_ = warp_z_ + W_;  // this segment's m and z, read by the cluster's ranks\n";
   out << "  const int rank_ = " << (p.segments > 1 ? "static_cast<int>(blockIdx.x % S_)" : std::string("0")) << ";\n";
   out << "  long long row_rest_ = blockIdx.x / S_;\n";
   for (size_t i = p.rows.size(); i-- > 0;) {
@@ -222,7 +224,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "  }\n";
   out << "  if (slot_ == 0) {\n";
   out << "    #pragma unroll\n";
-  out << "    for (int c_ = 0; c_ < 8; ++c_) warp_o_[warp_][part_ * 8 + c_] = o_[c_];\n";
+  out << "    for (int c_ = 0; c_ < 8; ++c_) warp_o_[warp_ * D_ + part_ * 8 + c_] = o_[c_];\n";
   out << "    if (part_ == 0) { warp_m_[warp_] = m_; warp_z_[warp_] = z_; }\n";
   out << "  }\n";
   out << "  __syncthreads();\n";
@@ -234,10 +236,10 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "    for (int w_ = 0; w_ < W_; ++w_) {\n";
   out << "      const float weight_ = warp_m_[w_] == m_all_ ? 1.0f : expf(warp_m_[w_] - m_all_);\n";
   out << "      z_all_ += warp_z_[w_] * weight_;\n";
-  out << "      o_all_ += warp_o_[w_][e_] * weight_;\n";
+  out << "      o_all_ += warp_o_[w_ * D_ + e_] * weight_;\n";
   out << "    }\n";
   out << "    block_o_[e_] = o_all_;\n";
-  out << "    if (e_ == 0) { block_m_ = m_all_; block_z_ = z_all_; }\n";
+  out << "    if (e_ == 0) { block_state_[0] = m_all_; block_state_[1] = z_all_; }\n";
   out << "  }\n";
   const std::string sync = p.segments > 1 ? "solder::cluster::ptx::cluster_sync();" : "__syncthreads();";
   out << "  " << sync << (p.segments > 1 ? "  // every rank's state is visible to the cluster" : "") << "\n";
@@ -248,8 +250,8 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
     out << "    float m_all_ = -solder::infinity();\n";
     out << "    #pragma unroll\n";
     out << "    for (int r_ = 0; r_ < S_; ++r_) {\n";
-    out << "      m_r_[r_] = *solder::cluster::ptx::map_to_rank(&block_m_, r_);\n";
-    out << "      z_r_[r_] = *solder::cluster::ptx::map_to_rank(&block_z_, r_);\n";
+    out << "      m_r_[r_] = solder::cluster::ptx::map_to_rank(block_state_, r_)[0];\n";
+    out << "      z_r_[r_] = solder::cluster::ptx::map_to_rank(block_state_, r_)[1];\n";
     out << "      o_r_[r_] = *solder::cluster::ptx::map_to_rank(&block_o_[e_], r_);\n";
     out << "      m_all_ = solder::max_nan(m_all_, m_r_[r_]);\n";
     out << "    }\n";
@@ -262,7 +264,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
     out << "    }\n";
   } else {
     out << "  for (int e_ = threadIdx.x; e_ < D_; e_ += " << threads << ") {\n";
-    out << "    const float z_all_ = block_z_, o_all_ = block_o_[e_];\n";
+    out << "    const float z_all_ = block_state_[1], o_all_ = block_o_[e_];\n";
   }
   out << "    const long long " << kColumnVar << " = e_;\n";
   std::vector<std::string> index;
@@ -279,7 +281,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   result.info.threads = threads;
   result.info.blocks = rows * p.segments;
   result.info.cluster = p.segments;
-  result.info.shared_bytes = 0;
+  result.info.shared_bytes = (int64_t{block_warps} * p.columns + p.columns + 2 * block_warps + 2) * 4;
   result.tile = "one row per block, " + std::to_string(p.segments) + " segments of " + std::to_string(rank_keys) + " keys (a cluster, DSM merge), " +
                 std::to_string(block_warps) + " warps x " + std::to_string(keys_per_load * unroll) + " keys per step, K and V in registers";
   result.scores = p.scores;
