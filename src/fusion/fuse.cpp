@@ -369,15 +369,30 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
         for (auto& d : group)
           for (auto& t : tensors_used(d.body)) reads_inputs_only &= own.count(t) > 0;
       }
-      const int64_t smallest_grid_tile = std::min<int64_t>(
+      int64_t smallest_grid_tile = std::min<int64_t>(
           params.grid_tile, group.size() == 1 ? FusionParams{}.grid_tile : input_contractions > 1 ? params.grid_tile : reads_inputs_only ? 32 : 64);
+      // Split-KV (FusionParams::split_unshared_streams): a group with a contraction whose streamed tiles
+      // no two grid rows share (decode's attention: K and V indexed by b and h) runs one row per block,
+      // its stream split across blocks (choose_segments), instead of keeping rows that share nothing
+      // and splitting the group for capacity (llama_decode: s, fused_z, a).
+      int64_t first_grid_tile = params.grid_tile;
+      if (params.split_unshared_streams && input_contractions == 0) {
+        PlanAttempt probe = plan_group(program, group, exported, structural);
+        bool contraction = false;
+        if (probe.plan)
+          for (auto& m : probe.plan->members) contraction |= m.def.reduce == ReduceOp::sum && !m.r_dims.empty() && m.phase != Phase::cascade;
+        if (probe.plan && probe.plan->stream >= 0 && !probe.plan->grid_shares_stream && contraction) {
+          first_grid_tile = 1;
+          smallest_grid_tile = 1;
+        }
+      }
       const int64_t smallest_inner_tile = group.size() > 1 ? params.inner_tile : std::min<int64_t>(params.inner_tile, FusionParams{}.inner_tile);
       // Short cascade dims held whole (hold_whole_up_to) at the largest row tile where that fits and
       // the grid alone fills the GPU; otherwise they are streamed.
       std::vector<int64_t> holds = {params.hold_whole_up_to};
       if (params.hold_whole_up_to > 0) holds.push_back(0);
       for (int64_t hold : holds) {
-        for (int64_t grid_tile = params.grid_tile, inner_tile = params.inner_tile; !plan; grid_tile /= 2, inner_tile /= 2) {
+        for (int64_t grid_tile = first_grid_tile, inner_tile = params.inner_tile; !plan; grid_tile /= 2, inner_tile /= 2) {
           FusionParams tiled = structural;
           tiled.hold_whole_up_to = hold;
           tiled.grid_tile = std::max(grid_tile, smallest_grid_tile);
@@ -439,6 +454,9 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
         }
         if (plan) break;
       }
+      if (plan && first_grid_tile == 1 && params.grid_tile > 1)
+        plan->notes.insert(plan->notes.begin(), "split-KV: one row per block (every streamed input is indexed by every grid dim, so rows "
+                                                "that share a block would share no tile); the stream is split to fill the GPU");
       if (plan && group.size() > 1) {
         std::vector<std::string> hoisted = costly_pre_members(*plan);
         if (!hoisted.empty() && hoisted.size() < group.size()) {

@@ -128,7 +128,9 @@ class Planner {
         return plan_roles();
       }
     }
-    choose_segments(streaming || split_k_ >= 0 ? fill_blocks() : params_.min_blocks_for_single_segment);
+    plan_.grid_shares_stream = grid_shares_streamed_tiles();
+    const bool split_kv = params_.split_unshared_streams && plan_.stream >= 0 && !plan_.grid_shares_stream;
+    choose_segments(streaming || split_k_ >= 0 || split_kv ? fill_blocks() : params_.min_blocks_for_single_segment, split_kv);
     std::string capacity = check_capacity();
     if (!capacity.empty()) return {std::nullopt, capacity, true};
     return {plan_, ""};
@@ -482,6 +484,8 @@ class Planner {
 
   // Memory-bound groups split their stream below this many blocks: streaming_blocks_per_sm per SM.
   int64_t fill_blocks() const { return params_.streaming_blocks_per_sm * default_hardware().sm_count; }
+  // Segments merged through DSM in one launch (GroupLowering::kMaxClusterSegments, the portable cluster).
+  static constexpr int64_t kClusterSegments = 8;
 
   // ---- 2b. Memory-bound tiles (FusionParams::streaming_tiles) ------------------------------------
   // The dims a load's indices use, as dims of member `m`.
@@ -905,7 +909,44 @@ class Planner {
   }
 
   // ---- 4. Multi-segment -------------------------------------------------------------------------
-  void choose_segments(int64_t min_blocks) {
+  // The loads of program inputs (not members) in per-tile and cascade members that use the stream:
+  // per load, the dims it is indexed by (`plain`: only by an index that is the dim's variable itself,
+  // not a computed one such as GQA's h // G, which rows of one group share).
+  std::vector<std::set<int>> streamed_load_dims(bool plain = false) const {
+    std::vector<std::set<int>> streamed_loads;
+    for (auto& m : plan_.members)
+      if (m.phase == Phase::per_tile || m.phase == Phase::cascade)
+        for_each_load(m.def.body, [&](const LoadNode& load) {
+          if (member_index(load.tensor) >= 0) return;
+          std::set<int> dims;
+          bool streamed = false;
+          for (auto& i : load.index)
+            for (auto& v : vars_used(i)) {
+              int d = m.dim_of(v);
+              if (d < 0) continue;
+              streamed |= plan_.dims[static_cast<size_t>(d)].role == DimRole::stream;
+              auto var = i.as<VarNode>();
+              if (!plain || (var && var->name == v)) dims.insert(d);
+            }
+          if (streamed) streamed_loads.push_back(dims);
+        });
+    return streamed_loads;
+  }
+
+  // GroupPlan::grid_shares_stream: some grid dim (of any tile) is missing from a streamed load.
+  bool grid_shares_streamed_tiles() const {
+    if (plan_.stream < 0) return true;
+    std::vector<std::set<int>> streamed_loads = streamed_load_dims(true);
+    if (streamed_loads.empty()) return true;
+    for (int g : plan_.grid_dims())
+      for (auto& dims : streamed_loads)
+        if (!dims.count(g)) return true;
+    return false;
+  }
+
+  // `split_kv` (FusionParams::split_unshared_streams): round the segments down to one cluster's when
+  // that keeps 90 % of min_blocks (the DSM merge, no second kernel).
+  void choose_segments(int64_t min_blocks, bool split_kv = false) {
     plan_.segments = 1;
     if (plan_.stream < 0) return;
     const GroupDim& s = plan_.dims[static_cast<size_t>(plan_.stream)];
@@ -918,22 +959,7 @@ class Planner {
     // FlashDecoding's rule: split the stream across blocks when the grid alone leaves the GPU mostly
     // idle and no grid dim reuses streamed tiles (a grid dim of several tiles that some streamed input
     // does not depend on: every block along it reads the same tiles, as the query tiles of prefill do).
-    std::vector<std::set<int>> streamed_loads;  // per streamed input load: the dims it is indexed by
-    for (auto& m : plan_.members)
-      if (m.phase == Phase::per_tile || m.phase == Phase::cascade)
-        for_each_load(m.def.body, [&](const LoadNode& load) {
-          if (member_index(load.tensor) >= 0) return;
-          std::set<int> dims;
-          bool streamed = false;
-          for (auto& i : load.index)
-            for (auto& v : vars_used(i)) {
-              int d = m.dim_of(v);
-              if (d < 0) continue;
-              dims.insert(d);
-              streamed |= plan_.dims[static_cast<size_t>(d)].role == DimRole::stream;
-            }
-          if (streamed) streamed_loads.push_back(dims);
-        });
+    const std::vector<std::set<int>> streamed_loads = streamed_load_dims();  // per streamed input load: its dims
     int64_t blocks = 1;
     for (int g : plan_.grid_dims()) {
       blocks = saturating_mul(blocks, plan_.dims[static_cast<size_t>(g)].tiles());
@@ -944,6 +970,7 @@ class Planner {
     }
     if (blocks >= min_blocks) return;
     int64_t want = (min_blocks + blocks - 1) / blocks;
+    if (split_kv && want > kClusterSegments && blocks * kClusterSegments * 10 >= min_blocks * 9) want = kClusterSegments;
     plan_.segments = static_cast<int>(std::min<int64_t>(s.tiles(), want));
     if (plan_.segments > 1)
       plan_.notes.push_back("multi-segment: the stream " + s.name + " is split into " + std::to_string(plan_.segments) +

@@ -60,6 +60,16 @@ struct FusionParams {
   // A kernel with a contraction, no stream and fewer blocks than the streaming tiles aim at (two per SM)
   // streams the contraction's K and splits it into segments across blocks (the GPU: decode GEMVs).
   bool split_k_to_fill = false;
+  // Split-KV (flash-decoding, issue 17 / 15): a group with a contraction whose streamed tiles no two
+  // rows of its grid share -- every streamed input is indexed by every grid dim, as decode's K and V
+  // caches are by (b, h): one query row per block -- runs one row per block (the tiler, fuse.cpp,
+  // sets the innermost grid tile to 1 instead of splitting the group for capacity: rows that share no
+  // tile gain nothing from sharing a block), and its stream is split into segments until the grid
+  // has fill_blocks() blocks (streaming_blocks_per_sm per SM), rounded down to one cluster of
+  // segments (merged through DSM, one launch) when that keeps 90 % of them. The GPU sets it
+  // (SOLDER_SPLIT_KV=0 turns it off: the previous plan, three kernels s, fused_z, a for
+  // llama_decode's attention); the CPU executor's tests set it to check the plan's result.
+  bool split_unshared_streams = false;
 
   // Memory-bound tiles for groups without a contraction (no sum over a product of two loads that
   // each lack a kept dim of the other; those keep the tiles above, for the tensor-core emitter). When
@@ -119,6 +129,10 @@ struct GroupPlan {
   std::vector<GroupDim> dims;
   int stream = -1;       // the streamed dim, or -1
   int segments = 1;      // >1: the stream is split across blocks (multi-segment), merged after
+  // With a stream: some grid dim is absent from a streamed input's indices, so the blocks (or rows of
+  // a block) along it read the same streamed tiles (prefill's query rows). false: every streamed
+  // input is indexed by every grid dim (decode's one query row per (b, h)).
+  bool grid_shares_stream = true;
   std::vector<std::string> notes;  // decisions, for the fusion report
   int64_t on_chip_bytes = 0;
 

@@ -7,6 +7,7 @@
 #include "backend/cuda/gemm_row_epilogue_writer.h"
 #include "backend/cuda/gemm_skeleton_writer.h"
 #include "backend/cuda/gemv_stream_writer.h"
+#include "backend/cuda/online_stream_writer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -241,8 +242,19 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
         ++i;  // the second kernel is this launch
         continue;
       }
-    // a whole matrix-vector product on the GEMV stream (gemv_stream_writer.h)
-    if (auto gemv = write_gemv_stream_kernel(named, named.kernels[i], nullptr)) {
+    // decode attention, one query row per block, on the online-state stream (online_stream_writer.h)
+    std::string online_refusal;
+    bool online_recognized = false;
+    if (auto online = write_online_stream_kernel(named, named.kernels[i], &online_refusal, &online_recognized)) {
+      for (auto& s : schedule) {
+        s.skeleton = kOnlineStreamSkeleton;
+        s.tile = online->tile;
+        s.blocks = online->info.blocks;
+        s.steps = 1;
+      }
+      source = online->source;
+      module.kernels.push_back(online->info);
+    } else if (auto gemv = write_gemv_stream_kernel(named, named.kernels[i], nullptr)) {
       for (auto& s : schedule) {
         s.skeleton = kGemvStreamSkeleton;
         s.tile = std::to_string(gemv->vectors * 8) + " outputs x " + std::to_string(256 / gemv->vectors) + " slices of K per block" +
@@ -379,7 +391,9 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
           s.reason = choice ? choice->refusal : "the generic writer's reduce loop (no product it runs on tensor cores)";
         }
         if (say_skeleton) s.reason += (s.reason.empty() ? "" : "; ") + std::string("attention skeleton not used: ") + skeleton_refusal;
+        if (online_recognized) s.reason += (s.reason.empty() ? "" : "; ") + std::string("online-state stream not used: ") + online_refusal;
       }
+      if (online_recognized) source = "// online-state stream not used for " + k.name + ": " + online_refusal + "\n" + source;
     }
     module.kernels.back().globals = launch_globals(named, {&named.kernels[i]}, module.kernels.back().attention.has_value());
     out << schedule_header(named.kernels[i].name, schedule) << source << "\n";

@@ -1,5 +1,8 @@
 #include "backend/cuda/fusion_params.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace solder {
 
 FusionParams gpu_fusion_params() {
@@ -11,6 +14,9 @@ FusionParams gpu_fusion_params() {
   params.streaming_tiles = true;
   params.product_rows_from_cost_model = true;
   params.split_k_to_fill = true;
+  // Split-KV for decode-like streams (group_plan.h); SOLDER_SPLIT_KV=0: the previous plan (the A/B).
+  const char* split_kv = std::getenv("SOLDER_SPLIT_KV");
+  params.split_unshared_streams = !(split_kv && std::strcmp(split_kv, "0") == 0);
   params.register_pass = register_pass_fit;
   params.register_floats_target = kRegisterFloatsTarget;
   return params;

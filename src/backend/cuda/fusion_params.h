@@ -34,7 +34,8 @@ constexpr int64_t kRegisterFloatsTarget = 64;
 // steps of a stream would re-stage the other operands of its contraction: moe_routing R7, E = 128,
 // 46 -> 39 us on the H100, session 4); streaming tiles (few rows, ~4K elements per step) for the
 // memory-bound rest; the register pass above. The CPU defaults (FusionParams) stay small so that the
-// executor's tests stay fast.
+// executor's tests stay fast. Split-KV for decode-like streams is on (FusionParams::split_unshared_streams)
+// unless the environment sets SOLDER_SPLIT_KV=0.
 FusionParams gpu_fusion_params();
 
 }  // namespace solder

@@ -151,6 +151,23 @@ TEST(CompileSteps, LlamaDecodeWithSplitProjectionsVerifies) {
   expect_verifies(program, compile_program(program, fused_gpu()).kernels);
 }
 
+TEST(CompileSteps, LlamaDecodeSplitKvAttentionVerifies) {
+  // The GPU's plan of llama_decode (GEMV projections, split-KV attention) at 32 heads of 32 and a
+  // 1024-long cache: the attention (s, m, z, a) is one kernel of one head per block, its KV stream in
+  // a cluster of 8 segments merged through DSM, no score tensor stored; it matches the reference.
+  auto source = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/llama_decode.sol"));
+  BoundProgram program = bind_program(source, SizeChoice{false, {{"D", 32}}});
+  CompileOptions gpu = CompileOptions::for_gpu();
+  FusionResult fused = fuse_for(program, gpu);
+  bool split_kv = false;
+  for (auto& g : fused.groups)
+    split_kv |= g.plan.member("a") && g.plan.member("s") && g.plan.segments == 8 && !g.plan.grid_shares_stream;
+  EXPECT_TRUE(split_kv) << tiles_text(fused);
+  KernelProgram kernels = compile_program(program, gpu).kernels;
+  for (auto& g : kernels.globals) EXPECT_NE(g.name, "s") << "the scores stay on chip";
+  expect_verifies(program, kernels);
+}
+
 TEST(CompileSteps, ShortKProductWithGpuTilesVerifies) {
   // Fused with the GPU's tiles: 128-row product tiles from the cost model.
   BoundProgram program = testing::bind_text(kShortK);

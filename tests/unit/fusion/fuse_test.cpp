@@ -113,6 +113,50 @@ out b[n] = max(t) x[t, n]
   EXPECT_EQ(run.verified.exec.traffic[0].read_by_tensor.at("x"), 8 * 64 * 4);
 }
 
+// Split-KV (FusionParams::split_unshared_streams, issue 17 / 15): decode's attention reads K and V at
+// every (b, h), so no two rows of its grid share a streamed tile. At the GPU's tiles it was three kernels
+// (s, then m and z, then a: 128 heads' rows per block outgrow shared memory, and the group was split);
+// with the flag it is one kernel of one head per block, its KV stream split into segments until the grid
+// fills the GPU: 32 heads -> a cluster of 8 segments merged through DSM; 4 heads -> 16 segments and a
+// merge kernel. Both verified on the CPU executor against the reference at a ragged KV.
+TEST(Fuse, DecodeAttentionSplitsKvOneRowPerBlock) {
+  FusionParams on = gpu_fusion_params();
+  on.split_unshared_streams = true;
+  FusionParams off = on;
+  off.split_unshared_streams = false;
+  const std::vector<std::pair<std::string, int64_t>> heads32 = {{"H", 32}, {"KV", 1000}};
+  FusionResult before = fuse_program(bind_example("llama_decode", true, heads32), off);
+  EXPECT_EQ(groups_text(before).find("[s m z a]"), std::string::npos) << groups_text(before);
+  testing::FusedRun cluster = run_fused(bind_example("llama_decode", true, heads32), on);
+  std::string groups = groups_text(cluster.fused);
+  EXPECT_NE(groups.find("[s m z a] x8\n"), std::string::npos) << groups;
+  for (auto& g : cluster.fused.groups)
+    if (g.plan.member("a")) {
+      EXPECT_FALSE(g.plan.grid_shares_stream);
+      for (int d : g.plan.grid_dims()) EXPECT_EQ(g.plan.dims[static_cast<size_t>(d)].tile, 1) << g.plan.dims[static_cast<size_t>(d)].name;
+      ASSERT_EQ(g.kernels.size(), 1u) << "the DSM merge needs no second kernel";
+    }
+  for (auto& gl : cluster.fused.kernels.globals) EXPECT_NE(gl.name, "s") << "no score tensor in global memory";
+  EXPECT_TRUE(cluster.verified.ok()) << cluster.verified.failures();
+  testing::FusedRun merged = run_fused(bind_example("llama_decode", true, {{"KV", 1000}}), on);
+  groups = groups_text(merged.fused);
+  EXPECT_NE(groups.find("[s m z a] x16\n"), std::string::npos) << groups;
+  EXPECT_TRUE(merged.verified.ok()) << merged.verified.failures();
+}
+
+// Split-KV leaves alone a stream whose tiles the grid's rows share: mla_decode's 128 heads read one
+// latent KV (h is a row dim of its products), paged_decode's GQA reads K at h // G.
+TEST(Fuse, SplitKvKeepsSharedStreams) {
+  FusionParams on = gpu_fusion_params();
+  on.split_unshared_streams = true;
+  FusionParams off = on;
+  off.split_unshared_streams = false;
+  for (const char* name : {"mla_decode", "paged_decode", "vanilla", "gqa"}) {
+    FusionResult a = fuse_program(bind_example(name, false), on), b = fuse_program(bind_example(name, false), off);
+    EXPECT_EQ(groups_text(a), groups_text(b)) << name;
+  }
+}
+
 TEST(Fuse, ProjectionsAreHoistedOutOfAMultiSegmentKernel) {
   FusionResult r = fuse_program(bind_example("llama_decode"));
   EXPECT_EQ(groups_text(r), "fused_v_new[q k_new v_new]\nfused_a[s m z a] x3\ny[y]\n");
