@@ -286,6 +286,35 @@ class Planner {
     return true;
   }
 
+  // Whether dim `d` is the depth of a streamed score contraction held whole
+  // (FusionParams::score_depth_whole_up_to): one member reduces it, a sum whose canonical form is a
+  // contraction over `d` alone with a `streamed` dim among its kept dims (attention's S[i, j], j the
+  // stream), a member takes the maximum of those scores over a streamed dim (the online softmax's
+  // running max; an MLP's Σ_n act(a·w1)·w2 has none), and another member is a contraction over a
+  // streamed dim (O = Σ_j P[i, j] · V[j, e]).
+  bool score_depth(int d, const std::set<int>& streamed) const {
+    const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
+    if (dim.extent > params_.score_depth_whole_up_to || r_of_[static_cast<size_t>(d)].size() != 1) return false;
+    auto contraction_over = [&](const GroupMember& m, auto&& reduced) {
+      if (m.def.reduce != ReduceOp::sum || m.r_dims.size() != 1 || !reduced(m.r_dims.front())) return false;
+      return member_contraction(m).contract.has_value();
+    };
+    const int s = *r_of_[static_cast<size_t>(d)].begin();
+    const GroupMember& scores = plan_.members[static_cast<size_t>(s)];
+    if (!contraction_over(scores, [&](int r) { return r == d; })) return false;
+    bool keeps_stream = false;
+    for (int p : scores.p_dims) keeps_stream |= streamed.count(p) > 0;
+    if (!keeps_stream) return false;
+    bool running_max = false;
+    for (auto& m : plan_.members)
+      if (m.def.reduce == ReduceOp::max && m.r_dims.size() == 1 && streamed.count(m.r_dims.front()) && uses_tensor(m.def.body, scores.def.target.name))
+        running_max = true;
+    if (!running_max) return false;
+    for (size_t m = 0; m < plan_.members.size(); ++m)
+      if (static_cast<int>(m) != s && contraction_over(plan_.members[m], [&](int r) { return streamed.count(r) > 0; })) return true;
+    return false;
+  }
+
   void assign_roles(std::set<int>& excluded) {
     plan_.stream = -1;
     // The stream: the longest streamable reduced dim; dims of the same extent that never meet in one
@@ -310,6 +339,7 @@ class Planner {
         if (!meets) streamed.insert(static_cast<int>(d));
       }
     }
+    int64_t deep_scores = 0;  // the depth of a score contraction held whole past inner_tile (score_depth)
     const GroupMember* anchor = nullptr;
     for (auto& m : plan_.members) if (m.exported) anchor = &m;
     if (!anchor) anchor = &plan_.members.back();
@@ -321,10 +351,12 @@ class Planner {
         dim.tile = std::min(params_.stream_tile, dim.extent);
       } else if (reduced) {
         bool only_reduced = p_of_[d].empty() && !carries_cascade(static_cast<int>(d));
-        if (only_reduced && r_of_[d].size() == 1 && dim.extent > params_.inner_tile && !dim.whole) {
+        const bool looped = only_reduced && r_of_[d].size() == 1 && dim.extent > params_.inner_tile && !dim.whole;
+        if (looped && !score_depth(static_cast<int>(d), streamed)) {
           dim.role = DimRole::inner;
           dim.tile = params_.inner_tile;
         } else {
+          if (looped) deep_scores = std::max(deep_scores, dim.extent);
           dim.role = DimRole::resident;
           dim.tile = dim.extent;
         }
@@ -335,6 +367,22 @@ class Planner {
         dim.role = DimRole::resident;
         dim.tile = dim.extent;
       }
+    }
+    // A score depth held whole past inner_tile streams fewer keys per step, so that each staged key tile
+    // holds what it holds at depth inner_tile (head dim 256: 32 keys, as 64 at 128): the tiles still fit
+    // the on-chip budget at the rows that fit at depth inner_tile.
+    if (deep_scores > 0) {
+      for (int d : streamed)
+        if (plan_.dims[static_cast<size_t>(d)].tile > 16)
+          plan_.dims[static_cast<size_t>(d)].tile = std::max<int64_t>(16, plan_.dims[static_cast<size_t>(d)].tile * params_.inner_tile / deep_scores);
+      const GroupDim& stream = plan_.dims[static_cast<size_t>(plan_.stream)];
+      char note[300];
+      std::snprintf(note, sizeof note,
+                    "score depth %lld held whole (past the inner tile %lld): a streamed score contraction, one K loop on the attention "
+                    "skeleton; %s streamed in tiles of %lld so that a staged key tile holds what it holds at depth %lld",
+                    static_cast<long long>(deep_scores), static_cast<long long>(params_.inner_tile), stream.name.c_str(),
+                    static_cast<long long>(stream.tile), static_cast<long long>(params_.inner_tile));
+      if (std::find(plan_.notes.begin(), plan_.notes.end(), note) == plan_.notes.end()) plan_.notes.push_back(note);
     }
     // The innermost grid dim of the anchor gets a real tile; in a matrix product on tensor cores
     // (tensor_core_product) the next one out gets one mma fragment of rows, so that a block's A tile
