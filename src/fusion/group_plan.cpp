@@ -288,10 +288,14 @@ class Planner {
 
   // Whether dim `d` is the depth of a streamed score contraction held whole
   // (FusionParams::score_depth_whole_up_to): one member reduces it, a sum whose canonical form is a
-  // contraction over `d` alone with a `streamed` dim among its kept dims (attention's S[i, j], j the
-  // stream), a member takes the maximum of those scores over a streamed dim (the online softmax's
-  // running max; an MLP's Σ_n act(a·w1)·w2 has none), and another member is a contraction over a
-  // streamed dim (O = Σ_j P[i, j] · V[j, e]).
+  // contraction over `d` alone of two tensors read as they are (attention's S[i, j] = Σ_d Q[i, d] · K[j, d],
+  // not rope's rotated operands) with a `streamed` dim among its kept dims (j, the stream), a member takes
+  // the maximum of those scores over a streamed dim reading nothing but members (the online softmax's
+  // running max under index masks and score modifiers; not a data mask's ids or a bias tensor, whose
+  // kernels the attention skeleton does not take at head dim 256; an MLP's Σ_n act(a·w1)·w2 has no
+  // maximum), and another member is a contraction over a streamed dim (O = Σ_j P[i, j] · V[j, e]).
+  // Elsewhere a depth of 256 would reach the emitter's own mma.sync schedule whole, which spills there
+  // (document_mask at head dim 256: 2.3 KB) where two steps of 128 do not.
   bool score_depth(int d, const std::set<int>& streamed) const {
     const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
     if (dim.extent > params_.score_depth_whole_up_to || r_of_[static_cast<size_t>(d)].size() != 1) return false;
@@ -302,13 +306,20 @@ class Planner {
     const int s = *r_of_[static_cast<size_t>(d)].begin();
     const GroupMember& scores = plan_.members[static_cast<size_t>(s)];
     if (!contraction_over(scores, [&](int r) { return r == d; })) return false;
+    const std::vector<ContractTerm> terms = merge_k_range_terms(member_contraction(scores).contract->terms);
+    auto read_as_is = [&](const Expr& e) { return e.kind() == ExprKind::Load && member_index(e.as<LoadNode>()->tensor) < 0; };
+    if (terms.size() != 1 || !read_as_is(terms.front().a) || !read_as_is(terms.front().b)) return false;
     bool keeps_stream = false;
     for (int p : scores.p_dims) keeps_stream |= streamed.count(p) > 0;
     if (!keeps_stream) return false;
     bool running_max = false;
-    for (auto& m : plan_.members)
-      if (m.def.reduce == ReduceOp::max && m.r_dims.size() == 1 && streamed.count(m.r_dims.front()) && uses_tensor(m.def.body, scores.def.target.name))
-        running_max = true;
+    for (auto& m : plan_.members) {
+      if (m.def.reduce != ReduceOp::max || m.r_dims.size() != 1 || !streamed.count(m.r_dims.front()) || !uses_tensor(m.def.body, scores.def.target.name))
+        continue;
+      bool members_only = true;
+      for (auto& t : tensors_used(m.def.body)) members_only &= member_index(t) >= 0;
+      running_max |= members_only;
+    }
     if (!running_max) return false;
     for (size_t m = 0; m < plan_.members.size(); ++m)
       if (static_cast<int>(m) != s && contraction_over(plan_.members[m], [&](int r) { return streamed.count(r) > 0; })) return true;

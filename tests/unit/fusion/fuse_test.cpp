@@ -237,7 +237,8 @@ TEST(Fuse, EvoformerIsOneKernelAtGpuTiles) {
 // inner loop of two 128-wide steps, and the keys stream in tiles of 32 (a key tile holds what a 64-key
 // tile holds at depth 128); vanilla and causal verified on the CPU executor against the float64
 // reference. Past 256 (D 512) no score depth is held whole; on the CPU's tiles the depth stays an inner
-// loop; an MLP's Σ_n gelu(a·b)·d (no running max over the stream) keeps its K loop at the GPU's tiles.
+// loop; so it does for a data mask and rotated operands (kernels the skeleton does not take at D 256); an
+// MLP's Σ_n gelu(a·b)·d (no running max over the stream) keeps its K loop at the GPU's tiles.
 TEST(Fuse, AttentionHeadDim256HoldsTheScoreDepthWhole) {
   for (const char* name : {"vanilla", "causal"}) {
     SCOPED_TRACE(name);
@@ -264,6 +265,13 @@ TEST(Fuse, AttentionHeadDim256HoldsTheScoreDepthWhole) {
   FusionResult on_cpu = fuse_program(bind_example("vanilla", true, {{"D", 256}, {"S", 256}}), cpu);
   ASSERT_EQ(on_cpu.kernels.kernels.size(), 1u);
   EXPECT_NE(print_kernel(on_cpu.kernels.kernels[0]).find("for d_t in 0 .. 2 {"), std::string::npos) << print_kernel(on_cpu.kernels.kernels[0]);
+  // A data mask's ids (document_mask) or rotated operands (rope_attention): the depth stays two steps of 128.
+  for (const char* name : {"document_mask", "rope_attention"}) {
+    FusionResult other = fuse_program(bind_example(name, true, {{"D", 256}, {"S", 256}}), gpu_fusion_params());
+    bool looped = false;
+    for (auto& k : other.kernels.kernels) looped |= print_kernel(k).find("for d_t in 0 .. 2 {") != std::string::npos;
+    EXPECT_TRUE(looped) << name;
+  }
   FusionResult mlp = fuse_program(
       testing::bind_text("program p\ndim M = 128, N = 4096, K = 256, L = 64\nin a[M, K] : f16\nin b[K, N] : f16\nin d[N, L] : f16\n"
                          "out e[m, l] : f16 = sum(n) gelu(sum(k) a[m, k] * b[k, n]) * d[n, l]\n"),
