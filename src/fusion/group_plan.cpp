@@ -288,6 +288,46 @@ class Planner {
     return true;
   }
 
+  // Whether dim `d` is the depth of a streamed score contraction held whole
+  // (FusionParams::score_depth_whole_up_to): one member reduces it, a sum whose canonical form is a
+  // contraction over `d` alone of two tensors read as they are (attention's S[i, j] = Σ_d Q[i, d] · K[j, d],
+  // not rope's rotated operands) with a `streamed` dim among its kept dims (j, the stream), a member takes
+  // the maximum of those scores over a streamed dim reading nothing but members (the online softmax's
+  // running max under index masks and score modifiers; not a data mask's ids or a bias tensor, whose
+  // kernels the attention skeleton does not take at head dim 256; an MLP's Σ_n act(a·w1)·w2 has no
+  // maximum), and another member is a contraction over a streamed dim (O = Σ_j P[i, j] · V[j, e]).
+  // Elsewhere a depth of 256 would reach the emitter's own mma.sync schedule whole, which spills there
+  // (document_mask at head dim 256: 2.3 KB) where two steps of 128 do not.
+  bool score_depth(int d, const std::set<int>& streamed) const {
+    const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
+    if (dim.extent > params_.score_depth_whole_up_to || r_of_[static_cast<size_t>(d)].size() != 1) return false;
+    auto contraction_over = [&](const GroupMember& m, auto&& reduced) {
+      if (m.def.reduce != ReduceOp::sum || m.r_dims.size() != 1 || !reduced(m.r_dims.front())) return false;
+      return member_contraction(m).contract.has_value();
+    };
+    const int s = *r_of_[static_cast<size_t>(d)].begin();
+    const GroupMember& scores = plan_.members[static_cast<size_t>(s)];
+    if (!contraction_over(scores, [&](int r) { return r == d; })) return false;
+    const std::vector<ContractTerm> terms = merge_k_range_terms(member_contraction(scores).contract->terms);
+    auto read_as_is = [&](const Expr& e) { return e.kind() == ExprKind::Load && member_index(e.as<LoadNode>()->tensor) < 0; };
+    if (terms.size() != 1 || !read_as_is(terms.front().a) || !read_as_is(terms.front().b)) return false;
+    bool keeps_stream = false;
+    for (int p : scores.p_dims) keeps_stream |= streamed.count(p) > 0;
+    if (!keeps_stream) return false;
+    bool running_max = false;
+    for (auto& m : plan_.members) {
+      if (m.def.reduce != ReduceOp::max || m.r_dims.size() != 1 || !streamed.count(m.r_dims.front()) || !uses_tensor(m.def.body, scores.def.target.name))
+        continue;
+      bool members_only = true;
+      for (auto& t : tensors_used(m.def.body)) members_only &= member_index(t) >= 0;
+      running_max |= members_only;
+    }
+    if (!running_max) return false;
+    for (size_t m = 0; m < plan_.members.size(); ++m)
+      if (static_cast<int>(m) != s && contraction_over(plan_.members[m], [&](int r) { return streamed.count(r) > 0; })) return true;
+    return false;
+  }
+
   void assign_roles(std::set<int>& excluded) {
     plan_.stream = -1;
     // The stream: the longest streamable reduced dim; dims of the same extent that never meet in one
@@ -312,6 +352,7 @@ class Planner {
         if (!meets) streamed.insert(static_cast<int>(d));
       }
     }
+    int64_t deep_scores = 0;  // the depth of a score contraction held whole past inner_tile (score_depth)
     const GroupMember* anchor = nullptr;
     for (auto& m : plan_.members) if (m.exported) anchor = &m;
     if (!anchor) anchor = &plan_.members.back();
@@ -323,10 +364,12 @@ class Planner {
         dim.tile = std::min(params_.stream_tile, dim.extent);
       } else if (reduced) {
         bool only_reduced = p_of_[d].empty() && !carries_cascade(static_cast<int>(d));
-        if (only_reduced && r_of_[d].size() == 1 && dim.extent > params_.inner_tile && !dim.whole) {
+        const bool looped = only_reduced && r_of_[d].size() == 1 && dim.extent > params_.inner_tile && !dim.whole;
+        if (looped && !score_depth(static_cast<int>(d), streamed)) {
           dim.role = DimRole::inner;
           dim.tile = params_.inner_tile;
         } else {
+          if (looped) deep_scores = std::max(deep_scores, dim.extent);
           dim.role = DimRole::resident;
           dim.tile = dim.extent;
         }
@@ -337,6 +380,22 @@ class Planner {
         dim.role = DimRole::resident;
         dim.tile = dim.extent;
       }
+    }
+    // A score depth held whole past inner_tile streams fewer keys per step, so that each staged key tile
+    // holds what it holds at depth inner_tile (head dim 256: 32 keys, as 64 at 128): the tiles still fit
+    // the on-chip budget at the rows that fit at depth inner_tile.
+    if (deep_scores > 0) {
+      for (int d : streamed)
+        if (plan_.dims[static_cast<size_t>(d)].tile > 16)
+          plan_.dims[static_cast<size_t>(d)].tile = std::max<int64_t>(16, plan_.dims[static_cast<size_t>(d)].tile * params_.inner_tile / deep_scores);
+      const GroupDim& stream = plan_.dims[static_cast<size_t>(plan_.stream)];
+      char note[300];
+      std::snprintf(note, sizeof note,
+                    "score depth %lld held whole (past the inner tile %lld): a streamed score contraction, one K loop on the attention "
+                    "skeleton; %s streamed in tiles of %lld so that a staged key tile holds what it holds at depth %lld",
+                    static_cast<long long>(deep_scores), static_cast<long long>(params_.inner_tile), stream.name.c_str(),
+                    static_cast<long long>(stream.tile), static_cast<long long>(params_.inner_tile));
+      if (std::find(plan_.notes.begin(), plan_.notes.end(), note) == plan_.notes.end()) plan_.notes.push_back(note);
     }
     // The innermost grid dim of the anchor gets a real tile; in a matrix product on tensor cores
     // (tensor_core_product) the next one out gets one mma fragment of rows, so that a block's A tile

@@ -49,6 +49,12 @@ struct FusionParams {
   int64_t stream_tile = 16;       // tile of the streamed dim
   int64_t hold_whole_up_to = 0;   // a cascade dim this short is held whole, not streamed (0: one stream tile)
   int64_t inner_tile = 16;        // tile of inner reduction loops
+  // A streamed score contraction's reduced dim (attention's head dim in S = Q·Kᵀ: a contraction over one
+  // dim whose kept dims include the stream, in a group that takes the scores' maximum over the stream and
+  // reduces the stream by a second contraction) up to this extent is held whole, not an inner loop of
+  // inner_tile (0: never). The GPU: 256, the attention skeleton's widest head dim, whose Q·Kᵀ is one wgmma
+  // K loop over the whole depth.
+  int64_t score_depth_whole_up_to = 0;
   int64_t resident_limit = 512;   // largest extent held whole when streaming is possible
   int64_t on_chip_budget = 192 * 1024;  // bytes of tiles, states and staged inputs per block
   int min_blocks_for_single_segment = 64;  // below this, split the stream across blocks

@@ -1225,6 +1225,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
+  // Head dim 256 runs the Config its device test covers (one block per work tile, 64-key tiles, 2 stages,
+  // 2 consumers): a data mask's persistent blocks and a bias's staged tiles are not device-tested there.
+  if (kHeadDim == 256 && (data || with_bias || staged_bits || persistent))
+    refuse(std::string("head dim 256 with ") + (data ? "a data mask" : with_bias || staged_bits ? "a score bias" : "persistent blocks") +
+           " (the device test covers head dim 256 on one block per work tile, without a bias or a data mask)");
   // A data mask keeps one Q buffer; $SOLDER_ATTN_QBUFFERS=2 takes two on its persistent kernel (A/B runs:
   // the producer loads the next work tile's Q, then its K and V, before this tile's last S is issued).
   if (const char* e = std::getenv("SOLDER_ATTN_QBUFFERS"); data && persistent && e && std::string(e) == "2") q_buffers = 2;
@@ -1846,7 +1851,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                                                 (stagger > 0 ? "; consumer 1 staggered " + std::to_string(stagger) + " turns behind consumer 0, so one's work-tile boundary overlaps the other's products" : std::string("")) + ")"
                                           : std::string("")) + ", " +
                               (heads_kv != heads ? "GQA " + std::to_string(heads) + " heads on " + std::to_string(heads_kv) + " KV heads, " : std::string("")) +
-                              (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) + lead_text + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text +
+                              (D_ < kHeadDim ? "head dim " + std::to_string(D_) + " zero-padded to " + std::to_string(kHeadDim) + " by TMA, " : std::string("")) +
+                              (kHeadDim == 256 ? "head dim 256: " + std::to_string(bn) + "-key tiles on " + std::to_string(stages) + " stages (Q " + std::to_string(bm * 256 * 2 / 1024) + " KB + " +
+                                                     std::to_string(stages) + " x " + std::to_string(2 * bn * 256 * 2 / 1024) + " KB of K and V in shared memory) and " + std::to_string(consumers) +
+                                                     " consumers (a 64 x 256 f32 O accumulator is 128 registers per consumer thread), the device-tested hd256 Config, " : std::string("")) +
+                              lead_text + "score: " + score_text + "; skipped tiles: " + skip_text + "; epilogue: " + epilogue_text +
                               (data ? std::string(persistent ? (dynamic ? "; block order: persistent blocks take the work tiles in the list's order (query tiles of a head last to first), each block its first, then the next one claimed from a counter as a block frees up (a data mask's live tiles are not known at compile time); the classifier warps classify each tile the producer claims"
                                                                         : "; block order: persistent blocks deal out the work tiles longest first in a snake (query tiles of a head last to first; a data mask's live tiles are not known at compile time)")
                                                              : "; block order: one block per work tile, the query tiles of a head last to first (the live tiles of a data mask are not known at compile time: the hardware's dispatch balances them; persistent blocks only up to " +

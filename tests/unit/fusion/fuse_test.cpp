@@ -276,6 +276,53 @@ TEST(Fuse, EvoformerIsOneKernelAtGpuTiles) {
   EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
 }
 
+// Head dim 256 at the GPU's tiles (FusionParams::score_depth_whole_up_to): the score contraction's depth
+// is held whole (one K loop of 256, which the attention skeleton runs as one wgmma K loop) instead of an
+// inner loop of two 128-wide steps, and the keys stream in tiles of 32 (a key tile holds what a 64-key
+// tile holds at depth 128); vanilla and causal verified on the CPU executor against the float64
+// reference. Past 256 (D 512) no score depth is held whole; on the CPU's tiles the depth stays an inner
+// loop; so it does for a data mask and rotated operands (kernels the skeleton does not take at D 256); an
+// MLP's Σ_n gelu(a·b)·d (no running max over the stream) keeps its K loop at the GPU's tiles.
+TEST(Fuse, AttentionHeadDim256HoldsTheScoreDepthWhole) {
+  for (const char* name : {"vanilla", "causal"}) {
+    SCOPED_TRACE(name);
+    testing::FusedRun run = run_fused(bind_example(name, true, {{"D", 256}, {"S", 256}}), gpu_fusion_params());
+    ASSERT_EQ(run.fused.kernels.kernels.size(), 1u);
+    const std::string text = print_kernel(run.fused.kernels.kernels[0]);
+    EXPECT_EQ(text.find("for d_t"), std::string::npos) << text;
+    EXPECT_NE(text.find("q_tile[1, 1, 32, 256]"), std::string::npos) << text;
+    EXPECT_NE(text.find("k_tile[1, 1, 32, 256]"), std::string::npos) << text;
+    EXPECT_NE(text.find("for j_t in 0 .. 8 {"), std::string::npos) << text;
+    EXPECT_NE(text.find("reducing d < 256"), std::string::npos) << text;
+    EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
+    ASSERT_EQ(run.fused.groups.size(), 1u);
+    std::string notes;
+    for (auto& n : run.fused.groups[0].plan.notes) notes += n + "\n";
+    EXPECT_NE(notes.find("score depth 256 held whole (past the inner tile 128)"), std::string::npos) << notes;
+    EXPECT_NE(notes.find("j streamed in tiles of 32"), std::string::npos) << notes;
+  }
+  FusionResult wide = fuse_program(bind_example("vanilla", true, {{"D", 512}, {"S", 256}}), gpu_fusion_params());
+  for (auto& g : wide.groups)
+    for (auto& n : g.plan.notes) EXPECT_EQ(n.find("score depth"), std::string::npos) << n;
+  FusionParams cpu;
+  cpu.inner_tile = 128;  // the CPU's tiles but the GPU's inner tile: no score depth held whole by default
+  FusionResult on_cpu = fuse_program(bind_example("vanilla", true, {{"D", 256}, {"S", 256}}), cpu);
+  ASSERT_EQ(on_cpu.kernels.kernels.size(), 1u);
+  EXPECT_NE(print_kernel(on_cpu.kernels.kernels[0]).find("for d_t in 0 .. 2 {"), std::string::npos) << print_kernel(on_cpu.kernels.kernels[0]);
+  // A data mask's ids (document_mask) or rotated operands (rope_attention): the depth stays two steps of 128.
+  for (const char* name : {"document_mask", "rope_attention"}) {
+    FusionResult other = fuse_program(bind_example(name, true, {{"D", 256}, {"S", 256}}), gpu_fusion_params());
+    bool looped = false;
+    for (auto& k : other.kernels.kernels) looped |= print_kernel(k).find("for d_t in 0 .. 2 {") != std::string::npos;
+    EXPECT_TRUE(looped) << name;
+  }
+  FusionResult mlp = fuse_program(
+      testing::bind_text("program p\ndim M = 128, N = 4096, K = 256, L = 64\nin a[M, K] : f16\nin b[K, N] : f16\nin d[N, L] : f16\n"
+                         "out e[m, l] : f16 = sum(n) gelu(sum(k) a[m, k] * b[k, n]) * d[n, l]\n"),
+      gpu_fusion_params());
+  for (auto& k : mlp.kernels.kernels) EXPECT_EQ(print_kernel(k).find("reducing k < 256"), std::string::npos) << print_kernel(k);
+}
+
 // The GPU's grouped element-wise rows (group_plan.cpp, widen_grid_tiles) at a ragged row
 // count: 32 rows of 40 per block, the last tile 15 rows; verified on the CPU executor.
 TEST(Fuse, GroupedElementwiseRowsAreGuarded) {
