@@ -297,7 +297,7 @@ class Case:
 
     def mm_dtype(self) -> str:
         """Which tensor-core rate bounds this case ('bf16' covers f16 too; 'fp8'; None: no GEMM)."""
-        return {"quant_gemm": "fp8", "variance": None, "inertia": None}.get(self.workload, "bf16")
+        return {"quant_gemm": "fp8", "attention_fp8": "fp8", "variance": None, "inertia": None}.get(self.workload, "bf16")
 
     def solder_args(self, small: bool = False) -> list:
         if small:
@@ -326,6 +326,7 @@ def _attn(d, heads="H", pairs=None):
 
 FLOPS = {
     "vanilla": lambda d: _attn(d),
+    "attention_fp8": lambda d: _attn(d),
     "alibi": lambda d: _attn(d),
     "softcap": lambda d: _attn(d),
     "document_mask": lambda d: _attn(d),
@@ -380,6 +381,7 @@ def _attention_cases():
         ("vanilla", (64, 128)), ("causal", (64, 128)), ("alibi", (64,)), ("softcap", (64,)),
         ("sliding_window", (64,)), ("prefix_lm", (64,)), ("document_mask", (64,)), ("gqa", (64,)),
         ("diff_attn", (64, 128)),
+        ("attention_fp8", (64, 128)),  # e4m3 q, k, v, P rounded to e4m3, bf16 o (issue 17 item 1)
     ]
     for wl, hds in variants:
         for D in hds:

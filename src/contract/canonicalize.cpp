@@ -228,28 +228,37 @@ std::string joined(const std::set<std::string>& names) {
 
 }  // namespace
 
-ContractPolicy contract_policy_for(const std::vector<std::pair<std::string, DType>>& outputs) {
+ContractPolicy contract_policy_for(const std::vector<std::pair<std::string, DType>>& outputs,
+                                   const std::vector<std::pair<std::string, DType>>& inputs) {
   ContractPolicy policy;
-  std::string wide;
+  std::string wide, narrow;
   for (auto& [name, dtype] : outputs)
     if (dtype == DType::f32) wide += (wide.empty() ? "" : ", ") + name;
+  for (auto& [name, dtype] : inputs)
+    if (dtype == DType::f8e4m3 || dtype == DType::f8e5m2) narrow += (narrow.empty() ? "" : ", ") + name;
   policy.sixteen_bit = !outputs.empty() && wide.empty();
-  if (policy.sixteen_bit) policy.why = "every output is 16-bit or narrower (tolerance class 1e-2)";
+  policy.fp8 = policy.sixteen_bit && !narrow.empty();
+  if (policy.fp8) policy.why = "every output is 16-bit or narrower and input " + narrow + " is fp8 (tolerance class 5e-2)";
+  else if (policy.sixteen_bit) policy.why = "every output is 16-bit or narrower (tolerance class 1e-2)";
   else policy.why = wide.empty() ? "the program has no output" : "output " + wide + " is f32 (tolerance class 1e-5)";
   return policy;
 }
 
 ContractPolicy contract_policy_of(const KernelProgram& program) {
-  std::vector<std::pair<std::string, DType>> outputs;
-  for (auto& g : program.globals)
+  std::vector<std::pair<std::string, DType>> outputs, inputs;
+  for (auto& g : program.globals) {
     if (g.role == GlobalRole::output) outputs.emplace_back(g.name, g.dtype);
-  return contract_policy_for(outputs);
+    if (g.role == GlobalRole::input) inputs.emplace_back(g.name, g.dtype);
+  }
+  return contract_policy_for(outputs, inputs);
 }
 
 ContractPolicy contract_policy_of(const BoundProgram& program) {
-  std::vector<std::pair<std::string, DType>> outputs;
+  std::vector<std::pair<std::string, DType>> outputs, inputs;
   for (const TensorInfo* t : program.outputs()) outputs.emplace_back(t->name, t->dtype);
-  return contract_policy_for(outputs);
+  for (auto& t : program.tensors)
+    if (t.role == TensorRole::input) inputs.emplace_back(t.name, t.dtype);
+  return contract_policy_for(outputs, inputs);
 }
 
 Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeOf& dtype_of, const ContractPolicy& policy) {
@@ -405,9 +414,15 @@ Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeO
       } else {
         computed = true;
         std::optional<MmaType> rounded;
+        bool to_partner_fp8 = false;
         if (policy.sixteen_bit) {
           auto partner = exact_type(other, dtype_of);
           rounded = partner && !is_fp8(*partner) ? partner : sixteen_bit_type_read(x, dtype_of);
+          // the fp8 class: a computed operand beside an fp8 one (attention's P beside V) takes its type
+          if (!rounded && policy.fp8 && partner && is_fp8(*partner)) {
+            rounded = partner;
+            to_partner_fp8 = true;
+          }
         }
         if (!rounded) {
           unrounded = true;
@@ -415,7 +430,8 @@ Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeO
         }
         t = *rounded;
         notes.push_back(std::string("operand ") + (side ? "B" : "A") + " = " + print_expr(x) + " is computed: rounded to " +
-                        std::string(mma_type_name(t)) + " (" + policy.why + ")");
+                        std::string(mma_type_name(t)) +
+                        (to_partner_fp8 ? ", the fp8 type of operand " + std::string(side ? "A" : "B") + " (" : " (") + policy.why + ")");
       }
       type = type ? common_type(*type, t) : t;
     }

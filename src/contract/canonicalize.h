@@ -28,7 +28,13 @@
 //   * a computed operand (x · g in f32) is rounded to the 16-bit type of the tensors it reads when
 //     the program is in the 16-bit tolerance class (every output is 16-bit or narrower, or an
 //     integer), which the fusion report states; otherwise T is f32 (no rounding: CUDA cores), so an
-//     f32 program keeps f32 accuracy.
+//     f32 program keeps f32 accuracy;
+//   * in the fp8 tolerance class (the 16-bit class, and the program reads an fp8 input: its outputs
+//     are checked at 5e-2), a computed operand that reads no 16-bit tensor and whose partner is exact
+//     in an fp8 type is rounded to that type: attention's P = exp(s − m) times an e4m3 V becomes an
+//     e4m3 · e4m3 product (the rounding of P that FlashAttention-3's fp8 path makes; P ≤ 1, so its
+//     relative rounding is e4m3's 2^-4, where a normalised P = e / Σe would fall below e4m3's range).
+//     The fusion report states it.
 // What it cannot put in this form stays a `reduce`, and the refusal says why.
 #pragma once
 
@@ -46,10 +52,12 @@ namespace solder {
 struct ContractPolicy {
   bool sixteen_bit = false;  // every output is 16-bit or narrower (or an integer)
   std::string why;           // the reason, for the report
+  bool fp8 = false;          // sixteen_bit, and an input is fp8 (f8e4m3, f8e5m2): tolerance class 5e-2
 };
 
-// The policy of a program: from the dtypes of its outputs (name, dtype).
-ContractPolicy contract_policy_for(const std::vector<std::pair<std::string, DType>>& outputs);
+// The policy of a program: from the dtypes of its outputs (name, dtype), and of its inputs.
+ContractPolicy contract_policy_for(const std::vector<std::pair<std::string, DType>>& outputs,
+                                   const std::vector<std::pair<std::string, DType>>& inputs = {});
 ContractPolicy contract_policy_of(const KernelProgram& program);
 ContractPolicy contract_policy_of(const BoundProgram& program);
 

@@ -102,7 +102,8 @@ ContractPassResult canonicalize_contractions(const KernelProgram& program) {
 std::string contract_report_text(const ContractPassResult& result) {
   if (result.entries.empty()) return "";
   std::ostringstream out;
-  out << "Contractions (precision policy: " << (result.policy.sixteen_bit ? "16-bit operands" : "f32 operands") << ", because "
+  out << "Contractions (precision policy: "
+      << (result.policy.fp8 ? "16-bit operands, fp8 beside fp8" : result.policy.sixteen_bit ? "16-bit operands" : "f32 operands") << ", because "
       << result.policy.why << ")\n";
   for (auto& e : result.entries) {
     out << "  " << e.kernel << ": " << e.destination << ": ";

@@ -51,7 +51,14 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 }
 
 // One tile configuration.
-//   T          bf16 or f16 (Q, K, V and P; f32 accumulation and softmax).
+//   T          bf16, f16 or e4m3 (Q, K, V and P; f32 accumulation and softmax). e4m3 (FP8): S = Q·Kᵀ and
+//              O += P·V on fp8 wgmma (k 32), P rounded to e4m3 (satfinite, nearest even) in the A-operand
+//              layout of the fp8 instruction; fp8 wgmma reads B K-major only, so each V tile ([key][d]) is
+//              transposed in shared memory by the producer warpgroup's warps 1..3 into a Vᵀ ring ([d][key],
+//              keys permuted within each 16 so that P's fp8 registers come straight from the accumulator:
+//              sm90_attention.cuh, "FP8"). HeadDim 128 or 256 (a row of 128 bytes per chunk; head dim 64 runs
+//              in the HeadDim 128 configuration with k = 64 in the tensor maps, like hd32 in 64), BN 128, not
+//              with a staged bias, the staged epilogue, Dynamic or a data mask.
 //   HeadDim    64, 128 (or 256 with few stages: shared memory permitting).
 //   BN         keys per tile: a multiple of 16 in [16, 256] (the N of S = Q·Kᵀ and the K of O += P·V).
 //   Stages     depth of the K and V rings (2 … 8; each stage holds one K and one V tile).
@@ -137,21 +144,26 @@ struct Config {
   static constexpr bool QRowsEpilogue = QRowsEpilogue_;
   static constexpr int BM = 64 * Consumers_;
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
-  static constexpr int Chunks = HeadDim_ / 64;            // 64-element (128-byte) column chunks of a row
+  static constexpr int ElementBytes = solder::gemm::dtype_bytes(T_);
+  static constexpr bool Fp8 = solder::gemm::dtype_is_fp8(T_);
+  static constexpr int ChunkElements = 128 / ElementBytes;             // elements of one 128-byte column chunk
+  static constexpr int Chunks = HeadDim_ * ElementBytes / 128;         // 128-byte column chunks of a row
   // Registers per thread after setmaxnreg (producer, consumer): 128 · (P + C · Consumers) ≤ 64 K.
   static constexpr int ProducerRegisters = Consumers_ == 2 ? 24 : 32;
   static constexpr int ConsumerRegisters = Consumers_ == 2 ? 240 : 160;
   // TMA box rows of the tensor maps (tile_rows for runtime::encode_gemm_operand; tile_k = 64).
   static constexpr int QBoxRows = 64;
   static constexpr int KVBoxRows = BN_;
-  static constexpr int QBytes = BM * HeadDim_ * 2;
-  static constexpr int KVTileBytes = BN_ * HeadDim_ * 2;  // one K or one V tile
+  static constexpr int QBytes = BM * HeadDim_ * ElementBytes;
+  static constexpr int KVTileBytes = BN_ * HeadDim_ * ElementBytes;  // one K or one V tile
+  // FP8: the Vᵀ ring (HeadDim rows of BN keys, 128-byte swizzled: P·V's K-major B), after the V ring.
+  static constexpr int VtTileBytes = Fp8 ? HeadDim_ * BN_ : 0;
   // The staged bias of one K stage: the tile (64-column chunks of BM rows × 128 bytes, 128-byte
   // swizzled like K) and the column bytes (one 128-byte box, not swizzled).
   static constexpr int StagedBias = StagedBias_;
   static constexpr int BiasTileBytes = (StagedBias_ & 1) ? BM * BN_ * 2 : 0;
   static constexpr int BiasColumnBytes = (StagedBias_ & 2) ? 128 : 0;
-  static constexpr int BiasTileOffset = QBuffers_ * QBytes + 2 * Stages_ * KVTileBytes;
+  static constexpr int BiasTileOffset = QBuffers_ * QBytes + 2 * Stages_ * KVTileBytes + Stages_ * VtTileBytes;
   static constexpr int BiasColumnOffset = BiasTileOffset + Stages_ * BiasTileBytes;
   // The staged epilogue's buffer: 64 × HeadDim 16-bit words per consumer (a multiple of 128 bytes from
   // the 1024-aligned base, so each 128-byte row of its swizzled panels starts a bank line). Without
@@ -162,11 +174,16 @@ struct Config {
   static constexpr int EpilogueBytes = StagedEpilogue_ && !EpilogueInQ ? BM * HeadDim_ * 2 : 0;
   static constexpr int EpilogueOffset = BiasColumnOffset + Stages_ * BiasColumnBytes;
   static constexpr int BarrierOffset = EpilogueOffset + EpilogueBytes;
-  // Q (QBuffers tiles), the K ring, the V ring, the staged bias, the staged epilogue's buffer,
-  // 2·QBuffers + 4·Stages mbarriers, 1 KB of slack to align to 1024 bytes.
-  static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ + 4 * Stages_) + 1024;
+  // Q (QBuffers tiles), the K ring, the V ring (FP8: and the Vᵀ ring), the staged bias, the staged
+  // epilogue's buffer, 2·QBuffers + 4·Stages mbarriers (FP8: + Stages, Vᵀ written), 1 KB of slack to
+  // align to 1024 bytes.
+  static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ + (Fp8 ? 5 : 4) * Stages_) + 1024;
 
-  static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16, "the attention skeleton takes bf16 or f16 (fp8: not yet)");
+  static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16 || T_ == Dtype::e4m3, "the attention skeleton takes bf16, f16 or e4m3");
+  static_assert(!Fp8 || ((HeadDim_ == 128 || HeadDim_ == 256) && BN_ == 128),
+                "e4m3: HeadDim 128 or 256 (hd64 runs as 128 with k = 64 in the maps) and BN 128 (one 128-byte Vᵀ row)");
+  static_assert(!Fp8 || (StagedBias_ == 0 && !StagedEpilogue_ && !Dynamic_),
+                "e4m3: not with a staged bias, the staged epilogue or Dynamic (the Vᵀ warps follow the plain work loop)");
   static_assert(HeadDim_ == 64 || HeadDim_ == 128 || HeadDim_ == 256, "HeadDim must be 64, 128 or 256");
   static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
   static_assert(Stages_ >= 2 && Stages_ <= 8, "Stages must be in [2, 8]");

@@ -101,6 +101,26 @@ namespace detail {
 template <Dtype T> struct cute_type;
 template <> struct cute_type<Dtype::bf16> { using type = cute::bfloat16_t; };
 template <> struct cute_type<Dtype::f16> { using type = cute::half_t; };
+template <> struct cute_type<Dtype::e4m3> { using type = cute::float_e4m3_t; };
+
+// FP8 (Config::T = e4m3): four floats rounded to e4m3 (nearest even, saturating to ±448: cvt.rn.satfinite)
+// and packed as one A-operand register, the first in the lowest byte.
+__device__ __forceinline__ uint32_t pack4_e4m3(float a, float b, float c, float d) {
+  uint16_t lo, hi;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b), "f"(a));  // (the first source is the high byte)
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d), "f"(c));
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+
+// FP8 P·V: the key order of the Vᵀ tile. The fp8 A operand (k 32) gives a thread four consecutive keys
+// 4·(lane % 4) .. + 3 of each half of 16 (PTX ISA, wgmma register fragment of A for .e4m3), where the
+// f32 accumulator of S gives it the pairs 2·(lane % 4), + 1 of each 8. So P's A registers are read
+// straight from the accumulator (register 4·kb + r: rows r % 2 ? +8 : +0, accumulator groups 4·kb +
+// 2·(r / 2) and + 1) and the keys of V are permuted to match: position L of a 16-key half of the Vᵀ row
+// holds key vt_key(L) of that half. A permutation of the summation index: Σ_L P(π L)·V(π L) = Σ_j P(j)·V(j).
+__host__ __device__ constexpr int vt_key(int position) {
+  return 8 * ((position % 4) / 2) + 2 * (position / 4) + position % 2;
+}
 
 // Two floats rounded to nearest even and packed as one A-operand register, the first in the low half.
 template <class T>
@@ -124,14 +144,16 @@ struct Types {
   // S = Q·Kᵀ for one warpgroup: 64 × BN × HeadDim, both operands K-major in shared memory.
   using MmaS = decltype(cute::SM90::GMMA::ss_op_selector<T, T, float, cute::Shape<cute::_64, BN, D>, cute::SM90::GMMA::Major::K,
                                                    cute::SM90::GMMA::Major::K>());
-  // O += P·V: 64 × HeadDim × BN, P from registers, V ([key][d], d contiguous) MN-major in shared memory.
+  // O += P·V: 64 × HeadDim × BN, P from registers, V ([key][d], d contiguous) MN-major in shared memory;
+  // FP8: Vᵀ ([d][key], keys contiguous: the transposed ring) K-major, the only B fp8 wgmma reads.
   using MmaO = decltype(cute::SM90::GMMA::rs_op_selector<T, T, float, cute::Shape<cute::_64, D, BN>, cute::SM90::GMMA::Major::K,
-                                                   cute::SM90::GMMA::Major::MN>());
+                                                   C::Fp8 ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN>());
   // Shared memory (what the producer's TMA boxes write, 128-byte swizzle): Q is (Consumers × Chunks)
   // chunks of 64 rows × 64 columns, consumer c's chunks first; K and V are (Stages × Chunks) chunks of
   // BN key rows × 64 columns. K is Kᵀ's K-major B; V's [key][d] chunks are P·V's MN-major B.
-  static constexpr int KBlocksS = C::HeadDim / 16;
-  static constexpr int KBlocksO = C::BN / 16;
+  // k-blocks of 32 bytes (16 elements of 16 bits, 32 of 8 bits)
+  static constexpr int KBlocksS = C::HeadDim * C::ElementBytes / 32;
+  static constexpr int KBlocksO = C::BN * C::ElementBytes / 32;
 };
 
 __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
@@ -165,6 +187,9 @@ __device__ __forceinline__ unsigned short lds_u16(uint32_t address) {
   unsigned short v;
   asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(address) : "memory");
   return v;
+}
+__device__ __forceinline__ void sts_u32(uint32_t address, unsigned int value) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(address), "r"(value) : "memory");
 }
 // (the same, zero-extended into a 32-bit register: the two bytes tested without a 16-bit extraction)
 __device__ __forceinline__ unsigned int lds_u16_wide(uint32_t address) {
@@ -285,6 +310,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   T* smem_q = reinterpret_cast<T*>(base);
   T* smem_k = reinterpret_cast<T*>(base + C::QBuffers * C::QBytes);
   T* smem_v = reinterpret_cast<T*>(base + C::QBuffers * C::QBytes + C::Stages * C::KVTileBytes);
+  // FP8: the Vᵀ ring (P·V's K-major B), written by the producer warpgroup's warps 1..3 (below).
+  unsigned char* smem_vt = base + C::QBuffers * C::QBytes + 2 * C::Stages * C::KVTileBytes;
   // A staged bias (functors.cuh): stage s's tile at BiasTileOffset + s·BiasTileBytes, its column bytes at
   // BiasColumnOffset + s·BiasColumnBytes (both empty without); the mbarriers after them.
   unsigned char* smem_bias_tile = base + C::BiasTileOffset;
@@ -298,6 +325,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   uint64_t* k_empty = k_full + C::Stages;
   uint64_t* v_full = k_empty + C::Stages;
   uint64_t* v_empty = v_full + C::Stages;
+  // FP8: vt_full[s], Vᵀ stage s written (one arrival per transposing warp); the consumers wait on it
+  // instead of v_full (pv_full). Stage s of V is refilled only after v_empty[s], which the consumers
+  // arrive at after their P·V read of Vᵀ stage s, itself after every transposing warp read V stage s.
+  uint64_t* vt_full = v_empty + C::Stages;
+  uint64_t* pv_full = C::Fp8 ? vt_full : v_full;
 
   // Work tiles: one block per tile (config.cuh: head-major, the query tiles of a head in reverse order),
   // or with Config::Persistent a longest-first list dealt out in a snake: the heads in groups whose K
@@ -632,6 +664,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       cuda::ptx::mbarrier_init(&v_full[s], 1);
       cuda::ptx::mbarrier_init(&k_empty[s], C::Consumers * 4);
       cuda::ptx::mbarrier_init(&v_empty[s], C::Consumers * 4);
+      if constexpr (C::Fp8) cuda::ptx::mbarrier_init(&vt_full[s], 3);  // warps 1..3 of the producer warpgroup
     }
     if constexpr (kDynamic) {
       for (int b = 0; b < 2; ++b) {
@@ -690,9 +723,15 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // producer thread spilled a register around its TMA issues: causal S 1k's free Config, hd128's stamped
   // one; 16 bytes with PostedWork's Work beside them, the Dynamic Config with turns).
   constexpr bool kWideProducer = (C::FreeConsumers || kStamps || C::PostedWork) && C::Consumers == 2;
+  // FP8 with two consumers: 40 and 232 (warps 1..3 transpose V: the work loop, four words in, four out).
   constexpr int kProducerRegisters =
-      kDataLoop && C::Consumers == 2 ? (kLazyTable || kPostedList ? 56 : kDynamic ? 48 : 40) : kWideProducer ? 32 : C::ProducerRegisters;
-  constexpr int kConsumerRegisters = kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232) : kWideProducer ? 232 : C::ConsumerRegisters;
+      C::Fp8 && C::Consumers == 2 ? 40
+      : kDataLoop && C::Consumers == 2 ? (kLazyTable || kPostedList ? 56 : kDynamic ? 48 : 40)
+      : kWideProducer ? 32 : C::ProducerRegisters;
+  constexpr int kConsumerRegisters = C::Fp8 && C::Consumers == 2 ? 232
+                                     : kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232)
+                                     : kWideProducer ? 232 : C::ConsumerRegisters;
+  static_assert(!C::Fp8 || !kData, "e4m3: not with a data mask (warps 1..3 classify there)");
   // setmaxnreg moves registers within the block's launch allocation (65536 / threads per thread, in
   // steps of 8: 168 at 384 threads): a warpgroup's .inc waits until others' .dec have freed enough, so
   // a split over that allocation never completes (a hang, not an error).
@@ -775,7 +814,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         for (int c = 0; c < C::Consumers; ++c)
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_q + qb * (C::QBytes / 2) + (c * C::Chunks + chunk) * 64 * 64, q, 64 * chunk, w.row0 + 64 * c,
+            detail::tma_load(base + qb * C::QBytes + (c * C::Chunks + chunk) * 64 * 128, q, C::ChunkElements * chunk, w.row0 + 64 * c,
                              operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), &q_full[qb]);
         ++q_loads;
         stamp_clock(record, 4);
@@ -799,7 +838,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
                                                static_cast<uint32_t>(C::KVTileBytes + C::BiasTileBytes + C::BiasColumnBytes));
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_k + (stage * C::Chunks + chunk) * C::BN * 64, k, 64 * chunk, j * C::BN, k_batch,
+            detail::tma_load(reinterpret_cast<unsigned char*>(smem_k) + (stage * C::Chunks + chunk) * C::BN * 128, k,
+                             C::ChunkElements * chunk, j * C::BN, k_batch,
                              &k_full[stage]);
           // The staged bias of key tile j on K's mbarrier: the tile in 64-key chunks of BM rows (one box
           // of 64 rows per consumer), the column bytes as one box of 128 keys.
@@ -818,7 +858,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
                                                &v_full[stage], static_cast<uint32_t>(C::KVTileBytes));
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(smem_v + (stage * C::Chunks + chunk) * C::BN * 64, v, 64 * chunk, j * C::BN, v_batch,
+            detail::tma_load(reinterpret_cast<unsigned char*>(smem_v) + (stage * C::Chunks + chunk) * C::BN * 128, v,
+                             C::ChunkElements * chunk, j * C::BN, v_batch,
                              &v_full[stage]);
         }
         stamp_clock(record, 6);
@@ -832,6 +873,55 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::work_counter[0] = 0;
           detail::work_counter[1] = 0;
           __threadfence();
+        }
+      }
+    } else if constexpr (C::Fp8) {
+      // ---- FP8: warps 1..3 transpose each V tile ([key][d], as TMA wrote it) into the Vᵀ ring ----
+      // Vᵀ stage s: HeadDim rows of BN = 128 bytes, 128-byte swizzled (byte L of row d at d·128 +
+      // ((L/16 XOR d%8)·16) + L%16), position L of each 16-key half holding key vt_key(L) of that half.
+      // One step of a warp: 8 d-quads × 4 key-quads (lane = 8a + b: d 4·(8·dh + b) .. + 3, positions
+      // 4·(4·lh + a) .. + 3); four 4-byte reads (one per key, four d each: the whole warp reads 128
+      // bytes of 4 distinct swizzled rows, conflict-free), a 4 × 4 byte transpose (8 PRMT), four 4-byte
+      // writes (one per d, four keys each). Follows the producer thread's loop over work tiles and key tiles.
+      if (thread < 32) return;
+      const int tw = thread / 32 - 1, lane_t = thread % 32;
+      const int a = lane_t / 8, b = lane_t % 8;
+      const uint32_t v_base = wgmma::shared_address(smem_v), vt_base = wgmma::shared_address(smem_vt);
+      constexpr int kSteps = (C::HeadDim / 32) * (C::BN / 16);
+      uint32_t loaded = 0;
+      for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
+        const Work w = locate(t);
+        const int count = tiles_of(w, list_of(round));
+        for (int n = 0; n < count; ++n, ++loaded) {
+          const int stage = detail::stage_of<C::Stages>(loaded);
+          detail::wait_parity(&v_full[stage], detail::phase_of<C::Stages>(loaded));
+          const uint32_t from = v_base + stage * C::KVTileBytes, to = vt_base + stage * C::VtTileBytes;
+#pragma unroll 1
+          for (int step = tw; step < kSteps; step += 3) {
+            const int dq = 8 * (step % (C::HeadDim / 32)) + b, lq = 4 * (step / (C::HeadDim / 32)) + a;
+            const int d0 = 4 * dq, chunk = d0 / 128, dc = d0 % 128;
+            const int half = 16 * (lq / 4), t4 = 4 * (lq % 4);
+            uint32_t word[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const int key = half + detail::vt_key(t4 + q);
+              word[q] = detail::lds_u32(from + chunk * C::BN * 128 + key * 128 + ((((dc / 16) ^ (key % 8)) * 16) | (dc % 16)));
+            }
+            const uint32_t lo01 = __byte_perm(word[0], word[1], 0x5140), lo23 = __byte_perm(word[2], word[3], 0x5140);
+            const uint32_t hi01 = __byte_perm(word[0], word[1], 0x7362), hi23 = __byte_perm(word[2], word[3], 0x7362);
+            const uint32_t out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+                                     __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
+            const int pos = 4 * lq;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int d = d0 + i;
+              detail::sts_u32(to + d * 128 + ((((pos / 16) ^ (d % 8)) * 16) | (pos % 16)), out[i]);
+            }
+          }
+          // generic writes, read next by the tensor cores (async proxy): fence in each writing thread first
+          cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+          __syncwarp();
+          if (lane_t == 0) cuda::ptx::mbarrier_arrive(&vt_full[stage]);
         }
       }
     } else if constexpr (kDataLoop) {
@@ -908,12 +998,13 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // Descriptors and fragments by index arithmetic (gemm/wgmma.cuh), in CuTe's register order.
     const uint64_t q_desc = wgmma::k_major(wgmma::shared_address(smem_q) + consumer * C::Chunks * 64 * 128);
     const uint64_t k_desc = wgmma::k_major(wgmma::shared_address(smem_k));
-    const uint64_t v_desc = wgmma::mn_major(wgmma::shared_address(smem_v), C::BN);
+    const uint64_t v_desc = C::Fp8 ? wgmma::k_major(wgmma::shared_address(smem_vt)) : wgmma::mn_major(wgmma::shared_address(smem_v), C::BN);
     constexpr uint32_t kKVStageBytes = C::Chunks * C::BN * 128;
     wgmma::Fragment<float, C::BN / 2> acc_s;
     wgmma::Fragment<float, C::HeadDim / 2> acc_o;
     // P: the A operand of P·V in registers, bf16/f16 pairs; register 4·kb + j holds acc_s(8·kb + 2j, + 1).
-    wgmma::Fragment<uint32_t, C::BN / 4> p;
+    // FP8: register 4·kb + r holds four e4m3 (vt_key above), BN / 8 registers.
+    wgmma::Fragment<uint32_t, C::BN * C::ElementBytes / 8> p;
     const int col_lane = 2 * (lane % 4);
     // The staged epilogue: consumer c syncs its warpgroup on named barrier kEpilogueBarrier + c.
     constexpr bool kStagedEpilogue = C::StagedEpilogue && epilogue_staged<Epilogue>(0) && !epilogue_preloads<Epilogue>(0);
@@ -959,8 +1050,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       if (lane == 0) cuda::ptx::mbarrier_arrive(bar);
     };
     auto to_p = [&] {
+      if constexpr (C::Fp8) {
 #pragma unroll
-      for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(acc_s(2 * i), acc_s(2 * i + 1));
+        for (int i = 0; i < C::BN / 8; ++i) {
+          const int a = 16 * (i / 4) + 8 * ((i % 4) / 2) + 2 * (i % 2);  // accumulator group 4·kb + 2·(r / 2), row half r % 2
+          p(i) = detail::pack4_e4m3(acc_s(a), acc_s(a + 1), acc_s(a + 4), acc_s(a + 5));
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(acc_s(2 * i), acc_s(2 * i + 1));
+      }
     };
     // S = Q·Kᵀ from Q buffer `qb` and K stage `stage`.
     auto issue_s = [&](int qb, int stage) {
@@ -978,10 +1077,11 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       wgmma::fence(p);
       wgmma::fence(acc_o);
       wgmma::arrive();
-      const uint64_t v_stage = wgmma::advance(v_desc, stage * kKVStageBytes);
+      const uint64_t v_stage = wgmma::advance(v_desc, stage * (C::Fp8 ? static_cast<uint32_t>(C::VtTileBytes) : kKVStageBytes));
 #pragma unroll
       for (int kb = 0; kb < Ty::KBlocksO; ++kb)
-        wgmma::mma_rs<typename Ty::MmaO>(p, kb, wgmma::advance(v_stage, wgmma::mn_major_block(kb)), acc_o, true);
+        wgmma::mma_rs<typename Ty::MmaO>(
+            p, kb, wgmma::advance(v_stage, C::Fp8 ? wgmma::k_major_block(C::HeadDim, kb) : wgmma::mn_major_block(kb)), acc_o, true);
       wgmma::commit();
     };
 
@@ -1353,7 +1453,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           take_turn();
           issue_s(qb, ks);
           rescale_o();  // by tile j−1's correction, while S_j runs (O is 0 after the first tile)
-          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + n - 1));
+          detail::wait_parity(&pv_full[vs], detail::phase_of<C::Stages>(first + n - 1));
           issue_o(vs);
           pass_turn();
           load_bias(j, ks);
@@ -1374,7 +1474,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         // Last P·V.
         {
           const int vs = detail::stage_of<C::Stages>(first + count - 1);
-          detail::wait_parity(&v_full[vs], detail::phase_of<C::Stages>(first + count - 1));
+          detail::wait_parity(&pv_full[vs], detail::phase_of<C::Stages>(first + count - 1));
           stamp_clock(record, 10);
           take_turn();
           stamp_clock(record, 11);

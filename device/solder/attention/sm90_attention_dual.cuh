@@ -134,6 +134,8 @@ struct DualConfig {
   static constexpr int BM = 64;               // query rows of a work tile (both halves)
   static constexpr int Threads = 384;         // the producer warpgroup and two consumers
   static constexpr int Chunks = HeadDim_ / 64;
+  static constexpr int ElementBytes = 2;  // 16-bit only (detail::Types: the k-blocks, P·V's B layout)
+  static constexpr bool Fp8 = false;
   // With a cluster the multicast producer needs more than 24 registers (it spilled 24 bytes at 24): 40, and
   // the consumers 232 (setmaxnreg moves registers within the launch's 384 × 168 = 128 × 40 + 256 × 232),
   // which hd64's consumers fit (hd128's spilled up to 60 bytes in the device test: clusters at hd64 only)

@@ -323,7 +323,7 @@ bool MmaStreamWriter::is_scores_contraction(const ReduceNode& r) {
       auto l = f.as<LoadNode>();
       const Buffer* buf = kernel_.find_buffer(l->tensor);
       size_t m = l->index.size();
-      if (buf->scope != Scope::shared || !is_16bit(buf->dtype) || m < 2 || !leading_indices_trivial(l->index, axes)) return false;
+      if (buf->scope != Scope::shared || !is_tile_type(buf->dtype) || m < 2 || !leading_indices_trivial(l->index, axes)) return false;
       if (is_var(l->index[m - 2], i) && is_var(l->index[m - 1], d) && !a) a = l;
       else if (is_var(l->index[m - 2], j) && is_var(l->index[m - 1], d) && !b) b = l;
       else return false;
@@ -365,13 +365,13 @@ bool MmaStreamWriter::is_second_contraction(const ReduceNode& r) {
     bool tile = false;
     for (auto& t : tensors_used(f)) {
       const Buffer* buf = kernel_.find_buffer(t);
-      tile |= buf && buf->scope == Scope::shared && t != S_ && is_16bit(buf->dtype) && !leading_ones(buf->shape, 1) && !score_source(t);
+      tile |= buf && buf->scope == Scope::shared && t != S_ && is_tile_type(buf->dtype) && !leading_ones(buf->shape, 1) && !score_source(t);
     }
     if (f.kind() == ExprKind::Load && tile && !v) {
       auto l = f.as<LoadNode>();
       const Buffer* buf = kernel_.find_buffer(l->tensor);
       size_t m = l->index.size();
-      if (!is_16bit(buf->dtype) || m < 2 || !leading_indices_trivial(l->index, axes) || !is_var(l->index[m - 2], j) || !is_var(l->index[m - 1], dv)) return false;
+      if (!is_tile_type(buf->dtype) || m < 2 || !leading_indices_trivial(l->index, axes) || !is_var(l->index[m - 2], j) || !is_var(l->index[m - 1], dv)) return false;
       v = l;
     } else if (tile) {
       return false;

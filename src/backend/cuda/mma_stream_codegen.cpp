@@ -14,6 +14,7 @@ namespace solder::mma_stream {
 
 MmaStreamKernel MmaStreamWriter::write() {
   analyze();
+  if (!is_16bit(in_dtype_)) refuse(std::string(dtype_name(in_dtype_)) + " tiles (this schedule takes bf16 and f16; the attention skeleton runs e4m3)");
   for (auto& [name, role] : roles_)
     if (role == Role::score_input) refuse("the scores read tile " + name + " (a [rows, keys] input staged per step: the attention skeleton's, not this schedule's)");
   const int threads = warps_ * 32;

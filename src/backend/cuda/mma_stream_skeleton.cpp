@@ -39,7 +39,9 @@ namespace solder::mma_stream {
 
 namespace {
 
-const char* skeleton_dtype_name(DType t) { return t == DType::f16 ? "solder::gemm::Dtype::f16" : "solder::gemm::Dtype::bf16"; }
+const char* skeleton_dtype_name(DType t) {
+  return t == DType::f16 ? "solder::gemm::Dtype::f16" : t == DType::f8e4m3 ? "solder::gemm::Dtype::e4m3" : "solder::gemm::Dtype::bf16";
+}
 
 // `var * extent + other` (either order of the sum's terms and of the product's factors).
 bool is_tile_index(const Expr& e, const std::string& tile_var, int64_t extent, const std::string& var) {
@@ -298,11 +300,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   analyze();
   const std::string name = cuda_identifier(kernel_.name);
   // ---- The operands and the tile configuration ----
-  if (!is_16bit(in_dtype_)) refuse("the inputs are " + std::string(dtype_name(in_dtype_)) + " (the skeleton takes bf16 and f16)");
+  if (!is_16bit(in_dtype_) && in_dtype_ != DType::f8e4m3)
+    refuse("the inputs are " + std::string(dtype_name(in_dtype_)) + " (the skeleton takes bf16, f16 and f8e4m3)");
+  // FP8 (e4m3 Q, K, V; Config's T = e4m3): S and P·V on fp8 wgmma, P rounded to e4m3 (the contracts'
+  // T, which the precision policy states), V transposed in shared memory (docs/attention-skeleton.md).
+  const bool fp8 = in_dtype_ == DType::f8e4m3;
   if (D_ != DV_) refuse("the head dims of Q·Kᵀ (" + std::to_string(D_) + ") and P·V (" + std::to_string(DV_) + ") differ");
   if (D_ != 32 && D_ != 64 && D_ != 128 && D_ != 256) refuse("head dim " + std::to_string(D_) + " (the skeleton takes 32, 64, 128 and 256)");
   {
-    const MmaType want = in_dtype_ == DType::bf16 ? MmaType::bf16 : MmaType::f16;
+    const MmaType want = in_dtype_ == DType::bf16 ? MmaType::bf16 : in_dtype_ == DType::f8e4m3 ? MmaType::f8e4m3 : MmaType::f16;
     int contract_count = 0;
     std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
       for (auto& s : body) {
@@ -1001,7 +1007,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool short_rows = short_masked || short_plain || short_all || causal_long || two_long;
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
-  const int64_t kHeadDim = D_ < 64 ? 64 : D_;
+  // FP8: rows of 128 bytes (head dim 64, and 32, in the HeadDim 128 configuration, zero-filled alike).
+  const int64_t kHeadDim = fp8 ? (D_ <= 128 ? 128 : D_) : D_ < 64 ? 64 : D_;
   // A data mask: 2 consumers (128 query rows per work tile: a block's rows span fewer documents, so more
   // key tiles are skipped, and the per-score id compares of boundary tiles fit in 240 registers).
   // $SOLDER_ATTN_CONSUMERS=2|3 overrides the count for long rows at hd64 with the identity or an affine
@@ -1295,6 +1302,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const bool two_long_posted = true;
     if (e && *e) posted_work = dynamic && std::string(e) == "1";
     else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
+  }
+  if (fp8) {
+    // The fp8 Config: two consumers, 128-key tiles (one 128-byte Vᵀ row), one block per work tile, one Q
+    // buffer, 4 stages of K, V and Vᵀ (16 KB each at hd128: 208 KB with Q), the consumers' turns.
+    if (staged_bits || with_bias || data) refuse("an fp8 kernel with a staged or global bias or a data mask (the fp8 path takes none yet)");
+    if (!dual_first_.empty()) refuse("the dual mode in fp8 (not built)");
+    if (kHeadDim > 128) refuse("fp8 at head dim " + std::to_string(D_) + " (the fp8 path is built for 64 and 128)");
+    consumers = 2;
+    persistent = false;
+    q_buffers = 1;
+    stages = 4;
+    stagger = 0;
+    dynamic = false;
+    free_consumers = false;
+    posted_work = false;
   }
   const int bm = 64 * consumers;
   // The staged epilogue (Config's StagedEpilogue: O through a shared-memory buffer, 16-byte coalesced
@@ -1737,7 +1759,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       const bool by_two_comparisons = !forced && two_comparisons_free_staged && free_consumers && persistent && stagger == 0;
       const bool wide_by_default = !forced && !persistent && identity && !cond && !data && !staged_bits && !with_bias && plain_layout;
       // (3 consumers at 160 registers: only with the identity score; softcap's staged kernel spills 4 bytes)
-      const bool allowed = !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
+      const bool allowed = !fp8 && !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
                            (consumers == 2 || identity);
       if ((everywhere || by_default || by_data_mask || by_two_comparisons || wide_by_default) && allowed) {
         const int64_t epi_bytes = persistent && !q_rows ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
@@ -1841,6 +1863,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               std::to_string(consumers) +
                               (free_consumers ? " free consumer warpgroups (no turns: each issues as soon as its operands are there) + 1 TMA producer warp), "
                                               : " consumer warpgroups in ping-pong + 1 TMA producer warp), ") +
+                              (fp8 ? std::string("fp8: S and P·V on e4m3 wgmma (k 32), P rounded to e4m3 in registers, each V tile transposed to Vᵀ [d][key] "
+                                                 "in shared memory by 3 producer warps (fp8 wgmma reads B K-major only), ")
+                                   : std::string("")) +
                               std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
                                                 (dynamic ? std::string("each block's first tile, then claimed from a counter as blocks free up") : std::string("snake order")) +
@@ -1889,7 +1914,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   result.info.threads = 128 * (consumers + 1);
   result.info.cluster = 1;
   result.info.blocks = persistent ? std::min<int64_t>(tiles, kSmCount) : tiles;
-  result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * stages * bn * kHeadDim * 2 + 8 * (2 * q_buffers + 4 * stages) + 1024 +
+  const int64_t element_bytes = fp8 ? 1 : 2;  // (Config::SmemBytes; fp8: the Vᵀ ring and its mbarriers)
+  result.info.shared_bytes = static_cast<int64_t>(q_buffers) * bm * kHeadDim * element_bytes + 2LL * stages * bn * kHeadDim * element_bytes +
+                             8 * (2 * q_buffers + (fp8 ? 5 : 4) * stages) + 1024 + (fp8 ? static_cast<int64_t>(stages) * bn * kHeadDim : 0) +
                              (staged_epilogue && persistent && !q_rows_epilogue ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +  // (Config::EpilogueInQ: none)
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
@@ -1911,7 +1938,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   auto operand = [&](const GlobalTensor& t, int64_t rows, int64_t lead, int tile_rows) {
     GemmSkeletonLaunch::Operand r;
     r.global = global_index(t.name);
-    r.dtype = in_dtype_ == DType::f16 ? 1 : 0;
+    r.dtype = in_dtype_ == DType::f16 ? 1 : fp8 ? 2 : 0;  // (runtime::GemmDtype)
     r.k_major = true;
     r.rows = rows;
     r.k = D_;
@@ -1919,7 +1946,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     r.batch = lead;
     r.batch_stride = rows * D_;
     r.tile_rows = tile_rows;
-    r.tile_k = 64;
+    r.tile_k = fp8 ? 128 : 64;  // one 128-byte swizzle row
     return r;
   };
   // (an operand with a fixed lead block: its map covers all its heads, the shape says where ours are)

@@ -28,6 +28,9 @@ struct Refusal {
 [[noreturn]] inline void refuse(const std::string& why) { throw Refusal{why}; }
 
 inline bool is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
+// The tile types of the attention shape's analysis: 16-bit, or e4m3 (the attention skeleton's fp8 path;
+// the stream writer of mma_stream_codegen.cpp refuses it).
+inline bool is_tile_type(DType t) { return is_16bit(t) || t == DType::f8e4m3; }
 
 // score_input: a [BM, BN] tile staged from an input each step and read by the score (evoformer's pair
 // bias); only the attention skeleton reads it (from global memory, where it is); the emitter's own

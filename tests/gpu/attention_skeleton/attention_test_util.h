@@ -10,14 +10,17 @@
 namespace attention_test {
 
 using gemm_test::decode16;
+using gemm_test::decode8;
 using gemm_test::encode16;
+using gemm_test::encode8;
 using solder::attention::AttentionShape;
 using solder::attention::Dtype;
 using solder::attention::TensorMap;
 namespace rt = solder::runtime;
 
-// One [batch·heads][seq][D] tensor with rows ld ≥ D elements apart; the padding holds NaN (a kernel
-// that reads past D gets NaN into its results). `values` holds the decoded values, [bh][row][d].
+// One [batch·heads][seq][D] tensor with rows ld ≥ D elements apart (16-bit, or e4m3: 1 byte); the
+// padding holds NaN (a kernel that reads past D gets NaN into its results). `values` holds the decoded
+// values, [bh][row][d].
 struct Tensor {
   Dtype dtype = Dtype::bf16;
   int bh = 0, seq = 0, dim = 0;
@@ -35,21 +38,30 @@ inline Tensor make_tensor(Dtype dtype, int bh, int seq, int dim, int64_t ld, std
   t.seq = seq;
   t.dim = dim;
   t.ld = ld;
-  t.bytes = size_t(bh) * seq * ld * 2;
-  std::vector<uint16_t> storage(t.bytes / 2, 0xFFFF);  // NaN in bf16 and f16
+  const bool byte = solder::gemm::dtype_bytes(dtype) == 1;
+  t.bytes = size_t(bh) * seq * ld * (byte ? 1 : 2);
+  std::vector<uint16_t> storage(byte ? 0 : t.bytes / 2, 0xFFFF);  // NaN in bf16 and f16
+  std::vector<uint8_t> storage8(byte ? t.bytes : 0, 0x7F);         // NaN in e4m3 (and e5m2)
   t.values.assign(size_t(bh) * seq * dim, 0.0f);
   if (rng) {
     std::uniform_real_distribution<float> dist(-range, range);
     for (int b = 0; b < bh; ++b)
       for (int r = 0; r < seq; ++r)
         for (int d = 0; d < dim; ++d) {
-          const uint16_t bits = encode16(dtype, dist(*rng));
-          storage[(size_t(b) * seq + r) * ld + d] = bits;
-          t.values[(size_t(b) * seq + r) * dim + d] = decode16(dtype, bits);
+          const size_t at = (size_t(b) * seq + r) * ld + d;
+          float value;
+          if (byte) {
+            storage8[at] = encode8(dtype, dist(*rng));
+            value = decode8(dtype, storage8[at]);
+          } else {
+            storage[at] = encode16(dtype, dist(*rng));
+            value = decode16(dtype, storage[at]);
+          }
+          t.values[(size_t(b) * seq + r) * dim + d] = value;
         }
   }
   CUDA_CHECK(cudaMalloc(&t.device, t.bytes));
-  CUDA_CHECK(cudaMemcpy(t.device, storage.data(), t.bytes, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(t.device, byte ? static_cast<const void*>(storage8.data()) : storage.data(), t.bytes, cudaMemcpyHostToDevice));
   return t;
 }
 
@@ -70,7 +82,7 @@ inline TensorMap make_map(const Tensor& t, int tile_rows, const char* what) {
   g.batch = t.bh;
   g.batch_stride = t.ld * t.seq;
   g.tile_rows = tile_rows;
-  g.tile_k = 64;
+  g.tile_k = 128 / solder::gemm::dtype_bytes(t.dtype);  // one 128-byte swizzle row
   g.base = reinterpret_cast<uintptr_t>(t.device);
   rt::TmaEncodeArgs args;
   const std::string problem = rt::plan_gemm_operand(g, what, &args);

@@ -413,6 +413,131 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   if (Gated) free_tensor(gate);
 }
 
+// FP8 (Config::T = e4m3): q, k, v e4m3 (random e4m3 values), o bf16. The reference rounds what the
+// kernel rounds: P = exp(s − max s) to e4m3 (nearest even) before P·V, the row sum Σ p in full
+// precision, S and the softmax in float64. The kernel rounds exp(s − running max), rescaled later by
+// the correction, so each P may round differently from the reference's: per term at most half an
+// e4m3 ulp in each (2^-4 relative, 2^-10 absolute below 2^-6), hence the bound 2·(2^-4·Σ p|v| +
+// 2^-10·Σ|v|)/Σ p + the bf16 output's 2^-8·|o|; and the whole output within the fp8 tolerance class
+// (relative L2 5e-2). Head dim D < HeadDim runs with k = D in the tensor maps (TMA zero-fills the rest).
+template <class C, class Mask>
+void run_fp8_case(const char* name, const Case& c, const Mask& mask, std::mt19937& rng, int D = C::HeadDim) {
+  static_assert(C::T == Dtype::e4m3, "run_fp8_case: an e4m3 Config");
+  if (!case_filter.empty() && std::string(name).find(case_filter) == std::string::npos) return;
+  const int bh = c.batch * c.heads, bh_kv = c.batch * c.heads_kv;
+  Tensor q = make_tensor(C::T, bh, c.seq_q, D, D + c.pad, &rng, 2.0f);
+  Tensor k = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 2.0f);
+  Tensor v = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 1.0f);
+  Tensor o = make_tensor(Dtype::bf16, bh, c.seq_q, D, D, nullptr, 0.0f);  // all NaN
+  TensorMap mq = make_map(q, C::QBoxRows, "q"), mk = make_map(k, C::KVBoxRows, "k"), mv = make_map(v, C::KVBoxRows, "v");
+  AttentionShape shape;
+  shape.batch = c.batch;
+  shape.heads = c.heads;
+  shape.heads_kv = c.heads_kv;
+  shape.seq_q = c.seq_q;
+  shape.seq_k = c.seq_k;
+  const StoreCols<Dtype::bf16> epilogue{o.device, D, c.seq_q, D};
+  const double scale = 1.0 / std::sqrt(double(D));
+  const PlainScore score{float(1.4426950408889634 * scale)};
+  const size_t count = size_t(bh) * c.seq_q * D;
+  std::vector<double> ref(count), bound(count);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int b = 0; b < bh; ++b)
+    for (int i = 0; i < c.seq_q; ++i) {
+      const int g = (b / c.heads) * c.heads_kv + (b % c.heads) / (c.heads / c.heads_kv);
+      std::vector<double> w(c.seq_k, 0.0), p8(c.seq_k, 0.0);
+      double mx = -INFINITY;
+      for (int j = 0; j < c.seq_k; ++j) {
+        if (!host_visible(mask, b, i, j)) continue;
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += double(q.at(b, i, d)) * double(k.at(g, j, d));
+        w[j] = dot * scale;
+        mx = std::max(mx, w[j]);
+      }
+      double total = 0;
+      for (int j = 0; j < c.seq_k; ++j) {
+        w[j] = host_visible(mask, b, i, j) ? std::exp(w[j] - mx) : 0.0;
+        p8[j] = decode8(Dtype::e4m3, encode8(Dtype::e4m3, float(w[j])));
+        total += w[j];
+      }
+      for (int d = 0; d < D; ++d) {
+        double acc = 0, m = 0, a = 0;
+        for (int j = 0; j < c.seq_k; ++j) {
+          if (!host_visible(mask, b, i, j)) continue;
+          acc += p8[j] * double(v.at(g, j, d));
+          m += w[j] * std::fabs(double(v.at(g, j, d)));
+          a += std::fabs(double(v.at(g, j, d)));
+        }
+        const size_t at = (size_t(b) * c.seq_q + i) * D + d;
+        ref[at] = total > 0 ? acc / total : 0.0;
+        bound[at] = total > 0 ? 2 * (std::ldexp(m, -4) + std::ldexp(a, -10)) / total + std::ldexp(std::fabs(ref[at]), -8) + 1e-5 : 1e-5;
+      }
+    }
+  std::vector<uint16_t> first(count), got(count);
+  for (int run = 0; run < 2; ++run) {
+    CUDA_CHECK(cudaMemset(o.device, 0xFF, o.bytes));
+    if (run == 0) launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, 0);
+    else launch<C>(mq, mk, mv, shape, score, mask, epilogue, 0, persistent_blocks);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(run == 0 ? first.data() : got.data(), o.device, o.bytes, cudaMemcpyDeviceToHost));
+  }
+  ++cases;
+  long long bad = 0, nan = 0, moved = 0;
+  double worst = 0, err2 = 0, ref2 = 0;
+  size_t first_bad = size_t(-1);
+  for (size_t i = 0; i < count; ++i) {
+    const double g = decode16(Dtype::bf16, got[i]);
+    const double err = std::fabs(g - ref[i]);
+    if (std::isnan(g)) ++nan;
+    if (got[i] != first[i]) ++moved;
+    if (!(err <= bound[i])) {
+      ++bad;
+      if (first_bad == size_t(-1)) first_bad = i;
+    }
+    worst = std::max(worst, err / bound[i]);
+    err2 += (g - ref[i]) * (g - ref[i]);
+    ref2 += ref[i] * ref[i];
+  }
+  const double rel = std::sqrt(err2 / (ref2 + 1e-300));
+  const bool ok = bad == 0 && nan == 0 && moved == 0 && rel < 5e-2;
+  if (!ok) ++failures;
+  unsigned long long bits_hash = 1469598103934665603ull;
+  for (size_t i = 0; i < count; ++i) bits_hash = (bits_hash ^ got[i]) * 1099511628211ull;
+  std::printf("%s %-34s D%-3d B%d H%d/%d Sq%-5d Sk%-5d pad%d: %lld wrong, %lld NaN, %lld differ persistent(%d)/not, worst err/bound %.3f, rel L2 %.2e, bits %016llx\n",
+              ok ? "OK  " : "FAIL", name, D, c.batch, c.heads, c.heads_kv, c.seq_q, c.seq_k, c.pad, bad, nan, moved, C::Persistent ? persistent_blocks : 0, worst,
+              rel, bits_hash);
+  if (!ok && first_bad != size_t(-1)) {
+    const size_t row = first_bad / D;
+    std::printf("     first wrong: bh %zu row %zu d %zu: got %.6f, expected %.6f (bound %.2e)\n", row / c.seq_q, row % c.seq_q,
+                first_bad % D, decode16(Dtype::bf16, got[first_bad]), ref[first_bad], bound[first_bad]);
+  }
+  std::fflush(stdout);
+  free_tensor(q);
+  free_tensor(k);
+  free_tensor(v);
+  free_tensor(o);
+}
+
+// FP8 cases: head dims 128 and 64 (in the HeadDim 128 configuration), ragged lengths, grouped heads,
+// padded rows, no mask and causal (top-left, bottom-right, an offset that leaves rows with no key).
+template <class C>
+void run_fp8(const char* name, std::mt19937& rng) {
+  char label[96];
+  for (int D : {128, 64}) {
+    for (const Case& c : {Case{1, 1, 1, 1, 1, 0}, Case{1, 2, 2, 17, 17, 16}, Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 1, 129, 300, 16},
+                          Case{2, 4, 2, 257, 257, 0}, Case{1, 2, 2, 1000, 1000, 0}, Case{1, 1, 1, 2048, 2048, 0}}) {
+      std::snprintf(label, sizeof label, "%s plain", name);
+      run_fp8_case<C>(label, c, NoMask{}, rng, D);
+      std::snprintf(label, sizeof label, "%s causal", name);
+      run_fp8_case<C>(label, c, CausalMask{0}, rng, D);
+    }
+    std::snprintf(label, sizeof label, "%s causal bottom-right", name);
+    run_fp8_case<C>(label, Case{1, 2, 1, 129, 300, 16}, CausalMask{300 - 129}, rng, D);
+    std::snprintf(label, sizeof label, "%s causal offset -5", name);
+    run_fp8_case<C>(label, Case{2, 3, 3, 100, 100, 0}, CausalMask{-5}, rng, D);
+  }
+}
+
 const Case kShapes[] = {
     {1, 1, 1, 1, 1, 0},     {1, 2, 2, 17, 17, 8},     {2, 3, 3, 100, 100, 0},   {1, 2, 1, 129, 300, 8},
     {1, 2, 2, 300, 129, 0}, {2, 4, 2, 257, 257, 0},   {1, 2, 2, 1000, 1000, 0}, {1, 1, 1, 2048, 2048, 0},
@@ -796,6 +921,10 @@ int main(int argc, char** argv) {
   if (!data_only) case_filter = mode;
   if (!case_filter.empty()) std::printf("only the cases whose label contains \"%s\"\n", case_filter.c_str());
   if (!data_only) {
+    // FP8 (e4m3 operands, P rounded to e4m3, bf16 output): first, the newest path
+    run_fp8<Config<Dtype::e4m3, 128, 128, 2, 2>>("e4m3 d128 128x128 s2", rng);
+    run_fp8<Config<Dtype::e4m3, 128, 128, 4, 2, true>>("e4m3 d128 128x128 s4 P", rng);
+    run_fp8<Config<Dtype::e4m3, 128, 128, 3, 2, true, 0, 2>>("e4m3 d128 128x128 s3 P q2", rng);
     // Affine scores (ALiBi) in the emitter's configurations: hd64 short rows (persistent, 2 Q buffers,
     // staggered, 6 stages), hd64 long rows (192 x 128, 3 consumers, one block per tile: the two-FFMA form
     // for both functors there; and 2 consumers), hd128, f16

@@ -17,7 +17,7 @@ struct Case {
 };
 
 // The last definition of `program` as a reduce, canonicalized under `policy`.
-Case canonicalize_last(const std::string& program, bool sixteen_bit = false) {
+Case canonicalize_last(const std::string& program, bool sixteen_bit = false, bool fp8 = false) {
   BoundProgram bound = testing::bind_text(program);
   const BoundDefinition& def = bound.defs.back();
   ReduceNode r;
@@ -29,7 +29,7 @@ Case canonicalize_last(const std::string& program, bool sixteen_bit = false) {
   for (size_t i = 0; i < def.def->reduce_vars.size(); ++i) r.reduce_axes.push_back({def.def->reduce_vars[i].name, def.r_extents[i]});
   r.dst.name = def.def->target.name;
   r.value = def.def->body;
-  ContractPolicy policy{sixteen_bit, sixteen_bit ? "16-bit outputs" : "f32 outputs"};
+  ContractPolicy policy{sixteen_bit, fp8 ? "fp8 inputs" : sixteen_bit ? "16-bit outputs" : "f32 outputs", fp8};
   Case c;
   c.result = canonicalize_contraction(r, [&](const std::string& name) -> std::optional<DType> { return bound.tensor(name).dtype; }, policy);
   if (c.result.contract) {
@@ -82,6 +82,39 @@ TEST(Canonicalize, ComputedOperandIsRoundedOnlyIn16BitPrograms) {
   ASSERT_TRUE(wide.result.contract);
   EXPECT_EQ(wide.result.contract->type, MmaType::f32);
   EXPECT_NE(notes(wide).find("T = f32, no operand rounding"), std::string::npos) << notes(wide);
+}
+
+TEST(Canonicalize, Fp8ClassRoundsAComputedOperandBesideAnFp8OneToItsType) {
+  // attention_fp8's P·V: P = exp(s − m) computed in f32, V e4m3. In the fp8 tolerance class P is
+  // rounded to e4m3 (FlashAttention-3's fp8 P·V); in the 16-bit class without an fp8 input nothing
+  // holds it (no 16-bit tensor read, an fp8 partner): T stays f32.
+  std::string text = std::string(kHeader) +
+                     "in sc[M, K] : f32\nin mx[M] : f32\nin v[K, N] : f8e4m3\n"
+                     "out y[m, n] : bf16 = sum(k) exp(sc[m, k] - mx[m]) * v[k, n]\n";
+  Case fp8 = canonicalize_last(text, true, true);
+  EXPECT_EQ(fp8.printed, "contract(f8e4m3) y[m, n] = Σ (exp(sc[m, k] - mx[m])) · (v[k, n])  over m < 4, n < 8  reducing k < 16  rows m; columns n");
+  EXPECT_NE(notes(fp8).find("operand A = exp(sc[m, k] - mx[m]) is computed: rounded to f8e4m3, the fp8 type of operand B (fp8 inputs)"),
+            std::string::npos)
+      << notes(fp8);
+  Case sixteen = canonicalize_last(text, true, false);
+  ASSERT_TRUE(sixteen.result.contract);
+  EXPECT_EQ(sixteen.result.contract->type, MmaType::f32);
+  // a computed operand that reads a 16-bit tensor keeps the 16-bit rule in the fp8 class too
+  Case mixed = canonicalize_last(std::string(kHeader) +
+                                     "in a[M, K] : bf16\nin g[M] : f32\nin w[K, N] : f8e4m3\n"
+                                     "out y[m, n] : bf16 = sum(k) exp(a[m, k] - g[m]) * w[k, n]\n",
+                                 true, true);
+  ASSERT_TRUE(mixed.result.contract);
+  EXPECT_EQ(mixed.result.contract->type, MmaType::bf16);
+}
+
+TEST(Canonicalize, Fp8ToleranceClassNeedsAnFp8InputAndNarrowOutputs) {
+  EXPECT_TRUE(contract_policy_for({{"o", DType::bf16}}, {{"q", DType::f8e4m3}, {"k", DType::bf16}}).fp8);
+  EXPECT_EQ(contract_policy_for({{"o", DType::bf16}}, {{"q", DType::f8e4m3}}).why,
+            "every output is 16-bit or narrower and input q is fp8 (tolerance class 5e-2)");
+  EXPECT_FALSE(contract_policy_for({{"o", DType::bf16}}, {{"q", DType::bf16}}).fp8);
+  EXPECT_FALSE(contract_policy_for({{"o", DType::f32}}, {{"q", DType::f8e4m3}}).fp8);
+  EXPECT_FALSE(contract_policy_for({{"o", DType::bf16}}).fp8);
 }
 
 TEST(Canonicalize, BatchAxesAreSharedAndScalarScalesAreCollected) {

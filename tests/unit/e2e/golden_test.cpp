@@ -59,8 +59,9 @@ TEST(Golden, GeneratedCudaOfTheSmallExamples) {
 // tiles on wgmma): the per-tile skip decision in the generated code (docs/architecture.md, "Tile
 // skipping and block order"), from the ids' per-tile min/max (document_mask) and from index expressions
 // with the longest-first block order (causal); on the attention skeleton, the key range solved from the
-// mask's linear bounds (causal, sliding_window, prefix_lm) and the affine score (alibi).
-const char* kGoldenMaskedExamples[] = {"document_mask", "causal", "sliding_window", "prefix_lm", "alibi"};
+// mask's linear bounds (causal, sliding_window, prefix_lm) and the affine score (alibi); and the skeleton's
+// fp8 path (attention_fp8: e4m3 q, k, v, head dim 64 in the HeadDim 128 configuration).
+const char* kGoldenMaskedExamples[] = {"document_mask", "causal", "sliding_window", "prefix_lm", "alibi", "attention_fp8"};
 
 TEST(Golden, GeneratedCudaOfMaskedAttentionOverSeveralTiles) {
   for (const char* name : kGoldenMaskedExamples) {
