@@ -44,7 +44,7 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1, "i32": 4
 REFERENCE_CEILINGS = {"copy_TBps": 3.00, "bf16_mm_TFLOPs": 710.0, "fp8_mm_TFLOPs": 1420.0}
 L2_BYTES = 50 * 1024 * 1024  # H100: 50 MB
 
-SUITES = ("attention", "gemm_chains", "reductions", "decode", "contractions", "attention_hd256")
+SUITES = ("attention", "gemm_chains", "reductions", "decode", "contractions", "attention_hd256", "attention_fp8")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -381,7 +381,6 @@ def _attention_cases():
         ("vanilla", (64, 128)), ("causal", (64, 128)), ("alibi", (64,)), ("softcap", (64,)),
         ("sliding_window", (64,)), ("prefix_lm", (64,)), ("document_mask", (64,)), ("gqa", (64,)),
         ("diff_attn", (64, 128)),
-        ("attention_fp8", (64, 128)),  # e4m3 q, k, v, P rounded to e4m3, bf16 o (issue 17 item 1)
     ]
     for wl, hds in variants:
         for D in hds:
@@ -411,6 +410,20 @@ def _attention_hd256_cases():
             B = ATTN_TOKENS // S
             cases.append(Case(f"{wl}-d256-s{S}", "attention_hd256", wl, {"B": B, "S": S, "D": 256, "H": 16},
                               tag=f"B{B} S{S} D256", quick=(S == 4096 and wl == "vanilla")))
+    return cases
+
+
+def _attention_fp8_cases():
+    """attention_fp8 (e4m3 q, k, v, P rounded to e4m3, bf16 o; issue 17 item 1) at the attention suite's
+    shapes, hd64 and hd128, against cuDNN's bf16 kernel on the dequantized inputs: a suite of its own, outside
+    the 40 cells of the head table, like attention_hd256."""
+    cases = []
+    for D in (64, 128):
+        for S in ATTN_SEQS:
+            B = ATTN_TOKENS // S
+            cases.append(Case(f"attention_fp8-d{D}-s{S}", "attention_fp8", "attention_fp8",
+                              {"B": B, "S": S, "D": D, "H": 16}, tag=f"B{B} S{S} D{D}",
+                              quick=(D == 64 and S == 4096)))
     return cases
 
 
@@ -469,7 +482,7 @@ def _contraction_cases():
 
 
 ALL_CASES = (_attention_cases() + _gemm_cases() + _reduction_cases() + _decode_cases() + _contraction_cases()
-             + _attention_hd256_cases())
+             + _attention_hd256_cases() + _attention_fp8_cases())
 CASES_BY_ID = {c.id: c for c in ALL_CASES}
 assert len(CASES_BY_ID) == len(ALL_CASES), "duplicate case ids"
 
