@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -12,6 +13,13 @@
 #include "ir/verifier.h"
 
 namespace solder::testing {
+
+// Sets an environment variable for one scope (a knob under test) and unsets it after.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { setenv(name.c_str(), value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
 
 inline BoundProgram bind_text(const std::string& text, bool small = false,
                               std::vector<std::pair<std::string, int64_t>> overrides = {}) {

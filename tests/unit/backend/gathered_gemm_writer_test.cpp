@@ -24,11 +24,7 @@ GeneratedModule example_for_gpu(const std::string& name, std::vector<std::pair<s
 }
 
 // Sets an environment variable for the scope (the writer's and planner's tuning switches).
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { setenv(name.c_str(), value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using testing::ScopedEnv;
 
 int gathered_kernels(const GeneratedModule& m) {
   int n = 0;

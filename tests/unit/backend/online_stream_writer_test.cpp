@@ -17,11 +17,7 @@
 namespace solder {
 namespace {
 
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { setenv(name.c_str(), value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using testing::ScopedEnv;
 
 KernelProgram gpu_kernels(const std::string& name, bool small, std::vector<std::pair<std::string, int64_t>> dims = {}) {
   auto source = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/examples/" + name + ".sol"));

@@ -20,11 +20,7 @@ BoundProgram example(const std::string& name, std::vector<std::pair<std::string,
   return bind_program(program, SizeChoice{false, std::move(dims)});
 }
 
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { setenv(name.c_str(), value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using testing::ScopedEnv;
 
 std::vector<std::string> layer_names(const BoundProgram& bound, const WholeContractionPlan& plan, const LayerChain& chain) {
   std::vector<std::string> names;
