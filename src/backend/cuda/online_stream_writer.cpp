@@ -15,7 +15,8 @@
 namespace solder {
 namespace {
 
-constexpr int kWarps = 8;  // per block; SOLDER_ONLINE_STREAM_WARPS=4 (tuning) takes 4
+constexpr int kWarps = 4;  // per block (128 threads, 4 blocks per SM: every cluster of 8 in one wave); the
+                           // H200 call of 2026-11-28 timed 8 (SOLDER_ONLINE_STREAM_WARPS=8) 4-7 % slower
 constexpr int kRegisterFile = 65536;  // 32-bit registers per SM; the kernel asks for 128 per thread
 constexpr int kUnroll = 8;     // U: 16-byte loads of K (and of V) in flight per lane and step ...
 constexpr int kMaxUnroll = 9;  // ... or 9 where that saves a step (decode's ragged last key)
@@ -42,7 +43,7 @@ int64_t valid_keys(const DecodeAttentionProblem& p, const KernelProgram& program
   return n;
 }
 
-// SOLDER_ONLINE_STREAM_WARPS=W (tuning, A/B runs): W warps per block (4 or 8) instead of 8.
+// SOLDER_ONLINE_STREAM_WARPS=W (tuning, A/B runs): W warps per block (4 or 8) instead of kWarps.
 int warps_per_block() {
   const char* v = std::getenv("SOLDER_ONLINE_STREAM_WARPS");
   if (!v || !*v) return kWarps;

@@ -1,9 +1,9 @@
 // The CUDA code generator's writer for decode attention on the online-state stream
 // (src/contract/decode_attention_fit.h): one query row per (batch, head), the keys split over a cluster.
 //
-// The kernel: 256 threads, 8 warps; block (row, rank) of a cluster of S blocks streams the rank-th S-th of
-// the row's keys, each of its warps one contiguous run of them (the keys the where leaves, split evenly over
-// the cluster's 8 S warps). A key of D columns is D / 8 lanes of 16 bytes (D 128: 16 lanes, two keys per
+// The kernel: 128 threads, 4 warps W (8 by SOLDER_ONLINE_STREAM_WARPS=8); block (row, rank) of a cluster of S
+// blocks streams the rank-th S-th of the row's keys, each of its warps one contiguous run of them (the keys
+// the where leaves, split evenly over the cluster's W S warps). A key of D columns is D / 8 lanes of 16 bytes (D 128: 16 lanes, two keys per
 // warp load), so a warp's load instruction covers 32 / (D / 8) keys; each warp takes U such loads of K and
 // U of V per step (2 U independent 16-byte loads in flight per lane, straight from global memory into
 // registers, no shared-memory staging; U = 8, or 9 where that saves a step: decode's ragged last key

@@ -70,8 +70,8 @@ TEST(OnlineStream, GeneratedKernelShape) {
   ASSERT_TRUE(k.has_value()) << why;
   EXPECT_EQ(k->info.blocks, 32 * 8);
   EXPECT_EQ(k->info.cluster, 8);
-  EXPECT_EQ(k->info.threads, 256);
-  EXPECT_EQ(k->info.shared_bytes, (8 * 128 + 128 + 2 * 8 + 2) * 4) << "each warp's O, the segment's O, m and z";
+  EXPECT_EQ(k->info.threads, 128) << "4 warps: every cluster of 8 in one wave";
+  EXPECT_EQ(k->info.shared_bytes, (4 * 128 + 128 + 2 * 4 + 2) * 4) << "each warp's O, the segment's O, m and z";
   const std::string& s = k->source;
   EXPECT_NE(s.find("uint4 k_raw_[U_], v_raw_[U_];"), std::string::npos) << "K and V go straight into registers";
   EXPECT_NE(s.find("__ldg("), std::string::npos);
@@ -108,17 +108,18 @@ TEST(OnlineStream, SmallSizeTakesFewerColumns) {
 }
 
 TEST(OnlineStream, WarpsKnob) {
-  // SOLDER_ONLINE_STREAM_WARPS=4: 128 threads, 4 blocks per SM at 128 registers, each warp twice the keys.
+  // 4 warps by default: 128 threads, 4 blocks per SM at 128 registers; SOLDER_ONLINE_STREAM_WARPS=8 gives
+  // 256 threads, 2 blocks per SM, each warp half the keys.
   KernelProgram program = gpu_kernels("llama_decode", false, {{"KV", 16384}});
   const Kernel* attention = kernel_computing(program, "a");
   ASSERT_NE(attention, nullptr);
   {
-    ScopedEnv four("SOLDER_ONLINE_STREAM_WARPS", "4");
+    ScopedEnv eight("SOLDER_ONLINE_STREAM_WARPS", "8");
     auto k = write_online_stream_kernel(program, *attention, nullptr);
     ASSERT_TRUE(k.has_value());
-    EXPECT_EQ(k->info.threads, 128);
-    EXPECT_NE(k->source.find("__launch_bounds__(128, 4)"), std::string::npos);
-    EXPECT_NE(k->source.find("W_ = 4;"), std::string::npos);
+    EXPECT_EQ(k->info.threads, 256);
+    EXPECT_NE(k->source.find("__launch_bounds__(256, 2)"), std::string::npos);
+    EXPECT_NE(k->source.find("W_ = 8;"), std::string::npos);
   }
   {
     ScopedEnv bad("SOLDER_ONLINE_STREAM_WARPS", "5");
@@ -126,7 +127,8 @@ TEST(OnlineStream, WarpsKnob) {
   }
   auto k = write_online_stream_kernel(program, *attention, nullptr);
   ASSERT_TRUE(k.has_value());
-  EXPECT_NE(k->source.find("__launch_bounds__(256, 2)"), std::string::npos) << "8 warps by default";
+  EXPECT_NE(k->source.find("__launch_bounds__(128, 4)"), std::string::npos) << "4 warps by default";
+  EXPECT_NE(k->source.find("W_ = 4;"), std::string::npos);
 }
 
 TEST(OnlineStream, KnobTurnsItOff) {
