@@ -883,11 +883,21 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // 4·(4·lh + a) .. + 3); four 4-byte reads (one per key, four d each: the whole warp reads 128
       // bytes of 4 distinct swizzled rows, conflict-free), a 4 × 4 byte transpose (8 PRMT), four 4-byte
       // writes (one per d, four keys each). Follows the producer thread's loop over work tiles and key tiles.
+      // The addresses are affine in the step: a step s = (s_hi, s_lo) = (step / (HeadDim / 32), step %
+      // (HeadDim / 32)) reads V at chunk s_lo / 4, keys 16·s_hi + vt_key(4a + q), column bytes
+      // 32·(s_lo % 4) + 4b (swizzle term (2·(s_lo % 4) + b / 4) XOR key % 8), and writes Vᵀ rows
+      // 32·s_lo + 4b + i at byte 16·s_hi + 4a (swizzle term s_hi XOR (4b + i) % 8): the lane's parts are
+      // computed once here, a step adds two shifts and an XOR per word.
       if (thread < 32) return;
       const int tw = thread / 32 - 1, lane_t = thread % 32;
       const int a = lane_t / 8, b = lane_t % 8;
       const uint32_t v_base = wgmma::shared_address(smem_v), vt_base = wgmma::shared_address(smem_vt);
       constexpr int kSteps = (C::HeadDim / 32) * (C::BN / 16);
+      constexpr int kLoShift = C::HeadDim == 64 ? 1 : C::HeadDim == 128 ? 2 : 3;  // log2(HeadDim / 32)
+      static_assert(C::HeadDim / 32 == (1 << kLoShift), "HeadDim must be 64, 128 or 256");
+      // vt_key(4a + q) = 2a + (0, 1, 8, 9)[q]: the lane's read base and swizzle term, then per word a constant.
+      const uint32_t read_lane = uint32_t(2 * a * 128 + 4 * (b % 4)), read_xor = uint32_t((b / 4) ^ (2 * a));
+      const uint32_t write_lane = uint32_t(4 * b * 128 + 4 * a), write_xor = uint32_t((4 * b) % 8);
       uint32_t loaded = 0;
       for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
         const Work w = locate(t);
@@ -897,26 +907,21 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           detail::wait_parity(&v_full[stage], detail::phase_of<C::Stages>(loaded));
           const uint32_t from = v_base + stage * C::KVTileBytes, to = vt_base + stage * C::VtTileBytes;
 #pragma unroll 1
-          for (int step = tw; step < kSteps; step += 3) {
-            const int dq = 8 * (step % (C::HeadDim / 32)) + b, lq = 4 * (step / (C::HeadDim / 32)) + a;
-            const int d0 = 4 * dq, chunk = d0 / 128, dc = d0 % 128;
-            const int half = 16 * (lq / 4), t4 = 4 * (lq % 4);
+          for (uint32_t step = tw; step < uint32_t(kSteps); step += 3) {
+            const uint32_t lo = step & ((1u << kLoShift) - 1), hi = step >> kLoShift;
+            const uint32_t read_base = from + (lo >> 2) * (C::BN * 128) + hi * 2048 + read_lane;
+            const uint32_t lo_xor = ((lo & 3) << 1) ^ read_xor, hi_xor = hi ^ write_xor;
+            const uint32_t write_base = to + lo * 4096 + write_lane;
             uint32_t word[4];
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const int key = half + detail::vt_key(t4 + q);
-              word[q] = detail::lds_u32(from + chunk * C::BN * 128 + key * 128 + ((((dc / 16) ^ (key % 8)) * 16) | (dc % 16)));
-            }
+            for (int q = 0; q < 4; ++q)
+              word[q] = detail::lds_u32(read_base + 128 * (8 * (q / 2) + q % 2) + ((lo_xor ^ (q & 1)) << 4));
             const uint32_t lo01 = __byte_perm(word[0], word[1], 0x5140), lo23 = __byte_perm(word[2], word[3], 0x5140);
             const uint32_t hi01 = __byte_perm(word[0], word[1], 0x7362), hi23 = __byte_perm(word[2], word[3], 0x7362);
             const uint32_t out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
                                      __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
-            const int pos = 4 * lq;
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int d = d0 + i;
-              detail::sts_u32(to + d * 128 + ((((pos / 16) ^ (d % 8)) * 16) | (pos % 16)), out[i]);
-            }
+            for (int i = 0; i < 4; ++i) detail::sts_u32(write_base + 128 * i + ((hi_xor ^ i) << 4), out[i]);
           }
           // generic writes, read next by the tensor cores (async proxy): fence in each writing thread first
           cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
