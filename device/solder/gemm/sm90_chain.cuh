@@ -45,6 +45,7 @@
 #include <cute/arch/mma_sm90.hpp>
 #include <cute/numeric/numeric_types.hpp>
 
+#include "../tile/mma.cuh"
 #include "config.cuh"
 #include "wgmma.cuh"
 
@@ -98,21 +99,15 @@ namespace chain_detail {
 template <Dtype T> struct element;
 template <> struct element<Dtype::f16> {
   using cute_type = cute::half_t;
+  using scalar = __half;
   using pair = __half2;
   __device__ static float2 to_float2(pair p) { return __half22float2(p); }
-  __device__ static uint32_t pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
 };
 template <> struct element<Dtype::bf16> {
   using cute_type = cute::bfloat16_t;
+  using scalar = __nv_bfloat16;
   using pair = __nv_bfloat162;
   __device__ static float2 to_float2(pair p) { return __bfloat1622float2(p); }
-  __device__ static uint32_t pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
 };
 
 __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
@@ -302,8 +297,8 @@ __device__ __forceinline__ void chain_body(const ChainMaps& maps, const ChainPar
 #pragma unroll
               for (int e = 0; e < 4; ++e) v[e] = fmaxf(v[e], 0.0f);
             }
-            x(2 * g) = E::pack(v[0], v[1]);
-            x(2 * g + 1) = E::pack(v[2], v[3]);
+            x(2 * g) = solder::tile::pack2<typename E::scalar>(v[0], v[1]);
+            x(2 * g + 1) = solder::tile::pack2<typename E::scalar>(v[2], v[3]);
           }
           asm volatile("" ::: "memory");
         }
