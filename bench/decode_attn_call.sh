@@ -19,8 +19,7 @@ O=${OUT:-/tmp/out}; mkdir -p $O
 start=$(date +%s); left() { echo $(( ${LIMIT:-125} - ($(date +%s) - start) )); }
 export SOLDER_CUTLASS_INCLUDE=$PWD/../cutlass SOLDER_CACHE_DIR=$PWD/.cache/kernels LD_LIBRARY_PATH=$PWD/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # unpacked here as bench/merged_call.sh would (it skips what is unpacked), so the extra checks compile while it runs
-[ -x build/solder ] || { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-  build/solder.xz build/solder && chmod +x build/solder; }
+bash bench/unpack_staged.sh
 EXTRA=("bench/decode_attn/attention.sol" "bench/decode_attn/attention.sol --dim KV=16384" "bench/decode_attn/attention.sol --small"
   "examples/llama_decode.sol --small" "examples/llama_decode.sol --dim KV=3000")
 for args in "${EXTRA[@]}"; do timeout 60 build/solder bench $args --compile-only > /dev/null 2>&1 & done

@@ -47,13 +47,7 @@ dry "# merged_call dry run: SPOTS=$SPOTS ROUNDS=$ROUNDS DEADLINE=${DEADLINE:-440
   nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee $O/r/device.txt
 spots() { grep -v '^\s*\(#\|$\)' "$SPOTS"; }
 # the staged binaries come xz-compressed (bench/merged_stage.sh): unpack them once, beside their .xz
-if [ "$DRY" != 1 ]; then
-  for z in build/*.xz bin/*.xz; do
-    [ -f "$z" ] && [ ! -x "${z%.xz}" ] || continue
-    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$z" "${z%.xz}" &&
-      chmod +x "${z%.xz}"
-  done
-fi
+[ "$DRY" = 1 ] || bash bench/unpack_staged.sh
 export LD_LIBRARY_PATH=$PWD/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # solder_cmds ARGS...: every spot's solder command lines, each prefixed with its ENV words

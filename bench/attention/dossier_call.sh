@@ -42,11 +42,7 @@ launch__registers_per_thread,dram__throughput.avg.pct_of_peak_sustained_elapsed,
 dram__bytes_write.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum
 
 stamp "== 0. $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$W/device.txt")"
-for z in build/*.xz bin/*.xz; do        # as merged_call.sh unpacks them (python3's lzma: the device may lack xz)
-  [ -f "$z" ] && [ ! -x "${z%.xz}" ] || continue
-  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$z" "${z%.xz}" &&
-    chmod +x "${z%.xz}"
-done
+bash bench/unpack_staged.sh           # the staged binaries, as merged_call.sh unpacks them
 [ -f kernels.tar.xz ] && python3 -c 'import tarfile; tarfile.open("kernels.tar.xz").extractall(".cache")' &&
   stamp "   $(ls .cache/kernels | wc -l) cached kernels unpacked"
 
