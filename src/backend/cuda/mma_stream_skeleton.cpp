@@ -1093,7 +1093,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (e && *e) return std::string(e) == "64";
     return kHeadDim == 64 && seq_k <= 1024;
   }();
-  const int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
+  int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
   // short masked rows of sliding_window and prefix_lm): the producer loads the next work tile's Q, then
   // its K and V, while the consumers still run this tile, instead of waiting until every consumer has
@@ -1234,6 +1234,19 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
   // Head dim 256 runs the Config its device test covers (one block per work tile, 64-key tiles, 2 stages,
   // 2 consumers): a data mask's persistent blocks and a bias's staged tiles are not device-tested there.
+  // $SOLDER_ATTN_HD256 picks one of the device-tested candidates for the A/B runs (unset or "main": the
+  // Config above): "bn80", 80-key tiles (m64n80k16 for S, 64 KB of Q + 2 x 80 KB of K and V); "dyn",
+  // persistent blocks (one per SM, one Q buffer: 2 x 64 KB of Q do not fit beside the ring) that claim
+  // the work tiles longest first from a counter, free consumers and the posted work-tile setup, as
+  // causal hd128; "dyn80", both. A deeper ring does not fit at 128 query rows (64 KB of Q + 3 x 64 KB of
+  // 64-key K and V stages is 256 KB). Only the plain score's kernels without a bias or a data mask.
+  std::string hd256_mode;
+  if (const char* e = std::getenv("SOLDER_ATTN_HD256"); e && kHeadDim == 256 && !fp8 && !data && !with_bias && !staged_bits && !persistent && dual_first_.empty())
+    hd256_mode = e;
+  if (hd256_mode != "bn80" && hd256_mode != "dyn" && hd256_mode != "dyn80") hd256_mode.clear();
+  const bool hd256_bn80 = hd256_mode == "bn80" || hd256_mode == "dyn80";
+  const bool hd256_dynamic = hd256_mode == "dyn" || hd256_mode == "dyn80";
+  if (hd256_bn80) bn = 80;
   if (kHeadDim == 256 && (data || with_bias || staged_bits || persistent))
     refuse(std::string("head dim 256 with ") + (data ? "a data mask" : with_bias || staged_bits ? "a score bias" : "persistent blocks") +
            " (the device test covers head dim 256 on one block per work tile, without a bias or a data mask)");
@@ -1302,6 +1315,16 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     const bool two_long_posted = true;
     if (e && *e) posted_work = dynamic && std::string(e) == "1";
     else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
+  }
+  if (hd256_dynamic) {
+    // $SOLDER_ATTN_HD256=dyn|dyn80 (above): causal hd128's persistent schedule on one Q buffer
+    persistent = true;
+    q_buffers = 1;
+    stages = 2;
+    stagger = 0;
+    dynamic = true;
+    free_consumers = true;
+    posted_work = true;
   }
   if (fp8) {
     // The fp8 Config: two consumers, 128-key tiles (one 128-byte Vᵀ row), one block per work tile, one Q

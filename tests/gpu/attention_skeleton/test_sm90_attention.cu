@@ -940,6 +940,14 @@ int main(int argc, char** argv) {
     run_config<Config<Dtype::bf16, 128, 128, 3, 2>, true>("bf16 d128 128x128 s3", rng);
     run_config<Config<Dtype::f16, 64, 128, 4, 2, true>, false>("f16 d64 128x128 s4 P", rng);
     run_config<Config<Dtype::bf16, 256, 64, 2, 2>, false>("bf16 d256 128x64 s2", rng);
+    // hd256's candidates ($SOLDER_ATTN_HD256, the emitter): 80-key tiles (m64n80k16 for S, 5 k-blocks of
+    // P·V, ragged key tiles at every S here), with the score functors; persistent blocks claiming work tiles
+    // from a counter with free consumers and the posted setup (one Q buffer), bit for bit against one block
+    // per work tile, at 64 and at 80 keys
+    run_config<Config<Dtype::bf16, 256, 80, 2, 2>, true>("bf16 d256 128x80 s2", rng);
+    run_dynamic<Config<Dtype::bf16, 256, 64, 2, 2, true, 0, 1, 0, true, true, false, true>, Config<Dtype::bf16, 256, 64, 2, 2>>("bf16 d256 s2 P Dy Fr Pw", rng);
+    run_dynamic<Config<Dtype::bf16, 256, 80, 2, 2, true, 0, 1, 0, true, true, false, true>, Config<Dtype::bf16, 256, 80, 2, 2>>("bf16 d256 128x80 s2 P Dy Fr Pw",
+                                                                                                                              rng);
     // Q2: two Q buffers (the emitter's short rows: vanilla, gqa and causal at S ≤ 1k), and the one-buffer
     // persistent configurations over many work tiles per block too
     run_config<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2>, true>("bf16 d64 128x128 s4 P Q2", rng);

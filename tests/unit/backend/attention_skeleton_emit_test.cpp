@@ -1399,5 +1399,38 @@ TEST(AttentionSkeletonEmit, HeadDim256RunsTheDeviceTestedConfig) {
   EXPECT_NE(refusal.find("the stream loop holds a statement other than copy, fill, map and reduce"), std::string::npos) << refusal;
 }
 
+// $SOLDER_ATTN_HD256 (A/B runs): the device-tested candidates, each exactly; any other value is main's Config.
+TEST(AttentionSkeletonEmit, HeadDim256CandidatesByKnob) {
+  const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, ";
+  const std::tuple<const char*, const char*, int64_t> modes[] = {
+      {"bn80", "80, 2, 2>;", 4 * 16 * 4096 / 128},
+      {"dyn", "64, 2, 2, true, 0, 1, 0, true, true, false, true>;", 132},
+      {"dyn80", "80, 2, 2, true, 0, 1, 0, true, true, false, true>;", 132},
+      {"main", "64, 2, 2>;", 4 * 16 * 4096 / 128},
+      {"bn96", "64, 2, 2>;", 4 * 16 * 4096 / 128},
+  };
+  for (auto& [mode, config, blocks] : modes) {
+    for (const char* name : {"vanilla", "causal"}) {
+      SCOPED_TRACE(std::string(mode) + " " + name);
+      setenv("SOLDER_ATTN_HD256", mode, 1);
+      std::string refusal;
+      auto k = emit(compile(name, {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 256}}), &refusal);
+      unsetenv("SOLDER_ATTN_HD256");
+      ASSERT_TRUE(k) << refusal;
+      EXPECT_NE(k->source.find(prefix + config), std::string::npos) << k->summary;
+      EXPECT_EQ(k->info.blocks, blocks);
+      EXPECT_LE(k->info.shared_bytes, 232448);
+    }
+  }
+  // hd128 never reads it
+  setenv("SOLDER_ATTN_HD256", "dyn80", 1);
+  std::string refusal;
+  auto hd128 = emit(compile("vanilla", {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 128}}), &refusal);
+  unsetenv("SOLDER_ATTN_HD256");
+  auto plain128 = emit(compile("vanilla", {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 128}}), &refusal);
+  ASSERT_TRUE(hd128 && plain128) << refusal;
+  EXPECT_EQ(hd128->source, plain128->source);
+}
+
 }  // namespace
 }  // namespace solder
