@@ -7,6 +7,7 @@
 #include "contract/contract_pass.h"
 #include "driver/compile.h"
 #include "fusion/fuse.h"
+#include "fusion/padded_operands.h"
 #include "fusion/row_epilogue.h"
 
 namespace solder::cli {
@@ -36,6 +37,12 @@ int command_fuse(const std::vector<std::string>& args) {
     if (!rows.notes.empty()) {
       std::cout << "\nrow epilogues (fusion/row_epilogue.h; SOLDER_ROW_EPILOGUE=1 takes them):\n";
       for (auto& note : rows.notes) std::cout << "  " << note << "\n";
+    }
+    // Padded operands (fusion/padded_operands.h): which products run on the skeleton after a copy of A.
+    PaddedOperands padded = pad_gathered_operands(rows.program);
+    if (!padded.notes.empty()) {
+      std::cout << "\npadded operands (fusion/padded_operands.h; SOLDER_PADDED_OPERANDS=0 turns them off):\n";
+      for (auto& note : padded.notes) std::cout << "  " << note << "\n";
     }
   }
   return kExitOk;

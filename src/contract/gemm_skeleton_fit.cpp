@@ -132,7 +132,11 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
     return refuse("operands of " + std::string(dtype_name(a->dtype)) + " and " + std::string(dtype_name(b->dtype)) +
                   " (the skeleton takes two of one 16-bit type or two fp8)");
   if (both_8 && (!a->k_major || !b->k_major)) return refuse("an fp8 operand is not K-major (fp8 wgmma reads K-major operands)");
-  if (a->rows != p.m || b->rows != p.n || a->k != p.k || b->k != p.k) return refuse("the operands' shapes are not the contract's M, N, K");
+  // An operand whose K extent is longer than the contract's is read over its first K (the tensor map has
+  // K elements along k, its pitch stays the tensor's): fusion/padded_operands.h's padded copies.
+  if (a->rows != p.m || b->rows != p.n || a->k < p.k || b->k < p.k) return refuse("the operands' shapes are not the contract's M, N, K");
+  a->k = p.k;
+  b->k = p.k;
   if ((a->batch > 1 && a->batch != p.batch) || (b->batch > 1 && b->batch != p.batch)) return refuse("a batch of another extent");
   p.a = *a;
   p.b = *b;

@@ -9,6 +9,7 @@
 #include "ir/diagnostics.h"
 
 #include "contract/contract_pass.h"
+#include "fusion/padded_operands.h"
 #include "fusion/fuse.h"
 #include "fusion/row_epilogue.h"
 #include "kernel/kernel_printer.h"
@@ -149,6 +150,18 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
     if (!rows.notes.empty()) {
       std::string text = "Row epilogues (a product's rows reduced in the GEMM skeleton's epilogue):";
       for (auto& note : rows.notes) text += "\n  " + note;
+      result.report += (result.report.empty() ? "" : "\n") + text + "\n";
+    }
+  }
+  // padded operands: a whole contraction the skeleton does not stage only because of its A operand (rows
+  // not 16-byte aligned, a concatenation along K) runs as a padded copy of A, then the skeleton
+  // (fusion/padded_operands.h; GPU)
+  if (options.fuse && options.gemm_skeleton && options.contractions) {
+    PaddedOperands padded = pad_gathered_operands(result.kernels);
+    result.kernels = std::move(padded.program);
+    if (!padded.notes.empty()) {
+      std::string text = "Padded operands (a copy of A in 16-byte rows, then the GEMM skeleton):";
+      for (auto& note : padded.notes) text += "\n  " + note;
       result.report += (result.report.empty() ? "" : "\n") + text + "\n";
     }
   }

@@ -13,7 +13,7 @@ std::string kb(int64_t bytes) { return std::to_string((bytes + 1023) / 1024) + "
 std::optional<PruneRefusal> problem_refusal(const GemmProblem& p) {
   const int bytes = mma_type_bytes(p.type);
   auto row = [](int64_t elements, int size) { return elements * size % 16 == 0; };
-  const int64_t a_row = p.a_k_major ? p.k : p.m, b_row = p.b_k_major ? p.k : p.n;
+  const int64_t a_row = p.a_ld > 0 ? p.a_ld : p.a_k_major ? p.k : p.m, b_row = p.b_ld > 0 ? p.b_ld : p.b_k_major ? p.k : p.n;
   if (!row(a_row, bytes))
     return PruneRefusal{PruneRule::tma_alignment, "a row of A is " + std::to_string(a_row * bytes) + " bytes, not a multiple of 16"};
   if (!row(b_row, bytes))

@@ -34,6 +34,9 @@ struct GemmProblem {
   DType output = DType::bf16;
   bool a_k_major = true;       // A stored [M, K]
   bool b_k_major = true;       // B stored [N, K] (true, as cuBLAS "TN") or [K, N] (false)
+  // Elements between consecutive rows of A and B as stored (their pitch); 0: packed (K for a K-major
+  // operand, M or N otherwise). A padded copy (fusion/padded_operands.h) has K 63 in rows of 64.
+  int64_t a_ld = 0, b_ld = 0;
   double epilogue_bytes_per_output = 0;
   // The epilogue stores through the skeleton's row-store hooks (16-byte vectors of a 16-bit output's
   // rows: sm90_gemm.cuh) where the tile's BN is a multiple of 32; the cost model charges that store rate

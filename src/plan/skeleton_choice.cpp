@@ -98,6 +98,8 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   problem.output = output;
   problem.a_k_major = p.a.k_major;
   problem.b_k_major = p.b.k_major;
+  problem.a_ld = p.a.ld;
+  problem.b_ld = p.b.ld;
   PlanOptions options;
   options.top = 1;
   const HardwareDescription& hw = default_hardware();

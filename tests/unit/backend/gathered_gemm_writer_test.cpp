@@ -253,6 +253,7 @@ TEST(GatheredGemmWriter, GpuPlansVerifyOnTheExecutor) {
       {"nerf_mlp", {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}}},
       {"conv_chain", {{"HH", 10}, {"WW", 10}, {"IC", 8}, {"OC1", 64}, {"OC2", 64}}},
       {"conv_chain", {{"HH", 9}, {"WW", 8}, {"IC", 5}, {"OC1", 80}, {"OC2", 64}, {"KS", 5}}}};
+  ScopedEnv gathered("SOLDER_PADDED_OPERANDS", "0");  // nerf_mlp's products on this writer, not copied for the skeleton
   for (const char* chain : {"", "1", "cluster"})  // as planned (two kernels), then chained (one kernel: two contracts, h between them)
   for (auto& [name, dims] : cases) {
     SCOPED_TRACE(name + std::string(*chain ? " chained" : ""));
@@ -286,6 +287,7 @@ TEST(GatheredGemmWriter, OperandsAreIssuedBeforeTheMmaAndCommittedAfter) {
   ASSERT_NE(commit, std::string::npos);
   // The pixel decode is hoisted: once per thread, before the K loop (a_row_ is the thread's row).
   EXPECT_NE(conv.source.find("const int a_row_ = threadIdx.x % 32;"), std::string::npos) << conv.source;
+  ScopedEnv gathered("SOLDER_PADDED_OPERANDS", "0");  // nerf_mlp's products on this writer (fusion/padded_operands.h)
   GeneratedModule nerf = example_for_gpu("nerf_mlp");
   EXPECT_NE(nerf.source.find("2 load(s) in flight each"), std::string::npos);
   EXPECT_EQ(nerf.source.find("evaluated as written"), std::string::npos);
@@ -353,6 +355,7 @@ TEST(GatheredGemmWriter, OnlyShortChainsTakeProgrammaticLaunch) {
   GeneratedModule c5 = example_for_gpu("conv_chain");
   ASSERT_EQ(c5.kernels.size(), 1u);
   EXPECT_TRUE(c5.kernels[0].programmatic);
+  ScopedEnv gathered("SOLDER_PADDED_OPERANDS", "0");
   GeneratedModule nerf = example_for_gpu("nerf_mlp");
   for (auto& c : nerf.contractions)
     if (c.skeleton == ContractionSchedule::kGatheredGemm)

@@ -104,5 +104,33 @@ TEST(GemmSkeletonFit, TakesAPairedContractAsADualBProblem) {
   EXPECT_EQ(fit_gemm_skeleton(other, globals).refusal, "2 paired product terms (the dual-B skeleton takes one)");
 }
 
+// An operand longer along K than the contract (a padded copy, fusion/padded_operands.h: K 63 in rows of
+// 64) is read over the contract's K with the tensor's pitch, and the skeleton choice takes it: its
+// rows are 128 bytes apart, though K is 126 bytes. Shorter than K: refused.
+TEST(GemmSkeletonFit, ReadsALongerOperandOverTheContractsK) {
+  const std::vector<GlobalTensor> globals = {{"a", {256, 64}, DType::f16, GlobalRole::input},
+                                             {"b", {63, 128}, DType::f16, GlobalRole::input},
+                                             {"y", {256, 128}, DType::f16, GlobalRole::output}};
+  ContractNode c;
+  c.domain.axes = {{"m", 256}, {"n", 128}};
+  c.reduce_axes = {{"k", 63}};
+  c.dst = Access{"y", {make_var("m"), make_var("n")}};
+  c.terms = {ContractTerm{make_load("a", {make_var("m"), make_var("k")}), make_load("b", {make_var("k"), make_var("n")})}};
+  c.type = MmaType::f16;
+  c.row_axes = {"m"};
+  c.column_axes = {"n"};
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, globals);
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  EXPECT_EQ(fit.problem->k, 63);
+  EXPECT_EQ(fit.problem->a.k, 63);
+  EXPECT_EQ(fit.problem->a.ld, 64);
+  EXPECT_EQ(fit.problem->b.k, 63);
+  EXPECT_EQ(fit.problem->b.ld, 128);
+  SkeletonChoice choice = choose_skeleton_config(*fit.problem, c.type, DType::f16);
+  EXPECT_TRUE(choice.chosen.has_value()) << choice.why;
+  c.reduce_axes = {{"k", 65}};
+  EXPECT_EQ(fit_gemm_skeleton(c, globals).refusal, "the operands' shapes are not the contract's M, N, K");
+}
+
 }  // namespace
 }  // namespace solder

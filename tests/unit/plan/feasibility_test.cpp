@@ -47,6 +47,12 @@ TEST(Feasibility, KnownGoodConfigurationsPass) {
 TEST(Feasibility, EachRuleRefusesWhatItNames) {
   const GemmProblem big = problem(8192, 8192, 8192);
   EXPECT_EQ(rule(problem(8192, 8192, 8191), config(128, 128, 64, 4, 2)), PruneRule::tma_alignment);  // 16382-byte rows
+  GemmProblem pitched = problem(8192, 8192, 8191);  // K 8191 in rows of 8192 (a padded copy): the pitch decides
+  pitched.a_ld = 8192;
+  pitched.b_ld = 8192;
+  EXPECT_EQ(rule(pitched, config(128, 128, 64, 4, 2)), std::nullopt);
+  pitched.b_ld = 0;
+  EXPECT_EQ(rule(pitched, config(128, 128, 64, 4, 2)), PruneRule::tma_alignment);
   GemmProblem fp8_n_major = problem(4096, 4096, 4096, MmaType::f8e4m3);
   fp8_n_major.b_k_major = false;
   EXPECT_EQ(rule(fp8_n_major, config(128, 128, 128, 4, 2, MmaType::f8e4m3)), PruneRule::operand_major);

@@ -1,0 +1,58 @@
+// Pass: a whole contraction that the sm_90a GEMM skeleton does not stage only because of its A operand
+// runs as a padded copy of A, then the skeleton, instead of the gathered GEMM on mma.sync.
+//
+// The tensor memory accelerator reads rows whose pitch is a multiple of 16 bytes. nerf_mlp's x ([N, 63]
+// f16, 126-byte rows) is not one, and its concatenations cat([x, h4]) (K 319, split at 63) and
+// cat([feature, dir]) (K 283, dir 54-byte rows) are computed operands: the skeleton takes none of the
+// three, and they run on the gathered GEMM (gathered_gemm_fit.h), at 7-8 % of the tensor rate.
+//
+// The rule, on the compiled Kernel IR (after the contractions are canonical), for a kernel W that is one
+// whole `contract` (its only statement):
+//
+//   padded  ⇔  the skeleton refuses W's contract as written (fit_gemm_skeleton)
+//              and the gathered GEMM takes it (fit_gathered_gemm: one product term after merging K
+//                  ranges, A a tree of zero-filled selects over loads, exact in T), with one row axis,
+//                  one reduced axis and no batch
+//              and the copy is no larger than what A reads: M · Kp · |T| ≤ 1.25 × the bytes of the
+//                  tensors A's loads read (a concatenation or a re-pitched input, not an im2col)
+//              and the skeleton takes the contract with A = P[m, k] (its B as written),
+//
+// where Kp is K rounded up to 16 bytes of T. Then a kernel before W copies A into a new intermediate
+// P[M, Kp] of type T:
+//
+//   map P[m_t · R + m, k] = A(m_t · R + m, k)  over m < R, k < K  (guard m_t · R + m < M when ragged)
+//
+// and W's contract reads A as P[m, k] over k < K. P's last Kp − K columns are never written or read:
+// the skeleton's tensor map has K columns with a row pitch of Kp, and TMA fills the columns past K
+// with zeros, as it does B's rows past K. The program's meaning is unchanged: A is exact in T (the
+// gathered GEMM's condition), so storing it in T changes no value, and the product is Σ over the same
+// k < K. The copy reads A's tensors once and writes P once (nerf_mlp at its paper size: x 8.3 MB →
+// 8.4 MB for h0; x and h4 41.8 MB → 41.9 MB for h5; feature and dir 37.1 MB → 37.7 MB for hv).
+//
+// SOLDER_PADDED_OPERANDS=0 turns the pass off (main's plan before it: the gathered GEMM), for A/B runs
+// and for the gathered GEMM's own tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_ir.h"
+
+namespace solder {
+
+// Rows of P per block of the copy kernel.
+constexpr int64_t kPaddedCopyRows = 8;
+// The largest copy, as a fraction of the bytes A's loads read, that the rule takes.
+constexpr double kPaddedCopyMaxRatio = 1.25;
+
+struct PaddedOperands {
+  KernelProgram program;
+  std::vector<std::string> notes;  // per padded contraction (and per refused candidate), for the report
+};
+
+PaddedOperands pad_gathered_operands(const KernelProgram& program);
+
+// Whether $SOLDER_PADDED_OPERANDS leaves the pass on (unset or anything but "0").
+bool padded_operands_enabled();
+
+}  // namespace solder

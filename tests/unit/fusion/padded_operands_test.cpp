@@ -1,0 +1,120 @@
+// The padded-operand pass (fusion/padded_operands.h): nerf_mlp's h0 (x, K 63), h5 (cat([x, h4]), K 319)
+// and hv (cat([feature, dir]), K 283) run as a copy of A into 16-byte rows, then the GEMM skeleton; the
+// plan computes the program (CPU executor against the float64 reference); conv_chain's im2col operand
+// is not copied; SOLDER_PADDED_OPERANDS=0 keeps the gathered GEMM.
+#include <gtest/gtest.h>
+
+#include "backend/cuda/contract_view.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "contract/gemm_skeleton_fit.h"
+#include "fusion/padded_operands.h"
+#include "fusion_test_util.h"
+
+namespace solder {
+namespace {
+
+using testing::ScopedEnv;
+
+KernelProgram gpu_plan(const std::string& name, std::vector<std::pair<std::string, int64_t>> dims = {}) {
+  return compile_program(testing::bind_example(name, false, std::move(dims)), CompileOptions::for_gpu()).kernels;
+}
+
+const Kernel* kernel_named(const KernelProgram& p, const std::string& name) {
+  for (auto& k : p.kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+int count_skeleton(const GeneratedModule& m, const char* skeleton) {
+  int n = 0;
+  for (auto& c : m.contractions) n += c.skeleton == skeleton;
+  return n;
+}
+
+// At the paper size: three copies, each before its contraction, of the planned shapes; the contracts
+// read them over the program's K; the skeleton takes all three.
+TEST(PaddedOperands, NerfMlpsGatheredProductsRunOnTheSkeleton) {
+  KernelProgram p = gpu_plan("nerf_mlp");
+  const std::vector<std::tuple<std::string, int64_t, int64_t>> expected = {{"h0", 63, 64}, {"h5", 319, 320}, {"hv", 283, 288}};
+  for (auto& [dst, k, kp] : expected) {
+    SCOPED_TRACE(dst);
+    const GlobalTensor* padded = p.find_global(dst + "_a_padded");
+    ASSERT_NE(padded, nullptr);
+    EXPECT_EQ(padded->shape, (std::vector<int64_t>{65536, kp}));
+    EXPECT_EQ(padded->dtype, DType::f16);
+    EXPECT_EQ(padded->role, GlobalRole::intermediate);
+    size_t copy = p.kernels.size(), product = p.kernels.size();
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      if (p.kernels[i].name == "pad_" + dst) copy = i;
+      if (p.kernels[i].name == dst) product = i;
+    }
+    ASSERT_LT(copy, p.kernels.size());
+    ASSERT_EQ(product, copy + 1);
+    const auto* map = p.kernels[copy].body[0].as<MapNode>();
+    ASSERT_NE(map, nullptr);
+    EXPECT_EQ(map->dst.name, dst + "_a_padded");
+    EXPECT_EQ(map->domain.axes[1].extent, k);
+    EXPECT_FALSE(map->domain.guard);  // 65536 rows: whole blocks of kPaddedCopyRows
+    const auto* c = p.kernels[product].body[0].as<ContractNode>();
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(c->terms.size(), 1u);
+    EXPECT_EQ(c->reduce_axes[0].extent, k);
+    GemmSkeletonFit fit = fit_gemm_skeleton(*c, p.globals);
+    ASSERT_TRUE(fit.problem) << fit.refusal;
+    EXPECT_EQ(fit.problem->a.tensor, dst + "_a_padded");
+    EXPECT_EQ(fit.problem->a.k, k);
+    EXPECT_EQ(fit.problem->a.ld, kp);
+  }
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGatheredGemm), 0) << contraction_schedule_text(m.contractions);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGemmSkeleton), 10) << contraction_schedule_text(m.contractions);
+}
+
+// The padded plan computes the program: on the CPU executor (through the backend's view of the
+// contracts), against the float64 reference, also with a ragged row count (the copy's guard, the
+// skeleton's last tile).
+TEST(PaddedOperands, NerfMlpsPaddedPlanVerifiesOnTheExecutor) {
+  const std::vector<std::vector<std::pair<std::string, int64_t>>> cases = {
+      {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}},    // h5 and hv copied (h0 fused)
+      {{"N", 333}, {"H", 256}, {"IN", 21}, {"DIN", 11}}};  // all three, 333 rows: a ragged copy and tile
+  for (auto& dims : cases) {
+    SCOPED_TRACE(std::to_string(dims[0].second) + " points, H " + std::to_string(dims[1].second));
+    BoundProgram bound = testing::bind_example("nerf_mlp", false, dims);
+    KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu()).kernels;
+    int copies = 0;
+    for (auto& k : kernels.kernels) copies += k.name.rfind("pad_", 0) == 0;
+    EXPECT_GE(copies, 2);
+    KernelProgram view = contracts_as_reduces(kernels);
+    verify_kernel_program(view);
+    TensorSet inputs = make_inputs(bound, 5);
+    auto v = testing::verify_kernels(bound, view, inputs);
+    EXPECT_TRUE(v.ok()) << v.failures();
+  }
+}
+
+// SOLDER_PADDED_OPERANDS=0: main's plan before the pass (the gathered GEMM, no copy).
+TEST(PaddedOperands, OffKeepsTheGatheredGemm) {
+  ScopedEnv off("SOLDER_PADDED_OPERANDS", "0");
+  EXPECT_FALSE(padded_operands_enabled());
+  KernelProgram p = gpu_plan("nerf_mlp");
+  EXPECT_EQ(p.find_global("h5_a_padded"), nullptr);
+  EXPECT_EQ(kernel_named(p, "pad_h5"), nullptr);
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGatheredGemm), 3) << contraction_schedule_text(m.contractions);
+}
+
+// A convolution's operands are not copied: its rows are three axes (n, r, c) and its im2col A reads
+// each input element up to nine times.
+TEST(PaddedOperands, ConvolutionsStayGathered) {
+  ScopedEnv unchained("SOLDER_GATHERED_CHAIN", "0");
+  KernelProgram p = gpu_plan("conv_chain");
+  for (auto& k : p.kernels) EXPECT_NE(k.name.rfind("pad_", 0), 0u) << k.name;
+  PaddedOperands padded = pad_gathered_operands(p);
+  EXPECT_EQ(padded.program.kernels.size(), p.kernels.size());
+  bool said = false;
+  for (auto& note : padded.notes) said |= note.find("stays on the gathered GEMM") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+}  // namespace
+}  // namespace solder
