@@ -52,6 +52,14 @@ int warps_per_block() {
   throw Refusal("SOLDER_ONLINE_STREAM_WARPS: expected 4 or 8; found '" + text + "'");
 }
 
+// SOLDER_ONLINE_STREAM_PREFETCH=0 (A/B runs): each step loads all of its keys, then computes (the
+// kernel before the prefetch); unset or any other value: each slot's next K and V are loaded as soon as
+// the step has used them.
+bool prefetch_enabled() {
+  const char* v = std::getenv("SOLDER_ONLINE_STREAM_PREFETCH");
+  return !(v && std::string(v) == "0");
+}
+
 }  // namespace
 
 std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why, bool* recognized) {
@@ -63,6 +71,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   }
   const DecodeAttentionProblem& p = *fit.problem;
   const int block_warps = warps_per_block(), threads = 32 * block_warps;
+  const bool prefetch = prefetch_enabled();
   const int blocks_per_sm = kRegisterFile / (128 * threads);
   const int lanes_per_key = static_cast<int>(p.columns / 8), keys_per_load = 32 / lanes_per_key;
   // Each warp of the cluster streams one contiguous run of keys, in steps of U loads (KW keys each); U is
@@ -159,22 +168,40 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "  const int key0_ = (rank_ * W_ + warp_) * KWARP_, key1_ = key0_ + KWARP_ < KEYS_ ? key0_ + KWARP_ : KEYS_;  // this warp's keys\n";
   out << "  float m_ = -solder::infinity(), z_ = 0.0f;  // this lane group's online state over its keys\n";
   out << "  float o_[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};\n";
+  // One step: the dot products of its K, the online state, P·V with its V. With prefetch, each slot's K
+  // (then V) for the next step is loaded as soon as this step has used it, so 2 U loads stay in flight
+  // while the warp computes; without, the step loads all of its keys, then computes.
+  auto load_keys = [&](const std::string& first, const std::string& indent, bool k, bool v) {
+    out << indent << "const int key_ = " << first << " + u_ * KW_ + slot_;\n";
+    out << indent << key_vars << "\n";
+    if (k) out << indent << "valid_[u_] = key_ < key1_" << (p.key_where ? " && (" + printer.print_bool(p.key_where) + ")" : std::string()) << ";\n";
+    if (k) out << indent << "k_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
+    if (v) out << indent << "v_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
+    out << indent << "if (valid_[u_]) {\n";
+    out << indent << "  const long long " << kColumnVar << " = part_ * 8;\n";
+    if (k) out << indent << "  k_raw_[u_] = __ldg(" << pointer(p.key) << ");\n";
+    if (v) out << indent << "  v_raw_[u_] = __ldg(" << pointer(p.value) << ");\n";
+    out << indent << "}\n";
+  };
+  if (prefetch) {
+    out << "  uint4 k_raw_[U_], v_raw_[U_];\n";
+    out << "  bool valid_[U_];\n";
+    out << "  #pragma unroll\n";
+    out << "  for (int u_ = 0; u_ < U_; ++u_) {  // the first step's keys: 2 U_ independent 16-byte loads in flight\n";
+    load_keys("key0_", "    ", true, true);
+    out << "  }\n";
+  }
   out << "  for (int base_ = key0_; base_ < key1_; base_ += KW_ * U_) {\n";
-  out << "    uint4 k_raw_[U_], v_raw_[U_];\n";
-  out << "    bool valid_[U_];\n";
-  out << "    #pragma unroll\n";
-  out << "    for (int u_ = 0; u_ < U_; ++u_) {  // 2 U_ independent 16-byte loads in flight\n";
-  out << "      const int key_ = base_ + u_ * KW_ + slot_;\n";
-  out << "      " << key_vars << "\n";
-  out << "      valid_[u_] = key_ < key1_" << (p.key_where ? " && (" + printer.print_bool(p.key_where) + ")" : std::string()) << ";\n";
-  out << "      k_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
-  out << "      v_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
-  out << "      if (valid_[u_]) {\n";
-  out << "        const long long " << kColumnVar << " = part_ * 8;\n";
-  out << "        k_raw_[u_] = __ldg(" << pointer(p.key) << ");\n";
-  out << "        v_raw_[u_] = __ldg(" << pointer(p.value) << ");\n";
-  out << "      }\n";
-  out << "    }\n";
+  if (!prefetch) {
+    out << "    uint4 k_raw_[U_], v_raw_[U_];\n";
+    out << "    bool valid_[U_];\n";
+    out << "    #pragma unroll\n";
+    out << "    for (int u_ = 0; u_ < U_; ++u_) {  // 2 U_ independent 16-byte loads in flight\n";
+    load_keys("base_", "      ", true, true);
+    out << "    }\n";
+  } else {
+    out << "    const int next_ = base_ + KW_ * U_;  // the next step's first key\n";
+  }
   out << "    float s_[U_];\n";
   out << "    #pragma unroll\n";
   out << "    for (int u_ = 0; u_ < U_; ++u_) {  // the dot product: 8 columns per lane, then LK_ lanes by shuffles\n";
@@ -189,6 +216,11 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "      #pragma unroll\n";
   out << "      for (int off_ = LK_ / 2; off_ > 0; off_ /= 2) dot_ += __shfl_xor_sync(0xffffffffu, dot_, off_);\n";
   out << "      s_[u_] = valid_[u_] ? dot_ * scale_ : -solder::infinity();\n";
+  if (prefetch) {
+    out << "      {  // this slot's K for the next step\n";
+    load_keys("next_", "        ", true, false);
+    out << "      }\n";
+  }
   out << "    }\n";
   out << "    float m_new_ = m_;\n";
   out << "    #pragma unroll\n";
@@ -209,6 +241,11 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "        o_[2 * j_] = fmaf(p_, v2_.x, o_[2 * j_]);\n";
   out << "        o_[2 * j_ + 1] = fmaf(p_, v2_.y, o_[2 * j_ + 1]);\n";
   out << "      }\n";
+  if (prefetch) {
+    out << "      {  // this slot's V for the next step\n";
+    load_keys("next_", "        ", false, true);
+    out << "      }\n";
+  }
   out << "    }\n";
   out << "    m_ = m_new_;\n";
   out << "  }\n";

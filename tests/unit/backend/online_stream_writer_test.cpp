@@ -131,6 +131,36 @@ TEST(OnlineStream, WarpsKnob) {
   EXPECT_NE(k->source.find("W_ = 4;"), std::string::npos);
 }
 
+TEST(OnlineStream, LoadsOneStepAhead) {
+  // By default each slot's K and V for the next step are loaded as soon as this step has used them (the
+  // first step's before the loop); SOLDER_ONLINE_STREAM_PREFETCH=0 gives the kernel that loads a whole
+  // step, then computes.
+  KernelProgram program = gpu_kernels("llama_decode", false, {{"KV", 16384}});
+  const Kernel* attention = kernel_computing(program, "a");
+  ASSERT_NE(attention, nullptr);
+  auto ahead = write_online_stream_kernel(program, *attention, nullptr);
+  ASSERT_TRUE(ahead.has_value());
+  const std::string& s = ahead->source;
+  const size_t first = s.find("// the first step's keys"), loop = s.find("for (int base_ = key0_;");
+  ASSERT_NE(first, std::string::npos);
+  ASSERT_NE(loop, std::string::npos);
+  EXPECT_LT(first, loop) << "the first step's loads come before the loop";
+  const size_t next_k = s.find("// this slot's K for the next step"), max = s.find("float m_new_ = m_;");
+  const size_t next_v = s.find("// this slot's V for the next step"), pv = s.find("o_[2 * j_] = fmaf(p_, v2_.x");
+  ASSERT_NE(next_k, std::string::npos);
+  ASSERT_NE(next_v, std::string::npos);
+  EXPECT_LT(next_k, max) << "K for the next step is issued in the dot products' loop";
+  EXPECT_GT(next_v, pv) << "V for the next step is issued after its P·V";
+  EXPECT_NE(s.find("const int key_ = next_ + u_ * KW_ + slot_;"), std::string::npos);
+  EXPECT_EQ(ahead->info.shared_bytes, (4 * 128 + 128 + 2 * 4 + 2) * 4) << "no staging: the same shared memory";
+
+  ScopedEnv off("SOLDER_ONLINE_STREAM_PREFETCH", "0");
+  auto whole = write_online_stream_kernel(program, *attention, nullptr);
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->source.find("next_"), std::string::npos);
+  EXPECT_NE(whole->source.find("const int key_ = base_ + u_ * KW_ + slot_;"), std::string::npos) << "each step loads its own keys";
+}
+
 TEST(OnlineStream, KnobTurnsItOff) {
   ScopedEnv off("SOLDER_ONLINE_STREAM", "0");
   KernelProgram program = gpu_kernels("llama_decode", false);
