@@ -52,12 +52,13 @@ int warps_per_block() {
   throw Refusal("SOLDER_ONLINE_STREAM_WARPS: expected 4 or 8; found '" + text + "'");
 }
 
-// SOLDER_ONLINE_STREAM_PREFETCH=0 (A/B runs): each step loads all of its keys, then computes (the
-// kernel before the prefetch); unset or any other value: each slot's next K and V are loaded as soon as
-// the step has used them.
+// SOLDER_ONLINE_STREAM_PREFETCH=1 (A/B runs): each slot's next K and V are loaded as soon as the step
+// has used them. Unset or any other value: each step loads all of its keys, then computes. The H200 timed
+// both equal at KV 16k and the prefetch 2-3 % slower at KV 1k / 4k: the kernel's time is its instruction
+// issue, not the wait for its loads (bench/NOTES.md, decode16k).
 bool prefetch_enabled() {
   const char* v = std::getenv("SOLDER_ONLINE_STREAM_PREFETCH");
-  return !(v && std::string(v) == "0");
+  return v && std::string(v) == "1";
 }
 
 }  // namespace
@@ -168,9 +169,9 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "  const int key0_ = (rank_ * W_ + warp_) * KWARP_, key1_ = key0_ + KWARP_ < KEYS_ ? key0_ + KWARP_ : KEYS_;  // this warp's keys\n";
   out << "  float m_ = -solder::infinity(), z_ = 0.0f;  // this lane group's online state over its keys\n";
   out << "  float o_[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};\n";
-  // One step: the dot products of its K, the online state, P·V with its V. With prefetch, each slot's K
-  // (then V) for the next step is loaded as soon as this step has used it, so 2 U loads stay in flight
-  // while the warp computes; without, the step loads all of its keys, then computes.
+  // One step: its loads, the dot products of its K, the online state, P·V with its V. With prefetch
+  // (SOLDER_ONLINE_STREAM_PREFETCH=1), each slot's K (then V) for the next step is loaded as soon as this
+  // step has used it, so the 2 U loads stay in flight while the warp computes.
   auto load_keys = [&](const std::string& first, const std::string& indent, bool k, bool v) {
     out << indent << "const int key_ = " << first << " + u_ * KW_ + slot_;\n";
     out << indent << key_vars << "\n";
