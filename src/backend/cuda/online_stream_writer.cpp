@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
@@ -52,6 +53,71 @@ int warps_per_block() {
   throw Refusal("SOLDER_ONLINE_STREAM_WARPS: expected 4 or 8; found '" + text + "'");
 }
 
+// The leading keys [0, n) at which `cond` (an expression of the key alone) holds; n = keys when it is
+// undefined, 0 when it depends on more than the key.
+int64_t leading_keys(const Expr& cond, const DecodeAttentionProblem& p, const KernelProgram& program, int64_t keys) {
+  if (!cond) return keys;
+  for (auto& v : vars_used(cond))
+    if (v != p.tile_var && v != kKeyInTileVar) return 0;
+  CompiledExpr::Bindings bindings;
+  bindings.vars = {p.tile_var, kKeyInTileVar};
+  bindings.dims = program.dims;
+  CompiledExpr compiled(cond, bindings, Arithmetic::float64);
+  int64_t n = 0;
+  for (; n < keys; ++n) {
+    const int64_t at[2] = {n / p.key_tile, n % p.key_tile};
+    if (compiled.eval(at) == 0.0) break;
+  }
+  return n;
+}
+
+// K's or V's cache side as a pointer advanced by a constant stride: at the keys [0, keys), the side's
+// offset is affine in the key (each index that uses the key uses nothing else and is checked at every
+// one of those keys), with a stride of whole 16-byte vectors. `stride` is in 16-byte vectors; nothing
+// when the side is not so.
+std::optional<int64_t> vector_stride(const Expr& side, const DecodeAttentionProblem& p, const KernelProgram& program, int64_t keys) {
+  const LoadNode* load = side.as<LoadNode>();
+  const GlobalTensor* g = load ? program.find_global(load->tensor) : nullptr;
+  if (!g || load->index.size() != g->shape.size()) return std::nullopt;
+  CompiledExpr::Bindings bindings;
+  bindings.vars = {p.tile_var, kKeyInTileVar};
+  bindings.dims = program.dims;
+  int64_t stride = 0, extent = 1;  // in elements; extent: the row-major stride of index d
+  for (size_t d = load->index.size(); d-- > 0;) {
+    const Expr& index = load->index[d];
+    const bool keyed = uses_var(index, p.tile_var) || uses_var(index, kKeyInTileVar);
+    if (keyed) {
+      for (auto& v : vars_used(index))
+        if (v != p.tile_var && v != kKeyInTileVar) return std::nullopt;
+      try {
+        CompiledExpr compiled(index, bindings, Arithmetic::float64);
+        auto at = [&](int64_t key) {
+          const int64_t vars[2] = {key / p.key_tile, key % p.key_tile};
+          return compiled.eval(vars);
+        };
+        const double first = at(0), step = keys > 1 ? at(1) - first : 0.0;
+        for (int64_t key = 0; key < keys; ++key)
+          if (at(key) != first + step * static_cast<double>(key)) return std::nullopt;
+        stride += static_cast<int64_t>(step) * extent;
+      } catch (const std::exception&) {
+        return std::nullopt;  // an index that reads a tensor
+      }
+    }
+    extent *= g->shape[d];
+  }
+  const int64_t bytes = stride * dtype_bytes(g->dtype);
+  if (bytes % 16 != 0) return std::nullopt;
+  return bytes / 16;
+}
+
+// SOLDER_ONLINE_STREAM_STRIDE=1 (A/B runs): full steps of cache keys load through per-warp pointers
+// advanced by a constant stride (strided_keys below); unset or any other value: every load computes its
+// key's address and select.
+bool stride_enabled() {
+  const char* v = std::getenv("SOLDER_ONLINE_STREAM_STRIDE");
+  return v && std::string(v) == "1";
+}
+
 // SOLDER_ONLINE_STREAM_PREFETCH=1 (A/B runs): each slot's next K and V are loaded as soon as the step
 // has used them. Unset or any other value: each step loads all of its keys, then computes. The H200 timed
 // both equal at KV 16k and the prefetch 2-3 % slower at KV 1k / 4k: the kernel's time is its instruction
@@ -84,6 +150,20 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   if ((warp_loads + kMaxUnroll - 1) / kMaxUnroll < steps) steps = (warp_loads + kMaxUnroll - 1) / kMaxUnroll;
   const int unroll = static_cast<int>(std::max<int64_t>(1, (warp_loads + steps - 1) / std::max<int64_t>(steps, 1)));
   const int64_t rank_keys = warp_keys * block_warps;
+  // Strided full steps (SOLDER_ONLINE_STREAM_STRIDE=1, not with the prefetch): the keys [0, strided_keys)
+  // have the where and both selects true and K's and V's cache sides at constant strides.
+  int64_t strided_keys = 0, key_stride = 0, value_stride = 0;
+  if (stride_enabled() && !prefetch) {
+    int64_t n = leading_keys(p.key_where, p, program, keys);
+    n = std::min(n, leading_keys(p.key.cond, p, program, n));
+    n = std::min(n, leading_keys(p.value.cond, p, program, n));
+    auto ks = vector_stride(p.key.when_true, p, program, n), vs = vector_stride(p.value.when_true, p, program, n);
+    if (ks && vs && n > 0) {
+      strided_keys = n;
+      key_stride = *ks;
+      value_stride = *vs;
+    }
+  }
   int64_t rows = 1;
   for (auto& g : p.rows) rows *= g.extent;
   const std::string T2 = p.type == MmaType::bf16 ? "__nv_bfloat162" : "__half2";
@@ -192,14 +272,44 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
     load_keys("key0_", "    ", true, true);
     out << "  }\n";
   }
-  out << "  for (int base_ = key0_; base_ < key1_; base_ += KW_ * U_) {\n";
+  if (strided_keys > 0) {
+    out << "  // keys [0, STRIDED_): the where and the selects hold, and K and V sit at constant strides of KSTRIDE_ and VSTRIDE_\n";
+    out << "  // 16-byte vectors per key: a full step of such keys loads through kp_ and vp_, this lane's first key's K and V\n";
+    out << "  constexpr int STRIDED_ = " << strided_keys << ";\n";
+    out << "  constexpr long long KSTRIDE_ = " << key_stride << "LL, VSTRIDE_ = " << value_stride << "LL;\n";
+    out << "  const uint4* kp_;\n";
+    out << "  const uint4* vp_;\n";
+    out << "  {\n";
+    out << "    const int key_ = key0_ + slot_;\n";
+    out << "    " << key_vars << "\n";
+    out << "    const long long " << kColumnVar << " = part_ * 8;\n";
+    out << "    kp_ = " << address(p.key.when_true) << ";\n";
+    out << "    vp_ = " << address(p.value.when_true) << ";\n";
+    out << "  }\n";
+    out << "  for (int base_ = key0_; base_ < key1_; base_ += KW_ * U_, kp_ += KW_ * U_ * KSTRIDE_, vp_ += KW_ * U_ * VSTRIDE_) {\n";
+  } else {
+    out << "  for (int base_ = key0_; base_ < key1_; base_ += KW_ * U_) {\n";
+  }
   if (!prefetch) {
     out << "    uint4 k_raw_[U_], v_raw_[U_];\n";
     out << "    bool valid_[U_];\n";
-    out << "    #pragma unroll\n";
-    out << "    for (int u_ = 0; u_ < U_; ++u_) {  // 2 U_ independent 16-byte loads in flight\n";
-    load_keys("base_", "      ", true, true);
-    out << "    }\n";
+    std::string indent = "    ";
+    if (strided_keys > 0) {
+      out << "    if (base_ + KW_ * U_ <= key1_ && base_ + KW_ * U_ <= STRIDED_) {  // a full step of strided keys\n";
+      out << "      #pragma unroll\n";
+      out << "      for (int u_ = 0; u_ < U_; ++u_) {\n";
+      out << "        valid_[u_] = true;\n";
+      out << "        k_raw_[u_] = __ldg(kp_ + u_ * KW_ * KSTRIDE_);\n";
+      out << "        v_raw_[u_] = __ldg(vp_ + u_ * KW_ * VSTRIDE_);\n";
+      out << "      }\n";
+      out << "    } else {\n";
+      indent = "      ";
+    }
+    out << indent << "#pragma unroll\n";
+    out << indent << "for (int u_ = 0; u_ < U_; ++u_) {  // 2 U_ independent 16-byte loads in flight\n";
+    load_keys("base_", indent + "  ", true, true);
+    out << indent << "}\n";
+    if (strided_keys > 0) out << "    }\n";
   } else {
     out << "    const int next_ = base_ + KW_ * U_;  // the next step's first key\n";
   }

@@ -162,6 +162,47 @@ TEST(OnlineStream, PrefetchKnobLoadsOneStepAhead) {
   EXPECT_EQ(ahead->info.shared_bytes, whole->info.shared_bytes) << "no staging: the same shared memory";
 }
 
+TEST(OnlineStream, StrideKnobLoadsFullStepsThroughPointers) {
+  // SOLDER_ONLINE_STREAM_STRIDE=1: the keys before the new token's (where and selects true) have K and V
+  // at 8 KB per key (H 32 x D 128 halves: 512 vectors of 16 bytes); a full step of them loads through
+  // per-warp pointers advanced by that stride, the other steps as before. Off by default.
+  KernelProgram program = gpu_kernels("llama_decode", false, {{"KV", 16384}});
+  const Kernel* attention = kernel_computing(program, "a");
+  ASSERT_NE(attention, nullptr);
+  auto plain = write_online_stream_kernel(program, *attention, nullptr);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->source.find("STRIDED_"), std::string::npos);
+  {
+    ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1");
+    auto k = write_online_stream_kernel(program, *attention, nullptr);
+    ASSERT_TRUE(k.has_value());
+    const std::string& s = k->source;
+    EXPECT_NE(s.find("constexpr int STRIDED_ = 16384;"), std::string::npos) << "the cache's keys; the new token's is the select's other side";
+    EXPECT_NE(s.find("constexpr long long KSTRIDE_ = 512LL, VSTRIDE_ = 512LL;"), std::string::npos);
+    EXPECT_NE(s.find("if (base_ + KW_ * U_ <= key1_ && base_ + KW_ * U_ <= STRIDED_) {"), std::string::npos);
+    EXPECT_NE(s.find("k_raw_[u_] = __ldg(kp_ + u_ * KW_ * KSTRIDE_);"), std::string::npos);
+    EXPECT_NE(s.find("kp_ += KW_ * U_ * KSTRIDE_"), std::string::npos) << "the pointers advance with the steps";
+    EXPECT_NE(s.find("const int key_ = base_ + u_ * KW_ + slot_;"), std::string::npos) << "the other steps compute each key's address";
+    EXPECT_EQ(k->info.shared_bytes, plain->info.shared_bytes);
+  }
+  {
+    // the prefetch keeps every load's own address
+    ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1"), ahead("SOLDER_ONLINE_STREAM_PREFETCH", "1");
+    auto k = write_online_stream_kernel(program, *attention, nullptr);
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->source.find("STRIDED_"), std::string::npos);
+  }
+  // --small at KV 300: D 16, H 4: a key is 64 halves, 8 vectors; the 300 cache keys are strided
+  KernelProgram small = gpu_kernels("llama_decode", true, {{"KV", 300}});
+  const Kernel* small_attention = kernel_computing(small, "a");
+  ASSERT_NE(small_attention, nullptr);
+  ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1");
+  auto k = write_online_stream_kernel(small, *small_attention, nullptr);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_NE(k->source.find("constexpr int STRIDED_ = 300;"), std::string::npos);
+  EXPECT_NE(k->source.find("KSTRIDE_ = 8LL, VSTRIDE_ = 8LL;"), std::string::npos);
+}
+
 TEST(OnlineStream, KnobTurnsItOff) {
   ScopedEnv off("SOLDER_ONLINE_STREAM", "0");
   KernelProgram program = gpu_kernels("llama_decode", false);
