@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "backend/cuda/cuda_expr.h"
@@ -52,6 +53,80 @@ int warps_per_block() {
   throw Refusal("SOLDER_ONLINE_STREAM_WARPS: expected 4 or 8; found '" + text + "'");
 }
 
+// The leading keys [0, n) at which `cond` (an expression of the key alone) holds; n = keys when it is
+// undefined, 0 when it depends on more than the key.
+int64_t leading_keys(const Expr& cond, const DecodeAttentionProblem& p, const KernelProgram& program, int64_t keys) {
+  if (!cond) return keys;
+  for (auto& v : vars_used(cond))
+    if (v != p.tile_var && v != kKeyInTileVar) return 0;
+  CompiledExpr::Bindings bindings;
+  bindings.vars = {p.tile_var, kKeyInTileVar};
+  bindings.dims = program.dims;
+  CompiledExpr compiled(cond, bindings, Arithmetic::float64);
+  int64_t n = 0;
+  for (; n < keys; ++n) {
+    const int64_t at[2] = {n / p.key_tile, n % p.key_tile};
+    if (compiled.eval(at) == 0.0) break;
+  }
+  return n;
+}
+
+// K's or V's cache side as a pointer advanced by a constant stride: at the keys [0, keys), the side's
+// offset is affine in the key (each index that uses the key uses nothing else and is checked at every
+// one of those keys), with a stride of whole 16-byte vectors. `stride` is in 16-byte vectors; nothing
+// when the side is not so.
+std::optional<int64_t> vector_stride(const Expr& side, const DecodeAttentionProblem& p, const KernelProgram& program, int64_t keys) {
+  const LoadNode* load = side.as<LoadNode>();
+  const GlobalTensor* g = load ? program.find_global(load->tensor) : nullptr;
+  if (!g || load->index.size() != g->shape.size()) return std::nullopt;
+  CompiledExpr::Bindings bindings;
+  bindings.vars = {p.tile_var, kKeyInTileVar};
+  bindings.dims = program.dims;
+  int64_t stride = 0, extent = 1;  // in elements; extent: the row-major stride of index d
+  for (size_t d = load->index.size(); d-- > 0;) {
+    const Expr& index = load->index[d];
+    const bool keyed = uses_var(index, p.tile_var) || uses_var(index, kKeyInTileVar);
+    if (keyed) {
+      for (auto& v : vars_used(index))
+        if (v != p.tile_var && v != kKeyInTileVar) return std::nullopt;
+      try {
+        CompiledExpr compiled(index, bindings, Arithmetic::float64);
+        auto at = [&](int64_t key) {
+          const int64_t vars[2] = {key / p.key_tile, key % p.key_tile};
+          return compiled.eval(vars);
+        };
+        const double first = at(0), step = keys > 1 ? at(1) - first : 0.0;
+        for (int64_t key = 0; key < keys; ++key)
+          if (at(key) != first + step * static_cast<double>(key)) return std::nullopt;
+        stride += static_cast<int64_t>(step) * extent;
+      } catch (const std::exception&) {
+        return std::nullopt;  // an index that reads a tensor
+      }
+    }
+    extent *= g->shape[d];
+  }
+  const int64_t bytes = stride * dtype_bytes(g->dtype);
+  if (bytes % 16 != 0) return std::nullopt;
+  return bytes / 16;
+}
+
+// SOLDER_ONLINE_STREAM_STRIDE=1 (A/B runs): full steps of cache keys load through per-warp pointers
+// advanced by a constant stride (strided_keys below); unset or any other value: every load computes its
+// key's address and select.
+bool stride_enabled() {
+  const char* v = std::getenv("SOLDER_ONLINE_STREAM_STRIDE");
+  return v && std::string(v) == "1";
+}
+
+// SOLDER_ONLINE_STREAM_PREFETCH=1 (A/B runs): each slot's next K and V are loaded as soon as the step
+// has used them. Unset or any other value: each step loads all of its keys, then computes. The H200 timed
+// both equal at KV 16k and the prefetch 2-3 % slower at KV 1k / 4k: the kernel's time is its instruction
+// issue, not the wait for its loads (bench/NOTES.md, decode16k).
+bool prefetch_enabled() {
+  const char* v = std::getenv("SOLDER_ONLINE_STREAM_PREFETCH");
+  return v && std::string(v) == "1";
+}
+
 }  // namespace
 
 std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram& program, const Kernel& kernel, std::string* why, bool* recognized) {
@@ -63,6 +138,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   }
   const DecodeAttentionProblem& p = *fit.problem;
   const int block_warps = warps_per_block(), threads = 32 * block_warps;
+  const bool prefetch = prefetch_enabled();
   const int blocks_per_sm = kRegisterFile / (128 * threads);
   const int lanes_per_key = static_cast<int>(p.columns / 8), keys_per_load = 32 / lanes_per_key;
   // Each warp of the cluster streams one contiguous run of keys, in steps of U loads (KW keys each); U is
@@ -74,6 +150,20 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   if ((warp_loads + kMaxUnroll - 1) / kMaxUnroll < steps) steps = (warp_loads + kMaxUnroll - 1) / kMaxUnroll;
   const int unroll = static_cast<int>(std::max<int64_t>(1, (warp_loads + steps - 1) / std::max<int64_t>(steps, 1)));
   const int64_t rank_keys = warp_keys * block_warps;
+  // Strided full steps (SOLDER_ONLINE_STREAM_STRIDE=1, not with the prefetch): the keys [0, strided_keys)
+  // have the where and both selects true and K's and V's cache sides at constant strides.
+  int64_t strided_keys = 0, key_stride = 0, value_stride = 0;
+  if (stride_enabled() && !prefetch) {
+    int64_t n = leading_keys(p.key_where, p, program, keys);
+    n = std::min(n, leading_keys(p.key.cond, p, program, n));
+    n = std::min(n, leading_keys(p.value.cond, p, program, n));
+    auto ks = vector_stride(p.key.when_true, p, program, n), vs = vector_stride(p.value.when_true, p, program, n);
+    if (ks && vs && n > 0) {
+      strided_keys = n;
+      key_stride = *ks;
+      value_stride = *vs;
+    }
+  }
   int64_t rows = 1;
   for (auto& g : p.rows) rows *= g.extent;
   const std::string T2 = p.type == MmaType::bf16 ? "__nv_bfloat162" : "__half2";
@@ -159,22 +249,70 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "  const int key0_ = (rank_ * W_ + warp_) * KWARP_, key1_ = key0_ + KWARP_ < KEYS_ ? key0_ + KWARP_ : KEYS_;  // this warp's keys\n";
   out << "  float m_ = -solder::infinity(), z_ = 0.0f;  // this lane group's online state over its keys\n";
   out << "  float o_[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};\n";
-  out << "  for (int base_ = key0_; base_ < key1_; base_ += KW_ * U_) {\n";
-  out << "    uint4 k_raw_[U_], v_raw_[U_];\n";
-  out << "    bool valid_[U_];\n";
-  out << "    #pragma unroll\n";
-  out << "    for (int u_ = 0; u_ < U_; ++u_) {  // 2 U_ independent 16-byte loads in flight\n";
-  out << "      const int key_ = base_ + u_ * KW_ + slot_;\n";
-  out << "      " << key_vars << "\n";
-  out << "      valid_[u_] = key_ < key1_" << (p.key_where ? " && (" + printer.print_bool(p.key_where) + ")" : std::string()) << ";\n";
-  out << "      k_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
-  out << "      v_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
-  out << "      if (valid_[u_]) {\n";
-  out << "        const long long " << kColumnVar << " = part_ * 8;\n";
-  out << "        k_raw_[u_] = __ldg(" << pointer(p.key) << ");\n";
-  out << "        v_raw_[u_] = __ldg(" << pointer(p.value) << ");\n";
-  out << "      }\n";
-  out << "    }\n";
+  // One step: its loads, the dot products of its K, the online state, P·V with its V. With prefetch
+  // (SOLDER_ONLINE_STREAM_PREFETCH=1), each slot's K (then V) for the next step is loaded as soon as this
+  // step has used it, so the 2 U loads stay in flight while the warp computes.
+  auto load_keys = [&](const std::string& first, const std::string& indent, bool k, bool v) {
+    out << indent << "const int key_ = " << first << " + u_ * KW_ + slot_;\n";
+    out << indent << key_vars << "\n";
+    if (k) out << indent << "valid_[u_] = key_ < key1_" << (p.key_where ? " && (" + printer.print_bool(p.key_where) + ")" : std::string()) << ";\n";
+    if (k) out << indent << "k_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
+    if (v) out << indent << "v_raw_[u_] = make_uint4(0u, 0u, 0u, 0u);\n";
+    out << indent << "if (valid_[u_]) {\n";
+    out << indent << "  const long long " << kColumnVar << " = part_ * 8;\n";
+    if (k) out << indent << "  k_raw_[u_] = __ldg(" << pointer(p.key) << ");\n";
+    if (v) out << indent << "  v_raw_[u_] = __ldg(" << pointer(p.value) << ");\n";
+    out << indent << "}\n";
+  };
+  if (prefetch) {
+    out << "  uint4 k_raw_[U_], v_raw_[U_];\n";
+    out << "  bool valid_[U_];\n";
+    out << "  #pragma unroll\n";
+    out << "  for (int u_ = 0; u_ < U_; ++u_) {  // the first step's keys: 2 U_ independent 16-byte loads in flight\n";
+    load_keys("key0_", "    ", true, true);
+    out << "  }\n";
+  }
+  if (strided_keys > 0) {
+    out << "  // keys [0, STRIDED_): the where and the selects hold, and K and V sit at constant strides of KSTRIDE_ and VSTRIDE_\n";
+    out << "  // 16-byte vectors per key: a full step of such keys loads through kp_ and vp_, this lane's first key's K and V\n";
+    out << "  constexpr int STRIDED_ = " << strided_keys << ";\n";
+    out << "  constexpr long long KSTRIDE_ = " << key_stride << "LL, VSTRIDE_ = " << value_stride << "LL;\n";
+    out << "  const uint4* kp_;\n";
+    out << "  const uint4* vp_;\n";
+    out << "  {\n";
+    out << "    const int key_ = key0_ + slot_;\n";
+    out << "    " << key_vars << "\n";
+    out << "    const long long " << kColumnVar << " = part_ * 8;\n";
+    out << "    kp_ = " << address(p.key.when_true) << ";\n";
+    out << "    vp_ = " << address(p.value.when_true) << ";\n";
+    out << "  }\n";
+    out << "  for (int base_ = key0_; base_ < key1_; base_ += KW_ * U_, kp_ += KW_ * U_ * KSTRIDE_, vp_ += KW_ * U_ * VSTRIDE_) {\n";
+  } else {
+    out << "  for (int base_ = key0_; base_ < key1_; base_ += KW_ * U_) {\n";
+  }
+  if (!prefetch) {
+    out << "    uint4 k_raw_[U_], v_raw_[U_];\n";
+    out << "    bool valid_[U_];\n";
+    std::string indent = "    ";
+    if (strided_keys > 0) {
+      out << "    if (base_ + KW_ * U_ <= key1_ && base_ + KW_ * U_ <= STRIDED_) {  // a full step of strided keys\n";
+      out << "      #pragma unroll\n";
+      out << "      for (int u_ = 0; u_ < U_; ++u_) {\n";
+      out << "        valid_[u_] = true;\n";
+      out << "        k_raw_[u_] = __ldg(kp_ + u_ * KW_ * KSTRIDE_);\n";
+      out << "        v_raw_[u_] = __ldg(vp_ + u_ * KW_ * VSTRIDE_);\n";
+      out << "      }\n";
+      out << "    } else {\n";
+      indent = "      ";
+    }
+    out << indent << "#pragma unroll\n";
+    out << indent << "for (int u_ = 0; u_ < U_; ++u_) {  // 2 U_ independent 16-byte loads in flight\n";
+    load_keys("base_", indent + "  ", true, true);
+    out << indent << "}\n";
+    if (strided_keys > 0) out << "    }\n";
+  } else {
+    out << "    const int next_ = base_ + KW_ * U_;  // the next step's first key\n";
+  }
   out << "    float s_[U_];\n";
   out << "    #pragma unroll\n";
   out << "    for (int u_ = 0; u_ < U_; ++u_) {  // the dot product: 8 columns per lane, then LK_ lanes by shuffles\n";
@@ -189,6 +327,11 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "      #pragma unroll\n";
   out << "      for (int off_ = LK_ / 2; off_ > 0; off_ /= 2) dot_ += __shfl_xor_sync(0xffffffffu, dot_, off_);\n";
   out << "      s_[u_] = valid_[u_] ? dot_ * scale_ : -solder::infinity();\n";
+  if (prefetch) {
+    out << "      {  // this slot's K for the next step\n";
+    load_keys("next_", "        ", true, false);
+    out << "      }\n";
+  }
   out << "    }\n";
   out << "    float m_new_ = m_;\n";
   out << "    #pragma unroll\n";
@@ -209,6 +352,11 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
   out << "        o_[2 * j_] = fmaf(p_, v2_.x, o_[2 * j_]);\n";
   out << "        o_[2 * j_ + 1] = fmaf(p_, v2_.y, o_[2 * j_ + 1]);\n";
   out << "      }\n";
+  if (prefetch) {
+    out << "      {  // this slot's V for the next step\n";
+    load_keys("next_", "        ", false, true);
+    out << "      }\n";
+  }
   out << "    }\n";
   out << "    m_ = m_new_;\n";
   out << "  }\n";

@@ -7,7 +7,13 @@
 // warp load), so a warp's load instruction covers 32 / (D / 8) keys; each warp takes U such loads of K and
 // U of V per step (2 U independent 16-byte loads in flight per lane, straight from global memory into
 // registers, no shared-memory staging; U = 8, or 9 where that saves a step: decode's ragged last key
-// would otherwise cost a whole step at KV 1k / 4k / 16k), q in registers (8 columns per lane). Per key: 8 FMAs and log2(D / 8) shuffles
+// would otherwise cost a whole step at KV 1k / 4k / 16k), q in registers (8 columns per lane); a step issues
+// all of its loads, then computes (SOLDER_ONLINE_STREAM_PREFETCH=1, an A/B: the loads one step ahead, a
+// slot's next K issued after its dot product, its next V after its P·V; SOLDER_ONLINE_STREAM_STRIDE=1, an A/B
+// not yet run on a GPU: where the where and the selects hold at the leading keys and K's and V's addresses
+// are affine in the key there (checked at every such key), a full step of them loads through two per-warp
+// pointers advanced by the constant stride, without each key's address, select and guard: 644 instead of
+// 983 SASS instructions per step at llama_decode KV 16k). Per key: 8 FMAs and log2(D / 8) shuffles
 // for the dot product, one exp for its probability (computed once per key in each lane group, not per
 // column), 8 FMAs into the lane's 8 columns of O. Each lane group keeps its online state (m, z and 8
 // columns of the unnormalized O) over its keys; at the end the lane groups of a warp merge by shuffles,

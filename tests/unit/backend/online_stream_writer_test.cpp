@@ -131,6 +131,78 @@ TEST(OnlineStream, WarpsKnob) {
   EXPECT_NE(k->source.find("W_ = 4;"), std::string::npos);
 }
 
+TEST(OnlineStream, PrefetchKnobLoadsOneStepAhead) {
+  // By default each step loads all of its keys, then computes. SOLDER_ONLINE_STREAM_PREFETCH=1 loads
+  // each slot's K and V for the next step as soon as this step has used them (the first step's before the
+  // loop): the A/B of decode16k, not faster on the H200.
+  KernelProgram program = gpu_kernels("llama_decode", false, {{"KV", 16384}});
+  const Kernel* attention = kernel_computing(program, "a");
+  ASSERT_NE(attention, nullptr);
+  auto whole = write_online_stream_kernel(program, *attention, nullptr);
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->source.find("next_"), std::string::npos);
+  EXPECT_NE(whole->source.find("const int key_ = base_ + u_ * KW_ + slot_;"), std::string::npos) << "each step loads its own keys";
+
+  ScopedEnv on("SOLDER_ONLINE_STREAM_PREFETCH", "1");
+  auto ahead = write_online_stream_kernel(program, *attention, nullptr);
+  ASSERT_TRUE(ahead.has_value());
+  const std::string& s = ahead->source;
+  const size_t first = s.find("// the first step's keys"), loop = s.find("for (int base_ = key0_;");
+  ASSERT_NE(first, std::string::npos);
+  ASSERT_NE(loop, std::string::npos);
+  EXPECT_LT(first, loop) << "the first step's loads come before the loop";
+  const size_t next_k = s.find("// this slot's K for the next step"), max = s.find("float m_new_ = m_;");
+  const size_t next_v = s.find("// this slot's V for the next step"), pv = s.find("o_[2 * j_] = fmaf(p_, v2_.x");
+  ASSERT_NE(next_k, std::string::npos);
+  ASSERT_NE(next_v, std::string::npos);
+  EXPECT_LT(next_k, max) << "K for the next step is issued in the dot products' loop";
+  EXPECT_GT(next_v, pv) << "V for the next step is issued after its P·V";
+  EXPECT_NE(s.find("const int key_ = next_ + u_ * KW_ + slot_;"), std::string::npos);
+  EXPECT_EQ(s.find("const int key_ = base_ + u_ * KW_ + slot_;"), std::string::npos);
+  EXPECT_EQ(ahead->info.shared_bytes, whole->info.shared_bytes) << "no staging: the same shared memory";
+}
+
+TEST(OnlineStream, StrideKnobLoadsFullStepsThroughPointers) {
+  // SOLDER_ONLINE_STREAM_STRIDE=1: the keys before the new token's (where and selects true) have K and V
+  // at 8 KB per key (H 32 x D 128 halves: 512 vectors of 16 bytes); a full step of them loads through
+  // per-warp pointers advanced by that stride, the other steps as before. Off by default.
+  KernelProgram program = gpu_kernels("llama_decode", false, {{"KV", 16384}});
+  const Kernel* attention = kernel_computing(program, "a");
+  ASSERT_NE(attention, nullptr);
+  auto plain = write_online_stream_kernel(program, *attention, nullptr);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->source.find("STRIDED_"), std::string::npos);
+  {
+    ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1");
+    auto k = write_online_stream_kernel(program, *attention, nullptr);
+    ASSERT_TRUE(k.has_value());
+    const std::string& s = k->source;
+    EXPECT_NE(s.find("constexpr int STRIDED_ = 16384;"), std::string::npos) << "the cache's keys; the new token's is the select's other side";
+    EXPECT_NE(s.find("constexpr long long KSTRIDE_ = 512LL, VSTRIDE_ = 512LL;"), std::string::npos);
+    EXPECT_NE(s.find("if (base_ + KW_ * U_ <= key1_ && base_ + KW_ * U_ <= STRIDED_) {"), std::string::npos);
+    EXPECT_NE(s.find("k_raw_[u_] = __ldg(kp_ + u_ * KW_ * KSTRIDE_);"), std::string::npos);
+    EXPECT_NE(s.find("kp_ += KW_ * U_ * KSTRIDE_"), std::string::npos) << "the pointers advance with the steps";
+    EXPECT_NE(s.find("const int key_ = base_ + u_ * KW_ + slot_;"), std::string::npos) << "the other steps compute each key's address";
+    EXPECT_EQ(k->info.shared_bytes, plain->info.shared_bytes);
+  }
+  {
+    // the prefetch keeps every load's own address
+    ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1"), ahead("SOLDER_ONLINE_STREAM_PREFETCH", "1");
+    auto k = write_online_stream_kernel(program, *attention, nullptr);
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->source.find("STRIDED_"), std::string::npos);
+  }
+  // --small at KV 300: D 16, H 4: a key is 64 halves, 8 vectors; the 300 cache keys are strided
+  KernelProgram small = gpu_kernels("llama_decode", true, {{"KV", 300}});
+  const Kernel* small_attention = kernel_computing(small, "a");
+  ASSERT_NE(small_attention, nullptr);
+  ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1");
+  auto k = write_online_stream_kernel(small, *small_attention, nullptr);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_NE(k->source.find("constexpr int STRIDED_ = 300;"), std::string::npos);
+  EXPECT_NE(k->source.find("KSTRIDE_ = 8LL, VSTRIDE_ = 8LL;"), std::string::npos);
+}
+
 TEST(OnlineStream, KnobTurnsItOff) {
   ScopedEnv off("SOLDER_ONLINE_STREAM", "0");
   KernelProgram program = gpu_kernels("llama_decode", false);
