@@ -1316,12 +1316,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // consumers at hd128 (S 64, P 16 and O 64 registers per thread); three at hd64 (192 query rows: S 64, P
     // 16, O 32 fit in 152 registers without spills, each K/V tile and its transpose serve 1.5× the rows of
     // two consumers, and three warpgroups overlap their exponentials, which bound the fp8 kernel, with the
-    // others' products), except on rows a third of whose last 192-row tile would be padding (seq_q under
-    // 2048; $SOLDER_ATTN_CONSUMERS=2|3 forces the count at hd64, A/B runs).
+    // others' products), at every length: at S 1k too, where a third of the last 192-row tile is padding
+    // (191.4 against 200.9 µs on two consumers, S 4k / 16k 575 / 2157 against 648 / 2406; H200, 2026-11-28,
+    // same call; $SOLDER_ATTN_CONSUMERS=2|3 forces the count at hd64, A/B runs).
     if (staged_bits || with_bias || data) refuse("an fp8 kernel with a staged or global bias or a data mask (the fp8 path takes none yet)");
     if (!dual_first_.empty()) refuse("the dual mode in fp8 (not built)");
     if (kHeadDim > 128) refuse("fp8 at head dim " + std::to_string(D_) + " (the fp8 path is built for 64 and 128)");
-    consumers = kHeadDim == 64 && seq_q >= 2048 ? 3 : 2;
+    consumers = kHeadDim == 64 ? 3 : 2;
     if (const char* forced = std::getenv("SOLDER_ATTN_CONSUMERS"); forced && *forced && kHeadDim == 64) consumers = std::string(forced) == "2" ? 2 : 3;
     persistent = false;
     q_buffers = 1;
