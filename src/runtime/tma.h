@@ -12,7 +12,8 @@
 // tile_rows = BN), all with 128-byte swizzle, zero fill out of bounds, 3 dimensions (the last = batch):
 //   K-major  (rows × K, K contiguous):  dims {K, rows, batch},  box {BK, tile_rows, 1}
 //   MN-major (K × rows, rows contiguous): dims {rows, K, batch}, box {64, BK, 1} (box_k: {64, box_k, 1})
-// where BK × element size = 128 bytes. TMA needs: the base address 16-byte aligned, the leading
+// where BK × element size = 128 bytes (a K-major 1-byte operand may also take BK = 64 with the 64-byte
+// swizzle: the fp8 attention skeleton's Q, K and V at head dim 64). TMA needs: the base address 16-byte aligned, the leading
 // dimension `ld` (elements between consecutive rows, resp. consecutive k) and the batch stride times
 // the element size multiples of 16 bytes. So a K-major bf16 operand with K = 17 needs ld ≥ 24 (padding
 // that is never read: TMA zero-fills past K).
@@ -42,7 +43,8 @@ struct GemmOperand {
   int tile_k = 0;              // BK
   int box_k = 0;               // an MN-major box's K rows when not tile_k (0: tile_k; Config::BBoxKRows)
   unsigned long long base = 0; // device address
-  bool swizzle = true;         // 128-byte swizzle (the skeletons' operands); false: none (a staged bias column)
+  bool swizzle = true;         // 128-byte swizzle (the skeletons' operands; 64-byte for a K-major 1-byte
+                               // operand with tile_k 64); false: none (a staged bias column)
 };
 
 // cuTensorMapEncodeTiled's arguments (cuda.h enum values).

@@ -34,9 +34,12 @@ std::string plan_gemm_operand(const GemmOperand& op, const char* what, TmaEncode
   if (op.rows < 1) return name + ": rows must be at least 1, got " + num(op.rows);
   if (op.k < 0) return name + ": K must not be negative, got " + num(op.k);
   if (op.batch < 1) return name + ": batch must be at least 1, got " + num(op.batch);
-  if (op.tile_k * bytes != 128)
+  // A swizzled box row spans 128 bytes; a K-major 1-byte operand may take 64 (the 64-byte swizzle: fp8
+  // attention at head dim 64).
+  const bool sw64 = op.swizzle && op.k_major && bytes == 1 && op.tile_k == 64;
+  if (op.tile_k * bytes != 128 && !sw64)
     return name + ": the K tile must span 128 bytes (" + num(128 / bytes) + " " + gemm_dtype_name(op.dtype) +
-           " elements), got " + num(op.tile_k);
+           " elements; 64 for a K-major 1-byte operand), got " + num(op.tile_k);
   if (op.tile_rows < 1 || op.tile_rows > 256)
     return name + ": the row tile must be in [1, 256], got " + num(op.tile_rows);
   if (op.box_k != 0 && (op.k_major || op.box_k < 8 || op.box_k > op.tile_k || op.tile_k % op.box_k != 0 || op.box_k % 8 != 0))
@@ -86,6 +89,7 @@ std::string plan_gemm_operand(const GemmOperand& op, const char* what, TmaEncode
   }
   a.box[2] = 1;
   if (!op.swizzle) a.swizzle = 0;  // CU_TENSOR_MAP_SWIZZLE_NONE
+  else if (sw64) a.swizzle = 2;    // CU_TENSOR_MAP_SWIZZLE_64B
   *args = a;
   return "";
 }

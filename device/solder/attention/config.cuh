@@ -56,9 +56,8 @@ SOLDER_ATTN_HD inline int operand_batch(int bh, int heads, int all, int head0) {
 //              layout of the fp8 instruction; fp8 wgmma reads B K-major only, so each V tile ([key][d]) is
 //              transposed in shared memory by the producer warpgroup's warps 1..3 into a Vᵀ ring ([d][key],
 //              keys permuted within each 16 so that P's fp8 registers come straight from the accumulator:
-//              sm90_attention.cuh, "FP8"). HeadDim 128 or 256 (a row of 128 bytes per chunk; head dim 64 runs
-//              in the HeadDim 128 configuration with k = 64 in the tensor maps, like hd32 in 64), BN 128, not
-//              with a staged bias, the staged epilogue, Dynamic or a data mask.
+//              sm90_attention.cuh, "FP8"). HeadDim 64 (rows of 64 bytes, 64-byte swizzle: RowBytes), 128 or
+//              256, BN 128, not with a staged bias, the staged epilogue, Dynamic or a data mask.
 //   HeadDim    64, 128 (or 256 with few stages: shared memory permitting).
 //   BN         keys per tile: a multiple of 16 in [16, 256] (the N of S = Q·Kᵀ and the K of O += P·V).
 //   Stages     depth of the K and V rings (2 … 8; each stage holds one K and one V tile).
@@ -146,12 +145,15 @@ struct Config {
   static constexpr int Threads = 128 * (Consumers_ + 1);  // + one producer warpgroup
   static constexpr int ElementBytes = solder::gemm::dtype_bytes(T_);
   static constexpr bool Fp8 = solder::gemm::dtype_is_fp8(T_);
-  static constexpr int ChunkElements = 128 / ElementBytes;             // elements of one 128-byte column chunk
-  static constexpr int Chunks = HeadDim_ * ElementBytes / 128;         // 128-byte column chunks of a row
+  // Q, K and V rows in shared memory: column chunks of RowBytes, each TMA's box row and swizzle span: 128
+  // bytes (128-byte swizzle), or 64 for e4m3 at head dim 64 (the 64-byte swizzle: one 64-byte chunk a row).
+  static constexpr int RowBytes = HeadDim_ * ElementBytes < 128 ? HeadDim_ * ElementBytes : 128;
+  static constexpr int ChunkElements = RowBytes / ElementBytes;        // elements of one column chunk
+  static constexpr int Chunks = HeadDim_ * ElementBytes / RowBytes;    // column chunks of a row
   // Registers per thread after setmaxnreg (producer, consumer): 128 · (P + C · Consumers) ≤ 64 K.
   static constexpr int ProducerRegisters = Consumers_ == 2 ? 24 : 32;
   static constexpr int ConsumerRegisters = Consumers_ == 2 ? 240 : 160;
-  // TMA box rows of the tensor maps (tile_rows for runtime::encode_gemm_operand; tile_k = 64).
+  // TMA box rows of the tensor maps (tile_rows for runtime::encode_gemm_operand; tile_k = ChunkElements).
   static constexpr int QBoxRows = 64;
   static constexpr int KVBoxRows = BN_;
   static constexpr int QBytes = BM * HeadDim_ * ElementBytes;
@@ -180,8 +182,7 @@ struct Config {
   static constexpr int SmemBytes = BarrierOffset + 8 * (2 * QBuffers_ + (Fp8 ? 5 : 4) * Stages_) + 1024;
 
   static_assert(T_ == Dtype::bf16 || T_ == Dtype::f16 || T_ == Dtype::e4m3, "the attention skeleton takes bf16, f16 or e4m3");
-  static_assert(!Fp8 || ((HeadDim_ == 128 || HeadDim_ == 256) && BN_ == 128),
-                "e4m3: HeadDim 128 or 256 (hd64 runs as 128 with k = 64 in the maps) and BN 128 (one 128-byte Vᵀ row)");
+  static_assert(!Fp8 || BN_ == 128, "e4m3: BN 128 (one 128-byte Vᵀ row)");
   static_assert(!Fp8 || (StagedBias_ == 0 && !StagedEpilogue_ && !Dynamic_),
                 "e4m3: not with a staged bias, the staged epilogue or Dynamic (the Vᵀ warps follow the plain work loop)");
   static_assert(HeadDim_ == 64 || HeadDim_ == 128 || HeadDim_ == 256, "HeadDim must be 64, 128 or 256");

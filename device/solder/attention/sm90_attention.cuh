@@ -27,7 +27,8 @@
 //
 // Tensor maps (solder::runtime::encode_gemm_operand / plan_gemm_operand, src/runtime/tma.h): each of
 // q, k, v is a K-major "GEMM operand" with rows = its sequence length, k = HeadDim, batch = batch ·
-// heads (q) or batch · heads_kv (k, v), ld = the row stride, tile_k = 64, tile_rows = Config::QBoxRows
+// heads (q) or batch · heads_kv (k, v), ld = the row stride, tile_k = Config::ChunkElements (64 for 16-bit
+// types, 128 for e4m3, 64 for e4m3 at head dim 64: 64-byte rows, the 64-byte swizzle), tile_rows = Config::QBoxRows
 // (q) or Config::KVBoxRows (k, v). V is read through the same kind of map as K: its [key][d] tile is
 // the MN-major B operand of P·V. Launch with launch_config(Config{}, shape[, persistent_blocks]):
 // a 1-D grid over the work tiles (or fewer persistent blocks looping over them), Config::Threads
@@ -723,12 +724,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   // producer thread spilled a register around its TMA issues: causal S 1k's free Config, hd128's stamped
   // one; 16 bytes with PostedWork's Work beside them, the Dynamic Config with turns).
   constexpr bool kWideProducer = (C::FreeConsumers || kStamps || C::PostedWork) && C::Consumers == 2;
-  // FP8 with two consumers: 40 and 232 (warps 1..3 transpose V: the work loop, four words in, four out).
+  // FP8 with two consumers: 40 and 232 (warps 1..3 transpose V: the work loop, four words in, four out);
+  // with three (head dim 64: 192 query rows) 56 and 152 (at 32 the transposing warps would not fit; the
+  // consumers hold S 64, P 16 and O 32 registers).
   constexpr int kProducerRegisters =
       C::Fp8 && C::Consumers == 2 ? 40
+      : C::Fp8 ? 56
       : kDataLoop && C::Consumers == 2 ? (kLazyTable || kPostedList ? 56 : kDynamic ? 48 : 40)
       : kWideProducer ? 32 : C::ProducerRegisters;
   constexpr int kConsumerRegisters = C::Fp8 && C::Consumers == 2 ? 232
+                                     : C::Fp8 ? 152
                                      : kDataLoop && C::Consumers == 2 ? (kDynamic ? 224 : 232)
                                      : kWideProducer ? 232 : C::ConsumerRegisters;
   static_assert(!C::Fp8 || !kData, "e4m3: not with a data mask (warps 1..3 classify there)");
@@ -814,7 +819,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         for (int c = 0; c < C::Consumers; ++c)
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(base + qb * C::QBytes + (c * C::Chunks + chunk) * 64 * 128, q, C::ChunkElements * chunk, w.row0 + 64 * c,
+            detail::tma_load(base + qb * C::QBytes + (c * C::Chunks + chunk) * 64 * C::RowBytes, q, C::ChunkElements * chunk, w.row0 + 64 * c,
                              operand_batch(w.bh, shape.heads, shape.q_heads, shape.q_head0), &q_full[qb]);
         ++q_loads;
         stamp_clock(record, 4);
@@ -838,7 +843,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
                                                static_cast<uint32_t>(C::KVTileBytes + C::BiasTileBytes + C::BiasColumnBytes));
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(reinterpret_cast<unsigned char*>(smem_k) + (stage * C::Chunks + chunk) * C::BN * 128, k,
+            detail::tma_load(reinterpret_cast<unsigned char*>(smem_k) + (stage * C::Chunks + chunk) * C::BN * C::RowBytes, k,
                              C::ChunkElements * chunk, j * C::BN, k_batch,
                              &k_full[stage]);
           // The staged bias of key tile j on K's mbarrier: the tile in 64-key chunks of BM rows (one box
@@ -858,7 +863,7 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
                                                &v_full[stage], static_cast<uint32_t>(C::KVTileBytes));
 #pragma unroll
           for (int chunk = 0; chunk < C::Chunks; ++chunk)
-            detail::tma_load(reinterpret_cast<unsigned char*>(smem_v) + (stage * C::Chunks + chunk) * C::BN * 128, v,
+            detail::tma_load(reinterpret_cast<unsigned char*>(smem_v) + (stage * C::Chunks + chunk) * C::BN * C::RowBytes, v,
                              C::ChunkElements * chunk, j * C::BN, v_batch,
                              &v_full[stage]);
         }
@@ -888,11 +893,55 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // 32·(s_lo % 4) + 4b (swizzle term (2·(s_lo % 4) + b / 4) XOR key % 8), and writes Vᵀ rows
       // 32·s_lo + 4b + i at byte 16·s_hi + 4a (swizzle term s_hi XOR (4b + i) % 8): the lane's parts are
       // computed once here, a step adds two shifts and an XOR per word.
+      // Head dim 64 (RowBytes 64): V's rows are 64 bytes, 64-byte swizzled (16-byte chunk c of key row r at
+      // chunk c XOR (r / 2) % 4). Reading four keys of one parity, as above, would put a warp's 128 bytes in
+      // 4 key rows that share 16 banks (rows of one parity start at the same bank): two-way conflicts. So
+      // lanes of odd a read each pair of keys the other way round (word q holds key vt_key(4a + (q XOR 1))),
+      // which spreads a warp's read over both parities, conflict-free, and undo it in the byte permutes'
+      // selectors (one per lane). Key row 16·s_hi + 2a + (0, 1, 8, 9)[q] has (r / 2) % 4 = a, so the chunk
+      // of column bytes 32·s_lo + 4b is (2·s_lo + b / 4) XOR a: a shift and an XOR per step as above.
+      // Vᵀ's rows are BN = 128 bytes at every head dim: the writes are the ones above.
       if (thread < 32) return;
       const int tw = thread / 32 - 1, lane_t = thread % 32;
       const int a = lane_t / 8, b = lane_t % 8;
       const uint32_t v_base = wgmma::shared_address(smem_v), vt_base = wgmma::shared_address(smem_vt);
       constexpr int kSteps = (C::HeadDim / 32) * (C::BN / 16);
+      if constexpr (C::RowBytes == 64) {
+        const uint32_t read_even = uint32_t(128 * a + 4 * (b % 4) + 64 * (a % 2)), read_odd = uint32_t(128 * a + 4 * (b % 4) + 64 * (1 - a % 2));
+        const uint32_t read_xor = uint32_t(((b / 4) ^ a) << 4);
+        const uint32_t select_lo = a % 2 ? 0x1504u : 0x5140u, select_hi = a % 2 ? 0x3726u : 0x7362u;
+        const uint32_t write_lane = uint32_t(4 * b * 128 + 4 * a), write_xor = uint32_t((4 * b) % 8);
+        uint32_t loaded = 0;
+        for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
+          const Work w = locate(t);
+          const int count = tiles_of(w, list_of(round));
+          for (int n = 0; n < count; ++n, ++loaded) {
+            const int stage = detail::stage_of<C::Stages>(loaded);
+            detail::wait_parity(&v_full[stage], detail::phase_of<C::Stages>(loaded));
+            const uint32_t from = v_base + stage * C::KVTileBytes, to = vt_base + stage * C::VtTileBytes;
+#pragma unroll 1
+            for (uint32_t step = tw; step < uint32_t(kSteps); step += 3) {
+              const uint32_t lo = step & 1u, hi = step >> 1;
+              const uint32_t row_base = from + hi * 1024 + ((lo << 5) ^ read_xor);
+              const uint32_t hi_xor = hi ^ write_xor;
+              const uint32_t write_base = to + lo * 4096 + write_lane;
+              uint32_t word[4];
+#pragma unroll
+              for (int q = 0; q < 4; ++q) word[q] = detail::lds_u32(row_base + (q % 2 ? read_odd : read_even) + 512 * (q / 2));
+              const uint32_t lo01 = __byte_perm(word[0], word[1], select_lo), lo23 = __byte_perm(word[2], word[3], select_lo);
+              const uint32_t hi01 = __byte_perm(word[0], word[1], select_hi), hi23 = __byte_perm(word[2], word[3], select_hi);
+              const uint32_t out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+                                       __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
+#pragma unroll
+              for (int i = 0; i < 4; ++i) detail::sts_u32(write_base + 128 * i + ((hi_xor ^ i) << 4), out[i]);
+            }
+            cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+            __syncwarp();
+            if (lane_t == 0) cuda::ptx::mbarrier_arrive(&vt_full[stage]);
+          }
+        }
+        return;
+      }
       constexpr int kLoShift = C::HeadDim == 64 ? 1 : C::HeadDim == 128 ? 2 : 3;  // log2(HeadDim / 32)
       static_assert(C::HeadDim / 32 == (1 << kLoShift), "HeadDim must be 64, 128 or 256");
       // vt_key(4a + q) = 2a + (0, 1, 8, 9)[q]: the lane's read base and swizzle term, then per word a constant.
@@ -1001,10 +1050,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     const int consumer = warpgroup - 1;
     const int warp = thread / 32, lane = thread % 32;
     // Descriptors and fragments by index arithmetic (gemm/wgmma.cuh), in CuTe's register order.
-    const uint64_t q_desc = wgmma::k_major(wgmma::shared_address(smem_q) + consumer * C::Chunks * 64 * 128);
-    const uint64_t k_desc = wgmma::k_major(wgmma::shared_address(smem_k));
+    // (Q and K rows of 64 bytes, e4m3 at head dim 64: the 64-byte swizzle's descriptors)
+    auto qk_desc = [](uint32_t tile) { return C::RowBytes == 64 ? wgmma::k_major_sw64(tile) : wgmma::k_major(tile); };
+    const uint64_t q_desc = qk_desc(wgmma::shared_address(smem_q) + consumer * C::Chunks * 64 * C::RowBytes);
+    const uint64_t k_desc = qk_desc(wgmma::shared_address(smem_k));
     const uint64_t v_desc = C::Fp8 ? wgmma::k_major(wgmma::shared_address(smem_vt)) : wgmma::mn_major(wgmma::shared_address(smem_v), C::BN);
-    constexpr uint32_t kKVStageBytes = C::Chunks * C::BN * 128;
+    constexpr uint32_t kKVStageBytes = C::Chunks * C::BN * C::RowBytes;
     wgmma::Fragment<float, C::BN / 2> acc_s;
     wgmma::Fragment<float, C::HeadDim / 2> acc_o;
     // P: the A operand of P·V in registers, bf16/f16 pairs; register 4·kb + j holds acc_s(8·kb + 2j, + 1).
@@ -1074,8 +1125,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       const uint64_t q_buffer = wgmma::advance(q_desc, qb * static_cast<uint32_t>(C::QBytes));
 #pragma unroll
       for (int kb = 0; kb < Ty::KBlocksS; ++kb)
-        wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_buffer, wgmma::k_major_block(64, kb)),
-                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb)), acc_s, kb > 0);
+        wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_buffer, wgmma::k_major_block(64, kb, C::RowBytes)),
+                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb, C::RowBytes)), acc_s, kb > 0);
       wgmma::commit();
     };
     auto issue_o = [&](int stage) {

@@ -49,6 +49,14 @@ __device__ __forceinline__ uint64_t sw128_descriptor(uint32_t address, uint32_t 
 // The descriptor of a K-major tile at shared address `tile` (its first k-block).
 __device__ __forceinline__ uint64_t k_major(uint32_t tile) { return sw128_descriptor(tile, 16, 1024); }
 
+// The same for a K-major tile of 64-byte rows with the 64-byte swizzle (layout 2; what a TMA box {64 one-byte
+// elements, rows} with CU_TENSOR_MAP_SWIZZLE_64B writes: 16-byte chunk c of row r at chunk c XOR (r / 2) % 4,
+// 8-row atoms of 512 bytes, so the stride offset is 512), tiles 512-byte aligned. A k-block (32 bytes) starts
+// at byte 32·(kb % 2) of the row, chunk kb / 2 of the rows (k_major_block with row_bytes 64).
+__device__ __forceinline__ uint64_t k_major_sw64(uint32_t tile) {
+  return static_cast<uint64_t>((tile & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) | (uint64_t{512 >> 4} << 32) | (uint64_t{2} << 62);
+}
+
 // The descriptor of an MN-major tile (16-bit types) whose 64-element MN chunks hold `rows` K rows each.
 __device__ __forceinline__ uint64_t mn_major(uint32_t tile, int rows) {
   return sw128_descriptor(tile, static_cast<uint32_t>(rows * 128), 1024);
@@ -58,9 +66,10 @@ __device__ __forceinline__ uint64_t mn_major(uint32_t tile, int rows) {
 // the low field, so this is one 64-bit add, as CuTe's descriptor iterator does.
 __device__ __forceinline__ uint64_t advance(uint64_t descriptor, uint32_t bytes) { return descriptor + (bytes >> 4); }
 
-// Where k-block kb starts, in bytes from the tile: K-major of `rows` rows, and MN-major (16 K rows of 128 bytes).
-__host__ __device__ constexpr uint32_t k_major_block(int rows, int kb) {
-  return static_cast<uint32_t>((kb / 4) * rows * 128 + (kb % 4) * 32);
+// Where k-block kb starts, in bytes from the tile: K-major of `rows` rows (of 128-byte chunks; or 64-byte ones
+// with the 64-byte swizzle), and MN-major (16 K rows of 128 bytes).
+__host__ __device__ constexpr uint32_t k_major_block(int rows, int kb, int row_bytes = 128) {
+  return static_cast<uint32_t>((kb / (row_bytes / 32)) * rows * row_bytes + (kb % (row_bytes / 32)) * 32);
 }
 __host__ __device__ constexpr uint32_t mn_major_block(int kb) { return static_cast<uint32_t>(kb * 16 * 128); }
 

@@ -1007,8 +1007,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   const bool short_rows = short_masked || short_plain || short_all || causal_long || two_long;
   // Head dim 32 runs in the hd64 configuration: TMA zero-fills Q's and K's columns 32..63 (their dot
   // products are exact) and V's (those output columns are 0 and not stored).
-  // FP8: rows of 128 bytes (head dim 64, and 32, in the HeadDim 128 configuration, zero-filled alike).
-  const int64_t kHeadDim = fp8 ? (D_ <= 128 ? 128 : D_) : D_ < 64 ? 64 : D_;
+  // FP8: head dim 64 (and 32, zero-filled alike) in rows of 64 bytes (the 64-byte swizzle: S over K 64, P·V
+  // over N 64), 128 in rows of 128 bytes. $SOLDER_ATTN_FP8_HD64=padded runs head dim ≤ 64 in the HeadDim 128
+  // configuration instead (TMA zero-fills columns 64..127: twice the MMA work), as before the 64-byte rows
+  // (A/B runs).
+  const bool fp8_padded = fp8 && D_ <= 64 && [] {
+    const char* e = std::getenv("SOLDER_ATTN_FP8_HD64");
+    return e && std::string(e) == "padded";
+  }();
+  const int64_t kHeadDim = fp8 ? (D_ <= 64 && !fp8_padded ? 64 : D_ <= 128 ? 128 : D_) : D_ < 64 ? 64 : D_;
   // A data mask: 2 consumers (128 query rows per work tile: a block's rows span fewer documents, so more
   // key tiles are skipped, and the per-score id compares of boundary tiles fit in 240 registers).
   // $SOLDER_ATTN_CONSUMERS=2|3 overrides the count for long rows at hd64 with the identity or an affine
@@ -1327,12 +1334,19 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     posted_work = true;
   }
   if (fp8) {
-    // The fp8 Config: two consumers, 128-key tiles (one 128-byte Vᵀ row), one block per work tile, one Q
-    // buffer, 4 stages of K, V and Vᵀ (16 KB each at hd128: 208 KB with Q), the consumers' turns.
+    // The fp8 Config: 128-key tiles (one 128-byte Vᵀ row), one block per work tile, one Q buffer, 4 stages
+    // of K, V and Vᵀ (16 KB each at hd128: 208 KB with Q; 8 KB each at hd64), the consumers' turns. Two
+    // consumers at hd128 (S 64, P 16 and O 64 registers per thread); three at hd64 (192 query rows: S 64, P
+    // 16, O 32 fit in 152 registers without spills, each K/V tile and its transpose serve 1.5× the rows of
+    // two consumers, and three warpgroups overlap their exponentials, which bound the fp8 kernel, with the
+    // others' products), at every length: at S 1k too, where a third of the last 192-row tile is padding
+    // (191.4 against 200.9 µs on two consumers, S 4k / 16k 575 / 2157 against 648 / 2406; H200, 2026-11-28,
+    // same call; $SOLDER_ATTN_CONSUMERS=2|3 forces the count at hd64, A/B runs).
     if (staged_bits || with_bias || data) refuse("an fp8 kernel with a staged or global bias or a data mask (the fp8 path takes none yet)");
     if (!dual_first_.empty()) refuse("the dual mode in fp8 (not built)");
     if (kHeadDim > 128) refuse("fp8 at head dim " + std::to_string(D_) + " (the fp8 path is built for 64 and 128)");
-    consumers = 2;
+    consumers = kHeadDim == 64 ? 3 : 2;
+    if (const char* forced = std::getenv("SOLDER_ATTN_CONSUMERS"); forced && *forced && kHeadDim == 64) consumers = std::string(forced) == "2" ? 2 : 3;
     persistent = false;
     q_buffers = 1;
     stages = 4;
@@ -1887,7 +1901,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                               (free_consumers ? " free consumer warpgroups (no turns: each issues as soon as its operands are there) + 1 TMA producer warp), "
                                               : " consumer warpgroups in ping-pong + 1 TMA producer warp), ") +
                               (fp8 ? std::string("fp8: S and P·V on e4m3 wgmma (k 32), P rounded to e4m3 in registers, each V tile transposed to Vᵀ [d][key] "
-                                                 "in shared memory by 3 producer warps (fp8 wgmma reads B K-major only), ")
+                                                 "in shared memory by 3 producer warps (fp8 wgmma reads B K-major only), ") +
+                                         (kHeadDim == 64 ? "Q, K and V in 64-byte rows (the 64-byte swizzle), " : "")
                                    : std::string("")) +
                               std::to_string(tiles) + " work tiles" +
                               (persistent ? " on " + std::to_string(std::min<int64_t>(tiles, kSmCount)) + " persistent blocks (longest first, " +
@@ -1969,7 +1984,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     r.batch = lead;
     r.batch_stride = rows * D_;
     r.tile_rows = tile_rows;
-    r.tile_k = fp8 ? 128 : 64;  // one 128-byte swizzle row
+    r.tile_k = fp8 ? (kHeadDim == 64 ? 64 : 128) : 64;  // one swizzle row: 128 bytes (64 for fp8 at hd64: the 64-byte swizzle)
     return r;
   };
   // (an operand with a fixed lead block: its map covers all its heads, the shape says where ours are)

@@ -72,7 +72,8 @@ inline void free_tensor(Tensor& t) {
 
 // The tensor map of q (tile_rows = Config::QBoxRows) or k, v (Config::KVBoxRows): a K-major GEMM
 // operand with rows = seq, k = D, batch = batch · heads.
-inline TensorMap make_map(const Tensor& t, int tile_rows, const char* what) {
+// tile_k: the box's row in elements (0: one 128-byte swizzle row; e4m3 at head dim 64: 64, the 64-byte swizzle).
+inline TensorMap make_map(const Tensor& t, int tile_rows, const char* what, int tile_k = 0) {
   rt::GemmOperand g;
   g.dtype = static_cast<rt::GemmDtype>(static_cast<int>(t.dtype));
   g.k_major = true;
@@ -82,7 +83,7 @@ inline TensorMap make_map(const Tensor& t, int tile_rows, const char* what) {
   g.batch = t.bh;
   g.batch_stride = t.ld * t.seq;
   g.tile_rows = tile_rows;
-  g.tile_k = 128 / solder::gemm::dtype_bytes(t.dtype);  // one 128-byte swizzle row
+  g.tile_k = tile_k > 0 ? tile_k : 128 / solder::gemm::dtype_bytes(t.dtype);
   g.base = reinterpret_cast<uintptr_t>(t.device);
   rt::TmaEncodeArgs args;
   const std::string problem = rt::plan_gemm_operand(g, what, &args);

@@ -429,7 +429,8 @@ void run_fp8_case(const char* name, const Case& c, const Mask& mask, std::mt1993
   Tensor k = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 2.0f);
   Tensor v = make_tensor(C::T, bh_kv, c.seq_k, D, D + c.pad, &rng, 1.0f);
   Tensor o = make_tensor(Dtype::bf16, bh, c.seq_q, D, D, nullptr, 0.0f);  // all NaN
-  TensorMap mq = make_map(q, C::QBoxRows, "q"), mk = make_map(k, C::KVBoxRows, "k"), mv = make_map(v, C::KVBoxRows, "v");
+  TensorMap mq = make_map(q, C::QBoxRows, "q", C::ChunkElements), mk = make_map(k, C::KVBoxRows, "k", C::ChunkElements),
+            mv = make_map(v, C::KVBoxRows, "v", C::ChunkElements);
   AttentionShape shape;
   shape.batch = c.batch;
   shape.heads = c.heads;
@@ -518,12 +519,13 @@ void run_fp8_case(const char* name, const Case& c, const Mask& mask, std::mt1993
   free_tensor(o);
 }
 
-// FP8 cases: head dims 128 and 64 (in the HeadDim 128 configuration), ragged lengths, grouped heads,
-// padded rows, no mask and causal (top-left, bottom-right, an offset that leaves rows with no key).
+// FP8 cases: head dims HeadDim and HeadDim / 2 (64 in the HeadDim 128 configuration, 32 in the HeadDim 64
+// one: TMA zero-fills the rest), ragged lengths, grouped heads, padded rows, no mask and causal (top-left,
+// bottom-right, an offset that leaves rows with no key).
 template <class C>
 void run_fp8(const char* name, std::mt19937& rng) {
   char label[96];
-  for (int D : {128, 64}) {
+  for (int D : {C::HeadDim, C::HeadDim / 2}) {
     for (const Case& c : {Case{1, 1, 1, 1, 1, 0}, Case{1, 2, 2, 17, 17, 16}, Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 1, 129, 300, 16},
                           Case{2, 4, 2, 257, 257, 0}, Case{1, 2, 2, 1000, 1000, 0}, Case{1, 1, 1, 2048, 2048, 0}}) {
       std::snprintf(label, sizeof label, "%s plain", name);
@@ -925,6 +927,11 @@ int main(int argc, char** argv) {
     run_fp8<Config<Dtype::e4m3, 128, 128, 2, 2>>("e4m3 d128 128x128 s2", rng);
     run_fp8<Config<Dtype::e4m3, 128, 128, 4, 2, true>>("e4m3 d128 128x128 s4 P", rng);
     run_fp8<Config<Dtype::e4m3, 128, 128, 3, 2, true, 0, 2>>("e4m3 d128 128x128 s3 P q2", rng);
+    // head dim 64 in 64-byte rows (the 64-byte swizzle, S with K depth 64, P·V with N 64): the emitter's
+    // 3 consumers, 2 consumers, persistent blocks with two Q buffers
+    run_fp8<Config<Dtype::e4m3, 64, 128, 4, 3>>("e4m3 d64 192x128 s4", rng);
+    run_fp8<Config<Dtype::e4m3, 64, 128, 4, 2>>("e4m3 d64 128x128 s4", rng);
+    run_fp8<Config<Dtype::e4m3, 64, 128, 4, 3, true, 0, 2>>("e4m3 d64 192x128 s4 P q2", rng);
     // Affine scores (ALiBi) in the emitter's configurations: hd64 short rows (persistent, 2 Q buffers,
     // staggered, 6 stages), hd64 long rows (192 x 128, 3 consumers, one block per tile: the two-FFMA form
     // for both functors there; and 2 consumers), hd128, f16

@@ -60,7 +60,7 @@ TEST(Golden, GeneratedCudaOfTheSmallExamples) {
 // skipping and block order"), from the ids' per-tile min/max (document_mask) and from index expressions
 // with the longest-first block order (causal); on the attention skeleton, the key range solved from the
 // mask's linear bounds (causal, sliding_window, prefix_lm) and the affine score (alibi); and the skeleton's
-// fp8 path (attention_fp8: e4m3 q, k, v, head dim 64 in the HeadDim 128 configuration).
+// fp8 path (attention_fp8: e4m3 q, k, v, head dim 64 in 64-byte rows).
 const char* kGoldenMaskedExamples[] = {"document_mask", "causal", "sliding_window", "prefix_lm", "alibi", "attention_fp8"};
 
 TEST(Golden, GeneratedCudaOfMaskedAttentionOverSeveralTiles) {

@@ -125,6 +125,41 @@ TEST(AttentionTma, OperandsArePlannedAsKMajorGemmOperands) {
   EXPECT_EQ(args.box[1], 128u);
 }
 
+// e4m3 at head dim 64: rows of 64 bytes in shared memory (one 64-byte chunk, the 64-byte swizzle), so the
+// maps' boxes are 64 elements wide and 64-byte swizzled; hd128 and the 16-bit types keep 128-byte rows.
+TEST(AttentionTma, Fp8HeadDim64RowsTakeThe64ByteSwizzle) {
+  using F = at::Config<at::Dtype::e4m3, 64, 128, 4, 3>;
+  static_assert(F::RowBytes == 64 && F::ChunkElements == 64 && F::Chunks == 1 && F::BM == 192 && F::Threads == 512);
+  static_assert(F::QBytes == 192 * 64 && F::KVTileBytes == 128 * 64 && F::VtTileBytes == 64 * 128);
+  static_assert(F::SmemBytes == 192 * 64 + 4 * (2 * 128 * 64 + 64 * 128) + 8 * (2 + 5 * 4) + 1024);
+  using F128 = at::Config<at::Dtype::e4m3, 128, 128, 4, 2>;
+  static_assert(F128::RowBytes == 128 && F128::ChunkElements == 128 && F128::Chunks == 1);
+  using B64 = at::Config<at::Dtype::bf16, 64, 128, 4, 2>;
+  static_assert(B64::RowBytes == 128 && B64::ChunkElements == 64 && B64::Chunks == 1);
+  GemmOperand k;
+  k.dtype = GemmDtype::e4m3;
+  k.rows = 4096;
+  k.k = 64;
+  k.ld = 64;
+  k.batch = 16;
+  k.batch_stride = 64 * 4096;
+  k.tile_rows = F::KVBoxRows;
+  k.tile_k = F::ChunkElements;
+  k.base = 0x10000;
+  TmaEncodeArgs args;
+  ASSERT_EQ(plan_gemm_operand(k, "k", &args), "");
+  EXPECT_EQ(args.box[0], 64u);   // one 64-byte row
+  EXPECT_EQ(args.box[1], 128u);  // BN keys
+  EXPECT_EQ(args.swizzle, 2);    // CU_TENSOR_MAP_SWIZZLE_64B
+  k.tile_k = F128::ChunkElements;  // the padded form: 128-element boxes, TMA zero-fills columns 64..127
+  ASSERT_EQ(plan_gemm_operand(k, "k", &args), "");
+  EXPECT_EQ(args.box[0], 128u);
+  EXPECT_EQ(args.swizzle, 3);
+  k.dtype = GemmDtype::bf16;  // 64 bytes of a 16-bit type: not a swizzle the skeletons take
+  k.tile_k = 32;
+  EXPECT_NE(plan_gemm_operand(k, "k", &args).find("128 bytes"), std::string::npos);
+}
+
 // A staged bias's column map: a 1-byte operand, one 128-byte box per row, no swizzle.
 TEST(AttentionTma, StagedBiasColumnIsAnUnswizzledByteRow) {
   GemmOperand c;
