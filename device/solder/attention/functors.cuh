@@ -87,9 +87,9 @@
 // maximum from partial maxima (a shorter dependent chain); 2 also ends ptxas's instruction block after the
 // weights, so that the wait for the previous P·V, which the skeleton writes after the row state's update,
 // stays after the exponentials and that P·V runs beside them (with 0 or 1 ptxas places that wait before the
-// softmax). Without the member the skeleton takes 2 with two consumer warpgroups at head dim 64 (16-bit)
-// and 1 otherwise (2 spills with three consumers, at head dim 128 and in fp8); the dual mode
-// (sm90_attention_dual.cuh) keeps 0.
+// softmax). Without the member the skeleton takes 0 (the dual mode, sm90_attention_dual.cuh, always). Level
+// 2 spills where 168 registers are tight: three consumers, head dim 128, fp8, and many hd64 two-consumer
+// kernels with a mask, a bias, softcap or the dual mode; the emitted vanilla / alibi S 1k kernels fit.
 //
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
