@@ -82,6 +82,15 @@
 //
 //     __device__ float staged_column(int bh, int col, BiasColumn c) const;
 //
+// The row state's instruction order (optional: `static constexpr int kSoftmaxSchedule = 0, 1 or 2;`, the
+// same values in every order): 0 has OnlineSoftmax keep one running maximum per row; 1 takes each row's
+// maximum from partial maxima (a shorter dependent chain); 2 also ends ptxas's instruction block after the
+// weights, so that the wait for the previous P·V, which the skeleton writes after the row state's update,
+// stays after the exponentials and that P·V runs beside them (with 0 or 1 ptxas places that wait before the
+// softmax). Without the member the skeleton takes 0 (the dual mode, sm90_attention_dual.cuh, always). Level
+// 2 spills where 168 registers are tight: three consumers, head dim 128, fp8, and many hd64 two-consumer
+// kernels with a mask, a bias, softcap or the dual mode; the emitted vanilla / alibi S 1k kernels fit.
+//
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
 //   struct Mask {
@@ -161,7 +170,8 @@
 //     __device__ void init();
 //     // s(i), i < N: the tile's logits of row (i / 2) % 2 (−inf where masked), rewritten in place to
 //     // the weights p that multiply V; correction[r]: the factor the accumulated O rows are scaled by.
-//     template <class Fragment> __device__ void update(Fragment& s, float scale_log2, float (&correction)[2]);
+//     // Schedule: the instruction order (kSoftmaxSchedule above: 0, 1 or 2); it must not change the values.
+//     template <int Schedule, class Fragment> __device__ void update(Fragment& s, float scale_log2, float (&correction)[2]);
 //     // After the last tile: the factor each output row is multiplied by (1 / Σ p, quad-reduced).
 //     __device__ void finish(float (&inverse)[2]);
 //   };
@@ -258,6 +268,16 @@ __host__ __device__ constexpr auto score_staged_sum(int) -> decltype(S::kStagedS
 template <class S>
 __host__ __device__ constexpr bool score_staged_sum(long) {
   return false;
+}
+
+// The row state's instruction order a Score asks for (kSoftmaxSchedule; `otherwise` without the member).
+template <class S>
+__host__ __device__ constexpr auto score_softmax_schedule(int, int) -> decltype(S::kSoftmaxSchedule, 0) {
+  return S::kSoftmaxSchedule;
+}
+template <class S>
+__host__ __device__ constexpr int score_softmax_schedule(long, int otherwise) {
+  return otherwise;
 }
 
 // Whether Mask declares its rows' visible keys one interval (kRowInterval true, row_columns()).
@@ -382,6 +402,36 @@ struct CausalMask {
 
 // ---- Row state --------------------------------------------------------------------------------------
 
+// Ends ptxas's instruction block here: a branch on `value` to a trap. Callers pass a value that is ≥ 0 or
+// NaN, for which the branch is never taken. ptxas schedules each block on its own and places a
+// wgmma.wait_group as early as its block allows, so a wait written after this call stays after the
+// instructions that `value` depends on.
+__device__ __forceinline__ void block_boundary(float value) {
+  if (value < 0.0f) __trap();
+}
+
+// The maximum of a row's scores s(i), i ≡ 2r or 2r + 1 (mod 4), and `start`: one running maximum per row
+// (Schedule 0), or four partial maxima combined at the end (Schedule ≥ 1: a dependent chain of N / 8 + 2
+// instead of N / 2). The same value either way: max.f32 is exact, and the order does not matter.
+template <int Schedule, int N, class Fragment>
+__device__ __forceinline__ float row_max(const Fragment& s, int r, float start) {
+  if constexpr (Schedule == 0 || N % 16 != 0) {
+    float m = start;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if ((i / 2) % 2 == r) m = fmaxf(m, s(i));
+    return m;
+  } else {
+    // the row's j-th score is s(4·(j / 2) + 2r + j % 2); part k takes the j ≡ k (mod 4)
+    float part[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) part[k] = s(4 * (k / 2) + 2 * r + k % 2);
+#pragma unroll
+    for (int j = 4; j < N / 2; ++j) part[j % 4] = fmaxf(part[j % 4], s(4 * (j / 2) + 2 * r + j % 2));
+    return fmaxf(fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3])), start);
+  }
+}
+
 // The online softmax: running maximum and (per thread, partial) sum of two rows, base-2 scaled.
 // A row whose scores so far are all −inf keeps max −inf; its weights are 0 and its correction 1.
 template <int N>
@@ -394,11 +444,15 @@ struct OnlineSoftmax {
     sum[0] = sum[1] = 0.0f;
   }
 
-  template <class Fragment>
+  // Schedule (the same values in every order; kSoftmaxSchedule above): 0 one running maximum per row,
+  // 1 partial maxima (row_max), 2 partial maxima and the end of ptxas's block after the weights, so that
+  // the caller's wait for the previous P·V, written after update(), lets that P·V run beside the
+  // exponentials (with 0 or 1 ptxas places that wait before the softmax).
+  template <int Schedule = 0, class Fragment>
   __device__ __forceinline__ void update(Fragment& s, float scale_log2, float (&correction)[2]) {
-    float m[2] = {max[0], max[1]};
+    float m[2];
 #pragma unroll
-    for (int i = 0; i < N; ++i) m[(i / 2) % 2] = fmaxf(m[(i / 2) % 2], s(i));
+    for (int r = 0; r < 2; ++r) m[r] = row_max<Schedule, N>(s, r, max[r]);
     float base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -417,16 +471,17 @@ struct OnlineSoftmax {
       s(i) = p;
       sum[r] += p;
     }
+    if constexpr (Schedule == 2) block_boundary(sum[0] + sum[1]);
   }
 
   // The same update for the scores s(i) + shift[(i / 2) % 2], given as s(i) and the thread's two row
   // shifts (an affine score's row term): the maximum and the weights are those of the shifted scores,
   // max is kept shifted, and each weight costs what update()'s does.
-  template <class Fragment>
+  template <int Schedule = 0, class Fragment>
   __device__ __forceinline__ void update_shifted(Fragment& s, float scale_log2, float (&correction)[2], const float (&shift)[2]) {
-    float m[2] = {negative_infinity(), negative_infinity()};
+    float m[2];
 #pragma unroll
-    for (int i = 0; i < N; ++i) m[(i / 2) % 2] = fmaxf(m[(i / 2) % 2], s(i));
+    for (int r = 0; r < 2; ++r) m[r] = row_max<Schedule, N>(s, r, negative_infinity());
     float base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -446,6 +501,7 @@ struct OnlineSoftmax {
       s(i) = p;
       sum[r] += p;
     }
+    if constexpr (Schedule == 2) block_boundary(sum[0] + sum[1]);
   }
 
   __device__ __forceinline__ void finish(float (&inverse)[2]) {

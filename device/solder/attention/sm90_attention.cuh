@@ -1452,9 +1452,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       State<C::BN / 2> state;
       state.init();
       auto update_state = [&](float (&correction)[2]) {
-        if constexpr (kRowShift) state.update_shifted(acc_s, score.scale_log2, correction, row_shift);
-        else if constexpr (kScaledShift) state.update_shifted(acc_s, scaled_log2, correction, row_shift);
-        else state.update(acc_s, score.scale_log2, correction);
+        constexpr int kSchedule = score_softmax_schedule<Score>(0, 0);
+        if constexpr (kRowShift) state.template update_shifted<kSchedule>(acc_s, score.scale_log2, correction, row_shift);
+        else if constexpr (kScaledShift) state.template update_shifted<kSchedule>(acc_s, scaled_log2, correction, row_shift);
+        else state.template update<kSchedule>(acc_s, score.scale_log2, correction);
       };
       wgmma::clear(acc_o);
 

@@ -1413,6 +1413,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     out << "  // the staged bias's tensor maps (encoded by the launcher for each call), then every global's pointer\n"
            "  solder::attention::TensorMap bias_tile;\n  solder::attention::TensorMap bias_column;\n";
   out << members.str();
+  // $SOLDER_ATTN_SOFTMAX_SCHEDULE=0|1|2: the row state's instruction order instead of the skeleton's default,
+  // 0 (functors.cuh, kSoftmaxSchedule; A/B runs).
+  if (const char* e = std::getenv("SOLDER_ATTN_SOFTMAX_SCHEDULE"); e && (std::string(e) == "0" || std::string(e) == "1" || std::string(e) == "2"))
+    out << "  static constexpr int kSoftmaxSchedule = " << e << ";  // the row state's instruction order (SOLDER_ATTN_SOFTMAX_SCHEDULE)\n";
   constexpr double kLog2e = 1.4426950408889634;
   std::string score_text;
   if (identity) {
