@@ -16,10 +16,7 @@ OUT_DIR=${OUT:-/tmp/out}; mkdir -p $OUT_DIR
 W=${W:-/tmp/fp8-hd64}; O=$W; mkdir -p $O/r
 start=$(date +%s); left() { echo $(( ${DEADLINE:-115} - ($(date +%s) - start) )); }
 export SOLDER_CUTLASS_INCLUDE=$PWD/../cutlass SOLDER_CACHE_DIR=$PWD/.cache/kernels
-for z in build/*.xz bin/*.xz; do   # (merged_call.sh unpacks the same way; it skips what is unpacked)
-  [ -f "$z" ] && [ ! -x "${z%.xz}" ] || continue
-  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$z" "${z%.xz}" && chmod +x "${z%.xz}"
-done
+bash bench/unpack_staged.sh   # the staged binaries (merged_stage.sh xz-compresses them)
 export LD_LIBRARY_PATH=$PWD/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 {
   for a in "--small --dim S=256 --dim D=64" "SOLDER_ATTN_CONSUMERS=3 --small --dim S=256 --dim D=64" "--small --dim S=256 --dim D=32" \
