@@ -43,6 +43,10 @@ export SOLDER_COMMIT=$(cat COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/d
 start=$(date +%s); left() { echo $(( ${DEADLINE:-440} - ($(date +%s) - start) )); }
 # dry: what a command would be, printed (DRY_RUN=1), or nothing
 dry() { [ "$DRY" = 1 ] && printf '%s\n' "$*"; [ "$DRY" = 1 ]; }
+# pack: r/ into $O/r.tgz now, and again after every later phase and step, so that a call cut short (an
+# outer timeout, the device tool's limit) still brings back what ran: the tool returns at most 8 files
+# of $OUT, and r.tgz sorts before the loose r/ files
+pack() { [ "$DRY" = 1 ] || tar czf $O/r.tgz -C $O r 2>/dev/null; }
 dry "# merged_call dry run: SPOTS=$SPOTS ROUNDS=$ROUNDS DEADLINE=${DEADLINE:-440} OUT=$O" ||
   nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee $O/r/device.txt
 spots() { grep -v '^\s*\(#\|$\)' "$SPOTS"; }
@@ -99,6 +103,7 @@ for t in ${DEVICE_TESTS-attention:110 attention_dual:40 gemm:150 gemm_rows:40 ge
   echo "   $f rc $rc $(tail -n1 $O/r/dt-$f.txt) ($(( $(date +%s) - start )) s)"
 done
 [ "$DRY" = 1 ] || grep -h "^ *[0-9.]* FAIL" $O/r/dt-*.txt 2>/dev/null | head -5
+pack
 if [ "${RUN_SH:-1}" = 1 ]; then
   echo "== 2. tests/gpu/run.sh ($(left) s left)"
   if ! dry "SOLDER_REBUILD=0 SOLDER_GPU_PARALLEL=8 timeout <left - ${SPOT_SECONDS:-250}> bash tests/gpu/run.sh $O/run > r/run-summary.txt"; then
@@ -107,6 +112,7 @@ if [ "${RUN_SH:-1}" = 1 ]; then
     echo "   rc $?"; grep -E "MISMATCH|ERROR" $O/r/run-summary.txt | head; tail -n1 $O/r/run-summary.txt
   fi
 fi
+pack
 if [ -n "${VERIFY:-}" ]; then
   echo "== 2b. verify at the suites' sizes ($(left) s left)"
   if [ "$DRY" = 1 ]; then
@@ -118,6 +124,7 @@ if [ -n "${VERIFY:-}" ]; then
   fi
 fi
 wait
+pack
 
 echo "== 3. spot checks, $ROUNDS round(s) ($(left) s left)"
 if [ "$DRY" = 1 ]; then
@@ -152,6 +159,7 @@ while IFS=$'\t' read -r k kind dest cmd; do
   [ -f $O/r/step.jsonl ] && sed "s/}[[:space:]]*\$/, \"round\": $k, \"span\": [$t0, $t1]}/" $O/r/step.jsonl >> $O/r/$dest
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$kind" "$dest" "$t0" "$t1" "$rc" "$cmd" >> $O/r/steps.tsv
   [ "$kind" = P ] && echo "   round $k peers rc $rc ($(left) s left): ${cmd#*--suite }"
+  pack
 done < $O/r/plan.tsv
 kill $clock_pid 2>/dev/null
 echo "   solder records $(cat $O/r/solder*.jsonl 2>/dev/null | wc -l) of $(cut -f2 $O/r/plan.tsv | grep -c S)"
