@@ -1239,18 +1239,22 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   bool persistent = short_rows || staged_bits != 0 || data_persistent;
   if (const char* forced = std::getenv("SOLDER_ATTN_PERSISTENT"); (with_bias || data) && forced && *forced) persistent = std::string(forced) == "1";
   if (!persistent) q_buffers = 1;  // (a second Q buffer serves the next work tile of a persistent block)
-  // Head dim 256 runs the Config its device test covers (one block per work tile, 64-key tiles, 2 stages,
-  // 2 consumers): a data mask's persistent blocks and a bias's staged tiles are not device-tested there.
-  // $SOLDER_ATTN_HD256 picks one of the device-tested candidates for the A/B runs (unset or "main": the
-  // Config above): "bn80", 80-key tiles (m64n80k16 for S, 64 KB of Q + 2 x 80 KB of K and V); "dyn",
+  // Head dim 256 runs a Config its device test covers (one block per work tile, 2 stages, 2 consumers): a
+  // data mask's persistent blocks and a bias's staged tiles are not device-tested there. The key tile is
+  // 80 (m64n80k16 for S, 64 KB of Q + 2 x 80 KB of K and V), measured 4-8 % faster than 64 at vanilla and
+  // causal S 4k and 16k on the H200 (seventeenth session, bench/NOTES.md). $SOLDER_ATTN_HD256 picks
+  // another device-tested candidate for A/B runs: "bn64", the 64-key tiles (the former default); "dyn",
   // persistent blocks (one per SM, one Q buffer: 2 x 64 KB of Q do not fit beside the ring) that claim
   // the work tiles longest first from a counter, free consumers and the posted work-tile setup, as
-  // causal hd128; "dyn80", both. A deeper ring does not fit at 128 query rows (64 KB of Q + 3 x 64 KB of
-  // 64-key K and V stages is 256 KB). Only the plain score's kernels without a bias or a data mask.
+  // causal hd128, on 64-key tiles; "dyn80", the same on 80-key tiles; unset or any other value: "bn80".
+  // A deeper ring does not fit at 128 query rows (64 KB of Q + 3 x 64 KB of 64-key K and V stages is
+  // 256 KB). Only the plain score's kernels without a bias or a data mask.
   std::string hd256_mode;
-  if (const char* e = std::getenv("SOLDER_ATTN_HD256"); e && kHeadDim == 256 && !fp8 && !data && !with_bias && !staged_bits && !persistent && dual_first_.empty())
-    hd256_mode = e;
-  if (hd256_mode != "bn80" && hd256_mode != "dyn" && hd256_mode != "dyn80") hd256_mode.clear();
+  if (kHeadDim == 256 && !fp8 && !data && !with_bias && !staged_bits && !persistent && dual_first_.empty()) {
+    const char* e = std::getenv("SOLDER_ATTN_HD256");
+    hd256_mode = e ? e : "";
+    if (hd256_mode != "bn64" && hd256_mode != "dyn" && hd256_mode != "dyn80") hd256_mode = "bn80";
+  }
   const bool hd256_bn80 = hd256_mode == "bn80" || hd256_mode == "dyn80";
   const bool hd256_dynamic = hd256_mode == "dyn" || hd256_mode == "dyn80";
   if (hd256_bn80) bn = 80;

@@ -110,12 +110,12 @@ std::optional<int64_t> vector_stride(const Expr& side, const DecodeAttentionProb
   return bytes / 16;
 }
 
-// SOLDER_ONLINE_STREAM_STRIDE=1 (A/B runs): full steps of cache keys load through per-warp pointers
-// advanced by a constant stride (strided_keys below); unset or any other value: every load computes its
-// key's address and select.
+// Full steps of cache keys load through per-warp pointers advanced by a constant stride (strided_keys
+// below), the default since the seventeenth session's H200 A/B (llama_decode KV 16k 108.5 against 137.8
+// us); SOLDER_ONLINE_STREAM_STRIDE=0: every load computes its key's address and select (the former kernel).
 bool stride_enabled() {
   const char* v = std::getenv("SOLDER_ONLINE_STREAM_STRIDE");
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 // SOLDER_ONLINE_STREAM_PREFETCH=1 (A/B runs): each slot's next K and V are loaded as soon as the step

@@ -1371,8 +1371,8 @@ TEST(AttentionSkeletonEmit, EvoformerSmallHeadDimFallsBackWithTheReason) {
 }
 
 // Head dim 256 (suite attention_hd256): the fusion plan holds the score depth whole at the GPU's tiles
-// (FusionParams::score_depth_whole_up_to), so vanilla and causal reach the skeleton, on the Config its
-// device test covers: 128 query rows x 64 keys, 2 stages (64 KB of Q + 2 x 64 KB of K and V), 2
+// (FusionParams::score_depth_whole_up_to), so vanilla and causal reach the skeleton, on a Config its
+// device test covers: 128 query rows x 80 keys, 2 stages (64 KB of Q + 2 x 80 KB of K and V), 2
 // consumers, one block per work tile; the summary says so. A data mask at head dim 256 keeps the
 // emitter's own schedule, with the reason.
 TEST(AttentionSkeletonEmit, HeadDim256RunsTheDeviceTestedConfig) {
@@ -1381,38 +1381,40 @@ TEST(AttentionSkeletonEmit, HeadDim256RunsTheDeviceTestedConfig) {
     std::string refusal;
     auto k = emit(compile(name, {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 256}}), &refusal);
     ASSERT_TRUE(k) << refusal;
-    EXPECT_NE(k->source.find("using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, 64, 2, 2>;"), std::string::npos) << k->summary;
-    EXPECT_NE(k->summary.find("head dim 256: 64-key tiles on 2 stages (Q 64 KB + 2 x 64 KB of K and V in shared memory) and 2 consumers"), std::string::npos) << k->summary;
+    EXPECT_NE(k->source.find("using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, 80, 2, 2>;"), std::string::npos) << k->summary;
+    EXPECT_NE(k->summary.find("head dim 256: 80-key tiles on 2 stages (Q 64 KB + 2 x 80 KB of K and V in shared memory) and 2 consumers"), std::string::npos) << k->summary;
     ASSERT_TRUE(k->info.attention);
     EXPECT_EQ(k->info.attention->q.k, 256);
-    EXPECT_EQ(k->info.attention->k.tile_rows, 64);
+    EXPECT_EQ(k->info.attention->k.tile_rows, 80);
     EXPECT_EQ(k->info.blocks, 4 * 16 * 4096 / 128);
     EXPECT_LE(k->info.shared_bytes, 232448);
   }
   std::string refusal;
   auto small = emit(compile("causal", {{"S", 256}, {"D", 256}}, true), &refusal);
   ASSERT_TRUE(small) << refusal;
-  EXPECT_NE(small->source.find("Config<solder::gemm::Dtype::bf16, 256, 64, 2, 2>;"), std::string::npos) << small->summary;
+  EXPECT_NE(small->source.find("Config<solder::gemm::Dtype::bf16, 256, 80, 2, 2>;"), std::string::npos) << small->summary;
   // (its fusion plan keeps the depth in two steps of 128: the running max reads the ids, fuse_test.cpp)
   auto docmask = emit(compile("document_mask", {{"S", 4096}, {"D", 256}}), &refusal);
   EXPECT_FALSE(docmask);
   EXPECT_NE(refusal.find("the stream loop holds a statement other than copy, fill, map and reduce"), std::string::npos) << refusal;
 }
 
-// $SOLDER_ATTN_HD256 (A/B runs): the device-tested candidates, each exactly; any other value is main's Config.
+// Head dim 256: 80-key tiles by default; $SOLDER_ATTN_HD256 (A/B runs) picks the other device-tested
+// candidates, each exactly; unset or any other value is the default.
 TEST(AttentionSkeletonEmit, HeadDim256CandidatesByKnob) {
   const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, ";
   const std::tuple<const char*, const char*, int64_t> modes[] = {
       {"bn80", "80, 2, 2>;", 4 * 16 * 4096 / 128},
       {"dyn", "64, 2, 2, true, 0, 1, 0, true, true, false, true>;", 132},
       {"dyn80", "80, 2, 2, true, 0, 1, 0, true, true, false, true>;", 132},
-      {"main", "64, 2, 2>;", 4 * 16 * 4096 / 128},
-      {"bn96", "64, 2, 2>;", 4 * 16 * 4096 / 128},
+      {"bn64", "64, 2, 2>;", 4 * 16 * 4096 / 128},
+      {"bn96", "80, 2, 2>;", 4 * 16 * 4096 / 128},
+      {"", "80, 2, 2>;", 4 * 16 * 4096 / 128},
   };
   for (auto& [mode, config, blocks] : modes) {
     for (const char* name : {"vanilla", "causal"}) {
       SCOPED_TRACE(std::string(mode) + " " + name);
-      setenv("SOLDER_ATTN_HD256", mode, 1);
+      if (*mode) setenv("SOLDER_ATTN_HD256", mode, 1);
       std::string refusal;
       auto k = emit(compile(name, {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 256}}), &refusal);
       unsetenv("SOLDER_ATTN_HD256");

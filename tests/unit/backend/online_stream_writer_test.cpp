@@ -165,15 +165,18 @@ TEST(OnlineStream, PrefetchKnobLoadsOneStepAhead) {
 TEST(OnlineStream, StrideKnobLoadsFullStepsThroughPointers) {
   // SOLDER_ONLINE_STREAM_STRIDE=1: the keys before the new token's (where and selects true) have K and V
   // at 8 KB per key (H 32 x D 128 halves: 512 vectors of 16 bytes); a full step of them loads through
-  // per-warp pointers advanced by that stride, the other steps as before. Off by default.
+  // per-warp pointers advanced by that stride, the other steps as before. On by default; 0 turns it off.
   KernelProgram program = gpu_kernels("llama_decode", false, {{"KV", 16384}});
   const Kernel* attention = kernel_computing(program, "a");
   ASSERT_NE(attention, nullptr);
-  auto plain = write_online_stream_kernel(program, *attention, nullptr);
+  std::optional<OnlineStreamKernel> plain;
+  {
+    ScopedEnv off("SOLDER_ONLINE_STREAM_STRIDE", "0");
+    plain = write_online_stream_kernel(program, *attention, nullptr);
+  }
   ASSERT_TRUE(plain.has_value());
   EXPECT_EQ(plain->source.find("STRIDED_"), std::string::npos);
   {
-    ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1");
     auto k = write_online_stream_kernel(program, *attention, nullptr);
     ASSERT_TRUE(k.has_value());
     const std::string& s = k->source;
@@ -187,7 +190,7 @@ TEST(OnlineStream, StrideKnobLoadsFullStepsThroughPointers) {
   }
   {
     // the prefetch keeps every load's own address
-    ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1"), ahead("SOLDER_ONLINE_STREAM_PREFETCH", "1");
+    ScopedEnv ahead("SOLDER_ONLINE_STREAM_PREFETCH", "1");
     auto k = write_online_stream_kernel(program, *attention, nullptr);
     ASSERT_TRUE(k.has_value());
     EXPECT_EQ(k->source.find("STRIDED_"), std::string::npos);
@@ -196,7 +199,6 @@ TEST(OnlineStream, StrideKnobLoadsFullStepsThroughPointers) {
   KernelProgram small = gpu_kernels("llama_decode", true, {{"KV", 300}});
   const Kernel* small_attention = kernel_computing(small, "a");
   ASSERT_NE(small_attention, nullptr);
-  ScopedEnv on("SOLDER_ONLINE_STREAM_STRIDE", "1");
   auto k = write_online_stream_kernel(small, *small_attention, nullptr);
   ASSERT_TRUE(k.has_value());
   EXPECT_NE(k->source.find("constexpr int STRIDED_ = 300;"), std::string::npos);
