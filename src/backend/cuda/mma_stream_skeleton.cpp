@@ -1351,8 +1351,12 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (kHeadDim > 128) refuse("fp8 at head dim " + std::to_string(D_) + " (the fp8 path is built for 64 and 128)");
     consumers = kHeadDim == 64 ? 3 : 2;
     if (const char* forced = std::getenv("SOLDER_ATTN_CONSUMERS"); forced && *forced && kHeadDim == 64) consumers = std::string(forced) == "2" ? 2 : 3;
-    persistent = false;
-    q_buffers = 1;
+    // $SOLDER_ATTN_FP8_PERSISTENT=1 (A/B runs, head dim 64): persistent blocks, one per SM, with two Q
+    // buffers (the producer loads the next work tile's Q during this one), the device-tested
+    // Config<e4m3, 64, 128, 4, 3, true, 0, 2>; unset or any other value: one block per work tile.
+    const char* fp8_persistent = std::getenv("SOLDER_ATTN_FP8_PERSISTENT");
+    persistent = kHeadDim == 64 && consumers == 3 && fp8_persistent && std::string(fp8_persistent) == "1";
+    q_buffers = persistent ? 2 : 1;
     stages = 4;
     stagger = 0;
     dynamic = false;
