@@ -4,13 +4,13 @@
 #include <solder/tile/tile.cuh>
 
 // ---- kernel fused_o: 2 contractions ----
-// contraction s_tile (M 128, N 64, K 64, T f8e4m3; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3>; 4 work tiles of 192 query rows x 128 keys; skipped tiles: none (no mask: every key tile of the sequence)
+// contraction s_tile (M 128, N 64, K 64, T f8e4m3; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3, true, 0, 2>; 4 work tiles of 192 query rows x 128 keys on 4 persistent blocks; skipped tiles: none (no mask: every key tile of the sequence)
 //   cost model: tensor floor 0.0101 us over the kernel's blocks and steps
-// contraction acc_o (M 128, N 64, K 64, T f8e4m3; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3>; 4 work tiles of 192 query rows x 128 keys; skipped tiles: none (no mask: every key tile of the sequence)
+// contraction acc_o (M 128, N 64, K 64, T f8e4m3; 4 blocks x 4 steps): sm90 attention skeleton, tile solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3, true, 0, 2>; 4 work tiles of 192 query rows x 128 keys on 4 persistent blocks; skipped tiles: none (no mask: every key tile of the sequence)
 //   cost model: tensor floor 0.0101 us over the kernel's blocks and steps
 #include <solder/attention/sm90_attention.cuh>
 // kernel fused_o: computes s m z o
-// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3> (192 query rows x 128 keys per tile, 4-stage K/V ring, 3 consumer warpgroups in ping-pong + 1 TMA producer warp), fp8: S and P·V on e4m3 wgmma (k 32), P rounded to e4m3 in registers, each V tile transposed to Vᵀ [d][key] in shared memory by 3 producer warps (fp8 wgmma reads B K-major only), Q, K and V in 64-byte rows (the 64-byte swizzle), 4 work tiles, score: the dot product (scale 0.125000 folded into exp2); skipped tiles: none (no mask: every key tile of the sequence); epilogue: o / Σp stored; block order: the query tiles of a head last to first (the longest causal rows first)
+// on the sm_90a attention skeleton: solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3, true, 0, 2> (192 query rows x 128 keys per tile, 4-stage K/V ring, 3 consumer warpgroups in ping-pong + 1 TMA producer warp), fp8: S and P·V on e4m3 wgmma (k 32), P rounded to e4m3 in registers, each V tile transposed to Vᵀ [d][key] in shared memory by 3 producer warps (fp8 wgmma reads B K-major only), Q, K and V in 64-byte rows (the 64-byte swizzle), 4 work tiles on 4 persistent blocks (longest first, snake order; 2 Q buffers: the next work tile's Q, K and V load while this one runs), score: the dot product (scale 0.125000 folded into exp2); skipped tiles: none (no mask: every key tile of the sequence); epilogue: o / Σp stored; block order: the query tiles of a head last to first (the longest causal rows first)
 // the Kernel IR's online softmax (running max acc_m, sum acc_z, accumulator acc_o) is the skeleton's row state; Q = q, K = k, V = v__, O = o__
 struct fused_o_score_ {
   const __nv_fp8_e4m3* q;
@@ -43,6 +43,6 @@ struct fused_o_epilogue_ {
     *reinterpret_cast<__nv_bfloat162*>(&o__[at_]) = __floats2bfloat162_rn(o0_, o1_);
   }
 };
-using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3>;
+using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::e4m3, 64, 128, 4, 3, true, 0, 2>;
 SOLDER_ATTENTION_KERNEL(fused_o, fused_o_config_, fused_o_score_, fused_o_mask_, fused_o_epilogue_)
 

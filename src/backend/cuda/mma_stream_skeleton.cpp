@@ -1351,11 +1351,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (kHeadDim > 128) refuse("fp8 at head dim " + std::to_string(D_) + " (the fp8 path is built for 64 and 128)");
     consumers = kHeadDim == 64 ? 3 : 2;
     if (const char* forced = std::getenv("SOLDER_ATTN_CONSUMERS"); forced && *forced && kHeadDim == 64) consumers = std::string(forced) == "2" ? 2 : 3;
-    // $SOLDER_ATTN_FP8_PERSISTENT=1 (A/B runs, head dim 64): persistent blocks, one per SM, with two Q
-    // buffers (the producer loads the next work tile's Q during this one), the device-tested
-    // Config<e4m3, 64, 128, 4, 3, true, 0, 2>; unset or any other value: one block per work tile.
+    // Head dim 64 on three consumers runs persistent blocks, one per SM, with two Q buffers (the producer
+    // loads the next work tile's Q during this one), the device-tested Config<e4m3, 64, 128, 4, 3, true,
+    // 0, 2>: 160.5 / 532.2 / 2066.3 us against 191.3 / 575.6 / 2167.2 on one block per work tile at S 1k /
+    // 4k / 16k (H200, 2026-11-28, two rounds, same call). $SOLDER_ATTN_FP8_PERSISTENT=0 (A/B runs): one
+    // block per work tile.
     const char* fp8_persistent = std::getenv("SOLDER_ATTN_FP8_PERSISTENT");
-    persistent = kHeadDim == 64 && consumers == 3 && fp8_persistent && std::string(fp8_persistent) == "1";
+    persistent = kHeadDim == 64 && consumers == 3 && !(fp8_persistent && std::string(fp8_persistent) == "0");
     q_buffers = persistent ? 2 : 1;
     stages = 4;
     stagger = 0;

@@ -1399,24 +1399,24 @@ TEST(AttentionSkeletonEmit, HeadDim256RunsTheDeviceTestedConfig) {
   EXPECT_NE(refusal.find("the stream loop holds a statement other than copy, fill, map and reduce"), std::string::npos) << refusal;
 }
 
-// fp8 at head dim 64: one block per work tile by default; $SOLDER_ATTN_FP8_PERSISTENT=1 (A/B runs) takes the
-// device-tested persistent Config with two Q buffers, one block per SM. hd128 never reads it.
-TEST(AttentionSkeletonEmit, Fp8PersistentByKnob) {
+// fp8 at head dim 64: the device-tested persistent Config with two Q buffers, one block per SM;
+// $SOLDER_ATTN_FP8_PERSISTENT=0 (A/B runs) gives one block per work tile. hd128 stays one block per tile.
+TEST(AttentionSkeletonEmit, Fp8HeadDim64RunsPersistentBlocks) {
   const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::e4m3, ";
   std::string refusal;
-  auto plain = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 64}}), &refusal);
-  ASSERT_TRUE(plain) << refusal;
-  EXPECT_NE(plain->source.find(prefix + "64, 128, 4, 3>;"), std::string::npos) << plain->summary;
-  EXPECT_EQ(plain->info.blocks, 16 * 16 * 6);
-  setenv("SOLDER_ATTN_FP8_PERSISTENT", "1", 1);
   auto persistent = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 64}}), &refusal);
   auto hd128 = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 128}}), &refusal);
-  unsetenv("SOLDER_ATTN_FP8_PERSISTENT");
   ASSERT_TRUE(persistent && hd128) << refusal;
   EXPECT_NE(persistent->source.find(prefix + "64, 128, 4, 3, true, 0, 2>;"), std::string::npos) << persistent->summary;
   EXPECT_EQ(persistent->info.blocks, 132);
   EXPECT_LE(persistent->info.shared_bytes, 232448);
   EXPECT_NE(hd128->source.find(prefix + "128, 128, 4, 2>;"), std::string::npos) << hd128->summary;
+  setenv("SOLDER_ATTN_FP8_PERSISTENT", "0", 1);
+  auto plain = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 64}}), &refusal);
+  unsetenv("SOLDER_ATTN_FP8_PERSISTENT");
+  ASSERT_TRUE(plain) << refusal;
+  EXPECT_NE(plain->source.find(prefix + "64, 128, 4, 3>;"), std::string::npos) << plain->summary;
+  EXPECT_EQ(plain->info.blocks, 16 * 16 * 6);
 }
 
 // Head dim 256: 80-key tiles by default; $SOLDER_ATTN_HD256 (A/B runs) picks the other device-tested
