@@ -1360,6 +1360,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     persistent = kHeadDim == 64 && consumers == 3 && !(fp8_persistent && std::string(fp8_persistent) == "0");
     q_buffers = persistent ? 2 : 1;
     stages = 4;
+    // $SOLDER_ATTN_FP8_PERSISTENT128=s4|q2 (A/B runs, head dim 128): the device-tested persistent Configs,
+    // <e4m3, 128, 128, 4, 2, true> (one Q buffer, 4 stages) or <e4m3, 128, 128, 3, 2, true, 0, 2> (two Q
+    // buffers, 3 stages: 4 do not fit beside them); unset or any other value: one block per work tile.
+    if (const char* e = std::getenv("SOLDER_ATTN_FP8_PERSISTENT128"); e && kHeadDim == 128 && (std::string(e) == "s4" || std::string(e) == "q2")) {
+      persistent = true;
+      q_buffers = std::string(e) == "q2" ? 2 : 1;
+      stages = q_buffers == 2 ? 3 : 4;
+    }
     stagger = 0;
     dynamic = false;
     free_consumers = false;

@@ -1417,6 +1417,18 @@ TEST(AttentionSkeletonEmit, Fp8HeadDim64RunsPersistentBlocks) {
   ASSERT_TRUE(plain) << refusal;
   EXPECT_NE(plain->source.find(prefix + "64, 128, 4, 3>;"), std::string::npos) << plain->summary;
   EXPECT_EQ(plain->info.blocks, 16 * 16 * 6);
+  // head dim 128: $SOLDER_ATTN_FP8_PERSISTENT128=s4|q2 (A/B runs) takes its two device-tested persistent Configs
+  for (auto [mode, config] : {std::pair{"s4", "128, 128, 4, 2, true>;"}, std::pair{"q2", "128, 128, 3, 2, true, 0, 2>;"}}) {
+    setenv("SOLDER_ATTN_FP8_PERSISTENT128", mode, 1);
+    auto k = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 128}}), &refusal);
+    auto d64 = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 64}}), &refusal);
+    unsetenv("SOLDER_ATTN_FP8_PERSISTENT128");
+    ASSERT_TRUE(k && d64) << refusal;
+    EXPECT_NE(k->source.find(prefix + config), std::string::npos) << mode << ": " << k->summary;
+    EXPECT_EQ(k->info.blocks, 132);
+    EXPECT_LE(k->info.shared_bytes, 232448);
+    EXPECT_EQ(d64->source, persistent->source) << "head dim 64 ignores it";
+  }
 }
 
 // Head dim 256: 80-key tiles by default; $SOLDER_ATTN_HD256 (A/B runs) picks the other device-tested
