@@ -1338,8 +1338,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     posted_work = true;
   }
   if (fp8) {
-    // The fp8 Config: 128-key tiles (one 128-byte Vᵀ row), one block per work tile, one Q buffer, 4 stages
-    // of K, V and Vᵀ (16 KB each at hd128: 208 KB with Q; 8 KB each at hd64), the consumers' turns. Two
+    // The fp8 Config: 128-key tiles (one 128-byte Vᵀ row), 4 stages of K, V and Vᵀ (16 KB each at hd128;
+    // 8 KB each at hd64) on one Q buffer, or 3 stages on two at hd128 (persistent blocks, below). Two
     // consumers at hd128 (S 64, P 16 and O 64 registers per thread); three at hd64 (192 query rows: S 64, P
     // 16, O 32 fit in 152 registers without spills, each K/V tile and its transpose serve 1.5× the rows of
     // two consumers, and three warpgroups overlap their exponentials, which bound the fp8 kernel, with the
@@ -1360,12 +1360,16 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     persistent = kHeadDim == 64 && consumers == 3 && !(fp8_persistent && std::string(fp8_persistent) == "0");
     q_buffers = persistent ? 2 : 1;
     stages = 4;
-    // $SOLDER_ATTN_FP8_PERSISTENT128=s4|q2 (A/B runs, head dim 128): the device-tested persistent Configs,
-    // <e4m3, 128, 128, 4, 2, true> (one Q buffer, 4 stages) or <e4m3, 128, 128, 3, 2, true, 0, 2> (two Q
-    // buffers, 3 stages: 4 do not fit beside them); unset or any other value: one block per work tile.
-    if (const char* e = std::getenv("SOLDER_ATTN_FP8_PERSISTENT128"); e && kHeadDim == 128 && (std::string(e) == "s4" || std::string(e) == "q2")) {
-      persistent = true;
-      q_buffers = std::string(e) == "q2" ? 2 : 1;
+    // Head dim 128 runs persistent blocks too, on the device-tested <e4m3, 128, 128, 3, 2, true, 0, 2> (two Q
+    // buffers, 3 stages: 4 do not fit beside them): 220.0 / 737.6 / 2923.8 us against 253.6 / 777.2 /
+    // 2929.0 on one block per work tile at S 1k / 4k / 16k (H200, 2026-11-28, two rounds, same call; one Q
+    // buffer on 4 stages, <e4m3, 128, 128, 4, 2, true>, took 228.4 / 778.5 / 3025.6).
+    // $SOLDER_ATTN_FP8_PERSISTENT128=s4|tile (A/B runs): that one-Q-buffer Config, or one block per work tile.
+    if (kHeadDim == 128) {
+      const char* e = std::getenv("SOLDER_ATTN_FP8_PERSISTENT128");
+      const std::string mode = e ? e : "";
+      persistent = mode != "tile";
+      q_buffers = persistent && mode != "s4" ? 2 : 1;
       stages = q_buffers == 2 ? 3 : 4;
     }
     stagger = 0;

@@ -1399,8 +1399,8 @@ TEST(AttentionSkeletonEmit, HeadDim256RunsTheDeviceTestedConfig) {
   EXPECT_NE(refusal.find("the stream loop holds a statement other than copy, fill, map and reduce"), std::string::npos) << refusal;
 }
 
-// fp8 at head dim 64: the device-tested persistent Config with two Q buffers, one block per SM;
-// $SOLDER_ATTN_FP8_PERSISTENT=0 (A/B runs) gives one block per work tile. hd128 stays one block per tile.
+// fp8 at head dim 64 and 128: the device-tested persistent Configs with two Q buffers, one block per SM;
+// $SOLDER_ATTN_FP8_PERSISTENT=0 (head dim 64) and $SOLDER_ATTN_FP8_PERSISTENT128=s4|tile (128) are A/B knobs.
 TEST(AttentionSkeletonEmit, Fp8HeadDim64RunsPersistentBlocks) {
   const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::e4m3, ";
   std::string refusal;
@@ -1410,22 +1410,25 @@ TEST(AttentionSkeletonEmit, Fp8HeadDim64RunsPersistentBlocks) {
   EXPECT_NE(persistent->source.find(prefix + "64, 128, 4, 3, true, 0, 2>;"), std::string::npos) << persistent->summary;
   EXPECT_EQ(persistent->info.blocks, 132);
   EXPECT_LE(persistent->info.shared_bytes, 232448);
-  EXPECT_NE(hd128->source.find(prefix + "128, 128, 4, 2>;"), std::string::npos) << hd128->summary;
+  EXPECT_NE(hd128->source.find(prefix + "128, 128, 3, 2, true, 0, 2>;"), std::string::npos) << hd128->summary;
+  EXPECT_EQ(hd128->info.blocks, 132);
   setenv("SOLDER_ATTN_FP8_PERSISTENT", "0", 1);
   auto plain = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 64}}), &refusal);
   unsetenv("SOLDER_ATTN_FP8_PERSISTENT");
   ASSERT_TRUE(plain) << refusal;
   EXPECT_NE(plain->source.find(prefix + "64, 128, 4, 3>;"), std::string::npos) << plain->summary;
   EXPECT_EQ(plain->info.blocks, 16 * 16 * 6);
-  // head dim 128: $SOLDER_ATTN_FP8_PERSISTENT128=s4|q2 (A/B runs) takes its two device-tested persistent Configs
-  for (auto [mode, config] : {std::pair{"s4", "128, 128, 4, 2, true>;"}, std::pair{"q2", "128, 128, 3, 2, true, 0, 2>;"}}) {
+  // head dim 128: $SOLDER_ATTN_FP8_PERSISTENT128=s4|tile (A/B runs): the one-Q-buffer persistent Config, or one
+  // block per work tile; any other value is the default
+  for (auto [mode, config] : {std::pair{"s4", "128, 128, 4, 2, true>;"}, std::pair{"q2", "128, 128, 3, 2, true, 0, 2>;"},
+                              std::pair{"tile", "128, 128, 4, 2>;"}}) {
     setenv("SOLDER_ATTN_FP8_PERSISTENT128", mode, 1);
     auto k = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 128}}), &refusal);
     auto d64 = emit(compile("attention_fp8", {{"B", 16}, {"S", 1024}, {"H", 16}, {"D", 64}}), &refusal);
     unsetenv("SOLDER_ATTN_FP8_PERSISTENT128");
     ASSERT_TRUE(k && d64) << refusal;
     EXPECT_NE(k->source.find(prefix + config), std::string::npos) << mode << ": " << k->summary;
-    EXPECT_EQ(k->info.blocks, 132);
+    EXPECT_EQ(k->info.blocks, std::string(mode) == "tile" ? 16 * 16 * 8 : 132);
     EXPECT_LE(k->info.shared_bytes, 232448);
     EXPECT_EQ(d64->source, persistent->source) << "head dim 64 ignores it";
   }
