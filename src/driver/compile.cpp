@@ -18,6 +18,19 @@
 
 namespace solder {
 
+namespace {
+
+// A pass's notes, one indented line each under `heading`, appended to the fusion report (nothing when
+// the pass has none).
+void append_notes(std::string& report, const std::string& heading, const std::vector<std::string>& notes) {
+  if (notes.empty()) return;
+  std::string text = heading;
+  for (auto& note : notes) text += "\n  " + note;
+  report += (report.empty() ? "" : "\n") + text + "\n";
+}
+
+}  // namespace
+
 const std::vector<CompileStepInfo>& compile_steps() {
   static const std::vector<CompileStepInfo> steps = {
       {CompileStep::parse, "parse", "parse_program, bind_program", "the canonical program text", false},
@@ -147,11 +160,7 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
   if (options.fuse && options.gemm_skeleton && options.contractions) {
     RowEpilogueFusion rows = fuse_row_epilogues(result.kernels);
     result.kernels = std::move(rows.program);
-    if (!rows.notes.empty()) {
-      std::string text = "Row epilogues (a product's rows reduced in the GEMM skeleton's epilogue):";
-      for (auto& note : rows.notes) text += "\n  " + note;
-      result.report += (result.report.empty() ? "" : "\n") + text + "\n";
-    }
+    append_notes(result.report, "Row epilogues (a product's rows reduced in the GEMM skeleton's epilogue):", rows.notes);
   }
   // padded operands: a whole contraction the skeleton does not stage only because of its A operand (rows
   // not 16-byte aligned, a concatenation along K) runs as a padded copy of A, then the skeleton
@@ -159,11 +168,7 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
   if (options.fuse && options.gemm_skeleton && options.contractions) {
     PaddedOperands padded = pad_gathered_operands(result.kernels);
     result.kernels = std::move(padded.program);
-    if (!padded.notes.empty()) {
-      std::string text = "Padded operands (a copy of A in 16-byte rows, then the GEMM skeleton):";
-      for (auto& note : padded.notes) text += "\n  " + note;
-      result.report += (result.report.empty() ? "" : "\n") + text + "\n";
-    }
+    append_notes(result.report, "Padded operands (a copy of A in 16-byte rows, then the GEMM skeleton):", padded.notes);
   }
   // verify the Kernel IR before anything runs it
   verify_kernel_program(result.kernels);
