@@ -1249,11 +1249,17 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // causal hd128, on 64-key tiles; "dyn80", the same on 80-key tiles; unset or any other value: "bn80".
   // A deeper ring does not fit at 128 query rows (64 KB of Q + 3 x 64 KB of 64-key K and V stages is
   // 256 KB). Only the plain score's kernels without a bias or a data mask.
+  // A mask of one comparison of row and column (causal) up to 4096 query rows takes "dyn80": causal S 4k
+  // 1008.2 / 1005.0 us against 1035.4 / 1026.5 on "bn80" (H200, 2026-11-28, two rounds, same call; cuDNN
+  // 947.3 / 967.9). At S 16k the two were within the rounds' spread (3490 / 3426 against 3422 / 3433), and
+  // vanilla was slower on it (S 4k 1751 / 1733 against 1676 / 1684): those keep "bn80". $SOLDER_ATTN_HD256=bn80
+  // forces the one-block-per-tile kernel there too.
   std::string hd256_mode;
   if (kHeadDim == 256 && !fp8 && !data && !with_bias && !staged_bits && !persistent && dual_first_.empty()) {
     const char* e = std::getenv("SOLDER_ATTN_HD256");
     hd256_mode = e ? e : "";
-    if (hd256_mode != "bn64" && hd256_mode != "dyn" && hd256_mode != "dyn80") hd256_mode = "bn80";
+    if (hd256_mode != "bn64" && hd256_mode != "bn80" && hd256_mode != "dyn" && hd256_mode != "dyn80")
+      hd256_mode = one_comparison && identity && plain_layout && seq_q <= 4096 ? "dyn80" : "bn80";
   }
   const bool hd256_bn80 = hd256_mode == "bn80" || hd256_mode == "dyn80";
   const bool hd256_dynamic = hd256_mode == "dyn" || hd256_mode == "dyn80";

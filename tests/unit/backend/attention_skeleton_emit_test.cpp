@@ -1376,7 +1376,7 @@ TEST(AttentionSkeletonEmit, EvoformerSmallHeadDimFallsBackWithTheReason) {
 // consumers, one block per work tile; the summary says so. A data mask at head dim 256 keeps the
 // emitter's own schedule, with the reason.
 TEST(AttentionSkeletonEmit, HeadDim256RunsTheDeviceTestedConfig) {
-  for (const char* name : {"vanilla", "causal", "softcap", "gqa"}) {
+  for (const char* name : {"vanilla", "softcap", "gqa"}) {
     SCOPED_TRACE(name);
     std::string refusal;
     auto k = emit(compile(name, {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 256}}), &refusal);
@@ -1389,10 +1389,21 @@ TEST(AttentionSkeletonEmit, HeadDim256RunsTheDeviceTestedConfig) {
     EXPECT_EQ(k->info.blocks, 4 * 16 * 4096 / 128);
     EXPECT_LE(k->info.shared_bytes, 232448);
   }
+  // Causal (one comparison of row and column, the plain score) up to 4096 query rows runs the persistent
+  // longest-first blocks on 80-key tiles ("dyn80"); past 4096 rows the one-block-per-tile Config.
+  const std::string dyn80 = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, 80, 2, 2, true, 0, 1, 0, true, true, false, true>;";
   std::string refusal;
+  auto causal4k = emit(compile("causal", {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 256}}), &refusal);
+  auto causal16k = emit(compile("causal", {{"B", 1}, {"S", 16384}, {"H", 16}, {"D", 256}}), &refusal);
+  ASSERT_TRUE(causal4k && causal16k) << refusal;
+  EXPECT_NE(causal4k->source.find(dyn80), std::string::npos) << causal4k->summary;
+  EXPECT_EQ(causal4k->info.blocks, 132);
+  EXPECT_LE(causal4k->info.shared_bytes, 232448);
+  EXPECT_NE(causal16k->source.find("using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, 80, 2, 2>;"), std::string::npos) << causal16k->summary;
+  EXPECT_EQ(causal16k->info.blocks, 16 * 16384 / 128);
   auto small = emit(compile("causal", {{"S", 256}, {"D", 256}}, true), &refusal);
   ASSERT_TRUE(small) << refusal;
-  EXPECT_NE(small->source.find("Config<solder::gemm::Dtype::bf16, 256, 80, 2, 2>;"), std::string::npos) << small->summary;
+  EXPECT_NE(small->source.find(dyn80), std::string::npos) << small->summary;
   // (its fusion plan keeps the depth in two steps of 128: the running max reads the ids, fuse_test.cpp)
   auto docmask = emit(compile("document_mask", {{"S", 4096}, {"D", 256}}), &refusal);
   EXPECT_FALSE(docmask);
@@ -1434,8 +1445,9 @@ TEST(AttentionSkeletonEmit, Fp8HeadDim64RunsPersistentBlocks) {
   }
 }
 
-// Head dim 256: 80-key tiles by default; $SOLDER_ATTN_HD256 (A/B runs) picks the other device-tested
-// candidates, each exactly; unset or any other value is the default.
+// Head dim 256: 80-key tiles by default (causal up to 4096 rows on their persistent form, "dyn80");
+// $SOLDER_ATTN_HD256 (A/B runs) picks the device-tested candidates, each exactly; unset or any other value
+// is the default.
 TEST(AttentionSkeletonEmit, HeadDim256CandidatesByKnob) {
   const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, ";
   const std::tuple<const char*, const char*, int64_t> modes[] = {
@@ -1446,9 +1458,12 @@ TEST(AttentionSkeletonEmit, HeadDim256CandidatesByKnob) {
       {"bn96", "80, 2, 2>;", 4 * 16 * 4096 / 128},
       {"", "80, 2, 2>;", 4 * 16 * 4096 / 128},
   };
-  for (auto& [mode, config, blocks] : modes) {
+  for (auto [mode, config, blocks] : modes) {
     for (const char* name : {"vanilla", "causal"}) {
       SCOPED_TRACE(std::string(mode) + " " + name);
+      const bool by_default = std::string(mode) != "bn80" && std::string(mode) != "bn64" && std::string(mode) != "dyn" &&
+                              std::string(mode) != "dyn80";
+      if (by_default && std::string(name) == "causal") config = "80, 2, 2, true, 0, 1, 0, true, true, false, true>;", blocks = 132;
       if (*mode) setenv("SOLDER_ATTN_HD256", mode, 1);
       std::string refusal;
       auto k = emit(compile(name, {{"B", 4}, {"S", 4096}, {"H", 16}, {"D", 256}}), &refusal);
