@@ -22,17 +22,13 @@ export SOLDER_CUTLASS_INCLUDE=$PWD/../cutlass SOLDER_CACHE_DIR=$PWD/.cache/kerne
 bash bench/unpack_staged.sh
 EXTRA=("bench/decode_attn/attention.sol" "bench/decode_attn/attention.sol --dim KV=16384" "bench/decode_attn/attention.sol --small"
   "examples/llama_decode.sol --small" "examples/llama_decode.sol --dim KV=3000")
-for args in "${EXTRA[@]}"; do timeout 60 build/solder bench $args --compile-only > /dev/null 2>&1 & done
+source bench/extra_checks.sh
+extra_compile "${EXTRA[@]}"
 OUT=$O/a ROUNDS=2 DEVICE_TESTS="" RUN_SH=0 VERIFY='^llama_decode-kv(1024|4096|16384)$' DEADLINE=$(( $(left) - 10 )) \
   SPOTS=bench/decode_attn.spots bash bench/merged_call.sh > $O/a.log 2>&1
 tail -n 30 $O/a.log
 echo "== extra checks ($(left) s left)"
-for args in "${EXTRA[@]}"; do
-  [ "$(left)" -gt 55 ] || { echo "skipped (deadline): $args" >> $O/verify-extra.txt; continue; }
-  timeout 30 build/solder run --backend cuda $args > $O/tmp.txt 2>&1
-  echo "rc $? $args: $(tail -n 3 $O/tmp.txt | tr '\n' ' ')" >> $O/verify-extra.txt
-done
-cat $O/verify-extra.txt
+extra_verify $O/verify-extra.txt 55 "${EXTRA[@]}"
 if [ "$(left)" -gt 40 ]; then
   echo "== peers ($(left) s left)"
   OUT=$O/b DEVICE_TESTS="" RUN_SH=0 DEADLINE=$(( $(left) - 14 )) SPOTS=bench/decode_attn_peers.spots bash bench/merged_call.sh > $O/b.log 2>&1
@@ -45,7 +41,6 @@ if [ "$(left)" -gt 12 ]; then
     build/solder bench examples/llama_decode.sol --dim KV=16384 --replays 1 --calls-per-replay 1 > $O/ncu-fused_a.txt 2>&1
   grep -E "Duration|DRAM Throughput|Memory Throughput|Issued Warp|No Eligible|Achieved Occupancy|Registers" $O/ncu-fused_a.txt | head -12
 fi
-rm -f $O/tmp.txt
 tar czf $O/ab.tgz -C $O a b 2>/dev/null; rm -rf $O/a $O/b
 echo "== summary ($(left) s left)"
 cat $O/b.log 2>/dev/null | sed -n '/^|/p' | head -20

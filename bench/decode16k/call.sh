@@ -22,17 +22,13 @@ export SOLDER_CUTLASS_INCLUDE=$PWD/../cutlass SOLDER_CACHE_DIR=$PWD/.cache/kerne
 bash bench/unpack_staged.sh   # the staged binaries (merged_stage.sh xz-compresses them)
 EXTRA=("examples/llama_decode.sol --small" "examples/llama_decode.sol --dim KV=3000" "bench/decode_attn/attention.sol"
   "bench/decode_attn/attention.sol --dim KV=16384" "bench/decode_attn/attention.sol --small")
-for args in "${EXTRA[@]}"; do timeout 60 build/solder bench $args --compile-only > /dev/null 2>&1 & done
+source bench/extra_checks.sh
+extra_compile "${EXTRA[@]}"
 OUT=$O/a ROUNDS=3 DEVICE_TESTS="" RUN_SH=0 VERIFY='^llama_decode-kv(1024|4096|16384)$' DEADLINE=$(( $(left) + 20 )) \
   SPOTS=bench/decode16k/ab.spots bash bench/merged_call.sh > $O/a.log 2>&1
 sed -n '/over the rounds/,$p' $O/a.log | sed -n '/^|/p'
 echo "== extra checks ($(left) s left)"
-for args in "${EXTRA[@]}"; do
-  [ "$(left)" -gt 60 ] || { echo "skipped (deadline): $args" >> $O/verify-extra.txt; continue; }
-  timeout 30 build/solder run --backend cuda $args > $O/tmp.txt 2>&1
-  echo "rc $? $args: $(tail -n 3 $O/tmp.txt | tr '\n' ' ')" >> $O/verify-extra.txt
-done
-cat $O/verify-extra.txt
+extra_verify $O/verify-extra.txt 60 "${EXTRA[@]}"
 if [ "$(left)" -gt 35 ]; then
   echo "== peers ($(left) s left)"
   OUT=$O/b DEVICE_TESTS="" RUN_SH=0 DEADLINE=$(( $(left) + 8 )) SPOTS=bench/decode16k/peers.spots bash bench/merged_call.sh > $O/b.log 2>&1
@@ -46,6 +42,5 @@ for v in default whole; do
     --section WarpStateStats build/solder bench examples/llama_decode.sol --dim KV=16384 --replays 1 --calls-per-replay 1 > $O/ncu-$v.txt 2>&1
   grep -E "^  [a-z_]+_kernel|^  fused_a|Duration|DRAM Throughput|Issued Warp|Registers Per" $O/ncu-$v.txt | head -30
 done
-rm -f $O/tmp.txt
 tar czf $O/decode16k.tgz -C $O a b verify-extra.txt $(cd $O && ls ncu-*.txt 2>/dev/null) a.log b.log 2>/dev/null; rm -rf $O/a $O/b
 echo "== done ($(left) s left)"
