@@ -1,6 +1,8 @@
 #include "fusion/padded_operands.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <numeric>
 #include <map>
 #include <set>
 #include <sstream>
@@ -82,16 +84,17 @@ std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std:
     return std::nullopt;
   }
 
-  // The copy: P[m_t · R + m, k] = A(m_t · R + m, k) over m < R, k < K.
-  const int64_t rows = kPaddedCopyRows;
+  // The copy: P[m_t · R + m, k] = (k < K ? A(m_t · R + m, k) : 0) over m < R, k < Kp (whole rows).
+  const int64_t rows = padded_copy_rows(kp / per_row);
   const std::string tile = row + "_t";
   Expr global_row = make_binary(BinaryOp::add, make_binary(BinaryOp::mul, make_var(tile), make_int(rows)), make_var(row));
   MapNode map;
   map.comment = "A of " + c.dst.name + "'s contraction, in rows of " + std::to_string(kp * dtype_bytes(t)) + " bytes";
-  map.domain.axes = {{row, rows}, {depth, kk}};
+  map.domain.axes = {{row, rows}, {depth, kp}};
   if (m % rows != 0) map.domain.guard = make_binary(BinaryOp::lt, global_row, make_int(m));
   map.dst = Access{out.padded.name, {global_row, make_var(depth)}};
   map.value = substitute_vars(p.a, {{row, global_row}});
+  if (kp != kk) map.value = make_select(make_binary(BinaryOp::lt, make_var(depth), make_int(kk)), map.value, make_const(0.0));
   out.copy.name = "pad_" + c.dst.name;
   out.copy.definitions = {};
   out.copy.grid = {{tile, (m + rows - 1) / rows}};
@@ -106,6 +109,10 @@ std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std:
 }
 
 }  // namespace
+
+int64_t padded_copy_rows(int64_t vectors_per_row) {
+  return std::min(kPaddedCopyMaxRows, 256 / std::gcd(int64_t{256}, vectors_per_row));
+}
 
 bool padded_operands_enabled() {
   const char* v = std::getenv("SOLDER_PADDED_OPERANDS");

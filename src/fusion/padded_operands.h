@@ -20,11 +20,13 @@
 // where Kp is K rounded up to 16 bytes of T. Then a kernel before W copies A into a new intermediate
 // P[M, Kp] of type T:
 //
-//   map P[m_t · R + m, k] = A(m_t · R + m, k)  over m < R, k < K  (guard m_t · R + m < M when ragged)
+//   map P[m_t · R + m, k] = (k < K ? A(m_t · R + m, k) : 0)  over m < R, k < Kp  (guard m_t · R + m < M
+//                                                              when ragged)
 //
-// and W's contract reads A as P[m, k] over k < K. P's last Kp − K columns are never written or read:
-// the skeleton's tensor map has K columns with a row pitch of Kp, and TMA fills the columns past K
-// with zeros, as it does B's rows past K. The program's meaning is unchanged: A is exact in T (the
+// and W's contract reads A as P[m, k] over k < K. The copy writes whole rows (the generic writer then
+// stores them in 16-byte vectors: kernel_writer_row_copy.cpp); P's last Kp − K columns hold zeros and
+// are never read: the skeleton's tensor map has K columns with a row pitch of Kp, and TMA fills the
+// columns past K with zeros, as it does B's rows past K. The program's meaning is unchanged: A is exact in T (the
 // gathered GEMM's condition), so storing it in T changes no value, and the product is Σ over the same
 // k < K. The copy reads A's tensors once and writes P once (nerf_mlp at its paper size: x 8.3 MB →
 // 8.4 MB for h0; x and h4 41.8 MB → 41.9 MB for h5; feature and dir 37.1 MB → 37.7 MB for hv).
@@ -40,8 +42,12 @@
 
 namespace solder {
 
-// Rows of P per block of the copy kernel.
-constexpr int64_t kPaddedCopyRows = 8;
+// Rows of P per block of the copy kernel: R = 256 / gcd(256, Kp / V), at most kPaddedCopyMaxRows, so that
+// the block's 16-byte vectors of P (R · Kp / V, V = 16 / |T|) are a whole number per thread of the
+// generic writer's 256 (kernel_writer_row_copy.cpp): nerf_mlp's h0 and h5 32 rows (one and five vectors
+// per thread), hv 64 (nine).
+constexpr int64_t kPaddedCopyMaxRows = 64;
+int64_t padded_copy_rows(int64_t vectors_per_row);
 // The largest copy, as a fraction of the bytes A's loads read, that the rule takes.
 constexpr double kPaddedCopyMaxRatio = 1.25;
 

@@ -91,6 +91,29 @@ __device__ __forceinline__ void store_vector(__nv_bfloat16* p, const float (&v)[
   for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
   *reinterpret_cast<uint4*>(p) = raw;
 }
+// The same values and rounding as store_vector, always one st.global.v4.b32 (p 16-byte aligned, in global
+// memory): NVVM splits store_vector's uint4 store into four 4-byte stores where it does not infer p's
+// alignment from 64-bit index arithmetic (the generic writer's row copies, kernel_writer_row_copy.cpp).
+__device__ __forceinline__ void store_global_v4(void* p, uint4 raw) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(raw.x), "r"(raw.y), "r"(raw.z), "r"(raw.w) : "memory");
+}
+__device__ __forceinline__ void store_vector_v4(float* p, const float (&v)[4]) {
+  store_global_v4(p, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3])));
+}
+__device__ __forceinline__ void store_vector_v4(__half* p, const float (&v)[8]) {
+  uint4 raw;
+  __half2* h = reinterpret_cast<__half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+  store_global_v4(p, raw);
+}
+__device__ __forceinline__ void store_vector_v4(__nv_bfloat16* p, const float (&v)[8]) {
+  uint4 raw;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+  store_global_v4(p, raw);
+}
 // 8-bit floats: N elements (4, 8 or 16) as one N-byte access (p N-byte aligned), each rounded exactly as
 // solder::store rounds it: e4m3 round to nearest even, saturating to ±448 (cvt.rn.satfinite.e4m3x2.f32,
 // two elements per conversion, the first in the low byte); e5m2 round to nearest even, unsaturated.

@@ -292,6 +292,7 @@ void KernelWriter::statement(std::ostringstream& out, const Stmt& s, int indent)
     }
     case StmtKind::Map: {
       auto n = s.as<MapNode>();
+      if (row_copy(out, *n, indent)) return;
       std::vector<Touch> touches;
       expr_touches(n->domain.guard, n->domain.axes, true, touches);
       expr_touches(n->value, n->domain.axes, true, touches);

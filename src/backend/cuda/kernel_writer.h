@@ -5,6 +5,7 @@
 //                              vector staging plans
 //   kernel_writer_reduce.cpp   reductions: cooperative (a thread group per point) and per point
 //   kernel_writer_topk.cpp     top-k with a thread group per point
+//   kernel_writer_row_copy.cpp maps that move data into whole rows, in 16-byte vectors
 //   kernel_writer_registers.cpp  memory-bound kernels whose tiles stay in registers (the register pass)
 //   kernel_writer_cluster.cpp  cluster collectives, through the device library (device/solder/cluster)
 //   gemm_codegen.cpp           contractions and gemm on tensor cores (gemm_codegen.h)
@@ -484,6 +485,12 @@ class KernelWriter {
   void reduce(std::ostringstream& out, const ReduceNode& n, int indent);
   // A top-k with a group of threads per point (kernel_writer_topk.cpp); false where it does not apply.
   bool cooperative_topk(std::ostringstream& out, const ReduceNode& n, int indent);
+
+  // ---- Row copies in 16-byte vectors (kernel_writer_row_copy.cpp) -------------------------------
+  // A map that only moves data into whole rows of a global: written with one 16-byte store per thread
+  // and step, its 16-byte-pitched sources read as aligned 16-byte vectors; false where it does not apply
+  // (or SOLDER_VECTOR_ROW_COPY=0), and the map is written one element per thread.
+  bool row_copy(std::ostringstream& out, const MapNode& n, int indent);
 
 
   // ---- Contractions on tensor cores (gemm_codegen.h; written in gemm_codegen.cpp) -----------------

@@ -53,8 +53,10 @@ TEST(PaddedOperands, NerfMlpsGatheredProductsRunOnTheSkeleton) {
     const auto* map = p.kernels[copy].body[0].as<MapNode>();
     ASSERT_NE(map, nullptr);
     EXPECT_EQ(map->dst.name, dst + "_a_padded");
-    EXPECT_EQ(map->domain.axes[1].extent, k);
-    EXPECT_FALSE(map->domain.guard);  // 65536 rows: whole blocks of kPaddedCopyRows
+    EXPECT_EQ(map->domain.axes[1].extent, kp);  // whole rows: zeros past K
+    EXPECT_EQ(map->domain.axes[0].extent, padded_copy_rows(kp / 8));
+    EXPECT_EQ(map->domain.axes[0].extent * kp / 8 % 256, 0);  // whole vectors per thread
+    EXPECT_FALSE(map->domain.guard);  // 65536 rows: whole blocks
     const auto* c = p.kernels[product].body[0].as<ContractNode>();
     ASSERT_NE(c, nullptr);
     ASSERT_EQ(c->terms.size(), 1u);
