@@ -11,7 +11,8 @@
 #   2. tests/gpu/run.sh (RUN_SH=0 skips it): every example at small and paper sizes through --backend cuda
 #      against the float64 reference;
 #   2b. VERIFY (a regular expression on bench/suites.py case ids; unset: none): `solder run --backend cuda` of
-#      each such case at its suite size against the float64 reference, 4 at a time, into r/verify.txt;
+#      each such case at its suite size against the float64 reference, 4 at a time, each under
+#      VERIFY_TIMEOUT seconds (default 120; a timeout shows as FAILED (124)), into r/verify.txt;
 #   3. the spot checks in the SPOTS file, one per line, fields separated by blanks ("-" for none):
 #        TAG SUITE CASES PEERS PEER-SECONDS [ENV=V ...]
 #      Solder's records go to r/solder.jsonl (TAG "-") or r/solder-TAG.jsonl, with the ENV words (knobs
@@ -116,9 +117,9 @@ pack
 if [ -n "${VERIFY:-}" ]; then
   echo "== 2b. verify at the suites' sizes ($(left) s left)"
   if [ "$DRY" = 1 ]; then
-    python3 bench/suites.py --suite all --cases "$VERIFY" --verify-commands --timeout 120
+    python3 bench/suites.py --suite all --cases "$VERIFY" --verify-commands --timeout ${VERIFY_TIMEOUT:-120}
   else
-    python3 bench/suites.py --suite all --cases "$VERIFY" --verify-commands --timeout 120 |
+    python3 bench/suites.py --suite all --cases "$VERIFY" --verify-commands --timeout ${VERIFY_TIMEOUT:-120} |
       xargs -d '\n' -P 4 -I{} sh -c '{} > /dev/null 2>&1 && echo "verified {}" || echo "FAILED ($?) {}"' > $O/r/verify.txt
     echo "   $(grep -c ^verified $O/r/verify.txt) of $(wc -l < $O/r/verify.txt) verified"; grep ^FAILED $O/r/verify.txt | head
   fi

@@ -147,8 +147,9 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   const double partial_bytes = c.split_k > 1 ? static_cast<double>(c.split_k) * outputs * 4 : 0;
   const double store_bytes = c.split_k > 1 ? partial_bytes : outputs * out_bytes;
   const double epilogue_bytes = outputs * p.epilogue_bytes_per_output;
+  // A multicast divides A's bytes by cluster_n; B multicast B's by cluster_m, in a split-K launch only.
   const double operand_l2 = static_cast<double>(ctas) * k_elems * bytes *
-                            (static_cast<double>(c.bm) / c.cluster_n + static_cast<double>(c.bn) / c.cluster_m);
+                            (static_cast<double>(c.bm) / c.cluster_n + static_cast<double>(c.bn) / b_multicast_l2_factor(c));
   cost.l2_bytes = operand_l2 + store_bytes + epilogue_bytes;
   cost.l2_us = cost.l2_bytes / (rates.l2_tbps * 1e6);
 

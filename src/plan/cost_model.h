@@ -17,7 +17,7 @@
 //   load    what one SM receives: the A and B tiles of its CTAs through its load port (sm_load_gbps), and
 //           the memory latency each K step waits for when a CTA has only stages - 1 loads in flight
 //   L2      bytes from L2 into SMs (each CTA's A and B panels, divided by the multicast factor of its
-//           cluster; D, the epilogue reads and split-K partials) at the L2 bandwidth
+//           cluster, B's only with split-K; D, the epilogue reads and split-K partials) at the L2 bandwidth
 //   HBM     A and B once when both fit in half of L2, otherwise the panels each wave of CTAs touches (a
 //           wave covers a near-square block of tiles); D or the f32 partials; epilogue reads
 //   merge   split_k > 1: the last CTA of each tile reads the other f32 partials and writes D, in the
@@ -127,8 +127,24 @@ constexpr double kSkeletonClusterUs = 1.3;
 // 128 x 256 tiles: 0.4–2.0 µs faster, priced 2.2–2.9 slower), because the multicast's halved L2 -> SM
 // bytes count only where L2 binds. 0.3 is inside the window the sweeps allow: at 0.1 quant-fp8-resweep's
 // choice goes to a cluster measured slower (gap 3.3 → 5.2 %), above 0.55 dw's choice leaves the
-// multicast form (bench/NOTES.md, lrb-plan).
+// multicast form (bench/NOTES.md, lrb-plan). Since bmc-term an unsplit launch's B multicast gets no L2
+// credit (b_multicast_l2_factor), so there this charge only keeps it off.
 constexpr double kSkeletonBMulticastClusterUs = 0.3;
+// What B multicast (a cluster along M) divides B's L2 -> SM bytes by: cluster_m in a split-K launch, 1
+// (no credit) in an unsplit one. Fitted (bmc-term, 2026-11-28; bench/NOTES.md): with the
+// credit in every launch and kSkeletonBMulticastClusterUs at 0.3 (lrb-plan), the planner moved three
+// unsplit products to B multicast where their L2 term bound the plain tile, and all three ran slower
+// with it on the H200, three rounds A/B: ffn-S3's and gated_ffn-S3's down projection (M 128, N 4096,
+// K 11008) on 64 x 64 s14 c2x1 against s9 (+2.1 and +3.4 µs on the fastest replays; the model's L2 term
+// for s9, 40.2 µs, binds only through A's 64-fold reread, an operand every block shares) and quant_gemm
+// Q7 (fp8 4096 x 2048 x 768) on the ping-pong 64 x 256 s4 c2x1 against 128 x 256 s4 (+1.2 µs). In the
+// committed H100 sweeps no unsplit pair of one tile with and without B multicast was priced faster with
+// the cluster, so none measures the credit there; the split-K pairs (linear_relu_backward's dw, 64 x 64
+// split 8 and 128 x 64 split 16) ran 0.5–4.5 µs faster with it, and keep it. Without the credit in
+// unsplit launches every committed sweep keeps its choices, and quant-fp8-resweep ranks better (mean
+// Spearman 0.631 → 0.640); why the split launch gains from the multicast and the unsplit one does not
+// is not identified.
+inline int b_multicast_l2_factor(const GemmConfig& c) { return c.split_k > 1 ? c.cluster_m : 1; }
 // Fraction of L2 within which A and B count as read from HBM once.
 constexpr double kL2ResidentFraction = 0.5;
 // The tensor rate of one SM while few SMs are busy, over its share of the full-chip rate (tensor_tflops /

@@ -138,6 +138,39 @@ TEST(CostModel, ClustersPayForTheirSlowestBlock) {
   EXPECT_LT(a.tensor_us, b.tensor_us);
 }
 
+// B multicast halves B's L2 -> SM bytes in the model only in a split-K launch (b_multicast_l2_factor,
+// bmc-term); A multicast halves A's with or without a split.
+TEST(CostModel, BMulticastSavesL2BytesOnlyWithSplitK) {
+  const HardwareDescription& hw = default_hardware();
+  GemmConfig c;
+  c.type = MmaType::bf16;
+  c.bm = 64;
+  c.bn = 64;
+  c.bk = 64;
+  c.stages = 8;
+  c.consumers = 1;
+  const GemmProblem p = problem(256, 256, 65536);
+  for (int split : {1, 8}) {
+    GemmConfig plain = c, along_m = c, along_n = c;
+    plain.split_k = along_m.split_k = along_n.split_k = split;
+    along_m.cluster_m = 2;
+    along_n.cluster_n = 2;
+    const GemmCost a = predict_gemm(p, plain, hw), b = predict_gemm(p, along_m, hw), d = predict_gemm(p, along_n, hw);
+    const double operand_bytes = a.l2_bytes - (split > 1 ? 8.0 * 256 * 256 * 4 : 256.0 * 256 * 2);  // less D or partials
+    if (split > 1)
+      EXPECT_NEAR(a.l2_bytes - b.l2_bytes, operand_bytes / 4, 1) << split;  // B's half of the operand bytes, halved
+    else
+      EXPECT_EQ(b.l2_bytes, a.l2_bytes);
+    EXPECT_NEAR(a.l2_bytes - d.l2_bytes, operand_bytes / 4, 1) << split;  // A's, halved
+  }
+  GemmConfig split = c;
+  split.split_k = 8;
+  split.cluster_m = 4;
+  EXPECT_EQ(b_multicast_l2_factor(split), 4);
+  split.split_k = 1;
+  EXPECT_EQ(b_multicast_l2_factor(split), 1);
+}
+
 TEST(CostModel, MoreKTakesLonger) {
   const HardwareDescription& hw = default_hardware();
   for (int64_t m : {128, 1024, 8192}) {

@@ -57,6 +57,24 @@ TEST(PlanCommand, ProgramFile) {
   EXPECT_NE(none.output.find("no contraction found"), std::string::npos) << none.output;
 }
 
+// The programs' products as the backend plans them (--row-store): ffn-S3's down projection and quant_gemm
+// Q7 on their tiles from before lrb-plan (which had moved them to B multicast, measured slower on the H200),
+// linear_relu_backward's dw on its split-K B-multicast form (bench/NOTES.md, bmc-term).
+TEST(PlanCommand, ProgramsKeepBMulticastForSplitKOnly) {
+  auto chosen = [](const std::string& arguments, const std::string& kernel) {
+    Result r = plan(std::string(SOLDER_SOURCE_DIR) + "/examples/" + arguments + " --json --row-store");
+    EXPECT_EQ(r.status, 0) << r.output;
+    const JsonValue root = parse_json(r.output, "stdout");
+    for (const JsonValue& p : root.member("plans")->items)
+      if (p.member("problem")->member("name")->text == kernel) return p.member("chosen")->member("config")->member("name")->text;
+    return std::string("no product ") + kernel;
+  };
+  EXPECT_EQ(chosen("ffn.sol --dim M=128 --dim N=11008 --dim K=4096 --dim L=4096", "e (kernel e)"), "f16 64x64x64 s9 w1 c1x1 k1");
+  EXPECT_EQ(chosen("gated_ffn.sol --dim M=128 --dim N=11008 --dim K=4096 --dim L=4096", "e (kernel e)"), "f16 64x64x64 s9 w1 c1x1 k1");
+  EXPECT_EQ(chosen("quant_gemm.sol --dim M=4096 --dim N=2048 --dim K=768", "c (kernel c)"), "f8e4m3 128x256x128 s4 w2 c1x1 k1");
+  EXPECT_EQ(chosen("linear_relu_backward.sol", "dw (kernel dw)"), "f16 64x64x64 s14 w1 c2x1 k8");
+}
+
 TEST(PlanCommand, BadGemmExitsTwo) {
   for (const char* bad : {"--gemm 1,2", "--gemm 8192,8192,x", "--gemm 0,8,8", "--gemm 8,8,8,int8", "--gemm 8,8,8,1,bf16,3",
                           "--gemm -4,8,8", "--gemm 8,8,8,", "--gemm"}) {

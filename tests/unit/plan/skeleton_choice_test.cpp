@@ -230,6 +230,40 @@ TEST(SkeletonChoice, KeepsClustersOffTheM128ProductsWhereTheyMeasuredSlower) {
   EXPECT_LT(kSkeletonBMulticastClusterUs, kSkeletonClusterUs);
 }
 
+// B multicast's L2 credit only with split-K (b_multicast_l2_factor; bench/NOTES.md, bmc-term). Before,
+// with the credit in every launch (lrb-plan), the planner moved three unsplit products to B multicast that
+// then ran slower with it on the H200, three rounds A/B: ffn-S3's and gated_ffn-S3's down projection (M 128,
+// N 4096, K 11008, B stored [K, N]) to 64 x 64 s14 c2x1 (+2.1 and +3.4 µs against s9, fastest replays of
+// the whole programs) and quant_gemm Q7 (fp8, M 4096, N 2048, K 768, row stores) to the ping-pong
+// 64 x 256 s4 c2x1 (+1.2 µs against 128 x 256 s4). Expected: their former tiles, and linear_relu_backward
+// wide's split-K dw keeps its B multicast (nerf's: LinearReluBackwardsDwTakesTheMulticastSplitAndDxThePingPong).
+TEST(SkeletonChoice, KeepsUnsplitProductsOffBMulticastAndSplitOnesOnIt) {
+  SkeletonChoice down = choose_skeleton_config(skeleton_problem(128, 4096, 11008, false), MmaType::f16, DType::f16, true);
+  ASSERT_TRUE(down.chosen.has_value()) << down.why;
+  EXPECT_EQ(config_name(down.chosen->config), "f16 64x64x64 s9 w1 c1x1 k1");
+  GemmSkeletonProblem q7;
+  q7.m = 4096;
+  q7.n = 2048;
+  q7.k = 768;
+  q7.a = GemmSkeletonOperand{"a", DType::f8e4m3, true, 4096, 768, 768, 1, 0};
+  q7.b = GemmSkeletonOperand{"b", DType::f8e4m3, true, 2048, 768, 768, 1, 0};
+  SkeletonChoice fp8 = choose_skeleton_config(q7, MmaType::f8e4m3, DType::bf16, true);
+  ASSERT_TRUE(fp8.chosen.has_value()) << fp8.why;
+  EXPECT_EQ(config_name(fp8.chosen->config), "f8e4m3 128x256x128 s4 w2 c1x1 k1");
+  // linear_relu_backward wide's dw (M = N = 1024, K 16384, A and B stored [K, ·], f32 out): split 2 with B
+  // multicast, as lrb-plan chose it (140.43 µs against 143.31 for the former 128x128 s4 k2 on the H200,
+  // sixteenth session).
+  GemmSkeletonProblem wide;
+  wide.m = 1024;
+  wide.n = 1024;
+  wide.k = 16384;
+  wide.a = GemmSkeletonOperand{"x", DType::f16, false, 1024, 16384, 1024, 1, 0};
+  wide.b = GemmSkeletonOperand{"g", DType::f16, false, 1024, 16384, 1024, 1, 0};
+  SkeletonChoice w = choose_skeleton_config(wide, MmaType::f16, DType::f32);
+  ASSERT_TRUE(w.chosen.has_value()) << w.why;
+  EXPECT_EQ(config_name(w.chosen->config), "f16 128x128x64 s5 w2 c2x1 k2");
+}
+
 // The one-consumer step term (one_consumer_step_cycles, gemm-s7): measured on the H100 (2026-11-27,
 // bench/NOTES.md, gemm-s7), ffn's M 128 down projections ran faster on unsplit 64 x 64 deep rings than on
 // the tiles the flat 180-cycle term chose: S7 (N 2560, K 9728) 47.2 against 54.6 us for 64x192 s7 split 4

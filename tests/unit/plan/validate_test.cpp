@@ -263,7 +263,7 @@ TEST(Validate, EveryCommittedSweepKeepsItsAgreement) {
   };
   for (const Expected& e : {Expected{"gemm-calibration-sweep", 0.915, 0.078}, Expected{"gemm-skeleton-sweep", 0.893, 0.051},
                             Expected{"gemm-chains3-sweep", 0.909, 0.046}, Expected{"gemm-cluster-sweep", 0.749, 0.011},
-                            Expected{"ffn-s2-sweep", 0.849, 0.001}, Expected{"quant-fp8-resweep", 0.630, 0.034},
+                            Expected{"ffn-s2-sweep", 0.849, 0.001}, Expected{"quant-fp8-resweep", 0.639, 0.034},
                             Expected{"lrb-dx-alone-sweep", 0.261, 0.032}}) {
     const Validation v = validate_cost_model(load_sweeps({root + "/bench/results/h100/" + e.sweep + ".json"}), default_hardware());
     EXPECT_GE(v.mean_spearman, e.min_mean_spearman) << e.sweep;
