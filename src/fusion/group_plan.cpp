@@ -282,10 +282,33 @@ class Planner {
     const GroupDim& dim = plan_.dims[static_cast<size_t>(d)];
     if (excluded.count(d) || dim.whole || r_of_[static_cast<size_t>(d)].empty()) return false;
     if (!carries_cascade(d) && d != split_k_) return false;
-    if (dim.extent <= std::max(params_.stream_tile, params_.hold_whole_up_to)) return false;  // short: hold it whole
+    // (only where split_k_candidate would split the scores' depth otherwise: at least two stream tiles)
+    const bool one_key_tile = params_.stream_one_tile_keys && params_.hold_whole_up_to == 0 && dim.extent == params_.stream_tile &&
+                              softmax_keys_depth(d) >= 2 * params_.stream_tile;
+    if (dim.extent <= std::max(params_.stream_tile, params_.hold_whole_up_to) && !one_key_tile) return false;  // short: hold it whole
     for (int m : p_of_[static_cast<size_t>(d)])
       if (plan_.members[static_cast<size_t>(m)].exported) return false;  // an output needs every value
     return true;
+  }
+
+  // Whether dim `d` is attention's key dim: a member takes the maximum over `d` alone of a member that is
+  // a contraction over one dim keeping `d` (the scores, under any score modifier or mask), and another
+  // member is a contraction over `d` alone (O = Σ_j P[i, j] · V[j, e]). Returns the scores' depth (the
+  // extent of their reduced dim), or 0 where `d` is not.
+  int64_t softmax_keys_depth(int d) const {
+    auto contraction = [&](const GroupMember& m) {
+      return m.def.reduce == ReduceOp::sum && m.r_dims.size() == 1 && member_contraction(m).contract.has_value();
+    };
+    int64_t depth = 0;
+    bool weighted_sum = false;
+    for (auto& m : plan_.members) {
+      weighted_sum |= contraction(m) && m.r_dims.front() == d;
+      if (m.def.reduce != ReduceOp::max || m.r_dims.size() != 1 || m.r_dims.front() != d) continue;
+      for (auto& s : plan_.members)
+        if (uses_tensor(m.def.body, s.def.target.name) && contraction(s) && std::find(s.p_dims.begin(), s.p_dims.end(), d) != s.p_dims.end())
+          depth = std::max(depth, plan_.dims[static_cast<size_t>(s.r_dims.front())].extent);
+    }
+    return weighted_sum ? depth : 0;
   }
 
   // Whether dim `d` is the depth of a streamed score contraction held whole

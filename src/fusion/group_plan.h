@@ -55,6 +55,13 @@ struct FusionParams {
   // inner_tile (0: never). The GPU: 256, the attention skeleton's widest head dim, whose Q·Kᵀ is one wgmma
   // K loop over the whole depth.
   int64_t score_depth_whole_up_to = 0;
+  // Attention's key dim (softmax_keys_depth in group_plan.cpp) of exactly one stream tile is streamed,
+  // one key tile, where it is not held whole (hold_whole_up_to 0: fuse.cpp's second attempt, after
+  // holding it whole left the grid too few blocks) and the scores' depth spans two stream tiles or more,
+  // instead of held whole with that depth split across blocks (split_k_to_fill: a cluster merging
+  // partial score tiles, over 227 KB of shared memory for fp8 at head dim 128): the attention
+  // skeleton's form at S = stream_tile, as at every longer S. The GPU sets it.
+  bool stream_one_tile_keys = false;
   int64_t resident_limit = 512;   // largest extent held whole when streaming is possible
   int64_t on_chip_budget = 192 * 1024;  // bytes of tiles, states and staged inputs per block
   int min_blocks_for_single_segment = 64;  // below this, split the stream across blocks

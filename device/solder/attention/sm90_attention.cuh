@@ -906,46 +906,23 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       const int a = lane_t / 8, b = lane_t % 8;
       const uint32_t v_base = wgmma::shared_address(smem_v), vt_base = wgmma::shared_address(smem_vt);
       constexpr int kSteps = (C::HeadDim / 32) * (C::BN / 16);
-      if constexpr (C::RowBytes == 64) {
-        const uint32_t read_even = uint32_t(128 * a + 4 * (b % 4) + 64 * (a % 2)), read_odd = uint32_t(128 * a + 4 * (b % 4) + 64 * (1 - a % 2));
-        const uint32_t read_xor = uint32_t(((b / 4) ^ a) << 4);
-        const uint32_t select_lo = a % 2 ? 0x1504u : 0x5140u, select_hi = a % 2 ? 0x3726u : 0x7362u;
-        const uint32_t write_lane = uint32_t(4 * b * 128 + 4 * a), write_xor = uint32_t((4 * b) % 8);
-        uint32_t loaded = 0;
-        for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
-          const Work w = locate(t);
-          const int count = tiles_of(w, list_of(round));
-          for (int n = 0; n < count; ++n, ++loaded) {
-            const int stage = detail::stage_of<C::Stages>(loaded);
-            detail::wait_parity(&v_full[stage], detail::phase_of<C::Stages>(loaded));
-            const uint32_t from = v_base + stage * C::KVTileBytes, to = vt_base + stage * C::VtTileBytes;
-#pragma unroll 1
-            for (uint32_t step = tw; step < uint32_t(kSteps); step += 3) {
-              const uint32_t lo = step & 1u, hi = step >> 1;
-              const uint32_t row_base = from + hi * 1024 + ((lo << 5) ^ read_xor);
-              const uint32_t hi_xor = hi ^ write_xor;
-              const uint32_t write_base = to + lo * 4096 + write_lane;
-              uint32_t word[4];
-#pragma unroll
-              for (int q = 0; q < 4; ++q) word[q] = detail::lds_u32(row_base + (q % 2 ? read_odd : read_even) + 512 * (q / 2));
-              const uint32_t lo01 = __byte_perm(word[0], word[1], select_lo), lo23 = __byte_perm(word[2], word[3], select_lo);
-              const uint32_t hi01 = __byte_perm(word[0], word[1], select_hi), hi23 = __byte_perm(word[2], word[3], select_hi);
-              const uint32_t out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
-                                       __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
-#pragma unroll
-              for (int i = 0; i < 4; ++i) detail::sts_u32(write_base + 128 * i + ((hi_xor ^ i) << 4), out[i]);
-            }
-            cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-            __syncwarp();
-            if (lane_t == 0) cuda::ptx::mbarrier_arrive(&vt_full[stage]);
-          }
-        }
-        return;
-      }
-      constexpr int kLoShift = C::HeadDim == 64 ? 1 : C::HeadDim == 128 ? 2 : 3;  // log2(HeadDim / 32)
+      constexpr uint32_t kRow = C::RowBytes;  // bytes of one V row: 64 (head dim 64) or 128
+      static_assert(kRow == 64 || kRow == 128, "V's rows are 64 or 128 bytes");
+      // log2 of the steps per 16 keys: HeadDim / 32 at 128-byte rows (2, 4 or 8 column quarters of 32
+      // bytes), 2 at 64-byte rows (HeadDim 64)
+      constexpr int kLoShift = C::HeadDim == 64 ? 1 : C::HeadDim == 128 ? 2 : 3;
       static_assert(C::HeadDim / 32 == (1 << kLoShift), "HeadDim must be 64, 128 or 256");
-      // vt_key(4a + q) = 2a + (0, 1, 8, 9)[q]: the lane's read base and swizzle term, then per word a constant.
-      const uint32_t read_lane = uint32_t(2 * a * 128 + 4 * (b % 4)), read_xor = uint32_t((b / 4) ^ (2 * a));
+      // Per lane: word q reads key row 2a + (0, 1, 8, 9)[q XOR flip] of the step's 16 keys at column byte
+      // 4·(b % 4) of its 16-byte chunk; flip is a % 2 in 64-byte rows (both parities per warp, above), else
+      // 0. The chunk index is (2·(lo % 4) + b / 4) XOR the row's swizzle term: in 128-byte rows (key row
+      // r, r % 8 = 2a + q % 2) 2a XOR q % 2, in 64-byte rows ((r / 2) % 4 = a) a. Where flip may be 1 the
+      // lane's two row offsets are registers and the byte permutes' selectors take the pairs back in order.
+      constexpr bool kFlip = kRow == 64;
+      const uint32_t flip = kFlip ? uint32_t(a % 2) : 0u;
+      const uint32_t read_lane = kRow * 2 * a + 4 * (b % 4);
+      const uint32_t read_even = read_lane + kRow * flip, read_odd = read_lane + kRow * (1 - flip);
+      const uint32_t read_xor = uint32_t(b / 4) ^ (kFlip ? uint32_t(a) : uint32_t(2 * a));
+      const uint32_t select_lo = flip ? 0x1504u : 0x5140u, select_hi = flip ? 0x3726u : 0x7362u;
       const uint32_t write_lane = uint32_t(4 * b * 128 + 4 * a), write_xor = uint32_t((4 * b) % 8);
       uint32_t loaded = 0;
       for (int round = 0, t = tile_index(0); t < total; t = tile_index(++round)) {
@@ -958,15 +935,16 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
 #pragma unroll 1
           for (uint32_t step = tw; step < uint32_t(kSteps); step += 3) {
             const uint32_t lo = step & ((1u << kLoShift) - 1), hi = step >> kLoShift;
-            const uint32_t read_base = from + (lo >> 2) * (C::BN * 128) + hi * 2048 + read_lane;
+            const uint32_t read_base = from + (lo >> 2) * (C::BN * kRow) + hi * (16 * kRow) + (kFlip ? 0u : read_lane);
             const uint32_t lo_xor = ((lo & 3) << 1) ^ read_xor, hi_xor = hi ^ write_xor;
             const uint32_t write_base = to + lo * 4096 + write_lane;
             uint32_t word[4];
 #pragma unroll
             for (int q = 0; q < 4; ++q)
-              word[q] = detail::lds_u32(read_base + 128 * (8 * (q / 2) + q % 2) + ((lo_xor ^ (q & 1)) << 4));
-            const uint32_t lo01 = __byte_perm(word[0], word[1], 0x5140), lo23 = __byte_perm(word[2], word[3], 0x5140);
-            const uint32_t hi01 = __byte_perm(word[0], word[1], 0x7362), hi23 = __byte_perm(word[2], word[3], 0x7362);
+              word[q] = detail::lds_u32(read_base + (kFlip ? (q % 2 ? read_odd : read_even) : kRow * (q % 2)) + kRow * 8 * (q / 2) +
+                                        ((lo_xor ^ (kFlip ? 0u : uint32_t(q & 1))) << 4));
+            const uint32_t lo01 = __byte_perm(word[0], word[1], select_lo), lo23 = __byte_perm(word[2], word[3], select_lo);
+            const uint32_t hi01 = __byte_perm(word[0], word[1], select_hi), hi23 = __byte_perm(word[2], word[3], select_hi);
             const uint32_t out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
                                      __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
 #pragma unroll

@@ -12,6 +12,7 @@ FusionParams gpu_fusion_params() {
   params.hold_whole_up_to = 128;
   params.inner_tile = 128;  // head dims up to 128 held whole
   params.score_depth_whole_up_to = 256;  // attention's Q·Kᵀ at head dim 256: one wgmma K loop in the skeleton
+  params.stream_one_tile_keys = true;     // attention at S = 64: one key tile on the skeleton
   params.streaming_tiles = true;
   params.product_rows_from_cost_model = true;
   params.split_k_to_fill = true;

@@ -39,6 +39,9 @@ namespace solder::mma_stream {
 
 namespace {
 
+// The row-tile grid variable of a kernel of one row tile (write_skeleton's one_row_tile): no statement uses it.
+constexpr const char* kOneRowTile = "row_tile_";
+
 const char* skeleton_dtype_name(DType t) {
   return t == DType::f16 ? "solder::gemm::Dtype::f16" : t == DType::f8e4m3 ? "solder::gemm::Dtype::e4m3" : "solder::gemm::Dtype::bf16";
 }
@@ -566,6 +569,10 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (gv.empty()) refuse(std::string(what) + " is read at lead index " + print_expr(e) + " (the skeleton takes one block row per lead index)");
     return gv;
   };
+  // One row tile (Q's sequence of BM_ rows, S = 64): the lowering keeps no grid variable for a dim of one
+  // tile, and Q and the output are read at the row alone (`i`, not `i_t * BM + i`). The rows are then
+  // the tile's: row_grid is a name no statement uses, of extent 1, and the row is row_ itself.
+  bool one_row_tile = false;
   auto check_tail = [&](const CopyNode& c, const GlobalTensor& t, const std::string& tile_var, int64_t tile, const char* what) {
     int64_t ext = 0;
     const size_t r = t.shape.size();
@@ -574,7 +581,8 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (d.empty() || ext != t.shape[r - 1]) refuse(std::string(what) + "'s head-dim index is not the whole row");
     const Expr& seq = c.src.index[r - 2];
     bool ok = false;
-    for (auto& a : c.domain.axes) ok |= a.extent == tile && is_tile_index(seq, tile_var, tile, a.var);
+    for (auto& a : c.domain.axes)
+      ok |= a.extent == tile && (is_tile_index(seq, tile_var, tile, a.var) || (one_row_tile && tile_var == kOneRowTile && is_var(seq, a.var)));
     if (!ok) refuse(std::string(what) + " is read at sequence index " + print_expr(seq) + ", not " + tile_var + " * " + std::to_string(tile) + " + its row");
     if (t.shape[r - 2] % tile != 0) refuse(std::string(what) + "'s sequence (" + std::to_string(t.shape[r - 2]) + ") is not a multiple of the tile (" + std::to_string(tile) + ": ragged)");
     if (c.domain.guard.defined()) refuse(std::string(what) + "'s staging is guarded");
@@ -630,10 +638,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   for (auto& gd : kernel_.grid)
     for (auto& a : stage_a->domain.axes)
       if (a.extent == BM_ && is_tile_index(stage_a->src.index[rank - 2], gd.var, BM_, a.var)) row_grid = gd.var;
+  if (row_grid.empty() && q->shape[rank - 2] == BM_)
+    for (auto& a : stage_a->domain.axes)
+      if (a.extent == BM_ && is_var(stage_a->src.index[rank - 2], a.var)) one_row_tile = true;
+  if (one_row_tile) row_grid = kOneRowTile;
   if (row_grid.empty()) refuse("Q's sequence index is not a row tile of the grid");
   check_tail(*stage_a, *q, row_grid, BM_, "Q");
   const int64_t seq_q = q->shape[rank - 2];
-  if (grid_extent(row_grid) * BM_ != seq_q) refuse("the row tiles do not cover Q's sequence exactly");
+  if ((one_row_tile ? 1 : grid_extent(row_grid)) * BM_ != seq_q) refuse("the row tiles do not cover Q's sequence exactly");
   for (auto& gd : kernel_.grid)
     if (gd.var != row_grid && std::find(lead_grid.begin(), lead_grid.end(), gd.var) == lead_grid.end())
       refuse("grid variable " + gd.var + " indexes no lead dim of Q");
@@ -834,6 +846,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   std::function<Expr(const Expr&)> on_rows_and_columns = [&](const Expr& e) {
     Expr r = substitute_vars(e, lead_zeros);
     r = replace_tile_index(r, row_grid, BM_, row_var, make_var("row_"));
+    if (one_row_tile) r = substitute_vars(r, {{row_var, make_var("row_")}});
     r = replace_tile_index(r, key_tile, BN_, col_var, make_var("col_"));
     // and inside the indices of global loads (a pair bias read at [.., row, col])
     return rewrite_loads(r, [&](const LoadNode& l, const Expr& self) -> Expr {

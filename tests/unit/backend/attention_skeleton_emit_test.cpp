@@ -1448,6 +1448,30 @@ TEST(AttentionSkeletonEmit, Fp8HeadDim64RunsPersistentBlocks) {
 // Head dim 256: 80-key tiles by default (causal up to 4096 rows on their persistent form, "dyn80");
 // $SOLDER_ATTN_HD256 (A/B runs) picks the device-tested candidates, each exactly; unset or any other value
 // is the default.
+// S = 64 at head dim 128 (--small --dim D=128): one row tile and one key tile. The lowering keeps no grid
+// variable for the rows (Q is read at i, not i_t * 64 + i); the skeleton takes the rows as the tile's, in
+// its own Config (64 of 128 rows and keys, TMA zero-fills the rest), with a causal mask on row_.
+TEST(AttentionSkeletonEmit, OneRowTileRunsOnTheSkeleton) {
+  std::string refusal;
+  auto fp8 = emit(compile("attention_fp8", {{"D", 128}}, true), &refusal);
+  ASSERT_TRUE(fp8) << refusal;
+  EXPECT_NE(fp8->source.find("Config<solder::gemm::Dtype::e4m3, 128, 128, "), std::string::npos) << fp8->summary;
+  ASSERT_TRUE(fp8->info.attention);
+  EXPECT_EQ(fp8->info.attention->seq_q, 64);
+  EXPECT_EQ(fp8->info.attention->seq_k, 64);
+  EXPECT_EQ(fp8->info.attention->heads, 2);
+  EXPECT_LE(fp8->info.shared_bytes, 232448);
+  auto causal = emit(compile("causal", {{"D", 128}}, true), &refusal);
+  ASSERT_TRUE(causal) << refusal;
+  EXPECT_NE(causal->source.find("row_"), std::string::npos) << causal->source;
+  // more than one row tile keeps its grid variable (the unchanged path)
+  auto two = emit(compile("causal", {{"D", 128}, {"S", 128}}, true), &refusal);
+  ASSERT_TRUE(two) << refusal;
+  EXPECT_EQ(two->info.attention->seq_q, 128);
+}
+
+// Head dim 256: 80-key tiles by default; $SOLDER_ATTN_HD256 (A/B runs) picks the other device-tested
+// candidates, each exactly; unset or any other value is the default.
 TEST(AttentionSkeletonEmit, HeadDim256CandidatesByKnob) {
   const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, ";
   const std::tuple<const char*, const char*, int64_t> modes[] = {

@@ -323,6 +323,36 @@ TEST(Fuse, AttentionHeadDim256HoldsTheScoreDepthWhole) {
   for (auto& k : mlp.kernels.kernels) EXPECT_EQ(print_kernel(k).find("reducing k < 256"), std::string::npos) << print_kernel(k);
 }
 
+// Attention at S = 64 (one stream tile of keys) and head dim 128 at the GPU's tiles
+// (FusionParams::stream_one_tile_keys): held whole the keys leave the grid 2 blocks, so the second
+// attempt streams them in one tile, the attention skeleton's form, instead of splitting the scores' depth
+// across a cluster (over 227 KB of shared memory for fp8); verified on the CPU executor. Head dim 64 (no
+// depth to split) stays held whole, as does every plan without the flag.
+TEST(Fuse, AttentionOfOneKeyTileStreamsIt) {
+  for (const char* name : {"attention_fp8", "vanilla", "causal"}) {
+    SCOPED_TRACE(name);
+    testing::FusedRun run = run_fused(bind_example(name, true, {{"D", 128}}), gpu_fusion_params());
+    ASSERT_EQ(run.fused.kernels.kernels.size(), 1u);
+    const std::string text = print_kernel(run.fused.kernels.kernels[0]);
+    EXPECT_NE(text.find("for j_t in 0 .. 1 {"), std::string::npos) << text;
+    EXPECT_NE(text.find("reducing d < 128"), std::string::npos) << text;
+    EXPECT_EQ(text.find("for d_t"), std::string::npos) << text;
+    EXPECT_EQ(run.fused.groups[0].plan.segments, 1);
+    EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
+  }
+  FusionParams off = gpu_fusion_params();
+  off.stream_one_tile_keys = false;
+  for (const FusionParams& params : {off, gpu_fusion_params()}) {
+    const bool on = params.stream_one_tile_keys;
+    FusionResult d128 = fuse_program(bind_example("attention_fp8", true, {{"D", 128}}), params);
+    ASSERT_EQ(d128.groups.size(), 1u);
+    EXPECT_EQ(d128.groups[0].plan.segments, on ? 1 : 2) << on;  // without it: d split into 2 segments
+    FusionResult d64 = fuse_program(bind_example("attention_fp8", true, {{"D", 64}}), params);
+    ASSERT_EQ(d64.kernels.kernels.size(), 1u);
+    EXPECT_EQ(print_kernel(d64.kernels.kernels[0]).find("for j_t"), std::string::npos) << on;
+  }
+}
+
 // The GPU's grouped element-wise rows (group_plan.cpp, widen_grid_tiles) at a ragged row
 // count: 32 rows of 40 per block, the last tile 15 rows; verified on the CPU executor.
 TEST(Fuse, GroupedElementwiseRowsAreGuarded) {
