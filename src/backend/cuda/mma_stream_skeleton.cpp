@@ -1346,6 +1346,36 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     if (e && *e) posted_work = dynamic && std::string(e) == "1";
     else posted_work = causal_posted && dynamic && !data && (one_comparison || (two_long_posted && two_long));
   }
+  // $SOLDER_ATTN_HD128_Q2=st1|bn64|bn64f (A/B runs): the unmasked plain-score kernels at head dim 128 (vanilla,
+  // gqa; one block per work tile by default) on persistent blocks, one per SM, with two Q buffers (the
+  // producer loads the next work tile's Q during this one), as fp8 hd128 by default; each a device-tested
+  // Config that fits 227 KB beside 2 x 32 KB of Q: "st1", 128-key tiles on 2 stages (2 x 64 KB) with
+  // consumer 1 one turn behind consumer 0; "bn64", 64-key tiles on 5 stages (5 x 32 KB) with a stagger of 2
+  // turns (vanilla hd64 S 1k's schedule); "bn64f", 64-key tiles on 5 stages, work tiles claimed from a
+  // counter, free consumers and the posted work-tile setup (causal's schedule). Each with the staged
+  // epilogue in the consumers' own Q rows (below; an epilogue that the staged one does not take is
+  // refused). Unset or any other value: the default. None is taken by default: each measured slower than one
+  // block per work tile at vanilla hd128 S 1k / 4k / 16k (st1 319.2 / 1161.8 / 4490.5 us, bn64 291.7 / 1067.0 /
+  // 4073.9, bn64f 292.0 / 1078.0 / 4135.1, against 268.8 / 907.2 / 3500.4; H200, 2026-11-28, same call, two
+  // rounds): the 64-key tiles cost 16-18 % in the steady state, and a stagger on 2 stages of 128 keys more.
+  std::string hd128_q2_mode;
+  if (!fp8 && kHeadDim == 128 && D_ == 128 && identity && !cond && !data && !with_bias && !staged_bits && plain_layout && dual_first_.empty() &&
+      (o->dtype == DType::bf16 || o->dtype == DType::f16)) {
+    const char* e = std::getenv("SOLDER_ATTN_HD128_Q2");
+    hd128_q2_mode = e ? e : "";
+    if (hd128_q2_mode != "st1" && hd128_q2_mode != "bn64" && hd128_q2_mode != "bn64f") hd128_q2_mode.clear();
+  }
+  if (!hd128_q2_mode.empty()) {
+    persistent = true;
+    q_buffers = 2;
+    consumers = 2;
+    bn = hd128_q2_mode == "st1" ? 128 : 64;
+    stages = hd128_q2_mode == "st1" ? 2 : 5;
+    stagger = hd128_q2_mode == "st1" ? 1 : hd128_q2_mode == "bn64" ? 2 : 0;
+    dynamic = hd128_q2_mode == "bn64f";
+    free_consumers = dynamic;
+    posted_work = dynamic;
+  }
   if (hd256_dynamic) {
     // $SOLDER_ATTN_HD256=dyn|dyn80 (above): causal hd128's persistent schedule on one Q buffer
     persistent = true;
@@ -1840,11 +1870,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       // (a mask of two comparisons: with free consumers only, the rule above)
       const bool by_two_comparisons = !forced && two_comparisons_free_staged && free_consumers && persistent && stagger == 0;
       const bool wide_by_default = !forced && !persistent && identity && !cond && !data && !staged_bits && !with_bias && plain_layout;
+      // $SOLDER_ATTN_HD128_Q2's persistent Configs: always in the Q rows (their stagger of at most 2 turns on two
+      // Q buffers allows it), whatever $SOLDER_ATTN_EPI says, so that each is the device-tested Config
+      const bool hd128_q2_rows = !hd128_q2_mode.empty() && q_rows_allowed;
       // (3 consumers at 160 registers: only with the identity score; softcap's staged kernel spills 4 bytes)
       const bool allowed = !fp8 && !preload && (o->dtype == DType::bf16 || o->dtype == DType::f16) && D_ == kHeadDim && kHeadDim <= 128 && dual_first_.empty() &&
                            (consumers == 2 || identity);
-      if ((everywhere || by_default || by_data_mask || by_two_comparisons || wide_by_default) && allowed) {
-        const int64_t epi_bytes = persistent && !q_rows ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
+      if ((everywhere || by_default || by_data_mask || by_two_comparisons || wide_by_default || hd128_q2_rows) && allowed) {
+        const int64_t epi_bytes = persistent && !q_rows && !hd128_q2_rows ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0;
         auto fits = [&](int n) {
           return static_cast<int64_t>(q_buffers) * bm * kHeadDim * 2 + 2LL * n * bn * kHeadDim * 2 +
                      static_cast<int64_t>(n) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0)) + epi_bytes + 8 * (2 * q_buffers + 4 * n) + 1024 <=
@@ -1855,10 +1888,13 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
           while (n > 2 && !fits(n)) --n;
         if (fits(n)) {
           staged_epilogue = true;
-          q_rows_epilogue = q_rows;
+          q_rows_epilogue = q_rows || hd128_q2_rows;
           stages = n;
           stagger = std::min(stagger, stages - 1);
         }
+      }
+      if (!hd128_q2_mode.empty() && !q_rows_epilogue) {
+        refuse("$SOLDER_ATTN_HD128_Q2=" + hd128_q2_mode + " with an epilogue that the staged epilogue does not take (preloaded inputs): its Configs are device-tested with it");
       }
     }
     std::ostringstream store_pair;  // o0_, o1_ stored at (bh_, row_, col_), col_ + 1

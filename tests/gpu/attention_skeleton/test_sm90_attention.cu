@@ -1063,6 +1063,15 @@ int main(int argc, char** argv) {
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 0, true, true, true, true>>("bf16 d128 s2 P Q2 Dy Fr Ep Pw Qr", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 3, 2, true, 0, 1, 0, false, false, true, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 1, 0, false, false, true>>("bf16 d128 s3 P Ep Qr", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 1, 0, true, true, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, true, true, true, true>>("bf16 d64 s5 P Dy Fr Ep Pw Qr", rng);
+    // Hq2: $SOLDER_ATTN_HD128_Q2's 64-key Configs (the emitter; vanilla / gqa hd128 on persistent blocks with
+    // two Q buffers: 2 x 32 KB of Q + 5 x 32 KB of K and V), each with the staged epilogue in the Q rows, bit
+    // for bit against the same schedule with the per-pair stores and within the float64 reference: the
+    // stagger of 2 turns with turns and fixed rounds ("bn64"), and work tiles claimed from a counter with
+    // free consumers and the posted setup ("bn64f"). Its "st1" is the case "bf16 d128 s2 P Q2 St1 Ep Qr".
+    run_dynamic<Config<Dtype::bf16, 128, 64, 5, 2, true, 0, 2, 2, false, false, true, false, true>, Config<Dtype::bf16, 128, 64, 5, 2, true, 0, 2, 2>>(
+        "Hq2 bf16 d128 128x64 s5 P Q2 St2 Ep Qr", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 64, 5, 2, true, 0, 2, 0, true, true, true, true, true>, Config<Dtype::bf16, 128, 64, 5, 2, true, 0, 2, 2>>(
+        "Hq2 bf16 d128 128x64 s5 P Q2 Dy Fr Ep Pw Qr", rng);
     // evoformer's configurations (a score with a bias: 64 keys per tile, 4 stages), head dims 64, 32, 128
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64 128x64 s4 bias", rng, 64);
     run_bias<Config<Dtype::bf16, 64, 64, 4, 2>>("bf16 d64(32) 128x64 s4 bias", rng, 32);

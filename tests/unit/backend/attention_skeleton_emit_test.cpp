@@ -1445,6 +1445,53 @@ TEST(AttentionSkeletonEmit, Fp8HeadDim64RunsPersistentBlocks) {
   }
 }
 
+// vanilla / gqa at head dim 128: one block per work tile by default; $SOLDER_ATTN_HD128_Q2 (A/B runs) picks a
+// device-tested persistent Config with two Q buffers and the staged epilogue in the Q rows, each within 227 KB,
+// whatever $SOLDER_ATTN_EPI says; masked kernels, head dim 64 and unknown values keep the default.
+TEST(AttentionSkeletonEmit, HeadDim128TwoQBufferCandidatesByKnob) {
+  const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 128, ";
+  const std::pair<const char*, const char*> modes[] = {
+      {"st1", "128, 2, 2, true, 0, 2, 1, false, false, true, false, true>;"},
+      {"bn64", "64, 5, 2, true, 0, 2, 2, false, false, true, false, true>;"},
+      {"bn64f", "64, 5, 2, true, 0, 2, 0, true, true, true, true, true>;"},
+  };
+  std::string refusal;
+  for (auto [mode, config] : modes) {
+    for (const char* name : {"vanilla", "gqa"}) {
+      for (const char* epi : {"", "0", "1"}) {
+        SCOPED_TRACE(std::string(mode) + " " + name + " SOLDER_ATTN_EPI=" + epi);
+        setenv("SOLDER_ATTN_HD128_Q2", mode, 1);
+        if (*epi) setenv("SOLDER_ATTN_EPI", epi, 1);
+        auto k = emit(compile(name, {{"S", 1024}, {"D", 128}}), &refusal);
+        unsetenv("SOLDER_ATTN_EPI");
+        unsetenv("SOLDER_ATTN_HD128_Q2");
+        ASSERT_TRUE(k) << refusal;
+        EXPECT_NE(k->source.find(prefix + config), std::string::npos) << k->summary;
+        EXPECT_EQ(k->info.blocks, 132);
+        EXPECT_LE(k->info.shared_bytes, 232448);
+      }
+    }
+  }
+  // the default, an unknown value, causal and head dim 64 are untouched
+  auto plain = emit(compile("vanilla", {{"S", 1024}, {"D", 128}}), &refusal);
+  auto causal = emit(compile("causal", {{"S", 1024}, {"D", 128}}), &refusal);
+  auto hd64 = emit(compile("vanilla", {{"S", 1024}, {"D", 64}}), &refusal);
+  ASSERT_TRUE(plain && causal && hd64) << refusal;
+  EXPECT_NE(plain->source.find(prefix + "128, 2, 2, false, 0, 1, 0, false, false, true>;"), std::string::npos) << plain->summary;
+  for (const char* mode : {"bn96", "bn64f"}) {
+    SCOPED_TRACE(mode);
+    setenv("SOLDER_ATTN_HD128_Q2", mode, 1);
+    auto other = emit(compile("vanilla", {{"S", 1024}, {"D", 128}}), &refusal);
+    auto causal_knob = emit(compile("causal", {{"S", 1024}, {"D", 128}}), &refusal);
+    auto hd64_knob = emit(compile("vanilla", {{"S", 1024}, {"D", 64}}), &refusal);
+    unsetenv("SOLDER_ATTN_HD128_Q2");
+    ASSERT_TRUE(other && causal_knob && hd64_knob) << refusal;
+    if (std::string(mode) == "bn96") EXPECT_EQ(other->source, plain->source);
+    EXPECT_EQ(causal_knob->source, causal->source);
+    EXPECT_EQ(hd64_knob->source, hd64->source);
+  }
+}
+
 // Head dim 256: 80-key tiles by default (causal up to 4096 rows on their persistent form, "dyn80");
 // $SOLDER_ATTN_HD256 (A/B runs) picks the device-tested candidates, each exactly; unset or any other value
 // is the default.
