@@ -1492,9 +1492,6 @@ TEST(AttentionSkeletonEmit, HeadDim128TwoQBufferCandidatesByKnob) {
   }
 }
 
-// Head dim 256: 80-key tiles by default (causal up to 4096 rows on their persistent form, "dyn80");
-// $SOLDER_ATTN_HD256 (A/B runs) picks the device-tested candidates, each exactly; unset or any other value
-// is the default.
 // S = 64 at head dim 128 (--small --dim D=128): one row tile and one key tile. The lowering keeps no grid
 // variable for the rows (Q is read at i, not i_t * 64 + i); the skeleton takes the rows as the tile's, in
 // its own Config (64 of 128 rows and keys, TMA zero-fills the rest), with a causal mask on row_.
@@ -1517,8 +1514,9 @@ TEST(AttentionSkeletonEmit, OneRowTileRunsOnTheSkeleton) {
   EXPECT_EQ(two->info.attention->seq_q, 128);
 }
 
-// Head dim 256: 80-key tiles by default; $SOLDER_ATTN_HD256 (A/B runs) picks the other device-tested
-// candidates, each exactly; unset or any other value is the default.
+// Head dim 256: 80-key tiles by default (causal up to 4096 rows on their persistent form, "dyn80");
+// $SOLDER_ATTN_HD256 (A/B runs) picks the device-tested candidates, each exactly; unset or any other value
+// is the default.
 TEST(AttentionSkeletonEmit, HeadDim256CandidatesByKnob) {
   const std::string prefix = "using fused_o_config_ = solder::attention::Config<solder::gemm::Dtype::bf16, 256, ";
   const std::tuple<const char*, const char*, int64_t> modes[] = {
