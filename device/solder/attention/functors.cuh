@@ -91,6 +91,16 @@
 // 2 spills where 168 registers are tight: three consumers, head dim 128, fp8, and many hd64 two-consumer
 // kernels with a mask, a bias, softcap or the dual mode; the emitted vanilla / alibi S 1k kernels fit.
 //
+// The weights' exponentials on the FMA pipe (optional: `static constexpr int kExp2Emulated = K;`, 0 ≤ K ≤ 16):
+// K of every 16 weights a thread computes per key tile are solder::tile::exp2_poly (tile/exp2_poly.cuh: range
+// reduction and a degree-4 polynomial, ten FMA- and ALU-pipe instructions, relative error ≤ 3.0e-6) instead
+// of ex2.approx (one MUFU.EX2), so that the MUFU (XU) pipe carries 16 − K of 16 and the issue slots the rest.
+// Weight i of the fragment is emulated when ⌊(i + 1)·K / 16⌋ > ⌊i·K / 16⌋ (K spread evenly over the tile);
+// the rows' correction factors stay on ex2.approx. Both give +0 for −inf and NaN for NaN; the values differ
+// by the two approximations' errors (≤ 3.0e-6 and ≈ 2^-22 relative), far under the weights' rounding to
+// 16 bits. Without the member the skeleton takes SOLDER_ATTN_EXP2_EMULATED_DEFAULT (a macro, 0 unless the
+// includer defines it: the device tests' builds with the emulation on; sm90_attention_dual.cuh likewise).
+//
 // ---- Mask functor (the tile range; template parameter Mask) ------------------------------------------
 //
 //   struct Mask {
@@ -171,7 +181,9 @@
 //     // s(i), i < N: the tile's logits of row (i / 2) % 2 (−inf where masked), rewritten in place to
 //     // the weights p that multiply V; correction[r]: the factor the accumulated O rows are scaled by.
 //     // Schedule: the instruction order (kSoftmaxSchedule above: 0, 1 or 2); it must not change the values.
-//     template <int Schedule, class Fragment> __device__ void update(Fragment& s, float scale_log2, float (&correction)[2]);
+//     // Emulated: the weights per 16 whose exponential is exp2_poly (kExp2Emulated above).
+//     template <int Schedule, int Emulated, class Fragment>
+//     __device__ void update(Fragment& s, float scale_log2, float (&correction)[2]);
 //     // After the last tile: the factor each output row is multiplied by (1 / Σ p, quad-reduced).
 //     __device__ void finish(float (&inverse)[2]);
 //   };
@@ -179,7 +191,13 @@
 // A thread holds rows (lane / 4) and (lane / 4 + 8) of its warp's 16; the 4 lanes of a quad share them.
 #pragma once
 
+#include "../tile/exp2_poly.cuh"
 #include "config.cuh"
+
+// The weights per 16 computed on the FMA pipe when the score functor does not say (kExp2Emulated).
+#ifndef SOLDER_ATTN_EXP2_EMULATED_DEFAULT
+#define SOLDER_ATTN_EXP2_EMULATED_DEFAULT 0
+#endif
 
 namespace solder::attention {
 
@@ -277,6 +295,16 @@ __host__ __device__ constexpr auto score_softmax_schedule(int, int) -> decltype(
 }
 template <class S>
 __host__ __device__ constexpr int score_softmax_schedule(long, int otherwise) {
+  return otherwise;
+}
+
+// The weights per 16 a Score has computed by exp2_poly (kExp2Emulated; `otherwise` without the member).
+template <class S>
+__host__ __device__ constexpr auto score_exp2_emulated(int, int) -> decltype(S::kExp2Emulated, 0) {
+  return S::kExp2Emulated;
+}
+template <class S>
+__host__ __device__ constexpr int score_exp2_emulated(long, int otherwise) {
   return otherwise;
 }
 
@@ -432,6 +460,16 @@ __device__ __forceinline__ float row_max(const Fragment& s, int r, float start) 
   }
 }
 
+// 2^x for weight i of a thread's fragment: exp2_poly on the FMA pipe for Emulated of every 16 weights
+// (⌊(i + 1)·Emulated / 16⌋ > ⌊i·Emulated / 16⌋, spread evenly), ex2.approx on the MUFU for the others.
+// i is a constant once the caller's loop is unrolled, so each weight compiles to one of the two.
+template <int Emulated>
+__device__ __forceinline__ float weight_exp2(int i, float x) {
+  static_assert(Emulated >= 0 && Emulated <= 16, "kExp2Emulated counts weights per 16");
+  if (Emulated > 0 && (i + 1) * Emulated / 16 > i * Emulated / 16) return tile::exp2_poly(x);
+  return fast_exp2(x);
+}
+
 // The online softmax: running maximum and (per thread, partial) sum of two rows, base-2 scaled.
 // A row whose scores so far are all −inf keeps max −inf; its weights are 0 and its correction 1.
 template <int N>
@@ -447,8 +485,9 @@ struct OnlineSoftmax {
   // Schedule (the same values in every order; kSoftmaxSchedule above): 0 one running maximum per row,
   // 1 partial maxima (row_max), 2 partial maxima and the end of ptxas's block after the weights, so that
   // the caller's wait for the previous P·V, written after update(), lets that P·V run beside the
-  // exponentials (with 0 or 1 ptxas places that wait before the softmax).
-  template <int Schedule = 0, class Fragment>
+  // exponentials (with 0 or 1 ptxas places that wait before the softmax). Emulated: the weights per 16
+  // whose exponential is exp2_poly (weight_exp2; kExp2Emulated above).
+  template <int Schedule = 0, int Emulated = 0, class Fragment>
   __device__ __forceinline__ void update(Fragment& s, float scale_log2, float (&correction)[2]) {
     float m[2];
 #pragma unroll
@@ -467,7 +506,7 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
-      const float p = fast_exp2(fmaf(s(i), scale_log2, -base[r]));
+      const float p = weight_exp2<Emulated>(i, fmaf(s(i), scale_log2, -base[r]));
       s(i) = p;
       sum[r] += p;
     }
@@ -477,7 +516,7 @@ struct OnlineSoftmax {
   // The same update for the scores s(i) + shift[(i / 2) % 2], given as s(i) and the thread's two row
   // shifts (an affine score's row term): the maximum and the weights are those of the shifted scores,
   // max is kept shifted, and each weight costs what update()'s does.
-  template <int Schedule = 0, class Fragment>
+  template <int Schedule = 0, int Emulated = 0, class Fragment>
   __device__ __forceinline__ void update_shifted(Fragment& s, float scale_log2, float (&correction)[2], const float (&shift)[2]) {
     float m[2];
 #pragma unroll
@@ -497,7 +536,7 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
-      const float p = fast_exp2(fmaf(s(i), scale_log2, -base[r]));
+      const float p = weight_exp2<Emulated>(i, fmaf(s(i), scale_log2, -base[r]));
       s(i) = p;
       sum[r] += p;
     }

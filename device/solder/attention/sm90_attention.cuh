@@ -1431,9 +1431,10 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       state.init();
       auto update_state = [&](float (&correction)[2]) {
         constexpr int kSchedule = score_softmax_schedule<Score>(0, 0);
-        if constexpr (kRowShift) state.template update_shifted<kSchedule>(acc_s, score.scale_log2, correction, row_shift);
-        else if constexpr (kScaledShift) state.template update_shifted<kSchedule>(acc_s, scaled_log2, correction, row_shift);
-        else state.template update<kSchedule>(acc_s, score.scale_log2, correction);
+        constexpr int kEmulated = score_exp2_emulated<Score>(0, SOLDER_ATTN_EXP2_EMULATED_DEFAULT);
+        if constexpr (kRowShift) state.template update_shifted<kSchedule, kEmulated>(acc_s, score.scale_log2, correction, row_shift);
+        else if constexpr (kScaledShift) state.template update_shifted<kSchedule, kEmulated>(acc_s, scaled_log2, correction, row_shift);
+        else state.template update<kSchedule, kEmulated>(acc_s, score.scale_log2, correction);
       };
       wgmma::clear(acc_o);
 

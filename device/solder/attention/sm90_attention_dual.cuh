@@ -450,6 +450,8 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
         }
       };
       State<C::BN / 2> state;
+      // the weights per 16 on the FMA pipe (functors.cuh, kExp2Emulated)
+      constexpr int kEmulated = score_exp2_emulated<Score>(0, SOLDER_ATTN_EXP2_EMULATED_DEFAULT);
       state.init();
       wgmma::clear(acc_o);
 
@@ -472,7 +474,7 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
           wgmma::fence(acc_s);
           release_stage(&k_empty[ks]);
           logits(begin);
-          state.update(acc_s, score.scale_log2, correction);
+          state.template update<0, kEmulated>(acc_s, score.scale_log2, correction);
           to_p();
         }
         for (int n = 1; n < count; ++n) {
@@ -488,7 +490,7 @@ __device__ __forceinline__ void attention_dual_body(const TensorMap& q, const Te
           wgmma::fence(acc_s);
           release_stage(&k_empty[ks]);
           logits(begin + n);
-          state.update(acc_s, score.scale_log2, correction);
+          state.template update<0, kEmulated>(acc_s, score.scale_log2, correction);
           wgmma::wait<0>();
           wgmma::fence(acc_o);
           wgmma::fence(p);

@@ -37,7 +37,7 @@ const std::set<std::string>& reserved_cuda_words() {
         // The GEMM skeleton's row-store epilogue hooks (gemm_skeleton_writer.cpp, sm90_gemm.cuh).
         "element", "value", "row_pointer",
         // The attention skeleton's functor interface (device/solder/attention/functors.cuh).
-        "kIdentity", "kSoftmaxSchedule", "key_tiles", "partial", "scale_log2", "visible", "kAffine", "affine", "kRowInterval", "row_columns",
+        "kIdentity", "kSoftmaxSchedule", "kExp2Emulated", "key_tiles", "partial", "scale_log2", "visible", "kAffine", "affine", "kRowInterval", "row_columns",
         "kBias", "bias", "dot_factor",
         "kDataTiles", "kEmptyRowNaN", "kMaxKeyTiles", "row_id", "col_id", "match", "tile_class",
         // a staged bias (functors.cuh, kStagedBias): the score functor's members and types

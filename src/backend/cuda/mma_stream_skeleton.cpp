@@ -25,6 +25,7 @@
 // somewhere on the tile" (only those tiles evaluate C per element).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <set>
@@ -1488,6 +1489,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // 0 (functors.cuh, kSoftmaxSchedule; A/B runs).
   if (const char* e = std::getenv("SOLDER_ATTN_SOFTMAX_SCHEDULE"); e && (std::string(e) == "0" || std::string(e) == "1" || std::string(e) == "2"))
     out << "  static constexpr int kSoftmaxSchedule = " << e << ";  // the row state's instruction order (SOLDER_ATTN_SOFTMAX_SCHEDULE)\n";
+  // $SOLDER_ATTN_EXP2_EMU=K (0..16): K of every 16 softmax weights by exp2_poly on the FMA pipe instead of
+  // ex2.approx on the MUFU (functors.cuh, kExp2Emulated; A/B runs). Unset or 0: no member (the skeleton's default, 0).
+  if (const char* e = std::getenv("SOLDER_ATTN_EXP2_EMU"); e && *e) {
+    char* end = nullptr;
+    const long k = std::strtol(e, &end, 10);
+    if (*end == '\0' && k > 0 && k <= 16)
+      out << "  static constexpr int kExp2Emulated = " << k << ";  // weights per 16 on the FMA pipe (SOLDER_ATTN_EXP2_EMU)\n";
+  }
   constexpr double kLog2e = 1.4426950408889634;
   std::string score_text;
   if (identity) {

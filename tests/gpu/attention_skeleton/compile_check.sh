@@ -4,10 +4,13 @@
 # for sm_90a with nvcc. No GPU needed, nothing runs. Fails when ptxas reports register spills, a stack
 # frame (a call that was not inlined), an ignored setmaxnreg (C7508) or serialized wgmma (C7510, C7513,
 # C7514, C7515, C7517, C7518, C7520).
-# Usage: tests/gpu/attention_skeleton/compile_check.sh [test|dual|bench|headers|all]  (dual: test_sm90_attention_dual.cu,
-# the dual mode of sm90_attention_dual.cuh)
+# Usage: tests/gpu/attention_skeleton/compile_check.sh [test|dual|exp2|bench|headers|all]  (dual:
+# test_sm90_attention_dual.cu, the dual mode of sm90_attention_dual.cuh; exp2: test_sm90_exp2_poly.cu, the
+# row state's exponential on the FMA pipe)
 #   CUDA=/usr/local/cuda, BUILD=build-attn, SOLDER_CUTLASS_INCLUDE=<folder with cute/> (default: python3
-#   -c 'import cutlass_library'); OUT_BIN=1 links executables into $BUILD instead of compiling objects.
+#   -c 'import cutlass_library'); OUT_BIN=1 links executables into $BUILD instead of compiling objects;
+#   EXP2_EMULATED=K builds every kernel with K of 16 softmax weights on the FMA pipe (functors.cuh,
+#   kExp2Emulated: -DSOLDER_ATTN_EXP2_EMULATED_DEFAULT=K; the device tests with the emulation on).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 CUDA=${CUDA:-/usr/local/cuda}
@@ -19,6 +22,7 @@ if [ -z "$CUTLASS" ] || [ ! -f "$CUTLASS/cute/tensor.hpp" ]; then
   exit 1
 fi
 NVCC="$CUDA/bin/nvcc -std=c++17 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a -I$ROOT/device -I$ROOT/src -I$CUTLASS"
+[ -n "${EXP2_EMULATED:-}" ] && NVCC="$NVCC -DSOLDER_ATTN_EXP2_EMULATED_DEFAULT=$EXP2_EMULATED"
 mkdir -p "$BUILD"
 cd "$ROOT"
 echo "nvcc: $($CUDA/bin/nvcc --version | tail -1); CuTe: $CUTLASS"
@@ -47,6 +51,9 @@ if [ "$WHAT" = test ] || [ "$WHAT" = all ]; then
 fi
 if [ "$WHAT" = dual ] || [ "$WHAT" = all ]; then
   build test_sm90_attention_dual tests/gpu/attention_skeleton/test_sm90_attention_dual.cu src/runtime/tma_plan.cpp
+fi
+if [ "$WHAT" = exp2 ] || [ "$WHAT" = all ]; then
+  build test_sm90_exp2_poly tests/gpu/attention_skeleton/test_sm90_exp2_poly.cu
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   build bench_attention bench/attention/bench_attention.cu src/runtime/tma_plan.cpp

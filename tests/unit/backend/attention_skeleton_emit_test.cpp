@@ -508,6 +508,33 @@ TEST(AttentionSkeletonEmit, FreeConsumersByKnob) {
   EXPECT_NE(sliding_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true>;"), std::string::npos) << sliding_turns->summary;
 }
 
+// $SOLDER_ATTN_EXP2_EMU=K (1..16) writes kExp2Emulated = K in the score functor (K of 16 weights by exp2_poly on
+// the FMA pipe, functors.cuh), the dual mode's too; unset, 0 or a value outside 1..16: no member, the source
+// as before. The Config does not change.
+TEST(AttentionSkeletonEmit, Exp2EmulationByKnob) {
+  std::string refusal;
+  auto plain = emit(compile("vanilla", {}), &refusal);
+  setenv("SOLDER_ATTN_EXP2_EMU", "4", 1);
+  auto vanilla = emit(compile("vanilla", {}), &refusal);
+  auto alibi = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
+  auto diff = emit(compile("diff_attn", {}), &refusal);
+  setenv("SOLDER_ATTN_EXP2_EMU", "0", 1);
+  auto zero = emit(compile("vanilla", {}), &refusal);
+  setenv("SOLDER_ATTN_EXP2_EMU", "17", 1);
+  auto over = emit(compile("vanilla", {}), &refusal);
+  setenv("SOLDER_ATTN_EXP2_EMU", "4x", 1);
+  auto junk = emit(compile("vanilla", {}), &refusal);
+  unsetenv("SOLDER_ATTN_EXP2_EMU");
+  ASSERT_TRUE(plain && vanilla && alibi && diff && zero && over && junk) << refusal;
+  const std::string member = "static constexpr int kExp2Emulated = 4;";
+  for (const auto* e : {&vanilla, &alibi, &diff}) EXPECT_NE((*e)->source.find(member), std::string::npos) << (*e)->summary;
+  EXPECT_EQ(plain->source.find("kExp2Emulated"), std::string::npos);
+  for (const auto* e : {&zero, &over, &junk}) EXPECT_EQ((*e)->source, plain->source);
+  std::string without = vanilla->source;
+  without.erase(without.find("  " + member), without.find('\n', without.find(member)) + 1 - without.find("  " + member));
+  EXPECT_EQ(without, plain->source);
+}
+
 // The staged epilogue (Config::StagedEpilogue, the last template argument: O through shared memory,
 // 16-byte row stores): $SOLDER_ATTN_EPI=1 takes it on a plain 16-bit output at the full head dim, with
 // a K/V stage fewer where its buffer does not fit beside the ring (vanilla's 6 stages -> 5, hd128 S 1k's
