@@ -12,7 +12,8 @@
 # VERIFY (a regular expression on bench/suites.py case ids) is run here, before merged_call.sh and not by it, with
 # VERIFY_ENV's words (e.g. SOLDER_HARDWARE=hardware-h200.json) in its environment: `solder run --backend cuda` of
 # each case at its suite size against the float64 reference, VERIFY_JOBS (default 8) at a time, each under
-# VERIFY_TIMEOUT seconds (default 60), into $OUT/verify.txt.
+# VERIFY_TIMEOUT seconds (default 60), into $OUT/verify.txt. (Call 2 ran before build/solder.xz was unpacked
+# here, so its verification found no binary: FAILED (127).)
 set -uo pipefail
 t0=$(date +%s)
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -22,6 +23,7 @@ if [ "${DRY_RUN:-0}" != 1 ] && [ -f kernels.tar.xz ]; then
   python3 -c 'import tarfile; tarfile.open("kernels.tar.xz").extractall(".cache")' &&
     echo "$(ls .cache/kernels | wc -l) cached kernels unpacked"
 fi
+[ "${DRY_RUN:-0}" = 1 ] || bash bench/unpack_staged.sh   # build/solder.xz (merged_call.sh unpacks it too, later)
 if [ -n "${VERIFY:-}" ]; then
   cmds=$(python3 bench/suites.py --suite all --cases "$VERIFY" --verify-commands --timeout "${VERIFY_TIMEOUT:-60}" |
     sed "s|^|${VERIFY_ENV:+$VERIFY_ENV }|")
