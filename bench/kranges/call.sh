@@ -2,12 +2,13 @@
 # kranges' device call (issue 15; bench/NOTES.md, "nineteenth session ... kranges"), from the mini root that
 # bench/merged_stage.sh stages (DT holding test_sm90_gemm_ranges), CuTe headers in ../cutlass:
 #   DT=/work/dt-kranges bash bench/merged_stage.sh /work/main/.devcarry/kranges
-#   cd .devcarry/kranges && DEADLINE=124 bash bench/kranges/call.sh
+#   cd .devcarry/kranges && DEADLINE=118 bash bench/kranges/call.sh   (the call of 2026-11-28 used 77.7 s: its step 2
+#   was skipped by a guard of 90 s, now 70)
 #   1. at once: the two-range skeleton's device test (bin/test_sm90_gemm_ranges), `solder run --backend cuda`
-#      of nerf_mlp with SOLDER_GEMM_K_RANGES=1 at its small size, N 1000, N 333 with IN 21 / DIN 11 (ragged
+#      of nerf_mlp on K ranges (the default) at its small size, N 1000, N 333 with IN 21 / DIN 11 (ragged
 #      ranges: x's range 21, dir's 11) and its paper size against the float64 reference (r/verify.txt), and
-#      the compile of main's plan at the paper size (the kernel cache);
-#   2. Solder's A/B rounds 2 and 3 (r/ab-extra.jsonl): main's plan (the default) and K ranges, alternating;
+#      the compile of the whole-copy plan (SOLDER_GEMM_K_RANGES=0) at the paper size (the kernel cache);
+#   2. Solder's A/B rounds 2 and 3 (r/ab-extra.jsonl): K ranges and the whole copies, alternating;
 #   3. bench/merged_call.sh with SPOTS=bench/kranges/kranges.spots, one round: `solder bench` of both plans,
 #      then torch.compile max-autotune-no-cudagraphs (its compile takes ~70 s: one round of it fits).
 # Everything goes under $OUT/r, packed into $OUT/r.tgz after every step.
@@ -21,14 +22,14 @@ echo "uname -m $(uname -m); commit $SOLDER_COMMIT; start $(date -u +%FT%TZ)" | t
 bash bench/unpack_staged.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $O/r/device.txt 2>&1
 
-echo "== 1. device test, verify (K ranges), main's compile ($(left) s left)"
+echo "== 1. device test, verify (K ranges), the whole copies' compile ($(left) s left)"
 i=0
 for args in "--small" "--dim N=1000" "--dim N=333 --dim IN=21 --dim DIN=11" ""; do
   i=$((i + 1))
-  ( SOLDER_GEMM_K_RANGES=1 timeout 60 build/solder run examples/nerf_mlp.sol --backend cuda $args > $O/r/verify-$i.txt 2>&1
-    echo "   nerf_mlp ${args:-paper} (SOLDER_GEMM_K_RANGES=1): rc $?" >> $O/r/verify-$i.txt ) &
+  ( timeout 60 build/solder run examples/nerf_mlp.sol --backend cuda $args > $O/r/verify-$i.txt 2>&1
+    echo "   nerf_mlp ${args:-paper} (K ranges): rc $?" >> $O/r/verify-$i.txt ) &
 done
-( timeout 60 build/solder bench examples/nerf_mlp.sol --compile-only > $O/r/compile-main.txt 2>&1 ) &
+( SOLDER_GEMM_K_RANGES=0 timeout 60 build/solder bench examples/nerf_mlp.sol --compile-only > $O/r/compile-whole.txt 2>&1 ) &
 timeout 40 bin/test_sm90_gemm_ranges 2026 > $O/r/dt-gemm_ranges.txt 2>&1
 echo "   device test rc $?: $(tail -1 $O/r/dt-gemm_ranges.txt)"
 wait
@@ -38,10 +39,10 @@ pack
 
 echo "== 2. Solder A/B rounds 2 and 3 ($(left) s left)"
 for round in 2 3; do
-  if [ $round = 2 ]; then order="kranges main"; else order="main kranges"; fi
+  if [ $round = 2 ]; then order="whole kranges"; else order="kranges whole"; fi
   for plan in $order; do
-    [ "$(left)" -gt 90 ] || break 2
-    knob=0; [ $plan = kranges ] && knob=1
+    [ "$(left)" -gt 70 ] || break 2   # the peer step after needs ~50 s (46 in the call of 2026-11-28)
+    knob=1; [ $plan = whole ] && knob=0
     t0=$(date +%s.%N)
     rec=$(SOLDER_GEMM_K_RANGES=$knob timeout 20 build/solder bench examples/nerf_mlp.sol --json 2>> $O/r/ab-extra.err)
     echo "{\"round\": $round, \"plan\": \"$plan\", \"span\": [$t0, $(date +%s.%N)], \"bench\": ${rec:-null}}" >> $O/r/ab-extra.jsonl
