@@ -71,7 +71,7 @@ std::optional<GemmKRangeTerm> gemm_k_range_term(const Expr& e, const std::string
 
 bool gemm_k_ranges_enabled() {
   const char* v = std::getenv("SOLDER_GEMM_K_RANGES");
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 // The operand `e` = load of a global indexed by plain variables: [batch?, side…, k] or

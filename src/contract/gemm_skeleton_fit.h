@@ -17,7 +17,7 @@
 // the destination's index are any expressions of the domain's axes (the epilogue computes them).
 //
 // K ranges (a concatenation along K, the canonicalizer's split_k_ranges form: nerf_mlp's cat([x, h4]) · w5)
-// fit where gemm_k_ranges_enabled(): a contract of two product terms over one reduced axis k < K,
+// fit (unless SOLDER_GEMM_K_RANGES=0: gemm_k_ranges_enabled()): a contract of two product terms over one reduced axis k < K,
 //   select(k < K1, A1[…, k], 0) · B[…, k, …]   and   select(k < K1, 0, A2[…, k − K1]) · B[…, k, …]
 // (in either order, B the same load in both, K1 an integer constant: padded_operands.cpp binds the dims),
 // runs as the skeleton's two-range kernel (sm90_gemm.cuh, gemm_ranges_kernel): A1 with B's rows k < K1,
@@ -92,9 +92,9 @@ struct GemmKRangeTerm {
 };
 std::optional<GemmKRangeTerm> gemm_k_range_term(const Expr& a, const std::string& k, int64_t extent);
 
-// Whether $SOLDER_GEMM_K_RANGES=1 lets the skeleton take two K ranges (fit_gemm_skeleton) and the padded
-// operands pass copy only the ranges the skeleton cannot stage (fusion/padded_operands.h). Unset or
-// anything else: off (the whole A copied, as before).
+// Whether the skeleton takes two K ranges (fit_gemm_skeleton) and the padded operands pass copies only the
+// ranges the skeleton cannot stage (fusion/padded_operands.h): unset or anything but "0". $SOLDER_GEMM_K_RANGES=0
+// keeps the plan before it (two product terms refused, the whole A copied) for A/B runs.
 bool gemm_k_ranges_enabled();
 
 // Whether the skeleton can store the product's result by rows (sm90_gemm.cuh's value() and row_pointer():

@@ -31,7 +31,7 @@
 // k < K. The copy reads A's tensors once and writes P once (nerf_mlp at its paper size: x 8.3 MB →
 // 8.4 MB for h0; x and h4 41.8 MB → 41.9 MB for h5; feature and dir 37.1 MB → 37.7 MB for hv).
 //
-// K ranges (SOLDER_GEMM_K_RANGES=1; contract/gemm_skeleton_fit.h): a contract of two K-range terms
+// K ranges (contract/gemm_skeleton_fit.h; SOLDER_GEMM_K_RANGES=0 turns them off): a contract of two K-range terms
 // (a concatenation, select(k < K1, A1, 0) · B + select(k < K1, 0, A2[k − K1]) · B) is tried first as the
 // skeleton's two-range kernel, with the dims of its terms bound to integers. Each range whose A the skeleton
 // stages as it is (h4, feat) is read in place; each other range (x, dir: pitches of 126 and 54 bytes) from

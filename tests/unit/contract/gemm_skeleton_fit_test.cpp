@@ -132,10 +132,10 @@ TEST(GemmSkeletonFit, ReadsALongerOperandOverTheContractsK) {
   EXPECT_EQ(fit_gemm_skeleton(c, globals).refusal, "the operands' shapes are not the contract's M, N, K");
 }
 
-// K ranges (SOLDER_GEMM_K_RANGES=1): y = Σ_k cat([a1, a2])[m, k] · b[k, n] as its two product terms,
+// K ranges (the default): y = Σ_k cat([a1, a2])[m, k] · b[k, n] as its two product terms,
 // select(k < K1, a1[m, k], 0) · b and select(k < K1, 0, a2[m, k − K1]) · b, fits as two ranges: a1 with b's
 // rows k < K1, a2 with b from row K1 (an offset of K1 rows), any K1 for an N-major b; a K-major b only where
-// K1 · |T| is a multiple of 16 bytes. Off (the default): two product terms are refused, as before.
+// K1 · |T| is a multiple of 16 bytes. SOLDER_GEMM_K_RANGES=0: two product terms are refused, as before.
 TEST(GemmSkeletonFit, TakesTwoKRangesWithTheirOwnTensorMaps) {
   auto contract = [](int64_t k1, int64_t k, bool b_k_major) {
     ContractNode c;
@@ -165,7 +165,6 @@ TEST(GemmSkeletonFit, TakesTwoKRangesWithTheirOwnTensorMaps) {
     EXPECT_FALSE(gemm_k_ranges_enabled());
     EXPECT_EQ(fit_gemm_skeleton(contract(63, 319, false), globals(63, 319)).refusal, "2 product terms (the skeleton takes one)");
   }
-  testing::ScopedEnv on("SOLDER_GEMM_K_RANGES", "1");
   ASSERT_TRUE(gemm_k_ranges_enabled());
   GemmSkeletonFit fit = fit_gemm_skeleton(contract(63, 319, false), globals(63, 319));
   ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;

@@ -1,8 +1,8 @@
 // The padded-operand pass (fusion/padded_operands.h): nerf_mlp's h0 (x, K 63), h5 (cat([x, h4]), K 319)
 // and hv (cat([feature, dir]), K 283) run as a copy of A into 16-byte rows, then the GEMM skeleton; the
 // plan computes the program (CPU executor against the float64 reference); conv_chain's im2col operand
-// is not copied; SOLDER_PADDED_OPERANDS=0 keeps the gathered GEMM. With SOLDER_GEMM_K_RANGES=1, h5 and hv
-// run as two K ranges on the skeleton, only x (h0's copy, shared) and dir copied.
+// is not copied; SOLDER_PADDED_OPERANDS=0 keeps the gathered GEMM. By default h5 and hv run as two K ranges
+// on the skeleton, only x (h0's copy, shared) and dir copied; SOLDER_GEMM_K_RANGES=0 copies their whole A.
 #include <gtest/gtest.h>
 
 #include "backend/cuda/contract_view.h"
@@ -32,9 +32,10 @@ int count_skeleton(const GeneratedModule& m, const char* skeleton) {
   return n;
 }
 
-// At the paper size: three copies, each before its contraction, of the planned shapes; the contracts
-// read them over the program's K; the skeleton takes all three.
+// At the paper size, whole A copied (SOLDER_GEMM_K_RANGES=0): three copies, each before its contraction,
+// of the planned shapes; the contracts read them over the program's K; the skeleton takes all three.
 TEST(PaddedOperands, NerfMlpsGatheredProductsRunOnTheSkeleton) {
+  ScopedEnv whole("SOLDER_GEMM_K_RANGES", "0");
   KernelProgram p = gpu_plan("nerf_mlp");
   const std::vector<std::tuple<std::string, int64_t, int64_t>> expected = {{"h0", 63, 64}, {"h5", 319, 320}, {"hv", 283, 288}};
   for (auto& [dst, k, kp] : expected) {
@@ -75,8 +76,9 @@ TEST(PaddedOperands, NerfMlpsGatheredProductsRunOnTheSkeleton) {
 
 // The padded plan computes the program: on the CPU executor (through the backend's view of the
 // contracts), against the float64 reference, also with a ragged row count (the copy's guard, the
-// skeleton's last tile).
+// skeleton's last tile). Whole A copied (SOLDER_GEMM_K_RANGES=0).
 TEST(PaddedOperands, NerfMlpsPaddedPlanVerifiesOnTheExecutor) {
+  ScopedEnv whole("SOLDER_GEMM_K_RANGES", "0");
   const std::vector<std::vector<std::pair<std::string, int64_t>>> cases = {
       {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}},    // h5 and hv copied (h0 fused)
       {{"N", 333}, {"H", 256}, {"IN", 21}, {"DIN", 11}}};  // all three, 333 rows: a ragged copy and tile
@@ -95,11 +97,11 @@ TEST(PaddedOperands, NerfMlpsPaddedPlanVerifiesOnTheExecutor) {
   }
 }
 
-// K ranges (SOLDER_GEMM_K_RANGES=1) at the paper size: h5 reads x's range from h0's copy (no copy of its
+// K ranges (the default) at the paper size: h5 reads x's range from h0's copy (no copy of its
 // own) and h4 as it is; hv reads feat as it is and dir from a copy of dir alone ([N, 32], before hv);
 // the skeleton takes both as two-range problems (B's second map from w5's row 63, w_view's row 256).
 TEST(PaddedOperands, KRangesCopyOnlyTheRangesTheSkeletonCannotStage) {
-  ScopedEnv on("SOLDER_GEMM_K_RANGES", "1");
+  ASSERT_TRUE(gemm_k_ranges_enabled());
   KernelProgram p = gpu_plan("nerf_mlp");
   EXPECT_EQ(p.find_global("h5_a_padded"), nullptr);
   EXPECT_EQ(p.find_global("hv_a_padded"), nullptr);
@@ -148,7 +150,6 @@ TEST(PaddedOperands, KRangesCopyOnlyTheRangesTheSkeletonCannotStage) {
 // The K-range plan computes the program on the CPU executor against the float64 reference, with ragged
 // row counts and ranges (h5 at IN 21, hv at DIN 11).
 TEST(PaddedOperands, KRangesPlanVerifiesOnTheExecutor) {
-  ScopedEnv on("SOLDER_GEMM_K_RANGES", "1");
   const std::vector<std::vector<std::pair<std::string, int64_t>>> cases = {
       {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}}, {{"N", 333}, {"H", 256}, {"IN", 21}, {"DIN", 11}}};
   for (auto& dims : cases) {
