@@ -56,7 +56,14 @@ std::string check_gemm_operands(const GemmSkeletonLaunch& launch, std::span<cons
   std::string a = runtime::plan_gemm_operand(gemm_operand(launch.a, pointers), "A", &args);
   if (!a.empty()) return a;
   std::string b = runtime::plan_gemm_operand(gemm_operand(launch.b, pointers), "B", &args);
-  if (!b.empty() || !launch.b2) return b;
+  if (!b.empty()) return b;
+  if (launch.a_second) {
+    std::string a2 = runtime::plan_gemm_operand(gemm_operand(*launch.a_second, pointers), "A (second K range)", &args);
+    if (!a2.empty()) return a2;
+    std::string b2 = runtime::plan_gemm_operand(gemm_operand(*launch.b_second, pointers), "B (second K range)", &args);
+    if (!b2.empty()) return b2;
+  }
+  if (!launch.b2) return b;
   return runtime::plan_gemm_operand(gemm_operand(*launch.b2, pointers), "B2", &args);
 }
 

@@ -370,7 +370,7 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       if (st.workspace_offset[g] >= 0) pointers[g] = base + static_cast<runtime::DevicePtr>(st.workspace_offset[g]);
     // The skeleton kernels' tensor maps for this call's pointers, all checked before anything launches.
     struct Maps {
-      runtime::TensorMapBytes a, b, b2;
+      runtime::TensorMapBytes a, b, b2, a_second, b_second;  // the last two: a second K range's
       std::optional<runtime::AttentionLaunchArgs> attention;  // q, k, v, shape and score functor
     };
     std::vector<Maps> maps(st.functions.size());
@@ -398,6 +398,10 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       maps[k].a = runtime::encode_gemm_operand(detail::gemm_operand(gemm->a, pointers), "A");
       maps[k].b = runtime::encode_gemm_operand(detail::gemm_operand(gemm->b, pointers), "B");
       if (gemm->b2) maps[k].b2 = runtime::encode_gemm_operand(detail::gemm_operand(*gemm->b2, pointers), "B2");
+      if (gemm->a_second) {
+        maps[k].a_second = runtime::encode_gemm_operand(detail::gemm_operand(*gemm->a_second, pointers), "A (second K range)");
+        maps[k].b_second = runtime::encode_gemm_operand(detail::gemm_operand(*gemm->b_second, pointers), "B (second K range)");
+      }
     }
     std::vector<void*> args;
     args.reserve(pointers.size());
@@ -420,7 +424,7 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         runtime::launch(st.functions[k], config, args.data());
         continue;
       }
-      // (TensorMap a, TensorMap b[, TensorMap b2], GemmShape, epilogue = every global's pointer,
+      // (TensorMap a, TensorMap b[, TensorMap b2 | a2, b2 of a second K range], GemmShape[, its K], epilogue = every global's pointer,
       // SplitKWorkspace), or on the prologue path (a, b, GemmShape, prologue, epilogue).
       const GemmSkeletonLaunch& g = *info.gemm;
       struct {  // solder::gemm::GemmShape
@@ -440,6 +444,10 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
       } else if (g.b2) {
         void* dual_args[] = {&maps[k].a, &maps[k].b, &maps[k].b2, &shape, pointers.data(), &split};
         runtime::launch(st.functions[k], config, dual_args);
+      } else if (g.a_second) {
+        int k2 = g.k_second;
+        void* range_args[] = {&maps[k].a, &maps[k].b, &maps[k].a_second, &maps[k].b_second, &shape, &k2, pointers.data(), &split};
+        runtime::launch(st.functions[k], config, range_args);
       } else {
         void* gemm_args[] = {&maps[k].a, &maps[k].b, &shape, pointers.data(), &split};
         runtime::launch(st.functions[k], config, gemm_args);

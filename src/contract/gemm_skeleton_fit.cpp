@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 
+#include <cstdlib>
+
+#include "contract/canonicalize.h"
 #include "ir/printer.h"
 
 namespace solder {
@@ -17,7 +20,59 @@ const GlobalTensor* find(const std::vector<GlobalTensor>& globals, const std::st
   return nullptr;
 }
 
+bool is_var(const Expr& e, const std::string& name) {
+  auto v = e.as<VarNode>();
+  return v && v->name == name;
+}
+
+std::optional<int64_t> integer(const Expr& e) {
+  auto c = e.as<ConstNode>();
+  if (!c || !c->is_integer) return std::nullopt;
+  return static_cast<int64_t>(c->value);
+}
+
 }  // namespace
+
+std::optional<GemmKRangeTerm> gemm_k_range_term(const Expr& e, const std::string& k, int64_t extent) {
+  auto s = e.as<SelectNode>();
+  auto cond = s ? s->cond.as<BinaryNode>() : nullptr;
+  if (!cond || cond->op != BinaryOp::lt || !is_var(cond->lhs, k)) return std::nullopt;
+  auto c = integer(cond->rhs);
+  if (!c || *c <= 0 || *c >= extent) return std::nullopt;
+  GemmKRangeTerm r;
+  Expr value;
+  if (is_constant_zero(s->if_false)) {
+    r.hi = *c;
+    value = s->if_true;
+  } else if (is_constant_zero(s->if_true)) {
+    r.lo = *c;
+    r.hi = extent;
+    value = s->if_false;
+  } else {
+    return std::nullopt;
+  }
+  auto load = value.as<LoadNode>();
+  if (!load) return std::nullopt;
+  std::vector<Expr> index;
+  for (auto& i : load->index) {
+    auto b = i.as<BinaryNode>();
+    const bool shifted = b && is_var(b->lhs, k) &&
+                         ((b->op == BinaryOp::sub && integer(b->rhs) == r.lo) || (b->op == BinaryOp::add && integer(b->rhs) == -r.lo));
+    if (r.lo > 0 && shifted) {
+      index.push_back(make_var(k));
+    } else {
+      if (r.lo > 0 && is_var(i, k)) return std::nullopt;  // the second range must read k − K1
+      index.push_back(i);
+    }
+  }
+  r.a = make_load(load->tensor, std::move(index));
+  return r;
+}
+
+bool gemm_k_ranges_enabled() {
+  const char* v = std::getenv("SOLDER_GEMM_K_RANGES");
+  return !(v && std::string(v) == "0");
+}
 
 // The operand `e` = load of a global indexed by plain variables: [batch?, side…, k] or
 // [batch?, k, side…], the side axes (each once) flattened in that order into its rows. `order`
@@ -94,7 +149,8 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
     fit.refusal = std::move(why);
     return fit;
   };
-  if (c.terms.size() != 1) return refuse(std::to_string(c.terms.size()) + " product terms (the skeleton takes one)");
+  const bool ranges = c.terms.size() == 2 && gemm_k_ranges_enabled();
+  if (c.terms.size() != 1 && !ranges) return refuse(std::to_string(c.terms.size()) + " product terms (the skeleton takes one)");
   if (c.where || c.domain.guard) return refuse("a where condition or a guarded domain");
   if (c.accumulate) return refuse("it accumulates onto its destination");
   if (c.type == MmaType::f32 || c.type == MmaType::tf32)
@@ -115,7 +171,22 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
     p.batch *= a.extent;
   }
   std::string why;
-  auto a = operand_of(c.terms[0].a, c.row_axes, p.reduce_axis, p.batch_axes, globals, "A", p.row_axes, why);
+  // K ranges: the terms' A as ranges [0, K1) and [K1, K), each A read at its own k.
+  std::optional<GemmKRangeTerm> first, second;
+  if (ranges) {
+    if (!c.pair_terms.empty()) return refuse("K ranges with a paired product (the dual-B skeleton takes one range)");
+    first = gemm_k_range_term(c.terms[0].a, p.reduce_axis, p.k);
+    second = gemm_k_range_term(c.terms[1].a, p.reduce_axis, p.k);
+    if (!first || !second)
+      return refuse("2 product terms that are not K ranges select(" + p.reduce_axis + " < K1, A1, 0) and select(" + p.reduce_axis +
+                    " < K1, 0, A2[" + p.reduce_axis + " - K1]) of loads");
+    if (first->lo > second->lo) std::swap(first, second);
+    if (first->lo != 0 || first->hi != second->lo || second->hi != p.k) return refuse("K ranges that do not partition K");
+    if (!structurally_equal(c.terms[0].b, c.terms[1].b))
+      return refuse("K ranges over two different B operands (the skeleton's ranges share one B)");
+  }
+  auto a = operand_of(ranges ? first->a : c.terms[0].a, c.row_axes, p.reduce_axis, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
+                      p.row_axes, why);
   if (!a) return refuse(why);
   auto b = operand_of(c.terms[0].b, c.column_axes, p.reduce_axis, p.batch_axes, globals, "B", p.column_axes, why);
   if (!b) return refuse(why);
@@ -134,9 +205,34 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   if (both_8 && (!a->k_major || !b->k_major)) return refuse("an fp8 operand is not K-major (fp8 wgmma reads K-major operands)");
   // An operand whose K extent is longer than the contract's is read over its first K (the tensor map has
   // K elements along k, its pitch stays the tensor's): fusion/padded_operands.h's padded copies.
-  if (a->rows != p.m || b->rows != p.n || a->k < p.k || b->k < p.k) return refuse("the operands' shapes are not the contract's M, N, K");
-  a->k = p.k;
-  b->k = p.k;
+  if (a->rows != p.m || b->rows != p.n || a->k < (ranges ? first->hi : p.k) || b->k < p.k)
+    return refuse("the operands' shapes are not the contract's M, N, K");
+  if (ranges) {
+    const int64_t k1 = first->hi, k2 = p.k - k1;
+    std::vector<std::string> order;
+    auto a2 = operand_of(second->a, c.row_axes, p.reduce_axis, p.batch_axes, globals, "A (second K range)", order, why);
+    if (!a2) return refuse(why);
+    if (order != p.row_axes || a2->dtype != a->dtype || a2->k_major != a->k_major || a2->rows != p.m || a2->k < k2 ||
+        (a2->batch > 1 && a2->batch != p.batch))
+      return refuse("the second K range's A = " + a2->tensor + " differs from the first's " + a->tensor +
+                    " in dtype, layout, rows or batch, or is shorter than its range");
+    GemmSkeletonKRange range;
+    range.k = k2;
+    range.a = *a2;
+    range.a.k = k2;
+    range.b = *b;
+    range.b.k = k2;
+    range.b.offset = b->k_major ? k1 : k1 * b->ld;
+    if ((range.b.offset * dtype_bytes(b->dtype)) % 16 != 0)
+      return refuse("B's second K range starts " + std::to_string(range.b.offset * dtype_bytes(b->dtype)) +
+                    " bytes in (its tensor map needs a 16-byte aligned start)");
+    a->k = k1;
+    b->k = k1;
+    p.second = range;
+  } else {
+    a->k = p.k;
+    b->k = p.k;
+  }
   if ((a->batch > 1 && a->batch != p.batch) || (b->batch > 1 && b->batch != p.batch)) return refuse("a batch of another extent");
   p.a = *a;
   p.b = *b;

@@ -16,6 +16,16 @@
 // tensor memory accelerator needs), no `where`, no guard and no accumulation. The scale, the bias and
 // the destination's index are any expressions of the domain's axes (the epilogue computes them).
 //
+// K ranges (a concatenation along K, the canonicalizer's split_k_ranges form: nerf_mlp's cat([x, h4]) · w5)
+// fit (unless SOLDER_GEMM_K_RANGES=0: gemm_k_ranges_enabled()): a contract of two product terms over one reduced axis k < K,
+//   select(k < K1, A1[…, k], 0) · B[…, k, …]   and   select(k < K1, 0, A2[…, k − K1]) · B[…, k, …]
+// (in either order, B the same load in both, K1 an integer constant: padded_operands.cpp binds the dims),
+// runs as the skeleton's two-range kernel (sm90_gemm.cuh, gemm_ranges_kernel): A1 with B's rows k < K1,
+// then A2 with B's rows from K1 on, a second tensor map of B starting there (GemmSkeletonOperand::offset;
+// its address must stay 16-byte aligned: any K1 for an N-major B, K1 · |T| a multiple of 16 for a
+// K-major one). Each range's A fits as a one-range A does (its own dtype, layout and pitch: A1 and A2
+// of one dtype and layout); the problem's a and b are the first range's (k = K1), `second` the other's.
+//
 // A paired contract (kernel_ir.h: pair_terms, a dual-B product) fits when its one paired term reads the
 // same A (structurally equal) and a second B, B2, of B's dtype, layout, shape and batch: the skeleton's
 // dual-B configuration (BOperands = 2) reads A once for both products.
@@ -38,12 +48,21 @@ struct GemmSkeletonOperand {
   int64_t ld = 1;        // elements between consecutive rows (K-major) or consecutive k (MN-major)
   int64_t batch = 1;     // 1: shared by every batch
   int64_t batch_stride = 0;
+  int64_t offset = 0;    // elements from the tensor's first: a K range's B starts at its first row
+};
+
+// The second K range of a two-range problem: its operands (k = its K) and its K.
+struct GemmSkeletonKRange {
+  GemmSkeletonOperand a, b;
+  int64_t k = 0;
 };
 
 struct GemmSkeletonProblem {
   GemmSkeletonOperand a, b;
   std::optional<GemmSkeletonOperand> b2;  // a paired contract's second B (dual-B)
+  std::optional<GemmSkeletonKRange> second;  // K ranges: a and b are the first range's, k the whole K
   int64_t m = 1, n = 1, k = 1, batch = 1;
+  int64_t first_k() const { return second ? k - second->k : k; }  // the first range's K (the launch's shape.k)
   std::vector<std::string> row_axes, column_axes;  // in A's (B's) order: the flattened index
   std::vector<int64_t> row_extents, column_extents;
   std::string reduce_axis;
@@ -63,6 +82,20 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
                                               const char* what, std::vector<std::string>& order, std::string& why);
 
 GemmSkeletonFit fit_gemm_skeleton(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
+
+// One product term's A as a K range over k < extent: select(k < c, L, 0) is [0, c), select(k < c, 0, L)
+// is [c, extent) (c an integer constant inside (0, extent)), L a load whose K index is k − lo (k for the
+// first range); `a` is L read at the range's own k (its K index made k). Nothing for any other form.
+struct GemmKRangeTerm {
+  int64_t lo = 0, hi = 0;
+  Expr a;
+};
+std::optional<GemmKRangeTerm> gemm_k_range_term(const Expr& a, const std::string& k, int64_t extent);
+
+// Whether the skeleton takes two K ranges (fit_gemm_skeleton) and the padded operands pass copies only the
+// ranges the skeleton cannot stage (fusion/padded_operands.h): unset or anything but "0". $SOLDER_GEMM_K_RANGES=0
+// keeps the plan before it (two product terms refused, the whole A copied) for A/B runs.
+bool gemm_k_ranges_enabled();
 
 // Whether the skeleton can store the product's result by rows (sm90_gemm.cuh's value() and row_pointer():
 // 16 bytes of a row per lane, the registers-first or staged epilogue): a single product (no second B)

@@ -35,7 +35,158 @@ struct Candidate {
   GlobalTensor padded;   // P
   ContractNode contract; // the contraction reading P
   std::string note;
+  std::string key;       // what P holds (copy_key)
 };
+
+// The copy kernel `name` writing P[m_t · R + m, k] = (k < K ? A(m_t · R + m, k) : 0) over m < R, k < Kp
+// (whole rows of P, a global of M rows), A an expression of the row axis `row` and the depth axis `depth`.
+Kernel copy_kernel(const std::string& name, const GlobalTensor& padded, const Expr& a, const std::string& row, const std::string& depth,
+                   int64_t k, const std::string& comment) {
+  const int64_t m = padded.shape[0], kp = padded.shape[1];
+  const int64_t rows = padded_copy_rows(kp / (16 / dtype_bytes(padded.dtype)));
+  const std::string tile = row + "_t";
+  Expr global_row = make_binary(BinaryOp::add, make_binary(BinaryOp::mul, make_var(tile), make_int(rows)), make_var(row));
+  MapNode map;
+  map.comment = comment;
+  map.domain.axes = {{row, rows}, {depth, kp}};
+  if (m % rows != 0) map.domain.guard = make_binary(BinaryOp::lt, global_row, make_int(m));
+  map.dst = Access{padded.name, {global_row, make_var(depth)}};
+  map.value = substitute_vars(a, {{row, global_row}});
+  if (kp != k) map.value = make_select(make_binary(BinaryOp::lt, make_var(depth), make_int(k)), map.value, make_const(0.0));
+  Kernel copy;
+  copy.name = name;
+  copy.grid = {{tile, (m + rows - 1) / rows}};
+  copy.threads = 256;
+  copy.body.push_back(make_stmt(std::move(map)));
+  return copy;
+}
+
+// What a copy computes, independent of its axes' names: P's shape and dtype and A printed with the row
+// and depth axes renamed (two copies with equal keys write equal tensors).
+std::string copy_key(const GlobalTensor& padded, const Expr& a, const std::string& row, const std::string& depth, int64_t k) {
+  std::ostringstream key;
+  key << dtype_name(padded.dtype) << " " << padded.shape[0] << "x" << padded.shape[1] << " k<" << k << " "
+      << print_expr(substitute_vars(a, {{row, make_var("row_")}, {depth, make_var("depth_")}}));
+  return key.str();
+}
+
+// The dims of an expression bound to their values (K ranges' boundaries as integers, which the
+// skeleton's fit reads).
+class BindDims : public ExprMutator {
+ public:
+  explicit BindDims(const std::map<std::string, int64_t>& dims) : dims_(dims) {}
+  using ExprMutator::mutate;
+
+ protected:
+  Expr mutate(const DimRefNode& node, const Expr& self) override {
+    auto it = dims_.find(node.name);
+    return it == dims_.end() ? self : make_int(it->second);
+  }
+
+ private:
+  const std::map<std::string, int64_t>& dims_;
+};
+
+// The copies of one K-range contraction, and the contraction reading them.
+struct RangeCandidate {
+  std::vector<std::pair<Kernel, GlobalTensor>> copies;  // new copy kernels and their P (not the shared ones)
+  std::vector<std::pair<std::string, std::string>> keyed;  // (key, P) of the new copies
+  ContractNode contract;
+  std::string note;
+};
+
+// Kernel `k`'s contract (two K-range terms) with each range whose A the skeleton cannot stage (its
+// pitch) read from a padded copy of that range alone, the others as they are; `shared`: the copies
+// made so far (key → P), reused where one computes the same tensor (nerf_mlp's x, copied for h0).
+std::optional<RangeCandidate> pad_ranges(const KernelProgram& program, const Kernel& k, const std::map<std::string, std::string>& shared,
+                                         std::string& why) {
+  ContractNode c = *k.body[0].as<ContractNode>();
+  if (c.terms.size() != 2 || c.reduce_axes.size() != 1 || c.row_axes.size() != 1 || !c.pair_terms.empty() || c.type == MmaType::f32 ||
+      c.type == MmaType::tf32 || c.domain.axes.size() != 2)
+    return std::nullopt;
+  BindDims bind(program.dims);
+  for (auto& t : c.terms) {
+    t.a = bind.mutate(t.a);
+    t.b = bind.mutate(t.b);
+  }
+  const std::string& row = c.row_axes[0];
+  const std::string& depth = c.reduce_axes[0].var;
+  const int64_t kk = c.reduce_axes[0].extent;
+  int64_t m = 0;
+  for (auto& a : c.domain.axes)
+    if (a.var == row) m = a.extent;
+  const DType t = c.type == MmaType::bf16 ? DType::bf16 : DType::f16;
+  const int64_t per_row = 16 / dtype_bytes(t);
+  RangeCandidate out;
+  std::vector<GlobalTensor> globals = program.globals;
+  std::vector<std::string> parts;
+  int64_t read_bytes = 0, copy_bytes = 0;  // what the ranges' A tensors hold; what the new copies write
+  for (auto& term : c.terms) {
+    std::optional<GemmKRangeTerm> r = gemm_k_range_term(term.a, depth, kk);
+    if (!r) return std::nullopt;  // not K ranges
+    const LoadNode& load = *r->a.as<LoadNode>();
+    const GlobalTensor* g = program.find_global(load.tensor);
+    if (!g || g->dtype != t) {
+      why = "K range " + print_expr(r->a) + " does not load a global of T";
+      return std::nullopt;
+    }
+    read_bytes += g->bytes();
+    std::vector<std::string> order;
+    std::string refusal;
+    if (operand_of(r->a, c.row_axes, depth, {}, globals, "A", order, refusal)) {
+      parts.push_back(load.tensor + " (k " + std::to_string(r->lo) + ".." + std::to_string(r->hi) + ", staged as it is)");
+      continue;
+    }
+    // A copy of this range alone: P[m, j] = (j < hi − lo ? A_r(m, j) : 0) over j < Kp.
+    const int64_t len = r->hi - r->lo, kp = (len + per_row - 1) / per_row * per_row;
+    GlobalTensor padded{"", {m, kp}, t, GlobalRole::intermediate};
+    const std::string key = copy_key(padded, r->a, row, depth, len);
+    std::string name;
+    std::string kind = "copied into ";
+    if (auto it = shared.find(key); it != shared.end()) {
+      name = it->second;
+      kind = "read from ";
+    } else {
+      for (auto& [k2, p] : out.keyed)
+        if (k2 == key) name = p;
+    }
+    if (name.empty()) {
+      KernelProgram named = program;
+      named.globals = globals;
+      padded.name = free_global_name(named, load.tensor + "_padded");
+      name = padded.name;
+      globals.push_back(padded);
+      Kernel copy = copy_kernel("pad_" + c.dst.name + "_" + load.tensor, padded, r->a, row, depth, len,
+                                load.tensor + " (a K range of " + c.dst.name + "'s contraction) in rows of " + std::to_string(kp * dtype_bytes(t)) +
+                                    " bytes");
+      out.copies.push_back({std::move(copy), padded});
+      out.keyed.push_back({key, name});
+      copy_bytes += padded.bytes();
+    }
+    parts.push_back(load.tensor + " (k " + std::to_string(r->lo) + ".." + std::to_string(r->hi) + ", " + kind + name + ")");
+    // The term reads P at the range's own k: P[m, k − lo] inside the same select.
+    Expr k_index = r->lo == 0 ? make_var(depth) : make_binary(BinaryOp::sub, make_var(depth), make_int(r->lo));
+    Expr p_load = make_load(name, {make_var(row), k_index});
+    const Expr zero = make_const(0.0);
+    const Expr cond = make_binary(BinaryOp::lt, make_var(depth), make_int(r->lo == 0 ? r->hi : r->lo));
+    term.a = r->lo == 0 ? make_select(cond, p_load, zero) : make_select(cond, zero, p_load);
+  }
+  // The rule's bound, against what the contraction's A reads (both ranges): a re-pitched range, not an im2col.
+  if (static_cast<double>(copy_bytes) > kPaddedCopyMaxRatio * static_cast<double>(read_bytes)) {
+    why = "the copies of its K ranges (" + mb(copy_bytes) + ") are more than " + std::to_string(kPaddedCopyMaxRatio).substr(0, 4) +
+          "x what A reads (" + mb(read_bytes) + ")";
+    return std::nullopt;
+  }
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, globals);
+  if (!fit.problem) {
+    why = "the skeleton does not take its K ranges: " + fit.refusal;
+    return std::nullopt;
+  }
+  c.comment = c.dst.name + " (the whole contraction, one launch of the GEMM skeleton in two K ranges)";
+  out.contract = c;
+  out.note = c.dst.name + ": two K ranges, " + parts[0] + " and " + parts[1] + ", on the skeleton's two-range kernel";
+  return out;
+}
 
 // The padded form of kernel `k` (one whole contract), or the reason it is not taken (`why`).
 std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std::string& why) {
@@ -95,6 +246,7 @@ std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std:
   map.dst = Access{out.padded.name, {global_row, make_var(depth)}};
   map.value = substitute_vars(p.a, {{row, global_row}});
   if (kp != kk) map.value = make_select(make_binary(BinaryOp::lt, make_var(depth), make_int(kk)), map.value, make_const(0.0));
+  out.key = copy_key(out.padded, p.a, row, depth, kk);
   out.copy.name = "pad_" + c.dst.name;
   out.copy.definitions = {};
   out.copy.grid = {{tile, (m + rows - 1) / rows}};
@@ -124,12 +276,30 @@ PaddedOperands pad_gathered_operands(const KernelProgram& program) {
   result.program = program;
   if (!padded_operands_enabled()) return result;
   result.program.kernels.clear();
+  std::map<std::string, std::string> copies;  // the copies made so far: key (copy_key) → P
   for (const Kernel& k : program.kernels) {
     if (k.body.size() != 1 || k.body[0].kind() != StmtKind::Contract) {
       result.program.kernels.push_back(k);
       continue;
     }
     std::string why;
+    if (gemm_k_ranges_enabled() && !fit_gemm_skeleton(*k.body[0].as<ContractNode>(), program.globals).problem) {
+      std::string range_why;
+      if (std::optional<RangeCandidate> ranges = pad_ranges(result.program, k, copies, range_why)) {
+        for (auto& [copy, padded] : ranges->copies) {
+          result.program.globals.push_back(padded);
+          result.program.kernels.push_back(std::move(copy));
+        }
+        for (auto& [key, name] : ranges->keyed) copies[key] = name;
+        Kernel skeleton = k;
+        skeleton.body.clear();
+        skeleton.body.push_back(make_stmt(std::move(ranges->contract)));
+        result.program.kernels.push_back(std::move(skeleton));
+        result.notes.push_back(ranges->note);
+        continue;
+      }
+      if (!range_why.empty()) result.notes.push_back(k.body[0].as<ContractNode>()->dst.name + ": not as K ranges: " + range_why);
+    }
     std::optional<Candidate> candidate = pad(result.program, k, why);
     if (!candidate) {
       if (!why.empty()) result.notes.push_back(k.body[0].as<ContractNode>()->dst.name + ": stays on the gathered GEMM: " + why);
@@ -138,6 +308,7 @@ PaddedOperands pad_gathered_operands(const KernelProgram& program) {
     }
     result.program.globals.push_back(candidate->padded);
     result.program.kernels.push_back(candidate->copy);
+    copies[candidate->key] = candidate->padded.name;
     Kernel skeleton = k;
     skeleton.body.clear();
     skeleton.body.push_back(make_stmt(std::move(candidate->contract)));

@@ -68,7 +68,7 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
   cost.flops = p.flops();
   const double bytes = mma_type_bytes(p.type), out_bytes = dtype_bytes(p.output);
   const int64_t tiles_m = ceil_div(p.m, c.bm), tiles_n = ceil_div(p.n, c.bn);
-  const int64_t k_tiles = ceil_div(p.k, c.bk), k_tiles_per_cta = ceil_div(k_tiles, c.split_k);
+  const int64_t k_tiles = p.k_tiles(c.bk), k_tiles_per_cta = ceil_div(k_tiles, c.split_k);
   const int64_t tiles = p.batch * tiles_m * tiles_n;
   const int64_t ctas = tiles * c.split_k;  // work units: one output tile (one K range of it with split-K)
   const int sms = hw.sm_count;

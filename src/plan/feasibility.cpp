@@ -96,7 +96,7 @@ std::optional<PruneRefusal> check_feasibility(const GemmProblem& p, const GemmCo
   if (c.bm >= 2 * round_up(p.m, 64) || c.bn >= 2 * round_up(p.n, 16))
     return PruneRefusal{PruneRule::oversized_tile, std::to_string(c.bm) + "x" + std::to_string(c.bn) + " tile for M=" +
                                                   std::to_string(p.m) + " N=" + std::to_string(p.n)};
-  const int64_t tiles_m = ceil_div(p.m, c.bm), tiles_n = ceil_div(p.n, c.bn), k_tiles = ceil_div(p.k, c.bk);
+  const int64_t tiles_m = ceil_div(p.m, c.bm), tiles_n = ceil_div(p.n, c.bn), k_tiles = p.k_tiles(c.bk);
   if (tiles_m % c.cluster_m != 0 || tiles_n % c.cluster_n != 0)
     return PruneRefusal{PruneRule::cluster_divides_grid, std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) +
                                                         " cluster over " + std::to_string(tiles_m) + "x" + std::to_string(tiles_n) + " tiles"};

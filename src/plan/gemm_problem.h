@@ -37,6 +37,9 @@ struct GemmProblem {
   // Elements between consecutive rows of A and B as stored (their pitch); 0: packed (K for a K-major
   // operand, M or N otherwise). A padded copy (fusion/padded_operands.h) has K 63 in rows of 64.
   int64_t a_ld = 0, b_ld = 0;
+  // K ranges (the skeleton's two-range kernel): the first range's K, 0 for one range. Each range takes
+  // whole K tiles: ⌈k_first / BK⌉ + ⌈(k − k_first) / BK⌉ of them.
+  int64_t k_first = 0;
   double epilogue_bytes_per_output = 0;
   // The epilogue stores through the skeleton's row-store hooks (16-byte vectors of a 16-bit output's
   // rows: sm90_gemm.cuh) where the tile's BN is a multiple of 32; the cost model charges that store rate
@@ -48,6 +51,10 @@ struct GemmProblem {
   int row_store_mode = 2;
 
   double flops() const { return 2.0 * static_cast<double>(batch) * m * n * k; }
+  // The K tiles of BK elements one output tile's K loop runs (each K range in whole tiles).
+  int64_t k_tiles(int64_t bk) const {
+    return k_first > 0 ? (k_first + bk - 1) / bk + (k - k_first + bk - 1) / bk : (k + bk - 1) / bk;
+  }
   // Bytes of A, B and D once each, plus the epilogue's reads: the floor of the memory traffic.
   double unique_bytes() const;
 };

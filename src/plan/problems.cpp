@@ -19,6 +19,7 @@ std::vector<GemmProblem> gemm_problems(const KernelProgram& program) {
     p.m = s.m;
     p.n = s.b2 ? 2 * s.n : s.n;  // as choose_skeleton_config models a dual-B problem
     p.k = s.k;
+    p.k_first = s.second ? s.first_k() : 0;
     p.type = c->type;
     p.output = program.find_global(c->dst.name)->dtype;
     p.a_k_major = s.a.k_major;

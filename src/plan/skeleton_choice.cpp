@@ -14,7 +14,7 @@ bool split_k_offered(const GemmProblem& p, const GemmConfig& c, int sm_count) {
   if (c.bn % 64 != 0) return false;  // the merge path run on the GPU so far (8 float4 per split and lane)
   if (c.cluster_size() > 2) return false;  // 4-block clusters with a split: ptxas spills (64x128, 2026-11-26)
   const int64_t tiles = p.batch * ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn);
-  const int64_t k_tiles = (p.k + c.bk - 1) / c.bk;
+  const int64_t k_tiles = p.k_tiles(c.bk);
   return tiles < sm_count && k_tiles >= static_cast<int64_t>(kMinSplitKTiles) * c.split_k;
 }
 
@@ -94,6 +94,7 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   const int operands = p.b2 ? 2 : 1;
   problem.n = p.n * operands;
   problem.k = p.k;
+  problem.k_first = p.second ? p.first_k() : 0;
   problem.type = type;
   problem.output = output;
   problem.a_k_major = p.a.k_major;

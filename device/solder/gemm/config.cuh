@@ -10,6 +10,11 @@
 // and with two B operands (BOperands = 2, a "dual-B" GEMM: gated FFN's gate and up over one A):
 //     acc  = Σ_k A_b(m, k) · B_b(k, n),   acc2 = Σ_k A_b(m, k) · B2_b(k, n)
 //     epilogue(b, m, n, acc, acc2)
+// and with two K ranges (gemm_ranges_kernel: a concatenation along K, nerf_mlp's cat([x, h4]) · w5):
+//     acc = Σ_{k < shape.k} A_b(m, k) · B_b(k, n) + Σ_{k < k2} A2_b(m, k) · B2_b(k, n)
+//     epilogue(b, m, n, acc)
+// each range read through its own pair of tensor maps, in whole K tiles (a range's last tile is
+// zero-filled past its K by its maps' bounds, so a boundary need not be a multiple of BK).
 // A is read through a TMA tensor map as an (M × K) matrix, B as a (K × N) matrix; see
 // src/runtime/tma.h for how the host encodes the maps for a Config (box sizes, swizzle).
 #pragma once
@@ -32,6 +37,14 @@ SOLDER_GEMM_HD constexpr bool dtype_is_fp8(Dtype t) { return t == Dtype::e4m3 ||
 // solder::runtime::encode_gemm_operand (src/runtime/tma.h) and passed as a __grid_constant__ parameter.
 struct alignas(64) TensorMap {
   unsigned long long opaque[16];
+};
+
+// The second K range of a gemm_ranges_kernel launch: its operands' tensor maps (addresses of the
+// kernel's own __grid_constant__ parameters) and its K.
+struct SecondKRange {
+  const TensorMap* a = nullptr;
+  const TensorMap* b = nullptr;
+  int k = 0;
 };
 
 // The problem. Rows of A and columns of B past m / n and the K tail past k are zero-filled by TMA; the

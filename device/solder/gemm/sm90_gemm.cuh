@@ -58,6 +58,12 @@
 // unmangled name: SOLDER_GEMM_KERNEL(name, Config, Epilogue) defines extern "C" __global__ `name`
 // with the same parameters and the right __launch_bounds__.
 //
+// K ranges: gemm_ranges_kernel / SOLDER_GEMM_RANGES_KERNEL take a second pair of tensor maps (A2, B2)
+// and its K after the shape: acc = Σ_{k < shape.k} A·B + Σ_{k < k2} A2·B2 (config.cuh). The producer
+// loads the first ⌈shape.k / BK⌉ K tiles of a unit from (A, B), the next ⌈k2 / BK⌉ from (A2, B2); each
+// map's bounds zero-fill its range's last tile, so the range boundary needs no alignment to BK. The
+// consumers see one K loop of k_tiles stages; split-K splits it as one.
+//
 // ---- Schedule ---------------------------------------------------------------------------------
 //
 // Each block computes BM×BN output tiles t = blockIdx.x, + gridDim.x, ... (one tile per block, or
@@ -367,10 +373,12 @@ __device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontr
 
 // The kernel's body; gemm_kernel and SOLDER_GEMM_KERNEL wrap it (they carry the __launch_bounds__).
 // b2: the second B operand's tensor map, read only when C::BOperands is 2.
-template <class C, class Epilogue>
+// KRanges (gemm_ranges_kernel, SOLDER_GEMM_RANGES_KERNEL): K is two ranges, the first of shape.k over
+// (a, b), the second of `second.k` over (second.a, second.b); read only when KRanges is true.
+template <class C, bool KRanges = false, class Epilogue>
 __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b, const GemmShape& shape,
                                           const Epilogue& epilogue, const SplitKWorkspace& workspace = {},
-                                          const TensorMap* b2 = nullptr) {
+                                          const TensorMap* b2 = nullptr, const SecondKRange& second = {}) {
   using T = detail::Types<C>;
   using TA = typename T::TA;
   using TB = typename T::TB;
@@ -394,7 +402,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
   const int tiles_per_batch = tiles_m * tiles_n;
   const int total_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1) * C::SplitK;  // × splits
-  const int k_tiles = ceil_div(shape.k, C::BK);
+  // With K ranges each range takes whole K tiles (its last one zero-filled past the range's K by its
+  // own tensor maps' bounds): k_tiles = ⌈K1 / BK⌉ + ⌈K2 / BK⌉, the second range's from first_tiles on.
+  const int first_tiles = ceil_div(shape.k, C::BK);
+  const int k_tiles = first_tiles + (KRanges ? ceil_div(second.k, C::BK) : 0);
   const int rank = C::ClusterSize > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
   // A 2-D cluster (ClusterM × ClusterN blocks) numbers its blocks M-fastest: rank = rank_m + ClusterM · rank_n.
   const int rank_m = C::ClusterM > 1 ? rank % C::ClusterM : 0, rank_n = C::ClusterN > 1 ? rank / C::ClusterM : 0;
@@ -422,6 +433,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     asm volatile("prefetch.tensormap [%0];" ::"l"(&a) : "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"(&b) : "memory");
     if constexpr (C::BOperands == 2) asm volatile("prefetch.tensormap [%0];" ::"l"(b2) : "memory");
+    if constexpr (KRanges) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(second.a) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(second.b) : "memory");
+    }
     for (int s = 0; s < C::Stages; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
       // One arrival per consumer warp that reads the stage, on every block of the cluster.
@@ -442,6 +457,8 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   detail::grid_dependency_wait();
   detail::launch_dependents();
 
+  const TensorMap& a_first = a;
+  const TensorMap& b_first = b;
   if (warpgroup == 0) {
     // ---- Producer ----
     cutlass::arch::warpgroup_reg_dealloc<40>();
@@ -460,7 +477,11 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
           detail::wait_parity(&empty[stage], phase ^ 1u);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &full[stage], static_cast<uint32_t>(C::StageBytes));
-          const int k0 = kt * C::BK;
+          // The K range of this K tile: its operands' tensor maps and the tile's K offset inside it.
+          const bool in_second = KRanges && kt >= first_tiles;
+          const TensorMap& a = in_second ? *second.a : a_first;
+          const TensorMap& b = in_second ? *second.b : b_first;
+          const int k0 = (in_second ? kt - first_tiles : kt) * C::BK;
           TA* sa = ring_a + stage * (C::BM * C::BK);
           TB* sb = ring_b + stage * C::BOperands * (C::BN * C::BK);
           if constexpr (C::ClusterN == 1) {
@@ -899,6 +920,17 @@ __global__ void __launch_bounds__(C::Threads, 1)
   gemm_body<C>(a, b, shape, epilogue, workspace, &b2);
 }
 
+// K ranges (KRanges): the first range's tensor maps a and b, the second's in `second` (kernel
+// parameters too: SecondKRange holds their addresses inside the parameter space), K1 = shape.k.
+template <class C, class Epilogue>
+__global__ void __launch_bounds__(C::Threads, 1)
+    gemm_ranges_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b,
+                       const __grid_constant__ TensorMap a2, const __grid_constant__ TensorMap b2, GemmShape shape, int k2,
+                       Epilogue epilogue, SplitKWorkspace workspace) {
+  static_assert(C::BOperands == 1, "K ranges take one B operand per range");
+  gemm_body<C, true>(a, b, shape, epilogue, workspace, nullptr, SecondKRange{&a2, &b2, k2});
+}
+
 }  // namespace solder::gemm
 
 // An unmangled kernel for NVRTC (the runtime looks kernels up by their extern "C" names).
@@ -917,4 +949,16 @@ __global__ void __launch_bounds__(C::Threads, 1)
            EpilogueType epilogue, ::solder::gemm::SplitKWorkspace workspace) {                             \
     static_assert(ConfigType::BOperands == 2, "SOLDER_GEMM_DUAL_KERNEL takes a Config with BOperands = 2");  \
     ::solder::gemm::gemm_body<ConfigType>(a, b, shape, epilogue, workspace, &b2);                          \
+  }
+
+// The same for K ranges: the second range's tensor maps after the first's, then GemmShape (shape.k the
+// first range's K) and the second range's K.
+#define SOLDER_GEMM_RANGES_KERNEL(name, ConfigType, EpilogueType)                                           \
+  extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                     \
+      name(const __grid_constant__ ::solder::gemm::TensorMap a, const __grid_constant__ ::solder::gemm::TensorMap b, \
+           const __grid_constant__ ::solder::gemm::TensorMap a2, const __grid_constant__ ::solder::gemm::TensorMap b2, \
+           ::solder::gemm::GemmShape shape, int k2, EpilogueType epilogue, ::solder::gemm::SplitKWorkspace workspace) { \
+    static_assert(ConfigType::BOperands == 1, "SOLDER_GEMM_RANGES_KERNEL takes a Config with one B operand");  \
+    ::solder::gemm::gemm_body<ConfigType, true>(a, b, shape, epilogue, workspace, nullptr,                  \
+                                                ::solder::gemm::SecondKRange{&a2, &b2, k2});                \
   }

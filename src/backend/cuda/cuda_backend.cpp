@@ -191,6 +191,13 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
     runtime::launch(function, config, args);
     return;
   }
+  if (g.a_second) {  // K ranges: (a, b, a2, b2, shape, k2, epilogue, workspace)
+    runtime::TensorMapBytes a2 = map(*g.a_second, "A (second K range)"), b2 = map(*g.b_second, "B (second K range)");
+    int k2 = g.k_second;
+    void* args[] = {&a, &b, &a2, &b2, &shape, &k2, pointers.data(), &workspace};
+    runtime::launch(function, config, args);
+    return;
+  }
   if (g.prologue) {
     void* args[] = {&a, &b, &shape, pointers.data(), pointers.data()};
     runtime::launch(function, config, args);

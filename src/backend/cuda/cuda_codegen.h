@@ -43,9 +43,14 @@ struct GemmSkeletonLaunch {
     int tile_rows = 64, tile_k = 64;
     int box_k = 0;        // an MN-major box's K rows when not tile_k (Config::BBoxKRows; runtime/tma.h)
     bool swizzle = true;  // 128-byte swizzle; false: none (the attention skeleton's staged bias column)
+    int64_t offset = 0;   // elements from the global's start to the map's first (a second K range's B)
   };
   Operand a, b;
   std::optional<Operand> b2;  // dual-B (a paired contract): the kernel takes B2's tensor map after B's
+  // K ranges (gemm_ranges_kernel): the second range's operands; the kernel takes (a, b, a_second,
+  // b_second, GemmShape with k the first range's K, k_second, epilogue, SplitKWorkspace).
+  std::optional<Operand> a_second, b_second;
+  int k_second = 0;
   int m = 1, n = 1, k = 1, batch = 1;
   bool broadcast_a = false, broadcast_b = false;
   std::string config;       // the Config<...> instantiated, for reports

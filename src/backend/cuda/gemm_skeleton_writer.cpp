@@ -61,6 +61,7 @@ GemmSkeletonLaunch::Operand skeleton_launch_operand(const KernelProgram& program
   r.ld = o.ld;
   r.batch = o.batch;
   r.batch_stride = o.batch_stride;
+  r.offset = o.offset;
   r.tile_rows = tile_rows;
   r.tile_k = 128 / dtype_bytes(o.dtype);
   return r;
@@ -110,9 +111,16 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (!p.b.k_major && tile.cluster_m > 1 && (tile.bn / 64) % tile.cluster_m != 0) launch.b.box_k = launch.b.tile_k / tile.cluster_m;
   const bool dual = p.b2.has_value();  // a paired contract: the dual-B configuration
   if (dual) launch.b2 = operand(*p.b2, tile.bn);
+  if (p.second) {  // K ranges: the second range's maps have the first's boxes
+    launch.a_second = operand(p.second->a, launch.a.tile_rows);
+    launch.a_second->box_k = launch.a.box_k;
+    launch.b_second = operand(p.second->b, launch.b.tile_rows);
+    launch.b_second->box_k = launch.b.box_k;
+    launch.k_second = static_cast<int>(p.second->k);
+  }
   launch.m = static_cast<int>(p.m);
   launch.n = static_cast<int>(p.n);
-  launch.k = static_cast<int>(p.k);
+  launch.k = static_cast<int>(p.first_k());
   launch.batch = static_cast<int>(p.batch);
   launch.broadcast_a = p.batch > 1 && p.a.batch == 1;
   launch.broadcast_b = p.batch > 1 && p.b.batch == 1;
@@ -155,6 +163,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   out << "// kernel " << kernel.name << ": computes";
   for (auto& d : kernel.definitions) out << " " << d;
   out << "\n// on the sm_90a GEMM skeleton: " << launch.config << ", M " << p.m << ", N " << p.n << ", K " << p.k;
+  if (p.second) out << " in two K ranges, " << p.first_k() << " + " << p.second->k;
   if (p.batch > 1) out << ", batch " << p.batch;
  if (cluster > 1)
     out << "\n// cluster " << tile.cluster_m << "x" << tile.cluster_n << ": "
@@ -172,6 +181,10 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   out << "\n// A = " << p.a.tensor << (p.a.k_major ? " (K-major)" : " (M-major)") << ", B = " << p.b.tensor
       << (p.b.k_major ? " (K-major)" : " (N-major)");
   if (dual) out << ", B2 = " << p.b2->tensor << " (dual-B: " << p.a.tensor << " is read once for both products)";
+  if (p.second)
+    out << "; then A = " << p.second->a.tensor << (p.second->a.k_major ? " (K-major)" : " (M-major)") << " with B = " << p.second->b.tensor
+        << " from its row " << p.first_k() << " (the second K range: the producer switches tensor maps at K tile "
+        << "⌈" << p.first_k() << " / BK⌉)";
   out << ", T = " << mma_type_name(c.type) << "\n";
   out << "struct " << functor << " {\n";
   for (auto& g : program.globals) {
@@ -248,7 +261,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   }
   out << "};\n";
   out << "using " << name << "_config_ = " << launch.config << ";\n";
-  out << (dual ? "SOLDER_GEMM_DUAL_KERNEL(" : "SOLDER_GEMM_KERNEL(") << name << ", " << name << "_config_, " << functor << ")\n";
+  out << (dual ? "SOLDER_GEMM_DUAL_KERNEL(" : p.second ? "SOLDER_GEMM_RANGES_KERNEL(" : "SOLDER_GEMM_KERNEL(") << name << ", " << name << "_config_, " << functor << ")\n";
 
   GemmSkeletonKernel result;
   result.source = out.str();

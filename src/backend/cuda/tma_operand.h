@@ -19,7 +19,7 @@ inline runtime::GemmOperand tma_operand(const GemmSkeletonLaunch::Operand& o, un
   op.tile_rows = o.tile_rows;
   op.tile_k = o.tile_k;
   op.box_k = o.box_k;
-  op.base = base;
+  op.base = base + static_cast<unsigned long long>(o.offset) * (o.dtype == 0 || o.dtype == 1 ? 2u : 1u);  // Dtype bf16, f16: 2 bytes
   op.swizzle = o.swizzle;
   return op;
 }

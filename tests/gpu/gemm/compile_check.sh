@@ -3,9 +3,10 @@
 # bench/gemm/bench_gemm.cu) and each header of device/solder/gemm for sm_90a with nvcc. No GPU needed,
 # nothing runs. Fails when ptxas reports register spills, an ignored setmaxnreg (C7508) or serialized
 # wgmma (C7510, C7513, C7514, C7515, C7517, C7518, C7520).
-# Usage: tests/gpu/gemm/compile_check.sh [test|prologue|rows|chain|bench|headers|all]   (test includes prologue:
+# Usage: tests/gpu/gemm/compile_check.sh [test|prologue|rows|chain|ranges|bench|headers|all]   (test includes prologue:
 # tests/gpu/gemm/test_sm90_gemm_prologue.cu, the operand-prologue path, and rows: test_sm90_gemm_rows.cu,
-# the row-reduction epilogue, and chain: test_sm90_chain.cu, the layer chain)
+# the row-reduction epilogue, and chain: test_sm90_chain.cu, the layer chain; ranges: test_sm90_gemm_ranges.cu,
+# the two-K-range kernel, built by `ranges` and `all` only)
 #   CUDA=/usr/local/cuda, BUILD=build-gemm, SOLDER_CUTLASS_INCLUDE=<folder with cute/> (default: python3
 #   -c 'import cutlass_library'); OUT_BIN=1 links executables into $BUILD instead of compiling objects.
 set -euo pipefail
@@ -53,6 +54,9 @@ if [ "$WHAT" = test ] || [ "$WHAT" = rows ] || [ "$WHAT" = all ]; then
 fi
 if [ "$WHAT" = test ] || [ "$WHAT" = chain ] || [ "$WHAT" = all ]; then
   build test_sm90_chain tests/gpu/gemm/test_sm90_chain.cu src/runtime/tma_plan.cpp
+fi
+if [ "$WHAT" = ranges ] || [ "$WHAT" = all ]; then
+  build test_sm90_gemm_ranges tests/gpu/gemm/test_sm90_gemm_ranges.cu src/runtime/tma_plan.cpp
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   build bench_gemm bench/gemm/bench_gemm.cu src/runtime/tma_plan.cpp

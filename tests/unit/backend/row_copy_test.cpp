@@ -16,7 +16,9 @@ namespace {
 
 using testing::ScopedEnv;
 
+// nerf_mlp's whole-A copies (SOLDER_GEMM_K_RANGES=0: h5's and hv's A copied whole, not as K ranges).
 std::string nerf_source(std::vector<std::pair<std::string, int64_t>> dims = {}) {
+  ScopedEnv whole("SOLDER_GEMM_K_RANGES", "0");
   BoundProgram bound = testing::bind_example("nerf_mlp", false, std::move(dims));
   return generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels).source;
 }

@@ -132,5 +132,80 @@ TEST(GemmSkeletonFit, ReadsALongerOperandOverTheContractsK) {
   EXPECT_EQ(fit_gemm_skeleton(c, globals).refusal, "the operands' shapes are not the contract's M, N, K");
 }
 
+// K ranges (the default): y = Σ_k cat([a1, a2])[m, k] · b[k, n] as its two product terms,
+// select(k < K1, a1[m, k], 0) · b and select(k < K1, 0, a2[m, k − K1]) · b, fits as two ranges: a1 with b's
+// rows k < K1, a2 with b from row K1 (an offset of K1 rows), any K1 for an N-major b; a K-major b only where
+// K1 · |T| is a multiple of 16 bytes. SOLDER_GEMM_K_RANGES=0: two product terms are refused, as before.
+TEST(GemmSkeletonFit, TakesTwoKRangesWithTheirOwnTensorMaps) {
+  auto contract = [](int64_t k1, int64_t k, bool b_k_major) {
+    ContractNode c;
+    c.domain.axes = {{"m", 256}, {"n", 128}};
+    c.reduce_axes = {{"k", k}};
+    c.dst = Access{"y", {make_var("m"), make_var("n")}};
+    Expr b = b_k_major ? make_load("bt", {make_var("n"), make_var("k")}) : make_load("b", {make_var("k"), make_var("n")});
+    Expr cond = make_binary(BinaryOp::lt, make_var("k"), make_int(k1));
+    Expr a1 = make_load("a1", {make_var("m"), make_var("k")});
+    Expr a2 = make_load("a2", {make_var("m"), make_binary(BinaryOp::sub, make_var("k"), make_int(k1))});
+    // The second range first: the fit orders the ranges by their start.
+    c.terms = {ContractTerm{make_select(cond, make_const(0.0), a2), b}, ContractTerm{make_select(cond, a1, make_const(0.0)), b}};
+    c.type = MmaType::f16;
+    c.row_axes = {"m"};
+    c.column_axes = {"n"};
+    return c;
+  };
+  auto globals = [](int64_t k1, int64_t k) {
+    return std::vector<GlobalTensor>{{"a1", {256, (k1 + 7) / 8 * 8}, DType::f16, GlobalRole::input},
+                                     {"a2", {256, (k - k1 + 7) / 8 * 8}, DType::f16, GlobalRole::input},
+                                     {"b", {k, 128}, DType::f16, GlobalRole::input},
+                                     {"bt", {128, k}, DType::f16, GlobalRole::input},
+                                     {"y", {256, 128}, DType::f16, GlobalRole::output}};
+  };
+  {
+    testing::ScopedEnv off("SOLDER_GEMM_K_RANGES", "0");
+    EXPECT_FALSE(gemm_k_ranges_enabled());
+    EXPECT_EQ(fit_gemm_skeleton(contract(63, 319, false), globals(63, 319)).refusal, "2 product terms (the skeleton takes one)");
+  }
+  ASSERT_TRUE(gemm_k_ranges_enabled());
+  GemmSkeletonFit fit = fit_gemm_skeleton(contract(63, 319, false), globals(63, 319));
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  const GemmSkeletonProblem& p = *fit.problem;
+  ASSERT_TRUE(p.second.has_value());
+  EXPECT_EQ(p.k, 319);
+  EXPECT_EQ(p.first_k(), 63);
+  EXPECT_EQ(p.a.tensor, "a1");
+  EXPECT_EQ(p.a.k, 63);
+  EXPECT_EQ(p.a.ld, 64);
+  EXPECT_EQ(p.b.tensor, "b");
+  EXPECT_EQ(p.b.k, 63);
+  EXPECT_EQ(p.b.offset, 0);
+  EXPECT_EQ(p.second->k, 256);
+  EXPECT_EQ(p.second->a.tensor, "a2");
+  EXPECT_EQ(p.second->a.k, 256);
+  EXPECT_EQ(p.second->b.tensor, "b");
+  EXPECT_EQ(p.second->b.k, 256);
+  EXPECT_EQ(p.second->b.offset, 63 * 128);  // row 63 of b
+  SkeletonChoice choice = choose_skeleton_config(p, MmaType::f16, DType::f16);
+  EXPECT_TRUE(choice.chosen.has_value()) << choice.why;
+  // A K-major b: its second map starts 63 elements (126 bytes) into each row: refused; 64 elements: taken.
+  EXPECT_EQ(fit_gemm_skeleton(contract(63, 320, true), globals(63, 320)).refusal,
+            "B's second K range starts 126 bytes in (its tensor map needs a 16-byte aligned start)");
+  GemmSkeletonFit k_major = fit_gemm_skeleton(contract(64, 320, true), globals(64, 320));
+  ASSERT_TRUE(k_major.problem.has_value()) << k_major.refusal;
+  EXPECT_EQ(k_major.problem->second->b.offset, 64);
+  // Ranges that do not partition K, or over two B operands: refused.
+  ContractNode gap = contract(63, 319, false);
+  gap.terms[0].a = make_select(make_binary(BinaryOp::lt, make_var("k"), make_int(64)), make_const(0.0),
+                               make_load("a2", {make_var("m"), make_binary(BinaryOp::sub, make_var("k"), make_int(64))}));
+  EXPECT_EQ(fit_gemm_skeleton(gap, globals(63, 319)).refusal, "K ranges that do not partition K");
+  ContractNode two_b = contract(63, 319, false);
+  two_b.terms[0].b = make_load("b", {make_var("k"), make_var("m")});
+  EXPECT_EQ(fit_gemm_skeleton(two_b, globals(63, 319)).refusal, "K ranges over two different B operands (the skeleton's ranges share one B)");
+  // The second range's A must be read at k − K1.
+  ContractNode unshifted = contract(63, 319, false);
+  unshifted.terms[0].a = make_select(make_binary(BinaryOp::lt, make_var("k"), make_int(63)), make_const(0.0),
+                                     make_load("a2", {make_var("m"), make_var("k")}));
+  EXPECT_NE(fit_gemm_skeleton(unshifted, globals(63, 319)).refusal.find("not K ranges"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace solder

@@ -1,7 +1,8 @@
 // The padded-operand pass (fusion/padded_operands.h): nerf_mlp's h0 (x, K 63), h5 (cat([x, h4]), K 319)
 // and hv (cat([feature, dir]), K 283) run as a copy of A into 16-byte rows, then the GEMM skeleton; the
 // plan computes the program (CPU executor against the float64 reference); conv_chain's im2col operand
-// is not copied; SOLDER_PADDED_OPERANDS=0 keeps the gathered GEMM.
+// is not copied; SOLDER_PADDED_OPERANDS=0 keeps the gathered GEMM. By default h5 and hv run as two K ranges
+// on the skeleton, only x (h0's copy, shared) and dir copied; SOLDER_GEMM_K_RANGES=0 copies their whole A.
 #include <gtest/gtest.h>
 
 #include "backend/cuda/contract_view.h"
@@ -31,9 +32,10 @@ int count_skeleton(const GeneratedModule& m, const char* skeleton) {
   return n;
 }
 
-// At the paper size: three copies, each before its contraction, of the planned shapes; the contracts
-// read them over the program's K; the skeleton takes all three.
+// At the paper size, whole A copied (SOLDER_GEMM_K_RANGES=0): three copies, each before its contraction,
+// of the planned shapes; the contracts read them over the program's K; the skeleton takes all three.
 TEST(PaddedOperands, NerfMlpsGatheredProductsRunOnTheSkeleton) {
+  ScopedEnv whole("SOLDER_GEMM_K_RANGES", "0");
   KernelProgram p = gpu_plan("nerf_mlp");
   const std::vector<std::tuple<std::string, int64_t, int64_t>> expected = {{"h0", 63, 64}, {"h5", 319, 320}, {"hv", 283, 288}};
   for (auto& [dst, k, kp] : expected) {
@@ -74,8 +76,9 @@ TEST(PaddedOperands, NerfMlpsGatheredProductsRunOnTheSkeleton) {
 
 // The padded plan computes the program: on the CPU executor (through the backend's view of the
 // contracts), against the float64 reference, also with a ragged row count (the copy's guard, the
-// skeleton's last tile).
+// skeleton's last tile). Whole A copied (SOLDER_GEMM_K_RANGES=0).
 TEST(PaddedOperands, NerfMlpsPaddedPlanVerifiesOnTheExecutor) {
+  ScopedEnv whole("SOLDER_GEMM_K_RANGES", "0");
   const std::vector<std::vector<std::pair<std::string, int64_t>>> cases = {
       {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}},    // h5 and hv copied (h0 fused)
       {{"N", 333}, {"H", 256}, {"IN", 21}, {"DIN", 11}}};  // all three, 333 rows: a ragged copy and tile
@@ -86,6 +89,80 @@ TEST(PaddedOperands, NerfMlpsPaddedPlanVerifiesOnTheExecutor) {
     int copies = 0;
     for (auto& k : kernels.kernels) copies += k.name.rfind("pad_", 0) == 0;
     EXPECT_GE(copies, 2);
+    KernelProgram view = contracts_as_reduces(kernels);
+    verify_kernel_program(view);
+    TensorSet inputs = make_inputs(bound, 5);
+    auto v = testing::verify_kernels(bound, view, inputs);
+    EXPECT_TRUE(v.ok()) << v.failures();
+  }
+}
+
+// K ranges (the default) at the paper size: h5 reads x's range from h0's copy (no copy of its
+// own) and h4 as it is; hv reads feat as it is and dir from a copy of dir alone ([N, 32], before hv);
+// the skeleton takes both as two-range problems (B's second map from w5's row 63, w_view's row 256).
+TEST(PaddedOperands, KRangesCopyOnlyTheRangesTheSkeletonCannotStage) {
+  ASSERT_TRUE(gemm_k_ranges_enabled());
+  KernelProgram p = gpu_plan("nerf_mlp");
+  EXPECT_EQ(p.find_global("h5_a_padded"), nullptr);
+  EXPECT_EQ(p.find_global("hv_a_padded"), nullptr);
+  EXPECT_EQ(kernel_named(p, "pad_h5"), nullptr);
+  ASSERT_NE(p.find_global("h0_a_padded"), nullptr);
+  const GlobalTensor* dir = p.find_global("dir_padded");
+  ASSERT_NE(dir, nullptr);
+  EXPECT_EQ(dir->shape, (std::vector<int64_t>{65536, 32}));
+  size_t copy = p.kernels.size(), hv = p.kernels.size();
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    if (p.kernels[i].name == "pad_hv_dir") copy = i;
+    if (p.kernels[i].name == "hv") hv = i;
+  }
+  ASSERT_LT(copy, p.kernels.size());
+  EXPECT_EQ(hv, copy + 1);
+  const std::vector<std::tuple<std::string, std::string, std::string, int64_t, int64_t>> expected = {
+      {"h5", "h0_a_padded", "h4", 63, 63 * 256}, {"hv", "feat", "dir_padded", 256, 256 * 128}};
+  for (auto& [dst, first, second, k1, offset] : expected) {
+    SCOPED_TRACE(dst);
+    const Kernel* k = kernel_named(p, dst);
+    ASSERT_NE(k, nullptr);
+    const auto* c = k->body[0].as<ContractNode>();
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->terms.size(), 2u);
+    GemmSkeletonFit fit = fit_gemm_skeleton(*c, p.globals);
+    ASSERT_TRUE(fit.problem) << fit.refusal;
+    ASSERT_TRUE(fit.problem->second);
+    EXPECT_EQ(fit.problem->a.tensor, first);
+    EXPECT_EQ(fit.problem->second->a.tensor, second);
+    EXPECT_EQ(fit.problem->first_k(), k1);
+    EXPECT_EQ(fit.problem->second->b.offset, offset);
+  }
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGatheredGemm), 0) << contraction_schedule_text(m.contractions);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGemmSkeleton), 10) << contraction_schedule_text(m.contractions);
+  int ranges = 0;
+  for (auto& k : m.kernels)
+    if (k.gemm && k.gemm->a_second) {
+      ++ranges;
+      EXPECT_TRUE(k.gemm->b_second.has_value());
+      EXPECT_NE(m.source.find("SOLDER_GEMM_RANGES_KERNEL(" + k.name), std::string::npos) << k.name;
+    }
+  EXPECT_EQ(ranges, 2);
+}
+
+// The K-range plan computes the program on the CPU executor against the float64 reference, with ragged
+// row counts and ranges (h5 at IN 21, hv at DIN 11).
+TEST(PaddedOperands, KRangesPlanVerifiesOnTheExecutor) {
+  const std::vector<std::vector<std::pair<std::string, int64_t>>> cases = {
+      {{"N", 256}, {"H", 256}, {"IN", 15}, {"DIN", 9}}, {{"N", 333}, {"H", 256}, {"IN", 21}, {"DIN", 11}}};
+  for (auto& dims : cases) {
+    SCOPED_TRACE(std::to_string(dims[0].second) + " points");
+    BoundProgram bound = testing::bind_example("nerf_mlp", false, dims);
+    KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu()).kernels;
+    int two_range = 0;
+    for (auto& k : kernels.kernels)
+      if (auto c = k.body.size() == 1 ? k.body[0].as<ContractNode>() : nullptr) {
+        GemmSkeletonFit fit = fit_gemm_skeleton(*c, kernels.globals);
+        two_range += fit.problem && fit.problem->second;
+      }
+    EXPECT_EQ(two_range, 2);
     KernelProgram view = contracts_as_reduces(kernels);
     verify_kernel_program(view);
     TensorSet inputs = make_inputs(bound, 5);
