@@ -360,8 +360,18 @@ TEST(Fuse, TheWritersSharedMemoryCountsWhenTilesArePicked) {
       for (auto& name : g.kernels)
         for (auto& k : after.kernels.kernels)
           if (k.name == name) EXPECT_LE(generic_writer_shared_bytes(after.kernels, k).value_or(0), 227 * 1024) << name;
-  // At the GPU's tiles on a smaller problem (S2 200: ragged tiles) the same plan verifies on the CPU executor.
-  testing::FusedRun run = run_fused(bind_example("evoformer", true, {{"D", 256}, {"S2", 200}}), gpu_fusion_params());
+  // On the CPU executor, a smaller problem (S1 2, H 1: the tiler gives s 64 × 128 over a depth of 128) with a
+  // limit just under what the writer asks for those tiles: s moves to smaller ones, and the program still
+  // computes what the float64 reference computes.
+  const BoundProgram few = bind_example("evoformer", false, {{"S1", 2}, {"H", 1}, {"D", 256}});
+  const FusionResult wide = fuse_program(few, gpu_fusion_params());
+  const int64_t asked = generic_writer_shared_bytes(wide.kernels, kernel_s(wide)).value_or(0);
+  ASSERT_GT(asked, 0);
+  FusionParams tight = gpu_fusion_params();
+  tight.shared_memory_limit = asked - 1;
+  testing::FusedRun run = run_fused(few, tight);
+  EXPECT_NE(print_kernel(kernel_s(run.fused)), print_kernel(kernel_s(wide)));
+  EXPECT_LT(generic_writer_shared_bytes(run.fused.kernels, kernel_s(run.fused)).value_or(asked), asked);
   EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
 }
 
@@ -376,17 +386,17 @@ TEST(Fuse, AWriterOverTheSharedMemoryLimitTakesSmallerTilesOrRefuses) {
   p.grid_tile = 64;
   p.inner_tile = 64;
   const std::string plain = print_kernel(fuse_program(product, p).kernels.kernels.at(0));
-  // 16 bytes a tile element: the 64-wide tiles ask for more than the limit, the 32-wide ones fit.
+  // 16 bytes a tile element: the 64 × 64 tiles ask for 196608 bytes, over the limit; the 32 × 32 ones 49152.
   p.writer_shared_bytes = [](const KernelProgram&, const Kernel& k) -> std::optional<int64_t> {
     int64_t elements = 0;
     for (auto& b : k.buffers) elements += b.elements();
     return elements * 16;
   };
-  p.shared_memory_limit = 20000;
+  p.shared_memory_limit = 60000;
   const std::string smaller = print_kernel(fuse_program(product, p).kernels.kernels.at(0));
   EXPECT_NE(plain, smaller);
-  EXPECT_NE(plain.find("c_tile[1, 64]"), std::string::npos) << plain;
-  EXPECT_NE(smaller.find("c_tile[1, 32]"), std::string::npos) << smaller;
+  EXPECT_NE(plain.find("c_tile[64, 64]"), std::string::npos) << plain;
+  EXPECT_NE(smaller.find("c_tile[32, 32]"), std::string::npos) << smaller;
   p.writer_shared_bytes = [](const KernelProgram&, const Kernel&) -> std::optional<int64_t> { return 300 * 1024; };
   try {
     fuse_program(product, p);
@@ -394,7 +404,7 @@ TEST(Fuse, AWriterOverTheSharedMemoryLimitTakesSmallerTilesOrRefuses) {
   } catch (const OnChipCapacityError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("shared memory: the writer asks 307200 bytes per block for kernel 'c'"), std::string::npos) << what;
-    EXPECT_NE(what.find("the limit is 20000 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("the limit is 60000 bytes"), std::string::npos) << what;
   }
   // A writer that does not take the kernel (nullopt) changes nothing.
   p.writer_shared_bytes = [](const KernelProgram&, const Kernel&) -> std::optional<int64_t> { return std::nullopt; };
