@@ -12,6 +12,7 @@ distributions) and every peer that can express it:
   sdpa_flash   F.scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION)     (attention)
   sdpa_cudnn   F.scaled_dot_product_attention under sdpa_kernel(CUDNN_ATTENTION)     (attention)
   flex         FlexAttention (compiled), score_mod / block mask                       (attention)
+               (--flex-configs: its tile fixed per head dim, default-mode compiles, the fastest kept)
   torch_var    torch.var(correction=0)                                                (variance)
   eager_sdpa   the decode block with F.scaled_dot_product_attention for the attention (decode)
 
@@ -279,7 +280,7 @@ def attention_sdpa(kind, d, dev, backend_name):
                 f"dense {what} built outside the timed region")
 
 
-def attention_flex(kind, d, dev):
+def attention_flex(kind, d, dev, kernel_options=None):
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
     S = d.get("S")
     # On the GPU the whole peer function is compiled (Flex kernel plus the ops around it). Inductor's
@@ -287,6 +288,13 @@ def attention_flex(kind, d, dev):
     whole = dev.type == "cuda"
     fa = flex_attention if whole else torch.compile(flex_attention, dynamic=False)
     cpu_note = "" if whole else " (CPU: only flex_attention compiled)"
+    if kernel_options:   # --flex-configs: Flex's tile fixed (BLOCK_M, BLOCK_N, num_warps, num_stages)
+        plain_fa = fa
+
+        def fa(*args, **kwargs):
+            return plain_fa(*args, kernel_options=dict(kernel_options), **kwargs)
+
+        cpu_note += f" (kernel_options {flex_config_name(kernel_options)})"
 
     def impl(fn, make, note):
         return Impl(fn, make, note + cpu_note, compiled=whole)
@@ -476,7 +484,27 @@ def decode_plain(d, dev, use_sdpa=False):
     return Impl(block, make, f"QKV GEMV, new k/v written into a static [B,H,KV+1,D] cache, {what}, output GEMV")
 
 
-def build_impl(case, peer, d, dev):
+def flex_config_name(ko):
+    return f"{ko['BLOCK_M']}x{ko['BLOCK_N']}w{ko['num_warps']}s{ko['num_stages']}"
+
+
+def parse_flex_configs(spec):
+    """--flex-configs 'D:BMxBNwWsS[+...];...' -> {head dim: [kernel_options, ...]}."""
+    import re
+    table = {}
+    for part in filter(None, (p.strip() for p in (spec or "").split(";"))):
+        dim, _, configs = part.partition(":")
+        table[int(dim)] = []
+        for c in configs.split("+"):
+            m = re.fullmatch(r"(\d+)x(\d+)w(\d+)s(\d+)", c.strip())
+            if not m:
+                raise SystemExit(f"--flex-configs: '{c}' is not BMxBNwWsS (e.g. 128x64w4s3)")
+            bm, bn, w, st = map(int, m.groups())
+            table[int(dim)].append({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": st})
+    return table
+
+
+def build_impl(case, peer, d, dev, kernel_options=None):
     wl = case.workload
     if wl in ATTN_KINDS:
         if peer in ("eager", "compile"):
@@ -486,7 +514,7 @@ def build_impl(case, peer, d, dev):
         if peer == "sdpa_cudnn":
             return attention_sdpa(wl, d, dev, "cudnn")
         if peer == "flex":
-            return attention_flex(wl, d, dev)
+            return attention_flex(wl, d, dev, kernel_options)
     if peer in ("eager", "compile"):
         return {"ffn": ffn_plain, "gated_ffn": gated_ffn_plain, "moe_routing": moe_plain,
                 "quant_gemm": quant_plain, "rmsnorm_gemm": rmsnorm_gemm_plain, "variance": variance_plain, "inertia": inertia_plain,
@@ -911,65 +939,92 @@ def run_case(case, opt, dev, env, done, emit):
         _cleanup(dev)
         return
     for peer in peers:
-        rec = _base(case, peer, d, flops, fbytes, env, opt)
-        rec["input_sets"] = len(sets)
-        t0 = time.time()
-        try:
-            impl = build_impl(case, peer, d, dev)
-            fn = impl.fn
-            rec["note"] = impl.note
-            if peer == "compile" or impl.compiled:
-                fn = torch.compile(fn, mode=opt.compile_mode if opt.compile_mode != "default" else None,
-                                   dynamic=False)
-                rec["compile_mode"] = opt.compile_mode
-            arg_sets = [impl.make_args(x) for x in sets]
-            graph = dev.type == "cuda" and not opt.no_graph
-            opt.timed_span = None
-            with torch.no_grad():
-                if dev.type != "cuda":
-                    out, times, calls = time_cpu(fn, arg_sets, opt)
-                else:
-                    try:
-                        out, times, calls = time_cuda(fn, arg_sets, opt)
-                    except Exception as e:  # noqa: BLE001  (capture refused: time direct calls, say so)
-                        if opt.no_graph or not opt.graph_fallback or isinstance(e, torch.OutOfMemoryError):
-                            raise
-                        _cleanup(dev, reset=False)
-                        graph = False
-                        rec["graph_error"] = f"{type(e).__name__}: {str(e).strip()[:500]}"
-                        opt.no_graph = True
-                        try:
-                            out, times, calls = time_cuda(fn, arg_sets, opt)
-                        finally:
-                            opt.no_graph = False
-            rec["cuda_graph"] = graph if dev.type == "cuda" else None
-            check_output_shapes(case, d, out)
-            rel, mx = verify(case, d, sets[0], out)
-            med = statistics.median(times)
-            tol = TOL.get(case.workload, 1e-2)
-            rec.update(status="ok", median_us=med, min_us=min(times), max_us=max(times), replays=len(times),
-                       calls_per_graph=calls, tflops=flops / med / 1e6 if flops else 0.0, gbs=fbytes / med / 1e3,
-                       rel_err=rel, max_rel_err=mx, tol=tol, verified=bool(rel <= tol))
-            if getattr(opt, "timed_span", None):
-                rec["timed_span_ms"] = opt.timed_span
-        except Skip as e:
-            rec.update(status="skipped", note=str(e))
-        except RuntimeError as e:
-            if "No available kernel" not in str(e):   # SDPA: the chosen backend refuses these inputs
-                rec.update(status="error", error=f"{type(e).__name__}: {str(e).strip()[:2000]}",
-                           traceback="\n".join(traceback.format_exc().strip().splitlines()[-12:]))
-            else:
-                rec.update(status="skipped", note="the backend refuses these inputs: "
-                           + " ".join(str(e).split())[:300])
-        except Exception as e:  # noqa: BLE001
-            tb = traceback.format_exc().strip().splitlines()
-            rec.update(status="error", error=f"{type(e).__name__}: {str(e).strip()[:2000]}",
-                       traceback="\n".join(tb[-12:]))
-        rec["wall_s"] = round(time.time() - t0, 2)
+        candidates = [None]
+        if peer == "flex" and d.get("D") in opt.flex_configs:
+            candidates = opt.flex_configs[d["D"]]
+        tried = []
+        for kernel_options in candidates:
+            rec = measure_peer(case, peer, d, dev, sets, opt, env, flops, fbytes, kernel_options)
+            if kernel_options is not None:
+                rec["flex_config"] = flex_config_name(kernel_options)
+                tried.append(rec)
+                print(f"  flex {rec['flex_config']}: " + (f"{rec['median_us']:.2f} us" if rec["status"] == "ok" else rec["status"]),
+                      flush=True)
+                _cleanup(dev)
+        if tried:   # the fastest verified candidate stands for Flex; every candidate's time beside it
+            ok = [r for r in tried if r["status"] == "ok" and r["verified"]]
+            rec = min(ok, key=lambda r: r["median_us"]) if ok else tried[-1]
+            rec["flex_candidates"] = [{"config": r["flex_config"], "status": r["status"],
+                                       "median_us": r.get("median_us"), "min_us": r.get("min_us"),
+                                       "timed_span_ms": r.get("timed_span_ms"), "error": r.get("error")} for r in tried]
+            rec["flex_chosen"] = (f"kernel_options fixed (--flex-configs); fastest of {len(tried)} timed"
+                                  if len(tried) > 1 else "kernel_options fixed (--flex-configs)")
         emit(rec)
         _cleanup(dev)
     del sets
     _cleanup(dev)
+
+
+def measure_peer(case, peer, d, dev, sets, opt, env, flops, fbytes, kernel_options=None):
+    """One peer of one case built, compiled, timed and checked: its record."""
+    rec = _base(case, peer, d, flops, fbytes, env, opt)
+    rec["input_sets"] = len(sets)
+    t0 = time.time()
+    try:
+        impl = build_impl(case, peer, d, dev, kernel_options)
+        fn = impl.fn
+        rec["note"] = impl.note
+        if peer == "compile" or impl.compiled:
+            # A Flex tile fixed by kernel_options: Inductor's default mode compiles that one config
+            # (max-autotune would time as many copies of it as it has candidates).
+            mode = "default" if kernel_options else opt.compile_mode
+            fn = torch.compile(fn, mode=mode if mode != "default" else None, dynamic=False)
+            rec["compile_mode"] = mode
+        arg_sets = [impl.make_args(x) for x in sets]
+        graph = dev.type == "cuda" and not opt.no_graph
+        opt.timed_span = None
+        with torch.no_grad():
+            if dev.type != "cuda":
+                out, times, calls = time_cpu(fn, arg_sets, opt)
+            else:
+                try:
+                    out, times, calls = time_cuda(fn, arg_sets, opt)
+                except Exception as e:  # noqa: BLE001  (capture refused: time direct calls, say so)
+                    if opt.no_graph or not opt.graph_fallback or isinstance(e, torch.OutOfMemoryError):
+                        raise
+                    _cleanup(dev, reset=False)
+                    graph = False
+                    rec["graph_error"] = f"{type(e).__name__}: {str(e).strip()[:500]}"
+                    opt.no_graph = True
+                    try:
+                        out, times, calls = time_cuda(fn, arg_sets, opt)
+                    finally:
+                        opt.no_graph = False
+        rec["cuda_graph"] = graph if dev.type == "cuda" else None
+        check_output_shapes(case, d, out)
+        rel, mx = verify(case, d, sets[0], out)
+        med = statistics.median(times)
+        tol = TOL.get(case.workload, 1e-2)
+        rec.update(status="ok", median_us=med, min_us=min(times), max_us=max(times), replays=len(times),
+                   calls_per_graph=calls, tflops=flops / med / 1e6 if flops else 0.0, gbs=fbytes / med / 1e3,
+                   rel_err=rel, max_rel_err=mx, tol=tol, verified=bool(rel <= tol))
+        if getattr(opt, "timed_span", None):
+            rec["timed_span_ms"] = opt.timed_span
+    except Skip as e:
+        rec.update(status="skipped", note=str(e))
+    except RuntimeError as e:
+        if "No available kernel" not in str(e):   # SDPA: the chosen backend refuses these inputs
+            rec.update(status="error", error=f"{type(e).__name__}: {str(e).strip()[:2000]}",
+                       traceback="\n".join(traceback.format_exc().strip().splitlines()[-12:]))
+        else:
+            rec.update(status="skipped", note="the backend refuses these inputs: "
+                       + " ".join(str(e).split())[:300])
+    except Exception as e:  # noqa: BLE001
+        tb = traceback.format_exc().strip().splitlines()
+        rec.update(status="error", error=f"{type(e).__name__}: {str(e).strip()[:2000]}",
+                   traceback="\n".join(tb[-12:]))
+    rec["wall_s"] = round(time.time() - t0, 2)
+    return rec
 
 
 def _base(case, peer, d, flops, fbytes, env, opt):
@@ -1015,6 +1070,9 @@ def main(argv=None):
     ap.add_argument("--paper-dims", action="store_true", help="with --device cpu: keep the paper dims")
     ap.add_argument("--compile-mode", default=None,
                     help="torch.compile mode: max-autotune-no-cudagraphs (default on GPU) or default")
+    ap.add_argument("--flex-configs", default=None,
+                    help="Flex's tile fixed per head dim, 'D:BMxBNwWsS[+...];...' (e.g. '64:128x64w4s3;128:128x64w8s3+64x64w4s3'): "
+                         "each compiled in the default mode with those kernel_options and timed, the fastest verified kept")
     ap.add_argument("--reps", type=int, default=None, help="graph replays timed (default: ~1 s worth, 10..100)")
     ap.add_argument("--warmup", type=int, default=5, help="graph replays before timing")
     ap.add_argument("--target-replay-us", type=float, default=2000.0, help="calls per graph so a replay lasts this long")
@@ -1045,6 +1103,7 @@ def main(argv=None):
         opt.target_replay_us = min(opt.target_replay_us, 1000.0)
     opt.target_total_us = 1e6
     opt.peers = set(opt.peers.split(",")) if opt.peers else None
+    opt.flex_configs = parse_flex_configs(opt.flex_configs)
     for k in ("cache_size_limit", "recompile_limit"):
         if hasattr(torch._dynamo.config, k):
             setattr(torch._dynamo.config, k, 64)

@@ -63,6 +63,36 @@ int64_t on_chip_bytes(const std::vector<Kernel>& kernels, std::string* largest) 
   return worst;
 }
 
+// The program's dims and every tensor as a global: what a backend's writer reads a lowered kernel's
+// loads and stores against, before the program's kernels are all known.
+KernelProgram writer_context(const BoundProgram& program) {
+  KernelProgram context;
+  context.name = program.program->name;
+  context.dims = program.dims;
+  for (auto& t : program.tensors)
+    context.globals.push_back({t.name, t.shape, t.dtype,
+                               t.role == TensorRole::input ? GlobalRole::input
+                               : t.role == TensorRole::output ? GlobalRole::output : GlobalRole::intermediate});
+  return context;
+}
+
+// Why `lowered` (planned as `plan`) does not fit the shared memory of one block as the backend's writer
+// holds it (FusionParams::writer_shared_bytes), or "" when it fits or the writer is not asked: no
+// backend answer, or a plan with a stream (the attention writers choose that kernel's tiles themselves).
+std::string over_writer_shared_memory(const BoundProgram& program, const GroupPlan& plan, const LoweredGroup& lowered,
+                                      const FusionParams& params) {
+  if (!params.writer_shared_bytes || plan.stream >= 0) return "";
+  KernelProgram context = writer_context(program);
+  context.globals.insert(context.globals.end(), lowered.scratch.begin(), lowered.scratch.end());
+  for (auto& k : lowered.kernels) {
+    std::optional<int64_t> bytes = params.writer_shared_bytes(context, k);
+    if (bytes && *bytes > params.shared_memory_limit)
+      return "shared memory: the writer asks " + std::to_string(*bytes) + " bytes per block for kernel '" + k.name +
+             "' (its tiles and the contraction's staging buffers); the limit is " + std::to_string(params.shared_memory_limit) + " bytes";
+  }
+  return "";
+}
+
 // A group lowered as the backend's register pass runs it (FusionParams::register_pass).
 struct RegisterFit {
   GroupPlan plan;
@@ -85,13 +115,7 @@ std::optional<RegisterFit> fit_in_registers(const BoundProgram& program, const G
   bool reduces = false;
   for (auto& m : plan.members) reduces |= m.def.reduce != ReduceOp::none;
   if (!over_budget && !reduces) return std::nullopt;
-  KernelProgram context;
-  context.name = program.program->name;
-  context.dims = program.dims;
-  for (auto& t : program.tensors)
-    context.globals.push_back({t.name, t.shape, t.dtype,
-                               t.role == TensorRole::input ? GlobalRole::input
-                               : t.role == TensorRole::output ? GlobalRole::output : GlobalRole::intermediate});
+  const KernelProgram context = writer_context(program);
   int rows = -1;
   for (int g : plan.grid_dims())
     if (plan.dims[static_cast<size_t>(g)].tile > 1 && (rows < 0 || plan.dims[static_cast<size_t>(g)].tile > plan.dims[static_cast<size_t>(rows)].tile))
@@ -419,6 +443,11 @@ FusionResult fuse_program(const BoundProgram& program, const FusionParams& param
             std::string largest;
             int64_t bytes = on_chip_bytes(candidate.kernels, &largest);
             if (bytes <= params.on_chip_budget) {
+              if (std::string over = over_writer_shared_memory(program, *attempt.plan, candidate, params); !over.empty()) {
+                refusal = over;  // as over the budget: the next form or smaller tiles
+                over_capacity = true;
+                continue;
+              }
               plan = attempt.plan;
               lowered = std::move(candidate);
               if (std::optional<RegisterFit> fit = fit_in_registers(program, *attempt.plan, name, params, false)) {

@@ -103,6 +103,17 @@ struct FusionParams {
   // (the CPU executor, and the default): every tile is counted as a tile.
   std::function<std::optional<RegisterPassFit>(const KernelProgram& context, const Kernel& kernel)> register_pass;
   int64_t register_floats_target = 64;
+
+  // A backend whose writer asks a kernel without a stream for more shared memory than its tiles (the
+  // CUDA generic writer: a contraction loop's 16-bit operand buffers, two to four stages deep, beside
+  // the other tiles as words; the reduce scratch) says how much here, and the tiler (fuse.cpp) takes a
+  // tile only if that fits `shared_memory_limit`: otherwise the tile is over capacity, and smaller
+  // tiles are tried as for the budget above (evoformer at head dim 256: the score kernel's 128 × 128
+  // tile over a depth of 128 asks for 266240 bytes). A kernel with a stream is not asked: the attention
+  // writers choose its tiles and staging themselves. nullopt: the writer does not take the kernel.
+  // Empty (the CPU executor, and the default): nothing beyond the budget is counted.
+  std::function<std::optional<int64_t>(const KernelProgram& context, const Kernel& kernel)> writer_shared_bytes;
+  int64_t shared_memory_limit = 227 * 1024;  // the largest dynamic shared memory of one block (sm_90)
 };
 
 // The CUDA backend's parameters: gpu_fusion_params (backend/cuda/fusion_params.h).

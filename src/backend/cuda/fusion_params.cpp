@@ -2,8 +2,28 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+
+#include "backend/cuda/contract_view.h"
+#include "backend/cuda/cuda_names.h"
+#include "backend/cuda/kernel_writer.h"
+#include "contract/contract_pass.h"
 
 namespace solder {
+
+std::optional<int64_t> generic_writer_shared_bytes(const KernelProgram& context, const Kernel& kernel) {
+  try {
+    // The kernel as the generic writer meets it in generate_cuda (cuda_codegen.cpp): its contractions
+    // canonicalized (compile_program), its names spelled for C++, its contracts the writer's reduces.
+    KernelProgram one = context;
+    one.kernels = {kernel};
+    const KernelProgram named = with_cuda_names(canonicalize_contractions(one).program);
+    const KernelProgram view = contracts_as_reduces(named);
+    return generic::KernelWriter(view, view.kernels.front()).info().shared_bytes;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a kernel the generic writer refuses
+  }
+}
 
 FusionParams gpu_fusion_params() {
   FusionParams params;
@@ -21,6 +41,7 @@ FusionParams gpu_fusion_params() {
   params.split_unshared_streams = !(split_kv && std::strcmp(split_kv, "0") == 0);
   params.register_pass = register_pass_fit;
   params.register_floats_target = kRegisterFloatsTarget;
+  params.writer_shared_bytes = generic_writer_shared_bytes;
   return params;
 }
 

@@ -22,6 +22,12 @@ namespace solder {
 // globals (the kernel's loads and stores name them).
 std::optional<RegisterPassFit> register_pass_fit(const KernelProgram& context, const Kernel& kernel);
 
+// The dynamic shared memory per block that the generic writer asks for `kernel` (its tiles, a
+// contraction loop's staging buffers, the reduce scratch, the collectives' mailbox), or nullopt when
+// it refuses the kernel. FusionParams::writer_shared_bytes: the tiler counts it for kernels without a
+// stream, which the generic writer writes.
+std::optional<int64_t> generic_writer_shared_bytes(const KernelProgram& context, const Kernel& kernel);
+
 // Tile registers per thread the tiler aims at for a row kernel: Q5's rows at 8 per block (8 vectors of
 // 8 per thread, bf16 source pairs and packed e4m3 aq: 48) compile to 60 registers, 4 blocks of 256
 // threads per SM; 96 (the seventh session's f32 aq) took 89 registers and 2 blocks, 23 % of warps

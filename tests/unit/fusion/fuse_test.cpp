@@ -323,6 +323,94 @@ TEST(Fuse, AttentionHeadDim256HoldsTheScoreDepthWhole) {
   for (auto& k : mlp.kernels.kernels) EXPECT_EQ(print_kernel(k).find("reducing k < 256"), std::string::npos) << print_kernel(k);
 }
 
+// The writer's own shared memory counts when the tiler picks a kernel's tiles
+// (FusionParams::writer_shared_bytes; the CUDA backend's generic_writer_shared_bytes). evoformer at head
+// dim 256 at the GPU's tiles is three kernels (its fusions are over the tile budget); the score kernel s
+// alone, a contraction without a stream, fitted the budget at 128 × 128 over a depth of 128 (192 KB of
+// tiles as words), but the generic writer holds its operands in two 16-bit stages of 64 KB beside the f32
+// score tile and the dot product's own f32 tile: 266240 bytes, over the 227 KB of a block, and the
+// program was refused at code generation. Before: the tiles without the writer's answer; expected: the
+// next smaller tiles (128 × 64 over a depth of 64), which the writer holds in 118784 bytes.
+TEST(Fuse, TheWritersSharedMemoryCountsWhenTilesArePicked) {
+  const BoundProgram bound = bind_example("evoformer", false, {{"D", 256}});
+  auto kernel_s = [](const FusionResult& r) -> const Kernel& {
+    for (auto& k : r.kernels.kernels)
+      if (k.name == "s") return k;
+    throw std::runtime_error("no kernel s:\n" + groups_text(r));
+  };
+  FusionParams tiles_only = gpu_fusion_params();
+  tiles_only.writer_shared_bytes = nullptr;
+  const FusionResult before = fuse_program(bound, tiles_only);
+  std::string text = print_kernel(kernel_s(before));
+  EXPECT_NE(text.find("grid r_t < 256, h_t < 4, i_t < 2, j_t < 2  (4096 blocks)"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared k_tile[1, 1, 1, 128, 128] : bf16"), std::string::npos) << text;
+  EXPECT_EQ(generic_writer_shared_bytes(before.kernels, kernel_s(before)), 266240);
+
+  const FusionResult after = fuse_program(bound, gpu_fusion_params());
+  EXPECT_EQ(groups_text(after), groups_text(before));  // the same three kernels, other tiles
+  text = print_kernel(kernel_s(after));
+  EXPECT_NE(text.find("grid r_t < 256, h_t < 4, i_t < 2, j_t < 4  (8192 blocks)"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared q_tile[1, 1, 1, 128, 64] : bf16"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared k_tile[1, 1, 1, 64, 64] : bf16"), std::string::npos) << text;
+  EXPECT_NE(text.find("for d_t in 0 .. 4 {"), std::string::npos) << text;
+  EXPECT_EQ(generic_writer_shared_bytes(after.kernels, kernel_s(after)), 118784);
+  // The kernels the generic writer writes (no stream) all fit a block now.
+  for (auto& g : after.groups)
+    if (g.plan.stream < 0)
+      for (auto& name : g.kernels)
+        for (auto& k : after.kernels.kernels)
+          if (k.name == name) EXPECT_LE(generic_writer_shared_bytes(after.kernels, k).value_or(0), 227 * 1024) << name;
+  // On the CPU executor, a smaller problem (S1 2, H 1: the tiler gives s 64 × 128 over a depth of 128) with a
+  // limit just under what the writer asks for those tiles: s moves to smaller ones, and the program still
+  // computes what the float64 reference computes.
+  const BoundProgram few = bind_example("evoformer", false, {{"S1", 2}, {"H", 1}, {"D", 256}});
+  const FusionResult wide = fuse_program(few, gpu_fusion_params());
+  const int64_t asked = generic_writer_shared_bytes(wide.kernels, kernel_s(wide)).value_or(0);
+  ASSERT_GT(asked, 0);
+  FusionParams tight = gpu_fusion_params();
+  tight.shared_memory_limit = asked - 1;
+  testing::FusedRun run = run_fused(few, tight);
+  EXPECT_NE(print_kernel(kernel_s(run.fused)), print_kernel(kernel_s(wide)));
+  EXPECT_LT(generic_writer_shared_bytes(run.fused.kernels, kernel_s(run.fused)).value_or(asked), asked);
+  EXPECT_TRUE(run.verified.ok()) << run.verified.failures();
+}
+
+// A writer over the limit at every tile of a single definition makes it an OnChipCapacityError (the
+// compile driver's typed retry) naming the writer's shared memory; a writer that fits only smaller tiles
+// gets them (the tiles halve from the requested ones down to the CPU's); without a writer's answer (the
+// CPU executor) the tiles stay as the budget alone gives them.
+TEST(Fuse, AWriterOverTheSharedMemoryLimitTakesSmallerTilesOrRefuses) {
+  const BoundProgram product = testing::bind_text(
+      "program p\ndim M = 256, N = 256, K = 256\nin a[M, K] : bf16\nin b[K, N] : bf16\nout c[m, n] : f32 = sum(k) a[m, k] * b[k, n]\n");
+  FusionParams p;
+  p.grid_tile = 64;
+  p.inner_tile = 64;
+  const std::string plain = print_kernel(fuse_program(product, p).kernels.kernels.at(0));
+  // 16 bytes a tile element: the 64 × 64 tiles ask for 196608 bytes, over the limit; the 32 × 32 ones 49152.
+  p.writer_shared_bytes = [](const KernelProgram&, const Kernel& k) -> std::optional<int64_t> {
+    int64_t elements = 0;
+    for (auto& b : k.buffers) elements += b.elements();
+    return elements * 16;
+  };
+  p.shared_memory_limit = 60000;
+  const std::string smaller = print_kernel(fuse_program(product, p).kernels.kernels.at(0));
+  EXPECT_NE(plain, smaller);
+  EXPECT_NE(plain.find("c_tile[64, 64]"), std::string::npos) << plain;
+  EXPECT_NE(smaller.find("c_tile[32, 32]"), std::string::npos) << smaller;
+  p.writer_shared_bytes = [](const KernelProgram&, const Kernel&) -> std::optional<int64_t> { return 300 * 1024; };
+  try {
+    fuse_program(product, p);
+    FAIL() << "expected an OnChipCapacityError";
+  } catch (const OnChipCapacityError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("shared memory: the writer asks 307200 bytes per block for kernel 'c'"), std::string::npos) << what;
+    EXPECT_NE(what.find("the limit is 60000 bytes"), std::string::npos) << what;
+  }
+  // A writer that does not take the kernel (nullopt) changes nothing.
+  p.writer_shared_bytes = [](const KernelProgram&, const Kernel&) -> std::optional<int64_t> { return std::nullopt; };
+  EXPECT_EQ(print_kernel(fuse_program(product, p).kernels.kernels.at(0)), plain);
+}
+
 // Attention at S = 64 (one stream tile of keys) and head dim 128 at the GPU's tiles
 // (FusionParams::stream_one_tile_keys): held whole the keys leave the grid 2 blocks, so the second
 // attempt streams them in one tile, the attention skeleton's form, instead of splitting the scores' depth
