@@ -196,7 +196,8 @@ template <class C>
 constexpr int cluster_size_v = C::ClusterM * cluster_n_v<C>;
 
 // Split-K's global memory, provided by the launcher (no allocation in a launch); both null when
-// SplitK is 1. Sizes: splitk_workspace_floats / splitk_counters below, for the launch's shape.
+// SplitK and TailSplit are 1. Sizes: splitk_workspace_floats / splitk_counters below, for the launch's
+// shape (the tail split's: tail_split_workspace_floats / tail_split_counters, for its grid).
 //   partials  f32, [tile][split][BM × BN] in the accumulator's register order (each warp's 16 rows ×
 //             BN as float4 per lane: coalesced 512-byte rows), tile = the linear tile index of the
 //             launch (batch-major, ClusterM × unit-rows of tiles).

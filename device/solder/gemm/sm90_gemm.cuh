@@ -48,7 +48,8 @@
 //   __global__ void gemm_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b,
 //                               GemmShape shape, Epilogue epilogue, SplitKWorkspace workspace);
 //
-// `workspace` is read only when Config::SplitK > 1 (config.cuh: sizes, layout, the merge protocol).
+// `workspace` is read only when Config::SplitK > 1 or Config::TailSplit > 1 (config.cuh: sizes, layout, the
+// merge protocol).
 //
 // launched with launch_config(Config{}, shape[, persistent_blocks]) (config.cuh): grid, block, dynamic
 // shared memory (more than 48 KB: set cudaFuncAttributeMaxDynamicSharedMemorySize / CU_FUNC_ATTRIBUTE_
