@@ -17,7 +17,7 @@ SplitKLayout plan_split_k(const GeneratedModule& module) {
   size_t offset = 0;
   for (size_t k = 0; k < module.kernels.size(); ++k) {
     const auto& gemm = module.kernels[k].gemm;
-    if (!gemm || gemm->split_k <= 1) continue;
+    if (!gemm || (gemm->split_k <= 1 && gemm->tail_split <= 1)) continue;
     if (gemm->workspace_floats <= 0 || gemm->counters <= 0)
       throw Error("compile: internal error: split-K kernel '" + module.kernels[k].name +
                   "' has no workspace size (please report)");

@@ -110,9 +110,16 @@ SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_o
 //              (unit i of the block to warpgroup i % 2); the ring holds one warpgroup's K tiles after the
 //              other's, so one warpgroup's epilogue runs while the other's wgmma use the tensor cores.
 //              SplitK 1 and BOperands 1. Worth it with persistent blocks of two or more units each.
+//   TailSplit  1, or 2 … 16: with persistent blocks, the last partial wave of tile units (the tile units
+//              left over when the clusters have each taken the same number: tail_tile_units) is split
+//              over K in TailSplit units each, merged as split-K merges (the same workspace layout,
+//              indexed by the tail's own tiles: tail_split_workspace_floats), so that the last wave's
+//              work spreads over every SM. The units before the tail keep their whole K range. SplitK 1,
+//              BOperands 1, the cooperative schedule. Nothing changes where no wave is partial or the
+//              grid is one cluster per unit.
 template <Dtype TA_, Dtype TB_, int BM_, int BN_, int Stages_, bool AKMajor_ = true, bool BKMajor_ = true,
           int ClusterM_ = 1, int GroupM_ = 16, int SplitK_ = 1, int BOperands_ = 1, int ClusterN_ = 1,
-          bool Pingpong_ = false>
+          bool Pingpong_ = false, int TailSplit_ = 1>
 struct Config {
   static constexpr Dtype TA = TA_;
   static constexpr Dtype TB = TB_;
@@ -129,6 +136,7 @@ struct Config {
   static constexpr int ClusterN = ClusterN_;
   static constexpr int ClusterSize = ClusterM_ * ClusterN_;  // blocks per cluster (the grid's x dimension)
   static constexpr bool Pingpong = Pingpong_;
+  static constexpr int TailSplit = TailSplit_;
   // The TMA box rows of each operand's tensor map (tile_rows for runtime::encode_gemm_operand): a
   // K-major B is loaded in ClusterM slices of BN/ClusterM rows, a K-major A in ClusterN slices of
   // BM/ClusterN rows; MN-major boxes are 64 wide anyway.
@@ -175,6 +183,9 @@ struct Config {
   static_assert(ClusterN_ == 1 || ClusterN_ == 2 || ClusterN_ == 4, "ClusterN must be 1, 2 or 4");
   static_assert(!Pingpong_ || (BM_ == 64 && SplitK_ == 1 && BOperands_ == 1),
                 "the ping-pong schedule takes BM 64 (one warpgroup per tile), no split-K and one B operand");
+  static_assert(TailSplit_ >= 1 && TailSplit_ <= 16, "TailSplit must be in [1, 16]");
+  static_assert(TailSplit_ == 1 || (SplitK_ == 1 && BOperands_ == 1 && !Pingpong_),
+                "the tail split takes SplitK 1, one B operand and the cooperative schedule");
   static_assert(ClusterN_ == 1 || (AKMajor_ ? (BM_ / ClusterN_) % 8 == 0 : (BM_ / 64) % ClusterN_ == 0),
                 "a cluster along N splits A in ClusterN slices: BM/ClusterN a multiple of 8 rows (K-major, whole "
                 "1024-byte swizzle atoms) or BM/64 a multiple of ClusterN (M-major)");
@@ -198,7 +209,8 @@ template <class C>
 constexpr int cluster_size_v = C::ClusterM * cluster_n_v<C>;
 
 // Split-K's global memory, provided by the launcher (no allocation in a launch); both null when
-// SplitK is 1. Sizes: splitk_workspace_floats / splitk_counters below, for the launch's shape.
+// SplitK and TailSplit are 1. Sizes: splitk_workspace_floats / splitk_counters below, for the launch's
+// shape (the tail split's: tail_split_workspace_floats / tail_split_counters, for its grid).
 //   partials  f32, [tile][split][BM × BN] in the accumulator's register order (each warp's 16 rows ×
 //             BN as float4 per lane: coalesced 512-byte rows), tile = the linear tile index of the
 //             launch (batch-major, ClusterM × unit-rows of tiles).
@@ -231,6 +243,34 @@ SOLDER_GEMM_HD constexpr long long splitk_workspace_floats(int bm, int bn, int c
 SOLDER_GEMM_HD constexpr long long splitk_counters(int bm, int bn, int cluster_m, int split_k, const GemmShape& shape,
                                                    int cluster_n = 1) {
   return split_k > 1 ? splitk_tiles(bm, bn, cluster_m, shape, cluster_n) * (bm / 16) : 0;
+}
+// The tail split (Config::TailSplit): of tile_units tile units looped over by `clusters` persistent
+// clusters, the last tile_units % clusters (the partial last wave), when there is at least one full wave
+// and a partial one; else 0 (nothing is split). The kernel reads `clusters` from its grid; the launcher
+// sizes the workspace with the same count.
+SOLDER_GEMM_HD constexpr int tail_tile_units(long long tile_units, int clusters) {
+  return clusters > 0 && tile_units > clusters ? static_cast<int>(tile_units % clusters) : 0;
+}
+// The tail's workspace: f32 partials [tail tile][split][BM × BN] and one counter per (tail tile, 16-row
+// slice), a tail tile being a tail unit's block (tail unit × ClusterSize + rank); 0 without a tail.
+SOLDER_GEMM_HD constexpr long long tail_split_workspace_floats(int bm, int bn, int cluster_size, int tail_split, int tail_units) {
+  return tail_split > 1 ? (long long)tail_units * cluster_size * tail_split * bm * bn : 0;
+}
+SOLDER_GEMM_HD constexpr long long tail_split_counters(int bm, int cluster_size, int tail_split, int tail_units) {
+  return tail_split > 1 ? (long long)tail_units * cluster_size * (bm / 16) : 0;
+}
+// Work unit u of a launch with `full` whole-K tile units then `tail` tile units split in `tail_split`
+// (full + tail · tail_split units in all): its tile unit, its split and the splits of that tile unit.
+SOLDER_GEMM_HD inline void tail_split_unit(int u, int full, int tail_split, int* tile_unit, int* split, int* splits) {
+  if (u < full) {
+    *tile_unit = u;
+    *split = 0;
+    *splits = 1;
+  } else {
+    *tile_unit = full + (u - full) / tail_split;
+    *split = (u - full) % tail_split;
+    *splits = tail_split;
+  }
 }
 template <class C>
 SOLDER_GEMM_HD constexpr long long splitk_workspace_floats(C, const GemmShape& shape) {

@@ -48,7 +48,8 @@
 //   __global__ void gemm_kernel(const __grid_constant__ TensorMap a, const __grid_constant__ TensorMap b,
 //                               GemmShape shape, Epilogue epilogue, SplitKWorkspace workspace);
 //
-// `workspace` is read only when Config::SplitK > 1 (config.cuh: sizes, layout, the merge protocol).
+// `workspace` is read only when Config::SplitK > 1 or Config::TailSplit > 1 (config.cuh: sizes, layout, the
+// merge protocol).
 //
 // launched with launch_config(Config{}, shape[, persistent_blocks]) (config.cuh): grid, block, dynamic
 // shared memory (more than 48 KB: set cudaFuncAttributeMaxDynamicSharedMemorySize / CU_FUNC_ATTRIBUTE_
@@ -113,6 +114,12 @@
 // the epilogue ("serial" split-K through global memory, chosen over a DSM cluster reduction because it
 // needs no co-scheduling of the splits, works for any SplitK up to 16 and with persistent blocks, and
 // keeps the cluster dimension for B multicast).
+//
+// Tail split (TailSplit > 1, SplitK 1): with persistent blocks, the tile units left over after every
+// cluster has taken the same number (the partial last wave, config.cuh tail_tile_units) are split over K
+// in TailSplit units each, after the whole-K units, so that the last wave's K tiles spread over every SM;
+// a split tail unit merges exactly as split-K does (same protocol, its own workspace of the tail's tiles),
+// and a whole-K unit runs as without the split.
 #pragma once
 
 // CuTe's instruction selector offers every wgmma width N = 8 … 256 in steps of 8 only with this macro;
@@ -401,7 +408,7 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   const int tiles_m = ceil_div(ceil_div(shape.m, C::BM), C::ClusterM);  // unit rows
   const int tiles_n = ceil_div(ceil_div(shape.n, C::BN), C::ClusterN);  // unit columns
   const int tiles_per_batch = tiles_m * tiles_n;
-  const int total_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1) * C::SplitK;  // × splits
+  const int tile_units = tiles_per_batch * (shape.batch > 0 ? shape.batch : 1);
   // With K ranges each range takes whole K tiles (its last one zero-filled past the range's K by its
   // own tensor maps' bounds): k_tiles = ⌈K1 / BK⌉ + ⌈K2 / BK⌉, the second range's from first_tiles on.
   const int first_tiles = ceil_div(shape.k, C::BK);
@@ -411,10 +418,24 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
   const int rank_m = C::ClusterM > 1 ? rank % C::ClusterM : 0, rank_n = C::ClusterN > 1 ? rank / C::ClusterM : 0;
   const int first_unit = static_cast<int>(blockIdx.x) / C::ClusterSize;
   const int unit_step = static_cast<int>(gridDim.x) / C::ClusterSize;
+  // The tail split (Config::TailSplit, config.cuh): the last partial wave's tile units, split over K.
+  const int tail_units = C::TailSplit > 1 ? tail_tile_units(tile_units, unit_step) : 0;
+  const int full_units = tile_units - tail_units;
+  const int total_units = full_units * C::SplitK + tail_units * C::TailSplit;  // × splits
+  // Work unit u: its tile unit, its split and that tile unit's splits (SplitK, or TailSplit in the tail).
+  auto unit_of = [&](int u, int* t, int* split, int* splits) {
+    if constexpr (C::TailSplit > 1) {
+      tail_split_unit(u, full_units, C::TailSplit, t, split, splits);
+    } else {
+      *t = u / C::SplitK;
+      *split = u % C::SplitK;
+      *splits = C::SplitK;
+    }
+  };
   // Where this block's tile of tile unit `t` (linear over batch × unit-rows × unit-columns) is. With a
   // cluster, a block's tile may lie below M (right of N): its own loads of B (A) are zero-filled, its
   // stores skipped, and its slice of the shared operand still serves the other blocks.
-  // Work unit u is tile unit u / SplitK and K tiles split_range(split u % SplitK).
+  // Work unit u is tile unit t and K tiles split_range(split, splits) (unit_of).
   auto locate = [&](int t, int* batch, int* m0, int* n0) {
     *batch = t / tiles_per_batch;
     int tile_m = 0, tile_n = 0;
@@ -468,9 +489,10 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       int stage = 0;
       uint32_t phase = 0;
       for (int u = first_unit; u < total_units; u += unit_step) {
-        int batch, m0, n0, kt_begin, kt_end;
-        locate(u / C::SplitK, &batch, &m0, &n0);
-        split_range(k_tiles, u % C::SplitK, C::SplitK, &kt_begin, &kt_end);
+        int batch, m0, n0, kt_begin, kt_end, t, split, splits;
+        unit_of(u, &t, &split, &splits);
+        locate(t, &batch, &m0, &n0);
+        split_range(k_tiles, split, splits, &kt_begin, &kt_end);
         const int batch_a = shape.broadcast_a ? 0 : batch;
         const int batch_b = shape.broadcast_b ? 0 : batch;
         for (int kt = kt_begin; kt < kt_end; ++kt) {
@@ -565,7 +587,8 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
     constexpr bool kRowStore = !kRowReduction && C::BOperands == 1 && C::BN % 32 == 0 && detail::has_row_store<Epilogue>::value;
     // The staged mode needs a buffer and the whole warpgroup at its barriers (split-K's merge is per
     // warp: a warp whose split is not the last skips the epilogue), else registers first.
-    constexpr int kRowMode = detail::row_store_mode_of<Epilogue>::value == 2 && (C::EpilogueColumns == 0 || C::SplitK > 1)
+    constexpr int kRowMode = detail::row_store_mode_of<Epilogue>::value == 2 &&
+                                     (C::EpilogueColumns == 0 || C::SplitK > 1 || C::TailSplit > 1)
                                  ? 1
                                  : detail::row_store_mode_of<Epilogue>::value;
 
@@ -583,9 +606,9 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
 
     int local_unit = 0;  // the block's units in order: the ping-pong schedule alternates them
     for (int u = first_unit; u < total_units; u += unit_step, ++local_unit) {
-      int batch, m0, n0, kt_begin, kt_end;
-      const int t = u / C::SplitK, split = u % C::SplitK;
-      split_range(k_tiles, split, C::SplitK, &kt_begin, &kt_end);
+      int batch, m0, n0, kt_begin, kt_end, t, split, splits;
+      unit_of(u, &t, &split, &splits);
+      split_range(k_tiles, split, splits, &kt_begin, &kt_end);
       if constexpr (C::Pingpong) {
         if (local_unit % 2 != consumer) {
           // The other warpgroup's unit: its K tiles fill the ring's next kt_end - kt_begin stages.
@@ -641,72 +664,78 @@ __device__ __forceinline__ void gemm_body(const TensorMap& a, const TensorMap& b
       if constexpr (C::BOperands == 2) wgmma::fence(acc2);
       if (kt_end > kt_begin) release(previous);
 
-      if constexpr (C::SplitK > 1) {
-        // ---- Split-K merge (config.cuh, SplitKWorkspace) ----
-        // This warp's 16 × BN slice: BN/8 float4 per lane, float4 j of lane l at (32·j + l)·4.
-        constexpr int Slice = 16 * C::BN;
-        constexpr int Vectors = C::BN / 8;
-        const long long tile = static_cast<long long>(t) * C::ClusterSize + rank;
-        const int slice = row_block * 4 + warp;  // 16-row slice of the tile
-        float* own = workspace.partials + ((tile * C::SplitK + split) * C::BM / 16 + slice) * Slice;
+      // Split-K's splits, or the tail split's (TailSplit > 1 needs SplitK 1); a unit merges when its tile
+      // unit is split (always with SplitK > 1; in the tail with TailSplit > 1).
+      constexpr int kSplits = C::SplitK > 1 ? C::SplitK : C::TailSplit;
+      if constexpr (kSplits > 1) {
+        if (splits > 1) {
+          // ---- Split-K merge (config.cuh, SplitKWorkspace) ----
+          // This warp's 16 × BN slice: BN/8 float4 per lane, float4 j of lane l at (32·j + l)·4. The tail
+          // split's workspace holds the tail's tile units only (tail_split_workspace_floats).
+          constexpr int Slice = 16 * C::BN;
+          constexpr int Vectors = C::BN / 8;
+          const long long tile = static_cast<long long>(C::SplitK > 1 ? t : t - full_units) * C::ClusterSize + rank;
+          const int slice = row_block * 4 + warp;  // 16-row slice of the tile
+          float* own = workspace.partials + ((tile * kSplits + split) * C::BM / 16 + slice) * Slice;
 #pragma unroll
-        for (int j = 0; j < Vectors; ++j)
-          __stcg(reinterpret_cast<float4*>(own) + 32 * j + lane,
-                 make_float4(acc(4 * j), acc(4 * j + 1), acc(4 * j + 2), acc(4 * j + 3)));
-        __threadfence();
-        __syncwarp();
-        unsigned* counter = workspace.counters + tile * (C::BM / 16) + slice;
-        unsigned arrived = 0;
-        if (lane == 0) arrived = detail::counter_arrive(counter);
-        arrived = __shfl_sync(0xffffffffu, arrived, 0);
-        if (arrived != static_cast<unsigned>(C::SplitK - 1)) continue;  // another split merges
-        __threadfence();
-        // The last split: acc = partial 0 + partial 1 + … in split order, every partial (its own too, which
-        // it just stored) read back from L2. Loop order: chunks of Chunk float4 per lane, then splits, so
-        // each split's Chunk loads are in flight together (a split-inner loop serialized one L2 round trip
-        // per float4: measured 2026-11-26, the merge then cost more than the split saved).
-        const float* first = workspace.partials + (tile * C::SplitK * C::BM / 16 + slice) * Slice;
-        // 8 float4 per split in flight where they divide BN/8 (BN a multiple of 64), else 4 or 2.
-        constexpr int Chunk = Vectors % 8 == 0 ? 8 : Vectors % 4 == 0 ? 4 : 2;
-        static_assert(Vectors % Chunk == 0, "the merge's chunks must tile BN/8");
-        // Adds split s's Chunk float4 at j0 into sum (the first split initialises it).
-        auto add_split = [&](int s, int j0, float4 (&sum)[Chunk]) {
-          const float4* part = reinterpret_cast<const float4*>(first + static_cast<long long>(s) * C::BM / 16 * Slice) + 32 * j0 + lane;
-          float4 v[Chunk];
+          for (int j = 0; j < Vectors; ++j)
+            __stcg(reinterpret_cast<float4*>(own) + 32 * j + lane,
+                   make_float4(acc(4 * j), acc(4 * j + 1), acc(4 * j + 2), acc(4 * j + 3)));
+          __threadfence();
+          __syncwarp();
+          unsigned* counter = workspace.counters + tile * (C::BM / 16) + slice;
+          unsigned arrived = 0;
+          if (lane == 0) arrived = detail::counter_arrive(counter);
+          arrived = __shfl_sync(0xffffffffu, arrived, 0);
+          if (arrived != static_cast<unsigned>(kSplits - 1)) continue;  // another split merges
+          __threadfence();
+          // The last split: acc = partial 0 + partial 1 + … in split order, every partial (its own too, which
+          // it just stored) read back from L2. Loop order: chunks of Chunk float4 per lane, then splits, so
+          // each split's Chunk loads are in flight together (a split-inner loop serialized one L2 round trip
+          // per float4: measured 2026-11-26, the merge then cost more than the split saved).
+          const float* first = workspace.partials + (tile * kSplits * C::BM / 16 + slice) * Slice;
+          // 8 float4 per split in flight where they divide BN/8 (BN a multiple of 64), else 4 or 2.
+          constexpr int Chunk = Vectors % 8 == 0 ? 8 : Vectors % 4 == 0 ? 4 : 2;
+          static_assert(Vectors % Chunk == 0, "the merge's chunks must tile BN/8");
+          // Adds split s's Chunk float4 at j0 into sum (the first split initialises it).
+          auto add_split = [&](int s, int j0, float4 (&sum)[Chunk]) {
+            const float4* part = reinterpret_cast<const float4*>(first + static_cast<long long>(s) * C::BM / 16 * Slice) + 32 * j0 + lane;
+            float4 v[Chunk];
 #pragma unroll
-          for (int j = 0; j < Chunk; ++j) v[j] = __ldcg(part + 32 * j);
+            for (int j = 0; j < Chunk; ++j) v[j] = __ldcg(part + 32 * j);
 #pragma unroll
-          for (int j = 0; j < Chunk; ++j) {
-            if (s == 0) {
-              sum[j] = v[j];
+            for (int j = 0; j < Chunk; ++j) {
+              if (s == 0) {
+                sum[j] = v[j];
+              } else {
+                sum[j].x += v[j].x;
+                sum[j].y += v[j].y;
+                sum[j].z += v[j].z;
+                sum[j].w += v[j].w;
+              }
+            }
+          };
+#pragma unroll
+          for (int j0 = 0; j0 < Vectors; j0 += Chunk) {
+            float4 sum[Chunk];
+            if constexpr (C::BN > 128) {
+              // 128 accumulators per thread: one split's loads in flight at a time (unrolled, ptxas spills).
+#pragma unroll 1
+              for (int s = 0; s < kSplits; ++s) add_split(s, j0, sum);
             } else {
-              sum[j].x += v[j].x;
-              sum[j].y += v[j].y;
-              sum[j].z += v[j].z;
-              sum[j].w += v[j].w;
+#pragma unroll
+              for (int s = 0; s < kSplits; ++s) add_split(s, j0, sum);
+            }
+#pragma unroll
+            for (int j = 0; j < Chunk; ++j) {
+              acc(4 * (j0 + j)) = sum[j].x;
+              acc(4 * (j0 + j) + 1) = sum[j].y;
+              acc(4 * (j0 + j) + 2) = sum[j].z;
+              acc(4 * (j0 + j) + 3) = sum[j].w;
             }
           }
-        };
-#pragma unroll
-        for (int j0 = 0; j0 < Vectors; j0 += Chunk) {
-          float4 sum[Chunk];
-          if constexpr (C::BN > 128) {
-            // 128 accumulators per thread: one split's loads in flight at a time (unrolled, ptxas spills).
-#pragma unroll 1
-            for (int s = 0; s < C::SplitK; ++s) add_split(s, j0, sum);
-          } else {
-#pragma unroll
-            for (int s = 0; s < C::SplitK; ++s) add_split(s, j0, sum);
-          }
-#pragma unroll
-          for (int j = 0; j < Chunk; ++j) {
-            acc(4 * (j0 + j)) = sum[j].x;
-            acc(4 * (j0 + j) + 1) = sum[j].y;
-            acc(4 * (j0 + j) + 2) = sum[j].z;
-            acc(4 * (j0 + j) + 3) = sum[j].w;
-          }
+          if (lane == 0) *counter = 0u;  // ready for the next launch (or graph replay)
         }
-        if (lane == 0) *counter = 0u;  // ready for the next launch (or graph replay)
       }
 
       // ---- Epilogue: the m64nBNk accumulator layout ----

@@ -101,7 +101,7 @@ LoadedProgram load(const KernelProgram& program, const CudaCodegenOptions& codeg
   for (auto& k : generated.kernels) {
     loaded.functions.push_back(loaded.module.get_function(k.name));
     SplitKBuffers buffers;
-    if (k.gemm && k.gemm->split_k > 1) {
+    if (k.gemm && (k.gemm->split_k > 1 || k.gemm->tail_split > 1)) {
       buffers.partials = runtime::DeviceBuffer(static_cast<size_t>(k.gemm->workspace_floats) * 4);
       buffers.counters = runtime::DeviceBuffer(static_cast<size_t>(k.gemm->counters) * 4);
       runtime::fill_u32(buffers.counters.pointer(), 0, static_cast<size_t>(k.gemm->counters));
@@ -183,7 +183,7 @@ void launch_gemm_skeleton(const runtime::Function& function, const GemmSkeletonL
   struct {  // solder::gemm::SplitKWorkspace
     runtime::DevicePtr partials, counters;
   } workspace{split_k.partials.pointer(), split_k.counters.pointer()};
-  if (g.split_k > 1 && (!workspace.partials || !workspace.counters))
+  if ((g.split_k > 1 || g.tail_split > 1) && (!workspace.partials || !workspace.counters))
     throw Error("GPU run: the split-K kernel has no workspace (please report)");
   if (g.b2) {
     runtime::TensorMapBytes b2 = map(*g.b2, "B2");

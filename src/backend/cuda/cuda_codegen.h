@@ -61,6 +61,9 @@ struct GemmSkeletonLaunch {
   // Split-K (Config's SplitK): the launcher provides, once per loaded module, `workspace_floats` f32 of
   // partials and `counters` zeroed unsigned counters (solder::gemm::SplitKWorkspace; both 0 for split 1).
   int split_k = 1;
+  // The tail split (Config's TailSplit, $SOLDER_GEMM_TAIL_SPLIT): the persistent grid's partial last wave
+  // split over K in tail_split units each; its workspace is sized as split-K's (the tail's tiles only).
+  int tail_split = 1;
   bool pingpong = false;  // the Config's Pingpong: two consumer warpgroups on alternate tiles (BM 64)
   int64_t workspace_floats = 0, counters = 0;
   // The operand-prologue path (gemm_prologue_writer.h): the kernel takes (a, b, shape, prologue,

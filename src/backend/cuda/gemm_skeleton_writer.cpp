@@ -36,6 +36,32 @@ struct Tile {
 
 }  // namespace
 
+int gemm_tail_split(int64_t tile_units, int clusters, int k_tiles, const std::string& setting) {
+  if (setting.empty() || setting == "0") return 1;
+  const int tail = solder::gemm::tail_tile_units(tile_units, clusters);
+  if (setting == "auto") {
+    if (tail == 0) return 1;
+    int best = 1;
+    double best_time = 1.0;  // the unsplit last wave: one tile's time
+    for (int s = 2; s <= 8; ++s) {
+      if (k_tiles < 4 * s) break;
+      const double time = static_cast<double>((static_cast<int64_t>(tail) * s + clusters - 1) / clusters) / s;
+      if (time < best_time - 1e-9) {
+        best = s;
+        best_time = time;
+      }
+    }
+    return best_time <= 0.8 ? best : 1;
+  }
+  char* end = nullptr;
+  const long value = std::strtol(setting.c_str(), &end, 10);
+  if (!end || *end != '\0' || value < 1 || value > 16) {
+    std::fprintf(stderr, "solder: SOLDER_GEMM_TAIL_SPLIT='%s' is not auto or a split in 1..16; ignored\n", setting.c_str());
+    return 1;
+  }
+  return tail > 0 && value > 1 && k_tiles >= 4 * value ? static_cast<int>(value) : 1;
+}
+
 int gemm_row_store_mode_from_env() {
   const char* env = std::getenv("SOLDER_GEMM_EPILOGUE");
   if (!env || !*env) return -1;
@@ -100,6 +126,29 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
                   ((p.m + chosen.bm - 1) / chosen.bm) * ((p.n + chosen.bn - 1) / chosen.bn) * p.batch, chosen.pingpong};
   const int cluster = tile.cluster_m * tile.cluster_n;
   const std::string plan_note = choice.why;
+  const bool dual = p.b2.has_value();  // a paired contract: the dual-B configuration
+  // The persistent grid: at most the clusters resident at once (one block per SM; the DSM table's
+  // measured count for clusters, which GPC boundaries limit), never more than the work units.
+  const int64_t tile_units = (((p.m + tile.bm - 1) / tile.bm + tile.cluster_m - 1) / tile.cluster_m) *
+                             (((p.n + tile.bn - 1) / tile.bn + tile.cluster_n - 1) / tile.cluster_n) * p.batch;
+  const int64_t units = tile_units * tile.split_k;
+  int64_t resident = kSmCount;
+  if (cluster > 1) {
+    GemmConfig per_block = chosen;
+    per_block.bn = tile.bn * (dual ? 2 : 1);  // the ring's bytes per stage, as the cost model sees them
+    resident = std::min<int64_t>(resident, concurrent_ctas(per_block, program.find_global(c.dst.name)->dtype, default_hardware()));
+  }
+  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(units, resident / cluster));
+  // The tail split (A/B knob $SOLDER_GEMM_TAIL_SPLIT, off by default): the cooperative single-B
+  // schedule without split-K only (config.cuh's TailSplit limits).
+  int tail_split = 1;
+  if (!tile.pingpong && tile.split_k == 1 && !dual) {
+    const char* env = std::getenv("SOLDER_GEMM_TAIL_SPLIT");
+    const int64_t bk = 128 / dtype_bytes(p.a.dtype);  // Config::BK
+    tail_split = gemm_tail_split(tile_units, static_cast<int>(clusters), static_cast<int>((p.k + bk - 1) / bk),
+                                 env ? std::string(env) : std::string());
+  }
+  const int tail_units = tail_split > 1 ? solder::gemm::tail_tile_units(tile_units, static_cast<int>(clusters)) : 0;
 
   GemmSkeletonLaunch launch;
   auto operand = [&](const GemmSkeletonOperand& o, int tile_rows) { return skeleton_launch_operand(program, o, tile_rows); };
@@ -109,7 +158,6 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   launch.b = operand(p.b, p.b.k_major ? tile.bn / tile.cluster_m : tile.bn);
   // An N-major B shared along M whose 64-wide boxes do not deal out (Config::BSplitK): K rows of each box.
   if (!p.b.k_major && tile.cluster_m > 1 && (tile.bn / 64) % tile.cluster_m != 0) launch.b.box_k = launch.b.tile_k / tile.cluster_m;
-  const bool dual = p.b2.has_value();  // a paired contract: the dual-B configuration
   if (dual) launch.b2 = operand(*p.b2, tile.bn);
   if (p.second) {  // K ranges: the second range's maps have the first's boxes
     launch.a_second = operand(p.second->a, launch.a.tile_rows);
@@ -133,6 +181,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
     config << ", " << tile.cluster_m << ", 16, 1, 1, " << tile.cluster_n << ", true";
   else if (tile.cluster_n > 1) config << ", " << tile.cluster_m << ", 16, " << tile.split_k << ", " << (dual ? 2 : 1) << ", " << tile.cluster_n;
   else if (dual) config << ", " << tile.cluster_m << ", 16, 1, 2";
+  else if (tail_split > 1) config << ", " << tile.cluster_m << ", 16, 1, 1, " << tile.cluster_n << ", false, " << tail_split;
   else if (tile.split_k > 1 || tile.cluster_m > 1) config << ", " << tile.cluster_m << ", 16, " << tile.split_k;
   config << ">";
   launch.config = config.str();
@@ -152,6 +201,11 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
     shape.batch = launch.batch;
     launch.workspace_floats = solder::gemm::splitk_workspace_floats(tile.bm, tile.bn, tile.cluster_m, tile.split_k, shape, tile.cluster_n);
     launch.counters = solder::gemm::splitk_counters(tile.bm, tile.bn, tile.cluster_m, tile.split_k, shape, tile.cluster_n);
+  }
+  launch.tail_split = tail_split;
+  if (tail_split > 1) {
+    launch.workspace_floats = solder::gemm::tail_split_workspace_floats(tile.bm, tile.bn, cluster, tail_split, tail_units);
+    launch.counters = solder::gemm::tail_split_counters(tile.bm, cluster, tail_split, tail_units);
   }
 
   // The epilogue: every global as a member (the launcher passes their pointers in this order).
@@ -174,6 +228,10 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   if (tile.split_k > 1)
     out << "\n// split-K " << tile.split_k << ": partials merged in the kernel through a global workspace of " << launch.workspace_floats
         << " f32 and " << launch.counters << " counters (the launcher's)";
+  if (tail_split > 1)
+    out << "\n// tail split " << tail_split << ": the last " << tail_units << " of " << tile_units << " tile units (a partial wave of "
+        << clusters << " persistent clusters) split over K in " << tail_split << ", merged through a global workspace of "
+        << launch.workspace_floats << " f32 and " << launch.counters << " counters (the launcher's; SOLDER_GEMM_TAIL_SPLIT)";
   if (tile.pingpong)
     out << "\n// ping-pong schedule: two consumer warpgroups take the block's tiles in turn, one's epilogue under the "
            "other's main loop";
@@ -268,18 +326,9 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   result.info.name = name;
   const int threads = 128 * ((tile.pingpong ? 2 : tile.bm / 64) + 1);  // Config::Threads
   result.info.threads = threads;
-  // The persistent grid: at most the clusters resident at once (one block per SM; the DSM table's
-  // measured count for clusters, which GPC boundaries limit), never more than the work units.
+  // The persistent grid (clusters, above): the tail split's tail is counted on the same grid.
   result.info.cluster = cluster;
-  const int64_t units = (((p.m + tile.bm - 1) / tile.bm + tile.cluster_m - 1) / tile.cluster_m) *
-                        (((p.n + tile.bn - 1) / tile.bn + tile.cluster_n - 1) / tile.cluster_n) * p.batch * tile.split_k;
-  int64_t resident = kSmCount;
-  if (cluster > 1) {
-    GemmConfig per_block = chosen;
-    per_block.bn = tile.bn * (dual ? 2 : 1);  // the ring's bytes per stage, as the cost model sees them
-    resident = std::min<int64_t>(resident, concurrent_ctas(per_block, program.find_global(c.dst.name)->dtype, default_hardware()));
-  }
-  result.info.blocks = std::max<int64_t>(1, std::min<int64_t>(units, resident / cluster)) * cluster;
+  result.info.blocks = clusters * cluster;
   // The ring, its barriers and the staged epilogue's buffer where it fits (config.cuh: Config::SmemBytes).
   result.info.shared_bytes = solder::gemm::gemm_smem_bytes(tile.bm, tile.bn, tile.stages, dual ? 2 : 1, tile.pingpong);
   result.info.gemm = launch;

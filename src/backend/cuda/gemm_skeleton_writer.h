@@ -6,6 +6,7 @@
 // program's tensors, plus the launch (tensor maps, shape, grid) the runtime needs.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,15 @@ GemmSkeletonLaunch::Operand skeleton_launch_operand(const KernelProgram& program
 // 0, "registers" 1, "staged" 2; -1 when unset (the skeleton's default, staged) or not one of those
 // (with a warning on stderr).
 int gemm_row_store_mode_from_env();
+
+// The tail split (Config::TailSplit, config.cuh) for a persistent launch of `tile_units` tile units on
+// `clusters` clusters with `k_tiles` K tiles per tile, as `setting` ($SOLDER_GEMM_TAIL_SPLIT) asks: empty
+// or "0", 1 (main's behaviour: no split); "auto", the S in 2 … 8 that ends the partial last wave soonest
+// (ceil(tail · S / clusters) / S of a whole tile's time, tail = tile_units % clusters), where that is at
+// most 0.8 of a tile and every split keeps at least 4 K tiles, else 1; an integer S in 2 … 16, that S
+// where a partial wave exists and K has 4 · S tiles, else 1. No split without a full wave before the tail
+// (tile_units <= clusters: split-K's case). Anything else: a warning on stderr, 1.
+int gemm_tail_split(int64_t tile_units, int clusters, int k_tiles, const std::string& setting);
 
 // The solder::gemm::Dtype enumerator of a narrow float dtype ("solder::gemm::Dtype::bf16", ...).
 const char* skeleton_dtype_name(DType t);

@@ -277,12 +277,29 @@ void launch_dual(const TensorMap& a, const TensorMap& b, const TensorMap& b2, co
   CUDA_CHECK(cudaGetLastError());
 }
 
-// Split-K's workspace for C on `shape`, counters zeroed (nothing allocated when SplitK is 1).
+// The tail split's tail (Config::TailSplit) of C on `shape` looped over by `persistent_blocks` blocks: the
+// tile units of the partial last wave (0 without persistent blocks or without a tail split).
 template <class C>
-solder::gemm::SplitKWorkspace make_workspace(const GemmShape& shape) {
+int tail_units_of(const GemmShape& shape, int persistent_blocks) {
+  if (C::TailSplit <= 1 || persistent_blocks <= 0) return 0;
+  return solder::gemm::tail_tile_units(solder::gemm::total_units(C{}, shape), persistent_blocks / C::ClusterSize);
+}
+// Split-K's workspace for C on `shape`, counters zeroed (nothing allocated when SplitK is 1); with a
+// tail split, the tail's workspace for `persistent_blocks` blocks (config.cuh, tail_split_workspace_floats).
+template <class C>
+long long workspace_counters(const GemmShape& shape, int persistent_blocks = 0) {
+  if constexpr (C::TailSplit > 1)
+    return solder::gemm::tail_split_counters(C::BM, C::ClusterSize, C::TailSplit, tail_units_of<C>(shape, persistent_blocks));
+  else
+    return solder::gemm::splitk_counters(C{}, shape);
+}
+template <class C>
+solder::gemm::SplitKWorkspace make_workspace(const GemmShape& shape, int persistent_blocks = 0) {
   solder::gemm::SplitKWorkspace w;
-  const long long floats = solder::gemm::splitk_workspace_floats(C{}, shape);
-  const long long counters = solder::gemm::splitk_counters(C{}, shape);
+  long long floats = solder::gemm::splitk_workspace_floats(C{}, shape);
+  if constexpr (C::TailSplit > 1)
+    floats = solder::gemm::tail_split_workspace_floats(C::BM, C::BN, C::ClusterSize, C::TailSplit, tail_units_of<C>(shape, persistent_blocks));
+  const long long counters = workspace_counters<C>(shape, persistent_blocks);
   if (floats > 0) CUDA_CHECK(cudaMalloc(&w.partials, size_t(floats) * sizeof(float)));
   if (counters > 0) {
     CUDA_CHECK(cudaMalloc(&w.counters, size_t(counters) * sizeof(unsigned)));

@@ -5,6 +5,7 @@
 // and column scales after the dot product, f32 and bf16 (pair hook) outputs; split-K 2, 3, 4 and 8 for
 // every dtype (ragged K ranges, splits with no K tile, a cluster), whose counters must be zero again
 // after every launch, and which also runs as a CUDA graph replayed twice (checked after each replay);
+// the tail split (the persistent launch's partial last wave split over K: " t" in the names) likewise;
 // dual-B configurations (two B operands over one A: both products, and silu(acc)·acc2 as gated FFN);
 // programmatic dependent launch: a chain C = A·B (bf16), E = C·D launched with the programmatic stream
 // serialization attribute, directly and as a CUDA graph of several chains, C and E poisoned first, so a
@@ -104,15 +105,17 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
   shape.batch = c.batch;
   shape.broadcast_b = c.broadcast_b ? 1 : 0;
   E epilogue{static_cast<decltype(E::out)>(out), ld, batch_stride, d_row, d_col};
-  solder::gemm::SplitKWorkspace workspace = make_workspace<C>(shape);
-  const long long counters = solder::gemm::splitk_counters(C{}, shape);
   std::vector<float> got(count);
   // One block (cluster) per work unit, then 3 persistent blocks (2 clusters of 2 or 4) looping over the
-  // units; with split-K also a CUDA graph of the persistent launch, replayed twice (modes 2 and 3).
+  // units; with split-K or a tail split also a CUDA graph of the persistent launch, replayed twice (modes
+  // 2 and 3). The tail split splits the persistent launches' partial last wave only.
   const int persistent_blocks = C::ClusterSize == 1 ? 3 : 2 * C::ClusterSize;
+  solder::gemm::SplitKWorkspace workspace = make_workspace<C>(shape, persistent_blocks);
+  const long long counters = workspace_counters<C>(shape, persistent_blocks);
+  constexpr bool kMerges = C::SplitK > 1 || C::TailSplit > 1;
   cudaGraphExec_t graph_exec = nullptr;
   cudaStream_t stream = nullptr;
-  if (C::SplitK > 1) {
+  if (kMerges) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     launch<C>(map_a, map_b, shape, epilogue, stream, persistent_blocks, workspace);  // attributes set outside the capture
     CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -124,7 +127,7 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
     CUDA_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
     CUDA_CHECK(cudaGraphDestroy(graph));
   }
-  for (int mode = 0; mode < (C::SplitK > 1 ? 4 : 2); ++mode) {
+  for (int mode = 0; mode < (kMerges ? 4 : 2); ++mode) {
     const int persistent = mode == 0 ? 0 : persistent_blocks;
     ++cases;
     if (mode < 2) {
@@ -170,9 +173,11 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
     if (!ok) ++failures;
     const char* mode_name = mode == 0 ? "block/unit" : mode == 1 ? (C::ClusterSize == 1 ? "persistent:3" : C::ClusterSize == 2 ? "persistent:2x2" : "persistent:2x4")
                                                    : mode == 2 ? "graph replay 1" : "graph replay 2";
-    std::printf("%s %-34s %-14s M=%-5d N=%-5d K=%-5d batch=%d%s%s%s  rel_l2=%.2e worst=%.2e", ok ? "PASS" : "FAIL",
+    const int tail = mode == 0 ? 0 : tail_units_of<C>(shape, persistent_blocks);
+    std::printf("%s %-34s %-14s M=%-5d N=%-5d K=%-5d batch=%d%s%s%s%s  rel_l2=%.2e worst=%.2e", ok ? "PASS" : "FAIL",
                 config_name, mode_name, c.m, c.n, c.k, c.batch,
                 c.broadcast_b ? " bcastB" : "", c.scales ? " scales" : "", bf16_out ? " ->bf16" : " ->f32",
+                tail > 0 ? (" tail " + std::to_string(tail)).c_str() : "",
                 ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), worst);
     if (!ok) {
       const int fb = int(first / (size_t(c.m) * c.n)), fr = int(first / c.n % c.m), fc = int(first % c.n);
@@ -537,6 +542,29 @@ int main(int argc, char** argv) {
   using H_128x160_KK_k3 = Config<Dtype::f16, Dtype::f16, 128, 160, 4, true, true, 1, 16, 3>;
   run_config<Bf_64x96_KK_k2>("bf16 64x96x64 s6 A:K B:K k2", split_small, rng);
   run_config<H_128x160_KK_k3, StoreBf16>("f16 128x160x64 s4 A:K B:K k3", split_small, rng, true);
+
+  // Tail split (Config::TailSplit): the persistent launches' partial last wave (tile units % 3 blocks, or
+  // % 2 clusters) split over K, merged as split-K; the block-per-unit launch has no tail (nothing split).
+  // Shapes with and without a tail, K ranges from fewer K tiles than splits (empty splits) up, batches,
+  // a broadcast B, every layout of the 16-bit types, fp8, a 2x1 cluster, BN 256 / 128 / 64.
+  const std::vector<Case> tail = {
+      {129, 1000, 2000, 1}, {257, 600, 700, 1}, {300, 513, 300, 1},       {200, 1000, 100, 1}, {100, 300, 1500, 4},
+      {64, 64, 0, 1},       {200, 600, 700, 1}, {129, 300, 700, 2, true}, {300, 200, 129, 1},  {1000, 1000, 1024, 1},
+      {600, 600, 900, 1},
+  };
+  using Bf_128x256_KN_t5 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4, true, false, 1, 16, 1, 1, 1, false, 5>;
+  using Bf_128x256_KK_t3 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 4, true, true, 1, 16, 1, 1, 1, false, 3>;
+  using H_128x128_MN_t2 = Config<Dtype::f16, Dtype::f16, 128, 128, 5, false, false, 1, 16, 1, 1, 1, false, 2>;
+  using H_64x64_KK_t7 = Config<Dtype::f16, Dtype::f16, 64, 64, 8, true, true, 1, 16, 1, 1, 1, false, 7>;
+  using H_128x128_KK_c2_t4 = Config<Dtype::f16, Dtype::f16, 128, 128, 5, true, true, 2, 16, 1, 1, 1, false, 4>;
+  using E4_128x256_t4 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 1, 16, 1, 1, 1, false, 4>;
+  run_config<Bf_128x256_KN_t5, StoreBf16>("bf16 128x256x64 s4 A:K B:N t5", tail, rng, true);
+  run_config<Bf_128x256_KN_t5>("bf16 128x256x64 s4 A:K B:N t5", tail, rng);
+  run_config<Bf_128x256_KK_t3>("bf16 128x256x64 s4 A:K B:K t3", tail, rng);
+  run_config<H_128x128_MN_t2>("f16 128x128x64 s5 A:M B:N t2", tail, rng);
+  run_config<H_64x64_KK_t7>("f16 64x64x64 s8 A:K B:K t7", tail, rng);
+  run_config<H_128x128_KK_c2_t4>("f16 128x128x64 s5 A:K B:K c2 t4", tail, rng);
+  run_config<E4_128x256_t4, StoreBf16>("e4m3 128x256x128 s4 t4", tail, rng, true);
 
   // Dual-B: one A, two B operands (gated FFN's gate and up), f32 products and the silu-gated bf16 store.
   using Bf_64x128_KK_d = Config<Dtype::bf16, Dtype::bf16, 64, 128, 5, true, true, 1, 16, 1, 2>;

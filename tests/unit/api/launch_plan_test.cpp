@@ -77,6 +77,27 @@ TEST(ApiLaunchPlan, NoSplitKMeansNoState) {
   for (auto& slot : layout.kernels) EXPECT_EQ(slot.partials_offset, -1);
 }
 
+// A tail-split kernel (SOLDER_GEMM_TAIL_SPLIT, split-K 1) gets its workspace slot like a split-K one.
+TEST(ApiLaunchPlan, TailSplitKernelsGetTheirWorkspace) {
+  ::setenv("SOLDER_GEMM_TAIL_SPLIT", "auto", 1);
+  GeneratedModule m = unfused_for_gpu(
+      "program l2\ndim T = 4096, HID = 4096, N = 14336\nin x[T, HID] : bf16\nin w[HID, N] : bf16\n"
+      "out y[t, n] : bf16 = sum(c) x[t, c] * w[c, n]\n");
+  ::unsetenv("SOLDER_GEMM_TAIL_SPLIT");
+  ASSERT_TRUE(uses_gemm_skeleton(m));
+  const auto& gemm = m.kernels.at(0).gemm;
+  ASSERT_TRUE(gemm.has_value());
+  ASSERT_EQ(gemm->split_k, 1);
+  ASSERT_GT(gemm->tail_split, 1) << m.source;
+  SplitKLayout layout = plan_split_k(m);
+  const SplitKSlot& slot = layout.kernels.at(0);
+  EXPECT_EQ(slot.partials_offset, 0);
+  EXPECT_EQ(slot.partial_floats, gemm->workspace_floats);
+  EXPECT_EQ(slot.counter_words, gemm->counters);
+  EXPECT_EQ(layout.counter_words, static_cast<size_t>(gemm->counters));
+  EXPECT_GE(layout.bytes, layout.counters_begin + 4 * layout.counter_words);
+}
+
 TEST(ApiLaunchPlan, TensorMapsAreEncodedFromTheCallsPointers) {
   GeneratedModule m = unfused_for_gpu(kTwoGemms, kSplitTile);
   const GemmSkeletonLaunch* g = nullptr;

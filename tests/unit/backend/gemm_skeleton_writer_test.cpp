@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/gemm_skeleton_writer.h"
@@ -376,6 +377,103 @@ TEST(GemmSkeletonWriter, ClusterModulesCompileWithNvrtc) {
   }
   GeneratedModule dual = with_tile("128x64s5k1c1x2", kGated, true);
   EXPECT_FALSE(runtime::compile_cuda(dual.source, "dual_cluster.cu", flags).cubins.front().empty());
+}
+
+// The tail split (config.cuh TailSplit, $SOLDER_GEMM_TAIL_SPLIT): which S the knob gives. rmsnorm_gemm L2's
+// product (128 x 256 tiles: 1792 tile units, 64 K tiles) on 132 persistent blocks leaves a partial wave of
+// 76 tiles; split in 5 they end after ceil(380 / 132) = 3 fifths of a tile, the soonest of S 2 ... 8.
+TEST(GemmSkeletonWriter, TailSplitTakesTheSplitThatEndsThePartialWaveSoonest) {
+  EXPECT_EQ(gemm_tail_split(1792, 132, 64, ""), 1);   // unset: main's behaviour
+  EXPECT_EQ(gemm_tail_split(1792, 132, 64, "0"), 1);
+  EXPECT_EQ(gemm_tail_split(1792, 132, 64, "auto"), 5);
+  EXPECT_EQ(gemm_tail_split(2048, 132, 128, "auto"), 7);  // 8192^3: 68 left, 7 ends after 4 sevenths
+  EXPECT_EQ(gemm_tail_split(512, 132, 16, "auto"), 1);    // 116 left (0.88 of a wave): no S ends sooner by 0.2
+  EXPECT_EQ(gemm_tail_split(264, 132, 64, "auto"), 1);    // whole waves: no tail
+  EXPECT_EQ(gemm_tail_split(100, 132, 64, "auto"), 1);    // one partial wave: split-K's case, not the tail's
+  EXPECT_EQ(gemm_tail_split(1792, 132, 12, "auto"), 3);   // 12 K tiles: at most 3 splits of 4
+  EXPECT_EQ(gemm_tail_split(1792, 132, 64, "3"), 3);      // forced
+  EXPECT_EQ(gemm_tail_split(1792, 132, 8, "3"), 1);       // 8 K tiles: 3 splits would keep fewer than 4
+  EXPECT_EQ(gemm_tail_split(264, 132, 64, "3"), 1);       // no tail to split
+  EXPECT_EQ(gemm_tail_split(1792, 132, 64, "sideways"), 1);
+  EXPECT_EQ(gemm_tail_split(1792, 132, 64, "17"), 1);
+}
+
+// Every K tile of every tile unit is walked by exactly one work unit, whole-K units first, the tail's
+// splits adjacent (config.cuh tail_split_unit and split_range), for tails of every size.
+TEST(GemmSkeletonWriter, TailSplitUnitsCoverEveryKTileOnce) {
+  for (int tiles : {1, 5, 131, 132, 133, 300, 1792})
+    for (int clusters : {1, 3, 64, 132})
+      for (int split : {2, 3, 5, 7})
+        for (int k_tiles : {1, 3, 64}) {
+          const int tail = solder::gemm::tail_tile_units(tiles, clusters);
+          EXPECT_EQ(tail, tiles > clusters ? tiles % clusters : 0);
+          const int full = tiles - tail, units = full + tail * split;
+          std::vector<int> seen(static_cast<size_t>(tiles) * k_tiles, 0);
+          for (int u = 0; u < units; ++u) {
+            int t = 0, s = 0, splits = 0, begin = 0, end = 0;
+            solder::gemm::tail_split_unit(u, full, split, &t, &s, &splits);
+            ASSERT_LT(t, tiles);
+            EXPECT_EQ(splits, t < full ? 1 : split);
+            solder::gemm::split_range(k_tiles, s, splits, &begin, &end);
+            for (int k = begin; k < end; ++k) ++seen[static_cast<size_t>(t) * k_tiles + k];
+          }
+          for (int v : seen) ASSERT_EQ(v, 1) << tiles << " tiles, " << clusters << " clusters, split " << split;
+        }
+}
+
+// With the knob, the writer instantiates Config<..., TailSplit>, sizes the tail's workspace (the tail's
+// tiles only) and says so in the source; the module compiles with NVRTC. Without it, nothing changes.
+const char* kL2Gemm =
+    "program l2\n"
+    "dim T = 4096, HID = 4096, N = 14336\n"
+    "in x[T, HID] : bf16\nin w[HID, N] : bf16\n"
+    "out y[t, n] : bf16 = sum(c) x[t, c] * w[c, n]\n";
+
+TEST(GemmSkeletonWriter, TailSplitKnobSplitsThePartialWaveAndSizesItsWorkspace) {
+  GeneratedModule plain = unfused_for_gpu(kL2Gemm);
+  ASSERT_TRUE(plain.kernels.at(0).gemm.has_value());
+  const GemmSkeletonLaunch& p = *plain.kernels[0].gemm;
+  EXPECT_EQ(p.tail_split, 1);
+  EXPECT_EQ(p.workspace_floats, 0);
+  EXPECT_EQ(plain.source.find("// tail split"), std::string::npos);
+  ::setenv("SOLDER_GEMM_TAIL_SPLIT", "auto", 1);
+  GeneratedModule m = unfused_for_gpu(kL2Gemm);
+  ::unsetenv("SOLDER_GEMM_TAIL_SPLIT");
+  const GeneratedKernel& k = m.kernels.at(0);
+  ASSERT_TRUE(k.gemm.has_value());
+  const GemmSkeletonLaunch& g = *k.gemm;
+  ASSERT_EQ(g.split_k, 1) << g.config;
+  ASSERT_FALSE(g.pingpong) << g.config;
+  const int cluster = g.cluster_m * g.cluster_n;
+  const int64_t tile_units = ((4096 + g.bm * g.cluster_m - 1) / (g.bm * g.cluster_m)) * ((14336 + g.bn * g.cluster_n - 1) / (g.bn * g.cluster_n));
+  const int clusters = static_cast<int>(k.blocks / cluster);
+  const int tail = solder::gemm::tail_tile_units(tile_units, clusters);
+  ASSERT_GT(tail, 0) << g.config;
+  EXPECT_EQ(g.tail_split, gemm_tail_split(tile_units, clusters, 4096 / 64, "auto"));
+  ASSERT_GT(g.tail_split, 1);
+  EXPECT_NE(g.config.find(", false, " + std::to_string(g.tail_split) + ">"), std::string::npos) << g.config;
+  EXPECT_EQ(g.workspace_floats, static_cast<int64_t>(tail) * cluster * g.tail_split * g.bm * g.bn);
+  EXPECT_EQ(g.counters, static_cast<int64_t>(tail) * cluster * (g.bm / 16));
+  EXPECT_EQ(k.blocks, plain.kernels[0].blocks);
+  EXPECT_NE(m.source.find("// tail split " + std::to_string(g.tail_split) + ": the last " + std::to_string(tail)), std::string::npos)
+      << m.source;
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not available: " << why;
+  if (runtime::cutlass_include_dir(&why).empty()) GTEST_SKIP() << "CuTe headers not found: " << why;
+  runtime::CompileFlags flags;
+  flags.defines = {"NDEBUG"};
+  flags.use_cache = false;
+  EXPECT_FALSE(runtime::compile_cuda(m.source, "tail.cu", flags).cubins.front().empty());
+}
+
+// The knob leaves split-K, ping-pong and dual-B kernels as they are.
+TEST(GemmSkeletonWriter, TailSplitLeavesSplitKKernelsAlone) {
+  ::setenv("SOLDER_GEMM_TAIL_SPLIT", "auto", 1);
+  GeneratedModule m = unfused_for_gpu(kSkinnyGemm);
+  ::unsetenv("SOLDER_GEMM_TAIL_SPLIT");
+  ASSERT_TRUE(m.kernels.at(0).gemm.has_value());
+  ASSERT_GT(m.kernels[0].gemm->split_k, 1);
+  EXPECT_EQ(m.kernels[0].gemm->tail_split, 1);
 }
 
 }  // namespace
