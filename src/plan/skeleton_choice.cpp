@@ -133,6 +133,16 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
     options.only.push_back(c);
     if (cluster && c.cluster_m == cluster->first && c.cluster_n == cluster->second) with_cluster.push_back(c);
   }
+  // A forced tile the skeleton does not offer for this product (not in the catalogue, a split the catalogue
+  // has no axis for, a cluster that does not fit) refuses: an empty offer would let the cost model choose
+  // from the whole catalogue, and the report would call its choice forced.
+  if (forced && options.only.empty()) {
+    SkeletonChoice refused;
+    refused.why = forced_why.empty() ? "SOLDER_GEMM_TILE forces a tile the GEMM skeleton does not offer for " + describe(problem) +
+                                           " (BN a multiple of 64 for an N-major B, a split and stages of the catalogue: `solder plan` lists them)"
+                                     : forced_why;
+    return refused;
+  }
   // A/B runs: $SOLDER_GEMM_CLUSTER restricts the offer to one cluster shape where it has any.
   if (cluster && !with_cluster.empty()) options.only = with_cluster;
   GemmPlan plan = plan_gemm(problem, hw, options);

@@ -131,6 +131,25 @@ TEST(SkeletonChoice, ForcedTileMayNameACluster) {
   EXPECT_NE(c.why.find("forced by SOLDER_GEMM_TILE"), std::string::npos) << c.why;
 }
 
+TEST(SkeletonChoice, AForcedTileTheSkeletonDoesNotOfferRefuses) {
+  // 128 x 80 on an N-major B (BN not a multiple of 64) and split 10 (not on the catalogue's split axis) used
+  // to fall through to the cost model's own choice, reported as forced.
+  for (const char* tile : {"128x80s5k1", "128x128s6k10", "128x64s6"}) {
+    setenv("SOLDER_GEMM_TILE", tile, 1);
+    SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, 8960, 1536, false), MmaType::f16, DType::f16);
+    unsetenv("SOLDER_GEMM_TILE");
+    EXPECT_FALSE(c.chosen.has_value()) << tile << ": " << config_name(c.chosen->config);
+    EXPECT_NE(c.why.find("SOLDER_GEMM_TILE"), std::string::npos) << tile << ": " << c.why;
+  }
+  // A tile it offers is still taken.
+  setenv("SOLDER_GEMM_TILE", "64x128s8k2", 1);
+  SkeletonChoice c = choose_skeleton_config(skeleton_problem(128, 2560, 9728, false), MmaType::f16, DType::f16);
+  unsetenv("SOLDER_GEMM_TILE");
+  ASSERT_TRUE(c.chosen.has_value()) << c.why;
+  EXPECT_EQ(c.chosen->config.bn, 128);
+  EXPECT_EQ(c.chosen->config.split_k, 2);
+}
+
 TEST(SkeletonChoice, ForcedTileMayNameTheProductItApplies) {
   // "TILE@M,N,K" entries apply to that product only; the first entry that applies wins; a product no
   // entry names is the cost model's.
