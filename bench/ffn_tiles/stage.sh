@@ -20,10 +20,5 @@ cases() {   # every Solder step of the spots file, as a --compile-only line with
   done
 }
 cd "$dest"
-rm -rf .cache
-cases | SOLDER_CUTLASS_INCLUDE=$PWD/../cutlass SOLDER_CACHE_DIR=$PWD/.cache/kernels \
-  xargs -d '\n' -P "${JOBS:-2}" -n 1 sh -c > compile-ahead.log 2>&1 || true
-echo "stage: $(grep -c 'compiled in' compile-ahead.log) programs compiled, $(ls .cache/kernels | wc -l) kernels;" \
-  "errors: $(grep -ci 'error' compile-ahead.log)"
-tar cJf kernels.tar.xz -C .cache kernels && rm -rf .cache
+cases | bash "$root/bench/compile_ahead.sh"
 du -sh "$dest" kernels.tar.xz
