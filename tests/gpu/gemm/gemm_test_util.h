@@ -213,22 +213,22 @@ int resident_blocks() {
   return blocks;
 }
 
-// Launches gemm_kernel<C, E> on `stream` (sets the dynamic shared-memory limit once per instantiation);
-// persistent_blocks > 0: at most that many blocks, each looping over tiles; < 0: resident_blocks().
-// SplitK > 1 needs `workspace` (config.cuh: splitk_workspace_floats / splitk_counters, counters zeroed).
-// programmatic: with the programmatic stream serialization attribute (programmatic dependent launch: the
-// kernel may start before the previous one in the stream completes; gemm_body waits for it).
-template <class C, class E>
-void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epilogue, cudaStream_t stream,
-            int persistent_blocks = 0, const solder::gemm::SplitKWorkspace& workspace = {}, bool programmatic = false) {
-  static bool configured = false;
-  auto kernel = solder::gemm::gemm_kernel<C, E>;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
-    configured = true;
-  }
-  if (persistent_blocks < 0) persistent_blocks = resident_blocks<C, E>();
-  solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
+// $GEMM_TEST_FILTER: run only the configurations whose name contains it (e.g. " rows": the row-store
+// families); unset or empty: every case.
+inline bool selected(const char* config_name) {
+  const char* filter = std::getenv("GEMM_TEST_FILTER");
+  return !filter || !*filter || std::strstr(config_name, filter) != nullptr;
+}
+
+// Launches `kernel` on the geometry `g` with `smem_limit` bytes of dynamic shared memory allowed and g's
+// cluster shape as a launch attribute (without it a multicast kernel traps: illegal instruction, H100
+// 2026-11-26 20:26 UTC, the first dual-B 1x2 case); programmatic: with the programmatic stream
+// serialization attribute too (programmatic dependent launch: the kernel may start before the previous
+// one in the stream completes; gemm_body waits for it).
+template <class Kernel, class... Args>
+void launch_on(Kernel kernel, const solder::gemm::LaunchGeometry& g, int smem_limit, cudaStream_t stream, bool programmatic,
+               const Args&... args) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_limit));
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
   config.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
@@ -243,38 +243,27 @@ void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, cons
   attribute[1].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = programmatic ? 2 : 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, shape, epilogue, workspace));
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
   CUDA_CHECK(cudaGetLastError());
+}
+
+// Launches gemm_kernel<C, E> on `stream`; persistent_blocks > 0: at most that many blocks, each looping
+// over tiles; < 0: resident_blocks(). SplitK > 1 needs `workspace` (config.cuh: splitk_workspace_floats /
+// splitk_counters, counters zeroed). programmatic: see launch_on.
+template <class C, class E>
+void launch(const TensorMap& a, const TensorMap& b, const GemmShape& shape, const E& epilogue, cudaStream_t stream,
+            int persistent_blocks = 0, const solder::gemm::SplitKWorkspace& workspace = {}, bool programmatic = false) {
+  if (persistent_blocks < 0) persistent_blocks = resident_blocks<C, E>();
+  launch_on(solder::gemm::gemm_kernel<C, E>, solder::gemm::launch_config(C{}, shape, persistent_blocks), C::SmemBytes, stream,
+            programmatic, a, b, shape, epilogue, workspace);
 }
 
 // Launches gemm_dual_kernel<C, E> (C::BOperands == 2: B2's tensor map after B's), as launch() does.
 template <class C, class E>
 void launch_dual(const TensorMap& a, const TensorMap& b, const TensorMap& b2, const GemmShape& shape, const E& epilogue,
                  cudaStream_t stream, int persistent_blocks = 0) {
-  static bool configured = false;
-  auto kernel = solder::gemm::gemm_dual_kernel<C, E>;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
-    configured = true;
-  }
-  solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
-  config.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
-  config.dynamicSmemBytes = g.smem_bytes;
-  config.stream = stream;
-  // The cluster shape too (ClusterN with dual-B): without it a multicast kernel traps (illegal
-  // instruction, H100 2026-11-26 20:26 UTC: the test's first dual-B 1x2 case).
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = g.cluster[0];
-  attribute[0].val.clusterDim.y = g.cluster[1];
-  attribute[0].val.clusterDim.z = g.cluster[2];
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  solder::gemm::SplitKWorkspace workspace{};
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, b2, shape, epilogue, workspace));
-  CUDA_CHECK(cudaGetLastError());
+  launch_on(solder::gemm::gemm_dual_kernel<C, E>, solder::gemm::launch_config(C{}, shape, persistent_blocks), C::SmemBytes,
+            stream, false, a, b, b2, shape, epilogue, solder::gemm::SplitKWorkspace{});
 }
 
 // The tail split's tail (Config::TailSplit) of C on `shape` looped over by `persistent_blocks` blocks: the

@@ -32,13 +32,6 @@ namespace {
 
 int failures = 0, cases = 0;
 
-// $GEMM_TEST_FILTER: run only the configurations whose name contains it (e.g. " rows": the row-store
-// families); unset or empty: every case.
-bool selected(const char* config_name) {
-  const char* filter = std::getenv("GEMM_TEST_FILTER");
-  return !filter || !*filter || std::strstr(config_name, filter) != nullptr;
-}
-
 struct Case {
   int m, n, k, batch;
   bool broadcast_b = false;

@@ -95,22 +95,8 @@ struct RmsEpilogue {
 template <class C, class P, class E>
 void launch_prologue(const TensorMap& a, const TensorMap& b, const solder::gemm::GemmShape& shape, const P& p, const E& e,
                      int persistent_blocks) {
-  auto kernel = solder::gemm::gemm_prologue_kernel<C, P, E>;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
-  solder::gemm::LaunchGeometry g = solder::gemm::prologue_launch_config(C{}, shape, persistent_blocks);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(g.grid[0]);
-  config.blockDim = dim3(g.block[0]);
-  config.dynamicSmemBytes = g.smem_bytes;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = g.cluster[0];
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, shape, p, e));
-  CUDA_CHECK(cudaGetLastError());
+  launch_on(solder::gemm::gemm_prologue_kernel<C, P, E>, solder::gemm::prologue_launch_config(C{}, shape, persistent_blocks),
+            C::SmemBytes, cudaStream_t{}, false, a, b, shape, p, e);
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 

@@ -24,11 +24,6 @@ namespace {
 
 int failures = 0, cases = 0;
 
-bool selected(const char* config_name) {
-  const char* filter = std::getenv("GEMM_TEST_FILTER");
-  return !filter || !*filter || std::strstr(config_name, filter) != nullptr;
-}
-
 struct RangeCase {
   int m, n, k1, k2, batch;
 };
@@ -37,26 +32,8 @@ struct RangeCase {
 template <class C, class E>
 void launch_ranges(const TensorMap& a, const TensorMap& b, const TensorMap& a2, const TensorMap& b2, const GemmShape& shape, int k2,
                    const E& epilogue, int persistent_blocks, const solder::gemm::SplitKWorkspace& workspace) {
-  static bool configured = false;
-  auto kernel = solder::gemm::gemm_ranges_kernel<C, E>;
-  if (!configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
-    configured = true;
-  }
-  solder::gemm::LaunchGeometry g = solder::gemm::launch_config(C{}, shape, persistent_blocks);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
-  config.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
-  config.dynamicSmemBytes = g.smem_bytes;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = g.cluster[0];
-  attribute[0].val.clusterDim.y = g.cluster[1];
-  attribute[0].val.clusterDim.z = g.cluster[2];
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, b, a2, b2, shape, k2, epilogue, workspace));
-  CUDA_CHECK(cudaGetLastError());
+  launch_on(solder::gemm::gemm_ranges_kernel<C, E>, solder::gemm::launch_config(C{}, shape, persistent_blocks), C::SmemBytes,
+            cudaStream_t{}, false, a, b, a2, b2, shape, k2, epilogue, workspace);
 }
 
 // B's rows [k0, k0 + k) as an operand of its own: the same storage from row k0 on (N-major: k0 rows of
