@@ -1115,18 +1115,21 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     return kHeadDim == 64 && seq_k <= 1024;
   }();
   int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
-  // A staged bias at hd64 on 2 consumers in the column-sum form (evoformer's pair bias + 1e9 · (mask − 1);
-  // head dim 32 padded to 64) runs on 128-key tiles: at S2 = 256 a work tile is 2 key tiles instead of 4,
-  // half the consumers' per-key-tile hand-offs (K / V waits and releases, the issue of S and P·V, the row
-  // maxima and the rescale of O). The stage is then K + V + the 128 x 128 bf16 bias tile + 128 mask bytes
-  // (64.1 KB): 3 stages beside two Q buffers (the ring rule below). The per-score forms (the pair tile or
-  // the mask alone, $SOLDER_ATTN_STAGED_SUM=0) and one block per work tile keep 64 keys: at 128 they spill
-  // 40-80 bytes under nvcc's ptxas (the device test). $SOLDER_ATTN_BIAS_BN=64 keeps the 64-key tiles (the
-  // former Config, 6 stages; A/B runs).
+  // $SOLDER_ATTN_BIAS_BN=128 (A/B runs): a staged bias at hd64 on 2 consumers in the column-sum form
+  // (evoformer's pair bias + 1e9 · (mask − 1); head dim 32 padded to 64) on 128-key tiles: at S2 = 256 a
+  // work tile is 2 key tiles instead of 4, half the consumers' per-key-tile hand-offs (K / V waits and
+  // releases, the issue of S and P·V, the row maxima and the rescale of O); the stage is then K + V + the
+  // 128 x 128 bf16 bias tile + 128 mask bytes (64.1 KB): 3 stages beside two Q buffers (the ring rule
+  // below). Not by default: 11.9 % fewer instructions (ncu, B1), but more stalls on the MIO queue per
+  // issue (mio_throttle + short_scoreboard 0.67 -> 0.93: the bias tile's shared-memory reads, twice as many
+  // per key-tile step), and the time did not move: B1 98.7 against 99.3 us, B8 753.7 against 750.1, B32 3054.2 against 3019.5 (H200,
+  // 2026-11-28, same call, two rounds; bench/NOTES.md, evo128). The per-score forms (the pair tile or the
+  // mask alone, $SOLDER_ATTN_STAGED_SUM=0) and one block per work tile keep 64 keys under the knob too: at
+  // 128 they spill 40-80 bytes under nvcc's ptxas (the device test's first build).
   const bool staged_bn128 = staged_column_term.has_value() && kHeadDim == 64 && consumers == 2 && !data && [] {
     const char* e = std::getenv("SOLDER_ATTN_BIAS_BN");
     const char* p = std::getenv("SOLDER_ATTN_PERSISTENT");
-    return !(e && std::string(e) == "64") && !(p && std::string(p) == "0");
+    return e && std::string(e) == "128" && !(p && std::string(p) == "0");
   }();
   if (staged_bn128) bn = 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the

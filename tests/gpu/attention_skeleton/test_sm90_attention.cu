@@ -1098,7 +1098,7 @@ int main(int argc, char** argv) {
     run_staged<Config<Dtype::bf16, 64, 64, 6, 2, true, 3>, 3, true>("bf16 d64 128x64 s6 P sb3", rng, 64);
     run_staged<Config<Dtype::bf16, 64, 64, 4, 2, true, 3>, 3, true>("bf16 d64 128x64 s4 P sb3", rng, 64);
     run_staged<Config<Dtype::bf16, 64, 64, 6, 2, false, 3>, 3, true>("bf16 d64 128x64 s6 sb3", rng, 64);
-    // evoformer hd64 on 128-key tiles (the emitter's default since evo128, for the column-sum form on
+    // evoformer hd64 on 128-key tiles (the emitter's form under $SOLDER_ATTN_BIAS_BN=128, the column sum on
     // persistent blocks): 3 stages of K, V and the 128 x 128 bias tile beside two Q buffers, free consumers,
     // the gate; head dim 32 padded; with turns. (The per-score forms at 128 keys spill under nvcc's ptxas,
     // 40-80 bytes with the pair tile alone or on one block per work tile: the emitter keeps them on 64.)

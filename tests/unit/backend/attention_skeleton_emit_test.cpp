@@ -1131,7 +1131,7 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("static constexpr bool kBias = true;"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("return 1.0f * 0.125f;"), std::string::npos) << k->source;  // a = 1, scale 1 / sqrt(64)
   // the pair bias at [h, row, col] and the mask at [r, col], on global rows and columns
@@ -1149,7 +1149,7 @@ TEST(AttentionSkeletonEmit, EvoformerIsOneKernelWithBiasAndGate) {
   EXPECT_EQ(a.seq_q, 256);
   EXPECT_EQ(a.seq_k, 256);
   EXPECT_EQ(a.q.k, 64);
-  EXPECT_EQ(a.k.tile_rows, 128);  // 128-key tiles for the staged bias
+  EXPECT_EQ(a.k.tile_rows, 64);
   EXPECT_EQ(k->info.blocks, 132);  // persistent blocks, one per SM, over 2 x 1024 work tiles
   // the emitter's own schedule does not take the [rows, keys] bias tile
   std::string mma_refusal;
@@ -1163,7 +1163,7 @@ TEST(AttentionSkeletonEmit, EvoformerHeadDim32RunsPaddedInTheHd64Configuration) 
   std::string refusal;
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("if (col_ >= 32) return p_;  // padding columns"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("head dim 32 zero-padded to 64 by TMA"), std::string::npos) << k->summary;
@@ -1211,8 +1211,8 @@ TEST(AttentionSkeletonEmit, EvoformerStagesThePairBiasAndTheMaskByTma) {
   // the maps' batch (b·H + h) and row (b·S1 + r) per head
   EXPECT_NE(src.find("__device__ int bias_tile_batch(int bh_) const"), std::string::npos) << src;
   EXPECT_NE(src.find("__device__ int bias_column_row(int bh_) const"), std::string::npos) << src;
-  EXPECT_NE(k->summary.find("staged bias: the producer TMA-loads the bf16 tile pair_bias[.., row, col] of the work tile's 128 rows x 128 keys"), std::string::npos) << k->summary;
-  EXPECT_NE(k->summary.find("the 128 bytes of mask[.., col]"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("staged bias: the producer TMA-loads the bf16 tile pair_bias[.., row, col] of the work tile's 128 rows x 64 keys"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("the 64 bytes of mask[.., col]"), std::string::npos) << k->summary;
   ASSERT_TRUE(k->info.attention);
   const AttentionSkeletonLaunch& a = *k->info.attention;
   ASSERT_TRUE(a.bias_tile);
@@ -1231,7 +1231,7 @@ TEST(AttentionSkeletonEmit, EvoformerStagesThePairBiasAndTheMaskByTma) {
   EXPECT_EQ(a.bias_column->tile_rows, 1);
   EXPECT_EQ(a.bias_column->tile_k, 128);
   EXPECT_FALSE(a.bias_column->swizzle);
-  EXPECT_EQ(k->info.shared_bytes, 2 * 16384 + 2 * 3 * 16384 + 3 * (32768 + 128) + 8 * 16 + 1024);  // 2 Q buffers, 3 stages of 128 keys
+  EXPECT_EQ(k->info.shared_bytes, 2 * 16384 + 2 * 6 * 8192 + 6 * (16384 + 128) + 8 * 28 + 1024);  // 2 Q buffers, 6 stages
 }
 
 // The sigmoid gate is preloaded (functors.cuh, "Epilogue preload"): one 4-byte word of g per pair of
@@ -1258,14 +1258,14 @@ TEST(AttentionSkeletonEmit, EvoformerPreloadsTheGateAndStatesTheSchedule) {
   EXPECT_NE(src.find("__device__ void operator()(int bh_, int row_, int col_, float o0_, float o1_, const Preload& p_) const"), std::string::npos) << src;
   EXPECT_NE(k->summary.find("preloaded at the start of each work tile"), std::string::npos) << k->summary;
   EXPECT_NE(k->summary.find("schedule: heads in groups of at most one round's (66 heads x 2 query tiles)"), std::string::npos) << k->summary;
-  EXPECT_NE(k->summary.find("3-stage K/V ring"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("6-stage K/V ring"), std::string::npos) << k->summary;
 }
 
 // $SOLDER_ATTN_EPILOGUE_PRELOAD=0 reads the gate at the store (A/B runs); $SOLDER_ATTN_STAGES picks the
-// ring depth where it fits (8 does not at hd64 with the staged bias on 128-key tiles: the default 3 stays).
+// ring depth where it fits (8 does not at hd64 with the staged bias: the default 6 stays).
 TEST(AttentionSkeletonEmit, EvoformerPreloadAndStagesEnvironment) {
   setenv("SOLDER_ATTN_EPILOGUE_PRELOAD", "0", 1);
-  setenv("SOLDER_ATTN_STAGES", "2", 1);
+  setenv("SOLDER_ATTN_STAGES", "4", 1);
   Compiled c = compile("evoformer", {});
   std::string refusal;
   auto k = emit(c, &refusal);
@@ -1274,20 +1274,20 @@ TEST(AttentionSkeletonEmit, EvoformerPreloadAndStagesEnvironment) {
   ASSERT_TRUE(k) << refusal;
   EXPECT_EQ(k->source.find("kPreload"), std::string::npos) << k->source;
   EXPECT_NE(k->source.find("o0_ = value_(bh_, row_, col_, o0_);"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 2, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 4, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k->source;
   setenv("SOLDER_ATTN_STAGES", "8", 1);
   Compiled c8 = compile("evoformer", {});
   auto k8 = emit(c8, &refusal);
   unsetenv("SOLDER_ATTN_STAGES");
   ASSERT_TRUE(k8) << refusal;
-  EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k8->source;
+  EXPECT_NE(k8->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>"), std::string::npos) << k8->source;
 }
 
 // The staged bias pair_bias + 1e9 · (mask − 1) is the tile element plus a term of the column byte alone:
 // the score declares kStagedSum with that term as staged_column() (once per key column in the
 // skeleton); the second Q buffer fits beside the 6-stage ring at hd64, not beside hd128's 4 stages.
-// $SOLDER_ATTN_STAGED_SUM=0, $SOLDER_ATTN_QBUFFERS=1, $SOLDER_ATTN_FREE=0 and $SOLDER_ATTN_BIAS_BN=64 give
-// the evoformer2 form (A/B runs).
+// $SOLDER_ATTN_STAGED_SUM=0, $SOLDER_ATTN_QBUFFERS=1 and $SOLDER_ATTN_FREE=0 give the evoformer2 form (A/B
+// runs).
 TEST(AttentionSkeletonEmit, EvoformerBiasAsColumnSumAndTwoQBuffers) {
   Compiled c = compile("evoformer", {});
   std::string refusal;
@@ -1311,13 +1311,11 @@ TEST(AttentionSkeletonEmit, EvoformerBiasAsColumnSumAndTwoQBuffers) {
   setenv("SOLDER_ATTN_STAGED_SUM", "0", 1);
   setenv("SOLDER_ATTN_QBUFFERS", "1", 1);
   setenv("SOLDER_ATTN_FREE", "0", 1);
-  setenv("SOLDER_ATTN_BIAS_BN", "64", 1);
   Compiled c_old = compile("evoformer", {});
   auto k_old = emit(c_old, &refusal);
   unsetenv("SOLDER_ATTN_STAGED_SUM");
   unsetenv("SOLDER_ATTN_QBUFFERS");
   unsetenv("SOLDER_ATTN_FREE");
-  unsetenv("SOLDER_ATTN_BIAS_BN");
   ASSERT_TRUE(k_old) << refusal;
   EXPECT_EQ(k_old->source.find("kStagedSum"), std::string::npos) << k_old->source;
   EXPECT_NE(k_old->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3>;"), std::string::npos) << k_old->source;
@@ -1330,7 +1328,7 @@ TEST(AttentionSkeletonEmit, EvoformerHd64RunsOnFreeConsumers) {
   Compiled c = compile("evoformer", {{"B", 8}});
   auto k = emit(c, &refusal);
   ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k->source;
   EXPECT_NE(k->summary.find("2 free consumer warpgroups"), std::string::npos) << k->summary;
   Compiled c128 = compile("evoformer", {{"D", 128}, {"B", 8}});
   auto k128 = emit(c128, &refusal);
@@ -1341,49 +1339,50 @@ TEST(AttentionSkeletonEmit, EvoformerHd64RunsOnFreeConsumers) {
   auto k_turns = emit(c_turns, &refusal);
   unsetenv("SOLDER_ATTN_FREE");
   ASSERT_TRUE(k_turns) << refusal;
-  EXPECT_NE(k_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2>;"), std::string::npos) << k_turns->source;
+  EXPECT_NE(k_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>;"), std::string::npos) << k_turns->source;
 }
 
-// A staged bias at hd64 in the column-sum form runs on 128-key tiles (2 key tiles per work tile at S2 =
-// 256): 3 stages of K, V, the 128 x 128 bias tile and the mask bytes beside two Q buffers; hd128, the
-// per-score form ($SOLDER_ATTN_STAGED_SUM=0) and one block per work tile keep 64-key tiles;
-// $SOLDER_ATTN_BIAS_BN=64 gives the former 64-key Config on 6 stages (A/B runs).
-TEST(AttentionSkeletonEmit, EvoformerHd64RunsOn128KeyTiles) {
+// $SOLDER_ATTN_BIAS_BN=128 (A/B runs) puts a staged bias at hd64 in the column-sum form on 128-key tiles (2
+// key tiles per work tile at S2 = 256): 3 stages of K, V, the 128 x 128 bias tile and the mask bytes beside
+// two Q buffers. hd128, the per-score form ($SOLDER_ATTN_STAGED_SUM=0) and one block per work tile keep
+// 64-key tiles under it; without it the former 64-key Config on 6 stages.
+TEST(AttentionSkeletonEmit, EvoformerHd64On128KeyTilesByKnob) {
   std::string refusal;
+  setenv("SOLDER_ATTN_BIAS_BN", "128", 1);
   Compiled c = compile("evoformer", {{"B", 8}});
   auto k = emit(c, &refusal);
-  ASSERT_TRUE(k) << refusal;
-  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k->source;
-  EXPECT_NE(k->summary.find("128 query rows x 128 keys per tile"), std::string::npos) << k->summary;
-  ASSERT_TRUE(k->info.attention);
-  EXPECT_EQ(k->info.attention->k.tile_rows, 128);
-  EXPECT_EQ(k->info.attention->v.tile_rows, 128);
-  EXPECT_LE(k->info.shared_bytes, 232448);
+  Compiled c32 = compile("evoformer", {{"D", 32}});
+  auto k32 = emit(c32, &refusal);
   Compiled c128 = compile("evoformer", {{"D", 128}, {"B", 8}});
   auto k128 = emit(c128, &refusal);
-  ASSERT_TRUE(k128) << refusal;
-  EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, true, 3>;"), std::string::npos) << k128->source;
-  setenv("SOLDER_ATTN_BIAS_BN", "64", 1);
-  Compiled c64 = compile("evoformer", {{"B", 8}});
-  auto k64 = emit(c64, &refusal);
-  unsetenv("SOLDER_ATTN_BIAS_BN");
-  ASSERT_TRUE(k64) << refusal;
-  EXPECT_NE(k64->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k64->source;
-  ASSERT_TRUE(k64->info.attention);
-  EXPECT_EQ(k64->info.attention->k.tile_rows, 64);
-  EXPECT_EQ(k64->info.shared_bytes, 2 * 16384 + 2 * 6 * 8192 + 6 * (16384 + 128) + 8 * 28 + 1024);
   setenv("SOLDER_ATTN_STAGED_SUM", "0", 1);
   Compiled c_per_score = compile("evoformer", {{"B", 8}});
   auto k_per_score = emit(c_per_score, &refusal);
   unsetenv("SOLDER_ATTN_STAGED_SUM");
-  ASSERT_TRUE(k_per_score) << refusal;
-  EXPECT_NE(k_per_score->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k_per_score->source;
   setenv("SOLDER_ATTN_PERSISTENT", "0", 1);
   Compiled c_blocks = compile("evoformer", {{"B", 8}});
   auto k_blocks = emit(c_blocks, &refusal);
   unsetenv("SOLDER_ATTN_PERSISTENT");
-  ASSERT_TRUE(k_blocks) << refusal;
+  unsetenv("SOLDER_ATTN_BIAS_BN");
+  ASSERT_TRUE(k && k32 && k128 && k_per_score && k_blocks) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("128 query rows x 128 keys per tile, 3-stage K/V ring"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("of the work tile's 128 rows x 128 keys"), std::string::npos) << k->summary;
+  ASSERT_TRUE(k->info.attention);
+  EXPECT_EQ(k->info.attention->k.tile_rows, 128);
+  EXPECT_EQ(k->info.attention->v.tile_rows, 128);
+  EXPECT_EQ(k->info.shared_bytes, 2 * 16384 + 2 * 3 * 16384 + 3 * (32768 + 128) + 8 * 16 + 1024);  // 2 Q buffers, 3 stages
+  EXPECT_NE(k32->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k32->source;
+  EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, true, 3>;"), std::string::npos) << k128->source;
+  EXPECT_NE(k_per_score->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k_per_score->source;
   EXPECT_NE(k_blocks->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, false, 3>;"), std::string::npos) << k_blocks->source;
+  // the default: 64-key tiles
+  Compiled c64 = compile("evoformer", {{"B", 8}});
+  auto k64 = emit(c64, &refusal);
+  ASSERT_TRUE(k64) << refusal;
+  EXPECT_NE(k64->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k64->source;
+  ASSERT_TRUE(k64->info.attention);
+  EXPECT_EQ(k64->info.attention->k.tile_rows, 64);
 }
 
 // A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
