@@ -1115,6 +1115,23 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     return kHeadDim == 64 && seq_k <= 1024;
   }();
   int bn = kHeadDim == 256 || with_bias || data_bn64 ? 64 : 128;
+  // $SOLDER_ATTN_BIAS_BN=128 (A/B runs): a staged bias at hd64 on 2 consumers in the column-sum form
+  // (evoformer's pair bias + 1e9 · (mask − 1); head dim 32 padded to 64) on 128-key tiles: at S2 = 256 a
+  // work tile is 2 key tiles instead of 4, half the consumers' per-key-tile hand-offs (K / V waits and
+  // releases, the issue of S and P·V, the row maxima and the rescale of O); the stage is then K + V + the
+  // 128 x 128 bf16 bias tile + 128 mask bytes (64.1 KB): 3 stages beside two Q buffers (the ring rule
+  // below). Not by default: 11.9 % fewer instructions (ncu, B1), but more stalls on the MIO queue per
+  // issue (mio_throttle + short_scoreboard 0.67 -> 0.93: the bias tile's shared-memory reads, twice as many
+  // per key-tile step), and the time did not move: B1 98.7 against 99.3 us, B8 753.7 against 750.1, B32 3054.2 against 3019.5 (H200,
+  // 2026-11-28, same call, two rounds; bench/NOTES.md, evo128). The per-score forms (the pair tile or the
+  // mask alone, $SOLDER_ATTN_STAGED_SUM=0) and one block per work tile keep 64 keys under the knob too: at
+  // 128 they spill 40-80 bytes under nvcc's ptxas (the device test's first build).
+  const bool staged_bn128 = staged_column_term.has_value() && kHeadDim == 64 && consumers == 2 && !data && [] {
+    const char* e = std::getenv("SOLDER_ATTN_BIAS_BN");
+    const char* p = std::getenv("SOLDER_ATTN_PERSISTENT");
+    return e && std::string(e) == "128" && !(p && std::string(p) == "0");
+  }();
+  if (staged_bn128) bn = 128;
   // Two Q buffers on persistent short rows with the plain score at hd64 (vanilla, gqa, causal, and the
   // short masked rows of sliding_window and prefix_lm): the producer loads the next work tile's Q, then
   // its K and V, while the consumers still run this tile, instead of waiting until every consumer has
@@ -1169,10 +1186,11 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     stagger = 0;
   }
   if (staged_bits) {
-    // A staged bias: as deep a ring as shared memory holds, up to 6 stages (hd64: Q 16 KB + 6 x 32.1 KB
-    // of K, V, bias tile and column bytes; hd128: 4), so that the producer runs more than one work tile
-    // (4 key tiles at S2 = 256) ahead of the consumers. Then a second Q buffer where it fits beside that
-    // ring without taking a stage (hd64: 2 x 16 KB + 6 stages = 226 KB; hd128 keeps one): the producer
+    // A staged bias: as deep a ring as shared memory holds, up to 6 stages (hd64 on 64-key tiles: Q 16 KB
+    // + 6 x 32.1 KB of K, V, bias tile and column bytes; on 128-key tiles 3 x 64.1 KB; hd128: 4), so that
+    // the producer runs a work tile (4 or 2 key tiles at S2 = 256) ahead of the consumers. Then a second Q
+    // buffer where it fits beside that ring without taking a stage (hd64: 2 x 16 KB + 6 x 32.1 KB = 226 KB,
+    // or + 3 x 64.1 KB = 224 KB; hd128 keeps one): the producer
     // loads the next work tile's Q as soon as the ring has room, not only once both consumers have issued
     // this tile's last S. $SOLDER_ATTN_STAGES=N (2..8) overrides the depth where N stages fit, and
     // $SOLDER_ATTN_QBUFFERS=1 keeps one Q buffer (A/B runs).

@@ -635,14 +635,15 @@ inline TensorMap make_byte_map(const unsigned char* device, int rows, int cols, 
 
 // Gated: evoformer's whole kernel form (the staged bias and the sigmoid gate preloaded by the epilogue),
 // with more ragged key counts (S2 = 192 and 264: a work tile of 3 and 5 key tiles, more than one tile
-// per ring pass at 4 and 6 stages).
+// per ring pass at 4 and 6 stages; S2 = 200: a ragged last key tile of 72 keys on 128-key tiles, 8 on
+// 64-key tiles).
 template <class C, int Bits, bool Gated = false, class Score = StagedBiasScore<Bits>>
 void run_staged(const char* name, std::mt19937& rng, int D) {
   const float log2e = 1.4426950408889634f;
   char label[96];
   std::vector<Case> shapes = {Case{2, 3, 3, 100, 100, 0}, Case{1, 2, 2, 129, 300, 8}, Case{2, 4, 4, 256, 256, 0}, Case{1, 1, 1, 17, 1, 0},
                               Case{1, 2, 2, 200, 72, 0}};
-  if (Gated) shapes.insert(shapes.end(), {Case{3, 4, 4, 192, 192, 0}, Case{2, 3, 3, 264, 264, 8}, Case{1, 5, 5, 256, 40, 0}});
+  if (Gated) shapes.insert(shapes.end(), {Case{3, 4, 4, 192, 192, 0}, Case{2, 3, 3, 264, 264, 8}, Case{1, 5, 5, 256, 40, 0}, Case{2, 3, 3, 200, 200, 0}});
   for (const Case& c : shapes) {
     const int pair_ld = (c.seq_k + 7) / 8 * 8, keep_ld = (c.seq_k + 15) / 16 * 16;
     Tensor pair = make_tensor(Dtype::bf16, c.heads, c.seq_q, c.seq_k, pair_ld, &rng, 2.0f);
@@ -1097,6 +1098,13 @@ int main(int argc, char** argv) {
     run_staged<Config<Dtype::bf16, 64, 64, 6, 2, true, 3>, 3, true>("bf16 d64 128x64 s6 P sb3", rng, 64);
     run_staged<Config<Dtype::bf16, 64, 64, 4, 2, true, 3>, 3, true>("bf16 d64 128x64 s4 P sb3", rng, 64);
     run_staged<Config<Dtype::bf16, 64, 64, 6, 2, false, 3>, 3, true>("bf16 d64 128x64 s6 sb3", rng, 64);
+    // evoformer hd64 on 128-key tiles (the emitter's form under $SOLDER_ATTN_BIAS_BN=128, the column sum on
+    // persistent blocks): 3 stages of K, V and the 128 x 128 bias tile beside two Q buffers, free consumers,
+    // the gate; head dim 32 padded; with turns. (The per-score forms at 128 keys spill under nvcc's ptxas,
+    // 40-80 bytes with the pair tile alone or on one block per work tile: the emitter keeps them on 64.)
+    run_staged<Config<Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>, 3, true, StagedSumScore>("bf16 d64 128x128 s3 P sb3 q2 Fr", rng, 64);
+    run_staged<Config<Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>, 3, true, StagedSumScore>("bf16 d64(32) 128x128 s3 P sb3 q2 Fr", rng, 32);
+    run_staged<Config<Dtype::bf16, 64, 128, 3, 2, true, 3, 2>, 3, true, StagedSumScore>("bf16 d64 128x128 s3 P sb3 q2", rng, 64);
     run_padded<Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64(32) 128x128 s4 P", rng);
     run_padded<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64(32) 192x128 s4", rng);
     // a fixed lead block in Q and K (differential attention's halves: q[b, at, h] of [B, 2, H, S, D])

@@ -1342,6 +1342,49 @@ TEST(AttentionSkeletonEmit, EvoformerHd64RunsOnFreeConsumers) {
   EXPECT_NE(k_turns->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2>;"), std::string::npos) << k_turns->source;
 }
 
+// $SOLDER_ATTN_BIAS_BN=128 (A/B runs) puts a staged bias at hd64 in the column-sum form on 128-key tiles (2
+// key tiles per work tile at S2 = 256): 3 stages of K, V, the 128 x 128 bias tile and the mask bytes beside
+// two Q buffers. hd128, the per-score form ($SOLDER_ATTN_STAGED_SUM=0) and one block per work tile keep
+// 64-key tiles under it; without it the former 64-key Config on 6 stages.
+TEST(AttentionSkeletonEmit, EvoformerHd64On128KeyTilesByKnob) {
+  std::string refusal;
+  setenv("SOLDER_ATTN_BIAS_BN", "128", 1);
+  Compiled c = compile("evoformer", {{"B", 8}});
+  auto k = emit(c, &refusal);
+  Compiled c32 = compile("evoformer", {{"D", 32}});
+  auto k32 = emit(c32, &refusal);
+  Compiled c128 = compile("evoformer", {{"D", 128}, {"B", 8}});
+  auto k128 = emit(c128, &refusal);
+  setenv("SOLDER_ATTN_STAGED_SUM", "0", 1);
+  Compiled c_per_score = compile("evoformer", {{"B", 8}});
+  auto k_per_score = emit(c_per_score, &refusal);
+  unsetenv("SOLDER_ATTN_STAGED_SUM");
+  setenv("SOLDER_ATTN_PERSISTENT", "0", 1);
+  Compiled c_blocks = compile("evoformer", {{"B", 8}});
+  auto k_blocks = emit(c_blocks, &refusal);
+  unsetenv("SOLDER_ATTN_PERSISTENT");
+  unsetenv("SOLDER_ATTN_BIAS_BN");
+  ASSERT_TRUE(k && k32 && k128 && k_per_score && k_blocks) << refusal;
+  EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("128 query rows x 128 keys per tile, 3-stage K/V ring"), std::string::npos) << k->summary;
+  EXPECT_NE(k->summary.find("of the work tile's 128 rows x 128 keys"), std::string::npos) << k->summary;
+  ASSERT_TRUE(k->info.attention);
+  EXPECT_EQ(k->info.attention->k.tile_rows, 128);
+  EXPECT_EQ(k->info.attention->v.tile_rows, 128);
+  EXPECT_EQ(k->info.shared_bytes, 2 * 16384 + 2 * 3 * 16384 + 3 * (32768 + 128) + 8 * 16 + 1024);  // 2 Q buffers, 3 stages
+  EXPECT_NE(k32->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 3, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k32->source;
+  EXPECT_NE(k128->source.find("Config<solder::gemm::Dtype::bf16, 128, 64, 4, 2, true, 3>;"), std::string::npos) << k128->source;
+  EXPECT_NE(k_per_score->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k_per_score->source;
+  EXPECT_NE(k_blocks->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, false, 3>;"), std::string::npos) << k_blocks->source;
+  // the default: 64-key tiles
+  Compiled c64 = compile("evoformer", {{"B", 8}});
+  auto k64 = emit(c64, &refusal);
+  ASSERT_TRUE(k64) << refusal;
+  EXPECT_NE(k64->source.find("Config<solder::gemm::Dtype::bf16, 64, 64, 6, 2, true, 3, 2, 0, false, true>;"), std::string::npos) << k64->source;
+  ASSERT_TRUE(k64->info.attention);
+  EXPECT_EQ(k64->info.attention->k.tile_rows, 64);
+}
+
 // A bias read the producer does not stage (here the mask as a bf16 [.., col] vector: neither a
 // [.., row, col] tile nor bool bytes) stays a bounded global read inside staged_bias(), with the reason
 // in the summary; the pair bias is still staged.

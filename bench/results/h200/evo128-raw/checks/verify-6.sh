@@ -1,0 +1,1 @@
+env  timeout 50 build/solder run --backend cuda examples/evoformer.sol --dim D=32
