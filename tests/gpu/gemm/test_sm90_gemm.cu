@@ -1,5 +1,5 @@
 // Device test of the sm_90a GEMM skeleton (device/solder/gemm/sm90_gemm.cuh) against a float64 host
-// reference of the rounded operands: every dtype (bf16, f16, e4m3, e5m2, e4m3×e5m2), every operand
+// reference of the rounded operands: every dtype (bf16, f16, e4m3, e5m2, e4m3×e5m2, tf32), every operand
 // layout of the 16-bit types (A K- or M-major, B K- or N-major), the three tile families (64×N, 128×128,
 // 128×256), ragged M/N/K (1, 17, 100, 129, 1000, K < BK, K = 0), batches and a broadcast operand, row
 // and column scales after the dot product, f32 and bf16 (pair hook) outputs; split-K 2, 3, 4 and 8 for
@@ -12,6 +12,11 @@
 // kernel that read its operand before the previous kernel completed would see NaN; row stores (the
 // value() / row_pointer() hooks: 16-byte stores per lane after a quad exchange) on the short-K shapes,
 // under each row-store schedule (direct, registers first, staged in shared memory + bulk copies).
+//
+// tf32 (f32 storage, K-major only): operands rounded to tf32 on the host as the Kernel IR's round_tf32
+// (nearest even), both consumer counts, ragged shapes, split-K, a cluster, the tail split, ping-pong and
+// the row stores; and what wgmma does with f32 operands whose low 13 bits are not zero (truncation,
+// nearest even or nearest away, whichever the results match; " tf32 bits" in the names).
 //
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
@@ -430,6 +435,67 @@ void run_pdl_chain_case(const char* config_name, int m, int n1, int k1, int n2, 
   free_operand(D);
 }
 
+// What tf32 wgmma does with the 13 low fraction bits of unrounded f32 operands: C (tf32, f32 out) on
+// operands that keep them, against three float64 references of the operands cut to tf32 (truncation),
+// rounded to nearest even (cvt.rn) and to nearest away from zero (cvt.rna). Passes when exactly one
+// model explains every element within the f32 accumulation's error (1e-5 of Σ|a·b|) and prints which.
+template <class C>
+void run_tf32_bits_case(const char* config_name, int m, int n, int k, std::mt19937& rng) {
+  if (!selected(config_name)) return;
+  static_assert(C::TA == Dtype::tf32 && C::TB == Dtype::tf32, "tf32 operands");
+  Operand A = make_operand(Dtype::tf32, true, m, k, 1, rng, 1.0f, true);
+  Operand B = make_operand(Dtype::tf32, true, n, k, 1, rng, 1.0f, true);
+  TensorMap map_a = make_map(A, C::ABoxRows, C::BK, "A");
+  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
+  float* out = nullptr;
+  CUDA_CHECK(cudaMalloc(&out, size_t(m) * n * 4));
+  CUDA_CHECK(cudaMemset(out, 0xFF, size_t(m) * n * 4));
+  GemmShape shape;
+  shape.m = m;
+  shape.n = n;
+  shape.k = k;
+  launch<C>(map_a, map_b, shape, StoreF32{out, n, (long long)m * n, nullptr, nullptr}, 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> got(size_t(m) * n);
+  CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
+  auto round_away = [](float x) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    bits = (bits + 0x1000u) & ~0x1FFFu;
+    std::memcpy(&x, &bits, 4);
+    return x;
+  };
+  const char* names[3] = {"truncation", "nearest even (rn)", "nearest away (rna)"};
+  double worst[3] = {0, 0, 0};
+  long long nan = 0;
+  for (int r = 0; r < m; ++r)
+    for (int col = 0; col < n; ++col) {
+      double dot[3] = {0, 0, 0}, sum_abs = 0;
+      for (int kk = 0; kk < k; ++kk) {
+        const float a = A.at(0, r, kk), b = B.at(0, col, kk);
+        dot[0] += double(truncate_tf32(a)) * double(truncate_tf32(b));
+        dot[1] += double(round_tf32(a)) * double(round_tf32(b));
+        dot[2] += double(round_away(a)) * double(round_away(b));
+        sum_abs += std::fabs(double(a) * double(b));
+      }
+      const double g = got[size_t(r) * n + col];
+      if (std::isnan(g)) ++nan;
+      for (int t = 0; t < 3; ++t) worst[t] = std::max(worst[t], std::fabs(g - dot[t]) / (sum_abs + 1e-30));
+    }
+  int matches = 0, match = -1;
+  for (int t = 0; t < 3; ++t)
+    if (worst[t] <= 1e-5) ++matches, match = t;
+  const bool ok = nan == 0 && matches == 1;
+  ++cases;
+  if (!ok) ++failures;
+  std::printf("%s %-34s M=%-5d N=%-5d K=%-5d unrounded f32 operands: wgmma tf32 matches %s (worst/sum|ab|: trunc %.2e, rn %.2e, rna %.2e)\n",
+              ok ? "PASS" : "FAIL", config_name, m, n, k, matches == 1 ? names[match] : "no single model", worst[0], worst[1], worst[2]);
+  std::fflush(stdout);
+  CUDA_CHECK(cudaFree(out));
+  free_operand(A);
+  free_operand(B);
+}
+
 template <class C, class E = StoreF32>
 void run_config(const char* name, const std::vector<Case>& list, std::mt19937& rng, bool bf16_out = false) {
   for (const Case& c : list) run_case<C, E>(name, c, bf16_out, rng);
@@ -742,6 +808,30 @@ int main(int argc, char** argv) {
   run_config<E4_128x224_c2x2, RowStoreBf16>("e4m3 128x224x128 s4 c2x2 rows qtile", qtiles, rng, true);
   run_config<E4_128x256_c2, RowStoreBf16>("e4m3 128x256x128 s4 c2 rows qtile", qtiles, rng, true);
   run_config<E4_128x160_s5_c2, RowStoreBf16>("e4m3 128x160x128 s5 c2 rows qtile", qtiles, rng, true);
+
+  // tf32 (K-major A and B, BK 32: four k-steps of 8 per 128-byte row): both consumer counts, ragged and
+  // batched shapes, scales, bf16 output, split-K 2 / 3 / 4, a 2x1 cluster, the tail split, ping-pong, row
+  // stores; then what wgmma does with unrounded f32 bits.
+  using Tf_128x128 = Config<Dtype::tf32, Dtype::tf32, 128, 128, 6>;
+  using Tf_64x128 = Config<Dtype::tf32, Dtype::tf32, 64, 128, 6>;
+  using Tf_128x256 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4>;
+  using Tf_128x256_c2 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4, true, true, 2>;
+  using Tf_128x128_k3 = Config<Dtype::tf32, Dtype::tf32, 128, 128, 6, true, true, 1, 16, 3>;
+  using Tf_64x128_k4 = Config<Dtype::tf32, Dtype::tf32, 64, 128, 6, true, true, 1, 16, 4>;
+  using Tf_128x256_t3 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4, true, true, 1, 16, 1, 1, 1, false, 3>;
+  using Tf_64x256_pp = Config<Dtype::tf32, Dtype::tf32, 64, 256, 4, true, true, 1, 16, 1, 1, 1, true>;
+  static_assert(Tf_128x128::BK == 32 && Tf_128x128::ABytesPerStage == 128 * 128, "tf32: 32 elements = 128 bytes of K");
+  run_config<Tf_128x128>("tf32 128x128x32 s6", all, rng);
+  run_config<Tf_128x128>("tf32 128x128x32 s6", scaled, rng);
+  run_config<Tf_64x128>("tf32 64x128x32 s6", all, rng);
+  run_config<Tf_128x256, StoreBf16>("tf32 128x256x32 s4", scaled, rng, true);
+  run_config<Tf_128x256_c2>("tf32 128x256x32 s4 c2", ragged, rng);
+  run_config<Tf_128x128_k3>("tf32 128x128x32 s6 k3", split, rng);
+  run_config<Tf_64x128_k4, StoreBf16>("tf32 64x128x32 s6 k4", split_small, rng, true);
+  run_config<Tf_128x256_t3>("tf32 128x256x32 s4 t3", tail, rng);
+  run_config<Tf_64x256_pp>("tf32 64x256x32 s4 pingpong", all, rng);
+  run_config<Tf_128x128, RowStoreBf16>("tf32 128x128x32 s6 rows", rows_small, rng, true);
+  run_tf32_bits_case<Config<Dtype::tf32, Dtype::tf32, 64, 64, 6>>("tf32 64x64x32 s6 tf32 bits", 128, 128, 512, rng);
 
   // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
   // split-K (its counters must be zero after every chain).
