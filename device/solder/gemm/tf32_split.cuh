@@ -6,24 +6,34 @@
 // and the product is taken as three tf32 products, the small lo·lo term dropped:
 //     Σ_k a·b ≈ Σ_k hi(a)·hi(b) + hi(a)·lo(b) + lo(a)·hi(b).
 // The three products are one tf32 GEMM over K' = 3K when the operands are written side by side along
-// K: A3 = [hi(a) | hi(a) | lo(a)] and B3 = [hi(b) | lo(b) | hi(b)], both K-major (rows × 3K), so the
-// skeleton (sm90_gemm.cuh, Dtype::tf32) runs it unchanged: k' < K pairs hi·hi, K ≤ k' < 2K hi·lo,
-// 2K ≤ k' < 3K lo·hi. The split is a memory-bound pass before it (reads the operand once, writes it
-// three times) that also transposes an operand stored K-outer ([K, rows], a weight b[k, n]) to K-major.
+// K, both K-major (rows × 3K), so the skeleton (sm90_gemm.cuh, Dtype::tf32) runs it unchanged:
+//     A3 = [hi(a) | lo(a) | hi(a)],  B3 = [lo(b) | hi(b) | hi(b)]:
+//     k' < K: hi(a)·lo(b),  K ≤ k' < 2K: lo(a)·hi(b),  2K ≤ k' < 3K: hi(a)·hi(b).
+// The corrections come first and the large product last: the tensor cores' f32 accumulation truncates
+// (rounds toward zero), so every addition into an accumulator of magnitude |S| may lose up to one unit
+// of its last place and the error grows with the additions made at full magnitude: K of them in this
+// order, against 3K with hi·hi first (measured on the H200: bench/NOTES.md, twentieth session, "tf32").
+// The split is a memory-bound pass before the GEMM (reads the operand once, writes it three times) that
+// also transposes an operand stored K-outer ([K, rows], a weight b[k, n]) to K-major.
 //
-//   template <int Order> __global__ void tf32_split_kernel(Tf32SplitArgs args)
+//   template <int LoParts> __global__ void tf32_split_kernel(Tf32SplitArgs args)
 //
-// Launch: tf32_split_grid(args) blocks of kTf32SplitThreads threads, no dynamic shared memory. Order:
-// kTf32SplitA (hi, hi, lo) or kTf32SplitB (hi, lo, hi). Every thread of the block takes part.
+// Launch: tf32_split_grid(args) blocks of kTf32SplitThreads threads, no dynamic shared memory. LoParts:
+// bit p set when part p is lo(x), else hi(x): kTf32SplitA and kTf32SplitB above; kTf32SplitABigFirst and
+// kTf32SplitBBigFirst put hi·hi first (A3 = [hi | hi | lo], B3 = [hi | lo | hi]), for comparison. Every
+// thread of the block takes part.
 #pragma once
 
 #include "config.cuh"
 
 namespace solder::gemm {
 
-// The parts written side by side along K: part p of row r at dst[r · dst_ld + p · k + kk].
-inline constexpr int kTf32SplitA = 0;  // hi, hi, lo
-inline constexpr int kTf32SplitB = 1;  // hi, lo, hi
+// The parts written side by side along K: part p of row r at dst[r · dst_ld + p · k + kk], lo(x) where
+// bit p of LoParts is set, hi(x) elsewhere.
+inline constexpr int kTf32SplitA = 0b010;          // hi, lo, hi
+inline constexpr int kTf32SplitB = 0b001;          // lo, hi, hi
+inline constexpr int kTf32SplitABigFirst = 0b100;  // hi, hi, lo
+inline constexpr int kTf32SplitBBigFirst = 0b010;  // hi, lo, hi
 inline constexpr int kTf32SplitTile = 32;    // a block's tile: 32 rows × 32 k
 inline constexpr int kTf32SplitThreads = 256;  // 32 × 8 threads, 4 rows each
 
@@ -54,8 +64,9 @@ __device__ __forceinline__ float round_tf32(float x) {
   return __uint_as_float(bits);
 }
 
-template <int Order>
+template <int LoParts>
 __global__ void __launch_bounds__(kTf32SplitThreads) tf32_split_kernel(Tf32SplitArgs a) {
+  static_assert(LoParts > 0 && LoParts < 8, "three parts, at least one lo");
   __shared__ float tile[kTf32SplitTile][kTf32SplitTile + 1];  // [row][k], padded against bank conflicts
   const int k0 = blockIdx.x * kTf32SplitTile, r0 = blockIdx.y * kTf32SplitTile;
   const int tx = threadIdx.x % kTf32SplitTile, ty = threadIdx.x / kTf32SplitTile;
@@ -82,9 +93,9 @@ __global__ void __launch_bounds__(kTf32SplitThreads) tf32_split_kernel(Tf32Split
     const float x = tile[ty + i][tx];
     const float hi = round_tf32(x), lo = round_tf32(x - hi);
     float* row = a.dst + r * a.dst_ld + kk;
-    row[0] = hi;
-    row[a.k] = Order == kTf32SplitA ? hi : lo;
-    row[2LL * a.k] = Order == kTf32SplitA ? lo : hi;
+    row[0] = LoParts & 1 ? lo : hi;
+    row[a.k] = LoParts & 2 ? lo : hi;
+    row[2LL * a.k] = LoParts & 4 ? lo : hi;
   }
 }
 #endif
