@@ -371,8 +371,8 @@ void bench_3xtf32(int n, int replays) {
               "rel_l2 %.2e%s%s\n",
               name, m, n, k, ms_all, flops / ms_all / 1e9, ms_split, worst3, std::sqrt(err3 / ref2), one_text, nan ? " NaN" : "");
   std::fflush(stdout);
-  Result res{"f32-3xtf32", name, m, n, k, 1, C::BM, C::BN, C::BK, C::Stages, C::Consumers, C::ClusterM, blocks, ms_all,
-             flops / ms_all / 1e9, 1, C::Pingpong};
+  Result res{kBigFirst ? "f32-3xtf32-big-first" : "f32-3xtf32", name, m, n, k, 1, C::BM, C::BN, C::BK, C::Stages, C::Consumers,
+             C::ClusterM, blocks, ms_all, flops / ms_all / 1e9, C::SplitK, C::Pingpong};
   results.push_back(res);
   Result split_only{"f32-split", "tf32 split A and B", m, n, k, 1, 0, 0, 0, 0, 0, 1, 0, ms_split, 0, 1, false};
   results.push_back(split_only);
