@@ -9,6 +9,13 @@
 //                                schedule's 64xBN tiles (Config::Pingpong), pair-store and row-store
 //                                epilogues, two rounds (peer: peer.py in the same call).
 //   bench_gemm pingpong-profile  one launch each of the fastest cooperative and ping-pong e4m3 kernels (ncu).
+//   bench_gemm tf32 [JSON]       3xTF32 end to end at 4096³ and 8192³ (f32 A, B stored [K, N]: the split of
+//                                both and the tf32 GEMM over 3K in one graph, f32 out; the split alone; the
+//                                accuracy of 256 sampled outputs against float64): 128x256 s4 c2 with the
+//                                corrections first (the split's default) and hi·hi first, s3, split-K 2; two
+//                                rounds; then the tf32 GEMM alone (values rounded to tf32, bf16 out) at K = N
+//                                and K = 3N in five tiles, one round (peer: peer.py JSON f32, cuBLAS SGEMM and
+//                                1xTF32, same accuracy check).
 //   bench_gemm splitk [JSON]     f16 M = 128 GEMMs of ffn (N 3072 K 8192, N 4096 K 11008, N 8192 K 3072)
 //                                without and with split-K; each split-K output is compared with the
 //                                split-1 output of the same tile (peer: peer.py splitk).
@@ -22,6 +29,8 @@
 #include <ctime>
 #include <string>
 #include <vector>
+
+#include <solder/gemm/tf32_split.cuh>
 
 #include "../../tests/gpu/gemm/gemm_test_util.h"
 #include "../common/graph_timer.h"
@@ -61,6 +70,7 @@ const char* dtype_name(Dtype d) {
     case Dtype::f16: return "f16";
     case Dtype::e4m3: return "e4m3";
     case Dtype::e5m2: return "e5m2";
+    case Dtype::tf32: return "tf32";
   }
   return "?";
 }
@@ -76,6 +86,7 @@ __global__ void fill_random(unsigned char* data, size_t count, int dtype, unsign
     if (dtype == int(Dtype::bf16)) reinterpret_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(x);
     else if (dtype == int(Dtype::f16)) reinterpret_cast<__half*>(data)[i] = __float2half_rn(x);
     else if (dtype == int(Dtype::e4m3)) data[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+    else if (dtype == int(Dtype::tf32)) reinterpret_cast<float*>(data)[i] = solder::gemm::round_tf32(x);
     else data[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
   }
 }
@@ -198,6 +209,11 @@ using B_128x128_s6_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 128, 6, true, true
 using B_128x256_s3_c2 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2>;
 using B_128x256_s3_c2_g8 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2, 8>;
 using B_128x256_s3_c2_g32 = Config<Dtype::bf16, Dtype::bf16, 128, 256, 3, true, true, 2, 32>;
+using T_128x128_s6 = Config<Dtype::tf32, Dtype::tf32, 128, 128, 6>;
+using T_128x256_s4 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4>;
+using T_128x256_s4_c2 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4, true, true, 2>;
+using T_128x256_s3_c2 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 3, true, true, 2>;
+using T_128x256_s4_c2_k2 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4, true, true, 2, 16, 2>;
 using F8_128x256_s4_c2_g8 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2, 8>;
 using F8_128x128_s6 = Config<Dtype::e4m3, Dtype::e4m3, 128, 128, 6>;
 using F8_128x256_s4_c2 = Config<Dtype::e4m3, Dtype::e4m3, 128, 256, 4, true, true, 2>;
@@ -244,6 +260,125 @@ void splitk_shape(int m, int n, int k) {
   splitk_family<64, 256, 4, 2, 4>(A, B);
   free_operand(A);
   free_operand(B);
+}
+
+// 3xTF32 end to end (tf32_split.cuh): C[n, n] = A·B of f32 A [M, K] (K-major) and B stored [K, N] (a
+// weight b[k, n]), as f32: the split of A and of B (B transposed; part p lo where bit p of ALo / BLo is
+// set) and the tf32 GEMM over K' = 3K, in one CUDA graph; the split alone; and the accuracy of the f32
+// output on 256 sampled elements against float64 of the f32 operands (max |error| / Σ|a·b|, and the
+// relative L2 error over the samples: the verifier's measure); with hi·hi first (the BigFirst masks) also
+// of the hi·hi product alone (1xTF32, K' = K).
+__global__ void fill_f32(float* data, size_t count, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    data[i] = float(h) / 2147483648.0f - 1.0f;  // all 32 bits of the hash: the low 13 fraction bits are set
+  }
+}
+
+template <class C, int ALo = solder::gemm::kTf32SplitA, int BLo = solder::gemm::kTf32SplitB>
+void bench_3xtf32(int n, int replays) {
+  namespace g = solder::gemm;
+  const int m = n, k = n;
+  const long long ld3 = 3LL * k;
+  float *a, *b, *a3, *b3, *out;
+  CUDA_CHECK(cudaMalloc(&a, size_t(m) * k * 4));
+  CUDA_CHECK(cudaMalloc(&b, size_t(k) * n * 4));
+  CUDA_CHECK(cudaMalloc(&a3, size_t(m) * ld3 * 4));
+  CUDA_CHECK(cudaMalloc(&b3, size_t(n) * ld3 * 4));
+  CUDA_CHECK(cudaMalloc(&out, size_t(m) * n * 4));
+  fill_f32<<<1024, 256>>>(a, size_t(m) * k, 11);
+  fill_f32<<<1024, 256>>>(b, size_t(k) * n, 12);
+  CUDA_CHECK(cudaGetLastError());
+  g::Tf32SplitArgs sa{a, k, 1, m, k, a3, ld3}, sb{b, 1, n, n, k, b3, ld3};
+  const g::Tf32SplitGrid ga = g::tf32_split_grid(sa), gb = g::tf32_split_grid(sb);
+  auto split = [&](cudaStream_t s) {
+    g::tf32_split_kernel<ALo><<<dim3(ga.x, ga.y), g::kTf32SplitThreads, 0, s>>>(sa);
+    g::tf32_split_kernel<BLo><<<dim3(gb.x, gb.y), g::kTf32SplitThreads, 0, s>>>(sb);
+  };
+  Operand A3, B3;
+  A3.dtype = B3.dtype = Dtype::tf32;
+  A3.rows = m;
+  B3.rows = n;
+  A3.k = B3.k = 3 * k;
+  A3.ld = B3.ld = ld3;
+  A3.batch_stride = ld3 * m;
+  B3.batch_stride = ld3 * n;
+  A3.device = a3;
+  B3.device = b3;
+  const TensorMap ma = make_map(A3, C::ABoxRows, C::BK, "A3"), mb = make_map(B3, C::BBoxRows, C::BK, "B3");
+  GemmShape shape;
+  shape.m = m;
+  shape.n = n;
+  shape.k = 3 * k;
+  const StoreF32 epi{out, n, (long long)m * n, nullptr, nullptr};
+  const int blocks = resident_blocks<C, StoreF32>();
+  solder::gemm::SplitKWorkspace ws = make_workspace<C>(shape, blocks);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  split(stream);
+  launch<C>(ma, mb, shape, epi, stream, blocks, ws);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const double flops = 2.0 * m * n * double(k);  // the f32 product's FLOPs (the GEMM does 3x)
+  const int per_graph = std::max(2, std::min(20, int(2e12 / (3 * flops))));
+  const double ms_all = graph_timing::graph_median_ms(stream, per_graph, replays, [&](cudaStream_t s) {
+    split(s);
+    launch<C>(ma, mb, shape, epi, s, blocks, ws);
+  });
+  const double ms_split = graph_timing::graph_median_ms(stream, per_graph, replays, split);
+  // Accuracy on 256 sampled elements: 3xTF32 (the output of the timed graph), then hi·hi alone.
+  std::vector<float> ha(size_t(m) * k), hb(size_t(k) * n), got3(size_t(m) * n), got1(size_t(m) * n);
+  CUDA_CHECK(cudaMemcpy(ha.data(), a, ha.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(hb.data(), b, hb.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(got3.data(), out, got3.size() * 4, cudaMemcpyDeviceToHost));
+  constexpr bool kBigFirst = (ALo & 1) == 0 && (BLo & 1) == 0;  // the first K of K' is hi·hi
+  if (kBigFirst) {
+    GemmShape one = shape;
+    one.k = k;
+    launch<C>(ma, mb, one, epi, stream, blocks, ws);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaMemcpy(got1.data(), out, got1.size() * 4, cudaMemcpyDeviceToHost));
+  }
+  std::mt19937 rng(7);
+  double worst3 = 0, worst1 = 0, err3 = 0, err1 = 0, ref2 = 0;  // err, ref2: the relative L2 error's sums
+  bool nan = false;
+  for (int s = 0; s < 256; ++s) {
+    const int r = int(rng() % m), c = int(rng() % n);
+    double dot = 0, mag = 0;
+    for (int kk = 0; kk < k; ++kk) {
+      const double p = double(ha[size_t(r) * k + kk]) * double(hb[size_t(kk) * n + c]);
+      dot += p;
+      mag += std::fabs(p);
+    }
+    const float g3 = got3[size_t(r) * n + c], g1 = got1[size_t(r) * n + c];
+    nan |= std::isnan(g3);
+    worst3 = std::max(worst3, std::fabs(double(g3) - dot) / mag);
+    worst1 = std::max(worst1, std::fabs(double(g1) - dot) / mag);
+    err3 += (double(g3) - dot) * (double(g3) - dot);
+    err1 += (double(g1) - dot) * (double(g1) - dot);
+    ref2 += dot * dot;
+  }
+  char name[96];
+  std::snprintf(name, sizeof name, "3xTF32 %dx%dx%d s%d%s%s%s%s", C::BM, C::BN, C::BK, C::Stages, C::ClusterM > 1 ? " c2" : "",
+                C::SplitK > 1 ? (" k" + std::to_string(C::SplitK)).c_str() : "", C::Pingpong ? " pp" : "", kBigFirst ? " big-first" : "");
+  char one_text[64] = "";
+  if (kBigFirst) std::snprintf(one_text, sizeof one_text, "; 1xTF32 %.2e rel_l2 %.2e", worst1, std::sqrt(err1 / ref2));
+  std::printf("solder f32   %-36s M=%-6d N=%-6d K=%-6d %9.4f ms %7.1f TFLOP/s (f32 FLOPs; split %.4f ms)  3xTF32 worst/sum|ab| %.2e "
+              "rel_l2 %.2e%s%s\n",
+              name, m, n, k, ms_all, flops / ms_all / 1e9, ms_split, worst3, std::sqrt(err3 / ref2), one_text, nan ? " NaN" : "");
+  std::fflush(stdout);
+  Result res{kBigFirst ? "f32-3xtf32-big-first" : "f32-3xtf32", name, m, n, k, 1, C::BM, C::BN, C::BK, C::Stages, C::Consumers,
+             C::ClusterM, blocks, ms_all, flops / ms_all / 1e9, C::SplitK, C::Pingpong};
+  results.push_back(res);
+  Result split_only{"f32-split", "tf32 split A and B", m, n, k, 1, 0, 0, 0, 0, 0, 1, 0, ms_split, 0, 1, false};
+  results.push_back(split_only);
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  free_workspace(ws);
+  for (float* p : {a, b, a3, b3, out}) CUDA_CHECK(cudaFree(p));
 }
 
 void sweep_shape(int m, int n, int k) {
@@ -351,6 +486,28 @@ int main(int argc, char** argv) {
       free_operand(A);
       free_operand(B);
     }
+  } else if (mode == "tf32") {
+    for (int n : {4096, 8192})
+      for (int rep = 0; rep < 2; ++rep) {
+        bench_3xtf32<T_128x256_s4_c2>(n, 15);
+        bench_3xtf32<T_128x256_s4_c2, solder::gemm::kTf32SplitABigFirst, solder::gemm::kTf32SplitBBigFirst>(n, 15);
+        bench_3xtf32<T_128x256_s3_c2>(n, 15);
+        bench_3xtf32<T_128x256_s4_c2_k2>(n, 15);
+      }
+    for (int n : {4096, 8192}) {
+      for (int k : {n, 3 * n}) {
+        Operand A = device_operand(Dtype::tf32, n, k, 5), B = device_operand(Dtype::tf32, n, k, 6);
+        for (int rep = 0; rep < 1; ++rep) {
+          bench<T_128x256_s4_c2>(A, B, 15);
+          bench<T_128x256_s3_c2>(A, B, 15);
+          bench<T_128x256_s4>(A, B, 15);
+          bench<T_128x128_s6>(A, B, 15);
+          bench<PP<Dtype::tf32, 256, 4, 2>>(A, B, 15);
+        }
+        free_operand(A);
+        free_operand(B);
+      }
+    }
   } else if (mode == "splitk") {
     splitk_shape(128, 3072, 8192);
     splitk_shape(128, 4096, 11008);
@@ -361,7 +518,7 @@ int main(int argc, char** argv) {
                              {128, 3072, 8192},  {512, 4096, 4096},  {4096, 1024, 4096}, {16384, 4096, 1024}};
     for (const auto& s : shapes) sweep_shape(s[0], s[1], s[2]);
   } else {
-    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile|pingpong|pingpong-profile|splitk [JSON]\n");
+    std::fprintf(stderr, "usage: bench_gemm headline|sweep|diag|profile|pingpong|pingpong-profile|splitk|tf32 [JSON]\n");
     return 2;
   }
   write_json(json);

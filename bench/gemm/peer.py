@@ -40,10 +40,43 @@ def splitk(out):
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "peers": peers}, f, indent=2)
 
 
+def f32(out):
+    peers = []
+    torch.manual_seed(0)
+    for n in (4096, 8192):
+        flops = 2.0 * n * n * n
+        a = torch.randn(n, n, device="cuda", dtype=torch.float32)
+        b = torch.randn(n, n, device="cuda", dtype=torch.float32)
+        for rnd in (1, 2):
+            for tf32 in (False, True):
+                torch.backends.cuda.matmul.allow_tf32 = tf32  # read when the graph is captured
+                name = "cublas_f32 1xTF32 allow_tf32=True" if tf32 else "cublas_f32 SGEMM allow_tf32=False"
+                ms = time_graph(lambda: torch.matmul(a, b), flops)
+                # Accuracy on 256 sampled outputs: max |error| / sum |a b| against float64.
+                c = torch.matmul(a, b)
+                g = torch.Generator(device="cpu").manual_seed(7)
+                rows = torch.randint(0, n, (256,), generator=g).cuda()
+                cols = torch.randint(0, n, (256,), generator=g).cuda()
+                prod = a[rows].double() * b[:, cols].t().double()
+                err = c[rows, cols].double() - prod.sum(1)
+                worst = (err.abs() / prod.abs().sum(1)).max().item()
+                rel_l2 = (err.norm() / prod.sum(1).norm()).item()
+                peers.append({"name": name, "dtype": "f32", "round": rnd, "m": n, "n": n, "k": n, "ms": ms,
+                              "tflops": flops / ms / 1e9, "worst_rel_sum_abs": worst, "rel_l2": rel_l2})
+                print(f"peer   {name:<36} M={n} N={n} K={n} round {rnd} {ms:9.4f} ms {flops / ms / 1e9:7.1f} TFLOP/s"
+                      f"  worst/sum|ab| {worst:.2e} rel_l2 {rel_l2:.2e}")
+        torch.backends.cuda.matmul.allow_tf32 = False
+    if out:
+        with open(out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "peers": peers}, f, indent=2)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else None
     if len(sys.argv) > 2 and sys.argv[2] == "splitk":
         return splitk(out)
+    if len(sys.argv) > 2 and sys.argv[2] == "f32":
+        return f32(out)
     m = n = k = 8192
     flops = 2.0 * m * n * k
     peers = []

@@ -36,7 +36,7 @@ int GemmConfig::smem_bytes(DType) const { return stages * stage_bytes() + stages
 
 bool in_device_skeleton(const GemmConfig& c) {
   const bool schedule = c.pingpong ? c.bm == 64 && c.consumers == 2 && c.split_k == 1 : c.consumers == c.bm / 64;
-  return c.type != MmaType::tf32 && (c.bm == 64 || c.bm == 128) && schedule && c.bn % 16 == 0 &&
+  return (c.bm == 64 || c.bm == 128) && schedule && c.bn % 16 == 0 &&
          c.bn >= 16 && c.bn <= 256 && c.bk * mma_type_bytes(c.type) == 128 && c.stages >= 2 && c.stages <= 16 &&
          c.split_k >= 1 && c.split_k <= 16 &&
          (c.cluster_m == 1 || c.cluster_m == 2) && (c.cluster_n == 1 || c.cluster_n == 2 || c.cluster_n == 4);

@@ -12,7 +12,7 @@
 // tile_rows = BN), all with 128-byte swizzle, zero fill out of bounds, 3 dimensions (the last = batch):
 //   K-major  (rows × K, K contiguous):  dims {K, rows, batch},  box {BK, tile_rows, 1}
 //   MN-major (K × rows, rows contiguous): dims {rows, K, batch}, box {64, BK, 1} (box_k: {64, box_k, 1})
-// where BK × element size = 128 bytes (a K-major 1-byte operand may also take BK = 64 with the 64-byte
+// where BK × element size = 128 bytes (tf32: 32 elements of 4 bytes, K-major only; a K-major 1-byte operand may also take BK = 64 with the 64-byte
 // swizzle: the fp8 attention skeleton's Q, K and V at head dim 64). TMA needs: the base address 16-byte aligned, the leading
 // dimension `ld` (elements between consecutive rows, resp. consecutive k) and the batch stride times
 // the element size multiples of 16 bytes. So a K-major bf16 operand with K = 17 needs ld ≥ 24 (padding
@@ -25,7 +25,8 @@
 namespace solder::runtime {
 
 // The same values as solder::gemm::Dtype (device/solder/gemm/config.cuh).
-enum class GemmDtype : int { bf16 = 0, f16 = 1, e4m3 = 2, e5m2 = 3 };
+// tf32: 32-bit floats (the map's FLOAT32, a plain 4-byte copy: the values are rounded before they are stored).
+enum class GemmDtype : int { bf16 = 0, f16 = 1, e4m3 = 2, e5m2 = 3, tf32 = 4 };
 
 int gemm_dtype_bytes(GemmDtype dtype);
 const char* gemm_dtype_name(GemmDtype dtype);

@@ -4,7 +4,9 @@
 
 namespace solder::runtime {
 
-int gemm_dtype_bytes(GemmDtype dtype) { return (dtype == GemmDtype::bf16 || dtype == GemmDtype::f16) ? 2 : 1; }
+int gemm_dtype_bytes(GemmDtype dtype) {
+  return dtype == GemmDtype::tf32 ? 4 : (dtype == GemmDtype::bf16 || dtype == GemmDtype::f16) ? 2 : 1;
+}
 
 const char* gemm_dtype_name(GemmDtype dtype) {
   switch (dtype) {
@@ -12,13 +14,14 @@ const char* gemm_dtype_name(GemmDtype dtype) {
     case GemmDtype::f16: return "f16";
     case GemmDtype::e4m3: return "e4m3";
     case GemmDtype::e5m2: return "e5m2";
+    case GemmDtype::tf32: return "tf32";
   }
   return "?";
 }
 
 namespace {
 // CUtensorMapDataType values (cuda.h).
-constexpr int kUint8 = 0, kFloat16 = 6, kBfloat16 = 9;
+constexpr int kUint8 = 0, kFloat16 = 6, kFloat32 = 7, kBfloat16 = 9;
 
 std::string num(int64_t v) { return std::to_string(v); }
 }  // namespace
@@ -27,10 +30,12 @@ std::string plan_gemm_operand(const GemmOperand& op, const char* what, TmaEncode
   const std::string name = what ? what : "operand";
   const int bytes = gemm_dtype_bytes(op.dtype);
   if (op.dtype != GemmDtype::bf16 && op.dtype != GemmDtype::f16 && op.dtype != GemmDtype::e4m3 &&
-      op.dtype != GemmDtype::e5m2)
+      op.dtype != GemmDtype::e5m2 && op.dtype != GemmDtype::tf32)
     return name + ": unknown dtype " + num(static_cast<int>(op.dtype));
   if (bytes == 1 && !op.k_major)
     return name + ": an fp8 (" + gemm_dtype_name(op.dtype) + ") operand must be K-major (wgmma reads fp8 only K-major)";
+  if (op.dtype == GemmDtype::tf32 && !op.k_major)
+    return name + ": a tf32 operand must be K-major (wgmma reads tf32 only K-major)";
   if (op.rows < 1) return name + ": rows must be at least 1, got " + num(op.rows);
   if (op.k < 0) return name + ": K must not be negative, got " + num(op.k);
   if (op.batch < 1) return name + ": batch must be at least 1, got " + num(op.batch);
@@ -73,7 +78,10 @@ std::string plan_gemm_operand(const GemmOperand& op, const char* what, TmaEncode
     return name + ": extents must be at most 2^32";
 
   TmaEncodeArgs a;
-  a.data_type = op.dtype == GemmDtype::bf16 ? kBfloat16 : op.dtype == GemmDtype::f16 ? kFloat16 : kUint8;
+  a.data_type = op.dtype == GemmDtype::bf16  ? kBfloat16
+                : op.dtype == GemmDtype::f16 ? kFloat16
+                : op.dtype == GemmDtype::tf32 ? kFloat32
+                                              : kUint8;
   a.rank = 3;
   a.dims[0] = static_cast<uint64_t>(inner);
   a.dims[1] = static_cast<uint64_t>(outer);

@@ -27,11 +27,17 @@
 
 namespace solder::gemm {
 
-// The MMA input types the skeleton takes. tf32 is not implemented yet (Config refuses it).
-enum class Dtype : int { bf16 = 0, f16 = 1, e4m3 = 2, e5m2 = 3 };
+// The MMA input types the skeleton takes. tf32 operands are stored as 32-bit floats (4 bytes) whose low
+// 13 fraction bits are zero: the code generator rounds them (round_tf32 of the Kernel IR, nearest even)
+// before they are staged, so the wgmma never sees bits it would drop.
+enum class Dtype : int { bf16 = 0, f16 = 1, e4m3 = 2, e5m2 = 3, tf32 = 4 };
 
-SOLDER_GEMM_HD constexpr int dtype_bytes(Dtype t) { return (t == Dtype::bf16 || t == Dtype::f16) ? 2 : 1; }
+SOLDER_GEMM_HD constexpr int dtype_bytes(Dtype t) {
+  return t == Dtype::tf32 ? 4 : (t == Dtype::bf16 || t == Dtype::f16) ? 2 : 1;
+}
 SOLDER_GEMM_HD constexpr bool dtype_is_fp8(Dtype t) { return t == Dtype::e4m3 || t == Dtype::e5m2; }
+// The types wgmma reads K-major only (A and B): fp8 and tf32.
+SOLDER_GEMM_HD constexpr bool dtype_k_major_only(Dtype t) { return dtype_is_fp8(t) || t == Dtype::tf32; }
 
 // A CUtensorMap (cuda.h), 128 bytes aligned to 64, as the kernel receives it: encoded on the host by
 // solder::runtime::encode_gemm_operand (src/runtime/tma.h) and passed as a __grid_constant__ parameter.
@@ -80,14 +86,16 @@ SOLDER_GEMM_HD constexpr int gemm_smem_bytes(int bm, int bn, int stages, int b_o
 }
 
 // One tile configuration.
-//   TA, TB     MMA input types: both 16-bit and equal (bf16 or f16), or both fp8 (e4m3/e5m2, mixed ok).
+//   TA, TB     MMA input types: both 16-bit and equal (bf16 or f16), both fp8 (e4m3/e5m2, mixed ok), or
+//              both tf32 (K-major A and B).
 //   BM         64 (one consumer warpgroup) or 128 (two consumer warpgroups, 64 rows each).
 //   BN         a multiple of 16 in [16, 256] (the wgmma N; 64 ≤ BN when an operand is MN-major).
-//   BK         128 bytes of K: 64 for 16-bit types, 128 for fp8 (one 128-byte swizzle atom).
+//   BK         128 bytes of K: 64 for 16-bit types, 128 for fp8, 32 for tf32 (one 128-byte swizzle atom;
+//              4 wgmma k-steps of 32 bytes: K 16, 32 and 8 elements per instruction).
 //   Stages     depth of the TMA → wgmma shared-memory ring (2 … 16, as many as fit in 227 KB: 13 for a
 //              64 × 64 16-bit tile with its staging buffer, 14 without).
-//   AKMajor    A stored (M, K) with K contiguous; false: (K, M) with M contiguous (16-bit only).
-//   BKMajor    B stored (N, K) with K contiguous; false: (K, N) with N contiguous (16-bit only).
+//   AKMajor    A stored (M, K) with K contiguous; false: (K, M) with M contiguous (16-bit types only).
+//   BKMajor    B stored (N, K) with K contiguous; false: (K, N) with N contiguous (16-bit types only).
 //   ClusterM   1, or 2: clusters of 2 blocks on adjacent tile-rows that share the B tile, each loading
 //              half of it with TMA multicast into both blocks (half the B traffic through L2).
 //   GroupM     rasterization: tiles are visited in groups of GroupM tile-rows (L2 reuse).
@@ -165,11 +173,11 @@ struct Config {
   static constexpr int SmemBytes = RingSmemBytes + EpilogueBytes;
 
   static_assert(dtype_bytes(TA_) == dtype_bytes(TB_) && (TA_ == TB_ || dtype_is_fp8(TA_)),
-                "A and B: the same 16-bit type, or two fp8 types");
+                "A and B: the same 16-bit type, two fp8 types, or both tf32");
   static_assert(BM_ == 64 || BM_ == 128, "BM must be 64 or 128");
   static_assert(BN_ % 16 == 0 && BN_ >= 16 && BN_ <= 256, "BN must be a multiple of 16 in [16, 256]");
   static_assert(Stages_ >= 2 && Stages_ <= kMaxStages, "Stages must be in [2, 16]");
-  static_assert(!dtype_is_fp8(TA_) || (AKMajor_ && BKMajor_), "fp8 wgmma needs K-major A and B");
+  static_assert(!dtype_k_major_only(TA_) || (AKMajor_ && BKMajor_), "fp8 and tf32 wgmma need K-major A and B");
   static_assert(AKMajor_ || BM_ % 64 == 0, "an M-major A needs BM a multiple of 64");
   static_assert(BKMajor_ || BN_ % 64 == 0, "an N-major B needs BN a multiple of 64");
   static_assert(SmemBytes <= kGemmSmemLimit, "the ring does not fit in 227 KB of shared memory");

@@ -150,6 +150,7 @@ template <> struct cute_type<Dtype::bf16> { using type = cute::bfloat16_t; };
 template <> struct cute_type<Dtype::f16> { using type = cute::half_t; };
 template <> struct cute_type<Dtype::e4m3> { using type = cute::float_e4m3_t; };
 template <> struct cute_type<Dtype::e5m2> { using type = cute::float_e5m2_t; };
+template <> struct cute_type<Dtype::tf32> { using type = cute::tfloat32_t; };
 
 // Whether the epilogue has the optional pair() hook.
 template <class E, class = void>
@@ -307,7 +308,7 @@ struct Types : BTiles<C, typename cute_type<C::TB>::type> {
   //   consumer c's rows; ping-pong: BM 64, one block per stage). K-major: 64 rows of 128 bytes per
   //   128-byte K chunk; MN-major: BK K rows of 128 bytes (the 64 rows).
   // B: Stages × BOperands tiles (BTiles), tile s·BOperands + j operand j's tile of stage s.
-  static constexpr int KBlocks = C::BK * static_cast<int>(sizeof(TA)) / 32;  // 32-byte k-blocks
+  static constexpr int KBlocks = C::BK * static_cast<int>(sizeof(TA)) / 32;  // 32-byte k-blocks (one instruction's K)
   static constexpr int ABlockBytes = 64 * C::BK * static_cast<int>(sizeof(TA));
   __device__ static __forceinline__ uint64_t a_descriptor(const void* ring_a) {
     return C::AKMajor ? wgmma::k_major(wgmma::shared_address(ring_a)) : wgmma::mn_major(wgmma::shared_address(ring_a), C::BK);

@@ -70,6 +70,23 @@ inline float decode8(Dtype d, uint8_t bits) {
   return __half2float(__half(h));
 }
 
+// A float rounded to tf32 as the Kernel IR's round_tf32 does (10 fraction bits, nearest even: cvt.rn),
+// and cut to tf32 (the low 13 bits dropped: round toward zero); NaN and infinity unchanged.
+inline float round_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7F800000u) != 0x7F800000u) bits = (bits + 0x0FFFu + ((bits >> 13) & 1u)) & ~0x1FFFu;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+inline float truncate_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7F800000u) != 0x7F800000u) bits &= ~0x1FFFu;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
 // cuTensorMapEncodeTiled through the runtime API's driver entry point (no -lcuda needed).
 using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -89,7 +106,10 @@ inline EncodeFn encode_fn() {
 }
 
 // One operand: host values (decoded, as the MMA sees them), device storage with padded rows (the
-// padding holds NaN: a kernel that reads past the extent gets NaN into its results).
+// padding holds NaN: a kernel that reads past the extent gets NaN into its results). tf32: f32 storage
+// holding values rounded to tf32 (round_tf32), as the code generator stages them; unrounded_tf32 keeps
+// the random f32 values whole (values then hold the f32 values; the hardware's treatment of the low
+// 13 bits is what the tf32 test measures).
 struct Operand {
   Dtype dtype = Dtype::bf16;
   bool k_major = true;
@@ -102,7 +122,8 @@ struct Operand {
   float at(int b, int r, int kk) const { return values[(size_t(b) * rows + r) * k + kk]; }
 };
 
-inline Operand make_operand(Dtype dtype, bool k_major, int rows, int k, int batch, std::mt19937& rng, float range = 1.0f) {
+inline Operand make_operand(Dtype dtype, bool k_major, int rows, int k, int batch, std::mt19937& rng, float range = 1.0f,
+                            bool unrounded_tf32 = false) {
   Operand op;
   op.dtype = dtype;
   op.k_major = k_major;
@@ -125,7 +146,10 @@ inline Operand make_operand(Dtype dtype, bool k_major, int rows, int k, int batc
         const float x = dist(rng);
         const int64_t index = b * op.batch_stride + (k_major ? int64_t(r) * op.ld + kk : int64_t(kk) * op.ld + r);
         float decoded;
-        if (esize == 2) {
+        if (esize == 4) {
+          decoded = unrounded_tf32 ? x : round_tf32(x);
+          std::memcpy(&storage[index * 4], &decoded, 4);
+        } else if (esize == 2) {
           uint16_t bits = encode16(dtype, x);
           std::memcpy(&storage[index * 2], &bits, 2);
           decoded = decode16(dtype, bits);

@@ -1,5 +1,5 @@
 // Device test of the sm_90a GEMM skeleton (device/solder/gemm/sm90_gemm.cuh) against a float64 host
-// reference of the rounded operands: every dtype (bf16, f16, e4m3, e5m2, e4m3×e5m2), every operand
+// reference of the rounded operands: every dtype (bf16, f16, e4m3, e5m2, e4m3×e5m2, tf32), every operand
 // layout of the 16-bit types (A K- or M-major, B K- or N-major), the three tile families (64×N, 128×128,
 // 128×256), ragged M/N/K (1, 17, 100, 129, 1000, K < BK, K = 0), batches and a broadcast operand, row
 // and column scales after the dot product, f32 and bf16 (pair hook) outputs; split-K 2, 3, 4 and 8 for
@@ -13,6 +13,13 @@
 // value() / row_pointer() hooks: 16-byte stores per lane after a quad exchange) on the short-K shapes,
 // under each row-store schedule (direct, registers first, staged in shared memory + bulk copies).
 //
+// tf32 (f32 storage, K-major only): operands rounded to tf32 on the host as the Kernel IR's round_tf32
+// (nearest even), both consumer counts, ragged shapes, split-K, a cluster, the tail split, ping-pong and
+// the row stores; 3xTF32 (tf32_split.cuh: an f32 product as one tf32 GEMM over 3K of split operands, B
+// stored [K, N] and transposed by the split) against float64 of the unsplit f32 values, the split bit for
+// bit; and what wgmma does with f32 operands whose low 13 bits are not zero (truncation,
+// nearest even or nearest away, whichever the results match; " tf32 bits" in the names).
+//
 // Outputs are poisoned with NaN before every run; NaN never passes; operand padding holds NaN, so a
 // read past an extent fails too. Exit 0 when every case passes, 1 on a failure, 3 on a CUDA error.
 // Build and run: tests/gpu/gemm/run.sh (nvcc -gencode=arch=compute_90a,code=sm_90a). GEMM_TEST_FILTER=TEXT
@@ -22,6 +29,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <solder/gemm/tf32_split.cuh>
 
 #include "gemm_test_util.h"
 
@@ -423,6 +432,181 @@ void run_pdl_chain_case(const char* config_name, int m, int n1, int k1, int n2, 
   free_operand(D);
 }
 
+// What tf32 wgmma does with the 13 low fraction bits of unrounded f32 operands: C (tf32, f32 out) on
+// operands that keep them, against three float64 references of the operands cut to tf32 (truncation),
+// rounded to nearest even (cvt.rn) and to nearest away from zero (cvt.rna). Passes when exactly one
+// model explains every element within the f32 accumulation's error (1e-5 of Σ|a·b|) and prints which.
+template <class C>
+void run_tf32_bits_case(const char* config_name, int m, int n, int k, std::mt19937& rng) {
+  if (!selected(config_name)) return;
+  static_assert(C::TA == Dtype::tf32 && C::TB == Dtype::tf32, "tf32 operands");
+  Operand A = make_operand(Dtype::tf32, true, m, k, 1, rng, 1.0f, true);
+  Operand B = make_operand(Dtype::tf32, true, n, k, 1, rng, 1.0f, true);
+  TensorMap map_a = make_map(A, C::ABoxRows, C::BK, "A");
+  TensorMap map_b = make_map(B, C::BBoxRows, C::BK, "B");
+  float* out = nullptr;
+  CUDA_CHECK(cudaMalloc(&out, size_t(m) * n * 4));
+  CUDA_CHECK(cudaMemset(out, 0xFF, size_t(m) * n * 4));
+  GemmShape shape;
+  shape.m = m;
+  shape.n = n;
+  shape.k = k;
+  launch<C>(map_a, map_b, shape, StoreF32{out, n, (long long)m * n, nullptr, nullptr}, 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> got(size_t(m) * n);
+  CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
+  auto round_away = [](float x) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    bits = (bits + 0x1000u) & ~0x1FFFu;
+    std::memcpy(&x, &bits, 4);
+    return x;
+  };
+  const char* names[3] = {"truncation", "nearest even (rn)", "nearest away (rna)"};
+  double worst[3] = {0, 0, 0};
+  long long nan = 0;
+  for (int r = 0; r < m; ++r)
+    for (int col = 0; col < n; ++col) {
+      double dot[3] = {0, 0, 0}, sum_abs = 0;
+      for (int kk = 0; kk < k; ++kk) {
+        const float a = A.at(0, r, kk), b = B.at(0, col, kk);
+        dot[0] += double(truncate_tf32(a)) * double(truncate_tf32(b));
+        dot[1] += double(round_tf32(a)) * double(round_tf32(b));
+        dot[2] += double(round_away(a)) * double(round_away(b));
+        sum_abs += std::fabs(double(a) * double(b));
+      }
+      const double g = got[size_t(r) * n + col];
+      if (std::isnan(g)) ++nan;
+      for (int t = 0; t < 3; ++t) worst[t] = std::max(worst[t], std::fabs(g - dot[t]) / (sum_abs + 1e-30));
+    }
+  int matches = 0, match = -1;
+  for (int t = 0; t < 3; ++t)
+    if (worst[t] <= 1e-5) ++matches, match = t;
+  const bool ok = nan == 0 && matches == 1;
+  ++cases;
+  if (!ok) ++failures;
+  std::printf("%s %-34s M=%-5d N=%-5d K=%-5d unrounded f32 operands: wgmma tf32 matches %s (worst/sum|ab|: trunc %.2e, rn %.2e, rna %.2e)\n",
+              ok ? "PASS" : "FAIL", config_name, m, n, k, matches == 1 ? names[match] : "no single model", worst[0], worst[1], worst[2]);
+  std::fflush(stdout);
+  CUDA_CHECK(cudaFree(out));
+  free_operand(A);
+  free_operand(B);
+}
+
+// 3xTF32 (tf32_split.cuh): A f32 [m, k] K-major and B f32 stored [k, n] (a weight b[k, n]) split into
+// A3 and B3 (rows × 3k, B transposed; part p lo where bit p of ALo / BLo is set), then C's tf32 GEMM over
+// K' = 3k. Checks: the split's three parts bit for bit against the host's round_tf32; the product against
+// float64 of the unrounded f32 values within 1e-5 of Σ|a·b| (f32 accuracy: the parts' rounding is 2^-22
+// relative; the accumulation's truncation adds the rest); and, so that the check can tell, with hi·hi
+// first (the BigFirst masks) the hi·hi product alone (1xTF32: the first k of K') is reported beside it.
+template <class C, int ALo = solder::gemm::kTf32SplitA, int BLo = solder::gemm::kTf32SplitB>
+void run_3xtf32_case(const char* config_name, int m, int n, int k, std::mt19937& rng) {
+  if (!selected(config_name)) return;
+  static_assert(C::TA == Dtype::tf32 && C::TB == Dtype::tf32, "tf32 operands");
+  namespace g = solder::gemm;
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(size_t(m) * k), b(size_t(k) * n);  // a[m][k], b[k][n]
+  for (float& x : a) x = dist(rng);
+  for (float& x : b) x = dist(rng);
+  const long long ld3 = (3LL * k + 3) / 4 * 4 + 4;  // 16-byte rows, some padding (never read: TMA bounds)
+  float *d_a, *d_b, *d_a3, *d_b3, *d_out;
+  CUDA_CHECK(cudaMalloc(&d_a, a.size() * 4));
+  CUDA_CHECK(cudaMalloc(&d_b, b.size() * 4));
+  CUDA_CHECK(cudaMalloc(&d_a3, size_t(m) * ld3 * 4));
+  CUDA_CHECK(cudaMalloc(&d_b3, size_t(n) * ld3 * 4));
+  CUDA_CHECK(cudaMalloc(&d_out, size_t(m) * n * 4));
+  CUDA_CHECK(cudaMemcpy(d_a, a.data(), a.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d_b, b.data(), b.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(d_a3, 0xFF, size_t(m) * ld3 * 4));  // NaN past what the split writes
+  CUDA_CHECK(cudaMemset(d_b3, 0xFF, size_t(n) * ld3 * 4));
+  CUDA_CHECK(cudaMemset(d_out, 0xFF, size_t(m) * n * 4));
+  g::Tf32SplitArgs sa{d_a, k, 1, m, k, d_a3, ld3}, sb{d_b, 1, n, n, k, d_b3, ld3};
+  const g::Tf32SplitGrid ga = g::tf32_split_grid(sa), gb = g::tf32_split_grid(sb);
+  g::tf32_split_kernel<ALo><<<dim3(ga.x, ga.y), g::kTf32SplitThreads>>>(sa);
+  g::tf32_split_kernel<BLo><<<dim3(gb.x, gb.y), g::kTf32SplitThreads>>>(sb);
+  CUDA_CHECK(cudaGetLastError());
+  // The split, bit for bit.
+  std::vector<float> a3(size_t(m) * ld3), b3(size_t(n) * ld3);
+  CUDA_CHECK(cudaMemcpy(a3.data(), d_a3, a3.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(b3.data(), d_b3, b3.size() * 4, cudaMemcpyDeviceToHost));
+  long long split_bad = 0;
+  auto same = [](float x, float y) { return std::memcmp(&x, &y, 4) == 0; };
+  for (int r = 0; r < m; ++r)
+    for (int kk = 0; kk < k; ++kk) {
+      const float x = a[size_t(r) * k + kk], hi = round_tf32(x), lo = round_tf32(x - hi);
+      const float* row = &a3[size_t(r) * ld3 + kk];
+      for (int part = 0; part < 3; ++part) split_bad += !same(row[part * k], ALo >> part & 1 ? lo : hi);
+    }
+  for (int c = 0; c < n; ++c)
+    for (int kk = 0; kk < k; ++kk) {
+      const float x = b[size_t(kk) * n + c], hi = round_tf32(x), lo = round_tf32(x - hi);
+      const float* row = &b3[size_t(c) * ld3 + kk];
+      for (int part = 0; part < 3; ++part) split_bad += !same(row[part * k], BLo >> part & 1 ? lo : hi);
+    }
+  // The products: 3xTF32 (K' = 3k) and hi·hi alone (K' = k), one block per tile, then persistent.
+  Operand A3, B3;
+  A3.dtype = B3.dtype = Dtype::tf32;
+  A3.k_major = B3.k_major = true;
+  A3.rows = m;
+  B3.rows = n;
+  A3.k = B3.k = 3 * k;
+  A3.ld = B3.ld = ld3;
+  A3.batch_stride = ld3 * m;
+  B3.batch_stride = ld3 * n;
+  A3.device = d_a3;
+  B3.device = d_b3;
+  const TensorMap map_a = make_map(A3, C::ABoxRows, C::BK, "A3"), map_b = make_map(B3, C::BBoxRows, C::BK, "B3");
+  std::vector<double> ref(size_t(m) * n), mag(ref.size());
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < m; ++r)
+    for (int c = 0; c < n; ++c) {
+      double dot = 0, sum_abs = 0;
+      for (int kk = 0; kk < k; ++kk) {
+        const double p = double(a[size_t(r) * k + kk]) * double(b[size_t(kk) * n + c]);
+        dot += p;
+        sum_abs += std::fabs(p);
+      }
+      ref[size_t(r) * n + c] = dot;
+      mag[size_t(r) * n + c] = sum_abs;
+    }
+  constexpr bool kBigFirst = (ALo & 1) == 0 && (BLo & 1) == 0;  // the first k of K' is hi·hi
+  for (int mode = 0; mode < (kBigFirst ? 3 : 2); ++mode) {
+    GemmShape shape;
+    shape.m = m;
+    shape.n = n;
+    shape.k = mode == 2 ? k : 3 * k;  // mode 2: hi·hi only (1xTF32)
+    CUDA_CHECK(cudaMemset(d_out, 0xFF, size_t(m) * n * 4));
+    const int persistent = mode == 1 ? 3 : 0;
+    solder::gemm::SplitKWorkspace workspace = make_workspace<C>(shape, persistent);
+    launch<C>(map_a, map_b, shape, StoreF32{d_out, n, (long long)m * n, nullptr, nullptr}, 0, persistent, workspace);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    free_workspace(workspace);
+    std::vector<float> got(size_t(m) * n);
+    CUDA_CHECK(cudaMemcpy(got.data(), d_out, got.size() * 4, cudaMemcpyDeviceToHost));
+    long long bad = 0, nan = 0;
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double err = std::fabs(double(got[i]) - ref[i]);
+      if (std::isnan(got[i])) ++nan;
+      if (!(err <= 1e-5 * mag[i] + 1e-30)) ++bad;
+      worst = std::max(worst, err / (mag[i] + 1e-30));
+    }
+    if (mode == 2) {  // reported, not checked: 1xTF32 is not expected to reach f32 accuracy
+      std::printf("note %-34s %-14s M=%-5d N=%-5d K=%-5d 1xTF32 (hi*hi only) worst/sum|ab|=%.2e\n", config_name, "block/unit", m, n, k,
+                  worst);
+      continue;
+    }
+    ++cases;
+    const bool ok = bad == 0 && nan == 0 && split_bad == 0;
+    if (!ok) ++failures;
+    std::printf("%s %-34s %-14s M=%-5d N=%-5d K=%-5d 3xTF32 B:[K,N] ->f32  worst/sum|ab|=%.2e%s\n", ok ? "PASS" : "FAIL", config_name,
+                mode == 0 ? "block/unit" : "persistent:3", m, n, k, worst,
+                ok ? "" : (" bad=" + std::to_string(bad) + " nan=" + std::to_string(nan) + " split_bad=" + std::to_string(split_bad)).c_str());
+    std::fflush(stdout);
+  }
+  for (float* p : {d_a, d_b, d_a3, d_b3, d_out}) CUDA_CHECK(cudaFree(p));
+}
+
 template <class C, class E = StoreF32>
 void run_config(const char* name, const std::vector<Case>& list, std::mt19937& rng, bool bf16_out = false) {
   for (const Case& c : list) run_case<C, E>(name, c, bf16_out, rng);
@@ -735,6 +919,36 @@ int main(int argc, char** argv) {
   run_config<E4_128x224_c2x2, RowStoreBf16>("e4m3 128x224x128 s4 c2x2 rows qtile", qtiles, rng, true);
   run_config<E4_128x256_c2, RowStoreBf16>("e4m3 128x256x128 s4 c2 rows qtile", qtiles, rng, true);
   run_config<E4_128x160_s5_c2, RowStoreBf16>("e4m3 128x160x128 s5 c2 rows qtile", qtiles, rng, true);
+
+  // tf32 (K-major A and B, BK 32: four k-steps of 8 per 128-byte row): both consumer counts, ragged and
+  // batched shapes, scales, bf16 output, split-K 2 / 3 / 4, a 2x1 cluster, the tail split, ping-pong, row
+  // stores; then what wgmma does with unrounded f32 bits.
+  using Tf_128x128 = Config<Dtype::tf32, Dtype::tf32, 128, 128, 6>;
+  using Tf_64x128 = Config<Dtype::tf32, Dtype::tf32, 64, 128, 6>;
+  using Tf_128x256 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4>;
+  using Tf_128x256_c2 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4, true, true, 2>;
+  using Tf_128x128_k3 = Config<Dtype::tf32, Dtype::tf32, 128, 128, 6, true, true, 1, 16, 3>;
+  using Tf_64x128_k4 = Config<Dtype::tf32, Dtype::tf32, 64, 128, 6, true, true, 1, 16, 4>;
+  using Tf_128x256_t3 = Config<Dtype::tf32, Dtype::tf32, 128, 256, 4, true, true, 1, 16, 1, 1, 1, false, 3>;
+  using Tf_64x256_pp = Config<Dtype::tf32, Dtype::tf32, 64, 256, 4, true, true, 1, 16, 1, 1, 1, true>;
+  static_assert(Tf_128x128::BK == 32 && Tf_128x128::ABytesPerStage == 128 * 128, "tf32: 32 elements = 128 bytes of K");
+  run_config<Tf_128x128>("tf32 128x128x32 s6", all, rng);
+  run_config<Tf_128x128>("tf32 128x128x32 s6", scaled, rng);
+  run_config<Tf_64x128>("tf32 64x128x32 s6", all, rng);
+  run_config<Tf_128x256, StoreBf16>("tf32 128x256x32 s4", scaled, rng, true);
+  run_config<Tf_128x256_c2>("tf32 128x256x32 s4 c2", ragged, rng);
+  run_config<Tf_128x128_k3>("tf32 128x128x32 s6 k3", split, rng);
+  run_config<Tf_64x128_k4, StoreBf16>("tf32 64x128x32 s6 k4", split_small, rng, true);
+  run_config<Tf_128x256_t3>("tf32 128x256x32 s4 t3", tail, rng);
+  run_config<Tf_64x256_pp>("tf32 64x256x32 s4 pingpong", all, rng);
+  run_config<Tf_128x128, RowStoreBf16>("tf32 128x128x32 s6 rows", rows_small, rng, true);
+  run_tf32_bits_case<Config<Dtype::tf32, Dtype::tf32, 64, 64, 6>>("tf32 64x64x32 s6 tf32 bits", 128, 128, 512, rng);
+  for (auto [m, n, k] : {std::tuple{64, 64, 64}, {1000, 1000, 1000}, {129, 257, 513}, {17, 100, 33}, {256, 200, 4096}}) {
+    run_3xtf32_case<Tf_128x128>("tf32 128x128x32 s6 3x", m, n, k, rng);
+    run_3xtf32_case<Tf_64x128_k4>("tf32 64x128x32 s6 k4 3x", m, n, k, rng);
+    run_3xtf32_case<Tf_128x256_c2, solder::gemm::kTf32SplitABigFirst, solder::gemm::kTf32SplitBBigFirst>(
+        "tf32 128x256x32 s4 c2 3x big-first", m, n, k, rng);
+  }
 
   // Programmatic dependent launch: two-kernel chains (the ffn shape at M 128, ragged too), kernel 2 also
   // split-K (its counters must be zero after every chain).

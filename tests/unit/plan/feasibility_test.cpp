@@ -148,6 +148,13 @@ TEST(Catalogue, AxesNamesAndSkeletonSubset) {
   c.stages = 4;
   c.split_k = 8;
   EXPECT_TRUE(in_device_skeleton(c));  // split-K merges in the kernel (config.cuh SplitKWorkspace)
+  // tf32 (config.cuh Dtype::tf32): BK 32, four bytes per element, the same points as the 16-bit types.
+  EXPECT_TRUE(in_device_skeleton(config(128, 256, 32, 4, 2, MmaType::tf32)));
+  EXPECT_FALSE(in_device_skeleton(config(128, 256, 64, 4, 2, MmaType::tf32)));  // 256-byte rows
+  EXPECT_EQ(config(128, 256, 32, 4, 2, MmaType::tf32).stage_bytes(), 384 * 128);
+  int tf32_points = 0;
+  for (const GemmConfig& g : gemm_catalogue(MmaType::tf32)) tf32_points += in_device_skeleton(g);
+  EXPECT_EQ(tf32_points, skeleton);
 }
 
 TEST(Catalogue, SkeletonClustersSliceTheSharedOperandAsTheLayoutAllows) {

@@ -92,6 +92,31 @@ TEST(GemmTma, Fp8IsKMajorWithA128ElementKTile) {
   EXPECT_NE(plan_gemm_operand(op, "A", &args).find("must be K-major"), std::string::npos);
 }
 
+TEST(GemmTma, Tf32IsKMajorFloat32WithA32ElementKTile) {
+  GemmOperand op = bf16_k_major();
+  op.dtype = GemmDtype::tf32;
+  op.ld = 20;  // 80 bytes
+  op.tile_k = 32;
+  TmaEncodeArgs args;
+  ASSERT_EQ(plan_gemm_operand(op, "A", &args), "");
+  EXPECT_EQ(args.data_type, 7);  // FLOAT32: a plain copy of values already rounded to tf32
+  EXPECT_EQ(args.box[0], 32u);
+  EXPECT_EQ(args.strides[0], 80u);
+  EXPECT_EQ(gemm_dtype_bytes(GemmDtype::tf32), 4);
+  EXPECT_STREQ(gemm_dtype_name(GemmDtype::tf32), "tf32");
+  op.ld = 18;  // 72 bytes
+  EXPECT_NE(plan_gemm_operand(op, "A", &args).find("multiple of 16 bytes"), std::string::npos);
+  op.ld = 20;
+  op.tile_k = 64;
+  EXPECT_NE(plan_gemm_operand(op, "A", &args).find("128 bytes"), std::string::npos);
+  op.tile_k = 32;
+  op.k_major = false;
+  op.rows = 64;
+  op.ld = 64;
+  op.tile_rows = 64;
+  EXPECT_NE(plan_gemm_operand(op, "B", &args).find("tf32 operand must be K-major"), std::string::npos);
+}
+
 TEST(GemmTma, RefusesWhatTmaCannotDescribe) {
   TmaEncodeArgs args;
   GemmOperand op = bf16_k_major();
@@ -192,6 +217,10 @@ TEST(GemmConfig, LaunchGeometryAndSharedMemory) {
   static_assert(C2N::BBoxRows == 128);
   using F8 = gemm::Config<gemm::Dtype::e4m3, gemm::Dtype::e5m2, 64, 128, 6>;
   static_assert(F8::BK == 128 && F8::Consumers == 1 && F8::Threads == 256);
+  using Tf = gemm::Config<gemm::Dtype::tf32, gemm::Dtype::tf32, 128, 256, 4>;
+  static_assert(Tf::BK == 32 && Tf::StageBytes == 384 * 128 && gemm::dtype_bytes(gemm::Dtype::tf32) == 4 &&
+                gemm::dtype_k_major_only(gemm::Dtype::tf32) && !gemm::dtype_k_major_only(gemm::Dtype::bf16));
+  static_assert(static_cast<int>(gemm::Dtype::tf32) == static_cast<int>(GemmDtype::tf32), "runtime and device agree");
 }
 
 TEST(GemmConfig, TileOrderVisitsEveryTileOnce) {
