@@ -31,6 +31,19 @@ std::optional<int64_t> integer(const Expr& e) {
   return static_cast<int64_t>(c->value);
 }
 
+// The reduced axes in the order A's load names them (one K, flattened row-major in that order: both
+// operands must name them consecutively in it); the contract's order when A is not a load of them all.
+std::vector<std::string> reduced_axes_in_order(const ContractNode& c) {
+  std::vector<std::string> order;
+  for (auto& r : c.reduce_axes) order.push_back(r.var);
+  auto load = c.terms.empty() ? nullptr : c.terms[0].a.as<LoadNode>();
+  if (!load || order.size() < 2) return order;
+  std::vector<std::string> named;
+  for (auto& i : load->index)
+    if (auto v = i.as<VarNode>(); v && std::count(order.begin(), order.end(), v->name)) named.push_back(v->name);
+  return named.size() == order.size() ? named : order;
+}
+
 }  // namespace
 
 std::optional<GemmKRangeTerm> gemm_k_range_term(const Expr& e, const std::string& k, int64_t extent) {
@@ -80,6 +93,12 @@ bool gemm_k_ranges_enabled() {
 std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::string& k_axis,
                                               const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
                                               const char* what, std::vector<std::string>& order, std::string& why) {
+  return operand_of(e, side_axes, std::vector<std::string>{k_axis}, batch_axes, globals, what, order, why);
+}
+
+std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::vector<std::string>& k_axes,
+                                              const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
+                                              const char* what, std::vector<std::string>& order, std::string& why) {
   auto load = e.as<LoadNode>();
   if (!load) {
     why = std::string("operand ") + what + " = " + print_expr(e) + " is computed, not a load (the skeleton stages loads)";
@@ -112,27 +131,30 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
     for (size_t d = first; d < g->shape.size(); ++d) op.batch_stride *= g->shape[d];
   }
   std::vector<std::string> rest(vars.begin() + static_cast<long>(first), vars.end());
+  std::string k_text;
+  for (auto& k : k_axes) k_text += (k_text.empty() ? "" : ", ") + k;
   auto bad_index = [&] {
     std::string batch;
     for (auto& b : batch_axes) batch += b + "?, ";
     why = std::string("operand ") + what + " = " + print_expr(e) + " is not indexed [" + batch +
-          "rows…, " + k_axis + "] or [" + k_axis + ", rows…] with its rows consecutive";
+          "rows…, " + k_text + "] or [" + k_text + ", rows…] with its rows consecutive";
     return std::nullopt;
   };
-  if (rest.size() != side_axes.size() + 1) return bad_index();
-  if (rest.back() == k_axis) op.k_major = true;
-  else if (rest.front() == k_axis) op.k_major = false;
+  const size_t nk = k_axes.size();
+  if (nk == 0 || rest.size() != side_axes.size() + nk) return bad_index();
+  // The reduced axes in the given order, last (K-major) or first (MN-major): one K, flattened row-major.
+  if (std::equal(k_axes.begin(), k_axes.end(), rest.end() - static_cast<long>(nk))) op.k_major = true;
+  else if (std::equal(k_axes.begin(), k_axes.end(), rest.begin())) op.k_major = false;
   else return bad_index();
-  order.assign(op.k_major ? rest.begin() : rest.begin() + 1, op.k_major ? rest.end() - 1 : rest.end());
+  order.assign(op.k_major ? rest.begin() : rest.begin() + static_cast<long>(nk), op.k_major ? rest.end() - static_cast<long>(nk) : rest.end());
   std::vector<std::string> sorted_order = order, sorted_sides = side_axes;
   std::sort(sorted_order.begin(), sorted_order.end());
   std::sort(sorted_sides.begin(), sorted_sides.end());
   if (sorted_order != sorted_sides) return bad_index();
-  const size_t k_dim = op.k_major ? g->shape.size() - 1 : first;
-  op.k = g->shape[k_dim];
+  const size_t k_begin = op.k_major ? g->shape.size() - nk : first, k_end = k_begin + nk;
+  op.k = 1;
   op.rows = 1;
-  for (size_t d = first; d < g->shape.size(); ++d)
-    if (d != k_dim) op.rows *= g->shape[d];
+  for (size_t d = first; d < g->shape.size(); ++d) (d >= k_begin && d < k_end ? op.k : op.rows) *= g->shape[d];
   op.ld = op.k_major ? op.k : op.rows;
   const int64_t bytes = dtype_bytes(g->dtype);
   if ((op.ld * bytes) % 16 != 0 || (op.batch > 1 && (op.batch_stride * bytes) % 16 != 0)) {
@@ -155,12 +177,15 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   if (c.accumulate) return refuse("it accumulates onto its destination");
   if (c.type == MmaType::f32 || c.type == MmaType::tf32)
     return refuse("T = " + std::string(mma_type_name(c.type)) + " (the skeleton takes bf16, f16, e4m3 and e5m2)");
-  if (c.reduce_axes.size() != 1) return refuse(std::to_string(c.reduce_axes.size()) + " reduced axes (the skeleton takes one)");
+  if (c.reduce_axes.empty()) return refuse("no reduced axis");
+  if (c.reduce_axes.size() > 1 && ranges) return refuse("K ranges over several reduced axes (the skeleton's ranges split one)");
   if (c.row_axes.empty() || c.column_axes.empty()) return refuse("no row or no column axis (a matrix-vector product)");
   if (!find(globals, c.dst.name)) return refuse("its destination " + c.dst.name + " is not a global tensor");
   GemmSkeletonProblem p;
-  p.reduce_axis = c.reduce_axes[0].var;
-  p.k = c.reduce_axes[0].extent;
+  p.reduce_axes = reduced_axes_in_order(c);
+  p.reduce_axis = p.reduce_axes[0];
+  p.k = 1;
+  for (auto& r : c.reduce_axes) p.k *= r.extent;
   std::map<std::string, int64_t> extent;
   for (auto& a : c.domain.axes) {
     extent[a.var] = a.extent;
@@ -185,10 +210,10 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
     if (!structurally_equal(c.terms[0].b, c.terms[1].b))
       return refuse("K ranges over two different B operands (the skeleton's ranges share one B)");
   }
-  auto a = operand_of(ranges ? first->a : c.terms[0].a, c.row_axes, p.reduce_axis, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
+  auto a = operand_of(ranges ? first->a : c.terms[0].a, c.row_axes, p.reduce_axes, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
                       p.row_axes, why);
   if (!a) return refuse(why);
-  auto b = operand_of(c.terms[0].b, c.column_axes, p.reduce_axis, p.batch_axes, globals, "B", p.column_axes, why);
+  auto b = operand_of(c.terms[0].b, c.column_axes, p.reduce_axes, p.batch_axes, globals, "B", p.column_axes, why);
   if (!b) return refuse(why);
   for (auto& v : p.row_axes) {
     p.row_extents.push_back(extent.at(v));
@@ -242,7 +267,7 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
       return refuse("the paired term's A " + print_expr(c.pair_terms[0].a) + " is not the contract's A " + print_expr(c.terms[0].a) +
                     " (the dual-B skeleton shares one A)");
     std::vector<std::string> order;
-    auto b2 = operand_of(c.pair_terms[0].b, c.column_axes, p.reduce_axis, p.batch_axes, globals, "B2", order, why);
+    auto b2 = operand_of(c.pair_terms[0].b, c.column_axes, p.reduce_axes, p.batch_axes, globals, "B2", order, why);
     if (!b2) return refuse(why);
     if (order != p.column_axes || b2->dtype != b->dtype || b2->k_major != b->k_major || b2->rows != b->rows || b2->k != b->k ||
         b2->batch != b->batch)

@@ -70,6 +70,45 @@ TEST(GemmSkeletonFit, WholeContractionKernelsVerifyOnTheExecutor) {
   EXPECT_GT(tiled.kernels[0].body.size(), 1u);
 }
 
+// Several reduced axes that both operands name consecutively, in one order (einsum 'mkr,krn->mn', and
+// 'bmhd,bnhd->bmn' with heads summed): one K of their product, flattened row-major in A's order; the
+// whole contraction verifies on the executor. In two orders (a[m, k, r] by b[r, k, n]), or apart in an
+// operand: refused.
+TEST(GemmSkeletonFit, FlattensSeveralReducedAxesIntoOneK) {
+  const char* dims = "program p\ndim B = 2, M = 40, N = 48, K = 8, R = 16\n";
+  const std::string mkr = std::string(dims) + "in a[M, K, R] : bf16\nin b[K, R, N] : bf16\nout y[m, n] : bf16 = sum(k, r) a[m, k, r] * b[k, r, n]\n";
+  EXPECT_EQ(whole_refusal(mkr), "");
+  EXPECT_EQ(whole_refusal(std::string(dims) + "in a[R, K, M] : f16\nin b[N, R, K] : f16\nout y[m, n] : f16 = sum(k, r) a[r, k, m] * b[n, r, k]\n"), "");
+  EXPECT_EQ(whole_refusal(std::string(dims) +
+                          "in a[B, M, K, R] : bf16\nin b[B, N, K, R] : bf16\nout y[z, m, n] : bf16 = sum(k, r) a[z, m, k, r] * b[z, n, k, r]\n"),
+            "");
+  EXPECT_EQ(whole_refusal(std::string(dims) + "in a[M, K, R] : bf16\nin b[R, K, N] : bf16\nout y[m, n] : bf16 = sum(k, r) a[m, k, r] * b[r, k, n]\n"),
+            "operand B = b[r, k, n] is not indexed [rows…, k, r] or [k, r, rows…] with its rows consecutive");
+  EXPECT_EQ(whole_refusal(std::string(dims) + "in a[K, M, R] : bf16\nin b[K, R, N] : bf16\nout y[m, n] : bf16 = sum(k, r) a[k, m, r] * b[k, r, n]\n"),
+            "operand A = a[k, m, r] is not indexed [rows…, k, r] or [k, r, rows…] with its rows consecutive");
+  // Large enough for the planner to run it whole (not fused under one tile).
+  BoundProgram large = testing::bind_text("program p\ndim M = 256, N = 192, K = 8, R = 16\nin a[M, K, R] : bf16\nin b[K, R, N] : bf16\n"
+                                          "out y[m, n] : bf16 = sum(k, r) a[m, k, r] * b[k, r, n]\n");
+  WholeContractionPlan plan = plan_whole_contractions(large);
+  ASSERT_EQ(plan.whole.size(), 1u) << whole_contractions_text(large, plan);
+  const ContractNode& c = *plan.whole[0].kernel.body[0].as<ContractNode>();
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, program_globals(large));
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  EXPECT_EQ(fit.problem->k, 128);
+  EXPECT_EQ(fit.problem->reduce_axes, (std::vector<std::string>{"k", "r"}));
+  EXPECT_TRUE(fit.problem->a.k_major);
+  EXPECT_EQ(fit.problem->a.ld, 128);
+  EXPECT_FALSE(fit.problem->b.k_major);
+  EXPECT_EQ(fit.problem->b.k, 128);
+  EXPECT_EQ(fit.problem->b.ld, 192);
+  BoundProgram bound = testing::bind_text(mkr);
+  KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu(false)).kernels;
+  ASSERT_EQ(kernels.kernels.size(), 1u);
+  ASSERT_NE(kernels.kernels[0].body[0].as<ContractNode>(), nullptr);
+  auto v = testing::verify_kernels(bound, kernels, make_inputs(bound, 3));
+  EXPECT_TRUE(v.ok()) << v.failures();
+}
+
 // A paired contract (gate and up over one A): the dual-B problem, with B2 = gate's weights.
 TEST(GemmSkeletonFit, TakesAPairedContractAsADualBProblem) {
   BoundProgram bound = testing::bind_text(
