@@ -10,7 +10,9 @@
 //   A stored [b…?, m…, k…] (K-major) or [b…?, k…, m…] (M-major, 16-bit only),
 //   B stored [b…?, n…, k…] (K-major) or [b…?, k…, n…] (N-major, 16-bit only),
 // where b… are the batch axes (every kept axis that is neither a row nor a column, leading in the
-// domain's order: flattened into one batch; an operand without them is shared by every batch),
+// domain's order: flattened into one batch; an operand without them is shared by every batch; a row
+// (column) axis that A (B) alone names before K while naming others after it, [i, k, n], is a batch
+// axis too when its extent is over 1: torch.matmul of a [M, K] by b [Bt, K, N], a shared),
 // where m… are the row axes (one or more, consecutive in A: flattened into one M in A's order) and
 // n… the column axes (likewise in B),
 // rows of 16 bytes multiples (what the

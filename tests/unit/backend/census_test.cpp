@@ -27,7 +27,6 @@ struct OffTensorCores {
 // family (design.md, "Contractions"), not the skeleton's.
 const std::vector<OffTensorCores> kOffWgmma = {
     {"mm_e4m3_nn", "c_tile_f32", "fp8 wgmma reads K-major operands and B is stored [K, N]: mma.sync"},
-    {"bmm_broadcast_left", "c__", "the batch axis is B's alone and leads it before K: implicit GEMM"},
     {"bmm_gqa", "s", "K's head index is h // G: the skeleton's one batch stride cannot read a shared head"},
     {"bmm_gqa_pv", "o__", "V's head index is h // G: the skeleton's one batch stride cannot read a shared head"},
     {"ragged_n8", "c_tile_f32", "N 8: a few-column product, the scalar loop reads each operand once"},
