@@ -31,6 +31,19 @@ std::optional<int64_t> integer(const Expr& e) {
   return static_cast<int64_t>(c->value);
 }
 
+// The reduced axes in the order A's load names them (one K, flattened row-major in that order: both
+// operands must name them consecutively in it); the contract's order when A is not a load of them all.
+std::vector<std::string> reduced_axes_in_order(const ContractNode& c) {
+  std::vector<std::string> order;
+  for (auto& r : c.reduce_axes) order.push_back(r.var);
+  auto load = c.terms.empty() ? nullptr : c.terms[0].a.as<LoadNode>();
+  if (!load || order.size() < 2) return order;
+  std::vector<std::string> named;
+  for (auto& i : load->index)
+    if (auto v = i.as<VarNode>(); v && std::count(order.begin(), order.end(), v->name)) named.push_back(v->name);
+  return named.size() == order.size() ? named : order;
+}
+
 }  // namespace
 
 std::optional<GemmKRangeTerm> gemm_k_range_term(const Expr& e, const std::string& k, int64_t extent) {
@@ -80,6 +93,12 @@ bool gemm_k_ranges_enabled() {
 std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::string& k_axis,
                                               const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
                                               const char* what, std::vector<std::string>& order, std::string& why) {
+  return operand_of(e, side_axes, std::vector<std::string>{k_axis}, batch_axes, globals, what, order, why);
+}
+
+std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::vector<std::string>& k_axes,
+                                              const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
+                                              const char* what, std::vector<std::string>& order, std::string& why) {
   auto load = e.as<LoadNode>();
   if (!load) {
     why = std::string("operand ") + what + " = " + print_expr(e) + " is computed, not a load (the skeleton stages loads)";
@@ -112,27 +131,30 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
     for (size_t d = first; d < g->shape.size(); ++d) op.batch_stride *= g->shape[d];
   }
   std::vector<std::string> rest(vars.begin() + static_cast<long>(first), vars.end());
+  std::string k_text;
+  for (auto& k : k_axes) k_text += (k_text.empty() ? "" : ", ") + k;
   auto bad_index = [&] {
     std::string batch;
     for (auto& b : batch_axes) batch += b + "?, ";
     why = std::string("operand ") + what + " = " + print_expr(e) + " is not indexed [" + batch +
-          "rows…, " + k_axis + "] or [" + k_axis + ", rows…] with its rows consecutive";
+          "rows…, " + k_text + "] or [" + k_text + ", rows…] with its rows consecutive";
     return std::nullopt;
   };
-  if (rest.size() != side_axes.size() + 1) return bad_index();
-  if (rest.back() == k_axis) op.k_major = true;
-  else if (rest.front() == k_axis) op.k_major = false;
+  const size_t nk = k_axes.size();
+  if (nk == 0 || rest.size() != side_axes.size() + nk) return bad_index();
+  // The reduced axes in the given order, last (K-major) or first (MN-major): one K, flattened row-major.
+  if (std::equal(k_axes.begin(), k_axes.end(), rest.end() - static_cast<long>(nk))) op.k_major = true;
+  else if (std::equal(k_axes.begin(), k_axes.end(), rest.begin())) op.k_major = false;
   else return bad_index();
-  order.assign(op.k_major ? rest.begin() : rest.begin() + 1, op.k_major ? rest.end() - 1 : rest.end());
+  order.assign(op.k_major ? rest.begin() : rest.begin() + static_cast<long>(nk), op.k_major ? rest.end() - static_cast<long>(nk) : rest.end());
   std::vector<std::string> sorted_order = order, sorted_sides = side_axes;
   std::sort(sorted_order.begin(), sorted_order.end());
   std::sort(sorted_sides.begin(), sorted_sides.end());
   if (sorted_order != sorted_sides) return bad_index();
-  const size_t k_dim = op.k_major ? g->shape.size() - 1 : first;
-  op.k = g->shape[k_dim];
+  const size_t k_begin = op.k_major ? g->shape.size() - nk : first, k_end = k_begin + nk;
+  op.k = 1;
   op.rows = 1;
-  for (size_t d = first; d < g->shape.size(); ++d)
-    if (d != k_dim) op.rows *= g->shape[d];
+  for (size_t d = first; d < g->shape.size(); ++d) (d >= k_begin && d < k_end ? op.k : op.rows) *= g->shape[d];
   op.ld = op.k_major ? op.k : op.rows;
   const int64_t bytes = dtype_bytes(g->dtype);
   if ((op.ld * bytes) % 16 != 0 || (op.batch > 1 && (op.batch_stride * bytes) % 16 != 0)) {
@@ -143,7 +165,11 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
   return op;
 }
 
-GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<GlobalTensor>& globals) {
+namespace {
+
+// The fit with these row and column axes (the contract's, or fewer: the others are batch axes).
+GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>& globals, const std::vector<std::string>& rows,
+                          const std::vector<std::string>& columns) {
   GemmSkeletonFit fit;
   auto refuse = [&](std::string why) {
     fit.refusal = std::move(why);
@@ -155,16 +181,19 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   if (c.accumulate) return refuse("it accumulates onto its destination");
   if (c.type == MmaType::f32 || c.type == MmaType::tf32)
     return refuse("T = " + std::string(mma_type_name(c.type)) + " (the skeleton takes bf16, f16, e4m3 and e5m2)");
-  if (c.reduce_axes.size() != 1) return refuse(std::to_string(c.reduce_axes.size()) + " reduced axes (the skeleton takes one)");
-  if (c.row_axes.empty() || c.column_axes.empty()) return refuse("no row or no column axis (a matrix-vector product)");
+  if (c.reduce_axes.empty()) return refuse("no reduced axis");
+  if (c.reduce_axes.size() > 1 && ranges) return refuse("K ranges over several reduced axes (the skeleton's ranges split one)");
+  if (rows.empty() || columns.empty()) return refuse("no row or no column axis (a matrix-vector product)");
   if (!find(globals, c.dst.name)) return refuse("its destination " + c.dst.name + " is not a global tensor");
   GemmSkeletonProblem p;
-  p.reduce_axis = c.reduce_axes[0].var;
-  p.k = c.reduce_axes[0].extent;
+  p.reduce_axes = reduced_axes_in_order(c);
+  p.reduce_axis = p.reduce_axes[0];
+  p.k = 1;
+  for (auto& r : c.reduce_axes) p.k *= r.extent;
   std::map<std::string, int64_t> extent;
   for (auto& a : c.domain.axes) {
     extent[a.var] = a.extent;
-    bool side = std::count(c.row_axes.begin(), c.row_axes.end(), a.var) || std::count(c.column_axes.begin(), c.column_axes.end(), a.var);
+    bool side = std::count(rows.begin(), rows.end(), a.var) || std::count(columns.begin(), columns.end(), a.var);
     if (side) continue;
     p.batch_axes.push_back(a.var);
     p.batch_extents.push_back(a.extent);
@@ -185,10 +214,10 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
     if (!structurally_equal(c.terms[0].b, c.terms[1].b))
       return refuse("K ranges over two different B operands (the skeleton's ranges share one B)");
   }
-  auto a = operand_of(ranges ? first->a : c.terms[0].a, c.row_axes, p.reduce_axis, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
+  auto a = operand_of(ranges ? first->a : c.terms[0].a, rows, p.reduce_axes, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
                       p.row_axes, why);
   if (!a) return refuse(why);
-  auto b = operand_of(c.terms[0].b, c.column_axes, p.reduce_axis, p.batch_axes, globals, "B", p.column_axes, why);
+  auto b = operand_of(c.terms[0].b, columns, p.reduce_axes, p.batch_axes, globals, "B", p.column_axes, why);
   if (!b) return refuse(why);
   for (auto& v : p.row_axes) {
     p.row_extents.push_back(extent.at(v));
@@ -210,7 +239,7 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   if (ranges) {
     const int64_t k1 = first->hi, k2 = p.k - k1;
     std::vector<std::string> order;
-    auto a2 = operand_of(second->a, c.row_axes, p.reduce_axis, p.batch_axes, globals, "A (second K range)", order, why);
+    auto a2 = operand_of(second->a, rows, p.reduce_axis, p.batch_axes, globals, "A (second K range)", order, why);
     if (!a2) return refuse(why);
     if (order != p.row_axes || a2->dtype != a->dtype || a2->k_major != a->k_major || a2->rows != p.m || a2->k < k2 ||
         (a2->batch > 1 && a2->batch != p.batch))
@@ -242,7 +271,7 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
       return refuse("the paired term's A " + print_expr(c.pair_terms[0].a) + " is not the contract's A " + print_expr(c.terms[0].a) +
                     " (the dual-B skeleton shares one A)");
     std::vector<std::string> order;
-    auto b2 = operand_of(c.pair_terms[0].b, c.column_axes, p.reduce_axis, p.batch_axes, globals, "B2", order, why);
+    auto b2 = operand_of(c.pair_terms[0].b, columns, p.reduce_axes, p.batch_axes, globals, "B2", order, why);
     if (!b2) return refuse(why);
     if (order != p.column_axes || b2->dtype != b->dtype || b2->k_major != b->k_major || b2->rows != b->rows || b2->k != b->k ||
         b2->batch != b->batch)
@@ -252,6 +281,51 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   }
   fit.problem = p;
   return fit;
+}
+
+// The side axes a load names before its first reduced axis when it names others after it ([i, k, n]:
+// i); none for any other operand.
+std::vector<std::string> leading_side_axes(const Expr& operand, const std::vector<std::string>& sides, const std::vector<Axis>& reduced) {
+  std::vector<std::string> leading;
+  auto load = operand.as<LoadNode>();
+  if (!load) return {};
+  bool after_k = false;
+  for (auto& i : load->index) {
+    auto v = i.as<VarNode>();
+    if (!v) return {};
+    const bool side = std::count(sides.begin(), sides.end(), v->name) > 0;
+    if (std::any_of(reduced.begin(), reduced.end(), [&](const Axis& r) { return r.var == v->name; })) after_k = true;
+    else if (side && !after_k) leading.push_back(v->name);
+    else if (side) return leading;
+  }
+  return {};
+}
+
+std::vector<std::string> without(const std::vector<std::string>& axes, const std::vector<std::string>& removed) {
+  std::vector<std::string> kept;
+  for (auto& a : axes)
+    if (!std::count(removed.begin(), removed.end(), a)) kept.push_back(a);
+  return kept;
+}
+
+}  // namespace
+
+GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<GlobalTensor>& globals) {
+  GemmSkeletonFit fit = fit_sides(c, globals, c.row_axes, c.column_axes);
+  if (fit.problem || c.terms.size() != 1 || !c.pair_terms.empty()) return fit;
+  // A row (column) axis that A (B) alone reads, named before K in an M-major (N-major) operand
+  // (torch.matmul of a [M, K] by b [Bt, K, N]: b[i, k, n]), is not consecutive with the other rows
+  // (columns): it runs as a batch axis, the other operand shared by every batch. Not for a batch of one.
+  const std::vector<std::string> lead_rows = leading_side_axes(c.terms[0].a, c.row_axes, c.reduce_axes),
+                                 lead_columns = leading_side_axes(c.terms[0].b, c.column_axes, c.reduce_axes);
+  int64_t batch = 1;
+  for (auto& a : c.domain.axes)
+    if (std::count(lead_rows.begin(), lead_rows.end(), a.var) || std::count(lead_columns.begin(), lead_columns.end(), a.var)) batch *= a.extent;
+  if (batch == 1) return fit;  // none, or axes of extent 1 (conv_chain's batch of one image keeps its gathered chain)
+  const std::vector<std::string> rows = without(c.row_axes, lead_rows), columns = without(c.column_axes, lead_columns);
+  if (rows.empty() || columns.empty()) return fit;
+  GemmSkeletonFit batched = fit_sides(c, globals, rows, columns);
+  return batched.problem ? batched : fit;
 }
 
 bool gemm_row_stores(const ContractNode& c, const GemmSkeletonProblem& p, DType dst) {

@@ -5,11 +5,14 @@
 //
 // A contract fits when it is one product term C[b, m, n] = scale · Σ_k A[b, m, k] · B[b, k, n] + bias
 // whose operands are plain loads of global tensors, exact in T ∈ {bf16, f16, e4m3, e5m2} (16-bit:
-// both of T; fp8: both fp8), over one reduced axis, with
-//   A stored [b…?, m…, k] (K-major) or [b…?, k, m…] (M-major, 16-bit only),
-//   B stored [b…?, n…, k] (K-major) or [b…?, k, n…] (N-major, 16-bit only),
+// both of T; fp8: both fp8), over one reduced axis or several that both operands name consecutively
+// in one order (flattened into one K, row-major in A's order: einsum 'mkr,krn->mn'), with
+//   A stored [b…?, m…, k…] (K-major) or [b…?, k…, m…] (M-major, 16-bit only),
+//   B stored [b…?, n…, k…] (K-major) or [b…?, k…, n…] (N-major, 16-bit only),
 // where b… are the batch axes (every kept axis that is neither a row nor a column, leading in the
-// domain's order: flattened into one batch; an operand without them is shared by every batch),
+// domain's order: flattened into one batch; an operand without them is shared by every batch; a row
+// (column) axis that A (B) alone names before K while naming others after it, [i, k, n], is a batch
+// axis too when its extent is over 1: torch.matmul of a [M, K] by b [Bt, K, N], a shared),
 // where m… are the row axes (one or more, consecutive in A: flattened into one M in A's order) and
 // n… the column axes (likewise in B),
 // rows of 16 bytes multiples (what the
@@ -65,7 +68,8 @@ struct GemmSkeletonProblem {
   int64_t first_k() const { return second ? k - second->k : k; }  // the first range's K (the launch's shape.k)
   std::vector<std::string> row_axes, column_axes;  // in A's (B's) order: the flattened index
   std::vector<int64_t> row_extents, column_extents;
-  std::string reduce_axis;
+  std::string reduce_axis;                // the first of reduce_axes
+  std::vector<std::string> reduce_axes;   // the reduced axes flattened into K, in A's order
   std::vector<std::string> batch_axes;  // the domain's other axes, flattened in domain order
   std::vector<int64_t> batch_extents;
 };
@@ -78,6 +82,11 @@ struct GemmSkeletonFit {
 // One operand as the skeleton stages it: `e` a load of a global indexed [batch?, side…, k] or
 // [batch?, k, side…] by plain variables (the side axes flattened in that order into `order`); why not.
 std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::string& k_axis,
+                                              const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
+                                              const char* what, std::vector<std::string>& order, std::string& why);
+// The same over several reduced axes, named consecutively in this order (K-major: last; MN-major: first
+// after the batch) and flattened into one K.
+std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::vector<std::string>& k_axes,
                                               const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
                                               const char* what, std::vector<std::string>& order, std::string& why);
 

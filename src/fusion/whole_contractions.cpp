@@ -322,9 +322,18 @@ void chain_gathered_contractions(const BoundProgram& program, WholeContractionPl
       for (auto& t : tensors_used(term.a)) reads_h |= t == h;
     if (!reads_h) continue;
     const std::string names = program.defs[w1.def].def->target.name + " and " + program.defs[w2.def].def->target.name;
-    // both on the gathered GEMM: the skeleton stages neither (the CUDA backend tries it first)
-    if (fit_gemm_skeleton(*c1, globals).problem || fit_gemm_skeleton(*c2, globals).problem || !fit_gathered_gemm(*c1, globals).problem ||
-        !fit_gathered_gemm(*c2, globals).problem)
+    // both on the gathered GEMM: the skeleton stages neither as the canonical form names its axes (the
+    // CUDA backend tries it first). One the skeleton takes only by running a side axis as a batch
+    // (gemm_skeleton_fit.h: conv_chain's y2 at N > 1, h[n, o, r, col]) keeps the chain, which keeps h on
+    // chip: conv_chain N 2 ran 26.8 us chained, 31.6 us as two kernels (bench/NOTES.md, twentieth session).
+    auto skeleton_as_named = [&](const ContractNode& c) {
+      GemmSkeletonFit fit = fit_gemm_skeleton(c, globals);
+      if (!fit.problem) return false;
+      for (auto& b : fit.problem->batch_axes)
+        if (std::count(c.row_axes.begin(), c.row_axes.end(), b) || std::count(c.column_axes.begin(), c.column_axes.end(), b)) return false;
+      return true;
+    };
+    if (skeleton_as_named(*c1) || skeleton_as_named(*c2) || !fit_gathered_gemm(*c1, globals).problem || !fit_gathered_gemm(*c2, globals).problem)
       continue;
     const TensorInfo& info = program.tensor(h);
     std::vector<size_t> h_readers = readers[h];

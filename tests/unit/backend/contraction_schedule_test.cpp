@@ -62,6 +62,17 @@ TEST(ContractionSchedule, NoContractionWithMAndNOf16RunsScalar) {
   for (auto& k : known) EXPECT_TRUE(seen.count(k)) << std::get<0>(k) << " " << std::get<2>(k) << " is no longer scalar: remove it from kKnownScalar";
 }
 
+TEST(ContractionSchedule, ConvChainOfTwoImagesKeepsItsGatheredChain) {
+  // conv_chain's y2 = h[n, o, r, col] · w2[o2, o]: at N 2 the skeleton takes it by running n as a batch
+  // (gemm_skeleton_fit.h), but the chain with h on chip is faster (whole_contractions.cpp): one kernel.
+  GeneratedModule m = generate(example("conv_chain"), false, {{"N", 2}});
+  ASSERT_EQ(m.contractions.size(), 2u) << contraction_schedule_text(m.contractions);
+  for (auto& c : m.contractions) {
+    EXPECT_EQ(c.skeleton, ContractionSchedule::kGatheredGemm) << contraction_schedule_text(m.contractions);
+    EXPECT_EQ(c.kernel, m.contractions[0].kernel);
+  }
+}
+
 TEST(ContractionSchedule, ConcatenatedKRunsOnTensorCores) {
   // nerf_mlp's skip connection cat([x, h4]) and view input cat([feature, dir]) feed z5 and zv: K ranges
   // merged into one f16 operand (small sizes, fused), and at the default sizes whole contractions on

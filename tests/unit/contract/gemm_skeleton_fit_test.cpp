@@ -70,6 +70,85 @@ TEST(GemmSkeletonFit, WholeContractionKernelsVerifyOnTheExecutor) {
   EXPECT_GT(tiled.kernels[0].body.size(), 1u);
 }
 
+// Several reduced axes that both operands name consecutively, in one order (einsum 'mkr,krn->mn', and
+// 'bmhd,bnhd->bmn' with heads summed): one K of their product, flattened row-major in A's order; the
+// whole contraction verifies on the executor. In two orders (a[m, k, r] by b[r, k, n]), or apart in an
+// operand: refused.
+TEST(GemmSkeletonFit, FlattensSeveralReducedAxesIntoOneK) {
+  const char* dims = "program p\ndim B = 2, M = 40, N = 48, K = 8, R = 16\n";
+  const std::string mkr = std::string(dims) + "in a[M, K, R] : bf16\nin b[K, R, N] : bf16\nout y[m, n] : bf16 = sum(k, r) a[m, k, r] * b[k, r, n]\n";
+  EXPECT_EQ(whole_refusal(mkr), "");
+  EXPECT_EQ(whole_refusal(std::string(dims) + "in a[R, K, M] : f16\nin b[N, R, K] : f16\nout y[m, n] : f16 = sum(k, r) a[r, k, m] * b[n, r, k]\n"), "");
+  EXPECT_EQ(whole_refusal(std::string(dims) +
+                          "in a[B, M, K, R] : bf16\nin b[B, N, K, R] : bf16\nout y[z, m, n] : bf16 = sum(k, r) a[z, m, k, r] * b[z, n, k, r]\n"),
+            "");
+  EXPECT_EQ(whole_refusal(std::string(dims) + "in a[M, K, R] : bf16\nin b[R, K, N] : bf16\nout y[m, n] : bf16 = sum(k, r) a[m, k, r] * b[r, k, n]\n"),
+            "operand B = b[r, k, n] is not indexed [rows…, k, r] or [k, r, rows…] with its rows consecutive");
+  EXPECT_EQ(whole_refusal(std::string(dims) + "in a[K, M, R] : bf16\nin b[K, R, N] : bf16\nout y[m, n] : bf16 = sum(k, r) a[k, m, r] * b[k, r, n]\n"),
+            "operand A = a[k, m, r] is not indexed [rows…, k, r] or [k, r, rows…] with its rows consecutive");
+  // Large enough for the planner to run it whole (not fused under one tile).
+  BoundProgram large = testing::bind_text("program p\ndim M = 256, N = 192, K = 8, R = 16\nin a[M, K, R] : bf16\nin b[K, R, N] : bf16\n"
+                                          "out y[m, n] : bf16 = sum(k, r) a[m, k, r] * b[k, r, n]\n");
+  WholeContractionPlan plan = plan_whole_contractions(large);
+  ASSERT_EQ(plan.whole.size(), 1u) << whole_contractions_text(large, plan);
+  const ContractNode& c = *plan.whole[0].kernel.body[0].as<ContractNode>();
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, program_globals(large));
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  EXPECT_EQ(fit.problem->k, 128);
+  EXPECT_EQ(fit.problem->reduce_axes, (std::vector<std::string>{"k", "r"}));
+  EXPECT_TRUE(fit.problem->a.k_major);
+  EXPECT_EQ(fit.problem->a.ld, 128);
+  EXPECT_FALSE(fit.problem->b.k_major);
+  EXPECT_EQ(fit.problem->b.k, 128);
+  EXPECT_EQ(fit.problem->b.ld, 192);
+  BoundProgram bound = testing::bind_text(mkr);
+  KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu(false)).kernels;
+  ASSERT_EQ(kernels.kernels.size(), 1u);
+  ASSERT_NE(kernels.kernels[0].body[0].as<ContractNode>(), nullptr);
+  auto v = testing::verify_kernels(bound, kernels, make_inputs(bound, 3));
+  EXPECT_TRUE(v.ok()) << v.failures();
+}
+
+// torch.matmul of a [M, K] by b [Bt, K, N]: the batch axis z is B's alone and leads it before K, so the
+// columns (z, n) are not consecutive in B; z runs as a batch axis, A shared by every batch. The same on
+// A's side (a [Bt, K, M] by b [K, N]). The whole contraction verifies on the executor.
+TEST(GemmSkeletonFit, TakesAOneOperandLeadingAxisAsABatch) {
+  const std::string left = std::string(kDims) + "in a[M, K] : bf16\nin b[B, K, N] : bf16\nout y[z, m, n] : bf16 = sum(k) a[m, k] * b[z, k, n]\n";
+  EXPECT_EQ(whole_refusal(left), "");
+  EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[B, K, M] : f16\nin b[K, N] : f16\nout y[z, m, n] : f16 = sum(k) a[z, k, m] * b[k, n]\n"), "");
+  // Large enough for the planner to run it whole (not fused under one tile).
+  BoundProgram large = testing::bind_text("program p\ndim B = 3, M = 256, N = 192, K = 64\nin a[M, K] : bf16\nin b[B, K, N] : bf16\n"
+                                          "out y[z, m, n] : bf16 = sum(k) a[m, k] * b[z, k, n]\n");
+  WholeContractionPlan plan = plan_whole_contractions(large);
+  ASSERT_EQ(plan.whole.size(), 1u) << whole_contractions_text(large, plan);
+  const ContractNode& c = *plan.whole[0].kernel.body[0].as<ContractNode>();
+  // The canonical form names z a side axis of b's operand (b[z, k, n]: z and n not consecutive).
+  const bool b_is_a = c.terms[0].a.as<LoadNode>()->tensor == "b";
+  std::vector<std::string> sides = b_is_a ? c.row_axes : c.column_axes;
+  std::sort(sides.begin(), sides.end());
+  EXPECT_EQ(sides, (std::vector<std::string>{"n", "z"}));
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, program_globals(large));
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  const GemmSkeletonProblem& p = *fit.problem;
+  EXPECT_EQ(p.batch, 3);
+  EXPECT_EQ(p.batch_axes, (std::vector<std::string>{"z"}));
+  EXPECT_EQ(b_is_a ? p.row_axes : p.column_axes, (std::vector<std::string>{"n"}));
+  EXPECT_EQ(p.m * p.n, 256 * 192);
+  const GemmSkeletonOperand& shared = b_is_a ? p.b : p.a;
+  const GemmSkeletonOperand& batched = b_is_a ? p.a : p.b;
+  EXPECT_EQ(shared.tensor, "a");
+  EXPECT_EQ(shared.batch, 1);
+  EXPECT_EQ(batched.batch, 3);
+  EXPECT_EQ(batched.batch_stride, 64 * 192);
+  EXPECT_FALSE(batched.k_major);
+  BoundProgram bound = testing::bind_text(left);
+  KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu(false)).kernels;
+  ASSERT_EQ(kernels.kernels.size(), 1u);
+  ASSERT_NE(kernels.kernels[0].body[0].as<ContractNode>(), nullptr);
+  auto v = testing::verify_kernels(bound, kernels, make_inputs(bound, 3));
+  EXPECT_TRUE(v.ok()) << v.failures();
+}
+
 // A paired contract (gate and up over one A): the dual-B problem, with B2 = gate's weights.
 TEST(GemmSkeletonFit, TakesAPairedContractAsADualBProblem) {
   BoundProgram bound = testing::bind_text(

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Stages the census's device call (bench/census/call.sh) on the build machine (no GPU): this tree's
+# build/solder and main's (MAIN, default /work/main/build/solder) stripped and xz-compressed, bench/, the
+# census programs and every kernel of the call compiled ahead by NVRTC (bench/compile_ahead.sh). DEST must be
+# the folder the device runs from (/work/main/.devcarry/census), with DEST/../cutlass the CuTe headers.
+#   bash bench/census/stage.sh /work/main/.devcarry/census
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dest=${1:?usage: bench/census/stage.sh DEST}
+root=$PWD
+rm -rf "$dest"; mkdir -p "$dest/build" "$dest/tests"
+cp build/solder "$dest/build/solder" && strip "$dest/build/solder"
+cp "${MAIN:-/work/main/build/solder}" "$dest/build/solder-main" && strip "$dest/build/solder-main"
+tar cf - --exclude=bench/results bench | tar xf - -C "$dest"
+cp -r tests/census "$dest/tests/"; cp -r examples "$dest/"
+git log -1 --format='%h' > "$dest/COMMIT"
+commands() {
+  grep -v '^\s*\(#\|$\)' bench/census/verify.txt | while read -r args; do
+    echo "$dest/build/solder bench $args --compile-only"
+  done
+  for cell in $(python3 bench/census/peers.py --list); do
+    for bin in solder solder-main; do echo "$dest/build/$bin bench $(python3 bench/census/peers.py --dims "$cell") --compile-only"; done
+  done
+}
+cd "$dest"
+commands | bash "$root/bench/compile_ahead.sh"
+for b in build/solder build/solder-main; do xz -T2 -6 "$b"; done
+du -sh "$dest" kernels.tar.xz

@@ -1,0 +1,7 @@
+# census: x @ w.T with one row (decode)
+program decode_m1
+dim M = 1, N = 4096, K = 4096
+small M = 1, N = 64, K = 64
+in a[M, K] : bf16
+in w[N, K] : bf16
+out c[m, n] : bf16 = sum(k) a[m, k] * w[n, k]

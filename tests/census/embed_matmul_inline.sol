@@ -1,0 +1,8 @@
+# census: emb[tok] @ w.T written in one statement
+program embed_matmul_inline
+dim T = 512, V = 1000, C = 256, N = 512
+small T = 16, V = 50, C = 32, N = 32
+in tok[T] : i32 ~ randint(0, 50)
+in emb[V, C] : bf16
+in w[N, C] : bf16
+out y[t, n] : bf16 = sum(c) emb[tok[t], c] * w[n, c]

@@ -1,0 +1,90 @@
+// The matrix-product census (issue 15): the programs of tests/census/ (written by bench/census/census.py,
+// what a user of torch.matmul / einsum writes: dtypes, operand layouts, batches, several reduced axes,
+// ragged and decode sizes, epilogues, chains, transposed outputs, mixed dtypes, gathers), compiled for
+// the GPU at their default sizes. Every contraction runs on a wgmma skeleton (the GEMM skeleton, its
+// operand prologue, the attention skeleton or the attention emitter's wgmma) unless it is listed below,
+// with the reason it stays off; a listed one that reaches wgmma must leave the list. docs/census.md is
+// the same table for people (census.py table).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "driver/compile.h"
+#include "../test_util.h"
+
+namespace solder {
+namespace {
+
+struct OffTensorCores {
+  const char* program;
+  const char* contraction;
+  const char* reason;
+};
+
+// (program, contraction) -> why it does not run on wgmma. Sizes below 64 in M or N are the GEMV stream's
+// family (design.md, "Contractions"), not the skeleton's.
+const std::vector<OffTensorCores> kOffWgmma = {
+    {"mm_e4m3_nn", "c_tile_f32", "fp8 wgmma reads K-major operands and B is stored [K, N]: mma.sync"},
+    {"bmm_gqa", "s", "K's head index is h // G: the skeleton's one batch stride cannot read a shared head"},
+    {"bmm_gqa_pv", "o__", "V's head index is h // G: the skeleton's one batch stride cannot read a shared head"},
+    {"ragged_n8", "c_tile_f32", "N 8: a few-column product, the scalar loop reads each operand once"},
+    {"decode_m1", "c_tile_f32", "M 1 (decode): the scalar loop reads each operand once"},
+    {"decode_m4", "c_tile_f32", "M 4 (decode): the scalar loop reads each operand once"},
+    {"decode_m16", "c_tile_f32", "M 16 (decode): 16-row mma.sync"},
+    {"decode_m16_nn", "c_tile_f32", "M 16 (decode): 16-row mma.sync"},
+    {"chain_f32_mid", "e_tile_f32", "A is the f32 intermediate h rounded to bf16 (a computed operand): mma.sync"},
+    {"mixed_bf16_f16", "c_tile_f32", "operands of two dtypes, T tf32 (exact for both): scalar"},
+    {"mixed_bf16_f32w", "c_tile_f32", "B is the f32 weight rounded to bf16 (a computed operand): mma.sync"},
+    {"mixed_f16_e4m3w", "c__", "B is e4m3 widened to f16 (operands of two dtypes): implicit GEMM"},
+    {"mixed_cast_bf16", "c__", "B = cast(w, bf16) is computed: implicit GEMM"},
+    {"embed_matmul", "y", "A's rows are gathered by tok (TMA cannot gather rows on sm_90a): implicit GEMM"},
+    {"embed_matmul_inline", "y", "A's rows are gathered by tok (TMA cannot gather rows on sm_90a): implicit GEMM"},
+    {"gather_weight_rows", "c__", "B's rows are gathered by idx (TMA cannot gather rows on sm_90a): implicit GEMM"},
+};
+
+bool on_wgmma(const ContractionSchedule& c) {
+  return c.skeleton == ContractionSchedule::kGemmSkeleton || c.skeleton == ContractionSchedule::kGemmPrologue ||
+         c.skeleton == ContractionSchedule::kAttentionSkeleton || c.skeleton == ContractionSchedule::kAttentionWgmma;
+}
+
+std::vector<std::string> census_files() {
+  std::vector<std::string> files;
+  for (auto& entry : std::filesystem::directory_iterator(std::string(SOLDER_SOURCE_DIR) + "/tests/census"))
+    if (entry.path().extension() == ".sol") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string stem(const std::string& file) {
+  std::string name = file.substr(file.find_last_of('/') + 1);
+  return name.substr(0, name.size() - 4);
+}
+
+TEST(Census, EveryProductReachesWgmmaOrSaysWhyNot) {
+  std::set<std::pair<std::string, std::string>> known, seen;
+  for (auto& k : kOffWgmma) known.insert({k.program, k.contraction});
+  int contractions = 0, programs = 0;
+  for (auto& file : census_files()) {
+    ++programs;
+    auto program = std::make_shared<Program>(parse_program_file(file));
+    BoundProgram bound = bind_program(program, SizeChoice{false, {}});
+    GeneratedModule m = generate_cuda(compile_program(bound, CompileOptions::for_gpu()).kernels);
+    EXPECT_FALSE(m.contractions.empty()) << file;
+    for (auto& c : m.contractions) {
+      ++contractions;
+      if (on_wgmma(c)) continue;
+      std::pair<std::string, std::string> key{stem(file), c.contraction};
+      seen.insert(key);
+      EXPECT_TRUE(known.count(key)) << stem(file) << ", kernel " << c.kernel << ": contraction " << c.contraction << " (M " << c.m << ", N "
+                                    << c.n << ", K " << c.k << ") runs on " << c.skeleton << (c.reason.empty() ? "" : ": " + c.reason);
+    }
+  }
+  EXPECT_GE(programs, 50);
+  EXPECT_GT(contractions, programs);
+  for (auto& k : known) EXPECT_TRUE(seen.count(k)) << k.first << " " << k.second << " now runs on wgmma: remove it from kOffWgmma";
+}
+
+}  // namespace
+}  // namespace solder
