@@ -99,11 +99,12 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
     unit_tensor_us += static_cast<double>(k_tiles_per_cta) * one_consumer_step_cycles(c.bn) / clock_mhz;
   else if (c.pingpong)
     unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kPingpongStepCycles / clock_mhz;
-  // The epilogue's store after each unit (epilogue_cost.h): registers first, all of it on the consumers'
-  // path; staged, the part that stays there for every unit but the block's last, which drains at the end.
+  // The epilogue's store after each unit (epilogue_cost.h): all of it on the consumers' path; with the staged
+  // term (a staged tile, SOLDER_GEMM_EPILOGUE_TERM=1), the part that stays there for every unit but the
+  // block's last, which pays its whole store.
   const EpilogueStore store = epilogue_store(p, c, blocks, unit_tensor_us, rates);
   const double store_us = store.store_us;
-  const bool staged = store.schedule == EpilogueSchedule::staged;
+  const bool staged = store.overlapped;
   cost.epilogue = store.schedule;
   cost.store_us = store.exposed_us;
   cost.tensor_us = staged ? static_cast<double>(units) * unit_tensor_us + static_cast<double>(units - 1) * store.exposed_us + store_us

@@ -39,7 +39,7 @@ EpilogueSchedule epilogue_schedule(const GemmProblem& p, const GemmConfig& c) {
   if (!p.row_store || c.bn % 32 != 0) return EpilogueSchedule::pairs;
   if (p.row_store_mode == 0) return c.split_k == 1 ? EpilogueSchedule::direct : EpilogueSchedule::pairs;
   // Split-K's merge is per warp: the staged schedule needs the whole warpgroup at its barriers.
-  if (p.row_store_mode == 2 && c.split_k == 1 && epilogue_staging_term_enabled() && epilogue_staging_bytes(c) > 0)
+  if (p.row_store_mode == 2 && c.split_k == 1 && epilogue_staging_bytes(c) > 0)
     return EpilogueSchedule::staged;
   return EpilogueSchedule::registers_first;
 }
@@ -55,7 +55,8 @@ EpilogueStore epilogue_store(const GemmProblem& p, const GemmConfig& c, int64_t 
   const double gbps = std::min(rates.sm_load_gbps, tbps * 1e3 / static_cast<double>(std::max<int64_t>(1, blocks)));
   store.store_us = tile_bytes / (gbps * 1e3);
   store.exposed_us = store.store_us;
-  if (store.schedule == EpilogueSchedule::staged) {
+  if (store.schedule == EpilogueSchedule::staged && epilogue_staging_term_enabled()) {
+    store.overlapped = true;
     // The rest of the store, the bulk copies, drains behind the next tile's main loop, which waits for
     // it only before it rewrites the buffer. (A block's last tile has no next one: it pays store_us.)
     const double drain_us = (1.0 - kEpilogueStagedExposedFraction) * store.store_us;

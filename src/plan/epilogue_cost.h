@@ -37,15 +37,14 @@ std::string_view epilogue_schedule_name(EpilogueSchedule schedule);
 int epilogue_staging_bytes(const GemmConfig& config);
 
 // Which schedule the skeleton runs for `config` on `problem` (GemmProblem::row_store, row_store_mode).
-// With the staged term off (epilogue_staging_term_enabled), staged is never returned: a row-store
-// schedule 1 or 2 is registers_first whether or not the buffer fits (main's pricing before the term).
 EpilogueSchedule epilogue_schedule(const GemmProblem& problem, const GemmConfig& config);
 
-// $SOLDER_GEMM_EPILOGUE_TERM: "0" prices every row-store schedule 1 / 2 as registers first (the model
-// before the staged term), "1" prices a configuration with a staging buffer as staged; unset:
-// kEpilogueStagingTermDefault.
+// $SOLDER_GEMM_EPILOGUE_TERM: "1" prices a staged tile by the staged term below, "0" prices it as a
+// registers-first store (the model before the term); unset: kEpilogueStagingTermDefault, off: the H200 A/B of
+// every plan the term moved found each slower (bench/NOTES.md, wide-epi), the stage it gives up costing
+// more than the model's load term says.
 bool epilogue_staging_term_enabled();
-inline constexpr bool kEpilogueStagingTermDefault = true;
+inline constexpr bool kEpilogueStagingTermDefault = false;
 
 // The share of a registers-first store that a staged tile keeps on its consumers' path. Fitted on the
 // one committed pair of a tile with and without the buffer (the H100, bench/NOTES.md, gemm-epilogue, call 2):
@@ -58,6 +57,7 @@ struct EpilogueStore {
   EpilogueSchedule schedule = EpilogueSchedule::pairs;
   double store_us = 0;    // one tile's store at the schedule's rate, all of it on the consumers' path
   double exposed_us = 0;  // what a tile followed by another of its block adds: store_us, or the staged part
+  bool overlapped = false;  // staged and priced by the staged term (epilogue_staging_term_enabled)
 };
 
 // One tile's epilogue store on a grid of `blocks` busy blocks whose units each run `unit_main_loop_us`
