@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ir/diagnostics.h"
+#include "plan/epilogue_cost.h"
 #include "plan/feasibility.h"
 
 namespace solder {
@@ -98,21 +99,24 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
     unit_tensor_us += static_cast<double>(k_tiles_per_cta) * one_consumer_step_cycles(c.bn) / clock_mhz;
   else if (c.pingpong)
     unit_tensor_us += static_cast<double>(k_tiles_per_cta) * kPingpongStepCycles / clock_mhz;
-  const double tile_store_bytes = static_cast<double>(c.bm) * c.bn * (c.split_k > 1 ? 4 : out_bytes);
-  const bool row_store = p.row_store && c.bn % 32 == 0;  // the row-store hooks (sm90_gemm.cuh)
-  // Split-K's merge runs the registers-first schedule (the staged one needs the whole warpgroup).
-  const double epilogue_tbps = !row_store                   ? kEpilogueStoreTbps
-                               : p.row_store_mode == 0      ? (c.split_k == 1 ? kEpilogueRowStoreTbps : kEpilogueStoreTbps)
-                                                            : kEpilogueRowStagedTbps;
-  const double store_gbps = std::min(rates.sm_load_gbps, epilogue_tbps * 1e3 / static_cast<double>(blocks));
-  const double store_us = tile_store_bytes / (store_gbps * 1e3);
-  cost.tensor_us = static_cast<double>(units) * (unit_tensor_us + store_us);
+  // The epilogue's store after each unit (epilogue_cost.h): all of it on the consumers' path; with the staged
+  // term (a staged tile, SOLDER_GEMM_EPILOGUE_TERM=1), the part that stays there for every unit but the
+  // block's last, which pays its whole store.
+  const EpilogueStore store = epilogue_store(p, c, blocks, unit_tensor_us, rates);
+  const double store_us = store.store_us;
+  const bool staged = store.overlapped;
+  cost.epilogue = store.schedule;
+  cost.store_us = store.exposed_us;
+  cost.tensor_us = staged ? static_cast<double>(units) * unit_tensor_us + static_cast<double>(units - 1) * store.exposed_us + store_us
+                          : static_cast<double>(units) * (unit_tensor_us + store_us);
   if (c.pingpong) {
     // Ping-pong: the block's units alternate between two warpgroups and the ring orders their main loops,
     // so each epilogue but the last runs under the other warpgroup's main loop: units main loops and one
     // store, unless a store outlasts a main loop (then each warpgroup's own units, back to back, bind).
     const double own_units = static_cast<double>((units + 1) / 2);
-    cost.tensor_us = std::max(static_cast<double>(units) * unit_tensor_us + store_us, own_units * (unit_tensor_us + store_us));
+    const double own_us = staged ? (own_units - 1) * (unit_tensor_us + store.exposed_us) + unit_tensor_us + store_us
+                                 : own_units * (unit_tensor_us + store_us);
+    cost.tensor_us = std::max(static_cast<double>(units) * unit_tensor_us + store_us, own_us);
   }
   // A cluster's ring advances at its slowest block's pace.
   cost.tensor_us *= 1.0 + kClusterPacing * (c.cluster_size() - 1);

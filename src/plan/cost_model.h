@@ -33,6 +33,7 @@
 
 #include "hw/hardware.h"
 #include "plan/catalogue.h"
+#include "plan/epilogue_cost.h"
 #include "plan/gemm_problem.h"
 
 namespace solder {
@@ -49,6 +50,9 @@ struct GemmCost {
   double tensor_us = 0, smem_us = 0, load_us = 0, l2_us = 0, hbm_us = 0;  // the main loop is their maximum
   double fill_us = 0;  // waves × (pipeline fill + epilogue store)
   double launch_us = 0, merge_us = 0;
+  // The epilogue's schedule (epilogue_cost.h) and the store time per unit it adds to the tensor term.
+  EpilogueSchedule epilogue = EpilogueSchedule::pairs;
+  double store_us = 0;
   // What they came from.
   int64_t ctas = 0, concurrent_ctas = 0;
   int ctas_per_sm = 0;

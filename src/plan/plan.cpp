@@ -49,6 +49,7 @@ void write_cost(JsonWriter& json, const GemmCost& cost) {
   json.key("fill_us").value(cost.fill_us).key("launch_us").value(cost.launch_us).key("merge_us").value(cost.merge_us);
   json.key("ctas").value(cost.ctas).key("concurrent_ctas").value(cost.concurrent_ctas);
   json.key("ctas_per_sm").value(cost.ctas_per_sm).key("waves").value(cost.waves);
+  json.key("epilogue").value(epilogue_schedule_name(cost.epilogue)).key("store_us").value(cost.store_us);
   json.key("wgmma_efficiency").value(cost.wgmma_efficiency);
   json.key("hbm_bytes").value(cost.hbm_bytes).key("l2_bytes").value(cost.l2_bytes);
   json.end_object();
@@ -109,19 +110,20 @@ std::string plan_text(const std::vector<GemmPlan>& plans, const HardwareDescript
       out += "\n";
       continue;
     }
-    out += "  rank  configuration                      time µs  TFLOP/s  binding      tensor    smem    load      l2     hbm  waves\n";
+    out += "  rank  configuration                      time µs  TFLOP/s  binding      tensor    smem    load      l2     hbm  waves  epilogue\n";
     for (size_t i = 0; i < plan.top.size(); ++i) {
       const GemmCandidate& c = plan.top[i];
       char line[256];
-      std::snprintf(line, sizeof line, "  %4zu  %-32s %9.2f %8.1f  %-11s %7.2f %7.2f %7.2f %7.2f %7.2f %6.0f\n", i + 1,
+      std::snprintf(line, sizeof line, "  %4zu  %-32s %9.2f %8.1f  %-11s %7.2f %7.2f %7.2f %7.2f %7.2f %6.0f  %s\n", i + 1,
                     config_name(c.config).c_str(), c.cost.total_us, c.cost.tflops(),
                     std::string(resource_name(c.cost.binding)).c_str(), c.cost.tensor_us, c.cost.smem_us, c.cost.load_us, c.cost.l2_us,
-                    c.cost.hbm_us, c.cost.waves);
+                    c.cost.hbm_us, c.cost.waves, std::string(epilogue_schedule_name(c.cost.epilogue)).c_str());
       out += line;
     }
     const GemmCandidate& chosen = *plan.chosen();
     out += "  chosen: " + config_name(chosen.config) + ", predicted " + fixed(chosen.cost.total_us, 2) + " µs (" +
-           fixed(chosen.cost.tflops(), 1) + " TFLOP/s), bound by " + std::string(resource_name(chosen.cost.binding)) + "\n";
+           fixed(chosen.cost.tflops(), 1) + " TFLOP/s), bound by " + std::string(resource_name(chosen.cost.binding)) + ", " +
+           std::string(epilogue_schedule_name(chosen.cost.epilogue)) + " epilogue\n";
   }
   return out;
 }
