@@ -16,22 +16,7 @@
 #      ncu/CELL.csv; a cell starts only with NCU_MIN_LEFT (default 12) s of LIMIT left; packed into
 #      $OUT/ncu.tgz after every cell. A Solder cell's ENV words: CELL@KNOB=VALUE (one knob).
 # $OUT: checks.tgz, r.tgz, ncu.tgz, call.log. DRY_RUN=1 prints the commands.
-set -uo pipefail
-O=${OUT:-/tmp/out}; mkdir -p "$O"
-DRY=${DRY_RUN:-0}
-export SOLDER_CUTLASS_INCLUDE=$PWD/../cutlass SOLDER_CACHE_DIR=$PWD/.cache/kernels
-export SOLDER_COMMIT=$(cat COMMIT 2>/dev/null || git rev-parse --short HEAD)
-export LD_LIBRARY_PATH=$PWD/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-start=$(date +%s); LIMIT=${LIMIT:-124}; left() { echo $(( LIMIT - ($(date +%s) - start) )); }
-[ "$DRY" = 1 ] || exec > >(tee -a "$O/call.log") 2>&1
-stamp() { echo "[$(( $(date +%s) - start )) s] $*"; }
-
-stamp "== 0. $(date -u +%FT%TZ) commit $SOLDER_COMMIT $([ "$DRY" = 1 ] || nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader)"
-if [ "$DRY" != 1 ]; then
-  bash bench/unpack_staged.sh
-  [ -f kernels.tar.xz ] && python3 -c 'import tarfile; tarfile.open("kernels.tar.xz").extractall(".cache")' &&
-    stamp "   $(ls .cache/kernels | wc -l) cached kernels unpacked"
-fi
+. bench/call_prologue.sh
 
 C=/tmp/big-gemm-checks; rm -rf "$C"; mkdir -p "$C"
 if [ -n "${DT_FILTER:-}" ] || [ -n "${VERIFY_FILE:-}" ]; then

@@ -15,25 +15,10 @@
 #      per cell, --clock-control none, bench/attention/dossier_call.sh's sections and metrics, a cell only with
 #      NCU_MIN_LEFT (default 12) s of LIMIT left, into $OUT/ncu.tgz.
 # $OUT: checks.tgz, r.tgz, ncu.tgz, call.log.
-set -uo pipefail
-O=${OUT:-/tmp/out}; mkdir -p "$O"
-DRY=${DRY_RUN:-0}
-export SOLDER_CUTLASS_INCLUDE=$PWD/../cutlass SOLDER_CACHE_DIR=$PWD/.cache/kernels
-export SOLDER_COMMIT=$(cat COMMIT 2>/dev/null || git rev-parse --short HEAD)
-export LD_LIBRARY_PATH=$PWD/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-start=$(date +%s); LIMIT=${LIMIT:-124}; left() { echo $(( LIMIT - ($(date +%s) - start) )); }
-[ "$DRY" = 1 ] || exec > >(tee -a "$O/call.log") 2>&1
-stamp() { echo "[$(( $(date +%s) - start )) s] $*"; }
+. bench/call_prologue.sh
 SPOTS=${SPOTS:-bench/evo128/ab.spots}; VERIFY_FILE=${VERIFY_FILE:-bench/evo128/verify.txt}
 FLEX_CONFIGS=${FLEX_CONFIGS:-64:128x64w4s3}
 NCU_CELLS=${NCU_CELLS-evoformer-b1-d64 evoformer-b1-d64@SOLDER_ATTN_BIAS_BN=64}
-
-stamp "== 0. $(date -u +%FT%TZ) commit $SOLDER_COMMIT $([ "$DRY" = 1 ] || nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader)"
-if [ "$DRY" != 1 ]; then
-  bash bench/unpack_staged.sh
-  [ -f kernels.tar.xz ] && python3 -c 'import tarfile; tarfile.open("kernels.tar.xz").extractall(".cache")' &&
-    stamp "   $(ls .cache/kernels | wc -l) cached kernels unpacked"
-fi
 
 C=/tmp/evo128-checks; rm -rf "$C"; mkdir -p "$C"
 stamp "== 1. checks: device test '${DT_FILTER:=staged}', verify $VERIFY_FILE ($(left) s left)"
