@@ -290,6 +290,27 @@ void launch_dual(const TensorMap& a, const TensorMap& b, const TensorMap& b2, co
             stream, false, a, b, b2, shape, epilogue, solder::gemm::SplitKWorkspace{});
 }
 
+// How many of split-K's `counters` tile counters the launch left non-zero (each must be back at 0).
+inline long long dirty_counters(const solder::gemm::SplitKWorkspace& workspace, long long counters) {
+  long long dirty = 0;
+  if (counters <= 0) return 0;
+  std::vector<unsigned> raw(counters);
+  CUDA_CHECK(cudaMemcpy(raw.data(), workspace.counters, counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  for (unsigned v : raw) dirty += v != 0;
+  return dirty;
+}
+
+// The output `out` as floats into `got` (its size: the element count): bf16 elements decoded, or f32.
+inline void read_output(const void* out, bool bf16_out, std::vector<float>& got) {
+  if (bf16_out) {
+    std::vector<uint16_t> raw(got.size());
+    CUDA_CHECK(cudaMemcpy(raw.data(), out, raw.size() * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < got.size(); ++i) got[i] = decode16(Dtype::bf16, raw[i]);
+  } else {
+    CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
+  }
+}
+
 // The tail split's tail (Config::TailSplit) of C on `shape` looped over by `persistent_blocks` blocks: the
 // tile units of the partial last wave (0 without persistent blocks or without a tail split).
 template <class C>

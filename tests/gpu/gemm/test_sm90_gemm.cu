@@ -140,19 +140,8 @@ void run_case(const char* config_name, const Case& c, bool bf16_out, std::mt1993
       CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     CUDA_CHECK(cudaDeviceSynchronize());
-    long long dirty = 0;  // split-K counters not reset by the launch
-    if (counters > 0) {
-      std::vector<unsigned> raw(counters);
-      CUDA_CHECK(cudaMemcpy(raw.data(), workspace.counters, counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
-      for (unsigned v : raw) dirty += v != 0;
-    }
-    if (bf16_out) {
-      std::vector<uint16_t> raw(count);
-      CUDA_CHECK(cudaMemcpy(raw.data(), out, out_bytes, cudaMemcpyDeviceToHost));
-      for (size_t i = 0; i < count; ++i) got[i] = decode16(Dtype::bf16, raw[i]);
-    } else {
-      CUDA_CHECK(cudaMemcpy(got.data(), out, out_bytes, cudaMemcpyDeviceToHost));
-    }
+    const long long dirty = dirty_counters(workspace, counters);  // split-K counters not reset by the launch
+    read_output(out, bf16_out, got);
     long long bad = 0, nan = 0;
     double worst = 0, err2 = 0, ref2 = 0;
     size_t first = size_t(-1);

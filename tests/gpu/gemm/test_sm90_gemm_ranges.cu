@@ -109,19 +109,8 @@ void run_case(const char* config_name, const RangeCase& c, bool bf16_out, std::m
     CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));  // NaN
     launch_ranges<C>(map_a1, map_b1, map_a2, map_b2, shape, c.k2, epilogue, mode ? persistent_blocks : 0, workspace);
     CUDA_CHECK(cudaDeviceSynchronize());
-    long long dirty = 0;
-    if (counters > 0) {
-      std::vector<unsigned> raw(counters);
-      CUDA_CHECK(cudaMemcpy(raw.data(), workspace.counters, counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
-      for (unsigned v : raw) dirty += v != 0;
-    }
-    if (bf16_out) {
-      std::vector<uint16_t> raw(count);
-      CUDA_CHECK(cudaMemcpy(raw.data(), out, out_bytes, cudaMemcpyDeviceToHost));
-      for (size_t i = 0; i < count; ++i) got[i] = decode16(Dtype::bf16, raw[i]);
-    } else {
-      CUDA_CHECK(cudaMemcpy(got.data(), out, out_bytes, cudaMemcpyDeviceToHost));
-    }
+    const long long dirty = dirty_counters(workspace, counters);  // split-K counters not reset by the launch
+    read_output(out, bf16_out, got);
     long long bad = 0, nan = 0;
     double err2 = 0, ref2 = 0;
     size_t first = size_t(-1);
