@@ -300,16 +300,7 @@ void bench_3xtf32(int n, int replays) {
     g::tf32_split_kernel<ALo><<<dim3(ga.x, ga.y), g::kTf32SplitThreads, 0, s>>>(sa);
     g::tf32_split_kernel<BLo><<<dim3(gb.x, gb.y), g::kTf32SplitThreads, 0, s>>>(sb);
   };
-  Operand A3, B3;
-  A3.dtype = B3.dtype = Dtype::tf32;
-  A3.rows = m;
-  B3.rows = n;
-  A3.k = B3.k = 3 * k;
-  A3.ld = B3.ld = ld3;
-  A3.batch_stride = ld3 * m;
-  B3.batch_stride = ld3 * n;
-  A3.device = a3;
-  B3.device = b3;
+  const Operand A3 = tf32x3_operand(m, k, ld3, a3), B3 = tf32x3_operand(n, k, ld3, b3);
   const TensorMap ma = make_map(A3, C::ABoxRows, C::BK, "A3"), mb = make_map(B3, C::BBoxRows, C::BK, "B3");
   GemmShape shape;
   shape.m = m;

@@ -170,6 +170,20 @@ inline void free_operand(Operand& op) {
   op.device = nullptr;
 }
 
+// A 3xTF32 operand written by tf32_split_kernel: `rows` K-major rows of 3k tf32 values ([hi | lo | hi] or
+// [lo | hi | hi] along K), leading dimension ld3, at `device` (owned by the caller; values left empty).
+inline Operand tf32x3_operand(int rows, int k, int64_t ld3, void* device) {
+  Operand op;
+  op.dtype = Dtype::tf32;
+  op.k_major = true;
+  op.rows = rows;
+  op.k = 3 * k;
+  op.ld = ld3;
+  op.batch_stride = ld3 * rows;
+  op.device = device;
+  return op;
+}
+
 // The tensor map for an operand read in tiles of tile_rows × tile_k (the runtime's plan, then the driver);
 // box_k: an MN-major box's K rows when not tile_k (Config::BBoxKRows).
 inline TensorMap make_map(const Operand& op, int tile_rows, int tile_k, const char* what, int box_k = 0) {

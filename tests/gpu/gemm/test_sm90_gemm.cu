@@ -533,17 +533,7 @@ void run_3xtf32_case(const char* config_name, int m, int n, int k, std::mt19937&
       for (int part = 0; part < 3; ++part) split_bad += !same(row[part * k], BLo >> part & 1 ? lo : hi);
     }
   // The products: 3xTF32 (K' = 3k) and hi·hi alone (K' = k), one block per tile, then persistent.
-  Operand A3, B3;
-  A3.dtype = B3.dtype = Dtype::tf32;
-  A3.k_major = B3.k_major = true;
-  A3.rows = m;
-  B3.rows = n;
-  A3.k = B3.k = 3 * k;
-  A3.ld = B3.ld = ld3;
-  A3.batch_stride = ld3 * m;
-  B3.batch_stride = ld3 * n;
-  A3.device = d_a3;
-  B3.device = d_b3;
+  const Operand A3 = tf32x3_operand(m, k, ld3, d_a3), B3 = tf32x3_operand(n, k, ld3, d_b3);
   const TensorMap map_a = make_map(A3, C::ABoxRows, C::BK, "A3"), map_b = make_map(B3, C::BBoxRows, C::BK, "B3");
   std::vector<double> ref(size_t(m) * n), mag(ref.size());
 #pragma omp parallel for schedule(static)
