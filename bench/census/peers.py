@@ -22,6 +22,8 @@ CELLS = {
                          [("B", "M", "H", "D"), ("B", "N", "H", "D")]),
     "bmm_broadcast_left": ("bmm_broadcast_left", {"B": 16, "M": 1024, "N": 1024, "K": 1024}, "mk,bkn->bmn", [("M", "K"), ("B", "K", "N")]),
     "mm_bf16_nt": ("mm_bf16_nt", {"M": 4096, "N": 4096, "K": 4096}, "mk,nk->mn", [("M", "K"), ("N", "K")]),
+    # nmajor (twenty-first session): the same product with B [K, N] (N-major), beside mm_bf16_nt's B [N, K]
+    "mm_bf16_nn": ("mm_bf16_nn", {"M": 4096, "N": 4096, "K": 4096}, "mk,kn->mn", [("M", "K"), ("K", "N")]),
     # Solder only (main's binary against this one): the one example whose plan the batch rule moves at a
     # size outside the suites (a batch of two images: y2 leaves the gathered chain for the skeleton).
     "conv_chain_n2": ("examples/conv_chain", {"N": 2}, None, None),
@@ -73,7 +75,8 @@ def main():
         ref = torch.einsum(eq, *[t.double() for t in sets[0]])
         for peer in args.peers.split(","):
             # what a user writes: torch.matmul for the broadcast product, F.linear for x @ w.T, einsum else
-            user = {"bmm_broadcast_left": torch.matmul, "mm_bf16_nt": torch.nn.functional.linear}.get(cell, lambda *t: torch.einsum(eq, *t))
+            user = {"bmm_broadcast_left": torch.matmul, "mm_bf16_nn": torch.matmul,
+                    "mm_bf16_nt": torch.nn.functional.linear}.get(cell, lambda *t: torch.einsum(eq, *t))
             fn = user if peer == "eager" else torch.compile(user)
             t0 = time.time()
             y = fn(*sets[0])

@@ -87,6 +87,11 @@ bool gemm_k_ranges_enabled() {
   return !(v && std::string(v) == "0");
 }
 
+bool gemm_batch_exchange_enabled() {
+  const char* v = std::getenv("SOLDER_GEMM_BATCH_EXCHANGE");
+  return !(v && std::string(v) == "0");
+}
+
 // The operand `e` = load of a global indexed by plain variables: [batch?, side…, k] or
 // [batch?, k, side…], the side axes (each once) flattened in that order into its rows. `order`
 // receives them.
@@ -167,9 +172,11 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
 
 namespace {
 
-// The fit with these row and column axes (the contract's, or fewer: the others are batch axes).
+// The fit with these row and column axes (the contract's, or fewer: the others are batch axes). exchanged:
+// the one product term's operands on each other's side (its b as A along `rows`, its a as B along `columns`), the
+// same sum of products (each product a · b = b · a exactly).
 GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>& globals, const std::vector<std::string>& rows,
-                          const std::vector<std::string>& columns) {
+                          const std::vector<std::string>& columns, bool exchanged = false) {
   GemmSkeletonFit fit;
   auto refuse = [&](std::string why) {
     fit.refusal = std::move(why);
@@ -177,6 +184,9 @@ GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>
   };
   const bool ranges = c.terms.size() == 2 && gemm_k_ranges_enabled();
   if (c.terms.size() != 1 && !ranges) return refuse(std::to_string(c.terms.size()) + " product terms (the skeleton takes one)");
+  if (exchanged && (c.terms.size() != 1 || !c.pair_terms.empty())) return refuse("operands exchanged in a contract of several terms");
+  const Expr& a_term = exchanged ? c.terms[0].b : c.terms[0].a;
+  const Expr& b_term = exchanged ? c.terms[0].a : c.terms[0].b;
   if (c.where || c.domain.guard) return refuse("a where condition or a guarded domain");
   if (c.accumulate) return refuse("it accumulates onto its destination");
   if (c.type == MmaType::f32 || c.type == MmaType::tf32)
@@ -214,10 +224,10 @@ GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>
     if (!structurally_equal(c.terms[0].b, c.terms[1].b))
       return refuse("K ranges over two different B operands (the skeleton's ranges share one B)");
   }
-  auto a = operand_of(ranges ? first->a : c.terms[0].a, rows, p.reduce_axes, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
+  auto a = operand_of(ranges ? first->a : a_term, rows, p.reduce_axes, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
                       p.row_axes, why);
   if (!a) return refuse(why);
-  auto b = operand_of(c.terms[0].b, columns, p.reduce_axes, p.batch_axes, globals, "B", p.column_axes, why);
+  auto b = operand_of(b_term, columns, p.reduce_axes, p.batch_axes, globals, "B", p.column_axes, why);
   if (!b) return refuse(why);
   for (auto& v : p.row_axes) {
     p.row_extents.push_back(extent.at(v));
@@ -324,6 +334,20 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   if (batch == 1) return fit;  // none, or axes of extent 1 (conv_chain's batch of one image keeps its gathered chain)
   const std::vector<std::string> rows = without(c.row_axes, lead_rows), columns = without(c.column_axes, lead_columns);
   if (rows.empty() || columns.empty()) return fit;
+  // The canonical form's rule again without the batch axis (canonicalize.cpp, split_sides: A is the side
+  // of the destination's first non-batch axis): c[i, m, n] = Σ b[i, k, n] · a[m, k] has rows i, n and
+  // columns m; with i a batch, m comes first, so a is A and b is B, and the destination's contiguous n
+  // runs along the tile's columns (the skeleton's row stores) instead of down its rows.
+  for (auto& index : c.dst.index) {
+    auto v = index.as<VarNode>();
+    const bool row = v && std::count(rows.begin(), rows.end(), v->name), column = v && std::count(columns.begin(), columns.end(), v->name);
+    if (!row && !column) continue;  // a batch axis
+    if (column && gemm_batch_exchange_enabled()) {
+      GemmSkeletonFit exchanged = fit_sides(c, globals, columns, rows, true);
+      if (exchanged.problem) return exchanged;
+    }
+    break;
+  }
   GemmSkeletonFit batched = fit_sides(c, globals, rows, columns);
   return batched.problem ? batched : fit;
 }

@@ -12,7 +12,10 @@
 // where b… are the batch axes (every kept axis that is neither a row nor a column, leading in the
 // domain's order: flattened into one batch; an operand without them is shared by every batch; a row
 // (column) axis that A (B) alone names before K while naming others after it, [i, k, n], is a batch
-// axis too when its extent is over 1: torch.matmul of a [M, K] by b [Bt, K, N], a shared),
+// axis too when its extent is over 1: torch.matmul of a [M, K] by b [Bt, K, N], a shared; the two
+// operands then exchange sides when the destination's first axis after the batch is a column, as the
+// canonical form orders them: c[i, m, n] = Σ b[i, k, n] · a[m, k] runs as A = a [M, K], B = b N-major,
+// batch i, so c's contiguous n runs along the tile's columns),
 // where m… are the row axes (one or more, consecutive in A: flattened into one M in A's order) and
 // n… the column axes (likewise in B),
 // rows of 16 bytes multiples (what the
@@ -105,6 +108,11 @@ std::optional<GemmKRangeTerm> gemm_k_range_term(const Expr& a, const std::string
 // ranges the skeleton cannot stage (fusion/padded_operands.h): unset or anything but "0". $SOLDER_GEMM_K_RANGES=0
 // keeps the plan before it (two product terms refused, the whole A copied) for A/B runs.
 bool gemm_k_ranges_enabled();
+
+// Whether the one-operand batch's fit exchanges the operands as above: unset or anything but "0".
+// $SOLDER_GEMM_BATCH_EXCHANGE=0 keeps the contract's sides (c[i, m, n] with A = b M-major, B = a, its
+// output stored down the tile's columns, element pairs) for A/B runs.
+bool gemm_batch_exchange_enabled();
 
 // Whether the skeleton can store the product's result by rows (sm90_gemm.cuh's value() and row_pointer():
 // 16 bytes of a row per lane, the registers-first or staged epilogue): a single product (no second B)

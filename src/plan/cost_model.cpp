@@ -159,8 +159,11 @@ GemmCost predict_gemm(const GemmProblem& p, const GemmConfig& c, const HardwareD
 
   // HBM traffic.
   const double a_bytes = static_cast<double>(p.m) * p.k * bytes, b_bytes = static_cast<double>(p.k) * p.n * bytes;
-  double operand_hbm = p.batch * (a_bytes + b_bytes);
   const double l2_resident = kL2ResidentFraction * static_cast<double>(rates.l2_bytes);
+  // A shared operand (no batch axis) is read from HBM once while it stays in L2 across the batches, once
+  // per batch otherwise.
+  auto reads = [&](bool shared, double operand_bytes) { return shared && operand_bytes <= l2_resident ? 1.0 : static_cast<double>(p.batch); };
+  double operand_hbm = reads(p.a_shared, a_bytes) * a_bytes + reads(p.b_shared, b_bytes) * b_bytes;
   if (a_bytes + b_bytes > l2_resident) {
     // Rounds of tiles_per_wave tiles, then a last round of the rest, each reading the panels of its block.
     const int64_t tiles_per_wave = std::max<int64_t>(1, blocks / c.split_k);

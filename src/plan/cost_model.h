@@ -18,7 +18,8 @@
 //           the memory latency each K step waits for when a CTA has only stages - 1 loads in flight
 //   L2      bytes from L2 into SMs (each CTA's A and B panels, divided by the multicast factor of its
 //           cluster, B's only with split-K; D, the epilogue reads and split-K partials) at the L2 bandwidth
-//   HBM     A and B once when both fit in half of L2, otherwise the panels each wave of CTAs touches (a
+//   HBM     A and B once per batch when both fit in half of L2 (a shared operand, without the batch
+//           axis, once for all batches while it fits), otherwise the panels each wave of CTAs touches (a
 //           wave covers a near-square block of tiles); D or the f32 partials; epilogue reads
 //   merge   split_k > 1: the last CTA of each tile reads the other f32 partials and writes D, in the
 //           same launch (at L2 speed while the partials fit in half of L2; at least one tile's partials

@@ -27,13 +27,14 @@ std::optional<MmaType> mma_type_for(DType dtype) {
 
 double GemmProblem::unique_bytes() const {
   const double b = static_cast<double>(batch), bytes = mma_type_bytes(type);
-  return b * (static_cast<double>(m) * k * bytes + static_cast<double>(k) * n * bytes +
-              static_cast<double>(m) * n * (dtype_bytes(output) + epilogue_bytes_per_output));
+  return (a_shared ? 1 : b) * static_cast<double>(m) * k * bytes + (b_shared ? 1 : b) * static_cast<double>(k) * n * bytes +
+         b * static_cast<double>(m) * n * (dtype_bytes(output) + epilogue_bytes_per_output);
 }
 
 std::string describe(const GemmProblem& p) {
   std::string text = "M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k);
-  if (p.batch != 1) text = "batch=" + std::to_string(p.batch) + " " + text;
+  if (p.batch != 1)
+    text = "batch=" + std::to_string(p.batch) + (p.a_shared ? " (A shared)" : "") + (p.b_shared ? " (B shared)" : "") + " " + text;
   text += " " + std::string(mma_type_name(p.type)) + " -> " + std::string(dtype_name(p.output));
   if (!p.a_k_major || !p.b_k_major)
     text += std::string(" (A ") + (p.a_k_major ? "K" : "M") + "-major, B " + (p.b_k_major ? "K" : "N") + "-major)";

@@ -34,6 +34,9 @@ struct GemmProblem {
   DType output = DType::bf16;
   bool a_k_major = true;       // A stored [M, K]
   bool b_k_major = true;       // B stored [N, K] (true, as cuBLAS "TN") or [K, N] (false)
+  // An operand without the batch axis, read by every batch (torch.matmul of a [M, K] by b [Bt, K, N]: a):
+  // its bytes count once, not once per batch, while they stay in L2 across the batch-major grid.
+  bool a_shared = false, b_shared = false;
   // Elements between consecutive rows of A and B as stored (their pitch); 0: packed (K for a K-major
   // operand, M or N otherwise). A padded copy (fusion/padded_operands.h) has K 63 in rows of 64.
   int64_t a_ld = 0, b_ld = 0;
@@ -55,11 +58,13 @@ struct GemmProblem {
   int64_t k_tiles(int64_t bk) const {
     return k_first > 0 ? (k_first + bk - 1) / bk + (k - k_first + bk - 1) / bk : (k + bk - 1) / bk;
   }
-  // Bytes of A, B and D once each, plus the epilogue's reads: the floor of the memory traffic.
+  // Bytes of A, B and D once each (a shared operand once for every batch), plus the epilogue's reads:
+  // the floor of the memory traffic.
   double unique_bytes() const;
 };
 
-// "M=128 N=3072 K=8192 bf16 -> bf16" (plus "batch=4" and majorness when they are not the defaults).
+// "M=128 N=3072 K=8192 bf16 -> bf16" (plus "batch=4", a shared operand and majorness when they are not
+// the defaults).
 std::string describe(const GemmProblem& problem);
 
 }  // namespace solder

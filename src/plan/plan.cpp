@@ -141,6 +141,7 @@ std::string plan_json(const std::vector<GemmPlan>& plans, const HardwareDescript
     json.key("name").value(p.name).key("batch").value(p.batch).key("m").value(p.m).key("n").value(p.n).key("k").value(p.k);
     json.key("type").value(mma_type_name(p.type)).key("output").value(dtype_name(p.output));
     json.key("a_k_major").value(p.a_k_major).key("b_k_major").value(p.b_k_major);
+    json.key("a_shared").value(p.a_shared).key("b_shared").value(p.b_shared);
     json.key("epilogue_bytes_per_output").value(p.epilogue_bytes_per_output);
     json.key("flops").value(p.flops());
     json.end_object();

@@ -24,6 +24,8 @@ std::vector<GemmProblem> gemm_problems(const KernelProgram& program) {
     p.output = program.find_global(c->dst.name)->dtype;
     p.a_k_major = s.a.k_major;
     p.b_k_major = s.b.k_major;
+    p.a_shared = s.batch > 1 && s.a.batch == 1;
+    p.b_shared = s.batch > 1 && s.b.batch == 1;
     p.a_ld = s.a.ld;
     p.b_ld = s.b.ld;
     // The epilogue's reads: each loaded scale or bias element, amortised over the outputs that share it.

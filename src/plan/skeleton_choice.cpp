@@ -99,6 +99,8 @@ SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type
   problem.output = output;
   problem.a_k_major = p.a.k_major;
   problem.b_k_major = p.b.k_major;
+  problem.a_shared = p.batch > 1 && p.a.batch == 1;
+  problem.b_shared = p.batch > 1 && p.b.batch == 1;
   problem.a_ld = p.a.ld;
   problem.b_ld = p.b.ld;
   PlanOptions options;

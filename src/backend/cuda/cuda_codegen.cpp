@@ -277,6 +277,10 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
                                                                                             : " (A multicast)")
                                                 : "") +
                  (g.pingpong ? ", ping-pong" : "");
+        // The extents as the launch runs them (a one-operand batch's leading axis is its batch).
+        s.batch = g.batch;
+        s.m = g.m;
+        s.n = g.n;
         const std::string prefix = "cost model: ";
         s.figures = (g.plan.rfind(prefix, 0) == 0 ? g.plan.substr(prefix.size()) : g.plan) + "; " + s.figures;
         s.blocks = gemm->info.blocks;

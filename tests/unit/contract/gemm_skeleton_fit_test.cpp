@@ -111,7 +111,10 @@ TEST(GemmSkeletonFit, FlattensSeveralReducedAxesIntoOneK) {
 
 // torch.matmul of a [M, K] by b [Bt, K, N]: the batch axis z is B's alone and leads it before K, so the
 // columns (z, n) are not consecutive in B; z runs as a batch axis, A shared by every batch. The same on
-// A's side (a [Bt, K, M] by b [K, N]). The whole contraction verifies on the executor.
+// A's side (a [Bt, K, M] by b [K, N]). Without z, y's first axis is m: a is A (rows m) and b is B
+// (columns n, N-major), whichever side the canonical form gave b, so y's contiguous n runs along the
+// tile's columns (row stores); SOLDER_GEMM_BATCH_EXCHANGE=0 keeps the contract's sides. The whole
+// contraction verifies on the executor.
 TEST(GemmSkeletonFit, TakesAOneOperandLeadingAxisAsABatch) {
   const std::string left = std::string(kDims) + "in a[M, K] : bf16\nin b[B, K, N] : bf16\nout y[z, m, n] : bf16 = sum(k) a[m, k] * b[z, k, n]\n";
   EXPECT_EQ(whole_refusal(left), "");
@@ -132,15 +135,43 @@ TEST(GemmSkeletonFit, TakesAOneOperandLeadingAxisAsABatch) {
   const GemmSkeletonProblem& p = *fit.problem;
   EXPECT_EQ(p.batch, 3);
   EXPECT_EQ(p.batch_axes, (std::vector<std::string>{"z"}));
-  EXPECT_EQ(b_is_a ? p.row_axes : p.column_axes, (std::vector<std::string>{"n"}));
-  EXPECT_EQ(p.m * p.n, 256 * 192);
-  const GemmSkeletonOperand& shared = b_is_a ? p.b : p.a;
-  const GemmSkeletonOperand& batched = b_is_a ? p.a : p.b;
-  EXPECT_EQ(shared.tensor, "a");
-  EXPECT_EQ(shared.batch, 1);
-  EXPECT_EQ(batched.batch, 3);
-  EXPECT_EQ(batched.batch_stride, 64 * 192);
-  EXPECT_FALSE(batched.k_major);
+  EXPECT_EQ(p.row_axes, (std::vector<std::string>{"m"}));
+  EXPECT_EQ(p.column_axes, (std::vector<std::string>{"n"}));
+  EXPECT_EQ(p.m, 256);
+  EXPECT_EQ(p.n, 192);
+  EXPECT_EQ(p.a.tensor, "a");
+  EXPECT_TRUE(p.a.k_major);
+  EXPECT_EQ(p.a.batch, 1);
+  EXPECT_EQ(p.b.tensor, "b");
+  EXPECT_EQ(p.b.batch, 3);
+  EXPECT_EQ(p.b.batch_stride, 64 * 192);
+  EXPECT_FALSE(p.b.k_major);
+  EXPECT_TRUE(gemm_row_stores(c, p, DType::bf16));
+  // The contract's sides (the fit before the exchange): b as A along n, its output down the tile's columns.
+  if (b_is_a) {
+    setenv("SOLDER_GEMM_BATCH_EXCHANGE", "0", 1);
+    GemmSkeletonFit kept = fit_gemm_skeleton(c, program_globals(large));
+    unsetenv("SOLDER_GEMM_BATCH_EXCHANGE");
+    ASSERT_TRUE(kept.problem.has_value()) << kept.refusal;
+    EXPECT_EQ(kept.problem->a.tensor, "b");
+    EXPECT_FALSE(kept.problem->a.k_major);
+    EXPECT_EQ(kept.problem->row_axes, (std::vector<std::string>{"n"}));
+    EXPECT_EQ(kept.problem->b.tensor, "a");
+    EXPECT_EQ(kept.problem->b.batch, 1);
+    EXPECT_FALSE(gemm_row_stores(c, *kept.problem, DType::bf16));
+  }
+  // A's side: a [Bt, K, M] is A already (y's first axis after z is m), nothing exchanged.
+  BoundProgram right = testing::bind_text("program p\ndim B = 3, M = 256, N = 192, K = 64\nin a[B, K, M] : f16\nin b[K, N] : f16\n"
+                                          "out y[z, m, n] : f16 = sum(k) a[z, k, m] * b[k, n]\n");
+  WholeContractionPlan right_plan = plan_whole_contractions(right);
+  ASSERT_EQ(right_plan.whole.size(), 1u) << whole_contractions_text(right, right_plan);
+  GemmSkeletonFit right_fit = fit_gemm_skeleton(*right_plan.whole[0].kernel.body[0].as<ContractNode>(), program_globals(right));
+  ASSERT_TRUE(right_fit.problem.has_value()) << right_fit.refusal;
+  EXPECT_EQ(right_fit.problem->a.tensor, "a");
+  EXPECT_FALSE(right_fit.problem->a.k_major);
+  EXPECT_EQ(right_fit.problem->a.batch, 3);
+  EXPECT_EQ(right_fit.problem->b.batch, 1);
+  EXPECT_EQ(right_fit.problem->column_axes, (std::vector<std::string>{"n"}));
   BoundProgram bound = testing::bind_text(left);
   KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu(false)).kernels;
   ASSERT_EQ(kernels.kernels.size(), 1u);

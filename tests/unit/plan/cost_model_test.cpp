@@ -397,6 +397,35 @@ TEST(CostModel, APartialLastRoundReadsOnlyItsPanels) {
   EXPECT_LE(cost.hbm_bytes, 1.05 * unique);
 }
 
+// torch.matmul of a [1024, 1024] by b [16, 1024, 1024] (the census's bmm_broadcast_left): A has no
+// batch axis and stays in L2 across the batch-major grid, so HBM reads it once, not 16 times: before,
+// 16 × (A + B) + D = 96 MiB; now A + 16 B + D = 66 MiB, and unique_bytes (the floor) says the same.
+TEST(CostModel, ASharedOperandIsReadOnceForEveryBatch) {
+  GemmProblem p = problem(1024, 1024, 1024);
+  p.batch = 16;
+  p.b_k_major = false;
+  const double mib = 1024.0 * 1024.0, operand = 2 * mib, batched = 16 * 2 * mib;
+  const GemmCost per_batch = predict_gemm(p, big_tile(), default_hardware());
+  EXPECT_DOUBLE_EQ(per_batch.hbm_bytes, 16 * operand + batched + batched);
+  EXPECT_DOUBLE_EQ(p.unique_bytes(), batched + batched + batched);
+  p.a_shared = true;
+  const GemmCost shared = predict_gemm(p, big_tile(), default_hardware());
+  EXPECT_DOUBLE_EQ(shared.hbm_bytes, operand + batched + batched);
+  EXPECT_DOUBLE_EQ(p.unique_bytes(), operand + batched + batched);
+  EXPECT_LT(shared.hbm_us, per_batch.hbm_us);
+  // The other terms do not see the sharing: every tile still loads its A panel from L2.
+  EXPECT_DOUBLE_EQ(shared.tensor_us, per_batch.tensor_us);
+  EXPECT_DOUBLE_EQ(shared.l2_bytes, per_batch.l2_bytes);
+  // A shared B is the same; one larger than half of L2 is read for every batch again.
+  GemmProblem wide = problem(64, 8192, 4096);  // B 64 MiB, above half of the H100's 50 MiB L2
+  wide.batch = 4;
+  const double wide_b = 8192.0 * 4096 * 2;
+  const double once = predict_gemm(wide, big_tile(), default_hardware()).hbm_bytes;
+  wide.b_shared = true;
+  EXPECT_DOUBLE_EQ(predict_gemm(wide, big_tile(), default_hardware()).hbm_bytes, once);
+  EXPECT_DOUBLE_EQ(wide.unique_bytes(), 4 * 64.0 * 4096 * 2 + wide_b + 4 * 64.0 * 8192 * 2);
+}
+
 TEST(CostModel, MissingRatesAreAnError) {
   HardwareDescription hw = default_hardware();
   hw.has_rates = false;

@@ -67,6 +67,27 @@ out s[b, h, i, j] : f32 = sum(d) q[b, h, i, d] * k[b, h, j, d] * scale[i] * 0.12
   EXPECT_DOUBLE_EQ(p.epilogue_bytes_per_output, 128.0 * 4 / (8 * 128 * 128));
 }
 
+// torch.matmul of a [M, K] by b [Bt, K, N]: a batch of 4 with A = a shared by every batch (read once),
+// B = b N-major; m along the rows, so c's contiguous n runs along the tile's columns.
+TEST(GemmProblems, AOneOperandBatchSharesItsOtherOperand) {
+  auto problems = problems_of(R"(program p
+dim B = 4, M = 256, N = 192, K = 128
+in a[M, K] : bf16
+in b[B, K, N] : bf16
+out c[i, m, n] : bf16 = sum(k) a[m, k] * b[i, k, n]
+)");
+  ASSERT_EQ(problems.size(), 1u);
+  const GemmProblem& p = problems[0];
+  EXPECT_EQ(p.batch, 4);
+  EXPECT_EQ(p.m, 256);
+  EXPECT_EQ(p.n, 192);
+  EXPECT_TRUE(p.a_shared);
+  EXPECT_FALSE(p.b_shared);
+  EXPECT_TRUE(p.a_k_major);
+  EXPECT_FALSE(p.b_k_major);
+  EXPECT_NE(describe(p).find("batch=4 (A shared)"), std::string::npos) << describe(p);
+}
+
 TEST(GemmProblems, WhatIsNotAPlainProductIsLeftOut) {
   auto problems = problems_of(R"(program p
 dim M = 64, N = 64, K = 64
