@@ -6,22 +6,22 @@
 #   1. (before any timing, together) the attention skeleton's device test filtered by DT_FILTER (default
 #      "affine": every affine-score case, the column term by the tensor cores among them) under DT_SECONDS
 #      (default 40), and `solder run --backend cuda` (float64 reference) of each line of bench/alibi/verify.txt,
-#      3 at a time, each under VERIFY_SECONDS (default 40), into $OUT/checks.tgz;
-#   2. merged_call.sh with bench/alibi/ab.spots (Solder only), ROUNDS (default 3) interleaved rounds, under
-#      MC_SECONDS (default 35), into $OUT/r.tgz;
+#      3 at a time, each under VERIFY_SECONDS (default 35), into $OUT/checks.tgz;
+#   2. merged_call.sh with bench/alibi/ab.spots (Solder only), ROUNDS (default 2) interleaved rounds, under
+#      MC_SECONDS (default 30), into $OUT/r.tgz;
 #   3. merged_call.sh with bench/alibi/flex.spots (FlexAttention max-autotune beside Solder), one round, with
 #      what is left of LIMIT, into $OUT/flex.tgz.
 # $OUT: checks.tgz, flex.tgz, r.tgz, call.log.
 . bench/call_prologue.sh
 C=/tmp/alibi-checks; rm -rf "$C"; mkdir -p "$C"
 stamp "== 1. checks: device test '${DT_FILTER:=affine}', verify bench/alibi/verify.txt ($(left) s left)"
-if [ "$DRY" = 1 ]; then echo "timeout ${DT_SECONDS:-30} bin/test_sm90_attention 2026 '$DT_FILTER' > dt-attention.txt &"
-else (timeout "${DT_SECONDS:-30}" bin/test_sm90_attention 2026 "$DT_FILTER" > "$C/dt-attention.txt" 2>&1; echo "rc $?" >> "$C/dt-attention.txt") &
+if [ "$DRY" = 1 ]; then echo "timeout ${DT_SECONDS:-25} bin/test_sm90_attention 2026 '$DT_FILTER' > dt-attention.txt &"
+else (timeout "${DT_SECONDS:-25}" bin/test_sm90_attention 2026 "$DT_FILTER" > "$C/dt-attention.txt" 2>&1; echo "rc $?" >> "$C/dt-attention.txt") &
   dt_pid=$!; fi
 n=0
 while read -r envs args; do
   n=$((n + 1)); [ "$envs" = - ] && envs=
-  echo "env $envs timeout ${VERIFY_SECONDS:-40} build/solder run --backend cuda $args" > "$C/verify-$n.sh"
+  echo "env $envs timeout ${VERIFY_SECONDS:-35} build/solder run --backend cuda $args" > "$C/verify-$n.sh"
 done < <(grep -v '^\s*\(#\|$\)' bench/alibi/verify.txt)
 if [ "$DRY" = 1 ]; then cat "$C"/verify-*.sh
 else
@@ -34,8 +34,8 @@ fi
 
 stamp "== 2. rounds: merged_call.sh bench/alibi/ab.spots ($(left) s left)"
 # merged_call.sh starts a Solder step only with 60 s of its DEADLINE left: its DEADLINE is MC_SECONDS + 65
-mc=${MC_SECONDS:-35}
-OUT=/tmp/mc1 DRY_RUN=$DRY DEVICE_TESTS="" RUN_SH=0 ROUNDS=${ROUNDS:-3} DEADLINE=$(( mc + 65 )) SPOTS=bench/alibi/ab.spots \
+mc=${MC_SECONDS:-30}
+OUT=/tmp/mc1 DRY_RUN=$DRY DEVICE_TESTS="" RUN_SH=0 ROUNDS=${ROUNDS:-2} DEADLINE=$(( mc + 65 )) SPOTS=bench/alibi/ab.spots \
   timeout "$mc" bash bench/merged_call.sh
 [ "$DRY" = 1 ] || { tar czf "$O/r.tgz" -C /tmp/mc1 r; cat /tmp/mc1/r/summary.md 2>/dev/null | head -40; }
 
