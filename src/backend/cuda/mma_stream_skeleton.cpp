@@ -1548,24 +1548,30 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       // (SASS: 585 -> 527 instructions per key tile). alibi S 4k 657.9 -> 638.2 us (-3.0 %), S 16k 2560.5
       // -> 2401.2 (-6.2 %), 0.830 / 0.830x FlexAttention max-autotune's 768.6 / 2894.6 (H100, 2026-11-28,
       // same call, two rounds).
-      // With 2 consumers (alibi S <= 1k) the same scaled form replaces the row shift with its 32 column terms,
-      // which ptxas re-forms by one FMUL per column and key tile at 168 registers (SASS: 677 -> 648
-      // instructions per key tile).
-      // $SOLDER_ATTN_AFFINE=unscaled leaves the declaration out (A/B runs: the column terms with 2 consumers,
-      // the two-FFMA form with 3).
-      const char* affine_knob = std::getenv("SOLDER_ATTN_AFFINE");
+      // With 2 consumers (alibi S <= 1k) the scaled form would replace the row shift's 32 column terms, which
+      // ptxas re-forms by one FMUL per column and key tile at 168 registers (SASS: 677 -> 648 instructions per
+      // key tile), but it measured within the rounds' spread: 187.7 against 190.2 us by medians, 186.1 against
+      // 185.3 by the fastest replays (H200, 2026-11-29, same call, two rounds); with the column term by wgmma
+      // on five stages (its tile fits there) 186.1 (fastest 182.8). So 2 consumers keep the column terms;
+      // $SOLDER_ATTN_AFFINE=scaled takes the scaled form with the column term by wgmma there (where it fits:
+      // SOLDER_ATTN_STAGES=5 at S 1k), =scaled-ffma the scaled FFMA form (A/B runs).
+      // $SOLDER_ATTN_AFFINE=unscaled leaves the declaration out (A/B runs: the two-FFMA form with 3 consumers).
+      const std::string affine_knob = std::getenv("SOLDER_ATTN_AFFINE") ? std::getenv("SOLDER_ATTN_AFFINE") : "";
       const bool positive_a = [&] {
-        if (two_ffma || (affine_knob && std::string(affine_knob) == "unscaled")) return false;
+        if (two_ffma || affine_knob == "unscaled") return false;
+        if (consumers == 2 && affine_knob != "scaled" && affine_knob != "scaled-ffma") return false;  // (the column terms)
         if (!vars_used(affine->a).empty() || !tensors_used(affine->a).empty()) return false;
         const double v = evaluate_with(affine->a, {}, {}, program_.dims) * scale;
         return std::isfinite(v) && v > 0;
       }();
       // The scaled form's column term (u / a)·(key offset) by the tensor cores (kAffineColumnMma): one more
       // m64n128k16 wgmma per key tile on a constant 2176-byte tile of offsets, no FFMA per score (SASS of alibi
-      // S 4k: 654 -> 594 instructions per key tile, vanilla's 578). 16-bit operands, head dim 64, 128-key tiles; the
-      // skeleton keeps the FFMA form where the tile does not fit (the short-row kernel's six stages).
-      // $SOLDER_ATTN_AFFINE=ffma leaves it out (A/B runs).
-      column_mma = positive_a && !fp8 && bn == 128 && kHeadDim == 64 && !(affine_knob && std::string(affine_knob) == "ffma");
+      // S 4k: 654 -> 594 instructions per key tile, vanilla's 578): alibi S 4k / 16k 651.9 / 2433.3 -> 598.7 /
+      // 2307.7 us by medians (-8.2 / -5.2 %), 630.1 / 2374.6 -> 576.4 / 2155.6 by the fastest replays; vanilla
+      // 558.4 / 2207.6 (H200, 2026-11-29, same call, two rounds). 16-bit operands, head dim 64, 128-key tiles;
+      // the skeleton keeps the FFMA form where the tile does not fit (the short-row kernel's six stages).
+      // $SOLDER_ATTN_AFFINE=ffma (=scaled-ffma with 2 consumers) leaves it out (A/B runs).
+      column_mma = positive_a && !fp8 && bn == 128 && kHeadDim == 64 && affine_knob != "ffma" && affine_knob != "scaled-ffma";
       score_text += "; affine: a·dot + u·(col − row) + w·row + c with a = (" + a + ") · " + std::to_string(scale) + ", u = " + u + ", w = " + w + ", c = " + c +
                     " per head, once per work tile" +
                     (two_ffma || (consumers != 2 && !positive_a)
