@@ -20,8 +20,8 @@
 //     // score(bh, row, col, dot) = a·dot + u·(col − row) + w·row + c, the four factors of head bh
 //     __device__ void affine(int bh, float* a, float* u, float* w, float* c) const;
 //
-// With two consumer warpgroups the skeleton asks for the factors once per work tile and splits the bias
-// into a column term and a row shift. The column term u·k, for each of the thread's BN / 4 constant column
+// With two consumer warpgroups (and no kAffinePositiveA) the skeleton asks for the factors once per work
+// tile and splits the bias into a column term and a row shift. The column term u·k, for each of the thread's BN / 4 constant column
 // offsets k inside a key tile, is formed once per work tile and kept in registers; the row shift
 // u·(col0 + lane's column − row) + w·row + c (an exact integer times u, so no precision is lost at large
 // rows or columns) once per key tile and row. Per score one FFMA forms s' = a·dot + u·k; the row state
@@ -29,18 +29,29 @@
 // weight is exp2(scale_log2 · s' − scale_log2 · (max − shift)), so the score a·dot + u·(col − row) + w·row
 // + c is never formed per element (ALiBi: a = scale, u = the head's slope, w = c = 0).
 //
-// With three consumers (a 128-register cap: the BN / 4 column terms do not fit), or with
+// With three consumers (a 128-register cap: the BN / 4 column terms do not fit; no kAffinePositiveA), or with
 // `static constexpr bool kAffineTwoFfma = true;`, the skeleton adds the whole bias per score: the row base
 // u·(col0 + lane's column − row) + w·row + c once per key tile and row, u times the element's constant
 // column offset added to it by one FFMA (which does not wait for S), then a·dot by another. (Forming the
 // column terms per key tile instead, after S, measured 2–3 % slower there: bench/NOTES.md, attn-alibi.)
 //
-// With three consumers and `static constexpr bool kAffinePositiveA = true;` (the functor promises a > 0 for
-// every head: ALiBi's a is the softmax scale) the skeleton takes the scaled row shift instead: it divides
+// With `static constexpr bool kAffinePositiveA = true;` (the functor promises a > 0 for every head: ALiBi's
+// a is the softmax scale; two or three consumers) the skeleton takes the scaled row shift instead: it divides
 // the score by a, s'' = dot + (u / a)·k by one FFMA per score whose column offset k is the instruction's
 // immediate operand (so no column terms in registers), the row shift (u·(col0 + lane's column − row) + w·row
 // + c) / a once per key tile and row, and the row state's scale a·scale_log2: the weights are those of the
 // score a·s'' + shift, up to rounding (u / a, and the shift's division, one rounding each).
+//
+// The column term by the tensor cores (optional, with kAffinePositiveA: `static constexpr bool
+// kAffineColumnMma = true;`; bf16 / f16 Configs with BN 128): the scaled row shift's s'' = dot + (u / a)·n, n
+// the key's offset in its tile (0 … 127), is formed by the S = Q·Kᵀ accumulation itself instead of by one FFMA
+// per score. Before the tile's Q·Kᵀ k-blocks one m64n128k16 bf16 wgmma writes (u / a)·n into the accumulator:
+// A in registers (four per thread) holds u / a as three bf16 pieces (hi + mid + lo = u / a exactly) at k = 0, 1,
+// 2, B is a constant 2176-byte shared tile of the offsets (rows n = 0 … 135 holding n at k = 0, 1, 2). The
+// products are exact; the sums round as the accumulation of S does. Per key tile and row the row shift
+// (u·(col0 − row) + w·row + c) / a, as in the scaled form. Costs a quarter more tensor work for S at head dim
+// 64 (one k-block of 16 beside four) and no instruction per score. Skipped (the FFMA form) where the tile
+// does not fit beside the Config's shared memory (the short-row hd64 kernel's six stages).
 //
 // A score with a bias (optional: `static constexpr bool kBias = true;`, then operator() is never called):
 //
@@ -255,6 +266,16 @@ __host__ __device__ constexpr auto score_affine_positive_a(int) -> decltype(S::k
 }
 template <class S>
 __host__ __device__ constexpr bool score_affine_positive_a(long) {
+  return false;
+}
+
+// Whether an affine Score asks for the column term by the tensor cores (kAffineColumnMma true).
+template <class S>
+__host__ __device__ constexpr auto score_affine_column_mma(int) -> decltype(S::kAffineColumnMma, true) {
+  return S::kAffineColumnMma;
+}
+template <class S>
+__host__ __device__ constexpr bool score_affine_column_mma(long) {
   return false;
 }
 

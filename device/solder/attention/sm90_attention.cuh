@@ -123,6 +123,41 @@ __host__ __device__ constexpr int vt_key(int position) {
   return 8 * ((position % 4) / 2) + 2 * (position / 4) + position % 2;
 }
 
+// An affine score's column term by the tensor cores (functors.cuh, kAffineColumnMma): the constant B tile of
+// key offsets, static shared memory of the kernels that take it (none in the others). No swizzle: 17 core
+// matrices of 8 key rows × 8 bf16 (128 bytes each, both descriptor offsets 128, so a k-block's second half
+// of 8 is the next core matrix, multiplied by zeros of A); row n holds n at k = 0, 1, 2, zeros elsewhere.
+template <bool On>
+struct ColumnOffsets {
+  __device__ static unsigned short* tile() { return nullptr; }
+};
+template <>
+struct ColumnOffsets<true> {
+  static constexpr int kElements = 17 * 64;
+  static constexpr int kBytes = 2 * kElements;
+  __device__ static unsigned short* tile() {
+    __shared__ alignas(128) unsigned short offsets[kElements];
+    return offsets;
+  }
+  // element e: row n = e / 8, k = e % 8; integers up to 256 are exact in bf16 (the f32 bits' high half)
+  __device__ static void fill(unsigned short* offsets, int thread, int threads) {
+    for (int e = thread; e < kElements; e += threads) {
+      const int k = e % 8, row = e / 8;
+      const int value = k < 3 ? row : 0;
+      offsets[e] = static_cast<unsigned short>(__float_as_uint(static_cast<float>(value)) >> 16);
+    }
+  }
+};
+
+// x as three bf16 values hi + mid + lo = x exactly (each remainder is exact in f32, and the last fits
+// in 8 significant bits), returned as floats.
+__device__ __forceinline__ void bf16_pieces(float x, float (&piece)[3]) {
+  piece[0] = __bfloat162float(__float2bfloat16_rn(x));
+  const float rest = x - piece[0];
+  piece[1] = __bfloat162float(__float2bfloat16_rn(rest));
+  piece[2] = __bfloat162float(__float2bfloat16_rn(rest - piece[1]));
+}
+
 // Two floats rounded to nearest even and packed as one A-operand register, the first in the low half.
 template <class T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
@@ -319,6 +354,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
   unsigned char* smem_bias_column = base + C::BiasColumnOffset;
   static_assert(score_staged_bias<Score>(0) == C::StagedBias, "the Config's StagedBias must be the score's kStagedBias");
   static_assert(C::StagedBias == 0 || score_has_bias<Score>(0), "a staged bias needs a score with a bias (kBias)");
+  // An affine score's column term by the tensor cores (functors.cuh, kAffineColumnMma): with the scaled row
+  // shift, 16-bit operands, 128-key tiles, no data mask (whose lists are static shared memory too) and where
+  // the offsets' tile fits beside the Config's shared memory.
+  constexpr bool kColumnMma = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && score_affine_positive_a<Score>(0) &&
+                              score_affine_column_mma<Score>(0) && !C::Fp8 && C::BN == 128 && !mask_has_data_tiles<Mask>(0) &&
+                              C::SmemBytes + detail::ColumnOffsets<true>::kBytes <= 232448;
   // Q buffer b (Config::QBuffers of them; work tiles with key tiles take them in turn): q_full[b], q_empty[b].
   uint64_t* q_full = reinterpret_cast<uint64_t*>(base + C::BarrierOffset);
   uint64_t* q_empty = q_full + C::QBuffers;
@@ -680,6 +721,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       }
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  if constexpr (kColumnMma) {
+    // the offsets' tile, written by every thread before the block's barrier below, read by wgmma (the
+    // async proxy) after it
+    detail::ColumnOffsets<true>::fill(detail::ColumnOffsets<true>::tile(), static_cast<int>(threadIdx.x), C::Threads);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
   if constexpr (kData) {
     // The id table (kIdTable; with kLazyTable the first work tile's group only), then the first work
@@ -1095,16 +1142,31 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         for (int i = 0; i < C::BN / 4; ++i) p(i) = detail::pack2<T>(acc_s(2 * i), acc_s(2 * i + 1));
       }
     };
-    // S = Q·Kᵀ from Q buffer `qb` and K stage `stage`.
+    // kColumnMma: the A registers of the column-term instruction (set per work tile from u / a) and the
+    // offsets' descriptor (functors.cuh, kAffineColumnMma).
+    wgmma::Fragment<uint32_t, kColumnMma ? 4 : 1> column_a;
+    uint64_t column_desc = 0;
+    if constexpr (kColumnMma) column_desc = wgmma::plain_descriptor(wgmma::shared_address(detail::ColumnOffsets<true>::tile()), 128, 128);
+    (void)column_a;
+    (void)column_desc;
+    // S = Q·Kᵀ from Q buffer `qb` and K stage `stage` (kColumnMma: on top of (u / a)·(key offset)).
     auto issue_s = [&](int qb, int stage) {
       wgmma::fence(acc_s);
+      if constexpr (kColumnMma) wgmma::fence(column_a);  // (written before the wgmma's stage, or ptxas serializes it)
       wgmma::arrive();
       const uint64_t k_stage = wgmma::advance(k_desc, stage * kKVStageBytes);
       const uint64_t q_buffer = wgmma::advance(q_desc, qb * static_cast<uint32_t>(C::QBytes));
+      if constexpr (kColumnMma) {
+        // (the chain's shape: ptxas serializes a chain of wgmma whose accumulators only overlap)
+        static_assert(C::BN == 128, "the column term's instruction is 64 x 128");
+        using ColumnOp = cute::SM90::GMMA::MMA_64x128x16_F32BF16BF16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+        wgmma::mma_rs<ColumnOp>(column_a, 0, column_desc, acc_s, false);
+      }
 #pragma unroll
       for (int kb = 0; kb < Ty::KBlocksS; ++kb)
         wgmma::mma_ss<typename Ty::MmaS>(wgmma::advance(q_buffer, wgmma::k_major_block(64, kb, C::RowBytes)),
-                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb, C::RowBytes)), acc_s, kb > 0);
+                                         wgmma::advance(k_stage, wgmma::k_major_block(C::BN, kb, C::RowBytes)), acc_s,
+                                         kColumnMma || kb > 0);
       wgmma::commit();
     };
     auto issue_o = [&](int stage) {
@@ -1223,12 +1285,12 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // of the key tile in flight (logits() sets it, the row state takes it).
       // Two consumers only: with 3 (a 128-register cap) the BN / 4 terms do not fit beside S, P and O, and
       // the whole bias per score (below) is the faster form there (functors.cuh, "An affine score").
-      constexpr bool kRowShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && C::Consumers == 2;
-      // The scaled row-shift form (3 consumers, a Score with kAffinePositiveA: a > 0 for every head): the
+      constexpr bool kRowShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && !score_affine_positive_a<Score>(0) && C::Consumers == 2;
+      // The scaled row-shift form (a Score with kAffinePositiveA: a > 0 for every head): the
       // logits divided by a, s'' = dot + (u / a)·k by one FFMA per score with the column offset k as its
       // immediate operand (no column terms in registers), the row shift divided by a, and the row state's
-      // scale multiplied by a (functors.cuh, "An affine score").
-      constexpr bool kScaledShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && score_affine_positive_a<Score>(0) && C::Consumers == 3;
+      // scale multiplied by a (functors.cuh, "An affine score"); with kColumnMma the wgmma forms dot + (u / a)·n.
+      constexpr bool kScaledShift = score_is_affine<Score>(0) && !score_affine_two_ffma<Score>(0) && score_affine_positive_a<Score>(0);
       float column_term[kRowShift ? C::BN / 4 : 1];
       float row_shift[2] = {0.0f, 0.0f};
       if constexpr (kRowShift) {
@@ -1241,6 +1303,19 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         inverse_a = 1.0f / affine_a;
         u_over_a = affine_u * inverse_a;
         scaled_log2 = score.scale_log2 * affine_a;
+      }
+      if constexpr (kColumnMma) {
+        // A of the column-term instructions: row-independent, u / a's pieces at k = 0, 1, 2 (lanes 4q, 4q + 1:
+        // k = 2·(lane % 4), + 1), zeros elsewhere.
+        float piece[3];
+        detail::bf16_pieces(u_over_a, piece);
+        using B16 = cute::bfloat16_t;
+        const int quad = lane % 4;
+        // registers j = 0, 1: rows lane / 4 and + 8 (the same A); j = 2, 3: k = 8 … 15 (zeros)
+        const uint32_t pieces = quad == 0 ? detail::pack2<B16>(piece[0], piece[1]) : quad == 1 ? detail::pack2<B16>(piece[2], 0.0f) : 0u;
+        column_a(0) = column_a(1) = pieces;
+        column_a(2) = column_a(3) = 0u;
+
       }
       (void)inverse_a;
       (void)u_over_a;
@@ -1337,14 +1412,18 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
         } else if constexpr (kScaledShift) {
           // (a·dot + u·(col − row) + w·row + c) / a as s'' = dot + (u / a)·(constant column offset), one
           // FFMA per score whose offset is an immediate, and the row shift (u·(col0 + col_lane − row) + w·row
-          // + c) / a once per tile and row; the row state's scale is a·scale_log2.
+          // + c) / a once per tile and row; the row state's scale is a·scale_log2. kColumnMma: S already
+          // holds dot + (u / a)·(col − col0), and the shift is (u·(col0 − row) + w·row + c) / a.
+          constexpr int kLaneInShift = kColumnMma ? 0 : 1;
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int row = row_base + 8 * r;
-            row_shift[r] = fmaf(u_over_a, static_cast<float>(col0 + col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c) * inverse_a);
+            row_shift[r] = fmaf(u_over_a, static_cast<float>(col0 + kLaneInShift * col_lane - row), fmaf(affine_w, static_cast<float>(row), affine_c) * inverse_a);
           }
+          if constexpr (!kColumnMma) {
 #pragma unroll
-          for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(u_over_a, static_cast<float>(8 * (i / 4) + i % 2), acc_s(i));
+            for (int i = 0; i < C::BN / 2; ++i) acc_s(i) = fmaf(u_over_a, static_cast<float>(8 * (i / 4) + i % 2), acc_s(i));
+          }
         } else if constexpr (score_is_affine<Score>(0)) {
           // a·dot + u·(col − row) + w·row + c: the row part once per tile and row (exact integer
           // col0 + col_lane − row), then u times the element's constant column offset, then a·dot.

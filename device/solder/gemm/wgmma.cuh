@@ -46,6 +46,14 @@ __device__ __forceinline__ uint64_t sw128_descriptor(uint32_t address, uint32_t 
          (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFFu) << 32) | (uint64_t{1} << 62);
 }
 
+// The descriptor of a tile without swizzle (layout 0): core matrices of 8 rows × 16 bytes, each 128
+// contiguous bytes (row r at byte 16·r); `leading_bytes` apart along K, `stride_bytes` apart along M / N.
+// 16-byte aligned.
+__device__ __forceinline__ uint64_t plain_descriptor(uint32_t address, uint32_t leading_bytes, uint32_t stride_bytes) {
+  return static_cast<uint64_t>((address & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((leading_bytes >> 4) & 0x3FFFu) << 16) |
+         (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFFu) << 32);
+}
+
 // The descriptor of a K-major tile at shared address `tile` (its first k-block).
 __device__ __forceinline__ uint64_t k_major(uint32_t tile) { return sw128_descriptor(tile, 16, 1024); }
 

@@ -1450,6 +1450,7 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // stores) is decided with the epilogue below (it needs a plain store of 16-bit words, no preload), so
   // the Config is printed after it.
   bool staged_epilogue = false;
+  bool column_mma = false;  // the functor's kAffineColumnMma (below, with the score)
   bool q_rows_epilogue = false;  // Config's QRowsEpilogue (below, with the staged epilogue)
   auto config_text = [&] {
     const bool past_dynamic = free_consumers || staged_epilogue || posted_work || q_rows_epilogue;  // (a template argument after Dynamic's)
@@ -1547,25 +1548,45 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       // (SASS: 585 -> 527 instructions per key tile). alibi S 4k 657.9 -> 638.2 us (-3.0 %), S 16k 2560.5
       // -> 2401.2 (-6.2 %), 0.830 / 0.830x FlexAttention max-autotune's 768.6 / 2894.6 (H100, 2026-11-28,
       // same call, two rounds).
-      // $SOLDER_ATTN_AFFINE=unscaled leaves the declaration out (A/B runs: the two-FFMA form there).
+      // With 2 consumers (alibi S <= 1k) the scaled form would replace the row shift's 32 column terms, which
+      // ptxas re-forms by one FMUL per column and key tile at 168 registers (SASS: 677 -> 648 instructions per
+      // key tile), but it measured within the rounds' spread: 187.7 against 190.2 us by medians, 186.1 against
+      // 185.3 by the fastest replays (H200, 2026-11-29, same call, two rounds); with the column term by wgmma
+      // on five stages (its tile fits there) 186.1 (fastest 182.8). So 2 consumers keep the column terms;
+      // $SOLDER_ATTN_AFFINE=scaled takes the scaled form with the column term by wgmma there (where it fits:
+      // SOLDER_ATTN_STAGES=5 at S 1k), =scaled-ffma the scaled FFMA form (A/B runs).
+      // $SOLDER_ATTN_AFFINE=unscaled leaves the declaration out (A/B runs: the two-FFMA form with 3 consumers).
+      const std::string affine_knob = std::getenv("SOLDER_ATTN_AFFINE") ? std::getenv("SOLDER_ATTN_AFFINE") : "";
       const bool positive_a = [&] {
-        const char* e = std::getenv("SOLDER_ATTN_AFFINE");
-        if (two_ffma || consumers != 3 || (e && std::string(e) == "unscaled")) return false;  // (2 consumers: the column terms)
+        if (two_ffma || affine_knob == "unscaled") return false;
+        if (consumers == 2 && affine_knob != "scaled" && affine_knob != "scaled-ffma") return false;  // (the column terms)
         if (!vars_used(affine->a).empty() || !tensors_used(affine->a).empty()) return false;
         const double v = evaluate_with(affine->a, {}, {}, program_.dims) * scale;
         return std::isfinite(v) && v > 0;
       }();
+      // The scaled form's column term (u / a)·(key offset) by the tensor cores (kAffineColumnMma): one more
+      // m64n128k16 wgmma per key tile on a constant 2176-byte tile of offsets, no FFMA per score (SASS of alibi
+      // S 4k: 654 -> 594 instructions per key tile, vanilla's 578): alibi S 4k / 16k 651.9 / 2433.3 -> 598.7 /
+      // 2307.7 us by medians (-8.2 / -5.2 %), 630.1 / 2374.6 -> 576.4 / 2155.6 by the fastest replays; vanilla
+      // 558.4 / 2207.6 (H200, 2026-11-29, same call, two rounds). 16-bit operands, head dim 64, 128-key tiles;
+      // the skeleton keeps the FFMA form where the tile does not fit (the short-row kernel's six stages).
+      // $SOLDER_ATTN_AFFINE=ffma (=scaled-ffma with 2 consumers) leaves it out (A/B runs).
+      column_mma = positive_a && !fp8 && bn == 128 && kHeadDim == 64 && affine_knob != "ffma" && affine_knob != "scaled-ffma";
       score_text += "; affine: a·dot + u·(col − row) + w·row + c with a = (" + a + ") · " + std::to_string(scale) + ", u = " + u + ", w = " + w + ", c = " + c +
                     " per head, once per work tile" +
                     (two_ffma || (consumers != 2 && !positive_a)
                          ? std::string(" (one FFMA per score for the bias, one for a·dot)")
-                     : consumers != 2
-                         ? std::string(" (a > 0, the score divided by a: one FFMA per score, dot + (u / a)·(column offset in the tile) with the offset as its immediate; the row term (u·(col0 − row) + w·row + c) / a once per key tile and row, added to the row state's maximum, whose scale is a·log2(e))")
+                     : positive_a
+                         ? std::string(" (a > 0, the score divided by a: dot + (u / a)·(column offset in the tile), ") +
+                               (column_mma ? "the column term by one more m64n128k16 wgmma per key tile on a tile of offsets where it fits beside the K/V ring, else "
+                                           : "") +
+                               "one FFMA per score with the offset as its immediate; the row term (u·(col0 − row) + w·row + c) / a once per key tile and row, added to the row state's maximum, whose scale is a·log2(e))"
                          : std::string(" (one FFMA per score: a·dot + u·(column offset in the tile), the offsets' u-multiples in registers; the row term u·(col0 − row) + w·row + c once per key tile and row, added to the row state's maximum)"));
       out << "  // affine in the row and column: a = (" << a << ") * scale, u = " << u << " (per col - row), w = " << w << " (per row), c = " << c << "\n";
       out << "  static constexpr bool kAffine = true;\n";
       if (two_ffma) out << "  static constexpr bool kAffineTwoFfma = true;\n";
-      if (positive_a) out << "  static constexpr bool kAffinePositiveA = true;  // a > 0 (a constant): 3 consumers divide the score by a\n";
+      if (positive_a) out << "  static constexpr bool kAffinePositiveA = true;  // a > 0 (a constant): the score divided by a\n";
+      if (column_mma) out << "  static constexpr bool kAffineColumnMma = true;  // (u / a)·(key offset) by the tensor cores\n";
       out << "  __device__ void affine(int bh_, float* a_, float* u_, float* w_, float* c_) const {\n" << decode(false, false);
       out << "    *a_ = " << printer_.print_float(globals_bounded(affine->a)) << " * " << cuda_float_literal(scale) << ";\n";
       out << "    *u_ = " << printer_.print_float(globals_bounded(affine->u)) << ";\n";
@@ -2065,6 +2086,9 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
                              8 * (2 * q_buffers + (fp8 ? 5 : 4) * stages) + 1024 + (fp8 ? static_cast<int64_t>(stages) * bn * kHeadDim : 0) +
                              (staged_epilogue && persistent && !q_rows_epilogue ? static_cast<int64_t>(bm) * kHeadDim * 2 : 0) +  // (Config::EpilogueInQ: none)
                              static_cast<int64_t>(stages) * ((staged_bits & 1 ? bm * bn * 2 : 0) + (staged_bits & 2 ? 128 : 0));
+  // kAffineColumnMma's tile of key offsets (static shared memory), where the skeleton takes it
+  constexpr int64_t kColumnOffsetBytes = 2176;
+  if (column_mma && !data && result.info.shared_bytes + kColumnOffsetBytes <= 232448) result.info.shared_bytes += kColumnOffsetBytes;
   // A data mask's key-tile list is static shared memory in the skeleton (3 bytes per key tile and a count;
   // 5, each list's tile entry and two mbarrier pairs with persistent blocks: a double-buffered list; with
   // kOneIdTiles the one-id tiles' ids 8 more, 12 with persistent blocks), on top of the launch's dynamic

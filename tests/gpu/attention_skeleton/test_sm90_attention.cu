@@ -12,7 +12,8 @@
 // 32..63; the epilogue stores the first 32 only).
 //
 // Affine scores (ALiBi's form, kAffine) with the row shift and with two FFMA per score, at hd64, hd128, f16;
-// on 3 consumers also the scaled row shift (kAffinePositiveA: s / a by one FFMA with an immediate).
+// the scaled row shift (kAffinePositiveA: s / a by one FFMA with an immediate) and its column term by the
+// tensor cores (kAffineColumnMma).
 // Every output is poisoned with NaN before each run and NaN never passes; row padding of Q, K and V
 // holds NaN, so a read past HeadDim fails too. Each case runs twice and must give the same bits (a
 // race shows up as a moving result): once with one block per work tile, once with 3 persistent blocks
@@ -59,8 +60,9 @@ struct AlibiScore {
 
 // An affine score (kAffine: a·dot + u·(col − row) + w·row + c per head): ALiBi's form with slopes that
 // are not powers of two (2^(−(h + 1)/2): up to 0.71, so the bias reaches ±0.71·seq), and with w, c ≠ 0
-// when `offsets`. TwoFfma: the whole bias per score (kAffineTwoFfma) instead of the row shift.
-template <bool TwoFfma, bool PositiveA = false>
+// when `offsets`. TwoFfma: the whole bias per score (kAffineTwoFfma) instead of the row shift; PositiveA: the
+// scaled row shift; ColumnMma: its column term by the tensor cores (kAffineColumnMma).
+template <bool TwoFfma, bool PositiveA = false, bool ColumnMma = false>
 struct AffineScoreOf {
   float scale_log2;
   float scale;
@@ -69,7 +71,8 @@ struct AffineScoreOf {
   static constexpr bool kIdentity = false;
   static constexpr bool kAffine = true;
   static constexpr bool kAffineTwoFfma = TwoFfma;
-  static constexpr bool kAffinePositiveA = PositiveA;  // a = scale > 0: 3 consumers take the scaled row shift
+  static constexpr bool kAffinePositiveA = PositiveA;  // a = scale > 0: the scaled row shift
+  static constexpr bool kAffineColumnMma = ColumnMma;
   __host__ __device__ float slope(int bh) const { return exp2f(-0.5f * float(1 + bh % heads)); }
   __host__ __device__ float row_factor(int bh) const { return offsets ? 0.001f * float(bh % heads) - 0.0015f : 0.0f; }
   __host__ __device__ float constant(int bh) const { return offsets ? 0.25f * float(bh % 3) : 0.0f; }
@@ -84,6 +87,7 @@ struct AffineScoreOf {
 using AffineScore = AffineScoreOf<false>;
 using AffineTwoFfmaScore = AffineScoreOf<true>;
 using AffineScaledScore = AffineScoreOf<false, true>;
+using AffineColumnScore = AffineScoreOf<false, true, true>;
 
 // Evoformer's score: dot · scale + pair[head][row][col] + 1e9 · (keep[batch][col] − 1) (kBias: the bias
 // is read while S runs). The host copies of pair and keep are kept for the reference.
@@ -254,8 +258,8 @@ double host_logit(const SoftcapScore& s, double dot, int, int, int, double scale
 double host_logit(const AlibiScore& s, double dot, int bh, int row, int col, double scale) {
   return dot * scale - double(s.slope(bh)) * std::abs(row - col);
 }
-template <bool TwoFfma, bool PositiveA>
-double host_logit(const AffineScoreOf<TwoFfma, PositiveA>& s, double dot, int bh, int row, int col, double) {
+template <bool TwoFfma, bool PositiveA, bool ColumnMma>
+double host_logit(const AffineScoreOf<TwoFfma, PositiveA, ColumnMma>& s, double dot, int bh, int row, int col, double) {
   return dot * double(s.scale) + double(s.slope(bh)) * double(col - row) + double(s.row_factor(bh)) * double(row) + double(s.constant(bh));
 }
 double host_logit(const BiasScore& s, double dot, int bh, int row, int col, double) {
@@ -749,31 +753,26 @@ void run_affine(const char* name, std::mt19937& rng) {
                          {1, 2, 2, 2048, 2048, 0}, {1, 1, 1, 4096, 4096, 0}};
   std::mt19937 inputs = rng;
   // forms: 0 the default (row shift; with 3 consumers two FFMA), 1 two FFMA, 2 the scaled row shift
-  // (kAffinePositiveA, 3 consumers only); then the same with w, c ≠ 0 and causal
+  // (kAffinePositiveA), 3 its column term by the tensor cores (kAffineColumnMma; the FFMA form where its tile
+  // does not fit); then the same with w, c ≠ 0 and causal
   for (const Case& c : shapes)
-    for (int form = 0; form < 6; ++form) {
-      const int kind = form % 3;
-      const bool two = kind == 1, scaled = kind == 2, offsets = c.seq_q <= 1000 && form >= 3;
-      const bool causal = c.seq_q == c.seq_k && c.seq_q <= 2048 && form >= 3;
-      if (c.seq_q > 1000 && form >= 3 && !causal) continue;
-      if (scaled && C::Consumers != 3) continue;
-      std::snprintf(label, sizeof label, "%s affine%s%s%s%s", name, two ? " two-ffma" : "", scaled ? " scaled" : "", offsets ? " w,c" : "", causal ? " causal" : "");
+    for (int form = 0; form < 8; ++form) {
+      const int kind = form % 4;
+      const bool two = kind == 1, scaled = kind == 2, column = kind == 3, offsets = c.seq_q <= 1000 && form >= 4;
+      const bool causal = c.seq_q == c.seq_k && c.seq_q <= 2048 && form >= 4;
+      if (c.seq_q > 1000 && form >= 4 && !causal) continue;
+      std::snprintf(label, sizeof label, "%s affine%s%s%s%s%s", name, two ? " two-ffma" : "", scaled ? " scaled" : "", column ? " column-mma" : "",
+                    offsets ? " w,c" : "", causal ? " causal" : "");
       if (kind != 0) rng = inputs;  // the same q, k and v as the default form before it
       else inputs = rng;
-      if constexpr (C::Consumers == 3) {
-        if (scaled) {
-          if (causal) run_case<C>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
-          else run_case<C>(label, c, AffineScaledScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
-          continue;
-        }
-      }
-      if (causal) {
-        if (two) run_case<C>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
-        else run_case<C>(label, c, AffineScore{log2e, scale, c.heads, offsets}, CausalMask{0}, rng);
-      } else {
-        if (two) run_case<C>(label, c, AffineTwoFfmaScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
-        else run_case<C>(label, c, AffineScore{log2e, scale, c.heads, offsets}, NoMask{}, rng);
-      }
+      auto run = [&](const auto& score) {
+        if (causal) run_case<C>(label, c, score, CausalMask{0}, rng);
+        else run_case<C>(label, c, score, NoMask{}, rng);
+      };
+      if (scaled) run(AffineScaledScore{log2e, scale, c.heads, offsets});
+      else if (column) run(AffineColumnScore{log2e, scale, c.heads, offsets});
+      else if (two) run(AffineTwoFfmaScore{log2e, scale, c.heads, offsets});
+      else run(AffineScore{log2e, scale, c.heads, offsets});
     }
 }
 
@@ -937,6 +936,8 @@ int main(int argc, char** argv) {
     // staggered, 6 stages), hd64 long rows (192 x 128, 3 consumers, one block per tile: the two-FFMA form
     // for both functors there; and 2 consumers), hd128, f16
     run_affine<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>>("bf16 d64 s6 P Q2 St2", rng);
+    // (five stages: room for the column term's tile of offsets beside the ring, SOLDER_ATTN_STAGES=5)
+    run_affine<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2>>("bf16 d64 s5 P Q2 St2", rng);
     run_affine<Config<Dtype::bf16, 64, 128, 4, 3>>("bf16 d64 192x128 s4", rng);
     run_affine<Config<Dtype::bf16, 64, 128, 4, 2>>("bf16 d64 128x128 s4", rng);
     run_affine<Config<Dtype::bf16, 128, 128, 2, 2>>("bf16 d128 128x128 s2", rng);

@@ -125,9 +125,11 @@ TEST(AttentionSkeletonEmit, ScoreModifiersBecomeTheScoreFunctor) {
 }
 
 // ALiBi's S + slope_h·(j − i) is affine in the row and column: the head's slope once per work tile
-// (no pow per score) and vanilla's schedules: three consumers on long rows (the whole bias per score),
-// the short-row schedule at S ≤ 1k (2 consumers: one FFMA per score, the row term in the row state).
-// $SOLDER_ATTN_AFFINE=two: the whole bias per score everywhere (kAffineTwoFfma).
+// (no pow per score) and vanilla's schedules: three consumers on long rows (a = 0.125 > 0: the score divided
+// by a, its column term by the tensor cores, kAffineColumnMma), the short-row schedule at S ≤ 1k (2
+// consumers: one FFMA per score, the column terms in registers, the row term in the row state).
+// $SOLDER_ATTN_AFFINE=two: the whole bias per score everywhere (kAffineTwoFfma); =ffma: the column term by
+// one FFMA per score; =unscaled: two FFMA with 3 consumers; =scaled / scaled-ffma: the scaled form with 2.
 TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   std::string refusal;
   auto k = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
@@ -142,10 +144,24 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_NE(k->source.find("*c_ = 0.0f;"), std::string::npos);
   EXPECT_NE(k->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 4, 3>"), std::string::npos);
   EXPECT_NE(k->summary.find("affine: a·dot + u·(col − row) + w·row + c"), std::string::npos) << k->summary;
-  // (3 consumers, a = 0.125 > 0: the score divided by a, one FFMA per score with the column offset as its immediate)
+  // (3 consumers, a = 0.125 > 0: the score divided by a, the column term by the tensor cores)
   EXPECT_NE(k->source.find("static constexpr bool kAffinePositiveA = true;"), std::string::npos) << k->source;
-  EXPECT_NE(k->summary.find("(a > 0, the score divided by a: one FFMA per score"), std::string::npos) << k->summary;
+  EXPECT_NE(k->source.find("static constexpr bool kAffineColumnMma = true;"), std::string::npos) << k->source;
+  EXPECT_NE(k->summary.find("(a > 0, the score divided by a: dot + (u / a)·(column offset in the tile), the column term by one more m64n128k16 wgmma"),
+            std::string::npos)
+      << k->summary;
+  EXPECT_EQ(k->info.shared_bytes, 24576 + 4 * 32768 + 8 * 18 + 1024 + 2176) << "the offsets' tile";
   EXPECT_EQ(k->source.find("kAffineTwoFfma"), std::string::npos);
+  // $SOLDER_ATTN_AFFINE=ffma: one FFMA per score with the column offset as its immediate (main's kernel before)
+  setenv("SOLDER_ATTN_AFFINE", "ffma", 1);
+  auto ffma = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
+  unsetenv("SOLDER_ATTN_AFFINE");
+  ASSERT_TRUE(ffma) << refusal;
+  EXPECT_NE(ffma->source.find("static constexpr bool kAffinePositiveA = true;"), std::string::npos) << ffma->source;
+  EXPECT_EQ(ffma->source.find("kAffineColumnMma"), std::string::npos);
+  EXPECT_NE(ffma->summary.find("(a > 0, the score divided by a: dot + (u / a)·(column offset in the tile), one FFMA per score"), std::string::npos)
+      << ffma->summary;
+  EXPECT_EQ(ffma->info.shared_bytes, 24576 + 4 * 32768 + 8 * 18 + 1024);
   // $SOLDER_ATTN_AFFINE=unscaled: the previous 3-consumer kernel (the whole bias per score, two FFMA)
   setenv("SOLDER_ATTN_AFFINE", "unscaled", 1);
   auto unscaled = emit(compile("alibi", {{"B", 4}, {"S", 4096}}), &refusal);
@@ -162,6 +178,25 @@ TEST(AttentionSkeletonEmit, AlibiIsAnAffineScoreWithTheSlopePerHead) {
   EXPECT_NE(short_rows->summary.find("(one FFMA per score: a·dot + u·(column offset in the tile)"), std::string::npos) << short_rows->summary;
   EXPECT_EQ(short_rows->source.find("kAffineTwoFfma"), std::string::npos);
   EXPECT_EQ(short_rows->source.find("kAffinePositiveA"), std::string::npos) << "2 consumers keep the column terms";
+  EXPECT_EQ(short_rows->info.shared_bytes, 2 * 16384 + 6 * 32768 + 8 * 28 + 1024);
+  // $SOLDER_ATTN_AFFINE=scaled: the scaled form with 2 consumers, its column term by wgmma where the tile fits
+  // (not beside six stages; with SOLDER_ATTN_STAGES=5 it does)
+  setenv("SOLDER_ATTN_AFFINE", "scaled", 1);
+  auto scaled = emit(compile("alibi", {}), &refusal);
+  setenv("SOLDER_ATTN_STAGES", "5", 1);
+  auto scaled5 = emit(compile("alibi", {}), &refusal);
+  unsetenv("SOLDER_ATTN_STAGES");
+  setenv("SOLDER_ATTN_AFFINE", "scaled-ffma", 1);
+  auto scaled_ffma = emit(compile("alibi", {}), &refusal);
+  unsetenv("SOLDER_ATTN_AFFINE");
+  ASSERT_TRUE(scaled && scaled5 && scaled_ffma) << refusal;
+  EXPECT_NE(scaled->source.find("static constexpr bool kAffinePositiveA = true;"), std::string::npos) << scaled->source;
+  EXPECT_NE(scaled->source.find("static constexpr bool kAffineColumnMma = true;"), std::string::npos);
+  EXPECT_EQ(scaled->info.shared_bytes, 2 * 16384 + 6 * 32768 + 8 * 28 + 1024) << "six stages: the offsets' tile does not fit";
+  EXPECT_NE(scaled5->source.find("Config<solder::gemm::Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2>;"), std::string::npos) << scaled5->summary;
+  EXPECT_EQ(scaled5->info.shared_bytes, 2 * 16384 + 5 * 32768 + 8 * 24 + 1024 + 2176);
+  EXPECT_NE(scaled_ffma->source.find("static constexpr bool kAffinePositiveA = true;"), std::string::npos);
+  EXPECT_EQ(scaled_ffma->source.find("kAffineColumnMma"), std::string::npos);
   // the A/B knobs: the two-FFMA score, the previous short-row choice, two consumers on long rows
   setenv("SOLDER_ATTN_AFFINE", "two", 1);
   setenv("SOLDER_ATTN_SHORT", "old", 1);
