@@ -222,7 +222,9 @@ std::optional<ProloguePlanChoice> prologue_plan(const BoundProgram& program, siz
     if (result.role == TensorRole::intermediate) bytes += 2.0 * static_cast<double>(result.bytes());
     return 2.0 * static_cast<double>(q.m) * q.n * q.k / bytes >= balance * kBalanceFraction;
   };
-  auto whole = lower_whole_contraction(program, index, nullptr, true, std::nullopt, materialised);
+  // The plain form as the skeleton or the gathered GEMM takes it: a conversion copy of A is what the split
+  // below makes with its own rule (store_in_t), not a candidate of its own.
+  auto whole = lower_whole_contraction(program, index, nullptr, true, std::nullopt, materialised, OperandCopyMode::kNoCopies);
   if (!whole || whole->body.empty() || !whole->body.back().as<ContractNode>()) {
     // An f32 intermediate P[row, k] as A (rmsnorm_gemm's xn), read by this contraction alone, which
     // rounds it to a 16-bit T: stored in T instead, the plain skeleton takes the product (store_in_t).
@@ -537,11 +539,18 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     }
     if (kernel) {
     } else if (consumer) kernel = lower_whole_contraction(program, i, nullptr, true, consumer, materialised);
+    std::string refusal;
     if (!kernel) {
       consumer.reset();
-      kernel = lower_whole_contraction(program, i, nullptr, true, std::nullopt, materialised);
+      kernel = lower_whole_contraction(program, i, &refusal, true, std::nullopt, materialised);
     }
-    if (!kernel) continue;  // not a contraction the skeleton takes (the fusion report says why, per kernel)
+    if (!kernel) {
+      // Not a contraction the skeleton takes (the fusion report says why, per kernel); one whose
+      // conversion copies fit but do not pay says so here (contract/operand_copy_fit.h).
+      const std::string copy = "no conversion copy: copy ";
+      if (auto at = refusal.find(copy); at != std::string::npos) plan.fused.push_back(def.target.name + ": stays fused: " + refusal.substr(at));
+      continue;
+    }
     const ContractNode& c = *kernel->body.back().as<ContractNode>();
     // A matrix-vector product on the GEMV stream (contract/gemv_fit.h): whole when what that adds to
     // the traffic (its result's round trip, and each operand's that nothing stores yet) is at most
@@ -646,12 +655,12 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     WholeContraction w;
     w.def = i;
     w.epilogue = consumer;
-    w.kernel = std::move(*kernel);
     w.why = figures;
     if (prologue) {
       w.absorbed = prologue->absorbed;
       w.notes = prologue->notes;
     }
+    w.kernel = std::move(*kernel);
     take(std::move(w), operands, c.dst.name);
   }
   chain_gathered_contractions(program, plan, readers);
