@@ -228,7 +228,8 @@ TEST(PaddedOperands, AnF32WeightIsConvertedBeforeTheSkeleton) {
 
 // Every census product a copy brings onto the skeleton computes the program on the CPU executor against
 // the float64 reference, with the copies forced at a small ragged size (K 40: the fp8 copy's rows padded
-// to 48 with zeros; M 100 and N 72: ragged copy blocks and skeleton tiles; chain_f32_mid's e copies h).
+// to 48 with zeros; M 100 and N 72: ragged copy blocks and skeleton tiles). chain_f32_mid's h, an f32
+// intermediate that only e reads, is stored in bf16 by its own kernel instead of copied (store_in_t).
 TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
   ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
   for (const char* name : {"mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "chain_f32_mid"}) {
@@ -240,7 +241,13 @@ TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
     CompileResult r = compile_program(bound, CompileOptions::for_gpu());
     int copies = 0;
     for (auto& k : r.kernels.kernels) copies += k.name.rfind("convert_", 0) == 0;
-    EXPECT_EQ(copies, 1) << r.report;
+    if (std::string(name) == "chain_f32_mid") {  // h stored in bf16 by its own kernel instead (no copy)
+      EXPECT_EQ(copies, 0) << r.report;
+      ASSERT_NE(r.kernels.find_global("h"), nullptr);
+      EXPECT_EQ(r.kernels.find_global("h")->dtype, DType::bf16);
+    } else {
+      EXPECT_EQ(copies, 1) << r.report;
+    }
     KernelProgram view = contracts_as_reduces(r.kernels);
     verify_kernel_program(view);
     TensorSet inputs = make_inputs(bound, 7);
