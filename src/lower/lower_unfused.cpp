@@ -6,6 +6,7 @@
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemv_fit.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "contract/grouped_axes.h"
 #include "contract/operand_copy_fit.h"
 #include "plan/skeleton_choice.h"
 #include "ir/expr_visitor.h"
@@ -325,6 +326,20 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     c.contract->comment = r.comment;
   }
   GemmSkeletonFit fit = gemv ? GemmSkeletonFit{} : fit_gemm_skeleton(*c.contract, globals);
+  // A head index h // G (grouped-query attention's shared K and V heads): h split into h_kv · G + h_g, one
+  // batch stride for the skeleton (contract/grouped_axes.h). Not with an epilogue (it reads h).
+  if (!gemv && !fit.problem && !epilogue)
+    if (std::optional<ReduceNode> split = split_grouped_axis(r, program.dims)) {
+      Canonicalization cs = canonicalize_contraction(*split, dtype_of, contract_policy_of(program));
+      GemmSkeletonFit split_fit = cs.contract ? fit_gemm_skeleton(*cs.contract, globals) : GemmSkeletonFit{};
+      if (split_fit.problem) {
+        r = std::move(*split);
+        c = std::move(cs);
+        fit = std::move(split_fit);
+        c.contract->comment = def.target.name + " (the whole contraction, one launch of the GEMM skeleton; the shared head index " +
+                              "split into a batch of KV heads and rows of their query heads)";
+      }
+    }
   // What the skeleton does not stage (a convolution's im2col operand, a concatenation along K, rows
   // that are not TMA-aligned) runs whole as an implicit GEMM with gathered operands on mma.sync
   // (gathered_gemm_fit.h), when that takes it.
