@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "hw/hardware.h"
 #include "ir/expr_visitor.h"
@@ -29,8 +30,10 @@ std::string us(double x) {
 }  // namespace
 
 std::string OperandCopies::figures() const {
-  return "copy " + us(copy_us) + " + skeleton " + us(skeleton_us) + (copy_us + skeleton_us < mma_sync_us ? " < " : " >= ") + "mma.sync " +
-         us(mma_sync_us) + " (a launch and the product's FLOPs at " + std::to_string(static_cast<int>(kMmaSyncTensorFraction * 100)) +
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, "%.1f", 100 * (gathered ? kGatheredGemmTensorFraction : kFusedMmaSyncTensorFraction));
+  return "copy " + us(copy_us) + " + skeleton " + us(skeleton_us) + (copy_us + skeleton_us < mma_sync_us ? " < " : " >= ") +
+         (gathered ? "gathered GEMM " : "mma.sync ") + us(mma_sync_us) + " (a launch and the product's FLOPs at " + fraction +
          " % of the tensor rate)" + (operand_copies_forced() ? ", taken: SOLDER_OPERAND_COPIES=force" : "");
 }
 
@@ -130,7 +133,8 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
   for (auto& a : c.domain.axes) flops *= static_cast<double>(a.extent);
   double tflops = rates.tensor(mma_type_name(c.type));
   if (!(tflops > 0)) tflops = fp8_type ? 1570 : 785;  // no rates: the H100's dense figures
-  out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * kMmaSyncTensorFraction);
+  out.gathered = fit_gathered_gemm(c, globals).problem.has_value();
+  out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * (out.gathered ? kGatheredGemmTensorFraction : kFusedMmaSyncTensorFraction));
   return out;
 }
 

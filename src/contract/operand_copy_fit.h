@@ -27,7 +27,8 @@
 // copy_us: each copy's bytes (what its operand's tensors hold, read once, and P_X written once) at the
 // device-to-device copy rate (Rates::hbm_tbps), plus one launch each (plan/copy_cost.h); skeleton_us:
 // the cost model's prediction for the copied problem; mma_sync_us: one launch and the product's FLOPs at
-// kMmaSyncTensorFraction of the tensor rate of T (what the mma.sync kernels that run it otherwise reach).
+// the fraction of T's tensor rate that the kernel running it otherwise reaches (the gathered GEMM where it
+// takes the contract, else the fused mma.sync kernel: the constants below).
 //
 // bf16 x f16 (T tf32 holds both exactly) is not taken: the skeleton's fit refuses T = tf32 (its tf32
 // path reads f32 operands; the compiler policy for it is the f32-policy work's).
@@ -41,10 +42,12 @@
 
 namespace solder {
 
-// The fraction of T's tensor rate the mma.sync kernels reach on a product the skeleton refuses: the
-// implicit GEMM at 7-9 % (nerf_mlp, the census's two_axes_mkr: 1916 µs against a floor of 173.5 on the
-// H200), rounded up to 10 % so that a copy is taken only where it clearly pays.
-constexpr double kMmaSyncTensorFraction = 0.10;
+// The fraction of T's tensor rate that the kernels running such a product otherwise reach, measured on the
+// H200 (opcopy's call, 2026-11-29, bench/NOTES.md): the gathered GEMM (a computed or e4m3 operand it takes
+// exactly: mixed_cast_bf16 at 4096³, 1243.5 µs, 14 %) and the fused mma.sync kernel (an operand the policy
+// rounds: mixed_bf16_f32w at 4096³ with 64-row tiles, 6957 µs, 2.5 %; 0.7 % at 512³, 46.6 µs).
+constexpr double kGatheredGemmTensorFraction = 0.14;
+constexpr double kFusedMmaSyncTensorFraction = 0.025;
 
 struct OperandCopy {
   std::string operand;   // "A" or "B"
@@ -60,6 +63,7 @@ struct OperandCopy {
 struct OperandCopies {
   std::vector<OperandCopy> copies;
   double copy_us = 0, skeleton_us = 0, mma_sync_us = 0;
+  bool gathered = false;         // the alternative is the gathered GEMM (else the fused mma.sync kernel)
   bool pays() const;             // the rule above, or SOLDER_OPERAND_COPIES=force
   std::string figures() const;  // "copy 4.1 us + skeleton 9.0 us < mma.sync 80.2 us"
 };
