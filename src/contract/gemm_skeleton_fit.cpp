@@ -354,14 +354,17 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   return batched.problem ? batched : fit;
 }
 
+// The destination's indices before the last may be any expressions of the other axes (a split head,
+// h_kv · G + h_g: grouped_axes.h): row_pointer() evaluates them, and the row stays contiguous.
 bool gemm_row_stores(const ContractNode& c, const GemmSkeletonProblem& p, DType dst) {
   if (p.b2 || c.accumulate || (dst != DType::f16 && dst != DType::bf16) || p.column_axes.size() != 1 || c.dst.index.empty()) return false;
-  for (size_t i = 0; i < c.dst.index.size(); ++i) {
-    const VarNode* v = c.dst.index[i].as<VarNode>();
-    const bool last = i + 1 == c.dst.index.size();
-    if (!v || (last != (v->name == p.column_axes[0]))) return false;
+  for (size_t i = 0; i + 1 < c.dst.index.size(); ++i) {
+    // The other indices: any expressions of the other axes (a split head, h_kv · G + h_g: grouped_axes.h).
+    const std::vector<std::string> used = vars_used(c.dst.index[i]);
+    if (std::count(used.begin(), used.end(), p.column_axes[0])) return false;
   }
-  return true;
+  const VarNode* last = c.dst.index.back().as<VarNode>();
+  return last && last->name == p.column_axes[0];
 }
 
 }  // namespace solder

@@ -1,6 +1,7 @@
 #include "contract/grouped_axes.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "ir/expr_visitor.h"
 
@@ -44,6 +45,11 @@ class ReplaceGroups : public ExprMutator {
 };
 
 }  // namespace
+
+bool grouped_axes_enabled() {
+  const char* v = std::getenv("SOLDER_GROUPED_AXES");
+  return v && std::string(v) == "1";
+}
 
 std::optional<ReduceNode> split_grouped_axis(const ReduceNode& r, const std::map<std::string, int64_t>& dims) {
   if (!r.value) return std::nullopt;

@@ -24,4 +24,11 @@ namespace solder {
 
 std::optional<ReduceNode> split_grouped_axis(const ReduceNode& reduce, const std::map<std::string, int64_t>& dims);
 
+// Whether lower_whole_contraction tries the split: $SOLDER_GROUPED_AXES=1. Off by default: on the H200
+// (opcopy's call, 2026-11-29) bmm_gqa's scores at B 2, H 32, HKV 8, S 1024, D 128 ran 270.1 µs split against
+// main's implicit GEMM's 261.4 (torch.compile 57.7): the skeleton then stored element by element, its
+// destination's head index h_kv · G + h_g no plain variable. The row-store rule since takes such an index
+// (gemm_row_stores); that form is not yet measured on the GPU.
+bool grouped_axes_enabled();
+
 }  // namespace solder

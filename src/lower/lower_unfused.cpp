@@ -327,8 +327,8 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
   }
   GemmSkeletonFit fit = gemv ? GemmSkeletonFit{} : fit_gemm_skeleton(*c.contract, globals);
   // A head index h // G (grouped-query attention's shared K and V heads): h split into h_kv · G + h_g, one
-  // batch stride for the skeleton (contract/grouped_axes.h). Not with an epilogue (it reads h).
-  if (!gemv && !fit.problem && !epilogue)
+  // batch stride for the skeleton (contract/grouped_axes.h; SOLDER_GROUPED_AXES=1). Not with an epilogue (it reads h).
+  if (!gemv && !fit.problem && !epilogue && grouped_axes_enabled())
     if (std::optional<ReduceNode> split = split_grouped_axis(r, program.dims)) {
       Canonicalization cs = canonicalize_contraction(*split, dtype_of, contract_policy_of(program));
       GemmSkeletonFit split_fit = cs.contract ? fit_gemm_skeleton(*cs.contract, globals) : GemmSkeletonFit{};

@@ -48,6 +48,7 @@ TEST(GroupedAxes, SplitsTheSharedHeadIndex) {
 // bmm_gqa (scores) and bmm_gqa_pv (P · V) on the skeleton: one batched GEMM of M = G · S rows per KV
 // head, the batch (b, h_kv) with one stride each; the plan verifies on the executor (default and ragged S).
 TEST(GroupedAxes, GqaProductsRunOnTheSkeletonAndVerify) {
+  testing::ScopedEnv on("SOLDER_GROUPED_AXES", "1");
   for (const char* name : {"bmm_gqa", "bmm_gqa_pv"}) {
     for (auto dims : std::vector<std::vector<std::pair<std::string, int64_t>>>{{}, {{"S", 72}, {"D", 24}}}) {
       SCOPED_TRACE(std::string(name) + (dims.empty() ? "" : " S 72"));
@@ -61,6 +62,7 @@ TEST(GroupedAxes, GqaProductsRunOnTheSkeletonAndVerify) {
       const int64_t s = dims.empty() ? 256 : 72;
       EXPECT_EQ(fit.problem->batch, 2 * 2);
       EXPECT_EQ(fit.problem->m, 4 * s);
+      EXPECT_TRUE(gemm_row_stores(*c, *fit.problem, DType::bf16));  // the head index h_kv · 4 + h_g is no column
       KernelProgram view = contracts_as_reduces(kernels);
       verify_kernel_program(view);
       TensorSet inputs = make_inputs(bound, 3);
@@ -68,6 +70,17 @@ TEST(GroupedAxes, GqaProductsRunOnTheSkeletonAndVerify) {
       EXPECT_TRUE(v.ok()) << v.failures();
     }
   }
+}
+
+// Off by default (SOLDER_GROUPED_AXES unset): main's plan, the implicit GEMM.
+TEST(GroupedAxes, OffByDefault) {
+  EXPECT_FALSE(grouped_axes_enabled());
+  BoundProgram bound = bind_census("bmm_gqa", {});
+  KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu()).kernels;
+  ASSERT_EQ(kernels.kernels.size(), 1u);
+  const auto* c = kernels.kernels[0].body[0].as<ContractNode>();
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(fit_gemm_skeleton(*c, kernels.globals).problem);
 }
 
 }  // namespace
