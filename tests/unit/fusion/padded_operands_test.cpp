@@ -245,6 +245,8 @@ TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
       EXPECT_EQ(copies, 0) << r.report;
       ASSERT_NE(r.kernels.find_global("h"), nullptr);
       EXPECT_EQ(r.kernels.find_global("h")->dtype, DType::bf16);
+    } else if (std::string(name) == "mm_e4m3_nn") {  // A's 40-byte rows padded to 48, B transposed
+      EXPECT_EQ(copies, 2) << r.report;
     } else {
       EXPECT_EQ(copies, 1) << r.report;
     }
