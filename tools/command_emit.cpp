@@ -16,15 +16,20 @@ namespace {
 // `--report`'s line for each kernel that holds no contraction (an element-wise or reduction kernel of
 // the generic writer), so that the report lists every launch: linear_relu_backward's g = dy · (z > 0)
 // kernel moved more bytes than either GEMM, and a report of the contractions alone left it out.
-std::string other_kernels_text(const GeneratedModule& module) {
+// A conversion copy before the skeleton (fusion/padded_operands.h, convert_*) says so: its map's comment.
+std::string other_kernels_text(const GeneratedModule& module, const KernelProgram& kernels) {
   std::set<std::string> with_contraction;
   for (auto& c : module.contractions) with_contraction.insert(c.kernel);
   std::string text;
   for (auto& k : module.kernels) {
     if (with_contraction.count(k.name) || k.gemm || k.attention) continue;
+    std::string what;
+    for (auto& ir : kernels.kernels)
+      if (ir.name == k.name && ir.name.rfind("convert_", 0) == 0 && ir.body.size() == 1)
+        if (auto map = ir.body[0].as<MapNode>()) what = ": " + map->comment;
     text += k.name + ": no contraction (generic writer), " + std::to_string(k.blocks) + (k.blocks == 1 ? " block" : " blocks") + " of " +
             std::to_string(k.threads) + " threads" + (k.cluster > 1 ? " in clusters of " + std::to_string(k.cluster) : std::string()) + ", " +
-            std::to_string(k.shared_bytes) + " bytes of shared memory\n";
+            std::to_string(k.shared_bytes) + " bytes of shared memory" + what + "\n";
   }
   return text;
 }
@@ -70,7 +75,7 @@ int command_emit(const std::vector<std::string>& args) {
     text += "," + rest.str().substr(1) + "\n";  // the source after the contractions, in the same object
     write_output(output, text);
   } else if (report) {
-    write_output(output, contraction_schedule_text(module.contractions) + other_kernels_text(module));
+    write_output(output, contraction_schedule_text(module.contractions) + other_kernels_text(module, kernels));
   } else {
     write_output(output, module.source);
   }

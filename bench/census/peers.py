@@ -8,6 +8,7 @@ checked against float64 on the GPU. One JSON line per (cell, peer).
   peers.py --dims CELL        print the cell's program path and `--dim` arguments for solder (no torch needed)
   peers.py --list             print the cells' names
   peers.py [--cells A,B] [--out FILE]
+  --set opcopy                the twenty-first session's cells (other-dtype operands, GQA) instead of the census's
 """
 import argparse
 import json
@@ -28,6 +29,100 @@ CELLS = {
     # size outside the suites (a batch of two images: y2 leaves the gathered chain for the skeleton).
     "conv_chain_n2": ("examples/conv_chain", {"N": 2}, None, None),
 }
+
+
+# opcopy's cells (twenty-first session): the products conversion copies move (contract/operand_copy_fit.h)
+# and the GQA products (contract/grouped_axes.h), at a paper-like size, written as a user would:
+# name: (census program, dims, inputs (name, shape as dim names, dtype), what the user writes, the float64
+# reference of the program's meaning: each operand rounded to T as the contract rounds it).
+def _opcopy_cells():
+    import_torch = lambda: __import__("torch")
+
+    def linear_of(w_dtype):
+        def user(x, w):
+            torch = import_torch()
+            return torch.nn.functional.linear(x, w.to(x.dtype))
+        def ref(x, w):
+            return x.double() @ w.to(x.dtype).double().T
+        return user, ref
+
+    def scaled_mm_nn(a, b):
+        torch = import_torch()
+        one = torch.ones((), device=a.device, dtype=torch.float32)
+        # _scaled_mm reads B column-major: the user transposes b [K, N] (a copy) first
+        return torch._scaled_mm(a, b.t().contiguous().t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    def chain(a, b, d):
+        return (a @ b) @ d  # bf16: h rounded to bf16 before the second product, as the contract rounds it
+
+    def gqa_scores(q, k):
+        g = q.shape[1] // k.shape[1]
+        return q @ k.repeat_interleave(g, dim=1).transpose(-1, -2)
+
+    def gqa_pv(p, v):
+        g = p.shape[1] // v.shape[1]
+        return p @ v.repeat_interleave(g, dim=1)
+
+    sq = {"M": 4096, "N": 4096, "K": 4096}
+    gqa = {"B": 2, "H": 32, "HKV": 8, "S": 1024, "D": 128}
+    return {
+        "mixed_bf16_f32w": ("mixed_bf16_f32w", sq, [("x", ("M", "K"), "bfloat16"), ("w", ("N", "K"), "float32")], *linear_of("float32")),
+        "mm_e4m3_nn": ("mm_e4m3_nn", sq, [("a", ("M", "K"), "float8_e4m3fn"), ("b", ("K", "N"), "float8_e4m3fn")], scaled_mm_nn,
+                       lambda a, b: a.double() @ b.double()),
+        "bmm_gqa": ("bmm_gqa", gqa, [("q", ("B", "H", "S", "D"), "bfloat16"), ("k", ("B", "HKV", "S", "D"), "bfloat16")], gqa_scores,
+                    lambda q, k: gqa_scores(q.double(), k.double())),
+        "chain_f32_mid": ("chain_f32_mid", dict(sq, L=4096), [("a", ("M", "K"), "bfloat16"), ("b", ("K", "N"), "bfloat16"), ("d", ("N", "L"), "bfloat16")],
+                          chain, lambda a, b, d: (a.double() @ b.double()).to(a.dtype).double() @ d.double()),
+        "mixed_f16_e4m3w": ("mixed_f16_e4m3w", sq, [("x", ("M", "K"), "float16"), ("w", ("N", "K"), "float8_e4m3fn")], *linear_of("e4m3")),
+        "mixed_cast_bf16": ("mixed_cast_bf16", sq, [("x", ("M", "K"), "bfloat16"), ("w", ("N", "K"), "float32")], *linear_of("float32")),
+        "bmm_gqa_pv": ("bmm_gqa_pv", gqa, [("p", ("B", "H", "S", "S"), "bfloat16"), ("v", ("B", "HKV", "S", "D"), "bfloat16")], gqa_pv,
+                       lambda p, v: gqa_pv(p.double(), v.double())),
+    }
+
+
+OPCOPY_CELLS = _opcopy_cells()
+OPCOPY_FLOPS = {name: 2 * 4096 ** 3 for name in ("mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn")}
+OPCOPY_FLOPS["chain_f32_mid"] = 2 * 2 * 4096 ** 3
+OPCOPY_FLOPS["bmm_gqa"] = OPCOPY_FLOPS["bmm_gqa_pv"] = 2 * 2 * 32 * 1024 * 1024 * 128
+
+
+def opcopy_main(args):
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    from graph_timing import median_us
+    out = open(args.out, "a") if args.out else sys.stdout
+    torch.manual_seed(1)
+    cells = args.cells.split(",") if args.cells != ",".join(CELLS) else list(OPCOPY_CELLS)
+    for cell in cells:
+        prog, dims, inputs, user, ref_fn = OPCOPY_CELLS[cell]
+        def make():
+            ts = []
+            for _, shape, dt in inputs:
+                t = torch.randn(*[dims[d] for d in shape], device="cuda")
+                if dt.startswith("float8"):
+                    t = (t * 4).to(getattr(torch, dt))  # e4m3 values spread over its range
+                else:
+                    t = t.to(getattr(torch, dt))
+                ts.append(t)
+            return ts
+        sets = [make(), make()]
+        ref = ref_fn(*sets[0])
+        for peer in args.peers.split(","):
+            fn = user if peer == "eager" else torch.compile(user)
+            t0 = time.time()
+            try:
+                y = fn(*sets[0])
+                torch.cuda.synchronize()
+            except Exception as e:  # a peer that cannot express it says so
+                print(json.dumps({"cell": cell, "peer": peer, "error": str(e)[:300]}), file=out, flush=True)
+                continue
+            first_s = time.time() - t0
+            err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+            us = median_us(fn, sets, calls=20, replays=15)
+            rec = {"cell": cell, "program": prog, "dims": dims, "peer": peer, "median_us": us, "tflops": OPCOPY_FLOPS[cell] / us / 1e6,
+                   "max_rel_err": err, "first_call_s": first_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+            print(json.dumps(rec), file=out, flush=True)
+    return 0
 
 
 def program_path(prog):
@@ -53,14 +148,18 @@ def main():
     ap.add_argument("--cells", default=",".join(CELLS))
     ap.add_argument("--out")
     ap.add_argument("--peers", default="eager,compile")
+    ap.add_argument("--set", default="census", choices=["census", "opcopy"])
     args = ap.parse_args()
+    table = OPCOPY_CELLS if args.set == "opcopy" else CELLS
     if args.list:
-        print("\n".join(CELLS))
+        print("\n".join(table))
         return 0
     if args.dims:
-        prog, dims, _, _ = CELLS[args.dims]
+        prog, dims = table[args.dims][0], table[args.dims][1]
         print(program_path(prog) + " " + " ".join(f"--dim {k}={v}" for k, v in dims.items()))
         return 0
+    if args.set == "opcopy":
+        return opcopy_main(args)
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
     from graph_timing import median_us

@@ -4,6 +4,8 @@
 # census programs and every kernel of the call compiled ahead by NVRTC (bench/compile_ahead.sh). DEST must be
 # the folder the device runs from (/work/main/.devcarry/census), with DEST/../cutlass the CuTe headers.
 #   bash bench/census/stage.sh /work/main/.devcarry/census
+# With AB (and VERIFY) set, the kernels of bench/census/call_ab.sh's lines instead (opcopy, twenty-first session):
+#   VERIFY=bench/census/opcopy_verify.txt AB=bench/census/opcopy_ab.txt bash bench/census/stage.sh /work/main/.devcarry/opcopy
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:?usage: bench/census/stage.sh DEST}
@@ -15,6 +17,13 @@ tar cf - --exclude=bench/results bench | tar xf - -C "$dest"
 cp -r tests/census "$dest/tests/"; cp -r examples "$dest/"
 git log -1 --format='%h' > "$dest/COMMIT"
 commands() {
+  if [ -n "${AB:-}" ]; then  # bench/census/call_ab.sh's lines: VERIFY (ENV=V words first) and AB
+    grep -v '^\s*\(#\|$\)' "${VERIFY:?VERIFY with AB}" | while read -r line; do
+      envs=$(echo "$line" | grep -o '^\([A-Z_]*=[^ ]* \)*'); echo "$envs $dest/build/solder bench ${line#"$envs"} --compile-only"
+    done
+    grep -v '^\s*\(#\|$\)' "$AB" | while read -r tag bin rest; do echo "${rest%%--*} $dest/build/$bin bench ${rest#*-- } --compile-only"; done
+    return
+  fi
   grep -v '^\s*\(#\|$\)' bench/census/verify.txt | while read -r args; do
     echo "$dest/build/solder bench $args --compile-only"
   done

@@ -114,14 +114,40 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
     why = std::string("operand ") + what + " reads " + load->tensor + ", not a global tensor";
     return std::nullopt;
   }
+  // The load's indices as plain variables over the tensor's dims; an index x · C + y (an axis split by
+  // grouped_axes.h) reads its dim as two, of extents shape / C and C.
   std::vector<std::string> vars;
-  for (auto& i : load->index) {
-    auto v = i.as<VarNode>();
-    if (!v) {
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < load->index.size(); ++d) {
+    const Expr& i = load->index[d];
+    if (auto v = i.as<VarNode>()) {
+      vars.push_back(v->name);
+      shape.push_back(g->shape[d]);
+      continue;
+    }
+    std::string x, y;
+    int64_t c = 0;
+    if (auto sum = i.as<BinaryNode>(); sum && sum->op == BinaryOp::add) {
+      auto product = sum->lhs.as<BinaryNode>();
+      auto low = sum->rhs.as<VarNode>();
+      if (product && product->op == BinaryOp::mul && low) {
+        auto high = product->lhs.as<VarNode>();
+        auto factor = integer(product->rhs);
+        if (high && factor && *factor > 1 && g->shape[d] % *factor == 0) {
+          x = high->name;
+          y = low->name;
+          c = *factor;
+        }
+      }
+    }
+    if (c == 0) {
       why = std::string("operand ") + what + " = " + print_expr(e) + " is not indexed by plain variables";
       return std::nullopt;
     }
-    vars.push_back(v->name);
+    vars.push_back(x);
+    shape.push_back(g->shape[d] / c);
+    vars.push_back(y);
+    shape.push_back(c);
   }
   GemmSkeletonOperand op;
   op.tensor = g->name;
@@ -131,9 +157,9 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
       std::equal(batch_axes.begin(), batch_axes.end(), vars.begin())) {
     first = batch_axes.size();
     op.batch = 1;
-    for (size_t d = 0; d < first; ++d) op.batch *= g->shape[d];
+    for (size_t d = 0; d < first; ++d) op.batch *= shape[d];
     op.batch_stride = 1;
-    for (size_t d = first; d < g->shape.size(); ++d) op.batch_stride *= g->shape[d];
+    for (size_t d = first; d < shape.size(); ++d) op.batch_stride *= shape[d];
   }
   std::vector<std::string> rest(vars.begin() + static_cast<long>(first), vars.end());
   std::string k_text;
@@ -156,10 +182,10 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
   std::sort(sorted_order.begin(), sorted_order.end());
   std::sort(sorted_sides.begin(), sorted_sides.end());
   if (sorted_order != sorted_sides) return bad_index();
-  const size_t k_begin = op.k_major ? g->shape.size() - nk : first, k_end = k_begin + nk;
+  const size_t k_begin = op.k_major ? shape.size() - nk : first, k_end = k_begin + nk;
   op.k = 1;
   op.rows = 1;
-  for (size_t d = first; d < g->shape.size(); ++d) (d >= k_begin && d < k_end ? op.k : op.rows) *= g->shape[d];
+  for (size_t d = first; d < shape.size(); ++d) (d >= k_begin && d < k_end ? op.k : op.rows) *= shape[d];
   op.ld = op.k_major ? op.k : op.rows;
   const int64_t bytes = dtype_bytes(g->dtype);
   if ((op.ld * bytes) % 16 != 0 || (op.batch > 1 && (op.batch_stride * bytes) % 16 != 0)) {
@@ -352,14 +378,17 @@ GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<Globa
   return batched.problem ? batched : fit;
 }
 
+// The destination's indices before the last may be any expressions of the other axes (a split head,
+// h_kv · G + h_g: grouped_axes.h): row_pointer() evaluates them, and the row stays contiguous.
 bool gemm_row_stores(const ContractNode& c, const GemmSkeletonProblem& p, DType dst) {
   if (p.b2 || c.accumulate || (dst != DType::f16 && dst != DType::bf16) || p.column_axes.size() != 1 || c.dst.index.empty()) return false;
-  for (size_t i = 0; i < c.dst.index.size(); ++i) {
-    const VarNode* v = c.dst.index[i].as<VarNode>();
-    const bool last = i + 1 == c.dst.index.size();
-    if (!v || (last != (v->name == p.column_axes[0]))) return false;
+  for (size_t i = 0; i + 1 < c.dst.index.size(); ++i) {
+    // The other indices: any expressions of the other axes (a split head, h_kv · G + h_g: grouped_axes.h).
+    const std::vector<std::string> used = vars_used(c.dst.index[i]);
+    if (std::count(used.begin(), used.end(), p.column_axes[0])) return false;
   }
-  return true;
+  const VarNode* last = c.dst.index.back().as<VarNode>();
+  return last && last->name == p.column_axes[0];
 }
 
 }  // namespace solder

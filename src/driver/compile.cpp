@@ -81,7 +81,9 @@ FusionResult fuse_for(const BoundProgram& program, const CompileOptions& options
       FusionResult result = fuse_for(stored, options, again);
       for (auto& w : whole.whole)  // the decision, with the figures of the program as written
         for (auto& note : w.notes)
-          if (note.rfind("two kernels once", 0) == 0) result.whole_notes.push_back("  " + note);
+          if (note.rfind("two kernels once", 0) == 0 || note.rfind("stored in T", 0) == 0) result.whole_notes.push_back("  " + note);
+      for (auto& note : whole.fused)  // an intermediate stored in T instead of a conversion copy (whole_contractions.cpp)
+        if (note.find(": stored in T: ") != std::string::npos) result.whole_notes.push_back("  " + note);
       return result;
     }
   }

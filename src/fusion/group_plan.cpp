@@ -631,7 +631,11 @@ class Planner {
     if (terms.size() != 1) return false;
     const ContractTerm& term = terms.front();
     auto dtypes = [this](const std::string& name) { return dtype_of(name); };
-    if (!exact_mma_type(term.a, dtypes) || !exact_mma_type(term.b, dtypes)) return false;
+    // On the GPU an operand the precision policy rounds to T (an f32 weight or intermediate, a computed
+    // operand) tiles its rows like an exact one: the writer rounds it as it stages the tile, whatever
+    // its rows, and a row tile of 1 (512 blocks of one row, an mma of 16 rows 15 of them padding) is
+    // what issue 15 forbids. The CPU (no cost model) keeps exact operands only.
+    if (!params_.product_rows_from_cost_model && (!exact_mma_type(term.a, dtypes) || !exact_mma_type(term.b, dtypes))) return false;
     auto dims_of = [&](const std::vector<std::string>& vars) {
       std::set<int> dims;
       for (auto& v : vars) dims.insert(m.dim_of(v));

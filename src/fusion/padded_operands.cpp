@@ -10,6 +10,7 @@
 #include "contract/canonicalize.h"
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "contract/operand_copy_fit.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
 
@@ -260,6 +261,52 @@ std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std:
   return out;
 }
 
+// Kernel `k` (one whole contract the skeleton refuses) as conversion copies of its operands into T, then
+// the skeleton (contract/operand_copy_fit.h), appended to `result` when they fit and pay; false otherwise,
+// with `why` extended by the reason when the contract would stay on the gathered GEMM.
+bool convert_operands(PaddedOperands& result, const Kernel& k, std::map<std::string, std::string>& shared, std::string& why) {
+  const ContractNode& c = *k.body[0].as<ContractNode>();
+  if (fit_gemm_skeleton(c, result.program.globals).problem) return false;
+  std::string refusal;
+  std::optional<OperandCopies> copies = fit_operand_copies(c, result.program.globals, &refusal);
+  if (!copies || !copies->pays()) {
+    if (!why.empty()) why += "; no conversion copy: " + (copies ? copies->figures() : refusal);
+    return false;
+  }
+  std::vector<std::string> parts;
+  for (auto& copy : copies->copies) {
+    const std::string key = copy_key(copy.copy, copy.value, copy.side, copy.depth, copy.k);
+    const int64_t row_bytes = copy.copy.shape[1] * dtype_bytes(copy.copy.dtype);
+    std::string what = copy.operand + " = " + print_expr(copy.value);
+    if (auto it = shared.find(key); it != shared.end()) {
+      copy.copy.name = it->second;  // an earlier copy computes the same tensor
+      parts.push_back("conversion copy of " + what + " to " + std::string(dtype_name(copy.copy.dtype)) + " read from " + copy.copy.name);
+      continue;
+    }
+    copy.copy.name = free_global_name(result.program, copy.copy.name);
+    result.program.globals.push_back(copy.copy);
+    result.program.kernels.push_back(copy_kernel("convert_" + copy.copy.name, copy.copy, copy.value, copy.side, copy.depth, copy.k,
+                                                 "conversion copy of " + what + " to " + std::string(dtype_name(copy.copy.dtype)) +
+                                                     " before the skeleton's " + c.dst.name + " (K-major rows of " + std::to_string(row_bytes) +
+                                                     " bytes)"));
+    shared[key] = copy.copy.name;
+    parts.push_back("conversion copy of " + what + " to " + std::string(dtype_name(copy.copy.dtype)) + " into " + copy.copy.name + "[" +
+                    std::to_string(copy.copy.shape[0]) + ", " + std::to_string(copy.copy.shape[1]) + "] (" + copy.why + ")");
+  }
+  ContractNode converted = with_copies(c, copies->copies);
+  std::string list;
+  for (auto& copy : copies->copies) list += (list.empty() ? "" : " and ") + copy.copy.name;
+  converted.comment = c.dst.name + " (the whole contraction, one launch of the GEMM skeleton; its operands read from the conversion copies " + list + ")";
+  Kernel skeleton = k;
+  skeleton.body.clear();
+  skeleton.body.push_back(make_stmt(std::move(converted)));
+  result.program.kernels.push_back(std::move(skeleton));
+  std::string note = c.dst.name + ": ";
+  for (size_t i = 0; i < parts.size(); ++i) note += (i ? "; " : "") + parts[i];
+  result.notes.push_back(note + " before the skeleton: " + copies->figures());
+  return true;
+}
+
 }  // namespace
 
 int64_t padded_copy_rows(int64_t vectors_per_row) {
@@ -302,6 +349,7 @@ PaddedOperands pad_gathered_operands(const KernelProgram& program) {
     }
     std::optional<Candidate> candidate = pad(result.program, k, why);
     if (!candidate) {
+      if (convert_operands(result, k, copies, why)) continue;
       if (!why.empty()) result.notes.push_back(k.body[0].as<ContractNode>()->dst.name + ": stays on the gathered GEMM: " + why);
       result.program.kernels.push_back(k);
       continue;

@@ -10,6 +10,7 @@
 #include "contract/gemm_prologue_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "contract/gemv_fit.h"
+#include "contract/operand_copy_fit.h"
 #include "fusion/inline_pointwise.h"
 #include "hw/hardware.h"
 #include "ir/expr_visitor.h"
@@ -149,6 +150,13 @@ std::optional<Kernel> pair_contracts(const BoundProgram& program, const Kernel& 
 // the fused plan stores z0 (f32) or h0 whatever this contraction does; storing the 16-bit h0 adds no
 // round trip (it halves z0's), and the rule does not count it against the contraction. (nerf_mlp's
 // first layer has K = 63: at least kMinReduced.)
+// The index of the definition of `name` in program.defs, or defs.size().
+size_t program_index(const BoundProgram& program, const std::string& name) {
+  for (size_t i = 0; i < program.defs.size(); ++i)
+    if (program.defs[i].def->target.name == name) return i;
+  return program.defs.size();
+}
+
 bool stored_anyway(const BoundProgram& program, const std::string& name) {
   for (auto& d : program.defs) {
     if (d.def->target.name != name) continue;
@@ -222,7 +230,9 @@ std::optional<ProloguePlanChoice> prologue_plan(const BoundProgram& program, siz
     if (result.role == TensorRole::intermediate) bytes += 2.0 * static_cast<double>(result.bytes());
     return 2.0 * static_cast<double>(q.m) * q.n * q.k / bytes >= balance * kBalanceFraction;
   };
-  auto whole = lower_whole_contraction(program, index, nullptr, true, std::nullopt, materialised);
+  // The plain form as the skeleton or the gathered GEMM takes it: a conversion copy of A is what the split
+  // below makes with its own rule (store_in_t), not a candidate of its own.
+  auto whole = lower_whole_contraction(program, index, nullptr, true, std::nullopt, materialised, OperandCopyMode::kNoCopies);
   if (!whole || whole->body.empty() || !whole->body.back().as<ContractNode>()) {
     // An f32 intermediate P[row, k] as A (rmsnorm_gemm's xn), read by this contraction alone, which
     // rounds it to a 16-bit T: stored in T instead, the plain skeleton takes the product (store_in_t).
@@ -426,6 +436,30 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     materialised.insert(result);
     plan.whole.push_back(std::move(w));
   };
+  // A conversion copy (contract/operand_copy_fit.h) of an f32 intermediate that an earlier whole
+  // contraction stores as its result and contraction `i` alone reads (chain_f32_mid's h): that kernel
+  // stores it in T instead, which is the copy's rounding at no copy (store_in_t: planned again with the
+  // dtype, where the skeleton takes `i` as it is). True when it takes one; `notes` say which.
+  auto store_in_t_instead = [&](const ContractNode& c, size_t i, std::vector<std::string>& notes) {
+    std::string why;
+    auto copies = fit_operand_copies(c, program_globals(program), &why);
+    if (!copies) return false;
+    bool taken = false;
+    for (auto& copy : copies->copies) {
+      auto load = copy.value.as<LoadNode>();
+      if (!load || !program.has_tensor(load->tensor)) continue;
+      const TensorInfo& t = program.tensor(load->tensor);
+      const WholeContraction* producer = plan.computing(program, t.name);
+      if (t.role != TensorRole::intermediate || t.dtype != DType::f32 || readers[t.name] != std::vector<size_t>{i} || !producer ||
+          producer->def != program_index(program, t.name) || producer->epilogue || producer->pair || !producer->chained.empty())
+        continue;
+      plan.store_in_t[t.name] = copy.copy.dtype;
+      notes.push_back("stored in T: " + t.name + " stored in " + std::string(dtype_name(copy.copy.dtype)) +
+                      " by its own kernel instead of a conversion copy of operand " + copy.operand + " (the same rounding)");
+      taken = true;
+    }
+    return taken;
+  };
   for (size_t i = 0; i < program.defs.size(); ++i) {
     const Definition& def = *program.defs[i].def;
     if (def.reduce != ReduceOp::sum || absorbed.count(i)) continue;
@@ -537,11 +571,26 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     }
     if (kernel) {
     } else if (consumer) kernel = lower_whole_contraction(program, i, nullptr, true, consumer, materialised);
+    std::string refusal;
     if (!kernel) {
       consumer.reset();
-      kernel = lower_whole_contraction(program, i, nullptr, true, std::nullopt, materialised);
+      kernel = lower_whole_contraction(program, i, &refusal, true, std::nullopt, materialised);
     }
-    if (!kernel) continue;  // not a contraction the skeleton takes (the fusion report says why, per kernel)
+    if (!kernel) {
+      // Not a contraction the skeleton takes (the fusion report says why, per kernel); one whose
+      // conversion copies fit but do not pay says so here (contract/operand_copy_fit.h), unless the
+      // operand they copy is an intermediate that its own kernel can store in T (store_in_t_instead).
+      const std::string copy = "no conversion copy: copy ";
+      if (auto at = refusal.find(copy); at != std::string::npos) {
+        auto fitting = lower_whole_contraction(program, i, nullptr, true, std::nullopt, materialised, OperandCopyMode::kCopiesThatFit);
+        std::vector<std::string> notes;
+        if (fitting && store_in_t_instead(*fitting->body.back().as<ContractNode>(), i, notes))
+          plan.fused.push_back(def.target.name + ": " + notes.front() + "; this plan is made again with that dtype");
+        else
+          plan.fused.push_back(def.target.name + ": stays fused: " + refusal.substr(at));
+      }
+      continue;
+    }
     const ContractNode& c = *kernel->body.back().as<ContractNode>();
     // A matrix-vector product on the GEMV stream (contract/gemv_fit.h): whole when what that adds to
     // the traffic (its result's round trip, and each operand's that nothing stores yet) is at most
@@ -646,12 +695,13 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     WholeContraction w;
     w.def = i;
     w.epilogue = consumer;
-    w.kernel = std::move(*kernel);
     w.why = figures;
     if (prologue) {
       w.absorbed = prologue->absorbed;
       w.notes = prologue->notes;
     }
+    if (!prologue && !fit_gemm_skeleton(c, globals).problem) store_in_t_instead(c, i, w.notes);
+    w.kernel = std::move(*kernel);
     take(std::move(w), operands, c.dst.name);
   }
   chain_gathered_contractions(program, plan, readers);

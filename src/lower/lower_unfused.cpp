@@ -6,6 +6,8 @@
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemv_fit.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "contract/grouped_axes.h"
+#include "contract/operand_copy_fit.h"
 #include "plan/skeleton_choice.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
@@ -293,7 +295,7 @@ Expr inline_pointwise_operands(const BoundProgram& program, const Expr& body, co
 }  // namespace
 
 std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why, bool feasible_only,
-                                              std::optional<size_t> epilogue, const std::set<std::string>& stored) {
+                                              std::optional<size_t> epilogue, const std::set<std::string>& stored, OperandCopyMode operand_copies) {
   const BoundDefinition& bd = program.defs[index];
   const Definition& def = *bd.def;
   ReduceNode r;
@@ -324,10 +326,24 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
     c.contract->comment = r.comment;
   }
   GemmSkeletonFit fit = gemv ? GemmSkeletonFit{} : fit_gemm_skeleton(*c.contract, globals);
+  // A head index h // G (grouped-query attention's shared K and V heads): h split into h_kv · G + h_g, one
+  // batch stride for the skeleton (contract/grouped_axes.h; SOLDER_GROUPED_AXES=1). Not with an epilogue (it reads h).
+  if (!gemv && !fit.problem && !epilogue && grouped_axes_enabled())
+    if (std::optional<ReduceNode> split = split_grouped_axis(r, program.dims)) {
+      Canonicalization cs = canonicalize_contraction(*split, dtype_of, contract_policy_of(program));
+      GemmSkeletonFit split_fit = cs.contract ? fit_gemm_skeleton(*cs.contract, globals) : GemmSkeletonFit{};
+      if (split_fit.problem) {
+        r = std::move(*split);
+        c = std::move(cs);
+        fit = std::move(split_fit);
+        c.contract->comment = def.target.name + " (the whole contraction, one launch of the GEMM skeleton; the shared head index " +
+                              "split into a batch of KV heads and rows of their query heads)";
+      }
+    }
   // What the skeleton does not stage (a convolution's im2col operand, a concatenation along K, rows
   // that are not TMA-aligned) runs whole as an implicit GEMM with gathered operands on mma.sync
   // (gathered_gemm_fit.h), when that takes it.
-  bool gathered = false;
+  bool gathered = false, converted = false;
   if (!gemv && !fit.problem) {
     // The gathered GEMM evaluates its operands per element: pointwise intermediates it reads are
     // inlined into them (never stored), as the fused kernels would.
@@ -338,20 +354,33 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
       if (ci.contract && fit_gathered_gemm(*ci.contract, globals).problem) c = std::move(ci);
     }
     GatheredGemmFit g = fit_gathered_gemm(*c.contract, globals);
-    if (!g.problem) {
-      if (why) *why = fit.refusal + "; not a gathered GEMM either: " + g.refusal;
+    std::string copy_refusal;
+    std::optional<OperandCopies> copies;
+    if (operand_copies != OperandCopyMode::kNoCopies) copies = fit_operand_copies(*c.contract, globals, &copy_refusal);
+    if (!g.problem && copies && (copies->pays() || operand_copies == OperandCopyMode::kCopiesThatFit)) {
+      // Conversion copies of the operands into T, then the skeleton: fusion/padded_operands.h makes them
+      // after the lowering (the same fit, the same price).
+      converted = true;
+      r.comment = def.target.name + " (the whole contraction, one launch of the GEMM skeleton after conversion copies of its operands: " +
+                  fit.refusal + ")";
+      c.contract->comment = r.comment;
+    } else if (!g.problem) {
+      if (why)
+        *why = fit.refusal + "; not a gathered GEMM either: " + g.refusal + "; no conversion copy: " +
+               (copies ? copies->figures() : copy_refusal);
       return std::nullopt;
+    } else {
+      gathered = true;
+      r.comment = def.target.name + " (the whole contraction, one launch of the gathered GEMM on mma.sync: the skeleton does not stage it: " +
+                  fit.refusal + ")";
+      c.contract->comment = r.comment;
     }
-    gathered = true;
-    r.comment = def.target.name + " (the whole contraction, one launch of the gathered GEMM on mma.sync: the skeleton does not stage it: " +
-                fit.refusal + ")";
-    c.contract->comment = r.comment;
   }
   SkeletonChoice choice;
-  if (feasible_only && !gathered && !gemv)
+  if (feasible_only && !gathered && !gemv && !converted)
     choice = choose_skeleton_config(*fit.problem, c.contract->type,
                                     program.tensor(epilogue ? program.defs[*epilogue].def->target.name : def.target.name).dtype);
-  if (feasible_only && !gathered && !gemv && !choice.chosen) {
+  if (feasible_only && !gathered && !gemv && !converted && !choice.chosen) {
     if (why) *why = choice.why;
     return std::nullopt;
   }
@@ -402,7 +431,7 @@ KernelProgram lower_unfused(const BoundProgram& program, const UnfusedOptions& o
   result.globals = program_globals(program);
   for (size_t i = 0; i < program.defs.size(); ++i) {
     if (options.gemm_skeleton)
-      if (auto whole = lower_whole_contraction(program, i, nullptr, options.feasible_only)) {
+      if (auto whole = lower_whole_contraction(program, i, nullptr, options.feasible_only, std::nullopt, {}, OperandCopyMode::kNoCopies)) {
         result.kernels.push_back(std::move(*whole));
         continue;
       }

@@ -41,9 +41,16 @@ struct UnfusedOptions {
 // A contraction the skeleton does not stage runs as the gathered GEMM when fit_gathered_gemm takes it
 // (contract/gathered_gemm_fit.h), with the pointwise intermediates its operands read inlined where
 // they read only inputs and `stored` tensors (and are not stored themselves).
+// With `operand_copies` (kCopiesThatPay), a contraction that neither takes runs whole when conversion copies
+// of its operands into T bring it onto the skeleton and pay (contract/operand_copy_fit.h); the
+// padded-operands pass (fusion/padded_operands.h) makes the copies. kCopiesThatFit takes them paying or
+// not (the planner's look at which operands they would copy); the unfused lowering, which runs no such
+// pass, passes kNoCopies.
+enum class OperandCopyMode { kNoCopies, kCopiesThatPay, kCopiesThatFit };
 std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why,
                                               bool feasible_only = true, std::optional<size_t> epilogue = std::nullopt,
-                                              const std::set<std::string>& stored = {});
+                                              const std::set<std::string>& stored = {},
+                                              OperandCopyMode operand_copies = OperandCopyMode::kCopiesThatPay);
 
 // Whether definition `consumer` can be the epilogue of the contraction `producer`: it has no
 // reduction, has p's extents, and loads `producer` only at its own index variables in order; its other

@@ -26,19 +26,16 @@ struct OffTensorCores {
 // (program, contraction) -> why it does not run on wgmma. Sizes below 64 in M or N are the GEMV stream's
 // family (design.md, "Contractions"), not the skeleton's.
 const std::vector<OffTensorCores> kOffWgmma = {
-    {"mm_e4m3_nn", "c_tile_f32", "fp8 wgmma reads K-major operands and B is stored [K, N]: mma.sync"},
-    {"bmm_gqa", "s", "K's head index is h // G: the skeleton's one batch stride cannot read a shared head"},
-    {"bmm_gqa_pv", "o__", "V's head index is h // G: the skeleton's one batch stride cannot read a shared head"},
+    {"bmm_gqa", "s", "K's head index is h // G: split into rows only with SOLDER_GROUPED_AXES=1 (not yet measured faster)"},
+    {"bmm_gqa_pv", "o__", "V's head index is h // G: split into rows only with SOLDER_GROUPED_AXES=1 (not yet measured faster)"},
     {"ragged_n8", "c_tile_f32", "N 8: a few-column product, the scalar loop reads each operand once"},
     {"decode_m1", "c_tile_f32", "M 1 (decode): the scalar loop reads each operand once"},
     {"decode_m4", "c_tile_f32", "M 4 (decode): the scalar loop reads each operand once"},
     {"decode_m16", "c_tile_f32", "M 16 (decode): 16-row mma.sync"},
     {"decode_m16_nn", "c_tile_f32", "M 16 (decode): 16-row mma.sync"},
-    {"chain_f32_mid", "e_tile_f32", "A is the f32 intermediate h rounded to bf16 (a computed operand): mma.sync"},
     {"mixed_bf16_f16", "c_tile_f32", "operands of two dtypes, T tf32 (exact for both): scalar"},
-    {"mixed_bf16_f32w", "c_tile_f32", "B is the f32 weight rounded to bf16 (a computed operand): mma.sync"},
-    {"mixed_f16_e4m3w", "c__", "B is e4m3 widened to f16 (operands of two dtypes): implicit GEMM"},
-    {"mixed_cast_bf16", "c__", "B = cast(w, bf16) is computed: implicit GEMM"},
+    {"mixed_f16_e4m3w", "c__", "B is e4m3: at 512^3 the gathered GEMM is predicted faster than its f16 copy and the skeleton"},
+    {"mixed_cast_bf16", "c__", "B = cast(w, bf16): at 512^3 the gathered GEMM is predicted faster than its copy and the skeleton"},
     {"embed_matmul", "y", "A's rows are gathered by tok (TMA cannot gather rows on sm_90a): implicit GEMM"},
     {"embed_matmul_inline", "y", "A's rows are gathered by tok (TMA cannot gather rows on sm_90a): implicit GEMM"},
     {"gather_weight_rows", "c__", "B's rows are gathered by idx (TMA cannot gather rows on sm_90a): implicit GEMM"},
@@ -84,6 +81,24 @@ TEST(Census, EveryProductReachesWgmmaOrSaysWhyNot) {
   EXPECT_GE(programs, 50);
   EXPECT_GT(contractions, programs);
   for (auto& k : known) EXPECT_TRUE(seen.count(k)) << k.first << " " << k.second << " now runs on wgmma: remove it from kOffWgmma";
+}
+
+// The products whose operands' dtype or form keeps them off the skeleton as written reach it at 4096^3,
+// where their conversion copies pay (contract/operand_copy_fit.h): one copy kernel each before it (chain_f32_mid:
+// none, its f32 h is stored in bf16 by h's own kernel at every size).
+TEST(Census, OtherDtypeOperandsReachTheSkeletonWhereTheirCopyPays) {
+  for (const char* name : {"mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "chain_f32_mid"}) {
+    SCOPED_TRACE(name);
+    auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/tests/census/" + name + ".sol"));
+    std::vector<std::pair<std::string, int64_t>> dims = {{"M", 4096}, {"N", 4096}, {"K", 4096}};
+    if (std::string(name) == "chain_f32_mid") dims.push_back({"L", 4096});
+    KernelProgram kernels = compile_program(bind_program(program, SizeChoice{false, dims}), CompileOptions::for_gpu()).kernels;
+    int copies = 0;
+    for (auto& k : kernels.kernels) copies += k.name.rfind("convert_", 0) == 0;
+    EXPECT_EQ(copies, std::string(name) == "chain_f32_mid" ? 0 : 1);  // h is stored in bf16 by its own kernel
+    GeneratedModule m = generate_cuda(kernels);
+    for (auto& c : m.contractions) EXPECT_TRUE(on_wgmma(c)) << c.contraction << " runs on " << c.skeleton;
+  }
 }
 
 }  // namespace

@@ -92,6 +92,19 @@ TEST(GroupPlan, ASmallTensorCoreProductNarrowsItsColumnsNotItsRows) {
   EXPECT_EQ(wide.find("column tile"), std::string::npos) << wide;
 }
 
+// On the GPU an operand the precision policy rounds to T (an f32 weight, the census's mixed_bf16_f32w;
+// an f32 intermediate, chain_f32_mid) tiles the product's rows like an exact one: the cost model's 64 or
+// 128, not 1 (512 blocks of one row, an mma of 16 rows 15 of them padding: issue 15 forbids rows under 64).
+TEST(GroupPlan, ARoundedOperandKeepsTheProductsRowTileOnTheGpu) {
+  PlanAttempt a = plan_text("program p\ndim M = 512, N = 512, K = 512\nin a[M, K] : bf16\nin w[N, K] : f32\n"
+                            "out c[m, n] : bf16 = sum(k) a[m, k] * w[n, k]\n",
+                            gpu_fusion_params());
+  ASSERT_TRUE(a.plan) << a.refusal;
+  const std::string dims = dims_summary(*a.plan);
+  EXPECT_TRUE(dims.find("m:grid/64 ") != std::string::npos || dims.find("m:grid/128 ") != std::string::npos) << dims;
+  EXPECT_NE(notes(*a.plan).find("row tile"), std::string::npos) << notes(*a.plan);
+}
+
 // On the GPU an element-wise group whose contiguous row is shorter than a streaming step takes
 // several rows per block (about 4096 elements), as long as the grid keeps two blocks per SM
 // (linear_relu_backward's g = dy · (z > 0): one row of 256 per block was 65536 blocks of 256

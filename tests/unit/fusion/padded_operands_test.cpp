@@ -195,5 +195,92 @@ TEST(PaddedOperands, ConvolutionsStayGathered) {
   EXPECT_TRUE(said);
 }
 
+// Conversion copies (contract/operand_copy_fit.h) of the census's other-dtype operands.
+BoundProgram bind_census(const std::string& name, std::vector<std::pair<std::string, int64_t>> dims) {
+  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/tests/census/" + name + ".sol"));
+  return bind_program(program, SizeChoice{false, std::move(dims)});
+}
+
+// At 4096³ x.bf16 @ w.f32 runs as a copy of w into bf16 [N, K] (convert_c_b_bf16, just before c), then
+// the skeleton reading it; the fusion report says so with the price.
+TEST(PaddedOperands, AnF32WeightIsConvertedBeforeTheSkeleton) {
+  BoundProgram bound = bind_census("mixed_bf16_f32w", {{"M", 4096}, {"N", 4096}, {"K", 4096}});
+  CompileResult r = compile_program(bound, CompileOptions::for_gpu());
+  const KernelProgram& p = r.kernels;
+  const GlobalTensor* copy = p.find_global("c_b_bf16");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->dtype, DType::bf16);
+  EXPECT_EQ(copy->shape, (std::vector<int64_t>{4096, 4096}));
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].name, "convert_c_b_bf16");
+  const auto* map = p.kernels[0].body[0].as<MapNode>();
+  ASSERT_NE(map, nullptr);
+  EXPECT_EQ(map->dst.name, "c_b_bf16");
+  const auto* c = p.kernels[1].body[0].as<ContractNode>();
+  ASSERT_NE(c, nullptr);
+  GemmSkeletonFit fit = fit_gemm_skeleton(*c, p.globals);
+  ASSERT_TRUE(fit.problem) << fit.refusal;
+  EXPECT_EQ(fit.problem->b.tensor, "c_b_bf16");
+  EXPECT_NE(r.report.find("conversion copy of B = w[n, k] to bf16"), std::string::npos) << r.report;
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGemmSkeleton), 1) << contraction_schedule_text(m.contractions);
+}
+
+// Every census product a copy brings onto the skeleton computes the program on the CPU executor against
+// the float64 reference, with the copies forced at a small ragged size (K 40: the fp8 copy's rows padded
+// to 48 with zeros; M 100 and N 72: ragged copy blocks and skeleton tiles). chain_f32_mid's h, an f32
+// intermediate that only e reads, is stored in bf16 by its own kernel instead of copied (store_in_t).
+TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
+  ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
+  for (const char* name : {"mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "chain_f32_mid"}) {
+    SCOPED_TRACE(name);
+    std::vector<std::pair<std::string, int64_t>> dims = {{"M", 100}, {"N", 72}, {"K", 40}};
+    // chain_f32_mid: h whole needs K ≥ 348 (FLOPs per byte of h's round trip, K / 4, ≥ balance / 3)
+    if (std::string(name) == "chain_f32_mid") dims = {{"M", 100}, {"N", 72}, {"K", 400}, {"L", 80}};
+    BoundProgram bound = bind_census(name, dims);
+    CompileResult r = compile_program(bound, CompileOptions::for_gpu());
+    int copies = 0;
+    for (auto& k : r.kernels.kernels) copies += k.name.rfind("convert_", 0) == 0;
+    if (std::string(name) == "chain_f32_mid") {  // h stored in bf16 by its own kernel instead (no copy)
+      EXPECT_EQ(copies, 0) << r.report;
+      ASSERT_NE(r.kernels.find_global("h"), nullptr);
+      EXPECT_EQ(r.kernels.find_global("h")->dtype, DType::bf16);
+    } else if (std::string(name) == "mm_e4m3_nn") {  // A's 40-byte rows padded to 48, B transposed
+      EXPECT_EQ(copies, 2) << r.report;
+    } else {
+      EXPECT_EQ(copies, 1) << r.report;
+    }
+    KernelProgram view = contracts_as_reduces(r.kernels);
+    verify_kernel_program(view);
+    TensorSet inputs = make_inputs(bound, 7);
+    auto v = testing::verify_kernels(bound, view, inputs);
+    EXPECT_TRUE(v.ok()) << v.failures();
+  }
+}
+
+// SOLDER_OPERAND_COPIES=0 keeps main's plan (no copy); at the census's default 512³ the copy of
+// mixed_cast_bf16's B does not pay against the gathered GEMM, and the report says why; at 128 x 128 x 64 the
+// f32 weight's copy does not pay against the fused mma.sync kernel either.
+TEST(PaddedOperands, ConversionCopiesOffOrUnpaid) {
+  {
+    ScopedEnv off("SOLDER_OPERAND_COPIES", "0");
+    KernelProgram p = compile_program(bind_census("mixed_bf16_f32w", {{"M", 4096}, {"N", 4096}, {"K", 4096}}), CompileOptions::for_gpu()).kernels;
+    EXPECT_EQ(p.find_global("c_b_bf16"), nullptr);
+  }
+  CompileResult r = compile_program(bind_census("mixed_cast_bf16", {}), CompileOptions::for_gpu());
+  EXPECT_EQ(r.kernels.find_global("c_b_bf16"), nullptr);
+  EXPECT_NE(r.report.find("no conversion copy: copy "), std::string::npos) << r.report;
+  CompileResult small = compile_program(bind_census("mixed_bf16_f32w", {{"M", 128}, {"N", 128}, {"K", 64}}), CompileOptions::for_gpu());
+  EXPECT_EQ(small.kernels.find_global("c_b_bf16"), nullptr);
+  EXPECT_NE(small.report.find("stays fused: no conversion copy: copy "), std::string::npos) << small.report;
+}
+
+// At the census's 512³ the f32 weight's copy pays against the fused mma.sync kernel (measured on the H200:
+// 5.06 against 46.6 µs, bench/NOTES.md, opcopy).
+TEST(PaddedOperands, AnF32WeightIsConvertedAtTheCensusSize) {
+  CompileResult r = compile_program(bind_census("mixed_bf16_f32w", {}), CompileOptions::for_gpu());
+  EXPECT_NE(r.kernels.find_global("c_b_bf16"), nullptr) << r.report;
+}
+
 }  // namespace
 }  // namespace solder
