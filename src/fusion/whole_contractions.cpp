@@ -622,7 +622,8 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
       operands.push_back(t);
     }
     const Rates& rates = default_hardware().rates;
-    double balance = rates.tensor(mma_type_name(c.type)) / rates.hbm_tbps;  // TFLOP/s over TB/s: FLOP per byte
+    // TFLOP/s over TB/s: FLOP per byte (3xtf32: a third of the tf32 rate, three products per product)
+    double balance = (c.type == MmaType::tf32x3 ? rates.tensor("tf32") / 3 : rates.tensor(mma_type_name(c.type))) / rates.hbm_tbps;
     if (!(balance > 0 && balance < 1e6)) balance = 262;  // no rates: the H100's f16 figure
     double intensity = bytes > 0 ? flops / bytes : INFINITY;
     std::string stored_note;
