@@ -119,7 +119,70 @@ std::string mb(double bytes) {
   return out.str();
 }
 
+bool uses(const Expr& e, const std::string& var) {
+  for (auto& v : vars_used(e))
+    if (v == var) return true;
+  return false;
+}
+
 }  // namespace
+
+std::optional<Tf32SplitKernel> tf32_split_kernel_of(const KernelProgram& program, const Kernel& kernel) {
+  if (kernel.body.size() != 3 || kernel.buffers.size() != 1 || kernel.grid.size() < 2 || kernel.grid.size() > 3) return std::nullopt;
+  auto copy = kernel.body[0].as<CopyNode>();
+  auto map = kernel.body[2].as<MapNode>();
+  if (!copy || !kernel.body[1].as<BarrierNode>() || !map || copy->dst.name != kernel.buffers[0].name) return std::nullopt;
+  const GlobalTensor* src = program.find_global(copy->src.name);
+  const GlobalTensor* dst = program.find_global(map->dst.name);
+  if (!src || !dst || src->dtype != DType::f32 || dst->dtype != DType::f32 || dst->role != GlobalRole::scratch || dst->shape.size() < 2)
+    return std::nullopt;
+  // The value: select(p == lo_part, round_tf32(t − round_tf32(t)), round_tf32(t)) of the tile's element t.
+  auto select = map->value.as<SelectNode>();
+  auto cond = select ? select->cond.as<BinaryNode>() : nullptr;
+  auto lo_part = cond && cond->op == BinaryOp::eq ? cond->rhs.as<ConstNode>() : nullptr;
+  auto hi = select ? select->if_false.as<UnaryNode>() : nullptr;
+  auto lo = select ? select->if_true.as<UnaryNode>() : nullptr;
+  auto tile = hi ? hi->operand.as<LoadNode>() : nullptr;
+  if (!lo_part || !hi || hi->op != UnaryOp::round_tf32 || !lo || lo->op != UnaryOp::round_tf32 || !tile || tile->tensor != copy->dst.name ||
+      !structurally_equal(lo->operand, make_binary(BinaryOp::sub, hi->operand, make_unary(UnaryOp::round_tf32, hi->operand))))
+    return std::nullopt;
+  // The part's offset along j: the last index is p · K + (k tile · 32 + j).
+  auto last = map->dst.index.back().as<BinaryNode>();
+  auto part = last && last->op == BinaryOp::add ? last->lhs.as<BinaryNode>() : nullptr;
+  auto k = part && part->op == BinaryOp::mul ? part->rhs.as<ConstNode>() : nullptr;
+  if (!k) return std::nullopt;
+  Tf32SplitKernel s;
+  s.src = src->name;
+  s.dst = dst->name;
+  s.lo_part = static_cast<int>(lo_part->value);
+  s.k = static_cast<int64_t>(k->value);
+  s.rows = dst->shape[dst->shape.size() - 2];
+  s.ld = dst->shape.back();
+  const size_t g = kernel.grid.size();
+  s.k_tiles = kernel.grid[g - 1].extent;
+  s.row_tiles = kernel.grid[g - 2].extent;
+  s.batch = g == 3 ? kernel.grid[0].extent : 1;
+  // The source's strides: the index naming i is the row, j the k, the others the batch (leading, consecutive).
+  int64_t stride = 1;
+  bool row = false, depth = false;
+  for (size_t d = src->shape.size(); d-- > 0;) {
+    const Expr& i = copy->src.index[d];
+    if (uses(i, "i")) {
+      s.row_stride = stride;
+      row = true;
+    } else if (uses(i, "j")) {
+      s.k_stride = stride;
+      depth = true;
+    } else if (g == 3 && uses(i, kernel.grid[0].var)) {
+      if (s.src_batch_stride == 0) s.src_batch_stride = stride;  // the innermost batch index's: the flattened batch's stride
+    } else {
+      return std::nullopt;
+    }
+    stride *= src->shape[d];
+  }
+  if (!row || !depth || (s.batch > 1 && s.src_batch_stride == 0)) return std::nullopt;
+  return s;
+}
 
 Tf32Split split_tf32x3_operands(const KernelProgram& program) {
   Tf32Split result;

@@ -25,6 +25,7 @@
 // CUDA backend's scalar view computes the same three products (backend/cuda/contract_view.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,18 @@ struct Tf32Split {
 constexpr int64_t kTf32SplitTile = 32;
 
 Tf32Split split_tf32x3_operands(const KernelProgram& program);
+
+// One split kernel of this pass, read back from its Kernel IR (for the CUDA writer, which runs it as
+// gemm/tf32_split.cuh's tile): element (r, kk) of batch b is src[b · src_batch_stride + r · row_stride +
+// kk · k_stride], written to dst[b · rows · ld + r · ld + p · k + kk], part p lo where p == lo_part.
+struct Tf32SplitKernel {
+  std::string src, dst;
+  int64_t rows = 0, k = 0, ld = 0;
+  int64_t row_stride = 0, k_stride = 0, src_batch_stride = 0;
+  int64_t batch = 1, row_tiles = 1, k_tiles = 1;  // the grid: batch × row tiles × k tiles, k fastest
+  int lo_part = 0;
+};
+// The kernel's split when `kernel` is exactly one that split_tf32x3_operands builds; nothing otherwise.
+std::optional<Tf32SplitKernel> tf32_split_kernel_of(const KernelProgram& program, const Kernel& kernel);
 
 }  // namespace solder
