@@ -639,7 +639,8 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     }
     const std::string figures = (bytes > 0 ? figure(intensity) + " FLOP per byte materialised" : std::string("no bytes materialised")) + ", " +
                                 (intensity >= balance * kBalanceFraction ? "≥" : "<") + " balance / 3 = " + figure(balance * kBalanceFraction) +
-                                " (T = " + std::string(mma_type_name(c.type)) + ")" + stored_note;
+                                " (T = " + std::string(mma_type_name(c.type)) +
+                                (c.type == MmaType::tf32x3 ? ": 3xTF32 because all operands are f32" : "") + ")" + stored_note;
     if (!(intensity >= balance * kBalanceFraction)) {
       plan.fused.push_back(def.target.name + ": stays fused: " + figures);
       continue;
