@@ -7,9 +7,11 @@
 #   1000³ (K' = 3000), 4096³ and the examples in F32_EXAMPLES (their plans move to 3xTF32), against float64
 #   (sampled where large); then a first time: `solder bench` of f32mm at 4096³ around bench/gemm/peer.py f32,
 #   and the knob A/B at 1024³, as far as LIMIT allows.
-# PHASE 2 (timing): `solder bench` of f32mm at 4096³ and 8192³ (A), bench/gemm/peer.py f32 (cuBLAS SGEMM,
-#   allow_tf32=False, and 1xTF32, allow_tf32=True, both sizes, two rounds), f32mm again (B), and the knob A/B
-#   at 1024³ (SOLDER_F32_CONTRACT=f32, main's scalar plan, against the default), plus re-verification.
+# PHASE 2 (timing): f32mm verified again (the split now on tf32_split.cuh's tile; the GEMM device test's tf32
+#   cases when bin/test_sm90_gemm is staged), then two interleaved rounds of `solder bench` of f32mm at 4096³
+#   (the default, SOLDER_TF32_SPLIT=generic, SOLDER_GEMM_CLUSTER=2x1) and 8192³ around bench/gemm/peer.py f32
+#   (cuBLAS SGEMM, allow_tf32=False, and 1xTF32, allow_tf32=True, both sizes, two rounds), the knob A/B at
+#   1024³ (SOLDER_F32_CONTRACT=f32, main's scalar plan), and ncu's time of each kernel at 4096³ if time is left.
 # Everything goes under $OUT/r, packed into $OUT/r.tgz after every step.
 source bench/call_prologue.sh
 mkdir -p $O/r
@@ -45,16 +47,29 @@ if [ "${PHASE:-1}" = 1 ]; then
   step knob-3x-1024 12 build/solder bench $F --json --dim M=1024 --dim N=1024 --dim K=1024
   step knob-f32-1024 15 env SOLDER_F32_CONTRACT=f32 build/solder bench $F --json --dim M=1024 --dim N=1024 --dim K=1024
 else
-  stamp "== 1. f32mm (A), the peers, f32mm (B)"
-  step bench-4096-a 20 build/solder bench $F --json
-  step bench-8192-a 25 build/solder bench $F --json --dim M=8192 --dim N=8192 --dim K=8192
+  stamp "== 1. verification (the split on tf32_split.cuh's tile), the device test's tf32 cases if staged"
+  step run-small 20 build/solder run $F --backend cuda --small
+  step run-1000 20 build/solder run $F --backend cuda --dim M=1000 --dim N=1000 --dim K=1000
+  step run-4096 25 build/solder run $F --backend cuda
+  [ -x bin/test_sm90_gemm ] && GEMM_TEST_FILTER=tf32 step dt-gemm-tf32 40 bin/test_sm90_gemm 2026
+  stamp "== 2. round 1: f32mm 4096³ (split on tf32_split.cuh / generic writer / 2x1 cluster), 8192³, the peers"
+  G="SOLDER_TF32_SPLIT=generic"; C="SOLDER_GEMM_CLUSTER=2x1"
+  step bench-4096-r1 15 build/solder bench $F --json
+  step bench-4096-generic-r1 15 env $G build/solder bench $F --json
+  step bench-4096-c2x1-r1 15 env $C build/solder bench $F --json
+  step bench-8192-r1 20 build/solder bench $F --json --dim M=8192 --dim N=8192 --dim K=8192
   step peer-f32 40 python3 bench/gemm/peer.py $O/r/peer-f32.json f32
-  step bench-4096-b 20 build/solder bench $F --json
-  step bench-8192-b 25 build/solder bench $F --json --dim M=8192 --dim N=8192 --dim K=8192
-  stamp "== 2. the knob at 1024³: 3xTF32 (default) against SOLDER_F32_CONTRACT=f32 (CUDA cores)"
-  step knob-3x-1024 15 build/solder bench $F --json --dim M=1024 --dim N=1024 --dim K=1024
-  step knob-f32-1024 25 env SOLDER_F32_CONTRACT=f32 build/solder bench $F --json --dim M=1024 --dim N=1024 --dim K=1024
-  step run-1000 25 build/solder run $F --backend cuda --dim M=1000 --dim N=1000 --dim K=1000
+  stamp "== 3. round 2 (reversed), the knob at 1024³"
+  step bench-8192-r2 20 build/solder bench $F --json --dim M=8192 --dim N=8192 --dim K=8192
+  step bench-4096-c2x1-r2 15 env $C build/solder bench $F --json
+  step bench-4096-generic-r2 15 env $G build/solder bench $F --json
+  step bench-4096-r2 15 build/solder bench $F --json
+  step knob-3x-1024 12 build/solder bench $F --json --dim M=1024 --dim N=1024 --dim K=1024
+  step knob-f32-1024 15 env SOLDER_F32_CONTRACT=f32 build/solder bench $F --json --dim M=1024 --dim N=1024 --dim K=1024
+  if command -v ncu >/dev/null && [ "$(left)" -gt 25 ]; then
+    stamp "== 4. ncu: each kernel's time at 4096³ (one replay)"
+    step ncu-4096 20 ncu --clock-control none --metrics gpu__time_duration.sum build/solder bench $F --replays 1 --calls-per-replay 1
+  fi
 fi
 stamp "== done ($(left) s left)"
 pack
