@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "driver/compile.h"
+#include "backend/cuda/tf32_split_writer.h"
+#include "fusion/tf32_split.h"
 #include "support/json.h"
 
 namespace solder::cli {
@@ -15,14 +17,19 @@ namespace {
 
 // `--report`'s line for each kernel that holds no contraction (an element-wise or reduction kernel of
 // the generic writer), so that the report lists every launch: linear_relu_backward's g = dy · (z > 0)
-// kernel moved more bytes than either GEMM, and a report of the contractions alone left it out.
-std::string other_kernels_text(const GeneratedModule& module) {
+// kernel moved more bytes than either GEMM, and a report of the contractions alone left it out. A 3xTF32
+// split kernel (fusion/tf32_split.h) names the tile it runs on.
+std::string other_kernels_text(const GeneratedModule& module, const KernelProgram& program) {
   std::set<std::string> with_contraction;
   for (auto& c : module.contractions) with_contraction.insert(c.kernel);
   std::string text;
   for (auto& k : module.kernels) {
     if (with_contraction.count(k.name) || k.gemm || k.attention) continue;
-    text += k.name + ": no contraction (generic writer), " + std::to_string(k.blocks) + (k.blocks == 1 ? " block" : " blocks") + " of " +
+    std::string writer = "generic writer";
+    for (auto& pk : program.kernels)
+      if (pk.name == k.name && tf32_split_writer_enabled() && tf32_split_kernel_of(program, pk))
+        writer = "3xTF32 split on gemm/tf32_split.cuh's 32 x 32 tile, static shared memory";
+    text += k.name + ": no contraction (" + writer + "), " + std::to_string(k.blocks) + (k.blocks == 1 ? " block" : " blocks") + " of " +
             std::to_string(k.threads) + " threads" + (k.cluster > 1 ? " in clusters of " + std::to_string(k.cluster) : std::string()) + ", " +
             std::to_string(k.shared_bytes) + " bytes of shared memory\n";
   }
@@ -70,7 +77,7 @@ int command_emit(const std::vector<std::string>& args) {
     text += "," + rest.str().substr(1) + "\n";  // the source after the contractions, in the same object
     write_output(output, text);
   } else if (report) {
-    write_output(output, contraction_schedule_text(module.contractions) + other_kernels_text(module));
+    write_output(output, contraction_schedule_text(module.contractions) + other_kernels_text(module, kernels));
   } else {
     write_output(output, module.source);
   }
