@@ -1,5 +1,6 @@
 #include "fusion/tf32_split.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -201,6 +202,21 @@ Tf32Split split_tf32x3_operands(const KernelProgram& program) {
       continue;
     }
     const GemmSkeletonProblem& p = *fit.problem;
+    // The fitted A must be the term's a along a row axis and B its b along a column axis (a fit that put
+    // the operands on each other's sides is not split: the strides below are per side).
+    auto reads_on_side = [](const Expr& e, const GemmSkeletonOperand& op, const std::string& axis, const std::vector<std::string>& axes) {
+      auto load = e.as<LoadNode>();
+      if (!load || load->tensor != op.tensor || std::find(axes.begin(), axes.end(), axis) == axes.end()) return false;
+      for (auto& i : load->index)
+        if (auto v = i.as<VarNode>(); v && v->name == axis) return true;
+      return false;
+    };
+    if (p.row_axes.size() != 1 || p.column_axes.size() != 1 || !reads_on_side(c->terms[0].a, p.a, p.row_axes[0], c->row_axes) ||
+        !reads_on_side(c->terms[0].b, p.b, p.column_axes[0], c->column_axes)) {
+      result.notes.push_back(c->dst.name + ": not split (the skeleton's fit does not read A and B on the contract's sides)");
+      result.program.kernels.push_back(k);
+      continue;
+    }
     const int64_t ld = tf32x3_split_ld(p.k);
     const std::string reduce = p.reduce_axis;
     std::string k3 = reduce + "3";
