@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "driver/compile.h"
+#include "backend/cuda/tf32_split_writer.h"
+#include "fusion/tf32_split.h"
 #include "support/json.h"
 
 namespace solder::cli {
@@ -17,17 +19,22 @@ namespace {
 // the generic writer), so that the report lists every launch: linear_relu_backward's g = dy · (z > 0)
 // kernel moved more bytes than either GEMM, and a report of the contractions alone left it out.
 // A conversion copy before the skeleton (fusion/padded_operands.h, convert_*) says so: its map's comment.
+// A 3xTF32 split kernel (fusion/tf32_split.h) names the tile it runs on.
 std::string other_kernels_text(const GeneratedModule& module, const KernelProgram& kernels) {
   std::set<std::string> with_contraction;
   for (auto& c : module.contractions) with_contraction.insert(c.kernel);
   std::string text;
   for (auto& k : module.kernels) {
     if (with_contraction.count(k.name) || k.gemm || k.attention) continue;
-    std::string what;
-    for (auto& ir : kernels.kernels)
-      if (ir.name == k.name && ir.name.rfind("convert_", 0) == 0 && ir.body.size() == 1)
+    std::string what, writer = "generic writer";
+    for (auto& ir : kernels.kernels) {
+      if (ir.name != k.name) continue;
+      if (ir.name.rfind("convert_", 0) == 0 && ir.body.size() == 1)
         if (auto map = ir.body[0].as<MapNode>()) what = ": " + map->comment;
-    text += k.name + ": no contraction (generic writer), " + std::to_string(k.blocks) + (k.blocks == 1 ? " block" : " blocks") + " of " +
+      if (tf32_split_writer_enabled() && tf32_split_kernel_of(kernels, ir))
+        writer = "3xTF32 split on gemm/tf32_split.cuh's 32 x 32 tile, static shared memory";
+    }
+    text += k.name + ": no contraction (" + writer + "), " + std::to_string(k.blocks) + (k.blocks == 1 ? " block" : " blocks") + " of " +
             std::to_string(k.threads) + " threads" + (k.cluster > 1 ? " in clusters of " + std::to_string(k.cluster) : std::string()) + ", " +
             std::to_string(k.shared_bytes) + " bytes of shared memory" + what + "\n";
   }

@@ -91,6 +91,14 @@ __device__ __forceinline__ float gelu(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 __device__ __forceinline__ float rsqrt_exact(float x) { return 1.0f / sqrtf(x); }
+// round_tf32(x): 10 fraction bits, nearest even, on the bits (as gemm/tf32_split.cuh's split): add half
+// of the dropped 13 bits' unit, minus one unless the kept last bit is odd, then clear them; infinity
+// and NaN pass unchanged, a value rounding past the largest float becomes infinity.
+__device__ __forceinline__ float round_tf32(float x) {
+  unsigned bits = __float_as_uint(x);
+  if ((bits & 0x7F800000u) != 0x7F800000u) bits = (bits + 0x0FFFu + ((bits >> 13) & 1u)) & ~0x1FFFu;
+  return __uint_as_float(bits);
+}
 // Floor division and modulo of integers (Python semantics).
 __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;

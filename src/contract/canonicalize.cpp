@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <set>
 
 #include "ir/expr_visitor.h"
@@ -228,6 +230,12 @@ std::string joined(const std::set<std::string>& names) {
 
 }  // namespace
 
+bool f32_contract_three_tf32() {
+  const char* v = std::getenv("SOLDER_F32_CONTRACT");
+  if (!v || !*v) return kF32ContractThreeTf32Default;
+  return std::string(v) != "f32";
+}
+
 ContractPolicy contract_policy_for(const std::vector<std::pair<std::string, DType>>& outputs,
                                    const std::vector<std::pair<std::string, DType>>& inputs) {
   ContractPolicy policy;
@@ -436,7 +444,26 @@ Canonicalization canonicalize_contraction(const ReduceNode& reduce, const DTypeO
       type = type ? common_type(*type, t) : t;
     }
   }
-  if (unrounded || !type) {
+  if (unrounded && !type && !policy.sixteen_bit) {
+    // Every operand f32 (none exact in a narrower type), the f32 class: 3xTF32 where the product has
+    // rows and columns enough for a wgmma tile, else CUDA cores.
+    std::map<std::string, int64_t> extent;
+    for (auto& a : reduce.domain.axes) extent[a.var] = a.extent;
+    int64_t m = 1, n = 1;
+    for (auto& r : node.row_axes) m *= extent.count(r) ? extent[r] : 1;
+    for (auto& c : node.column_axes) n *= extent.count(c) ? extent[c] : 1;
+    std::string why_not;
+    if (!f32_contract_three_tf32()) why_not = "SOLDER_F32_CONTRACT=f32";
+    else if (m < kThreeTf32MinSide || n < kThreeTf32MinSide)
+      why_not = std::to_string(m) + " rows and " + std::to_string(n) + " columns (3xTF32 needs " + std::to_string(kThreeTf32MinSide) + " of each)";
+    if (why_not.empty()) {
+      node.type = MmaType::tf32x3;
+      notes.push_back("T = 3xtf32: 3xTF32 because all operands are f32 (" + policy.why + "): each split into tf32 hi and lo parts, three tf32 products");
+    } else {
+      node.type = MmaType::f32;
+      notes.push_back("T = f32, no operand rounding (all operands are f32, " + policy.why + "; not 3xTF32: " + why_not + ")");
+    }
+  } else if (unrounded || !type) {
     node.type = MmaType::f32;
     notes.push_back("T = f32, no operand rounding (" + std::string(computed ? "a computed operand, " : "an f32 operand, ") + policy.why + ")");
   } else {

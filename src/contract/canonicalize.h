@@ -35,6 +35,12 @@
 //     e4m3 · e4m3 product (the rounding of P that FlashAttention-3's fp8 path makes; P ≤ 1, so its
 //     relative rounding is e4m3's 2^-4, where a normalised P = e / Σe would fall below e4m3's range).
 //     The fusion report states it.
+//   * in the f32 class, a product whose operands are all f32 (none exact in a narrower type: f32
+//     loads or computed values) with at least kThreeTf32MinSide rows and as many columns takes
+//     T = 3xtf32 (kernel_ir.h: three tf32 products of the operands' hi and lo parts, about f32
+//     accuracy on the tensor cores), reported "3xTF32 because all operands are f32"; a smaller one
+//     (below one wgmma tile the split buys nothing; a matrix-vector product is memory-bound), or
+//     any with $SOLDER_F32_CONTRACT=f32, keeps T = f32 (CUDA cores) and the report says why.
 // What it cannot put in this form stays a `reduce`, and the refusal says why.
 #pragma once
 
@@ -47,6 +53,14 @@
 #include "kernel/kernel_ir.h"
 
 namespace solder {
+
+// Whether all-f32 products may take T = 3xtf32: $SOLDER_F32_CONTRACT unset or anything but "f32"
+// (kF32ContractThreeTf32Default when unset); "f32" keeps them on CUDA cores (T = f32), main's plan
+// before the policy, for A/B runs.
+constexpr bool kF32ContractThreeTf32Default = true;
+bool f32_contract_three_tf32();
+// The fewest rows, and columns, of a product that takes 3xTF32.
+constexpr int64_t kThreeTf32MinSide = 64;
 
 // The program's tolerance class, which decides how computed operands are rounded.
 struct ContractPolicy {

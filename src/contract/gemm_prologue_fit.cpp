@@ -26,7 +26,8 @@ GemmPrologueFit fit_gemm_prologue(const Kernel& kernel, const std::vector<Global
   pp.contract = &c;
   if (c.terms.size() != 1 || c.where || c.domain.guard || c.accumulate || c.bias || c.epilogue)
     return refuse("not one unconditional product term with a scale only");
-  if (c.type == MmaType::f32 || c.type == MmaType::tf32) return refuse("T = " + std::string(mma_type_name(c.type)));
+  if (c.type == MmaType::f32 || c.type == MmaType::tf32 || c.type == MmaType::tf32x3)
+    return refuse("T = " + std::string(mma_type_name(c.type)));
   if (c.reduce_axes.size() != 1 || c.row_axes.size() != 1 || c.column_axes.empty()) return refuse("not one row axis and one K");
   if (c.domain.axes.size() != 1 + c.column_axes.size()) return refuse("a batch axis (the prologue path has none)");
   std::set<std::string> side_buffers;

@@ -103,7 +103,7 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
 
 std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::vector<std::string>& k_axes,
                                               const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
-                                              const char* what, std::vector<std::string>& order, std::string& why) {
+                                              const char* what, std::vector<std::string>& order, std::string& why, bool tma) {
   auto load = e.as<LoadNode>();
   if (!load) {
     why = std::string("operand ") + what + " = " + print_expr(e) + " is computed, not a load (the skeleton stages loads)";
@@ -188,7 +188,7 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
   for (size_t d = first; d < shape.size(); ++d) (d >= k_begin && d < k_end ? op.k : op.rows) *= shape[d];
   op.ld = op.k_major ? op.k : op.rows;
   const int64_t bytes = dtype_bytes(g->dtype);
-  if ((op.ld * bytes) % 16 != 0 || (op.batch > 1 && (op.batch_stride * bytes) % 16 != 0)) {
+  if (tma && ((op.ld * bytes) % 16 != 0 || (op.batch > 1 && (op.batch_stride * bytes) % 16 != 0))) {
     why = std::string("operand ") + what + "'s rows are " + std::to_string(op.ld * bytes) +
           " bytes apart (the tensor memory accelerator needs a multiple of 16)";
     return std::nullopt;
@@ -215,8 +215,13 @@ GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>
   const Expr& b_term = exchanged ? c.terms[0].a : c.terms[0].b;
   if (c.where || c.domain.guard) return refuse("a where condition or a guarded domain");
   if (c.accumulate) return refuse("it accumulates onto its destination");
-  if (c.type == MmaType::f32 || c.type == MmaType::tf32)
-    return refuse("T = " + std::string(mma_type_name(c.type)) + " (the skeleton takes bf16, f16, e4m3 and e5m2)");
+  if (c.type == MmaType::f32) return refuse("T = f32 (the skeleton takes bf16, f16, e4m3, e5m2, tf32 and 3xtf32)");
+  // 3xtf32: the operands are split (fusion/tf32_split.h) before the skeleton stages them, so any layout
+  // and pitch of a plain f32 load fits; the split's copies are K-major in 16-byte rows.
+  const bool split = c.type == MmaType::tf32x3;
+  if (split && (c.terms.size() != 1 || !c.pair_terms.empty()))
+    return refuse("3xtf32 with " + std::to_string(c.terms.size() + c.pair_terms.size()) + " product terms (the split takes one)");
+  if (split && exchanged) return refuse("3xtf32 with its operands exchanged (the split writes the term's a as A3, its b as B3)");
   if (c.reduce_axes.empty()) return refuse("no reduced axis");
   if (c.reduce_axes.size() > 1 && ranges) return refuse("K ranges over several reduced axes (the skeleton's ranges split one)");
   if (rows.empty() || columns.empty()) return refuse("no row or no column axis (a matrix-vector product)");
@@ -251,9 +256,9 @@ GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>
       return refuse("K ranges over two different B operands (the skeleton's ranges share one B)");
   }
   auto a = operand_of(ranges ? first->a : a_term, rows, p.reduce_axes, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
-                      p.row_axes, why);
+                      p.row_axes, why, !split);
   if (!a) return refuse(why);
-  auto b = operand_of(b_term, columns, p.reduce_axes, p.batch_axes, globals, "B", p.column_axes, why);
+  auto b = operand_of(b_term, columns, p.reduce_axes, p.batch_axes, globals, "B", p.column_axes, why, !split);
   if (!b) return refuse(why);
   for (auto& v : p.row_axes) {
     p.row_extents.push_back(extent.at(v));
@@ -264,9 +269,14 @@ GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>
     p.n *= extent.at(v);
   }
   const bool both_16 = sixteen_bit(a->dtype) && a->dtype == b->dtype, both_8 = fp8(a->dtype) && fp8(b->dtype);
-  if (!both_16 && !both_8)
-    return refuse("operands of " + std::string(dtype_name(a->dtype)) + " and " + std::string(dtype_name(b->dtype)) +
-                  " (the skeleton takes two of one 16-bit type or two fp8)");
+  const bool both_32 = a->dtype == DType::f32 && b->dtype == DType::f32;
+  if ((c.type == MmaType::tf32 || split) != both_32 || (!both_16 && !both_8 && !both_32))
+    return refuse("operands of " + std::string(dtype_name(a->dtype)) + " and " + std::string(dtype_name(b->dtype)) + " with T = " +
+                  std::string(mma_type_name(c.type)) + " (the skeleton takes two of one 16-bit type or two fp8, or two f32 with T tf32 or 3xtf32)");
+  if (split && (p.row_axes.size() != 1 || p.column_axes.size() != 1 || p.reduce_axes.size() != 1))
+    return refuse("3xtf32 over several row, column or reduced axes (the split takes one of each)");
+  if (c.type == MmaType::tf32 && (!a->k_major || !b->k_major))
+    return refuse("a tf32 operand is not K-major (tf32 wgmma reads K-major operands; 3xtf32's split transposes)");
   if (both_8 && (!a->k_major || !b->k_major)) return refuse("an fp8 operand is not K-major (fp8 wgmma reads K-major operands)");
   // An operand whose K extent is longer than the contract's is read over its first K (the tensor map has
   // K elements along k, its pitch stays the tensor's): fusion/padded_operands.h's padded copies.
@@ -389,6 +399,22 @@ bool gemm_row_stores(const ContractNode& c, const GemmSkeletonProblem& p, DType 
   }
   const VarNode* last = c.dst.index.back().as<VarNode>();
   return last && last->name == p.column_axes[0];
+}
+
+int64_t tf32x3_split_ld(int64_t k) { return (3 * k + 3) / 4 * 4; }
+
+GemmSkeletonProblem tf32x3_gemm_problem(const GemmSkeletonProblem& p) {
+  GemmSkeletonProblem g = p;
+  const int64_t ld = tf32x3_split_ld(p.k);
+  g.k = 3 * p.k;
+  for (GemmSkeletonOperand* o : {&g.a, &g.b}) {
+    o->k_major = true;
+    o->k = g.k;
+    o->ld = ld;
+    o->offset = 0;
+    if (o->batch > 1) o->batch_stride = o->rows * ld;
+  }
+  return g;
 }
 
 }  // namespace solder

@@ -32,6 +32,12 @@
 // K-major one). Each range's A fits as a one-range A does (its own dtype, layout and pitch: A1 and A2
 // of one dtype and layout); the problem's a and b are the first range's (k = K1), `second` the other's.
 //
+// tf32 (T = tf32) fits with two K-major f32 operands (their values already tf32: the split's copies).
+// 3xtf32 (an all-f32 product, canonicalize.h) fits with two f32 loads of one product term in any layout and
+// pitch (no K ranges, no pair; one row, one column and one reduced axis): fusion/tf32_split.h splits each operand into a K-major copy of three parts,
+// [rows, tf32x3_split_ld(K)], and the skeleton runs the tf32 product over K' = 3K of the copies
+// (tf32x3_gemm_problem: the problem the writer instantiates and the cost model prices, with the split).
+//
 // A paired contract (kernel_ir.h: pair_terms, a dual-B product) fits when its one paired term reads the
 // same A (structurally equal) and a second B, B2, of B's dtype, layout, shape and batch: the skeleton's
 // dual-B configuration (BOperands = 2) reads A once for both products.
@@ -91,7 +97,7 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
 // after the batch) and flattened into one K.
 std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<std::string>& side_axes, const std::vector<std::string>& k_axes,
                                               const std::vector<std::string>& batch_axes, const std::vector<GlobalTensor>& globals,
-                                              const char* what, std::vector<std::string>& order, std::string& why);
+                                              const char* what, std::vector<std::string>& order, std::string& why, bool tma = true);
 
 GemmSkeletonFit fit_gemm_skeleton(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
 
@@ -119,6 +125,12 @@ bool gemm_batch_exchange_enabled();
 // whose 16-bit destination (`dst`: its dtype) is written, not accumulated, with the column axis as its
 // last (contiguous) index, named nowhere else in it. The writer emits the hooks and the cost model prices
 // the epilogue by this rule (SOLDER_GEMM_ROW_STORE=0 turns the writer's use off for A/B runs).
+// The row pitch of a 3xTF32 split copy of K columns: 3K rounded up to 4 elements (16-byte rows for TMA).
+int64_t tf32x3_split_ld(int64_t k);
+// The tf32 product the skeleton runs for a 3xtf32 problem: K' = 3K, both operands K-major with the split
+// copies' pitch (their batch strides rows · pitch).
+GemmSkeletonProblem tf32x3_gemm_problem(const GemmSkeletonProblem& problem);
+
 bool gemm_row_stores(const ContractNode& contract, const GemmSkeletonProblem& problem, DType dst);
 
 }  // namespace solder

@@ -10,6 +10,7 @@
 
 #include "contract/contract_pass.h"
 #include "fusion/padded_operands.h"
+#include "fusion/tf32_split.h"
 #include "fusion/fuse.h"
 #include "fusion/row_epilogue.h"
 #include "kernel/kernel_printer.h"
@@ -156,6 +157,13 @@ CompileResult compile_program(const BoundProgram& program, const CompileOptions&
     result.kernels = std::move(contracts.program);
     std::string text = contract_report_text(contracts);
     if (!text.empty()) result.report += (result.report.empty() ? "" : "\n") + text;
+  }
+  // 3xTF32 split: a whole all-f32 contraction runs as the split of its operands into tf32 parts, then
+  // the tf32 skeleton over K' = 3K (fusion/tf32_split.h; GPU)
+  if (options.fuse && options.gemm_skeleton && options.contractions) {
+    Tf32Split split = split_tf32x3_operands(result.kernels);
+    result.kernels = std::move(split.program);
+    append_notes(result.report, "3xTF32 (f32 operands split into tf32 parts, then one tf32 GEMM over 3K):", split.notes);
   }
   // row epilogues: a whole contraction whose result is only reduced along whole rows runs with those
   // reductions in the GEMM skeleton's epilogue, one kernel (fusion/row_epilogue.h; GPU)

@@ -625,7 +625,7 @@ class Planner {
         return false;
     }
     Canonicalization c = member_contraction(m);
-    if (!c.contract || c.contract->type == MmaType::f32) return false;
+    if (!c.contract || c.contract->type == MmaType::f32 || c.contract->type == MmaType::tf32x3) return false;
     // K ranges (a concatenation along K) that share their other operand are one product.
     const std::vector<ContractTerm> terms = merge_k_range_terms(c.contract->terms);
     if (terms.size() != 1) return false;

@@ -103,7 +103,7 @@ std::optional<RangeCandidate> pad_ranges(const KernelProgram& program, const Ker
                                          std::string& why) {
   ContractNode c = *k.body[0].as<ContractNode>();
   if (c.terms.size() != 2 || c.reduce_axes.size() != 1 || c.row_axes.size() != 1 || !c.pair_terms.empty() || c.type == MmaType::f32 ||
-      c.type == MmaType::tf32 || c.domain.axes.size() != 2)
+      c.type == MmaType::tf32 || c.type == MmaType::tf32x3 || c.domain.axes.size() != 2)
     return std::nullopt;
   BindDims bind(program.dims);
   for (auto& t : c.terms) {

@@ -671,7 +671,8 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
       operands.push_back(t);
     }
     const Rates& rates = default_hardware().rates;
-    double balance = rates.tensor(mma_type_name(c.type)) / rates.hbm_tbps;  // TFLOP/s over TB/s: FLOP per byte
+    // TFLOP/s over TB/s: FLOP per byte (3xtf32: a third of the tf32 rate, three products per product)
+    double balance = (c.type == MmaType::tf32x3 ? rates.tensor("tf32") / 3 : rates.tensor(mma_type_name(c.type))) / rates.hbm_tbps;
     if (!(balance > 0 && balance < 1e6)) balance = 262;  // no rates: the H100's f16 figure
     double intensity = bytes > 0 ? flops / bytes : INFINITY;
     std::string stored_note;
@@ -687,7 +688,8 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
     }
     const std::string figures = (bytes > 0 ? figure(intensity) + " FLOP per byte materialised" : std::string("no bytes materialised")) + ", " +
                                 (intensity >= balance * kBalanceFraction ? "≥" : "<") + " balance / 3 = " + figure(balance * kBalanceFraction) +
-                                " (T = " + std::string(mma_type_name(c.type)) + ")" + stored_note;
+                                " (T = " + std::string(mma_type_name(c.type)) +
+                                (c.type == MmaType::tf32x3 ? ": 3xTF32 because all operands are f32" : "") + ")" + stored_note;
     if (!(intensity >= balance * kBalanceFraction)) {
       plan.fused.push_back(def.target.name + ": stays fused: " + figures);
       continue;

@@ -1,5 +1,6 @@
 #include "ir/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -92,6 +93,15 @@ double round_to_dtype(double value, DType dtype) {
 float round_to_dtype(float value, DType dtype) {
   if (dtype == DType::f32) return value;
   return static_cast<float>(round_to_dtype(static_cast<double>(value), dtype));
+}
+
+double round_to_tf32(double value) {
+  const double v = round_to_dtype(value, DType::f32);
+  if (!std::isfinite(v) || v == 0.0) return v;
+  const int exponent = std::max(std::ilogb(std::fabs(v)), -126);
+  const double quantum = std::ldexp(1.0, exponent - 10);
+  const double r = std::nearbyint(std::fabs(v) / quantum) * quantum;
+  return std::copysign(r > static_cast<double>(std::numeric_limits<float>::max()) ? std::numeric_limits<double>::infinity() : r, v);
 }
 
 }  // namespace solder

@@ -28,6 +28,9 @@ bool is_float_dtype(DType dtype);
 
 // Rounds a real value to the nearest value representable in `dtype` (see above).
 double round_to_dtype(double value, DType dtype);
+// Rounds to tf32: float32's exponent range with 10 fraction bits, nearest even (cvt.rn.tf32.f32); a
+// value past the largest float becomes infinity. The expression round_tf32(x).
+double round_to_tf32(double value);
 float round_to_dtype(float value, DType dtype);
 
 }  // namespace solder

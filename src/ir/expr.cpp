@@ -61,7 +61,7 @@ constexpr UnaryInfo kUnary[] = {
     {UnaryOp::exp2, "exp2", true},      {UnaryOp::log2, "log2", true},
     {UnaryOp::log1p, "log1p", true},    {UnaryOp::expm1, "expm1", true},
     {UnaryOp::floor, "floor", true},    {UnaryOp::ceil, "ceil", true},
-    {UnaryOp::round, "round", true},
+    {UnaryOp::round, "round", true},    {UnaryOp::round_tf32, "round_tf32", true},
 };
 struct BinaryInfo { BinaryOp op; std::string_view symbol; bool function_style; int precedence; };
 constexpr BinaryInfo kBinary[] = {

@@ -51,7 +51,7 @@ enum class ExprKind {
 
 enum class UnaryOp {
   neg, logical_not, exp, log, tanh, sqrt, rsqrt, abs, sigmoid, silu, gelu,
-  sin, cos, tan, erf, exp2, log2, log1p, expm1, floor, ceil, round
+  sin, cos, tan, erf, exp2, log2, log1p, expm1, floor, ceil, round, round_tf32
 };
 
 enum class BinaryOp {

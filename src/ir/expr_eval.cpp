@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/dtype.h"
 #include "ir/printer.h"
 #include "ir/types.h"
 
@@ -40,6 +41,7 @@ double apply_unary(UnaryOp op, double x) {
     case UnaryOp::floor: return std::floor(x);
     case UnaryOp::ceil: return std::ceil(x);
     case UnaryOp::round: return std::nearbyint(x);  // half to even (the default rounding mode), as rintf
+    case UnaryOp::round_tf32: return round_to_tf32(x);
   }
   return x;
 }

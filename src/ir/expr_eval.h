@@ -9,7 +9,8 @@
 //               sigmoid(x) = 1 / (1 + exp(-x)); silu(x) = x * sigmoid(x);
 //               gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  rsqrt(x) = 1 / sqrt(x).
 //               sin cos tan erf exp2 log2 log1p expm1 floor ceil are the C library's functions;
-//               round(x) rounds half to even (rint). In float32 mode they are computed in float64
+//               round(x) rounds half to even (rint); round_tf32(x) rounds to 10 fraction bits,
+//               nearest even (ir/dtype.h, round_to_tf32; exact in float32). In float32 mode they are computed in float64
 //               and rounded once to float32 (the correctly rounded value; the GPU's precise
 //               functions are within 2 ulp of it, floor/ceil/round exactly).
 //               max and min propagate NaN and order -0 below +0 (max(+0, -0) = +0, min = -0, in

@@ -558,7 +558,7 @@ class Parser {
       }
       if (is_tensor(name)) error(peek(1), "expected '[' to index tensor '" + name + "', found '('");
       error(t, "unknown function '" + name + "'; the functions are exp log tanh sqrt rsqrt abs sigmoid silu gelu sin cos tan "
-               "erf exp2 log2 log1p expm1 floor ceil round max min pow select cast");
+               "erf exp2 log2 log1p expm1 floor ceil round round_tf32 max min pow select cast");
     }
     if (kKeywords.count(name)) error(t, "expected an expression, found the keyword '" + name + "'");
     next();

@@ -47,12 +47,13 @@ std::string_view mma_type_name(MmaType type) {
     case MmaType::f16: return "f16";
     case MmaType::f8e4m3: return "f8e4m3";
     case MmaType::f8e5m2: return "f8e5m2";
+    case MmaType::tf32x3: return "3xtf32";
   }
   return "?";
 }
 
 std::optional<MmaType> parse_mma_type(std::string_view name) {
-  for (MmaType t : {MmaType::f32, MmaType::tf32, MmaType::bf16, MmaType::f16, MmaType::f8e4m3, MmaType::f8e5m2})
+  for (MmaType t : {MmaType::f32, MmaType::tf32, MmaType::bf16, MmaType::f16, MmaType::f8e4m3, MmaType::f8e5m2, MmaType::tf32x3})
     if (mma_type_name(t) == name) return t;
   if (name == "e4m3") return MmaType::f8e4m3;  // the short names PTX and the planner's tables use
   if (name == "e5m2") return MmaType::f8e5m2;
@@ -61,23 +62,31 @@ std::optional<MmaType> parse_mma_type(std::string_view name) {
 
 double round_to_mma_type(double value, MmaType type) {
   switch (type) {
-    case MmaType::f32: return round_to_dtype(value, DType::f32);
+    case MmaType::f32:
+    case MmaType::tf32x3: return round_to_dtype(value, DType::f32);
     case MmaType::bf16: return round_to_dtype(value, DType::bf16);
     case MmaType::f16: return round_to_dtype(value, DType::f16);
     case MmaType::f8e4m3: return round_to_dtype(value, DType::f8e4m3);
     case MmaType::f8e5m2: return round_to_dtype(value, DType::f8e5m2);
-    case MmaType::tf32: {
-      // float32's exponent range with 10 fraction bits, nearest even (cvt.rn.tf32.f32).
-      double v = round_to_dtype(value, DType::f32);
-      if (!std::isfinite(v) || v == 0.0) return v;
-      int exponent = std::max(std::ilogb(std::fabs(v)), -126);
-      double quantum = std::ldexp(1.0, exponent - 10);
-      double r = std::nearbyint(std::fabs(v) / quantum) * quantum;
-      if (r > static_cast<double>(std::numeric_limits<float>::max())) r = std::numeric_limits<double>::infinity();
-      return std::copysign(r, v);
-    }
+    case MmaType::tf32: return round_to_tf32(value);  // cvt.rn.tf32.f32
   }
   return value;
+}
+
+double tf32_hi(double value) { return round_to_mma_type(value, MmaType::tf32); }
+
+double tf32_lo(double value) {
+  const double x = round_to_dtype(value, DType::f32);  // an infinity's lo is NaN, as on the device
+  return round_to_mma_type(x - tf32_hi(x), MmaType::tf32);
+}
+
+double accumulate_product(double acc, double a, double b, MmaType type) {
+  auto f32 = [](double v) { return round_to_dtype(v, DType::f32); };
+  if (type != MmaType::tf32x3) return f32(acc + f32(round_to_mma_type(a, type) * round_to_mma_type(b, type)));
+  const double a_hi = tf32_hi(a), a_lo = tf32_lo(a), b_hi = tf32_hi(b), b_lo = tf32_lo(b);
+  acc = f32(acc + f32(a_hi * b_lo));
+  acc = f32(acc + f32(a_lo * b_hi));
+  return f32(acc + f32(a_hi * b_hi));
 }
 
 std::optional<MmaType> mma_type_of(DType dtype) {

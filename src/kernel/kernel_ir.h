@@ -61,7 +61,13 @@
 //                                      bf16, f16, f8e4m3, f8e5m2 (saturating as the casts), tf32
 //                                      (10 significand bits), or f32 (no rounding beyond float32:
 //                                      CUDA cores). A product of two values of T is exact in float32
-//                                      for every T but f32. `a` uses D's row and batch axes and R,
+//                                      for every T but f32. T = 3xtf32 (f32 operands on tf32 tensor
+//                                      cores at about f32 accuracy) is not one rounding: each
+//                                      product a · b is the three tf32 products
+//                                      hi(a)·lo(b) + lo(a)·hi(b) + hi(a)·hi(b), hi = round_tf32,
+//                                      lo(x) = round_tf32(x − hi(x)) (x − hi(x) is exact in
+//                                      float32), each added into the float32 accumulator (lo·lo
+//                                      is dropped). `a` uses D's row and batch axes and R,
 //                                      `b` D's column and batch axes and R; `row_axes` and
 //                                      `column_axes` name them (every other axis of D is a batch
 //                                      axis). T, scale and bias are part of the meaning: the
@@ -223,12 +229,22 @@ struct ReduceNode final : StmtNode {
   int64_t k = 0;      // topk
   std::string rank_var;  // topk: the variable indexing the k ranks in dst and index_dst
 };
-// The input type of a matrix unit: what a contract rounds its operands to.
-enum class MmaType { f32, tf32, bf16, f16, f8e4m3, f8e5m2 };
-std::string_view mma_type_name(MmaType type);  // "f32", "tf32", "bf16", ...
+// The input type of a matrix unit: what a contract rounds its operands to. tf32x3 ("3xtf32") is f32
+// operands split into two tf32 parts each and multiplied as three tf32 products (the contract's
+// meaning above; the GEMM skeleton runs it as one tf32 GEMM over 3K, fusion/tf32_split.h).
+enum class MmaType { f32, tf32, bf16, f16, f8e4m3, f8e5m2, tf32x3 };
+std::string_view mma_type_name(MmaType type);  // "f32", "tf32", "bf16", ..., "3xtf32"
 std::optional<MmaType> parse_mma_type(std::string_view name);
-// Rounds a real value to `type` (nearest even; fp8 as the casts of ir/dtype.h; f32: to float32).
+// Rounds a real value to `type` (nearest even; fp8 as the casts of ir/dtype.h; f32 and 3xtf32: to
+// float32, the operand's value before its split).
 double round_to_mma_type(double value, MmaType type);
+// The two tf32 parts of an f32 value: hi = round_tf32(x), lo = round_tf32(x − hi).
+double tf32_hi(double value);
+double tf32_lo(double value);
+// One product term of a contract of type T as the contract's meaning has it: round_T(a) · round_T(b)
+// rounded to float32, or for 3xtf32 the three float32 products hi·lo, lo·hi, hi·hi in that order,
+// added one by one into `acc` (float32). Returns the new accumulator.
+double accumulate_product(double acc, double a, double b, MmaType type);
 // The MMA type whose values are exactly the values of `dtype`, when there is one (f32 has none:
 // f32 operands are rounded to f32, i.e. not at all).
 std::optional<MmaType> mma_type_of(DType dtype);

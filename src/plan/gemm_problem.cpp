@@ -9,6 +9,7 @@ int mma_type_bytes(MmaType type) {
     case MmaType::f8e4m3:
     case MmaType::f8e5m2: return 1;
     case MmaType::tf32:
+    case MmaType::tf32x3:
     case MmaType::f32: return 4;
   }
   return 0;

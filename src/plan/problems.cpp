@@ -1,6 +1,10 @@
 #include "plan/problems.h"
 
+#include <cstdio>
+
 #include "contract/gemm_skeleton_fit.h"
+#include "hw/hardware.h"
+#include "plan/skeleton_choice.h"
 
 namespace solder {
 
@@ -12,15 +16,26 @@ std::vector<GemmProblem> gemm_problems(const KernelProgram& program) {
     if (!c) continue;
     GemmSkeletonFit fit = fit_gemm_skeleton(*c, program.globals);
     if (!fit.problem) continue;
-    const GemmSkeletonProblem& s = *fit.problem;
+    // 3xtf32: the tf32 product over K' = 3K of the split copies (fusion/tf32_split.h), as the writer runs it
+    // after the split; the name gives the split's bytes and time (choose_skeleton_config adds it).
+    const bool three = c->type == MmaType::tf32x3;
+    const GemmSkeletonProblem s = three ? tf32x3_gemm_problem(*fit.problem) : *fit.problem;
     GemmProblem p;
     p.name = c->dst.name + " (kernel " + kernel.name + (s.b2 ? ", dual-B: planned as one product of 2N columns)" : ")");
+    if (three) {
+      const GemmSkeletonProblem& f = *fit.problem;
+      const double elements = static_cast<double>(f.a.batch * f.m + f.b.batch * f.n) * static_cast<double>(f.k);
+      char text[200];
+      std::snprintf(text, sizeof text, " 3xTF32: the tf32 GEMM over K' = 3K of its split operands, after the split (read %.1f MB, write %.1f MB: %.1f us at the copy rate, two launches)",
+                    4 * elements / 1e6, 12 * elements / 1e6, tf32x3_split_us(f, default_hardware()));
+      p.name += text;
+    }
     p.batch = s.batch;
     p.m = s.m;
     p.n = s.b2 ? 2 * s.n : s.n;  // as choose_skeleton_config models a dual-B problem
     p.k = s.k;
     p.k_first = s.second ? s.first_k() : 0;
-    p.type = c->type;
+    p.type = three ? MmaType::tf32 : c->type;
     p.output = program.find_global(c->dst.name)->dtype;
     p.a_k_major = s.a.k_major;
     p.b_k_major = s.b.k_major;

@@ -84,8 +84,26 @@ std::optional<ForcedTile> forced_skeleton_tile(std::string* why, const std::opti
   return std::nullopt;  // no entry for this product: the cost model chooses
 }
 
+double tf32x3_split_us(const GemmSkeletonProblem& p, const HardwareDescription& hw) {
+  const double elements = static_cast<double>(p.a.batch * p.m + p.b.batch * p.n) * static_cast<double>(p.k);
+  return elements * (4.0 + 12.0) / (hw.rates.hbm_tbps * 1e6) + 2 * hw.rates.launch_us;
+}
+
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& p, MmaType type, DType output, bool row_store, int row_store_mode,
                                       int64_t whole_rows) {
+  if (type == MmaType::tf32x3) {
+    // The split (two memory-bound launches) and the tf32 product over K' = 3K of its copies.
+    SkeletonChoice gemm = choose_skeleton_config(tf32x3_gemm_problem(p), MmaType::tf32, output, row_store, row_store_mode, whole_rows);
+    if (!gemm.chosen) return gemm;
+    const double split = tf32x3_split_us(p, default_hardware()), product = gemm.chosen->cost.total_us;
+    gemm.chosen->cost.total_us += split;
+    char text[160];
+    std::snprintf(text, sizeof text, "3xTF32: split %.1f us (read %.1f MB, write %.1f MB) + tf32 GEMM over K' = 3K %.1f us; ", split,
+                  static_cast<double>(p.a.batch * p.m + p.b.batch * p.n) * p.k * 4 / 1e6,
+                  static_cast<double>(p.a.batch * p.m + p.b.batch * p.n) * p.k * 12 / 1e6, product);
+    gemm.why = text + gemm.why;
+    return gemm;
+  }
   GemmProblem problem;
   problem.row_store = row_store && !p.b2;
   problem.row_store_mode = row_store_mode;

@@ -40,8 +40,14 @@ bool split_k_offered(const GemmProblem& problem, const GemmConfig& config, int s
 // (GemmProblem::row_store_mode; 2, the skeleton's default, unless SOLDER_GEMM_EPILOGUE names another).
 // whole_rows > 0 (a row-reduction epilogue, row_epilogue.cuh): only tiles whose BN holds a whole row of
 // that many columns, with no cluster along N (single B).
+// type 3xtf32: the tf32 product of the split copies (tf32x3_gemm_problem) chosen as above, its time plus
+// the split's (tf32x3_split_us); `why` names both.
 SkeletonChoice choose_skeleton_config(const GemmSkeletonProblem& problem, MmaType type, DType output, bool row_store = false,
                                       int row_store_mode = 2, int64_t whole_rows = 0);
+
+// The 3xTF32 split's time (fusion/tf32_split.h): each operand read once (4 bytes an element) and written
+// three times (12 bytes) at the device's copy rate, plus its two launches.
+double tf32x3_split_us(const GemmSkeletonProblem& problem, const HardwareDescription& hw);
 
 // A/B runs: $SOLDER_GEMM_TILE = "BMxBNsSTAGESkSPLIT[cMxN]" (e.g. 128x64s8k2, or 128x64s6k1c1x2 for a
 // 1x2 cluster along N; BN per B operand; no cMxN: no cluster) makes the choice take exactly that tile

@@ -64,11 +64,14 @@ __device__ __forceinline__ float round_tf32(float x) {
   return __uint_as_float(bits);
 }
 
+// One block's tile: rows [row_tile · 32, +32) × k [k_tile · 32, +32) of src, all three parts. Every thread of
+// the block (kTf32SplitThreads) calls it; the code generator's split kernels (backend/cuda/tf32_split_writer.h)
+// call it with the tile of their linear block index.
 template <int LoParts>
-__global__ void __launch_bounds__(kTf32SplitThreads) tf32_split_kernel(Tf32SplitArgs a) {
+__device__ __forceinline__ void tf32_split_tile(const Tf32SplitArgs& a, int k_tile, int row_tile) {
   static_assert(LoParts > 0 && LoParts < 8, "three parts, at least one lo");
   __shared__ float tile[kTf32SplitTile][kTf32SplitTile + 1];  // [row][k], padded against bank conflicts
-  const int k0 = blockIdx.x * kTf32SplitTile, r0 = blockIdx.y * kTf32SplitTile;
+  const int k0 = k_tile * kTf32SplitTile, r0 = row_tile * kTf32SplitTile;
   const int tx = threadIdx.x % kTf32SplitTile, ty = threadIdx.x / kTf32SplitTile;
   // Load the 32 × 32 tile coalesced along whichever index is contiguous in src.
   if (a.k_stride == 1) {
@@ -97,6 +100,11 @@ __global__ void __launch_bounds__(kTf32SplitThreads) tf32_split_kernel(Tf32Split
     row[a.k] = LoParts & 2 ? lo : hi;
     row[2LL * a.k] = LoParts & 4 ? lo : hi;
   }
+}
+
+template <int LoParts>
+__global__ void __launch_bounds__(kTf32SplitThreads) tf32_split_kernel(Tf32SplitArgs a) {
+  tf32_split_tile<LoParts>(a, blockIdx.x, blockIdx.y);
 }
 #endif
 

@@ -673,8 +673,8 @@ class KernelRunner {
     });
   }
 
-  // contract (kernel_ir.h): operands rounded to the MMA type, products and sums in float32, then
-  // scale and bias, then dst's rounding.
+  // contract (kernel_ir.h): operands rounded to the MMA type (3xtf32: split into their tf32 parts, three
+  // products), products and sums in float32, then scale and bias, then dst's rounding.
   void execute_contract(const CompiledStmt& c, BlockState& st) {
     auto n = static_cast<const ContractNode*>(c.node);
     for_each_point(st, c.axis_slots, c.axis_extents, [&] {
@@ -683,14 +683,8 @@ class KernelRunner {
       double acc = 0, acc2 = 0;
       for_each_point(st, c.reduce_slots, c.reduce_extents, [&] {
         if (c.where.defined() && eval(c.where, st) == 0) return;
-        for (auto& [a, b] : c.terms) {
-          double x = round_to_mma_type(eval(a, st), n->type), y = round_to_mma_type(eval(b, st), n->type);
-          acc = round32(acc + round32(x * y));
-        }
-        for (auto& [a, b] : c.pair_terms) {
-          double x = round_to_mma_type(eval(a, st), n->type), y = round_to_mma_type(eval(b, st), n->type);
-          acc2 = round32(acc2 + round32(x * y));
-        }
+        for (auto& [a, b] : c.terms) acc = accumulate_product(acc, eval(a, st), eval(b, st), n->type);
+        for (auto& [a, b] : c.pair_terms) acc2 = accumulate_product(acc2, eval(a, st), eval(b, st), n->type);
       });
       if (c.pair_value_slot >= 0) data_of(st, c.pair_value_slot)[0] = store_value(acc2, DType::f32);
       double v = acc;

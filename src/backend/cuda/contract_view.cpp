@@ -68,6 +68,16 @@ class Viewer {
     return make_cast(*to, x);
   }
 
+  // One product term as the contract means it: round_T(a) · round_T(b), or for 3xtf32 the three tf32
+  // products hi(a)·lo(b) + lo(a)·hi(b) + hi(a)·hi(b) (hi = round_tf32(x), lo = round_tf32(x − hi(x))),
+  // so that a contract no tensor-core fit takes means the same on CUDA cores.
+  Expr product(const ContractTerm& t, MmaType type) const {
+    if (type != MmaType::tf32x3) return rounded(t.a, type) * rounded(t.b, type);
+    auto hi = [](const Expr& x) { return make_unary(UnaryOp::round_tf32, x); };
+    auto lo = [&](const Expr& x) { return make_unary(UnaryOp::round_tf32, x - hi(x)); };
+    return hi(t.a) * lo(t.b) + lo(t.a) * hi(t.b) + hi(t.a) * hi(t.b);
+  }
+
   // A select exact in T (K ranges merged, a zero-fill) with each branch written so that the generic
   // writer sees it is exact: a branch that is neither a tile load, a cast nor 0 (a load of a 16-bit
   // global) is cast to T, which changes no value.
@@ -92,7 +102,7 @@ class Viewer {
     // K ranges (a concatenation along K, split by the canonicalizer) that share their other operand
     // run as one product of the merged operand: one MMA per K step, not one per range.
     for (auto& t : merge_k_range_terms(c.terms)) {
-      Expr p = rounded(t.a, c.type) * rounded(t.b, c.type);
+      Expr p = product(t, c.type);
       products = products ? products + p : p;
     }
     int64_t count = 1;
@@ -152,7 +162,7 @@ class Viewer {
     if (!c.pair_terms.empty()) {
       Expr pair_products;
       for (auto& t : c.pair_terms) {
-        Expr p = rounded(t.a, c.type) * rounded(t.b, c.type);
+        Expr p = product(t, c.type);
         pair_products = pair_products ? pair_products + p : p;
       }
       Buffer temp;

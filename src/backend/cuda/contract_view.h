@@ -5,7 +5,9 @@
 //   contract(T) dst (+)= scale · Σ_R Σ_t round_T(a_t) · round_T(b_t) + bias
 //
 // becomes, with cast_T(x) = cast(x, T) where x is not already exact in T (T = bf16, f16 or fp8;
-// an operand of a tf32 or f32 contract is never rounded: tf32 is only chosen for operands exact in it):
+// an operand of a tf32 or f32 contract is never rounded: tf32 is only chosen for operands exact in it;
+// a 3xtf32 contract's product a · b is written as its three tf32 products,
+// round_tf32(a) · lo(b) + lo(a) · round_tf32(b) + round_tf32(a) · round_tf32(b), lo(x) = round_tf32(x − round_tf32(x))):
 //   * without bias, and with no scale, or (for the attention emitter's view, cast_computed false) a
 //     scale free of variables and loads (attention's rsqrt(D)):
 //       reduce sum dst (+)= (Σ_t cast_T(a_t) · cast_T(b_t)) · scale

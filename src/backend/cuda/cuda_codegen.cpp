@@ -8,6 +8,7 @@
 #include "backend/cuda/gemm_skeleton_writer.h"
 #include "backend/cuda/gemv_stream_writer.h"
 #include "backend/cuda/online_stream_writer.h"
+#include "backend/cuda/tf32_split_writer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -369,6 +370,10 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       }
       source = "// attention skeleton not used for " + k.name + ": " + skeleton_refusal + "\n" + mma->source;
       module.kernels.push_back(mma->info);
+    } else if (auto split = write_tf32_split_kernel(named, named.kernels[i])) {
+      // the 3xTF32 split of a whole contraction's operand (fusion/tf32_split.h) as gemm/tf32_split.cuh's tile
+      source = split->source;
+      module.kernels.push_back(split->info);
     } else {
       // the generic writer for the rest: block_gemm where a reduce is a product it takes, else scalar
       generic::KernelWriter writer(program, k);

@@ -135,6 +135,7 @@ std::string CudaExprPrinter::emit(const Expr& e, ValueType& t) {
         case UnaryOp::floor: return "floorf(" + print_float(u->operand) + ")";
         case UnaryOp::ceil: return "ceilf(" + print_float(u->operand) + ")";
         case UnaryOp::round: return "rintf(" + print_float(u->operand) + ")";  // half to even
+        case UnaryOp::round_tf32: return "solder::round_tf32(" + print_float(u->operand) + ")";
       }
       break;
     }

@@ -21,6 +21,7 @@ int skeleton_dtype(DType t) {
     case DType::bf16: return 0;
     case DType::f16: return 1;
     case DType::f8e4m3: return 2;
+    case DType::f32: return 4;  // tf32: the values are tf32 already (fusion/tf32_split.h)
     default: return 3;  // f8e5m2
   }
 }
@@ -98,6 +99,7 @@ const char* skeleton_dtype_name(DType t) {
     case DType::bf16: return "solder::gemm::Dtype::bf16";
     case DType::f16: return "solder::gemm::Dtype::f16";
     case DType::f8e4m3: return "solder::gemm::Dtype::e4m3";
+    case DType::f32: return "solder::gemm::Dtype::tf32";
     default: return "solder::gemm::Dtype::e5m2";
   }
 }
@@ -109,6 +111,7 @@ std::optional<GemmSkeletonKernel> write_gemm_skeleton_kernel(const KernelProgram
   };
   if (kernel.body.size() != 1 || !kernel.body[0].as<ContractNode>()) return refuse("its body is not one whole contract");
   const ContractNode& c = *kernel.body[0].as<ContractNode>();
+  if (c.type == MmaType::tf32x3) return refuse("T = 3xtf32 not split into tf32 operands (fusion/tf32_split.h runs before the writer)");
   GemmSkeletonFit fit = fit_gemm_skeleton(c, program.globals);
   if (!fit.problem) return refuse(fit.refusal);
   const GemmSkeletonProblem& p = *fit.problem;

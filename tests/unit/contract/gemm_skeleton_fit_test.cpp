@@ -34,11 +34,13 @@ TEST(GemmSkeletonFit, TakesKMajorAndMnMajorBf16AndF16Operands) {
   EXPECT_EQ(whole_refusal(std::string(kDims) +
                           "in a[M, K] : f8e4m3\nin b[N, K] : f8e5m2\nin s[M] : f32\nout y[m, n] : bf16 = sum(k) a[m, k] * b[n, k] * s[m]\n"),
             "");
+  // All f32, 64 rows and columns: T = 3xtf32, any layout (the split copies the operands K-major).
+  EXPECT_EQ(whole_refusal("program p\ndim M = 64, N = 64, K = 63\nin a[K, M] : f32\nin b[K, N] : f32\nout y[m, n] = sum(k) a[k, m] * b[k, n]\n"), "");
 }
 
 TEST(GemmSkeletonFit, RefusesWhatTheSkeletonCannotStage) {
   EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : f32\nin b[K, N] : f32\nout y[m, n] = sum(k) a[m, k] * b[k, n]\n"),
-            "T = f32 (the skeleton takes bf16, f16, e4m3 and e5m2)");
+            "T = f32 (the skeleton takes bf16, f16, e4m3, e5m2, tf32 and 3xtf32)");  // 40 rows: no 3xTF32
   EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : bf16\nin b[K, N] : bf16\nin g[K] : bf16\nout y[m, n] : bf16 = sum(k) a[m, k] * g[k] * b[k, n]\n"),
             "operand A = a[m, k] * g[k] is computed, not a load (the skeleton stages loads)");
   EXPECT_EQ(whole_refusal("program p\ndim M = 48, N = 48, K = 64\nin a[K, M] : f8e4m3\nin b[K, N] : f8e4m3\n"
@@ -49,7 +51,12 @@ TEST(GemmSkeletonFit, RefusesWhatTheSkeletonCannotStage) {
   EXPECT_EQ(whole_refusal("program p\ndim M = 40, N = 48, K = 63\nin a[M, K] : bf16\nin b[K, N] : bf16\nout y[m, n] = sum(k) a[m, k] * b[k, n]\n"),
             "operand A's rows are 126 bytes apart (the tensor memory accelerator needs a multiple of 16)");
   EXPECT_EQ(whole_refusal(std::string(kDims) + "in a[M, K] : bf16\nin b[K, N] : f16\nout y[m, n] = sum(k) a[m, k] * b[k, n]\n"),
-            "T = tf32 (the skeleton takes bf16, f16, e4m3 and e5m2)");
+            "operands of bf16 and f16 with T = tf32 (the skeleton takes two of one 16-bit type or two fp8, or two f32 with T tf32 or "
+            "3xtf32)");
+  // 3xtf32: several row axes are refused (the split takes one row, column and reduced axis).
+  EXPECT_EQ(whole_refusal("program p\ndim M = 8, H = 8, N = 64, K = 64\nin a[M, H, K] : f32\nin b[K, N] : f32\n"
+                          "out y[m, h, n] = sum(k) a[m, h, k] * b[k, n]\n"),
+            "3xtf32 over several row, column or reduced axes (the split takes one of each)");
 }
 
 // With the GPU's options and without fusion, a whole contraction is one kernel of one contract; the
