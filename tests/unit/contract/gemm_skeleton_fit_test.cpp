@@ -187,6 +187,25 @@ TEST(GemmSkeletonFit, TakesAOneOperandLeadingAxisAsABatch) {
   EXPECT_TRUE(v.ok()) << v.failures();
 }
 
+// All f32: the 3xTF32 split writes the term's a as A3 and its b as B3, so the one-operand batch keeps the
+// contract's sides (no exchange) and still runs whole; the split kernels and the GEMM verify on the executor.
+TEST(GemmSkeletonFit, KeepsA3xTf32OneOperandBatchOnItsSides) {
+  const std::string text = "program p\ndim B = 3, M = 256, N = 192, K = 64\nin a[M, K] : f32\nin b[B, K, N] : f32\n"
+                           "out y[z, m, n] : f32 = sum(k) a[m, k] * b[z, k, n]\n";
+  BoundProgram bound = testing::bind_text(text);
+  WholeContractionPlan plan = plan_whole_contractions(bound);
+  ASSERT_EQ(plan.whole.size(), 1u) << whole_contractions_text(bound, plan);
+  const ContractNode& c = *plan.whole[0].kernel.body[0].as<ContractNode>();
+  ASSERT_EQ(c.type, MmaType::tf32x3);
+  GemmSkeletonFit fit = fit_gemm_skeleton(c, program_globals(bound));
+  ASSERT_TRUE(fit.problem.has_value()) << fit.refusal;
+  EXPECT_EQ(fit.problem->a.tensor, c.terms[0].a.as<LoadNode>()->tensor);
+  EXPECT_EQ(fit.problem->b.tensor, c.terms[0].b.as<LoadNode>()->tensor);
+  KernelProgram kernels = compile_program(bound, CompileOptions::for_gpu(false)).kernels;
+  auto v = testing::verify_kernels(bound, kernels, make_inputs(bound, 3));
+  EXPECT_TRUE(v.ok()) << v.failures();
+}
+
 // A paired contract (gate and up over one A): the dual-B problem, with B2 = gate's weights.
 TEST(GemmSkeletonFit, TakesAPairedContractAsADualBProblem) {
   BoundProgram bound = testing::bind_text(
