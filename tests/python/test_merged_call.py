@@ -110,7 +110,7 @@ def test_every_committed_spots_file_plans_one_round_of_solder_then_peers(tmp_pat
         want_peers = sum(ln[3] != "-" for ln in lines)
         kinds = [kind for _, kind, _, _ in got]
         assert kinds == ["solder"] * want_solder + ["peers"] * want_peers, path
-        assert {k for k, *_ in got} == {1}, path
+        assert {k for k, *_ in got} == ({1} if want_solder + want_peers else set()), path  # a call of checks only
 
 
 def test_rounds_must_be_a_positive_integer(tmp_path):
