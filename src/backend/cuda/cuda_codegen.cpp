@@ -46,6 +46,17 @@ std::string_view cuda_element_type(DType dtype) {
   return "float";
 }
 
+std::string cuda_global_parameters(const std::vector<GlobalTensor>& globals) {
+  std::string text;
+  for (size_t i = 0; i < globals.size(); ++i) {
+    const GlobalTensor& g = globals[i];
+    text += i ? ",\n    " : "\n    ";
+    if (g.role == GlobalRole::input) text += "const ";
+    text += std::string(cuda_element_type(g.dtype)) + "* __restrict__ " + cuda_identifier(g.name);
+  }
+  return text;
+}
+
 
 std::string launch_limit_violation(const GeneratedKernel& k) {
   constexpr int64_t kMaxBlocksX = (int64_t(1) << 31) - 1;

@@ -171,4 +171,8 @@ std::string launch_limit_violation(const GeneratedKernel& kernel);
 // The C++ element type of a global of this dtype ("float", "__nv_bfloat16", ...).
 std::string_view cuda_element_type(DType dtype);
 
+// A kernel's parameter list after its "(": one pointer per global, in order, "const" for inputs, each
+// __restrict__ and named by cuda_identifier, one per line. Every writer's kernels take the same list.
+std::string cuda_global_parameters(const std::vector<GlobalTensor>& globals);
+
 }  // namespace solder

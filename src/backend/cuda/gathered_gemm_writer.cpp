@@ -137,12 +137,7 @@ void init_product(Product& pr, const KernelProgram& program, const ContractNode&
 // The kernel's signature: every global, inputs const.
 void write_signature(std::ostringstream& out, const KernelProgram& program, const std::string& name, int kThreads) {
   out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << name << "(";
-  for (size_t i = 0; i < program.globals.size(); ++i) {
-    const GlobalTensor& g = program.globals[i];
-    out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
-        << cuda_identifier(g.name);
-  }
-  out << ") {\n";
+  out << cuda_global_parameters(program.globals) << ") {\n";
   out << "  extern __shared__ __align__(128) unsigned char smem[];\n";
 }
 

@@ -130,12 +130,7 @@ std::optional<GemvStreamKernel> write_gemv_stream_kernel(const KernelProgram& pr
   if (split > 1) out << ", K split over a cluster of " << split << " (merged through distributed shared memory)";
   out << "; T = " << dtype_name(p.type) << "\n";
   out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << name << "(";
-  for (size_t i = 0; i < program.globals.size(); ++i) {
-    const GlobalTensor& g = program.globals[i];
-    out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
-        << cuda_identifier(g.name);
-  }
-  out << ") {\n";
+  out << cuda_global_parameters(program.globals) << ") {\n";
   out << "  extern __shared__ __align__(16) unsigned char smem[];\n";
   out << "  constexpr int NV_ = " << nv << ", KS_ = " << slices << ", S_ = " << split << ", U_ = " << kUnroll << ", COLS_ = " << columns << ";\n";
   out << "  constexpr long long N_ = " << p.n << "LL, K_ = " << p.k << "LL, KR_ = " << rank_rows << "LL, CH_ = " << chunk << "LL;\n";

@@ -33,12 +33,7 @@ std::string KernelWriter::write() {
   out << "extern \"C\" __global__ void __launch_bounds__(" << kThreads;
   if (register_plan_ && register_plan_->launch_blocks && register_plan_->blocks_per_sm > 1) out << ", " << register_plan_->blocks_per_sm;
   out << ") " << cuda_identifier(kernel_.name) << "(";
-  for (size_t i = 0; i < program_.globals.size(); ++i) {
-    const GlobalTensor& g = program_.globals[i];
-    out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
-        << cuda_identifier(g.name);
-  }
-  out << ") {\n";
+  out << cuda_global_parameters(program_.globals) << ") {\n";
   out << "  extern __shared__ __align__(16) unsigned char smem[];\n";
   if (kernel_.cluster > 1) out << "  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();\n";
   // Logical grid coordinates from the linear block index (the pipelined register pass: per row block,

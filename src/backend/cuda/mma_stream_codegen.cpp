@@ -43,12 +43,7 @@ MmaStreamKernel MmaStreamWriter::write() {
   const int min_blocks = wgmma_ ? (D_ == 64 && DV_ == 64 && smem <= 113 * 1024 ? 2 : 1) : (BN_ / 2 + DV_ / 2 + D_ / 4 <= 80 ? 2 : 1);
   out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", " << min_blocks << ") "
       << cuda_identifier(kernel_.name) << "(";
-  for (size_t i = 0; i < program_.globals.size(); ++i) {
-    const GlobalTensor& g = program_.globals[i];
-    out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
-        << cuda_identifier(g.name);
-  }
-  out << ") {\n";
+  out << cuda_global_parameters(program_.globals) << ") {\n";
   if (wgmma_) {
     out << "  extern __shared__ __align__(1024) unsigned char smem_unaligned[];\n";
     out << "  unsigned char* const smem = smem_unaligned + (1024 - static_cast<unsigned>(__cvta_generic_to_shared(smem_unaligned)) % 1024) % 1024;\n";

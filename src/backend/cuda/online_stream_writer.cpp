@@ -216,12 +216,7 @@ std::optional<OnlineStreamKernel> write_online_stream_kernel(const KernelProgram
       << block_warps << " warps of " << warp_keys << " keys each in " << steps << " steps; " << lanes_per_key << " lanes of 16 bytes per key, "
       << keys_per_load << " keys per warp load, " << unroll << " loads of K and of V in flight per lane; T = " << mma_type_name(p.type) << "\n";
   out << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", " << blocks_per_sm << ") " << name << "(";
-  for (size_t i = 0; i < program.globals.size(); ++i) {
-    const GlobalTensor& g = program.globals[i];
-    out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
-        << cuda_identifier(g.name);
-  }
-  out << ") {\n";
+  out << cuda_global_parameters(program.globals) << ") {\n";
   out << "  constexpr int S_ = " << p.segments << ", D_ = " << p.columns << ", LK_ = " << lanes_per_key << ", KW_ = " << keys_per_load << ", U_ = " << unroll
       << ", W_ = " << block_warps << ";\n";
   out << "  constexpr int KEYS_ = " << keys << ", KWARP_ = " << warp_keys << ";  // keys over all segments; per warp\n";

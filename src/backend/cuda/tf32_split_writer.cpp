@@ -25,12 +25,7 @@ std::optional<Tf32SplitWriterKernel> write_tf32_split_kernel(const KernelProgram
       << " along K (gemm/tf32_split.cuh, one 32 x 32 tile per block)\n";
   out << "// grid " << s->batch << " x " << s->row_tiles << " row tiles x " << s->k_tiles << " k tiles (" << kernel.blocks() << " blocks)\n";
   out << "extern \"C\" __global__ void __launch_bounds__(solder::gemm::kTf32SplitThreads) " << name << "(";
-  for (size_t i = 0; i < program.globals.size(); ++i) {
-    const GlobalTensor& g = program.globals[i];
-    out << (i ? ",\n    " : "\n    ") << (g.role == GlobalRole::input ? "const " : "") << cuda_element_type(g.dtype) << "* __restrict__ "
-        << cuda_identifier(g.name);
-  }
-  out << ") {\n";
+  out << cuda_global_parameters(program.globals) << ") {\n";
   out << "  long long block = blockIdx.x;\n";
   out << "  const int k_tile = static_cast<int>(block % " << s->k_tiles << "LL); block /= " << s->k_tiles << "LL;\n";
   out << "  const int row_tile = static_cast<int>(block % " << s->row_tiles << "LL); block /= " << s->row_tiles << "LL;  // block: the batch\n";
