@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "fusion/padded_operands.h"
+#include "kernel/kernel_printer.h"
 #include "fusion_test_util.h"
 
 namespace solder {
@@ -280,6 +281,45 @@ TEST(PaddedOperands, ConversionCopiesOffOrUnpaid) {
 TEST(PaddedOperands, AnF32WeightIsConvertedAtTheCensusSize) {
   CompileResult r = compile_program(bind_census("mixed_bf16_f32w", {}), CompileOptions::for_gpu());
   EXPECT_NE(r.kernels.find_global("c_b_bf16"), nullptr) << r.report;
+}
+
+// The transposing copy of mm_e4m3_nn's b [K, N] (ragged: N 72, K 40 padded to 48) against the kernel
+// expected: a 64 x 64 tile of e4m3 (one padding column), the map into it with n fastest, a barrier, the map
+// out of it with k fastest, both guarded on the ragged edges; it reads back as the writer's copy.
+// SOLDER_TRANSPOSE_COPIES=0 keeps the row copy.
+TEST(PaddedOperands, TransposingCopyThroughASharedTile) {
+  ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
+  CompileResult r = compile_program(bind_census("mm_e4m3_nn", {{"M", 100}, {"N", 72}, {"K", 40}}), CompileOptions::for_gpu());
+  const Kernel* copy = kernel_named(r.kernels, "convert_c_b_f8e4m3");
+  ASSERT_NE(copy, nullptr) << r.report;
+  EXPECT_EQ(print_kernel(*copy), R"(kernel convert_c_b_f8e4m3
+  grid n_t < 2, k_t < 1  (2 blocks)  threads 256
+  shared convert_c_b_f8e4m3_tile[64, 65] : f8e4m3
+  # conversion copy of B = b[k, n] to f8e4m3 before the skeleton's c (K-major rows of 48 bytes): 64 x 64 tiles, read along n
+  map convert_c_b_f8e4m3_tile[n, k] = select(k_t * 64 + k < 40, b[k_t * 64 + k, n_t * 64 + n], 0.0)  over k < 64, n < 64 where n_t * 64 + n < 72 && k_t * 64 + k < 48
+  barrier block
+  # the tile into c_b_f8e4m3's rows, written along k
+  map c_b_f8e4m3[n_t * 64 + n, k_t * 64 + k] = convert_c_b_f8e4m3_tile[n, k]  over n < 64, k < 64 where n_t * 64 + n < 72 && k_t * 64 + k < 48
+)");
+  std::optional<TransposingCopy> t = transposing_copy_of(r.kernels, *copy);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->src, "b");
+  EXPECT_EQ(t->dst, "c_b_f8e4m3");
+  EXPECT_EQ(t->sides, 72);
+  EXPECT_EQ(t->k, 40);
+  EXPECT_EQ(t->kp, 48);
+  EXPECT_EQ(t->side_tiles, 2);
+  EXPECT_EQ(t->k_tiles, 1);
+  // A's copy (a[m, k], read along k) is no transposing copy.
+  const Kernel* a_copy = kernel_named(r.kernels, "convert_c_a_f8e4m3");
+  ASSERT_NE(a_copy, nullptr);
+  EXPECT_FALSE(transposing_copy_of(r.kernels, *a_copy));
+  ScopedEnv rows("SOLDER_TRANSPOSE_COPIES", "0");
+  CompileResult row = compile_program(bind_census("mm_e4m3_nn", {{"M", 100}, {"N", 72}, {"K", 40}}), CompileOptions::for_gpu());
+  const Kernel* row_copy = kernel_named(row.kernels, "convert_c_b_f8e4m3");
+  ASSERT_NE(row_copy, nullptr);
+  EXPECT_EQ(row_copy->body.size(), 1u);
+  EXPECT_TRUE(row_copy->buffers.empty());
 }
 
 }  // namespace
