@@ -322,5 +322,25 @@ TEST(PaddedOperands, TransposingCopyThroughASharedTile) {
   EXPECT_TRUE(row_copy->buffers.empty());
 }
 
+// The writer takes the transposing copy where b's rows are whole 16-byte vectors (N 512: 16 e4m3 a vector in,
+// 16 out), and leaves N 72 (72 bytes) to the generic writer; SOLDER_TRANSPOSE_COPIES=generic leaves all to it.
+TEST(PaddedOperands, TransposingCopyWriter) {
+  for (int64_t n : {512, 72}) {
+    SCOPED_TRACE(n);
+    ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
+    CompileResult r = compile_program(bind_census("mm_e4m3_nn", {{"M", 128}, {"N", n}, {"K", 64}}), CompileOptions::for_gpu());
+    GeneratedModule m = generate_cuda(r.kernels);
+    const bool written = m.source.find("16-byte reads along s, 16-byte writes along k") != std::string::npos;
+    EXPECT_EQ(written, n == 512) << m.source;
+    if (n == 512) {
+      EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 in_[16];"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 packed_[16];"), std::string::npos) << m.source;
+      ScopedEnv generic("SOLDER_TRANSPOSE_COPIES", "generic");
+      GeneratedModule g = generate_cuda(r.kernels);
+      EXPECT_EQ(g.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace solder
