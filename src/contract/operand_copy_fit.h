@@ -16,7 +16,7 @@
 // and the contract reads P_X[s, k] over k < K. A K-major copy is also the transposition fp8 needs.
 //
 // It fits when: the contract is one product term over one row axis, one column axis and one reduced
-// axis (no batch), with no where, guard, accumulation or paired term; T is bf16, f16, e4m3 or e5m2;
+// axis (no batch), with no where, guard, accumulation or paired term; T is bf16, f16, e4m3, e5m2 or tf32;
 // each operand the skeleton cannot stage as it is (a computed expression, a load of another dtype
 // than T, an fp8 load that is not K-major, rows not 16-byte aligned) uses only its side axis and the
 // reduced axis; the skeleton takes the contract with those operands read from their copies and its
@@ -30,8 +30,10 @@
 // the fraction of T's tensor rate that the kernel running it otherwise reaches (the gathered GEMM where it
 // takes the contract, else the fused mma.sync kernel: the constants below).
 //
-// bf16 x f16 (T tf32 holds both exactly) is not taken: the skeleton's fit refuses T = tf32 (its tf32
-// path reads f32 operands; the compiler policy for it is the f32-policy work's).
+// bf16 x f16 (the canonicalizer's T = tf32: tf32 holds every bf16 and f16 value, subnormals included,
+// exactly) copies both operands into f32, K-major (tf32 wgmma reads K-major operands), then the tf32
+// skeleton: the copies change no value and round_tf32 of each is the value itself. T = tf32 takes only
+// such loads of bf16 or f16.
 #pragma once
 
 #include <optional>
@@ -68,7 +70,7 @@ struct OperandCopies {
   std::string figures() const;  // "copy 4.1 us + skeleton 9.0 us < mma.sync 80.2 us"
 };
 
-// The dtype a copy stores for T (bf16, f16, f8e4m3, f8e5m2); nullopt for f32 and tf32.
+// The dtype a copy stores for T (bf16, f16, f8e4m3, f8e5m2; f32 for tf32); nullopt for f32 and 3xtf32.
 std::optional<DType> copy_dtype(MmaType type);
 
 // The copies that bring `contract` onto the skeleton (rule above, pricing included; `pays()` says whether

@@ -387,6 +387,7 @@ bool convert_operands(PaddedOperands& result, const Kernel& k, std::map<std::str
   skeleton.body.push_back(make_stmt(std::move(converted)));
   result.program.kernels.push_back(std::move(skeleton));
   std::string note = c.dst.name + ": ";
+  if (c.type == MmaType::tf32) note += "bf16 x f16: both operands exact in tf32; conversion copies to f32, tf32 skeleton: ";
   for (size_t i = 0; i < parts.size(); ++i) note += (i ? "; " : "") + parts[i];
   result.notes.push_back(note + " before the skeleton: " + copies->figures());
   return true;

@@ -233,7 +233,7 @@ TEST(PaddedOperands, AnF32WeightIsConvertedBeforeTheSkeleton) {
 // intermediate that only e reads, is stored in bf16 by its own kernel instead of copied (store_in_t).
 TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
   ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
-  for (const char* name : {"mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "chain_f32_mid"}) {
+  for (const char* name : {"mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "chain_f32_mid", "mixed_bf16_f16"}) {
     SCOPED_TRACE(name);
     std::vector<std::pair<std::string, int64_t>> dims = {{"M", 100}, {"N", 72}, {"K", 40}};
     // chain_f32_mid: h whole needs K ≥ 348 (FLOPs per byte of h's round trip, K / 4, ≥ balance / 3)
@@ -246,8 +246,8 @@ TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
       EXPECT_EQ(copies, 0) << r.report;
       ASSERT_NE(r.kernels.find_global("h"), nullptr);
       EXPECT_EQ(r.kernels.find_global("h")->dtype, DType::bf16);
-    } else if (std::string(name) == "mm_e4m3_nn") {  // A's 40-byte rows padded to 48, B transposed
-      EXPECT_EQ(copies, 2) << r.report;
+    } else if (std::string(name) == "mm_e4m3_nn" || std::string(name) == "mixed_bf16_f16") {
+      EXPECT_EQ(copies, 2) << r.report;  // fp8: A's 40-byte rows padded to 48, B transposed; bf16 x f16: both into f32
     } else {
       EXPECT_EQ(copies, 1) << r.report;
     }
@@ -281,6 +281,33 @@ TEST(PaddedOperands, ConversionCopiesOffOrUnpaid) {
 TEST(PaddedOperands, AnF32WeightIsConvertedAtTheCensusSize) {
   CompileResult r = compile_program(bind_census("mixed_bf16_f32w", {}), CompileOptions::for_gpu());
   EXPECT_NE(r.kernels.find_global("c_b_bf16"), nullptr) << r.report;
+}
+
+// bf16 x f16 at the census's 512³: both operands copied into f32 (a's rows as they are; b [K, N]
+// transposed through shared tiles), then the tf32 skeleton; the report says why.
+TEST(PaddedOperands, Bf16TimesF16RunsOnTheTf32Skeleton) {
+  CompileResult r = compile_program(bind_census("mixed_bf16_f16", {}), CompileOptions::for_gpu());
+  const KernelProgram& p = r.kernels;
+  for (const char* name : {"c_a_f32", "c_b_f32"}) {
+    const GlobalTensor* copy = p.find_global(name);
+    ASSERT_NE(copy, nullptr) << name << "\n" << r.report;
+    EXPECT_EQ(copy->dtype, DType::f32);
+    EXPECT_EQ(copy->shape, (std::vector<int64_t>{512, 512}));
+  }
+  ASSERT_EQ(p.kernels.size(), 3u) << r.report;
+  EXPECT_EQ(p.kernels[0].name, "convert_c_a_f32");
+  EXPECT_EQ(p.kernels[0].body.size(), 1u);  // a[m, k] is read along k: the row copy
+  EXPECT_EQ(p.kernels[1].name, "convert_c_b_f32");
+  EXPECT_EQ(p.kernels[1].body.size(), 3u);  // b[k, n] is read along n: the tiled transpose
+  const auto* c = p.kernels[2].body[0].as<ContractNode>();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->type, MmaType::tf32);
+  EXPECT_NE(r.report.find("bf16 x f16: both operands exact in tf32; conversion copies to f32, tf32 skeleton"), std::string::npos)
+      << r.report;
+  EXPECT_NE(r.report.find("transposed through 64 x 64 shared tiles"), std::string::npos) << r.report;
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGemmSkeleton), 1) << contraction_schedule_text(m.contractions);
+  EXPECT_NE(m.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos);
 }
 
 // The transposing copy of mm_e4m3_nn's b [K, N] (ragged: N 72, K 40 padded to 48) against the kernel
