@@ -31,7 +31,9 @@ std::optional<TransposeCopyWriterKernel> write_transpose_copy_kernel(const Kerne
   out << "// grid " << t->side_tiles << " side tiles x " << t->k_tiles << " k tiles (" << kernel.blocks() << " blocks)\n";
   out << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
   out << cuda_global_parameters(program.globals) << ") {\n";
-  out << "  __shared__ float tile_[" << tile << "][" << tile + 1 << "];  // [s][k], one padding column\n";
+  out << "  extern __shared__ __align__(16) unsigned char smem[];\n";
+  out << "  float (*tile_)[" << tile + 1 << "] = reinterpret_cast<float (*)[" << tile + 1 << "]>(smem);  // [" << tile << "][" << tile + 1
+      << "]: [s][k], one padding column\n";
   out << "  const long long side0_ = (static_cast<long long>(blockIdx.x) / " << t->k_tiles << "LL) * " << tile << ";\n";
   out << "  const long long k0_ = (static_cast<long long>(blockIdx.x) % " << t->k_tiles << "LL) * " << tile << ";\n";
   out << "  // " << tile << " k rows of " << tile << " s: " << tile / v_in << " vectors of " << v_in << " elements a row\n";
@@ -65,7 +67,7 @@ std::optional<TransposeCopyWriterKernel> write_transpose_copy_kernel(const Kerne
   k.info.name = name;
   k.info.blocks = kernel.blocks();
   k.info.threads = 256;
-  k.info.shared_bytes = 0;
+  k.info.shared_bytes = tile * (tile + 1) * 4;  // dynamic: the launch declares it (no static shared arrays)
   return k;
 }
 

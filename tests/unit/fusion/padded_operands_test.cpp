@@ -362,6 +362,9 @@ TEST(PaddedOperands, TransposingCopyWriter) {
     if (n == 512) {
       EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 in_[16];"), std::string::npos) << m.source;
       EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 packed_[16];"), std::string::npos) << m.source;
+      EXPECT_EQ(m.source.find("  __shared__"), std::string::npos) << m.source;  // dynamic shared memory only
+      for (auto& k : m.kernels)
+        if (k.name == "convert_c_b_f8e4m3") EXPECT_EQ(k.shared_bytes, 64 * 65 * 4);
       ScopedEnv generic("SOLDER_TRANSPOSE_COPIES", "generic");
       GeneratedModule g = generate_cuda(r.kernels);
       EXPECT_EQ(g.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos);
