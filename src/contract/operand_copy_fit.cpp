@@ -31,10 +31,14 @@ std::string us(double x) {
 
 std::string OperandCopies::figures() const {
   char fraction[16];
-  std::snprintf(fraction, sizeof fraction, "%.1f", 100 * (gathered ? kGatheredGemmTensorFraction : kFusedMmaSyncTensorFraction));
+  std::snprintf(fraction, sizeof fraction, "%.1f", 100 * alternative_fraction());
   return "copy " + us(copy_us) + " + skeleton " + us(skeleton_us) + (copy_us + skeleton_us < mma_sync_us ? " < " : " >= ") +
-         (gathered ? "gathered GEMM " : "mma.sync ") + us(mma_sync_us) + " (a launch and the product's FLOPs at " + fraction +
+         (gathered ? "gathered GEMM " : scalar ? "scalar loop " : "mma.sync ") + us(mma_sync_us) + " (a launch and the product's FLOPs at " + fraction +
          " % of the tensor rate)" + (operand_copies_forced() ? ", taken: SOLDER_OPERAND_COPIES=force" : "");
+}
+
+double OperandCopies::alternative_fraction() const {
+  return gathered ? kGatheredGemmTensorFraction : scalar ? kScalarLoopTensorFraction : kFusedMmaSyncTensorFraction;
 }
 
 std::optional<DType> copy_dtype(MmaType type) {
@@ -147,7 +151,8 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
   double tflops = rates.tensor(mma_type_name(c.type));
   if (!(tflops > 0)) tflops = fp8_type ? 1570 : 785;  // no rates: the H100's dense figures
   out.gathered = fit_gathered_gemm(c, globals).problem.has_value();
-  out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * (out.gathered ? kGatheredGemmTensorFraction : kFusedMmaSyncTensorFraction));
+  out.scalar = !out.gathered && c.type == MmaType::tf32;
+  out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * out.alternative_fraction());
   return out;
 }
 

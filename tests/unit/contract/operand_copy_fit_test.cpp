@@ -125,6 +125,24 @@ TEST(OperandCopyFit, Bf16TimesF16IsCopiedIntoF32ForTheTf32Skeleton) {
   }
 }
 
+// bf16 x f16's copies are priced against the fused kernels' scalar loop (neither mma.sync kernel takes tf32;
+// its rate measured on the H200: kScalarLoopTensorFraction): at 256³ they pay, at 64³ they do not.
+TEST(OperandCopyFit, Bf16TimesF16IsPricedAgainstTheScalarLoop) {
+  for (int64_t n : {256, 64}) {
+    SCOPED_TRACE(n);
+    auto w = whole("mixed_bf16_f16", {{"M", n}, {"N", n}, {"K", n}});
+    ASSERT_TRUE(w);
+    std::string why;
+    auto copies = fit_operand_copies(w->contract, w->globals, &why);
+    ASSERT_TRUE(copies) << why;
+    EXPECT_TRUE(copies->scalar);
+    EXPECT_FALSE(copies->gathered);
+    EXPECT_EQ(copies->alternative_fraction(), kScalarLoopTensorFraction);
+    EXPECT_NE(copies->figures().find("scalar loop"), std::string::npos) << copies->figures();
+    EXPECT_EQ(copies->pays(), n == 256) << copies->figures();
+  }
+}
+
 // Everything is refused when the copies are off.
 TEST(OperandCopyFit, RefusesWhenOff) {
   auto w = whole("mixed_bf16_f32w", k4096);
