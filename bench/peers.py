@@ -79,9 +79,10 @@ PEERS = {
     "linear_relu_backward": ("eager", "compile"),
     "nerf_mlp": ("eager", "compile"),
     "conv_chain": ("eager", "compile"),
+    **{wl: ("eager", "compile") for wl in suites.F32_WORKLOADS},
 }
 
-TOL = {"quant_gemm": 5e-2, "attention_fp8": 5e-2, "variance": 1e-5, "inertia": 1e-5}  # others: bf16 / f16 operands, 1e-2
+TOL = {"quant_gemm": 5e-2, "attention_fp8": 5e-2, "variance": 1e-5, "inertia": 1e-5, **{wl: 1e-5 for wl in suites.F32_WORKLOADS}}  # others: bf16 / f16 operands, 1e-2
 NEG_INF = float("-inf")
 
 
@@ -433,6 +434,22 @@ def quant_plain(d, dev):
     return Impl(quant_cpu, lambda x: (x["a"], x["w"]), "CPU stand-in: e4m3 quantisation, f32 matmul of the e4m3 values")
 
 
+def f32_plain(wl, d, dev):
+    # The same computation in f32 on CUDA cores: cuBLAS SGEMM, no tf32 (Inductor reads the same flag).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    K = d["K"]
+    forms = {
+        "f32mm": (lambda a, b: a @ b, ("a", "b"), "a @ b in f32 (SGEMM)"),
+        "f32_scaled": (lambda x, s, w: (x * s) @ w, ("x", "s", "w"), "(x * s) @ w in f32"),
+        "f32_silu": (lambda x, bias, w: F.silu(x + bias) @ w.t(), ("x", "bias", "w"), "silu(x + bias) @ w.T in f32"),
+        "f32_rmsnorm": (lambda x, g, w: (x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) / K + 1e-5) * g) @ w, ("x", "g", "w"),
+                        "RMSNorm(x) * g @ w in f32"),
+        "f32_tanh_t": (lambda x, w: torch.tanh(x).t() @ w.t(), ("x", "w"), "tanh(x).T @ w.T in f32"),
+    }
+    fn, names, note = forms[wl]
+    return Impl(fn, lambda x: tuple(x[n] for n in names), note)
+
+
 def variance_plain(d, dev):
     L = d["L"]
 
@@ -515,6 +532,8 @@ def build_impl(case, peer, d, dev, kernel_options=None):
             return attention_sdpa(wl, d, dev, "cudnn")
         if peer == "flex":
             return attention_flex(wl, d, dev, kernel_options)
+    if peer in ("eager", "compile") and wl in suites.F32_WORKLOADS:
+        return f32_plain(wl, d, dev)
     if peer in ("eager", "compile"):
         return {"ffn": ffn_plain, "gated_ffn": gated_ffn_plain, "moe_routing": moe_plain,
                 "quant_gemm": quant_plain, "rmsnorm_gemm": rmsnorm_gemm_plain, "variance": variance_plain, "inertia": inertia_plain,
@@ -634,6 +653,22 @@ def reference_pairs(case, d, x, out):
         xr = _f64(x["x"][rows])
         xn = xr * torch.rsqrt((xr * xr).sum(-1, keepdim=True) / d["HID"] + 1e-5) * _f64(x["g"])
         pairs.append((out[rows][:, cols], xn @ _f64(x["w"])[:, cols]))
+    elif wl in suites.F32_WORKLOADS:
+        rows = _rows(d["M"], count=16)
+        cols = _rows(d["N"], count=256, seed=1)
+        if wl == "f32mm":
+            a, w = _f64(x["a"][rows]), _f64(x["b"])[:, cols]
+        elif wl == "f32_scaled":
+            a, w = _f64(x["x"][rows]) * _f64(x["s"]), _f64(x["w"])[:, cols]
+        elif wl == "f32_silu":
+            h = _f64(x["x"][rows]) + _f64(x["bias"])
+            a, w = h * torch.sigmoid(h), _f64(x["w"])[cols].t()
+        elif wl == "f32_tanh_t":
+            a, w = torch.tanh(_f64(x["x"][:, rows])).t(), _f64(x["w"])[cols].t()
+        else:
+            xr = _f64(x["x"][rows])
+            a, w = xr * torch.rsqrt((xr * xr).sum(-1, keepdim=True) / d["K"] + 1e-5) * _f64(x["g"]), _f64(x["w"])[:, cols]
+        pairs.append((out[rows][:, cols], a @ w))
     elif wl == "variance":
         rows = _rows(d["BS"], count=16)
         pairs.append((out[rows], torch.var(_f64(x["x"][rows]), dim=-1, correction=0)))

@@ -44,7 +44,7 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1, "i32": 4
 REFERENCE_CEILINGS = {"copy_TBps": 3.00, "bf16_mm_TFLOPs": 710.0, "fp8_mm_TFLOPs": 1420.0}
 L2_BYTES = 50 * 1024 * 1024  # H100: 50 MB
 
-SUITES = ("attention", "gemm_chains", "reductions", "decode", "contractions", "attention_hd256", "attention_fp8")
+SUITES = ("attention", "gemm_chains", "reductions", "decode", "contractions", "attention_hd256", "attention_fp8", "f32")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -273,10 +273,11 @@ class Case:
     tag: str = ""          # paper row id (S1, R7, ...), or a short shape description
     quick: bool = False    # the one shape of this workload that --quick runs
     note: str = ""
+    sol: str = ""          # the program's path when it is not examples/<workload>.sol
 
     @property
     def example(self) -> str:
-        return f"examples/{self.workload}.sol"
+        return self.sol or f"examples/{self.workload}.sol"
 
     @property
     def program(self) -> SolProgram:
@@ -297,7 +298,8 @@ class Case:
 
     def mm_dtype(self) -> str:
         """Which tensor-core rate bounds this case ('bf16' covers f16 too; 'fp8'; None: no GEMM)."""
-        return {"quant_gemm": "fp8", "attention_fp8": "fp8", "variance": None, "inertia": None}.get(self.workload, "bf16")
+        return {"quant_gemm": "fp8", "attention_fp8": "fp8", "variance": None, "inertia": None,
+                **{wl: "f32" for wl in F32_WORKLOADS}}.get(self.workload, "bf16")
 
     def solder_args(self, small: bool = False) -> list:
         if small:
@@ -324,7 +326,12 @@ def _attn(d, heads="H", pairs=None):
     return 4 * d["B"] * d[heads] * p * d["D"]
 
 
+# All-f32 matrix products (issue 15 item 2: 3xTF32), programs under bench/tf32/: f32mm's plain operands, and
+# computed ones the split evaluates (x · s[k], silu(x + bias) as an intermediate, RMSNorm's x · g).
+F32_WORKLOADS = ("f32mm", "f32_scaled", "f32_silu", "f32_rmsnorm", "f32_tanh_t")
+
 FLOPS = {
+    **{wl: (lambda d: 2 * d["M"] * d["N"] * d["K"]) for wl in F32_WORKLOADS},
     "vanilla": lambda d: _attn(d),
     "attention_fp8": lambda d: _attn(d),
     "alibi": lambda d: _attn(d),
@@ -481,8 +488,14 @@ def _contraction_cases():
     return cases
 
 
+def _f32_cases():
+    """All-f32 products at 4096³ against eager and torch.compile in f32 (allow_tf32 = False: cuBLAS SGEMM)."""
+    return [Case(f"{wl}-4096", "f32", wl, {}, tag="4096^3", quick=(wl == "f32mm"), sol=f"bench/tf32/{wl}.sol")
+            for wl in F32_WORKLOADS]
+
+
 ALL_CASES = (_attention_cases() + _gemm_cases() + _reduction_cases() + _decode_cases() + _contraction_cases()
-             + _attention_hd256_cases() + _attention_fp8_cases())
+             + _attention_hd256_cases() + _attention_fp8_cases() + _f32_cases())
 CASES_BY_ID = {c.id: c for c in ALL_CASES}
 assert len(CASES_BY_ID) == len(ALL_CASES), "duplicate case ids"
 
@@ -507,7 +520,8 @@ def floor_us(case: Case, ceilings: dict | None = None, small: bool = False) -> f
     c.update({k: v for k, v in (ceilings or {}).items() if v})
     t_bytes = case.floor_bytes(small) / (c["copy_TBps"] * 1e12)
     mm = case.mm_dtype()
-    rate = c["fp8_mm_TFLOPs"] if mm == "fp8" else c["bf16_mm_TFLOPs"]
+    # f32: 3xTF32's three tf32 products at half the bf16 rate
+    rate = c["fp8_mm_TFLOPs"] if mm == "fp8" else c["bf16_mm_TFLOPs"] / 6 if mm == "f32" else c["bf16_mm_TFLOPs"]
     t_flops = case.flops(small) / (rate * 1e12) if mm else 0.0
     return max(t_bytes, t_flops) * 1e6
 

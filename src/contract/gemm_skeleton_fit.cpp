@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "contract/canonicalize.h"
+#include "ir/expr_visitor.h"
 #include "ir/printer.h"
 
 namespace solder {
@@ -257,8 +258,25 @@ GemmSkeletonFit fit_sides(const ContractNode& c, const std::vector<GlobalTensor>
   }
   auto a = operand_of(ranges ? first->a : a_term, rows, p.reduce_axes, p.batch_axes, globals, ranges ? "A (first K range)" : "A",
                       p.row_axes, why, !split);
+  // 3xtf32: an operand that is not a plain load may be one the split evaluates (one row and one reduced axis).
+  auto computed = [&](const Expr& e, const std::vector<std::string>& side, const char* what, std::vector<std::string>& order) {
+    std::optional<GemmSkeletonOperand> o;
+    if (!split) return o;
+    if (side.size() != 1 || p.reduce_axes.size() != 1) {
+      why += "; 3xtf32 evaluates a computed operand over one row and one reduced axis only (" + std::to_string(side.size()) + " and " +
+             std::to_string(p.reduce_axes.size()) + " here)";
+      return o;
+    }
+    std::string computed_why;
+    o = computed_split_operand(e, side[0], p.reduce_axis, p.batch_axes, extent.at(side[0]), p.k, p.batch, globals, what, computed_why);
+    if (o) order = side;
+    else why += "; " + computed_why;
+    return o;
+  };
+  if (!a) a = computed(a_term, rows, "A", p.row_axes);
   if (!a) return refuse(why);
   auto b = operand_of(b_term, columns, p.reduce_axes, p.batch_axes, globals, "B", p.column_axes, why, !split);
+  if (!b) b = computed(b_term, columns, "B", p.column_axes);
   if (!b) return refuse(why);
   for (auto& v : p.row_axes) {
     p.row_extents.push_back(extent.at(v));
@@ -355,6 +373,50 @@ std::vector<std::string> without(const std::vector<std::string>& axes, const std
 }
 
 }  // namespace
+
+std::optional<GemmSkeletonOperand> computed_split_operand(const Expr& e, const std::string& side_axis, const std::string& k_axis,
+                                                          const std::vector<std::string>& batch_axes, int64_t rows, int64_t k, int64_t batch,
+                                                          const std::vector<GlobalTensor>& globals, const char* what, std::string& why) {
+  const std::string operand = std::string("computed 3xtf32 operand ") + what + " = " + print_expr(e);
+  bool side = false, depth = false;
+  size_t batch_named = 0;
+  for (auto& v : vars_used(e)) {
+    if (v == side_axis) side = true;
+    else if (v == k_axis) depth = true;
+    else if (std::count(batch_axes.begin(), batch_axes.end(), v)) ++batch_named;
+    else {
+      why = operand + " uses " + v + ", neither its row axis " + side_axis + ", the reduced axis " + k_axis + " nor a batch axis";
+      return std::nullopt;
+    }
+  }
+  if (!side || !depth) {
+    why = operand + " does not use both its row axis " + side_axis + " and the reduced axis " + k_axis +
+          " (a vector: the canonical form folds it into the other operand or the scale)";
+    return std::nullopt;
+  }
+  if (batch_named != 0 && batch_named != batch_axes.size()) {
+    why = operand + " uses some of the batch axes, not all (the split writes a batched copy or a shared one)";
+    return std::nullopt;
+  }
+  std::string missing;
+  for_each_load(e, [&](const LoadNode& load) {
+    if (missing.empty() && !find(globals, load.tensor)) missing = load.tensor;
+  });
+  if (!missing.empty()) {
+    why = operand + " reads " + missing + ", not a global tensor";
+    return std::nullopt;
+  }
+  GemmSkeletonOperand o;
+  o.computed = true;
+  o.dtype = DType::f32;
+  o.k_major = true;
+  o.rows = rows;
+  o.k = k;
+  o.ld = k;
+  o.batch = batch_named ? batch : 1;
+  o.batch_stride = batch_named ? rows * k : 0;
+  return o;
+}
 
 GemmSkeletonFit fit_gemm_skeleton(const ContractNode& c, const std::vector<GlobalTensor>& globals) {
   GemmSkeletonFit fit = fit_sides(c, globals, c.row_axes, c.column_axes);

@@ -37,6 +37,9 @@
 // pitch (no K ranges, no pair; one row, one column and one reduced axis): fusion/tf32_split.h splits each operand into a K-major copy of three parts,
 // [rows, tf32x3_split_ld(K)], and the skeleton runs the tf32 product over K' = 3K of the copies
 // (tf32x3_gemm_problem: the problem the writer instantiates and the cost model prices, with the split).
+// A 3xtf32 operand that is not a plain load fits as a computed one (computed_split_operand: the split
+// evaluates it), when it is a pointwise expression of global loads over its own row axis, the reduced
+// axis and all or none of the batch axes.
 //
 // A paired contract (kernel_ir.h: pair_terms, a dual-B product) fits when its one paired term reads the
 // same A (structurally equal) and a second B, B2, of B's dtype, layout, shape and batch: the skeleton's
@@ -61,6 +64,9 @@ struct GemmSkeletonOperand {
   int64_t batch = 1;     // 1: shared by every batch
   int64_t batch_stride = 0;
   int64_t offset = 0;    // elements from the tensor's first: a K range's B starts at its first row
+  // 3xtf32 only: the operand is an expression the split evaluates (computed_split_operand), not a load;
+  // `tensor` is empty, the layout K-major (the split's copy is).
+  bool computed = false;
 };
 
 // The second K range of a two-range problem: its operands (k = its K) and its K.
@@ -100,6 +106,13 @@ std::optional<GemmSkeletonOperand> operand_of(const Expr& e, const std::vector<s
                                               const char* what, std::vector<std::string>& order, std::string& why, bool tma = true);
 
 GemmSkeletonFit fit_gemm_skeleton(const ContractNode& contract, const std::vector<GlobalTensor>& globals);
+
+// A 3xtf32 operand the split evaluates (fusion/tf32_split.h): `e` an f32 expression whose variables are
+// `side_axis`, `k_axis` and either every one of `batch_axes` or none, whose loads are of global tensors; an
+// operand of `rows` × `k` (× the batch when it names it), K-major (GemmSkeletonOperand::computed). Why not.
+std::optional<GemmSkeletonOperand> computed_split_operand(const Expr& e, const std::string& side_axis, const std::string& k_axis,
+                                                          const std::vector<std::string>& batch_axes, int64_t rows, int64_t k, int64_t batch,
+                                                          const std::vector<GlobalTensor>& globals, const char* what, std::string& why);
 
 // One product term's A as a K range over k < extent: select(k < c, L, 0) is [0, c), select(k < c, 0, L)
 // is [c, extent) (c an integer constant inside (0, extent)), L a load whose K index is k − lo (k for the

@@ -28,6 +28,25 @@ struct OperandSplit {
   GlobalTensor split;
 };
 
+void finish_split(Kernel& kernel, const Buffer& t, const GlobalTensor& split, const Expr& x, const GemmSkeletonOperand& op,
+                  const Expr& row, const Expr& kk, const Expr& guard, const std::vector<Expr>& batch_index, int lo_part);
+
+bool uses(const Expr& e, const std::string& var) {
+  for (auto& v : vars_used(e))
+    if (v == var) return true;
+  return false;
+}
+
+// Whether the loads of `x` read along its rows: some load's last index names the row axis `side` and not `k`
+// (an operand stored [K, rows], transposed by the split).
+bool reads_along(const Expr& x, const std::string& side, const std::string& k) {
+  bool along = false;
+  for_each_load(x, [&](const LoadNode& load) {
+    if (!load.index.empty() && uses(load.index.back(), side) && !uses(load.index.back(), k)) along = true;
+  });
+  return along;
+}
+
 // The split kernel of operand `x` (a load indexed by `side` (its row or column axis), `k` and, when
 // `batched`, the batch axes), writing `split`[batch…?, row, j] with part `lo_part` lo(x) and the others hi(x).
 OperandSplit split_operand(const std::string& name, const GlobalTensor& split, const Expr& x, const GemmSkeletonOperand& op,
@@ -51,7 +70,8 @@ OperandSplit split_operand(const std::string& name, const GlobalTensor& split, c
   t.name = name + "_tile";
   // An operand read along its rows is written into the tile down its columns: one padding column keeps
   // those stores off a single shared-memory bank.
-  t.shape = {tile, op.k_major ? tile : tile + 1};
+  const bool along_rows = op.computed ? reads_along(x, side, k) : !op.k_major;
+  t.shape = {tile, along_rows ? tile + 1 : tile};
   t.dtype = DType::f32;
   t.scope = Scope::shared;
   kernel.buffers.push_back(t);
@@ -75,6 +95,27 @@ OperandSplit split_operand(const std::string& name, const GlobalTensor& split, c
   at[side] = row;
   at[k] = kk;
 
+  Expr guard;
+  if (op.rows % tile != 0) guard = less(row, make_int(op.rows));
+  if (op.k % tile != 0) {
+    Expr in_k = less(kk, make_int(op.k));
+    guard = guard ? make_binary(BinaryOp::logical_and, guard, in_k) : in_k;
+  }
+  if (op.computed) {
+    // A computed operand: its expression evaluated at each element of the 32 × 32 tile (inside the
+    // operand: the tile's elements outside are never read), k fastest unless its loads read along rows.
+    MapNode value;
+    value.comment = "32 rows x 32 k of the computed operand " + print_expr(x);
+    value.domain.axes = along_rows ? std::vector<Axis>{{"j", tile}, {"i", tile}} : std::vector<Axis>{{"i", tile}, {"j", tile}};
+    value.domain.guard = guard;
+    value.dst = Access{t.name, {make_var("i"), make_var("j")}};
+    value.value = substitute_vars(x, at);
+    kernel.body.push_back(make_stmt(std::move(value)));
+    kernel.body.push_back(make_stmt(BarrierNode{}));
+    finish_split(kernel, t, split, x, op, row, kk, guard, batch_index, lo_part);
+    return out;
+  }
+
   // Copy the 32 × 32 tile, the index that is contiguous in the operand fastest (a global read out of
   // bounds is 0: ragged edges).
   CopyNode copy;
@@ -88,18 +129,18 @@ OperandSplit split_operand(const std::string& name, const GlobalTensor& split, c
   kernel.body.push_back(make_stmt(std::move(copy)));
   BarrierNode barrier;
   kernel.body.push_back(make_stmt(std::move(barrier)));
+  finish_split(kernel, t, split, x, op, row, kk, guard, batch_index, lo_part);
+  return out;
+}
 
-  // The three parts along j: part p of k at p · K + k.
+// The split kernel's last statement: the three parts of the tile `t` along j, part p of k at p · K + k.
+void finish_split(Kernel& kernel, const Buffer& t, const GlobalTensor& split, const Expr& x, const GemmSkeletonOperand& op,
+                  const Expr& row, const Expr& kk, const Expr& guard, const std::vector<Expr>& batch_index, int lo_part) {
+  const int64_t tile = kTf32SplitTile;
   MapNode map;
   const char* parts = lo_part == 0 ? "[lo | hi | hi]" : "[hi | lo | hi]";
   map.comment = "3xTF32 split of " + print_expr(x) + " into " + split.name + " = " + parts + " along K (hi = round_tf32(x), lo = round_tf32(x - hi))";
   map.domain.axes = {{"i", tile}, {"p", 3}, {"j", tile}};
-  Expr guard;
-  if (op.rows % tile != 0) guard = less(row, make_int(op.rows));
-  if (op.k % tile != 0) {
-    Expr in_k = less(kk, make_int(op.k));
-    guard = guard ? make_binary(BinaryOp::logical_and, guard, in_k) : in_k;
-  }
   map.domain.guard = guard;
   std::vector<Expr> dst = batch_index;
   dst.push_back(row);
@@ -110,7 +151,6 @@ OperandSplit split_operand(const std::string& name, const GlobalTensor& split, c
   const Expr lo = make_unary(UnaryOp::round_tf32, make_binary(BinaryOp::sub, value, hi));
   map.value = make_select(make_binary(BinaryOp::eq, make_var("p"), make_int(lo_part)), lo, hi);
   kernel.body.push_back(make_stmt(std::move(map)));
-  return out;
 }
 
 std::string mb(double bytes) {
@@ -120,22 +160,25 @@ std::string mb(double bytes) {
   return out.str();
 }
 
-bool uses(const Expr& e, const std::string& var) {
-  for (auto& v : vars_used(e))
-    if (v == var) return true;
-  return false;
-}
-
 }  // namespace
 
 std::optional<Tf32SplitKernel> tf32_split_kernel_of(const KernelProgram& program, const Kernel& kernel) {
   if (kernel.body.size() != 3 || kernel.buffers.size() != 1 || kernel.grid.size() < 2 || kernel.grid.size() > 3) return std::nullopt;
   auto copy = kernel.body[0].as<CopyNode>();
+  auto computed = kernel.body[0].as<MapNode>();  // a computed operand's tile
   auto map = kernel.body[2].as<MapNode>();
-  if (!copy || !kernel.body[1].as<BarrierNode>() || !map || copy->dst.name != kernel.buffers[0].name) return std::nullopt;
-  const GlobalTensor* src = program.find_global(copy->src.name);
+  const std::string& tile_name = kernel.buffers[0].name;
+  auto at_ij = [](const Access& a) {
+    auto i = a.index.size() == 2 ? a.index[0].as<VarNode>() : nullptr;
+    auto j = a.index.size() == 2 ? a.index[1].as<VarNode>() : nullptr;
+    return i && j && i->name == "i" && j->name == "j";
+  };
+  if ((!copy && !computed) || !kernel.body[1].as<BarrierNode>() || !map) return std::nullopt;
+  if (copy ? copy->dst.name != tile_name : computed->dst.name != tile_name || !at_ij(computed->dst) || computed->domain.axes.size() != 2)
+    return std::nullopt;
+  const GlobalTensor* src = copy ? program.find_global(copy->src.name) : nullptr;
   const GlobalTensor* dst = program.find_global(map->dst.name);
-  if (!src || !dst || src->dtype != DType::f32 || dst->dtype != DType::f32 || dst->role != GlobalRole::scratch || dst->shape.size() < 2)
+  if ((copy && (!src || src->dtype != DType::f32)) || !dst || dst->dtype != DType::f32 || dst->role != GlobalRole::scratch || dst->shape.size() < 2)
     return std::nullopt;
   // The value: select(p == lo_part, round_tf32(t − round_tf32(t)), round_tf32(t)) of the tile's element t.
   auto select = map->value.as<SelectNode>();
@@ -144,7 +187,7 @@ std::optional<Tf32SplitKernel> tf32_split_kernel_of(const KernelProgram& program
   auto hi = select ? select->if_false.as<UnaryNode>() : nullptr;
   auto lo = select ? select->if_true.as<UnaryNode>() : nullptr;
   auto tile = hi ? hi->operand.as<LoadNode>() : nullptr;
-  if (!lo_part || !hi || hi->op != UnaryOp::round_tf32 || !lo || lo->op != UnaryOp::round_tf32 || !tile || tile->tensor != copy->dst.name ||
+  if (!lo_part || !hi || hi->op != UnaryOp::round_tf32 || !lo || lo->op != UnaryOp::round_tf32 || !tile || tile->tensor != tile_name ||
       !structurally_equal(lo->operand, make_binary(BinaryOp::sub, hi->operand, make_unary(UnaryOp::round_tf32, hi->operand))))
     return std::nullopt;
   // The part's offset along j: the last index is p · K + (k tile · 32 + j).
@@ -153,7 +196,6 @@ std::optional<Tf32SplitKernel> tf32_split_kernel_of(const KernelProgram& program
   auto k = part && part->op == BinaryOp::mul ? part->rhs.as<ConstNode>() : nullptr;
   if (!k) return std::nullopt;
   Tf32SplitKernel s;
-  s.src = src->name;
   s.dst = dst->name;
   s.lo_part = static_cast<int>(lo_part->value);
   s.k = static_cast<int64_t>(k->value);
@@ -163,6 +205,16 @@ std::optional<Tf32SplitKernel> tf32_split_kernel_of(const KernelProgram& program
   s.k_tiles = kernel.grid[g - 1].extent;
   s.row_tiles = kernel.grid[g - 2].extent;
   s.batch = g == 3 ? kernel.grid[0].extent : 1;
+  if (computed) {
+    s.value = computed->value;
+    s.guard = computed->domain.guard;
+    s.along_rows = computed->domain.axes[0].var == "j";
+    s.row_var = kernel.grid[g - 2].var;
+    s.k_var = kernel.grid[g - 1].var;
+    if (g == 3) s.batch_var = kernel.grid[0].var;
+    return s;
+  }
+  s.src = src->name;
   // The source's strides: the index naming i is the row, j the k, the others the batch (leading, consecutive).
   int64_t stride = 1;
   bool row = false, depth = false;
@@ -205,6 +257,7 @@ Tf32Split split_tf32x3_operands(const KernelProgram& program) {
     // The fitted A must be the term's a along a row axis and B its b along a column axis (a fit that put
     // the operands on each other's sides is not split: the strides below are per side).
     auto reads_on_side = [](const Expr& e, const GemmSkeletonOperand& op, const std::string& axis, const std::vector<std::string>& axes) {
+      if (op.computed) return std::find(axes.begin(), axes.end(), axis) != axes.end() && uses(e, axis);
       auto load = e.as<LoadNode>();
       if (!load || load->tensor != op.tensor || std::find(axes.begin(), axes.end(), axis) == axes.end()) return false;
       for (auto& i : load->index)

@@ -581,7 +581,11 @@ WholeContractionPlan plan_whole_contractions(const BoundProgram& program) {
       // conversion copies fit but do not pay says so here (contract/operand_copy_fit.h), unless the
       // operand they copy is an intermediate that its own kernel can store in T (store_in_t_instead).
       const std::string copy = "no conversion copy: copy ";
-      if (auto at = refusal.find(copy); at != std::string::npos) {
+      if (whole_contraction_type(program, i) == MmaType::tf32x3) {
+        // An all-f32 product the policy takes as 3xTF32 that the split and the skeleton do not take: its
+        // fused tiles (fewer than 64 rows) compute it on CUDA cores.
+        plan.fused.push_back(def.target.name + ": stays fused, on CUDA cores: not 3xTF32: " + refusal);
+      } else if (auto at = refusal.find(copy); at != std::string::npos) {
         auto fitting = lower_whole_contraction(program, i, nullptr, true, std::nullopt, materialised, OperandCopyMode::kCopiesThatFit);
         std::vector<std::string> notes;
         if (fitting && store_in_t_instead(*fitting->body.back().as<ContractNode>(), i, notes))

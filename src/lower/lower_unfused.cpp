@@ -1,5 +1,7 @@
 #include "lower/lower_unfused.h"
 
+#include <cstdlib>
+#include <functional>
 #include <limits>
 
 #include "contract/canonicalize.h"
@@ -294,8 +296,10 @@ Expr inline_pointwise_operands(const BoundProgram& program, const Expr& body, co
 
 }  // namespace
 
-std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why, bool feasible_only,
-                                              std::optional<size_t> epilogue, const std::set<std::string>& stored, OperandCopyMode operand_copies) {
+namespace {
+
+// Definition `index` as one reduce over its whole domain.
+ReduceNode whole_reduce(const BoundProgram& program, size_t index) {
   const BoundDefinition& bd = program.defs[index];
   const Definition& def = *bd.def;
   ReduceNode r;
@@ -308,10 +312,34 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
   r.dst.name = def.target.name;
   r.value = def.body;
   r.comment = def.target.name + " (the whole contraction, one launch of the GEMM skeleton)";
-  auto dtype_of = [&](const std::string& name) -> std::optional<DType> {
+  return r;
+}
+
+std::function<std::optional<DType>(const std::string&)> dtypes_of(const BoundProgram& program) {
+  return [&program](const std::string& name) -> std::optional<DType> {
     if (program.has_tensor(name)) return program.tensor(name).dtype;
     return std::nullopt;
   };
+}
+
+}  // namespace
+
+bool tf32_split_inlines_enabled() {
+  const char* v = std::getenv("SOLDER_TF32_SPLIT_INLINE");
+  return !(v && std::string(v) == "0");
+}
+
+std::optional<MmaType> whole_contraction_type(const BoundProgram& program, size_t index) {
+  Canonicalization c = canonicalize_contraction(whole_reduce(program, index), dtypes_of(program), contract_policy_of(program));
+  if (!c.contract) return std::nullopt;
+  return c.contract->type;
+}
+
+std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_t index, std::string* why, bool feasible_only,
+                                              std::optional<size_t> epilogue, const std::set<std::string>& stored, OperandCopyMode operand_copies) {
+  const Definition& def = *program.defs[index].def;
+  ReduceNode r = whole_reduce(program, index);
+  auto dtype_of = dtypes_of(program);
   Canonicalization c = canonicalize_contraction(r, dtype_of, contract_policy_of(program));
   if (!c.contract) {
     if (why) *why = c.refusal;
@@ -340,6 +368,22 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
                               "split into a batch of KV heads and rows of their query heads)";
       }
     }
+  // 3xtf32: the split evaluates its operands (fusion/tf32_split.h), so the pointwise intermediates they read
+  // are inlined into them as for the gathered GEMM below: computed by the split, not stored and read back
+  // (silu(x + bias) as an intermediate h read by the product).
+  if (!gemv && c.contract->type == MmaType::tf32x3 && tf32_split_inlines_enabled()) {
+    if (Expr inlined = inline_pointwise_operands(program, r.value, stored); !structurally_equal(inlined, r.value)) {
+      ReduceNode inlined_reduce = r;
+      inlined_reduce.value = inlined;
+      Canonicalization ci = canonicalize_contraction(inlined_reduce, dtype_of, contract_policy_of(program));
+      GemmSkeletonFit inlined_fit = ci.contract && ci.contract->type == MmaType::tf32x3 ? fit_gemm_skeleton(*ci.contract, globals) : GemmSkeletonFit{};
+      if (inlined_fit.problem) {
+        r = std::move(inlined_reduce);
+        c = std::move(ci);
+        fit = std::move(inlined_fit);
+      }
+    }
+  }
   // What the skeleton does not stage (a convolution's im2col operand, a concatenation along K, rows
   // that are not TMA-aligned) runs whole as an implicit GEMM with gathered operands on mma.sync
   // (gathered_gemm_fit.h), when that takes it.

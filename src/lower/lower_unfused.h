@@ -52,6 +52,15 @@ std::optional<Kernel> lower_whole_contraction(const BoundProgram& program, size_
                                               const std::set<std::string>& stored = {},
                                               OperandCopyMode operand_copies = OperandCopyMode::kCopiesThatPay);
 
+// Whether a whole 3xtf32 contraction inlines the pointwise intermediates its operands read (its split then
+// evaluates them; fusion/tf32_split.h): unset or anything but "0". $SOLDER_TF32_SPLIT_INLINE=0 keeps them
+// stored and read back as plain loads, the plan before it, for A/B runs.
+bool tf32_split_inlines_enabled();
+
+// The MMA type the canonical form of definition `index` over its whole domain takes (canonicalize.h's
+// policy at the program's extents); nothing when it is not a contraction.
+std::optional<MmaType> whole_contraction_type(const BoundProgram& program, size_t index);
+
 // Whether definition `consumer` can be the epilogue of the contraction `producer`: it has no
 // reduction, has p's extents, and loads `producer` only at its own index variables in order; its other
 // loads are program inputs or the tensors of `stored` (written by kernels that run before). Why not

@@ -64,13 +64,38 @@ __device__ __forceinline__ float round_tf32(float x) {
   return __uint_as_float(bits);
 }
 
+// A block's tile of operand values in shared memory: [row][k], padded against bank conflicts.
+using Tf32SplitTileValues = float[kTf32SplitTile][kTf32SplitTile + 1];
+
+// The three parts of the block's tile `tile` (rows [row_tile · 32, +32) × k [k_tile · 32, +32), its values
+// written and made visible to the block before), stored along K into a.dst (a.src unused). Every thread of
+// the block calls it; the code generator's split kernels of computed operands (backend/cuda/tf32_split_writer.h)
+// fill the tile with the operand's expression, then call it.
+template <int LoParts>
+__device__ __forceinline__ void tf32_split_store_parts(const Tf32SplitTileValues& tile, const Tf32SplitArgs& a, int k_tile, int row_tile) {
+  static_assert(LoParts > 0 && LoParts < 8, "three parts, at least one lo");
+  const int k0 = k_tile * kTf32SplitTile, r0 = row_tile * kTf32SplitTile;
+  const int tx = threadIdx.x % kTf32SplitTile, ty = threadIdx.x / kTf32SplitTile;
+  // Write the three parts of each row, coalesced along k.
+#pragma unroll
+  for (int i = 0; i < kTf32SplitTile; i += kTf32SplitThreads / kTf32SplitTile) {
+    const int r = r0 + ty + i, kk = k0 + tx;
+    if (r >= a.rows || kk >= a.k) continue;
+    const float x = tile[ty + i][tx];
+    const float hi = round_tf32(x), lo = round_tf32(x - hi);
+    float* row = a.dst + r * a.dst_ld + kk;
+    row[0] = LoParts & 1 ? lo : hi;
+    row[a.k] = LoParts & 2 ? lo : hi;
+    row[2LL * a.k] = LoParts & 4 ? lo : hi;
+  }
+}
+
 // One block's tile: rows [row_tile · 32, +32) × k [k_tile · 32, +32) of src, all three parts. Every thread of
 // the block (kTf32SplitThreads) calls it; the code generator's split kernels (backend/cuda/tf32_split_writer.h)
 // call it with the tile of their linear block index.
 template <int LoParts>
 __device__ __forceinline__ void tf32_split_tile(const Tf32SplitArgs& a, int k_tile, int row_tile) {
-  static_assert(LoParts > 0 && LoParts < 8, "three parts, at least one lo");
-  __shared__ float tile[kTf32SplitTile][kTf32SplitTile + 1];  // [row][k], padded against bank conflicts
+  __shared__ Tf32SplitTileValues tile;
   const int k0 = k_tile * kTf32SplitTile, r0 = row_tile * kTf32SplitTile;
   const int tx = threadIdx.x % kTf32SplitTile, ty = threadIdx.x / kTf32SplitTile;
   // Load the 32 × 32 tile coalesced along whichever index is contiguous in src.
@@ -88,18 +113,7 @@ __device__ __forceinline__ void tf32_split_tile(const Tf32SplitArgs& a, int k_ti
     }
   }
   __syncthreads();
-  // Write the three parts of each row, coalesced along k.
-#pragma unroll
-  for (int i = 0; i < kTf32SplitTile; i += kTf32SplitThreads / kTf32SplitTile) {
-    const int r = r0 + ty + i, kk = k0 + tx;
-    if (r >= a.rows || kk >= a.k) continue;
-    const float x = tile[ty + i][tx];
-    const float hi = round_tf32(x), lo = round_tf32(x - hi);
-    float* row = a.dst + r * a.dst_ld + kk;
-    row[0] = LoParts & 1 ? lo : hi;
-    row[a.k] = LoParts & 2 ? lo : hi;
-    row[2LL * a.k] = LoParts & 4 ? lo : hi;
-  }
+  tf32_split_store_parts<LoParts>(tile, a, k_tile, row_tile);
 }
 
 template <int LoParts>

@@ -101,8 +101,9 @@ TEST(Tf32x3, ExecutorComputesTheThreeProducts) {
     }
 }
 
-// A random all-f32 product of M, N ≥ 64 rows and columns: A [M, K] or [K, M], B [K, N] or [N, K].
-std::string random_product(std::mt19937_64& rng, uint64_t seed) {
+// A random all-f32 product of M, N ≥ 64 rows and columns: A [M, K] or [K, M], B [K, N] or [N, K]; with
+// `computed`, A and B may be computed operands the split evaluates (a · s[k], silu(a + t[k]), tanh(b)).
+std::string random_product(std::mt19937_64& rng, uint64_t seed, bool computed = false) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
   // N a multiple of 4: the skeleton's f32 result rows must be 16-byte multiples (else the product stays fused).
   static const int kRows[] = {64, 65, 80, 130}, kColumns[] = {64, 68, 96, 128};
@@ -113,8 +114,19 @@ std::string random_product(std::mt19937_64& rng, uint64_t seed) {
                      ", K = " + std::to_string(k) + "\n";
   text += std::string("in a[") + (at ? "K, M" : "M, K") + "] : f32\nin b[" + (bt ? "N, K" : "K, N") + "] : f32\n";
   if (scale) text += "in s[N] : f32 ~ uniform(0.5, 2)\n";
-  text += std::string("out y[m, n] : f32 = sum(k) a[") + (at ? "k, m" : "m, k") + "] * b[" + (bt ? "n, k" : "k, n") + "]" +
-          (scale ? " * s[n]" : "") + "\n";
+  std::string a = std::string("a[") + (at ? "k, m" : "m, k") + "]", b = std::string("b[") + (bt ? "n, k" : "k, n") + "]";
+  if (computed) {
+    const int form = pick(3);
+    if (form == 0) {
+      text += "in t[K] : f32 ~ uniform(0.5, 2)\n";
+      a = a + " * t[k]";
+    } else if (form == 1) {
+      text += "in t[K] : f32\n";
+      a = "silu(" + a + " + t[k])";
+    }
+    if (form != 1 || pick(2)) b = "tanh(" + b + ")";
+  }
+  text += "out y[m, n] : f32 = sum(k) " + a + " * " + b + (scale ? " * s[n]" : "") + "\n";
   return text;
 }
 
@@ -135,13 +147,14 @@ std::optional<MmaType> contract_type(const KernelProgram& p) {
   return type;
 }
 
-TEST(Tf32x3Property, EveryFormAgreesWithFloat64WithinTheF32Tolerance) {
-  ASSERT_EQ(std::getenv("SOLDER_F32_CONTRACT"), nullptr) << "the test checks the default policy";
-  std::mt19937_64 rng(42);
+// Every form of random products (computed operands or plain loads) within the f32 tolerance of float64;
+// how many the GPU's plan split.
+int every_form_agrees(bool computed) {
+  std::mt19937_64 rng(computed ? 43 : 42);
   int split = 0;
   for (int i = 0; i < 12; ++i) {
-    const uint64_t seed = 300 + static_cast<uint64_t>(i);
-    std::string text = random_product(rng, seed);
+    const uint64_t seed = (computed ? 400 : 300) + static_cast<uint64_t>(i);
+    std::string text = random_product(rng, seed, computed);
     SCOPED_TRACE(text);
     BoundProgram bound = testing::bind_text(text);
     TensorSet inputs = make_inputs(bound, seed);
@@ -169,7 +182,18 @@ TEST(Tf32x3Property, EveryFormAgreesWithFloat64WithinTheF32Tolerance) {
     auto f = testing::verify_kernels(bound, cpu, inputs, &reference);
     EXPECT_TRUE(f.ok()) << "CPU plan: " << f.failures();
   }
-  EXPECT_GE(split, 10);  // every product but those the skeleton's cost model refuses
+  return split;
+}
+
+TEST(Tf32x3Property, EveryFormAgreesWithFloat64WithinTheF32Tolerance) {
+  ASSERT_EQ(std::getenv("SOLDER_F32_CONTRACT"), nullptr) << "the test checks the default policy";
+  EXPECT_GE(every_form_agrees(false), 10);  // every product but those the skeleton's cost model refuses
+}
+
+TEST(Tf32x3Property, ComputedOperandsAgreeWithFloat64WithinTheF32Tolerance) {
+  // The split evaluates a computed operand (x · t[k], silu(x + t[k]), tanh(b)) before splitting it.
+  ASSERT_EQ(std::getenv("SOLDER_F32_CONTRACT"), nullptr) << "the test checks the default policy";
+  EXPECT_GE(every_form_agrees(true), 10);
 }
 
 TEST(Tf32x3Property, BatchedProductsSplitAndVerify) {
@@ -190,12 +214,14 @@ TEST(Tf32x3Property, BatchedProductsSplitAndVerify) {
   }
 }
 
-TEST(Tf32x3Property, OneTf32ProductFailsTheF32Tolerance) {
+class OneTf32Product : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OneTf32Product, FailsTheF32Tolerance) {
   // K = 512 products of uniform values with all their bits: one tf32 rounding of each operand costs about
   // 2^-12 relatively per product (measured 2.5e-4 on the H200 at K = 4096), the f32 tolerance here is
-  // max(1e-5, 16 · 2^-24 · sqrt(513)) = 2.2e-5.
-  std::string text = "program p\ndim M = 64, N = 64, K = 512\nin a[M, K] : f32 ~ uniform(-1, 1)\nin b[K, N] : f32 ~ uniform(-1, 1)\n"
-                     "out y[m, n] : f32 = sum(k) a[m, k] * b[k, n]\n";
+  // max(1e-5, 16 · 2^-24 · sqrt(513)) = 2.2e-5. A plain product, and one of computed operands.
+  std::string text = std::string("program p\ndim M = 64, N = 64, K = 512\nin a[M, K] : f32 ~ uniform(-1, 1)\nin b[K, N] : f32 ~ uniform(-1, 1)\n") +
+                     GetParam() + "\n";
   BoundProgram bound = testing::bind_text(text);
   TensorSet inputs = make_inputs(bound, 11);
   TensorSet reference = run_reference(bound, inputs);
@@ -216,7 +242,23 @@ TEST(Tf32x3Property, OneTf32ProductFailsTheF32Tolerance) {
       }
   auto fails = testing::verify_kernels(bound, one, inputs, &reference);
   EXPECT_FALSE(fails.ok()) << "1xTF32 met the f32 tolerance: the property test could not fail";
+  // The GPU's form (split kernels, tf32 over 3K) meets it.
+  CompileResult gpu = compile_program(bound, CompileOptions::for_gpu());
+  ASSERT_NE(gpu.report.find("3xTF32: "), std::string::npos) << gpu.report;
+  auto split = testing::verify_kernels(bound, gpu.kernels, inputs, &reference);
+  EXPECT_TRUE(split.ok()) << split.failures();
 }
+
+std::string one_tf32_case_name(const ::testing::TestParamInfo<const char*>& info) {
+  static const char* const kNames[] = {"Plain", "ScaledAndTanh", "SiluOfBiasAdded"};
+  return kNames[info.index];
+}
+
+INSTANTIATE_TEST_SUITE_P(Tf32x3Property, OneTf32Product,
+                         ::testing::Values("out y[m, n] : f32 = sum(k) a[m, k] * b[k, n]",
+                                           "in t[K] : f32 ~ uniform(0.5, 2)\nout y[m, n] : f32 = sum(k) a[m, k] * t[k] * tanh(b[k, n])",
+                                           "in t[K] : f32 ~ uniform(-1, 1)\nout y[m, n] : f32 = sum(k) silu(a[m, k] + t[k]) * b[k, n]"),
+                         one_tf32_case_name);
 
 TEST(Tf32x3Split, WriterReadsTheSplitKernelsBack) {
   // before: y = a · b with a stored [K, M] (M-major) and b [N, K], ragged M, N and K; expected: the pass's two
