@@ -349,26 +349,59 @@ TEST(PaddedOperands, TransposingCopyThroughASharedTile) {
   EXPECT_TRUE(row_copy->buffers.empty());
 }
 
-// The writer takes the transposing copy where b's rows are whole 16-byte vectors (N 512: 16 e4m3 a vector in,
-// 16 out), and leaves N 72 (72 bytes) to the generic writer; SOLDER_TRANSPOSE_COPIES=generic leaves all to it.
+// The writer takes the transposing copy where b's rows are whole 16-byte vectors (N 512), and leaves N 72
+// (72 bytes) to the generic writer; SOLDER_TRANSPOSE_COPIES=generic leaves all to it. e4m3 into e4m3 is a bit
+// copy: the byte form (256 s x 64 k a block, 4 rows of 16 bytes a thread byte-permuted into words of 4 k, the
+// word tile's rows s ^ ((s >> 4) & 1), 16-byte rows out); SOLDER_TRANSPOSE_COPIES=tile keeps opcopy2's float
+// tile (16 e4m3 a vector in and out through a float [64][65]).
 TEST(PaddedOperands, TransposingCopyWriter) {
   for (int64_t n : {512, 72}) {
     SCOPED_TRACE(n);
     ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
     CompileResult r = compile_program(bind_census("mm_e4m3_nn", {{"M", 128}, {"N", n}, {"K", 64}}), CompileOptions::for_gpu());
     GeneratedModule m = generate_cuda(r.kernels);
-    const bool written = m.source.find("16-byte reads along s, 16-byte writes along k") != std::string::npos;
+    const bool written = m.source.find("1-byte elements copied bit for bit") != std::string::npos;
     EXPECT_EQ(written, n == 512) << m.source;
-    if (n == 512) {
-      EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 in_[16];"), std::string::npos) << m.source;
-      EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 packed_[16];"), std::string::npos) << m.source;
-      EXPECT_EQ(m.source.find("  __shared__"), std::string::npos) << m.source;  // dynamic shared memory only
-      for (auto& k : m.kernels)
-        if (k.name == "convert_c_b_f8e4m3") EXPECT_EQ(k.shared_bytes, 64 * 65 * 4);
-      ScopedEnv generic("SOLDER_TRANSPOSE_COPIES", "generic");
-      GeneratedModule g = generate_cuda(r.kernels);
-      EXPECT_EQ(g.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos);
+    EXPECT_EQ(m.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos) << m.source;
+    if (n != 512) continue;
+    for (const char* part : {"grid 2 s tiles x 1 k tiles", "const long long side0_ = (static_cast<long long>(blockIdx.x) / 1LL) * 256;",
+                             "const int lane_ = threadIdx.x & 31, kq_ = lane_ >> 1, sl_ = (threadIdx.x >> 5) * 32 + (lane_ & 1) * 16;",
+                             "*reinterpret_cast<uint4*>(r_[i_]) = (k_ < 64LL && side_ < 512LL)",
+                             "reinterpret_cast<const unsigned char*>(b) + k_ * 512LL + side_)",
+                             "__byte_perm(r_[0][w_], r_[1][w_], 0x5140u)", "__byte_perm(r_[0][w_], r_[1][w_], 0x7362u)",
+                             "__byte_perm(lo01_, lo23_, 0x5410u), __byte_perm(lo01_, lo23_, 0x7632u)",
+                             "tile_[(ss_ ^ ((ss_ >> 4) & 1)) * 16 + kq_] = col_[b_];", "for (int it_ = 0; it_ < 4; ++it_) {",
+                             "if (so_ >= 512LL || k_ >= 64LL) continue;",
+                             "*reinterpret_cast<const uint4*>(tile_ + (ss_ ^ ((ss_ >> 4) & 1)) * 16 + kk_ / 4);",
+                             "reinterpret_cast<unsigned char*>(c_b_f8e4m3) + so_ * 64LL + k_) = v4_;"})
+      EXPECT_NE(m.source.find(part), std::string::npos) << part << "\n" << m.source;
+    EXPECT_EQ(m.source.find("  __shared__"), std::string::npos) << m.source;  // dynamic shared memory only
+    int found = 0;
+    for (auto& k : m.kernels)
+      if (k.name == "convert_c_b_f8e4m3") {
+        ++found;
+        EXPECT_EQ(k.shared_bytes, 256 * 64);
+        EXPECT_EQ(k.blocks, 2);
+        EXPECT_EQ(k.threads, 256);
+      }
+    EXPECT_EQ(found, 1);
+    {
+      ScopedEnv tile("SOLDER_TRANSPOSE_COPIES", "tile");
+      GeneratedModule t = generate_cuda(r.kernels);
+      EXPECT_NE(t.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos) << t.source;
+      EXPECT_EQ(t.source.find("1-byte elements copied bit for bit"), std::string::npos);
+      EXPECT_NE(t.source.find("alignas(16) __nv_fp8_e4m3 in_[16];"), std::string::npos) << t.source;
+      EXPECT_NE(t.source.find("alignas(16) __nv_fp8_e4m3 packed_[16];"), std::string::npos) << t.source;
+      for (auto& k : t.kernels)
+        if (k.name == "convert_c_b_f8e4m3") {
+          EXPECT_EQ(k.shared_bytes, 64 * 65 * 4);
+          EXPECT_EQ(k.blocks, 8);
+        }
     }
+    ScopedEnv generic("SOLDER_TRANSPOSE_COPIES", "generic");
+    GeneratedModule g = generate_cuda(r.kernels);
+    EXPECT_EQ(g.source.find("1-byte elements copied bit for bit"), std::string::npos);
+    EXPECT_EQ(g.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos);
   }
 }
 
