@@ -6,6 +6,7 @@
 
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "contract/operand_reads.h"
 #include "hw/hardware.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
@@ -102,11 +103,9 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
     copy.side = side;
     copy.depth = depth;
     copy.k = k;
-    for (auto& tensor : tensors_used(x)) {
-      const GlobalTensor* g = find(globals, tensor);
-      if (!g) return refuse("operand " + std::string(name) + " reads " + tensor + ", not a global tensor");
-      copy.bytes_read += g->bytes();
-    }
+    for (auto& tensor : tensors_used(x))
+      if (!find(globals, tensor)) return refuse("operand " + std::string(name) + " reads " + tensor + ", not a global tensor");
+    copy.bytes_read = *operand_bytes_read(x, extent_of(side) * k, globals);  // a gather: the rows it reads (operand_reads.h)
     copy.why = staged_why;
     out.copies.push_back(std::move(copy));
   }

@@ -24,7 +24,8 @@
 //
 //   copy_us + skeleton_us  <  mma_sync_us,
 //
-// copy_us: each copy's bytes (what its operand's tensors hold, read once, and P_X written once) at the
+// copy_us: each copy's bytes (what it reads of its operand's tensors, once: contract/operand_reads.h, the
+// rows a gather selects rather than the whole table; and P_X written once) at the
 // device-to-device copy rate (Rates::hbm_tbps), plus one launch each (plan/copy_cost.h); skeleton_us:
 // the cost model's prediction for the copied problem; mma_sync_us: one launch and the product's FLOPs at
 // the fraction of T's tensor rate that the kernel running it otherwise reaches (the gathered GEMM where it
@@ -56,7 +57,7 @@ struct OperandCopy {
   std::string side;      // the side axis (row for A, column for B)
   std::string depth;     // the reduced axis
   int64_t k = 0;         // K (the copy's columns past it are zeros)
-  int64_t bytes_read = 0;  // what X's tensors hold
+  int64_t bytes_read = 0;  // what the copy reads of X's tensors (operand_reads.h)
   std::string why;       // why the skeleton does not stage X as it is
 };
 

@@ -11,6 +11,7 @@
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "contract/operand_copy_fit.h"
+#include "contract/operand_reads.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
 
@@ -210,10 +211,8 @@ std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std:
   const int64_t per_row = 16 / dtype_bytes(t);
   const int64_t m = p.m, kk = p.k, kp = (kk + per_row - 1) / per_row * per_row;
   const int64_t copy_bytes = m * kp * dtype_bytes(t);
-  std::set<std::string> read;
-  for (auto& leaf : p.a_leaves) read.insert(leaf.load.as<LoadNode>()->tensor);
-  int64_t read_bytes = 0;
-  for (auto& name : read) read_bytes += program.find_global(name)->bytes();
+  // What the copy reads of A's tensors (contract/operand_reads.h): each at most whole, at most M · K elements per load.
+  const int64_t read_bytes = operand_bytes_read(p.a, m * kk, program.globals).value_or(0);
   if (static_cast<double>(copy_bytes) > kPaddedCopyMaxRatio * static_cast<double>(read_bytes)) {
     why = "the copy of A (" + mb(copy_bytes) + ") is more than " + std::to_string(kPaddedCopyMaxRatio).substr(0, 4) +
           "x what A reads (" + mb(read_bytes) + ")";

@@ -13,8 +13,10 @@
 //              and the gathered GEMM takes it (fit_gathered_gemm: one product term after merging K
 //                  ranges, A a tree of zero-filled selects over loads, exact in T), with one row axis,
 //                  one reduced axis and no batch
-//              and the copy is no larger than what A reads: M · Kp · |T| ≤ 1.25 × the bytes of the
-//                  tensors A's loads read (a concatenation or a re-pitched input, not an im2col)
+//              and the copy is no larger than what A reads: M · Kp · |T| ≤ 1.25 × the bytes the copy
+//                  reads of A's tensors (contract/operand_reads.h: each tensor at most whole, at most
+//                  M · K elements per load of it), so a concatenation or a re-pitched input, not an
+//                  im2col (whose M · K elements re-read a tensor KH · KW times smaller)
 //              and the skeleton takes the contract with A = P[m, k] (its B as written),
 //
 // where Kp is K rounded up to 16 bytes of T. Then a kernel before W copies A into a new intermediate
