@@ -32,7 +32,7 @@ std::string us(double x) {
 
 std::string OperandCopies::figures() const {
   char fraction[16];
-  std::snprintf(fraction, sizeof fraction, "%.1f", 100 * (gathered ? kGatheredGemmTensorFraction : kFusedMmaSyncTensorFraction));
+  std::snprintf(fraction, sizeof fraction, "%.1f", 100 * alternative_fraction());
   return "copy " + us(copy_us) + " + skeleton " + us(skeleton_us) + (copy_us + skeleton_us < mma_sync_us ? " < " : " >= ") +
          (gathered ? "gathered GEMM " : "mma.sync ") + us(mma_sync_us) + " (a launch and the product's FLOPs at " + fraction +
          " % of the tensor rate)" + (operand_copies_forced() ? ", taken: SOLDER_OPERAND_COPIES=force" : "");
@@ -56,6 +56,11 @@ bool operand_copies_enabled() {
 bool operand_copies_forced() {
   const char* v = std::getenv("SOLDER_OPERAND_COPIES");
   return v && std::string(v) == "force";
+}
+
+double OperandCopies::alternative_fraction() const {
+  if (!gathered) return kFusedMmaSyncTensorFraction;
+  return element_wise ? kGatheredGemmElementWiseTensorFraction : kGatheredGemmTensorFraction;
 }
 
 bool OperandCopies::pays() const { return operand_copies_forced() || copy_us + skeleton_us < mma_sync_us; }
@@ -132,8 +137,10 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
   for (auto& a : c.domain.axes) flops *= static_cast<double>(a.extent);
   double tflops = rates.tensor(mma_type_name(c.type));
   if (!(tflops > 0)) tflops = fp8_type ? 1570 : 785;  // no rates: the H100's dense figures
-  out.gathered = fit_gathered_gemm(c, globals).problem.has_value();
-  out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * (out.gathered ? kGatheredGemmTensorFraction : kFusedMmaSyncTensorFraction));
+  const GatheredGemmFit gathered = fit_gathered_gemm(c, globals);
+  out.gathered = gathered.problem.has_value();
+  out.element_wise = out.gathered && (gathered.problem->a_leaves.empty() || gathered.problem->b_leaves.empty());
+  out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * out.alternative_fraction());
   return out;
 }
 

@@ -49,6 +49,11 @@ namespace solder {
 // rounds: mixed_bf16_f32w at 4096³ with 64-row tiles, 6957 µs, 2.5 %; 0.7 % at 512³, 46.6 µs).
 constexpr double kGatheredGemmTensorFraction = 0.14;
 constexpr double kFusedMmaSyncTensorFraction = 0.025;
+// The gathered GEMM where it evaluates an operand element by element (no tree of selects over load-free
+// loads, gathered_gemm_fit.h's leaves: a row gather, emb[tok[t], c] or w[idx[n], k]), measured on the H200
+// (gather-copy's call, 2026-11-29, bench/NOTES.md): embed_matmul at 4096 tokens, C 4096, N 4096, 7040 µs
+// (2.5 %); x @ w[idx].T at 4096 x 11008 x 4096, 13.1 ms (3.6 %); 1.0 % at the census's 512 x 512 x 256.
+constexpr double kGatheredGemmElementWiseTensorFraction = 0.025;
 
 struct OperandCopy {
   std::string operand;   // "A" or "B"
@@ -65,6 +70,8 @@ struct OperandCopies {
   std::vector<OperandCopy> copies;
   double copy_us = 0, skeleton_us = 0, mma_sync_us = 0;
   bool gathered = false;         // the alternative is the gathered GEMM (else the fused mma.sync kernel)
+  bool element_wise = false;     // ... evaluating an operand element by element (a row gather)
+  double alternative_fraction() const;  // the constants above, by `gathered` and `element_wise`
   bool pays() const;             // the rule above, or SOLDER_OPERAND_COPIES=force
   std::string figures() const;  // "copy 4.1 us + skeleton 9.0 us < mma.sync 80.2 us"
 };

@@ -36,9 +36,6 @@ const std::vector<OffTensorCores> kOffWgmma = {
     {"mixed_bf16_f16", "c_tile_f32", "operands of two dtypes, T tf32 (exact for both): scalar"},
     {"mixed_f16_e4m3w", "c__", "B is e4m3: at 512^3 the gathered GEMM is predicted faster than its f16 copy and the skeleton"},
     {"mixed_cast_bf16", "c__", "B = cast(w, bf16): at 512^3 the gathered GEMM is predicted faster than its copy and the skeleton"},
-    {"embed_matmul", "y", "A's rows are gathered by tok (TMA cannot gather rows): at 512x512x256 the gathered GEMM is predicted faster than the gathered copy and the skeleton"},
-    {"embed_matmul_inline", "y", "A's rows are gathered by tok (TMA cannot gather rows): at 512x512x256 the gathered GEMM is predicted faster than the gathered copy and the skeleton"},
-    {"gather_weight_rows", "c__", "B's rows are gathered by idx (TMA cannot gather rows): at 512x256x512 the gathered GEMM is predicted faster than the gathered copy and the skeleton"},
 };
 
 bool on_wgmma(const ContractionSchedule& c) {
@@ -101,12 +98,16 @@ TEST(Census, OtherDtypeOperandsReachTheSkeletonWhereTheirCopyPays) {
   }
 }
 
-// The gathers (an embedding's A, selected weight rows' B) reach the skeleton at an LLM-like size (4096 tokens,
-// C 4096, V 32000), where their gathered copy pays (fusion/padded_operands.h): one copy kernel before it.
+// The gathers (an embedding's A, selected weight rows' B) reach the skeleton through a gathered copy
+// (fusion/padded_operands.h), one copy kernel before it, at the census's size (where the gathered GEMM,
+// evaluating the gathered operand element by element, measured 16.2 µs against 4.9 for the copy and the
+// skeleton on the H200) and at an LLM-like size (4096 tokens, C 4096, V 32000).
 TEST(Census, GathersReachTheSkeletonWhereTheirCopyPays) {
   const std::vector<std::pair<std::string, int64_t>> embed = {{"T", 4096}, {"C", 4096}, {"N", 4096}, {"V", 32000}};
   const std::vector<std::pair<std::string, int64_t>> rows = {{"M", 4096}, {"K", 4096}, {"N", 11008}, {"V", 32000}};
-  for (auto& [name, dims] : {std::pair{"embed_matmul", embed}, std::pair{"embed_matmul_inline", embed}, std::pair{"gather_weight_rows", rows}}) {
+  const std::vector<std::pair<std::string, int64_t>> census = {};
+  for (auto& [name, dims] : {std::pair{"embed_matmul", embed}, std::pair{"embed_matmul_inline", embed}, std::pair{"gather_weight_rows", rows},
+                             std::pair{"embed_matmul", census}, std::pair{"gather_weight_rows", census}}) {
     SCOPED_TRACE(name);
     auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/tests/census/" + name + ".sol"));
     KernelProgram kernels = compile_program(bind_program(program, SizeChoice{false, dims}), CompileOptions::for_gpu()).kernels;
