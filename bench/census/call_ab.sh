@@ -11,6 +11,7 @@
 # r/ is packed into $OUT/r.tgz after every step. The kernels come compiled ahead (kernels.tar.xz).
 #   cd DEST && OUT=$OUT LIMIT=120 VERIFY=bench/census/opcopy_verify.txt AB=bench/census/opcopy_ab.txt \
 #     PEER_SET=opcopy bash bench/census/call_ab.sh        (DRY_RUN=1: print the commands)
+# PEER_CELLS (comma-separated cells of the set; unset: all of them) limits the peers to the call's cells.
 set -uo pipefail
 start=$(date +%s)
 left() { echo $(( ${LIMIT:-120} - ($(date +%s) - start) )); }
@@ -48,7 +49,7 @@ ab_round() {
   pack
 }
 ab_round 1 ${NEED1:-45}
-p=$(left); [ "$p" -gt 15 ] && run "timeout $((p > 55 ? 50 : p - 5)) python3 bench/census/peers.py --set ${PEER_SET:-opcopy} --out $r/peers.jsonl > $r/peers.log 2>&1"
+p=$(left); [ "$p" -gt 15 ] && run "timeout $((p > 55 ? 50 : p - 5)) python3 bench/census/peers.py --set ${PEER_SET:-opcopy}${PEER_CELLS:+ --cells $PEER_CELLS} --out $r/peers.jsonl > $r/peers.log 2>&1"
 pack
 ab_round 2 8
 echo "call_ab: $(( $(date +%s) - start )) s" | tee "$r/done.txt"

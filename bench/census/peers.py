@@ -65,6 +65,10 @@ def _opcopy_cells():
         g = p.shape[1] // v.shape[1]
         return p @ v.repeat_interleave(g, dim=1)
 
+    def promoted(a, b):
+        torch = import_torch()
+        return (a.float() @ b.float()).to(torch.bfloat16)  # torch multiplies no bf16 by f16: the user promotes
+
     sq = {"M": 4096, "N": 4096, "K": 4096}
     gqa = {"B": 2, "H": 32, "HKV": 8, "S": 1024, "D": 128}
     return {
@@ -77,13 +81,20 @@ def _opcopy_cells():
                           chain, lambda a, b, d: (a.double() @ b.double()).to(a.dtype).double() @ d.double()),
         "mixed_f16_e4m3w": ("mixed_f16_e4m3w", sq, [("x", ("M", "K"), "float16"), ("w", ("N", "K"), "float8_e4m3fn")], *linear_of("e4m3")),
         "mixed_cast_bf16": ("mixed_cast_bf16", sq, [("x", ("M", "K"), "bfloat16"), ("w", ("N", "K"), "float32")], *linear_of("float32")),
+        # opcopy2 (twenty-second session): bf16 x f16, promoted to f32 by the user: SGEMM by default, and cuBLAS's
+        # tf32 (torch.backends.cuda.matmul.allow_tf32, exact here: both dtypes' values are tf32 values) in "_tf32"
+        "mixed_bf16_f16": ("mixed_bf16_f16", sq, [("a", ("M", "K"), "bfloat16"), ("b", ("K", "N"), "float16")], promoted,
+                           lambda a, b: a.double() @ b.double()),
+        "mixed_bf16_f16_tf32": ("mixed_bf16_f16", sq, [("a", ("M", "K"), "bfloat16"), ("b", ("K", "N"), "float16")], promoted,
+                                lambda a, b: a.double() @ b.double()),
         "bmm_gqa_pv": ("bmm_gqa_pv", gqa, [("p", ("B", "H", "S", "S"), "bfloat16"), ("v", ("B", "HKV", "S", "D"), "bfloat16")], gqa_pv,
                        lambda p, v: gqa_pv(p.double(), v.double())),
     }
 
 
 OPCOPY_CELLS = _opcopy_cells()
-OPCOPY_FLOPS = {name: 2 * 4096 ** 3 for name in ("mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn")}
+OPCOPY_FLOPS = {name: 2 * 4096 ** 3 for name in ("mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "mixed_bf16_f16",
+                                                  "mixed_bf16_f16_tf32")}
 OPCOPY_FLOPS["chain_f32_mid"] = 2 * 2 * 4096 ** 3
 OPCOPY_FLOPS["bmm_gqa"] = OPCOPY_FLOPS["bmm_gqa_pv"] = 2 * 2 * 32 * 1024 * 1024 * 128
 
@@ -97,6 +108,7 @@ def opcopy_main(args):
     cells = args.cells.split(",") if args.cells != ",".join(CELLS) else list(OPCOPY_CELLS)
     for cell in cells:
         prog, dims, inputs, user, ref_fn = OPCOPY_CELLS[cell]
+        torch.backends.cuda.matmul.allow_tf32 = cell.endswith("_tf32")
         def make():
             ts = []
             for _, shape, dt in inputs:
@@ -122,8 +134,10 @@ def opcopy_main(args):
             err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
             us = median_us(fn, sets, calls=20, replays=15)
             rec = {"cell": cell, "program": prog, "dims": dims, "peer": peer, "median_us": us, "tflops": OPCOPY_FLOPS[cell] / us / 1e6,
-                   "max_rel_err": err, "first_call_s": first_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+                   "max_rel_err": err, "first_call_s": first_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "allow_tf32": torch.backends.cuda.matmul.allow_tf32}
             print(json.dumps(rec), file=out, flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
     return 0
 
 

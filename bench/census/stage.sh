@@ -6,13 +6,14 @@
 #   bash bench/census/stage.sh /work/main/.devcarry/census
 # With AB (and VERIFY) set, the kernels of bench/census/call_ab.sh's lines instead (opcopy, twenty-first session):
 #   VERIFY=bench/census/opcopy_verify.txt AB=bench/census/opcopy_ab.txt bash bench/census/stage.sh /work/main/.devcarry/opcopy
+# MAIN=none stages no main binary (a call whose A/B lines compare knobs of this tree only).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:?usage: bench/census/stage.sh DEST}
 root=$PWD
 rm -rf "$dest"; mkdir -p "$dest/build" "$dest/tests"
 cp build/solder "$dest/build/solder" && strip "$dest/build/solder"
-cp "${MAIN:-/work/main/build/solder}" "$dest/build/solder-main" && strip "$dest/build/solder-main"
+[ "${MAIN:-}" = none ] || { cp "${MAIN:-/work/main/build/solder}" "$dest/build/solder-main" && strip "$dest/build/solder-main"; }
 tar cf - --exclude=bench/results bench | tar xf - -C "$dest"
 cp -r tests/census "$dest/tests/"; cp -r examples "$dest/"
 git log -1 --format='%h' > "$dest/COMMIT"
@@ -33,5 +34,5 @@ commands() {
 }
 cd "$dest"
 commands | bash "$root/bench/compile_ahead.sh"
-for b in build/solder build/solder-main; do xz -T2 -6 "$b"; done
+for b in build/solder build/solder-main; do [ -f "$b" ] && xz -T2 -6 "$b"; done
 du -sh "$dest" kernels.tar.xz

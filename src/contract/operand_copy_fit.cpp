@@ -34,8 +34,13 @@ std::string OperandCopies::figures() const {
   char fraction[16];
   std::snprintf(fraction, sizeof fraction, "%.1f", 100 * alternative_fraction());
   return "copy " + us(copy_us) + " + skeleton " + us(skeleton_us) + (copy_us + skeleton_us < mma_sync_us ? " < " : " >= ") +
-         (gathered ? "gathered GEMM " : "mma.sync ") + us(mma_sync_us) + " (a launch and the product's FLOPs at " + fraction +
+         (gathered ? "gathered GEMM " : scalar ? "scalar loop " : "mma.sync ") + us(mma_sync_us) + " (a launch and the product's FLOPs at " + fraction +
          " % of the tensor rate)" + (operand_copies_forced() ? ", taken: SOLDER_OPERAND_COPIES=force" : "");
+}
+
+double OperandCopies::alternative_fraction() const {
+  if (gathered) return element_wise ? kGatheredGemmElementWiseTensorFraction : kGatheredGemmTensorFraction;
+  return scalar ? kScalarLoopTensorFraction : kFusedMmaSyncTensorFraction;
 }
 
 std::optional<DType> copy_dtype(MmaType type) {
@@ -44,6 +49,7 @@ std::optional<DType> copy_dtype(MmaType type) {
     case MmaType::f16: return DType::f16;
     case MmaType::f8e4m3: return DType::f8e4m3;
     case MmaType::f8e5m2: return DType::f8e5m2;
+    case MmaType::tf32: return DType::f32;  // tf32 wgmma reads f32 storage; the copied values are exact in tf32
     default: return std::nullopt;
   }
 }
@@ -58,11 +64,6 @@ bool operand_copies_forced() {
   return v && std::string(v) == "force";
 }
 
-double OperandCopies::alternative_fraction() const {
-  if (!gathered) return kFusedMmaSyncTensorFraction;
-  return element_wise ? kGatheredGemmElementWiseTensorFraction : kGatheredGemmTensorFraction;
-}
-
 bool OperandCopies::pays() const { return operand_copies_forced() || copy_us + skeleton_us < mma_sync_us; }
 
 std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std::vector<GlobalTensor>& globals, std::string* why) {
@@ -72,8 +73,18 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
   };
   if (!operand_copies_enabled()) return refuse("conversion copies are off (SOLDER_OPERAND_COPIES=0)");
   const std::optional<DType> t = copy_dtype(c.type);
-  if (!t) return refuse("T = " + std::string(mma_type_name(c.type)) + " (the skeleton's fit takes bf16, f16, e4m3 and e5m2)");
+  if (!t) return refuse("T = " + std::string(mma_type_name(c.type)) + " (the copies store bf16, f16, e4m3, e5m2 or tf32's f32)");
   if (c.terms.size() != 1 || !c.pair_terms.empty()) return refuse("not one product term");
+  // T = tf32 only for loads of bf16 or f16 (the canonicalizer's bf16 x f16: tf32 holds both exactly), so
+  // that storing them in f32 changes no value: a copy of anything else would leave its rounding to tf32
+  // to the tensor cores, which truncate.
+  if (c.type == MmaType::tf32)
+    for (const Expr* x : {&c.terms[0].a, &c.terms[0].b}) {
+      auto load = x->as<LoadNode>();
+      const GlobalTensor* g = load ? find(globals, load->tensor) : nullptr;
+      if (!g || (g->dtype != DType::bf16 && g->dtype != DType::f16))
+        return refuse("T = tf32 with operand " + print_expr(*x) + ", not a load of bf16 or f16 (exact in tf32)");
+    }
   if (c.where || c.domain.guard || c.accumulate) return refuse("a where condition, a guard or accumulation");
   if (c.row_axes.size() != 1 || c.column_axes.size() != 1 || c.reduce_axes.size() != 1 || c.domain.axes.size() != 2)
     return refuse("not one row axis, one column axis and one reduced axis without a batch");
@@ -87,6 +98,7 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
   };
   OperandCopies out;
   const bool fp8_type = *t == DType::f8e4m3 || *t == DType::f8e5m2;
+  const bool k_major_only = fp8_type || c.type == MmaType::tf32;  // fp8 and tf32 wgmma read K-major operands
   for (int which = 0; which < 2; ++which) {
     const Expr& x = which == 0 ? c.terms[0].a : c.terms[0].b;
     const std::string& side = which == 0 ? c.row_axes[0] : c.column_axes[0];
@@ -94,10 +106,11 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
     std::vector<std::string> order;
     std::string staged_why;
     auto staged = operand_of(x, {side}, depth, {}, globals, name, order, staged_why);
-    if (staged && staged->dtype == *t && (!fp8_type || staged->k_major)) continue;  // the skeleton stages it as it is
+    if (staged && staged->dtype == *t && (!k_major_only || staged->k_major)) continue;  // the skeleton stages it as it is
     if (staged) {
       staged_why = staged->dtype != *t ? std::string(name) + " is " + std::string(dtype_name(staged->dtype)) + ", T is " + std::string(mma_type_name(c.type))
-                                       : std::string(name) + " is fp8 stored [K, " + (which == 0 ? "M" : "N") + "] (fp8 wgmma reads K-major operands)";
+                                       : std::string(name) + " is " + (fp8_type ? "fp8" : "f32") + " stored [K, " + (which == 0 ? "M" : "N") +
+                                             "] (" + (fp8_type ? "fp8" : "tf32") + " wgmma reads K-major operands)";
     }
     for (auto& v : vars_used(x))
       if (v != side && v != depth) return refuse("operand " + std::string(name) + " = " + print_expr(x) + " uses " + v + ", not only " + side + " and " + depth);
@@ -140,6 +153,7 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
   const GatheredGemmFit gathered = fit_gathered_gemm(c, globals);
   out.gathered = gathered.problem.has_value();
   out.element_wise = out.gathered && (gathered.problem->a_leaves.empty() || gathered.problem->b_leaves.empty());
+  out.scalar = !out.gathered && c.type == MmaType::tf32;
   out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * out.alternative_fraction());
   return out;
 }

@@ -16,7 +16,7 @@
 // and the contract reads P_X[s, k] over k < K. A K-major copy is also the transposition fp8 needs.
 //
 // It fits when: the contract is one product term over one row axis, one column axis and one reduced
-// axis (no batch), with no where, guard, accumulation or paired term; T is bf16, f16, e4m3 or e5m2;
+// axis (no batch), with no where, guard, accumulation or paired term; T is bf16, f16, e4m3, e5m2 or tf32;
 // each operand the skeleton cannot stage as it is (a computed expression, a load of another dtype
 // than T, an fp8 load that is not K-major, rows not 16-byte aligned) uses only its side axis and the
 // reduced axis; the skeleton takes the contract with those operands read from their copies and its
@@ -29,10 +29,13 @@
 // device-to-device copy rate (Rates::hbm_tbps), plus one launch each (plan/copy_cost.h); skeleton_us:
 // the cost model's prediction for the copied problem; mma_sync_us: one launch and the product's FLOPs at
 // the fraction of T's tensor rate that the kernel running it otherwise reaches (the gathered GEMM where it
-// takes the contract, else the fused mma.sync kernel: the constants below).
+// takes the contract, the fused kernels' scalar loop for T = tf32, else the fused mma.sync kernel: the
+// constants below).
 //
-// bf16 x f16 (T tf32 holds both exactly) is not taken: the skeleton's fit refuses T = tf32 (its tf32
-// path reads f32 operands; the compiler policy for it is the f32-policy work's).
+// bf16 x f16 (the canonicalizer's T = tf32: tf32 holds every bf16 and f16 value, subnormals included,
+// exactly) copies both operands into f32, K-major (tf32 wgmma reads K-major operands), then the tf32
+// skeleton: the copies change no value and round_tf32 of each is the value itself. T = tf32 takes only
+// such loads of bf16 or f16.
 #pragma once
 
 #include <optional>
@@ -54,6 +57,9 @@ constexpr double kFusedMmaSyncTensorFraction = 0.025;
 // (gather-copy's call, 2026-11-29, bench/NOTES.md): embed_matmul at 4096 tokens, C 4096, N 4096, 7040 µs
 // (2.5 %); x @ w[idx].T at 4096 x 11008 x 4096, 13.1 ms (3.6 %); 1.0 % at the census's 512 x 512 x 256.
 constexpr double kGatheredGemmElementWiseTensorFraction = 0.025;
+// T = tf32 (bf16 x f16), which neither takes: the fused kernels' scalar loop, mixed_bf16_f16 at 4096³ with the
+// copies off, 21261 µs (6.46 TFLOP/s against the compiled-in 392 of tf32; opcopy2's call, 2026-11-29).
+constexpr double kScalarLoopTensorFraction = 0.0165;
 
 struct OperandCopy {
   std::string operand;   // "A" or "B"
@@ -71,12 +77,13 @@ struct OperandCopies {
   double copy_us = 0, skeleton_us = 0, mma_sync_us = 0;
   bool gathered = false;         // the alternative is the gathered GEMM (else the fused mma.sync kernel)
   bool element_wise = false;     // ... evaluating an operand element by element (a row gather)
-  double alternative_fraction() const;  // the constants above, by `gathered` and `element_wise`
+  bool scalar = false;           // the alternative is the fused kernels' scalar loop (T = tf32)
+  double alternative_fraction() const;  // the alternative's fraction of T's tensor rate (the constants above)
   bool pays() const;             // the rule above, or SOLDER_OPERAND_COPIES=force
   std::string figures() const;  // "copy 4.1 us + skeleton 9.0 us < mma.sync 80.2 us"
 };
 
-// The dtype a copy stores for T (bf16, f16, f8e4m3, f8e5m2); nullopt for f32 and tf32.
+// The dtype a copy stores for T (bf16, f16, f8e4m3, f8e5m2; f32 for tf32); nullopt for f32 and 3xtf32.
 std::optional<DType> copy_dtype(MmaType type);
 
 // The copies that bring `contract` onto the skeleton (rule above, pricing included; `pays()` says whether

@@ -14,6 +14,7 @@
 #include "contract/operand_reads.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
+#include "kernel/kernel_printer.h"
 
 namespace solder {
 namespace {
@@ -61,6 +62,84 @@ Kernel copy_kernel(const std::string& name, const GlobalTensor& padded, const Ex
   copy.threads = 256;
   copy.body.push_back(make_stmt(std::move(map)));
   return copy;
+}
+
+// Whether `x` is read along the side axis: it loads, and every load's last (contiguous) index uses `side`
+// and not `depth` (a weight b[k, n] copied into P[n, k]): the row copy above would read it column by
+// column.
+bool reads_along_side(const Expr& x, const std::string& side, const std::string& depth) {
+  bool any = false, along = true;
+  for_each_load(x, [&](const LoadNode& load) {
+    any = true;
+    if (load.index.empty()) {
+      along = false;
+      return;
+    }
+    std::set<std::string> used;
+    for (auto& v : vars_used(load.index.back())) used.insert(v);
+    along = along && used.count(side) && !used.count(depth);
+  });
+  return any && along;
+}
+
+// The transposing copy kernel `name`: P[s, k] = (k < K ? X(s, k) : 0) over s < S, k < Kp, one tile of
+// kTransposeCopyTile sides × kTransposeCopyTile k per block through shared memory: a map into the tile
+// with the side axis fastest (reads along X's contiguous index; the tile's store rounds to P's dtype as
+// P's would), a barrier, then a map of the tile into P with k fastest (writes along P's rows). The same
+// values as copy_kernel's, read and written in coalesced order.
+Kernel transposing_copy_kernel(const std::string& name, const GlobalTensor& padded, const Expr& x, const std::string& side,
+                               const std::string& depth, int64_t k, const std::string& comment, const std::string& tile_name = "",
+                               const std::string& side_tile_name = "", const std::string& depth_tile_name = "") {
+  const int64_t rows = padded.shape[0], kp = padded.shape[1], tile = kTransposeCopyTile;
+  const std::string side_tile = side_tile_name.empty() ? side + "_t" : side_tile_name;
+  const std::string depth_tile = depth_tile_name.empty() ? depth + "_t" : depth_tile_name;
+  auto global = [&](const std::string& tile_var, const std::string& var) {
+    return make_binary(BinaryOp::add, make_binary(BinaryOp::mul, make_var(tile_var), make_int(tile)), make_var(var));
+  };
+  const Expr global_side = global(side_tile, side), global_depth = global(depth_tile, depth);
+  Expr guard;
+  if (rows % tile != 0) guard = make_binary(BinaryOp::lt, global_side, make_int(rows));
+  if (kp % tile != 0) {
+    Expr in_k = make_binary(BinaryOp::lt, global_depth, make_int(kp));
+    guard = guard ? make_binary(BinaryOp::logical_and, guard, in_k) : in_k;
+  }
+  Kernel copy;
+  copy.name = name;
+  copy.grid = {{side_tile, (rows + tile - 1) / tile}, {depth_tile, (kp + tile - 1) / tile}};
+  copy.threads = 256;
+  Buffer staged;
+  staged.name = tile_name.empty() ? name + "_tile" : tile_name;
+  staged.shape = {tile, tile + 1};  // one padding column: the side-fastest stores fall on distinct banks
+  staged.dtype = padded.dtype;
+  staged.scope = Scope::shared;
+  copy.buffers.push_back(staged);
+  MapNode in;
+  in.comment = comment + ": " + std::to_string(tile) + " x " + std::to_string(tile) + " tiles, read along " + side;
+  in.domain.axes = {{depth, tile}, {side, tile}};
+  in.domain.guard = guard;
+  in.dst = Access{staged.name, {make_var(side), make_var(depth)}};
+  in.value = substitute_vars(x, {{side, global_side}, {depth, global_depth}});
+  if (kp != k) in.value = make_select(make_binary(BinaryOp::lt, global_depth, make_int(k)), in.value, make_const(0.0));
+  copy.body.push_back(make_stmt(std::move(in)));
+  copy.body.push_back(make_stmt(BarrierNode{}));
+  MapNode out;
+  out.comment = "the tile into " + padded.name + "'s rows, written along " + depth;
+  out.domain.axes = {{side, tile}, {depth, tile}};
+  out.domain.guard = guard;
+  out.dst = Access{padded.name, {global_side, global_depth}};
+  out.value = make_load(staged.name, {make_var(side), make_var(depth)});
+  copy.body.push_back(make_stmt(std::move(out)));
+  return copy;
+}
+
+// A statement's printed form without its comment (two kernels compared by what they compute).
+std::string uncommented(const Stmt& s) {
+  if (auto m = s.as<MapNode>()) {
+    MapNode copy = *m;
+    copy.comment.clear();
+    return print_stmt(make_stmt(std::move(copy)));
+  }
+  return print_stmt(s);
 }
 
 // What a copy computes, independent of its axes' names: P's shape and dtype and A printed with the row
@@ -295,12 +374,18 @@ bool convert_operands(PaddedOperands& result, const Kernel& k, std::map<std::str
     }
     copy.copy.name = free_global_name(result.program, copy.copy.name);
     result.program.globals.push_back(copy.copy);
-    result.program.kernels.push_back(copy_kernel("convert_" + copy.copy.name, copy.copy, copy.value, copy.side, copy.depth, copy.k,
-                                                 what + " before the skeleton's " + c.dst.name + " (K-major rows of " + std::to_string(row_bytes) +
-                                                     " bytes)"));
+    const std::string comment = what + " before the skeleton's " + c.dst.name + " (K-major rows of " + std::to_string(row_bytes) + " bytes)";
+    const bool transposed = transposing_copies_enabled() && reads_along_side(copy.value, copy.side, copy.depth);
+    result.program.kernels.push_back(transposed ? transposing_copy_kernel("convert_" + copy.copy.name, copy.copy, copy.value, copy.side,
+                                                                          copy.depth, copy.k, comment)
+                                                : copy_kernel("convert_" + copy.copy.name, copy.copy, copy.value, copy.side, copy.depth, copy.k,
+                                                              comment));
     shared[key] = copy.copy.name;
     parts.push_back(what + " into " + copy.copy.name + "[" + std::to_string(copy.copy.shape[0]) + ", " + std::to_string(copy.copy.shape[1]) +
-                    "] (" + copy.why + "; reads " + mb(copy.bytes_read) + ")");
+                    "] (" + copy.why + "; reads " + mb(copy.bytes_read) + ")" +
+                    (transposed ? ", transposed through " + std::to_string(kTransposeCopyTile) + " x " + std::to_string(kTransposeCopyTile) +
+                                      " shared tiles"
+                                : std::string()));
   }
   ContractNode converted = with_copies(c, copies->copies);
   std::string list;
@@ -311,6 +396,7 @@ bool convert_operands(PaddedOperands& result, const Kernel& k, std::map<std::str
   skeleton.body.push_back(make_stmt(std::move(converted)));
   result.program.kernels.push_back(std::move(skeleton));
   std::string note = c.dst.name + ": ";
+  if (c.type == MmaType::tf32) note += "bf16 x f16: both operands exact in tf32; conversion copies to f32, tf32 skeleton: ";
   for (size_t i = 0; i < parts.size(); ++i) note += (i ? "; " : "") + parts[i];
   result.notes.push_back(note + " before the skeleton: " + copies->figures());
   return true;
@@ -320,6 +406,55 @@ bool convert_operands(PaddedOperands& result, const Kernel& k, std::map<std::str
 
 int64_t padded_copy_rows(int64_t vectors_per_row) {
   return std::min(kPaddedCopyMaxRows, 256 / std::gcd(int64_t{256}, vectors_per_row));
+}
+
+std::optional<TransposingCopy> transposing_copy_of(const KernelProgram& program, const Kernel& kernel) {
+  if (kernel.body.size() != 3 || kernel.buffers.size() != 1 || kernel.grid.size() != 2) return std::nullopt;
+  auto in = kernel.body[0].as<MapNode>();
+  auto out = kernel.body[2].as<MapNode>();
+  if (!in || !kernel.body[1].as<BarrierNode>() || !out || out->domain.axes.size() != 2 || in->dst.name != kernel.buffers[0].name)
+    return std::nullopt;
+  const GlobalTensor* dst = program.find_global(out->dst.name);
+  if (!dst || dst->shape.size() != 2) return std::nullopt;
+  // X: src[k_g, s_g], under select(k_g < K, X, 0) where P has columns past K.
+  Expr x = in->value;
+  int64_t k = dst->shape[1];
+  if (auto sel = x.as<SelectNode>()) {
+    auto cond = sel->cond.as<BinaryNode>();
+    auto bound = cond && cond->op == BinaryOp::lt ? cond->rhs.as<ConstNode>() : nullptr;
+    if (!bound || !is_constant_zero(sel->if_false)) return std::nullopt;
+    k = static_cast<int64_t>(bound->value);
+    x = sel->if_true;
+  }
+  auto load = x.as<LoadNode>();
+  const GlobalTensor* src = load ? program.find_global(load->tensor) : nullptr;
+  if (!src || src->shape != std::vector<int64_t>{k, dst->shape[0]}) return std::nullopt;
+  const std::string& side = out->domain.axes[0].var;
+  const std::string& depth = out->domain.axes[1].var;
+  // The kernel must be exactly the one the pass builds for that load (comments aside).
+  Kernel expected = transposing_copy_kernel(kernel.name, *dst, make_load(src->name, {make_var(depth), make_var(side)}), side, depth, k, "",
+                                            kernel.buffers[0].name, kernel.grid[0].var, kernel.grid[1].var);
+  if (expected.grid.size() != 2 || expected.grid[0].var != kernel.grid[0].var || expected.grid[0].extent != kernel.grid[0].extent ||
+      expected.grid[1].var != kernel.grid[1].var || expected.grid[1].extent != kernel.grid[1].extent ||
+      expected.buffers[0].name != kernel.buffers[0].name || expected.buffers[0].shape != kernel.buffers[0].shape ||
+      expected.buffers[0].dtype != kernel.buffers[0].dtype)
+    return std::nullopt;
+  for (size_t i = 0; i < 3; ++i)
+    if (uncommented(expected.body[i]) != uncommented(kernel.body[i])) return std::nullopt;
+  TransposingCopy t;
+  t.src = src->name;
+  t.dst = dst->name;
+  t.sides = dst->shape[0];
+  t.kp = dst->shape[1];
+  t.k = k;
+  t.side_tiles = kernel.grid[0].extent;
+  t.k_tiles = kernel.grid[1].extent;
+  return t;
+}
+
+bool transposing_copies_enabled() {
+  const char* v = std::getenv("SOLDER_TRANSPOSE_COPIES");
+  return !(v && std::string(v) == "0");
 }
 
 bool padded_operands_enabled() {

@@ -57,10 +57,23 @@
 // tokens, C 4096: 33.6 MB read and 33.6 MB written at the copy rate, about 16 µs, against a product of
 // about 1 ms on the gathered GEMM).
 //
+// Conversion copies (contract/operand_copy_fit.h): a copy whose operand X is read along the side axis (its
+// loads' last, contiguous index is the row or column axis, not k: a weight b[k, n] copied into P[n, k])
+// transposes through shared memory, one tile of kTransposeCopyTile sides × kTransposeCopyTile k per block:
+//
+//   map  tile[s, k] = (k_g < K ? X(s_g, k_g) : 0)   over k < 64, s < 64, s fastest (reads along X's rows)
+//   barrier
+//   map  P[s_g, k_g] = tile[s, k]                    over s < 64, k < 64, k fastest (writes along P's rows)
+//
+// (s_g = s_t · 64 + s, k_g = k_t · 64 + k, both guarded on a ragged edge; the tile of P's dtype, so its
+// store rounds as P's would). SOLDER_TRANSPOSE_COPIES=0 keeps the row copy above for those too (reads
+// X column by column; main's form before the tiles), for A/B runs.
+//
 // SOLDER_PADDED_OPERANDS=0 turns the pass off (main's plan before it: the gathered GEMM), for A/B runs
 // and for the gathered GEMM's own tests.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +96,23 @@ struct PaddedOperands {
 };
 
 PaddedOperands pad_gathered_operands(const KernelProgram& program);
+
+// The side and k extent of a transposing conversion copy's shared tile.
+constexpr int64_t kTransposeCopyTile = 64;
+
+// Whether $SOLDER_TRANSPOSE_COPIES leaves transposing conversion copies on shared tiles (unset or anything but "0").
+bool transposing_copies_enabled();
+
+// A transposing copy of this pass read back from its Kernel IR, for the CUDA writer
+// (backend/cuda/transpose_copy_writer.h) where X is one load src[k, s] of a global of shape [K, S]:
+// P[s, k] = (k < K ? src[k, s] : 0) over s < S, k < Kp, block b the tile (b / k_tiles, b % k_tiles).
+struct TransposingCopy {
+  std::string src, dst;
+  int64_t sides = 0, k = 0, kp = 0;
+  int64_t side_tiles = 0, k_tiles = 0;
+};
+// The copy when `kernel` is exactly one that transposing_copy_kernel builds from such a load; nothing otherwise.
+std::optional<TransposingCopy> transposing_copy_of(const KernelProgram& program, const Kernel& kernel);
 
 // Whether $SOLDER_PADDED_OPERANDS leaves the pass on (unset or anything but "0").
 bool padded_operands_enabled();

@@ -9,6 +9,7 @@
 #include "backend/cuda/gemv_stream_writer.h"
 #include "backend/cuda/online_stream_writer.h"
 #include "backend/cuda/tf32_split_writer.h"
+#include "backend/cuda/transpose_copy_writer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -385,6 +386,10 @@ GeneratedModule generate_cuda(const KernelProgram& input, const CudaCodegenOptio
       // the 3xTF32 split of a whole contraction's operand (fusion/tf32_split.h) as gemm/tf32_split.cuh's tile
       source = split->source;
       module.kernels.push_back(split->info);
+    } else if (auto transpose = write_transpose_copy_kernel(named, named.kernels[i])) {
+      // a transposing conversion copy (fusion/padded_operands.h) in 16-byte vectors through a shared tile
+      source = transpose->source;
+      module.kernels.push_back(transpose->info);
     } else {
       // the generic writer for the rest: block_gemm where a reduce is a product it takes, else scalar
       generic::KernelWriter writer(program, k);

@@ -90,16 +90,65 @@ TEST(OperandCopyFit, Fp8IsTransposedAndE4m3IsWidened) {
   }
 }
 
-// What it refuses: T tf32 (bf16 x f16: the skeleton's fit takes no tf32), and everything when off.
-TEST(OperandCopyFit, RefusesTf32AndWhenOff) {
-  auto program = std::make_shared<Program>(parse_program_file(std::string(SOLDER_SOURCE_DIR) + "/tests/census/mixed_bf16_f16.sol"));
-  BoundProgram bound = bind_program(program, SizeChoice{false, {}});
-  std::string why;
-  EXPECT_FALSE(lower_whole_contraction(bound, 0, &why));
-  EXPECT_NE(why.find("T = tf32"), std::string::npos) << why;
+// bf16 x f16: the canonicalizer's T is tf32 (exact for both); both operands are copied into f32, K-major
+// (A [M, K] as it is, B [K, N] transposed into [N, K]), and the skeleton takes the tf32 contract reading
+// them. The copies pay at the census's 512³ (against the fused mma.sync kernel's rate) and at 4096³.
+TEST(OperandCopyFit, Bf16TimesF16IsCopiedIntoF32ForTheTf32Skeleton) {
+  for (auto dims : {std::vector<std::pair<std::string, int64_t>>{}, k4096}) {
+    const int64_t n = dims.empty() ? 512 : 4096;
+    SCOPED_TRACE(n);
+    auto w = whole("mixed_bf16_f16", dims);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->contract.type, MmaType::tf32);
+    EXPECT_FALSE(fit_gemm_skeleton(w->contract, w->globals).problem);
+    std::string why;
+    auto copies = fit_operand_copies(w->contract, w->globals, &why);
+    ASSERT_TRUE(copies) << why;
+    ASSERT_EQ(copies->copies.size(), 2u);
+    std::vector<GlobalTensor> globals = w->globals;
+    for (size_t i = 0; i < 2; ++i) {
+      const OperandCopy& copy = copies->copies[i];
+      EXPECT_EQ(copy.operand, i == 0 ? "A" : "B");
+      EXPECT_EQ(copy.copy.dtype, DType::f32);
+      EXPECT_EQ(copy.copy.shape, (std::vector<int64_t>{n, n}));
+      EXPECT_EQ(copy.bytes_read, n * n * 2);
+      globals.push_back(copy.copy);
+    }
+    EXPECT_NE(copies->copies[0].why.find("A is bf16, T is tf32"), std::string::npos) << copies->copies[0].why;
+    EXPECT_NE(copies->copies[1].why.find("B is f16, T is tf32"), std::string::npos) << copies->copies[1].why;
+    EXPECT_TRUE(copies->pays()) << copies->figures();
+    GemmSkeletonFit fit = fit_gemm_skeleton(with_copies(w->contract, copies->copies), globals);
+    ASSERT_TRUE(fit.problem) << fit.refusal;
+    EXPECT_TRUE(fit.problem->a.k_major);
+    EXPECT_TRUE(fit.problem->b.k_major);
+    EXPECT_EQ(fit.problem->a.dtype, DType::f32);
+  }
+}
+
+// bf16 x f16's copies are priced against the fused kernels' scalar loop (neither mma.sync kernel takes tf32;
+// its rate measured on the H200: kScalarLoopTensorFraction): at 256³ they pay, at 64³ they do not.
+TEST(OperandCopyFit, Bf16TimesF16IsPricedAgainstTheScalarLoop) {
+  for (int64_t n : {256, 64}) {
+    SCOPED_TRACE(n);
+    auto w = whole("mixed_bf16_f16", {{"M", n}, {"N", n}, {"K", n}});
+    ASSERT_TRUE(w);
+    std::string why;
+    auto copies = fit_operand_copies(w->contract, w->globals, &why);
+    ASSERT_TRUE(copies) << why;
+    EXPECT_TRUE(copies->scalar);
+    EXPECT_FALSE(copies->gathered);
+    EXPECT_EQ(copies->alternative_fraction(), kScalarLoopTensorFraction);
+    EXPECT_NE(copies->figures().find("scalar loop"), std::string::npos) << copies->figures();
+    EXPECT_EQ(copies->pays(), n == 256) << copies->figures();
+  }
+}
+
+// Everything is refused when the copies are off.
+TEST(OperandCopyFit, RefusesWhenOff) {
   auto w = whole("mixed_bf16_f32w", k4096);
   ASSERT_TRUE(w);
   ScopedEnv off("SOLDER_OPERAND_COPIES", "0");
+  std::string why;
   EXPECT_FALSE(fit_operand_copies(w->contract, w->globals, &why));
   EXPECT_NE(why.find("SOLDER_OPERAND_COPIES=0"), std::string::npos) << why;
 }

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "fusion/padded_operands.h"
+#include "kernel/kernel_printer.h"
 #include "fusion_test_util.h"
 
 namespace solder {
@@ -232,7 +233,7 @@ TEST(PaddedOperands, AnF32WeightIsConvertedBeforeTheSkeleton) {
 // intermediate that only e reads, is stored in bf16 by its own kernel instead of copied (store_in_t).
 TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
   ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
-  for (const char* name : {"mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "chain_f32_mid"}) {
+  for (const char* name : {"mixed_bf16_f32w", "mixed_cast_bf16", "mixed_f16_e4m3w", "mm_e4m3_nn", "chain_f32_mid", "mixed_bf16_f16"}) {
     SCOPED_TRACE(name);
     std::vector<std::pair<std::string, int64_t>> dims = {{"M", 100}, {"N", 72}, {"K", 40}};
     // chain_f32_mid: h whole needs K ≥ 348 (FLOPs per byte of h's round trip, K / 4, ≥ balance / 3)
@@ -245,8 +246,8 @@ TEST(PaddedOperands, ConvertedPlansVerifyOnTheExecutor) {
       EXPECT_EQ(copies, 0) << r.report;
       ASSERT_NE(r.kernels.find_global("h"), nullptr);
       EXPECT_EQ(r.kernels.find_global("h")->dtype, DType::bf16);
-    } else if (std::string(name) == "mm_e4m3_nn") {  // A's 40-byte rows padded to 48, B transposed
-      EXPECT_EQ(copies, 2) << r.report;
+    } else if (std::string(name) == "mm_e4m3_nn" || std::string(name) == "mixed_bf16_f16") {
+      EXPECT_EQ(copies, 2) << r.report;  // fp8: A's 40-byte rows padded to 48, B transposed; bf16 x f16: both into f32
     } else {
       EXPECT_EQ(copies, 1) << r.report;
     }
@@ -342,6 +343,95 @@ TEST(PaddedOperands, GatheredCopiesVerifyOnTheExecutor) {
     TensorSet inputs = make_inputs(bound, 7);
     auto v = testing::verify_kernels(bound, view, inputs);
     EXPECT_TRUE(v.ok()) << v.failures();
+  }
+}
+
+// bf16 x f16 at the census's 512³: both operands copied into f32 (a's rows as they are; b [K, N]
+// transposed through shared tiles), then the tf32 skeleton; the report says why.
+TEST(PaddedOperands, Bf16TimesF16RunsOnTheTf32Skeleton) {
+  CompileResult r = compile_program(bind_census("mixed_bf16_f16", {}), CompileOptions::for_gpu());
+  const KernelProgram& p = r.kernels;
+  for (const char* name : {"c_a_f32", "c_b_f32"}) {
+    const GlobalTensor* copy = p.find_global(name);
+    ASSERT_NE(copy, nullptr) << name << "\n" << r.report;
+    EXPECT_EQ(copy->dtype, DType::f32);
+    EXPECT_EQ(copy->shape, (std::vector<int64_t>{512, 512}));
+  }
+  ASSERT_EQ(p.kernels.size(), 3u) << r.report;
+  EXPECT_EQ(p.kernels[0].name, "convert_c_a_f32");
+  EXPECT_EQ(p.kernels[0].body.size(), 1u);  // a[m, k] is read along k: the row copy
+  EXPECT_EQ(p.kernels[1].name, "convert_c_b_f32");
+  EXPECT_EQ(p.kernels[1].body.size(), 3u);  // b[k, n] is read along n: the tiled transpose
+  const auto* c = p.kernels[2].body[0].as<ContractNode>();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->type, MmaType::tf32);
+  EXPECT_NE(r.report.find("bf16 x f16: both operands exact in tf32; conversion copies to f32, tf32 skeleton"), std::string::npos)
+      << r.report;
+  EXPECT_NE(r.report.find("transposed through 64 x 64 shared tiles"), std::string::npos) << r.report;
+  GeneratedModule m = generate_cuda(p);
+  EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGemmSkeleton), 1) << contraction_schedule_text(m.contractions);
+  EXPECT_NE(m.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos);
+}
+
+// The transposing copy of mm_e4m3_nn's b [K, N] (ragged: N 72, K 40 padded to 48) against the kernel
+// expected: a 64 x 64 tile of e4m3 (one padding column), the map into it with n fastest, a barrier, the map
+// out of it with k fastest, both guarded on the ragged edges; it reads back as the writer's copy.
+// SOLDER_TRANSPOSE_COPIES=0 keeps the row copy.
+TEST(PaddedOperands, TransposingCopyThroughASharedTile) {
+  ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
+  CompileResult r = compile_program(bind_census("mm_e4m3_nn", {{"M", 100}, {"N", 72}, {"K", 40}}), CompileOptions::for_gpu());
+  const Kernel* copy = kernel_named(r.kernels, "convert_c_b_f8e4m3");
+  ASSERT_NE(copy, nullptr) << r.report;
+  EXPECT_EQ(print_kernel(*copy), R"(kernel convert_c_b_f8e4m3
+  grid n_t < 2, k_t < 1  (2 blocks)  threads 256
+  shared convert_c_b_f8e4m3_tile[64, 65] : f8e4m3
+  # conversion copy of B = b[k, n] to f8e4m3 before the skeleton's c (K-major rows of 48 bytes): 64 x 64 tiles, read along n
+  map convert_c_b_f8e4m3_tile[n, k] = select(k_t * 64 + k < 40, b[k_t * 64 + k, n_t * 64 + n], 0.0)  over k < 64, n < 64 where n_t * 64 + n < 72 && k_t * 64 + k < 48
+  barrier block
+  # the tile into c_b_f8e4m3's rows, written along k
+  map c_b_f8e4m3[n_t * 64 + n, k_t * 64 + k] = convert_c_b_f8e4m3_tile[n, k]  over n < 64, k < 64 where n_t * 64 + n < 72 && k_t * 64 + k < 48
+)");
+  std::optional<TransposingCopy> t = transposing_copy_of(r.kernels, *copy);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->src, "b");
+  EXPECT_EQ(t->dst, "c_b_f8e4m3");
+  EXPECT_EQ(t->sides, 72);
+  EXPECT_EQ(t->k, 40);
+  EXPECT_EQ(t->kp, 48);
+  EXPECT_EQ(t->side_tiles, 2);
+  EXPECT_EQ(t->k_tiles, 1);
+  // A's copy (a[m, k], read along k) is no transposing copy.
+  const Kernel* a_copy = kernel_named(r.kernels, "convert_c_a_f8e4m3");
+  ASSERT_NE(a_copy, nullptr);
+  EXPECT_FALSE(transposing_copy_of(r.kernels, *a_copy));
+  ScopedEnv rows("SOLDER_TRANSPOSE_COPIES", "0");
+  CompileResult row = compile_program(bind_census("mm_e4m3_nn", {{"M", 100}, {"N", 72}, {"K", 40}}), CompileOptions::for_gpu());
+  const Kernel* row_copy = kernel_named(row.kernels, "convert_c_b_f8e4m3");
+  ASSERT_NE(row_copy, nullptr);
+  EXPECT_EQ(row_copy->body.size(), 1u);
+  EXPECT_TRUE(row_copy->buffers.empty());
+}
+
+// The writer takes the transposing copy where b's rows are whole 16-byte vectors (N 512: 16 e4m3 a vector in,
+// 16 out), and leaves N 72 (72 bytes) to the generic writer; SOLDER_TRANSPOSE_COPIES=generic leaves all to it.
+TEST(PaddedOperands, TransposingCopyWriter) {
+  for (int64_t n : {512, 72}) {
+    SCOPED_TRACE(n);
+    ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
+    CompileResult r = compile_program(bind_census("mm_e4m3_nn", {{"M", 128}, {"N", n}, {"K", 64}}), CompileOptions::for_gpu());
+    GeneratedModule m = generate_cuda(r.kernels);
+    const bool written = m.source.find("16-byte reads along s, 16-byte writes along k") != std::string::npos;
+    EXPECT_EQ(written, n == 512) << m.source;
+    if (n == 512) {
+      EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 in_[16];"), std::string::npos) << m.source;
+      EXPECT_NE(m.source.find("alignas(16) __nv_fp8_e4m3 packed_[16];"), std::string::npos) << m.source;
+      EXPECT_EQ(m.source.find("  __shared__"), std::string::npos) << m.source;  // dynamic shared memory only
+      for (auto& k : m.kernels)
+        if (k.name == "convert_c_b_f8e4m3") EXPECT_EQ(k.shared_bytes, 64 * 65 * 4);
+      ScopedEnv generic("SOLDER_TRANSPOSE_COPIES", "generic");
+      GeneratedModule g = generate_cuda(r.kernels);
+      EXPECT_EQ(g.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos);
+    }
   }
 }
 
