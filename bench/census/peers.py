@@ -9,6 +9,8 @@ checked against float64 on the GPU. One JSON line per (cell, peer).
   peers.py --list             print the cells' names
   peers.py [--cells A,B] [--out FILE]
   --set opcopy                the twenty-first session's cells (other-dtype operands, GQA) instead of the census's
+  --set gather                the twenty-second session's cells (embedding then linear, selected weight rows at an
+                              LLM-like size: bench/gather_copy/*.sol)
 """
 import argparse
 import json
@@ -139,6 +141,50 @@ def opcopy_main(args):
     return 0
 
 
+# gather-copy's cells (twenty-second session): the census's gathers at an LLM-like size, token / row ids
+# drawn over the whole table, written as a user would (F.embedding then F.linear; F.linear(x, w[idx])):
+# name: (program, dims, FLOPs).
+GATHER_CELLS = {
+    "embed_llm": ("bench/gather_copy/embed_llm", {"T": 4096, "V": 32000, "C": 4096, "N": 4096}, 2 * 4096 ** 3),
+    "gather_rows_llm": ("bench/gather_copy/gather_rows_llm", {"M": 4096, "N": 11008, "K": 4096, "V": 32000}, 2 * 4096 * 11008 * 4096),
+}
+
+
+def gather_main(args):
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    from graph_timing import median_us
+    out = open(args.out, "a") if args.out else sys.stdout
+    torch.manual_seed(1)
+    cells = args.cells.split(",") if args.cells != ",".join(CELLS) else list(GATHER_CELLS)
+    for cell in cells:
+        prog, d, cell_flops = GATHER_CELLS[cell]
+        bf = dict(device="cuda", dtype=torch.bfloat16)
+        if cell == "embed_llm":
+            make = lambda: [torch.randint(0, d["V"], (d["T"],), device="cuda"), torch.randn(d["V"], d["C"], **bf), torch.randn(d["N"], d["C"], **bf)]
+            user = lambda tok, emb, w: F.linear(F.embedding(tok, emb), w)
+            ref_fn = lambda tok, emb, w: emb[tok].double() @ w.double().T
+        else:
+            make = lambda: [torch.randn(d["M"], d["K"], **bf), torch.randint(0, d["V"], (d["N"],), device="cuda"), torch.randn(d["V"], d["K"], **bf)]
+            user = lambda a, idx, w: F.linear(a, w[idx])
+            ref_fn = lambda a, idx, w: a.double() @ w[idx].double().T
+        sets = [make(), make()]
+        ref = ref_fn(*sets[0])
+        for peer in args.peers.split(","):
+            fn = user if peer == "eager" else torch.compile(user)
+            t0 = time.time()
+            y = fn(*sets[0])
+            torch.cuda.synchronize()
+            first_s = time.time() - t0
+            err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+            us = median_us(fn, sets, calls=20, replays=15)
+            rec = {"cell": cell, "program": prog, "dims": d, "peer": peer, "median_us": us, "tflops": cell_flops / us / 1e6, "max_rel_err": err,
+                   "first_call_s": first_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+            print(json.dumps(rec), file=out, flush=True)
+    return 0
+
+
 def program_path(prog):
     return (prog if "/" in prog else "tests/census/" + prog) + ".sol"
 
@@ -162,9 +208,9 @@ def main():
     ap.add_argument("--cells", default=",".join(CELLS))
     ap.add_argument("--out")
     ap.add_argument("--peers", default="eager,compile")
-    ap.add_argument("--set", default="census", choices=["census", "opcopy"])
+    ap.add_argument("--set", default="census", choices=["census", "opcopy", "gather"])
     args = ap.parse_args()
-    table = OPCOPY_CELLS if args.set == "opcopy" else CELLS
+    table = {"opcopy": OPCOPY_CELLS, "gather": GATHER_CELLS}.get(args.set, CELLS)
     if args.list:
         print("\n".join(table))
         return 0
@@ -174,6 +220,8 @@ def main():
         return 0
     if args.set == "opcopy":
         return opcopy_main(args)
+    if args.set == "gather":
+        return gather_main(args)
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
     from graph_timing import median_us

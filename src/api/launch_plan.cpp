@@ -79,7 +79,11 @@ std::string check_attention_operands(const AttentionSkeletonLaunch& launch, std:
     std::string t = runtime::plan_gemm_operand(gemm_operand(*launch.bias_tile, pointers), "bias tile", &args);
     if (!t.empty()) return t;
   }
-  if (launch.bias_column) return runtime::plan_gemm_operand(gemm_operand(*launch.bias_column, pointers), "bias column", &args);
+  if (launch.bias_column) {
+    std::string c = runtime::plan_gemm_operand(gemm_operand(*launch.bias_column, pointers), "bias column", &args);
+    if (!c.empty()) return c;
+  }
+  if (launch.out) return runtime::plan_gemm_operand(gemm_operand(*launch.out, pointers), "O", &args);
   return "";
 }
 

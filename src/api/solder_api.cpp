@@ -386,7 +386,9 @@ void Kernel::operator()(std::span<const TensorArg> inputs, std::span<const Tenso
         std::optional<runtime::TensorMapBytes> bias_tile, bias_column;
         if (attention->bias_tile) bias_tile = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_tile, pointers), "bias tile");
         if (attention->bias_column) bias_column = runtime::encode_gemm_operand(detail::gemm_operand(*attention->bias_column, pointers), "bias column");
-        maps[k].attention.emplace(q, kk, v, attention_shape_arg(*attention), bias_tile, bias_column, pointers);
+        std::optional<runtime::TensorMapBytes> out;
+        if (attention->out) out = runtime::encode_gemm_operand(detail::gemm_operand(*attention->out, pointers), "O");
+        maps[k].attention.emplace(q, kk, v, attention_shape_arg(*attention), bias_tile, bias_column, pointers, out);
         continue;
       }
       const auto& gemm = st.generated.kernels[k].gemm;

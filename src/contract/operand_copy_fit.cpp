@@ -6,6 +6,7 @@
 
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
+#include "contract/operand_reads.h"
 #include "hw/hardware.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
@@ -38,7 +39,8 @@ std::string OperandCopies::figures() const {
 }
 
 double OperandCopies::alternative_fraction() const {
-  return gathered ? kGatheredGemmTensorFraction : scalar ? kScalarLoopTensorFraction : kFusedMmaSyncTensorFraction;
+  if (gathered) return element_wise ? kGatheredGemmElementWiseTensorFraction : kGatheredGemmTensorFraction;
+  return scalar ? kScalarLoopTensorFraction : kFusedMmaSyncTensorFraction;
 }
 
 std::optional<DType> copy_dtype(MmaType type) {
@@ -119,11 +121,9 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
     copy.side = side;
     copy.depth = depth;
     copy.k = k;
-    for (auto& tensor : tensors_used(x)) {
-      const GlobalTensor* g = find(globals, tensor);
-      if (!g) return refuse("operand " + std::string(name) + " reads " + tensor + ", not a global tensor");
-      copy.bytes_read += g->bytes();
-    }
+    for (auto& tensor : tensors_used(x))
+      if (!find(globals, tensor)) return refuse("operand " + std::string(name) + " reads " + tensor + ", not a global tensor");
+    copy.bytes_read = *operand_bytes_read(x, extent_of(side) * k, globals);  // a gather: the rows it reads (operand_reads.h)
     copy.why = staged_why;
     out.copies.push_back(std::move(copy));
   }
@@ -150,7 +150,9 @@ std::optional<OperandCopies> fit_operand_copies(const ContractNode& c, const std
   for (auto& a : c.domain.axes) flops *= static_cast<double>(a.extent);
   double tflops = rates.tensor(mma_type_name(c.type));
   if (!(tflops > 0)) tflops = fp8_type ? 1570 : 785;  // no rates: the H100's dense figures
-  out.gathered = fit_gathered_gemm(c, globals).problem.has_value();
+  const GatheredGemmFit gathered = fit_gathered_gemm(c, globals);
+  out.gathered = gathered.problem.has_value();
+  out.element_wise = out.gathered && (gathered.problem->a_leaves.empty() || gathered.problem->b_leaves.empty());
   out.scalar = !out.gathered && c.type == MmaType::tf32;
   out.mma_sync_us = rates.launch_us + flops / (tflops * 1e6 * out.alternative_fraction());
   return out;

@@ -24,7 +24,8 @@
 //
 //   copy_us + skeleton_us  <  mma_sync_us,
 //
-// copy_us: each copy's bytes (what its operand's tensors hold, read once, and P_X written once) at the
+// copy_us: each copy's bytes (what it reads of its operand's tensors, once: contract/operand_reads.h, the
+// rows a gather selects rather than the whole table; and P_X written once) at the
 // device-to-device copy rate (Rates::hbm_tbps), plus one launch each (plan/copy_cost.h); skeleton_us:
 // the cost model's prediction for the copied problem; mma_sync_us: one launch and the product's FLOPs at
 // the fraction of T's tensor rate that the kernel running it otherwise reaches (the gathered GEMM where it
@@ -51,6 +52,11 @@ namespace solder {
 // rounds: mixed_bf16_f32w at 4096³ with 64-row tiles, 6957 µs, 2.5 %; 0.7 % at 512³, 46.6 µs).
 constexpr double kGatheredGemmTensorFraction = 0.14;
 constexpr double kFusedMmaSyncTensorFraction = 0.025;
+// The gathered GEMM where it evaluates an operand element by element (no tree of selects over load-free
+// loads, gathered_gemm_fit.h's leaves: a row gather, emb[tok[t], c] or w[idx[n], k]), measured on the H200
+// (gather-copy's call, 2026-11-29, bench/NOTES.md): embed_matmul at 4096 tokens, C 4096, N 4096, 7040 µs
+// (2.5 %); x @ w[idx].T at 4096 x 11008 x 4096, 13.1 ms (3.6 %); 1.0 % at the census's 512 x 512 x 256.
+constexpr double kGatheredGemmElementWiseTensorFraction = 0.025;
 // T = tf32 (bf16 x f16), which neither takes: the fused kernels' scalar loop, mixed_bf16_f16 at 4096³ with the
 // copies off, 21261 µs (6.46 TFLOP/s against the compiled-in 392 of tf32; opcopy2's call, 2026-11-29).
 constexpr double kScalarLoopTensorFraction = 0.0165;
@@ -62,7 +68,7 @@ struct OperandCopy {
   std::string side;      // the side axis (row for A, column for B)
   std::string depth;     // the reduced axis
   int64_t k = 0;         // K (the copy's columns past it are zeros)
-  int64_t bytes_read = 0;  // what X's tensors hold
+  int64_t bytes_read = 0;  // what the copy reads of X's tensors (operand_reads.h)
   std::string why;       // why the skeleton does not stage X as it is
 };
 
@@ -70,6 +76,7 @@ struct OperandCopies {
   std::vector<OperandCopy> copies;
   double copy_us = 0, skeleton_us = 0, mma_sync_us = 0;
   bool gathered = false;         // the alternative is the gathered GEMM (else the fused mma.sync kernel)
+  bool element_wise = false;     // ... evaluating an operand element by element (a row gather)
   bool scalar = false;           // the alternative is the fused kernels' scalar loop (T = tf32)
   double alternative_fraction() const;  // the alternative's fraction of T's tensor rate (the constants above)
   bool pays() const;             // the rule above, or SOLDER_OPERAND_COPIES=force

@@ -11,6 +11,7 @@
 #include "contract/gathered_gemm_fit.h"
 #include "contract/gemm_skeleton_fit.h"
 #include "contract/operand_copy_fit.h"
+#include "contract/operand_reads.h"
 #include "ir/expr_visitor.h"
 #include "ir/printer.h"
 #include "kernel/kernel_printer.h"
@@ -289,10 +290,8 @@ std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std:
   const int64_t per_row = 16 / dtype_bytes(t);
   const int64_t m = p.m, kk = p.k, kp = (kk + per_row - 1) / per_row * per_row;
   const int64_t copy_bytes = m * kp * dtype_bytes(t);
-  std::set<std::string> read;
-  for (auto& leaf : p.a_leaves) read.insert(leaf.load.as<LoadNode>()->tensor);
-  int64_t read_bytes = 0;
-  for (auto& name : read) read_bytes += program.find_global(name)->bytes();
+  // What the copy reads of A's tensors (contract/operand_reads.h): each at most whole, at most M · K elements per load.
+  const int64_t read_bytes = operand_bytes_read(p.a, m * kk, program.globals).value_or(0);
   if (static_cast<double>(copy_bytes) > kPaddedCopyMaxRatio * static_cast<double>(read_bytes)) {
     why = "the copy of A (" + mb(copy_bytes) + ") is more than " + std::to_string(kPaddedCopyMaxRatio).substr(0, 4) +
           "x what A reads (" + mb(read_bytes) + ")";
@@ -340,6 +339,13 @@ std::optional<Candidate> pad(const KernelProgram& program, const Kernel& k, std:
   return out;
 }
 
+// What a copy is, for the report: "gathered copy of A (emb[tok])" for a row gather (operand_reads.h),
+// "conversion copy of B = w[n, k]" otherwise.
+std::string copy_title(const OperandCopy& copy) {
+  if (std::optional<std::string> gather = row_gather(copy.value, copy.side, copy.depth)) return "gathered copy of " + copy.operand + " (" + *gather + ")";
+  return "conversion copy of " + copy.operand + " = " + print_expr(copy.value);
+}
+
 // Kernel `k` (one whole contract the skeleton refuses) as conversion copies of its operands into T, then
 // the skeleton (contract/operand_copy_fit.h), appended to `result` when they fit and pay; false otherwise,
 // with `why` extended by the reason when the contract would stay on the gathered GEMM.
@@ -349,31 +355,34 @@ bool convert_operands(PaddedOperands& result, const Kernel& k, std::map<std::str
   std::string refusal;
   std::optional<OperandCopies> copies = fit_operand_copies(c, result.program.globals, &refusal);
   if (!copies || !copies->pays()) {
-    if (!why.empty()) why += "; no conversion copy: " + (copies ? copies->figures() : refusal);
+    std::string gathers;  // the row gathers among the copies, named in the report
+    if (copies)
+      for (auto& copy : copies->copies)
+        if (row_gather(copy.value, copy.side, copy.depth)) gathers += (gathers.empty() ? "" : " and ") + copy_title(copy);
+    if (!why.empty()) why += "; no " + (gathers.empty() ? std::string("conversion copy") : gathers) + ": " + (copies ? copies->figures() : refusal);
     return false;
   }
   std::vector<std::string> parts;
   for (auto& copy : copies->copies) {
     const std::string key = copy_key(copy.copy, copy.value, copy.side, copy.depth, copy.k);
     const int64_t row_bytes = copy.copy.shape[1] * dtype_bytes(copy.copy.dtype);
-    std::string what = copy.operand + " = " + print_expr(copy.value);
+    const std::string what = copy_title(copy) + " to " + std::string(dtype_name(copy.copy.dtype));
     if (auto it = shared.find(key); it != shared.end()) {
       copy.copy.name = it->second;  // an earlier copy computes the same tensor
-      parts.push_back("conversion copy of " + what + " to " + std::string(dtype_name(copy.copy.dtype)) + " read from " + copy.copy.name);
+      parts.push_back(what + " read from " + copy.copy.name);
       continue;
     }
     copy.copy.name = free_global_name(result.program, copy.copy.name);
     result.program.globals.push_back(copy.copy);
-    const std::string comment = "conversion copy of " + what + " to " + std::string(dtype_name(copy.copy.dtype)) + " before the skeleton's " +
-                                c.dst.name + " (K-major rows of " + std::to_string(row_bytes) + " bytes)";
+    const std::string comment = what + " before the skeleton's " + c.dst.name + " (K-major rows of " + std::to_string(row_bytes) + " bytes)";
     const bool transposed = transposing_copies_enabled() && reads_along_side(copy.value, copy.side, copy.depth);
     result.program.kernels.push_back(transposed ? transposing_copy_kernel("convert_" + copy.copy.name, copy.copy, copy.value, copy.side,
                                                                           copy.depth, copy.k, comment)
                                                 : copy_kernel("convert_" + copy.copy.name, copy.copy, copy.value, copy.side, copy.depth, copy.k,
                                                               comment));
     shared[key] = copy.copy.name;
-    parts.push_back("conversion copy of " + what + " to " + std::string(dtype_name(copy.copy.dtype)) + " into " + copy.copy.name + "[" +
-                    std::to_string(copy.copy.shape[0]) + ", " + std::to_string(copy.copy.shape[1]) + "] (" + copy.why + ")" +
+    parts.push_back(what + " into " + copy.copy.name + "[" + std::to_string(copy.copy.shape[0]) + ", " + std::to_string(copy.copy.shape[1]) +
+                    "] (" + copy.why + "; reads " + mb(copy.bytes_read) + ")" +
                     (transposed ? ", transposed through " + std::to_string(kTransposeCopyTile) + " x " + std::to_string(kTransposeCopyTile) +
                                       " shared tiles"
                                 : std::string()));

@@ -13,8 +13,10 @@
 //              and the gathered GEMM takes it (fit_gathered_gemm: one product term after merging K
 //                  ranges, A a tree of zero-filled selects over loads, exact in T), with one row axis,
 //                  one reduced axis and no batch
-//              and the copy is no larger than what A reads: M · Kp · |T| ≤ 1.25 × the bytes of the
-//                  tensors A's loads read (a concatenation or a re-pitched input, not an im2col)
+//              and the copy is no larger than what A reads: M · Kp · |T| ≤ 1.25 × the bytes the copy
+//                  reads of A's tensors (contract/operand_reads.h: each tensor at most whole, at most
+//                  M · K elements per load of it), so a concatenation or a re-pitched input, not an
+//                  im2col (whose M · K elements re-read a tensor KH · KW times smaller)
 //              and the skeleton takes the contract with A = P[m, k] (its B as written),
 //
 // where Kp is K rounded up to 16 bytes of T. Then a kernel before W copies A into a new intermediate
@@ -40,6 +42,20 @@
 // reads h0's copy h0_a_padded). The copies together are at most kPaddedCopyMaxRatio × the bytes of the
 // ranges' tensors. Where that does not fit, the whole A is copied as above. nerf_mlp at its paper size:
 // the copies write 8.4 + 4.2 MB instead of 8.4 + 41.9 + 37.7 MB.
+//
+// Conversion and gathered copies (contract/operand_copy_fit.h): a contract this rule does not take, whose
+// operand the skeleton cannot stage as written (another dtype, a computed operand, or rows gathered by an
+// integer tensor: an embedding's A = emb[tok[t], c], selected weight rows' B = w[idx[n], k]), runs as a
+// copy of that operand into T, K-major, then the skeleton, where the price says it pays: the copy's bytes
+// at the copy rate (plan/copy_cost.h; a gather reads the M · K elements it selects, at most its table,
+// not the table: operand_reads.h) plus the skeleton's prediction, under the gathered GEMM's. The report
+// says "gathered copy of A (emb[tok]) to bf16 into ..." with the price, or why not ("no gathered copy of
+// A (emb[tok]): copy ... >= gathered GEMM ..."). Why not through the rule above: an index-gathered A is
+// not a tree of selects over loads with load-free indices (gathered_gemm_fit.h's leaves), and its
+// ratio says nothing about whether it pays — the price does. With V ≥ M table rows the copy writes what
+// it reads (ratio 1); with V < M it writes M / V times the table, and still pays at LLM sizes (4096
+// tokens, C 4096: 33.6 MB read and 33.6 MB written at the copy rate, about 16 µs, against a product of
+// about 1 ms on the gathered GEMM).
 //
 // Conversion copies (contract/operand_copy_fit.h): a copy whose operand X is read along the side axis (its
 // loads' last, contiguous index is the row or column axis, not k: a weight b[k, n] copied into P[n, k])

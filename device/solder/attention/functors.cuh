@@ -407,6 +407,22 @@ __host__ __device__ constexpr bool epilogue_staged_combine(long) {
   return false;
 }
 
+// Whether a staged Epilogue stores its rows by TMA (kTmaStore true, with kStaged): a member
+// `TensorMap out_map`, o as rank 3 {HeadDim, seq_q rows, heads} (the element type the output's 16-bit
+// dtype, box {64, 16, 1}, 128-byte swizzle: one 16-row panel of a consumer warp's staged slice), so that
+// each consumer warp writes its staged rows with one cp.async.bulk.tensor store per 64 columns instead of
+// 16-byte stores (sm90_attention.cuh, "Staged epilogue"). The map's row extent clips rows past seq_q.
+// Launched through attention_kernel_tma_store (SOLDER_ATTENTION_KERNEL_TMA_STORE), whose epilogue is a
+// __grid_constant__ parameter, so the map's address is the parameter's.
+template <class E>
+__host__ __device__ constexpr auto epilogue_tma_store(int) -> decltype(E::kTmaStore, true) {
+  return E::kTmaStore;
+}
+template <class E>
+__host__ __device__ constexpr bool epilogue_tma_store(long) {
+  return false;
+}
+
 // Whether Epilogue offers the staged epilogue's interface (kStaged true; sm90_attention.cuh, "Staged
 // epilogue"): staged_pack(bh, row, col, o0, o1), the stored pair o[bh][row][col], [col + 1] as one 4-byte word
 // (the element-wise tail applied and rounded to the output's 16-bit dtype), and staged_row(bh, row), the address

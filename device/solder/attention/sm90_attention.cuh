@@ -14,6 +14,9 @@
 //                                    const __grid_constant__ TensorMap v, AttentionShape shape,
 //                                    const __grid_constant__ Score score,
 //                                    Mask mask, Epilogue epilogue);
+//   attention_kernel_tma_store<...>: the same with `const __grid_constant__ Epilogue epilogue`, for an
+//   Epilogue of kTmaStore (functors.cuh), whose out_map TMA must read from the parameter itself. (A
+//   __grid_constant__ epilogue everywhere costs registers: a data-mask kernel spills 12 bytes with it.)
 //
 // Score, Mask and State: functors.cuh. The epilogue receives each output row in pairs of columns:
 //
@@ -72,7 +75,11 @@
 // instead of after the last S), syncs its
 // warpgroup (named barrier 10 + c; once before writing, so the previous tile's reads are done), and
 // stores whole rows with st.global.v4 (8 lanes per 128-byte line), rows past seq_q skipped; the
-// per-pair 4-byte stores (16 per thread at hd64) become 4 full-line stores per thread. The rings and the turn run on across work tiles:
+// per-pair 4-byte stores (16 per thread at hd64) become 4 full-line stores per thread. With an Epilogue of
+// kTmaStore (functors.cuh: a TensorMap out_map of o) each warp instead fences its writes to the async proxy
+// and its lane 0 stores the warp's 16 rows by one cp.async.bulk.tensor per 64 columns (the map clips rows
+// past seq_q), then waits until those stores have read shared memory (cp.async.bulk.wait_group.read)
+// before the rows are rewritten or the Q buffer released: no named barrier, no registers held by stores. The rings and the turn run on across work tiles:
 // the next tile's loads overlap this tile's epilogue.
 #pragma once
 
@@ -200,6 +207,21 @@ __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
 __device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1, int c2, uint64_t* bar) {
   const int32_t coords[3] = {c0, c1, c2};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &map, coords, bar);
+}
+
+// A rank-3 TMA store of the box at (c0, c1, c2) from shared memory (address `src`, 1024-byte aligned for
+// the 128-byte swizzle) into the calling thread's bulk group; elements outside the map's extents are not
+// written. Called by one thread; the map is a __grid_constant__ parameter (or in global or constant memory).
+__device__ __forceinline__ void tma_store(const TensorMap& map, uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(&map), "r"(src),
+               "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+// Closes the calling thread's bulk group and waits until its stores have read shared memory (not until
+// their global writes are visible: the grid's end orders those). Called by the thread that stored.
+__device__ __forceinline__ void tma_store_commit_and_wait_read() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
 // Named barriers 1..Consumers order the consumers' MMA issue (barrier 0 is __syncthreads). Called by
@@ -1093,6 +1115,8 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
     // Config::QRowsEpilogue: the staged epilogue in the work tile's Q rows on persistent blocks, so each
     // consumer releases its Q buffer after the epilogue's reads of it, not after its last S.
     constexpr bool kQRows = kStagedEpilogue && C::QRowsEpilogue;
+    // An Epilogue of kTmaStore (functors.cuh): each warp stores its 16 staged rows by TMA (out_map).
+    constexpr bool kTmaStore = kStagedEpilogue && epilogue_tma_store<Epilogue>(0);
     static_assert(!C::QRowsEpilogue || !kData, "QRowsEpilogue: not with a data mask");
     static_assert(kEpilogueBarrier + C::Consumers <= 16, "named barriers: 16");
 
@@ -1622,7 +1646,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
       // above): the stored words into this consumer's slice of the buffer, then whole rows with 16-byte
       // stores. Taken only where every row's address is 16-byte aligned (a warp-uniform test).
       bool staged = false;
-      if constexpr (kStagedEpilogue) staged = (reinterpret_cast<uintptr_t>(epilogue.staged_row(0, 0)) & 15) == 0 && (C::HeadDim * 2) % 16 == 0;
+      if constexpr (kStagedEpilogue && !kTmaStore)
+        staged = (reinterpret_cast<uintptr_t>(epilogue.staged_row(0, 0)) & 15) == 0 && (C::HeadDim * 2) % 16 == 0;
+      if constexpr (kTmaStore) staged = true;  // the map's encoding checked the address and strides
       // (Config::QRowsEpilogue: a work tile without key tiles took no Q buffer, so it stores pair by pair)
       if constexpr (kQRows) staged = staged && count > 0;
       if constexpr (kStagedEpilogue) {
@@ -1642,8 +1668,9 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
           // the 8 rows of one store instruction hit 8 different chunks (no bank conflict).
           const uint32_t to_row = slice + (16 * warp + lane / 4) * 128 + col_lane * 2;
           const uint32_t swizzle = (lane / 4) * 16;
-          // this slice's 16-byte reads of the previous tile are done in every warp
-          detail::named_sync(kEpilogueBarrier + consumer, 128);
+          // this slice's 16-byte reads of the previous tile are done in every warp (kTmaStore: each warp
+          // writes and stores only its own 16 rows, and its stores' reads ended before its last tile did)
+          if constexpr (!kTmaStore) detail::named_sync(kEpilogueBarrier + consumer, 128);
 #pragma unroll
           for (int i = 0; i < C::HeadDim / 2; i += 2) {
             const int r = (i / 2) % 2;
@@ -1653,21 +1680,36 @@ __device__ __forceinline__ void attention_body(const TensorMap& q, const TensorM
             const uint32_t at = to_row + (col / 64) * 64 * 128 + r * 8 * 128 + ((((col % 64) / 8) * 16) ^ swizzle);
             asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(word));
           }
-          detail::named_sync(kEpilogueBarrier + consumer, 128);  // the slice is written
-          // Reads: 128 threads cover 128 / kRowChunks rows per step, 8 consecutive lanes one 128-byte panel
-          // row (conflict-free), and store them as full 128-byte lines.
-          constexpr int kRowsPerStep = 128 / kRowChunks;
-          const int first_local = thread / kRowChunks, chunk = thread % kRowChunks;
-          const uint32_t from = slice + (chunk / 8) * 64 * 128 + first_local * 128 + (((chunk % 8) ^ (first_local % 8)) * 16);
+          if constexpr (kTmaStore) {
+            // This warp's 16 rows of each 64-column panel by one TMA store: the generic writes made visible
+            // to the async proxy (every writer fences), then lane 0 issues the stores and waits until they
+            // have read shared memory, so the rows may be rewritten (the next tile) or the Q buffer released.
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncwarp();
+            if (lane == 0) {
 #pragma unroll
-          for (int n = 0; n < 64 / kRowsPerStep; ++n) {
-            const int local = first_local + kRowsPerStep * n;  // local % 8 = first_local % 8 (kRowsPerStep: 16 or 8)
-            uint32_t x, y, z, u;
-            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(u) : "r"(from + kRowsPerStep * n * 128));
-            const int row = my_row0 + local;
-            if (row < shape.seq_q) {
-              unsigned char* to = static_cast<unsigned char*>(epilogue.staged_row(w.bh, row)) + 16 * chunk;
-              asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(x), "r"(y), "r"(z), "r"(u) : "memory");
+              for (int panel = 0; panel < C::HeadDim / 64; ++panel)
+                detail::tma_store(epilogue.out_map, slice + panel * 64 * 128 + 16 * warp * 128, 64 * panel, my_row0 + 16 * warp, w.bh);
+              detail::tma_store_commit_and_wait_read();
+            }
+            __syncwarp();
+          } else {
+            detail::named_sync(kEpilogueBarrier + consumer, 128);  // the slice is written
+            // Reads: 128 threads cover 128 / kRowChunks rows per step, 8 consecutive lanes one 128-byte panel
+            // row (conflict-free), and store them as full 128-byte lines.
+            constexpr int kRowsPerStep = 128 / kRowChunks;
+            const int first_local = thread / kRowChunks, chunk = thread % kRowChunks;
+            const uint32_t from = slice + (chunk / 8) * 64 * 128 + first_local * 128 + (((chunk % 8) ^ (first_local % 8)) * 16);
+#pragma unroll
+            for (int n = 0; n < 64 / kRowsPerStep; ++n) {
+              const int local = first_local + kRowsPerStep * n;  // local % 8 = first_local % 8 (kRowsPerStep: 16 or 8)
+              uint32_t x, y, z, u;
+              asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(u) : "r"(from + kRowsPerStep * n * 128));
+              const int row = my_row0 + local;
+              if (row < shape.seq_q) {
+                unsigned char* to = static_cast<unsigned char*>(epilogue.staged_row(w.bh, row)) + 16 * chunk;
+                asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(x), "r"(y), "r"(z), "r"(u) : "memory");
+              }
             }
           }
         }
@@ -1715,6 +1757,15 @@ __global__ void __launch_bounds__(C::Threads, 1)
     attention_kernel(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
                      const __grid_constant__ TensorMap v, AttentionShape shape, const __grid_constant__ Score score, Mask mask,
                      Epilogue epilogue) {
+  static_assert(!epilogue_tma_store<Epilogue>(0) || !C::StagedEpilogue, "an Epilogue of kTmaStore: attention_kernel_tma_store");
+  attention_body<C, Score, Mask, Epilogue, State>(q, k, v, shape, score, mask, epilogue);
+}
+
+template <class C, class Score, class Mask, class Epilogue, template <int> class State = OnlineSoftmax>
+__global__ void __launch_bounds__(C::Threads, 1)
+    attention_kernel_tma_store(const __grid_constant__ TensorMap q, const __grid_constant__ TensorMap k,
+                               const __grid_constant__ TensorMap v, AttentionShape shape, const __grid_constant__ Score score,
+                               Mask mask, const __grid_constant__ Epilogue epilogue) {
   attention_body<C, Score, Mask, Epilogue, State>(q, k, v, shape, score, mask, epilogue);
 }
 
@@ -1726,5 +1777,14 @@ __global__ void __launch_bounds__(C::Threads, 1)
       name(const __grid_constant__ ::solder::attention::TensorMap q, const __grid_constant__ ::solder::attention::TensorMap k, \
            const __grid_constant__ ::solder::attention::TensorMap v, ::solder::attention::AttentionShape shape, \
            const __grid_constant__ ScoreType score, MaskType mask, EpilogueType epilogue) {                                           \
+    ::solder::attention::attention_body<ConfigType>(q, k, v, shape, score, mask, epilogue);                   \
+  }
+
+// The same for an Epilogue of kTmaStore (functors.cuh): the epilogue a __grid_constant__ parameter.
+#define SOLDER_ATTENTION_KERNEL_TMA_STORE(name, ConfigType, ScoreType, MaskType, EpilogueType)                          \
+  extern "C" __global__ void __launch_bounds__(ConfigType::Threads, 1)                                       \
+      name(const __grid_constant__ ::solder::attention::TensorMap q, const __grid_constant__ ::solder::attention::TensorMap k, \
+           const __grid_constant__ ::solder::attention::TensorMap v, ::solder::attention::AttentionShape shape, \
+           const __grid_constant__ ScoreType score, MaskType mask, const __grid_constant__ EpilogueType epilogue) {                                           \
     ::solder::attention::attention_body<ConfigType>(q, k, v, shape, score, mask, epilogue);                   \
   }

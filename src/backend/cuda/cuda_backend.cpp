@@ -219,7 +219,9 @@ void launch_attention_skeleton(const runtime::Function& function, const Attentio
   std::optional<runtime::TensorMapBytes> bias_tile, bias_column;
   if (g.bias_tile) bias_tile = map(*g.bias_tile, "bias tile");
   if (g.bias_column) bias_column = map(*g.bias_column, "bias column");
-  runtime::AttentionLaunchArgs packed(q, k, v, attention_shape_arg(g), bias_tile, bias_column, pointers);
+  std::optional<runtime::TensorMapBytes> out;
+  if (g.out) out = map(*g.out, "O");
+  runtime::AttentionLaunchArgs packed(q, k, v, attention_shape_arg(g), bias_tile, bias_column, pointers, out);
   auto args = packed.parameters(pointers.data());
   runtime::launch(function, config, args.data());
 }

@@ -81,6 +81,9 @@ struct GemmSkeletonLaunch {
 struct AttentionSkeletonLaunch {
   GemmSkeletonLaunch::Operand q, k, v;
   std::optional<GemmSkeletonLaunch::Operand> bias_tile, bias_column;  // a staged bias's tensor maps
+  // the output's map of a TMA-stored epilogue (functors.cuh kTmaStore; $SOLDER_ATTN_O_STORE=tma): o as
+  // {HeadDim, seq_q, batch · heads}, box {64, 16, 1}
+  std::optional<GemmSkeletonLaunch::Operand> out;
   int batch = 1, heads = 1, heads_kv = 1, seq_q = 1, seq_k = 1;  // solder::attention::AttentionShape
   // an operand's batch coordinate b · X_heads + X_head0 + h (0: the plain layout; AttentionShape)
   int q_heads = 0, q_head0 = 0, k_heads = 0, k_head0 = 0, v_heads = 0, v_head0 = 0;

@@ -25,7 +25,7 @@ const std::set<std::string>& reserved_cuda_words() {
         "linux", "unix", "i386", "major", "minor", "makedev", "isnan", "isinf", "isfinite", "signbit", "fpclassify",
         "isnormal", "setjmp", "va_start", "va_end", "va_arg", "va_copy", "FILE",
         // The data-dependent index check (cuda_expr.h) and the cluster channels' locals.
-        "solder_checked_index", "solder_index_error", "SOLDER_GEMM_KERNEL", "SOLDER_GEMM_DUAL_KERNEL", "SOLDER_GEMM_RANGES_KERNEL", "SOLDER_ATTENTION_KERNEL",
+        "solder_checked_index", "solder_index_error", "SOLDER_GEMM_KERNEL", "SOLDER_GEMM_DUAL_KERNEL", "SOLDER_GEMM_RANGES_KERNEL", "SOLDER_ATTENTION_KERNEL", "SOLDER_ATTENTION_KERNEL_TMA_STORE",
         "SOLDER_ATTENTION_DUAL_KERNEL", "combine",  // the attention dual mode's entry macro and epilogue hook
         "kStagedSum", "staged_column",  // the attention score functor's tile-plus-column bias (functors.cuh)
         "kOneIdTiles",  // the data mask's one-id boundary tiles (functors.cuh)
@@ -46,6 +46,8 @@ const std::set<std::string>& reserved_cuda_words() {
         "kPreload", "Preload", "preload",
         // the staged epilogue (functors.cuh, kStaged): the epilogue functor's members
         "kStaged", "staged_pack", "staged_row",
+        // the staged epilogue's TMA store (functors.cuh, kTmaStore)
+        "kTmaStore", "out_map",
         // the dual mode's staged combine (functors.cuh, kStagedCombine)
         "kStagedCombine", "staged_combine",
         "max_ll_", "min_ll_",

@@ -6,8 +6,11 @@
 //     axis (the depth axis) over the whole dim, a whole number of 16-byte vectors (V = 16 / |dtype|
 //     elements each), and no other index of the destination, nor the guard, uses the depth axis;
 //   - its value is a tree of selects whose conditions read no tensor and whose leaves are constants and
-//     loads of globals; no load's index reads a tensor, and a load that uses the depth axis uses it only
-//     in its last index, as depth + c (c an integer).
+//     loads of globals; a load's last index reads no tensor, and a load that uses the depth axis uses it
+//     only in its last index, as depth + c (c an integer). Its leading indices may read a tensor (a
+//     gathered row, emb[tok[t], c]: the padded pass's gathered copies); they are the same for the whole
+//     vector, and checked as every data-dependent index is (solder_checked_index: out of range, the
+//     error is recorded and index 0 read, as the element-wise writer does).
 // Each thread then computes V consecutive elements of a row, one by one (the selects per element), and
 // stores them with one 16-byte store (store_vector_v4: st.global.v4, device/solder/reduce/vector.cuh). A
 // leaf whose global has rows of whole 16-byte vectors and elements no wider than the destination's is read
@@ -88,10 +91,9 @@ bool KernelWriter::row_copy(std::ostringstream& out, const MapNode& n, int inden
     if (e.as<ConstNode>()) return true;
     auto l = e.as<LoadNode>();
     if (!l || !arrays_.count(l->tensor) || !array(l->tensor).global || l->index.empty()) return false;
-    for (auto& i : l->index)
-      if (reads_tensor(i)) return false;
+    if (reads_tensor(l->index.back())) return false;
     for (size_t d = 0; d + 1 < l->index.size(); ++d)
-      if (uses_var(l->index[d], depth.var)) return false;
+      if (uses_var(l->index[d], depth.var)) return false;  // a leading index may read a tensor: a gathered row
     if (!uses_var(l->index.back(), depth.var)) return true;  // the same element for the whole vector
     std::optional<int64_t> offset = depth_offset(l->index.back(), depth.var, program_.dims);
     if (!offset) return false;
@@ -140,7 +142,7 @@ bool KernelWriter::row_copy(std::ostringstream& out, const MapNode& n, int inden
     const CudaArray& src = array(w.load->tensor);
     std::vector<Expr> index = w.load->index;
     index.back() = make_var(column);
-    auto idx = index_texts(index);
+    auto idx = index_texts(Access{w.load->tensor, index});  // a gathered row's index checked (solder_checked_index)
     out << p << "  float " << w.name << "[" << w.vectors << "][" << w.per_vector << "];  // " << w.load->tensor << " from column " << first
         << (w.offset - w.shift < 0 ? " - " : " + ") << std::abs(w.offset - w.shift) << "\n";
     out << p << "  #pragma unroll\n";

@@ -35,6 +35,7 @@
 #include "backend/cuda/mma_stream_writer.h"
 #include "ir/expr_eval.h"
 #include "ir/printer.h"
+#include "runtime/attention_args.h"
 
 namespace solder::mma_stream {
 
@@ -1377,6 +1378,15 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
   // block per work tile at vanilla hd128 S 1k / 4k / 16k (st1 319.2 / 1161.8 / 4490.5 us, bn64 291.7 / 1067.0 /
   // 4073.9, bn64f 292.0 / 1078.0 / 4135.1, against 268.8 / 907.2 / 3500.4; H200, 2026-11-28, same call, two
   // rounds): the 64-key tiles cost 16-18 % in the steady state, and a stagger on 2 stages of 128 keys more.
+  // $SOLDER_ATTN_O_STORE=tma: every staged epilogue stores each consumer warp's 16 rows by one TMA store per 64
+  // columns (functors.cuh kTmaStore; sm90_attention.cuh, "Staged epilogue"), and vanilla / gqa hd64 S 1k's
+  // staggered kernel takes the staged epilogue in its Q rows for it (as $SOLDER_ATTN_EPIQ=1), so that its
+  // registers are free after the shared-memory writes. =regs or unset: main's stores. (A/B runs.)
+  bool tma_store_o = false;
+  if (const char* e = std::getenv("SOLDER_ATTN_O_STORE"); e && *e) {
+    if (std::string(e) == "tma") tma_store_o = true;
+    else if (std::string(e) != "regs") refuse("$SOLDER_ATTN_O_STORE=" + std::string(e) + " (tma or regs)");
+  }
   std::string hd128_q2_mode;
   if (!fp8 && kHeadDim == 128 && D_ == 128 && identity && !cond && !data && !with_bias && !staged_bits && plain_layout && dual_first_.empty() &&
       (o->dtype == DType::bf16 || o->dtype == DType::f16)) {
@@ -1901,13 +1911,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     // dedicated buffer on 5 stages 170.9 / 167.5 (H100, 2026-11-28, same call, six interleaved rounds,
     // cuDNN SDPA 165.9 / 161.3): the stagger already hides the per-pair epilogue. $SOLDER_ATTN_EPIQ=1
     // takes it there (with the staged epilogue, at the ring's depth without a buffer), =0 nowhere (A/B
-    // runs).
+    // runs). $SOLDER_ATTN_O_STORE=tma (tma_store_o) takes it there too, and stores every staged
+    // epilogue's rows by TMA.
     {
       const char* e = std::getenv("SOLDER_ATTN_EPI");
       const bool forced = e && *e;
       const char* eq = std::getenv("SOLDER_ATTN_EPIQ");
       const bool q_rows_allowed = persistent && !data && (q_buffers == 2 ? stagger <= 2 : stagger == 0);
-      const bool q_rows = q_rows_allowed && eq && std::string(eq) == "1" && !(forced && std::string(e) == "0");
+      const bool q_rows = q_rows_allowed && ((eq && std::string(eq) == "1") || tma_store_o) && !(forced && std::string(e) == "0");
       const bool everywhere = (forced && std::string(e) == "1") || q_rows;
       // causal's 3-consumer kernel (hd64 past 32 key tiles per work tile: S 16k 1217.6 -> 1176.8 us, one
       // round, H100, 2026-11-28, with the dedicated buffer; S 4k 371.1 -> 363.9, two rounds, before its rows
@@ -1968,8 +1979,16 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       if (!plain) out << "    o0_ = value_(bh_, row_, col_, o0_);\n    o1_ = value_(bh_, row_, col_ + 1, o1_);\n";
       else out << "    (void)bh_; (void)row_; (void)col_;\n";
       write_staged_word_and_row();
-      epilogue_text += q_rows_epilogue ? "; through shared memory (each consumer's own Q rows, Q released after the epilogue), 16-byte row stores"
-                                       : "; through shared memory, 16-byte row stores";
+      if (tma_store_o) {
+        // functors.cuh kTmaStore: each consumer warp's 16 staged rows by one TMA store per 64 columns,
+        // through the output's map (launch.out), placed after every global's pointer at the next multiple of
+        // 64 bytes (runtime/attention_args.h, pack_tma_store_epilogue; checked below the struct)
+        out << "  // the staged rows stored by TMA through the output's map (encoded by the launcher for each call)\n";
+        out << "  static constexpr bool kTmaStore = true;\n  solder::attention::TensorMap out_map;\n";
+      }
+      epilogue_text += q_rows_epilogue ? "; through shared memory (each consumer's own Q rows, Q released after the epilogue)"
+                                       : "; through shared memory";
+      epilogue_text += tma_store_o ? ", one TMA store of 16 rows x 64 columns per consumer warp" : ", 16-byte row stores";
     }
     if (!dual_first_.empty() && !preload) {
       // The dual mode (sm90_attention_dual.cuh): the stored value with every read of `dual_first_` at the
@@ -2012,10 +2031,14 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
       }
     }
     out << "};\n";
+    if (staged_epilogue && tma_store_o)
+      out << "static_assert(sizeof(" << epilogue << ") == " << runtime::epilogue_out_map_offset(program_.globals.size()) + 128
+          << ", \"the launcher packs out_map after the pointers, as the last member\");\n";
   }
   const std::string config = config_text();
   out << "using " << name << "_config_ = " << config << ";\n";
-  out << "SOLDER_ATTENTION_KERNEL(" << name << ", " << name << "_config_, " << score << ", " << mask << ", " << epilogue << ")\n";
+  // (kTmaStore: the kernel whose epilogue is a __grid_constant__ parameter, so that TMA reads out_map there)
+  out << (staged_epilogue && tma_store_o ? "SOLDER_ATTENTION_KERNEL_TMA_STORE(" : "SOLDER_ATTENTION_KERNEL(") << name << ", " << name << "_config_, " << score << ", " << mask << ", " << epilogue << ")\n";
 
   // Operands read at a fixed lead index (differential attention's halves q[b, c, h]).
   std::string lead_text;
@@ -2141,6 +2164,19 @@ AttentionSkeletonKernel MmaStreamWriter::write_skeleton(const Kernel& contracts)
     t.tile_rows = 64;
     t.tile_k = 64;
     launch.bias_tile = t;
+  }
+  if (staged_epilogue && tma_store_o) {
+    // o as [batch · heads][seq_q][D] (the per-pair store's index), box {64, 16, 1}: one consumer warp's rows
+    GemmSkeletonLaunch::Operand t;
+    t.global = global_index(o->name);
+    t.dtype = o->dtype == DType::f16 ? 1 : 0;
+    t.rows = seq_q;
+    t.k = t.ld = D_;
+    t.batch = batch * heads;
+    t.batch_stride = seq_q * D_;
+    t.tile_rows = 16;
+    t.tile_k = 64;
+    launch.out = t;
   }
   if (staged_column.g) {
     // [lead..][keys] bytes: rows = the lead dims flattened, box 128 x 1, no swizzle

@@ -125,7 +125,11 @@ template <class C, class Score, class Mask, class E>
 void launch(const TensorMap& q, const TensorMap& k, const TensorMap& v, const AttentionShape& shape, const Score& score,
             const Mask& mask, const E& epilogue, cudaStream_t stream, int persistent_blocks = 0) {
   static bool configured = false;
-  auto kernel = solder::attention::attention_kernel<C, Score, Mask, E>;
+  // (an Epilogue of kTmaStore: the kernel whose epilogue is a __grid_constant__ parameter)
+  auto kernel = [] {
+    if constexpr (solder::attention::epilogue_tma_store<E>(0) && C::StagedEpilogue) return solder::attention::attention_kernel_tma_store<C, Score, Mask, E>;
+    else return solder::attention::attention_kernel<C, Score, Mask, E>;
+  }();
   if (!configured) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SmemBytes));
     configured = true;

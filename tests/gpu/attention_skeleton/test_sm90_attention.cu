@@ -219,6 +219,15 @@ struct StagedStore : StoreCols<T> {
   }
 };
 
+// The same stores by TMA (functors.cuh "epilogue_tma_store"): each consumer warp's 16 staged rows by one
+// cp.async.bulk.tensor store per 64 columns through out_map (o: {D, seq_q, bh}, box {64, 16, 1}, 128-byte
+// swizzle; rows past seq_q clipped by the map). Per-pair stores where the Config has no staged epilogue.
+template <Dtype T>
+struct TmaStagedStore : StagedStore<T> {
+  static constexpr bool kTmaStore = true;
+  TensorMap out_map;
+};
+
 // evoformer's gated store o = sigmoid(gate[bh][row][col]) · o, col < cols, with the gate preloaded
 // (kPreload: one 4-byte word of the bf16 gate per pair of columns, loaded when the work tile starts).
 template <Dtype T>
@@ -294,7 +303,8 @@ struct LeadBlock {
 
 // C0: the configuration of the first run (one block per work tile; C by default), which the second run
 // (C on persistent blocks) must match bit for bit.
-template <class C, class Score, class Mask, bool Gated = false, class C0 = C>
+// Tma: the staged epilogue's rows stored by TMA (TmaStagedStore).
+template <class C, class Score, class Mask, bool Gated = false, class C0 = C, bool Tma = false>
 void run_case(const char* name, const Case& c, const Score& score, const Mask& mask, std::mt19937& rng, int D = C::HeadDim,
               LeadBlock lead = {}) {
   static_assert(C0::HeadDim == C::HeadDim && C0::BN == C::BN && C0::T == C::T, "C0 reads the same tensor maps");
@@ -320,6 +330,7 @@ void run_case(const char* name, const Case& c, const Score& score, const Mask& m
   Tensor gate = Gated ? make_tensor(Dtype::bf16, bh, c.seq_q, D, D, &rng, 4.0f) : Tensor{};
   auto epilogue = [&] {
     if constexpr (Gated) return GatedStore<C::T>{o.device, static_cast<const __nv_bfloat16*>(gate.device), D, c.seq_q, D};
+    else if constexpr (C::StagedEpilogue && Tma) return TmaStagedStore<C::T>{{{o.device, D, c.seq_q, D}}, make_map(o, 16, "o")};
     else if constexpr (C::StagedEpilogue) return StagedStore<C::T>{{o.device, D, c.seq_q, D}};
     else return StoreCols<C::T>{o.device, D, c.seq_q, D};
   }();
@@ -707,7 +718,8 @@ void run_many_tiles(const char* name, std::mt19937& rng) {
 // the consumers store zeros), softcap (WithSoftcap: not with 3 consumers and the staged epilogue, which
 // spills 4 bytes with the softcap functor and is no emitter's Config). Every launch after the first relies
 // on the previous launch's reset of the counter.
-template <class C, class CStatic, bool WithSoftcap = true>
+// Tma: the staged epilogue's rows stored by TMA (run_case's Tma).
+template <class C, class CStatic, bool WithSoftcap = true, bool Tma = false>
 void run_dynamic(const char* name, std::mt19937& rng) {
   static_assert((C::Dynamic && !CStatic::Dynamic) || (C::FreeConsumers && !CStatic::FreeConsumers) ||
                     (C::StagedEpilogue && !CStatic::StagedEpilogue) || (C::PostedWork && !CStatic::PostedWork) ||
@@ -724,18 +736,18 @@ void run_dynamic(const char* name, std::mt19937& rng) {
     if (!C::Persistent && blocks != 0) continue;  // (one block per work tile at any block count)
     persistent_blocks = blocks;
     std::snprintf(label, sizeof label, "%s dyn plain", name);
-    run_case<C, PlainScore, NoMask, false, CStatic>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, NoMask{}, rng);
+    run_case<C, PlainScore, NoMask, false, CStatic, Tma>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, NoMask{}, rng);
     std::snprintf(label, sizeof label, "%s dyn causal", name);
-    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng);
+    run_case<C, PlainScore, CausalMask, false, CStatic, Tma>(label, Case{2, 4, 2, 1000, 1000, 0}, plain, CausalMask{0}, rng);
     std::snprintf(label, sizeof label, "%s dyn causal 2048", name);
-    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{2, 4, 4, 2048, 2048, 0}, plain, CausalMask{0}, rng);
+    run_case<C, PlainScore, CausalMask, false, CStatic, Tma>(label, Case{2, 4, 4, 2048, 2048, 0}, plain, CausalMask{0}, rng);
     std::snprintf(label, sizeof label, "%s dyn causal bottom-right", name);
-    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{3, 4, 1, 700, 1024, 8}, plain, CausalMask{1024 - 700}, rng);
+    run_case<C, PlainScore, CausalMask, false, CStatic, Tma>(label, Case{3, 4, 1, 700, 1024, 8}, plain, CausalMask{1024 - 700}, rng);
     std::snprintf(label, sizeof label, "%s dyn causal offset -200", name);
-    run_case<C, PlainScore, CausalMask, false, CStatic>(label, Case{2, 3, 3, 600, 600, 0}, plain, CausalMask{-200}, rng);
+    run_case<C, PlainScore, CausalMask, false, CStatic, Tma>(label, Case{2, 3, 3, 600, 600, 0}, plain, CausalMask{-200}, rng);
     if constexpr (WithSoftcap) {
       std::snprintf(label, sizeof label, "%s dyn softcap", name);
-      run_case<C, SoftcapScore, NoMask, false, CStatic>(label, Case{1, 2, 1, 129, 300, 8}, softcap, NoMask{}, rng);
+      run_case<C, SoftcapScore, NoMask, false, CStatic, Tma>(label, Case{1, 2, 1, 129, 300, 8}, softcap, NoMask{}, rng);
     }
   }
   persistent_blocks = 3;
@@ -1011,6 +1023,18 @@ int main(int argc, char** argv) {
     run_dynamic<Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 1, 0, false, false, true, false, true>, Config<Dtype::bf16, 64, 128, 4, 2, true>>("bf16 d64 s4 P Ep Qr", rng);
     run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1, false, false, true, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1>>("bf16 d128 s2 P Q2 St1 Ep Qr", rng);
     run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 0, true, true, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, false, true>>("bf16 d64 s5 P Q2 Dy Fr Ep Pw Qr", rng);
+    // Tm: the same staged epilogues with each warp's rows stored by TMA (TmaStagedStore), bit for bit against
+    // the per-pair stores and against the float64 reference, on 0 / 1 / 3 / 7 blocks, ragged S (1000, 700,
+    // 600, 129 rows: the map clips the last tile's rows), GQA, tiles without key tiles (pair by pair):
+    // vanilla / gqa hd64 S 1k's staggered Config in the Q rows (bf16, f16), hd128 in the Q rows, causal
+    // S 1k's, the dedicated buffer on persistent blocks (hd64 5 stages), one block per work tile (hd128's
+    // EpilogueInQ).
+    run_dynamic<Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2, false, false, true, false, true>, Config<Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2>, true, true>("bf16 d64 s6 P Q2 St2 Ep Qr Tm", rng);
+    run_dynamic<Config<Dtype::f16, 64, 128, 6, 2, true, 0, 2, 2, false, false, true, false, true>, Config<Dtype::f16, 64, 128, 6, 2, true, 0, 2, 2>, true, true>("f16 d64 s6 P Q2 St2 Ep Qr Tm", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1, false, false, true, false, true>, Config<Dtype::bf16, 128, 128, 2, 2, true, 0, 2, 1>, true, true>("bf16 d128 s2 P Q2 St1 Ep Qr Tm", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 0, true, true, true, true, true>, Config<Dtype::bf16, 64, 128, 4, 2, true, 0, 2, 0, true, true, false, true>, true, true>("bf16 d64 s5 P Q2 Dy Fr Ep Pw Qr Tm", rng);
+    run_dynamic<Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2, false, false, true>, Config<Dtype::bf16, 64, 128, 5, 2, true, 0, 2, 2>, true, true>("bf16 d64 s5 P Q2 St2 Ep Tm", rng);
+    run_dynamic<Config<Dtype::bf16, 128, 128, 2, 2, false, 0, 1, 0, false, false, true>, Config<Dtype::bf16, 128, 128, 2, 2>, true, true>("bf16 d128 s2 EpQ Tm", rng);
     // Ep: the staged epilogue (Config::StagedEpilogue: O through shared memory, 16-byte row stores), each
     // bit for bit against the same Config with the per-pair stores (and the float64 reference), on 0 / 1 /
     // 3 / 7 blocks: the emitter's two defaults first (causal hd64 S 1k: Dynamic, free consumers, two Q

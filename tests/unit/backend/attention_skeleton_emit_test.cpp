@@ -646,6 +646,59 @@ TEST(AttentionSkeletonEmit, QRowsEpilogueByKnob) {
   EXPECT_EQ(docmask->source, plain_docmask->source);
 }
 
+// The TMA-stored epilogue ($SOLDER_ATTN_O_STORE=tma, functors.cuh kTmaStore): vanilla / gqa hd64 S 1k's
+// staggered kernel takes the staged epilogue in its Q rows at its 6 stages (the shared memory of
+// QRowsEpilogue: no byte more) with kTmaStore and the output's map as the epilogue's last member after the
+// pointers (sizeof checked in the source) and launch.out (o as {64, 1024, 16 heads}, box {64, 16});
+// vanilla hd128's one-block-per-tile staged epilogue stores by TMA too; a stagger of 3 turns (no staged
+// epilogue) and unset keep main's kernel; an unknown value refuses.
+TEST(AttentionSkeletonEmit, TmaStoreOByKnob) {
+  std::string refusal;
+  auto plain = emit(compile("vanilla", {}), &refusal);
+  setenv("SOLDER_ATTN_O_STORE", "regs", 1);
+  auto regs = emit(compile("vanilla", {}), &refusal);
+  setenv("SOLDER_ATTN_O_STORE", "tma", 1);
+  auto vanilla = emit(compile("vanilla", {}), &refusal);
+  auto gqa = emit(compile("gqa", {}), &refusal);
+  auto hd128 = emit(compile("vanilla", {{"D", 128}}), &refusal);
+  setenv("SOLDER_ATTN_STAGGER", "3", 1);
+  auto stagger3 = emit(compile("vanilla", {}), &refusal);
+  unsetenv("SOLDER_ATTN_STAGGER");
+  ASSERT_TRUE(plain && regs && vanilla && gqa && hd128 && stagger3) << refusal;
+  setenv("SOLDER_ATTN_O_STORE", "stg", 1);
+  std::string bad;
+  auto unknown = emit(compile("vanilla", {}), &bad);
+  unsetenv("SOLDER_ATTN_O_STORE");
+  EXPECT_FALSE(unknown);
+  EXPECT_NE(bad.find("SOLDER_ATTN_O_STORE=stg"), std::string::npos) << bad;
+  EXPECT_EQ(regs->source, plain->source);
+  EXPECT_FALSE(plain->info.attention->out.has_value());
+  const std::string staggered_q_rows = "Config<solder::gemm::Dtype::bf16, 64, 128, 6, 2, true, 0, 2, 2, false, false, true, false, true>;";
+  for (const auto* e : {&vanilla, &gqa}) {
+    EXPECT_NE((*e)->source.find(staggered_q_rows), std::string::npos) << (*e)->summary;
+    EXPECT_NE((*e)->source.find("static constexpr bool kTmaStore = true;\n  solder::attention::TensorMap out_map;"), std::string::npos);
+    EXPECT_NE((*e)->source.find("static_assert(sizeof("), std::string::npos);
+    EXPECT_NE((*e)->source.find("SOLDER_ATTENTION_KERNEL_TMA_STORE("), std::string::npos);
+    EXPECT_NE((*e)->summary.find("one TMA store of 16 rows x 64 columns per consumer warp"), std::string::npos) << (*e)->summary;
+    EXPECT_EQ((*e)->info.shared_bytes, 2 * 128 * 64 * 2 + 6 * 2 * 128 * 64 * 2 + 8 * (4 + 24) + 1024) << (*e)->summary;
+    ASSERT_TRUE((*e)->info.attention->out.has_value());
+  }
+  const auto& o = *vanilla->info.attention->out;
+  EXPECT_EQ(o.rows, 1024);
+  EXPECT_EQ(o.k, 64);
+  EXPECT_EQ(o.ld, 64);
+  EXPECT_EQ(o.batch, vanilla->info.attention->batch * vanilla->info.attention->heads);
+  EXPECT_EQ(o.batch_stride, 1024 * 64);
+  EXPECT_EQ(o.tile_rows, 16);
+  EXPECT_EQ(o.tile_k, 64);
+  EXPECT_EQ(o.dtype, 0);
+  EXPECT_NE(hd128->source.find("static constexpr bool kTmaStore = true;"), std::string::npos) << hd128->summary;
+  ASSERT_TRUE(hd128->info.attention->out.has_value());
+  EXPECT_EQ(hd128->info.attention->out->k, 128);
+  EXPECT_EQ(stagger3->source.find("kTmaStore"), std::string::npos) << stagger3->summary;
+  EXPECT_FALSE(stagger3->info.attention->out.has_value());
+}
+
 // The staged epilogue on one block per work tile (vanilla at hd128, vanilla / gqa at hd64 from S 4k):
 // its buffer is each consumer's own Q rows (Config::EpilogueInQ), so it keeps every stage there (hd128:
 // 2; hd64's 3 consumers: 4), by default with the plain score and no mask (not alibi's affine score, not

@@ -1,9 +1,9 @@
 // Row copies in 16-byte vectors (KernelWriter::row_copy, kernel_writer_row_copy.cpp): nerf_mlp's three
 // padded copies store one 16-byte vector per thread and step; a 16-byte-pitched source (h4, feature) is
 // read as aligned vectors shifted by its offset, a source with other rows (x, dir) element by element;
-// SOLDER_VECTOR_ROW_COPY=0 writes them one element per thread; a map whose value computes stays
-// element-wise. The generated code compiles (cuda_codegen_test, nvcc) and computes the program on the
-// GPU (`solder run --backend cuda`, bench/NOTES.md, nerf-copies).
+// SOLDER_VECTOR_ROW_COPY=0 writes them one element per thread; a gathered row (emb[tok[r], k]) is read as
+// vectors too; a map whose value computes stays element-wise. The generated code compiles
+// (cuda_codegen_test, nvcc) and computes the program on the GPU (`solder run --backend cuda`, bench/NOTES.md, nerf-copies).
 #include <gtest/gtest.h>
 
 #include "backend/cuda/cuda_codegen.h"
@@ -99,6 +99,23 @@ TEST(RowCopy, WiderSourcesReadAsSeveralVectors) {
   EXPECT_TRUE(has(source, "window0_[(e_ + 1) / 4][(e_ + 1) % 4]")) << source;
   EXPECT_TRUE(has(source, "solder::to_float(a[")) << source;
   EXPECT_TRUE(has(source, "solder::reduce::store_vector_v4(y + ")) << source;
+}
+
+// A gathered row (an embedding's copy before the skeleton, emb[tok[r], k]): the row index reads a tensor,
+// the same for the whole vector, checked as every data-dependent index is; emb's 32-byte rows read as
+// aligned vectors. A gather in the last index (the column read from a tensor) stays element-wise.
+TEST(RowCopy, GatheredRowsReadAsVectors) {
+  using namespace kernel_builders;
+  const std::vector<GlobalTensor> globals = {input("tok", {4}, DType::i32), input("emb", {10, 16}, DType::f16)};
+  const std::string source = generate_cuda(one_map(load("emb", {load("tok", {var("r")}), var("k")}), globals)).source;
+  EXPECT_TRUE(has(source, "// 8 vectors of 8 elements (16 bytes of y), one store each; emb read as 1 aligned 16-byte vector shifted by 0\n"))
+      << source;
+  EXPECT_TRUE(has(source, "solder_checked_index(static_cast<long long>(tok[")) << source;
+  EXPECT_TRUE(has(source, "solder::reduce::load_vector(emb + ")) << source;
+  EXPECT_TRUE(has(source, "solder::reduce::store_vector_v4(y + ")) << source;
+  const std::string column = generate_cuda(one_map(load("emb", {var("r"), load("tok", {var("r")})}), globals)).source;
+  EXPECT_FALSE(has(column, "one store each")) << column;
+  EXPECT_TRUE(has(column, "solder::store(&y[")) << column;
 }
 
 TEST(RowCopy, ComputedValuesStayElementWise) {

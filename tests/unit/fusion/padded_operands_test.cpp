@@ -283,6 +283,69 @@ TEST(PaddedOperands, AnF32WeightIsConvertedAtTheCensusSize) {
   EXPECT_NE(r.kernels.find_global("c_b_bf16"), nullptr) << r.report;
 }
 
+// The census's gathers at an LLM-like size (4096 tokens, C 4096, V 32000; N 4096 or 11008): the embedding's
+// A (written in two statements or in one) and the selected weight rows' B run as a gathered copy into bf16
+// rows, then the skeleton; the report names the gather, and its price counts the rows the copy reads
+// (33.6 MB of A; 90.2 MB of B), not the whole table (262 MB).
+TEST(PaddedOperands, GatheredRowsAreCopiedBeforeTheSkeleton) {
+  struct Case {
+    const char* program;
+    std::vector<std::pair<std::string, int64_t>> dims;
+    const char* copy;
+    std::vector<int64_t> shape;
+    const char* report;
+  };
+  const std::vector<Case> cases = {
+      {"embed_matmul", {{"T", 4096}, {"C", 4096}, {"N", 4096}, {"V", 32000}}, "y_a_bf16", {4096, 4096},
+       "y: gathered copy of A (emb[tok]) to bf16 into y_a_bf16[4096, 4096] ("},
+      {"embed_matmul_inline", {{"T", 4096}, {"C", 4096}, {"N", 11008}, {"V", 32000}}, "y_a_bf16", {4096, 4096},
+       "y: gathered copy of A (emb[tok]) to bf16 into y_a_bf16[4096, 4096] ("},
+      {"gather_weight_rows", {{"M", 4096}, {"K", 4096}, {"N", 11008}, {"V", 32000}}, "c_b_bf16", {11008, 4096},
+       "c: gathered copy of B (w[idx]) to bf16 into c_b_bf16[11008, 4096] ("},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.program);
+    CompileResult r = compile_program(bind_census(c.program, c.dims), CompileOptions::for_gpu());
+    const GlobalTensor* copy = r.kernels.find_global(c.copy);
+    ASSERT_NE(copy, nullptr) << r.report;
+    EXPECT_EQ(copy->dtype, DType::bf16);
+    EXPECT_EQ(copy->shape, c.shape);
+    ASSERT_EQ(r.kernels.kernels.size(), 2u);
+    EXPECT_EQ(r.kernels.kernels[0].name, std::string("convert_") + c.copy);
+    EXPECT_NE(r.report.find(c.report), std::string::npos) << r.report;
+    const std::string reads = c.shape[0] == 4096 ? "; reads 33.6 MB)" : "; reads 90.2 MB)";
+    EXPECT_NE(r.report.find(reads), std::string::npos) << r.report;
+    GeneratedModule m = generate_cuda(r.kernels);
+    EXPECT_EQ(count_skeleton(m, ContractionSchedule::kGemmSkeleton), 1) << contraction_schedule_text(m.contractions);
+  }
+}
+
+// The gathered copies compute the program on the CPU executor against the float64 reference, forced at a
+// small ragged size (K 36: rows of 72 bytes, padded to 80 with zeros, the table read element by element;
+// 100 and 72 rows: ragged copy blocks and tiles). The other operand (w[n, c] or a[m, k], rows of 72
+// bytes) is copied too.
+TEST(PaddedOperands, GatheredCopiesVerifyOnTheExecutor) {
+  ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
+  for (auto [name, dims] : {std::pair<const char*, std::vector<std::pair<std::string, int64_t>>>{"embed_matmul", {{"T", 100}, {"C", 36}, {"N", 72}}},
+                            {"embed_matmul_inline", {{"T", 72}, {"C", 36}, {"N", 104}}},
+                            {"gather_weight_rows", {{"M", 100}, {"K", 36}, {"N", 72}}}}) {
+    SCOPED_TRACE(name);
+    BoundProgram bound = bind_census(name, dims);
+    CompileResult r = compile_program(bound, CompileOptions::for_gpu());
+    int copies = 0;
+    for (auto& k : r.kernels.kernels) copies += k.name.rfind("convert_", 0) == 0;
+    EXPECT_EQ(copies, 2) << r.report;
+    EXPECT_NE(r.report.find("gathered copy of "), std::string::npos) << r.report;
+    for (auto& g : r.kernels.globals)
+      if (g.name.find("_bf16") != std::string::npos) EXPECT_EQ(g.shape[1], 40) << g.name;
+    KernelProgram view = contracts_as_reduces(r.kernels);
+    verify_kernel_program(view);
+    TensorSet inputs = make_inputs(bound, 7);
+    auto v = testing::verify_kernels(bound, view, inputs);
+    EXPECT_TRUE(v.ok()) << v.failures();
+  }
+}
+
 // bf16 x f16 at the census's 512³: both operands copied into f32 (a's rows as they are; b [K, N]
 // transposed through shared tiles), then the tf32 skeleton; the report says why.
 TEST(PaddedOperands, Bf16TimesF16RunsOnTheTf32Skeleton) {

@@ -92,6 +92,32 @@ TEST(AttentionArgs, ParametersWithBiasPassTheScoreFunctor) {
   EXPECT_EQ(params[6], p.data());
 }
 
+TEST(AttentionArgs, TmaStoreEpilogueIsPointersThenTheMap) {
+  // functors.cuh kTmaStore: every pointer, zeros to the next multiple of 64 bytes, then out_map (the device
+  // TensorMap's alignment), as the generated epilogue declares them (its sizeof checked in the source).
+  EXPECT_EQ(epilogue_out_map_offset(0), 0u);
+  EXPECT_EQ(epilogue_out_map_offset(8), 64u);
+  EXPECT_EQ(epilogue_out_map_offset(9), 128u);
+  auto p = pointers(5);
+  auto epilogue = pack_tma_store_epilogue(filled(70), p);
+  ASSERT_EQ(epilogue.size(), 64u + 128u);
+  EXPECT_EQ(std::memcmp(epilogue.data(), p.data(), 40), 0);
+  for (size_t i = 40; i < 64; ++i) EXPECT_EQ(epilogue[i], 0) << i;
+  TensorMapBytes map;
+  std::memcpy(&map, epilogue.data() + 64, sizeof map);
+  EXPECT_TRUE(same(map, filled(70)));
+  // The launch passes it as the epilogue functor; score and mask stay the pointers.
+  AttentionLaunchArgs args(filled(1), filled(2), filled(3), AttentionShapeArg{}, std::nullopt, std::nullopt, p, filled(70));
+  ASSERT_TRUE(args.tma_store());
+  auto params = args.parameters(p.data());
+  EXPECT_EQ(params[4], p.data());
+  EXPECT_EQ(params[5], p.data());
+  EXPECT_EQ(params[6], static_cast<const void*>(args.epilogue().data()));
+  EXPECT_EQ(std::memcmp(params[6], epilogue.data(), epilogue.size()), 0);
+  AttentionLaunchArgs plain(filled(1), filled(2), filled(3), AttentionShapeArg{}, std::nullopt, std::nullopt, p);
+  EXPECT_FALSE(plain.tma_store());
+}
+
 TEST(AttentionArgs, BackendShapeFromTheLaunch) {
   AttentionSkeletonLaunch launch;
   launch.batch = 3, launch.heads = 16, launch.heads_kv = 4, launch.seq_q = 100, launch.seq_k = 300;
