@@ -15,7 +15,7 @@ bool transpose_copy_writer_enabled() {
 
 bool transpose_copy_byte_form_enabled() {
   const char* v = std::getenv("SOLDER_TRANSPOSE_COPIES");
-  return v && std::string(v) == "byte";
+  return !(v && std::string(v) == "tile");
 }
 
 namespace {

@@ -11,9 +11,9 @@
 // lies wholly inside or wholly outside the copied tile's bounds; the others stay with the generic writer.
 // $SOLDER_TRANSPOSE_COPIES=generic leaves every transposing copy to the generic writer (A/B runs).
 //
-// The byte form ($SOLDER_TRANSPOSE_COPIES=byte; off by default: fp8-tcopy's call, bench/NOTES.md, measured the
-// copy kernel alone at 9.44 us against the float tile's 14.40, but mm_e4m3_nn's medians at 4096^3 were not faster
-// in both rounds): a copy of 1-byte elements into the same dtype (mm_e4m3_nn's e4m3 b) is a bit copy (each value of
+// The byte form (the default; $SOLDER_TRANSPOSE_COPIES=tile keeps the float tile: bench/NOTES.md, fp8-tcopy and the
+// twenty-second session's integrator: the copy kernel alone 9.44 us against the float tile's 14.40 by ncu at 4096^2,
+// mm_e4m3_nn at 4096^3 faster by its median in three of four rounds and by its fastest replay in all four): a copy of 1-byte elements into the same dtype (mm_e4m3_nn's e4m3 b) is a bit copy (each value of
 // P is src's value: the IR's tile store of an e4m3 value into e4m3 is exact), so it moves bytes, not floats, and a
 // block takes kTransposeByteSides s × kTransposeCopyTile k (16 KB; the IR's 64 × 64 tiles are the same copy,
 // grouped four to a block): each thread reads 16 bytes of 4 consecutive rows k of src (4 vectors in flight),
@@ -41,7 +41,8 @@ std::optional<TransposeCopyWriterKernel> write_transpose_copy_kernel(const Kerne
 // Whether $SOLDER_TRANSPOSE_COPIES leaves the transposing copies to this writer (unset or anything but "generic").
 bool transpose_copy_writer_enabled();
 
-// Whether $SOLDER_TRANSPOSE_COPIES=byte gives 1-byte copies into the same dtype to the byte form.
+// Whether 1-byte copies into the same dtype take the byte form (unset or anything but "tile"; "0" and "generic"
+// never reach this writer's transposing copies).
 bool transpose_copy_byte_form_enabled();
 
 // The byte form's block: this many s (× kTransposeCopyTile k).

@@ -414,8 +414,8 @@ TEST(PaddedOperands, TransposingCopyThroughASharedTile) {
 
 // The writer takes the transposing copy where b's rows are whole 16-byte vectors (N 512), and leaves N 72
 // (72 bytes) to the generic writer; SOLDER_TRANSPOSE_COPIES=generic leaves all to it. e4m3 into e4m3 is a bit
-// copy: SOLDER_TRANSPOSE_COPIES=byte takes the byte form (256 s x 64 k a block, 4 rows of 16 bytes a thread
-// byte-permuted into words of 4 k, the word tile's rows s ^ ((s >> 4) & 1), 16-byte rows out); unset or =tile:
+// copy: unset or SOLDER_TRANSPOSE_COPIES=byte takes the byte form (256 s x 64 k a block, 4 rows of 16 bytes a
+// thread byte-permuted into words of 4 k, the word tile's rows s ^ ((s >> 4) & 1), 16-byte rows out); =tile:
 // opcopy2's float tile (16 e4m3 a vector in and out through a float [64][65]).
 TEST(PaddedOperands, TransposingCopyWriter) {
   for (int64_t n : {512, 72}) {
@@ -423,9 +423,9 @@ TEST(PaddedOperands, TransposingCopyWriter) {
     ScopedEnv force("SOLDER_OPERAND_COPIES", "force");
     CompileResult r = compile_program(bind_census("mm_e4m3_nn", {{"M", 128}, {"N", n}, {"K", 64}}), CompileOptions::for_gpu());
     {
-      GeneratedModule t = generate_cuda(r.kernels);  // unset: the float tile
-      EXPECT_EQ(t.source.find("16-byte reads along s, 16-byte writes along k") != std::string::npos, n == 512) << t.source;
-      EXPECT_EQ(t.source.find("1-byte elements copied bit for bit"), std::string::npos);
+      GeneratedModule t = generate_cuda(r.kernels);  // unset: the byte form
+      EXPECT_EQ(t.source.find("1-byte elements copied bit for bit") != std::string::npos, n == 512) << t.source;
+      EXPECT_EQ(t.source.find("16-byte reads along s, 16-byte writes along k"), std::string::npos) << t.source;
     }
     ScopedEnv byte("SOLDER_TRANSPOSE_COPIES", "byte");
     GeneratedModule m = generate_cuda(r.kernels);
