@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "backend/cuda/cuda_expr.h"
 #include "fusion/tf32_split.h"
@@ -19,6 +20,17 @@ bool tf32_split_writer_enabled() {
 namespace {
 
 const char* parts_text(int lo_part) { return lo_part == 0 ? "[lo | hi | hi]" : lo_part == 1 ? "[hi | lo | hi]" : "[hi | hi | lo]"; }
+
+// The written kernel: its source and its launch (one block of kTf32SplitThreads a tile, no dynamic shared memory).
+Tf32SplitWriterKernel finished(const std::string& name, const Kernel& kernel, std::string source) {
+  Tf32SplitWriterKernel k;
+  k.source = std::move(source);
+  k.info.name = name;
+  k.info.blocks = kernel.blocks();
+  k.info.threads = 256;  // solder::gemm::kTf32SplitThreads (device/solder/gemm/tf32_split.cuh)
+  k.info.shared_bytes = 0;
+  return k;
+}
 
 // A computed operand's split: the block's tile filled with the operand's expression (the Kernel IR's first
 // map, printed as the generic writer prints it), then tf32_split.cuh's parts of it.
@@ -73,13 +85,7 @@ std::optional<Tf32SplitWriterKernel> write_computed(const KernelProgram& program
   out << "  solder::gemm::tf32_split_store_parts<" << (1 << s.lo_part) << ">(tile, args, static_cast<int>(" << cuda_identifier(s.k_var)
       << "), static_cast<int>(" << cuda_identifier(s.row_var) << "));\n";
   out << "}\n";
-  Tf32SplitWriterKernel k;
-  k.source = out.str();
-  k.info.name = name;
-  k.info.blocks = kernel.blocks();
-  k.info.threads = 256;
-  k.info.shared_bytes = 0;
-  return k;
+  return finished(name, kernel, out.str());
 }
 
 }  // namespace
@@ -111,13 +117,7 @@ std::optional<Tf32SplitWriterKernel> write_tf32_split_kernel(const KernelProgram
   out << "  args.dst_ld = " << s->ld << "LL;\n";
   out << "  solder::gemm::tf32_split_tile<" << (1 << s->lo_part) << ">(args, k_tile, row_tile);\n";
   out << "}\n";
-  Tf32SplitWriterKernel k;
-  k.source = out.str();
-  k.info.name = name;
-  k.info.blocks = kernel.blocks();
-  k.info.threads = 256;
-  k.info.shared_bytes = 0;
-  return k;
+  return finished(name, kernel, out.str());
 }
 
 }  // namespace solder
