@@ -99,10 +99,32 @@ OPCOPY_FLOPS["chain_f32_mid"] = 2 * 2 * 4096 ** 3
 OPCOPY_FLOPS["bmm_gqa"] = OPCOPY_FLOPS["bmm_gqa_pv"] = 2 * 2 * 32 * 1024 * 1024 * 128
 
 
-def opcopy_main(args):
+def time_peers(cell, user, sets, ref, peers, cell_flops, out, **fields):
+    """Each peer of `peers` (eager: `user` as written; compile: torch.compile of it) on the input sets `sets`:
+    its first call, its error against the float64 `ref` over sets[0], the median of CUDA-graph replays; one JSON
+    record per peer into `out` with `fields` (program, dims, ...). A peer whose call raises gets an error record."""
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
     from graph_timing import median_us
+    for peer in peers.split(","):
+        fn = user if peer == "eager" else torch.compile(user)
+        t0 = time.time()
+        try:
+            y = fn(*sets[0])
+            torch.cuda.synchronize()
+        except Exception as e:  # a peer that cannot express it says so
+            print(json.dumps({"cell": cell, "peer": peer, "error": str(e)[:300]}), file=out, flush=True)
+            continue
+        first_s = time.time() - t0
+        err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+        us = median_us(fn, sets, calls=20, replays=15)
+        rec = {"cell": cell, **fields, "peer": peer, "median_us": us, "tflops": cell_flops / us / 1e6, "max_rel_err": err,
+               "first_call_s": first_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+        print(json.dumps(rec), file=out, flush=True)
+
+
+def opcopy_main(args):
+    import torch
     out = open(args.out, "a") if args.out else sys.stdout
     torch.manual_seed(1)
     cells = args.cells.split(",") if args.cells != ",".join(CELLS) else list(OPCOPY_CELLS)
@@ -120,23 +142,8 @@ def opcopy_main(args):
                 ts.append(t)
             return ts
         sets = [make(), make()]
-        ref = ref_fn(*sets[0])
-        for peer in args.peers.split(","):
-            fn = user if peer == "eager" else torch.compile(user)
-            t0 = time.time()
-            try:
-                y = fn(*sets[0])
-                torch.cuda.synchronize()
-            except Exception as e:  # a peer that cannot express it says so
-                print(json.dumps({"cell": cell, "peer": peer, "error": str(e)[:300]}), file=out, flush=True)
-                continue
-            first_s = time.time() - t0
-            err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
-            us = median_us(fn, sets, calls=20, replays=15)
-            rec = {"cell": cell, "program": prog, "dims": dims, "peer": peer, "median_us": us, "tflops": OPCOPY_FLOPS[cell] / us / 1e6,
-                   "max_rel_err": err, "first_call_s": first_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "allow_tf32": torch.backends.cuda.matmul.allow_tf32}
-            print(json.dumps(rec), file=out, flush=True)
+        time_peers(cell, user, sets, ref_fn(*sets[0]), args.peers, OPCOPY_FLOPS[cell], out, program=prog, dims=dims,
+                   allow_tf32=torch.backends.cuda.matmul.allow_tf32)
     torch.backends.cuda.matmul.allow_tf32 = False
     return 0
 
@@ -153,8 +160,6 @@ GATHER_CELLS = {
 def gather_main(args):
     import torch
     import torch.nn.functional as F
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-    from graph_timing import median_us
     out = open(args.out, "a") if args.out else sys.stdout
     torch.manual_seed(1)
     cells = args.cells.split(",") if args.cells != ",".join(CELLS) else list(GATHER_CELLS)
@@ -170,18 +175,7 @@ def gather_main(args):
             user = lambda a, idx, w: F.linear(a, w[idx])
             ref_fn = lambda a, idx, w: a.double() @ w[idx].double().T
         sets = [make(), make()]
-        ref = ref_fn(*sets[0])
-        for peer in args.peers.split(","):
-            fn = user if peer == "eager" else torch.compile(user)
-            t0 = time.time()
-            y = fn(*sets[0])
-            torch.cuda.synchronize()
-            first_s = time.time() - t0
-            err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
-            us = median_us(fn, sets, calls=20, replays=15)
-            rec = {"cell": cell, "program": prog, "dims": d, "peer": peer, "median_us": us, "tflops": cell_flops / us / 1e6, "max_rel_err": err,
-                   "first_call_s": first_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
-            print(json.dumps(rec), file=out, flush=True)
+        time_peers(cell, user, sets, ref_fn(*sets[0]), args.peers, cell_flops, out, program=prog, dims=d)
     return 0
 
 
@@ -223,8 +217,6 @@ def main():
     if args.set == "gather":
         return gather_main(args)
     import torch
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-    from graph_timing import median_us
     out = open(args.out, "a") if args.out else sys.stdout
     torch.manual_seed(1)
     for cell in args.cells.split(","):
@@ -234,21 +226,11 @@ def main():
         make = lambda: [torch.randn(*[dims[d] for d in s], device="cuda", dtype=torch.bfloat16) for s in shapes]
         sets = [make(), make()]
         ref = torch.einsum(eq, *[t.double() for t in sets[0]])
-        for peer in args.peers.split(","):
-            # what a user writes: torch.matmul for the broadcast product, F.linear for x @ w.T, einsum else
-            user = {"bmm_broadcast_left": torch.matmul, "mm_bf16_nn": torch.matmul,
-                    "mm_bf16_nt": torch.nn.functional.linear}.get(cell, lambda *t: torch.einsum(eq, *t))
-            fn = user if peer == "eager" else torch.compile(user)
-            t0 = time.time()
-            y = fn(*sets[0])
-            torch.cuda.synchronize()
-            first_s = time.time() - t0
-            err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
-            us = median_us(fn, sets, calls=20, replays=15)
-            rec = {"cell": cell, "program": prog, "dims": dims, "einsum": eq, "peer": peer, "median_us": us,
-                   "call": getattr(user, "__name__", "einsum"), "tflops": flops(cell) / us / 1e6, "max_rel_err": err, "first_call_s": first_s,
-                   "device": torch.cuda.get_device_name(), "torch": torch.__version__}
-            print(json.dumps(rec), file=out, flush=True)
+        # what a user writes: torch.matmul for the broadcast product, F.linear for x @ w.T, einsum else
+        user = {"bmm_broadcast_left": torch.matmul, "mm_bf16_nn": torch.matmul,
+                "mm_bf16_nt": torch.nn.functional.linear}.get(cell, lambda *t: torch.einsum(eq, *t))
+        time_peers(cell, user, sets, ref, args.peers, flops(cell), out, program=prog, dims=dims, einsum=eq,
+                   call=getattr(user, "__name__", "einsum"))
     return 0
 
 
